@@ -1,0 +1,496 @@
+/**
+ * Every default of SPEC.md in one typed object, one doc comment per field.
+ * Load order: defaults <- JSON file (`--config FILE`) <- CLI flags (`--section.field value`).
+ * `validateConfig` rejects impossible values with a message that names the field.
+ */
+
+export type Algo = 'ppo' | 'dqn' | 'c51' | 'iqn';
+export type BackendName = 'auto' | 'cpu' | 'webgpu' | 'cuda';
+
+export interface DataConfig {
+  /** Fraction of bars (after warm-up) in the training split. */
+  trainFrac: number;
+  /** Fraction of bars in the validation split; the test split gets the rest. */
+  valFrac: number;
+  /** Longest feature window in bars: warm-up length and the gap between splits. */
+  maxLookback: number;
+  /** Spread in basis points used when the data has no bid/ask or spread column. */
+  defaultSpreadBps: number;
+  /** Bars of the built-in synthetic market when no data file is given. */
+  synthBars: number;
+}
+
+export interface EnvConfig {
+  /** Exchange fee per trade, basis points of notional (market and limit orders). */
+  feeBps: number;
+  /** Maker rebate for passive orders, basis points (passive cost = feeBps - rebateBps). */
+  rebateBps: number;
+  /** Distance of a passive limit order from the last close on the trader's own side, bps. */
+  passiveOffsetBps: number;
+  /** Fraction of portfolio value kept as cash: target exposure is scaled by (1 - reservePct). */
+  reservePct: number;
+  /** Initial portfolio value V_0 of every episode. */
+  initialCapital: number;
+  /** Profit-taking barrier distance from entry, bps. */
+  profitTargetBps: number;
+  /** Stop-loss barrier distance from entry, bps. */
+  stopLossBps: number;
+  /** Bars after opening at which a position is closed by the time barrier. */
+  maxHoldingBars: number;
+  /** Whether a fired barrier ends the episode (done = 1). */
+  barrierTerminates: boolean;
+  /** Reward multiplier on the relative change of portfolio value. */
+  pnlScale: number;
+  /** Reward multiplier bonus on a profit-barrier step (+) and on a stop-barrier step (-). */
+  barrierRewardScale: number;
+  /** |position_norm| above which the risk penalty applies. */
+  riskThreshold: number;
+  /** Risk penalty slope: penalty = riskPenaltyScale * max(0, |position_norm| - riskThreshold). */
+  riskPenaltyScale: number;
+  /** Length of the circular window of action categories for the diversity entropy. */
+  diversityWindow: number;
+  /** Minimum actions in the window before the diversity penalty can apply. */
+  diversityMinActions: number;
+  /** Entropy (bits) below which the diversity penalty applies. */
+  diversityEntropyThreshold: number;
+  /** Diversity penalty added to the reward (negative). */
+  diversityPenalty: number;
+  /** Curiosity bonus = min(curiosityScale * mse, curiosityMaxReward). */
+  curiosityScale: number;
+  /** Upper bound of the curiosity bonus. */
+  curiosityMaxReward: number;
+  /** Train the curiosity model every this many collection rounds. */
+  curiosityEvery: number;
+  /** Curiosity model AdamW batch size. */
+  curiosityBatch: number;
+  /** Curiosity model AdamW learning rate. */
+  curiosityLr: number;
+  /** Curiosity model AdamW weight decay. */
+  curiosityWeightDecay: number;
+  /** Steps after which a running episode is truncated (bootstrapped) and restarted. */
+  episodeBars: number;
+}
+
+export interface RolloutConfig {
+  /** Parallel episodes N. */
+  episodes: number;
+  /** Steps per launch L; one launch yields N * L experiences. */
+  steps: number;
+}
+
+export interface PpoConfig {
+  /** Discount factor. */
+  gamma: number;
+  /** GAE lambda. */
+  lambda: number;
+  /** Surrogate clip range. */
+  clip: number;
+  /** Value loss coefficient. */
+  valueCoef: number;
+  /** Entropy bonus coefficient. */
+  entropyCoef: number;
+  /** Passes over each rollout. */
+  updateEpochs: number;
+  /** Minibatch size. */
+  minibatch: number;
+  /** Adam learning rate. */
+  lr: number;
+  /** Global gradient-norm clip. */
+  maxGradNorm: number;
+  /** Normalise advantages per minibatch to zero mean, unit variance. */
+  normalizeAdvantages: boolean;
+}
+
+export interface DqnConfig {
+  /** Discount factor. */
+  gamma: number;
+  /** n-step return length. */
+  nStep: number;
+  /** Replay capacity in experiences. */
+  replayCapacity: number;
+  /** Prioritized replay exponent alpha. */
+  priorityAlpha: number;
+  /** Importance-sampling exponent at the start (annealed to betaEnd). */
+  betaStart: number;
+  /** Importance-sampling exponent at the end of training. */
+  betaEnd: number;
+  /** Added to |TD| to form a priority. */
+  priorityEps: number;
+  /** Adam learning rate. */
+  lr: number;
+  /** Global gradient-norm clip. */
+  maxGradNorm: number;
+  /** Hard target sync every this many training steps (0 = use polyakTau). */
+  targetEvery: number;
+  /** Polyak averaging factor when targetEvery is 0. */
+  polyakTau: number;
+  /** Training batch size. */
+  batch: number;
+  /** Training steps per epoch. */
+  stepsPerEpoch: number;
+  /** Epsilon at the first epoch. */
+  epsilonStart: number;
+  /** Epsilon floor. */
+  epsilonEnd: number;
+  /** Epochs over which epsilon decays linearly. */
+  epsilonDecayEpochs: number;
+  /** C51 atoms per action. */
+  atoms: number;
+  /** C51 support minimum. */
+  vMin: number;
+  /** C51 support maximum. */
+  vMax: number;
+  /** IQN cosine embedding size. */
+  iqnEmbed: number;
+  /** IQN tau samples for the online and target quantiles (N = N'). */
+  iqnTau: number;
+  /** IQN tau samples when acting (K). */
+  iqnActTau: number;
+  /** Quantile Huber kappa. */
+  huberKappa: number;
+}
+
+export interface TrainConfig {
+  /** Algorithm family. */
+  algo: Algo;
+  /** Compute backend; `auto` picks CUDA, then hardware WebGPU, then CPU. */
+  backend: BackendName;
+  /** Epochs to run. */
+  epochs: number;
+  /** Run seed: the Philox key (low and high u32 of this integer). */
+  seed: number;
+  /** Output directory for the JSON-lines log and checkpoints. */
+  outDir: string;
+  /** Write a checkpoint every this many epochs (the last epoch always writes one). */
+  checkpointEvery: number;
+  /** Bars per year for annualising Sharpe/Sortino; 0 = infer from timestamps. */
+  barsPerYear: number;
+}
+
+export interface Config {
+  data: DataConfig;
+  env: EnvConfig;
+  rollout: RolloutConfig;
+  ppo: PpoConfig;
+  dqn: DqnConfig;
+  train: TrainConfig;
+}
+
+export const defaultConfig: Readonly<Config> = Object.freeze({
+  data: { trainFrac: 0.7, valFrac: 0.15, maxLookback: 120, defaultSpreadBps: 2, synthBars: 60_000 },
+  env: {
+    feeBps: 1,
+    rebateBps: 0.2,
+    passiveOffsetBps: 1,
+    reservePct: 0.05,
+    initialCapital: 1,
+    profitTargetBps: 50,
+    stopLossBps: 30,
+    maxHoldingBars: 120,
+    barrierTerminates: true,
+    pnlScale: 100,
+    barrierRewardScale: 0.5,
+    riskThreshold: 0.8,
+    riskPenaltyScale: 0.5,
+    diversityWindow: 100,
+    diversityMinActions: 10,
+    diversityEntropyThreshold: 1.0,
+    diversityPenalty: -0.1,
+    curiosityScale: 1.0,
+    curiosityMaxReward: 0.1,
+    curiosityEvery: 1,
+    curiosityBatch: 1024,
+    curiosityLr: 1e-3,
+    curiosityWeightDecay: 1e-2,
+    episodeBars: 500,
+  },
+  rollout: { episodes: 128, steps: 500 },
+  ppo: {
+    gamma: 0.99,
+    lambda: 0.95,
+    clip: 0.2,
+    valueCoef: 0.5,
+    entropyCoef: 0.01,
+    updateEpochs: 10,
+    minibatch: 512,
+    lr: 3e-4,
+    maxGradNorm: 0.5,
+    normalizeAdvantages: true,
+  },
+  dqn: {
+    gamma: 0.99,
+    nStep: 3,
+    replayCapacity: 1_000_000,
+    priorityAlpha: 0.6,
+    betaStart: 0.4,
+    betaEnd: 1.0,
+    priorityEps: 1e-6,
+    lr: 1e-4,
+    maxGradNorm: 10,
+    targetEvery: 1000,
+    polyakTau: 0.005,
+    batch: 512,
+    stepsPerEpoch: 300,
+    epsilonStart: 1.0,
+    epsilonEnd: 0.05,
+    epsilonDecayEpochs: 50,
+    atoms: 51,
+    vMin: -10,
+    vMax: 10,
+    iqnEmbed: 64,
+    iqnTau: 64,
+    iqnActTau: 32,
+    huberKappa: 1,
+  },
+  train: {
+    algo: 'ppo',
+    backend: 'auto',
+    epochs: 20,
+    seed: 1,
+    outDir: 'runs/latest',
+    checkpointEvery: 1,
+    barsPerYear: 0,
+  },
+}) as Config;
+
+export class ConfigError extends Error {
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(`config: ${field}: ${message}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? DeepPartial<T[K]> : T[K] };
+
+/** A deep copy of the defaults, safe to mutate. */
+export function cloneDefaults(): Config {
+  return structuredClone(defaultConfig) as Config;
+}
+
+/** Merges `patch` into `base` (returns a new object); unknown sections or fields are errors. */
+export function mergeConfig(base: Config, patch: DeepPartial<Config>, origin = 'config'): Config {
+  const out = structuredClone(base) as Config;
+  for (const [section, fields] of Object.entries(patch ?? {})) {
+    if (!(section in out))
+      throw new ConfigError(section, `unknown section in ${origin} (known: ${Object.keys(out).join(', ')})`);
+    if (fields === null || typeof fields !== 'object' || Array.isArray(fields)) {
+      throw new ConfigError(section, `must be an object in ${origin}`);
+    }
+    const target = out[section as keyof Config] as unknown as Record<string, unknown>;
+    for (const [key, value] of Object.entries(fields as Record<string, unknown>)) {
+      if (!(key in target)) throw new ConfigError(`${section}.${key}`, `unknown field in ${origin}`);
+      const expected = typeof target[key];
+      if (typeof value !== expected) {
+        throw new ConfigError(
+          `${section}.${key}`,
+          `expected a ${expected}, got ${JSON.stringify(value)} in ${origin}`,
+        );
+      }
+      target[key] = value;
+    }
+  }
+  return out;
+}
+
+/**
+ * Applies `--section.field value` pairs (strings from the command line), coercing to the
+ * field's type. Returns the new config; throws ConfigError naming the flag on bad input.
+ */
+export function applyFlags(base: Config, flags: Record<string, string>): Config {
+  const patch: Record<string, Record<string, unknown>> = {};
+  for (const [path, raw] of Object.entries(flags)) {
+    const [section, key, ...rest] = path.split('.');
+    if (!section || !key || rest.length)
+      throw new ConfigError(path, 'flags take the form --section.field value');
+    const sec = base[section as keyof Config] as unknown as Record<string, unknown> | undefined;
+    if (!sec) throw new ConfigError(path, `unknown section (known: ${Object.keys(base).join(', ')})`);
+    if (!(key in sec)) throw new ConfigError(path, 'unknown field');
+    const kind = typeof sec[key];
+    let value: unknown = raw;
+    if (kind === 'number') {
+      value = Number(raw);
+      if (raw.trim() === '' || !Number.isFinite(value))
+        throw new ConfigError(path, `expected a number, got "${raw}"`);
+    } else if (kind === 'boolean') {
+      if (raw !== 'true' && raw !== 'false')
+        throw new ConfigError(path, `expected true or false, got "${raw}"`);
+      value = raw === 'true';
+    }
+    if (!patch[section]) patch[section] = {};
+    patch[section][key] = value;
+  }
+  return mergeConfig(base, patch as DeepPartial<Config>, 'flags');
+}
+
+function check(cond: boolean, field: string, message: string): void {
+  if (!cond) throw new ConfigError(field, message);
+}
+
+const isInt = (x: number) => Number.isInteger(x);
+
+/** Throws ConfigError naming the first impossible field; returns the config unchanged. */
+export function validateConfig(c: Config): Config {
+  const d = c.data;
+  check(d.trainFrac > 0 && d.trainFrac < 1, 'data.trainFrac', 'must be in (0, 1)');
+  check(d.valFrac > 0 && d.valFrac < 1, 'data.valFrac', 'must be in (0, 1)');
+  check(
+    d.trainFrac + d.valFrac < 1,
+    'data.valFrac',
+    'trainFrac + valFrac must leave room for a test split (< 1)',
+  );
+  check(
+    isInt(d.maxLookback) && d.maxLookback >= 60,
+    'data.maxLookback',
+    'must be an integer >= 60 (longest feature window)',
+  );
+  check(d.defaultSpreadBps >= 0, 'data.defaultSpreadBps', 'must be >= 0');
+  check(isInt(d.synthBars) && d.synthBars >= 1000, 'data.synthBars', 'must be an integer >= 1000');
+
+  const e = c.env;
+  for (const k of [
+    'feeBps',
+    'rebateBps',
+    'passiveOffsetBps',
+    'curiosityScale',
+    'curiosityMaxReward',
+  ] as const) {
+    check(e[k] >= 0, `env.${k}`, 'must be >= 0');
+  }
+  check(e.reservePct >= 0 && e.reservePct < 1, 'env.reservePct', 'must be in [0, 1)');
+  check(e.initialCapital > 0, 'env.initialCapital', 'must be > 0');
+  check(e.profitTargetBps > 0, 'env.profitTargetBps', 'must be > 0');
+  check(e.stopLossBps > 0 && e.stopLossBps < 1e4, 'env.stopLossBps', 'must be in (0, 10000)');
+  check(isInt(e.maxHoldingBars) && e.maxHoldingBars >= 1, 'env.maxHoldingBars', 'must be an integer >= 1');
+  check(e.pnlScale > 0, 'env.pnlScale', 'must be > 0');
+  check(e.barrierRewardScale >= 0 && e.barrierRewardScale < 1, 'env.barrierRewardScale', 'must be in [0, 1)');
+  check(e.riskThreshold >= 0 && e.riskThreshold <= 1, 'env.riskThreshold', 'must be in [0, 1]');
+  check(e.riskPenaltyScale >= 0, 'env.riskPenaltyScale', 'must be >= 0');
+  check(
+    isInt(e.diversityWindow) && e.diversityWindow >= 1 && e.diversityWindow <= 256,
+    'env.diversityWindow',
+    'must be an integer in [1, 256]',
+  );
+  check(
+    isInt(e.diversityMinActions) && e.diversityMinActions >= 1,
+    'env.diversityMinActions',
+    'must be an integer >= 1',
+  );
+  check(e.diversityPenalty <= 0, 'env.diversityPenalty', 'must be <= 0 (it is a penalty)');
+  check(isInt(e.curiosityEvery) && e.curiosityEvery >= 1, 'env.curiosityEvery', 'must be an integer >= 1');
+  check(isInt(e.curiosityBatch) && e.curiosityBatch >= 1, 'env.curiosityBatch', 'must be an integer >= 1');
+  check(e.curiosityLr > 0, 'env.curiosityLr', 'must be > 0');
+  check(e.curiosityWeightDecay >= 0, 'env.curiosityWeightDecay', 'must be >= 0');
+  check(isInt(e.episodeBars) && e.episodeBars >= 2, 'env.episodeBars', 'must be an integer >= 2');
+
+  const r = c.rollout;
+  check(
+    isInt(r.episodes) && r.episodes >= 1,
+    'rollout.episodes',
+    'must be an integer >= 1 (N = 0 collects nothing)',
+  );
+  check(isInt(r.steps) && r.steps >= 1, 'rollout.steps', 'must be an integer >= 1');
+  check(r.episodes * r.steps <= 2 ** 31 - 1, 'rollout.steps', 'episodes * steps must fit in an i32 index');
+
+  const p = c.ppo;
+  check(p.gamma > 0 && p.gamma <= 1, 'ppo.gamma', 'must be in (0, 1]');
+  check(p.lambda >= 0 && p.lambda <= 1, 'ppo.lambda', 'must be in [0, 1]');
+  check(p.clip > 0, 'ppo.clip', 'must be > 0');
+  check(p.valueCoef >= 0, 'ppo.valueCoef', 'must be >= 0');
+  check(p.entropyCoef >= 0, 'ppo.entropyCoef', 'must be >= 0');
+  check(isInt(p.updateEpochs) && p.updateEpochs >= 1, 'ppo.updateEpochs', 'must be an integer >= 1');
+  check(isInt(p.minibatch) && p.minibatch >= 1, 'ppo.minibatch', 'must be an integer >= 1');
+  check(
+    p.minibatch <= r.episodes * r.steps,
+    'ppo.minibatch',
+    'must not exceed rollout.episodes * rollout.steps',
+  );
+  check(p.lr > 0, 'ppo.lr', 'must be > 0');
+  check(p.maxGradNorm > 0, 'ppo.maxGradNorm', 'must be > 0');
+
+  const q = c.dqn;
+  check(q.gamma > 0 && q.gamma <= 1, 'dqn.gamma', 'must be in (0, 1]');
+  check(isInt(q.nStep) && q.nStep >= 1, 'dqn.nStep', 'must be an integer >= 1');
+  check(
+    isInt(q.replayCapacity) && q.replayCapacity >= q.batch,
+    'dqn.replayCapacity',
+    'must be an integer >= dqn.batch',
+  );
+  check(q.priorityAlpha >= 0, 'dqn.priorityAlpha', 'must be >= 0');
+  check(q.betaStart >= 0 && q.betaStart <= 1, 'dqn.betaStart', 'must be in [0, 1]');
+  check(q.betaEnd >= 0 && q.betaEnd <= 1, 'dqn.betaEnd', 'must be in [0, 1]');
+  check(q.priorityEps > 0, 'dqn.priorityEps', 'must be > 0');
+  check(q.lr > 0, 'dqn.lr', 'must be > 0');
+  check(q.maxGradNorm > 0, 'dqn.maxGradNorm', 'must be > 0');
+  check(isInt(q.targetEvery) && q.targetEvery >= 0, 'dqn.targetEvery', 'must be an integer >= 0');
+  check(q.polyakTau > 0 && q.polyakTau <= 1, 'dqn.polyakTau', 'must be in (0, 1]');
+  check(isInt(q.batch) && q.batch >= 1, 'dqn.batch', 'must be an integer >= 1');
+  check(isInt(q.stepsPerEpoch) && q.stepsPerEpoch >= 1, 'dqn.stepsPerEpoch', 'must be an integer >= 1');
+  check(q.epsilonStart >= 0 && q.epsilonStart <= 1, 'dqn.epsilonStart', 'must be in [0, 1]');
+  check(
+    q.epsilonEnd >= 0 && q.epsilonEnd <= q.epsilonStart,
+    'dqn.epsilonEnd',
+    'must be in [0, epsilonStart]',
+  );
+  check(
+    isInt(q.epsilonDecayEpochs) && q.epsilonDecayEpochs >= 1,
+    'dqn.epsilonDecayEpochs',
+    'must be an integer >= 1',
+  );
+  check(isInt(q.atoms) && q.atoms >= 2, 'dqn.atoms', 'must be an integer >= 2');
+  check(q.vMax > q.vMin, 'dqn.vMax', 'must be > dqn.vMin');
+  check(isInt(q.iqnEmbed) && q.iqnEmbed >= 1, 'dqn.iqnEmbed', 'must be an integer >= 1');
+  check(isInt(q.iqnTau) && q.iqnTau >= 1, 'dqn.iqnTau', 'must be an integer >= 1');
+  check(isInt(q.iqnActTau) && q.iqnActTau >= 1, 'dqn.iqnActTau', 'must be an integer >= 1');
+  check(q.huberKappa > 0, 'dqn.huberKappa', 'must be > 0');
+
+  const t = c.train;
+  check(
+    ['ppo', 'dqn', 'c51', 'iqn'].includes(t.algo),
+    'train.algo',
+    `unknown algorithm "${t.algo}" (use ppo, dqn, c51 or iqn)`,
+  );
+  check(
+    ['auto', 'cpu', 'webgpu', 'cuda'].includes(t.backend),
+    'train.backend',
+    `unknown backend "${t.backend}" (use auto, cpu, webgpu or cuda)`,
+  );
+  check(isInt(t.epochs) && t.epochs >= 1, 'train.epochs', 'must be an integer >= 1');
+  check(
+    isInt(t.seed) && t.seed >= 0 && t.seed <= Number.MAX_SAFE_INTEGER,
+    'train.seed',
+    'must be a non-negative integer',
+  );
+  check(t.outDir.length > 0, 'train.outDir', 'must not be empty');
+  check(
+    isInt(t.checkpointEvery) && t.checkpointEvery >= 1,
+    'train.checkpointEvery',
+    'must be an integer >= 1',
+  );
+  check(t.barsPerYear >= 0, 'train.barsPerYear', 'must be >= 0');
+  return c;
+}
+
+/** Defaults <- JSON text (from a --config file) <- flags, validated. */
+export function loadConfig(
+  json?: { text: string; path: string },
+  flags: Record<string, string> = {},
+): Config {
+  let c = cloneDefaults();
+  if (json) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(json.text);
+    } catch (err) {
+      throw new ConfigError(json.path, `not valid JSON: ${(err as Error).message}`);
+    }
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+      throw new ConfigError(json.path, 'must hold a JSON object of sections');
+    }
+    c = mergeConfig(c, parsed as DeepPartial<Config>, json.path);
+  }
+  c = applyFlags(c, flags);
+  return validateConfig(c);
+}
