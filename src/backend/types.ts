@@ -1,0 +1,106 @@
+/**
+ * The narrow backend interface (STYLE: no RL logic in a backend). A kernel is described as
+ * data (`KernelSpec`): both GPU backends and the CPU reference read the same description.
+ *
+ * Binding convention, shared by all twins:
+ * - WGSL: storage buffers are `@group(0) @binding(i)` in `bindings` order; the uniforms are one
+ *   struct at `@group(0) @binding(bindings.length)`, fields in `uniforms` order, each 4 bytes.
+ * - CUDA: `extern "C" __global__ void <name>(<buffers in order>, <uniform struct by value>)`,
+ *   the struct's fields in `uniforms` order, each 4 bytes (u32 / i32 / f32).
+ * - CPU: `(buffers: TypedArray views in order, uniforms: Record<string, number>, groups) => void`.
+ */
+
+export type ScalarType = 'f32' | 'u32' | 'i32';
+
+export interface BindingSpec {
+  name: string;
+  /** Element type of the buffer (for typed-array views on the CPU and WGSL array types). */
+  type: ScalarType;
+  access: 'read' | 'read_write';
+}
+
+export interface UniformSpec {
+  name: string;
+  type: ScalarType;
+}
+
+export interface KernelSpec {
+  /** Base name of the twins: `wgsl/<name>.wgsl`, `cuda/<name>.cu`, the TS reference `<name>`. */
+  name: string;
+  bindings: BindingSpec[];
+  uniforms: UniformSpec[];
+  /** Threads per workgroup (WGSL `@workgroup_size`) / per block (CUDA blockDim). */
+  workgroupSize: [number, number, number];
+  /** Compile-time constants (WGSL `override`s / CUDA `#define`s); part of the pipeline cache key. */
+  constants?: Record<string, number>;
+}
+
+/** An opaque device allocation; only its owning backend can read it. */
+export interface DeviceBuffer {
+  readonly size: number;
+  readonly label: string;
+}
+
+export interface Dispatch {
+  kernel: KernelSpec;
+  /** Buffers in `kernel.bindings` order. */
+  buffers: DeviceBuffer[];
+  /** One value per `kernel.uniforms` entry. */
+  uniforms: Record<string, number>;
+  /** Workgroups / blocks in x, y, z. */
+  groups: [number, number, number];
+}
+
+export type BackendKind = 'cpu' | 'webgpu' | 'cuda';
+
+export interface BackendInfo {
+  kind: BackendKind;
+  /** Adapter / device name, e.g. `NVIDIA H200`, `llvmpipe`, `CPU reference`. */
+  device: string;
+  /** Driver / runtime versions, free text. */
+  driver: string;
+  /** Limits and features that matter to foxhunt, free text by key. */
+  limits: Record<string, string | number>;
+}
+
+export interface Backend {
+  readonly kind: BackendKind;
+  readonly info: BackendInfo;
+  createBuffer(byteSize: number, label: string): DeviceBuffer;
+  /** Host -> device; ordered after everything encoded before it. */
+  upload(dst: DeviceBuffer, data: ArrayBufferView, dstByteOffset?: number): void;
+  /** Device -> device copy. */
+  copy(
+    src: DeviceBuffer,
+    dst: DeviceBuffer,
+    byteLength: number,
+    srcByteOffset?: number,
+    dstByteOffset?: number,
+  ): void;
+  /** Encodes the dispatches in order; they run as one submission (no host round trip between them). */
+  run(dispatches: Dispatch[]): void;
+  /** Device -> host; flushes pending work first. */
+  download(src: DeviceBuffer, byteOffset?: number, byteLength?: number): Promise<ArrayBuffer>;
+  /** Waits for all submitted work. */
+  sync(): Promise<void>;
+  /** Runs the dispatches and returns device-side elapsed milliseconds (timestamp queries / CUDA events). */
+  time(dispatches: Dispatch[], repeats?: number): Promise<number>;
+  destroyBuffer(buf: DeviceBuffer): void;
+  destroy(): void;
+}
+
+/** A backend that cannot be used here, with the one line that says why and what to do. */
+export class BackendUnavailableError extends Error {
+  override name = 'BackendUnavailableError';
+  constructor(
+    readonly kind: BackendKind,
+    reason: string,
+  ) {
+    super(`backend ${kind} unavailable: ${reason}`);
+  }
+}
+
+/** The device was lost mid-run (driver reset, GPU removed): the run can resume from its last checkpoint. */
+export class DeviceLostError extends Error {
+  override name = 'DeviceLostError';
+}
