@@ -125,7 +125,9 @@ describe('curiosity model training', () => {
     const mseOf = (p: Float64Array) => {
       cache.acts[0].set(inputs);
       const pred = forwardMlpBatch(layout, p, cache, batch);
-      return pred.reduce((s, y, k) => s + (y - targets[k]) ** 2, 0) / (batch * 32);
+      let sum = 0;
+      for (let k = 0; k < batch * 32; k++) sum += (pred[k] - targets[k]) ** 2;
+      return sum / (batch * 32);
     };
     cache.acts[0].set(inputs);
     const mse = curiosityLossAndGrad(layout, params, cache, targets, batch, grad, dPred);
