@@ -1,0 +1,81 @@
+/**
+ * Checks a dispatch against its KernelSpec and packs its uniforms into the 4-byte-per-field
+ * struct every GPU twin reads (WGSL `struct Uniforms`, CUDA struct by value). Shared by the
+ * backends so that a wrong buffer count or an out-of-range uniform fails the same way everywhere,
+ * before anything reaches a driver.
+ */
+import { MAX_GROUPS_PER_DIM } from '../kernels/grid.js';
+import type { Dispatch, KernelSpec, ScalarType } from './types.js';
+
+/** Bytes of the uniform struct (4 per field, no padding: every field is a 4-byte scalar). */
+export function uniformBytes(spec: KernelSpec): number {
+  return spec.uniforms.length * 4;
+}
+
+function checkScalar(kernel: string, name: string, type: ScalarType, value: unknown): number {
+  if (typeof value !== 'number' || Number.isNaN(value)) {
+    throw new Error(`kernel ${kernel}: uniform ${name} must be a number, got ${String(value)}`);
+  }
+  if (type === 'u32' && !(Number.isInteger(value) && value >= 0 && value <= 0xffffffff)) {
+    throw new Error(`kernel ${kernel}: uniform ${name} must be a u32, got ${value}`);
+  }
+  if (type === 'i32' && !(Number.isInteger(value) && value >= -(2 ** 31) && value < 2 ** 31)) {
+    throw new Error(`kernel ${kernel}: uniform ${name} must be an i32, got ${value}`);
+  }
+  return value;
+}
+
+/** Writes the uniforms of `d` at `byteOffset` of `view`, little-endian, in `spec.uniforms` order. */
+export function packUniforms(d: Dispatch, view: DataView, byteOffset = 0): void {
+  const { kernel } = d;
+  kernel.uniforms.forEach((u, i) => {
+    const v = checkScalar(kernel.name, u.name, u.type, d.uniforms[u.name]);
+    const at = byteOffset + 4 * i;
+    if (u.type === 'u32') view.setUint32(at, v, true);
+    else if (u.type === 'i32') view.setInt32(at, v, true);
+    else view.setFloat32(at, v, true);
+  });
+}
+
+/** Throws one line naming the kernel when a dispatch does not match its spec. */
+export function validateDispatch(d: Dispatch): void {
+  const { kernel } = d;
+  if (d.buffers.length !== kernel.bindings.length) {
+    const names = kernel.bindings.map((b) => b.name).join(', ');
+    throw new Error(
+      `kernel ${kernel.name}: expected ${kernel.bindings.length} buffers (${names}), got ${d.buffers.length}`,
+    );
+  }
+  for (const u of kernel.uniforms) checkScalar(kernel.name, u.name, u.type, d.uniforms[u.name]);
+  for (const key of Object.keys(d.uniforms)) {
+    if (!kernel.uniforms.some((u) => u.name === key)) {
+      throw new Error(`kernel ${kernel.name}: unknown uniform ${key}`);
+    }
+  }
+  for (const g of d.groups) {
+    if (!Number.isInteger(g) || g < 0 || g > MAX_GROUPS_PER_DIM) {
+      throw new Error(
+        `kernel ${kernel.name}: workgroup counts must be integers in [0, 65535], got ${d.groups}`,
+      );
+    }
+  }
+  checkNoWritableAliasing(d);
+}
+
+/**
+ * Throws when one buffer is bound twice in a dispatch and one of the bindings is writable:
+ * WebGPU rejects such aliasing, so no backend accepts it (kernels stay portable).
+ */
+export function checkNoWritableAliasing(d: Dispatch): void {
+  d.buffers.forEach((b, i) => {
+    for (let j = i + 1; j < d.buffers.length; j++) {
+      if (d.buffers[j] !== b) continue;
+      const [p, q] = [d.kernel.bindings[i], d.kernel.bindings[j]];
+      if (p.access === 'read_write' || q.access === 'read_write') {
+        throw new Error(
+          `kernel ${d.kernel.name}: buffer ${b.label} is bound as both ${p.name} and ${q.name}, one of them writable`,
+        );
+      }
+    }
+  });
+}

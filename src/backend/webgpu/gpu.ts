@@ -1,0 +1,76 @@
+/**
+ * Finding a WebGPU implementation, the same code path in Node and in a browser: the caller's
+ * `GPU` object, else `navigator.gpu`, else Dawn's Node bindings (npm `webgpu`), imported
+ * dynamically under a name a bundler does not follow, so browser bundles never pull it in.
+ */
+import { BackendUnavailableError } from '../types.js';
+
+/**
+ * Dawn toggles for Node. `vulkan_enable_f16_on_nvidia`: Dawn keeps shader-f16 off on NVIDIA's
+ * Vulkan driver unless asked. `timestamp_quantization`: the browser's anti-fingerprinting
+ * rounding of timestamps, useless for benchmarks. Both are device toggles that do nothing where
+ * they do not apply, so they are passed on every Node instance.
+ */
+export const DAWN_NODE_FLAGS = [
+  'enable-dawn-features=vulkan_enable_f16_on_nvidia',
+  'disable-dawn-features=timestamp_quantization',
+];
+
+interface DawnModule {
+  create(flags: string[]): GPU;
+}
+
+/** The caller's GPU, else navigator.gpu, else a Dawn instance; throws BackendUnavailableError. */
+export async function findGpu(gpu?: GPU): Promise<GPU> {
+  if (gpu) return gpu;
+  const nav = (globalThis as { navigator?: { gpu?: GPU } }).navigator;
+  if (nav?.gpu) return nav.gpu;
+  const isNode = typeof process !== 'undefined' && typeof process.versions?.node === 'string';
+  if (!isNode) {
+    throw new BackendUnavailableError(
+      'webgpu',
+      'this browser has no navigator.gpu (use a WebGPU-enabled browser or a secure context)',
+    );
+  }
+  const name = 'webgpu';
+  let mod: DawnModule;
+  try {
+    mod = (await import(/* @vite-ignore */ name)) as DawnModule;
+  } catch (err) {
+    throw new BackendUnavailableError(
+      'webgpu',
+      `cannot load Dawn's Node bindings (npm package webgpu): ${(err as Error).message}`,
+    );
+  }
+  return mod.create(DAWN_NODE_FLAGS);
+}
+
+/** Adapter facts that routing and reports need. */
+export interface AdapterSummary {
+  vendor: string;
+  architecture: string;
+  description: string;
+  /** A CPU implementation (llvmpipe/lavapipe, SwiftShader, WARP): correct but no faster than the CPU backend. */
+  software: boolean;
+}
+
+const SOFTWARE = /llvmpipe|lavapipe|swiftshader|software|warp|basic render/i;
+
+export function summarizeAdapter(adapter: GPUAdapter): AdapterSummary {
+  const info = adapter.info;
+  const vendor = info?.vendor ?? '';
+  const architecture = info?.architecture ?? '';
+  const description = info?.description || info?.device || '';
+  // `isFallbackAdapter` moved from the adapter to its info; older implementations have only one.
+  const fallback =
+    (info as { isFallbackAdapter?: boolean } | undefined)?.isFallbackAdapter ??
+    (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter ??
+    false;
+  const software =
+    fallback || SOFTWARE.test(`${vendor} ${architecture} ${description} ${info?.device ?? ''}`);
+  return { vendor, architecture, description, software };
+}
+
+export function adapterName(s: AdapterSummary): string {
+  return s.description || [s.vendor, s.architecture].filter(Boolean).join(' ') || 'unknown adapter';
+}

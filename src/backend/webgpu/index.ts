@@ -1,0 +1,493 @@
+/**
+ * The WebGPU backend, one code path for Node (Dawn) and browsers. One runner owns the command
+ * encoder: `run`, `copy` and `upload` append to it, and it is submitted only when something must
+ * be read back or waited for (`download`, `sync`, `time`) or a buffer is destroyed. Pipelines are
+ * cached by kernel name + workgroup size + constants (no runtime sizes). Each `run` writes the
+ * uniforms of all its dispatches into one pooled uniform buffer with one `writeBuffer`, each
+ * dispatch binding its own aligned region.
+ *
+ * Ordering: `queue.writeBuffer` executes before any not-yet-submitted commands, so an upload while
+ * commands are pending goes through a staging buffer copied inside the encoder instead, and a
+ * uniform buffer is reused only once the encoder that references it has been submitted.
+ */
+import { wgslSources } from '../../kernels/sources.generated.js';
+import {
+  type Backend,
+  type BackendInfo,
+  BackendUnavailableError,
+  type DeviceBuffer,
+  DeviceLostError,
+  type Dispatch,
+  type KernelSpec,
+} from '../types.js';
+import { packUniforms, uniformBytes, validateDispatch } from '../uniforms.js';
+import { type AdapterSummary, adapterName, findGpu, summarizeAdapter } from './gpu.js';
+import { wgslPreamble } from './preamble.js';
+
+// The WebGPU flag values (GPUBufferUsage, GPUMapMode, GPUShaderStage), spelled out because Dawn's
+// Node bindings do not install those globals.
+const Usage = {
+  MAP_READ: 0x1,
+  COPY_SRC: 0x4,
+  COPY_DST: 0x8,
+  UNIFORM: 0x40,
+  STORAGE: 0x80,
+  QUERY_RESOLVE: 0x200,
+};
+const MAP_READ = 0x1;
+const COMPUTE_STAGE = 0x4;
+
+/** Limits requested at the adapter's real values instead of WebGPU's conservative defaults. */
+const LIMITS = [
+  'maxStorageBuffersPerShaderStage',
+  'maxComputeWorkgroupStorageSize',
+  'maxStorageBufferBindingSize',
+  'maxBufferSize',
+  'maxComputeInvocationsPerWorkgroup',
+  'maxComputeWorkgroupSizeX',
+  'maxComputeWorkgroupSizeY',
+  'maxComputeWorkgroupSizeZ',
+  'maxComputeWorkgroupsPerDimension',
+  'maxUniformBufferBindingSize',
+  'maxUniformBuffersPerShaderStage',
+  'maxBindingsPerBindGroup',
+] as const;
+
+/** Features used when present: GPU timing, subgroup operations, f16 arithmetic. */
+const OPTIONAL_FEATURES: GPUFeatureName[] = ['timestamp-query', 'subgroups', 'shader-f16'];
+
+/** A WebGPU validation or out-of-memory error: a bug in a kernel or its dispatch, or a size too big. */
+export class WebGpuError extends Error {
+  override name = 'WebGpuError';
+}
+
+export interface WebGpuOptions {
+  /** A GPU object (`navigator.gpu`, or Dawn's `create([...])`); default: found by `findGpu`. */
+  gpu?: GPU;
+  /** Refuse a software adapter (llvmpipe, SwiftShader) with BackendUnavailableError: `auto` routing. */
+  requireHardware?: boolean;
+}
+
+const align = (n: number, a: number) => Math.ceil(n / a) * a;
+const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+class WebGpuBuffer implements DeviceBuffer {
+  constructor(
+    readonly owner: WebGpuBackend,
+    readonly gpu: GPUBuffer,
+    readonly size: number,
+    readonly label: string,
+  ) {}
+}
+
+interface Pipeline {
+  pipeline: GPUComputePipeline;
+  layout: GPUBindGroupLayout;
+}
+
+export async function createWebGpuBackend(opts: WebGpuOptions = {}): Promise<WebGpuBackend> {
+  const gpu = await findGpu(opts.gpu);
+  let adapter: GPUAdapter | null;
+  try {
+    adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+  } catch (err) {
+    throw new BackendUnavailableError('webgpu', `requestAdapter failed: ${message(err)}`);
+  }
+  if (!adapter) {
+    throw new BackendUnavailableError(
+      'webgpu',
+      'no WebGPU adapter (install a Vulkan, Metal or D3D12 driver; Mesa lavapipe gives a software one)',
+    );
+  }
+  const summary = summarizeAdapter(adapter);
+  if (opts.requireHardware && summary.software) {
+    throw new BackendUnavailableError(
+      'webgpu',
+      `only a software adapter (${adapterName(summary)}); pass --backend webgpu to use it anyway`,
+    );
+  }
+  const requiredLimits: Record<string, number> = {};
+  for (const key of LIMITS) {
+    const v = (adapter.limits as unknown as Record<string, unknown>)[key];
+    if (typeof v === 'number') requiredLimits[key] = v;
+  }
+  const features = OPTIONAL_FEATURES.filter((f) => adapter.features.has(f));
+  let device: GPUDevice;
+  try {
+    device = await adapter.requestDevice({ label: 'foxhunt', requiredLimits, requiredFeatures: features });
+  } catch (err) {
+    throw new BackendUnavailableError(
+      'webgpu',
+      `requestDevice on ${adapterName(summary)} failed: ${message(err)}`,
+    );
+  }
+  return new WebGpuBackend(gpu, device, summary, requiredLimits, features);
+}
+
+export class WebGpuBackend implements Backend {
+  readonly kind = 'webgpu' as const;
+  readonly info: BackendInfo;
+  /** How `time()` measures: GPU timestamps around the compute pass, or host wall clock around the queue. */
+  readonly timing: 'timestamp-query' | 'wall-clock';
+  // Dawn's instance lives as long as this reference; `destroy()` drops it so Node can exit.
+  private gpu: GPU | null;
+  private encoder: GPUCommandEncoder | null = null;
+  private readonly pipelines = new Map<string, Pipeline>();
+  private uniformFree: GPUBuffer[] = [];
+  private uniformPending: GPUBuffer[] = [];
+  private stagingPending: GPUBuffer[] = [];
+  private readonly buffers = new Set<WebGpuBuffer>();
+  private querySet: GPUQuerySet | null = null;
+  private failure: Error | null = null;
+  private destroyed = false;
+  private readonly uniformAlign: number;
+
+  constructor(
+    gpu: GPU,
+    readonly device: GPUDevice,
+    readonly adapter: AdapterSummary,
+    limits: Record<string, number>,
+    readonly features: GPUFeatureName[],
+  ) {
+    this.gpu = gpu;
+    this.uniformAlign = device.limits.minUniformBufferOffsetAlignment;
+    this.timing = features.includes('timestamp-query') ? 'timestamp-query' : 'wall-clock';
+    const isNode = typeof process !== 'undefined' && typeof process.versions?.node === 'string';
+    this.info = {
+      kind: 'webgpu',
+      device: adapterName(adapter),
+      driver: isNode
+        ? 'Dawn (npm webgpu)'
+        : `browser WebGPU (${globalThis.navigator?.userAgent ?? 'unknown'})`,
+      limits: {
+        vendor: adapter.vendor,
+        architecture: adapter.architecture,
+        software: adapter.software ? 'yes' : 'no',
+        features: features.join(',') || 'none',
+        timing: this.timing,
+        ...limits,
+      },
+    };
+    device.lost.then((info) => {
+      if (this.destroyed) return;
+      this.failure ??= new DeviceLostError(
+        `WebGPU device lost (${info.reason}): ${info.message || 'no message'}; restart the run (it resumes from its last checkpoint)`,
+      );
+    });
+    device.addEventListener('uncapturederror', (ev) => {
+      this.recordError((ev as GPUUncapturedErrorEvent).error);
+    });
+  }
+
+  private recordError(error: GPUError, context?: string): void {
+    if (this.failure) return;
+    const where = context ? ` (${context})` : '';
+    const oom = error.constructor?.name === 'GPUOutOfMemoryError';
+    this.failure = new WebGpuError(
+      oom
+        ? `out of GPU memory${where}: ${error.message}; reduce rollout.episodes, rollout.steps or dqn.replayCapacity`
+        : `WebGPU error${where}: ${error.message}`,
+    );
+  }
+
+  /** Throws the first device loss or GPU error seen so far; every later call throws it too. */
+  private check(): void {
+    if (this.destroyed) throw new Error('webgpu backend used after destroy()');
+    if (this.failure) throw this.failure;
+  }
+
+  private own(buf: DeviceBuffer): WebGpuBuffer {
+    if (!(buf instanceof WebGpuBuffer) || buf.owner !== this) {
+      throw new Error(`buffer ${buf.label} does not belong to this webgpu backend`);
+    }
+    return buf;
+  }
+
+  private range(buf: WebGpuBuffer, offset: number, length: number, what: string): void {
+    if (!Number.isInteger(offset) || !Number.isInteger(length) || offset < 0 || length < 0) {
+      throw new Error(`${what} ${buf.label}: bad range offset ${offset}, length ${length}`);
+    }
+    if (offset + length > buf.size) {
+      throw new Error(
+        `${what} ${buf.label}: bytes [${offset}, ${offset + length}) exceed its ${buf.size} bytes`,
+      );
+    }
+    if (offset % 4 !== 0 || length % 4 !== 0) {
+      throw new Error(`${what} ${buf.label}: offset and length must be multiples of 4 bytes`);
+    }
+  }
+
+  private get pending(): GPUCommandEncoder {
+    this.encoder ??= this.device.createCommandEncoder({ label: 'foxhunt' });
+    return this.encoder;
+  }
+
+  createBuffer(byteSize: number, label: string): DeviceBuffer {
+    this.check();
+    if (!Number.isInteger(byteSize) || byteSize < 0) throw new Error(`buffer ${label}: bad size ${byteSize}`);
+    const max = this.device.limits.maxBufferSize;
+    if (byteSize > max) {
+      throw new Error(
+        `buffer ${label}: ${byteSize} bytes exceed this device's maxBufferSize (${max}); reduce rollout.episodes, rollout.steps or dqn.replayCapacity`,
+      );
+    }
+    const gpu = this.device.createBuffer({
+      label,
+      size: Math.max(4, align(byteSize, 4)),
+      usage: Usage.STORAGE | Usage.COPY_SRC | Usage.COPY_DST,
+    });
+    const buf = new WebGpuBuffer(this, gpu, byteSize, label);
+    this.buffers.add(buf);
+    return buf;
+  }
+
+  upload(dst: DeviceBuffer, data: ArrayBufferView, dstByteOffset = 0): void {
+    this.check();
+    const buf = this.own(dst);
+    const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    this.range(buf, dstByteOffset, bytes.byteLength, 'upload to');
+    if (bytes.byteLength === 0) return;
+    if (!this.encoder) {
+      this.device.queue.writeBuffer(buf.gpu, dstByteOffset, bytes as Uint8Array<ArrayBuffer>);
+      return;
+    }
+    const staging = this.device.createBuffer({
+      label: `upload to ${buf.label}`,
+      size: bytes.byteLength,
+      usage: Usage.COPY_SRC,
+      mappedAtCreation: true,
+    });
+    new Uint8Array(staging.getMappedRange()).set(bytes);
+    staging.unmap();
+    this.encoder.copyBufferToBuffer(staging, 0, buf.gpu, dstByteOffset, bytes.byteLength);
+    this.stagingPending.push(staging);
+  }
+
+  copy(src: DeviceBuffer, dst: DeviceBuffer, byteLength: number, srcByteOffset = 0, dstByteOffset = 0): void {
+    this.check();
+    const s = this.own(src);
+    const d = this.own(dst);
+    if (s === d)
+      throw new Error(`copy: ${s.label} onto itself is not allowed in WebGPU; copy via a scratch buffer`);
+    this.range(s, srcByteOffset, byteLength, 'copy from');
+    this.range(d, dstByteOffset, byteLength, 'copy to');
+    if (byteLength === 0) return;
+    this.pending.copyBufferToBuffer(s.gpu, srcByteOffset, d.gpu, dstByteOffset, byteLength);
+  }
+
+  run(dispatches: Dispatch[]): void {
+    this.encode(dispatches);
+  }
+
+  private pipeline(spec: KernelSpec): Pipeline {
+    const constants = Object.entries(spec.constants ?? {}).sort(([a], [b]) => (a < b ? -1 : 1));
+    const key = `${spec.name}|${spec.workgroupSize.join('x')}|${JSON.stringify(constants)}`;
+    const cached = this.pipelines.get(key);
+    if (cached) return cached;
+    const source = wgslSources[spec.name];
+    if (source === undefined) {
+      throw new Error(
+        `no WGSL source for kernel ${spec.name}: add wgsl/${spec.name}.wgsl and run npm run gen:kernels`,
+      );
+    }
+    const entries: GPUBindGroupLayoutEntry[] = spec.bindings.map((b, i) => ({
+      binding: i,
+      visibility: COMPUTE_STAGE,
+      buffer: { type: b.access === 'read' ? 'read-only-storage' : 'storage' },
+    }));
+    if (spec.uniforms.length > 0) {
+      entries.push({ binding: spec.bindings.length, visibility: COMPUTE_STAGE, buffer: { type: 'uniform' } });
+    }
+    const layout = this.device.createBindGroupLayout({ label: spec.name, entries });
+    this.device.pushErrorScope('validation');
+    const module = this.device.createShaderModule({ label: spec.name, code: wgslPreamble(spec) + source });
+    const pipeline = this.device.createComputePipeline({
+      label: spec.name,
+      layout: this.device.createPipelineLayout({ label: spec.name, bindGroupLayouts: [layout] }),
+      compute: { module, entryPoint: spec.name },
+    });
+    this.device.popErrorScope().then((err) => {
+      if (err)
+        this.recordError(err, `compiling kernel ${spec.name} (line numbers include the generated preamble)`);
+    });
+    const p = { pipeline, layout };
+    this.pipelines.set(key, p);
+    return p;
+  }
+
+  private takeUniformBuffer(bytes: number): GPUBuffer {
+    const i = this.uniformFree.findIndex((b) => b.size >= bytes);
+    const buf =
+      i >= 0
+        ? this.uniformFree.splice(i, 1)[0]
+        : this.device.createBuffer({
+            label: 'uniforms',
+            size: 2 ** Math.ceil(Math.log2(Math.max(bytes, 4096))),
+            usage: Usage.UNIFORM | Usage.COPY_DST,
+          });
+    this.uniformPending.push(buf);
+    return buf;
+  }
+
+  private encode(dispatches: Dispatch[], timestampWrites?: GPUComputePassTimestampWrites): void {
+    this.check();
+    const maxBinding = this.device.limits.maxStorageBufferBindingSize;
+    const offsets: number[] = [];
+    let total = 0;
+    for (const d of dispatches) {
+      validateDispatch(d);
+      for (const b of d.buffers) {
+        const buf = this.own(b);
+        if (buf.gpu.size > maxBinding) {
+          throw new Error(
+            `kernel ${d.kernel.name}: buffer ${buf.label} (${buf.size} bytes) exceeds this device's maxStorageBufferBindingSize (${maxBinding})`,
+          );
+        }
+      }
+      offsets.push(total);
+      total += align(uniformBytes(d.kernel), this.uniformAlign);
+    }
+    let uniforms: GPUBuffer | null = null;
+    if (total > 0) {
+      const staging = new ArrayBuffer(total);
+      const view = new DataView(staging);
+      dispatches.forEach((d, i) => {
+        packUniforms(d, view, offsets[i]);
+      });
+      uniforms = this.takeUniformBuffer(total);
+      this.device.queue.writeBuffer(uniforms, 0, staging);
+    }
+    const pass = this.pending.beginComputePass(timestampWrites ? { timestampWrites } : {});
+    dispatches.forEach((d, i) => {
+      const [x, y, z] = d.groups;
+      if (x === 0 || y === 0 || z === 0) return;
+      const { pipeline, layout } = this.pipeline(d.kernel);
+      const entries: GPUBindGroupEntry[] = d.buffers.map((b, j) => ({
+        binding: j,
+        resource: { buffer: (b as WebGpuBuffer).gpu },
+      }));
+      if (uniforms) {
+        const size = uniformBytes(d.kernel);
+        if (size > 0) {
+          entries.push({
+            binding: d.buffers.length,
+            resource: { buffer: uniforms, offset: offsets[i], size },
+          });
+        }
+      }
+      pass.setPipeline(pipeline);
+      pass.setBindGroup(0, this.device.createBindGroup({ layout, entries }));
+      pass.dispatchWorkgroups(x, y, z);
+    });
+    pass.end();
+  }
+
+  /** Submits everything encoded so far. */
+  private flush(): void {
+    if (!this.encoder) return;
+    this.device.queue.submit([this.encoder.finish()]);
+    this.encoder = null;
+    this.uniformFree.push(...this.uniformPending);
+    this.uniformPending = [];
+    for (const s of this.stagingPending) s.destroy();
+    this.stagingPending = [];
+  }
+
+  private async mapRead(buf: GPUBuffer, what: string): Promise<ArrayBuffer> {
+    try {
+      await buf.mapAsync(MAP_READ);
+    } catch (err) {
+      buf.destroy();
+      this.check();
+      throw new WebGpuError(`${what} failed: ${message(err)}`);
+    }
+    const copy = buf.getMappedRange().slice(0);
+    buf.unmap();
+    buf.destroy();
+    this.check();
+    return copy;
+  }
+
+  async download(src: DeviceBuffer, byteOffset = 0, byteLength?: number): Promise<ArrayBuffer> {
+    this.check();
+    const buf = this.own(src);
+    const length = byteLength ?? buf.size - byteOffset;
+    this.range(buf, byteOffset, length, 'download of');
+    if (length === 0) return new ArrayBuffer(0);
+    const readback = this.device.createBuffer({
+      label: `download of ${buf.label}`,
+      size: length,
+      usage: Usage.MAP_READ | Usage.COPY_DST,
+    });
+    this.pending.copyBufferToBuffer(buf.gpu, byteOffset, readback, 0, length);
+    this.flush();
+    return this.mapRead(readback, `download of ${buf.label}`);
+  }
+
+  async sync(): Promise<void> {
+    this.check();
+    this.flush();
+    await this.device.queue.onSubmittedWorkDone();
+    this.check();
+  }
+
+  async time(dispatches: Dispatch[], repeats = 1): Promise<number> {
+    if (!Number.isInteger(repeats) || repeats < 1) throw new Error(`time: repeats must be an integer >= 1`);
+    await this.sync();
+    const all = Array.from({ length: repeats }, () => dispatches).flat();
+    if (this.timing === 'wall-clock') {
+      const t0 = performance.now();
+      this.encode(all);
+      await this.sync();
+      return (performance.now() - t0) / repeats;
+    }
+    this.querySet ??= this.device.createQuerySet({ label: 'time', type: 'timestamp', count: 2 });
+    this.encode(all, { querySet: this.querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 });
+    const resolved = this.device.createBuffer({
+      label: 'timestamps',
+      size: 16,
+      usage: Usage.QUERY_RESOLVE | Usage.COPY_SRC,
+    });
+    const readback = this.device.createBuffer({
+      label: 'timestamps readback',
+      size: 16,
+      usage: Usage.MAP_READ | Usage.COPY_DST,
+    });
+    this.pending.resolveQuerySet(this.querySet, 0, 2, resolved, 0);
+    this.pending.copyBufferToBuffer(resolved, 0, readback, 0, 16);
+    this.stagingPending.push(resolved);
+    this.flush();
+    const [begin, end] = new BigUint64Array(await this.mapRead(readback, 'timestamp readback'));
+    return end > begin ? Number(end - begin) / 1e6 / repeats : 0;
+  }
+
+  destroyBuffer(buf: DeviceBuffer): void {
+    const b = this.own(buf);
+    if (!this.buffers.has(b)) return;
+    // A buffer referenced by unsubmitted commands would invalidate the whole submission.
+    if (this.encoder && !this.destroyed) this.flush();
+    b.gpu.destroy();
+    this.buffers.delete(b);
+  }
+
+  destroy(): void {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    this.encoder = null;
+    for (const b of this.buffers) b.gpu.destroy();
+    this.buffers.clear();
+    for (const b of [...this.uniformFree, ...this.uniformPending, ...this.stagingPending]) b.destroy();
+    this.uniformFree = [];
+    this.uniformPending = [];
+    this.stagingPending = [];
+    this.querySet?.destroy();
+    this.pipelines.clear();
+    this.device.destroy();
+    this.gpu = null;
+  }
+
+  /** Whether Dawn's instance is still referenced (false after destroy, so Node can exit). */
+  get alive(): boolean {
+    return this.gpu !== null;
+  }
+}

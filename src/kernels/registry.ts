@@ -1,0 +1,19 @@
+/**
+ * Kernel name -> descriptor + TS reference. The CPU backend runs references from here; adding a
+ * kernel means adding its module to this list (and `wgsl/<name>.wgsl`, `cuda/<name>.cu`).
+ */
+import type { KernelSpec } from '../backend/types.js';
+import { denseForward } from './dense_forward.js';
+import { exclusiveScan } from './exclusive_scan.js';
+import { philoxStream } from './philox_stream.js';
+import type { Kernel } from './reference.js';
+
+export const kernels: Readonly<Record<string, Kernel>> = Object.fromEntries(
+  [philoxStream, denseForward, exclusiveScan].map((k) => [k.spec.name, k]),
+);
+
+export function kernelFor(spec: KernelSpec): Kernel {
+  const k = kernels[spec.name];
+  if (!k) throw new Error(`no kernel named ${spec.name} in src/kernels/registry.ts`);
+  return k;
+}

@@ -1,0 +1,52 @@
+/**
+ * The parity suite (src/parity/cases.ts) on every backend this machine has, each case against
+ * plain TS. FOXHUNT_BACKENDS=cpu,webgpu,cuda picks backends (default: all three). A backend that
+ * is not available is skipped with its reason, except where FOXHUNT_REQUIRE_WEBGPU=1 (CI) or
+ * FOXHUNT_REQUIRE_CUDA=1 makes its absence a failure.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createBackend } from '../../src/backend/index.js';
+import { type Backend, BackendUnavailableError } from '../../src/backend/types.js';
+import { parityCases } from '../../src/parity/cases.js';
+import { describeFailure, runCase } from '../../src/parity/run.js';
+
+const KINDS = ['cpu', 'webgpu', 'cuda'] as const;
+const wanted = (process.env.FOXHUNT_BACKENDS ?? KINDS.join(','))
+  .split(',')
+  .map((s) => s.trim())
+  .filter(Boolean);
+for (const w of wanted) {
+  if (!(KINDS as readonly string[]).includes(w)) throw new Error(`FOXHUNT_BACKENDS: unknown backend ${w}`);
+}
+const required = new Set(
+  [
+    process.env.FOXHUNT_REQUIRE_WEBGPU === '1' && 'webgpu',
+    process.env.FOXHUNT_REQUIRE_CUDA === '1' && 'cuda',
+  ].filter(Boolean),
+);
+
+for (const kind of KINDS.filter((k) => wanted.includes(k))) {
+  describe(`parity on ${kind}`, () => {
+    let backend: Backend | undefined;
+    let unavailable = '';
+
+    beforeAll(async () => {
+      try {
+        backend = await createBackend(kind);
+      } catch (err) {
+        if (!(err instanceof BackendUnavailableError) || required.has(kind)) throw err;
+        unavailable = err.message;
+      }
+    });
+    afterAll(() => backend?.destroy());
+
+    for (const c of parityCases()) {
+      it(c.name, async (ctx) => {
+        if (!backend)
+          return ctx.skip(`${unavailable} (set FOXHUNT_REQUIRE_${kind.toUpperCase()}=1 to fail instead)`);
+        const r = await runCase(backend, c);
+        expect(r.pass, describeFailure(r)).toBe(true);
+      });
+    }
+  });
+}
