@@ -1,0 +1,57 @@
+// The few device primitives the collection kernels use, in one place, so the same kernel source
+// compiles three ways: nvcc / NVRTC for the GPU, and plain g++ with FOXHUNT_EMU defined, where
+// cuda/collect_emu.cuh runs every thread of a block as a fiber on the CPU (the unit tests run
+// the kernels that way against the TS reference, since CI has no GPU).
+//
+// Exact f32 arithmetic: the TS reference rounds every multiply and add to f32 separately, and
+// NVRTC contracts a*b+c into an fma by default (--fmad=true), so the kernels spell each rounding
+// point with fadd/fmul/... below; these compile to single add/mul instructions that are never
+// fused. fdiv is IEEE division (div.rn), which the reference's f64 divide-then-round equals.
+// No standard headers: NVRTC has none.
+#pragma once
+
+#ifdef FOXHUNT_EMU
+#include "collect_emu.cuh"
+#else
+#define COLLECT_DEVICE __device__ __forceinline__
+#define COLLECT_FN __device__
+
+COLLECT_DEVICE float fadd(float a, float b) { return __fadd_rn(a, b); }
+COLLECT_DEVICE float fsub(float a, float b) { return __fsub_rn(a, b); }
+COLLECT_DEVICE float fmul(float a, float b) { return __fmul_rn(a, b); }
+COLLECT_DEVICE float fdiv(float a, float b) { return __fdiv_rn(a, b); }
+
+// Dynamic shared memory of the block, 16-byte aligned for float4 accesses.
+#define COLLECT_SMEM(name) extern __shared__ __align__(16) float name[]
+
+COLLECT_DEVICE void block_sync() { __syncthreads(); }
+
+COLLECT_DEVICE float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Read-only global load through the non-coherent (texture) path; weights never change in a launch.
+COLLECT_DEVICE float4 ldg4(const float* p) { return __ldg(reinterpret_cast<const float4*>(p)); }
+COLLECT_DEVICE float ldg1(const float* p) { return __ldg(p); }
+
+// f32 -> tf32 with round-to-nearest (ties away), as the tensor-core path feeds its operands.
+COLLECT_DEVICE unsigned to_tf32(float x) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return r;
+}
+
+// D = A * B + C for one warp: m16n8k8, A row-major tf32, B column-major tf32, f32 accumulate.
+// Fragment ownership (lane = 4 * g + t): a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4);
+// b0 (k = t, n = g), b1 (k = t + 4, n = g); c0 (g, 2t), c1 (g, 2t + 1), c2 (g + 8, 2t), c3 (g + 8, 2t + 1).
+COLLECT_DEVICE void mma_tf32_16x8x8(float d[4], const unsigned a[4], const unsigned b[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+COLLECT_DEVICE int lane_id() { return threadIdx.x & 31; }
+#endif

@@ -1,0 +1,205 @@
+// Tile engine of the collection kernels: a block computes Y[R, OUT] = act(X[R, IN] W^T + b) for
+// the R rows it owns (R = episodes of the block, or episode x tau pairs for IQN).
+//
+// Bindings: `params` is a network's flat buffer in global memory (src/nets/layout.ts: weight
+// [OUT, IN] row-major at W_OFF, bias at B_OFF); X and Y live in shared memory, row stride ldx / ldy
+// floats, with rows padded to a multiple of 16 (tile_rows). Every thread of the block must call a
+// layer (no divergence around it); the caller puts block_sync() between dependent layers, so two
+// independent layers (value and advantage streams) can share one barrier.
+//
+// Block shape: COLLECT_THREADS threads (a multiple of 32), one-dimensional.
+//
+// Two paths, chosen by the compile-time constant COLLECT_TF32:
+// - 0, exact (the parity mode): thread task = (output j, a group of rows); acc = b[j], then
+//   acc = f32(acc + f32(w[j, i] * x[i])) for i ascending: bit-for-bit the TS reference dense layer.
+//   Weights come straight from global/L1 as float4 when the layer is 16-byte aligned, the x row is
+//   a shared-memory broadcast, every weight is read once per block.
+// - 1, tensor cores: warps own (16-row x 8-column) mma.sync m16n8k8 tiles with TF32 inputs
+//   (10-bit mantissa, round to nearest) and f32 accumulation: relative error ~1e-3 per layer,
+//   sums in a different order. A lane reads 4 consecutive k of its W row and X row as one float4
+//   and splits them over two mmas (k permuted identically in A and B, which leaves the dot product
+//   unchanged), so both operands load as full 16-byte vectors; W goes straight to registers:
+//   each weight is used by exactly one warp per block, so staging it in shared memory would add a
+//   copy and a barrier without reuse. Layers narrower than 8 outputs use the exact path.
+//
+// Shared-memory padding: strides are a multiple of 16 floats (whole k16 steps) and 16 mod 32, so
+// the eight rows a quarter-warp reads as float4 fall on distinct banks. The padding columns of an
+// input buffer (IN .. round16(IN)) must hold finite values (0) because the tensor-core path reads
+// them (their weights are zero): a NaN there would poison the row.
+#pragma once
+
+#include "collect_port.cuh"
+
+#ifndef COLLECT_TF32
+#define COLLECT_TF32 0
+#endif
+#ifndef COLLECT_THREADS
+#define COLLECT_THREADS 256
+#endif
+
+#define ACT_NONE 0
+#define ACT_RELU 1
+#define ACT_LEAKY 2
+
+// Row stride (floats) of a shared activation buffer holding `width` columns.
+__host__ __device__ constexpr int tile_stride(int width) {
+  return ((width + 15) / 16 * 16) % 32 == 16 ? (width + 15) / 16 * 16 : (width + 15) / 16 * 16 + 16;
+}
+
+// Rows allocated for `rows` live rows: whole m16 tiles.
+__host__ __device__ constexpr int tile_rows(int rows) { return (rows + 15) / 16 * 16; }
+
+// Rows per exact-path task: split the rows into the most power-of-two groups that keep every
+// (output, group) task on its own thread, so small layers still use the whole block.
+__host__ __device__ constexpr int exact_groups(int out, int rows) {
+  int g = 1;
+  while (2 * g * out <= COLLECT_THREADS && rows % (2 * g) == 0) g *= 2;
+  return g;
+}
+
+template <int ACT>
+COLLECT_DEVICE float activate(float a) {
+  if (ACT == ACT_RELU) return a > 0.0f ? a : 0.0f;
+  if (ACT == ACT_LEAKY) return a > 0.0f ? a : fmul(a, 0.01f);
+  return a;
+}
+
+template <int IN, int OUT, int ACT, int ROWS, int W_OFF, int B_OFF>
+COLLECT_FN void dense_exact(const float* __restrict__ params, const float* x, int ldx, float* y, int ldy) {
+  constexpr int GROUPS = exact_groups(OUT, ROWS);
+  constexpr int RPG = ROWS / GROUPS;
+  constexpr bool VEC = IN % 4 == 0 && W_OFF % 4 == 0;
+  for (int task = threadIdx.x; task < OUT * GROUPS; task += COLLECT_THREADS) {
+    const int j = task % OUT;
+    const int r0 = (task / OUT) * RPG;
+    const float* w = params + W_OFF + j * IN;
+    const float bias = ldg1(params + B_OFF + j);
+    float acc[RPG];
+#pragma unroll
+    for (int r = 0; r < RPG; r++) acc[r] = bias;
+    if constexpr (VEC) {
+      for (int i = 0; i < IN; i += 4) {
+        const float4 w4 = ldg4(w + i);
+#pragma unroll
+        for (int r = 0; r < RPG; r++) {
+          const float4 x4 = *reinterpret_cast<const float4*>(x + (r0 + r) * ldx + i);
+          acc[r] = fadd(acc[r], fmul(w4.x, x4.x));
+          acc[r] = fadd(acc[r], fmul(w4.y, x4.y));
+          acc[r] = fadd(acc[r], fmul(w4.z, x4.z));
+          acc[r] = fadd(acc[r], fmul(w4.w, x4.w));
+        }
+      }
+    } else {
+      for (int i = 0; i < IN; i++) {
+        const float wi = ldg1(w + i);
+#pragma unroll
+        for (int r = 0; r < RPG; r++) acc[r] = fadd(acc[r], fmul(wi, x[(r0 + r) * ldx + i]));
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < RPG; r++) y[(r0 + r) * ldy + j] = activate<ACT>(acc[r]);
+  }
+}
+
+template <int IN, int OUT, int ACT, int ROWS, int W_OFF, int B_OFF>
+COLLECT_FN void dense_mma(const float* __restrict__ params, const float* x, int ldx, float* y, int ldy) {
+  constexpr int MT = (ROWS + 15) / 16;
+  constexpr int MTW = MT < 4 ? MT : 4;
+  constexpr int MG = (MT + MTW - 1) / MTW;
+  constexpr int NT = (OUT + 7) / 8;
+  constexpr int WARPS = COLLECT_THREADS / 32;
+  constexpr int WN = NT >= 4 * WARPS ? 4 : NT >= 2 * WARPS ? 2 : 1;
+  constexpr int NTASK = (NT + WN - 1) / WN;
+  constexpr int KP = (IN + 15) / 16 * 16;
+  constexpr bool VEC = IN % 4 == 0 && W_OFF % 4 == 0;
+  const int lane = lane_id();
+  const int g = lane >> 2;
+  const int t = lane & 3;
+  for (int task = threadIdx.x >> 5; task < MG * NTASK; task += WARPS) {
+    const int mt0 = (task / NTASK) * MTW;
+    const int n0 = (task % NTASK) * WN * 8;
+    float acc[MTW][WN][4];
+#pragma unroll
+    for (int m = 0; m < MTW; m++)
+#pragma unroll
+      for (int n = 0; n < WN; n++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) acc[m][n][i] = 0.0f;
+#pragma unroll 4
+    for (int k = 0; k < KP; k += 16) {
+      const int kk = k + 4 * t;
+      unsigned b[WN][4];
+#pragma unroll
+      for (int n = 0; n < WN; n++) {
+        const int col = n0 + n * 8 + g;
+        const float* w = params + W_OFF + col * IN + kk;
+        float4 w4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (col < OUT) {
+          if constexpr (VEC) {
+            if (kk < IN) w4 = ldg4(w);
+          } else {
+            if (kk < IN) w4.x = ldg1(w);
+            if (kk + 1 < IN) w4.y = ldg1(w + 1);
+            if (kk + 2 < IN) w4.z = ldg1(w + 2);
+            if (kk + 3 < IN) w4.w = ldg1(w + 3);
+          }
+        }
+        b[n][0] = to_tf32(w4.x);
+        b[n][1] = to_tf32(w4.y);
+        b[n][2] = to_tf32(w4.z);
+        b[n][3] = to_tf32(w4.w);
+      }
+#pragma unroll
+      for (int m = 0; m < MTW; m++) {
+        if (MG > 1 && mt0 + m >= MT) break;
+        const float* xr = x + ((mt0 + m) * 16 + g) * ldx + kk;
+        const float4 lo = *reinterpret_cast<const float4*>(xr);
+        const float4 hi = *reinterpret_cast<const float4*>(xr + 8 * ldx);
+        const unsigned a0[4] = {to_tf32(lo.x), to_tf32(hi.x), to_tf32(lo.y), to_tf32(hi.y)};
+        const unsigned a1[4] = {to_tf32(lo.z), to_tf32(hi.z), to_tf32(lo.w), to_tf32(hi.w)};
+#pragma unroll
+        for (int n = 0; n < WN; n++) {
+          const unsigned b0[2] = {b[n][0], b[n][1]};
+          const unsigned b1[2] = {b[n][2], b[n][3]};
+          mma_tf32_16x8x8(acc[m][n], a0, b0);
+          mma_tf32_16x8x8(acc[m][n], a1, b1);
+        }
+      }
+    }
+#pragma unroll
+    for (int m = 0; m < MTW; m++)
+#pragma unroll
+      for (int n = 0; n < WN; n++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+          const int row = (mt0 + m) * 16 + g + (i >= 2 ? 8 : 0);
+          const int col = n0 + n * 8 + 2 * t + (i & 1);
+          if (row < ROWS && col < OUT) {
+            y[row * ldy + col] = activate<ACT>(acc[m][n][i] + ldg1(params + B_OFF + col));
+          }
+        }
+  }
+}
+
+// One dense layer of the block's tile, with the path the build selects (see the header).
+template <int IN, int OUT, int ACT, int ROWS, int W_OFF, int B_OFF>
+COLLECT_FN void dense_tile(const float* __restrict__ params, const float* x, int ldx, float* y, int ldy) {
+  if constexpr (COLLECT_TF32 && OUT >= 8) {
+    dense_mma<IN, OUT, ACT, ROWS, W_OFF, B_OFF>(params, x, ldx, y, ldy);
+  } else {
+    dense_exact<IN, OUT, ACT, ROWS, W_OFF, B_OFF>(params, x, ldx, y, ldy);
+  }
+}
+
+// The seed design's per-thread layer: one thread computes all OUT outputs of its own row, reading
+// every weight from global memory (kept for the benchmark's comparison). Same arithmetic as
+// dense_exact, so the two variants agree bit for bit.
+template <int IN, int OUT, int ACT, int W_OFF, int B_OFF>
+COLLECT_FN void dense_thread(const float* __restrict__ params, const float* x, float* y) {
+  for (int j = 0; j < OUT; j++) {
+    const float* w = params + W_OFF + j * IN;
+    float acc = ldg1(params + B_OFF + j);
+    for (int i = 0; i < IN; i++) acc = fadd(acc, fmul(ldg1(w + i), x[i]));
+    y[j] = activate<ACT>(acc);
+  }
+}

@@ -1,0 +1,277 @@
+// CPU emulation of the CUDA subset the collection kernels use (included by collect_port.cuh when
+// FOXHUNT_EMU is defined; never part of a GPU build). It exists so that the unit tests can run the
+// very kernel source on a machine without a GPU and compare it with the TS reference.
+//
+// Model: blocks run one after another; the threads of a block are fibers (ucontext) scheduled
+// round-robin, switching only at barriers (__syncthreads, warp shuffles, mma), which is a legal
+// CUDA schedule, so a kernel that is correct here is correct under any schedule that respects the
+// same barriers. A barrier that can never complete (divergent __syncthreads, a thread that returned
+// while others wait) aborts with a message instead of hanging. mma.sync is emulated per warp: each
+// lane deposits its fragments, the warp meets, each lane computes its own D from the assembled
+// 16x8x8 product (f64 accumulation, then rounded: tensor cores differ only in the last bits).
+#pragma once
+
+#include <ucontext.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define COLLECT_DEVICE static inline
+#define COLLECT_FN static inline
+
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+struct alignas(8) float2 {
+  float x, y;
+};
+struct alignas(16) uint4 {
+  unsigned x, y, z, w;
+};
+struct dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
+
+static inline unsigned __umulhi(unsigned a, unsigned b) {
+  return static_cast<unsigned>((static_cast<uint64_t>(a) * b) >> 32);
+}
+static inline unsigned __float_as_uint(float f) {
+  unsigned u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+static inline float __uint_as_float(unsigned u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+static inline int __float_as_int(float f) { return static_cast<int>(__float_as_uint(f)); }
+static inline float __int_as_float(int i) { return __uint_as_float(static_cast<unsigned>(i)); }
+template <class T>
+static inline T __ldg(const T* p) {
+  return *p;
+}
+
+namespace emu {
+
+struct Barrier {
+  unsigned arrived = 0;
+  unsigned generation = 0;
+};
+
+struct Fiber {
+  ucontext_t ctx;
+  std::vector<char> stack;
+  dim3 tid;
+  bool done = false;
+};
+
+struct Block {
+  std::vector<Fiber> fibers;
+  ucontext_t scheduler;
+  Fiber* current = nullptr;
+  Barrier block_barrier;
+  std::vector<Barrier> warp_barriers;
+  // Per-warp exchange slots for shuffles (one word per lane) and mma fragments.
+  std::vector<uint32_t> shuffle;
+  std::vector<uint32_t> mma_a, mma_b;
+  std::vector<float> mma_c;
+  std::vector<float> smem;
+  unsigned long long events = 0;
+};
+
+inline Block* g_block = nullptr;
+inline dim3 g_block_idx, g_block_dim, g_grid_dim;
+inline void (*g_entry)(void*) = nullptr;
+inline void* g_entry_arg = nullptr;
+
+inline void yield() { swapcontext(&g_block->current->ctx, &g_block->scheduler); }
+
+inline void wait(Barrier& b, unsigned participants) {
+  const unsigned gen = b.generation;
+  g_block->events++;
+  if (++b.arrived == participants) {
+    b.arrived = 0;
+    b.generation++;
+    return;
+  }
+  while (b.generation == gen) yield();
+}
+
+inline unsigned flat_tid() {
+  const dim3& t = g_block->current->tid;
+  return t.x + g_block_dim.x * (t.y + g_block_dim.y * t.z);
+}
+
+inline void warp_wait() {
+  const unsigned threads = g_block_dim.x * g_block_dim.y * g_block_dim.z;
+  const unsigned warp = flat_tid() / 32;
+  const unsigned lanes = threads - warp * 32 < 32 ? threads - warp * 32 : 32;
+  wait(g_block->warp_barriers[warp], lanes);
+}
+
+inline void fiber_main() {
+  g_entry(g_entry_arg);
+  g_block->current->done = true;
+  g_block->events++;
+  swapcontext(&g_block->current->ctx, &g_block->scheduler);
+}
+
+// Runs `entry(arg)` as a kernel over grid x block with `smem_bytes` of dynamic shared memory.
+inline void launch(dim3 grid, dim3 block, size_t smem_bytes, void (*entry)(void*), void* arg) {
+  const unsigned threads = block.x * block.y * block.z;
+  const unsigned warps = (threads + 31) / 32;
+  g_grid_dim = grid;
+  g_block_dim = block;
+  g_entry = entry;
+  g_entry_arg = arg;
+  for (unsigned bz = 0; bz < grid.z; bz++)
+    for (unsigned by = 0; by < grid.y; by++)
+      for (unsigned bx = 0; bx < grid.x; bx++) {
+        Block b;
+        b.fibers.resize(threads);
+        b.warp_barriers.resize(warps);
+        b.shuffle.resize(warps * 32);
+        b.mma_a.resize(warps * 32 * 4);
+        b.mma_b.resize(warps * 32 * 2);
+        b.mma_c.resize(warps * 32 * 4);
+        // Uninitialised shared memory on a GPU holds garbage: NaN here makes reads of it visible.
+        b.smem.assign((smem_bytes + 3) / 4, std::nanf(""));
+        g_block = &b;
+        g_block_idx = {bx, by, bz};
+        for (unsigned i = 0; i < threads; i++) {
+          Fiber& f = b.fibers[i];
+          f.tid = {i % block.x, (i / block.x) % block.y, i / (block.x * block.y)};
+          f.stack.resize(256 * 1024);
+          getcontext(&f.ctx);
+          f.ctx.uc_stack.ss_sp = f.stack.data();
+          f.ctx.uc_stack.ss_size = f.stack.size();
+          f.ctx.uc_link = nullptr;
+          makecontext(&f.ctx, fiber_main, 0);
+        }
+        for (;;) {
+          bool all_done = true;
+          const unsigned long long before = b.events;
+          for (Fiber& f : b.fibers) {
+            if (f.done) continue;
+            all_done = false;
+            b.current = &f;
+            swapcontext(&b.scheduler, &f.ctx);
+          }
+          if (all_done) break;
+          if (b.events == before) {
+            std::fprintf(stderr,
+                         "emu: block (%u,%u,%u) deadlocked: a barrier can never complete "
+                         "(divergent __syncthreads or an early return)\n",
+                         bx, by, bz);
+            std::abort();
+          }
+        }
+        g_block = nullptr;
+      }
+}
+
+template <class T>
+inline T shfl_xor(T v, int mask) {
+  static_assert(sizeof(T) == 4, "32-bit shuffles only");
+  const unsigned tid = flat_tid();
+  const unsigned base = tid & ~31u;
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  g_block->shuffle[tid] = bits;
+  warp_wait();
+  bits = g_block->shuffle[base + ((tid & 31u) ^ static_cast<unsigned>(mask))];
+  warp_wait();
+  std::memcpy(&v, &bits, 4);
+  return v;
+}
+
+inline void mma_tf32(float d[4], const unsigned a[4], const unsigned b[2]) {
+  const unsigned tid = flat_tid();
+  const unsigned base = tid & ~31u;
+  for (int i = 0; i < 4; i++) g_block->mma_a[tid * 4 + i] = a[i];
+  for (int i = 0; i < 2; i++) g_block->mma_b[tid * 2 + i] = b[i];
+  for (int i = 0; i < 4; i++) g_block->mma_c[tid * 4 + i] = d[i];
+  warp_wait();
+  float A[16][8], B[8][8], C[16][8];
+  for (unsigned lane = 0; lane < 32; lane++) {
+    const unsigned g = lane >> 2, t = lane & 3, s = base + lane;
+    A[g][t] = __uint_as_float(g_block->mma_a[s * 4 + 0]);
+    A[g + 8][t] = __uint_as_float(g_block->mma_a[s * 4 + 1]);
+    A[g][t + 4] = __uint_as_float(g_block->mma_a[s * 4 + 2]);
+    A[g + 8][t + 4] = __uint_as_float(g_block->mma_a[s * 4 + 3]);
+    B[t][g] = __uint_as_float(g_block->mma_b[s * 2 + 0]);
+    B[t + 4][g] = __uint_as_float(g_block->mma_b[s * 2 + 1]);
+    C[g][2 * t] = g_block->mma_c[s * 4 + 0];
+    C[g][2 * t + 1] = g_block->mma_c[s * 4 + 1];
+    C[g + 8][2 * t] = g_block->mma_c[s * 4 + 2];
+    C[g + 8][2 * t + 1] = g_block->mma_c[s * 4 + 3];
+  }
+  warp_wait();
+  const unsigned g = (tid & 31u) >> 2, t = tid & 3u;
+  const unsigned rows[4] = {g, g, g + 8, g + 8};
+  const unsigned cols[4] = {2 * t, 2 * t + 1, 2 * t, 2 * t + 1};
+  for (int i = 0; i < 4; i++) {
+    double acc = C[rows[i]][cols[i]];
+    for (int k = 0; k < 8; k++) acc += static_cast<double>(A[rows[i]][k]) * B[k][cols[i]];
+    d[i] = static_cast<float>(acc);
+  }
+}
+
+}  // namespace emu
+
+#define threadIdx (emu::g_block->current->tid)
+#define blockIdx (emu::g_block_idx)
+#define blockDim (emu::g_block_dim)
+#define gridDim (emu::g_grid_dim)
+#define COLLECT_SMEM(name) float* name = emu::g_block->smem.data()
+
+static inline void __syncthreads() {
+  emu::wait(emu::g_block->block_barrier, emu::g_block_dim.x * emu::g_block_dim.y * emu::g_block_dim.z);
+}
+static inline void __syncwarp(unsigned = 0xffffffffu) { emu::warp_wait(); }
+template <class T>
+static inline T __shfl_xor_sync(unsigned, T v, int mask) {
+  return emu::shfl_xor(v, mask);
+}
+
+static inline float __fadd_rn(float a, float b) { return a + b; }
+static inline float __fsub_rn(float a, float b) { return a - b; }
+static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline float __fdiv_rn(float a, float b) { return a / b; }
+static inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
+
+COLLECT_DEVICE float fadd(float a, float b) { return a + b; }
+COLLECT_DEVICE float fsub(float a, float b) { return a - b; }
+COLLECT_DEVICE float fmul(float a, float b) { return a * b; }
+COLLECT_DEVICE float fdiv(float a, float b) { return a / b; }
+COLLECT_DEVICE void block_sync() { __syncthreads(); }
+COLLECT_DEVICE float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = v + emu::shfl_xor(v, o);
+  return v;
+}
+COLLECT_DEVICE float4 ldg4(const float* p) {
+  float4 v;
+  std::memcpy(&v, p, 16);
+  return v;
+}
+COLLECT_DEVICE float ldg1(const float* p) { return *p; }
+COLLECT_DEVICE unsigned to_tf32(float x) {
+  const unsigned u = __float_as_uint(x);
+  if ((u & 0x7f800000u) == 0x7f800000u) return u;
+  return (u + 0x1000u) & ~0x1fffu;
+}
+COLLECT_DEVICE void mma_tf32_16x8x8(float d[4], const unsigned a[4], const unsigned b[2]) {
+  emu::mma_tf32(d, a, b);
+}
+COLLECT_DEVICE int lane_id() { return static_cast<int>(emu::flat_tid() & 31u); }

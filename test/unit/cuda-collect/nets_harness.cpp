@@ -1,0 +1,170 @@
+// Runs the collection networks of cuda/collect_nets.cuh on the CPU emulator (collect_emu.cuh) for
+// test/unit/cuda-collect-nets.test.ts. Build: g++ -std=c++17 -DFOXHUNT_EMU [-DCOLLECT_TF32=1]
+// -Icuda -Itest/unit/cuda-collect. Usage:
+//   nets_harness layout                 prints the flat layouts the kernels use, as JSON
+//   nets_harness NET IN.bin OUT.bin     NET = plain | c51 | iqn | actor | critic | curiosity
+// IN.bin: the f32 parameters, then ROWS input rows (54 floats; 35 for curiosity), then for iqn
+// ROWS x IQN_K taus. OUT.bin: ROWS x 45 Q-values / logits (1 value for the critic, 32 for curiosity).
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "collect_nets.cuh"
+
+constexpr int ROWS = 20;      // two m16 tiles, the second partial
+constexpr int C51_ROWS = 5;   // keeps the [rows, 45 * 51] logits small
+constexpr int IQN_ROWS = 3;
+constexpr int IQN_K = 8;
+constexpr int IQN_TC = 4;
+constexpr float VMIN = -10.0f, VMAX = 10.0f;
+
+struct Job {
+  std::string net;
+  const float* params;
+  const float* x;
+  const float* taus;
+  float* out;
+  int rows, in, out_width;
+};
+
+static void load_rows(const Job& j, float* xs, int ld) {
+  for (int task = threadIdx.x; task < tile_rows(j.rows) * ld; task += COLLECT_THREADS) {
+    const int r = task / ld, c = task % ld;
+    xs[task] = r < j.rows && c < j.in ? j.x[r * j.in + c] : 0.0f;
+  }
+  block_sync();
+}
+
+static void store_rows(const Job& j, const float* y, int ld) {
+  for (int task = threadIdx.x; task < j.rows * j.out_width; task += COLLECT_THREADS) {
+    j.out[task] = y[(task / j.out_width) * ld + task % j.out_width];
+  }
+}
+
+template <int HEAD, int R>
+static void run_dueling(const Job& j) {
+  using L = Dueling<HEAD>;
+  COLLECT_SMEM(smem);
+  constexpr int RP = tile_rows(R);
+  float* xs = smem;
+  DuelingBuffers b;
+  b.xs = xs;
+  b.h0 = xs + RP * LD_STATE;
+  b.h1 = b.h0 + RP * LD_TRUNK;
+  b.v = b.h1 + RP * LD_TRUNK;
+  b.a = b.v + RP * L::LD_V;
+  b.q = b.a + RP * L::LD_A;
+  float* extra = b.q + RP * LD_Q;
+  load_rows(j, xs, LD_STATE);
+  if constexpr (HEAD == HEAD_PLAIN) {
+    dueling_q<R>(j.params, b);
+  } else if constexpr (HEAD == HEAD_C51) {
+    c51_q<R>(j.params, b, extra, VMIN, VMAX);
+  } else {
+    constexpr int RC = tile_rows(R * IQN_TC);
+    IqnBuffers w;
+    w.taus = j.taus;
+    w.ld_tau = IQN_K;
+    w.cosb = extra;
+    w.hq = w.cosb + RC * LD_EMBED;
+    w.hs = w.hq + RC * LD_TRUNK;
+    w.v = w.hs + RC * LD_TRUNK;
+    w.a = w.v + RC * L::LD_V;
+    w.qt = w.a + RC * L::LD_A;
+    iqn_q<R, IQN_K, IQN_TC>(j.params, b, w);
+  }
+  store_rows(j, b.q, LD_Q);
+}
+
+static void run_ppo_or_curiosity(const Job& j) {
+  COLLECT_SMEM(smem);
+  constexpr int RP = tile_rows(ROWS);
+  float* xs = smem;
+  float* ha = xs + RP * LD_CRITIC;
+  float* hb = ha + RP * LD_CRITIC;
+  float* y = hb + RP * LD_CRITIC;
+  if (j.net == "actor") {
+    load_rows(j, xs, LD_STATE);
+    actor_logits<ROWS>(j.params, xs, ha, y);
+    store_rows(j, y, LD_Q);
+  } else if (j.net == "critic") {
+    load_rows(j, xs, LD_STATE);
+    critic_value<ROWS>(j.params, xs, ha, hb, y, 16);
+    store_rows(j, y, 16);
+  } else {
+    load_rows(j, xs, LD_CUR_IN);
+    curiosity_predict<ROWS>(j.params, xs, ha, y);
+    store_rows(j, y, LD_CUR_OUT);
+  }
+}
+
+static void kernel(void* arg) {
+  const Job& j = *static_cast<const Job*>(arg);
+  if (j.net == "plain") run_dueling<HEAD_PLAIN, ROWS>(j);
+  else if (j.net == "c51") run_dueling<HEAD_C51, C51_ROWS>(j);
+  else if (j.net == "iqn") run_dueling<HEAD_IQN, IQN_ROWS>(j);
+  else run_ppo_or_curiosity(j);
+}
+
+static void print_layout() {
+  std::printf("{\"plain\": [%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d],", Dueling<0>::S0_W, Dueling<0>::S0_B,
+              Dueling<0>::S1_W, Dueling<0>::S1_B, Dueling<0>::V0_W, Dueling<0>::V0_B, Dueling<0>::V1_W,
+              Dueling<0>::V1_B, Dueling<0>::A0_W, Dueling<0>::A0_B, Dueling<0>::A1_W, Dueling<0>::A1_B,
+              Dueling<0>::SIZE);
+  std::printf("\"c51\": [%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d],", Dueling<1>::S0_W, Dueling<1>::S0_B,
+              Dueling<1>::S1_W, Dueling<1>::S1_B, Dueling<1>::V0_W, Dueling<1>::V0_B, Dueling<1>::V1_W,
+              Dueling<1>::V1_B, Dueling<1>::A0_W, Dueling<1>::A0_B, Dueling<1>::A1_W, Dueling<1>::A1_B,
+              Dueling<1>::SIZE);
+  std::printf("\"iqn\": [%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d],", Dueling<2>::S0_W, Dueling<2>::S0_B,
+              Dueling<2>::S1_W, Dueling<2>::S1_B, Dueling<2>::TE_W, Dueling<2>::TE_B, Dueling<2>::V0_W,
+              Dueling<2>::V0_B, Dueling<2>::V1_W, Dueling<2>::V1_B, Dueling<2>::A0_W, Dueling<2>::A0_B,
+              Dueling<2>::A1_W, Dueling<2>::A1_B, Dueling<2>::SIZE);
+  std::printf("\"actor\": [%d,%d,%d,%d,%d,%d,%d],", Actor::L0_W, Actor::L0_B, Actor::L1_W, Actor::L1_B,
+              Actor::L2_W, Actor::L2_B, Actor::SIZE);
+  std::printf("\"critic\": [%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d],", Critic::L0_W, Critic::L0_B, Critic::L1_W,
+              Critic::L1_B, Critic::L2_W, Critic::L2_B, Critic::L3_W, Critic::L3_B, Critic::L4_W, Critic::L4_B,
+              Critic::L5_W, Critic::L5_B, Critic::SIZE);
+  std::printf("\"curiosity\": [%d,%d,%d,%d,%d]}\n", Curiosity::L0_W, Curiosity::L0_B, Curiosity::L1_W,
+              Curiosity::L1_B, Curiosity::SIZE);
+}
+
+int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "layout") {
+    print_layout();
+    return 0;
+  }
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: nets_harness layout | NET IN.bin OUT.bin\n");
+    return 2;
+  }
+  Job j;
+  j.net = argv[1];
+  int size = 0;
+  if (j.net == "plain") size = Dueling<0>::SIZE, j.rows = ROWS, j.in = STATE_DIM, j.out_width = NUM_ACTIONS;
+  else if (j.net == "c51") size = Dueling<1>::SIZE, j.rows = C51_ROWS, j.in = STATE_DIM, j.out_width = NUM_ACTIONS;
+  else if (j.net == "iqn") size = Dueling<2>::SIZE, j.rows = IQN_ROWS, j.in = STATE_DIM, j.out_width = NUM_ACTIONS;
+  else if (j.net == "actor") size = Actor::SIZE, j.rows = ROWS, j.in = STATE_DIM, j.out_width = NUM_ACTIONS;
+  else if (j.net == "critic") size = Critic::SIZE, j.rows = ROWS, j.in = STATE_DIM, j.out_width = 1;
+  else if (j.net == "curiosity") size = Curiosity::SIZE, j.rows = ROWS, j.in = Curiosity::IN, j.out_width = 32;
+  else {
+    std::fprintf(stderr, "nets_harness: unknown net %s\n", argv[1]);
+    return 2;
+  }
+  const size_t n_in = size + j.rows * j.in + (j.net == "iqn" ? j.rows * IQN_K : 0);
+  std::vector<float> in(n_in), out(j.rows * j.out_width);
+  FILE* f = std::fopen(argv[2], "rb");
+  if (!f || std::fread(in.data(), 4, n_in, f) != n_in) {
+    std::fprintf(stderr, "nets_harness: %s must hold %zu floats\n", argv[2], n_in);
+    return 2;
+  }
+  std::fclose(f);
+  j.params = in.data();
+  j.x = in.data() + size;
+  j.taus = j.x + j.rows * j.in;
+  j.out = out.data();
+  emu::launch({1, 1, 1}, {COLLECT_THREADS, 1, 1}, 2u << 20, kernel, &j);
+  f = std::fopen(argv[3], "wb");
+  std::fwrite(out.data(), 4, out.size(), f);
+  std::fclose(f);
+  return 0;
+}
