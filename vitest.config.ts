@@ -1,4 +1,19 @@
+import { playwright } from '@vitest/browser-playwright';
 import { defineConfig } from 'vitest/config';
+
+// Debian's Chromium (scripts/setup-system.sh); WebGPU runs on its SwiftShader Vulkan.
+const chromium = playwright({
+  launchOptions: {
+    executablePath: '/usr/bin/chromium',
+    args: [
+      '--enable-unsafe-webgpu',
+      '--no-sandbox',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  },
+});
 
 // GPU suites run in forked processes: Dawn has crashed inside worker threads.
 export default defineConfig({
@@ -10,6 +25,19 @@ export default defineConfig({
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
       { extends: true, test: { name: 'parity', include: ['test/parity/**/*.test.ts'] } },
       { extends: true, test: { name: 'e2e', include: ['test/e2e/**/*.test.ts'] } },
+      {
+        extends: true,
+        test: {
+          name: 'browser',
+          include: ['test/browser/**/*.test.ts'],
+          browser: {
+            enabled: true,
+            headless: true,
+            provider: chromium,
+            instances: [{ browser: 'chromium' }],
+          },
+        },
+      },
     ],
   },
 });

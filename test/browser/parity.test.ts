@@ -1,0 +1,46 @@
+/**
+ * The WebGPU half of the parity suite inside headless Chromium (Vitest browser mode, see
+ * vitest.config.ts): the same cases as test/parity, through `navigator.gpu` and the browser's
+ * WGSL compiler (Tint on SwiftShader here). A browser without WebGPU fails this suite; it never
+ * skips.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chooseBackend, createBackend } from '../../src/backend/index.js';
+import type { Backend } from '../../src/backend/types.js';
+import { parityCases } from '../../src/parity/cases.js';
+import { describeFailure, runCase } from '../../src/parity/run.js';
+
+describe('parity on webgpu in Chromium', () => {
+  let backend: Backend;
+
+  beforeAll(async () => {
+    if (!('gpu' in navigator)) {
+      throw new Error(
+        'navigator.gpu is missing: launch Chromium with --enable-unsafe-webgpu in a secure context',
+      );
+    }
+    backend = await createBackend('webgpu');
+  });
+  afterAll(() => backend?.destroy());
+
+  it('runs in a browser through navigator.gpu', () => {
+    expect(typeof window).toBe('object');
+    expect(backend.kind).toBe('webgpu');
+    expect(backend.info.driver).toMatch(/^browser WebGPU/);
+  });
+
+  it('routes auto past CUDA (Node only) and a software adapter to the CPU', async () => {
+    const choice = await chooseBackend('auto');
+    expect(choice.skipped.map((s) => s.kind)).toEqual(['cuda', 'webgpu']);
+    expect(choice.skipped[1].reason).toMatch(/software adapter/);
+    expect(choice.backend.kind).toBe('cpu');
+    choice.backend.destroy();
+  });
+
+  for (const c of parityCases()) {
+    it(c.name, async () => {
+      const r = await runCase(backend, c);
+      expect(r.pass, describeFailure(r)).toBe(true);
+    });
+  }
+});
