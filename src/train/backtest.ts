@@ -1,0 +1,98 @@
+/**
+ * Validation backtest (SPEC 10): one policy run as one continuous episode over a split, through
+ * the reference simulator's single-step API (src/env/step.ts), with the configured costs.
+ *
+ * Choices (docs/TRAINING.md): the episode starts flat with V_0 at the split's first bar and takes
+ * a decision at every bar t = start .. end - 2 (bar t + 1 executes it), so `end - start - 1` steps.
+ * Barriers still close positions (profit, stop, time), but they do not end the backtest: the
+ * policy simply decides again at the next bar. No truncation applies. If the account collapses
+ * (V <= 1% of V_0, the simulator's `done`) the backtest stops trading and the rest of the curve
+ * stays flat at the last value. The curiosity bonus is off; rewards play no part in the metrics.
+ */
+import type { EnvConfig } from '../config.js';
+import type { Market, SplitRange } from '../data/types.js';
+import { createStepOut } from '../env/output.js';
+import { envParams } from '../env/params.js';
+import { buildState, createEnv, EnvF, positionNorm } from '../env/state.js';
+import { envStep } from '../env/step.js';
+import { STATE_DIM } from '../nets/layout.js';
+import { computeMetrics, type EquityTrace, type Metrics } from './metrics.js';
+import { buyAndHoldPolicy, type Policy, randomPolicy } from './policies.js';
+import type { ValidationReport } from './runlog.js';
+
+export interface BacktestResult {
+  metrics: Metrics;
+  trace: EquityTrace;
+  /** The action taken at each step. */
+  actions: Int32Array;
+}
+
+/** Runs `policy` over `split` and returns its metrics and per-step trace. */
+export function backtest(
+  market: Market,
+  split: SplitRange,
+  envCfg: EnvConfig,
+  policy: Policy,
+  barsPerYear: number,
+): BacktestResult {
+  const steps = split.end - split.start - 1;
+  if (steps < 1) {
+    throw new Error(`backtest: split [${split.start}, ${split.end}) has no step (it needs at least 2 bars)`);
+  }
+  // One episode slot whose only start bar is split.start, long enough never to truncate, and
+  // whose barriers close positions without ending it.
+  const params = { ...envParams(envCfg), barrierTerminates: false, episodeBars: steps };
+  const env = createEnv(market, split, params, 1, 0);
+  const out = createStepOut();
+  const state = new Float32Array(STATE_DIM);
+  const equity = new Float64Array(steps + 1);
+  const exposure = new Float64Array(steps);
+  const traded = new Float64Array(steps);
+  const actions = new Int32Array(steps);
+  equity[0] = params.initialCapital;
+  let k = 0;
+  for (; k < steps; k++) {
+    const t = split.start + k;
+    buildState(env, market, 0, state, 0);
+    const a = policy(state, t);
+    if (!(Number.isInteger(a) && a >= 0 && a < 45)) {
+      throw new Error(`backtest: the policy returned action ${a} at bar ${t}; actions are integers 0..44`);
+    }
+    const unitsBefore = env.f[EnvF.Units];
+    envStep(env, market, params, 0, a, out, null);
+    actions[k] = a;
+    equity[k + 1] = out.value;
+    exposure[k] = positionNorm(out.units, market.ohlc[(t + 1) * 4 + 3], out.value);
+    const afterOrder = out.filled ? unitsBefore + out.traded : unitsBefore;
+    traded[k] =
+      Math.abs(out.traded) * out.fillPrice + (out.exitPrice > 0 ? Math.abs(afterOrder) * out.exitPrice : 0);
+    if (out.done) {
+      k++;
+      break;
+    }
+  }
+  // After a collapse the simulator restarted the slot: the backtest's account stays where it ended.
+  for (let j = k; j < steps; j++) equity[j + 1] = equity[k];
+  return {
+    metrics: computeMetrics({ equity, exposure, traded }, barsPerYear),
+    trace: { equity, exposure, traded },
+    actions,
+  };
+}
+
+/**
+ * Buy-and-hold and the random baseline on a split. Both are fixed for a run (the random one is
+ * keyed by the run seed and the bar), so the trainer computes them once.
+ */
+export function baselines(
+  market: Market,
+  split: SplitRange,
+  envCfg: EnvConfig,
+  seed: number,
+  barsPerYear: number,
+): Omit<ValidationReport, 'policy'> {
+  return {
+    buyHold: backtest(market, split, envCfg, buyAndHoldPolicy, barsPerYear).metrics,
+    random: backtest(market, split, envCfg, randomPolicy(seed), barsPerYear).metrics,
+  };
+}

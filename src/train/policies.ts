@@ -1,0 +1,46 @@
+/**
+ * The policies a validation backtest runs: the trained greedy policy and the two baselines.
+ * A policy maps the 54-float state at bar `bar` to one of the 45 actions (SPEC 3); the bar index
+ * only feeds the random baseline's counter, so a batched GPU rollout can run the same functions.
+ */
+import { forwardMlp } from '../nets/forward.js';
+import { type NetLayout, NUM_ACTIONS, ppoActorLayout } from '../nets/layout.js';
+import { philox4x32, seedToKey, u32ToUnitFloat } from '../rng/philox.js';
+import { Stream } from '../rng/streams.js';
+
+export type Policy = (state: Float32Array, bar: number) => number;
+
+/** Exposure index 4 (+1.0), variant 2 (market order, the full gap): always fully long. */
+export const BUY_AND_HOLD_ACTION = 4 * 9 + 0 * 3 + 2;
+
+export const buyAndHoldPolicy: Policy = () => BUY_AND_HOLD_ACTION;
+
+/** First index of the largest value (ties go to the lower action, as in the kernels). */
+export function argmax(xs: Float32Array, n = xs.length): number {
+  let best = 0;
+  for (let i = 1; i < n; i++) if (xs[i] > xs[best]) best = i;
+  return best;
+}
+
+/** PPO's greedy policy: the mode of the categorical, i.e. the argmax of the actor's logits. */
+export function ppoGreedyPolicy(actor: Float32Array, layout: NetLayout = ppoActorLayout()): Policy {
+  const logits = new Float32Array(NUM_ACTIONS);
+  return (state) => {
+    forwardMlp(layout, actor, state, logits);
+    return argmax(logits, NUM_ACTIONS);
+  };
+}
+
+/**
+ * Uniform over the 45 actions from Philox counter (Stream.Baseline, 0, bar, 0) keyed by the run
+ * seed: the same bars get the same actions in every epoch and on every backend, so the baseline
+ * is a fixed yardstick. `floor(u * 45)` of a 24-bit u is exact in f64.
+ */
+export function randomPolicy(seed: number): Policy {
+  const [k0, k1] = seedToKey(seed);
+  const words = new Uint32Array(4);
+  return (_state, bar) => {
+    philox4x32(Stream.Baseline, 0, bar, 0, k0, k1, words);
+    return Math.floor(u32ToUnitFloat(words[0]) * NUM_ACTIONS);
+  };
+}

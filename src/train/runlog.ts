@@ -1,0 +1,74 @@
+/**
+ * The run log: `<outDir>/log.jsonl`, one JSON object per finished epoch (fields documented in
+ * docs/TRAINING.md). Lines are appended after the epoch's checkpoint is on disk and fsynced, so a
+ * crash loses at most the line of an epoch that a resume will redo; `trimLog` drops lines past
+ * the checkpoint on resume so the log never holds an epoch twice.
+ */
+import { closeSync, existsSync, fsyncSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeFileAtomic } from './atomic.js';
+import type { Metrics } from './metrics.js';
+
+export interface ValidationReport {
+  policy: Metrics;
+  buyHold: Metrics;
+  random: Metrics;
+}
+
+export interface EpochRecord {
+  epoch: number;
+  algo: string;
+  backend: string;
+  /** Mean losses of the epoch's update (PPO: policy, value, entropy, total, approxKl, clipFrac, gradNorm). */
+  losses: Record<string, number>;
+  /** Mean per-step reward components of the epoch's rollout. */
+  reward: Record<string, number>;
+  /** Mean policy entropy over the update (PPO), nats. */
+  entropy?: number;
+  /** Exploration epsilon of the epoch's collection (DQN family). */
+  epsilon?: number;
+  /** Experiences collected per second and samples learned from per second (gradient passes). */
+  throughput: { envStepsPerSec: number; samplesPerSec: number };
+  /** Wall-clock milliseconds per phase. */
+  timeMs: { collect: number; update: number; curiosity: number; validate: number; checkpoint: number };
+  validation: ValidationReport;
+}
+
+export const logPath = (outDir: string): string => join(outDir, 'log.jsonl');
+
+export function appendLog(outDir: string, record: EpochRecord): void {
+  const fd = openSync(logPath(outDir), 'a');
+  try {
+    writeSync(fd, `${JSON.stringify(record)}\n`);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export function readLog(outDir: string): EpochRecord[] {
+  const path = logPath(outDir);
+  if (!existsSync(path)) return [];
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line, i) => {
+      try {
+        return JSON.parse(line) as EpochRecord;
+      } catch {
+        throw new Error(
+          `${path}: line ${i + 1} is not valid JSON (a torn write?); delete that line to resume`,
+        );
+      }
+    });
+}
+
+/**
+ * Makes the log end exactly at `epoch` (the checkpoint's): drops later lines, and re-appends the
+ * checkpoint's own record when a crash came between the checkpoint and its log line.
+ */
+export function trimLog(outDir: string, epoch: number, checkpointRecord: EpochRecord | null): void {
+  const kept = readLog(outDir).filter((r) => r.epoch <= epoch);
+  if (checkpointRecord && !kept.some((r) => r.epoch === epoch)) kept.push(checkpointRecord);
+  writeFileAtomic(logPath(outDir), kept.map((r) => `${JSON.stringify(r)}\n`).join(''));
+}
