@@ -27,10 +27,11 @@
  * embed the simulator block as one struct member.
  */
 import type { BindingSpec, UniformSpec } from '../backend/types.js';
-import type { SplitRange } from '../data/types.js';
+import type { Market, SplitRange } from '../data/types.js';
 import type { EnvParams } from '../env/params.js';
-import { ENV_F, ENV_I, EnvF, EnvI } from '../env/state.js';
-import type { NetLayout } from '../nets/layout.js';
+import { ENV_F, ENV_I, EnvF, EnvI, type EnvState } from '../env/state.js';
+import { CURIOSITY_OUT, MARKET_FEATURES, type NetLayout, NUM_ACTIONS, STATE_DIM } from '../nets/layout.js';
+import { Stream } from '../rng/streams.js';
 
 export const COLLECT_BINDINGS: BindingSpec[] = [
   { name: 'features', type: 'f32', access: 'read' },
@@ -163,6 +164,19 @@ export function envParamsFromUniforms(u: Record<string, number>, entropyTable: F
 /** `ProfitLevel` -> `PROFIT_LEVEL`. */
 const snake = (name: string) => name.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase();
 
+/** Sizes and Philox streams every collection kernel uses. */
+export function commonConstants(): Record<string, number> {
+  return {
+    MARKET_FEATURES,
+    STATE_DIM,
+    NUM_ACTIONS,
+    CURIOSITY_OUT,
+    STREAM_EPISODE_START: Stream.EpisodeStart,
+    STREAM_ACTION: Stream.Action,
+    STREAM_TAU: Stream.Tau,
+  };
+}
+
 /**
  * Per-episode layout constants: ENV_F, ENV_I and one `ENVF_<FIELD>` / `ENVI_<FIELD>` per field
  * of src/env/state.ts (e.g. ENVF_CASH, ENVI_DIV_HEAD).
@@ -241,4 +255,47 @@ export function sectionView<T extends Float32Array | Int32Array>(
   if (!s) throw new Error(`collect output has no section ${name}`);
   const start = s.offset * n * steps;
   return buffer.subarray(start, start + s.width * n * steps) as T;
+}
+
+/** The Market the reference simulator reads, as views of the market bindings. */
+export function marketFromBuffers(features: Float32Array, ohlc: Float32Array, spread: Float32Array): Market {
+  return { n: ohlc.length >> 2, features, ohlc, spreadBps: spread, timestamp: new Float64Array(0) };
+}
+
+/** The EnvState of N episodes as views of env_f, env_i and div_window (no copy: the twin writes through). */
+export function envFromBuffers(
+  u: Record<string, number>,
+  envF: Float32Array,
+  envI: Int32Array,
+  window: Int32Array,
+): EnvState {
+  const n = u.n;
+  const w = u.diversityWindow;
+  return {
+    n,
+    w,
+    split: { start: u.splitStart, end: u.splitEnd },
+    key: [u.key0 >>> 0, u.key1 >>> 0],
+    f: envF.subarray(0, n * ENV_F),
+    i: envI.subarray(0, n * ENV_I),
+    window: window.subarray(0, n * w),
+  };
+}
+
+/** Views of every section of out_f / out_i for N episodes and L steps, by section name. */
+export function sectionViews(
+  layout: OutputLayout,
+  outF: Float32Array,
+  outI: Int32Array,
+  n: number,
+  steps: number,
+): Record<string, Float32Array | Int32Array> {
+  const views: Record<string, Float32Array | Int32Array> = {};
+  for (const s of layout.sections) {
+    views[s.name] =
+      s.type === 'f32'
+        ? sectionView(layout, outF, s.name, n, steps)
+        : sectionView(layout, outI, s.name, n, steps);
+  }
+  return views;
 }
