@@ -21,8 +21,9 @@ COLLECT_DEVICE float fsub(float a, float b) { return __fsub_rn(a, b); }
 COLLECT_DEVICE float fmul(float a, float b) { return __fmul_rn(a, b); }
 COLLECT_DEVICE float fdiv(float a, float b) { return __fdiv_rn(a, b); }
 
-// Dynamic shared memory of the block, 16-byte aligned for float4 accesses.
-#define COLLECT_SMEM(name) extern __shared__ __align__(16) float name[]
+// The block's shared memory as one float array, 16-byte aligned for float4 accesses. Static: the
+// backend launches with no dynamic shared memory, so a block has at most 48 KiB.
+#define COLLECT_SMEM(name, floats) __shared__ __align__(16) float name[floats]
 
 COLLECT_DEVICE void block_sync() { __syncthreads(); }
 

@@ -2,8 +2,9 @@
 // the R rows it owns (R = episodes of the block, or episode x tau pairs for IQN).
 //
 // Bindings: `params` is a network's flat buffer in global memory (src/nets/layout.ts: weight
-// [OUT, IN] row-major at W_OFF, bias at B_OFF); X and Y live in shared memory, row stride ldx / ldy
-// floats, with rows padded to a multiple of 16 (tile_rows). Every thread of the block must call a
+// [OUT, IN] row-major at W_OFF, bias at B_OFF); X and Y live in shared memory, R rows of ldx / ldy
+// floats (the tensor-core path feeds zeros for the rows of its last m16 tile past R, so buffers
+// need no padding rows). Every thread of the block must call a
 // layer (no divergence around it); the caller puts block_sync() between dependent layers, so two
 // independent layers (value and advantage streams) can share one barrier.
 //
@@ -45,9 +46,6 @@
 __host__ __device__ constexpr int tile_stride(int width) {
   return ((width + 15) / 16 * 16) % 32 == 16 ? (width + 15) / 16 * 16 : (width + 15) / 16 * 16 + 16;
 }
-
-// Rows allocated for `rows` live rows: whole m16 tiles.
-__host__ __device__ constexpr int tile_rows(int rows) { return (rows + 15) / 16 * 16; }
 
 // Rows per exact-path task: split the rows into the most power-of-two groups that keep every
 // (output, group) task on its own thread, so small layers still use the whole block.
@@ -152,9 +150,11 @@ COLLECT_FN void dense_mma(const float* __restrict__ params, const float* x, int 
 #pragma unroll
       for (int m = 0; m < MTW; m++) {
         if (MG > 1 && mt0 + m >= MT) break;
-        const float* xr = x + ((mt0 + m) * 16 + g) * ldx + kk;
-        const float4 lo = *reinterpret_cast<const float4*>(xr);
-        const float4 hi = *reinterpret_cast<const float4*>(xr + 8 * ldx);
+        const int row = (mt0 + m) * 16 + g;
+        const float* xr = x + row * ldx + kk;
+        const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        const float4 lo = row < ROWS ? *reinterpret_cast<const float4*>(xr) : zero;
+        const float4 hi = row + 8 < ROWS ? *reinterpret_cast<const float4*>(xr + 8 * ldx) : zero;
         const unsigned a0[4] = {to_tf32(lo.x), to_tf32(hi.x), to_tf32(lo.y), to_tf32(hi.y)};
         const unsigned a1[4] = {to_tf32(lo.z), to_tf32(hi.z), to_tf32(lo.w), to_tf32(hi.w)};
 #pragma unroll

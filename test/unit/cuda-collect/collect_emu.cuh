@@ -234,7 +234,12 @@ inline void mma_tf32(float d[4], const unsigned a[4], const unsigned b[2]) {
 #define blockIdx (emu::g_block_idx)
 #define blockDim (emu::g_block_dim)
 #define gridDim (emu::g_grid_dim)
-#define COLLECT_SMEM(name) float* name = emu::g_block->smem.data()
+#define COLLECT_SMEM(name, floats)                                     \
+  float* name = emu::g_block->smem.data();                             \
+  if (static_cast<size_t>(floats) > emu::g_block->smem.size()) {       \
+    std::fprintf(stderr, "emu: kernel needs %d floats of shared memory\n", (int)(floats)); \
+    std::abort();                                                      \
+  }
 
 static inline void __syncthreads() {
   emu::wait(emu::g_block->block_barrier, emu::g_block_dim.x * emu::g_block_dim.y * emu::g_block_dim.z);

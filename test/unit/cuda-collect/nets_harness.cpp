@@ -12,10 +12,10 @@
 #include "collect_nets.cuh"
 
 constexpr int ROWS = 20;      // two m16 tiles, the second partial
-constexpr int C51_ROWS = 5;   // keeps the [rows, 45 * 51] logits small
+constexpr int C51_ROWS = 5;
 constexpr int IQN_ROWS = 3;
 constexpr int IQN_K = 8;
-constexpr int IQN_TC = 4;
+constexpr int IQN_TC = 4;  // 12 rows per tau chunk: a partial m16 tile
 constexpr float VMIN = -10.0f, VMAX = 10.0f;
 
 struct Job {
@@ -28,9 +28,9 @@ struct Job {
 };
 
 static void load_rows(const Job& j, float* xs, int ld) {
-  for (int task = threadIdx.x; task < tile_rows(j.rows) * ld; task += COLLECT_THREADS) {
+  for (int task = threadIdx.x; task < j.rows * ld; task += COLLECT_THREADS) {
     const int r = task / ld, c = task % ld;
-    xs[task] = r < j.rows && c < j.in ? j.x[r * j.in + c] : 0.0f;
+    xs[task] = c < j.in ? j.x[r * j.in + c] : 0.0f;
   }
   block_sync();
 }
@@ -41,48 +41,44 @@ static void store_rows(const Job& j, const float* y, int ld) {
   }
 }
 
+// Buffer plans as the collection kernels use them (q aliases the state rows).
 template <int HEAD, int R>
 static void run_dueling(const Job& j) {
-  using L = Dueling<HEAD>;
-  COLLECT_SMEM(smem);
-  constexpr int RP = tile_rows(R);
+  COLLECT_SMEM(smem, 1 << 18);
   float* xs = smem;
   DuelingBuffers b;
   b.xs = xs;
-  b.h0 = xs + RP * LD_STATE;
-  b.h1 = b.h0 + RP * LD_TRUNK;
-  b.v = b.h1 + RP * LD_TRUNK;
-  b.a = b.v + RP * L::LD_V;
-  b.q = b.a + RP * L::LD_A;
-  float* extra = b.q + RP * LD_Q;
+  b.q = xs;
+  b.h0 = xs + R * LD_STATE;
+  b.h1 = b.h0 + R * LD_TRUNK;
+  b.v = b.h1 + R * LD_TRUNK;
+  b.a = b.v + R * LD_ATOMS;
   load_rows(j, xs, LD_STATE);
   if constexpr (HEAD == HEAD_PLAIN) {
     dueling_q<R>(j.params, b);
   } else if constexpr (HEAD == HEAD_C51) {
-    c51_q<R>(j.params, b, extra, VMIN, VMAX);
+    c51_q<R>(j.params, b, b.a, VMIN, VMAX);
   } else {
-    constexpr int RC = tile_rows(R * IQN_TC);
+    constexpr int RC = R * IQN_TC;
+    float* taus = b.a;
+    for (int task = threadIdx.x; task < R * IQN_K; task += COLLECT_THREADS) taus[task] = j.taus[task];
     IqnBuffers w;
-    w.taus = j.taus;
+    w.taus = taus;
     w.ld_tau = IQN_K;
-    w.cosb = extra;
-    w.hq = w.cosb + RC * LD_EMBED;
+    w.hq = taus + R * IQN_K;
     w.hs = w.hq + RC * LD_TRUNK;
-    w.v = w.hs + RC * LD_TRUNK;
-    w.a = w.v + RC * L::LD_V;
-    w.qt = w.a + RC * L::LD_A;
+    b.h0 = nullptr;
     iqn_q<R, IQN_K, IQN_TC>(j.params, b, w);
   }
   store_rows(j, b.q, LD_Q);
 }
 
 static void run_ppo_or_curiosity(const Job& j) {
-  COLLECT_SMEM(smem);
-  constexpr int RP = tile_rows(ROWS);
+  COLLECT_SMEM(smem, 1 << 18);
   float* xs = smem;
-  float* ha = xs + RP * LD_CRITIC;
-  float* hb = ha + RP * LD_CRITIC;
-  float* y = hb + RP * LD_CRITIC;
+  float* ha = xs + ROWS * LD_CRITIC;
+  float* hb = ha + ROWS * LD_CRITIC;
+  float* y = hb + ROWS * LD_CRITIC;
   if (j.net == "actor") {
     load_rows(j, xs, LD_STATE);
     actor_logits<ROWS>(j.params, xs, ha, y);
@@ -162,7 +158,7 @@ int main(int argc, char** argv) {
   j.x = in.data() + size;
   j.taus = j.x + j.rows * j.in;
   j.out = out.data();
-  emu::launch({1, 1, 1}, {COLLECT_THREADS, 1, 1}, 2u << 20, kernel, &j);
+  emu::launch({1, 1, 1}, {COLLECT_THREADS, 1, 1}, 1u << 20, kernel, &j);
   f = std::fopen(argv[3], "wb");
   std::fwrite(out.data(), 4, out.size(), f);
   std::fclose(f);
