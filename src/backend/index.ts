@@ -20,6 +20,8 @@ export interface CreateBackendOptions {
   gpu?: GPU;
   /** CUDA: device ordinal. */
   cudaDevice?: number;
+  /** CUDA: how to load the backend module; default: import `./cuda/index.js` (tests replace it). */
+  loadCuda?: () => Promise<CudaModule>;
 }
 
 export interface SkippedBackend {
@@ -34,7 +36,7 @@ export interface BackendChoice {
 }
 
 /** The contract of `src/backend/cuda/index.ts`, which is built separately (native addon). */
-interface CudaModule {
+export interface CudaModule {
   createCudaBackend(options?: { device?: number }): Promise<Backend>;
 }
 
@@ -43,9 +45,10 @@ const isNode = () => typeof process !== 'undefined' && typeof process.versions?.
 async function createCuda(opts: CreateBackendOptions): Promise<Backend> {
   if (!isNode()) throw new BackendUnavailableError('cuda', 'CUDA needs Node (the browser has WebGPU only)');
   const path = './cuda/index.js';
+  const load = opts.loadCuda ?? (() => import(/* @vite-ignore */ path) as Promise<CudaModule>);
   let mod: CudaModule;
   try {
-    mod = (await import(/* @vite-ignore */ path)) as CudaModule;
+    mod = await load();
   } catch (err) {
     throw new BackendUnavailableError(
       'cuda',

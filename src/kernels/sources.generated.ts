@@ -3,6 +3,636 @@
 
 /** WGSL kernel sources by base name, `//!include` lines resolved. */
 export const wgslSources: Record<string, string> = {
+  collect_env: `// The simulator step of one episode (SPEC 3-6), a line-by-line port of src/env/ (step.ts,
+// portfolio.ts, barrier.ts, trade.ts, diversity.ts, state.ts) for the collection kernels.
+// A snippet, not a kernel: collect_dqn.wgsl and collect_ppo.wgsl pull it in with
+// \`//!include collect_env.wgsl\`. It uses the bindings and uniforms of src/kernels/collect_layout.ts
+// (features, ohlc, spread, entropy, env_f, env_i, div_window; u.<simulator block>) and the
+// layout constants generated from src/env/state.ts (ENV_F, ENVF_*, ENV_I, ENVI_*).
+//
+// One invocation owns one episode: its state lives in a private \`Episode\` for the whole launch
+// and goes back to env_f / env_i at its end (the diversity window stays in div_window).
+//
+// Numerics: f32 with the operations and comparisons of the reference in the same order, so the
+// step agrees with the TS reference bit for bit except where the compiler fuses a multiply into
+// the following add (WGSL allows it) or a division is off by its allowed 2.5 ulp; decisions
+// compare products, never quotients, so they only differ at exact ties. No transcendental
+// function: the diversity entropy comes from the host-built table \`entropy\`.
+// ---- begin philox.wgsl ----
+// Philox4x32-10 (Salmon et al., SC'11): the WGSL twin of src/rng/philox.ts and cuda/philox.cuh.
+// A snippet, not a kernel: kernels that draw random numbers pull it in with a line
+// \`//!include philox.wgsl\` (resolved by scripts/gen-kernels.mjs). It declares no bindings.
+// WGSL has no 64-bit integers, so the high word of each 32x32 product is built from 16-bit
+// halves exactly as \`mulhi32\` in the TS reference: the three twins are bit-identical.
+// u32 arithmetic wraps modulo 2^32 in WGSL, which gives the low word directly.
+
+const PHILOX_M0: u32 = 0xd2511f53u;
+const PHILOX_M1: u32 = 0xcd9e8d57u;
+const PHILOX_W0: u32 = 0x9e3779b9u;
+const PHILOX_W1: u32 = 0xbb67ae85u;
+
+// High 32 bits of the 64-bit product a * b.
+fn mulhi32(a: u32, b: u32) -> u32 {
+  let a_lo = a & 0xffffu;
+  let a_hi = a >> 16u;
+  let b_lo = b & 0xffffu;
+  let b_hi = b >> 16u;
+  let lolo = a_lo * b_lo;
+  let hilo = a_hi * b_lo;
+  let lohi = a_lo * b_hi;
+  let hihi = a_hi * b_hi;
+  // cross < 3 * 2^16: its carry is the only one that reaches the high word.
+  let cross = (lolo >> 16u) + (hilo & 0xffffu) + (lohi & 0xffffu);
+  return hihi + (hilo >> 16u) + (lohi >> 16u) + (cross >> 16u);
+}
+
+// One Philox4x32-10 block: 4 counter words and 2 key words -> 4 random words.
+fn philox4x32(counter: vec4<u32>, key: vec2<u32>) -> vec4<u32> {
+  var x = counter;
+  var k = key;
+  for (var round = 0u; round < 10u; round++) {
+    let hi0 = mulhi32(PHILOX_M0, x.x);
+    let lo0 = PHILOX_M0 * x.x;
+    let hi1 = mulhi32(PHILOX_M1, x.z);
+    let lo1 = PHILOX_M1 * x.z;
+    x = vec4<u32>(hi1 ^ x.y ^ k.x, lo1, hi0 ^ x.w ^ k.y, lo0);
+    k = k + vec2<u32>(PHILOX_W0, PHILOX_W1);
+  }
+  return x;
+}
+
+// SPEC 7: the top 24 bits as a float in [0, 1); exact in f32 (2^-24 is a power of two).
+fn u32_to_unit_float(x: u32) -> f32 {
+  return f32(x >> 8u) * (1.0 / 16777216.0);
+}
+// ---- end philox.wgsl ----
+
+const EVENT_NONE = 0;
+const EVENT_PROFIT = 1;
+const EVENT_STOP = 2;
+const EVENT_TIME = 3;
+const HALF_BP: f32 = 0.5e-4;
+
+struct Episode {
+  cash: f32,
+  units: f32,
+  entry: f32,
+  v0: f32,
+  spread: f32,
+  last: f32,
+  reserve: f32,
+  costs: f32,
+  profit_level: f32,
+  stop_level: f32,
+  bar: i32,
+  start_bar: i32,
+  step: i32,
+  expiry: i32,
+  restarts: i32,
+  div_head: i32,
+  div_count: i32,
+  hist0: i32,
+  hist1: i32,
+  hist2: i32,
+}
+
+// What one step reports besides the episode's new state (src/env/output.ts StepOut, the fields
+// the collectors keep).
+struct StepOut {
+  pnl: f32,
+  barrier: f32,
+  risk: f32,
+  diversity: f32,
+  total: f32,
+  done: i32,
+  truncated: i32,
+}
+
+fn load_episode(e: u32) -> Episode {
+  let fb = e * ENV_F;
+  let ib = e * ENV_I;
+  var ep: Episode;
+  ep.cash = env_f[fb + ENVF_CASH];
+  ep.units = env_f[fb + ENVF_UNITS];
+  ep.entry = env_f[fb + ENVF_ENTRY_PRICE];
+  ep.v0 = env_f[fb + ENVF_INITIAL_CAPITAL];
+  ep.spread = env_f[fb + ENVF_SPREAD];
+  ep.last = env_f[fb + ENVF_LAST_PRICE];
+  ep.reserve = env_f[fb + ENVF_RESERVE_PCT];
+  ep.costs = env_f[fb + ENVF_CUM_COSTS];
+  ep.profit_level = env_f[fb + ENVF_PROFIT_LEVEL];
+  ep.stop_level = env_f[fb + ENVF_STOP_LEVEL];
+  ep.bar = env_i[ib + ENVI_BAR];
+  ep.start_bar = env_i[ib + ENVI_START_BAR];
+  ep.step = env_i[ib + ENVI_STEP];
+  ep.expiry = env_i[ib + ENVI_EXPIRY];
+  ep.restarts = env_i[ib + ENVI_RESTARTS];
+  ep.div_head = env_i[ib + ENVI_DIV_HEAD];
+  ep.div_count = env_i[ib + ENVI_DIV_COUNT];
+  ep.hist0 = env_i[ib + ENVI_HIST];
+  ep.hist1 = env_i[ib + ENVI_HIST + 1];
+  ep.hist2 = env_i[ib + ENVI_HIST + 2];
+  return ep;
+}
+
+fn store_episode(e: u32, ep: Episode) {
+  let fb = e * ENV_F;
+  let ib = e * ENV_I;
+  env_f[fb + ENVF_CASH] = ep.cash;
+  env_f[fb + ENVF_UNITS] = ep.units;
+  env_f[fb + ENVF_ENTRY_PRICE] = ep.entry;
+  env_f[fb + ENVF_INITIAL_CAPITAL] = ep.v0;
+  env_f[fb + ENVF_SPREAD] = ep.spread;
+  env_f[fb + ENVF_LAST_PRICE] = ep.last;
+  env_f[fb + ENVF_RESERVE_PCT] = ep.reserve;
+  env_f[fb + ENVF_CUM_COSTS] = ep.costs;
+  env_f[fb + ENVF_PROFIT_LEVEL] = ep.profit_level;
+  env_f[fb + ENVF_STOP_LEVEL] = ep.stop_level;
+  env_i[ib + ENVI_BAR] = ep.bar;
+  env_i[ib + ENVI_START_BAR] = ep.start_bar;
+  env_i[ib + ENVI_STEP] = ep.step;
+  env_i[ib + ENVI_EXPIRY] = ep.expiry;
+  env_i[ib + ENVI_RESTARTS] = ep.restarts;
+  env_i[ib + ENVI_DIV_HEAD] = ep.div_head;
+  env_i[ib + ENVI_DIV_COUNT] = ep.div_count;
+  env_i[ib + ENVI_HIST] = ep.hist0;
+  env_i[ib + ENVI_HIST + 1] = ep.hist1;
+  env_i[ib + ENVI_HIST + 2] = ep.hist2;
+}
+
+// actions.ts category: Short 0 (exposure index 0-1), Flat 1 (2), Long 2 (3-4).
+fn action_category(a: i32) -> i32 {
+  let x = a / 9;
+  if (x <= 1) {
+    return 0;
+  }
+  return select(2, 1, x == 2);
+}
+
+fn exposure_of(a: i32) -> f32 {
+  let x = a / 9;
+  return f32(x - 2) * 0.5;
+}
+
+fn fraction_of(a: i32) -> f32 {
+  let i = a % 3;
+  if (i == 0) {
+    return f32(1.0 / 3.0);
+  }
+  return select(1.0, f32(2.0 / 3.0), i == 1);
+}
+
+fn portfolio_value(ep: Episode) -> f32 {
+  return ep.cash + ep.units * ep.last;
+}
+
+// state.ts positionNorm.
+fn position_norm(units: f32, price: f32, value: f32) -> f32 {
+  if (!(value > 0.0)) {
+    return select(select(0.0, -1.0, units < 0.0), 1.0, units > 0.0);
+  }
+  let x = (units * price) / value;
+  return select(select(x, -1.0, x < -1.0), 1.0, x > 1.0);
+}
+
+// state.ts buildState's three portfolio features: value_norm, position_norm, spread_norm.
+fn portfolio_features(ep: Episode) -> vec3<f32> {
+  let value = portfolio_value(ep);
+  let vn = value / ep.v0 - 1.0;
+  let vc = select(select(vn, -5.0, vn < -5.0), 5.0, vn > 5.0);
+  return vec3<f32>(vc, position_norm(ep.units, ep.last, value), ep.spread / 10.0);
+}
+
+// trade.ts applyTrade: cash -= u * price, then the fee is paid; returns the fee.
+fn apply_trade(ep: ptr<function, Episode>, units: f32, price: f32, rate: f32) -> f32 {
+  let notional = units * price;
+  let fee = abs(notional) * rate;
+  (*ep).cash = ((*ep).cash - notional) - fee;
+  (*ep).costs = (*ep).costs + fee;
+  return fee;
+}
+
+// trade.ts withHalfSpread: side +1 buys higher, -1 sells lower.
+fn with_half_spread(price: f32, side: i32, spread_bps: f32) -> f32 {
+  let hs = spread_bps * HALF_BP;
+  return price * select(1.0 - hs, 1.0 + hs, side > 0);
+}
+
+fn arm_barrier(ep: ptr<function, Episode>, entry: f32, long_pos: bool, open_bar: i32) {
+  (*ep).entry = entry;
+  (*ep).profit_level = entry * select(u.profitDown, u.profitUp, long_pos);
+  (*ep).stop_level = entry * select(u.stopUp, u.stopDown, long_pos);
+  (*ep).expiry = open_bar + u.maxHoldingBars;
+}
+
+fn disarm_barrier(ep: ptr<function, Episode>) {
+  (*ep).entry = 0.0;
+  (*ep).profit_level = 0.0;
+  (*ep).stop_level = 0.0;
+  (*ep).expiry = -1;
+}
+
+// portfolio.ts executeOrder: returns true when a position was opened in this bar.
+fn execute_order(ep: ptr<function, Episode>, a: i32) -> bool {
+  let t = (*ep).bar;
+  let o1 = u32(t + 1) * 4u;
+  let close = (*ep).last;
+  let units = (*ep).units;
+  let value = portfolio_value(*ep);
+
+  let exposure = exposure_of(a);
+  let target = exposure * (1.0 - (*ep).reserve);
+  let target_notional = target * value;
+  let notional = units * close;
+  var side = 0;
+  if (target_notional > notional) {
+    side = 1;
+  } else if (target_notional < notional) {
+    side = -1;
+  }
+  if (side == 0) {
+    return false;
+  }
+
+  let order_type = (a % 9) / 3;
+  var price: f32;
+  var rate: f32;
+  var fills: bool;
+  if (order_type == 0) {
+    price = with_half_spread(ohlc[o1], side, (*ep).spread);
+    rate = u.marketRate;
+    fills = true;
+  } else if (order_type == 1) {
+    price = close;
+    rate = u.marketRate;
+    fills = ohlc[o1 + 2u] <= price && price <= ohlc[o1 + 1u];
+  } else {
+    price = close * select(u.passiveUp, u.passiveDown, side > 0);
+    rate = u.passiveRate;
+    fills = select(ohlc[o1 + 1u] > price, ohlc[o1 + 2u] < price, side > 0);
+  }
+  if (!fills) {
+    return false;
+  }
+
+  let target_units = target_notional / price;
+  let fraction = fraction_of(a);
+  let reversal = (units > 0.0 && exposure < 0.0) || (units < 0.0 && exposure > 0.0);
+  if (reversal) {
+    let opened = fraction * target_units;
+    apply_trade(ep, -units, price, rate);
+    apply_trade(ep, opened, price, rate);
+    (*ep).units = opened;
+    arm_barrier(ep, price, opened > 0.0, t + 1);
+    return true;
+  }
+
+  let gap_notional = target_notional - units * price;
+  if (f32(side) * gap_notional <= 0.0) {
+    return false;
+  }
+  let traded = fraction * (target_units - units);
+  apply_trade(ep, traded, price, rate);
+  let next = units + traded;
+  (*ep).units = next;
+  if (units == 0.0) {
+    arm_barrier(ep, price, next > 0.0, t + 1);
+    return true;
+  }
+  if (next == 0.0) {
+    disarm_barrier(ep);
+  }
+  return false;
+}
+
+// barrier.ts checkBarrier: the adverse barrier wins over the favourable one, both over time.
+fn check_barrier(ep: ptr<function, Episode>) -> i32 {
+  let units = (*ep).units;
+  if (units == 0.0) {
+    return EVENT_NONE;
+  }
+  let bar1 = (*ep).bar + 1;
+  let o1 = u32(bar1) * 4u;
+  let high = ohlc[o1 + 1u];
+  let low = ohlc[o1 + 2u];
+  let profit = (*ep).profit_level;
+  let stop = (*ep).stop_level;
+  let long_pos = units > 0.0;
+  var event = EVENT_NONE;
+  var level = 0.0;
+  if (select(high >= stop, low <= stop, long_pos)) {
+    event = EVENT_STOP;
+    level = stop;
+  } else if (select(low <= profit, high >= profit, long_pos)) {
+    event = EVENT_PROFIT;
+    level = profit;
+  } else if (bar1 >= (*ep).expiry) {
+    event = EVENT_TIME;
+    level = ohlc[o1 + 3u];
+  }
+  if (event == EVENT_NONE) {
+    return event;
+  }
+  let exit_price = with_half_spread(level, select(1, -1, long_pos), (*ep).spread);
+  apply_trade(ep, -units, exit_price, u.marketRate);
+  (*ep).units = 0.0;
+  disarm_barrier(ep);
+  return event;
+}
+
+// diversity.ts pushCategory: the window lives in div_window, the histogram in the episode.
+fn push_category(e: u32, ep: ptr<function, Episode>, cat: i32) {
+  let w = u.diversityWindow;
+  let slot = e * u32(w) + u32((*ep).div_head);
+  if ((*ep).div_count == w) {
+    let old = div_window[slot];
+    if (old == 0) {
+      (*ep).hist0 -= 1;
+    } else if (old == 1) {
+      (*ep).hist1 -= 1;
+    } else {
+      (*ep).hist2 -= 1;
+    }
+  } else {
+    (*ep).div_count += 1;
+  }
+  div_window[slot] = cat;
+  if (cat == 0) {
+    (*ep).hist0 += 1;
+  } else if (cat == 1) {
+    (*ep).hist1 += 1;
+  } else {
+    (*ep).hist2 += 1;
+  }
+  (*ep).div_head = select((*ep).div_head + 1, 0, (*ep).div_head + 1 == w);
+}
+
+// diversity.ts diversityReward: n * H from the entropy table, f32 adds only.
+fn diversity_reward(ep: Episode) -> f32 {
+  let n = ep.div_count;
+  if (n < u.diversityMinActions) {
+    return 0.0;
+  }
+  let nh = ((entropy[n] - entropy[ep.hist0]) - entropy[ep.hist1]) - entropy[ep.hist2];
+  return select(0.0, u.diversityPenalty, nh < f32(n) * u.diversityCutoff);
+}
+
+// state.ts startEpisode: flat, cash V_0, empty window, at \`bar\`.
+fn start_episode(e: u32, ep: ptr<function, Episode>, bar: i32) {
+  (*ep).cash = u.initialCapital;
+  (*ep).units = 0.0;
+  (*ep).entry = 0.0;
+  (*ep).v0 = u.initialCapital;
+  (*ep).spread = spread[bar];
+  (*ep).last = ohlc[u32(bar) * 4u + 3u];
+  (*ep).reserve = u.reservePct;
+  (*ep).costs = 0.0;
+  (*ep).profit_level = 0.0;
+  (*ep).stop_level = 0.0;
+  (*ep).bar = bar;
+  (*ep).start_bar = bar;
+  (*ep).step = 0;
+  (*ep).expiry = -1;
+  (*ep).div_head = 0;
+  (*ep).div_count = 0;
+  (*ep).hist0 = 0;
+  (*ep).hist1 = 0;
+  (*ep).hist2 = 0;
+  let w = u32(u.diversityWindow);
+  for (var k = 0u; k < w; k++) {
+    div_window[e * w + k] = 0;
+  }
+}
+
+// state.ts restartEpisode + drawStartBar: split.start + word0 % count of
+// Philox(EpisodeStart, e, restarts, 0).
+fn restart_episode(e: u32, ep: ptr<function, Episode>) {
+  let restarts = (*ep).restarts + 1;
+  (*ep).restarts = restarts;
+  let count = u32(u.splitEnd - u.splitStart - u.episodeBars);
+  let r = philox4x32(vec4<u32>(STREAM_EPISODE_START, e, u32(restarts), 0u), vec2<u32>(u.key0, u.key1));
+  start_episode(e, ep, u.splitStart + i32(r.x % count));
+}
+
+// step.ts envStep up to the reward, for slot e with action a and curiosity bonus \`bonus\`
+// (computed by the caller from the bar and category: it needs no simulator state). Leaves the
+// episode at bar t + 1; the caller builds the next state and then calls \`finish_step\`.
+fn env_step(e: u32, ep: ptr<function, Episode>, a: i32, bonus: f32) -> StepOut {
+  let t = (*ep).bar;
+  let value_before = portfolio_value(*ep);
+  let cat = action_category(a);
+
+  let opened = execute_order(ep, a);
+  var event = EVENT_NONE;
+  if (!opened) {
+    event = check_barrier(ep);
+  }
+
+  let close1 = ohlc[u32(t + 1) * 4u + 3u];
+  (*ep).last = close1;
+  (*ep).spread = spread[t + 1];
+  (*ep).bar = t + 1;
+  let step = (*ep).step + 1;
+  (*ep).step = step;
+  let value = portfolio_value(*ep);
+  let units = (*ep).units;
+
+  push_category(e, ep, cat);
+  var out: StepOut;
+  out.diversity = diversity_reward(*ep);
+
+  out.pnl = u.pnlScale * ((value - value_before) / value_before);
+  var scale = 0.0;
+  if (event == EVENT_PROFIT) {
+    scale = u.barrierScale;
+  } else if (event == EVENT_STOP) {
+    scale = -u.barrierScale;
+  }
+  out.barrier = out.pnl * scale;
+  let excess = abs(position_norm(units, close1, value)) - u.riskThreshold;
+  out.risk = select(0.0, -(u.riskScale * excess), excess > 0.0);
+
+  let ended = event != EVENT_NONE && u.barrierTerminates != 0;
+  let collapsed = value <= u.collapseFraction * (*ep).v0;
+  out.done = select(0, 1, ended || collapsed);
+  out.total = (((out.pnl + out.barrier) + out.risk) + out.diversity) + bonus;
+  out.truncated = select(0, 1, out.done == 0 && step >= u.episodeBars);
+  return out;
+}
+
+// The rest of envStep after the next state was read: restart an episode that ended.
+fn finish_step(e: u32, ep: ptr<function, Episode>, out: StepOut) {
+  if (out.done != 0 || out.truncated != 0) {
+    restart_episode(e, ep);
+  }
+}
+`,
+  collect_tile: `// Tile engine of the collection kernels: a workgroup computes dense layers for the ROWS rows it
+// owns (rows = episodes of the tile, or episode x tau pairs for IQN) as small matrix products,
+// Y[r, j] = act(b[j] + sum_k W[j, k] * X[r, k]), with X in workgroup memory (\`act\`, ROWS rows of
+// ACT_W floats) and W streamed through workgroup memory in k-slices of KT (\`ws\`).
+// A snippet: the kernel that includes it (\`//!include collect_tile.wgsl\`) defines
+//   ROWS, ACT_W (row stride of act, a multiple of 4), QW (row stride of qv), WS_OUT (widest
+//   layer output) and MJ_MAX (ceil(WS_OUT / TJ)),
+// and the spec constants give WG_X (threads), TJ (threads across outputs) and KT (k-slice, a
+// multiple of 4). Weights are read from the \`nets\` binding (src/nets/layout.ts flat layout).
+//
+// Thread shape: thread lid computes outputs j = tj + TJ * m (tj = lid % TJ, m < MJ_MAX) of rows
+// te * ME + i (te = lid / TJ, i < ME, ME = ceil(ROWS / (WG_X / TJ))); its ME x MJ_MAX
+// accumulators stay in registers for the whole layer, so a layer can write its output over its
+// own input (after a barrier) and one ROWS x ACT_W buffer serves every layer. With TJ = 32 a
+// warp shares its rows: X reads are workgroup-memory broadcasts, W reads hit 32 banks.
+// A layer is one or two weight blocks: outputs [0, rows0) from block 0 and [rows0, rows0 +
+// rows1) from block 1; a block reads input columns [k_lo, k_lo + k_len) (zero weight
+// elsewhere). Two blocks fuse the value and advantage streams (same input) and the two heads
+// (different halves of the input) into one pass.
+//
+// Numerics: each accumulator starts at the bias and adds w * x in increasing k (the reference
+// order); the compiler may fuse the multiply-add. Padding columns of X (between a layer's input
+// width and the next multiple of KT) must hold finite values: their weights are zero, so they
+// add exactly 0. Every invocation of the workgroup must call \`dense\` (it has barriers).
+
+const ACT_NONE = 0u;
+const ACT_RELU = 1u;
+const ACT_LEAKY = 2u;
+const TE = WG_X / TJ;
+const ME = (ROWS + TE - 1) / TE;
+const WS_STRIDE = WS_OUT + 4;
+
+var<workgroup> act: array<vec4<f32>, ROWS * ACT_W / 4>;
+var<workgroup> ws: array<f32, KT * WS_STRIDE>;
+var<workgroup> qv: array<f32, ROWS * QW>;
+
+struct Block {
+  // Offsets of the weight [rows, k_len] and bias [rows] in nets.
+  w: u32,
+  b: u32,
+  rows: u32,
+  k_lo: u32,
+  k_len: u32,
+}
+
+fn block(w: u32, b: u32, rows: u32, k_lo: u32, k_len: u32) -> Block {
+  return Block(w, b, rows, k_lo, k_len);
+}
+
+const NO_BLOCK = Block(0u, 0u, 0u, 0u, 0u);
+
+fn activate(a: f32, kind: u32) -> f32 {
+  if (kind == ACT_RELU) {
+    return select(0.0, a, a > 0.0);
+  }
+  if (kind == ACT_LEAKY) {
+    return select(a * 0.01, a, a > 0.0);
+  }
+  return a;
+}
+
+fn act_get(r: u32, k: u32) -> f32 {
+  let i = r * ACT_W + k;
+  return act[i / 4u][i % 4u];
+}
+
+fn act_set(r: u32, k: u32, v: f32) {
+  let i = r * ACT_W + k;
+  act[i / 4u][i % 4u] = v;
+}
+
+// One weight of the fused layer: output j (block-local row jr), input column k.
+fn layer_weight(b0: Block, b1: Block, j: u32, k: u32) -> f32 {
+  var blk = b0;
+  var jr = j;
+  if (j >= b0.rows) {
+    blk = b1;
+    jr = j - b0.rows;
+  }
+  if (k < blk.k_lo || k >= blk.k_lo + blk.k_len) {
+    return 0.0;
+  }
+  return nets[blk.w + jr * blk.k_len + (k - blk.k_lo)];
+}
+
+fn layer_bias(b0: Block, b1: Block, j: u32) -> f32 {
+  if (j < b0.rows) {
+    return nets[b0.b + j];
+  }
+  return nets[b1.b + j - b0.rows];
+}
+
+// Y = act(X W^T + b) over input columns [k_start, n_k) (k_start a multiple of KT: the blocks
+// have no weight before it) for all ROWS rows; Y goes to columns [out_col, out_col + n_out) of
+// act (to_q false, in place) or of qv (to_q true).
+fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+  let n_out = b0.rows + b1.rows;
+  let tj = lid % TJ;
+  let r0 = (lid / TJ) * ME;
+  var acc: array<f32, ME * MJ_MAX>;
+  for (var m = 0u; m < MJ_MAX; m++) {
+    let j = tj + TJ * m;
+    var bias = 0.0;
+    if (j < n_out) {
+      bias = layer_bias(b0, b1, j);
+    }
+    for (var i = 0u; i < ME; i++) {
+      acc[i * MJ_MAX + m] = bias;
+    }
+  }
+  let slices = (n_k + KT - 1u) / KT;
+  for (var s = k_start / KT; s < slices; s++) {
+    let k0 = s * KT;
+    for (var idx = lid; idx < n_out * KT; idx += WG_X) {
+      let j = idx / KT;
+      let kk = idx % KT;
+      ws[kk * WS_STRIDE + j] = layer_weight(b0, b1, j, k0 + kk);
+    }
+    workgroupBarrier();
+    for (var kk = 0u; kk < KT; kk += 4u) {
+      var x: array<vec4<f32>, ME>;
+      for (var i = 0u; i < ME; i++) {
+        x[i] = act[((r0 + i) * ACT_W + k0 + kk) / 4u];
+      }
+      for (var m = 0u; m < MJ_MAX; m++) {
+        let j = tj + TJ * m;
+        let w = vec4<f32>(
+          ws[kk * WS_STRIDE + j],
+          ws[(kk + 1u) * WS_STRIDE + j],
+          ws[(kk + 2u) * WS_STRIDE + j],
+          ws[(kk + 3u) * WS_STRIDE + j],
+        );
+        for (var i = 0u; i < ME; i++) {
+          var a = acc[i * MJ_MAX + m];
+          a = a + w.x * x[i].x;
+          a = a + w.y * x[i].y;
+          a = a + w.z * x[i].z;
+          a = a + w.w * x[i].w;
+          acc[i * MJ_MAX + m] = a;
+        }
+      }
+    }
+    workgroupBarrier();
+  }
+  for (var i = 0u; i < ME; i++) {
+    let r = r0 + i;
+    for (var m = 0u; m < MJ_MAX; m++) {
+      let j = tj + TJ * m;
+      if (r < ROWS && j < n_out) {
+        let y = activate(acc[i * MJ_MAX + m], kind);
+        if (to_q) {
+          qv[r * QW + out_col + j] = y;
+        } else {
+          act_set(r, out_col + j, y);
+        }
+      }
+    }
+  }
+  workgroupBarrier();
+}
+
+// A single-block layer of a network whose layer i is at (w, b) with n_in inputs.
+fn dense1(w: u32, b: u32, n_in: u32, n_out: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+  dense(block(w, b, n_out, 0u, n_in), NO_BLOCK, 0u, n_in, kind, to_q, out_col, lid);
+}
+`,
   dense_forward: `// dense_forward: y[b, o] = act(bias[o] + sum_i W[o, i] * x[b, i]) for a batch of rows, W and bias
 // read from a network's flat parameter buffer (src/nets/layout.ts).
 // Bindings (declared by the preamble generated from src/kernels/dense_forward.ts):
@@ -322,19 +952,332 @@ fn philox_stream(
 
 /** CUDA sources by file name (`<kernel>.cu`, shared `*.cuh`), verbatim. */
 export const cudaSources: Record<string, string> = {
-  'collect_dims.cuh': `// Sizes fixed by SPEC 2-3 that every collection header uses (src/nets/layout.ts has the same).
+  'collect_dims.cuh': `// Sizes fixed by SPEC 2-3 that the collection headers use. The kernel preamble defines the same
+// names from src/nets/layout.ts (src/kernels/collect_layout.ts commonConstants); these fallbacks
+// serve the standalone harnesses, and an identical redefinition is legal, a different one an error.
 #pragma once
 
+#ifndef MARKET_FEATURES
 #define MARKET_FEATURES 51
+#endif
+#ifndef STATE_DIM
 #define STATE_DIM 54
+#endif
+#ifndef NUM_ACTIONS
 #define NUM_ACTIONS 45
+#endif
+#ifndef CURIOSITY_OUT
+#define CURIOSITY_OUT 32
+#endif
+`,
+  'collect_dqn.cu': `// collect_dqn: L steps of N episodes in one launch, the CUDA twin of src/collect/dqn.ts (descriptor
+// src/kernels/collect_dqn.ts). Per step: build the 54-float state, online dueling Q (head HEAD:
+// plain, C51 expectation, IQN mean over ACT_TAUS taus), epsilon-greedy action from
+// Philox(Action, e, g, 0), curiosity forward model, simulator step (collect_env.cuh), next state,
+// target Q of the next state, TD error |r + gamma max Q_target(s') (1 - done) - Q(s, a)|, restart of
+// finished episodes. Episodes persist in env_f / env_i / div_window between launches.
+//
+// Bindings (src/kernels/collect_layout.ts): features [T, 51], ohlc [T, 4], spread [T], entropy
+// [W + 1], nets (online at NET_Q_BASE, target at NET_T_BASE, curiosity at NET_C_BASE), env_f
+// [N, ENV_F], env_i [N, ENV_I], div_window [N, W], out_f / out_i (sections OUT_F_* / OUT_I_*, value
+// of episode e at step l at section * N * L + (e * L + l) * width + k). Uniforms: struct Uniforms
+// of the preamble (n, steps, stepBase, epsilon, gamma, vMin, vMax, curiosity, ..., the simulator).
+//
+// Block: WG_X threads (a multiple of 32) own TILE_E episodes (block b: episodes b * TILE_E ..).
+// - SEED_VARIANT 0, tiled: thread r < TILE_E runs episode r's simulator with its state in registers;
+//   between those serial phases the whole block runs each layer as a [TILE_E, in] x [in, out]
+//   product on shared-memory activations (mlp_tile.cuh, collect_nets.cuh). Shared memory is static
+//   (<= 48 KiB): TILE_E <= 16 for the plain and C51 heads, <= 8 for IQN (a static_assert says so).
+//   Small N: use a small TILE_E (down to 1) so more blocks share the episodes' layer math.
+// - SEED_VARIANT 1, the seed design kept for the benchmark: one thread per episode, every layer a
+//   per-thread loop over global weights, activations in local memory (plain head only).
+//
+// Numerics: TF32 0 (default, the parity mode) reproduces the TS reference bit for bit except expf /
+// cosf in the C51 / IQN heads; TF32 1 runs the layer products on tensor cores (TF32 inputs, f32
+// accumulation: ~1e-3 relative per layer), so actions may differ where Q-values nearly tie.
+#ifndef TF32
+#define TF32 0
+#endif
+#define COLLECT_TF32 TF32
+#define COLLECT_THREADS WG_X
+#define COLLECT_ATOMS ATOMS
+#define COLLECT_IQN_EMBED IQN_EMBED
+
+#include "collect_env.cuh"
+#include "collect_nets.cuh"
+#include "grid.cuh"
+
+using QNet = Dueling<HEAD, NET_Q_BASE>;
+using TNet = Dueling<HEAD, NET_T_BASE>;
+using CNet = Curiosity<NET_C_BASE>;
+static_assert(QNet::S0_W == NET_Q_0_W && QNet::SIZE == NET_Q_SIZE && TNet::SIZE == NET_T_SIZE,
+              "collect_nets.cuh dueling layout differs from src/nets/layout.ts");
+static_assert(CNet::L1_B == NET_C_1_B && CNet::SIZE == NET_C_SIZE,
+              "collect_nets.cuh curiosity layout differs from src/nets/layout.ts");
+static_assert(WG_X % 32 == 0 && WG_Y == 1 && WG_Z == 1, "collect_dqn runs on 1-D blocks of whole warps");
+
+// Output addressing: section offsets are in units of N * L elements; idx = e * L + l.
+struct Out {
+  float* f;
+  int* i;
+  unsigned long long nl, idx;
+};
+COLLECT_DEVICE float* out_f_at(const Out& o, int section, int width) { return o.f + section * o.nl + o.idx * width; }
+COLLECT_DEVICE int* out_i_at(const Out& o, int section) { return o.i + section * o.nl + o.idx; }
+
+COLLECT_DEVICE int argmax_q(const float* q) {
+  int best = 0;
+  for (int a = 1; a < NUM_ACTIONS; a++)
+    if (q[a] > q[best]) best = a;
+  return best;
+}
+
+// Epsilon-greedy (src/collect/dqn.ts step 2).
+COLLECT_DEVICE int choose_action(const float* q, unsigned e, unsigned g, float epsilon, unsigned k0, unsigned k1) {
+  const uint4 w = philox4x32_10(make_uint4(STREAM_ACTION, e, g, 0u), k0, k1);
+  return philox_unit_float(w.x) < epsilon ? (int)(w.y % NUM_ACTIONS) : argmax_q(q);
+}
+
+// curiosity.ts curiosityMse from the model's prediction \`pred\` for decision bar t.
+COLLECT_DEVICE float curiosity_mse(const float* pred, const float* features, int t) {
+  const float* next = features + (t + 1) * MARKET_FEATURES;
+  float acc = 0.0f;
+  for (int k = 0; k < CURIOSITY_OUT; k++) {
+    const float d = fsub(pred[k], ldg1(next + k));
+    acc = fadd(acc, fmul(d, d));
+  }
+  return fmul(acc, 1.0f / CURIOSITY_OUT);
+}
+
+// The curiosity input of decision bar t: features[t][0..32) ++ one-hot(category), then zeros.
+COLLECT_DEVICE void curiosity_input(float* x, int width, const float* features, int t, int cat) {
+  const float* src = features + t * MARKET_FEATURES;
+  for (int k = 0; k < CURIOSITY_OUT; k++) x[k] = ldg1(src + k);
+  for (int k = 0; k < 3; k++) x[CURIOSITY_OUT + k] = k == cat ? 1.0f : 0.0f;
+  for (int k = CURIOSITY_OUT + 3; k < width; k++) x[k] = 0.0f;
+}
+
+COLLECT_DEVICE void write_step(const Out& o, const StepOut& so, int action) {
+  *out_f_at(o, OUT_F_REWARDS, 1) = so.total;
+  float* c = out_f_at(o, OUT_F_COMPONENTS, 5);
+  c[0] = so.pnl;
+  c[1] = so.barrier;
+  c[2] = so.risk;
+  c[3] = so.diversity;
+  c[4] = so.curiosity;
+  *out_i_at(o, OUT_I_ACTIONS) = action;
+  *out_i_at(o, OUT_I_DONES) = so.done;
+  *out_i_at(o, OUT_I_TRUNCATEDS) = so.truncated;
+}
+
+// TD error of the step (src/collect/dqn.ts step 4): a done step uses r alone.
+COLLECT_DEVICE float td_error(const StepOut& so, const float* q_target, float gamma, float q_sel) {
+  const float target = so.done ? so.total : fadd(so.total, fmul(gamma, q_target[argmax_q(q_target)]));
+  return fabsf(fsub(target, q_sel));
+}
+
+#if SEED_VARIANT == 0
+
+constexpr int E = TILE_E;
+// IQN: taus run in chunks of TC per episode so that a chunk is about one m16 tile of rows.
+__host__ __device__ constexpr int iqn_tau_chunk(int e, int k) {
+  int tc = e >= 16 ? 1 : 16 / e;
+  while (k % tc != 0) tc--;
+  return tc;
+}
+constexpr int TC = iqn_tau_chunk(E, ACT_TAUS);
+
+// Shared-memory plan (floats): q aliases xs (the state is dead after the first layer); the
+// curiosity model's input, hidden and output rows run in h1 (dead between the online forward and
+// the target forward).
+constexpr int SM_XS = 0;
+constexpr int SM_H0 = SM_XS + E * LD_STATE;
+constexpr int SM_H1 = SM_H0 + (HEAD == HEAD_IQN ? 0 : E * LD_TRUNK);
+constexpr int SM_V = SM_H1 + E * LD_TRUNK;
+constexpr int SM_A = SM_V + (HEAD == HEAD_PLAIN ? E : HEAD == HEAD_C51 ? E * LD_ATOMS : 0);
+constexpr int SM_TAU = SM_A + (HEAD == HEAD_PLAIN ? E * LD_Q : HEAD == HEAD_C51 ? E * LD_ATOMS : 0);
+constexpr int SM_HQ = SM_TAU + (HEAD == HEAD_IQN ? E * ACT_TAUS : 0);
+constexpr int SM_HS = SM_HQ + (HEAD == HEAD_IQN ? E * TC * LD_TRUNK : 0);
+constexpr int SM_FLOATS = SM_HS + (HEAD == HEAD_IQN ? E * TC * LD_TRUNK : 0);
+static_assert(SM_FLOATS * 4 <= 48 * 1024,
+              "collect_dqn: TILE_E too large for 48 KiB of shared memory (plain/C51: <= 16, IQN: <= 8)");
+static_assert(E <= COLLECT_THREADS, "collect_dqn: one thread per episode runs the simulator");
+static_assert(LD_CUR_IN + LD_CUR_HIDDEN + LD_CUR_OUT <= LD_TRUNK, "the curiosity model runs inside h1");
+constexpr int SM_CUR_X = SM_H1;
+constexpr int SM_CUR_H = SM_CUR_X + E * LD_CUR_IN;
+constexpr int SM_CUR_Y = SM_CUR_H + E * LD_CUR_HIDDEN;
+
+template <int NET_BASE>
+COLLECT_FN void q_values(const float* nets, float* smem, float vmin, float vmax) {
+  DuelingBuffers b;
+  b.xs = smem + SM_XS;
+  b.q = smem + SM_XS;
+  b.h0 = smem + SM_H0;
+  b.h1 = smem + SM_H1;
+  b.v = smem + SM_V;
+  b.a = smem + SM_A;
+  if constexpr (HEAD == HEAD_PLAIN) {
+    dueling_q<NET_BASE, E>(nets, b);
+  } else if constexpr (HEAD == HEAD_C51) {
+    c51_q<NET_BASE, E>(nets, b, smem + SM_A, vmin, vmax);
+  } else {
+    IqnBuffers w;
+    w.taus = smem + SM_TAU;
+    w.ld_tau = ACT_TAUS;
+    w.hq = smem + SM_HQ;
+    w.hs = smem + SM_HS;
+    iqn_q<NET_BASE, E, ACT_TAUS, TC>(nets, b, w);
+  }
+}
+
+// The state row of episode r: 54 floats then zeros up to the row stride (the tensor-core path reads
+// the padding columns); rows of episodes past N stay zero.
+COLLECT_DEVICE void state_row(float* xs, const Episode& ep, const Market& m, bool active) {
+  if (active) build_state(ep, m, xs);
+  for (int k = active ? STATE_DIM : 0; k < LD_STATE; k++) xs[k] = 0.0f;
+}
+
+extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
+  COLLECT_SMEM(smem, SM_FLOATS);
+  const EnvScalars p = env_scalars(u);
+  const Market m = {features, ohlc, spread, entropy};
+  const int r = threadIdx.x;
+  const unsigned long long e64 = flat_block_id() * E + r;
+  const bool env_thread = r < E;
+  const bool active = env_thread && e64 < u.n;
+  const unsigned e = (unsigned)e64;
+  // Blocks past the work (the grid may overshoot) still reach every barrier.
+  Episode ep;
+  int* window = div_window + (unsigned long long)e * p.diversity_window;
+  if (active) load_episode(ep, env_f, env_i, e);
+  float* xs = smem + SM_XS + r * LD_STATE;
+  const float* q_row = smem + SM_XS + r * LD_Q;
+  Out o = {out_f, out_i, (unsigned long long)u.n * u.steps, (unsigned long long)e * u.steps};
+  for (unsigned l = 0; l < u.steps; l++, o.idx++) {
+    const unsigned g = u.stepBase + l;
+    if (env_thread) {
+      state_row(xs, ep, m, active);
+      if (active) {
+        float* s = out_f_at(o, OUT_F_STATES, STATE_DIM);
+        for (int k = 0; k < STATE_DIM; k++) s[k] = xs[k];
+      }
+      if constexpr (HEAD == HEAD_IQN) {
+        float* taus = smem + SM_TAU + r * ACT_TAUS;
+        for (int k = 0; k < ACT_TAUS; k += 4) {
+          const uint4 w = philox4x32_10(make_uint4(STREAM_TAU, e, g, (unsigned)(k >> 2)), p.key0, p.key1);
+          const unsigned words[4] = {w.x, w.y, w.z, w.w};
+          for (int j = 0; j < 4 && k + j < ACT_TAUS; j++) taus[k + j] = philox_unit_float(words[j]);
+        }
+      }
+    }
+    block_sync();
+    q_values<NET_Q_BASE>(nets, smem, u.vMin, u.vMax);
+
+    int action = 0;
+    float q_sel = 0.0f;
+    if (active) {
+      action = choose_action(q_row, e, g, u.epsilon, p.key0, p.key1);
+      q_sel = q_row[action];
+    }
+    if (env_thread && u.curiosity) {
+      curiosity_input(smem + SM_CUR_X + r * LD_CUR_IN, LD_CUR_IN, features, active ? ep.bar : 0,
+                      action_category(action));
+    }
+    block_sync();
+    if (u.curiosity) curiosity_predict<NET_C_BASE, E>(nets, smem + SM_CUR_X, smem + SM_CUR_H, smem + SM_CUR_Y);
+
+    StepOut so;
+    if (active) {
+      const float mse = u.curiosity ? curiosity_mse(smem + SM_CUR_Y + r * LD_CUR_OUT, features, ep.bar) : 0.0f;
+      env_step(ep, m, p, window, action, mse, u.curiosity != 0, so);
+    }
+    if (env_thread) {
+      state_row(xs, ep, m, active);
+      if (active) {
+        float* s = out_f_at(o, OUT_F_NEXT_STATES, STATE_DIM);
+        for (int k = 0; k < STATE_DIM; k++) s[k] = xs[k];
+        write_step(o, so, action);
+      }
+    }
+    block_sync();
+    q_values<NET_T_BASE>(nets, smem, u.vMin, u.vMax);
+
+    if (active) {
+      *out_f_at(o, OUT_F_TD_ERRORS, 1) = td_error(so, q_row, u.gamma, q_sel);
+      restart_if_ended(ep, m, p, window, e, so);
+    }
+    block_sync();
+  }
+  if (active) store_episode(ep, env_f, env_i, e);
+}
+
+#else  // SEED_VARIANT
+
+static_assert(HEAD == HEAD_PLAIN, "the seed variant (benchmark only) implements the plain dueling head");
+
+// The seed design's dueling forward: one thread, activations in local memory.
+template <int NET_BASE>
+COLLECT_FN void q_values_thread(const float* nets, const float* x, float* q) {
+  using L = Dueling<HEAD_PLAIN, NET_BASE>;
+  float h0[256], h1[256], vh[128], ah[128], v[1];
+  dense_thread<STATE_DIM, 256, ACT_LEAKY, L::S0_W, L::S0_B>(nets, x, h0);
+  dense_thread<256, 256, ACT_LEAKY, L::S1_W, L::S1_B>(nets, h0, h1);
+  dense_thread<256, 128, ACT_LEAKY, L::V0_W, L::V0_B>(nets, h1, vh);
+  dense_thread<128, 1, ACT_NONE, L::V1_W, L::V1_B>(nets, vh, v);
+  dense_thread<256, 128, ACT_LEAKY, L::A0_W, L::A0_B>(nets, h1, ah);
+  dense_thread<128, NUM_ACTIONS, ACT_NONE, L::A1_W, L::A1_B>(nets, ah, q);
+  const float mean = advantage_mean(q);
+  for (int k = 0; k < NUM_ACTIONS; k++) q[k] = fsub(fadd(v[0], q[k]), mean);
+}
+
+extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
+  const EnvScalars p = env_scalars(u);
+  const Market m = {features, ohlc, spread, entropy};
+  const unsigned long long e64 = flat_thread_id();
+  if (e64 >= u.n) return;
+  const unsigned e = (unsigned)e64;
+  Episode ep;
+  int* window = div_window + (unsigned long long)e * p.diversity_window;
+  load_episode(ep, env_f, env_i, e);
+  float s[STATE_DIM], q[NUM_ACTIONS], cur_in[CNet::IN], cur_h[CNet::HIDDEN], cur_out[CNet::OUT];
+  Out o = {out_f, out_i, (unsigned long long)u.n * u.steps, (unsigned long long)e * u.steps};
+  for (unsigned l = 0; l < u.steps; l++, o.idx++) {
+    const unsigned g = u.stepBase + l;
+    build_state(ep, m, s);
+    float* so_s = out_f_at(o, OUT_F_STATES, STATE_DIM);
+    for (int k = 0; k < STATE_DIM; k++) so_s[k] = s[k];
+    q_values_thread<NET_Q_BASE>(nets, s, q);
+    const int action = choose_action(q, e, g, u.epsilon, p.key0, p.key1);
+    const float q_sel = q[action];
+    float mse = 0.0f;
+    if (u.curiosity) {
+      curiosity_input(cur_in, CNet::IN, features, ep.bar, action_category(action));
+      dense_thread<CNet::IN, CNet::HIDDEN, ACT_LEAKY, CNet::L0_W, CNet::L0_B>(nets, cur_in, cur_h);
+      dense_thread<CNet::HIDDEN, CNet::OUT, ACT_NONE, CNet::L1_W, CNet::L1_B>(nets, cur_h, cur_out);
+      mse = curiosity_mse(cur_out, features, ep.bar);
+    }
+    StepOut so;
+    env_step(ep, m, p, window, action, mse, u.curiosity != 0, so);
+    build_state(ep, m, s);
+    float* so_n = out_f_at(o, OUT_F_NEXT_STATES, STATE_DIM);
+    for (int k = 0; k < STATE_DIM; k++) so_n[k] = s[k];
+    write_step(o, so, action);
+    if (!so.done) q_values_thread<NET_T_BASE>(nets, s, q);
+    *out_f_at(o, OUT_F_TD_ERRORS, 1) = td_error(so, q, u.gamma, q_sel);
+    restart_if_ended(ep, m, p, window, e, so);
+  }
+  store_episode(ep, env_f, env_i, e);
+}
+
+#endif
 `,
   'collect_env.cuh': `// The simulator step of one episode (SPEC 3-6), a line-by-line port of src/env/ (step.ts,
 // portfolio.ts, barrier.ts, trade.ts, diversity.ts, state.ts). One thread owns one episode: its
 // portfolio, barrier and counters live in registers (struct Episode) for the whole launch and go
 // back to the per-episode buffers at its end, so episodes persist across launches.
 //
-// Buffers (docs/ENV.md): env_f [N, 10] f32 (EnvF order), env_i [N, 10] i32 (EnvI order),
+// Buffers (docs/ENV.md): env_f [N, ENV_F] f32, env_i [N, ENV_I] i32 (fields ENVF_* / ENVI_*, and
+// ENV_F, ENV_I, STREAM_*: constants of the kernel preamble, from src/env/state.ts),
 // window [N, W] i32, market features [T, 51], ohlc [T, 4], spread [T] (bps), entropy table
 // [W + 1] (f32 c * log2 c, host-built so the diversity decision needs no logarithm here).
 //
@@ -346,12 +1289,6 @@ export const cudaSources: Record<string, string> = {
 #include "collect_dims.cuh"
 #include "collect_port.cuh"
 #include "philox.cuh"
-
-#define ENV_F 10
-#define ENV_I 10
-#define STREAM_EPISODE_START 2u
-#define STREAM_ACTION 3u
-#define STREAM_TAU 6u
 
 #define BARRIER_NONE 0
 #define BARRIER_PROFIT 1
@@ -372,6 +1309,41 @@ struct EnvScalars {
   int split_start, split_end;
   unsigned key0, key1;
 };
+
+// The simulator block of a kernel's uniform struct (src/kernels/collect_layout.ts ENV_UNIFORMS).
+template <class Uniforms>
+COLLECT_DEVICE EnvScalars env_scalars(const Uniforms& u) {
+  EnvScalars p;
+  p.market_rate = u.marketRate;
+  p.passive_rate = u.passiveRate;
+  p.passive_down = u.passiveDown;
+  p.passive_up = u.passiveUp;
+  p.reserve_pct = u.reservePct;
+  p.initial_capital = u.initialCapital;
+  p.profit_up = u.profitUp;
+  p.profit_down = u.profitDown;
+  p.stop_up = u.stopUp;
+  p.stop_down = u.stopDown;
+  p.max_holding_bars = u.maxHoldingBars;
+  p.barrier_terminates = u.barrierTerminates;
+  p.pnl_scale = u.pnlScale;
+  p.barrier_scale = u.barrierScale;
+  p.risk_threshold = u.riskThreshold;
+  p.risk_scale = u.riskScale;
+  p.diversity_window = u.diversityWindow;
+  p.diversity_min_actions = u.diversityMinActions;
+  p.diversity_cutoff = u.diversityCutoff;
+  p.diversity_penalty = u.diversityPenalty;
+  p.curiosity_scale = u.curiosityScale;
+  p.curiosity_max = u.curiosityMax;
+  p.episode_bars = u.episodeBars;
+  p.collapse_fraction = u.collapseFraction;
+  p.split_start = u.splitStart;
+  p.split_end = u.splitEnd;
+  p.key0 = u.key0;
+  p.key1 = u.key1;
+  return p;
+}
 
 struct Market {
   const float* __restrict__ features;
@@ -396,51 +1368,51 @@ struct StepOut {
 COLLECT_DEVICE void load_episode(Episode& ep, const float* env_f, const int* env_i, int e) {
   const float* f = env_f + e * ENV_F;
   const int* i = env_i + e * ENV_I;
-  ep.cash = f[0];
-  ep.units = f[1];
-  ep.entry = f[2];
-  ep.v0 = f[3];
-  ep.spread = f[4];
-  ep.last = f[5];
-  ep.reserve = f[6];
-  ep.costs = f[7];
-  ep.profit_level = f[8];
-  ep.stop_level = f[9];
-  ep.bar = i[0];
-  ep.start_bar = i[1];
-  ep.step = i[2];
-  ep.expiry = i[3];
-  ep.restarts = i[4];
-  ep.div_head = i[5];
-  ep.div_count = i[6];
-  ep.hist0 = i[7];
-  ep.hist1 = i[8];
-  ep.hist2 = i[9];
+  ep.cash = f[ENVF_CASH];
+  ep.units = f[ENVF_UNITS];
+  ep.entry = f[ENVF_ENTRY_PRICE];
+  ep.v0 = f[ENVF_INITIAL_CAPITAL];
+  ep.spread = f[ENVF_SPREAD];
+  ep.last = f[ENVF_LAST_PRICE];
+  ep.reserve = f[ENVF_RESERVE_PCT];
+  ep.costs = f[ENVF_CUM_COSTS];
+  ep.profit_level = f[ENVF_PROFIT_LEVEL];
+  ep.stop_level = f[ENVF_STOP_LEVEL];
+  ep.bar = i[ENVI_BAR];
+  ep.start_bar = i[ENVI_START_BAR];
+  ep.step = i[ENVI_STEP];
+  ep.expiry = i[ENVI_EXPIRY];
+  ep.restarts = i[ENVI_RESTARTS];
+  ep.div_head = i[ENVI_DIV_HEAD];
+  ep.div_count = i[ENVI_DIV_COUNT];
+  ep.hist0 = i[ENVI_HIST];
+  ep.hist1 = i[ENVI_HIST + 1];
+  ep.hist2 = i[ENVI_HIST + 2];
 }
 
 COLLECT_DEVICE void store_episode(const Episode& ep, float* env_f, int* env_i, int e) {
   float* f = env_f + e * ENV_F;
   int* i = env_i + e * ENV_I;
-  f[0] = ep.cash;
-  f[1] = ep.units;
-  f[2] = ep.entry;
-  f[3] = ep.v0;
-  f[4] = ep.spread;
-  f[5] = ep.last;
-  f[6] = ep.reserve;
-  f[7] = ep.costs;
-  f[8] = ep.profit_level;
-  f[9] = ep.stop_level;
-  i[0] = ep.bar;
-  i[1] = ep.start_bar;
-  i[2] = ep.step;
-  i[3] = ep.expiry;
-  i[4] = ep.restarts;
-  i[5] = ep.div_head;
-  i[6] = ep.div_count;
-  i[7] = ep.hist0;
-  i[8] = ep.hist1;
-  i[9] = ep.hist2;
+  f[ENVF_CASH] = ep.cash;
+  f[ENVF_UNITS] = ep.units;
+  f[ENVF_ENTRY_PRICE] = ep.entry;
+  f[ENVF_INITIAL_CAPITAL] = ep.v0;
+  f[ENVF_SPREAD] = ep.spread;
+  f[ENVF_LAST_PRICE] = ep.last;
+  f[ENVF_RESERVE_PCT] = ep.reserve;
+  f[ENVF_CUM_COSTS] = ep.costs;
+  f[ENVF_PROFIT_LEVEL] = ep.profit_level;
+  f[ENVF_STOP_LEVEL] = ep.stop_level;
+  i[ENVI_BAR] = ep.bar;
+  i[ENVI_START_BAR] = ep.start_bar;
+  i[ENVI_STEP] = ep.step;
+  i[ENVI_EXPIRY] = ep.expiry;
+  i[ENVI_RESTARTS] = ep.restarts;
+  i[ENVI_DIV_HEAD] = ep.div_head;
+  i[ENVI_DIV_COUNT] = ep.div_count;
+  i[ENVI_HIST] = ep.hist0;
+  i[ENVI_HIST + 1] = ep.hist1;
+  i[ENVI_HIST + 2] = ep.hist2;
 }
 
 COLLECT_DEVICE int action_category(int a) {
@@ -654,10 +1626,11 @@ COLLECT_DEVICE float curiosity_bonus(const EnvScalars& p, float mse) {
   return fminf(fmul(p.curiosity_scale, mse), p.curiosity_max);
 }
 
-// step.ts envStep for episode \`e\` with action \`a\`: everything but the next state and the restart,
-// which the caller does after writing the next state (restart_if_ended).
+// step.ts envStep with action \`a\`: everything but the next state and the restart, which the caller
+// does after writing the next state (restart_if_ended). \`curiosity_on\` false is the reference's
+// null curiosity model (bonus 0); else \`curiosity_mse\` is the model's error for this step.
 COLLECT_DEVICE void env_step(Episode& ep, const Market& m, const EnvScalars& p, int* window, int a,
-                             float curiosity_mse, StepOut& out) {
+                             float curiosity_mse, bool curiosity_on, StepOut& out) {
   const int t = ep.bar;
   const float value_before = portfolio_value(ep);
   const int cat = action_category(a);
@@ -692,7 +1665,7 @@ COLLECT_DEVICE void env_step(Episode& ep, const Market& m, const EnvScalars& p, 
   const float barrier = fmul(pnl, scale);
   const float excess = fsub(fabsf(position_norm(units, close1, value)), p.risk_threshold);
   const float risk = excess > 0.0f ? -fmul(p.risk_scale, excess) : 0.0f;
-  const float bonus = curiosity_bonus(p, curiosity_mse);
+  const float bonus = curiosity_on ? curiosity_bonus(p, curiosity_mse) : 0.0f;
 
   const bool ended = event != BARRIER_NONE && p.barrier_terminates != 0;
   const bool collapsed = value <= fmul(p.collapse_fraction, ep.v0);
@@ -726,8 +1699,7 @@ COLLECT_DEVICE void restart_if_ended(Episode& ep, const Market& m, const EnvScal
 // called by the whole block; inputs must be complete (a block_sync before the call) and outputs
 // are complete when it returns (it ends with a block_sync).
 //
-// Activation buffers are shared memory: rows padded to tile_rows(R), row strides tile_stride(width)
-// (LD_* below). Heads follow forward.ts operation by operation: exact in the exact mode except exp
+// Activation buffers are shared memory, R rows with row strides tile_stride(width) (LD_* below). Heads follow forward.ts operation by operation: exact in the exact mode except exp
 // and cos (expf / cosf: a few ulp from the reference's correctly rounded f64 ones).
 #pragma once
 
@@ -749,12 +1721,14 @@ COLLECT_DEVICE void restart_if_ended(Episode& ep, const Market& m, const EnvScal
 #define LD_TRUNK tile_stride(256)
 #define LD_Q tile_stride(NUM_ACTIONS)
 
-// Dueling layout: trunk 54 -> 256 -> 256, [tau_embed 64 -> 256], value 256 -> 128 -> ATOMS,
+// Flat layouts of networks stored at float offset BASE of a buffer (offsets are absolute, so the
+// tile engine sees the true 16-byte alignment of every layer).
+// Dueling: trunk 54 -> 256 -> 256, [tau_embed 64 -> 256], value 256 -> 128 -> ATOMS,
 // advantage 256 -> 128 -> 45 * ATOMS (ATOMS = 1 unless C51).
-template <int HEAD>
+template <int HEAD, int BASE = 0>
 struct Dueling {
   static constexpr int ATOMS = HEAD == HEAD_C51 ? COLLECT_ATOMS : 1;
-  static constexpr int S0_W = 0;
+  static constexpr int S0_W = BASE;
   static constexpr int S0_B = S0_W + STATE_DIM * 256;
   static constexpr int S1_W = S0_B + 256;
   static constexpr int S1_B = S1_W + 256 * 256;
@@ -768,40 +1742,40 @@ struct Dueling {
   static constexpr int A0_B = A0_W + 256 * 128;
   static constexpr int A1_W = A0_B + 128;
   static constexpr int A1_B = A1_W + 128 * NUM_ACTIONS * ATOMS;
-  static constexpr int SIZE = A1_B + NUM_ACTIONS * ATOMS;
-  // Shared-memory strides of the stream outputs.
-  static constexpr int LD_V = tile_stride(ATOMS);
-  static constexpr int LD_A = tile_stride(NUM_ACTIONS * ATOMS);
+  static constexpr int SIZE = A1_B + NUM_ACTIONS * ATOMS - BASE;
 };
 
 // PPO actor 54 -> 128 -> 64 -> 45 and critic 54 -> 512 -> 384 -> 256 -> 128 -> 64 -> 1, ReLU.
+template <int BASE = 0>
 struct Actor {
-  static constexpr int L0_W = 0, L0_B = L0_W + STATE_DIM * 128;
+  static constexpr int L0_W = BASE, L0_B = L0_W + STATE_DIM * 128;
   static constexpr int L1_W = L0_B + 128, L1_B = L1_W + 128 * 64;
   static constexpr int L2_W = L1_B + 64, L2_B = L2_W + 64 * NUM_ACTIONS;
-  static constexpr int SIZE = L2_B + NUM_ACTIONS;
+  static constexpr int SIZE = L2_B + NUM_ACTIONS - BASE;
 };
+template <int BASE = 0>
 struct Critic {
-  static constexpr int L0_W = 0, L0_B = L0_W + STATE_DIM * 512;
+  static constexpr int L0_W = BASE, L0_B = L0_W + STATE_DIM * 512;
   static constexpr int L1_W = L0_B + 512, L1_B = L1_W + 512 * 384;
   static constexpr int L2_W = L1_B + 384, L2_B = L2_W + 384 * 256;
   static constexpr int L3_W = L2_B + 256, L3_B = L3_W + 256 * 128;
   static constexpr int L4_W = L3_B + 128, L4_B = L4_W + 128 * 64;
   static constexpr int L5_W = L4_B + 64, L5_B = L5_W + 64;
-  static constexpr int SIZE = L5_B + 1;
+  static constexpr int SIZE = L5_B + 1 - BASE;
 };
 // Curiosity 35 -> 64 LeakyReLU -> 32.
+template <int BASE = 0>
 struct Curiosity {
   static constexpr int IN = 35, HIDDEN = 64, OUT = 32;
-  static constexpr int L0_W = 0, L0_B = L0_W + IN * HIDDEN;
+  static constexpr int L0_W = BASE, L0_B = L0_W + IN * HIDDEN;
   static constexpr int L1_W = L0_B + HIDDEN, L1_B = L1_W + HIDDEN * OUT;
-  static constexpr int SIZE = L1_B + OUT;
+  static constexpr int SIZE = L1_B + OUT - BASE;
 };
 
 // Trunk: xs [R, LD_STATE] -> h1 [R, LD_TRUNK], h0 [R, LD_TRUNK] as scratch.
-template <int HEAD, int R>
+template <int HEAD, int BASE, int R>
 COLLECT_FN void dueling_trunk(const float* __restrict__ p, const float* xs, float* h0, float* h1) {
-  using L = Dueling<HEAD>;
+  using L = Dueling<HEAD, BASE>;
   dense_tile<STATE_DIM, 256, ACT_LEAKY, R, L::S0_W, L::S0_B>(p, xs, LD_STATE, h0, LD_TRUNK);
   block_sync();
   dense_tile<256, 256, ACT_LEAKY, R, L::S1_W, L::S1_B>(p, h0, LD_TRUNK, h1, LD_TRUNK);
@@ -809,155 +1783,183 @@ COLLECT_FN void dueling_trunk(const float* __restrict__ p, const float* xs, floa
 }
 
 // Both streams on trunk features h [R, LD_TRUNK]: hs [R, LD_TRUNK] holds the value hidden layer in
-// columns 0..127 and the advantage hidden layer in 128..255; v [R, LD_V], a [R, LD_A].
-template <int HEAD, int R>
-COLLECT_FN void dueling_streams(const float* __restrict__ p, const float* h, float* hs, float* v, float* a) {
-  using L = Dueling<HEAD>;
+// columns 0..127 and the advantage hidden layer in 128..255; v [R, ldv] the value output, a [R, lda]
+// the advantage output (plain and IQN heads; C51 computes its advantage logits in chunks).
+template <int HEAD, int BASE, int R>
+COLLECT_FN void dueling_hidden(const float* __restrict__ p, const float* h, float* hs) {
+  using L = Dueling<HEAD, BASE>;
   dense_tile<256, 128, ACT_LEAKY, R, L::V0_W, L::V0_B>(p, h, LD_TRUNK, hs, LD_TRUNK);
   dense_tile<256, 128, ACT_LEAKY, R, L::A0_W, L::A0_B>(p, h, LD_TRUNK, hs + 128, LD_TRUNK);
   block_sync();
-  dense_tile<128, L::ATOMS, ACT_NONE, R, L::V1_W, L::V1_B>(p, hs, LD_TRUNK, v, L::LD_V);
-  dense_tile<128, NUM_ACTIONS * L::ATOMS, ACT_NONE, R, L::A1_W, L::A1_B>(p, hs + 128, LD_TRUNK, a, L::LD_A);
+}
+
+template <int HEAD, int BASE, int R>
+COLLECT_FN void dueling_streams(const float* __restrict__ p, const float* h, float* hs, float* v, int ldv, float* a,
+                                int lda) {
+  using L = Dueling<HEAD, BASE>;
+  dueling_hidden<HEAD, BASE, R>(p, h, hs);
+  dense_tile<128, 1, ACT_NONE, R, L::V1_W, L::V1_B>(p, hs, LD_TRUNK, v, ldv);
+  dense_tile<128, NUM_ACTIONS, ACT_NONE, R, L::A1_W, L::A1_B>(p, hs + 128, LD_TRUNK, a, lda);
   block_sync();
 }
 
-// Plain dueling combination of row r: Q[a] = f32(f32(V + A[a]) - mean(A)), the mean an f32 sum
-// over a ascending divided by 45.
-COLLECT_DEVICE void combine_dueling_row(float v, const float* a, float* q) {
+// mean(A) of one row: f32 sum over a ascending, divided by 45.
+COLLECT_DEVICE float advantage_mean(const float* a) {
   float sum = 0.0f;
   for (int k = 0; k < NUM_ACTIONS; k++) sum = fadd(sum, a[k]);
-  const float mean = fdiv(sum, (float)NUM_ACTIONS);
-  for (int k = 0; k < NUM_ACTIONS; k++) q[k] = fsub(fadd(v, a[k]), mean);
+  return fdiv(sum, (float)NUM_ACTIONS);
 }
 
-// Buffers of a dueling forward, all shared memory: xs [R, LD_STATE] input, h0 and h1 [R, LD_TRUNK],
-// v [R, LD_V], a [R, LD_A]; q [R, LD_Q] output.
+// Buffers of a dueling forward, all shared memory, R rows each: xs [LD_STATE] input (free after the
+// first layer, so q may alias it), h0 and h1 [LD_TRUNK], v [1], a [LD_Q]; q [LD_Q] output.
 struct DuelingBuffers {
   const float* xs;
   float *h0, *h1, *v, *a, *q;
 };
 
-// Plain dueling Q of R rows into b.q.
-template <int R>
+// Plain dueling Q of R rows into b.q: Q[a] = f32(f32(V + A[a]) - mean(A)).
+template <int BASE, int R>
 COLLECT_FN void dueling_q(const float* __restrict__ p, const DuelingBuffers& b) {
-  dueling_trunk<HEAD_PLAIN, R>(p, b.xs, b.h0, b.h1);
-  dueling_streams<HEAD_PLAIN, R>(p, b.h1, b.h0, b.v, b.a);
-  using L = Dueling<HEAD_PLAIN>;
-  for (int r = threadIdx.x; r < R; r += COLLECT_THREADS) {
-    combine_dueling_row(b.v[r * L::LD_V], b.a + r * L::LD_A, b.q + r * LD_Q);
-  }
-  block_sync();
-}
-
-// C51: Q[a] = sum_z p[a, z] z_k with p the per-action softmax over atoms of the dueling logits
-// (forward.ts forwardC51). The probabilities overwrite b.a in place; \`mean\` is [R, LD_V] scratch.
-template <int R>
-COLLECT_FN void c51_q(const float* __restrict__ p, const DuelingBuffers& b, float* mean, float vmin, float vmax) {
-  using L = Dueling<HEAD_C51>;
-  constexpr int Z = L::ATOMS;
-  dueling_trunk<HEAD_C51, R>(p, b.xs, b.h0, b.h1);
-  dueling_streams<HEAD_C51, R>(p, b.h1, b.h0, b.v, b.a);
-  for (int task = threadIdx.x; task < R * Z; task += COLLECT_THREADS) {
-    const int r = task / Z, z = task % Z;
-    const float* a = b.a + r * L::LD_A + z;
-    float s = 0.0f;
-    for (int k = 0; k < NUM_ACTIONS; k++) s = fadd(s, a[k * Z]);
-    mean[r * L::LD_V + z] = fdiv(s, (float)NUM_ACTIONS);
-  }
-  block_sync();
-  const float delta = fdiv(fsub(vmax, vmin), (float)(Z - 1));
+  dueling_trunk<HEAD_PLAIN, BASE, R>(p, b.xs, b.h0, b.h1);
+  dueling_streams<HEAD_PLAIN, BASE, R>(p, b.h1, b.h0, b.v, 1, b.a, LD_Q);
   for (int task = threadIdx.x; task < R * NUM_ACTIONS; task += COLLECT_THREADS) {
     const int r = task / NUM_ACTIONS, k = task % NUM_ACTIONS;
-    float* l = b.a + r * L::LD_A + k * Z;
-    const float* v = b.v + r * L::LD_V;
-    const float* mr = mean + r * L::LD_V;
-    float mx = -__int_as_float(0x7f800000);
-    for (int z = 0; z < Z; z++) {
-      const float logit = fsub(fadd(v[z], l[z]), mr[z]);
-      l[z] = logit;
-      if (logit > mx) mx = logit;
-    }
-    float s = 0.0f;
-    for (int z = 0; z < Z; z++) {
-      const float e = expf(fsub(l[z], mx));
-      l[z] = e;
-      s = fadd(s, e);
-    }
-    float q = 0.0f;
-    for (int z = 0; z < Z; z++) {
-      const float pz = fdiv(l[z], s);
-      l[z] = pz;
-      q = fadd(q, fmul(pz, fadd(vmin, fmul((float)z, delta))));
-    }
-    b.q[r * LD_Q + k] = q;
+    const float* a = b.a + r * LD_Q;
+    b.q[r * LD_Q + k] = fsub(fadd(b.v[r], a[k]), advantage_mean(a));
   }
   block_sync();
 }
 
-// IQN: for each of K taus per row, phi = relu(tau_embed(cos features)), h = trunk * phi, dueling
-// streams on h give Q_tau; q = f32 sum over taus in order / K (forward.ts forwardIqn). Taus are
-// processed TC at a time as R * TC rows (row r * TC + c is tau c of row r). Buffers: taus [R, K]
-// (any stride ld_tau), cosb [R * TC, LD_EMBED], hq [R * TC, LD_TRUNK] (phi, then h), hs
-// [R * TC, LD_TRUNK], v [R * TC, LD_V], a [R * TC, LD_A], qt [R * TC, LD_Q]; q [R, LD_Q] output.
+// C51 (forward.ts forwardC51). The 45 x ATOMS advantage logits do not fit in shared memory next to
+// the trunk (48 KiB per block), so advantage_stream.1 runs in chunks of C51_CHUNK actions, twice:
+// pass 0 sums the per-atom mean over actions (in action order, as the reference), pass 1 recomputes
+// each chunk (the same bits) and takes the per-action softmax and expectation. Buffers: xs, h0, h1
+// as for dueling_q (h1 then holds a chunk's logits), v [R, LD_ATOMS] value logits, mean [R, LD_ATOMS].
+__host__ __device__ constexpr int c51_chunk_actions(int atoms) {
+  int c = NUM_ACTIONS;
+  while (c > 1 && (c * atoms > 256 || NUM_ACTIONS % c != 0)) c--;
+  return c;
+}
+#define C51_CHUNK c51_chunk_actions(COLLECT_ATOMS)
+#define LD_ATOMS ((COLLECT_ATOMS + 3) / 4 * 4)
+
+template <int BASE, int R, int C, int PASS>
+COLLECT_FN void c51_chunks(const float* __restrict__ p, const DuelingBuffers& b, float* mean, float vmin,
+                           float delta) {
+  using L = Dueling<HEAD_C51, BASE>;
+  constexpr int Z = L::ATOMS;
+  constexpr int CA = C51_CHUNK;
+  static_assert(CA * Z <= 256, "one C51 chunk must fit a trunk-wide buffer");
+  if constexpr (C * CA < NUM_ACTIONS) {
+    dense_tile<128, CA * Z, ACT_NONE, R, L::A1_W + C * CA * Z * 128, L::A1_B + C * CA * Z>(p, b.h0 + 128, LD_TRUNK,
+                                                                                       b.h1, LD_TRUNK);
+    block_sync();
+    if constexpr (PASS == 0) {
+      for (int task = threadIdx.x; task < R * Z; task += COLLECT_THREADS) {
+        const int r = task / Z, z = task % Z;
+        float s = C == 0 ? 0.0f : mean[r * LD_ATOMS + z];
+        for (int k = 0; k < CA; k++) s = fadd(s, b.h1[r * LD_TRUNK + k * Z + z]);
+        mean[r * LD_ATOMS + z] = C * CA + CA == NUM_ACTIONS ? fdiv(s, (float)NUM_ACTIONS) : s;
+      }
+    } else {
+      for (int task = threadIdx.x; task < R * CA; task += COLLECT_THREADS) {
+        const int r = task / CA, k = task % CA;
+        float* l = b.h1 + r * LD_TRUNK + k * Z;
+        const float* v = b.v + r * LD_ATOMS;
+        const float* mr = mean + r * LD_ATOMS;
+        float mx = -__int_as_float(0x7f800000);
+        for (int z = 0; z < Z; z++) {
+          const float logit = fsub(fadd(v[z], l[z]), mr[z]);
+          l[z] = logit;
+          if (logit > mx) mx = logit;
+        }
+        float s = 0.0f;
+        for (int z = 0; z < Z; z++) {
+          const float e = expf(fsub(l[z], mx));
+          l[z] = e;
+          s = fadd(s, e);
+        }
+        float q = 0.0f;
+        for (int z = 0; z < Z; z++) q = fadd(q, fmul(fdiv(l[z], s), fadd(vmin, fmul((float)z, delta))));
+        b.q[r * LD_Q + C * CA + k] = q;
+      }
+    }
+    block_sync();
+    c51_chunks<BASE, R, C + 1, PASS>(p, b, mean, vmin, delta);
+  }
+}
+
+template <int BASE, int R>
+COLLECT_FN void c51_q(const float* __restrict__ p, const DuelingBuffers& b, float* mean, float vmin, float vmax) {
+  using L = Dueling<HEAD_C51, BASE>;
+  dueling_trunk<HEAD_C51, BASE, R>(p, b.xs, b.h0, b.h1);
+  dueling_hidden<HEAD_C51, BASE, R>(p, b.h1, b.h0);
+  dense_tile<128, L::ATOMS, ACT_NONE, R, L::V1_W, L::V1_B>(p, b.h0, LD_TRUNK, b.v, LD_ATOMS);
+  block_sync();
+  const float delta = fdiv(fsub(vmax, vmin), (float)(L::ATOMS - 1));
+  c51_chunks<BASE, R, 0, 0>(p, b, mean, vmin, delta);
+  c51_chunks<BASE, R, 0, 1>(p, b, mean, vmin, delta);
+}
+
+// IQN (forward.ts forwardIqn): for each of K taus per row, phi = relu(tau_embed(cos features)),
+// h = trunk * phi, the dueling streams on h give Q_tau; q = f32 sum over taus in order / K. Taus
+// run TC at a time as R * TC rows (row r * TC + c is tau c0 + c of row r). Buffers: xs, h1, q as
+// for dueling_q (R rows); taus [R, ld_tau]; hq and hs [R * TC, LD_TRUNK]. hq also serves as the
+// trunk's scratch and, once the hidden stream layers have read it, as the value (column 0) and
+// advantage (columns 16..60) outputs; hs also holds the cosine features and the per-row mean.
 struct IqnBuffers {
   const float* taus;
   int ld_tau;
-  float *cosb, *hq, *hs, *v, *a, *qt;
+  float *hq, *hs;
 };
 #define LD_EMBED tile_stride(COLLECT_IQN_EMBED)
 
-template <int R, int K, int TC>
+template <int BASE, int R, int K, int TC>
 COLLECT_FN void iqn_q(const float* __restrict__ p, const DuelingBuffers& b, const IqnBuffers& w) {
-  using L = Dueling<HEAD_IQN>;
+  using L = Dueling<HEAD_IQN, BASE>;
   constexpr int RC = R * TC;
-  static_assert(K % TC == 0, "tau chunk must divide the tau count");
+  static_assert(K % TC == 0, "the tau chunk must divide the tau count");
+  static_assert(LD_EMBED <= LD_TRUNK, "cosine features live in a trunk-wide buffer");
   const float pi = (float)3.14159265358979323846;
-  dueling_trunk<HEAD_IQN, R>(p, b.xs, b.h0, b.h1);
-  for (int task = threadIdx.x; task < R * NUM_ACTIONS; task += COLLECT_THREADS) {
-    b.q[(task / NUM_ACTIONS) * LD_Q + task % NUM_ACTIONS] = 0.0f;
-  }
+  float* v = w.hq;
+  float* a = w.hq + 16;
+  dueling_trunk<HEAD_IQN, BASE, R>(p, b.xs, w.hq, b.h1);
   for (int c0 = 0; c0 < K; c0 += TC) {
     for (int task = threadIdx.x; task < RC * COLLECT_IQN_EMBED; task += COLLECT_THREADS) {
       const int rr = task / COLLECT_IQN_EMBED, i = task % COLLECT_IQN_EMBED;
       const float tau = w.taus[(rr / TC) * w.ld_tau + c0 + rr % TC];
-      w.cosb[rr * LD_EMBED + i] = cosf(fmul(fmul((float)i, pi), tau));
+      w.hs[rr * LD_EMBED + i] = cosf(fmul(fmul((float)i, pi), tau));
     }
     block_sync();
-    dense_tile<COLLECT_IQN_EMBED, 256, ACT_RELU, RC, L::TE_W, L::TE_B>(p, w.cosb, LD_EMBED, w.hq, LD_TRUNK);
+    dense_tile<COLLECT_IQN_EMBED, 256, ACT_RELU, RC, L::TE_W, L::TE_B>(p, w.hs, LD_EMBED, w.hq, LD_TRUNK);
     block_sync();
     for (int task = threadIdx.x; task < RC * 256; task += COLLECT_THREADS) {
       const int rr = task / 256, j = task % 256;
       w.hq[rr * LD_TRUNK + j] = fmul(b.h1[(rr / TC) * LD_TRUNK + j], w.hq[rr * LD_TRUNK + j]);
     }
     block_sync();
-    dueling_streams<HEAD_IQN, RC>(p, w.hq, w.hs, w.v, w.a);
-    for (int rr = threadIdx.x; rr < RC; rr += COLLECT_THREADS) {
-      combine_dueling_row(w.v[rr * L::LD_V], w.a + rr * L::LD_A, w.qt + rr * LD_Q);
-    }
+    dueling_streams<HEAD_IQN, BASE, RC>(p, w.hq, w.hs, v, LD_TRUNK, a, LD_TRUNK);
+    for (int rr = threadIdx.x; rr < RC; rr += COLLECT_THREADS) w.hs[rr * LD_TRUNK] = advantage_mean(a + rr * LD_TRUNK);
     block_sync();
     for (int task = threadIdx.x; task < R * NUM_ACTIONS; task += COLLECT_THREADS) {
       const int r = task / NUM_ACTIONS, k = task % NUM_ACTIONS;
-      float q = b.q[r * LD_Q + k];
-      for (int c = 0; c < TC; c++) q = fadd(q, w.qt[(r * TC + c) * LD_Q + k]);
-      b.q[r * LD_Q + k] = q;
+      float q = c0 == 0 ? 0.0f : b.q[r * LD_Q + k];
+      for (int c = 0; c < TC; c++) {
+        const int rr = r * TC + c;
+        q = fadd(q, fsub(fadd(v[rr * LD_TRUNK], a[rr * LD_TRUNK + k]), w.hs[rr * LD_TRUNK]));
+      }
+      b.q[r * LD_Q + k] = c0 + TC == K ? fdiv(q, (float)K) : q;
     }
     block_sync();
   }
-  for (int task = threadIdx.x; task < R * NUM_ACTIONS; task += COLLECT_THREADS) {
-    const int r = task / NUM_ACTIONS, k = task % NUM_ACTIONS;
-    b.q[r * LD_Q + k] = fdiv(b.q[r * LD_Q + k], (float)K);
-  }
-  block_sync();
 }
 
-#define LD_ACTOR0 tile_stride(128)
-#define LD_ACTOR1 tile_stride(64)
 #define LD_CRITIC tile_stride(512)
 
 // PPO actor logits of R rows: xs [R, LD_STATE] -> logits [R, LD_Q]; h [R, LD_CRITIC] scratch.
-template <int R>
+template <int BASE, int R>
 COLLECT_FN void actor_logits(const float* __restrict__ p, const float* xs, float* h, float* logits) {
-  using L = Actor;
+  using L = Actor<BASE>;
   float* h1 = h + 128;
   dense_tile<STATE_DIM, 128, ACT_RELU, R, L::L0_W, L::L0_B>(p, xs, LD_STATE, h, LD_CRITIC);
   block_sync();
@@ -968,10 +1970,10 @@ COLLECT_FN void actor_logits(const float* __restrict__ p, const float* xs, float
 }
 
 // PPO critic value of R rows: xs [R, LD_STATE] -> value[r * ld_value]; ha, hb [R, LD_CRITIC] scratch.
-template <int R>
+template <int BASE, int R>
 COLLECT_FN void critic_value(const float* __restrict__ p, const float* xs, float* ha, float* hb, float* value,
                              int ld_value) {
-  using L = Critic;
+  using L = Critic<BASE>;
   dense_tile<STATE_DIM, 512, ACT_RELU, R, L::L0_W, L::L0_B>(p, xs, LD_STATE, ha, LD_CRITIC);
   block_sync();
   dense_tile<512, 384, ACT_RELU, R, L::L1_W, L::L1_B>(p, ha, LD_CRITIC, hb, LD_CRITIC);
@@ -992,9 +1994,9 @@ COLLECT_FN void critic_value(const float* __restrict__ p, const float* xs, float
 
 // Curiosity prediction of R rows: x [R, LD_CUR_IN] (35 inputs, padding columns zero) -> y
 // [R, LD_CUR_OUT]; h [R, LD_CUR_HIDDEN] scratch.
-template <int R>
+template <int BASE, int R>
 COLLECT_FN void curiosity_predict(const float* __restrict__ p, const float* x, float* h, float* y) {
-  using L = Curiosity;
+  using L = Curiosity<BASE>;
   dense_tile<L::IN, L::HIDDEN, ACT_LEAKY, R, L::L0_W, L::L0_B>(p, x, LD_CUR_IN, h, LD_CUR_HIDDEN);
   block_sync();
   dense_tile<L::HIDDEN, L::OUT, ACT_NONE, R, L::L1_W, L::L1_B>(p, h, LD_CUR_HIDDEN, y, LD_CUR_OUT);
@@ -1024,8 +2026,9 @@ COLLECT_DEVICE float fsub(float a, float b) { return __fsub_rn(a, b); }
 COLLECT_DEVICE float fmul(float a, float b) { return __fmul_rn(a, b); }
 COLLECT_DEVICE float fdiv(float a, float b) { return __fdiv_rn(a, b); }
 
-// Dynamic shared memory of the block, 16-byte aligned for float4 accesses.
-#define COLLECT_SMEM(name) extern __shared__ __align__(16) float name[]
+// The block's shared memory as one float array, 16-byte aligned for float4 accesses. Static: the
+// backend launches with no dynamic shared memory, so a block has at most 48 KiB.
+#define COLLECT_SMEM(name, floats) __shared__ __align__(16) float name[floats]
 
 COLLECT_DEVICE void block_sync() { __syncthreads(); }
 
@@ -1236,8 +2239,9 @@ __device__ __forceinline__ unsigned long long flat_thread_id() {
 // the R rows it owns (R = episodes of the block, or episode x tau pairs for IQN).
 //
 // Bindings: \`params\` is a network's flat buffer in global memory (src/nets/layout.ts: weight
-// [OUT, IN] row-major at W_OFF, bias at B_OFF); X and Y live in shared memory, row stride ldx / ldy
-// floats, with rows padded to a multiple of 16 (tile_rows). Every thread of the block must call a
+// [OUT, IN] row-major at W_OFF, bias at B_OFF); X and Y live in shared memory, R rows of ldx / ldy
+// floats (the tensor-core path feeds zeros for the rows of its last m16 tile past R, so buffers
+// need no padding rows). Every thread of the block must call a
 // layer (no divergence around it); the caller puts block_sync() between dependent layers, so two
 // independent layers (value and advantage streams) can share one barrier.
 //
@@ -1279,9 +2283,6 @@ __device__ __forceinline__ unsigned long long flat_thread_id() {
 __host__ __device__ constexpr int tile_stride(int width) {
   return ((width + 15) / 16 * 16) % 32 == 16 ? (width + 15) / 16 * 16 : (width + 15) / 16 * 16 + 16;
 }
-
-// Rows allocated for \`rows\` live rows: whole m16 tiles.
-__host__ __device__ constexpr int tile_rows(int rows) { return (rows + 15) / 16 * 16; }
 
 // Rows per exact-path task: split the rows into the most power-of-two groups that keep every
 // (output, group) task on its own thread, so small layers still use the whole block.
@@ -1386,9 +2387,11 @@ COLLECT_FN void dense_mma(const float* __restrict__ params, const float* x, int 
 #pragma unroll
       for (int m = 0; m < MTW; m++) {
         if (MG > 1 && mt0 + m >= MT) break;
-        const float* xr = x + ((mt0 + m) * 16 + g) * ldx + kk;
-        const float4 lo = *reinterpret_cast<const float4*>(xr);
-        const float4 hi = *reinterpret_cast<const float4*>(xr + 8 * ldx);
+        const int row = (mt0 + m) * 16 + g;
+        const float* xr = x + row * ldx + kk;
+        const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        const float4 lo = row < ROWS ? *reinterpret_cast<const float4*>(xr) : zero;
+        const float4 hi = row + 8 < ROWS ? *reinterpret_cast<const float4*>(xr + 8 * ldx) : zero;
         const unsigned a0[4] = {to_tf32(lo.x), to_tf32(hi.x), to_tf32(lo.y), to_tf32(hi.y)};
         const unsigned a1[4] = {to_tf32(lo.z), to_tf32(hi.z), to_tf32(lo.w), to_tf32(hi.w)};
 #pragma unroll

@@ -138,7 +138,13 @@ export class WebGpuBackend implements Backend {
   private stagingPending: GPUBuffer[] = [];
   private readonly buffers = new Set<WebGpuBuffer>();
   private querySet: GPUQuerySet | null = null;
-  private failure: Error | null = null;
+  // The first error of each kind; `check()` throws the most telling: a lost device, then a kernel
+  // that did not compile (which also invalidates every later use of its pipeline), then the rest.
+  private lost: DeviceLostError | null = null;
+  private compileError: WebGpuError | null = null;
+  private failure: WebGpuError | null = null;
+  // Pipeline compilations whose error scope has not resolved yet; awaited before reporting.
+  private compiling: Promise<void>[] = [];
   private destroyed = false;
   private readonly uniformAlign: number;
 
@@ -170,7 +176,7 @@ export class WebGpuBackend implements Backend {
     };
     device.lost.then((info) => {
       if (this.destroyed) return;
-      this.failure ??= new DeviceLostError(
+      this.lost ??= new DeviceLostError(
         `WebGPU device lost (${info.reason}): ${info.message || 'no message'}; restart the run (it resumes from its last checkpoint)`,
       );
     });
@@ -179,21 +185,28 @@ export class WebGpuBackend implements Backend {
     });
   }
 
-  private recordError(error: GPUError, context?: string): void {
-    if (this.failure) return;
-    const where = context ? ` (${context})` : '';
+  private recordError(error: GPUError): void {
     const oom = error.constructor?.name === 'GPUOutOfMemoryError';
-    this.failure = new WebGpuError(
+    this.failure ??= new WebGpuError(
       oom
-        ? `out of GPU memory${where}: ${error.message}; reduce rollout.episodes, rollout.steps or dqn.replayCapacity`
-        : `WebGPU error${where}: ${error.message}`,
+        ? `out of GPU memory: ${error.message}; reduce rollout.episodes, rollout.steps or dqn.replayCapacity`
+        : `WebGPU error: ${error.message}`,
     );
   }
 
-  /** Throws the first device loss or GPU error seen so far; every later call throws it too. */
+  /** Throws the device loss or GPU error seen so far; every later call throws it too. */
   private check(): void {
     if (this.destroyed) throw new Error('webgpu backend used after destroy()');
-    if (this.failure) throw this.failure;
+    const err = this.lost ?? this.compileError ?? this.failure;
+    if (err) throw err;
+  }
+
+  /** `check()` once every pending pipeline compilation has reported. */
+  private async settle(): Promise<void> {
+    const pending = this.compiling;
+    this.compiling = [];
+    await Promise.all(pending);
+    this.check();
   }
 
   private own(buf: DeviceBuffer): WebGpuBuffer {
@@ -306,10 +319,14 @@ export class WebGpuBackend implements Backend {
       layout: this.device.createPipelineLayout({ label: spec.name, bindGroupLayouts: [layout] }),
       compute: { module, entryPoint: spec.name },
     });
-    this.device.popErrorScope().then((err) => {
-      if (err)
-        this.recordError(err, `compiling kernel ${spec.name} (line numbers include the generated preamble)`);
-    });
+    this.compiling.push(
+      this.device.popErrorScope().then((err) => {
+        if (!err) return;
+        this.compileError ??= new WebGpuError(
+          `compiling kernel ${spec.name} (wgsl/${spec.name}.wgsl; line numbers count the generated preamble): ${err.message}`,
+        );
+      }),
+    );
     const p = { pipeline, layout };
     this.pipelines.set(key, p);
     return p;
@@ -398,13 +415,13 @@ export class WebGpuBackend implements Backend {
       await buf.mapAsync(MAP_READ);
     } catch (err) {
       buf.destroy();
-      this.check();
+      await this.settle();
       throw new WebGpuError(`${what} failed: ${message(err)}`);
     }
     const copy = buf.getMappedRange().slice(0);
     buf.unmap();
     buf.destroy();
-    this.check();
+    await this.settle();
     return copy;
   }
 
@@ -428,7 +445,7 @@ export class WebGpuBackend implements Backend {
     this.check();
     this.flush();
     await this.device.queue.onSubmittedWorkDone();
-    this.check();
+    await this.settle();
   }
 
   async time(dispatches: Dispatch[], repeats = 1): Promise<number> {
