@@ -12,3 +12,6 @@
 #ifndef NUM_ACTIONS
 #define NUM_ACTIONS 45
 #endif
+#ifndef CURIOSITY_OUT
+#define CURIOSITY_OUT 32
+#endif

@@ -3,7 +3,8 @@
 // portfolio, barrier and counters live in registers (struct Episode) for the whole launch and go
 // back to the per-episode buffers at its end, so episodes persist across launches.
 //
-// Buffers (docs/ENV.md): env_f [N, 10] f32 (EnvF order), env_i [N, 10] i32 (EnvI order),
+// Buffers (docs/ENV.md): env_f [N, ENV_F] f32, env_i [N, ENV_I] i32 (fields ENVF_* / ENVI_*, and
+// ENV_F, ENV_I, STREAM_*: constants of the kernel preamble, from src/env/state.ts),
 // window [N, W] i32, market features [T, 51], ohlc [T, 4], spread [T] (bps), entropy table
 // [W + 1] (f32 c * log2 c, host-built so the diversity decision needs no logarithm here).
 //
@@ -15,12 +16,6 @@
 #include "collect_dims.cuh"
 #include "collect_port.cuh"
 #include "philox.cuh"
-
-#define ENV_F 10
-#define ENV_I 10
-#define STREAM_EPISODE_START 2u
-#define STREAM_ACTION 3u
-#define STREAM_TAU 6u
 
 #define BARRIER_NONE 0
 #define BARRIER_PROFIT 1
@@ -41,6 +36,41 @@ struct EnvScalars {
   int split_start, split_end;
   unsigned key0, key1;
 };
+
+// The simulator block of a kernel's uniform struct (src/kernels/collect_layout.ts ENV_UNIFORMS).
+template <class Uniforms>
+COLLECT_DEVICE EnvScalars env_scalars(const Uniforms& u) {
+  EnvScalars p;
+  p.market_rate = u.marketRate;
+  p.passive_rate = u.passiveRate;
+  p.passive_down = u.passiveDown;
+  p.passive_up = u.passiveUp;
+  p.reserve_pct = u.reservePct;
+  p.initial_capital = u.initialCapital;
+  p.profit_up = u.profitUp;
+  p.profit_down = u.profitDown;
+  p.stop_up = u.stopUp;
+  p.stop_down = u.stopDown;
+  p.max_holding_bars = u.maxHoldingBars;
+  p.barrier_terminates = u.barrierTerminates;
+  p.pnl_scale = u.pnlScale;
+  p.barrier_scale = u.barrierScale;
+  p.risk_threshold = u.riskThreshold;
+  p.risk_scale = u.riskScale;
+  p.diversity_window = u.diversityWindow;
+  p.diversity_min_actions = u.diversityMinActions;
+  p.diversity_cutoff = u.diversityCutoff;
+  p.diversity_penalty = u.diversityPenalty;
+  p.curiosity_scale = u.curiosityScale;
+  p.curiosity_max = u.curiosityMax;
+  p.episode_bars = u.episodeBars;
+  p.collapse_fraction = u.collapseFraction;
+  p.split_start = u.splitStart;
+  p.split_end = u.splitEnd;
+  p.key0 = u.key0;
+  p.key1 = u.key1;
+  return p;
+}
 
 struct Market {
   const float* __restrict__ features;
@@ -65,51 +95,51 @@ struct StepOut {
 COLLECT_DEVICE void load_episode(Episode& ep, const float* env_f, const int* env_i, int e) {
   const float* f = env_f + e * ENV_F;
   const int* i = env_i + e * ENV_I;
-  ep.cash = f[0];
-  ep.units = f[1];
-  ep.entry = f[2];
-  ep.v0 = f[3];
-  ep.spread = f[4];
-  ep.last = f[5];
-  ep.reserve = f[6];
-  ep.costs = f[7];
-  ep.profit_level = f[8];
-  ep.stop_level = f[9];
-  ep.bar = i[0];
-  ep.start_bar = i[1];
-  ep.step = i[2];
-  ep.expiry = i[3];
-  ep.restarts = i[4];
-  ep.div_head = i[5];
-  ep.div_count = i[6];
-  ep.hist0 = i[7];
-  ep.hist1 = i[8];
-  ep.hist2 = i[9];
+  ep.cash = f[ENVF_CASH];
+  ep.units = f[ENVF_UNITS];
+  ep.entry = f[ENVF_ENTRY_PRICE];
+  ep.v0 = f[ENVF_INITIAL_CAPITAL];
+  ep.spread = f[ENVF_SPREAD];
+  ep.last = f[ENVF_LAST_PRICE];
+  ep.reserve = f[ENVF_RESERVE_PCT];
+  ep.costs = f[ENVF_CUM_COSTS];
+  ep.profit_level = f[ENVF_PROFIT_LEVEL];
+  ep.stop_level = f[ENVF_STOP_LEVEL];
+  ep.bar = i[ENVI_BAR];
+  ep.start_bar = i[ENVI_START_BAR];
+  ep.step = i[ENVI_STEP];
+  ep.expiry = i[ENVI_EXPIRY];
+  ep.restarts = i[ENVI_RESTARTS];
+  ep.div_head = i[ENVI_DIV_HEAD];
+  ep.div_count = i[ENVI_DIV_COUNT];
+  ep.hist0 = i[ENVI_HIST];
+  ep.hist1 = i[ENVI_HIST + 1];
+  ep.hist2 = i[ENVI_HIST + 2];
 }
 
 COLLECT_DEVICE void store_episode(const Episode& ep, float* env_f, int* env_i, int e) {
   float* f = env_f + e * ENV_F;
   int* i = env_i + e * ENV_I;
-  f[0] = ep.cash;
-  f[1] = ep.units;
-  f[2] = ep.entry;
-  f[3] = ep.v0;
-  f[4] = ep.spread;
-  f[5] = ep.last;
-  f[6] = ep.reserve;
-  f[7] = ep.costs;
-  f[8] = ep.profit_level;
-  f[9] = ep.stop_level;
-  i[0] = ep.bar;
-  i[1] = ep.start_bar;
-  i[2] = ep.step;
-  i[3] = ep.expiry;
-  i[4] = ep.restarts;
-  i[5] = ep.div_head;
-  i[6] = ep.div_count;
-  i[7] = ep.hist0;
-  i[8] = ep.hist1;
-  i[9] = ep.hist2;
+  f[ENVF_CASH] = ep.cash;
+  f[ENVF_UNITS] = ep.units;
+  f[ENVF_ENTRY_PRICE] = ep.entry;
+  f[ENVF_INITIAL_CAPITAL] = ep.v0;
+  f[ENVF_SPREAD] = ep.spread;
+  f[ENVF_LAST_PRICE] = ep.last;
+  f[ENVF_RESERVE_PCT] = ep.reserve;
+  f[ENVF_CUM_COSTS] = ep.costs;
+  f[ENVF_PROFIT_LEVEL] = ep.profit_level;
+  f[ENVF_STOP_LEVEL] = ep.stop_level;
+  i[ENVI_BAR] = ep.bar;
+  i[ENVI_START_BAR] = ep.start_bar;
+  i[ENVI_STEP] = ep.step;
+  i[ENVI_EXPIRY] = ep.expiry;
+  i[ENVI_RESTARTS] = ep.restarts;
+  i[ENVI_DIV_HEAD] = ep.div_head;
+  i[ENVI_DIV_COUNT] = ep.div_count;
+  i[ENVI_HIST] = ep.hist0;
+  i[ENVI_HIST + 1] = ep.hist1;
+  i[ENVI_HIST + 2] = ep.hist2;
 }
 
 COLLECT_DEVICE int action_category(int a) {
@@ -323,10 +353,11 @@ COLLECT_DEVICE float curiosity_bonus(const EnvScalars& p, float mse) {
   return fminf(fmul(p.curiosity_scale, mse), p.curiosity_max);
 }
 
-// step.ts envStep for episode `e` with action `a`: everything but the next state and the restart,
-// which the caller does after writing the next state (restart_if_ended).
+// step.ts envStep with action `a`: everything but the next state and the restart, which the caller
+// does after writing the next state (restart_if_ended). `curiosity_on` false is the reference's
+// null curiosity model (bonus 0); else `curiosity_mse` is the model's error for this step.
 COLLECT_DEVICE void env_step(Episode& ep, const Market& m, const EnvScalars& p, int* window, int a,
-                             float curiosity_mse, StepOut& out) {
+                             float curiosity_mse, bool curiosity_on, StepOut& out) {
   const int t = ep.bar;
   const float value_before = portfolio_value(ep);
   const int cat = action_category(a);
@@ -361,7 +392,7 @@ COLLECT_DEVICE void env_step(Episode& ep, const Market& m, const EnvScalars& p, 
   const float barrier = fmul(pnl, scale);
   const float excess = fsub(fabsf(position_norm(units, close1, value)), p.risk_threshold);
   const float risk = excess > 0.0f ? -fmul(p.risk_scale, excess) : 0.0f;
-  const float bonus = curiosity_bonus(p, curiosity_mse);
+  const float bonus = curiosity_on ? curiosity_bonus(p, curiosity_mse) : 0.0f;
 
   const bool ended = event != BARRIER_NONE && p.barrier_terminates != 0;
   const bool collapsed = value <= fmul(p.collapse_fraction, ep.v0);

@@ -15,6 +15,7 @@
 #else
 #define COLLECT_DEVICE __device__ __forceinline__
 #define COLLECT_FN __device__
+#define COLLECT_MEMBER __device__ __forceinline__
 
 COLLECT_DEVICE float fadd(float a, float b) { return __fadd_rn(a, b); }
 COLLECT_DEVICE float fsub(float a, float b) { return __fsub_rn(a, b); }

@@ -4,9 +4,11 @@
 // Bindings: `params` is a network's flat buffer in global memory (src/nets/layout.ts: weight
 // [OUT, IN] row-major at W_OFF, bias at B_OFF); X and Y live in shared memory, R rows of ldx / ldy
 // floats (the tensor-core path feeds zeros for the rows of its last m16 tile past R, so buffers
-// need no padding rows). Every thread of the block must call a
-// layer (no divergence around it); the caller puts block_sync() between dependent layers, so two
-// independent layers (value and advantage streams) can share one barrier.
+// need no padding rows). Every thread of the block must call a layer (no divergence around it);
+// the caller puts block_sync() between dependent layers. A layer is a struct (Dense) whose
+// compute() leaves every output in the calling threads' registers and whose store() writes them, so
+// dense_inplace() can put a barrier in between and overwrite its own input: one buffer serves a
+// whole chain, and two layers that read the same input (the dueling streams) can be fused.
 //
 // Block shape: COLLECT_THREADS threads (a multiple of 32), one-dimensional.
 //
@@ -62,138 +64,206 @@ COLLECT_DEVICE float activate(float a) {
   return a;
 }
 
+// Exact path: thread task = (output j, RPG consecutive rows); a thread holds the accumulators of all
+// its PASSES tasks, so compute() and store() can be split by a barrier (in-place layers).
 template <int IN, int OUT, int ACT, int ROWS, int W_OFF, int B_OFF>
-COLLECT_FN void dense_exact(const float* __restrict__ params, const float* x, int ldx, float* y, int ldy) {
-  constexpr int GROUPS = exact_groups(OUT, ROWS);
-  constexpr int RPG = ROWS / GROUPS;
-  constexpr bool VEC = IN % 4 == 0 && W_OFF % 4 == 0;
-  for (int task = threadIdx.x; task < OUT * GROUPS; task += COLLECT_THREADS) {
-    const int j = task % OUT;
-    const int r0 = (task / OUT) * RPG;
-    const float* w = params + W_OFF + j * IN;
-    const float bias = ldg1(params + B_OFF + j);
-    float acc[RPG];
-#pragma unroll
-    for (int r = 0; r < RPG; r++) acc[r] = bias;
-    if constexpr (VEC) {
-      for (int i = 0; i < IN; i += 4) {
-        const float4 w4 = ldg4(w + i);
-#pragma unroll
-        for (int r = 0; r < RPG; r++) {
-          const float4 x4 = *reinterpret_cast<const float4*>(x + (r0 + r) * ldx + i);
-          acc[r] = fadd(acc[r], fmul(w4.x, x4.x));
-          acc[r] = fadd(acc[r], fmul(w4.y, x4.y));
-          acc[r] = fadd(acc[r], fmul(w4.z, x4.z));
-          acc[r] = fadd(acc[r], fmul(w4.w, x4.w));
-        }
-      }
-    } else {
-      for (int i = 0; i < IN; i++) {
-        const float wi = ldg1(w + i);
-#pragma unroll
-        for (int r = 0; r < RPG; r++) acc[r] = fadd(acc[r], fmul(wi, x[(r0 + r) * ldx + i]));
-      }
-    }
-#pragma unroll
-    for (int r = 0; r < RPG; r++) y[(r0 + r) * ldy + j] = activate<ACT>(acc[r]);
-  }
-}
+struct DenseExact {
+  static constexpr int GROUPS = exact_groups(OUT, ROWS);
+  static constexpr int RPG = ROWS / GROUPS;
+  static constexpr int TASKS = OUT * GROUPS;
+  static constexpr int PASSES = (TASKS + COLLECT_THREADS - 1) / COLLECT_THREADS;
+  static constexpr bool VEC = IN % 4 == 0 && W_OFF % 4 == 0;
+  static_assert(PASSES * RPG <= 64, "layer too large for one block's registers: fewer rows per block");
+  float acc[PASSES][RPG];
 
-template <int IN, int OUT, int ACT, int ROWS, int W_OFF, int B_OFF>
-COLLECT_FN void dense_mma(const float* __restrict__ params, const float* x, int ldx, float* y, int ldy) {
-  constexpr int MT = (ROWS + 15) / 16;
-  constexpr int MTW = MT < 4 ? MT : 4;
-  constexpr int MG = (MT + MTW - 1) / MTW;
-  constexpr int NT = (OUT + 7) / 8;
-  constexpr int WARPS = COLLECT_THREADS / 32;
-  constexpr int WN = NT >= 4 * WARPS ? 4 : NT >= 2 * WARPS ? 2 : 1;
-  constexpr int NTASK = (NT + WN - 1) / WN;
-  constexpr int KP = (IN + 15) / 16 * 16;
-  constexpr bool VEC = IN % 4 == 0 && W_OFF % 4 == 0;
-  const int lane = lane_id();
-  const int g = lane >> 2;
-  const int t = lane & 3;
-  for (int task = threadIdx.x >> 5; task < MG * NTASK; task += WARPS) {
-    const int mt0 = (task / NTASK) * MTW;
-    const int n0 = (task % NTASK) * WN * 8;
-    float acc[MTW][WN][4];
+  COLLECT_MEMBER void compute(const float* __restrict__ params, const float* x, int ldx) {
 #pragma unroll
-    for (int m = 0; m < MTW; m++)
+    for (int pass = 0; pass < PASSES; pass++) {
+      const int task = threadIdx.x + pass * COLLECT_THREADS;
+      if (task >= TASKS) break;
+      const int j = task % OUT;
+      const int r0 = (task / OUT) * RPG;
+      const float* w = params + W_OFF + j * IN;
+      const float bias = ldg1(params + B_OFF + j);
+      float* a = acc[pass];
 #pragma unroll
-      for (int n = 0; n < WN; n++)
+      for (int r = 0; r < RPG; r++) a[r] = bias;
+      if constexpr (VEC) {
+        for (int i = 0; i < IN; i += 4) {
+          const float4 w4 = ldg4(w + i);
 #pragma unroll
-        for (int i = 0; i < 4; i++) acc[m][n][i] = 0.0f;
-#pragma unroll 4
-    for (int k = 0; k < KP; k += 16) {
-      const int kk = k + 4 * t;
-      unsigned b[WN][4];
-#pragma unroll
-      for (int n = 0; n < WN; n++) {
-        const int col = n0 + n * 8 + g;
-        const float* w = params + W_OFF + col * IN + kk;
-        float4 w4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        if (col < OUT) {
-          if constexpr (VEC) {
-            if (kk < IN) w4 = ldg4(w);
-          } else {
-            if (kk < IN) w4.x = ldg1(w);
-            if (kk + 1 < IN) w4.y = ldg1(w + 1);
-            if (kk + 2 < IN) w4.z = ldg1(w + 2);
-            if (kk + 3 < IN) w4.w = ldg1(w + 3);
+          for (int r = 0; r < RPG; r++) {
+            const float4 x4 = *reinterpret_cast<const float4*>(x + (r0 + r) * ldx + i);
+            a[r] = fadd(a[r], fmul(w4.x, x4.x));
+            a[r] = fadd(a[r], fmul(w4.y, x4.y));
+            a[r] = fadd(a[r], fmul(w4.z, x4.z));
+            a[r] = fadd(a[r], fmul(w4.w, x4.w));
           }
         }
-        b[n][0] = to_tf32(w4.x);
-        b[n][1] = to_tf32(w4.y);
-        b[n][2] = to_tf32(w4.z);
-        b[n][3] = to_tf32(w4.w);
-      }
+      } else {
+        for (int i = 0; i < IN; i++) {
+          const float wi = ldg1(w + i);
 #pragma unroll
-      for (int m = 0; m < MTW; m++) {
-        if (MG > 1 && mt0 + m >= MT) break;
-        const int row = (mt0 + m) * 16 + g;
-        const float* xr = x + row * ldx + kk;
-        const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        const float4 lo = row < ROWS ? *reinterpret_cast<const float4*>(xr) : zero;
-        const float4 hi = row + 8 < ROWS ? *reinterpret_cast<const float4*>(xr + 8 * ldx) : zero;
-        const unsigned a0[4] = {to_tf32(lo.x), to_tf32(hi.x), to_tf32(lo.y), to_tf32(hi.y)};
-        const unsigned a1[4] = {to_tf32(lo.z), to_tf32(hi.z), to_tf32(lo.w), to_tf32(hi.w)};
+          for (int r = 0; r < RPG; r++) a[r] = fadd(a[r], fmul(wi, x[(r0 + r) * ldx + i]));
+        }
+      }
+    }
+  }
+
+  COLLECT_MEMBER void store(const float* __restrict__, float* y, int ldy) const {
+#pragma unroll
+    for (int pass = 0; pass < PASSES; pass++) {
+      const int task = threadIdx.x + pass * COLLECT_THREADS;
+      if (task >= TASKS) break;
+      const int j = task % OUT;
+      const int r0 = (task / OUT) * RPG;
+#pragma unroll
+      for (int r = 0; r < RPG; r++) y[(r0 + r) * ldy + j] = activate<ACT>(acc[pass][r]);
+    }
+  }
+};
+
+// Tensor-core path: warp task = MTW m16 tiles x WN n8 tiles; a warp holds all its PASSES tasks.
+template <int IN, int OUT, int ACT, int ROWS, int W_OFF, int B_OFF>
+struct DenseMma {
+  static constexpr int MT = (ROWS + 15) / 16;
+  static constexpr int MTW = MT < 4 ? MT : 4;
+  static constexpr int MG = (MT + MTW - 1) / MTW;
+  static constexpr int NT = (OUT + 7) / 8;
+  static constexpr int WARPS = COLLECT_THREADS / 32;
+  static constexpr int WN = NT >= 4 * WARPS ? 4 : NT >= 2 * WARPS ? 2 : 1;
+  static constexpr int NTASK = (NT + WN - 1) / WN;
+  static constexpr int TASKS = MG * NTASK;
+  static constexpr int PASSES = (TASKS + WARPS - 1) / WARPS;
+  static constexpr int KP = (IN + 15) / 16 * 16;
+  static constexpr bool VEC = IN % 4 == 0 && W_OFF % 4 == 0;
+  static_assert(PASSES * MTW * WN * 4 <= 64, "layer too large for one block's registers: fewer rows per block");
+  float acc[PASSES][MTW][WN][4];
+
+  COLLECT_MEMBER void compute(const float* __restrict__ params, const float* x, int ldx) {
+    const int lane = lane_id();
+    const int g = lane >> 2;
+    const int t = lane & 3;
+#pragma unroll
+    for (int pass = 0; pass < PASSES; pass++) {
+      const int task = (threadIdx.x >> 5) + pass * WARPS;
+      if (task >= TASKS) break;
+      const int mt0 = (task / NTASK) * MTW;
+      const int n0 = (task % NTASK) * WN * 8;
+      float(*c)[WN][4] = acc[pass];
+#pragma unroll
+      for (int m = 0; m < MTW; m++)
+#pragma unroll
+        for (int n = 0; n < WN; n++)
+#pragma unroll
+          for (int i = 0; i < 4; i++) c[m][n][i] = 0.0f;
+#pragma unroll 4
+      for (int k = 0; k < KP; k += 16) {
+        const int kk = k + 4 * t;
+        unsigned b[WN][4];
 #pragma unroll
         for (int n = 0; n < WN; n++) {
-          const unsigned b0[2] = {b[n][0], b[n][1]};
-          const unsigned b1[2] = {b[n][2], b[n][3]};
-          mma_tf32_16x8x8(acc[m][n], a0, b0);
-          mma_tf32_16x8x8(acc[m][n], a1, b1);
+          const int col = n0 + n * 8 + g;
+          const float* w = params + W_OFF + col * IN + kk;
+          float4 w4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+          if (col < OUT) {
+            if constexpr (VEC) {
+              if (kk < IN) w4 = ldg4(w);
+            } else {
+              if (kk < IN) w4.x = ldg1(w);
+              if (kk + 1 < IN) w4.y = ldg1(w + 1);
+              if (kk + 2 < IN) w4.z = ldg1(w + 2);
+              if (kk + 3 < IN) w4.w = ldg1(w + 3);
+            }
+          }
+          b[n][0] = to_tf32(w4.x);
+          b[n][1] = to_tf32(w4.y);
+          b[n][2] = to_tf32(w4.z);
+          b[n][3] = to_tf32(w4.w);
+        }
+#pragma unroll
+        for (int m = 0; m < MTW; m++) {
+          if (MG > 1 && mt0 + m >= MT) break;
+          const int row = (mt0 + m) * 16 + g;
+          const float* xr = x + row * ldx + kk;
+          const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+          const float4 lo = row < ROWS ? *reinterpret_cast<const float4*>(xr) : zero;
+          const float4 hi = row + 8 < ROWS ? *reinterpret_cast<const float4*>(xr + 8 * ldx) : zero;
+          const unsigned a0[4] = {to_tf32(lo.x), to_tf32(hi.x), to_tf32(lo.y), to_tf32(hi.y)};
+          const unsigned a1[4] = {to_tf32(lo.z), to_tf32(hi.z), to_tf32(lo.w), to_tf32(hi.w)};
+#pragma unroll
+          for (int n = 0; n < WN; n++) {
+            const unsigned b0[2] = {b[n][0], b[n][1]};
+            const unsigned b1[2] = {b[n][2], b[n][3]};
+            mma_tf32_16x8x8(c[m][n], a0, b0);
+            mma_tf32_16x8x8(c[m][n], a1, b1);
+          }
         }
       }
     }
-#pragma unroll
-    for (int m = 0; m < MTW; m++)
-#pragma unroll
-      for (int n = 0; n < WN; n++)
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-          const int row = (mt0 + m) * 16 + g + (i >= 2 ? 8 : 0);
-          const int col = n0 + n * 8 + 2 * t + (i & 1);
-          if (row < ROWS && col < OUT) {
-            y[row * ldy + col] = activate<ACT>(acc[m][n][i] + ldg1(params + B_OFF + col));
-          }
-        }
   }
-}
+
+  COLLECT_MEMBER void store(const float* __restrict__ params, float* y, int ldy) const {
+    const int lane = lane_id();
+    const int g = lane >> 2;
+    const int t = lane & 3;
+#pragma unroll
+    for (int pass = 0; pass < PASSES; pass++) {
+      const int task = (threadIdx.x >> 5) + pass * WARPS;
+      if (task >= TASKS) break;
+      const int mt0 = (task / NTASK) * MTW;
+      const int n0 = (task % NTASK) * WN * 8;
+#pragma unroll
+      for (int m = 0; m < MTW; m++)
+#pragma unroll
+        for (int n = 0; n < WN; n++)
+#pragma unroll
+          for (int i = 0; i < 4; i++) {
+            const int row = (mt0 + m) * 16 + g + (i >= 2 ? 8 : 0);
+            const int col = n0 + n * 8 + 2 * t + (i & 1);
+            if (row < ROWS && col < OUT) {
+              y[row * ldy + col] = activate<ACT>(acc[pass][m][n][i] + ldg1(params + B_OFF + col));
+            }
+          }
+    }
+  }
+};
+
+template <bool C, class A, class B>
+struct pick_type {
+  using type = A;
+};
+template <class A, class B>
+struct pick_type<false, A, B> {
+  using type = B;
+};
 
 // One dense layer of the block's tile, with the path the build selects (see the header).
 template <int IN, int OUT, int ACT, int ROWS, int W_OFF, int B_OFF>
+using Dense = typename pick_type<COLLECT_TF32 && OUT >= 8, DenseMma<IN, OUT, ACT, ROWS, W_OFF, B_OFF>,
+                                 DenseExact<IN, OUT, ACT, ROWS, W_OFF, B_OFF>>::type;
+
+// Y = layer(X) with Y distinct from X.
+template <int IN, int OUT, int ACT, int ROWS, int W_OFF, int B_OFF>
 COLLECT_FN void dense_tile(const float* __restrict__ params, const float* x, int ldx, float* y, int ldy) {
-  if constexpr (COLLECT_TF32 && OUT >= 8) {
-    dense_mma<IN, OUT, ACT, ROWS, W_OFF, B_OFF>(params, x, ldx, y, ldy);
-  } else {
-    dense_exact<IN, OUT, ACT, ROWS, W_OFF, B_OFF>(params, x, ldx, y, ldy);
-  }
+  Dense<IN, OUT, ACT, ROWS, W_OFF, B_OFF> layer;
+  layer.compute(params, x, ldx);
+  layer.store(params, y, ldy);
+}
+
+// X = layer(X) in place: every thread has read X (its accumulators are in registers) before any
+// thread overwrites it, so one buffer serves a chain of layers.
+template <int IN, int OUT, int ACT, int ROWS, int W_OFF, int B_OFF>
+COLLECT_FN void dense_inplace(const float* __restrict__ params, float* x, int ldx) {
+  Dense<IN, OUT, ACT, ROWS, W_OFF, B_OFF> layer;
+  layer.compute(params, x, ldx);
+  block_sync();
+  layer.store(params, x, ldx);
 }
 
 // The seed design's per-thread layer: one thread computes all OUT outputs of its own row, reading
 // every weight from global memory (kept for the benchmark's comparison). Same arithmetic as
-// dense_exact, so the two variants agree bit for bit.
+// the exact path, so the two variants agree bit for bit.
 template <int IN, int OUT, int ACT, int W_OFF, int B_OFF>
 COLLECT_FN void dense_thread(const float* __restrict__ params, const float* x, float* y) {
   for (int j = 0; j < OUT; j++) {

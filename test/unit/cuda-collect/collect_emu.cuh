@@ -26,6 +26,7 @@
 #define __forceinline__ inline
 #define COLLECT_DEVICE static inline
 #define COLLECT_FN static inline
+#define COLLECT_MEMBER inline
 
 struct alignas(16) float4 {
   float x, y, z, w;

@@ -41,56 +41,59 @@ static void store_rows(const Job& j, const float* y, int ld) {
   }
 }
 
-// Buffer plans as the collection kernels use them (q aliases the state rows).
+// Buffer plans as the collection kernels use them.
 template <int HEAD, int R>
 static void run_dueling(const Job& j) {
   COLLECT_SMEM(smem, 1 << 18);
-  float* xs = smem;
-  DuelingBuffers b;
-  b.xs = xs;
-  b.q = xs;
-  b.h0 = xs + R * LD_STATE;
-  b.h1 = b.h0 + R * LD_TRUNK;
-  b.v = b.h1 + R * LD_TRUNK;
-  b.a = b.v + R * LD_ATOMS;
-  load_rows(j, xs, LD_STATE);
+  float* act = smem;
+  float* rest = act + R * LD_TRUNK;
+  load_rows(j, act, LD_TRUNK);
   if constexpr (HEAD == HEAD_PLAIN) {
-    dueling_q<R>(j.params, b);
+    float* v = rest;
+    float* a = v + R;
+    dueling_q<0, R>(j.params, act, v, a, act);
+    store_rows(j, act, LD_Q);
   } else if constexpr (HEAD == HEAD_C51) {
-    c51_q<R>(j.params, b, b.a, VMIN, VMAX);
+    C51Buffers b;
+    b.act = act;
+    b.chunk = rest;
+    b.v = b.chunk + R * LD_TRUNK;
+    b.mean = b.v + R * LD_ATOMS;
+    b.q = b.mean + R * LD_ATOMS;
+    c51_q<0, R>(j.params, b, VMIN, VMAX);
+    store_rows(j, b.q, LD_Q);
   } else {
     constexpr int RC = R * IQN_TC;
-    float* taus = b.a;
-    for (int task = threadIdx.x; task < R * IQN_K; task += COLLECT_THREADS) taus[task] = j.taus[task];
-    IqnBuffers w;
-    w.taus = taus;
-    w.ld_tau = IQN_K;
-    w.hq = taus + R * IQN_K;
-    w.hs = w.hq + RC * LD_TRUNK;
-    b.h0 = nullptr;
-    iqn_q<R, IQN_K, IQN_TC>(j.params, b, w);
+    IqnBuffers b;
+    b.act = act;
+    b.taus = rest;
+    b.ld_tau = IQN_K;
+    b.hq = b.taus + R * IQN_K;
+    b.va = b.hq + RC * LD_TRUNK;
+    b.q = b.va + RC * LD_VA;
+    for (int task = threadIdx.x; task < R * IQN_K; task += COLLECT_THREADS) b.taus[task] = j.taus[task];
+    iqn_q<0, R, IQN_K, IQN_TC>(j.params, b);
+    store_rows(j, b.q, LD_Q);
   }
-  store_rows(j, b.q, LD_Q);
 }
 
 static void run_ppo_or_curiosity(const Job& j) {
   COLLECT_SMEM(smem, 1 << 18);
   float* xs = smem;
-  float* ha = xs + ROWS * LD_CRITIC;
-  float* hb = ha + ROWS * LD_CRITIC;
-  float* y = hb + ROWS * LD_CRITIC;
+  float* act = xs + ROWS * LD_STATE;
+  float* y = act + ROWS * LD_CRITIC;
   if (j.net == "actor") {
     load_rows(j, xs, LD_STATE);
-    actor_logits<ROWS>(j.params, xs, ha, y);
+    actor_logits<0, ROWS>(j.params, xs, act, y);
     store_rows(j, y, LD_Q);
   } else if (j.net == "critic") {
     load_rows(j, xs, LD_STATE);
-    critic_value<ROWS>(j.params, xs, ha, hb, y, 16);
-    store_rows(j, y, 16);
+    critic_value<0, ROWS>(j.params, xs, act, y, 1);
+    store_rows(j, y, 1);
   } else {
-    load_rows(j, xs, LD_CUR_IN);
-    curiosity_predict<ROWS>(j.params, xs, ha, y);
-    store_rows(j, y, LD_CUR_OUT);
+    load_rows(j, xs, LD_CURIOSITY);
+    curiosity_predict<0, ROWS>(j.params, xs);
+    store_rows(j, xs, LD_CURIOSITY);
   }
 }
 
@@ -115,13 +118,13 @@ static void print_layout() {
               Dueling<2>::S1_W, Dueling<2>::S1_B, Dueling<2>::TE_W, Dueling<2>::TE_B, Dueling<2>::V0_W,
               Dueling<2>::V0_B, Dueling<2>::V1_W, Dueling<2>::V1_B, Dueling<2>::A0_W, Dueling<2>::A0_B,
               Dueling<2>::A1_W, Dueling<2>::A1_B, Dueling<2>::SIZE);
-  std::printf("\"actor\": [%d,%d,%d,%d,%d,%d,%d],", Actor::L0_W, Actor::L0_B, Actor::L1_W, Actor::L1_B,
-              Actor::L2_W, Actor::L2_B, Actor::SIZE);
-  std::printf("\"critic\": [%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d],", Critic::L0_W, Critic::L0_B, Critic::L1_W,
-              Critic::L1_B, Critic::L2_W, Critic::L2_B, Critic::L3_W, Critic::L3_B, Critic::L4_W, Critic::L4_B,
-              Critic::L5_W, Critic::L5_B, Critic::SIZE);
-  std::printf("\"curiosity\": [%d,%d,%d,%d,%d]}\n", Curiosity::L0_W, Curiosity::L0_B, Curiosity::L1_W,
-              Curiosity::L1_B, Curiosity::SIZE);
+  std::printf("\"actor\": [%d,%d,%d,%d,%d,%d,%d],", Actor<>::L0_W, Actor<>::L0_B, Actor<>::L1_W, Actor<>::L1_B,
+              Actor<>::L2_W, Actor<>::L2_B, Actor<>::SIZE);
+  std::printf("\"critic\": [%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d],", Critic<>::L0_W, Critic<>::L0_B, Critic<>::L1_W,
+              Critic<>::L1_B, Critic<>::L2_W, Critic<>::L2_B, Critic<>::L3_W, Critic<>::L3_B, Critic<>::L4_W, Critic<>::L4_B,
+              Critic<>::L5_W, Critic<>::L5_B, Critic<>::SIZE);
+  std::printf("\"curiosity\": [%d,%d,%d,%d,%d]}\n", Curiosity<>::L0_W, Curiosity<>::L0_B, Curiosity<>::L1_W,
+              Curiosity<>::L1_B, Curiosity<>::SIZE);
 }
 
 int main(int argc, char** argv) {
@@ -139,9 +142,9 @@ int main(int argc, char** argv) {
   if (j.net == "plain") size = Dueling<0>::SIZE, j.rows = ROWS, j.in = STATE_DIM, j.out_width = NUM_ACTIONS;
   else if (j.net == "c51") size = Dueling<1>::SIZE, j.rows = C51_ROWS, j.in = STATE_DIM, j.out_width = NUM_ACTIONS;
   else if (j.net == "iqn") size = Dueling<2>::SIZE, j.rows = IQN_ROWS, j.in = STATE_DIM, j.out_width = NUM_ACTIONS;
-  else if (j.net == "actor") size = Actor::SIZE, j.rows = ROWS, j.in = STATE_DIM, j.out_width = NUM_ACTIONS;
-  else if (j.net == "critic") size = Critic::SIZE, j.rows = ROWS, j.in = STATE_DIM, j.out_width = 1;
-  else if (j.net == "curiosity") size = Curiosity::SIZE, j.rows = ROWS, j.in = Curiosity::IN, j.out_width = 32;
+  else if (j.net == "actor") size = Actor<>::SIZE, j.rows = ROWS, j.in = STATE_DIM, j.out_width = NUM_ACTIONS;
+  else if (j.net == "critic") size = Critic<>::SIZE, j.rows = ROWS, j.in = STATE_DIM, j.out_width = 1;
+  else if (j.net == "curiosity") size = Curiosity<>::SIZE, j.rows = ROWS, j.in = Curiosity<>::IN, j.out_width = 32;
   else {
     std::fprintf(stderr, "nets_harness: unknown net %s\n", argv[1]);
     return 2;
