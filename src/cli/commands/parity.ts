@@ -1,0 +1,95 @@
+/**
+ * `foxhunt parity`: runs the kernel parity suite (src/parity/cases.ts) on one backend against
+ * the TS reference, one line per case, and optionally writes the report as JSON and as the
+ * Markdown section docs/PARITY.md records. Needs only node and the built package (no npm, no
+ * Vitest), so it runs on a GPU host from the portable bundle.
+ */
+import { execFileSync } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { type BackendRequest, chooseBackend, describeChoice } from '../../backend/index.js';
+import { BackendUnavailableError } from '../../backend/types.js';
+import { describeFailure, formatMarkdown, runParity } from '../../parity/run.js';
+import { parseFlags } from '../args.js';
+import { type Command, UserError } from '../main.js';
+
+const usage = `usage: foxhunt parity [--backend auto|cpu|webgpu|cuda] [options]
+
+Runs every kernel parity case on one backend against the plain TS reference: exact equality for
+integer outputs, atol + rtol * |expected| for floats. Prints one line per case; exits 1 if any
+case fails.
+
+  --backend NAME     auto (default: CUDA, then hardware WebGPU, then CPU), cpu, webgpu or cuda
+  --case TEXT        only the cases whose name contains TEXT
+  --json FILE        write the full report (date, device, limits, per-case errors) as JSON
+  --markdown FILE    write the report as a Markdown section for docs/PARITY.md
+  --commit SHA       commit recorded in the report (default: $FOXHUNT_COMMIT, else git, else unknown)`;
+
+const BACKENDS = ['auto', 'cpu', 'webgpu', 'cuda'];
+
+function currentCommit(): string {
+  if (process.env.FOXHUNT_COMMIT) return process.env.FOXHUNT_COMMIT;
+  try {
+    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { stdio: ['ignore', 'pipe', 'ignore'] })
+      .toString()
+      .trim();
+  } catch {
+    return 'unknown';
+  }
+}
+
+async function run(args: string[]): Promise<number> {
+  const { values, positionals } = parseFlags(
+    args,
+    {
+      backend: { type: 'string', default: 'auto' },
+      case: { type: 'string' },
+      json: { type: 'string' },
+      markdown: { type: 'string' },
+      commit: { type: 'string' },
+    },
+    usage,
+  );
+  if (positionals.length > 0) throw new UserError(`unexpected argument "${positionals[0]}"\n${usage}`);
+  const request = values.backend as string;
+  if (!BACKENDS.includes(request)) {
+    throw new UserError(`--backend must be one of ${BACKENDS.join(', ')}, got "${request}"`);
+  }
+  let choice: Awaited<ReturnType<typeof chooseBackend>>;
+  try {
+    choice = await chooseBackend(request as BackendRequest);
+  } catch (err) {
+    if (err instanceof BackendUnavailableError) throw new UserError(err.message);
+    throw err;
+  }
+  for (const line of describeChoice(choice)) console.error(line);
+  const { backend } = choice;
+  try {
+    const report = await runParity(backend, {
+      filter: values.case as string | undefined,
+      commit: (values.commit as string | undefined) ?? currentCommit(),
+      onResult: (r) => {
+        const errs = Object.values(r.outputs).map((c) => c.maxAbsErr);
+        const max = Math.max(0, ...errs);
+        const err = errs.length ? `max abs err ${max === 0 ? '0' : max.toExponential(2)}, ` : '';
+        console.log(`${r.pass ? 'pass' : 'FAIL'}  ${r.name}  (${err}${r.ms.toFixed(0)} ms)`);
+        if (!r.pass) console.log(describeFailure(r).replace(/^/gm, '      '));
+      },
+    });
+    if (report.results.length === 0) throw new UserError(`no parity case matches --case "${values.case}"`);
+    if (values.json) await writeFile(values.json as string, `${JSON.stringify(report, null, 2)}\n`);
+    if (values.markdown) await writeFile(values.markdown as string, formatMarkdown(report));
+    console.log(
+      `${report.passed} passed, ${report.failed} failed on ${backend.kind} (${backend.info.device})`,
+    );
+    return report.pass ? 0 : 1;
+  } finally {
+    backend.destroy();
+  }
+}
+
+export const parityCommand: Command = {
+  name: 'parity',
+  summary: 'check every kernel on a backend against the TS reference',
+  usage,
+  run,
+};
