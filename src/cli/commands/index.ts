@@ -1,5 +1,5 @@
 /** The registry of CLI commands: add a command's module here. */
 import type { Command } from '../main.js';
-import { parityCommand } from './parity.js';
+import { doctorCommand } from './doctor.js';
 
-export const commands: Command[] = [parityCommand];
+export const commands: Command[] = [doctorCommand];

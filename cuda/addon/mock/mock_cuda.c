@@ -1,0 +1,275 @@
+/*
+ * A stand-in for libcuda.so.1 and libnvrtc.so for the tests of machines without a GPU (built by
+ * test/unit/cuda-mock.test.ts, loaded through FOXHUNT_LIBCUDA / FOXHUNT_NVRTC). It checks the
+ * plumbing, not CUDA: "device memory" is host memory, and a launch does not run the kernel but
+ * writes what it received into its first pointer argument:
+ *   u32[0] 0x4b434f4d ('MOCK'), u32[1] launch sequence number, u32[2..4] grid, u32[5..7] block,
+ *   u32[8] shared bytes, u32[9] parameter bytes, then the parameter block itself from byte 40.
+ * Modules are the "cubin" the mock NVRTC returns: "MOCKCUBIN\n" + options + source, and a function
+ * exists if its name appears as ` <name>(` in it. Events read a clock that advances 1 ms per
+ * launch. Stream capture records launches and cuGraphLaunch performs them. Setting
+ * FOXHUNT_MOCK_FAULT makes cuStreamSynchronize fail with CUDA_ERROR_ILLEGAL_ADDRESS.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+
+enum { OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_FOUND = 500, ILLEGAL_ADDRESS = 700 };
+
+typedef struct {
+  char name[128];
+} Function;
+
+typedef struct {
+  Function* fn;
+  unsigned dims[7];
+  size_t size;
+  unsigned char params[256];
+} Launch;
+
+typedef struct {
+  int capturing;
+  Launch* pending;
+  size_t count;
+} Stream;
+
+typedef struct {
+  Launch* launches;
+  size_t count;
+} Graph;
+
+static unsigned sequence = 0;
+
+CUresult cuGetErrorName(CUresult r, const char** s) {
+  switch (r) {
+    case OK: *s = "CUDA_SUCCESS"; return OK;
+    case INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; return OK;
+    case OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; return OK;
+    case NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; return OK;
+    case ILLEGAL_ADDRESS: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; return OK;
+    default: return INVALID_VALUE;
+  }
+}
+
+CUresult cuGetErrorString(CUresult r, const char** s) {
+  switch (r) {
+    case OUT_OF_MEMORY: *s = "out of memory"; return OK;
+    case ILLEGAL_ADDRESS: *s = "an illegal memory access was encountered"; return OK;
+    default: *s = "mock error"; return OK;
+  }
+}
+
+CUresult cuInit(unsigned flags) { return flags == 0 ? OK : INVALID_VALUE; }
+CUresult cuDriverGetVersion(int* v) { *v = 13000; return OK; }
+CUresult cuDeviceGetCount(int* n) { *n = 1; return OK; }
+CUresult cuDeviceGet(int* d, int ordinal) { *d = ordinal; return ordinal == 0 ? OK : INVALID_VALUE; }
+CUresult cuDeviceGetName(char* name, int len, int dev) {
+  (void)dev;
+  strncpy(name, "foxhunt mock GPU", (size_t)len);
+  return OK;
+}
+CUresult cuDeviceGetAttribute(int* v, int attr, int dev) {
+  (void)dev;
+  switch (attr) {
+    case 75: *v = 9; return OK;   /* compute capability major */
+    case 76: *v = 0; return OK;   /* minor */
+    case 16: *v = 132; return OK; /* SMs */
+    case 10: *v = 32; return OK;
+    case 1: *v = 1024; return OK;
+    case 8: *v = 49152; return OK;
+    case 97: *v = 232448; return OK;
+    case 38: *v = 52428800; return OK;
+    case 37: *v = 6144; return OK;
+    case 36: *v = 2619000; return OK;
+    default: return INVALID_VALUE; /* as CUDA 13 does for retired attributes (clock rate) */
+  }
+}
+CUresult cuDeviceTotalMem_v2(size_t* bytes, int dev) { (void)dev; *bytes = (size_t)80 << 30; return OK; }
+CUresult cuDevicePrimaryCtxRetain(void** ctx, int dev) { (void)dev; *ctx = (void*)0x1; return OK; }
+CUresult cuDevicePrimaryCtxRelease_v2(int dev) { (void)dev; return OK; }
+CUresult cuCtxSetCurrent(void* ctx) { return ctx ? OK : INVALID_VALUE; }
+CUresult cuMemGetInfo_v2(size_t* free_, size_t* total) { *free_ = (size_t)79 << 30; *total = (size_t)80 << 30; return OK; }
+
+CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t bytes) {
+  if (bytes == 0) return INVALID_VALUE;
+  if (bytes > ((size_t)1 << 40)) return OUT_OF_MEMORY;
+  void* mem = aligned_alloc(256, (bytes + 255) / 256 * 256);
+  if (!mem) return OUT_OF_MEMORY;
+  memset(mem, 0xAB, bytes); /* garbage, so a missing zero-fill shows */
+  *p = (CUdeviceptr)(uintptr_t)mem;
+  return OK;
+}
+CUresult cuMemFree_v2(CUdeviceptr p) { free((void*)(uintptr_t)p); return OK; }
+CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n, void* s) {
+  (void)s;
+  memset((void*)(uintptr_t)p, v, n);
+  return OK;
+}
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, void* s) {
+  (void)s;
+  memcpy((void*)(uintptr_t)dst, src, n);
+  return OK;
+}
+CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, void* s) {
+  (void)s;
+  memcpy(dst, (const void*)(uintptr_t)src, n);
+  return OK;
+}
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, void* s) {
+  (void)s;
+  memmove((void*)(uintptr_t)dst, (const void*)(uintptr_t)src, n);
+  return OK;
+}
+
+CUresult cuModuleLoadData(void** mod, const void* image) {
+  if (strncmp((const char*)image, "MOCKCUBIN\n", 10) != 0) return INVALID_VALUE;
+  *mod = strdup((const char*)image);
+  return OK;
+}
+CUresult cuModuleUnload(void* mod) { free(mod); return OK; }
+CUresult cuModuleGetFunction(Function** fn, void* mod, const char* name) {
+  char pattern[160];
+  snprintf(pattern, sizeof pattern, " %s(", name);
+  if (!strstr((const char*)mod, pattern)) return NOT_FOUND;
+  *fn = calloc(1, sizeof(Function)); /* leaked with the module: fine for a test double */
+  strncpy((*fn)->name, name, sizeof((*fn)->name) - 1);
+  return OK;
+}
+
+static void perform(const Launch* l) {
+  sequence++;
+  if (l->size < 8) return;
+  CUdeviceptr first;
+  memcpy(&first, l->params, 8);
+  uint32_t* out = (uint32_t*)(uintptr_t)first;
+  out[0] = 0x4b434f4d;
+  out[1] = sequence;
+  memcpy(out + 2, l->dims, sizeof l->dims);
+  out[9] = (uint32_t)l->size;
+  memcpy(out + 10, l->params, l->size);
+}
+
+CUresult cuLaunchKernel(Function* fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                        unsigned shared, Stream* s, void** kernelParams, void** extra) {
+  if (kernelParams != NULL) return INVALID_VALUE; /* foxhunt passes one packed block via `extra` */
+  Launch l = {fn, {gx, gy, gz, bx, by, bz, shared}, 0, {0}};
+  if (extra) {
+    if (extra[0] != (void*)1 || extra[2] != (void*)2 || extra[4] != (void*)0) return INVALID_VALUE;
+    l.size = *(size_t*)extra[3];
+    if (l.size > sizeof l.params) return INVALID_VALUE;
+    memcpy(l.params, extra[1], l.size);
+  }
+  if (s && s->capturing) {
+    s->pending = realloc(s->pending, (s->count + 1) * sizeof(Launch));
+    s->pending[s->count++] = l;
+    return OK;
+  }
+  perform(&l);
+  return OK;
+}
+
+CUresult cuStreamCreate(Stream** s, unsigned flags) { (void)flags; *s = calloc(1, sizeof(Stream)); return OK; }
+CUresult cuStreamDestroy_v2(Stream* s) { free(s->pending); free(s); return OK; }
+CUresult cuStreamSynchronize(Stream* s) {
+  (void)s;
+  return getenv("FOXHUNT_MOCK_FAULT") ? ILLEGAL_ADDRESS : OK;
+}
+
+CUresult cuEventCreate(unsigned** ev, unsigned flags) { (void)flags; *ev = calloc(1, sizeof(unsigned)); return OK; }
+CUresult cuEventDestroy_v2(unsigned* ev) { free(ev); return OK; }
+CUresult cuEventRecord(unsigned* ev, Stream* s) { (void)s; *ev = sequence; return OK; }
+CUresult cuEventSynchronize(unsigned* ev) { (void)ev; return OK; }
+CUresult cuEventElapsedTime(float* ms, unsigned* start, unsigned* end) { *ms = (float)(*end - *start); return OK; }
+
+CUresult cuStreamBeginCapture_v2(Stream* s, int mode) {
+  if (s->capturing || mode != 1) return INVALID_VALUE;
+  s->capturing = 1;
+  s->count = 0;
+  return OK;
+}
+CUresult cuStreamEndCapture(Stream* s, Graph** g) {
+  if (!s->capturing) return INVALID_VALUE;
+  *g = calloc(1, sizeof(Graph));
+  (*g)->launches = s->pending;
+  (*g)->count = s->count;
+  s->pending = NULL;
+  s->count = 0;
+  s->capturing = 0;
+  return OK;
+}
+CUresult cuGraphInstantiateWithFlags(Graph** exec, Graph* g, unsigned long long flags) {
+  (void)flags;
+  *exec = calloc(1, sizeof(Graph));
+  (*exec)->count = g->count;
+  (*exec)->launches = malloc(g->count * sizeof(Launch) + 1);
+  memcpy((*exec)->launches, g->launches, g->count * sizeof(Launch));
+  return OK;
+}
+CUresult cuGraphLaunch(Graph* exec, Stream* s) {
+  (void)s;
+  for (size_t i = 0; i < exec->count; i++) perform(&exec->launches[i]);
+  return OK;
+}
+CUresult cuGraphDestroy(Graph* g) { free(g->launches); free(g); return OK; }
+CUresult cuGraphExecDestroy(Graph* g) { return cuGraphDestroy(g); }
+
+/* ---- NVRTC ---- */
+
+typedef struct {
+  char* image;
+  char* log;
+} Program;
+
+const char* nvrtcGetErrorString(int r) { return r == 6 ? "NVRTC_ERROR_COMPILATION" : "NVRTC_ERROR_MOCK"; }
+int nvrtcVersion(int* major, int* minor) { *major = 13; *minor = 0; return 0; }
+int nvrtcCreateProgram(Program** p, const char* src, const char* name, int nh, const char* const* headers,
+                       const char* const* names) {
+  (void)name;
+  size_t size = strlen(src) + 1;
+  for (int i = 0; i < nh; i++) size += strlen(names[i]) + strlen(headers[i]) + 16;
+  *p = calloc(1, sizeof(Program));
+  (*p)->image = calloc(1, size + 1);
+  strcpy((*p)->image, src);
+  /* Headers ride along so tests can see every one arrived under its include name. */
+  for (int i = 0; i < nh; i++) {
+    strcat((*p)->image, "\n//header ");
+    strcat((*p)->image, names[i]);
+    strcat((*p)->image, "\n");
+    strcat((*p)->image, headers[i]);
+  }
+  return 0;
+}
+int nvrtcCompileProgram(Program* p, int n, const char* const* options) {
+  if (strstr(p->image, "#error")) {
+    p->log = strdup("kernel.cu(1): error: mock compile error");
+    return 6;
+  }
+  size_t size = strlen(p->image) + 16;
+  for (int i = 0; i < n; i++) size += strlen(options[i]) + 1;
+  char* cubin = calloc(1, size);
+  strcpy(cubin, "MOCKCUBIN\n");
+  for (int i = 0; i < n; i++) {
+    strcat(cubin, options[i]);
+    strcat(cubin, "\n");
+  }
+  strcat(cubin, p->image);
+  free(p->image);
+  p->image = cubin;
+  p->log = strdup("");
+  return 0;
+}
+int nvrtcGetProgramLogSize(Program* p, size_t* n) { *n = strlen(p->log) + 1; return 0; }
+int nvrtcGetProgramLog(Program* p, char* out) { strcpy(out, p->log); return 0; }
+int nvrtcGetCUBINSize(Program* p, size_t* n) { *n = strlen(p->image) + 1; return 0; }
+int nvrtcGetCUBIN(Program* p, char* out) { memcpy(out, p->image, strlen(p->image) + 1); return 0; }
+int nvrtcDestroyProgram(Program** p) {
+  free((*p)->image);
+  free((*p)->log);
+  free(*p);
+  *p = NULL;
+  return 0;
+}

@@ -1,0 +1,358 @@
+/**
+ * The CUDA backend: the Backend interface on the thin addon (native.ts). One compute stream;
+ * `run` launches in order and returns at once, `download`/`sync` wait on a worker thread.
+ * Kernels are compiled on first use (compile.ts) for the device's architecture and cached.
+ * `capture` records a dispatch sequence into a CUDA graph that replays with one launch.
+ */
+import {
+  type Backend,
+  type BackendInfo,
+  BackendUnavailableError,
+  type DeviceBuffer,
+  DeviceLostError,
+  type Dispatch,
+  type KernelSpec,
+} from '../types.js';
+import { validateDispatch } from '../uniforms.js';
+import { type Compiler, compileCached, compileOptions, findCompiler } from './compile.js';
+import { type CudaNative, type DevicePtr, type Handle, loadNative, type NativeDeviceInfo } from './native.js';
+import { packParams } from './params.js';
+import { cudaPreamble } from './preamble.js';
+import { kernelSource } from './sources.js';
+
+/** A dispatch sequence recorded once and replayed with one graph launch (same buffers, same uniforms). */
+export interface CapturedSequence {
+  /** Enqueues the whole sequence on the compute stream; ordered like `run`. */
+  replay(): void;
+  destroy(): void;
+}
+
+/** Backend extension: CUDA graphs for sequences that repeat unchanged. */
+export interface GraphCapable {
+  capture(dispatches: Dispatch[]): CapturedSequence;
+}
+
+export interface CudaBackendOptions {
+  /** Device ordinal (after CUDA_VISIBLE_DEVICES). */
+  device?: number;
+}
+
+/** Errors after which the context is unusable: the run must restart (from its checkpoint). */
+const LOST_CODES = new Set([
+  'CUDA_ERROR_ILLEGAL_ADDRESS',
+  'CUDA_ERROR_LAUNCH_FAILED',
+  'CUDA_ERROR_ILLEGAL_INSTRUCTION',
+  'CUDA_ERROR_MISALIGNED_ADDRESS',
+  'CUDA_ERROR_HARDWARE_STACK_ERROR',
+  'CUDA_ERROR_ECC_UNCORRECTABLE',
+  'CUDA_ERROR_LAUNCH_TIMEOUT',
+  'CUDA_ERROR_DEVICE_UNAVAILABLE',
+]);
+
+/** Maps a native error to DeviceLostError when the context is gone; other errors pass unchanged. */
+export function translateError(err: unknown): Error {
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && LOST_CODES.has(code)) return new DeviceLostError((err as Error).message);
+  return err instanceof Error ? err : new Error(String(err));
+}
+
+function guarded<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    throw translateError(err);
+  }
+}
+
+class CudaBuffer implements DeviceBuffer {
+  constructor(
+    readonly size: number,
+    readonly label: string,
+    readonly ptr: DevicePtr,
+    readonly owner: CudaBackend,
+  ) {}
+  freed = false;
+}
+
+export class CudaBackend implements Backend, GraphCapable {
+  readonly kind = 'cuda' as const;
+  /** By spec object (the hot path: no hashing per launch), then by source text (equal specs). */
+  private readonly bySpec = new WeakMap<KernelSpec, Handle>();
+  private readonly byText = new Map<string, Handle>();
+  private readonly modules: Handle[] = [];
+  private readonly live = new Set<CudaBuffer>();
+  private readonly options: string[];
+  private destroyed = false;
+
+  constructor(
+    private readonly native: CudaNative,
+    private readonly compiler: Compiler,
+    private readonly stream: Handle,
+    readonly device: NativeDeviceInfo,
+  ) {
+    this.options = compileOptions(device.computeMajor, device.computeMinor);
+  }
+
+  get info(): BackendInfo {
+    const d = this.device;
+    const limits: Record<string, string | number> = {
+      computeCapability: `${d.computeMajor}.${d.computeMinor}`,
+      smCount: d.smCount,
+      memoryMiB: Math.round(d.totalMemory / 2 ** 20),
+      freeMemoryMiB: Math.round(d.freeMemory / 2 ** 20),
+      maxThreadsPerBlock: d.maxThreadsPerBlock,
+      maxSharedPerBlock: d.maxSharedPerBlock,
+      maxSharedPerBlockOptin: d.maxSharedPerBlockOptin,
+      l2CacheBytes: d.l2CacheBytes,
+      compiler: this.compiler.id,
+      timing: 'cuda-events',
+    };
+    if (d.memoryClockKHz) {
+      // Double data rate: two transfers per clock over the bus width.
+      limits.peakMemoryGBs = Math.round((2 * d.memoryClockKHz * 1e3 * (d.memoryBusWidthBits / 8)) / 1e9);
+    }
+    return { kind: this.kind, device: d.name, driver: driverVersionText(d.driverVersion), limits };
+  }
+
+  createBuffer(byteSize: number, label: string): DeviceBuffer {
+    this.checkAlive();
+    if (!Number.isInteger(byteSize) || byteSize < 0) throw new Error(`buffer ${label}: bad size ${byteSize}`);
+    // cuMemAlloc refuses 0 bytes; a 4-byte minimum keeps empty buffers bindable like WebGPU's.
+    const bytes = Math.max(4, Math.ceil(byteSize / 4) * 4);
+    const ptr = guarded(() => this.native.memAlloc(bytes));
+    // Zero-filled like WebGPU buffers, so twins that rely on it agree.
+    guarded(() => this.native.memsetD8Async(ptr, 0, bytes, this.stream));
+    const buf = new CudaBuffer(byteSize, label, ptr, this);
+    this.live.add(buf);
+    return buf;
+  }
+
+  upload(dst: DeviceBuffer, data: ArrayBufferView, dstByteOffset = 0): void {
+    const b = this.own(dst);
+    checkRange(b, dstByteOffset, data.byteLength, 'upload');
+    const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    guarded(() => this.native.memcpyHtoDAsync(b.ptr + BigInt(dstByteOffset), bytes, this.stream));
+  }
+
+  copy(src: DeviceBuffer, dst: DeviceBuffer, byteLength: number, srcByteOffset = 0, dstByteOffset = 0): void {
+    const s = this.own(src);
+    const d = this.own(dst);
+    checkRange(s, srcByteOffset, byteLength, 'copy source');
+    checkRange(d, dstByteOffset, byteLength, 'copy destination');
+    if (byteLength === 0) return;
+    guarded(() =>
+      this.native.memcpyDtoDAsync(
+        d.ptr + BigInt(dstByteOffset),
+        s.ptr + BigInt(srcByteOffset),
+        byteLength,
+        this.stream,
+      ),
+    );
+  }
+
+  run(dispatches: Dispatch[]): void {
+    this.checkAlive();
+    // Compile and check everything first, so a bad dispatch enqueues nothing.
+    const launches = dispatches.map((d) => {
+      validateDispatch(d);
+      const fn = this.functionFor(d.kernel);
+      return {
+        d,
+        fn,
+        params: packParams(
+          d,
+          d.buffers.map((b) => this.own(b).ptr),
+        ),
+      };
+    });
+    for (const { d, fn, params } of launches) {
+      if (d.groups[0] * d.groups[1] * d.groups[2] === 0) continue;
+      const [bx, by, bz] = d.kernel.workgroupSize;
+      guarded(() =>
+        this.native.launchKernel(
+          fn,
+          d.groups[0],
+          d.groups[1],
+          d.groups[2],
+          bx,
+          by,
+          bz,
+          0,
+          this.stream,
+          params,
+        ),
+      );
+    }
+  }
+
+  async download(src: DeviceBuffer, byteOffset = 0, byteLength?: number): Promise<ArrayBuffer> {
+    const b = this.own(src);
+    const length = byteLength ?? b.size - byteOffset;
+    checkRange(b, byteOffset, length, 'download');
+    await this.sync();
+    const out = new ArrayBuffer(length);
+    if (length > 0) {
+      guarded(() => this.native.memcpyDtoH(new Uint8Array(out), b.ptr + BigInt(byteOffset), this.stream));
+    }
+    return out;
+  }
+
+  async sync(): Promise<void> {
+    this.checkAlive();
+    try {
+      await this.native.streamSynchronizeAsync(this.stream);
+    } catch (err) {
+      throw translateError(err);
+    }
+  }
+
+  /** Mean device milliseconds of one pass over `dispatches`, measured over `repeats` passes with events. */
+  async time(dispatches: Dispatch[], repeats = 1): Promise<number> {
+    this.checkAlive();
+    if (!Number.isInteger(repeats) || repeats < 1)
+      throw new Error(`time: repeats must be >= 1, got ${repeats}`);
+    for (const d of dispatches) this.functionFor(d.kernel);
+    const start = guarded(() => this.native.eventCreate());
+    const end = guarded(() => this.native.eventCreate());
+    try {
+      guarded(() => this.native.eventRecord(start, this.stream));
+      for (let r = 0; r < repeats; r++) this.run(dispatches);
+      guarded(() => this.native.eventRecord(end, this.stream));
+      await this.sync();
+      return guarded(() => this.native.eventElapsedTime(start, end)) / repeats;
+    } finally {
+      this.native.eventDestroy(start);
+      this.native.eventDestroy(end);
+    }
+  }
+
+  capture(dispatches: Dispatch[]): CapturedSequence {
+    this.checkAlive();
+    // Module loads are not allowed while a stream captures: compile everything first.
+    for (const d of dispatches) this.functionFor(d.kernel);
+    guarded(() => this.native.streamBeginCapture(this.stream));
+    try {
+      this.run(dispatches);
+    } catch (err) {
+      try {
+        this.native.graphDestroy(this.native.streamEndCapture(this.stream));
+      } catch {
+        // The capture is already invalid; the original error is the one to report.
+      }
+      throw err;
+    }
+    const graph = guarded(() => this.native.streamEndCapture(this.stream));
+    let exec: Handle;
+    try {
+      exec = guarded(() => this.native.graphInstantiate(graph));
+    } finally {
+      this.native.graphDestroy(graph);
+    }
+    let alive = true;
+    return {
+      replay: () => {
+        if (!alive) throw new Error('captured sequence was destroyed');
+        this.checkAlive();
+        guarded(() => this.native.graphLaunch(exec, this.stream));
+      },
+      destroy: () => {
+        if (!alive || this.destroyed) return;
+        alive = false;
+        this.native.graphExecDestroy(exec);
+      },
+    };
+  }
+
+  destroyBuffer(buf: DeviceBuffer): void {
+    const b = this.own(buf);
+    b.freed = true;
+    this.live.delete(b);
+    guarded(() => this.native.memFree(b.ptr));
+  }
+
+  destroy(): void {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    for (const b of this.live) {
+      b.freed = true;
+      this.native.memFree(b.ptr);
+    }
+    this.live.clear();
+    for (const m of this.modules) this.native.moduleUnload(m);
+    this.native.streamDestroy(this.stream);
+    this.native.shutdown();
+  }
+
+  /** The kernel's function handle: compiled (or read from the cache) and loaded on first use. */
+  private functionFor(spec: KernelSpec): Handle {
+    const known = this.bySpec.get(spec);
+    if (known !== undefined) return known;
+    const source = kernelSource(spec.name);
+    const text = cudaPreamble(spec) + source.source;
+    let fn = this.byText.get(text);
+    if (fn === undefined) {
+      const cubin = compileCached(this.compiler, spec.name, text, source.headers, this.options);
+      const mod = guarded(() => this.native.moduleLoadData(cubin));
+      this.modules.push(mod);
+      fn = guarded(() => this.native.moduleGetFunction(mod, spec.name));
+      this.byText.set(text, fn);
+    }
+    this.bySpec.set(spec, fn);
+    return fn;
+  }
+
+  private own(buf: DeviceBuffer): CudaBuffer {
+    this.checkAlive();
+    if (!(buf instanceof CudaBuffer) || buf.owner !== this) {
+      throw new Error(`buffer ${buf.label} does not belong to this CUDA backend`);
+    }
+    if (buf.freed) throw new Error(`buffer ${buf.label} was destroyed`);
+    return buf;
+  }
+
+  private checkAlive(): void {
+    if (this.destroyed) throw new Error('the CUDA backend was destroyed');
+  }
+}
+
+function checkRange(b: CudaBuffer, offset: number, length: number, what: string): void {
+  if (
+    !Number.isInteger(offset) ||
+    !Number.isInteger(length) ||
+    offset < 0 ||
+    length < 0 ||
+    offset + length > b.size
+  ) {
+    throw new Error(
+      `${what}: bytes [${offset}, ${offset + length}) outside buffer ${b.label} of ${b.size} bytes`,
+    );
+  }
+}
+
+/** cuDriverGetVersion's 13000 -> `CUDA 13.0`. */
+export function driverVersionText(v: number): string {
+  return `CUDA ${Math.floor(v / 1000)}.${Math.floor((v % 1000) / 10)}`;
+}
+
+/**
+ * The CUDA backend, or a BackendUnavailableError whose message is the one line a user needs
+ * (addon not built, no driver, no device, no compiler).
+ */
+export async function createCudaBackend(options: CudaBackendOptions = {}): Promise<CudaBackend> {
+  const native = loadNative();
+  try {
+    native.init(options.device ?? 0, process.env.FOXHUNT_LIBCUDA || 'libcuda.so.1');
+  } catch (err) {
+    throw new BackendUnavailableError('cuda', (err as Error).message);
+  }
+  let compiler: Compiler;
+  try {
+    compiler = findCompiler(native);
+  } catch (err) {
+    native.shutdown();
+    throw new BackendUnavailableError('cuda', (err as Error).message);
+  }
+  const device = native.deviceInfo();
+  const stream = native.streamCreate();
+  return new CudaBackend(native, compiler, stream, device);
+}

@@ -1,0 +1,120 @@
+/**
+ * The native surface of `foxhunt_cuda.node` (cuda/addon/addon.cc), one declaration per export, in
+ * the order and with the arguments of the driver / NVRTC call each one wraps. Handles are bigint:
+ * device pointers are plain addresses (`ptr + offset` is valid), everything else is opaque.
+ * Failing calls throw an Error whose `code` is the CUDA error name (or FOXHUNT_*) and whose
+ * `api` is the driver function.
+ */
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { BackendUnavailableError } from '../types.js';
+
+export type Handle = bigint;
+export type DevicePtr = bigint;
+
+export interface NativeDeviceInfo {
+  name: string;
+  /** cuDriverGetVersion: 1000 * major + 10 * minor. */
+  driverVersion: number;
+  totalMemory: number;
+  freeMemory: number;
+  computeMajor: number;
+  computeMinor: number;
+  smCount: number;
+  warpSize: number;
+  maxThreadsPerBlock: number;
+  maxSharedPerBlock: number;
+  maxSharedPerBlockOptin: number;
+  l2CacheBytes: number;
+  memoryBusWidthBits: number;
+  /** Absent where the driver no longer reports clock rates (deprecated in CUDA 13). */
+  clockKHz?: number;
+  memoryClockKHz?: number;
+}
+
+export interface CudaNative {
+  /** Opens the driver at `libPath`, retains device `ordinal`'s primary context and makes it current. */
+  init(ordinal: number, libPath: string): void;
+  /** Releases the primary context; all handles become invalid. */
+  shutdown(): void;
+  deviceInfo(): NativeDeviceInfo;
+  /** Opens NVRTC at `path`; returns its [major, minor] version. */
+  loadNvrtc(path: string): [number, number];
+  /** NVRTC source -> cubin; a compile error throws with the compiler log (also as `log`). */
+  nvrtcCompile(
+    source: string,
+    name: string,
+    headerSources: string[],
+    headerNames: string[],
+    options: string[],
+  ): Uint8Array;
+  moduleLoadData(image: Uint8Array): Handle;
+  moduleUnload(module: Handle): void;
+  moduleGetFunction(module: Handle, name: string): Handle;
+  memAlloc(bytes: number): DevicePtr;
+  memFree(ptr: DevicePtr): void;
+  memsetD8Async(ptr: DevicePtr, value: number, bytes: number, stream: Handle): void;
+  /** `src` may be reused as soon as this returns (the driver stages pageable memory). */
+  memcpyHtoDAsync(dst: DevicePtr, src: ArrayBufferView, stream: Handle): void;
+  /** Ordered on `stream`; returns once `dst.byteLength` bytes are in `dst`. */
+  memcpyDtoH(dst: ArrayBufferView, src: DevicePtr, stream: Handle): void;
+  memcpyDtoDAsync(dst: DevicePtr, src: DevicePtr, bytes: number, stream: Handle): void;
+  /** cuLaunchKernel with the parameters as one packed buffer (see params.ts). */
+  launchKernel(
+    fn: Handle,
+    gridX: number,
+    gridY: number,
+    gridZ: number,
+    blockX: number,
+    blockY: number,
+    blockZ: number,
+    sharedBytes: number,
+    stream: Handle,
+    params: Uint8Array,
+  ): void;
+  streamCreate(): Handle;
+  streamDestroy(stream: Handle): void;
+  streamSynchronize(stream: Handle): void;
+  /** Waits on a worker thread: the event loop keeps running. */
+  streamSynchronizeAsync(stream: Handle): Promise<void>;
+  eventCreate(): Handle;
+  eventDestroy(event: Handle): void;
+  eventRecord(event: Handle, stream: Handle): void;
+  eventSynchronize(event: Handle): void;
+  eventElapsedTime(start: Handle, end: Handle): number;
+  streamBeginCapture(stream: Handle): void;
+  streamEndCapture(stream: Handle): Handle;
+  graphInstantiate(graph: Handle): Handle;
+  graphLaunch(exec: Handle, stream: Handle): void;
+  graphDestroy(graph: Handle): void;
+  graphExecDestroy(exec: Handle): void;
+}
+
+/** The package root: the nearest folder above this module with a package.json (repo or bundle). */
+export function packageRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'package.json'))) {
+    const up = dirname(dir);
+    if (up === dir) throw new Error('foxhunt: package.json not found above src/backend/cuda');
+    dir = up;
+  }
+  return dir;
+}
+
+/** Where `npm ci` (node-gyp) and the bundle put the addon, relative to the package root. */
+export const ADDON_PATH = 'build/Release/foxhunt_cuda.node';
+
+let cached: CudaNative | undefined;
+
+/** Loads the addon once; a missing build is a BackendUnavailableError that says how to build it. */
+export function loadNative(): CudaNative {
+  if (cached) return cached;
+  const file = join(packageRoot(), ADDON_PATH);
+  if (!existsSync(file)) {
+    throw new BackendUnavailableError('cuda', 'CUDA addon not built: run npm ci / npm run build:addon');
+  }
+  cached = createRequire(import.meta.url)(file) as CudaNative;
+  return cached;
+}

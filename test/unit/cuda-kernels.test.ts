@@ -1,0 +1,70 @@
+/**
+ * Every CUDA kernel compiles with nvcc, exactly as the backend would compile it (generated preamble
+ * + `cuda/<name>.cu` + the shared headers), so syntax and type errors show up on machines without a
+ * GPU. Also checks that every driver symbol the addon resolves is one cuda.h declares.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { compileOptions, nvccCandidates, nvccVersion } from '../../src/backend/cuda/compile.js';
+import { packageRoot } from '../../src/backend/cuda/native.js';
+import { cudaPreamble } from '../../src/backend/cuda/preamble.js';
+import { kernels } from '../../src/kernels/registry.js';
+
+const root = packageRoot();
+const cudaDir = join(root, 'cuda');
+const kernelFiles = readdirSync(cudaDir).filter((f) => f.endsWith('.cu'));
+const nvcc = nvccCandidates().find((p) => nvccVersion(p) !== undefined);
+const cudaH = [
+  '/usr/local/cuda/include/cuda.h',
+  join(process.env.CUDA_HOME ?? '/nonexistent', 'include/cuda.h'),
+].find(existsSync);
+
+describe('CUDA kernel sources', () => {
+  it('has a descriptor for every cuda/<name>.cu', () => {
+    expect(kernelFiles.length).toBeGreaterThanOrEqual(3);
+    for (const f of kernelFiles)
+      expect(kernels[f.replace(/\.cu$/, '')], `${f} has no KernelSpec`).toBeDefined();
+  });
+
+  describe.skipIf(!nvcc)('compiled with nvcc for sm_90 (skipped: nvcc not found)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'foxhunt-nvcc-test-'));
+    for (const f of readdirSync(cudaDir).filter((n) => n.endsWith('.cuh'))) {
+      writeFileSync(join(dir, f), readFileSync(join(cudaDir, f)));
+    }
+    it.each(kernelFiles)('%s', (file) => {
+      const name = file.replace(/\.cu$/, '');
+      const src = join(dir, file);
+      writeFileSync(src, cudaPreamble(kernels[name].spec) + readFileSync(join(cudaDir, file), 'utf8'));
+      const out = join(dir, `${name}.cubin`);
+      const res = spawnSync(
+        nvcc!,
+        ['-cubin', ...compileOptions(9, 0), '-Werror', 'all-warnings', '-I', dir, '-o', out, src],
+        {
+          encoding: 'utf8',
+        },
+      );
+      expect(res.status, `${res.stderr}${res.stdout}`).toBe(0);
+      // The exported entry point has the kernel's unmangled name (extern "C"), as cuModuleGetFunction needs.
+      expect(readFileSync(out).includes(Buffer.from(`\0${name}\0`))).toBe(true);
+    });
+  });
+});
+
+describe.skipIf(!cudaH)('the addon driver symbols (skipped: no cuda.h)', () => {
+  it('are all declared by cuda.h', () => {
+    const header = readFileSync(cudaH!, 'utf8');
+    const loader = readFileSync(join(root, 'cuda/addon/loader.cc'), 'utf8');
+    const names = [...loader.matchAll(/"(cu[A-Z]\w+)"/g)].map((m) => m[1]);
+    expect(names.length).toBeGreaterThan(30);
+    for (const name of names) {
+      // Declared directly, or the target of one of cuda.h's versioning macros.
+      const declared = new RegExp(
+        `CUDAAPI ${name}\\(|#define \\w+\\s+(__CUDA_API_PTS[ZD]\\()?${name}\\b`,
+      ).test(header);
+      expect(declared, `${name} is not in cuda.h`).toBe(true);
+    }
+  });
+});
