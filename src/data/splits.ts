@@ -1,0 +1,51 @@
+/**
+ * Chronological train / validation / test splits (SPEC 1). Layout over bars [0, n):
+ *
+ *   [0, L) warm-up | train | L-bar gap | val | L-bar gap | test
+ *
+ * with L = maxLookback. The warm-up bars have no features (they are zeros) and are never states;
+ * the gaps keep every rolling feature window of a split's bars inside that split, up to the
+ * exponentially decayed memory of EMAs. The bars left after warm-up and gaps are shared by
+ * trainFrac / valFrac / the rest, rounding down, with the test split taking the remainder.
+ * A SplitRange [start, end) holds the bars that belong to a split; a state at t also needs bar
+ * t + 1 of the same split, so the last state of a split is end - 2.
+ */
+import type { Config } from '../config.js';
+import type { Splits } from './types.js';
+
+export class SplitError extends Error {
+  override name = 'SplitError';
+}
+
+/**
+ * Splits `n` bars by `cfg.data`. The training split must hold one episode
+ * (`env.episodeBars + 1` bars); validation and test at least 2 bars (one state and its next bar).
+ */
+export function makeSplits(n: number, cfg: Pick<Config, 'data' | 'env'>): Splits {
+  const L = cfg.data.maxLookback;
+  const usable = n - 3 * L;
+  const nTrain = Math.floor(usable * cfg.data.trainFrac);
+  const nVal = Math.floor(usable * cfg.data.valFrac);
+  const nTest = usable - nTrain - nVal;
+  const needTrain = cfg.env.episodeBars + 1;
+  if (nTrain < needTrain || nVal < 2 || nTest < 2) {
+    const need = Math.ceil(
+      3 * L +
+        Math.max(
+          needTrain / cfg.data.trainFrac,
+          3 / cfg.data.valFrac,
+          3 / (1 - cfg.data.trainFrac - cfg.data.valFrac),
+        ),
+    );
+    throw new SplitError(
+      `data too short for the config: ${n} bars minus ${L} warm-up and 2 x ${L} gap bars (data.maxLookback) ` +
+        `leave ${Math.max(0, usable)}, split into train ${Math.max(0, nTrain)} / val ${Math.max(0, nVal)} / test ${Math.max(0, nTest)}; ` +
+        `train needs >= ${needTrain} (env.episodeBars + 1), val and test >= 2. ` +
+        `Use about ${need} bars or more, or lower data.maxLookback / env.episodeBars`,
+    );
+  }
+  const train = { start: L, end: L + nTrain };
+  const val = { start: train.end + L, end: train.end + L + nVal };
+  const test = { start: val.end + L, end: n };
+  return { train, val, test };
+}

@@ -1,0 +1,77 @@
+/**
+ * What a reader hands to validation: the file's columns as f64 (NaN where a cell was rejected,
+ * with the reason kept per row), before any rule about bars is checked. Keeping the readers
+ * (CSV, Parquet) and the rules (validate.ts) apart means both formats obey the same rules.
+ */
+import type { CellProblem } from './cells.js';
+
+/** The columns every file must have, in the order rules are checked. */
+export const REQUIRED_COLUMNS = ['timestamp', 'open', 'high', 'low', 'close', 'volume'] as const;
+
+export interface RawTable {
+  file: string;
+  /** Data rows read (blank lines excluded). */
+  n: number;
+  /** ms since epoch; NaN where the cell was rejected. */
+  timestamp: Float64Array;
+  open: Float64Array;
+  high: Float64Array;
+  low: Float64Array;
+  close: Float64Array;
+  volume: Float64Array;
+  /** Spread in bps from a `spread` column, or null. */
+  spread: Float64Array | null;
+  /** Bid and ask prices (both or neither), used when there is no spread column. */
+  bid: Float64Array | null;
+  ask: Float64Array | null;
+  /** The first rejected cell of each row that has one (0-based data row -> reason). */
+  problems: Map<number, CellProblem>;
+  /** Human location of a 0-based data row, e.g. `data row 3 (line 4)`. */
+  where(row: number): string;
+}
+
+/** A growable f64 column: readers append cell by cell without knowing the row count. */
+export class Column {
+  data: Float64Array;
+  length = 0;
+  constructor(capacity = 1 << 16) {
+    this.data = new Float64Array(capacity);
+  }
+  push(x: number): void {
+    if (this.length === this.data.length) {
+      const next = new Float64Array(this.data.length * 2);
+      next.set(this.data);
+      this.data = next;
+    }
+    this.data[this.length++] = x;
+  }
+}
+
+/**
+ * Maps a header (list of names) to the indices of the columns foxhunt reads. Names match
+ * case-insensitively after trimming; extra columns are ignored. Returns the index per name
+ * (-1 when absent) or the name of the first missing required column.
+ */
+export function findColumns(header: string[]): {
+  index: Record<(typeof REQUIRED_COLUMNS)[number] | 'spread' | 'bid' | 'ask', number>;
+  missing: string | null;
+} {
+  const lower = header.map((h) => h.trim().toLowerCase());
+  const at = (name: string) => lower.indexOf(name);
+  const index = {
+    timestamp: at('timestamp'),
+    open: at('open'),
+    high: at('high'),
+    low: at('low'),
+    close: at('close'),
+    volume: at('volume'),
+    spread: at('spread'),
+    bid: at('bid'),
+    ask: at('ask'),
+  };
+  let missing: string | null = REQUIRED_COLUMNS.find((c) => index[c] < 0) ?? null;
+  // Half a quote is a mistake worth stopping for: the user meant to give a spread.
+  if (!missing && index.spread < 0 && index.bid < 0 !== index.ask < 0)
+    missing = index.bid < 0 ? 'bid' : 'ask';
+  return { index, missing };
+}
