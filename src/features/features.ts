@@ -111,7 +111,7 @@ export function computeFeatures(bars: Bars, maxLookback: number): Float32Array {
     const base = col * n;
     for (let t = L; t < n; t++) {
       const x = cur[t];
-      cols[base + t] = x > FEATURE_CLIP ? FEATURE_CLIP : x < -FEATURE_CLIP ? -FEATURE_CLIP : x;
+      cols[base + t] = x > FEATURE_CLIP ? FEATURE_CLIP : Math.max(x, -FEATURE_CLIP);
     }
     col++;
   };
@@ -182,7 +182,7 @@ export function computeFeatures(bars: Bars, maxLookback: number): Float32Array {
   }
 
   // RSI (Wilder smoothing of gains and losses), mapped to [-1, 1]: (RSI - 50) / 50.
-  const gains = mapSeries(r, (x) => (x > 0 ? x : 0));
+  const gains = mapSeries(r, (x) => Math.max(x, 0));
   const losses = mapSeries(r, (x) => (x < 0 ? -x : 0));
   for (const w of [14, 60]) {
     const g = emaAlpha(gains, 1 / w);

@@ -6,7 +6,7 @@
  */
 
 /** Bars in the window ending at t: min(w, t + 1). */
-export const windowCount = (t: number, w: number) => (t + 1 < w ? t + 1 : w);
+export const windowCount = (t: number, w: number) => Math.min(t + 1, w);
 
 /** out[t] = sum of x over the window of w ending at t. */
 export function rollingSum(x: Float64Array, w: number): Float64Array {

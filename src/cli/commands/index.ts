@@ -1,5 +1,15 @@
 /** The registry of CLI commands: add a command's module here. */
 import type { Command } from '../main.js';
+import { benchDataCommand } from './data-bench.js';
+import { dataCheckCommand } from './data-check.js';
+import { dataFeaturesCommand } from './data-features.js';
+import { dataSynthCommand } from './data-synth.js';
 import { doctorCommand } from './doctor.js';
 
-export const commands: Command[] = [doctorCommand];
+export const commands: Command[] = [
+  dataSynthCommand,
+  dataCheckCommand,
+  dataFeaturesCommand,
+  benchDataCommand,
+  doctorCommand,
+];

@@ -1,0 +1,62 @@
+/**
+ * Pieces shared by the `foxhunt data ...` commands: config loading, loading bars with the repair
+ * flags, and turning data errors into the one-line user errors the CLI prints.
+ */
+import { readFile } from 'node:fs/promises';
+import { type Config, loadConfig } from '../../config.js';
+import { DataError } from '../../data/errors.js';
+import { type LoadOptions, type LoadReport, loadBars } from '../../data/load.js';
+import type { Bars } from '../../data/types.js';
+import { UserError } from '../main.js';
+
+/** Defaults, or defaults <- the JSON file given with --config. */
+export async function configFrom(path: string | undefined): Promise<Config> {
+  if (path === undefined) return loadConfig();
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    throw new UserError(`--config ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  return loadConfig({ text, path });
+}
+
+/** loadBars with data errors as UserErrors (one line: file, row, rule). */
+export async function loadForCli(
+  file: string,
+  opts: LoadOptions,
+): Promise<{ bars: Bars; report: LoadReport }> {
+  try {
+    return await loadBars(file, opts);
+  } catch (err) {
+    if (err instanceof DataError) throw new UserError(err.message);
+    throw err;
+  }
+}
+
+/** One line on what --drop-invalid / --fill-gaps changed, or null when they were not asked for. */
+export function repairLine(report: LoadReport, opts: LoadOptions): string | null {
+  const parts: string[] = [];
+  if (opts.dropInvalid) {
+    parts.push(
+      `dropped ${report.dropped} invalid row(s)${report.firstDropped ? ` (first: ${report.firstDropped})` : ''}`,
+    );
+  }
+  if (opts.fillGaps) parts.push(`filled ${report.filled} missing bar(s) in ${report.gapsFilled} gap(s)`);
+  return parts.length ? parts.join('; ') : null;
+}
+
+/** A duration in ms as text: 500ms, 30s, 1m, 1.5h, 1d. */
+export function formatDuration(ms: number): string {
+  if (!Number.isFinite(ms)) return 'n/a';
+  const units: [number, string][] = [
+    [86_400_000, 'd'],
+    [3_600_000, 'h'],
+    [60_000, 'm'],
+    [1000, 's'],
+  ];
+  for (const [size, unit] of units) {
+    if (Math.abs(ms) >= size) return `${+(ms / size).toFixed(2)}${unit}`;
+  }
+  return `${+ms.toFixed(3)}ms`;
+}
