@@ -61,10 +61,13 @@ export function formatReport(r: DoctorReport): string {
       lines.push('', `${b.kind}: unavailable`, `  ${b.reason}`);
       continue;
     }
-    lines.push('', `${b.kind}: available`, `  device   ${b.device}`, `  driver   ${b.driver}`);
-    const limits = Object.entries(b.limits ?? {});
-    const width = Math.max(0, ...limits.map(([k]) => k.length));
-    for (const [k, v] of limits) lines.push(`  ${k.padEnd(width)}  ${v}`);
+    const rows: [string, string | number][] = [
+      ['device', b.device ?? ''],
+      ['driver', b.driver ?? ''],
+      ...Object.entries(b.limits ?? {}),
+    ];
+    const width = Math.max(...rows.map(([k]) => k.length));
+    lines.push('', `${b.kind}: available`, ...rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`));
   }
   const why = r.auto.skipped.map((s) => `${s.kind} skipped: ${s.reason}`);
   lines.push('', `--backend auto uses ${r.auto.kind}`, ...why.map((w) => `  ${w}`));
