@@ -8,9 +8,10 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } fro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { compileOptions, nvccCandidates, nvccVersion } from '../../src/backend/cuda/compile.js';
-import { packageRoot } from '../../src/backend/cuda/native.js';
+import { compileOptions, findCompiler, nvccCandidates, nvccVersion } from '../../src/backend/cuda/compile.js';
+import { loadNative, packageRoot } from '../../src/backend/cuda/native.js';
 import { cudaPreamble } from '../../src/backend/cuda/preamble.js';
+import { kernelSource } from '../../src/backend/cuda/sources.js';
 import { kernels } from '../../src/kernels/registry.js';
 
 const root = packageRoot();
@@ -50,6 +51,26 @@ describe('CUDA kernel sources', () => {
       // The exported entry point has the kernel's unmangled name (extern "C"), as cuModuleGetFunction needs.
       expect(readFileSync(out).includes(Buffer.from(`\0${name}\0`))).toBe(true);
     });
+  });
+});
+
+describe.skipIf(!nvcc)('the compiler the backend finds here (skipped: nvcc not found)', () => {
+  it('turns a kernel into a cubin that exports it under its own name', () => {
+    // NVRTC where the toolkit has it, else the nvcc fallback: the path a GPU machine takes.
+    const compiler = findCompiler(loadNative());
+    expect(compiler.id).toMatch(/^(nvrtc|nvcc) \d+\.\d+$/);
+    const { source, headers } = kernelSource('philox_stream');
+    const cubin = compiler.compile(
+      'philox_stream',
+      cudaPreamble(kernels.philox_stream.spec) + source,
+      headers,
+      [...compileOptions(9, 0)],
+    );
+    expect(Array.from(cubin.subarray(0, 4))).toEqual([0x7f, 0x45, 0x4c, 0x46]); // ELF
+    expect(Buffer.from(cubin).includes(Buffer.from('\0philox_stream\0'))).toBe(true);
+    expect(() => compiler.compile('broken', 'this is not C++', headers, compileOptions(9, 0))).toThrow(
+      /^CUDA kernel broken failed to compile \((NVRTC|nvcc)\)/,
+    );
   });
 });
 

@@ -352,7 +352,10 @@ export async function createCudaBackend(options: CudaBackendOptions = {}): Promi
     native.shutdown();
     throw new BackendUnavailableError('cuda', (err as Error).message);
   }
-  const device = native.deviceInfo();
-  const stream = native.streamCreate();
-  return new CudaBackend(native, compiler, stream, device);
+  try {
+    return new CudaBackend(native, compiler, native.streamCreate(), native.deviceInfo());
+  } catch (err) {
+    native.shutdown();
+    throw translateError(err);
+  }
 }
