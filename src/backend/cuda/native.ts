@@ -115,6 +115,12 @@ export function loadNative(): CudaNative {
   if (!existsSync(file)) {
     throw new BackendUnavailableError('cuda', 'CUDA addon not built: run npm ci / npm run build:addon');
   }
-  cached = createRequire(import.meta.url)(file) as CudaNative;
+  try {
+    cached = createRequire(import.meta.url)(file) as CudaNative;
+  } catch (err) {
+    // Built for another platform or libc, or a truncated file.
+    const why = (err as Error).message.split('\n')[0];
+    throw new BackendUnavailableError('cuda', `CUDA addon failed to load (${why}): run npm run build:addon`);
+  }
   return cached;
 }
