@@ -1,0 +1,63 @@
+/**
+ * The PPO engine: the four verbs the trainer's loop (src/algo/ppo.ts) needs, so one loop drives
+ * every backend. The CPU engine calls the TS references directly; a GPU engine implements the
+ * same verbs with the collect_ppo and learner kernels, keeping the rollout on the device.
+ * No RL decision lives in an engine beyond what its verbs name; the loop owns the schedule.
+ */
+import type { BackendKind } from '../backend/types.js';
+
+/** Means over the rollout's N * L steps. */
+export interface CollectStats {
+  /** Experiences collected. */
+  steps: number;
+  /** Episodes that ended (done) or were truncated during the rollout. */
+  episodesDone: number;
+  episodesTruncated: number;
+  /** Mean per-step reward and its components (pnl, barrier, risk, diversity, curiosity). */
+  reward: Record<'total' | 'pnl' | 'barrier' | 'risk' | 'diversity' | 'curiosity', number>;
+}
+
+/** Means over the update's minibatches. */
+export interface UpdateStats {
+  total: number;
+  policyLoss: number;
+  valueLoss: number;
+  /** Mean policy entropy, nats. */
+  entropy: number;
+  approxKl: number;
+  clipFrac: number;
+  /** Global actor + critic gradient norm before clipping. */
+  gradNorm: number;
+  /** Samples passed through the loss (minibatches * minibatch size). */
+  samples: number;
+}
+
+export interface PpoParams {
+  actor: Float32Array;
+  critic: Float32Array;
+  curiosity: Float32Array;
+}
+
+/** Everything a resume needs to continue bit for bit: host copies of the device state. */
+export interface PpoSnapshot {
+  params: PpoParams;
+  /** Adam moments (m, v) and step count per network (curiosity's is AdamW). */
+  optim: Record<keyof PpoParams, { m: Float32Array; v: Float32Array; step: number }>;
+  /** Persistent episode buffers (src/env/state.ts layout). */
+  env: { f: Float32Array; i: Int32Array; window: Int32Array };
+}
+
+export interface PpoEngine {
+  readonly backend: BackendKind;
+  /** Runs one rollout of N x L steps (launch `round`), episodes continuing from the last one. */
+  collect(round: number): Promise<CollectStats>;
+  /** PPO update on the last rollout; `round` seeds its shuffles. */
+  update(round: number): Promise<UpdateStats>;
+  /** One AdamW step of the curiosity model on the last rollout; returns its MSE before the step. */
+  trainCuriosity(round: number): Promise<number>;
+  /** Current parameters (host copies or views that stay valid until the next verb). */
+  params(): Promise<PpoParams>;
+  snapshot(): Promise<PpoSnapshot>;
+  restore(snapshot: PpoSnapshot): Promise<void>;
+  destroy(): void;
+}

@@ -1,0 +1,59 @@
+/** Text renderings of validation results for the CLI: the metrics table and one-line summaries. */
+import type { Metrics } from './metrics.js';
+import type { EpochRecord, ValidationReport } from './runlog.js';
+
+const pct = (x: number) => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(2)}%`;
+const num = (x: number, digits = 2) => x.toFixed(digits);
+
+const COLUMNS: [string, (m: Metrics) => string][] = [
+  ['return', (m) => pct(m.totalReturn)],
+  ['sharpe', (m) => num(m.sharpe)],
+  ['sortino', (m) => num(m.sortino)],
+  ['max dd', (m) => pct(-m.maxDrawdown)],
+  ['calmar', (m) => num(m.calmar)],
+  ['hit rate', (m) => `${(100 * m.hitRate).toFixed(1)}%`],
+  ['trades', (m) => String(m.trades)],
+  ['turnover/y', (m) => num(m.turnover, 1)],
+  ['avg hold', (m) => num(m.avgHoldingBars, 1)],
+  ['avg |exp|', (m) => num(m.avgExposure)],
+];
+
+/** Rows policy / buy-and-hold / random, one column per metric, right-aligned. */
+export function metricsTable(v: ValidationReport): string {
+  const rows: [string, Metrics][] = [
+    ['policy', v.policy],
+    ['buy-and-hold', v.buyHold],
+    ['random', v.random],
+  ];
+  const cells = [
+    ['', ...COLUMNS.map(([h]) => h)],
+    ...rows.map(([name, m]) => [name, ...COLUMNS.map(([, f]) => f(m))]),
+  ];
+  const widths = cells[0].map((_, c) => Math.max(...cells.map((r) => r[c].length)));
+  return cells
+    .map((r) => r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  '))
+    .join('\n');
+}
+
+/** One plain line per finished epoch (non-TTY progress). */
+export function epochLine(r: EpochRecord, epochs: number): string {
+  const v = r.validation;
+  const t = r.timeMs;
+  return (
+    `epoch ${r.epoch}/${epochs}  loss ${num(r.losses.total, 4)}  entropy ${num(r.entropy ?? 0, 3)}  ` +
+    `reward ${num(r.reward.total, 4)}  val ${pct(v.policy.totalReturn)} sharpe ${num(v.policy.sharpe)}  ` +
+    `(buy-and-hold ${pct(v.buyHold.totalReturn)} ${num(v.buyHold.sharpe)}, random ${pct(v.random.totalReturn)} ` +
+    `${num(v.random.sharpe)})  ${(t.collect / 1000).toFixed(1)}s collect ${(t.update / 1000).toFixed(1)}s update`
+  );
+}
+
+/** The TTY progress line: a bar over epochs, the current phase and the last validation. */
+export function progressLine(epoch: number, epochs: number, phase: string, last: EpochRecord | null): string {
+  const width = 20;
+  const done = Math.round((width * (epoch - 1)) / epochs);
+  const bar = `${'#'.repeat(done)}${'-'.repeat(width - done)}`;
+  const val = last
+    ? `  last val ${pct(last.validation.policy.totalReturn)} sharpe ${num(last.validation.policy.sharpe)}`
+    : '';
+  return `epoch ${epoch}/${epochs} [${bar}] ${phase.padEnd(10)}${val}`;
+}
