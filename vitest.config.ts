@@ -30,6 +30,10 @@ export default defineConfig({
         test: {
           name: 'browser',
           include: ['test/browser/**/*.test.ts'],
+          provide: {
+            parityReport: process.env.FOXHUNT_PARITY_REPORT ?? '',
+            parityCommit: process.env.FOXHUNT_COMMIT ?? 'unknown',
+          },
           browser: {
             enabled: true,
             headless: true,

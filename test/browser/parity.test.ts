@@ -2,16 +2,19 @@
  * The WebGPU half of the parity suite inside headless Chromium (Vitest browser mode, see
  * vitest.config.ts): the same cases as test/parity, through `navigator.gpu` and the browser's
  * WGSL compiler (Tint on SwiftShader here). A browser without WebGPU fails this suite; it never
- * skips.
+ * skips. With FOXHUNT_PARITY_REPORT=runs/parity-chromium.md (relative to the repository root)
+ * and FOXHUNT_COMMIT=<sha> the run also writes its docs/PARITY.md section there.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { commands } from 'vitest/browser';
 import { chooseBackend, createBackend } from '../../src/backend/index.js';
 import type { Backend } from '../../src/backend/types.js';
 import { parityCases } from '../../src/parity/cases.js';
-import { describeFailure, runCase } from '../../src/parity/run.js';
+import { type CaseResult, describeFailure, formatMarkdown, runCase } from '../../src/parity/run.js';
 
 describe('parity on webgpu in Chromium', () => {
   let backend: Backend;
+  const results: CaseResult[] = [];
 
   beforeAll(async () => {
     if (!('gpu' in navigator)) {
@@ -21,7 +24,23 @@ describe('parity on webgpu in Chromium', () => {
     }
     backend = await createBackend('webgpu');
   });
-  afterAll(() => backend?.destroy());
+  afterAll(async () => {
+    const path = inject('parityReport');
+    if (path && backend) {
+      const passed = results.filter((r) => r.pass).length;
+      const report = {
+        date: new Date().toISOString(),
+        backend: backend.info,
+        commit: inject('parityCommit'),
+        pass: passed === results.length,
+        passed,
+        failed: results.length - passed,
+        results,
+      };
+      await commands.writeFile(path, formatMarkdown(report));
+    }
+    backend?.destroy();
+  });
 
   it('runs in a browser through navigator.gpu', () => {
     expect(typeof window).toBe('object');
@@ -40,6 +59,7 @@ describe('parity on webgpu in Chromium', () => {
   for (const c of parityCases()) {
     it(c.name, async () => {
       const r = await runCase(backend, c);
+      results.push(r);
       expect(r.pass, describeFailure(r)).toBe(true);
     });
   }
