@@ -1,0 +1,113 @@
+import { describe, expect, it } from 'vitest';
+import {
+  applyFlags,
+  type Config,
+  ConfigError,
+  cloneDefaults,
+  defaultConfig,
+  loadConfig,
+  mergeConfig,
+  validateConfig,
+} from '../../src/config.js';
+
+/** The ConfigError thrown by f (failing the test when nothing is thrown). */
+function configError(f: () => unknown): ConfigError {
+  try {
+    f();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return err as ConfigError;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('config', () => {
+  it('defaults pass validation and match SPEC numbers', () => {
+    expect(validateConfig(cloneDefaults())).toEqual(defaultConfig);
+    expect(defaultConfig.data).toMatchObject({
+      trainFrac: 0.7,
+      valFrac: 0.15,
+      maxLookback: 120,
+      defaultSpreadBps: 2,
+    });
+    expect(defaultConfig.env).toMatchObject({
+      feeBps: 1,
+      rebateBps: 0.2,
+      reservePct: 0.05,
+      initialCapital: 1,
+    });
+    expect(defaultConfig.rollout).toEqual({ episodes: 128, steps: 500 });
+  });
+
+  const impossible: [string, (c: Config) => void, string][] = [
+    ['negative fee', (c) => void (c.env.feeBps = -1), 'env.feeBps'],
+    ['no episodes', (c) => void (c.rollout.episodes = 0), 'rollout.episodes'],
+    ['unknown algo', (c) => void ((c.train as { algo: string }).algo = 'sarsa'), 'train.algo'],
+    [
+      'splits leave no test data',
+      (c) => {
+        c.data.trainFrac = 0.8;
+        c.data.valFrac = 0.2;
+      },
+      'data.valFrac',
+    ],
+    ['lookback too short', (c) => void (c.data.maxLookback = 10), 'data.maxLookback'],
+    ['fractional episode length', (c) => void (c.env.episodeBars = 10.5), 'env.episodeBars'],
+    ['epsilon end above start', (c) => void (c.dqn.epsilonEnd = 1.5), 'dqn.epsilonEnd'],
+  ];
+  for (const [what, mutate, field] of impossible) {
+    it(`rejects ${what}, naming ${field}`, () => {
+      const c = cloneDefaults();
+      mutate(c);
+      const err = configError(() => validateConfig(c));
+      expect(err.field).toBe(field);
+      expect(err.message).toContain(field);
+    });
+  }
+
+  it('rejects unknown fields and sections from JSON and flags', () => {
+    expect(
+      configError(() => loadConfig({ text: '{"env": {"feeBsp": 1}}', path: 'c.json' })).message,
+    ).toContain('env.feeBsp');
+    expect(configError(() => loadConfig({ text: '{"nope": {}}', path: 'c.json' })).field).toBe('nope');
+    expect(configError(() => applyFlags(cloneDefaults(), { 'ppo.lamda': '0.9' })).field).toBe('ppo.lamda');
+    expect(configError(() => loadConfig({ text: '{not json', path: 'bad.json' })).message).toContain(
+      'bad.json',
+    );
+  });
+
+  it('rejects a flag or JSON value of the wrong type, naming the field', () => {
+    expect(configError(() => applyFlags(cloneDefaults(), { 'rollout.episodes': 'many' })).field).toBe(
+      'rollout.episodes',
+    );
+    expect(configError(() => applyFlags(cloneDefaults(), { 'env.barrierTerminates': 'yes' })).field).toBe(
+      'env.barrierTerminates',
+    );
+    expect(
+      configError(() => mergeConfig(cloneDefaults(), { env: { feeBps: '1' as unknown as number } })).field,
+    ).toBe('env.feeBps');
+  });
+
+  it('merges JSON over defaults and flags over JSON, coercing flag types', () => {
+    const c = loadConfig(
+      {
+        text: JSON.stringify({ env: { feeBps: 2, stopLossBps: 40 }, train: { algo: 'dqn' } }),
+        path: 'c.json',
+      },
+      { 'env.feeBps': '3', 'env.barrierTerminates': 'false', 'train.algo': 'iqn' },
+    );
+    expect(c.env.feeBps).toBe(3);
+    expect(c.env.stopLossBps).toBe(40);
+    expect(c.env.barrierTerminates).toBe(false);
+    expect(c.train.algo).toBe('iqn');
+    expect(c.env.rebateBps).toBe(defaultConfig.env.rebateBps);
+    // The defaults object itself is never mutated by a merge.
+    expect(defaultConfig.env.feeBps).toBe(1);
+  });
+
+  it('validates after merging: an impossible flag value fails the load', () => {
+    expect(
+      configError(() => loadConfig(undefined, { 'data.trainFrac': '0.9', 'data.valFrac': '0.2' })).field,
+    ).toBe('data.valFrac');
+  });
+});
