@@ -79,6 +79,13 @@ describe('WebGPU backend (Dawn on lavapipe)', () => {
     expect(await u32(backend, c)).toEqual(philoxWords(100, 7, 3));
   });
 
+  it('keeps many runs without a readback correct and in order', async () => {
+    const words = backend.createBuffer(4 * 8, 'words');
+    const steps = 200; // several automatic submits of the pending encoder
+    for (let s = 0; s < steps; s++) backend.run([philoxStreamDispatch(words, philox(8, 0, s))]);
+    expect(await u32(backend, words)).toEqual(philoxWords(8, 0, steps - 1));
+  });
+
   it('orders an upload after the dispatches encoded before it', async () => {
     const n = 3000;
     const data = backend.createBuffer(4 * n, 'data');

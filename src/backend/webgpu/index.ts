@@ -35,6 +35,8 @@ const Usage = {
   QUERY_RESOLVE: 0x200,
 };
 const MAP_READ = 0x1;
+/** Runs encoded before an unrequested submit; see `encode`. */
+const MAX_PENDING_RUNS = 64;
 const COMPUTE_STAGE = 0x4;
 
 /** Limits requested at the adapter's real values instead of WebGPU's conservative defaults. */
@@ -397,6 +399,9 @@ export class WebGpuBackend implements Backend {
       pass.dispatchWorkgroups(x, y, z);
     });
     pass.end();
+    // Many runs without a readback would each hold a uniform buffer until the next submit:
+    // submitting now and then bounds the pool (submission order keeps the semantics).
+    if (this.uniformPending.length >= MAX_PENDING_RUNS) this.flush();
   }
 
   /** Submits everything encoded so far. */
