@@ -5,6 +5,7 @@ import { dataCheckCommand } from './data-check.js';
 import { dataFeaturesCommand } from './data-features.js';
 import { dataSynthCommand } from './data-synth.js';
 import { doctorCommand } from './doctor.js';
+import { simCommand } from './sim.js';
 
 export const commands: Command[] = [
   dataSynthCommand,
@@ -12,4 +13,5 @@ export const commands: Command[] = [
   dataFeaturesCommand,
   benchDataCommand,
   doctorCommand,
+  simCommand,
 ];
