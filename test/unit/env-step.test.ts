@@ -233,6 +233,30 @@ describe('envStep, hand-computed', () => {
     }
   });
 
+  it('a collapse of the account ends the episode and keeps everything finite', () => {
+    const { env, step } = setup([
+      [100, 100, 100, 100],
+      // the short opens at this bar's open and is not barrier-checked in it: the close at 250
+      // marks it straight into a wipe-out
+      [100, 250, 100, 250],
+      [250, 250, 250, 250],
+    ]);
+    const o = step(SHORT_MARKET_ALL);
+    // sell fill 99.99, units = -0.95 / 99.99 = -0.00950095; cash = 1 + 0.95 - 0.95e-4 = 1.949905
+    near(o.units, -0.0095009501);
+    near(o.cash, 1.949905);
+    // V = 1.949905 - 0.00950095 * 250 = -0.42533252 <= 0.01 * V_0
+    near(o.value, -0.4253325238);
+    expect(o.done).toBe(1);
+    expect(o.barrierEvent).toBe(BarrierEvent.None);
+    // position_norm of a non-positive value is the position's sign: risk = -0.5 * (1 - 0.8)
+    expect(o.nextState[52]).toBe(-1);
+    near(o.risk, -0.1);
+    near(o.pnl, -142.5332524, 5e-5);
+    for (const x of o.nextState) expect(Number.isFinite(x)).toBe(true);
+    expect(env.i[EnvI.Restarts]).toBe(1);
+  });
+
   it('diversity penalty starts exactly at the 10th action when entropy is below 1 bit', () => {
     const flatBars: Ohlc[] = Array.from({ length: 30 }, () => [100, 100, 100, 100]);
     // Long, Short alternating then Long: counts after n actions; n < 10 never penalised.
