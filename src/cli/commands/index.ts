@@ -1,11 +1,13 @@
 /** The registry of CLI commands: add a command's module here. */
 import type { Command } from '../main.js';
+import { backtestCommand } from './backtest.js';
 import { benchDataCommand } from './data-bench.js';
 import { dataCheckCommand } from './data-check.js';
 import { dataFeaturesCommand } from './data-features.js';
 import { dataSynthCommand } from './data-synth.js';
 import { doctorCommand } from './doctor.js';
 import { simCommand } from './sim.js';
+import { trainCommand } from './train.js';
 
 export const commands: Command[] = [
   dataSynthCommand,
@@ -14,4 +16,6 @@ export const commands: Command[] = [
   benchDataCommand,
   doctorCommand,
   simCommand,
+  trainCommand,
+  backtestCommand,
 ];

@@ -1,0 +1,164 @@
+/**
+ * PPO training, top to bottom (CleanRL style). One epoch:
+ *   1. collect    N episodes x L steps with the current stochastic policy (episodes carry over)
+ *   2. update     updateEpochs passes of shuffled minibatches: clipped surrogate + value + entropy,
+ *                 global grad-norm clip, Adam
+ *   3. curiosity  one AdamW step of the forward model, every env.curiosityEvery rounds
+ *   4. validate   the greedy policy over the validation split, next to buy-and-hold and random
+ *   5. checkpoint every train.checkpointEvery epochs and after the last one
+ *   6. log        one JSON line to <outDir>/log.jsonl
+ * The engine (src/train/engine.ts) runs 1-3 on its backend; this file owns the schedule. A
+ * non-finite loss, reward or parameter stops the run before anything is written for that epoch,
+ * so the last checkpoint on disk is the last good one.
+ */
+import type { Config } from '../config.js';
+import type { Market, Splits } from '../data/types.js';
+import { backtest, baselines } from '../train/backtest.js';
+import { checkpointDir } from '../train/checkpoint.js';
+import type { PpoEngine, PpoParams } from '../train/engine.js';
+import { ppoGreedyPolicy } from '../train/policies.js';
+import { type DataFingerprint, savePpoCheckpoint } from '../train/ppo_checkpoint.js';
+import { appendLog, type EpochRecord } from '../train/runlog.js';
+
+export type Phase = 'collect' | 'update' | 'curiosity' | 'validate' | 'checkpoint';
+
+export interface PpoRun {
+  cfg: Config;
+  market: Market;
+  splits: Splits;
+  engine: PpoEngine;
+  outDir: string;
+  /** Annualisation of the validation metrics. */
+  barsPerYear: number;
+  data: DataFingerprint;
+  /** 1 for a fresh run; the checkpoint's epoch + 1 on resume. */
+  firstEpoch: number;
+  onPhase?: (epoch: number, phase: Phase) => void;
+  onEpoch?: (record: EpochRecord) => void;
+}
+
+/** Training produced a NaN or an infinity: the message names the epoch and the quantity. */
+export class TrainingDivergedError extends Error {
+  override name = 'TrainingDivergedError';
+}
+
+export async function trainPpo(run: PpoRun): Promise<EpochRecord[]> {
+  const { cfg, engine, market, splits } = run;
+  const seed = cfg.train.seed;
+  const ckptDir = checkpointDir(run.outDir);
+  const { buyHold, random } = baselines(market, splits.val, cfg.env, seed, run.barsPerYear);
+  const records: EpochRecord[] = [];
+  let lastSaved = run.firstEpoch - 1;
+
+  for (let epoch = run.firstEpoch; epoch <= cfg.train.epochs; epoch++) {
+    const round = epoch - 1;
+    const diverged = (what: string, value: number) =>
+      new TrainingDivergedError(
+        `epoch ${epoch}: ${what} is ${value}; the run stopped and ` +
+          (lastSaved > 0
+            ? `the last good checkpoint (epoch ${lastSaved}) in ${ckptDir} is kept (--resume continues from it)`
+            : 'no checkpoint was written') +
+          '. Lower ppo.lr or ppo.maxGradNorm, or check the data',
+      );
+    const finite = (what: string, values: Record<string, number>) => {
+      for (const [k, v] of Object.entries(values)) if (!Number.isFinite(v)) throw diverged(`${what} ${k}`, v);
+    };
+
+    // 1. Collect N x L experiences with the current policy.
+    run.onPhase?.(epoch, 'collect');
+    let t0 = performance.now();
+    const rollout = await engine.collect(round);
+    const collectMs = performance.now() - t0;
+    finite('the mean reward', rollout.reward);
+
+    // 2. PPO update on the rollout.
+    run.onPhase?.(epoch, 'update');
+    t0 = performance.now();
+    const update = await engine.update(round);
+    const updateMs = performance.now() - t0;
+    const { samples, ...losses } = update;
+    finite('the PPO loss', losses);
+
+    // 3. Curiosity forward model.
+    run.onPhase?.(epoch, 'curiosity');
+    t0 = performance.now();
+    let curiosityLoss: number | undefined;
+    if ((round + 1) % cfg.env.curiosityEvery === 0) {
+      curiosityLoss = await engine.trainCuriosity(round);
+      finite('the curiosity loss', { mse: curiosityLoss });
+    }
+    const curiosityMs = performance.now() - t0;
+
+    // 4. Validate the greedy policy.
+    run.onPhase?.(epoch, 'validate');
+    t0 = performance.now();
+    const params = await engine.params();
+    assertFiniteParams(params, (net, value) => diverged(`a ${net} parameter`, value));
+    const policy = backtest(
+      market,
+      splits.val,
+      cfg.env,
+      ppoGreedyPolicy(params.actor),
+      run.barsPerYear,
+    ).metrics;
+    const validateMs = performance.now() - t0;
+
+    const record: EpochRecord = {
+      epoch,
+      algo: 'ppo',
+      backend: engine.backend,
+      losses: {
+        policy: losses.policyLoss,
+        value: losses.valueLoss,
+        entropy: losses.entropy,
+        total: losses.total,
+        approxKl: losses.approxKl,
+        clipFrac: losses.clipFrac,
+        gradNorm: losses.gradNorm,
+        ...(curiosityLoss === undefined ? {} : { curiosity: curiosityLoss }),
+      },
+      reward: rollout.reward,
+      entropy: losses.entropy,
+      throughput: {
+        envStepsPerSec: rollout.steps / (collectMs / 1000),
+        samplesPerSec: samples / (updateMs / 1000),
+      },
+      timeMs: {
+        collect: collectMs,
+        update: updateMs,
+        curiosity: curiosityMs,
+        validate: validateMs,
+        checkpoint: 0,
+      },
+      validation: { policy, buyHold, random },
+    };
+
+    // 5. Checkpoint, then 6. log (the record inside the checkpoint lets a resume restore a lost line).
+    if (epoch % cfg.train.checkpointEvery === 0 || epoch === cfg.train.epochs) {
+      run.onPhase?.(epoch, 'checkpoint');
+      t0 = performance.now();
+      savePpoCheckpoint(ckptDir, await engine.snapshot(), {
+        algo: 'ppo',
+        epoch,
+        seed,
+        backend: engine.backend,
+        config: cfg,
+        data: run.data,
+        rng: { stepBase: epoch * cfg.rollout.steps, update: epoch },
+        record,
+      });
+      record.timeMs.checkpoint = performance.now() - t0;
+      lastSaved = epoch;
+    }
+    appendLog(run.outDir, record);
+    records.push(record);
+    run.onEpoch?.(record);
+  }
+  return records;
+}
+
+function assertFiniteParams(params: PpoParams, fail: (net: string, value: number) => Error): void {
+  for (const [net, p] of Object.entries(params) as [string, Float32Array][]) {
+    for (let k = 0; k < p.length; k++) if (!Number.isFinite(p[k])) throw fail(net, p[k]);
+  }
+}

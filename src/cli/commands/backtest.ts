@@ -1,0 +1,89 @@
+/**
+ * `foxhunt backtest`: the greedy policy of a checkpoint over one split of a data file (or of the
+ * synthetic market it trained on), next to buy-and-hold and the random baseline, with the
+ * checkpoint's costs and config.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { SplitRange } from '../../data/types.js';
+import { backtest, baselines } from '../../train/backtest.js';
+import { STATE_FILE } from '../../train/checkpoint.js';
+import { ppoGreedyPolicy } from '../../train/policies.js';
+import { loadPpoCheckpoint } from '../../train/ppo_checkpoint.js';
+import { metricsTable } from '../../train/report.js';
+import { prepareData } from '../../train/run.js';
+import type { ValidationReport } from '../../train/runlog.js';
+import { parseFlags } from '../args.js';
+import { type Command, UserError } from '../main.js';
+import { asUserError } from './train.js';
+
+const usage = `usage: foxhunt backtest --checkpoint DIR [--data FILE] [--split train|val|test|all] [--json]
+
+Runs the checkpoint's greedy policy over one split as one continuous episode (barriers close
+positions but do not end it), with buy-and-hold and a random policy on the same bars and costs.
+
+  --checkpoint DIR   a run directory (DIR/checkpoint/) or the checkpoint directory itself
+  --data FILE        market bars; default: the synthetic market the checkpoint trained on
+  --split NAME       train, val, test (default) or all (every bar after the warm-up)
+  --json             print the metrics as one JSON object instead of a table`;
+
+const SPLITS = ['train', 'val', 'test', 'all'] as const;
+
+export const backtestCommand: Command = {
+  name: 'backtest',
+  summary: "backtest a checkpoint's greedy policy on a split, next to buy-and-hold and random",
+  usage,
+  async run(args) {
+    const { values, positionals } = parseFlags(
+      args,
+      {
+        checkpoint: { type: 'string' },
+        data: { type: 'string' },
+        split: { type: 'string', default: 'test' },
+        json: { type: 'boolean' },
+      },
+      usage,
+    );
+    if (positionals.length) throw new UserError(`unexpected argument "${positionals[0]}"\n${usage}`);
+    if (values.checkpoint === undefined) throw new UserError(`--checkpoint DIR is required\n${usage}`);
+    const split = String(values.split) as (typeof SPLITS)[number];
+    if (!SPLITS.includes(split))
+      throw new UserError(`--split must be one of ${SPLITS.join(', ')}, got "${split}"`);
+    const given = String(values.checkpoint);
+    const dir = existsSync(join(given, 'checkpoint', STATE_FILE)) ? join(given, 'checkpoint') : given;
+
+    return asUserError(async () => {
+      const { state, snapshot } = loadPpoCheckpoint(dir);
+      const cfg = state.config;
+      const dataFile = values.data as string | undefined;
+      if (dataFile === undefined && state.data.source !== 'synthetic') {
+        throw new UserError(
+          `the checkpoint trained on ${state.data.source}: pass it (or other bars) with --data`,
+        );
+      }
+      const data = await prepareData(cfg, dataFile);
+      const range: SplitRange =
+        split === 'all' ? { start: cfg.data.maxLookback, end: data.market.n } : data.splits[split];
+      const report: ValidationReport = {
+        policy: backtest(
+          data.market,
+          range,
+          cfg.env,
+          ppoGreedyPolicy(snapshot.params.actor),
+          data.barsPerYear,
+        ).metrics,
+        ...baselines(data.market, range, cfg.env, cfg.train.seed, data.barsPerYear),
+      };
+      if (values.json) {
+        console.log(JSON.stringify({ checkpoint: dir, epoch: state.epoch, split, range, ...report }));
+      } else {
+        console.log(
+          `backtest of ${dir} (epoch ${state.epoch}) on ${dataFile ?? 'the synthetic market'}, ` +
+            `${split} split: bars [${range.start}, ${range.end})`,
+        );
+        console.log(metricsTable(report));
+      }
+      return 0;
+    });
+  },
+};

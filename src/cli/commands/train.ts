@@ -1,0 +1,165 @@
+/**
+ * `foxhunt train`: trains an agent (PPO for now) on a data file or the built-in synthetic market,
+ * writes `<out>/log.jsonl` and `<out>/checkpoint/`, and prints the validation table at the end.
+ * Progress goes to stderr (a bar on a TTY, one line per epoch otherwise); the table to stdout.
+ */
+import { readFile } from 'node:fs/promises';
+import {
+  applyFlags,
+  type Config,
+  cloneDefaults,
+  type DeepPartial,
+  mergeConfig,
+  validateConfig,
+} from '../../config.js';
+import { epochLine, metricsTable, progressLine } from '../../train/report.js';
+import { resumeConfig, runTraining } from '../../train/run.js';
+import type { EpochRecord } from '../../train/runlog.js';
+import { intFlag, parseFlags } from '../args.js';
+import { type Command, UserError } from '../main.js';
+
+const usage = `usage: foxhunt train --algo ppo [--backend auto|cpu|webgpu|cuda] [--data FILE] [--epochs E]
+                     [--seed S] [--out DIR] [--config FILE] [--resume] [--section.field value ...]
+
+Trains on FILE (CSV or Parquet bars), or on the built-in synthetic market (data.synthBars bars,
+generated from the seed) when --data is not given. Every epoch appends a JSON line to
+DIR/log.jsonl and writes DIR/checkpoint/ (see docs/TRAINING.md).
+
+  --algo ppo           algorithm (ppo; dqn, c51, iqn are not implemented yet)
+  --backend KIND       auto (default: cuda, then hardware webgpu, then cpu), cpu, webgpu or cuda
+  --data FILE          market bars; default: the synthetic market
+  --epochs E           epochs to run (train.epochs, default 20)
+  --seed S             run seed: Philox key, network init, synthetic market (train.seed, default 1)
+  --out DIR            output directory (train.outDir, default runs/latest); a fresh run replaces it
+  --config FILE        JSON config, applied over the defaults
+  --resume             continue DIR's checkpoint exactly (raise --epochs to train further)
+  --section.field V    any config field, e.g. --ppo.lr 1e-4 --rollout.episodes 32`;
+
+export const trainCommand: Command = {
+  name: 'train',
+  summary: 'train an agent (PPO) on a data file or the synthetic market; log, checkpoints, validation',
+  usage,
+  async run(args) {
+    const { named, config: configFlags } = splitConfigFlags(args, usage);
+    const { values, positionals } = parseFlags(
+      named,
+      {
+        algo: { type: 'string' },
+        backend: { type: 'string' },
+        data: { type: 'string' },
+        epochs: { type: 'string' },
+        seed: { type: 'string' },
+        out: { type: 'string' },
+        config: { type: 'string' },
+        resume: { type: 'boolean' },
+      },
+      usage,
+    );
+    if (positionals.length) throw new UserError(`unexpected argument "${positionals[0]}"\n${usage}`);
+    const flags: Record<string, string> = { ...configFlags };
+    if (values.algo !== undefined) flags['train.algo'] = String(values.algo);
+    if (values.backend !== undefined) flags['train.backend'] = String(values.backend);
+    if (values.epochs !== undefined)
+      flags['train.epochs'] = String(intFlag(String(values.epochs), 'epochs', 0, 1));
+    if (values.seed !== undefined) flags['train.seed'] = String(intFlag(String(values.seed), 'seed', 0, 0));
+    if (values.out !== undefined) flags['train.outDir'] = String(values.out);
+    const file = await readConfigFile(values.config as string | undefined);
+    const override = (base: Config): Config =>
+      validateConfig(applyFlags(file ? mergeConfig(base, file.patch, file.path) : base, flags));
+
+    return asUserError(async () => {
+      let cfg = override(cloneDefaults());
+      let resume = null;
+      if (values.resume) ({ cfg, checkpoint: resume } = resumeConfig(cfg.train.outDir, override));
+      const epochs = cfg.train.epochs;
+      const tty = process.stderr.isTTY === true;
+      let last: EpochRecord | null = null;
+      const result = await runTraining({
+        cfg,
+        dataFile: values.data as string | undefined,
+        resume,
+        onInfo: (line) => console.error(line),
+        onPhase: (epoch, phase) => {
+          if (tty) process.stderr.write(`\r\x1b[K${progressLine(epoch, epochs, phase, last)}`);
+        },
+        onEpoch: (record) => {
+          last = record;
+          if (tty) process.stderr.write('\r\x1b[K');
+          console.error(epochLine(record, epochs));
+        },
+      });
+      const final = result.records.at(-1);
+      if (final) {
+        console.log(`validation after epoch ${final.epoch} (${result.backend}, seed ${cfg.train.seed}):`);
+        console.log(metricsTable(final.validation));
+      }
+      console.log(`log: ${result.outDir}/log.jsonl  checkpoint: ${result.outDir}/checkpoint/`);
+      return 0;
+    });
+  },
+};
+
+/**
+ * Separates `--section.field value` (or `--section.field=value`) config flags, which parseArgs
+ * cannot declare in advance, from the command's own options.
+ */
+export function splitConfigFlags(
+  args: string[],
+  usage: string,
+): { named: string[]; config: Record<string, string> } {
+  const named: string[] = [];
+  const config: Record<string, string> = {};
+  for (let i = 0; i < args.length; i++) {
+    const m = /^--([A-Za-z]\w*\.[A-Za-z]\w*)(?:=(.*))?$/.exec(args[i]);
+    if (!m) {
+      named.push(args[i]);
+      continue;
+    }
+    if (m[2] !== undefined) config[m[1]] = m[2];
+    else if (i + 1 < args.length) config[m[1]] = args[++i];
+    else throw new UserError(`--${m[1]} needs a value\n${usage}`);
+  }
+  return { named, config };
+}
+
+/** Errors a user can fix by changing the command, data or config: printed as one line. */
+const USER_ERRORS = new Set([
+  'RunError',
+  'TrainingDivergedError',
+  'CheckpointError',
+  'DataError',
+  'SplitError',
+  'ConfigError',
+  'BackendUnavailableError',
+]);
+
+export async function asUserError<T>(body: () => Promise<T>): Promise<T> {
+  try {
+    return await body();
+  } catch (err) {
+    if (err instanceof Error && USER_ERRORS.has(err.name)) throw new UserError(err.message);
+    throw err;
+  }
+}
+
+async function readConfigFile(
+  path: string | undefined,
+): Promise<{ patch: DeepPartial<Config>; path: string } | null> {
+  if (path === undefined) return null;
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    throw new UserError(`--config ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  let patch: unknown;
+  try {
+    patch = JSON.parse(text);
+  } catch (err) {
+    throw new UserError(`--config ${path}: not valid JSON (${(err as Error).message})`);
+  }
+  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) {
+    throw new UserError(`--config ${path}: must hold a JSON object of sections`);
+  }
+  return { patch: patch as DeepPartial<Config>, path };
+}

@@ -1,0 +1,114 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { applyFlags, type Config, cloneDefaults, validateConfig } from '../../src/config.js';
+import { checkpointDir, STATE_FILE } from '../../src/train/checkpoint.js';
+import { loadPpoCheckpoint } from '../../src/train/ppo_checkpoint.js';
+import { resumeConfig, runTraining } from '../../src/train/run.js';
+import { type EpochRecord, readLog } from '../../src/train/runlog.js';
+
+/** A CPU-sized run: a short synthetic market, 4 episodes x 16 steps, 2 passes of 32-sample minibatches. */
+const TINY: Record<string, string> = {
+  'data.synthBars': '2000',
+  'env.episodeBars': '24',
+  'env.curiosityBatch': '32',
+  'rollout.episodes': '4',
+  'rollout.steps': '16',
+  'ppo.minibatch': '32',
+  'ppo.updateEpochs': '2',
+  'train.backend': 'cpu',
+  'train.seed': '11',
+};
+
+const root = mkdtempSync(join(tmpdir(), 'foxhunt-resume-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+function config(outDir: string, extra: Record<string, string> = {}): Config {
+  return validateConfig(applyFlags(cloneDefaults(), { ...TINY, 'train.outDir': outDir, ...extra }));
+}
+
+/** A log record without the wall-clock fields, which no two runs share. */
+function deterministic(r: EpochRecord): Omit<EpochRecord, 'timeMs' | 'throughput'> {
+  const { timeMs: _t, throughput: _p, ...rest } = r;
+  return rest;
+}
+
+describe('checkpoint and resume (cpu)', () => {
+  it('2 epochs straight equal 1 epoch + resume 1 epoch, bit for bit', async () => {
+    const straight = join(root, 'straight');
+    await runTraining({ cfg: config(straight, { 'train.epochs': '2' }), resume: null });
+
+    const split = join(root, 'split');
+    await runTraining({ cfg: config(split, { 'train.epochs': '1' }), resume: null });
+    const { cfg, checkpoint } = resumeConfig(split, (base) =>
+      validateConfig(applyFlags(base, { 'train.epochs': '2' })),
+    );
+    expect(checkpoint.state.epoch).toBe(1);
+    await runTraining({ cfg, resume: checkpoint });
+
+    const a = loadPpoCheckpoint(checkpointDir(straight));
+    const b = loadPpoCheckpoint(checkpointDir(split));
+    expect(b.state.epoch).toBe(2);
+    for (const net of ['actor', 'critic', 'curiosity'] as const) {
+      expect(
+        Buffer.from(b.snapshot.params[net].buffer).equals(Buffer.from(a.snapshot.params[net].buffer)),
+      ).toBe(true);
+      expect(
+        Buffer.from(b.snapshot.optim[net].v.buffer).equals(Buffer.from(a.snapshot.optim[net].v.buffer)),
+      ).toBe(true);
+      expect(b.snapshot.optim[net].step).toBe(a.snapshot.optim[net].step);
+    }
+    expect(Array.from(b.snapshot.env.f)).toEqual(Array.from(a.snapshot.env.f));
+    expect(Array.from(b.snapshot.env.i)).toEqual(Array.from(a.snapshot.env.i));
+
+    const logA = readLog(straight);
+    const logB = readLog(split);
+    expect(logA.map((r) => r.epoch)).toEqual([1, 2]);
+    expect(logB.map(deterministic)).toEqual(logA.map(deterministic));
+  });
+
+  it('trims log lines past the checkpoint on resume', async () => {
+    const dir = join(root, 'trim');
+    await runTraining({
+      cfg: config(dir, { 'train.epochs': '2', 'train.checkpointEvery': '5' }),
+      resume: null,
+    });
+    // Checkpoints only at the last epoch (2); make the directory look like epoch 1's: rerun 1 epoch.
+    await runTraining({ cfg: config(dir, { 'train.epochs': '1' }), resume: null });
+    expect(readLog(dir).map((r) => r.epoch)).toEqual([1]);
+    const { cfg, checkpoint } = resumeConfig(dir, (base) =>
+      validateConfig(applyFlags(base, { 'train.epochs': '2' })),
+    );
+    await runTraining({ cfg, resume: checkpoint });
+    expect(readLog(dir).map((r) => r.epoch)).toEqual([1, 2]);
+  });
+
+  it('refuses a resume that changes the run', async () => {
+    const dir = join(root, 'strict');
+    await runTraining({ cfg: config(dir, { 'train.epochs': '1' }), resume: null });
+    expect(() =>
+      resumeConfig(dir, (base) =>
+        validateConfig(applyFlags(base, { 'train.epochs': '2', 'ppo.lr': '0.001' })),
+      ),
+    ).toThrow(/ppo\.lr differs/);
+    expect(() => resumeConfig(dir, (base) => base)).toThrow(/already finished epoch 1 of 1/);
+  });
+
+  it('stops on a NaN loss, naming the epoch, and keeps the last good checkpoint', async () => {
+    const dir = join(root, 'nan');
+    await runTraining({ cfg: config(dir, { 'train.epochs': '1' }), resume: null });
+    const before = readFileSync(join(checkpointDir(dir), STATE_FILE));
+    const { cfg, checkpoint } = resumeConfig(dir, (base) =>
+      validateConfig(applyFlags(base, { 'train.epochs': '3' })),
+    );
+    // An absurd learning rate is the poisoned update: the parameters blow up within the epoch.
+    cfg.ppo.lr = 1e30;
+    await expect(runTraining({ cfg, resume: checkpoint })).rejects.toThrow(
+      /epoch 2: .* is (NaN|Infinity|-Infinity); the run stopped and the last good checkpoint \(epoch 1\)/,
+    );
+    expect(readFileSync(join(checkpointDir(dir), STATE_FILE)).equals(before)).toBe(true);
+    expect(readLog(dir).map((r) => r.epoch)).toEqual([1]);
+    expect(existsSync(join(checkpointDir(dir), 'actor.safetensors'))).toBe(true);
+  });
+});
