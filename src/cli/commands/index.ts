@@ -6,6 +6,7 @@ import { dataCheckCommand } from './data-check.js';
 import { dataFeaturesCommand } from './data-features.js';
 import { dataSynthCommand } from './data-synth.js';
 import { doctorCommand } from './doctor.js';
+import { parityCommand } from './parity.js';
 import { simCommand } from './sim.js';
 import { trainCommand } from './train.js';
 
@@ -15,6 +16,7 @@ export const commands: Command[] = [
   dataFeaturesCommand,
   benchDataCommand,
   doctorCommand,
+  parityCommand,
   simCommand,
   trainCommand,
   backtestCommand,
