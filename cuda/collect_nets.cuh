@@ -33,62 +33,62 @@
 #define LD_CRITIC tile_stride(512)
 #define LD_CURIOSITY tile_stride(64)
 
-// Flat layouts of networks stored at float offset BASE of a buffer (offsets are absolute, so the
+// Flat layouts of networks stored at float offset Base of a buffer (offsets are absolute, so the
 // tile engine sees the true 16-byte alignment of every layer).
-// Dueling: trunk 54 -> 256 -> 256, [tau_embed 64 -> 256], value 256 -> 128 -> ATOMS,
-// advantage 256 -> 128 -> 45 * ATOMS (ATOMS = 1 unless C51).
-template <int HEAD, int BASE = 0>
+// Dueling: trunk 54 -> 256 -> 256, [tau_embed 64 -> 256], value 256 -> 128 -> Atoms,
+// advantage 256 -> 128 -> 45 * Atoms (Atoms = 1 unless C51).
+template <int Head, int Base = 0>
 struct Dueling {
-  static constexpr int ATOMS = HEAD == HEAD_C51 ? COLLECT_ATOMS : 1;
-  static constexpr int S0_W = BASE;
+  static constexpr int Atoms = Head == HEAD_C51 ? COLLECT_ATOMS : 1;
+  static constexpr int S0_W = Base;
   static constexpr int S0_B = S0_W + STATE_DIM * 256;
   static constexpr int S1_W = S0_B + 256;
   static constexpr int S1_B = S1_W + 256 * 256;
   static constexpr int TE_W = S1_B + 256;
-  static constexpr int TE_B = TE_W + (HEAD == HEAD_IQN ? COLLECT_IQN_EMBED * 256 : 0);
-  static constexpr int V0_W = TE_B + (HEAD == HEAD_IQN ? 256 : 0);
+  static constexpr int TE_B = TE_W + (Head == HEAD_IQN ? COLLECT_IQN_EMBED * 256 : 0);
+  static constexpr int V0_W = TE_B + (Head == HEAD_IQN ? 256 : 0);
   static constexpr int V0_B = V0_W + 256 * 128;
   static constexpr int V1_W = V0_B + 128;
-  static constexpr int V1_B = V1_W + 128 * ATOMS;
-  static constexpr int A0_W = V1_B + ATOMS;
+  static constexpr int V1_B = V1_W + 128 * Atoms;
+  static constexpr int A0_W = V1_B + Atoms;
   static constexpr int A0_B = A0_W + 256 * 128;
   static constexpr int A1_W = A0_B + 128;
-  static constexpr int A1_B = A1_W + 128 * NUM_ACTIONS * ATOMS;
-  static constexpr int SIZE = A1_B + NUM_ACTIONS * ATOMS - BASE;
+  static constexpr int A1_B = A1_W + 128 * NUM_ACTIONS * Atoms;
+  static constexpr int SIZE = A1_B + NUM_ACTIONS * Atoms - Base;
 };
 
 // PPO actor 54 -> 128 -> 64 -> 45 and critic 54 -> 512 -> 384 -> 256 -> 128 -> 64 -> 1, ReLU.
-template <int BASE = 0>
+template <int Base = 0>
 struct Actor {
-  static constexpr int L0_W = BASE, L0_B = L0_W + STATE_DIM * 128;
+  static constexpr int L0_W = Base, L0_B = L0_W + STATE_DIM * 128;
   static constexpr int L1_W = L0_B + 128, L1_B = L1_W + 128 * 64;
   static constexpr int L2_W = L1_B + 64, L2_B = L2_W + 64 * NUM_ACTIONS;
-  static constexpr int SIZE = L2_B + NUM_ACTIONS - BASE;
+  static constexpr int SIZE = L2_B + NUM_ACTIONS - Base;
 };
-template <int BASE = 0>
+template <int Base = 0>
 struct Critic {
-  static constexpr int L0_W = BASE, L0_B = L0_W + STATE_DIM * 512;
+  static constexpr int L0_W = Base, L0_B = L0_W + STATE_DIM * 512;
   static constexpr int L1_W = L0_B + 512, L1_B = L1_W + 512 * 384;
   static constexpr int L2_W = L1_B + 384, L2_B = L2_W + 384 * 256;
   static constexpr int L3_W = L2_B + 256, L3_B = L3_W + 256 * 128;
   static constexpr int L4_W = L3_B + 128, L4_B = L4_W + 128 * 64;
   static constexpr int L5_W = L4_B + 64, L5_B = L5_W + 64;
-  static constexpr int SIZE = L5_B + 1 - BASE;
+  static constexpr int SIZE = L5_B + 1 - Base;
 };
 // Curiosity 35 -> 64 LeakyReLU -> 32.
-template <int BASE = 0>
+template <int Base = 0>
 struct Curiosity {
   static constexpr int IN = 35, HIDDEN = 64, OUT = 32;
-  static constexpr int L0_W = BASE, L0_B = L0_W + IN * HIDDEN;
+  static constexpr int L0_W = Base, L0_B = L0_W + IN * HIDDEN;
   static constexpr int L1_W = L0_B + HIDDEN, L1_B = L1_W + HIDDEN * OUT;
-  static constexpr int SIZE = L1_B + OUT - BASE;
+  static constexpr int SIZE = L1_B + OUT - Base;
 };
 
 // Trunk in place: act [R, LD_TRUNK] holds the 54-float states (columns 54..63 zero) and then the
 // trunk features.
-template <int HEAD, int BASE, int R>
+template <int Head, int Base, int R>
 COLLECT_FN void dueling_trunk(const float* __restrict__ p, float* act) {
-  using L = Dueling<HEAD, BASE>;
+  using L = Dueling<Head, Base>;
   dense_inplace<STATE_DIM, 256, ACT_LEAKY, R, L::S0_W, L::S0_B>(p, act, LD_TRUNK);
   block_sync();
   dense_inplace<256, 256, ACT_LEAKY, R, L::S1_W, L::S1_B>(p, act, LD_TRUNK);
@@ -97,9 +97,9 @@ COLLECT_FN void dueling_trunk(const float* __restrict__ p, float* act) {
 
 // The hidden layers of both streams, fused and in place: act [R, LD_TRUNK] trunk features ->
 // value hidden (columns 0..127) and advantage hidden (128..255).
-template <int HEAD, int BASE, int R>
+template <int Head, int Base, int R>
 COLLECT_FN void dueling_hidden(const float* __restrict__ p, float* act) {
-  using L = Dueling<HEAD, BASE>;
+  using L = Dueling<Head, Base>;
   Dense<256, 128, ACT_LEAKY, R, L::V0_W, L::V0_B> value;
   Dense<256, 128, ACT_LEAKY, R, L::A0_W, L::A0_B> advantage;
   value.compute(p, act, LD_TRUNK);
@@ -111,9 +111,9 @@ COLLECT_FN void dueling_hidden(const float* __restrict__ p, float* act) {
 }
 
 // The plain / IQN output layers: v[r * ldv] value, a [R, lda] advantages, from dueling_hidden.
-template <int HEAD, int BASE, int R>
+template <int Head, int Base, int R>
 COLLECT_FN void dueling_out(const float* __restrict__ p, const float* act, float* v, int ldv, float* a, int lda) {
-  using L = Dueling<HEAD, BASE>;
+  using L = Dueling<Head, Base>;
   dense_tile<128, 1, ACT_NONE, R, L::V1_W, L::V1_B>(p, act, LD_TRUNK, v, ldv);
   dense_tile<128, NUM_ACTIONS, ACT_NONE, R, L::A1_W, L::A1_B>(p, act + 128, LD_TRUNK, a, lda);
   block_sync();
@@ -129,11 +129,11 @@ COLLECT_DEVICE float advantage_mean(const float* a) {
 // Plain dueling Q of R rows (forward.ts forwardDueling): act [R, LD_TRUNK] input states, then
 // scratch; v [R], a [R, LD_Q] scratch; q [R, LD_Q] output (may alias act: act is dead by then).
 // Q[a] = f32(f32(V + A[a]) - mean(A)).
-template <int BASE, int R>
+template <int Base, int R>
 COLLECT_FN void dueling_q(const float* __restrict__ p, float* act, float* v, float* a, float* q) {
-  dueling_trunk<HEAD_PLAIN, BASE, R>(p, act);
-  dueling_hidden<HEAD_PLAIN, BASE, R>(p, act);
-  dueling_out<HEAD_PLAIN, BASE, R>(p, act, v, 1, a, LD_Q);
+  dueling_trunk<HEAD_PLAIN, Base, R>(p, act);
+  dueling_hidden<HEAD_PLAIN, Base, R>(p, act);
+  dueling_out<HEAD_PLAIN, Base, R>(p, act, v, 1, a, LD_Q);
   for (int task = threadIdx.x; task < R * NUM_ACTIONS; task += COLLECT_THREADS) {
     const int r = task / NUM_ACTIONS, k = task % NUM_ACTIONS;
     const float* ar = a + r * LD_Q;
@@ -142,7 +142,7 @@ COLLECT_FN void dueling_q(const float* __restrict__ p, float* act, float* v, flo
   block_sync();
 }
 
-// C51 (forward.ts forwardC51). The 45 x ATOMS advantage logits do not fit in shared memory next to
+// C51 (forward.ts forwardC51). The 45 x Atoms advantage logits do not fit in shared memory next to
 // the trunk (48 KiB per block), so advantage_stream.1 runs in chunks of C51_CHUNK actions, twice:
 // pass 0 sums the per-atom mean over actions (in action order, as the reference), pass 1 recomputes
 // each chunk (the same bits) and takes the per-action softmax and expectation. Buffers: act as for
@@ -159,10 +159,10 @@ struct C51Buffers {
   float *act, *chunk, *v, *mean, *q;
 };
 
-template <int BASE, int R, int C, int PASS>
+template <int Base, int R, int C, int PASS>
 COLLECT_FN void c51_chunks(const float* __restrict__ p, const C51Buffers& b, float vmin, float delta) {
-  using L = Dueling<HEAD_C51, BASE>;
-  constexpr int Z = L::ATOMS;
+  using L = Dueling<HEAD_C51, Base>;
+  constexpr int Z = L::Atoms;
   constexpr int CA = C51_CHUNK;
   static_assert(CA * Z <= 256, "one C51 chunk must fit a trunk-wide buffer");
   if constexpr (C * CA < NUM_ACTIONS) {
@@ -200,20 +200,20 @@ COLLECT_FN void c51_chunks(const float* __restrict__ p, const C51Buffers& b, flo
       }
     }
     block_sync();
-    c51_chunks<BASE, R, C + 1, PASS>(p, b, vmin, delta);
+    c51_chunks<Base, R, C + 1, PASS>(p, b, vmin, delta);
   }
 }
 
-template <int BASE, int R>
+template <int Base, int R>
 COLLECT_FN void c51_q(const float* __restrict__ p, const C51Buffers& b, float vmin, float vmax) {
-  using L = Dueling<HEAD_C51, BASE>;
-  dueling_trunk<HEAD_C51, BASE, R>(p, b.act);
-  dueling_hidden<HEAD_C51, BASE, R>(p, b.act);
-  dense_tile<128, L::ATOMS, ACT_NONE, R, L::V1_W, L::V1_B>(p, b.act, LD_TRUNK, b.v, LD_ATOMS);
+  using L = Dueling<HEAD_C51, Base>;
+  dueling_trunk<HEAD_C51, Base, R>(p, b.act);
+  dueling_hidden<HEAD_C51, Base, R>(p, b.act);
+  dense_tile<128, L::Atoms, ACT_NONE, R, L::V1_W, L::V1_B>(p, b.act, LD_TRUNK, b.v, LD_ATOMS);
   block_sync();
-  const float delta = fdiv(fsub(vmax, vmin), (float)(L::ATOMS - 1));
-  c51_chunks<BASE, R, 0, 0>(p, b, vmin, delta);
-  c51_chunks<BASE, R, 0, 1>(p, b, vmin, delta);
+  const float delta = fdiv(fsub(vmax, vmin), (float)(L::Atoms - 1));
+  c51_chunks<Base, R, 0, 0>(p, b, vmin, delta);
+  c51_chunks<Base, R, 0, 1>(p, b, vmin, delta);
 }
 
 // IQN (forward.ts forwardIqn): for each of K taus per row, phi = relu(tau_embed(cos features)),
@@ -228,13 +228,13 @@ struct IqnBuffers {
   int ld_tau;
 };
 
-template <int BASE, int R, int K, int TC>
+template <int Base, int R, int K, int TC>
 COLLECT_FN void iqn_q(const float* __restrict__ p, const IqnBuffers& b) {
-  using L = Dueling<HEAD_IQN, BASE>;
+  using L = Dueling<HEAD_IQN, Base>;
   constexpr int RC = R * TC;
   static_assert(K % TC == 0, "the tau chunk must divide the tau count");
   const float pi = (float)3.14159265358979323846;
-  dueling_trunk<HEAD_IQN, BASE, R>(p, b.act);
+  dueling_trunk<HEAD_IQN, Base, R>(p, b.act);
   for (int c0 = 0; c0 < K; c0 += TC) {
     for (int task = threadIdx.x; task < RC * COLLECT_IQN_EMBED; task += COLLECT_THREADS) {
       const int rr = task / COLLECT_IQN_EMBED, i = task % COLLECT_IQN_EMBED;
@@ -249,8 +249,8 @@ COLLECT_FN void iqn_q(const float* __restrict__ p, const IqnBuffers& b) {
       b.hq[rr * LD_TRUNK + j] = fmul(b.act[(rr / TC) * LD_TRUNK + j], b.hq[rr * LD_TRUNK + j]);
     }
     block_sync();
-    dueling_hidden<HEAD_IQN, BASE, RC>(p, b.hq);
-    dueling_out<HEAD_IQN, BASE, RC>(p, b.hq, b.va, LD_VA, b.va + 16, LD_VA);
+    dueling_hidden<HEAD_IQN, Base, RC>(p, b.hq);
+    dueling_out<HEAD_IQN, Base, RC>(p, b.hq, b.va, LD_VA, b.va + 16, LD_VA);
     for (int rr = threadIdx.x; rr < RC; rr += COLLECT_THREADS) b.va[rr * LD_VA + 1] = advantage_mean(b.va + rr * LD_VA + 16);
     block_sync();
     for (int task = threadIdx.x; task < R * NUM_ACTIONS; task += COLLECT_THREADS) {
@@ -268,9 +268,9 @@ COLLECT_FN void iqn_q(const float* __restrict__ p, const IqnBuffers& b) {
 
 // PPO critic value of R rows: xs [R, LD_STATE] states (kept) -> value[r * ld_value]; act
 // [R, LD_CRITIC] scratch.
-template <int BASE, int R>
+template <int Base, int R>
 COLLECT_FN void critic_value(const float* __restrict__ p, const float* xs, float* act, float* value, int ld_value) {
-  using L = Critic<BASE>;
+  using L = Critic<Base>;
   dense_tile<STATE_DIM, 512, ACT_RELU, R, L::L0_W, L::L0_B>(p, xs, LD_STATE, act, LD_CRITIC);
   block_sync();
   dense_inplace<512, 384, ACT_RELU, R, L::L1_W, L::L1_B>(p, act, LD_CRITIC);
@@ -287,9 +287,9 @@ COLLECT_FN void critic_value(const float* __restrict__ p, const float* xs, float
 
 // PPO actor logits of R rows: xs [R, LD_STATE] states (kept) -> logits [R, LD_Q]; act
 // [R, LD_CRITIC] scratch.
-template <int BASE, int R>
+template <int Base, int R>
 COLLECT_FN void actor_logits(const float* __restrict__ p, const float* xs, float* act, float* logits) {
-  using L = Actor<BASE>;
+  using L = Actor<Base>;
   dense_tile<STATE_DIM, 128, ACT_RELU, R, L::L0_W, L::L0_B>(p, xs, LD_STATE, act, LD_CRITIC);
   block_sync();
   dense_inplace<128, 64, ACT_RELU, R, L::L1_W, L::L1_B>(p, act, LD_CRITIC);
@@ -300,9 +300,9 @@ COLLECT_FN void actor_logits(const float* __restrict__ p, const float* xs, float
 
 // Curiosity prediction of R rows, in place in x [R, LD_CURIOSITY]: the 35 inputs (columns 35..47
 // zero) -> the 32 predicted features.
-template <int BASE, int R>
+template <int Base, int R>
 COLLECT_FN void curiosity_predict(const float* __restrict__ p, float* x) {
-  using L = Curiosity<BASE>;
+  using L = Curiosity<Base>;
   dense_inplace<L::IN, L::HIDDEN, ACT_LEAKY, R, L::L0_W, L::L0_B>(p, x, LD_CURIOSITY);
   block_sync();
   dense_inplace<L::HIDDEN, L::OUT, ACT_NONE, R, L::L1_W, L::L1_B>(p, x, LD_CURIOSITY);

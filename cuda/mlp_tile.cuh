@@ -1,8 +1,8 @@
-// Tile engine of the collection kernels: a block computes Y[R, OUT] = act(X[R, IN] W^T + b) for
+// Tile engine of the collection kernels: a block computes Y[R, Out] = act(X[R, In] W^T + b) for
 // the R rows it owns (R = episodes of the block, or episode x tau pairs for IQN).
 //
 // Bindings: `params` is a network's flat buffer in global memory (src/nets/layout.ts: weight
-// [OUT, IN] row-major at W_OFF, bias at B_OFF); X and Y live in shared memory, R rows of ldx / ldy
+// [Out, In] row-major at WOff, bias at BOff); X and Y live in shared memory, R rows of ldx / ldy
 // floats (the tensor-core path feeds zeros for the rows of its last m16 tile past R, so buffers
 // need no padding rows). Every thread of the block must call a layer (no divergence around it);
 // the caller puts block_sync() between dependent layers. A layer is a struct (Dense) whose
@@ -27,7 +27,7 @@
 //
 // Shared-memory padding: strides are a multiple of 16 floats (whole k16 steps) and 16 mod 32, so
 // the eight rows a quarter-warp reads as float4 fall on distinct banks. The padding columns of an
-// input buffer (IN .. round16(IN)) must hold finite values (0) because the tensor-core path reads
+// input buffer (In .. round16(In)) must hold finite values (0) because the tensor-core path reads
 // them (their weights are zero): a NaN there would poison the row.
 #pragma once
 
@@ -57,22 +57,22 @@ __host__ __device__ constexpr int exact_groups(int out, int rows) {
   return g;
 }
 
-template <int ACT>
+template <int Act>
 COLLECT_DEVICE float activate(float a) {
-  if (ACT == ACT_RELU) return a > 0.0f ? a : 0.0f;
-  if (ACT == ACT_LEAKY) return a > 0.0f ? a : fmul(a, 0.01f);
+  if (Act == ACT_RELU) return a > 0.0f ? a : 0.0f;
+  if (Act == ACT_LEAKY) return a > 0.0f ? a : fmul(a, 0.01f);
   return a;
 }
 
 // Exact path: thread task = (output j, RPG consecutive rows); a thread holds the accumulators of all
 // its PASSES tasks, so compute() and store() can be split by a barrier (in-place layers).
-template <int IN, int OUT, int ACT, int ROWS, int W_OFF, int B_OFF>
+template <int In, int Out, int Act, int Rows, int WOff, int BOff>
 struct DenseExact {
-  static constexpr int GROUPS = exact_groups(OUT, ROWS);
-  static constexpr int RPG = ROWS / GROUPS;
-  static constexpr int TASKS = OUT * GROUPS;
+  static constexpr int GROUPS = exact_groups(Out, Rows);
+  static constexpr int RPG = Rows / GROUPS;
+  static constexpr int TASKS = Out * GROUPS;
   static constexpr int PASSES = (TASKS + COLLECT_THREADS - 1) / COLLECT_THREADS;
-  static constexpr bool VEC = IN % 4 == 0 && W_OFF % 4 == 0;
+  static constexpr bool VEC = In % 4 == 0 && WOff % 4 == 0;
   static_assert(PASSES * RPG <= 64, "layer too large for one block's registers: fewer rows per block");
   float acc[PASSES][RPG];
 
@@ -81,15 +81,15 @@ struct DenseExact {
     for (int pass = 0; pass < PASSES; pass++) {
       const int task = threadIdx.x + pass * COLLECT_THREADS;
       if (task >= TASKS) break;
-      const int j = task % OUT;
-      const int r0 = (task / OUT) * RPG;
-      const float* w = params + W_OFF + j * IN;
-      const float bias = ldg1(params + B_OFF + j);
+      const int j = task % Out;
+      const int r0 = (task / Out) * RPG;
+      const float* w = params + WOff + j * In;
+      const float bias = ldg1(params + BOff + j);
       float* a = acc[pass];
 #pragma unroll
       for (int r = 0; r < RPG; r++) a[r] = bias;
       if constexpr (VEC) {
-        for (int i = 0; i < IN; i += 4) {
+        for (int i = 0; i < In; i += 4) {
           const float4 w4 = ldg4(w + i);
 #pragma unroll
           for (int r = 0; r < RPG; r++) {
@@ -101,7 +101,7 @@ struct DenseExact {
           }
         }
       } else {
-        for (int i = 0; i < IN; i++) {
+        for (int i = 0; i < In; i++) {
           const float wi = ldg1(w + i);
 #pragma unroll
           for (int r = 0; r < RPG; r++) a[r] = fadd(a[r], fmul(wi, x[(r0 + r) * ldx + i]));
@@ -115,28 +115,28 @@ struct DenseExact {
     for (int pass = 0; pass < PASSES; pass++) {
       const int task = threadIdx.x + pass * COLLECT_THREADS;
       if (task >= TASKS) break;
-      const int j = task % OUT;
-      const int r0 = (task / OUT) * RPG;
+      const int j = task % Out;
+      const int r0 = (task / Out) * RPG;
 #pragma unroll
-      for (int r = 0; r < RPG; r++) y[(r0 + r) * ldy + j] = activate<ACT>(acc[pass][r]);
+      for (int r = 0; r < RPG; r++) y[(r0 + r) * ldy + j] = activate<Act>(acc[pass][r]);
     }
   }
 };
 
 // Tensor-core path: warp task = MTW m16 tiles x WN n8 tiles; a warp holds all its PASSES tasks.
-template <int IN, int OUT, int ACT, int ROWS, int W_OFF, int B_OFF>
+template <int In, int Out, int Act, int Rows, int WOff, int BOff>
 struct DenseMma {
-  static constexpr int MT = (ROWS + 15) / 16;
+  static constexpr int MT = (Rows + 15) / 16;
   static constexpr int MTW = MT < 4 ? MT : 4;
   static constexpr int MG = (MT + MTW - 1) / MTW;
-  static constexpr int NT = (OUT + 7) / 8;
+  static constexpr int NT = (Out + 7) / 8;
   static constexpr int WARPS = COLLECT_THREADS / 32;
   static constexpr int WN = NT >= 4 * WARPS ? 4 : NT >= 2 * WARPS ? 2 : 1;
   static constexpr int NTASK = (NT + WN - 1) / WN;
   static constexpr int TASKS = MG * NTASK;
   static constexpr int PASSES = (TASKS + WARPS - 1) / WARPS;
-  static constexpr int KP = (IN + 15) / 16 * 16;
-  static constexpr bool VEC = IN % 4 == 0 && W_OFF % 4 == 0;
+  static constexpr int KP = (In + 15) / 16 * 16;
+  static constexpr bool VEC = In % 4 == 0 && WOff % 4 == 0;
   static_assert(PASSES * MTW * WN * 4 <= 64, "layer too large for one block's registers: fewer rows per block");
   float acc[PASSES][MTW][WN][4];
 
@@ -164,16 +164,16 @@ struct DenseMma {
 #pragma unroll
         for (int n = 0; n < WN; n++) {
           const int col = n0 + n * 8 + g;
-          const float* w = params + W_OFF + col * IN + kk;
+          const float* w = params + WOff + col * In + kk;
           float4 w4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-          if (col < OUT) {
+          if (col < Out) {
             if constexpr (VEC) {
-              if (kk < IN) w4 = ldg4(w);
+              if (kk < In) w4 = ldg4(w);
             } else {
-              if (kk < IN) w4.x = ldg1(w);
-              if (kk + 1 < IN) w4.y = ldg1(w + 1);
-              if (kk + 2 < IN) w4.z = ldg1(w + 2);
-              if (kk + 3 < IN) w4.w = ldg1(w + 3);
+              if (kk < In) w4.x = ldg1(w);
+              if (kk + 1 < In) w4.y = ldg1(w + 1);
+              if (kk + 2 < In) w4.z = ldg1(w + 2);
+              if (kk + 3 < In) w4.w = ldg1(w + 3);
             }
           }
           b[n][0] = to_tf32(w4.x);
@@ -187,8 +187,8 @@ struct DenseMma {
           const int row = (mt0 + m) * 16 + g;
           const float* xr = x + row * ldx + kk;
           const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-          const float4 lo = row < ROWS ? *reinterpret_cast<const float4*>(xr) : zero;
-          const float4 hi = row + 8 < ROWS ? *reinterpret_cast<const float4*>(xr + 8 * ldx) : zero;
+          const float4 lo = row < Rows ? *reinterpret_cast<const float4*>(xr) : zero;
+          const float4 hi = row + 8 < Rows ? *reinterpret_cast<const float4*>(xr + 8 * ldx) : zero;
           const unsigned a0[4] = {to_tf32(lo.x), to_tf32(hi.x), to_tf32(lo.y), to_tf32(hi.y)};
           const unsigned a1[4] = {to_tf32(lo.z), to_tf32(hi.z), to_tf32(lo.w), to_tf32(hi.w)};
 #pragma unroll
@@ -221,8 +221,8 @@ struct DenseMma {
           for (int i = 0; i < 4; i++) {
             const int row = (mt0 + m) * 16 + g + (i >= 2 ? 8 : 0);
             const int col = n0 + n * 8 + 2 * t + (i & 1);
-            if (row < ROWS && col < OUT) {
-              y[row * ldy + col] = activate<ACT>(acc[pass][m][n][i] + ldg1(params + B_OFF + col));
+            if (row < Rows && col < Out) {
+              y[row * ldy + col] = activate<Act>(acc[pass][m][n][i] + ldg1(params + BOff + col));
             }
           }
     }
@@ -239,37 +239,37 @@ struct pick_type<false, A, B> {
 };
 
 // One dense layer of the block's tile, with the path the build selects (see the header).
-template <int IN, int OUT, int ACT, int ROWS, int W_OFF, int B_OFF>
-using Dense = typename pick_type<COLLECT_TF32 && OUT >= 8, DenseMma<IN, OUT, ACT, ROWS, W_OFF, B_OFF>,
-                                 DenseExact<IN, OUT, ACT, ROWS, W_OFF, B_OFF>>::type;
+template <int In, int Out, int Act, int Rows, int WOff, int BOff>
+using Dense = typename pick_type<COLLECT_TF32 && Out >= 8, DenseMma<In, Out, Act, Rows, WOff, BOff>,
+                                 DenseExact<In, Out, Act, Rows, WOff, BOff>>::type;
 
 // Y = layer(X) with Y distinct from X.
-template <int IN, int OUT, int ACT, int ROWS, int W_OFF, int B_OFF>
+template <int In, int Out, int Act, int Rows, int WOff, int BOff>
 COLLECT_FN void dense_tile(const float* __restrict__ params, const float* x, int ldx, float* y, int ldy) {
-  Dense<IN, OUT, ACT, ROWS, W_OFF, B_OFF> layer;
+  Dense<In, Out, Act, Rows, WOff, BOff> layer;
   layer.compute(params, x, ldx);
   layer.store(params, y, ldy);
 }
 
 // X = layer(X) in place: every thread has read X (its accumulators are in registers) before any
 // thread overwrites it, so one buffer serves a chain of layers.
-template <int IN, int OUT, int ACT, int ROWS, int W_OFF, int B_OFF>
+template <int In, int Out, int Act, int Rows, int WOff, int BOff>
 COLLECT_FN void dense_inplace(const float* __restrict__ params, float* x, int ldx) {
-  Dense<IN, OUT, ACT, ROWS, W_OFF, B_OFF> layer;
+  Dense<In, Out, Act, Rows, WOff, BOff> layer;
   layer.compute(params, x, ldx);
   block_sync();
   layer.store(params, x, ldx);
 }
 
-// The seed design's per-thread layer: one thread computes all OUT outputs of its own row, reading
+// The seed design's per-thread layer: one thread computes all Out outputs of its own row, reading
 // every weight from global memory (kept for the benchmark's comparison). Same arithmetic as
 // the exact path, so the two variants agree bit for bit.
-template <int IN, int OUT, int ACT, int W_OFF, int B_OFF>
+template <int In, int Out, int Act, int WOff, int BOff>
 COLLECT_FN void dense_thread(const float* __restrict__ params, const float* x, float* y) {
-  for (int j = 0; j < OUT; j++) {
-    const float* w = params + W_OFF + j * IN;
-    float acc = ldg1(params + B_OFF + j);
-    for (int i = 0; i < IN; i++) acc = fadd(acc, fmul(ldg1(w + i), x[i]));
-    y[j] = activate<ACT>(acc);
+  for (int j = 0; j < Out; j++) {
+    const float* w = params + WOff + j * In;
+    float acc = ldg1(params + BOff + j);
+    for (int i = 0; i < In; i++) acc = fadd(acc, fmul(ldg1(w + i), x[i]));
+    y[j] = activate<Act>(acc);
   }
 }

@@ -19,10 +19,13 @@ export function emuUnavailable(): string | null {
 
 const workDir = mkdtempSync(join(tmpdir(), 'foxhunt-cuda-emu-'));
 
-/** Compiles test/unit/cuda-collect/<source> with the given -D defines; returns the binary path. */
-export function buildEmu(source: string, defines: Record<string, number> = {}): string {
+/**
+ * Compiles test/unit/cuda-collect/<source> with the given -D defines (numbers, or strings passed
+ * verbatim); returns the binary path.
+ */
+export function buildEmu(source: string, defines: Record<string, number | string> = {}): string {
   const tag = Object.entries(defines)
-    .map(([k, v]) => `${k}${v}`)
+    .map(([k, v]) => `${k}${v}`.replace(/\W/g, ''))
     .join('_');
   const out = join(workDir, `${source.replace(/\W/g, '_')}_${tag}`);
   execFileSync(
@@ -45,11 +48,18 @@ export function buildEmu(source: string, defines: Record<string, number> = {}): 
   return out;
 }
 
+/** Writes `text` into the build directory (for generated sources); returns its path. */
+export function writeGenerated(name: string, text: string): string {
+  const path = join(workDir, name);
+  writeFileSync(path, text);
+  return path;
+}
+
 /** Runs `binary args...` with `input` in a file (passed as the argument `@in`) and returns `@out`'s floats. */
-export function runEmu(binary: string, args: string[], input: Float32Array): Float32Array {
+export function runEmu(binary: string, args: string[], input: ArrayBufferView): Float32Array {
   const inPath = join(workDir, `in_${process.pid}.bin`);
   const outPath = join(workDir, `out_${process.pid}.bin`);
-  writeFileSync(inPath, input);
+  writeFileSync(inPath, new Uint8Array(input.buffer, input.byteOffset, input.byteLength));
   execFileSync(
     binary,
     args.map((a) => (a === '@in' ? inPath : a === '@out' ? outPath : a)),

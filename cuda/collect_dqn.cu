@@ -1,0 +1,311 @@
+// collect_dqn: L steps of N episodes in one launch, the CUDA twin of src/collect/dqn.ts (descriptor
+// src/kernels/collect_dqn.ts). Per step: build the 54-float state, online dueling Q (head HEAD:
+// plain, C51 expectation, IQN mean over ACT_TAUS taus), epsilon-greedy action from
+// Philox(Action, e, g, 0), curiosity forward model, simulator step (collect_env.cuh), next state,
+// target Q of the next state, TD error |r + gamma max Q_target(s') (1 - done) - Q(s, a)|, restart of
+// finished episodes. Episodes persist in env_f / env_i / div_window between launches.
+//
+// Bindings (src/kernels/collect_layout.ts): features [T, 51], ohlc [T, 4], spread [T], entropy
+// [W + 1], nets (online at NET_Q_BASE, target at NET_T_BASE, curiosity at NET_C_BASE), env_f
+// [N, ENV_F], env_i [N, ENV_I], div_window [N, W], out_f / out_i (sections OUT_F_* / OUT_I_*, value
+// of episode e at step l at section * N * L + (e * L + l) * width + k). Uniforms: struct Uniforms
+// of the preamble (n, steps, stepBase, epsilon, gamma, vMin, vMax, curiosity, ..., the simulator).
+//
+// Block: WG_X threads (a multiple of 32) own TILE_E episodes (block b: episodes b * TILE_E ..).
+// - SEED_VARIANT 0, tiled: thread r < TILE_E runs episode r's simulator with its state in registers;
+//   between those serial phases the whole block runs each layer as a [TILE_E, in] x [in, out]
+//   product on shared-memory activations (mlp_tile.cuh, collect_nets.cuh). Shared memory is static
+//   (<= 48 KiB): TILE_E <= 32 for the plain head, <= 16 for C51 and IQN (a static_assert says so).
+//   Small N: use a small TILE_E (down to 1) so more blocks share the episodes' layer math.
+// - SEED_VARIANT 1, the seed design kept for the benchmark: one thread per episode, every layer a
+//   per-thread loop over global weights, activations in local memory (plain head only).
+//
+// Numerics: TF32 0 (default, the parity mode) reproduces the TS reference bit for bit except expf /
+// cosf in the C51 / IQN heads; TF32 1 runs the layer products on tensor cores (TF32 inputs, f32
+// accumulation: ~1e-3 relative per layer), so actions may differ where Q-values nearly tie.
+#ifndef TF32
+#define TF32 0
+#endif
+#define COLLECT_TF32 TF32
+#define COLLECT_THREADS WG_X
+#define COLLECT_ATOMS ATOMS
+#define COLLECT_IQN_EMBED IQN_EMBED
+
+#include "collect_env.cuh"
+#include "collect_nets.cuh"
+#include "grid.cuh"
+
+using QNet = Dueling<HEAD, NET_Q_BASE>;
+using TNet = Dueling<HEAD, NET_T_BASE>;
+using CNet = Curiosity<NET_C_BASE>;
+static_assert(QNet::S0_W == NET_Q_0_W && QNet::SIZE == NET_Q_SIZE && TNet::SIZE == NET_T_SIZE,
+              "collect_nets.cuh dueling layout differs from src/nets/layout.ts");
+static_assert(CNet::L1_B == NET_C_1_B && CNet::SIZE == NET_C_SIZE,
+              "collect_nets.cuh curiosity layout differs from src/nets/layout.ts");
+static_assert(WG_X % 32 == 0 && WG_Y == 1 && WG_Z == 1, "collect_dqn runs on 1-D blocks of whole warps");
+
+// Output addressing: section offsets are in units of N * L elements; idx = e * L + l.
+struct Out {
+  float* f;
+  int* i;
+  unsigned long long nl, idx;
+};
+COLLECT_DEVICE float* out_f_at(const Out& o, int section, int width) { return o.f + section * o.nl + o.idx * width; }
+COLLECT_DEVICE int* out_i_at(const Out& o, int section) { return o.i + section * o.nl + o.idx; }
+
+COLLECT_DEVICE int argmax_q(const float* q) {
+  int best = 0;
+  for (int a = 1; a < NUM_ACTIONS; a++)
+    if (q[a] > q[best]) best = a;
+  return best;
+}
+
+// Epsilon-greedy (src/collect/dqn.ts step 2).
+COLLECT_DEVICE int choose_action(const float* q, unsigned e, unsigned g, float epsilon, unsigned k0, unsigned k1) {
+  const uint4 w = philox4x32_10(make_uint4(STREAM_ACTION, e, g, 0u), k0, k1);
+  return philox_unit_float(w.x) < epsilon ? (int)(w.y % NUM_ACTIONS) : argmax_q(q);
+}
+
+// curiosity.ts curiosityMse from the model's prediction `pred` for decision bar t.
+COLLECT_DEVICE float curiosity_mse(const float* pred, const float* features, int t) {
+  const float* next = features + (t + 1) * MARKET_FEATURES;
+  float acc = 0.0f;
+  for (int k = 0; k < CURIOSITY_OUT; k++) {
+    const float d = fsub(pred[k], ldg1(next + k));
+    acc = fadd(acc, fmul(d, d));
+  }
+  return fmul(acc, 1.0f / CURIOSITY_OUT);
+}
+
+// The curiosity input of decision bar t: features[t][0..32) ++ one-hot(category), then zeros.
+COLLECT_DEVICE void curiosity_input(float* x, int width, const float* features, int t, int cat) {
+  const float* src = features + t * MARKET_FEATURES;
+  for (int k = 0; k < CURIOSITY_OUT; k++) x[k] = ldg1(src + k);
+  for (int k = 0; k < 3; k++) x[CURIOSITY_OUT + k] = k == cat ? 1.0f : 0.0f;
+  for (int k = CURIOSITY_OUT + 3; k < width; k++) x[k] = 0.0f;
+}
+
+COLLECT_DEVICE void write_step(const Out& o, const StepOut& so, int action) {
+  *out_f_at(o, OUT_F_REWARDS, 1) = so.total;
+  float* c = out_f_at(o, OUT_F_COMPONENTS, 5);
+  c[0] = so.pnl;
+  c[1] = so.barrier;
+  c[2] = so.risk;
+  c[3] = so.diversity;
+  c[4] = so.curiosity;
+  *out_i_at(o, OUT_I_ACTIONS) = action;
+  *out_i_at(o, OUT_I_DONES) = so.done;
+  *out_i_at(o, OUT_I_TRUNCATEDS) = so.truncated;
+}
+
+// TD error of the step (src/collect/dqn.ts step 4): a done step uses r alone.
+COLLECT_DEVICE float td_error(const StepOut& so, const float* q_target, float gamma, float q_sel) {
+  const float target = so.done ? so.total : fadd(so.total, fmul(gamma, q_target[argmax_q(q_target)]));
+  return fabsf(fsub(target, q_sel));
+}
+
+#if SEED_VARIANT == 0
+
+constexpr int E = TILE_E;
+// IQN: taus run in chunks of TC per episode so that a chunk is about one m16 tile of rows.
+__host__ __device__ constexpr int iqn_tau_chunk(int e, int k) {
+  int tc = e >= 16 ? 1 : 16 / e;
+  while (k % tc != 0) tc--;
+  return tc;
+}
+constexpr int TC = iqn_tau_chunk(E, ACT_TAUS);
+
+// Shared-memory plan (floats). act [E, LD_TRUNK] takes the states, runs the trunk in place and, for
+// the plain head, receives q (q aliases it); the curiosity model runs in act too (dead between the
+// online forward and the target forward).
+constexpr int SM_ACT = 0;
+constexpr int SM_END_ACT = SM_ACT + E * LD_TRUNK;
+// plain: v [E], a [E, LD_Q]
+constexpr int SM_V = SM_END_ACT;
+constexpr int SM_A = SM_V + E;
+constexpr int SM_END_PLAIN = SM_A + E * LD_Q;
+// C51: chunk [E, LD_TRUNK], v and mean [E, LD_ATOMS], q [E, LD_Q]
+constexpr int SM_CHUNK = SM_END_ACT;
+constexpr int SM_C51_V = SM_CHUNK + E * LD_TRUNK;
+constexpr int SM_MEAN = SM_C51_V + E * LD_ATOMS;
+constexpr int SM_C51_Q = SM_MEAN + E * LD_ATOMS;
+constexpr int SM_END_C51 = SM_C51_Q + E * LD_Q;
+// IQN: taus [E, ACT_TAUS], hq [E * TC, LD_TRUNK], va [E * TC, LD_VA], q [E, LD_Q]
+constexpr int SM_TAU = SM_END_ACT;
+constexpr int SM_HQ = SM_TAU + E * ACT_TAUS;
+constexpr int SM_VA = SM_HQ + E * TC * LD_TRUNK;
+constexpr int SM_IQN_Q = SM_VA + E * TC * LD_VA;
+constexpr int SM_END_IQN = SM_IQN_Q + E * LD_Q;
+constexpr int SM_FLOATS = HEAD == HEAD_PLAIN ? SM_END_PLAIN : HEAD == HEAD_C51 ? SM_END_C51 : SM_END_IQN;
+constexpr int SM_Q = HEAD == HEAD_PLAIN ? SM_ACT : HEAD == HEAD_C51 ? SM_C51_Q : SM_IQN_Q;
+static_assert(SM_FLOATS * 4 <= 48 * 1024,
+              "collect_dqn: TILE_E too large for 48 KiB of shared memory (plain: <= 32, C51 and IQN: <= 16)");
+static_assert(E <= COLLECT_THREADS, "collect_dqn: one thread per episode runs the simulator");
+static_assert(LD_Q + LD_CURIOSITY <= LD_TRUNK, "the curiosity model runs inside act, after the q rows");
+
+template <int NET_BASE>
+COLLECT_FN void q_values(const float* nets, float* smem, float vmin, float vmax) {
+  if constexpr (HEAD == HEAD_PLAIN) {
+    dueling_q<NET_BASE, E>(nets, smem + SM_ACT, smem + SM_V, smem + SM_A, smem + SM_Q);
+  } else if constexpr (HEAD == HEAD_C51) {
+    C51Buffers b;
+    b.act = smem + SM_ACT;
+    b.chunk = smem + SM_CHUNK;
+    b.v = smem + SM_C51_V;
+    b.mean = smem + SM_MEAN;
+    b.q = smem + SM_Q;
+    c51_q<NET_BASE, E>(nets, b, vmin, vmax);
+  } else {
+    IqnBuffers b;
+    b.act = smem + SM_ACT;
+    b.taus = smem + SM_TAU;
+    b.ld_tau = ACT_TAUS;
+    b.hq = smem + SM_HQ;
+    b.va = smem + SM_VA;
+    b.q = smem + SM_Q;
+    iqn_q<NET_BASE, E, ACT_TAUS, TC>(nets, b);
+  }
+}
+
+// The state row of an episode in act: 54 floats then zeros up to the next multiple of 16 (the
+// tensor-core path reads those columns); rows of episodes past N stay zero.
+COLLECT_DEVICE void state_row(float* row, const Episode& ep, const Market& m, bool active) {
+  if (active) build_state(ep, m, row);
+  for (int k = active ? STATE_DIM : 0; k < LD_STATE; k++) row[k] = 0.0f;
+}
+
+extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
+  COLLECT_SMEM(smem, SM_FLOATS);
+  const EnvScalars p = env_scalars(u);
+  const Market m = {features, ohlc, spread, entropy};
+  const int r = threadIdx.x;
+  const unsigned long long e64 = flat_block_id() * E + r;
+  const bool env_thread = r < E;
+  const bool active = env_thread && e64 < u.n;
+  const unsigned e = (unsigned)e64;
+  // Blocks past the work (the grid may overshoot) still reach every barrier.
+  Episode ep;
+  int* window = div_window + (unsigned long long)e * p.diversity_window;
+  if (active) load_episode(ep, env_f, env_i, e);
+  float* xs = smem + SM_ACT + r * LD_TRUNK;
+  const float* q_row = smem + SM_Q + r * LD_Q;
+  // The curiosity rows sit in act after the plain head's q rows, so that writing them never
+  // clobbers a q row another thread has yet to read.
+  float* cur = smem + SM_ACT + E * LD_Q;
+  Out o = {out_f, out_i, (unsigned long long)u.n * u.steps, (unsigned long long)e * u.steps};
+  for (unsigned l = 0; l < u.steps; l++, o.idx++) {
+    const unsigned g = u.stepBase + l;
+    if (env_thread) {
+      state_row(xs, ep, m, active);
+      if (active) {
+        float* s = out_f_at(o, OUT_F_STATES, STATE_DIM);
+        for (int k = 0; k < STATE_DIM; k++) s[k] = xs[k];
+      }
+      if constexpr (HEAD == HEAD_IQN) {
+        float* taus = smem + SM_TAU + r * ACT_TAUS;
+        for (int k = 0; k < ACT_TAUS; k += 4) {
+          const uint4 w = philox4x32_10(make_uint4(STREAM_TAU, e, g, (unsigned)(k >> 2)), p.key0, p.key1);
+          const unsigned words[4] = {w.x, w.y, w.z, w.w};
+          for (int j = 0; j < 4 && k + j < ACT_TAUS; j++) taus[k + j] = philox_unit_float(words[j]);
+        }
+      }
+    }
+    block_sync();
+    q_values<NET_Q_BASE>(nets, smem, u.vMin, u.vMax);
+
+    int action = 0;
+    float q_sel = 0.0f;
+    if (active) {
+      action = choose_action(q_row, e, g, u.epsilon, p.key0, p.key1);
+      q_sel = q_row[action];
+    }
+    if (env_thread && u.curiosity) {
+      curiosity_input(cur + r * LD_CURIOSITY, LD_CURIOSITY, features, active ? ep.bar : 0, action_category(action));
+    }
+    block_sync();
+    if (u.curiosity) curiosity_predict<NET_C_BASE, E>(nets, cur);
+
+    const float mse = active && u.curiosity ? curiosity_mse(cur + r * LD_CURIOSITY, features, ep.bar) : 0.0f;
+    // Every mse is read before the next states overwrite act.
+    block_sync();
+    StepOut so;
+    if (active) env_step(ep, m, p, window, action, mse, u.curiosity != 0, so);
+    if (env_thread) {
+      state_row(xs, ep, m, active);
+      if (active) {
+        float* s = out_f_at(o, OUT_F_NEXT_STATES, STATE_DIM);
+        for (int k = 0; k < STATE_DIM; k++) s[k] = xs[k];
+        write_step(o, so, action);
+      }
+    }
+    block_sync();
+    q_values<NET_T_BASE>(nets, smem, u.vMin, u.vMax);
+
+    if (active) {
+      *out_f_at(o, OUT_F_TD_ERRORS, 1) = td_error(so, q_row, u.gamma, q_sel);
+      restart_if_ended(ep, m, p, window, e, so);
+    }
+    block_sync();
+  }
+  if (active) store_episode(ep, env_f, env_i, e);
+}
+
+#else  // SEED_VARIANT
+
+static_assert(HEAD == HEAD_PLAIN, "the seed variant (benchmark only) implements the plain dueling head");
+
+// The seed design's dueling forward: one thread, activations in local memory.
+template <int NET_BASE>
+COLLECT_FN void q_values_thread(const float* nets, const float* x, float* q) {
+  using L = Dueling<HEAD_PLAIN, NET_BASE>;
+  float h0[256], h1[256], vh[128], ah[128], v[1];
+  dense_thread<STATE_DIM, 256, ACT_LEAKY, L::S0_W, L::S0_B>(nets, x, h0);
+  dense_thread<256, 256, ACT_LEAKY, L::S1_W, L::S1_B>(nets, h0, h1);
+  dense_thread<256, 128, ACT_LEAKY, L::V0_W, L::V0_B>(nets, h1, vh);
+  dense_thread<128, 1, ACT_NONE, L::V1_W, L::V1_B>(nets, vh, v);
+  dense_thread<256, 128, ACT_LEAKY, L::A0_W, L::A0_B>(nets, h1, ah);
+  dense_thread<128, NUM_ACTIONS, ACT_NONE, L::A1_W, L::A1_B>(nets, ah, q);
+  const float mean = advantage_mean(q);
+  for (int k = 0; k < NUM_ACTIONS; k++) q[k] = fsub(fadd(v[0], q[k]), mean);
+}
+
+extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
+  const EnvScalars p = env_scalars(u);
+  const Market m = {features, ohlc, spread, entropy};
+  const unsigned long long e64 = flat_thread_id();
+  if (e64 >= u.n) return;
+  const unsigned e = (unsigned)e64;
+  Episode ep;
+  int* window = div_window + (unsigned long long)e * p.diversity_window;
+  load_episode(ep, env_f, env_i, e);
+  float s[STATE_DIM], q[NUM_ACTIONS], cur_in[CNet::IN], cur_h[CNet::HIDDEN], cur_out[CNet::OUT];
+  Out o = {out_f, out_i, (unsigned long long)u.n * u.steps, (unsigned long long)e * u.steps};
+  for (unsigned l = 0; l < u.steps; l++, o.idx++) {
+    const unsigned g = u.stepBase + l;
+    build_state(ep, m, s);
+    float* so_s = out_f_at(o, OUT_F_STATES, STATE_DIM);
+    for (int k = 0; k < STATE_DIM; k++) so_s[k] = s[k];
+    q_values_thread<NET_Q_BASE>(nets, s, q);
+    const int action = choose_action(q, e, g, u.epsilon, p.key0, p.key1);
+    const float q_sel = q[action];
+    float mse = 0.0f;
+    if (u.curiosity) {
+      curiosity_input(cur_in, CNet::IN, features, ep.bar, action_category(action));
+      dense_thread<CNet::IN, CNet::HIDDEN, ACT_LEAKY, CNet::L0_W, CNet::L0_B>(nets, cur_in, cur_h);
+      dense_thread<CNet::HIDDEN, CNet::OUT, ACT_NONE, CNet::L1_W, CNet::L1_B>(nets, cur_h, cur_out);
+      mse = curiosity_mse(cur_out, features, ep.bar);
+    }
+    StepOut so;
+    env_step(ep, m, p, window, action, mse, u.curiosity != 0, so);
+    build_state(ep, m, s);
+    float* so_n = out_f_at(o, OUT_F_NEXT_STATES, STATE_DIM);
+    for (int k = 0; k < STATE_DIM; k++) so_n[k] = s[k];
+    write_step(o, so, action);
+    if (!so.done) q_values_thread<NET_T_BASE>(nets, s, q);
+    *out_f_at(o, OUT_F_TD_ERRORS, 1) = td_error(so, q, u.gamma, q_sel);
+    restart_if_ended(ep, m, p, window, e, so);
+  }
+  store_episode(ep, env_f, env_i, e);
+}
+
+#endif
