@@ -46,9 +46,9 @@ const market: Market = randomMarket(400, 5);
 const split = { start: 0, end: 400 };
 const cfg = cloneDefaults().env;
 // Short episodes and tight barriers: truncations, barrier exits and restarts within a launch.
-cfg.episodeBars = 25;
-cfg.profitTargetBps = 20;
-cfg.stopLossBps = 15;
+cfg.episodeBars = 12;
+cfg.profitTargetBps = 40;
+cfg.stopLossBps = 30;
 const params = envParams(cfg);
 
 interface Job {
