@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parquetWriteFile } from 'hyparquet-writer';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { parseIsoMs, parseNumberCell } from '../../src/data/cells.js';
 import { DataError } from '../../src/data/errors.js';
 import { loadBars, saveBars } from '../../src/data/load.js';
 import { generateSynthetic } from '../../src/data/synthetic.js';
@@ -242,5 +243,29 @@ describe('repair options', () => {
     const plain = await loadBars(path);
     expect(plain.bars.n).toBe(3);
     expect(plain.report.filled).toBe(0);
+  });
+});
+
+describe('cell parsing fast paths agree with Number and Date.parse', () => {
+  it('reads decimal text to the same f64 as Number()', () => {
+    const p = { last: null };
+    const cases = ['0', '-0', '1.', '.5', '-.5', '100.1234', '0.1', '0.3', '123456789012345'];
+    cases.push('1234567890123456', '9007199254740993', '1e5', '-12.000001', '00012.50', '+3', '0x1f');
+    for (let i = 0; i < 2000; i++) cases.push(((i * 7919.123457) % 1e5).toFixed(i % 7), String(i / 7));
+    for (const c of cases) expect(Object.is(parseNumberCell(c, 'x', p), Number(c)), c).toBe(true);
+    for (const bad of ['', ' ', '.', '-', '1.2.3', 'abc', 'NaN', 'Infinity']) {
+      expect(parseNumberCell(bad, 'x', p), bad).toBeNaN();
+    }
+  });
+
+  it('reads ISO-8601 text to the same instant as Date.parse', () => {
+    for (let i = 0; i < 2000; i++) {
+      const s = new Date(Date.UTC(1971, 0, 1) + i * 987_654_321_7).toISOString();
+      expect(parseIsoMs(s), s).toBe(Date.parse(s));
+    }
+    expect(parseIsoMs('2024-03-01T10:00:00+01:00')).toBe(Date.UTC(2024, 2, 1, 9));
+    expect(parseIsoMs('2024-03-01')).toBe(Date.UTC(2024, 2, 1));
+    expect(parseIsoMs('2024-13-01T00:00:00.000Z')).toBeNaN();
+    expect(parseIsoMs('01/03/2024')).toBeNaN();
   });
 });
