@@ -57,7 +57,7 @@ export function parseNumberCell(raw: unknown, column: string, problem: { last: C
   if (typeof raw === 'bigint') return Number(raw);
   if (typeof raw === 'string') {
     const fast = parsePlainDecimal(raw);
-    if (fast === fast) return fast;
+    if (!Number.isNaN(fast)) return fast;
     const x = Number(raw);
     if (Number.isFinite(x) && (x !== 0 || raw.trim() !== '')) return x;
     const t = raw.trim();
@@ -139,7 +139,7 @@ function parseIsoUtcMillis(s: string): number {
  */
 export function parseIsoMs(s: string): number {
   const fast = parseIsoUtcMillis(s);
-  if (fast === fast) return fast;
+  if (!Number.isNaN(fast)) return fast;
   if (!ISO_START.test(s)) return Number.NaN;
   let iso = s.length > 10 && s[10] === ' ' ? `${s.slice(0, 10)}T${s.slice(11)}` : s;
   if (iso.length > 10 && !HAS_ZONE.test(iso)) iso += 'Z';
@@ -162,7 +162,7 @@ export function parseTimestampCell(raw: unknown, state: { scale: number; last: C
     }
   } else if (typeof raw === 'string') {
     const iso = parseIsoUtcMillis(raw);
-    if (iso === iso) return iso;
+    if (!Number.isNaN(iso)) return iso;
     const t = raw.trim();
     const x = Number(t);
     if (t !== '' && Number.isFinite(x)) {
