@@ -62,6 +62,15 @@ describe('foxhunt data', () => {
     expect((await cli('data', 'check')).code).toBe(1);
   });
 
+  it('check says when the data is too short for the splits, naming the numbers', async () => {
+    const csv = join(dir, 'short.csv');
+    await cli('data', 'synth', '--bars', '600', '--seed', '1', '--out', csv);
+    const r = await cli('data', 'check', csv);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/splits\s+none: data too short for the config: 600 bars/);
+    expect(r.out).toContain('env.episodeBars');
+  });
+
   it('check --fill-gaps reports the bars it inserted', async () => {
     const gappy = join(dir, 'gappy.csv');
     writeFileSync(
