@@ -120,11 +120,15 @@ export function computeFeatures(bars: Bars, maxLookback: number): Float32Array {
   const r = new Float64Array(n);
   for (let t = 1; t < n; t++) r[t] = lc[t] - lc[t - 1];
   const sigma60 = rollingStd(r, 60);
-  const s = mapSeries(sigma60, (x) => x + SIGMA_FLOOR);
+  // 1 / s_t: the hot loops multiply instead of dividing.
+  const invS = mapSeries(sigma60, (x) => 1 / (x + SIGMA_FLOOR));
+  const lh = mapSeries(h, Math.log);
+  const ll = mapSeries(l, Math.log);
 
   // Returns over h bars in units of s_t * sqrt(h).
   for (const hor of [1, 5, 10, 20, 60, 120]) {
-    for (let t = L; t < n; t++) cur[t] = (lc[t] - lc[t >= hor ? t - hor : 0]) / (s[t] * Math.sqrt(hor));
+    const k = 1 / Math.sqrt(hor);
+    for (let t = L; t < n; t++) cur[t] = (lc[t] - lc[t >= hor ? t - hor : 0]) * invS[t] * k;
     emit();
   }
 
@@ -139,7 +143,7 @@ export function computeFeatures(bars: Bars, maxLookback: number): Float32Array {
   for (let t = L; t < n; t++) cur[t] = logRatio(sigma20[t], sigma120[t]);
   emit();
   const hl2 = new Float64Array(n);
-  for (let t = 0; t < n; t++) hl2[t] = Math.log(h[t] / l[t]) ** 2;
+  for (let t = 0; t < n; t++) hl2[t] = (lh[t] - ll[t]) ** 2;
   const park20 = rollingMean(hl2, 20);
   for (let t = L; t < n; t++) cur[t] = logRatio(Math.sqrt(park20[t] / (4 * Math.LN2)), sigma20[t]);
   emit();
@@ -147,8 +151,8 @@ export function computeFeatures(bars: Bars, maxLookback: number): Float32Array {
   // Range and true range (log units).
   const tr = new Float64Array(n);
   for (let t = 0; t < n; t++) {
-    const prev = t > 0 ? c[t - 1] : c[t];
-    tr[t] = Math.log(Math.max(h[t], prev) / Math.min(l[t], prev));
+    const prev = t > 0 ? lc[t - 1] : lc[t];
+    tr[t] = Math.max(lh[t], prev) - Math.min(ll[t], prev);
   }
   const atr14 = rollingMean(tr, 14);
   const atr120 = rollingMean(tr, 120);
@@ -165,7 +169,8 @@ export function computeFeatures(bars: Bars, maxLookback: number): Float32Array {
   // Distance of the log close from its simple moving average.
   for (const w of [10, 20, 60, 120]) {
     const m = rollingMean(lc, w);
-    for (let t = L; t < n; t++) cur[t] = (lc[t] - m[t]) / (s[t] * Math.sqrt(w));
+    const k = 1 / Math.sqrt(w);
+    for (let t = L; t < n; t++) cur[t] = (lc[t] - m[t]) * invS[t] * k;
     emit();
   }
 
@@ -177,7 +182,8 @@ export function computeFeatures(bars: Bars, maxLookback: number): Float32Array {
   ]) {
     const ef = ema(lc, fast);
     const es = ema(lc, slow);
-    for (let t = L; t < n; t++) cur[t] = (ef[t] - es[t]) / (s[t] * Math.sqrt(slow));
+    const k = 1 / Math.sqrt(slow);
+    for (let t = L; t < n; t++) cur[t] = (ef[t] - es[t]) * invS[t] * k;
     emit();
   }
 
@@ -197,11 +203,11 @@ export function computeFeatures(bars: Bars, maxLookback: number): Float32Array {
   const macd = new Float64Array(n);
   for (let t = 0; t < n; t++) macd[t] = ema12[t] - ema26[t];
   const signal = ema(macd, 9);
-  for (let t = L; t < n; t++) cur[t] = macd[t] / s[t];
+  for (let t = L; t < n; t++) cur[t] = macd[t] * invS[t];
   emit();
-  for (let t = L; t < n; t++) cur[t] = signal[t] / s[t];
+  for (let t = L; t < n; t++) cur[t] = signal[t] * invS[t];
   emit();
-  for (let t = L; t < n; t++) cur[t] = (macd[t] - signal[t]) / s[t];
+  for (let t = L; t < n; t++) cur[t] = (macd[t] - signal[t]) * invS[t];
   emit();
 
   // Bollinger bands (20 bars, 2 sd) of the log close.
@@ -266,8 +272,9 @@ export function computeFeatures(bars: Bars, maxLookback: number): Float32Array {
     const svp = rollingSum(vtp, w);
     const cnt = rollingSum(traded, w);
     const mtp = rollingMean(tp, w);
+    const k = 1 / Math.sqrt(w);
     for (let t = L; t < n; t++)
-      cur[t] = Math.log(c[t] / (cnt[t] > 0 ? svp[t] / sv[t] : mtp[t])) / (s[t] * Math.sqrt(w));
+      cur[t] = (lc[t] - Math.log(cnt[t] > 0 ? svp[t] / sv[t] : mtp[t])) * invS[t] * k;
     emit();
   }
 
@@ -321,11 +328,13 @@ export function computeFeatures(bars: Bars, maxLookback: number): Float32Array {
 
   // Distance below the rolling high and above the rolling low, in units of s_t * sqrt(w).
   for (const w of [20, 120]) {
-    const hh = rollingMax(h, w);
-    const ll = rollingMin(l, w);
-    for (let t = L; t < n; t++) cur[t] = Math.log(hh[t] / c[t]) / (s[t] * Math.sqrt(w));
+    // ln is monotone: the max of ln h is ln of the max of h.
+    const hh = rollingMax(lh, w);
+    const lowest = rollingMin(ll, w);
+    const k = 1 / Math.sqrt(w);
+    for (let t = L; t < n; t++) cur[t] = (hh[t] - lc[t]) * invS[t] * k;
     emit();
-    for (let t = L; t < n; t++) cur[t] = Math.log(c[t] / ll[t]) / (s[t] * Math.sqrt(w));
+    for (let t = L; t < n; t++) cur[t] = (lc[t] - lowest[t]) * invS[t] * k;
     emit();
   }
 
@@ -337,20 +346,23 @@ export function computeFeatures(bars: Bars, maxLookback: number): Float32Array {
     minInterval = Math.min(minInterval, ts[t] - ts[t - 1]);
     intraday[t] = minInterval < MS_PER_DAY ? 1 : 0;
   }
-  const dayAngle = (t: number) =>
-    (2 * Math.PI * (((ts[t] % MS_PER_DAY) + MS_PER_DAY) % MS_PER_DAY)) / MS_PER_DAY;
-  // 1970-01-01 was a Thursday: (day + 3) mod 7 counts from Monday = 0.
-  const weekAngle = (t: number) => {
+  // Angles once per bar; floor-based remainders (fmod on doubles was a visible cost).
+  const dayAngle = new Float64Array(n);
+  const weekAngle = new Float64Array(n);
+  for (let t = 0; t < n; t++) {
     const day = Math.floor(ts[t] / MS_PER_DAY);
-    return (2 * Math.PI * ((((day + 3) % 7) + 7) % 7)) / 7;
-  };
-  for (let t = L; t < n; t++) cur[t] = intraday[t] ? Math.sin(dayAngle(t)) : 0;
+    dayAngle[t] = (2 * Math.PI * (ts[t] - day * MS_PER_DAY)) / MS_PER_DAY;
+    // 1970-01-01 was a Thursday: (day + 3) mod 7 counts from Monday = 0.
+    const weekday = day + 3 - Math.floor((day + 3) / 7) * 7;
+    weekAngle[t] = (2 * Math.PI * weekday) / 7;
+  }
+  for (let t = L; t < n; t++) cur[t] = intraday[t] ? Math.sin(dayAngle[t]) : 0;
   emit();
-  for (let t = L; t < n; t++) cur[t] = intraday[t] ? Math.cos(dayAngle(t)) : 0;
+  for (let t = L; t < n; t++) cur[t] = intraday[t] ? Math.cos(dayAngle[t]) : 0;
   emit();
-  for (let t = L; t < n; t++) cur[t] = intraday[t] ? Math.sin(weekAngle(t)) : 0;
+  for (let t = L; t < n; t++) cur[t] = intraday[t] ? Math.sin(weekAngle[t]) : 0;
   emit();
-  for (let t = L; t < n; t++) cur[t] = intraday[t] ? Math.cos(weekAngle(t)) : 0;
+  for (let t = L; t < n; t++) cur[t] = intraday[t] ? Math.cos(weekAngle[t]) : 0;
   emit();
 
   if (col !== FEATURE_COUNT)
