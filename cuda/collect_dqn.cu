@@ -31,7 +31,7 @@
 #define COLLECT_ATOMS ATOMS
 #define COLLECT_IQN_EMBED IQN_EMBED
 
-#include "collect_env.cuh"
+#include "collect_io.cuh"
 #include "collect_nets.cuh"
 #include "grid.cuh"
 
@@ -44,15 +44,6 @@ static_assert(CNet::L1_B == NET_C_1_B && CNet::SIZE == NET_C_SIZE,
               "collect_nets.cuh curiosity layout differs from src/nets/layout.ts");
 static_assert(WG_X % 32 == 0 && WG_Y == 1 && WG_Z == 1, "collect_dqn runs on 1-D blocks of whole warps");
 
-// Output addressing: section offsets are in units of N * L elements; idx = e * L + l.
-struct Out {
-  float* f;
-  int* i;
-  unsigned long long nl, idx;
-};
-COLLECT_DEVICE float* out_f_at(const Out& o, int section, int width) { return o.f + section * o.nl + o.idx * width; }
-COLLECT_DEVICE int* out_i_at(const Out& o, int section) { return o.i + section * o.nl + o.idx; }
-
 COLLECT_DEVICE int argmax_q(const float* q) {
   int best = 0;
   for (int a = 1; a < NUM_ACTIONS; a++)
@@ -64,38 +55,6 @@ COLLECT_DEVICE int argmax_q(const float* q) {
 COLLECT_DEVICE int choose_action(const float* q, unsigned e, unsigned g, float epsilon, unsigned k0, unsigned k1) {
   const uint4 w = philox4x32_10(make_uint4(STREAM_ACTION, e, g, 0u), k0, k1);
   return philox_unit_float(w.x) < epsilon ? (int)(w.y % NUM_ACTIONS) : argmax_q(q);
-}
-
-// curiosity.ts curiosityMse from the model's prediction `pred` for decision bar t.
-COLLECT_DEVICE float curiosity_mse(const float* pred, const float* features, int t) {
-  const float* next = features + (t + 1) * MARKET_FEATURES;
-  float acc = 0.0f;
-  for (int k = 0; k < CURIOSITY_OUT; k++) {
-    const float d = fsub(pred[k], ldg1(next + k));
-    acc = fadd(acc, fmul(d, d));
-  }
-  return fmul(acc, 1.0f / CURIOSITY_OUT);
-}
-
-// The curiosity input of decision bar t: features[t][0..32) ++ one-hot(category), then zeros.
-COLLECT_DEVICE void curiosity_input(float* x, int width, const float* features, int t, int cat) {
-  const float* src = features + t * MARKET_FEATURES;
-  for (int k = 0; k < CURIOSITY_OUT; k++) x[k] = ldg1(src + k);
-  for (int k = 0; k < 3; k++) x[CURIOSITY_OUT + k] = k == cat ? 1.0f : 0.0f;
-  for (int k = CURIOSITY_OUT + 3; k < width; k++) x[k] = 0.0f;
-}
-
-COLLECT_DEVICE void write_step(const Out& o, const StepOut& so, int action) {
-  *out_f_at(o, OUT_F_REWARDS, 1) = so.total;
-  float* c = out_f_at(o, OUT_F_COMPONENTS, 5);
-  c[0] = so.pnl;
-  c[1] = so.barrier;
-  c[2] = so.risk;
-  c[3] = so.diversity;
-  c[4] = so.curiosity;
-  *out_i_at(o, OUT_I_ACTIONS) = action;
-  *out_i_at(o, OUT_I_DONES) = so.done;
-  *out_i_at(o, OUT_I_TRUNCATEDS) = so.truncated;
 }
 
 // TD error of the step (src/collect/dqn.ts step 4): a done step uses r alone.

@@ -14,6 +14,7 @@ import { packageRoot } from '../../src/backend/cuda/native.js';
 import { cudaPreamble } from '../../src/backend/cuda/preamble.js';
 import type { KernelSpec } from '../../src/backend/types.js';
 import { type CollectDqnOptions, collectDqnSpec } from '../../src/kernels/collect_dqn.js';
+import { collectPpoSpec } from '../../src/kernels/collect_ppo.js';
 
 const root = packageRoot();
 const nvcc = nvccCandidates().find((p) => nvccVersion(p) !== undefined);
@@ -45,6 +46,21 @@ const variants: [string, KernelSpec, string][] = [
   ['dqn iqn, TF32', withTf32(dqn({ head: 'iqn', tileEpisodes: 16 })), 'sm_90'],
   ['dqn seed variant', dqn({ variant: 'seed', threads: 128 }), 'sm_90'],
   ['dqn plain TF32 on sm_89', withTf32(dqn({})), 'sm_89'],
+  [
+    'ppo, 16 episodes per block',
+    collectPpoSpec({ variant: 'tiled', tileEpisodes: 16, threads: 256, tj: 32, kt: 4 }),
+    'sm_90',
+  ],
+  [
+    'ppo, TF32',
+    withTf32(collectPpoSpec({ variant: 'tiled', tileEpisodes: 16, threads: 256, tj: 32, kt: 4 })),
+    'sm_90',
+  ],
+  [
+    'ppo seed variant',
+    collectPpoSpec({ variant: 'seed', tileEpisodes: 128, threads: 128, tj: 32, kt: 4 }),
+    'sm_90',
+  ],
 ];
 
 function compile(spec: KernelSpec, arch: string, dir: string, tag: string): Promise<string> {

@@ -252,6 +252,15 @@ describe.skipIf(unavailable !== null)(
         }),
         0,
       ],
+      ['collect_ppo, 4 episodes per block', () => ppoJob(4), 1e-5],
+      [
+        'collect_ppo seed variant',
+        () => ({
+          ...ppoJob(4),
+          spec: collectPpoSpec({ variant: 'seed', tileEpisodes: 32, threads: 32, tj: 32, kt: 4 }),
+        }),
+        1e-5,
+      ],
     ];
     for (const [name, make, tol] of cases) {
       it(`${name}: matches the TS reference over ${LAUNCHES} launches`, () => {
