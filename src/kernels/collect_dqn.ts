@@ -11,7 +11,8 @@
  *   epsilon, gamma  exploration rate, discount of the TD error
  *   vMin, vMax      C51 support (ignored by the other heads)
  *   curiosity       1: the curiosity bonus is on (its net is in `nets`), 0: bonus 0
- *   head, atoms, actTaus  the head as data for the CPU twin; the GPU twins use the equal constants
+ *   head, atoms, actTaus, iqnEmbed  the head as data for the CPU twin; the GPU twins use the
+ *                   equal constants HEAD, ATOMS, ACT_TAUS, IQN_EMBED
  * nets: online dueling net at NET_Q_BASE, target at NET_T_BASE (same layout), curiosity at
  * NET_C_BASE.
  *
@@ -21,33 +22,40 @@
  * for the benchmark.
  */
 import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+import { collectDqn, type DqnNets } from '../collect/dqn.js';
+import type { DqnRollout } from '../collect/rollout.js';
 import { curiosityLayout, duelingLayout, type QHead } from '../nets/layout.js';
 import {
   COLLECT_BINDINGS,
+  commonConstants,
   ENV_UNIFORMS,
+  envFromBuffers,
+  envParamsFromUniforms,
   envStateConstants,
+  marketFromBuffers,
   netConstants,
   outputConstants,
   outputLayout,
+  sectionViews,
 } from './collect_layout.js';
 import { grid1d } from './grid.js';
+import type { Kernel, TypedArray } from './reference.js';
 
 export const HeadCode: Record<QHead, number> = { plain: 0, c51: 1, iqn: 2 };
 
-/** Per-step outputs of collect_dqn (index = episode * L + step within each section). */
+/**
+ * Per-step outputs of collect_dqn: the fields of DqnRollout (src/collect/rollout.ts), same
+ * names, same index (episode * L + step) and trailing dimension within each section.
+ */
 export const DQN_OUTPUT = outputLayout([
   { name: 'states', type: 'f32', width: 54 },
   { name: 'nextStates', type: 'f32', width: 54 },
   { name: 'rewards', type: 'f32', width: 1 },
   { name: 'tdErrors', type: 'f32', width: 1 },
-  { name: 'pnl', type: 'f32', width: 1 },
-  { name: 'barrier', type: 'f32', width: 1 },
-  { name: 'risk', type: 'f32', width: 1 },
-  { name: 'diversity', type: 'f32', width: 1 },
-  { name: 'curiosity', type: 'f32', width: 1 },
+  { name: 'components', type: 'f32', width: 5 },
   { name: 'actions', type: 'i32', width: 1 },
   { name: 'dones', type: 'i32', width: 1 },
-  { name: 'truncated', type: 'i32', width: 1 },
+  { name: 'truncateds', type: 'i32', width: 1 },
 ]);
 
 export interface CollectDqnOptions {
@@ -58,12 +66,71 @@ export interface CollectDqnOptions {
   iqnEmbed: number;
   /** IQN taus per acting decision (K). */
   actTaus: number;
-  /** `tiled` (the kernel) or `seed` (one thread per episode, benchmark only). */
+  /** `tiled` (the kernel) or `seed` (one thread per episode, plain head, benchmark only). */
   variant: 'tiled' | 'seed';
   /** Episodes per workgroup (tiled); the seed variant has one per thread. */
   tileEpisodes: number;
   /** Threads per workgroup. */
   threads: number;
+  /** WGSL tile engine: threads across a layer's outputs (the rest split the rows). */
+  tj: number;
+  /** WGSL tile engine: inputs per weight slice staged in workgroup memory (a multiple of 4). */
+  kt: number;
+  /** IQN: taus per pass of the tile (rows = tileEpisodes * tauRows); divides actTaus. */
+  tauRows: number;
+}
+
+/**
+ * The WGSL tile engine's shape (collect_tile.wgsl): rows, row strides, the widest layer and the
+ * accumulators per thread. Spec constants, so the workgroup-memory budget below and the shader
+ * read the same numbers.
+ */
+export function dqnTileConstants(o: CollectDqnOptions): Record<string, number> {
+  if (o.variant === 'seed')
+    return { TJ: o.threads, KT: 4, ROWS: 1, ACT_W: 4, QW: 4, WS_OUT: 4, MJ_MAX: 1, TAU_ROWS: 1 };
+  const te = o.threads / o.tj;
+  const rows = o.tileEpisodes * (o.head === 'iqn' ? o.tauRows : 1);
+  return {
+    TJ: o.tj,
+    KT: o.kt,
+    ROWS: Math.ceil(rows / te) * te,
+    ACT_W: 256,
+    QW: o.head === 'c51' ? 256 : 48,
+    WS_OUT: 256,
+    MJ_MAX: Math.ceil(256 / o.tj),
+    TAU_ROWS: o.head === 'iqn' ? o.tauRows : 1,
+  };
+}
+
+/** Workgroup memory the WGSL kernel declares for these options, in bytes. */
+export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
+  const c = dqnTileConstants(o);
+  const e = episodesPerGroup(o);
+  const head = o.head;
+  const floats =
+    c.ROWS * c.ACT_W +
+    c.KT * (c.WS_OUT + 4) +
+    c.ROWS * c.QW +
+    e * 7 +
+    (head !== 'plain' ? e * 48 : 1) +
+    (head === 'iqn' ? e * 256 + e * o.actTaus : 2) +
+    (head === 'c51' ? 2 * e * o.atoms : 2);
+  return floats * 4;
+}
+
+/** Throws when the options cannot describe a valid kernel. */
+export function checkDqnOptions(o: CollectDqnOptions): void {
+  const bad = (msg: string) => {
+    throw new Error(`collect_dqn: ${msg}`);
+  };
+  if (o.variant === 'seed' && o.head !== 'plain') bad('the seed variant has the plain head only');
+  if (o.variant === 'tiled') {
+    if (o.threads % o.tj !== 0) bad(`tj ${o.tj} must divide threads ${o.threads}`);
+    if (o.kt % 4 !== 0) bad(`kt ${o.kt} must be a multiple of 4`);
+    if (o.tileEpisodes > o.threads) bad('a tile cannot own more episodes than it has threads');
+    if (o.head === 'c51' && o.atoms > 256) bad(`C51 with ${o.atoms} atoms > 256 is not supported`);
+    if (o.head === 'iqn' && o.actTaus % o.tauRows !== 0) bad(`tauRows ${o.tauRows} must divide ${o.actTaus}`);
+  }
 }
 
 export const DQN_UNIFORMS = [
@@ -78,6 +145,7 @@ export const DQN_UNIFORMS = [
   { name: 'head', type: 'u32' },
   { name: 'atoms', type: 'u32' },
   { name: 'actTaus', type: 'u32' },
+  { name: 'iqnEmbed', type: 'u32' },
   ...ENV_UNIFORMS,
 ] as const satisfies KernelSpec['uniforms'];
 
@@ -87,6 +155,7 @@ export function episodesPerGroup(o: Pick<CollectDqnOptions, 'variant' | 'tileEpi
 }
 
 export function collectDqnSpec(o: CollectDqnOptions): KernelSpec {
+  checkDqnOptions(o);
   const q = duelingLayout(o.head, o.atoms, o.iqnEmbed);
   const c = curiosityLayout();
   return {
@@ -101,7 +170,12 @@ export function collectDqnSpec(o: CollectDqnOptions): KernelSpec {
       ACT_TAUS: o.actTaus,
       SEED_VARIANT: o.variant === 'seed' ? 1 : 0,
       TILE_E: episodesPerGroup(o),
+      ...dqnTileConstants(o),
+      ...commonConstants(),
       ...envStateConstants(),
+      // Heads without an IQN embedding still name it (offset 0, never read) so that one
+      // shader source compiles for every head.
+      ...(o.head === 'iqn' ? {} : { NET_Q_TAU_EMBED_W: 0, NET_Q_TAU_EMBED_B: 0 }),
       ...netConstants('NET_Q', q, 0),
       ...netConstants('NET_T', q, q.size),
       ...netConstants('NET_C', c, 2 * q.size),
@@ -124,3 +198,70 @@ export function collectDqnDispatch(
   const perGroup = spec.constants!.TILE_E;
   return { kernel: spec, buffers, uniforms, groups: grid1d(Math.ceil(uniforms.n / perGroup)) };
 }
+
+const HEADS: QHead[] = ['plain', 'c51', 'iqn'];
+
+/**
+ * The CPU twin: the reference collector (src/collect/dqn.ts) run on views of the bindings, so
+ * episode state and outputs land exactly where the GPU twins keep them. It always steps all N
+ * episodes (collectDqnDispatch's grid covers them).
+ */
+function collectDqnReference(buffers: TypedArray[], u: Record<string, number>): void {
+  const [features, ohlc, spread, entropy, nets, envF, envI, window, outF, outI] = buffers;
+  const head = HEADS[u.head];
+  if (!head) throw new Error(`collect_dqn: unknown head code ${u.head}`);
+  const layout = duelingLayout(head, u.atoms, u.iqnEmbed);
+  const cur = curiosityLayout();
+  const q = layout.size;
+  const env = envFromBuffers(u, envF as Float32Array, envI as Int32Array, window as Int32Array);
+  const market = marketFromBuffers(features as Float32Array, ohlc as Float32Array, spread as Float32Array);
+  const params = envParamsFromUniforms(u, entropy as Float32Array);
+  const f32 = nets as Float32Array;
+  const dqnNets: DqnNets = {
+    head,
+    layout,
+    online: f32.subarray(0, q),
+    target: f32.subarray(q, 2 * q),
+    support: { vMin: u.vMin, vMax: u.vMax, atoms: u.atoms },
+    actTaus: u.actTaus,
+  };
+  const curiosity = u.curiosity ? { layout: cur, params: f32.subarray(2 * q, 2 * q + cur.size) } : null;
+  const v = sectionViews(DQN_OUTPUT, outF as Float32Array, outI as Int32Array, u.n, u.steps);
+  const rollout: DqnRollout = {
+    n: u.n,
+    steps: u.steps,
+    states: v.states as Float32Array,
+    actions: v.actions as Int32Array,
+    rewards: v.rewards as Float32Array,
+    nextStates: v.nextStates as Float32Array,
+    dones: v.dones as Int32Array,
+    truncateds: v.truncateds as Int32Array,
+    tdErrors: v.tdErrors as Float32Array,
+    components: v.components as Float32Array,
+  };
+  collectDqn(
+    env,
+    market,
+    params,
+    dqnNets,
+    curiosity,
+    { steps: u.steps, epsilon: u.epsilon, stepBase: u.stepBase, gamma: u.gamma },
+    rollout,
+  );
+}
+
+export const collectDqnKernel: Kernel = {
+  spec: collectDqnSpec({
+    head: 'plain',
+    atoms: 51,
+    iqnEmbed: 64,
+    actTaus: 32,
+    variant: 'tiled',
+    tileEpisodes: 32,
+    threads: 256,
+    tj: 32,
+    kt: 8,
+    tauRows: 32,
+  }),
+  reference: collectDqnReference,
+};

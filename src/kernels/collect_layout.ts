@@ -189,17 +189,21 @@ export function envStateConstants(): Record<string, number> {
 }
 
 /**
- * Layer constants of a network stored at `base` floats into the nets buffer: for layer i,
- * `<prefix>_<i>_W`, `<prefix>_<i>_B` (absolute offsets into nets), `<prefix>_<i>_IN`,
- * `<prefix>_<i>_OUT`, plus `<prefix>_BASE` and `<prefix>_SIZE`.
+ * Layer constants of a network stored at `base` floats into the nets buffer, for layer i named
+ * `name` (`value_stream.0` -> `VALUE_STREAM_0`): `<prefix>_<i>_W` and `<prefix>_<NAME>_W`
+ * (absolute offset of the weight in nets), `_B` (bias), `_IN`, `_OUT`; plus `<prefix>_BASE` and
+ * `<prefix>_SIZE`.
  */
 export function netConstants(prefix: string, layout: NetLayout, base: number): Record<string, number> {
   const c: Record<string, number> = { [`${prefix}_BASE`]: base, [`${prefix}_SIZE`]: layout.size };
   layout.layers.forEach((l, i) => {
-    c[`${prefix}_${i}_W`] = base + l.wOffset;
-    c[`${prefix}_${i}_B`] = base + l.bOffset;
-    c[`${prefix}_${i}_IN`] = l.in;
-    c[`${prefix}_${i}_OUT`] = l.out;
+    const name = l.name.replace(/[^A-Za-z0-9]+/g, '_').toUpperCase();
+    for (const id of [String(i), name]) {
+      c[`${prefix}_${id}_W`] = base + l.wOffset;
+      c[`${prefix}_${id}_B`] = base + l.bOffset;
+      c[`${prefix}_${id}_IN`] = l.in;
+      c[`${prefix}_${id}_OUT`] = l.out;
+    }
   });
   return c;
 }

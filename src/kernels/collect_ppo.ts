@@ -16,18 +16,29 @@
  * Variants (constant SEED_VARIANT): 0 tiled, 1 the seed's one thread per episode (benchmark).
  */
 import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+import { collectPpo, type PpoNets } from '../collect/ppo.js';
+import type { PpoRollout } from '../collect/rollout.js';
 import { curiosityLayout, ppoActorLayout, ppoCriticLayout } from '../nets/layout.js';
 import {
   COLLECT_BINDINGS,
+  commonConstants,
   ENV_UNIFORMS,
+  envFromBuffers,
+  envParamsFromUniforms,
   envStateConstants,
+  marketFromBuffers,
   netConstants,
   outputConstants,
   outputLayout,
+  sectionViews,
 } from './collect_layout.js';
 import { grid1d } from './grid.js';
+import type { Kernel, TypedArray } from './reference.js';
 
-/** Per-step outputs of collect_ppo (index = episode * L + step within each section). */
+/**
+ * Per-step outputs of collect_ppo: the fields of PpoRollout (src/collect/rollout.ts), same
+ * names, same index (episode * L + step) and trailing dimension within each section.
+ */
 export const PPO_OUTPUT = outputLayout([
   { name: 'states', type: 'f32', width: 54 },
   { name: 'logProbs', type: 'f32', width: 1 },
@@ -35,14 +46,10 @@ export const PPO_OUTPUT = outputLayout([
   { name: 'rewards', type: 'f32', width: 1 },
   { name: 'advantages', type: 'f32', width: 1 },
   { name: 'returns', type: 'f32', width: 1 },
-  { name: 'pnl', type: 'f32', width: 1 },
-  { name: 'barrier', type: 'f32', width: 1 },
-  { name: 'risk', type: 'f32', width: 1 },
-  { name: 'diversity', type: 'f32', width: 1 },
-  { name: 'curiosity', type: 'f32', width: 1 },
+  { name: 'components', type: 'f32', width: 5 },
   { name: 'actions', type: 'i32', width: 1 },
   { name: 'dones', type: 'i32', width: 1 },
-  { name: 'truncated', type: 'i32', width: 1 },
+  { name: 'truncateds', type: 'i32', width: 1 },
 ]);
 
 export interface CollectPpoOptions {
@@ -50,6 +57,40 @@ export interface CollectPpoOptions {
   /** Episodes per workgroup (tiled); the seed variant has one per thread. */
   tileEpisodes: number;
   threads: number;
+  /** WGSL tile engine: threads across a layer's outputs (the rest split the rows). */
+  tj: number;
+  /** WGSL tile engine: inputs per weight slice staged in workgroup memory (a multiple of 4). */
+  kt: number;
+}
+
+/** The WGSL tile engine's shape (collect_tile.wgsl): rows, strides, widest layer, accumulators. */
+export function ppoTileConstants(o: CollectPpoOptions): Record<string, number> {
+  if (o.variant === 'seed') return { TJ: o.threads, KT: 4, ROWS: 1, ACT_W: 4, QW: 4, WS_OUT: 4, MJ_MAX: 1 };
+  const te = o.threads / o.tj;
+  return {
+    TJ: o.tj,
+    KT: o.kt,
+    ROWS: Math.ceil(o.tileEpisodes / te) * te,
+    ACT_W: 512,
+    QW: 48,
+    WS_OUT: 512,
+    MJ_MAX: Math.ceil(512 / o.tj),
+  };
+}
+
+/** Workgroup memory the WGSL kernel declares for these options, in bytes. */
+export function ppoWorkgroupBytes(o: CollectPpoOptions): number {
+  const c = ppoTileConstants(o);
+  const e = o.variant === 'seed' ? o.threads : o.tileEpisodes;
+  return (c.ROWS * c.ACT_W + c.KT * (c.WS_OUT + 4) + c.ROWS * c.QW + e * 8 + 1) * 4;
+}
+
+export function checkPpoOptions(o: CollectPpoOptions): void {
+  if (o.variant !== 'tiled') return;
+  if (o.threads % o.tj !== 0) throw new Error(`collect_ppo: tj ${o.tj} must divide threads ${o.threads}`);
+  if (o.kt % 4 !== 0) throw new Error(`collect_ppo: kt ${o.kt} must be a multiple of 4`);
+  if (o.tileEpisodes > o.threads)
+    throw new Error('collect_ppo: a tile cannot own more episodes than threads');
 }
 
 export const PPO_UNIFORMS = [
@@ -63,6 +104,7 @@ export const PPO_UNIFORMS = [
 ] as const satisfies KernelSpec['uniforms'];
 
 export function collectPpoSpec(o: CollectPpoOptions): KernelSpec {
+  checkPpoOptions(o);
   const a = ppoActorLayout();
   const v = ppoCriticLayout();
   const c = curiosityLayout();
@@ -74,6 +116,8 @@ export function collectPpoSpec(o: CollectPpoOptions): KernelSpec {
     constants: {
       SEED_VARIANT: o.variant === 'seed' ? 1 : 0,
       TILE_E: o.variant === 'seed' ? o.threads : o.tileEpisodes,
+      ...ppoTileConstants(o),
+      ...commonConstants(),
       ...envStateConstants(),
       ...netConstants('NET_A', a, 0),
       ...netConstants('NET_V', v, a.size),
@@ -96,3 +140,56 @@ export function collectPpoDispatch(
 ): Dispatch {
   return { kernel: spec, buffers, uniforms, groups: grid1d(Math.ceil(uniforms.n / spec.constants!.TILE_E)) };
 }
+
+/**
+ * The CPU twin: the reference collector (src/collect/ppo.ts, GAE included) run on views of the
+ * bindings. It always steps all N episodes (collectPpoDispatch's grid covers them).
+ */
+function collectPpoReference(buffers: TypedArray[], u: Record<string, number>): void {
+  const [features, ohlc, spread, entropy, nets, envF, envI, window, outF, outI] = buffers;
+  const actorLayout = ppoActorLayout();
+  const criticLayout = ppoCriticLayout();
+  const cur = curiosityLayout();
+  const a = actorLayout.size;
+  const v = criticLayout.size;
+  const f32 = nets as Float32Array;
+  const env = envFromBuffers(u, envF as Float32Array, envI as Int32Array, window as Int32Array);
+  const market = marketFromBuffers(features as Float32Array, ohlc as Float32Array, spread as Float32Array);
+  const params = envParamsFromUniforms(u, entropy as Float32Array);
+  const ppoNets: PpoNets = {
+    actorLayout,
+    actor: f32.subarray(0, a),
+    criticLayout,
+    critic: f32.subarray(a, a + v),
+  };
+  const curiosity = u.curiosity ? { layout: cur, params: f32.subarray(a + v, a + v + cur.size) } : null;
+  const s = sectionViews(PPO_OUTPUT, outF as Float32Array, outI as Int32Array, u.n, u.steps);
+  const rollout: PpoRollout = {
+    n: u.n,
+    steps: u.steps,
+    states: s.states as Float32Array,
+    actions: s.actions as Int32Array,
+    logProbs: s.logProbs as Float32Array,
+    values: s.values as Float32Array,
+    rewards: s.rewards as Float32Array,
+    dones: s.dones as Int32Array,
+    truncateds: s.truncateds as Int32Array,
+    advantages: s.advantages as Float32Array,
+    returns: s.returns as Float32Array,
+    components: s.components as Float32Array,
+  };
+  collectPpo(
+    env,
+    market,
+    params,
+    ppoNets,
+    curiosity,
+    { steps: u.steps, stepBase: u.stepBase, gamma: u.gamma, lambda: u.lambda },
+    rollout,
+  );
+}
+
+export const collectPpoKernel: Kernel = {
+  spec: collectPpoSpec({ variant: 'tiled', tileEpisodes: 16, threads: 256, tj: 32, kt: 4 }),
+  reference: collectPpoReference,
+};

@@ -3,13 +3,18 @@
  * kernel means adding its module to this list (and `wgsl/<name>.wgsl`, `cuda/<name>.cu`).
  */
 import type { KernelSpec } from '../backend/types.js';
+import { collectDqnKernel } from './collect_dqn.js';
+import { collectPpoKernel } from './collect_ppo.js';
 import { denseForward } from './dense_forward.js';
 import { exclusiveScan } from './exclusive_scan.js';
 import { philoxStream } from './philox_stream.js';
 import type { Kernel } from './reference.js';
 
 export const kernels: Readonly<Record<string, Kernel>> = Object.fromEntries(
-  [philoxStream, denseForward, exclusiveScan].map((k) => [k.spec.name, k]),
+  [philoxStream, denseForward, exclusiveScan, collectDqnKernel, collectPpoKernel].map((k) => [
+    k.spec.name,
+    k,
+  ]),
 );
 
 export function kernelFor(spec: KernelSpec): Kernel {

@@ -3,6 +3,1178 @@
 
 /** WGSL kernel sources by base name, `//!include` lines resolved. */
 export const wgslSources: Record<string, string> = {
+  collect_dqn: `// collect_dqn: L steps of N episodes in one launch, the WGSL twin of src/collect/dqn.ts. Per
+// step: build the state, online Q (dueling: plain / C51 / IQN by the constant HEAD), choose the
+// action epsilon-greedily with Philox(Action, e, stepBase + l, 0), step the simulator, target Q
+// on the next state for the TD error, write the experience, restart an ended episode.
+// Bindings, uniforms and the output layout: src/kernels/collect_layout.ts and collect_dqn.ts
+// (features, ohlc, spread, entropy, nets, env_f, env_i, div_window, out_f, out_i; u.*).
+//
+// Workgroup: WG_X invocations. SEED_VARIANT 0 (the kernel): the workgroup owns TILE_E episodes;
+// invocation lid < TILE_E steps episode group * TILE_E + lid, and every layer of every network
+// runs on the whole tile through the tile engine (collect_tile.wgsl), one ROWS x ACT_W
+// activation buffer in workgroup memory. IQN rows are (episode, tau) pairs, TAU_ROWS taus per
+// pass. SEED_VARIANT 1 (benchmark only, plain head): one invocation per episode, every weight
+// read from global memory into private arrays (the seed design).
+//
+// Numerics: f32; layer sums in the reference order (the compiler may fuse multiply-adds),
+// division, exp and cos within WGSL's stated accuracy (IQN's cos argument is reduced to
+// [-pi, pi] first), so Q-values agree with the reference to a tolerance and actions exactly
+// except where two Q-values (or epsilon and u) are within that tolerance of each other.
+// ---- begin collect_env.wgsl ----
+// The simulator step of one episode (SPEC 3-6), a line-by-line port of src/env/ (step.ts,
+// portfolio.ts, barrier.ts, trade.ts, diversity.ts, state.ts) for the collection kernels.
+// A snippet, not a kernel: collect_dqn.wgsl and collect_ppo.wgsl pull it in with
+// \`//!include collect_env.wgsl\`. It uses the bindings and uniforms of src/kernels/collect_layout.ts
+// (features, ohlc, spread, entropy, env_f, env_i, div_window; u.<simulator block>) and the
+// layout constants generated from src/env/state.ts (ENV_F, ENVF_*, ENV_I, ENVI_*).
+//
+// One invocation owns one episode: its state lives in a private \`Episode\` for the whole launch
+// and goes back to env_f / env_i at its end (the diversity window stays in div_window).
+//
+// Numerics: f32 with the operations and comparisons of the reference in the same order, so the
+// step agrees with the TS reference bit for bit except where the compiler fuses a multiply into
+// the following add (WGSL allows it) or a division is off by its allowed 2.5 ulp; decisions
+// compare products, never quotients, so they only differ at exact ties. No transcendental
+// function: the diversity entropy comes from the host-built table \`entropy\`.
+// ---- begin philox.wgsl ----
+// Philox4x32-10 (Salmon et al., SC'11): the WGSL twin of src/rng/philox.ts and cuda/philox.cuh.
+// A snippet, not a kernel: kernels that draw random numbers pull it in with a line
+// \`//!include philox.wgsl\` (resolved by scripts/gen-kernels.mjs). It declares no bindings.
+// WGSL has no 64-bit integers, so the high word of each 32x32 product is built from 16-bit
+// halves exactly as \`mulhi32\` in the TS reference: the three twins are bit-identical.
+// u32 arithmetic wraps modulo 2^32 in WGSL, which gives the low word directly.
+
+const PHILOX_M0: u32 = 0xd2511f53u;
+const PHILOX_M1: u32 = 0xcd9e8d57u;
+const PHILOX_W0: u32 = 0x9e3779b9u;
+const PHILOX_W1: u32 = 0xbb67ae85u;
+
+// High 32 bits of the 64-bit product a * b.
+fn mulhi32(a: u32, b: u32) -> u32 {
+  let a_lo = a & 0xffffu;
+  let a_hi = a >> 16u;
+  let b_lo = b & 0xffffu;
+  let b_hi = b >> 16u;
+  let lolo = a_lo * b_lo;
+  let hilo = a_hi * b_lo;
+  let lohi = a_lo * b_hi;
+  let hihi = a_hi * b_hi;
+  // cross < 3 * 2^16: its carry is the only one that reaches the high word.
+  let cross = (lolo >> 16u) + (hilo & 0xffffu) + (lohi & 0xffffu);
+  return hihi + (hilo >> 16u) + (lohi >> 16u) + (cross >> 16u);
+}
+
+// One Philox4x32-10 block: 4 counter words and 2 key words -> 4 random words.
+fn philox4x32(counter: vec4<u32>, key: vec2<u32>) -> vec4<u32> {
+  var x = counter;
+  var k = key;
+  for (var round = 0u; round < 10u; round++) {
+    let hi0 = mulhi32(PHILOX_M0, x.x);
+    let lo0 = PHILOX_M0 * x.x;
+    let hi1 = mulhi32(PHILOX_M1, x.z);
+    let lo1 = PHILOX_M1 * x.z;
+    x = vec4<u32>(hi1 ^ x.y ^ k.x, lo1, hi0 ^ x.w ^ k.y, lo0);
+    k = k + vec2<u32>(PHILOX_W0, PHILOX_W1);
+  }
+  return x;
+}
+
+// SPEC 7: the top 24 bits as a float in [0, 1); exact in f32 (2^-24 is a power of two).
+fn u32_to_unit_float(x: u32) -> f32 {
+  return f32(x >> 8u) * (1.0 / 16777216.0);
+}
+// ---- end philox.wgsl ----
+
+const EVENT_NONE = 0;
+const EVENT_PROFIT = 1;
+const EVENT_STOP = 2;
+const EVENT_TIME = 3;
+const HALF_BP: f32 = 0.5e-4;
+
+struct Episode {
+  cash: f32,
+  units: f32,
+  entry: f32,
+  v0: f32,
+  spread: f32,
+  last: f32,
+  reserve: f32,
+  costs: f32,
+  profit_level: f32,
+  stop_level: f32,
+  bar: i32,
+  start_bar: i32,
+  step: i32,
+  expiry: i32,
+  restarts: i32,
+  div_head: i32,
+  div_count: i32,
+  hist0: i32,
+  hist1: i32,
+  hist2: i32,
+}
+
+// What one step reports besides the episode's new state (src/env/output.ts StepOut, the fields
+// the collectors keep).
+struct StepOut {
+  pnl: f32,
+  barrier: f32,
+  risk: f32,
+  diversity: f32,
+  total: f32,
+  done: i32,
+  truncated: i32,
+}
+
+fn load_episode(e: u32) -> Episode {
+  let fb = e * ENV_F;
+  let ib = e * ENV_I;
+  var ep: Episode;
+  ep.cash = env_f[fb + ENVF_CASH];
+  ep.units = env_f[fb + ENVF_UNITS];
+  ep.entry = env_f[fb + ENVF_ENTRY_PRICE];
+  ep.v0 = env_f[fb + ENVF_INITIAL_CAPITAL];
+  ep.spread = env_f[fb + ENVF_SPREAD];
+  ep.last = env_f[fb + ENVF_LAST_PRICE];
+  ep.reserve = env_f[fb + ENVF_RESERVE_PCT];
+  ep.costs = env_f[fb + ENVF_CUM_COSTS];
+  ep.profit_level = env_f[fb + ENVF_PROFIT_LEVEL];
+  ep.stop_level = env_f[fb + ENVF_STOP_LEVEL];
+  ep.bar = env_i[ib + ENVI_BAR];
+  ep.start_bar = env_i[ib + ENVI_START_BAR];
+  ep.step = env_i[ib + ENVI_STEP];
+  ep.expiry = env_i[ib + ENVI_EXPIRY];
+  ep.restarts = env_i[ib + ENVI_RESTARTS];
+  ep.div_head = env_i[ib + ENVI_DIV_HEAD];
+  ep.div_count = env_i[ib + ENVI_DIV_COUNT];
+  ep.hist0 = env_i[ib + ENVI_HIST];
+  ep.hist1 = env_i[ib + ENVI_HIST + 1];
+  ep.hist2 = env_i[ib + ENVI_HIST + 2];
+  return ep;
+}
+
+fn store_episode(e: u32, ep: Episode) {
+  let fb = e * ENV_F;
+  let ib = e * ENV_I;
+  env_f[fb + ENVF_CASH] = ep.cash;
+  env_f[fb + ENVF_UNITS] = ep.units;
+  env_f[fb + ENVF_ENTRY_PRICE] = ep.entry;
+  env_f[fb + ENVF_INITIAL_CAPITAL] = ep.v0;
+  env_f[fb + ENVF_SPREAD] = ep.spread;
+  env_f[fb + ENVF_LAST_PRICE] = ep.last;
+  env_f[fb + ENVF_RESERVE_PCT] = ep.reserve;
+  env_f[fb + ENVF_CUM_COSTS] = ep.costs;
+  env_f[fb + ENVF_PROFIT_LEVEL] = ep.profit_level;
+  env_f[fb + ENVF_STOP_LEVEL] = ep.stop_level;
+  env_i[ib + ENVI_BAR] = ep.bar;
+  env_i[ib + ENVI_START_BAR] = ep.start_bar;
+  env_i[ib + ENVI_STEP] = ep.step;
+  env_i[ib + ENVI_EXPIRY] = ep.expiry;
+  env_i[ib + ENVI_RESTARTS] = ep.restarts;
+  env_i[ib + ENVI_DIV_HEAD] = ep.div_head;
+  env_i[ib + ENVI_DIV_COUNT] = ep.div_count;
+  env_i[ib + ENVI_HIST] = ep.hist0;
+  env_i[ib + ENVI_HIST + 1] = ep.hist1;
+  env_i[ib + ENVI_HIST + 2] = ep.hist2;
+}
+
+// actions.ts category: Short 0 (exposure index 0-1), Flat 1 (2), Long 2 (3-4).
+fn action_category(a: i32) -> i32 {
+  let x = a / 9;
+  if (x <= 1) {
+    return 0;
+  }
+  return select(2, 1, x == 2);
+}
+
+fn exposure_of(a: i32) -> f32 {
+  let x = a / 9;
+  return f32(x - 2) * 0.5;
+}
+
+fn fraction_of(a: i32) -> f32 {
+  let i = a % 3;
+  if (i == 0) {
+    return f32(1.0 / 3.0);
+  }
+  return select(1.0, f32(2.0 / 3.0), i == 1);
+}
+
+fn portfolio_value(ep: Episode) -> f32 {
+  return ep.cash + ep.units * ep.last;
+}
+
+// state.ts positionNorm.
+fn position_norm(units: f32, price: f32, value: f32) -> f32 {
+  if (!(value > 0.0)) {
+    return select(select(0.0, -1.0, units < 0.0), 1.0, units > 0.0);
+  }
+  let x = (units * price) / value;
+  return select(select(x, -1.0, x < -1.0), 1.0, x > 1.0);
+}
+
+// state.ts buildState's three portfolio features: value_norm, position_norm, spread_norm.
+fn portfolio_features(ep: Episode) -> vec3<f32> {
+  let value = portfolio_value(ep);
+  let vn = value / ep.v0 - 1.0;
+  let vc = select(select(vn, -5.0, vn < -5.0), 5.0, vn > 5.0);
+  return vec3<f32>(vc, position_norm(ep.units, ep.last, value), ep.spread / 10.0);
+}
+
+// trade.ts applyTrade: cash -= u * price, then the fee is paid; returns the fee.
+fn apply_trade(ep: ptr<function, Episode>, units: f32, price: f32, rate: f32) -> f32 {
+  let notional = units * price;
+  let fee = abs(notional) * rate;
+  (*ep).cash = ((*ep).cash - notional) - fee;
+  (*ep).costs = (*ep).costs + fee;
+  return fee;
+}
+
+// trade.ts withHalfSpread: side +1 buys higher, -1 sells lower.
+fn with_half_spread(price: f32, side: i32, spread_bps: f32) -> f32 {
+  let hs = spread_bps * HALF_BP;
+  return price * select(1.0 - hs, 1.0 + hs, side > 0);
+}
+
+fn arm_barrier(ep: ptr<function, Episode>, entry: f32, long_pos: bool, open_bar: i32) {
+  (*ep).entry = entry;
+  (*ep).profit_level = entry * select(u.profitDown, u.profitUp, long_pos);
+  (*ep).stop_level = entry * select(u.stopUp, u.stopDown, long_pos);
+  (*ep).expiry = open_bar + u.maxHoldingBars;
+}
+
+fn disarm_barrier(ep: ptr<function, Episode>) {
+  (*ep).entry = 0.0;
+  (*ep).profit_level = 0.0;
+  (*ep).stop_level = 0.0;
+  (*ep).expiry = -1;
+}
+
+// portfolio.ts executeOrder: returns true when a position was opened in this bar.
+fn execute_order(ep: ptr<function, Episode>, a: i32) -> bool {
+  let t = (*ep).bar;
+  let o1 = u32(t + 1) * 4u;
+  let close = (*ep).last;
+  let units = (*ep).units;
+  let value = portfolio_value(*ep);
+
+  let exposure = exposure_of(a);
+  let target_exposure = exposure * (1.0 - (*ep).reserve);
+  let target_notional = target_exposure * value;
+  let notional = units * close;
+  var side = 0;
+  if (target_notional > notional) {
+    side = 1;
+  } else if (target_notional < notional) {
+    side = -1;
+  }
+  if (side == 0) {
+    return false;
+  }
+
+  let order_type = (a % 9) / 3;
+  var price: f32;
+  var rate: f32;
+  var fills: bool;
+  if (order_type == 0) {
+    price = with_half_spread(ohlc[o1], side, (*ep).spread);
+    rate = u.marketRate;
+    fills = true;
+  } else if (order_type == 1) {
+    price = close;
+    rate = u.marketRate;
+    fills = ohlc[o1 + 2u] <= price && price <= ohlc[o1 + 1u];
+  } else {
+    price = close * select(u.passiveUp, u.passiveDown, side > 0);
+    rate = u.passiveRate;
+    fills = select(ohlc[o1 + 1u] > price, ohlc[o1 + 2u] < price, side > 0);
+  }
+  if (!fills) {
+    return false;
+  }
+
+  let target_units = target_notional / price;
+  let fraction = fraction_of(a);
+  let reversal = (units > 0.0 && exposure < 0.0) || (units < 0.0 && exposure > 0.0);
+  if (reversal) {
+    let opened = fraction * target_units;
+    apply_trade(ep, -units, price, rate);
+    apply_trade(ep, opened, price, rate);
+    (*ep).units = opened;
+    arm_barrier(ep, price, opened > 0.0, t + 1);
+    return true;
+  }
+
+  let gap_notional = target_notional - units * price;
+  if (f32(side) * gap_notional <= 0.0) {
+    return false;
+  }
+  let traded = fraction * (target_units - units);
+  apply_trade(ep, traded, price, rate);
+  let next = units + traded;
+  (*ep).units = next;
+  if (units == 0.0) {
+    arm_barrier(ep, price, next > 0.0, t + 1);
+    return true;
+  }
+  if (next == 0.0) {
+    disarm_barrier(ep);
+  }
+  return false;
+}
+
+// barrier.ts checkBarrier: the adverse barrier wins over the favourable one, both over time.
+fn check_barrier(ep: ptr<function, Episode>) -> i32 {
+  let units = (*ep).units;
+  if (units == 0.0) {
+    return EVENT_NONE;
+  }
+  let bar1 = (*ep).bar + 1;
+  let o1 = u32(bar1) * 4u;
+  let high = ohlc[o1 + 1u];
+  let low = ohlc[o1 + 2u];
+  let profit = (*ep).profit_level;
+  let stop = (*ep).stop_level;
+  let long_pos = units > 0.0;
+  var event = EVENT_NONE;
+  var level = 0.0;
+  if (select(high >= stop, low <= stop, long_pos)) {
+    event = EVENT_STOP;
+    level = stop;
+  } else if (select(low <= profit, high >= profit, long_pos)) {
+    event = EVENT_PROFIT;
+    level = profit;
+  } else if (bar1 >= (*ep).expiry) {
+    event = EVENT_TIME;
+    level = ohlc[o1 + 3u];
+  }
+  if (event == EVENT_NONE) {
+    return event;
+  }
+  let exit_price = with_half_spread(level, select(1, -1, long_pos), (*ep).spread);
+  apply_trade(ep, -units, exit_price, u.marketRate);
+  (*ep).units = 0.0;
+  disarm_barrier(ep);
+  return event;
+}
+
+// diversity.ts pushCategory: the window lives in div_window, the histogram in the episode.
+fn push_category(e: u32, ep: ptr<function, Episode>, cat: i32) {
+  let w = u.diversityWindow;
+  let slot = e * u32(w) + u32((*ep).div_head);
+  if ((*ep).div_count == w) {
+    let old = div_window[slot];
+    if (old == 0) {
+      (*ep).hist0 -= 1;
+    } else if (old == 1) {
+      (*ep).hist1 -= 1;
+    } else {
+      (*ep).hist2 -= 1;
+    }
+  } else {
+    (*ep).div_count += 1;
+  }
+  div_window[slot] = cat;
+  if (cat == 0) {
+    (*ep).hist0 += 1;
+  } else if (cat == 1) {
+    (*ep).hist1 += 1;
+  } else {
+    (*ep).hist2 += 1;
+  }
+  (*ep).div_head = select((*ep).div_head + 1, 0, (*ep).div_head + 1 == w);
+}
+
+// diversity.ts diversityReward: n * H from the entropy table, f32 adds only.
+fn diversity_reward(ep: Episode) -> f32 {
+  let n = ep.div_count;
+  if (n < u.diversityMinActions) {
+    return 0.0;
+  }
+  let nh = ((entropy[n] - entropy[ep.hist0]) - entropy[ep.hist1]) - entropy[ep.hist2];
+  return select(0.0, u.diversityPenalty, nh < f32(n) * u.diversityCutoff);
+}
+
+// state.ts startEpisode: flat, cash V_0, empty window, at \`bar\`.
+fn start_episode(e: u32, ep: ptr<function, Episode>, bar: i32) {
+  (*ep).cash = u.initialCapital;
+  (*ep).units = 0.0;
+  (*ep).entry = 0.0;
+  (*ep).v0 = u.initialCapital;
+  (*ep).spread = spread[bar];
+  (*ep).last = ohlc[u32(bar) * 4u + 3u];
+  (*ep).reserve = u.reservePct;
+  (*ep).costs = 0.0;
+  (*ep).profit_level = 0.0;
+  (*ep).stop_level = 0.0;
+  (*ep).bar = bar;
+  (*ep).start_bar = bar;
+  (*ep).step = 0;
+  (*ep).expiry = -1;
+  (*ep).div_head = 0;
+  (*ep).div_count = 0;
+  (*ep).hist0 = 0;
+  (*ep).hist1 = 0;
+  (*ep).hist2 = 0;
+  let w = u32(u.diversityWindow);
+  for (var k = 0u; k < w; k++) {
+    div_window[e * w + k] = 0;
+  }
+}
+
+// state.ts restartEpisode + drawStartBar: split.start + word0 % count of
+// Philox(EpisodeStart, e, restarts, 0).
+fn restart_episode(e: u32, ep: ptr<function, Episode>) {
+  let restarts = (*ep).restarts + 1;
+  (*ep).restarts = restarts;
+  let count = u32(u.splitEnd - u.splitStart - u.episodeBars);
+  let r = philox4x32(vec4<u32>(STREAM_EPISODE_START, e, u32(restarts), 0u), vec2<u32>(u.key0, u.key1));
+  start_episode(e, ep, u.splitStart + i32(r.x % count));
+}
+
+// step.ts envStep up to the reward, for slot e with action a and curiosity bonus \`bonus\`
+// (computed by the caller from the bar and category: it needs no simulator state). Leaves the
+// episode at bar t + 1; the caller builds the next state and then calls \`finish_step\`.
+fn env_step(e: u32, ep: ptr<function, Episode>, a: i32, bonus: f32) -> StepOut {
+  let t = (*ep).bar;
+  let value_before = portfolio_value(*ep);
+  let cat = action_category(a);
+
+  let opened = execute_order(ep, a);
+  var event = EVENT_NONE;
+  if (!opened) {
+    event = check_barrier(ep);
+  }
+
+  let close1 = ohlc[u32(t + 1) * 4u + 3u];
+  (*ep).last = close1;
+  (*ep).spread = spread[t + 1];
+  (*ep).bar = t + 1;
+  let step = (*ep).step + 1;
+  (*ep).step = step;
+  let value = portfolio_value(*ep);
+  let units = (*ep).units;
+
+  push_category(e, ep, cat);
+  var out: StepOut;
+  out.diversity = diversity_reward(*ep);
+
+  out.pnl = u.pnlScale * ((value - value_before) / value_before);
+  var scale = 0.0;
+  if (event == EVENT_PROFIT) {
+    scale = u.barrierScale;
+  } else if (event == EVENT_STOP) {
+    scale = -u.barrierScale;
+  }
+  out.barrier = out.pnl * scale;
+  let excess = abs(position_norm(units, close1, value)) - u.riskThreshold;
+  out.risk = select(0.0, -(u.riskScale * excess), excess > 0.0);
+
+  let ended = event != EVENT_NONE && u.barrierTerminates != 0;
+  let collapsed = value <= u.collapseFraction * (*ep).v0;
+  out.done = select(0, 1, ended || collapsed);
+  out.total = (((out.pnl + out.barrier) + out.risk) + out.diversity) + bonus;
+  out.truncated = select(0, 1, out.done == 0 && step >= u.episodeBars);
+  return out;
+}
+
+// The rest of envStep after the next state was read: restart an episode that ended.
+fn finish_step(e: u32, ep: ptr<function, Episode>, out: StepOut) {
+  if (out.done != 0 || out.truncated != 0) {
+    restart_episode(e, ep);
+  }
+}
+// ---- end collect_env.wgsl ----
+// ---- begin collect_tile.wgsl ----
+// Tile engine of the collection kernels: a workgroup computes dense layers for the ROWS rows it
+// owns (rows = episodes of the tile, or episode x tau pairs for IQN) as small matrix products,
+// Y[r, j] = act(b[j] + sum_k W[j, k] * X[r, k]), with X in workgroup memory (\`act\`, ROWS rows of
+// ACT_W floats) and W streamed through workgroup memory in k-slices of KT (\`ws\`).
+// A snippet: the kernel that includes it (\`//!include collect_tile.wgsl\`) defines
+//   ROWS, ACT_W (row stride of act, a multiple of 4), QW (row stride of qv), WS_OUT (widest
+//   layer output) and MJ_MAX (ceil(WS_OUT / TJ)),
+// and the spec constants give WG_X (threads), TJ (threads across outputs) and KT (k-slice, a
+// multiple of 4). Weights are read from the \`nets\` binding (src/nets/layout.ts flat layout).
+//
+// Thread shape: thread lid computes outputs j = tj + TJ * m (tj = lid % TJ, m < MJ_MAX) of rows
+// te * ME + i (te = lid / TJ, i < ME, ME = ceil(ROWS / (WG_X / TJ))); its ME x MJ_MAX
+// accumulators stay in registers for the whole layer, so a layer can write its output over its
+// own input (after a barrier) and one ROWS x ACT_W buffer serves every layer. With TJ = 32 a
+// warp shares its rows: X reads are workgroup-memory broadcasts, W reads hit 32 banks.
+// A layer is one or two weight blocks: outputs [0, rows0) from block 0 and [rows0, rows0 +
+// rows1) from block 1; a block reads input columns [k_lo, k_lo + k_len) (zero weight
+// elsewhere). Two blocks fuse the value and advantage streams (same input) and the two heads
+// (different halves of the input) into one pass.
+//
+// Numerics: each accumulator starts at the bias and adds w * x in increasing k (the reference
+// order); the compiler may fuse the multiply-add. Padding columns of X (between a layer's input
+// width and the next multiple of KT) must hold finite values: their weights are zero, so they
+// add exactly 0. Every invocation of the workgroup must call \`dense\` (it has barriers).
+
+const ACT_NONE = 0u;
+const ACT_RELU = 1u;
+const ACT_LEAKY = 2u;
+const TE = WG_X / TJ;
+const ME = (ROWS + TE - 1) / TE;
+const WS_STRIDE = WS_OUT + 4;
+
+var<workgroup> act: array<vec4<f32>, ROWS * ACT_W / 4>;
+var<workgroup> ws: array<f32, KT * WS_STRIDE>;
+var<workgroup> qv: array<f32, ROWS * QW>;
+
+struct Block {
+  // Offsets of the weight [rows, k_len] and bias [rows] in nets.
+  w: u32,
+  b: u32,
+  rows: u32,
+  k_lo: u32,
+  k_len: u32,
+}
+
+fn block(w: u32, b: u32, rows: u32, k_lo: u32, k_len: u32) -> Block {
+  return Block(w, b, rows, k_lo, k_len);
+}
+
+const NO_BLOCK = Block(0u, 0u, 0u, 0u, 0u);
+
+fn activate(a: f32, kind: u32) -> f32 {
+  if (kind == ACT_RELU) {
+    return select(0.0, a, a > 0.0);
+  }
+  if (kind == ACT_LEAKY) {
+    return select(a * 0.01, a, a > 0.0);
+  }
+  return a;
+}
+
+fn act_get(r: u32, k: u32) -> f32 {
+  let i = r * ACT_W + k;
+  return act[i / 4u][i % 4u];
+}
+
+fn act_set(r: u32, k: u32, v: f32) {
+  let i = r * ACT_W + k;
+  act[i / 4u][i % 4u] = v;
+}
+
+// One weight of the fused layer: output j (block-local row jr), input column k.
+fn layer_weight(b0: Block, b1: Block, j: u32, k: u32) -> f32 {
+  var blk = b0;
+  var jr = j;
+  if (j >= b0.rows) {
+    blk = b1;
+    jr = j - b0.rows;
+  }
+  if (k < blk.k_lo || k >= blk.k_lo + blk.k_len) {
+    return 0.0;
+  }
+  return nets[blk.w + jr * blk.k_len + (k - blk.k_lo)];
+}
+
+fn layer_bias(b0: Block, b1: Block, j: u32) -> f32 {
+  if (j < b0.rows) {
+    return nets[b0.b + j];
+  }
+  return nets[b1.b + j - b0.rows];
+}
+
+// Y = act(X W^T + b) over input columns [k_start, n_k) (k_start a multiple of KT: the blocks
+// have no weight before it) for all ROWS rows; Y goes to columns [out_col, out_col + n_out) of
+// act (to_q false, in place) or of qv (to_q true).
+fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+  let n_out = b0.rows + b1.rows;
+  let tj = lid % TJ;
+  let r0 = (lid / TJ) * ME;
+  var acc: array<f32, ME * MJ_MAX>;
+  for (var m = 0u; m < MJ_MAX; m++) {
+    let j = tj + TJ * m;
+    var bias = 0.0;
+    if (j < n_out) {
+      bias = layer_bias(b0, b1, j);
+    }
+    for (var i = 0u; i < ME; i++) {
+      acc[i * MJ_MAX + m] = bias;
+    }
+  }
+  let slices = (n_k + KT - 1u) / KT;
+  for (var s = k_start / KT; s < slices; s++) {
+    let k0 = s * KT;
+    for (var idx = lid; idx < n_out * KT; idx += WG_X) {
+      let j = idx / KT;
+      let kk = idx % KT;
+      ws[kk * WS_STRIDE + j] = layer_weight(b0, b1, j, k0 + kk);
+    }
+    workgroupBarrier();
+    for (var kk = 0u; kk < KT; kk += 4u) {
+      var x: array<vec4<f32>, ME>;
+      for (var i = 0u; i < ME; i++) {
+        x[i] = act[((r0 + i) * ACT_W + k0 + kk) / 4u];
+      }
+      for (var m = 0u; m < MJ_MAX; m++) {
+        let j = tj + TJ * m;
+        let w = vec4<f32>(
+          ws[kk * WS_STRIDE + j],
+          ws[(kk + 1u) * WS_STRIDE + j],
+          ws[(kk + 2u) * WS_STRIDE + j],
+          ws[(kk + 3u) * WS_STRIDE + j],
+        );
+        for (var i = 0u; i < ME; i++) {
+          var a = acc[i * MJ_MAX + m];
+          a = a + w.x * x[i].x;
+          a = a + w.y * x[i].y;
+          a = a + w.z * x[i].z;
+          a = a + w.w * x[i].w;
+          acc[i * MJ_MAX + m] = a;
+        }
+      }
+    }
+    workgroupBarrier();
+  }
+  for (var i = 0u; i < ME; i++) {
+    let r = r0 + i;
+    for (var m = 0u; m < MJ_MAX; m++) {
+      let j = tj + TJ * m;
+      if (r < ROWS && j < n_out) {
+        let y = activate(acc[i * MJ_MAX + m], kind);
+        if (to_q) {
+          qv[r * QW + out_col + j] = y;
+        } else {
+          act_set(r, out_col + j, y);
+        }
+      }
+    }
+  }
+  workgroupBarrier();
+}
+
+// A single-block layer of a network whose layer i is at (w, b) with n_in inputs.
+fn dense1(w: u32, b: u32, n_in: u32, n_out: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+  dense(block(w, b, n_out, 0u, n_in), NO_BLOCK, 0u, n_in, kind, to_q, out_col, lid);
+}
+// ---- end collect_tile.wgsl ----
+
+const HEAD_PLAIN = 0;
+const HEAD_C51 = 1;
+const HEAD_IQN = 2;
+const QW_PLAIN = 48u;
+// Q-values of the final head per episode (C51 and IQN; the plain head combines in qv).
+const QOUT_LEN = select(1, TILE_E * 48, HEAD != HEAD_PLAIN);
+const TRUNK_LEN = select(1, TILE_E * 256, HEAD == HEAD_IQN);
+const C51_LEN = select(1, TILE_E * ATOMS, HEAD == HEAD_C51);
+const TAU_LEN = select(1, TILE_E * ACT_TAUS, HEAD == HEAD_IQN);
+const STATE_PAD = (STATE_DIM + KT - 1) / KT * KT;
+const CURIOSITY_IN = CURIOSITY_OUT + 3;
+const CURIOSITY_PAD = (CURIOSITY_IN + KT - 1) / KT * KT;
+// C51 advantage rows per pass: whole actions of ATOMS logits that fit a qv row.
+const C51_ACTIONS = QW / ATOMS;
+const PI_F32: f32 = 3.141592653589793;
+const TWO_PI_HI: f32 = 6.28125;
+const TWO_PI_LO: f32 = 0.0019353071795864769;
+const INV_TWO_PI: f32 = 0.15915494309189535;
+
+var<workgroup> tile_bar: array<i32, TILE_E>;
+var<workgroup> tile_pf: array<vec4<f32>, TILE_E>;
+var<workgroup> tile_cat: array<i32, TILE_E>;
+var<workgroup> tile_bonus: array<f32, TILE_E>;
+var<workgroup> qout: array<f32, QOUT_LEN>;
+var<workgroup> trunk: array<f32, TRUNK_LEN>;
+var<workgroup> c51_v: array<f32, C51_LEN>;
+var<workgroup> c51_mean: array<f32, C51_LEN>;
+var<workgroup> tile_tau: array<f32, TAU_LEN>;
+
+// ---- tiled networks ----
+
+// Rows [0, TILE_E) of act <- the tile's states (bar tile_bar[r], portfolio tile_pf[r]); the
+// padding columns up to STATE_PAD are zero. Also writes them to out_f section \`section\`.
+fn fill_states(e0: u32, l: u32, section: u32, lid: u32) {
+  let nl = u.n * u.steps;
+  for (var idx = lid; idx < TILE_E * STATE_PAD; idx += WG_X) {
+    let r = idx / STATE_PAD;
+    let k = idx % STATE_PAD;
+    var v = 0.0;
+    if (k < MARKET_FEATURES) {
+      v = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
+    } else if (k < STATE_DIM) {
+      v = tile_pf[r][k - MARKET_FEATURES];
+    }
+    act_set(r, k, v);
+    let e = e0 + r;
+    if (k < STATE_DIM && e < u.n) {
+      out_f[section * nl + (e * u.steps + l) * STATE_DIM + k] = v;
+    }
+  }
+  workgroupBarrier();
+}
+
+// Plain dueling combination of every row of qv: A in columns [0, 45), V in column 45;
+// Q[a] = (V + A[a]) - mean(A) written over A.
+fn combine_dueling(lid: u32) {
+  for (var r = lid; r < ROWS; r += WG_X) {
+    let o = r * QW;
+    var sum = 0.0;
+    for (var a = 0u; a < NUM_ACTIONS; a++) {
+      sum = sum + qv[o + a];
+    }
+    let mean = sum / 45.0;
+    let v = qv[o + NUM_ACTIONS];
+    for (var a = 0u; a < NUM_ACTIONS; a++) {
+      qv[o + a] = (v + qv[o + a]) - mean;
+    }
+  }
+  workgroupBarrier();
+}
+
+// Value and advantage streams (fused, same input: the 256 trunk features in act), then the two
+// heads (fused, advantage from columns [128, 256), value from [0, 128)) into qv: A at [0, 45),
+// V at 45. For the plain and IQN heads.
+fn streams_plain(base: u32, lid: u32) {
+  dense(
+    block(base + NET_Q_VALUE_STREAM_0_W, base + NET_Q_VALUE_STREAM_0_B, 128u, 0u, 256u),
+    block(base + NET_Q_ADVANTAGE_STREAM_0_W, base + NET_Q_ADVANTAGE_STREAM_0_B, 128u, 0u, 256u),
+    0u, 256u, ACT_LEAKY, false, 0u, lid);
+  dense(
+    block(base + NET_Q_ADVANTAGE_STREAM_1_W, base + NET_Q_ADVANTAGE_STREAM_1_B, NUM_ACTIONS, 128u, 128u),
+    block(base + NET_Q_VALUE_STREAM_1_W, base + NET_Q_VALUE_STREAM_1_B, 1u, 0u, 128u),
+    0u, 256u, ACT_NONE, true, 0u, lid);
+}
+
+// C51 support point k: vMin + k * delta, delta = (vMax - vMin) / (atoms - 1).
+fn c51_atom(k: u32) -> f32 {
+  let delta = (u.vMax - u.vMin) / f32(ATOMS - 1);
+  return u.vMin + f32(k) * delta;
+}
+
+// C51 head (forward.ts forwardC51): V[z], mean over actions of A[a, z], per-action softmax over
+// atoms of (V + A) - mean, Q[a] = expectation over the support, into qout. The advantage logits
+// do not fit workgroup memory at once: pass 1 accumulates the mean chunk by chunk (actions in
+// order, as the reference sums), pass 2 recomputes each chunk and finishes its actions.
+fn c51_head(base: u32, lid: u32) {
+  dense(
+    block(base + NET_Q_ADVANTAGE_STREAM_0_W, base + NET_Q_ADVANTAGE_STREAM_0_B, 128u, 0u, 256u),
+    block(base + NET_Q_VALUE_STREAM_0_W, base + NET_Q_VALUE_STREAM_0_B, 128u, 0u, 256u),
+    0u, 256u, ACT_LEAKY, false, 0u, lid);
+  // act now holds the advantage hidden layer in [0, 128) and the value hidden in [128, 256).
+  dense(
+    block(base + NET_Q_VALUE_STREAM_1_W, base + NET_Q_VALUE_STREAM_1_B, ATOMS, 128u, 128u),
+    NO_BLOCK, 128u, 256u, ACT_NONE, true, 0u, lid);
+  for (var idx = lid; idx < TILE_E * ATOMS; idx += WG_X) {
+    c51_v[idx] = qv[(idx / ATOMS) * QW + idx % ATOMS];
+    c51_mean[idx] = 0.0;
+  }
+  workgroupBarrier();
+  let chunks = (NUM_ACTIONS + C51_ACTIONS - 1u) / C51_ACTIONS;
+  for (var c = 0u; c < chunks; c++) {
+    let a0 = c * C51_ACTIONS;
+    let na = min(C51_ACTIONS, NUM_ACTIONS - a0);
+    c51_adv_pass(base, a0, na, lid);
+    for (var idx = lid; idx < TILE_E * ATOMS; idx += WG_X) {
+      let o = (idx / ATOMS) * QW + idx % ATOMS;
+      var m = c51_mean[idx];
+      for (var a = 0u; a < na; a++) {
+        m = m + qv[o + a * ATOMS];
+      }
+      c51_mean[idx] = m;
+    }
+    workgroupBarrier();
+  }
+  for (var idx = lid; idx < TILE_E * ATOMS; idx += WG_X) {
+    c51_mean[idx] = c51_mean[idx] / 45.0;
+  }
+  workgroupBarrier();
+  for (var c = 0u; c < chunks; c++) {
+    let a0 = c * C51_ACTIONS;
+    let na = min(C51_ACTIONS, NUM_ACTIONS - a0);
+    c51_adv_pass(base, a0, na, lid);
+    for (var idx = lid; idx < TILE_E * na; idx += WG_X) {
+      let r = idx / na;
+      let a = idx % na;
+      let o = r * QW + a * ATOMS;
+      var mx = -3.402823e38;
+      for (var z = 0u; z < ATOMS; z++) {
+        let logit = (c51_v[r * ATOMS + z] + qv[o + z]) - c51_mean[r * ATOMS + z];
+        qv[o + z] = logit;
+        mx = max(mx, logit);
+      }
+      var s = 0.0;
+      for (var z = 0u; z < ATOMS; z++) {
+        let ez = exp(qv[o + z] - mx);
+        qv[o + z] = ez;
+        s = s + ez;
+      }
+      var q = 0.0;
+      for (var z = 0u; z < ATOMS; z++) {
+        q = q + (qv[o + z] / s) * c51_atom(z);
+      }
+      qout[r * 48u + a0 + a] = q;
+    }
+    workgroupBarrier();
+  }
+}
+
+fn c51_adv_pass(base: u32, a0: u32, na: u32, lid: u32) {
+  dense(
+    block(
+      base + NET_Q_ADVANTAGE_STREAM_1_W + a0 * ATOMS * 128u,
+      base + NET_Q_ADVANTAGE_STREAM_1_B + a0 * ATOMS,
+      na * ATOMS, 0u, 128u),
+    NO_BLOCK, 0u, 128u, ACT_NONE, true, 0u, lid);
+}
+
+// cos with the argument reduced to [-pi, pi] (Cody-Waite, two-part 2 pi): WGSL's cos is only
+// specified there, and IQN's arguments reach 63 pi.
+fn cos_reduced(x: f32) -> f32 {
+  let n = round(x * INV_TWO_PI);
+  return cos((x - n * TWO_PI_HI) - n * TWO_PI_LO);
+}
+
+// IQN head (forward.ts forwardIqn) on the trunk output in act rows [0, TILE_E): for each pass of
+// TAU_ROWS taus, rows (e, t) get the cosine features of tau, tau_embed (ReLU), the product
+// with the trunk, both streams and the dueling combination; qout sums Q_tau over the taus in
+// order, then divides by their count.
+fn iqn_head(base: u32, lid: u32) {
+  for (var idx = lid; idx < TILE_E * 256u; idx += WG_X) {
+    trunk[idx] = act_get(idx / 256u, idx % 256u);
+  }
+  for (var idx = lid; idx < TILE_E * 48u; idx += WG_X) {
+    qout[idx] = 0.0;
+  }
+  workgroupBarrier();
+  let embed_pad = (IQN_EMBED + KT - 1u) / KT * KT;
+  for (var p = 0u; p < ACT_TAUS / TAU_ROWS; p++) {
+    for (var idx = lid; idx < TILE_E * TAU_ROWS * embed_pad; idx += WG_X) {
+      let r = idx / embed_pad;
+      let i = idx % embed_pad;
+      let e = r / TAU_ROWS;
+      let tau = tile_tau[e * ACT_TAUS + p * TAU_ROWS + r % TAU_ROWS];
+      var c = 0.0;
+      if (i < IQN_EMBED) {
+        c = cos_reduced((f32(i) * PI_F32) * tau);
+      }
+      act_set(r, i, c);
+    }
+    workgroupBarrier();
+    dense1(base + NET_Q_TAU_EMBED_W, base + NET_Q_TAU_EMBED_B, IQN_EMBED, 256u, ACT_RELU, false, 0u, lid);
+    for (var idx = lid; idx < TILE_E * TAU_ROWS * 256u; idx += WG_X) {
+      let r = idx / 256u;
+      let j = idx % 256u;
+      act_set(r, j, trunk[(r / TAU_ROWS) * 256u + j] * act_get(r, j));
+    }
+    workgroupBarrier();
+    streams_plain(base, lid);
+    combine_dueling(lid);
+    for (var idx = lid; idx < TILE_E * NUM_ACTIONS; idx += WG_X) {
+      let e = idx / NUM_ACTIONS;
+      let a = idx % NUM_ACTIONS;
+      var q = qout[e * 48u + a];
+      for (var t = 0u; t < TAU_ROWS; t++) {
+        q = q + qv[(e * TAU_ROWS + t) * QW + a];
+      }
+      qout[e * 48u + a] = q;
+    }
+    workgroupBarrier();
+  }
+  for (var idx = lid; idx < TILE_E * NUM_ACTIONS; idx += WG_X) {
+    let o = (idx / NUM_ACTIONS) * 48u + idx % NUM_ACTIONS;
+    qout[o] = qout[o] / f32(ACT_TAUS);
+  }
+  workgroupBarrier();
+}
+
+// Q-values of the states in act rows [0, TILE_E) under the dueling net at \`base\` (online 0,
+// target NET_T_BASE - NET_Q_BASE); read them with final_q.
+fn q_forward(base: u32, lid: u32) {
+  dense1(base + NET_Q_SHARED_LAYERS_0_W, base + NET_Q_SHARED_LAYERS_0_B, STATE_DIM, 256u, ACT_LEAKY, false, 0u, lid);
+  dense1(base + NET_Q_SHARED_LAYERS_1_W, base + NET_Q_SHARED_LAYERS_1_B, 256u, 256u, ACT_LEAKY, false, 0u, lid);
+  if (HEAD == HEAD_PLAIN) {
+    streams_plain(base, lid);
+    combine_dueling(lid);
+  } else if (HEAD == HEAD_C51) {
+    c51_head(base, lid);
+  } else {
+    iqn_head(base, lid);
+  }
+}
+
+fn final_q(r: u32, a: u32) -> f32 {
+  if (HEAD == HEAD_PLAIN) {
+    return qv[r * QW + a];
+  }
+  return qout[r * 48u + a];
+}
+
+// First index of the largest Q-value of tile row r (ties go to the lower action).
+fn argmax_q(r: u32) -> u32 {
+  var best = 0u;
+  var best_q = final_q(r, 0u);
+  for (var a = 1u; a < NUM_ACTIONS; a++) {
+    let q = final_q(r, a);
+    if (q > best_q) {
+      best = a;
+      best_q = q;
+    }
+  }
+  return best;
+}
+
+// Curiosity bonus of each tile episode (env/curiosity.ts): input features of bar tile_bar[r]
+// [0, 32) ++ one-hot(tile_cat[r]), target the first 32 features of the next bar.
+fn curiosity_tile(lid: u32) {
+  for (var idx = lid; idx < TILE_E * CURIOSITY_PAD; idx += WG_X) {
+    let r = idx / CURIOSITY_PAD;
+    let k = idx % CURIOSITY_PAD;
+    var v = 0.0;
+    if (k < CURIOSITY_OUT) {
+      v = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
+    } else if (k < CURIOSITY_IN) {
+      v = select(0.0, 1.0, i32(k - CURIOSITY_OUT) == tile_cat[r]);
+    }
+    act_set(r, k, v);
+  }
+  workgroupBarrier();
+  dense1(NET_C_FC1_W, NET_C_FC1_B, CURIOSITY_IN, 64u, ACT_LEAKY, false, 0u, lid);
+  dense1(NET_C_FC2_W, NET_C_FC2_B, 64u, CURIOSITY_OUT, ACT_NONE, false, 0u, lid);
+  if (lid < TILE_E) {
+    let next = u32(tile_bar[lid] + 1) * MARKET_FEATURES;
+    var acc = 0.0;
+    for (var k = 0u; k < CURIOSITY_OUT; k++) {
+      let d = act_get(lid, k) - features[next + k];
+      acc = acc + d * d;
+    }
+    tile_bonus[lid] = min(u.curiosityScale * (acc * (1.0 / 32.0)), u.curiosityMax);
+  }
+  workgroupBarrier();
+}
+
+fn write_step(e: u32, l: u32, a: i32, out: StepOut, bonus: f32) {
+  let nl = u.n * u.steps;
+  let i = e * u.steps + l;
+  out_i[OUT_I_ACTIONS * nl + i] = a;
+  out_i[OUT_I_DONES * nl + i] = out.done;
+  out_i[OUT_I_TRUNCATEDS * nl + i] = out.truncated;
+  out_f[OUT_F_REWARDS * nl + i] = out.total;
+  let c = OUT_F_COMPONENTS * nl + i * 5u;
+  out_f[c] = out.pnl;
+  out_f[c + 1u] = out.barrier;
+  out_f[c + 2u] = out.risk;
+  out_f[c + 3u] = out.diversity;
+  out_f[c + 4u] = bonus;
+}
+
+fn tiled_collect(group: u32, lid: u32) {
+  let e0 = group * TILE_E;
+  let e = e0 + lid;
+  let mine = lid < TILE_E && e < u.n;
+  let key = vec2<u32>(u.key0, u.key1);
+  let nl = u.n * u.steps;
+  var ep: Episode;
+  if (mine) {
+    ep = load_episode(e);
+  }
+  for (var l = 0u; l < u.steps; l++) {
+    let g = u.stepBase + l;
+    if (lid < TILE_E) {
+      tile_bar[lid] = select(u.splitStart, ep.bar, mine);
+      tile_pf[lid] = select(vec4<f32>(0.0), vec4<f32>(portfolio_features(ep), 0.0), mine);
+    }
+    if (HEAD == HEAD_IQN) {
+      for (var idx = lid; idx < TILE_E * ACT_TAUS; idx += WG_X) {
+        let k = idx % ACT_TAUS;
+        let w = philox4x32(vec4<u32>(STREAM_TAU, e0 + idx / ACT_TAUS, g, k >> 2u), key);
+        tile_tau[idx] = u32_to_unit_float(w[k & 3u]);
+      }
+    }
+    workgroupBarrier();
+    fill_states(e0, l, OUT_F_STATES, lid);
+    q_forward(0u, lid);
+
+    var a = 0;
+    var q_sa = 0.0;
+    if (mine) {
+      let w = philox4x32(vec4<u32>(STREAM_ACTION, e, g, 0u), key);
+      if (u32_to_unit_float(w.x) < u.epsilon) {
+        a = i32(w.y % NUM_ACTIONS);
+      } else {
+        a = i32(argmax_q(lid));
+      }
+      q_sa = final_q(lid, u32(a));
+      tile_cat[lid] = action_category(a);
+    }
+    workgroupBarrier();
+    if (u.curiosity != 0u) {
+      curiosity_tile(lid);
+    } else if (lid < TILE_E) {
+      tile_bonus[lid] = 0.0;
+    }
+    workgroupBarrier();
+
+    var out: StepOut;
+    if (mine) {
+      let bonus = tile_bonus[lid];
+      out = env_step(e, &ep, a, bonus);
+      tile_bar[lid] = ep.bar;
+      tile_pf[lid] = vec4<f32>(portfolio_features(ep), 0.0);
+      write_step(e, l, a, out, bonus);
+      finish_step(e, &ep, out);
+    }
+    workgroupBarrier();
+    fill_states(e0, l, OUT_F_NEXT_STATES, lid);
+    q_forward(NET_T_BASE - NET_Q_BASE, lid);
+    if (mine) {
+      var td_target = out.total;
+      if (out.done == 0) {
+        td_target = out.total + u.gamma * final_q(lid, argmax_q(lid));
+      }
+      out_f[OUT_F_TD_ERRORS * nl + e * u.steps + l] = abs(td_target - q_sa);
+    }
+    workgroupBarrier();
+  }
+  if (mine) {
+    store_episode(e, ep);
+  }
+}
+
+// ---- seed variant: one invocation per episode, plain head ----
+
+fn seed_dense(
+  w: u32, b: u32, n_in: u32, n_out: u32, kind: u32,
+  src: ptr<function, array<f32, 256>>, src_off: u32,
+  dst: ptr<function, array<f32, 256>>, dst_off: u32,
+) {
+  for (var j = 0u; j < n_out; j++) {
+    var acc = nets[b + j];
+    let row = w + j * n_in;
+    for (var k = 0u; k < n_in; k++) {
+      acc = acc + nets[row + k] * (*src)[src_off + k];
+    }
+    (*dst)[dst_off + j] = activate(acc, kind);
+  }
+}
+
+// Plain dueling Q of the state in x[0, 54) into q; h and y are scratch.
+fn seed_q(
+  base: u32,
+  x: ptr<function, array<f32, 256>>,
+  h: ptr<function, array<f32, 256>>,
+  y: ptr<function, array<f32, 256>>,
+  q: ptr<function, array<f32, 48>>,
+) {
+  seed_dense(base + NET_Q_SHARED_LAYERS_0_W, base + NET_Q_SHARED_LAYERS_0_B, STATE_DIM, 256u, ACT_LEAKY, x, 0u, h, 0u);
+  seed_dense(base + NET_Q_SHARED_LAYERS_1_W, base + NET_Q_SHARED_LAYERS_1_B, 256u, 256u, ACT_LEAKY, h, 0u, y, 0u);
+  seed_dense(base + NET_Q_VALUE_STREAM_0_W, base + NET_Q_VALUE_STREAM_0_B, 256u, 128u, ACT_LEAKY, y, 0u, h, 0u);
+  seed_dense(base + NET_Q_ADVANTAGE_STREAM_0_W, base + NET_Q_ADVANTAGE_STREAM_0_B, 256u, 128u, ACT_LEAKY, y, 0u, h, 128u);
+  seed_dense(base + NET_Q_VALUE_STREAM_1_W, base + NET_Q_VALUE_STREAM_1_B, 128u, 1u, ACT_NONE, h, 0u, y, 0u);
+  seed_dense(base + NET_Q_ADVANTAGE_STREAM_1_W, base + NET_Q_ADVANTAGE_STREAM_1_B, 128u, NUM_ACTIONS, ACT_NONE, h, 128u, y, 1u);
+  var sum = 0.0;
+  for (var a = 0u; a < NUM_ACTIONS; a++) {
+    sum = sum + (*y)[1u + a];
+  }
+  let mean = sum / 45.0;
+  for (var a = 0u; a < NUM_ACTIONS; a++) {
+    (*q)[a] = ((*y)[0] + (*y)[1u + a]) - mean;
+  }
+}
+
+fn seed_state(ep: Episode, x: ptr<function, array<f32, 256>>) {
+  let src = u32(ep.bar) * MARKET_FEATURES;
+  for (var k = 0u; k < MARKET_FEATURES; k++) {
+    (*x)[k] = features[src + k];
+  }
+  let pf = portfolio_features(ep);
+  (*x)[MARKET_FEATURES] = pf.x;
+  (*x)[MARKET_FEATURES + 1u] = pf.y;
+  (*x)[MARKET_FEATURES + 2u] = pf.z;
+}
+
+fn seed_curiosity(t: i32, cat: i32, x: ptr<function, array<f32, 256>>, h: ptr<function, array<f32, 256>>) -> f32 {
+  let src = u32(t) * MARKET_FEATURES;
+  for (var k = 0u; k < CURIOSITY_OUT; k++) {
+    (*x)[k] = features[src + k];
+  }
+  for (var k = 0u; k < 3u; k++) {
+    (*x)[CURIOSITY_OUT + k] = select(0.0, 1.0, i32(k) == cat);
+  }
+  seed_dense(NET_C_FC1_W, NET_C_FC1_B, CURIOSITY_IN, 64u, ACT_LEAKY, x, 0u, h, 0u);
+  seed_dense(NET_C_FC2_W, NET_C_FC2_B, 64u, CURIOSITY_OUT, ACT_NONE, h, 0u, x, 0u);
+  let next = src + MARKET_FEATURES;
+  var acc = 0.0;
+  for (var k = 0u; k < CURIOSITY_OUT; k++) {
+    let d = (*x)[k] - features[next + k];
+    acc = acc + d * d;
+  }
+  return min(u.curiosityScale * (acc * (1.0 / 32.0)), u.curiosityMax);
+}
+
+fn seed_collect(e: u32) {
+  if (e >= u.n) {
+    return;
+  }
+  let key = vec2<u32>(u.key0, u.key1);
+  let nl = u.n * u.steps;
+  var ep = load_episode(e);
+  var x: array<f32, 256>;
+  var h: array<f32, 256>;
+  var y: array<f32, 256>;
+  var q: array<f32, 48>;
+  for (var l = 0u; l < u.steps; l++) {
+    let g = u.stepBase + l;
+    let i = e * u.steps + l;
+    seed_state(ep, &x);
+    for (var k = 0u; k < STATE_DIM; k++) {
+      out_f[OUT_F_STATES * nl + i * STATE_DIM + k] = x[k];
+    }
+    seed_q(0u, &x, &h, &y, &q);
+    let w = philox4x32(vec4<u32>(STREAM_ACTION, e, g, 0u), key);
+    var a = 0;
+    if (u32_to_unit_float(w.x) < u.epsilon) {
+      a = i32(w.y % NUM_ACTIONS);
+    } else {
+      for (var k = 1; k < 45; k++) {
+        if (q[k] > q[a]) {
+          a = k;
+        }
+      }
+    }
+    let q_sa = q[a];
+    var bonus = 0.0;
+    if (u.curiosity != 0u) {
+      bonus = seed_curiosity(ep.bar, action_category(a), &x, &h);
+    }
+    let out = env_step(e, &ep, a, bonus);
+    write_step(e, l, a, out, bonus);
+    seed_state(ep, &x);
+    for (var k = 0u; k < STATE_DIM; k++) {
+      out_f[OUT_F_NEXT_STATES * nl + i * STATE_DIM + k] = x[k];
+    }
+    finish_step(e, &ep, out);
+    var td_target = out.total;
+    if (out.done == 0) {
+      seed_q(NET_T_BASE - NET_Q_BASE, &x, &h, &y, &q);
+      var best = q[0];
+      for (var k = 1; k < 45; k++) {
+        best = max(best, q[k]);
+      }
+      td_target = out.total + u.gamma * best;
+    }
+    out_f[OUT_F_TD_ERRORS * nl + i] = abs(td_target - q_sa);
+  }
+  store_episode(e, ep);
+}
+
+@compute @workgroup_size(WG_X, 1, 1)
+fn collect_dqn(
+  @builtin(workgroup_id) wid: vec3<u32>,
+  @builtin(num_workgroups) nwg: vec3<u32>,
+  @builtin(local_invocation_index) lid: u32,
+) {
+  let group = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
+  if (SEED_VARIANT == 1) {
+    seed_collect(group * WG_X + lid);
+    return;
+  }
+  tiled_collect(group, lid);
+}
+`,
   collect_env: `// The simulator step of one episode (SPEC 3-6), a line-by-line port of src/env/ (step.ts,
 // portfolio.ts, barrier.ts, trade.ts, diversity.ts, state.ts) for the collection kernels.
 // A snippet, not a kernel: collect_dqn.wgsl and collect_ppo.wgsl pull it in with
@@ -241,8 +1413,8 @@ fn execute_order(ep: ptr<function, Episode>, a: i32) -> bool {
   let value = portfolio_value(*ep);
 
   let exposure = exposure_of(a);
-  let target = exposure * (1.0 - (*ep).reserve);
-  let target_notional = target * value;
+  let target_exposure = exposure * (1.0 - (*ep).reserve);
+  let target_notional = target_exposure * value;
   let notional = units * close;
   var side = 0;
   if (target_notional > notional) {
@@ -987,7 +2159,7 @@ export const cudaSources: Record<string, string> = {
 // - SEED_VARIANT 0, tiled: thread r < TILE_E runs episode r's simulator with its state in registers;
 //   between those serial phases the whole block runs each layer as a [TILE_E, in] x [in, out]
 //   product on shared-memory activations (mlp_tile.cuh, collect_nets.cuh). Shared memory is static
-//   (<= 48 KiB): TILE_E <= 16 for the plain and C51 heads, <= 8 for IQN (a static_assert says so).
+//   (<= 48 KiB): TILE_E <= 32 for the plain head, <= 16 for C51 and IQN (a static_assert says so).
 //   Small N: use a small TILE_E (down to 1) so more blocks share the episodes' layer math.
 // - SEED_VARIANT 1, the seed design kept for the benchmark: one thread per episode, every layer a
 //   per-thread loop over global weights, activations in local memory (plain head only).
@@ -1003,7 +2175,7 @@ export const cudaSources: Record<string, string> = {
 #define COLLECT_ATOMS ATOMS
 #define COLLECT_IQN_EMBED IQN_EMBED
 
-#include "collect_env.cuh"
+#include "collect_io.cuh"
 #include "collect_nets.cuh"
 #include "grid.cuh"
 
@@ -1016,15 +2188,6 @@ static_assert(CNet::L1_B == NET_C_1_B && CNet::SIZE == NET_C_SIZE,
               "collect_nets.cuh curiosity layout differs from src/nets/layout.ts");
 static_assert(WG_X % 32 == 0 && WG_Y == 1 && WG_Z == 1, "collect_dqn runs on 1-D blocks of whole warps");
 
-// Output addressing: section offsets are in units of N * L elements; idx = e * L + l.
-struct Out {
-  float* f;
-  int* i;
-  unsigned long long nl, idx;
-};
-COLLECT_DEVICE float* out_f_at(const Out& o, int section, int width) { return o.f + section * o.nl + o.idx * width; }
-COLLECT_DEVICE int* out_i_at(const Out& o, int section) { return o.i + section * o.nl + o.idx; }
-
 COLLECT_DEVICE int argmax_q(const float* q) {
   int best = 0;
   for (int a = 1; a < NUM_ACTIONS; a++)
@@ -1036,38 +2199,6 @@ COLLECT_DEVICE int argmax_q(const float* q) {
 COLLECT_DEVICE int choose_action(const float* q, unsigned e, unsigned g, float epsilon, unsigned k0, unsigned k1) {
   const uint4 w = philox4x32_10(make_uint4(STREAM_ACTION, e, g, 0u), k0, k1);
   return philox_unit_float(w.x) < epsilon ? (int)(w.y % NUM_ACTIONS) : argmax_q(q);
-}
-
-// curiosity.ts curiosityMse from the model's prediction \`pred\` for decision bar t.
-COLLECT_DEVICE float curiosity_mse(const float* pred, const float* features, int t) {
-  const float* next = features + (t + 1) * MARKET_FEATURES;
-  float acc = 0.0f;
-  for (int k = 0; k < CURIOSITY_OUT; k++) {
-    const float d = fsub(pred[k], ldg1(next + k));
-    acc = fadd(acc, fmul(d, d));
-  }
-  return fmul(acc, 1.0f / CURIOSITY_OUT);
-}
-
-// The curiosity input of decision bar t: features[t][0..32) ++ one-hot(category), then zeros.
-COLLECT_DEVICE void curiosity_input(float* x, int width, const float* features, int t, int cat) {
-  const float* src = features + t * MARKET_FEATURES;
-  for (int k = 0; k < CURIOSITY_OUT; k++) x[k] = ldg1(src + k);
-  for (int k = 0; k < 3; k++) x[CURIOSITY_OUT + k] = k == cat ? 1.0f : 0.0f;
-  for (int k = CURIOSITY_OUT + 3; k < width; k++) x[k] = 0.0f;
-}
-
-COLLECT_DEVICE void write_step(const Out& o, const StepOut& so, int action) {
-  *out_f_at(o, OUT_F_REWARDS, 1) = so.total;
-  float* c = out_f_at(o, OUT_F_COMPONENTS, 5);
-  c[0] = so.pnl;
-  c[1] = so.barrier;
-  c[2] = so.risk;
-  c[3] = so.diversity;
-  c[4] = so.curiosity;
-  *out_i_at(o, OUT_I_ACTIONS) = action;
-  *out_i_at(o, OUT_I_DONES) = so.done;
-  *out_i_at(o, OUT_I_TRUNCATEDS) = so.truncated;
 }
 
 // TD error of the step (src/collect/dqn.ts step 4): a done step uses r alone.
@@ -1087,54 +2218,63 @@ __host__ __device__ constexpr int iqn_tau_chunk(int e, int k) {
 }
 constexpr int TC = iqn_tau_chunk(E, ACT_TAUS);
 
-// Shared-memory plan (floats): q aliases xs (the state is dead after the first layer); the
-// curiosity model's input, hidden and output rows run in h1 (dead between the online forward and
-// the target forward).
-constexpr int SM_XS = 0;
-constexpr int SM_H0 = SM_XS + E * LD_STATE;
-constexpr int SM_H1 = SM_H0 + (HEAD == HEAD_IQN ? 0 : E * LD_TRUNK);
-constexpr int SM_V = SM_H1 + E * LD_TRUNK;
-constexpr int SM_A = SM_V + (HEAD == HEAD_PLAIN ? E : HEAD == HEAD_C51 ? E * LD_ATOMS : 0);
-constexpr int SM_TAU = SM_A + (HEAD == HEAD_PLAIN ? E * LD_Q : HEAD == HEAD_C51 ? E * LD_ATOMS : 0);
-constexpr int SM_HQ = SM_TAU + (HEAD == HEAD_IQN ? E * ACT_TAUS : 0);
-constexpr int SM_HS = SM_HQ + (HEAD == HEAD_IQN ? E * TC * LD_TRUNK : 0);
-constexpr int SM_FLOATS = SM_HS + (HEAD == HEAD_IQN ? E * TC * LD_TRUNK : 0);
+// Shared-memory plan (floats). act [E, LD_TRUNK] takes the states, runs the trunk in place and, for
+// the plain head, receives q (q aliases it); the curiosity model runs in act too (dead between the
+// online forward and the target forward).
+constexpr int SM_ACT = 0;
+constexpr int SM_END_ACT = SM_ACT + E * LD_TRUNK;
+// plain: v [E], a [E, LD_Q]
+constexpr int SM_V = SM_END_ACT;
+constexpr int SM_A = SM_V + E;
+constexpr int SM_END_PLAIN = SM_A + E * LD_Q;
+// C51: chunk [E, LD_TRUNK], v and mean [E, LD_ATOMS], q [E, LD_Q]
+constexpr int SM_CHUNK = SM_END_ACT;
+constexpr int SM_C51_V = SM_CHUNK + E * LD_TRUNK;
+constexpr int SM_MEAN = SM_C51_V + E * LD_ATOMS;
+constexpr int SM_C51_Q = SM_MEAN + E * LD_ATOMS;
+constexpr int SM_END_C51 = SM_C51_Q + E * LD_Q;
+// IQN: taus [E, ACT_TAUS], hq [E * TC, LD_TRUNK], va [E * TC, LD_VA], q [E, LD_Q]
+constexpr int SM_TAU = SM_END_ACT;
+constexpr int SM_HQ = SM_TAU + E * ACT_TAUS;
+constexpr int SM_VA = SM_HQ + E * TC * LD_TRUNK;
+constexpr int SM_IQN_Q = SM_VA + E * TC * LD_VA;
+constexpr int SM_END_IQN = SM_IQN_Q + E * LD_Q;
+constexpr int SM_FLOATS = HEAD == HEAD_PLAIN ? SM_END_PLAIN : HEAD == HEAD_C51 ? SM_END_C51 : SM_END_IQN;
+constexpr int SM_Q = HEAD == HEAD_PLAIN ? SM_ACT : HEAD == HEAD_C51 ? SM_C51_Q : SM_IQN_Q;
 static_assert(SM_FLOATS * 4 <= 48 * 1024,
-              "collect_dqn: TILE_E too large for 48 KiB of shared memory (plain/C51: <= 16, IQN: <= 8)");
+              "collect_dqn: TILE_E too large for 48 KiB of shared memory (plain: <= 32, C51 and IQN: <= 16)");
 static_assert(E <= COLLECT_THREADS, "collect_dqn: one thread per episode runs the simulator");
-static_assert(LD_CUR_IN + LD_CUR_HIDDEN + LD_CUR_OUT <= LD_TRUNK, "the curiosity model runs inside h1");
-constexpr int SM_CUR_X = SM_H1;
-constexpr int SM_CUR_H = SM_CUR_X + E * LD_CUR_IN;
-constexpr int SM_CUR_Y = SM_CUR_H + E * LD_CUR_HIDDEN;
+static_assert(LD_Q + LD_CURIOSITY <= LD_TRUNK, "the curiosity model runs inside act, after the q rows");
 
 template <int NET_BASE>
 COLLECT_FN void q_values(const float* nets, float* smem, float vmin, float vmax) {
-  DuelingBuffers b;
-  b.xs = smem + SM_XS;
-  b.q = smem + SM_XS;
-  b.h0 = smem + SM_H0;
-  b.h1 = smem + SM_H1;
-  b.v = smem + SM_V;
-  b.a = smem + SM_A;
   if constexpr (HEAD == HEAD_PLAIN) {
-    dueling_q<NET_BASE, E>(nets, b);
+    dueling_q<NET_BASE, E>(nets, smem + SM_ACT, smem + SM_V, smem + SM_A, smem + SM_Q);
   } else if constexpr (HEAD == HEAD_C51) {
-    c51_q<NET_BASE, E>(nets, b, smem + SM_A, vmin, vmax);
+    C51Buffers b;
+    b.act = smem + SM_ACT;
+    b.chunk = smem + SM_CHUNK;
+    b.v = smem + SM_C51_V;
+    b.mean = smem + SM_MEAN;
+    b.q = smem + SM_Q;
+    c51_q<NET_BASE, E>(nets, b, vmin, vmax);
   } else {
-    IqnBuffers w;
-    w.taus = smem + SM_TAU;
-    w.ld_tau = ACT_TAUS;
-    w.hq = smem + SM_HQ;
-    w.hs = smem + SM_HS;
-    iqn_q<NET_BASE, E, ACT_TAUS, TC>(nets, b, w);
+    IqnBuffers b;
+    b.act = smem + SM_ACT;
+    b.taus = smem + SM_TAU;
+    b.ld_tau = ACT_TAUS;
+    b.hq = smem + SM_HQ;
+    b.va = smem + SM_VA;
+    b.q = smem + SM_Q;
+    iqn_q<NET_BASE, E, ACT_TAUS, TC>(nets, b);
   }
 }
 
-// The state row of episode r: 54 floats then zeros up to the row stride (the tensor-core path reads
-// the padding columns); rows of episodes past N stay zero.
-COLLECT_DEVICE void state_row(float* xs, const Episode& ep, const Market& m, bool active) {
-  if (active) build_state(ep, m, xs);
-  for (int k = active ? STATE_DIM : 0; k < LD_STATE; k++) xs[k] = 0.0f;
+// The state row of an episode in act: 54 floats then zeros up to the next multiple of 16 (the
+// tensor-core path reads those columns); rows of episodes past N stay zero.
+COLLECT_DEVICE void state_row(float* row, const Episode& ep, const Market& m, bool active) {
+  if (active) build_state(ep, m, row);
+  for (int k = active ? STATE_DIM : 0; k < LD_STATE; k++) row[k] = 0.0f;
 }
 
 extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
@@ -1150,8 +2290,11 @@ extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
   Episode ep;
   int* window = div_window + (unsigned long long)e * p.diversity_window;
   if (active) load_episode(ep, env_f, env_i, e);
-  float* xs = smem + SM_XS + r * LD_STATE;
-  const float* q_row = smem + SM_XS + r * LD_Q;
+  float* xs = smem + SM_ACT + r * LD_TRUNK;
+  const float* q_row = smem + SM_Q + r * LD_Q;
+  // The curiosity rows sit in act after the plain head's q rows, so that writing them never
+  // clobbers a q row another thread has yet to read.
+  float* cur = smem + SM_ACT + E * LD_Q;
   Out o = {out_f, out_i, (unsigned long long)u.n * u.steps, (unsigned long long)e * u.steps};
   for (unsigned l = 0; l < u.steps; l++, o.idx++) {
     const unsigned g = u.stepBase + l;
@@ -1180,17 +2323,16 @@ extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
       q_sel = q_row[action];
     }
     if (env_thread && u.curiosity) {
-      curiosity_input(smem + SM_CUR_X + r * LD_CUR_IN, LD_CUR_IN, features, active ? ep.bar : 0,
-                      action_category(action));
+      curiosity_input(cur + r * LD_CURIOSITY, LD_CURIOSITY, features, active ? ep.bar : 0, action_category(action));
     }
     block_sync();
-    if (u.curiosity) curiosity_predict<NET_C_BASE, E>(nets, smem + SM_CUR_X, smem + SM_CUR_H, smem + SM_CUR_Y);
+    if (u.curiosity) curiosity_predict<NET_C_BASE, E>(nets, cur);
 
+    const float mse = active && u.curiosity ? curiosity_mse(cur + r * LD_CURIOSITY, features, ep.bar) : 0.0f;
+    // Every mse is read before the next states overwrite act.
+    block_sync();
     StepOut so;
-    if (active) {
-      const float mse = u.curiosity ? curiosity_mse(smem + SM_CUR_Y + r * LD_CUR_OUT, features, ep.bar) : 0.0f;
-      env_step(ep, m, p, window, action, mse, u.curiosity != 0, so);
-    }
+    if (active) env_step(ep, m, p, window, action, mse, u.curiosity != 0, so);
     if (env_thread) {
       state_row(xs, ep, m, active);
       if (active) {
@@ -1692,15 +2834,67 @@ COLLECT_DEVICE void restart_if_ended(Episode& ep, const Market& m, const EnvScal
   start_episode(ep, m, p, window, draw_start_bar(p, e, (unsigned)ep.restarts));
 }
 `,
+  'collect_io.cuh': `// What both collection kernels do around the simulator step: output addressing (the sections of
+// src/kernels/collect_layout.ts), the curiosity model's input and error (src/env/curiosity.ts), and
+// the per-step outputs both rollouts share (rewards, components, actions, dones, truncateds).
+#pragma once
+
+#include "collect_env.cuh"
+
+// Output addressing: section offsets are in units of N * L elements; idx = e * L + l.
+struct Out {
+  float* f;
+  int* i;
+  unsigned long long nl, idx;
+};
+COLLECT_DEVICE float* out_f_at(const Out& o, int section, int width) { return o.f + section * o.nl + o.idx * width; }
+COLLECT_DEVICE int* out_i_at(const Out& o, int section) { return o.i + section * o.nl + o.idx; }
+
+// curiosity.ts curiosityMse from the model's prediction \`pred\` for decision bar t.
+COLLECT_DEVICE float curiosity_mse(const float* pred, const float* features, int t) {
+  const float* next = features + (t + 1) * MARKET_FEATURES;
+  float acc = 0.0f;
+  for (int k = 0; k < CURIOSITY_OUT; k++) {
+    const float d = fsub(pred[k], ldg1(next + k));
+    acc = fadd(acc, fmul(d, d));
+  }
+  return fmul(acc, 1.0f / CURIOSITY_OUT);
+}
+
+// The curiosity input of decision bar t: features[t][0..32) ++ one-hot(category), then zeros.
+COLLECT_DEVICE void curiosity_input(float* x, int width, const float* features, int t, int cat) {
+  const float* src = features + t * MARKET_FEATURES;
+  for (int k = 0; k < CURIOSITY_OUT; k++) x[k] = ldg1(src + k);
+  for (int k = 0; k < 3; k++) x[CURIOSITY_OUT + k] = k == cat ? 1.0f : 0.0f;
+  for (int k = CURIOSITY_OUT + 3; k < width; k++) x[k] = 0.0f;
+}
+
+COLLECT_DEVICE void write_step(const Out& o, const StepOut& so, int action) {
+  *out_f_at(o, OUT_F_REWARDS, 1) = so.total;
+  float* c = out_f_at(o, OUT_F_COMPONENTS, 5);
+  c[0] = so.pnl;
+  c[1] = so.barrier;
+  c[2] = so.risk;
+  c[3] = so.diversity;
+  c[4] = so.curiosity;
+  *out_i_at(o, OUT_I_ACTIONS) = action;
+  *out_i_at(o, OUT_I_DONES) = so.done;
+  *out_i_at(o, OUT_I_TRUNCATEDS) = so.truncated;
+}
+
+`,
   'collect_nets.cuh': `// The networks of collection on a block's tile (src/nets/forward.ts on R rows at once): flat
-// layouts (src/nets/layout.ts, derived from the layer sizes exactly as buildLayout does; the unit
-// test compares them with the TS layouts), the dueling Q network with its plain / C51 / IQN heads,
-// the PPO actor and critic, and the curiosity model. Built on mlp_tile.cuh: every function is
-// called by the whole block; inputs must be complete (a block_sync before the call) and outputs
-// are complete when it returns (it ends with a block_sync).
+// layouts (src/nets/layout.ts, derived from the layer sizes exactly as buildLayout does; the kernels
+// static_assert them against the generated NET_* constants and the unit test against the TS
+// layouts), the dueling Q network with its plain / C51 / IQN heads, the PPO actor and critic, and
+// the curiosity model. Built on mlp_tile.cuh: every function is called by the whole block; inputs
+// must be complete (a block_sync before the call) and outputs are complete when it returns.
 //
-// Activation buffers are shared memory, R rows with row strides tile_stride(width) (LD_* below). Heads follow forward.ts operation by operation: exact in the exact mode except exp
-// and cos (expf / cosf: a few ulp from the reference's correctly rounded f64 ones).
+// Activation buffers are shared memory, R rows with row strides LD_* (tile_stride). Chains run in
+// place in one trunk-wide buffer \`act\` (the input rows go in its first columns, zero-padded to a
+// multiple of 16), so a block of R episodes needs about R * 1.3 KiB for the dueling net. Heads
+// follow forward.ts operation by operation: exact in the exact mode except exp and cos (expf / cosf:
+// a few ulp from the reference's correctly rounded f64 ones).
 #pragma once
 
 #include "collect_dims.cuh"
@@ -1720,86 +2914,93 @@ COLLECT_DEVICE void restart_if_ended(Episode& ep, const Market& m, const EnvScal
 #define LD_STATE tile_stride(STATE_DIM)
 #define LD_TRUNK tile_stride(256)
 #define LD_Q tile_stride(NUM_ACTIONS)
+#define LD_ATOMS ((COLLECT_ATOMS + 3) / 4 * 4)
+#define LD_CRITIC tile_stride(512)
+#define LD_CURIOSITY tile_stride(64)
 
-// Flat layouts of networks stored at float offset BASE of a buffer (offsets are absolute, so the
+// Flat layouts of networks stored at float offset Base of a buffer (offsets are absolute, so the
 // tile engine sees the true 16-byte alignment of every layer).
-// Dueling: trunk 54 -> 256 -> 256, [tau_embed 64 -> 256], value 256 -> 128 -> ATOMS,
-// advantage 256 -> 128 -> 45 * ATOMS (ATOMS = 1 unless C51).
-template <int HEAD, int BASE = 0>
+// Dueling: trunk 54 -> 256 -> 256, [tau_embed 64 -> 256], value 256 -> 128 -> Atoms,
+// advantage 256 -> 128 -> 45 * Atoms (Atoms = 1 unless C51).
+template <int Head, int Base = 0>
 struct Dueling {
-  static constexpr int ATOMS = HEAD == HEAD_C51 ? COLLECT_ATOMS : 1;
-  static constexpr int S0_W = BASE;
+  static constexpr int Atoms = Head == HEAD_C51 ? COLLECT_ATOMS : 1;
+  static constexpr int S0_W = Base;
   static constexpr int S0_B = S0_W + STATE_DIM * 256;
   static constexpr int S1_W = S0_B + 256;
   static constexpr int S1_B = S1_W + 256 * 256;
   static constexpr int TE_W = S1_B + 256;
-  static constexpr int TE_B = TE_W + (HEAD == HEAD_IQN ? COLLECT_IQN_EMBED * 256 : 0);
-  static constexpr int V0_W = TE_B + (HEAD == HEAD_IQN ? 256 : 0);
+  static constexpr int TE_B = TE_W + (Head == HEAD_IQN ? COLLECT_IQN_EMBED * 256 : 0);
+  static constexpr int V0_W = TE_B + (Head == HEAD_IQN ? 256 : 0);
   static constexpr int V0_B = V0_W + 256 * 128;
   static constexpr int V1_W = V0_B + 128;
-  static constexpr int V1_B = V1_W + 128 * ATOMS;
-  static constexpr int A0_W = V1_B + ATOMS;
+  static constexpr int V1_B = V1_W + 128 * Atoms;
+  static constexpr int A0_W = V1_B + Atoms;
   static constexpr int A0_B = A0_W + 256 * 128;
   static constexpr int A1_W = A0_B + 128;
-  static constexpr int A1_B = A1_W + 128 * NUM_ACTIONS * ATOMS;
-  static constexpr int SIZE = A1_B + NUM_ACTIONS * ATOMS - BASE;
+  static constexpr int A1_B = A1_W + 128 * NUM_ACTIONS * Atoms;
+  static constexpr int SIZE = A1_B + NUM_ACTIONS * Atoms - Base;
 };
 
 // PPO actor 54 -> 128 -> 64 -> 45 and critic 54 -> 512 -> 384 -> 256 -> 128 -> 64 -> 1, ReLU.
-template <int BASE = 0>
+template <int Base = 0>
 struct Actor {
-  static constexpr int L0_W = BASE, L0_B = L0_W + STATE_DIM * 128;
+  static constexpr int L0_W = Base, L0_B = L0_W + STATE_DIM * 128;
   static constexpr int L1_W = L0_B + 128, L1_B = L1_W + 128 * 64;
   static constexpr int L2_W = L1_B + 64, L2_B = L2_W + 64 * NUM_ACTIONS;
-  static constexpr int SIZE = L2_B + NUM_ACTIONS - BASE;
+  static constexpr int SIZE = L2_B + NUM_ACTIONS - Base;
 };
-template <int BASE = 0>
+template <int Base = 0>
 struct Critic {
-  static constexpr int L0_W = BASE, L0_B = L0_W + STATE_DIM * 512;
+  static constexpr int L0_W = Base, L0_B = L0_W + STATE_DIM * 512;
   static constexpr int L1_W = L0_B + 512, L1_B = L1_W + 512 * 384;
   static constexpr int L2_W = L1_B + 384, L2_B = L2_W + 384 * 256;
   static constexpr int L3_W = L2_B + 256, L3_B = L3_W + 256 * 128;
   static constexpr int L4_W = L3_B + 128, L4_B = L4_W + 128 * 64;
   static constexpr int L5_W = L4_B + 64, L5_B = L5_W + 64;
-  static constexpr int SIZE = L5_B + 1 - BASE;
+  static constexpr int SIZE = L5_B + 1 - Base;
 };
 // Curiosity 35 -> 64 LeakyReLU -> 32.
-template <int BASE = 0>
+template <int Base = 0>
 struct Curiosity {
   static constexpr int IN = 35, HIDDEN = 64, OUT = 32;
-  static constexpr int L0_W = BASE, L0_B = L0_W + IN * HIDDEN;
+  static constexpr int L0_W = Base, L0_B = L0_W + IN * HIDDEN;
   static constexpr int L1_W = L0_B + HIDDEN, L1_B = L1_W + HIDDEN * OUT;
-  static constexpr int SIZE = L1_B + OUT - BASE;
+  static constexpr int SIZE = L1_B + OUT - Base;
 };
 
-// Trunk: xs [R, LD_STATE] -> h1 [R, LD_TRUNK], h0 [R, LD_TRUNK] as scratch.
-template <int HEAD, int BASE, int R>
-COLLECT_FN void dueling_trunk(const float* __restrict__ p, const float* xs, float* h0, float* h1) {
-  using L = Dueling<HEAD, BASE>;
-  dense_tile<STATE_DIM, 256, ACT_LEAKY, R, L::S0_W, L::S0_B>(p, xs, LD_STATE, h0, LD_TRUNK);
+// Trunk in place: act [R, LD_TRUNK] holds the 54-float states (columns 54..63 zero) and then the
+// trunk features.
+template <int Head, int Base, int R>
+COLLECT_FN void dueling_trunk(const float* __restrict__ p, float* act) {
+  using L = Dueling<Head, Base>;
+  dense_inplace<STATE_DIM, 256, ACT_LEAKY, R, L::S0_W, L::S0_B>(p, act, LD_TRUNK);
   block_sync();
-  dense_tile<256, 256, ACT_LEAKY, R, L::S1_W, L::S1_B>(p, h0, LD_TRUNK, h1, LD_TRUNK);
-  block_sync();
-}
-
-// Both streams on trunk features h [R, LD_TRUNK]: hs [R, LD_TRUNK] holds the value hidden layer in
-// columns 0..127 and the advantage hidden layer in 128..255; v [R, ldv] the value output, a [R, lda]
-// the advantage output (plain and IQN heads; C51 computes its advantage logits in chunks).
-template <int HEAD, int BASE, int R>
-COLLECT_FN void dueling_hidden(const float* __restrict__ p, const float* h, float* hs) {
-  using L = Dueling<HEAD, BASE>;
-  dense_tile<256, 128, ACT_LEAKY, R, L::V0_W, L::V0_B>(p, h, LD_TRUNK, hs, LD_TRUNK);
-  dense_tile<256, 128, ACT_LEAKY, R, L::A0_W, L::A0_B>(p, h, LD_TRUNK, hs + 128, LD_TRUNK);
+  dense_inplace<256, 256, ACT_LEAKY, R, L::S1_W, L::S1_B>(p, act, LD_TRUNK);
   block_sync();
 }
 
-template <int HEAD, int BASE, int R>
-COLLECT_FN void dueling_streams(const float* __restrict__ p, const float* h, float* hs, float* v, int ldv, float* a,
-                                int lda) {
-  using L = Dueling<HEAD, BASE>;
-  dueling_hidden<HEAD, BASE, R>(p, h, hs);
-  dense_tile<128, 1, ACT_NONE, R, L::V1_W, L::V1_B>(p, hs, LD_TRUNK, v, ldv);
-  dense_tile<128, NUM_ACTIONS, ACT_NONE, R, L::A1_W, L::A1_B>(p, hs + 128, LD_TRUNK, a, lda);
+// The hidden layers of both streams, fused and in place: act [R, LD_TRUNK] trunk features ->
+// value hidden (columns 0..127) and advantage hidden (128..255).
+template <int Head, int Base, int R>
+COLLECT_FN void dueling_hidden(const float* __restrict__ p, float* act) {
+  using L = Dueling<Head, Base>;
+  Dense<256, 128, ACT_LEAKY, R, L::V0_W, L::V0_B> value;
+  Dense<256, 128, ACT_LEAKY, R, L::A0_W, L::A0_B> advantage;
+  value.compute(p, act, LD_TRUNK);
+  advantage.compute(p, act, LD_TRUNK);
+  block_sync();
+  value.store(p, act, LD_TRUNK);
+  advantage.store(p, act + 128, LD_TRUNK);
+  block_sync();
+}
+
+// The plain / IQN output layers: v[r * ldv] value, a [R, lda] advantages, from dueling_hidden.
+template <int Head, int Base, int R>
+COLLECT_FN void dueling_out(const float* __restrict__ p, const float* act, float* v, int ldv, float* a, int lda) {
+  using L = Dueling<Head, Base>;
+  dense_tile<128, 1, ACT_NONE, R, L::V1_W, L::V1_B>(p, act, LD_TRUNK, v, ldv);
+  dense_tile<128, NUM_ACTIONS, ACT_NONE, R, L::A1_W, L::A1_B>(p, act + 128, LD_TRUNK, a, lda);
   block_sync();
 }
 
@@ -1810,63 +3011,62 @@ COLLECT_DEVICE float advantage_mean(const float* a) {
   return fdiv(sum, (float)NUM_ACTIONS);
 }
 
-// Buffers of a dueling forward, all shared memory, R rows each: xs [LD_STATE] input (free after the
-// first layer, so q may alias it), h0 and h1 [LD_TRUNK], v [1], a [LD_Q]; q [LD_Q] output.
-struct DuelingBuffers {
-  const float* xs;
-  float *h0, *h1, *v, *a, *q;
-};
-
-// Plain dueling Q of R rows into b.q: Q[a] = f32(f32(V + A[a]) - mean(A)).
-template <int BASE, int R>
-COLLECT_FN void dueling_q(const float* __restrict__ p, const DuelingBuffers& b) {
-  dueling_trunk<HEAD_PLAIN, BASE, R>(p, b.xs, b.h0, b.h1);
-  dueling_streams<HEAD_PLAIN, BASE, R>(p, b.h1, b.h0, b.v, 1, b.a, LD_Q);
+// Plain dueling Q of R rows (forward.ts forwardDueling): act [R, LD_TRUNK] input states, then
+// scratch; v [R], a [R, LD_Q] scratch; q [R, LD_Q] output (may alias act: act is dead by then).
+// Q[a] = f32(f32(V + A[a]) - mean(A)).
+template <int Base, int R>
+COLLECT_FN void dueling_q(const float* __restrict__ p, float* act, float* v, float* a, float* q) {
+  dueling_trunk<HEAD_PLAIN, Base, R>(p, act);
+  dueling_hidden<HEAD_PLAIN, Base, R>(p, act);
+  dueling_out<HEAD_PLAIN, Base, R>(p, act, v, 1, a, LD_Q);
   for (int task = threadIdx.x; task < R * NUM_ACTIONS; task += COLLECT_THREADS) {
     const int r = task / NUM_ACTIONS, k = task % NUM_ACTIONS;
-    const float* a = b.a + r * LD_Q;
-    b.q[r * LD_Q + k] = fsub(fadd(b.v[r], a[k]), advantage_mean(a));
+    const float* ar = a + r * LD_Q;
+    q[r * LD_Q + k] = fsub(fadd(v[r], ar[k]), advantage_mean(ar));
   }
   block_sync();
 }
 
-// C51 (forward.ts forwardC51). The 45 x ATOMS advantage logits do not fit in shared memory next to
+// C51 (forward.ts forwardC51). The 45 x Atoms advantage logits do not fit in shared memory next to
 // the trunk (48 KiB per block), so advantage_stream.1 runs in chunks of C51_CHUNK actions, twice:
 // pass 0 sums the per-atom mean over actions (in action order, as the reference), pass 1 recomputes
-// each chunk (the same bits) and takes the per-action softmax and expectation. Buffers: xs, h0, h1
-// as for dueling_q (h1 then holds a chunk's logits), v [R, LD_ATOMS] value logits, mean [R, LD_ATOMS].
+// each chunk (the same bits) and takes the per-action softmax and expectation. Buffers: act as for
+// dueling_q; chunk [R, LD_TRUNK] one chunk's logits; v and mean [R, LD_ATOMS]; q [R, LD_Q] output
+// (not aliasing act, which holds the advantage hidden layer until the end).
 __host__ __device__ constexpr int c51_chunk_actions(int atoms) {
   int c = NUM_ACTIONS;
   while (c > 1 && (c * atoms > 256 || NUM_ACTIONS % c != 0)) c--;
   return c;
 }
 #define C51_CHUNK c51_chunk_actions(COLLECT_ATOMS)
-#define LD_ATOMS ((COLLECT_ATOMS + 3) / 4 * 4)
 
-template <int BASE, int R, int C, int PASS>
-COLLECT_FN void c51_chunks(const float* __restrict__ p, const DuelingBuffers& b, float* mean, float vmin,
-                           float delta) {
-  using L = Dueling<HEAD_C51, BASE>;
-  constexpr int Z = L::ATOMS;
+struct C51Buffers {
+  float *act, *chunk, *v, *mean, *q;
+};
+
+template <int Base, int R, int C, int PASS>
+COLLECT_FN void c51_chunks(const float* __restrict__ p, const C51Buffers& b, float vmin, float delta) {
+  using L = Dueling<HEAD_C51, Base>;
+  constexpr int Z = L::Atoms;
   constexpr int CA = C51_CHUNK;
   static_assert(CA * Z <= 256, "one C51 chunk must fit a trunk-wide buffer");
   if constexpr (C * CA < NUM_ACTIONS) {
-    dense_tile<128, CA * Z, ACT_NONE, R, L::A1_W + C * CA * Z * 128, L::A1_B + C * CA * Z>(p, b.h0 + 128, LD_TRUNK,
-                                                                                       b.h1, LD_TRUNK);
+    dense_tile<128, CA * Z, ACT_NONE, R, L::A1_W + C * CA * Z * 128, L::A1_B + C * CA * Z>(p, b.act + 128, LD_TRUNK,
+                                                                                       b.chunk, LD_TRUNK);
     block_sync();
     if constexpr (PASS == 0) {
       for (int task = threadIdx.x; task < R * Z; task += COLLECT_THREADS) {
         const int r = task / Z, z = task % Z;
-        float s = C == 0 ? 0.0f : mean[r * LD_ATOMS + z];
-        for (int k = 0; k < CA; k++) s = fadd(s, b.h1[r * LD_TRUNK + k * Z + z]);
-        mean[r * LD_ATOMS + z] = C * CA + CA == NUM_ACTIONS ? fdiv(s, (float)NUM_ACTIONS) : s;
+        float s = C == 0 ? 0.0f : b.mean[r * LD_ATOMS + z];
+        for (int k = 0; k < CA; k++) s = fadd(s, b.chunk[r * LD_TRUNK + k * Z + z]);
+        b.mean[r * LD_ATOMS + z] = C * CA + CA == NUM_ACTIONS ? fdiv(s, (float)NUM_ACTIONS) : s;
       }
     } else {
       for (int task = threadIdx.x; task < R * CA; task += COLLECT_THREADS) {
         const int r = task / CA, k = task % CA;
-        float* l = b.h1 + r * LD_TRUNK + k * Z;
+        float* l = b.chunk + r * LD_TRUNK + k * Z;
         const float* v = b.v + r * LD_ATOMS;
-        const float* mr = mean + r * LD_ATOMS;
+        const float* mr = b.mean + r * LD_ATOMS;
         float mx = -__int_as_float(0x7f800000);
         for (int z = 0; z < Z; z++) {
           const float logit = fsub(fadd(v[z], l[z]), mr[z]);
@@ -1885,68 +3085,65 @@ COLLECT_FN void c51_chunks(const float* __restrict__ p, const DuelingBuffers& b,
       }
     }
     block_sync();
-    c51_chunks<BASE, R, C + 1, PASS>(p, b, mean, vmin, delta);
+    c51_chunks<Base, R, C + 1, PASS>(p, b, vmin, delta);
   }
 }
 
-template <int BASE, int R>
-COLLECT_FN void c51_q(const float* __restrict__ p, const DuelingBuffers& b, float* mean, float vmin, float vmax) {
-  using L = Dueling<HEAD_C51, BASE>;
-  dueling_trunk<HEAD_C51, BASE, R>(p, b.xs, b.h0, b.h1);
-  dueling_hidden<HEAD_C51, BASE, R>(p, b.h1, b.h0);
-  dense_tile<128, L::ATOMS, ACT_NONE, R, L::V1_W, L::V1_B>(p, b.h0, LD_TRUNK, b.v, LD_ATOMS);
+template <int Base, int R>
+COLLECT_FN void c51_q(const float* __restrict__ p, const C51Buffers& b, float vmin, float vmax) {
+  using L = Dueling<HEAD_C51, Base>;
+  dueling_trunk<HEAD_C51, Base, R>(p, b.act);
+  dueling_hidden<HEAD_C51, Base, R>(p, b.act);
+  dense_tile<128, L::Atoms, ACT_NONE, R, L::V1_W, L::V1_B>(p, b.act, LD_TRUNK, b.v, LD_ATOMS);
   block_sync();
-  const float delta = fdiv(fsub(vmax, vmin), (float)(L::ATOMS - 1));
-  c51_chunks<BASE, R, 0, 0>(p, b, mean, vmin, delta);
-  c51_chunks<BASE, R, 0, 1>(p, b, mean, vmin, delta);
+  const float delta = fdiv(fsub(vmax, vmin), (float)(L::Atoms - 1));
+  c51_chunks<Base, R, 0, 0>(p, b, vmin, delta);
+  c51_chunks<Base, R, 0, 1>(p, b, vmin, delta);
 }
 
 // IQN (forward.ts forwardIqn): for each of K taus per row, phi = relu(tau_embed(cos features)),
 // h = trunk * phi, the dueling streams on h give Q_tau; q = f32 sum over taus in order / K. Taus
-// run TC at a time as R * TC rows (row r * TC + c is tau c0 + c of row r). Buffers: xs, h1, q as
-// for dueling_q (R rows); taus [R, ld_tau]; hq and hs [R * TC, LD_TRUNK]. hq also serves as the
-// trunk's scratch and, once the hidden stream layers have read it, as the value (column 0) and
-// advantage (columns 16..60) outputs; hs also holds the cosine features and the per-row mean.
+// run TC at a time as R * TC rows (row r * TC + c is tau c0 + c of row r). Buffers: act [R,
+// LD_TRUNK] input states, then the trunk features for all chunks; taus [R, ld_tau]; hq [R * TC,
+// LD_TRUNK] cosines -> phi -> h -> stream hidden layers, in place; va [R * TC, LD_VA] value
+// (column 0), mean of A (column 1) and advantages (columns 16..60); q [R, LD_Q] output.
+#define LD_VA 64
 struct IqnBuffers {
-  const float* taus;
+  float *act, *taus, *hq, *va, *q;
   int ld_tau;
-  float *hq, *hs;
 };
-#define LD_EMBED tile_stride(COLLECT_IQN_EMBED)
 
-template <int BASE, int R, int K, int TC>
-COLLECT_FN void iqn_q(const float* __restrict__ p, const DuelingBuffers& b, const IqnBuffers& w) {
-  using L = Dueling<HEAD_IQN, BASE>;
+template <int Base, int R, int K, int TC>
+COLLECT_FN void iqn_q(const float* __restrict__ p, const IqnBuffers& b) {
+  using L = Dueling<HEAD_IQN, Base>;
   constexpr int RC = R * TC;
   static_assert(K % TC == 0, "the tau chunk must divide the tau count");
-  static_assert(LD_EMBED <= LD_TRUNK, "cosine features live in a trunk-wide buffer");
   const float pi = (float)3.14159265358979323846;
-  float* v = w.hq;
-  float* a = w.hq + 16;
-  dueling_trunk<HEAD_IQN, BASE, R>(p, b.xs, w.hq, b.h1);
+  dueling_trunk<HEAD_IQN, Base, R>(p, b.act);
   for (int c0 = 0; c0 < K; c0 += TC) {
     for (int task = threadIdx.x; task < RC * COLLECT_IQN_EMBED; task += COLLECT_THREADS) {
       const int rr = task / COLLECT_IQN_EMBED, i = task % COLLECT_IQN_EMBED;
-      const float tau = w.taus[(rr / TC) * w.ld_tau + c0 + rr % TC];
-      w.hs[rr * LD_EMBED + i] = cosf(fmul(fmul((float)i, pi), tau));
+      const float tau = b.taus[(rr / TC) * b.ld_tau + c0 + rr % TC];
+      b.hq[rr * LD_TRUNK + i] = cosf(fmul(fmul((float)i, pi), tau));
     }
     block_sync();
-    dense_tile<COLLECT_IQN_EMBED, 256, ACT_RELU, RC, L::TE_W, L::TE_B>(p, w.hs, LD_EMBED, w.hq, LD_TRUNK);
+    dense_inplace<COLLECT_IQN_EMBED, 256, ACT_RELU, RC, L::TE_W, L::TE_B>(p, b.hq, LD_TRUNK);
     block_sync();
     for (int task = threadIdx.x; task < RC * 256; task += COLLECT_THREADS) {
       const int rr = task / 256, j = task % 256;
-      w.hq[rr * LD_TRUNK + j] = fmul(b.h1[(rr / TC) * LD_TRUNK + j], w.hq[rr * LD_TRUNK + j]);
+      b.hq[rr * LD_TRUNK + j] = fmul(b.act[(rr / TC) * LD_TRUNK + j], b.hq[rr * LD_TRUNK + j]);
     }
     block_sync();
-    dueling_streams<HEAD_IQN, BASE, RC>(p, w.hq, w.hs, v, LD_TRUNK, a, LD_TRUNK);
-    for (int rr = threadIdx.x; rr < RC; rr += COLLECT_THREADS) w.hs[rr * LD_TRUNK] = advantage_mean(a + rr * LD_TRUNK);
+    dueling_hidden<HEAD_IQN, Base, RC>(p, b.hq);
+    dueling_out<HEAD_IQN, Base, RC>(p, b.hq, b.va, LD_VA, b.va + 16, LD_VA);
+    for (int rr = threadIdx.x; rr < RC; rr += COLLECT_THREADS) b.va[rr * LD_VA + 1] = advantage_mean(b.va + rr * LD_VA + 16);
     block_sync();
     for (int task = threadIdx.x; task < R * NUM_ACTIONS; task += COLLECT_THREADS) {
       const int r = task / NUM_ACTIONS, k = task % NUM_ACTIONS;
       float q = c0 == 0 ? 0.0f : b.q[r * LD_Q + k];
       for (int c = 0; c < TC; c++) {
-        const int rr = r * TC + c;
-        q = fadd(q, fsub(fadd(v[rr * LD_TRUNK], a[rr * LD_TRUNK + k]), w.hs[rr * LD_TRUNK]));
+        const float* va = b.va + (r * TC + c) * LD_VA;
+        q = fadd(q, fsub(fadd(va[0], va[16 + k]), va[1]));
       }
       b.q[r * LD_Q + k] = c0 + TC == K ? fdiv(q, (float)K) : q;
     }
@@ -1954,52 +3151,46 @@ COLLECT_FN void iqn_q(const float* __restrict__ p, const DuelingBuffers& b, cons
   }
 }
 
-#define LD_CRITIC tile_stride(512)
-
-// PPO actor logits of R rows: xs [R, LD_STATE] -> logits [R, LD_Q]; h [R, LD_CRITIC] scratch.
-template <int BASE, int R>
-COLLECT_FN void actor_logits(const float* __restrict__ p, const float* xs, float* h, float* logits) {
-  using L = Actor<BASE>;
-  float* h1 = h + 128;
-  dense_tile<STATE_DIM, 128, ACT_RELU, R, L::L0_W, L::L0_B>(p, xs, LD_STATE, h, LD_CRITIC);
+// PPO critic value of R rows: xs [R, LD_STATE] states (kept) -> value[r * ld_value]; act
+// [R, LD_CRITIC] scratch.
+template <int Base, int R>
+COLLECT_FN void critic_value(const float* __restrict__ p, const float* xs, float* act, float* value, int ld_value) {
+  using L = Critic<Base>;
+  dense_tile<STATE_DIM, 512, ACT_RELU, R, L::L0_W, L::L0_B>(p, xs, LD_STATE, act, LD_CRITIC);
   block_sync();
-  dense_tile<128, 64, ACT_RELU, R, L::L1_W, L::L1_B>(p, h, LD_CRITIC, h1, LD_CRITIC);
+  dense_inplace<512, 384, ACT_RELU, R, L::L1_W, L::L1_B>(p, act, LD_CRITIC);
   block_sync();
-  dense_tile<64, NUM_ACTIONS, ACT_NONE, R, L::L2_W, L::L2_B>(p, h1, LD_CRITIC, logits, LD_Q);
+  dense_inplace<384, 256, ACT_RELU, R, L::L2_W, L::L2_B>(p, act, LD_CRITIC);
   block_sync();
-}
-
-// PPO critic value of R rows: xs [R, LD_STATE] -> value[r * ld_value]; ha, hb [R, LD_CRITIC] scratch.
-template <int BASE, int R>
-COLLECT_FN void critic_value(const float* __restrict__ p, const float* xs, float* ha, float* hb, float* value,
-                             int ld_value) {
-  using L = Critic<BASE>;
-  dense_tile<STATE_DIM, 512, ACT_RELU, R, L::L0_W, L::L0_B>(p, xs, LD_STATE, ha, LD_CRITIC);
+  dense_inplace<256, 128, ACT_RELU, R, L::L3_W, L::L3_B>(p, act, LD_CRITIC);
   block_sync();
-  dense_tile<512, 384, ACT_RELU, R, L::L1_W, L::L1_B>(p, ha, LD_CRITIC, hb, LD_CRITIC);
+  dense_inplace<128, 64, ACT_RELU, R, L::L4_W, L::L4_B>(p, act, LD_CRITIC);
   block_sync();
-  dense_tile<384, 256, ACT_RELU, R, L::L2_W, L::L2_B>(p, hb, LD_CRITIC, ha, LD_CRITIC);
-  block_sync();
-  dense_tile<256, 128, ACT_RELU, R, L::L3_W, L::L3_B>(p, ha, LD_CRITIC, hb, LD_CRITIC);
-  block_sync();
-  dense_tile<128, 64, ACT_RELU, R, L::L4_W, L::L4_B>(p, hb, LD_CRITIC, ha, LD_CRITIC);
-  block_sync();
-  dense_tile<64, 1, ACT_NONE, R, L::L5_W, L::L5_B>(p, ha, LD_CRITIC, value, ld_value);
+  dense_tile<64, 1, ACT_NONE, R, L::L5_W, L::L5_B>(p, act, LD_CRITIC, value, ld_value);
   block_sync();
 }
 
-#define LD_CUR_IN tile_stride(35)
-#define LD_CUR_HIDDEN tile_stride(64)
-#define LD_CUR_OUT tile_stride(32)
-
-// Curiosity prediction of R rows: x [R, LD_CUR_IN] (35 inputs, padding columns zero) -> y
-// [R, LD_CUR_OUT]; h [R, LD_CUR_HIDDEN] scratch.
-template <int BASE, int R>
-COLLECT_FN void curiosity_predict(const float* __restrict__ p, const float* x, float* h, float* y) {
-  using L = Curiosity<BASE>;
-  dense_tile<L::IN, L::HIDDEN, ACT_LEAKY, R, L::L0_W, L::L0_B>(p, x, LD_CUR_IN, h, LD_CUR_HIDDEN);
+// PPO actor logits of R rows: xs [R, LD_STATE] states (kept) -> logits [R, LD_Q]; act
+// [R, LD_CRITIC] scratch.
+template <int Base, int R>
+COLLECT_FN void actor_logits(const float* __restrict__ p, const float* xs, float* act, float* logits) {
+  using L = Actor<Base>;
+  dense_tile<STATE_DIM, 128, ACT_RELU, R, L::L0_W, L::L0_B>(p, xs, LD_STATE, act, LD_CRITIC);
   block_sync();
-  dense_tile<L::HIDDEN, L::OUT, ACT_NONE, R, L::L1_W, L::L1_B>(p, h, LD_CUR_HIDDEN, y, LD_CUR_OUT);
+  dense_inplace<128, 64, ACT_RELU, R, L::L1_W, L::L1_B>(p, act, LD_CRITIC);
+  block_sync();
+  dense_tile<64, NUM_ACTIONS, ACT_NONE, R, L::L2_W, L::L2_B>(p, act, LD_CRITIC, logits, LD_Q);
+  block_sync();
+}
+
+// Curiosity prediction of R rows, in place in x [R, LD_CURIOSITY]: the 35 inputs (columns 35..47
+// zero) -> the 32 predicted features.
+template <int Base, int R>
+COLLECT_FN void curiosity_predict(const float* __restrict__ p, float* x) {
+  using L = Curiosity<Base>;
+  dense_inplace<L::IN, L::HIDDEN, ACT_LEAKY, R, L::L0_W, L::L0_B>(p, x, LD_CURIOSITY);
+  block_sync();
+  dense_inplace<L::HIDDEN, L::OUT, ACT_NONE, R, L::L1_W, L::L1_B>(p, x, LD_CURIOSITY);
   block_sync();
 }
 `,
@@ -2020,6 +3211,7 @@ COLLECT_FN void curiosity_predict(const float* __restrict__ p, const float* x, f
 #else
 #define COLLECT_DEVICE __device__ __forceinline__
 #define COLLECT_FN __device__
+#define COLLECT_MEMBER __device__ __forceinline__
 
 COLLECT_DEVICE float fadd(float a, float b) { return __fadd_rn(a, b); }
 COLLECT_DEVICE float fsub(float a, float b) { return __fsub_rn(a, b); }
@@ -2060,6 +3252,267 @@ COLLECT_DEVICE void mma_tf32_16x8x8(float d[4], const unsigned a[4], const unsig
 }
 
 COLLECT_DEVICE int lane_id() { return threadIdx.x & 31; }
+#endif
+`,
+  'collect_ppo.cu': `// collect_ppo: L steps of N episodes in one launch, the CUDA twin of src/collect/ppo.ts (descriptor
+// src/kernels/collect_ppo.ts). Per step: build the 54-float state, critic value and actor logits,
+// sample the action from the softmax by a CDF scan with Philox(Action, e, g, 0), log-probability,
+// curiosity model, simulator step (collect_env.cuh); where the step truncates, or it is the last
+// step and the episode goes on, the critic's value of the pre-restart next state (the bootstrap);
+// restart of finished episodes. After the L steps each episode's thread runs GAE backwards over its
+// outputs (src/collect/gae.ts), writing advantages and returns = advantages + values.
+//
+// Bindings (src/kernels/collect_layout.ts): features [T, 51], ohlc [T, 4], spread [T], entropy
+// [W + 1], nets (actor at NET_A_BASE, critic at NET_V_BASE, curiosity at NET_C_BASE), env_f, env_i,
+// div_window (persistent episodes), out_f / out_i (sections OUT_F_* / OUT_I_*, element
+// section * N * L + (e * L + l) * width + k). Uniforms: struct Uniforms of the preamble.
+// The bootstrap value of step l waits in the advantages slot of step l until GAE reads it.
+//
+// Block: WG_X threads own TILE_E episodes (<= 16: 48 KiB of static shared memory). SEED_VARIANT 0
+// tiled (collect_dqn.cu describes the scheme); 1 the seed design, one thread per episode (benchmark).
+//
+// Numerics: TF32 0 (default, parity) is the reference's f32 arithmetic except expf / logf in the
+// sampling (a few ulp: an action can differ only where u * S lies within ulps of a CDF boundary);
+// TF32 1 runs the layer products on tensor cores (~1e-3 relative per layer).
+#ifndef TF32
+#define TF32 0
+#endif
+#define COLLECT_TF32 TF32
+#define COLLECT_THREADS WG_X
+
+#include "collect_io.cuh"
+#include "collect_nets.cuh"
+#include "grid.cuh"
+
+using ANet = Actor<NET_A_BASE>;
+using VNet = Critic<NET_V_BASE>;
+using CNet = Curiosity<NET_C_BASE>;
+static_assert(ANet::SIZE == NET_A_SIZE && ANet::L2_B == NET_A_2_B, "actor layout differs from src/nets/layout.ts");
+static_assert(VNet::SIZE == NET_V_SIZE && VNet::L5_B == NET_V_5_B, "critic layout differs from src/nets/layout.ts");
+static_assert(CNet::SIZE == NET_C_SIZE && CNet::L1_B == NET_C_1_B, "curiosity layout differs from src/nets/layout.ts");
+static_assert(WG_X % 32 == 0 && WG_Y == 1 && WG_Z == 1, "collect_ppo runs on 1-D blocks of whole warps");
+
+struct Sample {
+  int action;
+  float log_prob;
+};
+
+// src/collect/ppo.ts sampleSoftmax: CDF scan of the softmax with the unit float u.
+COLLECT_DEVICE Sample sample_softmax(const float* logits, float u) {
+  float m = logits[0];
+  for (int k = 1; k < NUM_ACTIONS; k++)
+    if (logits[k] > m) m = logits[k];
+  float sum = 0.0f;
+  for (int k = 0; k < NUM_ACTIONS; k++) sum = fadd(sum, expf(fsub(logits[k], m)));
+  const float threshold = fmul(u, sum);
+  Sample s = {NUM_ACTIONS - 1, 0.0f};
+  float cdf = 0.0f;
+  for (int k = 0; k < NUM_ACTIONS - 1; k++) {
+    cdf = fadd(cdf, expf(fsub(logits[k], m)));
+    if (threshold < cdf) {
+      s.action = k;
+      break;
+    }
+  }
+  s.log_prob = fsub(fsub(logits[s.action], m), logf(sum));
+  return s;
+}
+
+COLLECT_DEVICE Sample sample_action(const float* logits, unsigned e, unsigned g, unsigned k0, unsigned k1) {
+  const uint4 w = philox4x32_10(make_uint4(STREAM_ACTION, e, g, 0u), k0, k1);
+  return sample_softmax(logits, philox_unit_float(w.x));
+}
+
+// The bootstrap is needed after a step that did not end the episode but truncated it or is the
+// launch's last.
+COLLECT_DEVICE bool needs_bootstrap(const StepOut& so, unsigned l, unsigned steps) {
+  return !so.done && (so.truncated || l + 1 == steps);
+}
+
+COLLECT_DEVICE void write_ppo_step(const Out& o, const StepOut& so, const Sample& s, float value) {
+  write_step(o, so, s.action);
+  *out_f_at(o, OUT_F_LOG_PROBS, 1) = s.log_prob;
+  *out_f_at(o, OUT_F_VALUES, 1) = value;
+}
+
+// src/collect/gae.ts over episode e's L steps; bootstrap values wait in the advantages slots.
+COLLECT_DEVICE void gae_episode(const Out& base, unsigned steps, float gamma, float lambda) {
+  const float gl = fmul(gamma, lambda);
+  float carry_adv = 0.0f;
+  Out o = base;
+  for (unsigned k = steps; k-- > 0;) {
+    o.idx = base.idx + k;
+    const float value = *out_f_at(o, OUT_F_VALUES, 1);
+    float next = 0.0f;
+    float carry = 0.0f;
+    if (!*out_i_at(o, OUT_I_DONES)) {
+      if (*out_i_at(o, OUT_I_TRUNCATEDS) || k + 1 == steps) {
+        next = *out_f_at(o, OUT_F_ADVANTAGES, 1);
+      } else {
+        Out on = o;
+        on.idx++;
+        next = *out_f_at(on, OUT_F_VALUES, 1);
+        carry = carry_adv;
+      }
+    }
+    const float delta = fsub(fadd(*out_f_at(o, OUT_F_REWARDS, 1), fmul(gamma, next)), value);
+    const float adv = fadd(delta, fmul(gl, carry));
+    *out_f_at(o, OUT_F_ADVANTAGES, 1) = adv;
+    *out_f_at(o, OUT_F_RETURNS, 1) = fadd(adv, value);
+    carry_adv = adv;
+  }
+}
+
+#if SEED_VARIANT == 0
+
+constexpr int E = TILE_E;
+// Shared-memory plan (floats): xs [E, LD_STATE] states (kept through both nets), act
+// [E, LD_CRITIC] the layer chains (then the curiosity rows), logits [E, LD_Q], value [E], one flag.
+constexpr int SM_XS = 0;
+constexpr int SM_ACT = SM_XS + E * LD_STATE;
+constexpr int SM_LOGITS = SM_ACT + E * LD_CRITIC;
+constexpr int SM_VALUE = SM_LOGITS + E * LD_Q;
+constexpr int SM_FLAG = SM_VALUE + E;
+constexpr int SM_FLOATS = SM_FLAG + 1;
+static_assert(SM_FLOATS * 4 <= 48 * 1024, "collect_ppo: TILE_E too large for 48 KiB of shared memory (<= 16)");
+static_assert(E <= COLLECT_THREADS, "collect_ppo: one thread per episode runs the simulator");
+
+COLLECT_DEVICE void state_row(float* row, const Episode& ep, const Market& m, bool active) {
+  if (active) build_state(ep, m, row);
+  for (int k = active ? STATE_DIM : 0; k < LD_STATE; k++) row[k] = 0.0f;
+}
+
+extern "C" __global__ void collect_ppo(KERNEL_ARGS) {
+  COLLECT_SMEM(smem, SM_FLOATS);
+  const EnvScalars p = env_scalars(u);
+  const Market m = {features, ohlc, spread, entropy};
+  const int r = threadIdx.x;
+  const unsigned long long e64 = flat_block_id() * E + r;
+  const bool env_thread = r < E;
+  const bool active = env_thread && e64 < u.n;
+  const unsigned e = (unsigned)e64;
+  Episode ep;
+  int* window = div_window + (unsigned long long)e * p.diversity_window;
+  if (active) load_episode(ep, env_f, env_i, e);
+  float* xs = smem + SM_XS + r * LD_STATE;
+  float* act = smem + SM_ACT;
+  float* value = smem + SM_VALUE;
+  float* flag = smem + SM_FLAG;
+  const Out start = {out_f, out_i, (unsigned long long)u.n * u.steps, (unsigned long long)e * u.steps};
+  Out o = start;
+  for (unsigned l = 0; l < u.steps; l++, o.idx++) {
+    const unsigned g = u.stepBase + l;
+    if (env_thread) {
+      state_row(xs, ep, m, active);
+      if (active) {
+        float* s = out_f_at(o, OUT_F_STATES, STATE_DIM);
+        for (int k = 0; k < STATE_DIM; k++) s[k] = xs[k];
+      }
+    }
+    if (r == 0) *flag = 0.0f;
+    block_sync();
+    critic_value<NET_V_BASE, E>(nets, smem + SM_XS, act, value, 1);
+    actor_logits<NET_A_BASE, E>(nets, smem + SM_XS, act, smem + SM_LOGITS);
+
+    Sample s = {0, 0.0f};
+    if (active) s = sample_action(smem + SM_LOGITS + r * LD_Q, e, g, p.key0, p.key1);
+    if (env_thread && u.curiosity) {
+      curiosity_input(act + r * LD_CURIOSITY, LD_CURIOSITY, features, active ? ep.bar : 0, action_category(s.action));
+    }
+    block_sync();
+    if (u.curiosity) curiosity_predict<NET_C_BASE, E>(nets, act);
+
+    StepOut so;
+    bool boot = false;
+    if (active) {
+      const float mse = u.curiosity ? curiosity_mse(act + r * LD_CURIOSITY, features, ep.bar) : 0.0f;
+      env_step(ep, m, p, window, s.action, mse, u.curiosity != 0, so);
+      write_ppo_step(o, so, s, value[r]);
+      boot = needs_bootstrap(so, l, u.steps);
+      if (boot) {
+        state_row(xs, ep, m, true);
+        *flag = 1.0f;
+      }
+    }
+    block_sync();
+    if (*flag != 0.0f) {
+      // The next states of the other rows are stale or zero: their values are computed and unused.
+      critic_value<NET_V_BASE, E>(nets, smem + SM_XS, act, value, 1);
+      if (boot) *out_f_at(o, OUT_F_ADVANTAGES, 1) = value[r];
+    }
+    if (active) restart_if_ended(ep, m, p, window, e, so);
+    block_sync();
+  }
+  if (active) {
+    store_episode(ep, env_f, env_i, e);
+    gae_episode(start, u.steps, u.gamma, u.lambda);
+  }
+}
+
+#else  // SEED_VARIANT
+
+template <int Base>
+COLLECT_FN float critic_thread(const float* nets, const float* x) {
+  using L = Critic<Base>;
+  float a[512], b[384], v[1];
+  dense_thread<STATE_DIM, 512, ACT_RELU, L::L0_W, L::L0_B>(nets, x, a);
+  dense_thread<512, 384, ACT_RELU, L::L1_W, L::L1_B>(nets, a, b);
+  dense_thread<384, 256, ACT_RELU, L::L2_W, L::L2_B>(nets, b, a);
+  dense_thread<256, 128, ACT_RELU, L::L3_W, L::L3_B>(nets, a, b);
+  dense_thread<128, 64, ACT_RELU, L::L4_W, L::L4_B>(nets, b, a);
+  dense_thread<64, 1, ACT_NONE, L::L5_W, L::L5_B>(nets, a, v);
+  return v[0];
+}
+
+template <int Base>
+COLLECT_FN void actor_thread(const float* nets, const float* x, float* logits) {
+  using L = Actor<Base>;
+  float a[128], b[64];
+  dense_thread<STATE_DIM, 128, ACT_RELU, L::L0_W, L::L0_B>(nets, x, a);
+  dense_thread<128, 64, ACT_RELU, L::L1_W, L::L1_B>(nets, a, b);
+  dense_thread<64, NUM_ACTIONS, ACT_NONE, L::L2_W, L::L2_B>(nets, b, logits);
+}
+
+extern "C" __global__ void collect_ppo(KERNEL_ARGS) {
+  const EnvScalars p = env_scalars(u);
+  const Market m = {features, ohlc, spread, entropy};
+  const unsigned long long e64 = flat_thread_id();
+  if (e64 >= u.n) return;
+  const unsigned e = (unsigned)e64;
+  Episode ep;
+  int* window = div_window + (unsigned long long)e * p.diversity_window;
+  load_episode(ep, env_f, env_i, e);
+  float s[STATE_DIM], logits[NUM_ACTIONS], cur_in[CNet::IN], cur_h[CNet::HIDDEN], cur_out[CNet::OUT];
+  const Out start = {out_f, out_i, (unsigned long long)u.n * u.steps, (unsigned long long)e * u.steps};
+  Out o = start;
+  for (unsigned l = 0; l < u.steps; l++, o.idx++) {
+    const unsigned g = u.stepBase + l;
+    build_state(ep, m, s);
+    float* so_s = out_f_at(o, OUT_F_STATES, STATE_DIM);
+    for (int k = 0; k < STATE_DIM; k++) so_s[k] = s[k];
+    const float value = critic_thread<NET_V_BASE>(nets, s);
+    actor_thread<NET_A_BASE>(nets, s, logits);
+    const Sample smp = sample_action(logits, e, g, p.key0, p.key1);
+    float mse = 0.0f;
+    if (u.curiosity) {
+      curiosity_input(cur_in, CNet::IN, features, ep.bar, action_category(smp.action));
+      dense_thread<CNet::IN, CNet::HIDDEN, ACT_LEAKY, CNet::L0_W, CNet::L0_B>(nets, cur_in, cur_h);
+      dense_thread<CNet::HIDDEN, CNet::OUT, ACT_NONE, CNet::L1_W, CNet::L1_B>(nets, cur_h, cur_out);
+      mse = curiosity_mse(cur_out, features, ep.bar);
+    }
+    StepOut so;
+    env_step(ep, m, p, window, smp.action, mse, u.curiosity != 0, so);
+    write_ppo_step(o, so, smp, value);
+    if (needs_bootstrap(so, l, u.steps)) {
+      build_state(ep, m, s);
+      *out_f_at(o, OUT_F_ADVANTAGES, 1) = critic_thread<NET_V_BASE>(nets, s);
+    }
+    restart_if_ended(ep, m, p, window, e, so);
+  }
+  store_episode(ep, env_f, env_i, e);
+  gae_episode(start, u.steps, u.gamma, u.lambda);
+}
+
 #endif
 `,
   'dense_forward.cu': `// dense_forward: y[b, o] = act(bias[o] + sum_i W[o, i] * x[b, i]) for a batch of rows, W and bias
@@ -2235,15 +3688,17 @@ __device__ __forceinline__ unsigned long long flat_thread_id() {
   return flat_block_id() * (blockDim.x * blockDim.y * blockDim.z) + local_index();
 }
 `,
-  'mlp_tile.cuh': `// Tile engine of the collection kernels: a block computes Y[R, OUT] = act(X[R, IN] W^T + b) for
+  'mlp_tile.cuh': `// Tile engine of the collection kernels: a block computes Y[R, Out] = act(X[R, In] W^T + b) for
 // the R rows it owns (R = episodes of the block, or episode x tau pairs for IQN).
 //
 // Bindings: \`params\` is a network's flat buffer in global memory (src/nets/layout.ts: weight
-// [OUT, IN] row-major at W_OFF, bias at B_OFF); X and Y live in shared memory, R rows of ldx / ldy
+// [Out, In] row-major at WOff, bias at BOff); X and Y live in shared memory, R rows of ldx / ldy
 // floats (the tensor-core path feeds zeros for the rows of its last m16 tile past R, so buffers
-// need no padding rows). Every thread of the block must call a
-// layer (no divergence around it); the caller puts block_sync() between dependent layers, so two
-// independent layers (value and advantage streams) can share one barrier.
+// need no padding rows). Every thread of the block must call a layer (no divergence around it);
+// the caller puts block_sync() between dependent layers. A layer is a struct (Dense) whose
+// compute() leaves every output in the calling threads' registers and whose store() writes them, so
+// dense_inplace() can put a barrier in between and overwrite its own input: one buffer serves a
+// whole chain, and two layers that read the same input (the dueling streams) can be fused.
 //
 // Block shape: COLLECT_THREADS threads (a multiple of 32), one-dimensional.
 //
@@ -2262,7 +3717,7 @@ __device__ __forceinline__ unsigned long long flat_thread_id() {
 //
 // Shared-memory padding: strides are a multiple of 16 floats (whole k16 steps) and 16 mod 32, so
 // the eight rows a quarter-warp reads as float4 fall on distinct banks. The padding columns of an
-// input buffer (IN .. round16(IN)) must hold finite values (0) because the tensor-core path reads
+// input buffer (In .. round16(In)) must hold finite values (0) because the tensor-core path reads
 // them (their weights are zero): a NaN there would poison the row.
 #pragma once
 
@@ -2292,152 +3747,220 @@ __host__ __device__ constexpr int exact_groups(int out, int rows) {
   return g;
 }
 
-template <int ACT>
+template <int Act>
 COLLECT_DEVICE float activate(float a) {
-  if (ACT == ACT_RELU) return a > 0.0f ? a : 0.0f;
-  if (ACT == ACT_LEAKY) return a > 0.0f ? a : fmul(a, 0.01f);
+  if (Act == ACT_RELU) return a > 0.0f ? a : 0.0f;
+  if (Act == ACT_LEAKY) return a > 0.0f ? a : fmul(a, 0.01f);
   return a;
 }
 
-template <int IN, int OUT, int ACT, int ROWS, int W_OFF, int B_OFF>
-COLLECT_FN void dense_exact(const float* __restrict__ params, const float* x, int ldx, float* y, int ldy) {
-  constexpr int GROUPS = exact_groups(OUT, ROWS);
-  constexpr int RPG = ROWS / GROUPS;
-  constexpr bool VEC = IN % 4 == 0 && W_OFF % 4 == 0;
-  for (int task = threadIdx.x; task < OUT * GROUPS; task += COLLECT_THREADS) {
-    const int j = task % OUT;
-    const int r0 = (task / OUT) * RPG;
-    const float* w = params + W_OFF + j * IN;
-    const float bias = ldg1(params + B_OFF + j);
-    float acc[RPG];
-#pragma unroll
-    for (int r = 0; r < RPG; r++) acc[r] = bias;
-    if constexpr (VEC) {
-      for (int i = 0; i < IN; i += 4) {
-        const float4 w4 = ldg4(w + i);
-#pragma unroll
-        for (int r = 0; r < RPG; r++) {
-          const float4 x4 = *reinterpret_cast<const float4*>(x + (r0 + r) * ldx + i);
-          acc[r] = fadd(acc[r], fmul(w4.x, x4.x));
-          acc[r] = fadd(acc[r], fmul(w4.y, x4.y));
-          acc[r] = fadd(acc[r], fmul(w4.z, x4.z));
-          acc[r] = fadd(acc[r], fmul(w4.w, x4.w));
-        }
-      }
-    } else {
-      for (int i = 0; i < IN; i++) {
-        const float wi = ldg1(w + i);
-#pragma unroll
-        for (int r = 0; r < RPG; r++) acc[r] = fadd(acc[r], fmul(wi, x[(r0 + r) * ldx + i]));
-      }
-    }
-#pragma unroll
-    for (int r = 0; r < RPG; r++) y[(r0 + r) * ldy + j] = activate<ACT>(acc[r]);
-  }
-}
+// Exact path: thread task = (output j, RPG consecutive rows); a thread holds the accumulators of all
+// its PASSES tasks, so compute() and store() can be split by a barrier (in-place layers).
+template <int In, int Out, int Act, int Rows, int WOff, int BOff>
+struct DenseExact {
+  static constexpr int GROUPS = exact_groups(Out, Rows);
+  static constexpr int RPG = Rows / GROUPS;
+  static constexpr int TASKS = Out * GROUPS;
+  static constexpr int PASSES = (TASKS + COLLECT_THREADS - 1) / COLLECT_THREADS;
+  static constexpr bool VEC = In % 4 == 0 && WOff % 4 == 0;
+  static_assert(PASSES * RPG <= 64, "layer too large for one block's registers: fewer rows per block");
+  float acc[PASSES][RPG];
 
-template <int IN, int OUT, int ACT, int ROWS, int W_OFF, int B_OFF>
-COLLECT_FN void dense_mma(const float* __restrict__ params, const float* x, int ldx, float* y, int ldy) {
-  constexpr int MT = (ROWS + 15) / 16;
-  constexpr int MTW = MT < 4 ? MT : 4;
-  constexpr int MG = (MT + MTW - 1) / MTW;
-  constexpr int NT = (OUT + 7) / 8;
-  constexpr int WARPS = COLLECT_THREADS / 32;
-  constexpr int WN = NT >= 4 * WARPS ? 4 : NT >= 2 * WARPS ? 2 : 1;
-  constexpr int NTASK = (NT + WN - 1) / WN;
-  constexpr int KP = (IN + 15) / 16 * 16;
-  constexpr bool VEC = IN % 4 == 0 && W_OFF % 4 == 0;
-  const int lane = lane_id();
-  const int g = lane >> 2;
-  const int t = lane & 3;
-  for (int task = threadIdx.x >> 5; task < MG * NTASK; task += WARPS) {
-    const int mt0 = (task / NTASK) * MTW;
-    const int n0 = (task % NTASK) * WN * 8;
-    float acc[MTW][WN][4];
+  COLLECT_MEMBER void compute(const float* __restrict__ params, const float* x, int ldx) {
 #pragma unroll
-    for (int m = 0; m < MTW; m++)
+    for (int pass = 0; pass < PASSES; pass++) {
+      const int task = threadIdx.x + pass * COLLECT_THREADS;
+      if (task >= TASKS) break;
+      const int j = task % Out;
+      const int r0 = (task / Out) * RPG;
+      const float* w = params + WOff + j * In;
+      const float bias = ldg1(params + BOff + j);
+      float* a = acc[pass];
 #pragma unroll
-      for (int n = 0; n < WN; n++)
+      for (int r = 0; r < RPG; r++) a[r] = bias;
+      if constexpr (VEC) {
+        for (int i = 0; i < In; i += 4) {
+          const float4 w4 = ldg4(w + i);
 #pragma unroll
-        for (int i = 0; i < 4; i++) acc[m][n][i] = 0.0f;
-#pragma unroll 4
-    for (int k = 0; k < KP; k += 16) {
-      const int kk = k + 4 * t;
-      unsigned b[WN][4];
-#pragma unroll
-      for (int n = 0; n < WN; n++) {
-        const int col = n0 + n * 8 + g;
-        const float* w = params + W_OFF + col * IN + kk;
-        float4 w4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        if (col < OUT) {
-          if constexpr (VEC) {
-            if (kk < IN) w4 = ldg4(w);
-          } else {
-            if (kk < IN) w4.x = ldg1(w);
-            if (kk + 1 < IN) w4.y = ldg1(w + 1);
-            if (kk + 2 < IN) w4.z = ldg1(w + 2);
-            if (kk + 3 < IN) w4.w = ldg1(w + 3);
+          for (int r = 0; r < RPG; r++) {
+            const float4 x4 = *reinterpret_cast<const float4*>(x + (r0 + r) * ldx + i);
+            a[r] = fadd(a[r], fmul(w4.x, x4.x));
+            a[r] = fadd(a[r], fmul(w4.y, x4.y));
+            a[r] = fadd(a[r], fmul(w4.z, x4.z));
+            a[r] = fadd(a[r], fmul(w4.w, x4.w));
           }
         }
-        b[n][0] = to_tf32(w4.x);
-        b[n][1] = to_tf32(w4.y);
-        b[n][2] = to_tf32(w4.z);
-        b[n][3] = to_tf32(w4.w);
-      }
+      } else {
+        for (int i = 0; i < In; i++) {
+          const float wi = ldg1(w + i);
 #pragma unroll
-      for (int m = 0; m < MTW; m++) {
-        if (MG > 1 && mt0 + m >= MT) break;
-        const int row = (mt0 + m) * 16 + g;
-        const float* xr = x + row * ldx + kk;
-        const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        const float4 lo = row < ROWS ? *reinterpret_cast<const float4*>(xr) : zero;
-        const float4 hi = row + 8 < ROWS ? *reinterpret_cast<const float4*>(xr + 8 * ldx) : zero;
-        const unsigned a0[4] = {to_tf32(lo.x), to_tf32(hi.x), to_tf32(lo.y), to_tf32(hi.y)};
-        const unsigned a1[4] = {to_tf32(lo.z), to_tf32(hi.z), to_tf32(lo.w), to_tf32(hi.w)};
+          for (int r = 0; r < RPG; r++) a[r] = fadd(a[r], fmul(wi, x[(r0 + r) * ldx + i]));
+        }
+      }
+    }
+  }
+
+  COLLECT_MEMBER void store(const float* __restrict__, float* y, int ldy) const {
+#pragma unroll
+    for (int pass = 0; pass < PASSES; pass++) {
+      const int task = threadIdx.x + pass * COLLECT_THREADS;
+      if (task >= TASKS) break;
+      const int j = task % Out;
+      const int r0 = (task / Out) * RPG;
+#pragma unroll
+      for (int r = 0; r < RPG; r++) y[(r0 + r) * ldy + j] = activate<Act>(acc[pass][r]);
+    }
+  }
+};
+
+// Tensor-core path: warp task = MTW m16 tiles x WN n8 tiles; a warp holds all its PASSES tasks.
+template <int In, int Out, int Act, int Rows, int WOff, int BOff>
+struct DenseMma {
+  static constexpr int MT = (Rows + 15) / 16;
+  static constexpr int MTW = MT < 4 ? MT : 4;
+  static constexpr int MG = (MT + MTW - 1) / MTW;
+  static constexpr int NT = (Out + 7) / 8;
+  static constexpr int WARPS = COLLECT_THREADS / 32;
+  static constexpr int WN = NT >= 4 * WARPS ? 4 : NT >= 2 * WARPS ? 2 : 1;
+  static constexpr int NTASK = (NT + WN - 1) / WN;
+  static constexpr int TASKS = MG * NTASK;
+  static constexpr int PASSES = (TASKS + WARPS - 1) / WARPS;
+  static constexpr int KP = (In + 15) / 16 * 16;
+  static constexpr bool VEC = In % 4 == 0 && WOff % 4 == 0;
+  static_assert(PASSES * MTW * WN * 4 <= 64, "layer too large for one block's registers: fewer rows per block");
+  float acc[PASSES][MTW][WN][4];
+
+  COLLECT_MEMBER void compute(const float* __restrict__ params, const float* x, int ldx) {
+    const int lane = lane_id();
+    const int g = lane >> 2;
+    const int t = lane & 3;
+#pragma unroll
+    for (int pass = 0; pass < PASSES; pass++) {
+      const int task = (threadIdx.x >> 5) + pass * WARPS;
+      if (task >= TASKS) break;
+      const int mt0 = (task / NTASK) * MTW;
+      const int n0 = (task % NTASK) * WN * 8;
+      float(*c)[WN][4] = acc[pass];
+#pragma unroll
+      for (int m = 0; m < MTW; m++)
+#pragma unroll
+        for (int n = 0; n < WN; n++)
+#pragma unroll
+          for (int i = 0; i < 4; i++) c[m][n][i] = 0.0f;
+#pragma unroll 4
+      for (int k = 0; k < KP; k += 16) {
+        const int kk = k + 4 * t;
+        unsigned b[WN][4];
 #pragma unroll
         for (int n = 0; n < WN; n++) {
-          const unsigned b0[2] = {b[n][0], b[n][1]};
-          const unsigned b1[2] = {b[n][2], b[n][3]};
-          mma_tf32_16x8x8(acc[m][n], a0, b0);
-          mma_tf32_16x8x8(acc[m][n], a1, b1);
+          const int col = n0 + n * 8 + g;
+          const float* w = params + WOff + col * In + kk;
+          float4 w4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+          if (col < Out) {
+            if constexpr (VEC) {
+              if (kk < In) w4 = ldg4(w);
+            } else {
+              if (kk < In) w4.x = ldg1(w);
+              if (kk + 1 < In) w4.y = ldg1(w + 1);
+              if (kk + 2 < In) w4.z = ldg1(w + 2);
+              if (kk + 3 < In) w4.w = ldg1(w + 3);
+            }
+          }
+          b[n][0] = to_tf32(w4.x);
+          b[n][1] = to_tf32(w4.y);
+          b[n][2] = to_tf32(w4.z);
+          b[n][3] = to_tf32(w4.w);
+        }
+#pragma unroll
+        for (int m = 0; m < MTW; m++) {
+          if (MG > 1 && mt0 + m >= MT) break;
+          const int row = (mt0 + m) * 16 + g;
+          const float* xr = x + row * ldx + kk;
+          const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+          const float4 lo = row < Rows ? *reinterpret_cast<const float4*>(xr) : zero;
+          const float4 hi = row + 8 < Rows ? *reinterpret_cast<const float4*>(xr + 8 * ldx) : zero;
+          const unsigned a0[4] = {to_tf32(lo.x), to_tf32(hi.x), to_tf32(lo.y), to_tf32(hi.y)};
+          const unsigned a1[4] = {to_tf32(lo.z), to_tf32(hi.z), to_tf32(lo.w), to_tf32(hi.w)};
+#pragma unroll
+          for (int n = 0; n < WN; n++) {
+            const unsigned b0[2] = {b[n][0], b[n][1]};
+            const unsigned b1[2] = {b[n][2], b[n][3]};
+            mma_tf32_16x8x8(c[m][n], a0, b0);
+            mma_tf32_16x8x8(c[m][n], a1, b1);
+          }
         }
       }
     }
-#pragma unroll
-    for (int m = 0; m < MTW; m++)
-#pragma unroll
-      for (int n = 0; n < WN; n++)
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-          const int row = (mt0 + m) * 16 + g + (i >= 2 ? 8 : 0);
-          const int col = n0 + n * 8 + 2 * t + (i & 1);
-          if (row < ROWS && col < OUT) {
-            y[row * ldy + col] = activate<ACT>(acc[m][n][i] + ldg1(params + B_OFF + col));
-          }
-        }
   }
-}
+
+  COLLECT_MEMBER void store(const float* __restrict__ params, float* y, int ldy) const {
+    const int lane = lane_id();
+    const int g = lane >> 2;
+    const int t = lane & 3;
+#pragma unroll
+    for (int pass = 0; pass < PASSES; pass++) {
+      const int task = (threadIdx.x >> 5) + pass * WARPS;
+      if (task >= TASKS) break;
+      const int mt0 = (task / NTASK) * MTW;
+      const int n0 = (task % NTASK) * WN * 8;
+#pragma unroll
+      for (int m = 0; m < MTW; m++)
+#pragma unroll
+        for (int n = 0; n < WN; n++)
+#pragma unroll
+          for (int i = 0; i < 4; i++) {
+            const int row = (mt0 + m) * 16 + g + (i >= 2 ? 8 : 0);
+            const int col = n0 + n * 8 + 2 * t + (i & 1);
+            if (row < Rows && col < Out) {
+              y[row * ldy + col] = activate<Act>(acc[pass][m][n][i] + ldg1(params + BOff + col));
+            }
+          }
+    }
+  }
+};
+
+template <bool C, class A, class B>
+struct pick_type {
+  using type = A;
+};
+template <class A, class B>
+struct pick_type<false, A, B> {
+  using type = B;
+};
 
 // One dense layer of the block's tile, with the path the build selects (see the header).
-template <int IN, int OUT, int ACT, int ROWS, int W_OFF, int B_OFF>
+template <int In, int Out, int Act, int Rows, int WOff, int BOff>
+using Dense = typename pick_type<COLLECT_TF32 && Out >= 8, DenseMma<In, Out, Act, Rows, WOff, BOff>,
+                                 DenseExact<In, Out, Act, Rows, WOff, BOff>>::type;
+
+// Y = layer(X) with Y distinct from X.
+template <int In, int Out, int Act, int Rows, int WOff, int BOff>
 COLLECT_FN void dense_tile(const float* __restrict__ params, const float* x, int ldx, float* y, int ldy) {
-  if constexpr (COLLECT_TF32 && OUT >= 8) {
-    dense_mma<IN, OUT, ACT, ROWS, W_OFF, B_OFF>(params, x, ldx, y, ldy);
-  } else {
-    dense_exact<IN, OUT, ACT, ROWS, W_OFF, B_OFF>(params, x, ldx, y, ldy);
-  }
+  Dense<In, Out, Act, Rows, WOff, BOff> layer;
+  layer.compute(params, x, ldx);
+  layer.store(params, y, ldy);
 }
 
-// The seed design's per-thread layer: one thread computes all OUT outputs of its own row, reading
+// X = layer(X) in place: every thread has read X (its accumulators are in registers) before any
+// thread overwrites it, so one buffer serves a chain of layers.
+template <int In, int Out, int Act, int Rows, int WOff, int BOff>
+COLLECT_FN void dense_inplace(const float* __restrict__ params, float* x, int ldx) {
+  Dense<In, Out, Act, Rows, WOff, BOff> layer;
+  layer.compute(params, x, ldx);
+  block_sync();
+  layer.store(params, x, ldx);
+}
+
+// The seed design's per-thread layer: one thread computes all Out outputs of its own row, reading
 // every weight from global memory (kept for the benchmark's comparison). Same arithmetic as
-// dense_exact, so the two variants agree bit for bit.
-template <int IN, int OUT, int ACT, int W_OFF, int B_OFF>
+// the exact path, so the two variants agree bit for bit.
+template <int In, int Out, int Act, int WOff, int BOff>
 COLLECT_FN void dense_thread(const float* __restrict__ params, const float* x, float* y) {
-  for (int j = 0; j < OUT; j++) {
-    const float* w = params + W_OFF + j * IN;
-    float acc = ldg1(params + B_OFF + j);
-    for (int i = 0; i < IN; i++) acc = fadd(acc, fmul(ldg1(w + i), x[i]));
-    y[j] = activate<ACT>(acc);
+  for (int j = 0; j < Out; j++) {
+    const float* w = params + WOff + j * In;
+    float acc = ldg1(params + BOff + j);
+    for (int i = 0; i < In; i++) acc = fadd(acc, fmul(ldg1(w + i), x[i]));
+    y[j] = activate<Act>(acc);
   }
 }
 `,

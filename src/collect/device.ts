@@ -1,0 +1,401 @@
+/**
+ * Device-resident experience collection: the market, the networks, the per-episode state and
+ * the rollout buffers live on a Backend; one `launch()` is one dispatch of collect_dqn or
+ * collect_ppo (N episodes x L steps), with per-launch scalars as uniforms. Nothing comes back
+ * to the host unless asked (`readDqn` / `readPpo` / `readEnv`), and weights are uploaded only
+ * when `setWeights` is called. Episodes persist across launches; the Philox step counter
+ * (`stepBase`) advances by L per launch, so consecutive launches continue every random stream
+ * exactly as one longer launch would.
+ *
+ * The same object runs on every backend: on the CPU backend the dispatch runs the reference
+ * collectors (src/kernels/collect_*.ts), so a trainer written against it is backend-agnostic.
+ */
+import type { Backend, DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+import type { Config } from '../config.js';
+import type { Market, SplitRange } from '../data/types.js';
+import { envParams } from '../env/params.js';
+import { createEnv, ENV_F, ENV_I, type EnvState } from '../env/state.js';
+import {
+  type CollectDqnOptions,
+  collectDqnDispatch,
+  collectDqnSpec,
+  DQN_OUTPUT,
+  DQN_UNIFORMS,
+  dqnNetsSize,
+  dqnWorkgroupBytes,
+  HeadCode,
+} from '../kernels/collect_dqn.js';
+import { envUniforms, type OutputLayout, outputBytes, sectionViews } from '../kernels/collect_layout.js';
+import {
+  type CollectPpoOptions,
+  collectPpoDispatch,
+  collectPpoSpec,
+  PPO_OUTPUT,
+  ppoNetsSize,
+  ppoWorkgroupBytes,
+} from '../kernels/collect_ppo.js';
+import {
+  curiosityLayout,
+  duelingLayout,
+  ppoActorLayout,
+  ppoCriticLayout,
+  type QHead,
+} from '../nets/layout.js';
+import { seedToKey } from '../rng/philox.js';
+import type { DqnRollout, PpoRollout } from './rollout.js';
+
+export type CollectAlgo = 'dqn' | 'c51' | 'iqn' | 'ppo';
+export type CollectVariant = 'tiled' | 'seed';
+
+/** The tile shape of a kernel (see CollectDqnOptions); missing fields are chosen per backend. */
+export interface TileShape {
+  tileEpisodes: number;
+  threads: number;
+  tj: number;
+  kt: number;
+  tauRows: number;
+}
+
+export interface DeviceCollectorInit {
+  backend: Backend;
+  market: Market;
+  /** Bars the episodes use (their start bars and every bar they touch). */
+  split: SplitRange;
+  /** env, rollout (episodes, steps), dqn / ppo scalars and train.seed are read. */
+  cfg: Config;
+  algo: CollectAlgo;
+  /** `tiled` (default) or the seed's one thread per episode (benchmark only). */
+  variant?: CollectVariant;
+  /** Overrides of the automatically chosen tile shape. */
+  tile?: Partial<TileShape>;
+  /** Whether the curiosity bonus is computed (default true). */
+  curiosity?: boolean;
+}
+
+const HEAD_OF: Record<Exclude<CollectAlgo, 'ppo'>, QHead> = { dqn: 'plain', c51: 'c51', iqn: 'iqn' };
+
+/** Power of two <= x (x >= 1). */
+const pow2floor = (x: number) => 2 ** Math.floor(Math.log2(Math.max(1, x)));
+
+/** Workgroup memory a backend offers its kernels (CUDA and the CPU have no WGSL limit to meet). */
+function workgroupBytes(backend: Backend): number {
+  const v = backend.info.limits.maxComputeWorkgroupStorageSize;
+  return typeof v === 'number' ? v : 48 * 1024;
+}
+
+/**
+ * The tile shape: at most 32 episodes per workgroup (16 for PPO's wider critic), fewer when N is
+ * small so that at least ~64 workgroups share the device (at N = 128: 2 episodes per workgroup,
+ * their layer math spread over all threads), and fewer again until the workgroup memory fits.
+ */
+export function chooseTile(
+  algo: CollectAlgo,
+  n: number,
+  backend: Backend,
+  actTaus: number,
+  override: Partial<TileShape> = {},
+  fits: (t: TileShape) => boolean = () => true,
+): TileShape {
+  const threads = override.threads ?? 256;
+  const limit = workgroupBytes(backend);
+  const maxE = algo === 'ppo' ? 16 : algo === 'iqn' ? 2 : 32;
+  let e = override.tileEpisodes ?? Math.min(maxE, pow2floor(n / 64));
+  for (;;) {
+    const te = Math.min(8, pow2floor(e));
+    const shape: TileShape = {
+      tileEpisodes: e,
+      threads,
+      tj: override.tj ?? threads / te,
+      kt: override.kt ?? 8,
+      tauRows: override.tauRows ?? Math.min(actTaus, Math.max(32 / e, 1)),
+    };
+    if (fits(shape) || override.tileEpisodes !== undefined) return shape;
+    const smaller: TileShape = { ...shape, kt: 4 };
+    if (override.kt === undefined && fits(smaller)) return smaller;
+    if (algo === 'iqn' && shape.tauRows > 1 && override.tauRows === undefined) {
+      // Halve the taus per pass before the episodes.
+      for (let r = shape.tauRows / 2; r >= 1; r /= 2) {
+        if (actTaus % r === 0 && fits({ ...shape, tauRows: r })) return { ...shape, tauRows: r };
+        if (actTaus % r === 0 && fits({ ...shape, tauRows: r, kt: 4 }))
+          return { ...shape, tauRows: r, kt: 4 };
+      }
+    }
+    if (e === 1) {
+      throw new Error(
+        `collect ${algo}: no tile fits this device's ${limit} bytes of workgroup memory; use another backend`,
+      );
+    }
+    e = e / 2;
+  }
+}
+
+/** Common state and buffers of both collectors. */
+abstract class DeviceCollector {
+  readonly backend: Backend;
+  readonly n: number;
+  readonly steps: number;
+  readonly spec: KernelSpec;
+  /** Global step of the next launch's first step (the Philox step counter). */
+  stepBase = 0;
+  protected readonly buffers: DeviceBuffer[];
+  protected readonly market: Market;
+  protected readonly split: SplitRange;
+  protected readonly cfg: Config;
+  protected readonly base: Record<string, number>;
+  private readonly layout: OutputLayout;
+
+  protected constructor(
+    init: DeviceCollectorInit,
+    spec: KernelSpec,
+    netsFloats: number,
+    layout: OutputLayout,
+  ) {
+    const { backend, market, split, cfg } = init;
+    this.backend = backend;
+    this.market = market;
+    this.split = split;
+    this.cfg = cfg;
+    this.n = cfg.rollout.episodes;
+    this.steps = cfg.rollout.steps;
+    this.spec = spec;
+    this.layout = layout;
+    const params = envParams(cfg.env);
+    const env = createEnv(market, split, params, this.n, cfg.train.seed);
+    const out = outputBytes(layout, this.n, this.steps);
+    const make = (bytes: number, label: string) =>
+      backend.createBuffer(Math.max(4, bytes), `collect ${label}`);
+    this.buffers = [
+      make(market.features.byteLength, 'features'),
+      make(market.ohlc.byteLength, 'ohlc'),
+      make(market.spreadBps.byteLength, 'spread'),
+      make(params.entropyTable.byteLength, 'entropy'),
+      make(netsFloats * 4, 'nets'),
+      make(env.f.byteLength, 'env_f'),
+      make(env.i.byteLength, 'env_i'),
+      make(env.window.byteLength, 'div_window'),
+      make(out.f, 'out_f'),
+      make(out.i, 'out_i'),
+    ];
+    backend.upload(this.buffers[0], market.features);
+    backend.upload(this.buffers[1], market.ohlc);
+    backend.upload(this.buffers[2], market.spreadBps);
+    backend.upload(this.buffers[3], params.entropyTable);
+    this.writeEnv(env);
+    this.base = {
+      n: this.n,
+      steps: this.steps,
+      curiosity: init.curiosity === false ? 0 : 1,
+      ...envUniforms(params, split, seedToKey(cfg.train.seed)),
+    };
+  }
+
+  /** Replaces the per-episode state (e.g. from a checkpoint). */
+  writeEnv(env: EnvState): void {
+    if (env.n !== this.n)
+      throw new Error(`collect: the state holds ${env.n} episodes, the collector ${this.n}`);
+    this.backend.upload(this.buffers[5], env.f);
+    this.backend.upload(this.buffers[6], env.i);
+    this.backend.upload(this.buffers[7], env.window);
+  }
+
+  /** The per-episode state as it is on the device now. */
+  async readEnv(): Promise<EnvState> {
+    const [f, i, w] = await Promise.all([5, 6, 7].map((b) => this.backend.download(this.buffers[b])));
+    return {
+      n: this.n,
+      w: this.cfg.env.diversityWindow,
+      split: { ...this.split },
+      key: seedToKey(this.cfg.train.seed),
+      f: new Float32Array(f, 0, this.n * ENV_F),
+      i: new Int32Array(i, 0, this.n * ENV_I),
+      window: new Int32Array(w, 0, this.n * this.cfg.env.diversityWindow),
+    };
+  }
+
+  /** Uploads `data` as the network stored at `offset` floats into the nets buffer. */
+  protected uploadNet(data: Float32Array | undefined, offset: number, size: number, what: string): void {
+    if (!data) return;
+    if (data.length !== size) throw new Error(`collect: ${what} has ${data.length} floats, expected ${size}`);
+    this.backend.upload(this.buffers[4], data, offset * 4);
+  }
+
+  /** The rollout buffers' sections as typed views of one download each. */
+  protected async readSections(): Promise<Record<string, Float32Array | Int32Array>> {
+    const [f, i] = await Promise.all([
+      this.backend.download(this.buffers[8]),
+      this.backend.download(this.buffers[9]),
+    ]);
+    return sectionViews(this.layout, new Float32Array(f), new Int32Array(i), this.n, this.steps);
+  }
+
+  /** The device buffers in binding order (out_f and out_i hold the rollout). */
+  get deviceBuffers(): readonly DeviceBuffer[] {
+    return this.buffers;
+  }
+
+  destroy(): void {
+    for (const b of this.buffers) this.backend.destroyBuffer(b);
+  }
+}
+
+export interface DqnWeights {
+  online?: Float32Array;
+  target?: Float32Array;
+  curiosity?: Float32Array;
+}
+
+/** collect_dqn on a backend (plain, C51 or IQN head). */
+export class DqnDeviceCollector extends DeviceCollector {
+  readonly head: QHead;
+  readonly options: CollectDqnOptions;
+
+  constructor(init: DeviceCollectorInit) {
+    if (init.algo === 'ppo') throw new Error('DqnDeviceCollector: use PpoDeviceCollector for ppo');
+    const head = HEAD_OF[init.algo];
+    const q = init.cfg.dqn;
+    const variant = init.variant ?? 'tiled';
+    const base = { head, atoms: q.atoms, iqnEmbed: q.iqnEmbed, actTaus: q.iqnActTau, variant };
+    const limit = workgroupBytes(init.backend);
+    const shape = chooseTile(
+      init.algo,
+      init.cfg.rollout.episodes,
+      init.backend,
+      q.iqnActTau,
+      init.tile,
+      (t) => dqnWorkgroupBytes({ ...base, ...t }) <= limit,
+    );
+    const options: CollectDqnOptions = {
+      ...base,
+      ...shape,
+      tileEpisodes: variant === 'seed' ? shape.threads : shape.tileEpisodes,
+    };
+    super(init, collectDqnSpec(options), dqnNetsSize(options), DQN_OUTPUT);
+    this.head = head;
+    this.options = options;
+  }
+
+  /** Uploads whichever networks are given (flat buffers in duelingLayout / curiosityLayout). */
+  setWeights(w: DqnWeights): void {
+    const q = duelingLayout(this.head, this.options.atoms, this.options.iqnEmbed).size;
+    this.uploadNet(w.online, 0, q, 'online');
+    this.uploadNet(w.target, q, q, 'target');
+    this.uploadNet(w.curiosity, 2 * q, curiosityLayout().size, 'curiosity');
+  }
+
+  /** The dispatch of one launch at the current stepBase (for timing; does not advance). */
+  dispatch(epsilon: number): Dispatch {
+    const q = this.cfg.dqn;
+    const uniforms: Record<string, number> = {
+      ...this.base,
+      stepBase: this.stepBase >>> 0,
+      epsilon: Math.fround(epsilon),
+      gamma: Math.fround(q.gamma),
+      vMin: Math.fround(q.vMin),
+      vMax: Math.fround(q.vMax),
+      head: HeadCode[this.head],
+      atoms: q.atoms,
+      actTaus: q.iqnActTau,
+      iqnEmbed: q.iqnEmbed,
+    };
+    for (const u of DQN_UNIFORMS)
+      if (!(u.name in uniforms)) throw new Error(`collect_dqn: uniform ${u.name} unset`);
+    return collectDqnDispatch(this.spec, [...this.buffers], uniforms);
+  }
+
+  /** One launch: N x L experiences into the rollout buffers; advances stepBase by L. */
+  launch(epsilon: number): void {
+    this.backend.run([this.dispatch(epsilon)]);
+    this.stepBase += this.steps;
+  }
+
+  async readDqn(): Promise<DqnRollout> {
+    const s = await this.readSections();
+    return {
+      n: this.n,
+      steps: this.steps,
+      states: s.states as Float32Array,
+      actions: s.actions as Int32Array,
+      rewards: s.rewards as Float32Array,
+      nextStates: s.nextStates as Float32Array,
+      dones: s.dones as Int32Array,
+      truncateds: s.truncateds as Int32Array,
+      tdErrors: s.tdErrors as Float32Array,
+      components: s.components as Float32Array,
+    };
+  }
+}
+
+export interface PpoWeights {
+  actor?: Float32Array;
+  critic?: Float32Array;
+  curiosity?: Float32Array;
+}
+
+/** collect_ppo on a backend. */
+export class PpoDeviceCollector extends DeviceCollector {
+  readonly options: CollectPpoOptions;
+
+  constructor(init: DeviceCollectorInit) {
+    if (init.algo !== 'ppo') throw new Error('PpoDeviceCollector: use DqnDeviceCollector for dqn, c51, iqn');
+    const variant = init.variant ?? 'tiled';
+    const limit = workgroupBytes(init.backend);
+    const shape = chooseTile(
+      'ppo',
+      init.cfg.rollout.episodes,
+      init.backend,
+      1,
+      init.tile,
+      (t) => ppoWorkgroupBytes({ variant, ...t }) <= limit,
+    );
+    const options: CollectPpoOptions = {
+      variant,
+      ...shape,
+      tileEpisodes: variant === 'seed' ? shape.threads : shape.tileEpisodes,
+    };
+    super(init, collectPpoSpec(options), ppoNetsSize(), PPO_OUTPUT);
+    this.options = options;
+  }
+
+  /** Uploads whichever networks are given (flat buffers in ppoActorLayout / ppoCriticLayout / curiosityLayout). */
+  setWeights(w: PpoWeights): void {
+    const a = ppoActorLayout().size;
+    const v = ppoCriticLayout().size;
+    this.uploadNet(w.actor, 0, a, 'actor');
+    this.uploadNet(w.critic, a, v, 'critic');
+    this.uploadNet(w.curiosity, a + v, curiosityLayout().size, 'curiosity');
+  }
+
+  dispatch(): Dispatch {
+    const p = this.cfg.ppo;
+    return collectPpoDispatch(this.spec, [...this.buffers], {
+      ...this.base,
+      stepBase: this.stepBase >>> 0,
+      gamma: Math.fround(p.gamma),
+      lambda: Math.fround(p.lambda),
+    });
+  }
+
+  /** One launch: N x L experiences with GAE into the rollout buffers; advances stepBase by L. */
+  launch(): void {
+    this.backend.run([this.dispatch()]);
+    this.stepBase += this.steps;
+  }
+
+  async readPpo(): Promise<PpoRollout> {
+    const s = await this.readSections();
+    return {
+      n: this.n,
+      steps: this.steps,
+      states: s.states as Float32Array,
+      actions: s.actions as Int32Array,
+      logProbs: s.logProbs as Float32Array,
+      values: s.values as Float32Array,
+      rewards: s.rewards as Float32Array,
+      dones: s.dones as Int32Array,
+      truncateds: s.truncateds as Int32Array,
+      advantages: s.advantages as Float32Array,
+      returns: s.returns as Float32Array,
+      components: s.components as Float32Array,
+    };
+  }
+}

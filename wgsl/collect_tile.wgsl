@@ -1,0 +1,165 @@
+// Tile engine of the collection kernels: a workgroup computes dense layers for the ROWS rows it
+// owns (rows = episodes of the tile, or episode x tau pairs for IQN) as small matrix products,
+// Y[r, j] = act(b[j] + sum_k W[j, k] * X[r, k]), with X in workgroup memory (`act`, ROWS rows of
+// ACT_W floats) and W streamed through workgroup memory in k-slices of KT (`ws`).
+// A snippet: the kernel that includes it (`//!include collect_tile.wgsl`) defines
+//   ROWS, ACT_W (row stride of act, a multiple of 4), QW (row stride of qv), WS_OUT (widest
+//   layer output) and MJ_MAX (ceil(WS_OUT / TJ)),
+// and the spec constants give WG_X (threads), TJ (threads across outputs) and KT (k-slice, a
+// multiple of 4). Weights are read from the `nets` binding (src/nets/layout.ts flat layout).
+//
+// Thread shape: thread lid computes outputs j = tj + TJ * m (tj = lid % TJ, m < MJ_MAX) of rows
+// te * ME + i (te = lid / TJ, i < ME, ME = ceil(ROWS / (WG_X / TJ))); its ME x MJ_MAX
+// accumulators stay in registers for the whole layer, so a layer can write its output over its
+// own input (after a barrier) and one ROWS x ACT_W buffer serves every layer. With TJ = 32 a
+// warp shares its rows: X reads are workgroup-memory broadcasts, W reads hit 32 banks.
+// A layer is one or two weight blocks: outputs [0, rows0) from block 0 and [rows0, rows0 +
+// rows1) from block 1; a block reads input columns [k_lo, k_lo + k_len) (zero weight
+// elsewhere). Two blocks fuse the value and advantage streams (same input) and the two heads
+// (different halves of the input) into one pass.
+//
+// Numerics: each accumulator starts at the bias and adds w * x in increasing k (the reference
+// order); the compiler may fuse the multiply-add. Padding columns of X (between a layer's input
+// width and the next multiple of KT) must hold finite values: their weights are zero, so they
+// add exactly 0. Every invocation of the workgroup must call `dense` (it has barriers).
+
+const ACT_NONE = 0u;
+const ACT_RELU = 1u;
+const ACT_LEAKY = 2u;
+const TE = WG_X / TJ;
+const ME = (ROWS + TE - 1) / TE;
+const WS_STRIDE = WS_OUT + 4;
+
+var<workgroup> act: array<vec4<f32>, ROWS * ACT_W / 4>;
+var<workgroup> ws: array<f32, KT * WS_STRIDE>;
+var<workgroup> qv: array<f32, ROWS * QW>;
+
+struct Block {
+  // Offsets of the weight [rows, k_len] and bias [rows] in nets.
+  w: u32,
+  b: u32,
+  rows: u32,
+  k_lo: u32,
+  k_len: u32,
+}
+
+fn block(w: u32, b: u32, rows: u32, k_lo: u32, k_len: u32) -> Block {
+  return Block(w, b, rows, k_lo, k_len);
+}
+
+const NO_BLOCK = Block(0u, 0u, 0u, 0u, 0u);
+
+fn activate(a: f32, kind: u32) -> f32 {
+  if (kind == ACT_RELU) {
+    return select(0.0, a, a > 0.0);
+  }
+  if (kind == ACT_LEAKY) {
+    return select(a * 0.01, a, a > 0.0);
+  }
+  return a;
+}
+
+fn act_get(r: u32, k: u32) -> f32 {
+  let i = r * ACT_W + k;
+  return act[i / 4u][i % 4u];
+}
+
+fn act_set(r: u32, k: u32, v: f32) {
+  let i = r * ACT_W + k;
+  act[i / 4u][i % 4u] = v;
+}
+
+// One weight of the fused layer: output j (block-local row jr), input column k.
+fn layer_weight(b0: Block, b1: Block, j: u32, k: u32) -> f32 {
+  var blk = b0;
+  var jr = j;
+  if (j >= b0.rows) {
+    blk = b1;
+    jr = j - b0.rows;
+  }
+  if (k < blk.k_lo || k >= blk.k_lo + blk.k_len) {
+    return 0.0;
+  }
+  return nets[blk.w + jr * blk.k_len + (k - blk.k_lo)];
+}
+
+fn layer_bias(b0: Block, b1: Block, j: u32) -> f32 {
+  if (j < b0.rows) {
+    return nets[b0.b + j];
+  }
+  return nets[b1.b + j - b0.rows];
+}
+
+// Y = act(X W^T + b) over input columns [k_start, n_k) (k_start a multiple of KT: the blocks
+// have no weight before it) for all ROWS rows; Y goes to columns [out_col, out_col + n_out) of
+// act (to_q false, in place) or of qv (to_q true).
+fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+  let n_out = b0.rows + b1.rows;
+  let tj = lid % TJ;
+  let r0 = (lid / TJ) * ME;
+  var acc: array<f32, ME * MJ_MAX>;
+  for (var m = 0u; m < MJ_MAX; m++) {
+    let j = tj + TJ * m;
+    var bias = 0.0;
+    if (j < n_out) {
+      bias = layer_bias(b0, b1, j);
+    }
+    for (var i = 0u; i < ME; i++) {
+      acc[i * MJ_MAX + m] = bias;
+    }
+  }
+  let slices = (n_k + KT - 1u) / KT;
+  for (var s = k_start / KT; s < slices; s++) {
+    let k0 = s * KT;
+    for (var idx = lid; idx < n_out * KT; idx += WG_X) {
+      let j = idx / KT;
+      let kk = idx % KT;
+      ws[kk * WS_STRIDE + j] = layer_weight(b0, b1, j, k0 + kk);
+    }
+    workgroupBarrier();
+    for (var kk = 0u; kk < KT; kk += 4u) {
+      var x: array<vec4<f32>, ME>;
+      for (var i = 0u; i < ME; i++) {
+        x[i] = act[((r0 + i) * ACT_W + k0 + kk) / 4u];
+      }
+      for (var m = 0u; m < MJ_MAX; m++) {
+        let j = tj + TJ * m;
+        let w = vec4<f32>(
+          ws[kk * WS_STRIDE + j],
+          ws[(kk + 1u) * WS_STRIDE + j],
+          ws[(kk + 2u) * WS_STRIDE + j],
+          ws[(kk + 3u) * WS_STRIDE + j],
+        );
+        for (var i = 0u; i < ME; i++) {
+          var a = acc[i * MJ_MAX + m];
+          a = a + w.x * x[i].x;
+          a = a + w.y * x[i].y;
+          a = a + w.z * x[i].z;
+          a = a + w.w * x[i].w;
+          acc[i * MJ_MAX + m] = a;
+        }
+      }
+    }
+    workgroupBarrier();
+  }
+  for (var i = 0u; i < ME; i++) {
+    let r = r0 + i;
+    for (var m = 0u; m < MJ_MAX; m++) {
+      let j = tj + TJ * m;
+      if (r < ROWS && j < n_out) {
+        let y = activate(acc[i * MJ_MAX + m], kind);
+        if (to_q) {
+          qv[r * QW + out_col + j] = y;
+        } else {
+          act_set(r, out_col + j, y);
+        }
+      }
+    }
+  }
+  workgroupBarrier();
+}
+
+// A single-block layer of a network whose layer i is at (w, b) with n_in inputs.
+fn dense1(w: u32, b: u32, n_in: u32, n_out: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+  dense(block(w, b, n_out, 0u, n_in), NO_BLOCK, 0u, n_in, kind, to_q, out_col, lid);
+}
