@@ -84,7 +84,7 @@ export async function readCsvTable(file: string): Promise<RawTable> {
     if (first) problems.set(r, first);
   };
 
-  const stream = createReadStream(file, { highWaterMark: 1 << 22 });
+  const stream = createReadStream(file, { highWaterMark: 1 << 17 });
   const opened = once(stream, 'open');
   try {
     await opened;
