@@ -3,18 +3,26 @@
  * kernel means adding its module to this list (and `wgsl/<name>.wgsl`, `cuda/<name>.cu`).
  */
 import type { KernelSpec } from '../backend/types.js';
+import { adamStep } from './adam_step.js';
 import { collectDqnKernel } from './collect_dqn.js';
 import { collectPpoKernel } from './collect_ppo.js';
+import { curiosityLoss } from './curiosity_loss.js';
 import { denseForward } from './dense_forward.js';
 import { exclusiveScan } from './exclusive_scan.js';
+import { mlpBackward } from './mlp_backward.js';
+import { mlpForward } from './mlp_forward.js';
 import { philoxStream } from './philox_stream.js';
+import { ppoGather } from './ppo_gather.js';
+import { ppoLoss } from './ppo_loss.js';
 import type { Kernel } from './reference.js';
 
+// The learner's kernels (src/learn/device.ts).
+const learnerKernels = [ppoGather, mlpForward, ppoLoss, mlpBackward, adamStep, curiosityLoss];
+
 export const kernels: Readonly<Record<string, Kernel>> = Object.fromEntries(
-  [philoxStream, denseForward, exclusiveScan, collectDqnKernel, collectPpoKernel].map((k) => [
-    k.spec.name,
-    k,
-  ]),
+  [philoxStream, denseForward, exclusiveScan, collectDqnKernel, collectPpoKernel, ...learnerKernels].map(
+    (k) => [k.spec.name, k],
+  ),
 );
 
 export function kernelFor(spec: KernelSpec): Kernel {

@@ -3,6 +3,81 @@
 
 /** WGSL kernel sources by base name, `//!include` lines resolved. */
 export const wgslSources: Record<string, string> = {
+  adam_step: `// adam_step: global gradient-norm clip and one Adam / AdamW step over a flat parameter buffer
+// (src/learn/optim.ts, PyTorch semantics):
+//   norm = sqrt(sum partials[0..nPartials)); coef = maxNorm / (norm + 1e-6), applied when clip != 0
+//   and coef < 1; stats[normAt] += norm (clip != 0, workgroup 0 only)
+//   p = p decay (if decay != 1); m = m + (1 - b1)(g - m); v = v b2 + (1 - b2) g^2;
+//   p = p - stepSize (m / (sqrt(v) / bc2Sqrt + eps)), stepSize, bc2Sqrt = bits of sched[schedAt..+1]
+// Bindings (declared by the preamble generated from src/kernels/adam_step.ts):
+//   params: array<f32>, read_write [n]; grads: array<f32>, read [n]
+//   moments: array<f32>, read_write: m [n] then v [n]
+//   partials: array<f32>, read: per-tile sums of squares of the gradients (mlp_backward)
+//   sched: array<u32>, read: f32 bits of each step's bias corrections
+//   stats: array<f32>, read_write: the norm is added at normAt
+//   u: Uniforms { n, nPartials, clip, maxNorm, oneMinusB1, beta2, oneMinusB2, eps, decay, schedAt, normAt }
+// Workgroup: WG_X threads (a power of two), ITEMS elements each, strided by WG_X. Every workgroup
+// reduces the partials itself in the same fixed tree order, so all agree on the norm.
+// Numerics: f32, the reference's operation order; WGSL allows a few ulp in sqrt and division and
+// may fuse multiply-adds (tolerance).
+
+var<workgroup> red: array<f32, WG_X>;
+
+@compute @workgroup_size(WG_X, WG_Y, WG_Z)
+fn adam_step(
+  @builtin(workgroup_id) wid: vec3<u32>,
+  @builtin(num_workgroups) nwg: vec3<u32>,
+  @builtin(local_invocation_index) tid: u32,
+) {
+  let g = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
+  var coef = 1.0;
+  var scaled = false;
+  if (u.clip != 0u) {
+    var s = 0.0;
+    for (var p = tid; p < u.nPartials; p += WG_X) {
+      s = s + partials[p];
+    }
+    red[tid] = s;
+    workgroupBarrier();
+    for (var w = u32(WG_X) / 2u; w > 0u; w = w >> 1u) {
+      if (tid < w) {
+        red[tid] = red[tid] + red[tid + w];
+      }
+      workgroupBarrier();
+    }
+    let norm = sqrt(red[0]);
+    let c = u.maxNorm / (norm + 1e-6);
+    if (c < 1.0) {
+      coef = c;
+      scaled = true;
+    }
+    if (g == 0u && tid == 0u) {
+      stats[u.normAt] = stats[u.normAt] + norm;
+    }
+  }
+  let step_size = bitcast<f32>(sched[u.schedAt]);
+  let bc2_sqrt = bitcast<f32>(sched[u.schedAt + 1u]);
+  for (var j = 0u; j < ITEMS; j++) {
+    let k = (g * ITEMS + j) * WG_X + tid;
+    if (k < u.n) {
+      var gr = grads[k];
+      if (scaled) {
+        gr = gr * coef;
+      }
+      var p = params[k];
+      if (u.decay != 1.0) {
+        p = p * u.decay;
+      }
+      let m = moments[k] + u.oneMinusB1 * (gr - moments[k]);
+      let v = moments[u.n + k] * u.beta2 + u.oneMinusB2 * (gr * gr);
+      moments[k] = m;
+      moments[u.n + k] = v;
+      let denom = sqrt(v) / bc2_sqrt + u.eps;
+      params[k] = p - step_size * (m / denom);
+    }
+  }
+}
+`,
   collect_dqn: `// collect_dqn: L steps of N episodes in one launch, the WGSL twin of src/collect/dqn.ts. Per
 // step: build the state, online Q (dueling: plain / C51 / IQN by the constant HEAD), choose the
 // action epsilon-greedily with Philox(Action, e, stepBase + l, 0), step the simulator, target Q
@@ -1805,6 +1880,48 @@ fn dense1(w: u32, b: u32, n_in: u32, n_out: u32, kind: u32, to_q: bool, out_col:
   dense(block(w, b, n_out, 0u, n_in), NO_BLOCK, 0u, n_in, kind, to_q, out_col, lid);
 }
 `,
+  curiosity_loss: `// curiosity_loss: MSE of the curiosity forward model and its gradient w.r.t. the predictions
+// (src/learn/curiosity.ts). rows = min(rowCount[0], batch), n = rows * outDim:
+//   stats[statAt] = sum_{e < n} (acts[predOff + e] - targets[e])^2 / n   (0 when n = 0)
+//   deltas[dPredOff + e] = 2 (pred - target) / n for e < n, 0 for n <= e < batch * outDim
+// Bindings (declared by the preamble generated from src/kernels/curiosity_loss.ts):
+//   acts: array<f32>, read: prediction rows at predOff; targets: array<f32>, read [batch, outDim]
+//   rowCount: array<u32>, read: rowCount[0] = valid rows
+//   deltas: array<f32>, read_write: output layer's delta rows at dPredOff
+//   stats: array<f32>, read_write: the MSE at statAt
+//   u: Uniforms { batch, outDim, predOff, dPredOff, statAt }
+// Workgroup: one of WG_X threads (a power of two), elements tid, tid + WG_X, ...; the sum is a
+// fixed-order tree (deterministic). Numerics: f32 (the TS reference sums in f64: tolerance).
+
+var<workgroup> red: array<f32, WG_X>;
+
+@compute @workgroup_size(WG_X, WG_Y, WG_Z)
+fn curiosity_loss(@builtin(local_invocation_index) tid: u32) {
+  let total = u.batch * u.outDim;
+  let n = min(rowCount[0], u.batch) * u.outDim;
+  var s = 0.0;
+  for (var e = tid; e < total; e += WG_X) {
+    var d = 0.0;
+    if (e < n) {
+      let err = acts[u.predOff + e] - targets[e];
+      s = s + err * err;
+      d = 2.0 * err / f32(n);
+    }
+    deltas[u.dPredOff + e] = d;
+  }
+  red[tid] = s;
+  workgroupBarrier();
+  for (var w = u32(WG_X) / 2u; w > 0u; w = w >> 1u) {
+    if (tid < w) {
+      red[tid] = red[tid] + red[tid + w];
+    }
+    workgroupBarrier();
+  }
+  if (tid == 0u) {
+    stats[u.statAt] = select(0.0, red[0] / f32(n), n > 0u);
+  }
+}
+`,
   dense_forward: `// dense_forward: y[b, o] = act(bias[o] + sum_i W[o, i] * x[b, i]) for a batch of rows, W and bias
 // read from a network's flat parameter buffer (src/nets/layout.ts).
 // Bindings (declared by the preamble generated from src/kernels/dense_forward.ts):
@@ -1994,6 +2111,373 @@ fn exclusive_scan(
   }
 }
 `,
+  mlp_backward: `// mlp_backward: backward through one dense layer of up to two networks per launch, from the
+// layer's delta = dLoss/d(pre-activation) rows at deltas[dOff_j], b < batch, o < out_j:
+//   dW[o, i] = sum_b delta[b, o] * x[b, i], db[o] = sum_b delta[b, o]   -> grads (params' layout)
+//   dX[b, i] = (sum_o delta[b, o] * W[o, i]) * act'(x[b, i])            -> deltas[pOff_j] (if pAct_j != 3)
+// with x = acts[xOff_j + b * in_j + i], the layer's input. Each dW tile also writes the sum of
+// squares of its gradients to partials[partBase_j + tile] (adam_step reduces them to the norm).
+// Bindings (declared by the preamble generated from src/kernels/mlp_backward.ts):
+//   params: array<f32>, read: W [out, in] at wOff_j, bias at bOff_j
+//   acts: array<f32>, read: layer inputs (rows of in_j floats at xOff_j)
+//   deltas: array<f32>, read_write: this layer's rows (read) and the previous layer's (written)
+//   grads: array<f32>, read_write: dW at wOff_j, db at bOff_j
+//   partials: array<f32>, read_write: one float per dW tile
+//   u: Uniforms { batch, then per job j in 0, 1: in, out, wOff, bOff, xOff, dOff, pOff, pAct, partBase }
+//      (pAct: 0 none, 1 relu, 2 leaky 0.01, 3 no dX; out_j = 0: job absent)
+// Workgroup: WG_X x WG_Y threads own a TILE_X x TILE_Y tile, each thread a MICRO_X x MICRO_Y block
+// strided by WG_X / WG_Y; flat workgroup id = job 0's dW tiles, its dX tiles, then job 1's.
+// dW tile: X = inputs i (plus the ones column i = in for db), Y = outputs o, K = batch rows.
+// dX tile: X = inputs i, Y = batch rows b, K = outputs o. Operands are staged k-major in
+// workgroup memory, rows padded by one float (8.3 KiB, plus 1 KiB for the partial's tree).
+// Numerics: f32; sums add in increasing k from 0 (multiply-adds may fuse: tolerance against the
+// TS reference); the partial is a fixed-order tree, deterministic per backend.
+
+const MICRO_X = TILE_X / WG_X;
+const MICRO_Y = TILE_Y / WG_Y;
+const THREADS = WG_X * WG_Y;
+const SX = TILE_X + 1;
+const SY = TILE_Y + 1;
+
+var<workgroup> x_tile: array<f32, TILE_K * SX>;
+var<workgroup> y_tile: array<f32, TILE_K * SY>;
+var<workgroup> red: array<f32, THREADS>;
+
+struct Job {
+  n_in: u32,
+  n_out: u32,
+  w_off: u32,
+  b_off: u32,
+  x_off: u32,
+  d_off: u32,
+  p_off: u32,
+  p_act: u32,
+  part_base: u32,
+}
+
+fn job_of(j: u32) -> Job {
+  if (j == 0u) {
+    return Job(u.in0, u.out0, u.wOff0, u.bOff0, u.xOff0, u.dOff0, u.pOff0, u.pAct0, u.partBase0);
+  }
+  return Job(u.in1, u.out1, u.wOff1, u.bOff1, u.xOff1, u.dOff1, u.pOff1, u.pAct1, u.partBase1);
+}
+
+fn ceil_div(a: u32, b: u32) -> u32 {
+  return (a + b - 1u) / b;
+}
+
+fn grad_tiles(job: Job) -> u32 {
+  if (job.n_out == 0u) {
+    return 0u;
+  }
+  return ceil_div(job.n_in + 1u, TILE_X) * ceil_div(job.n_out, TILE_Y);
+}
+
+fn dx_tiles(job: Job) -> u32 {
+  if (job.n_out == 0u || job.p_act == 3u) {
+    return 0u;
+  }
+  return ceil_div(job.n_in, TILE_X) * ceil_div(u.batch, TILE_Y);
+}
+
+fn act_derivative(y: f32, act: u32) -> f32 {
+  if (act == 1u) {
+    return select(0.0, 1.0, y > 0.0);
+  }
+  if (act == 2u) {
+    return select(0.01, 1.0, y > 0.0);
+  }
+  return 1.0;
+}
+
+@compute @workgroup_size(WG_X, WG_Y, WG_Z)
+fn mlp_backward(
+  @builtin(workgroup_id) wid: vec3<u32>,
+  @builtin(num_workgroups) nwg: vec3<u32>,
+  @builtin(local_invocation_id) lid: vec3<u32>,
+  @builtin(local_invocation_index) tid: u32,
+) {
+  // Which job and which kind of tile this workgroup computes.
+  var t = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
+  var job = job_of(0u);
+  var is_dw = true;
+  var found = false;
+  for (var j = 0u; j < 2u; j++) {
+    if (!found) {
+      job = job_of(j);
+      let gw = grad_tiles(job);
+      let gx = dx_tiles(job);
+      if (t < gw) {
+        found = true;
+      } else if (t < gw + gx) {
+        t = t - gw;
+        is_dw = false;
+        found = true;
+      } else {
+        t = t - gw - gx;
+      }
+    }
+  }
+  if (!found) {
+    return;
+  }
+
+  var x0: u32;
+  var y0: u32;
+  var k_len: u32;
+  if (is_dw) {
+    let tx = ceil_div(job.n_in + 1u, TILE_X);
+    x0 = (t % tx) * TILE_X;
+    y0 = (t / tx) * TILE_Y;
+    k_len = u.batch;
+  } else {
+    let tx = ceil_div(job.n_in, TILE_X);
+    x0 = (t % tx) * TILE_X;
+    y0 = (t / tx) * TILE_Y;
+    k_len = job.n_out;
+  }
+
+  var acc: array<f32, MICRO_X * MICRO_Y>;
+  for (var k0 = 0u; k0 < k_len; k0 += TILE_K) {
+    if (is_dw) {
+      // X: inputs of rows k (the ones column at i = in); Y: deltas of rows k.
+      for (var e = tid; e < TILE_K * TILE_X; e += THREADS) {
+        let m = e % TILE_X;
+        let k = k0 + e / TILE_X;
+        let i = x0 + m;
+        var v = 0.0;
+        if (k < u.batch) {
+          if (i < job.n_in) {
+            v = acts[job.x_off + k * job.n_in + i];
+          } else if (i == job.n_in) {
+            v = 1.0;
+          }
+        }
+        x_tile[(e / TILE_X) * SX + m] = v;
+      }
+      for (var e = tid; e < TILE_K * TILE_Y; e += THREADS) {
+        let m = e % TILE_Y;
+        let k = k0 + e / TILE_Y;
+        let o = y0 + m;
+        var v = 0.0;
+        if (k < u.batch && o < job.n_out) {
+          v = deltas[job.d_off + k * job.n_out + o];
+        }
+        y_tile[(e / TILE_Y) * SY + m] = v;
+      }
+    } else {
+      // X: weights of outputs k; Y: deltas of rows b at outputs k.
+      for (var e = tid; e < TILE_K * TILE_X; e += THREADS) {
+        let m = e % TILE_X;
+        let k = k0 + e / TILE_X;
+        let i = x0 + m;
+        var v = 0.0;
+        if (k < job.n_out && i < job.n_in) {
+          v = params[job.w_off + k * job.n_in + i];
+        }
+        x_tile[(e / TILE_X) * SX + m] = v;
+      }
+      for (var e = tid; e < TILE_K * TILE_Y; e += THREADS) {
+        let kk = e % TILE_K;
+        let m = e / TILE_K;
+        let b = y0 + m;
+        let k = k0 + kk;
+        var v = 0.0;
+        if (b < u.batch && k < job.n_out) {
+          v = deltas[job.d_off + b * job.n_out + k];
+        }
+        y_tile[kk * SY + m] = v;
+      }
+    }
+    workgroupBarrier();
+    let valid = min(u32(TILE_K), k_len - k0);
+    for (var k = 0u; k < valid; k++) {
+      var yv: array<f32, MICRO_Y>;
+      for (var c = 0u; c < MICRO_Y; c++) {
+        yv[c] = y_tile[k * SY + lid.y + c * WG_Y];
+      }
+      for (var r = 0u; r < MICRO_X; r++) {
+        let xv = x_tile[k * SX + lid.x + r * WG_X];
+        for (var c = 0u; c < MICRO_Y; c++) {
+          acc[r * MICRO_Y + c] = acc[r * MICRO_Y + c] + xv * yv[c];
+        }
+      }
+    }
+    workgroupBarrier();
+  }
+
+  if (is_dw) {
+    var ss = 0.0;
+    for (var c = 0u; c < MICRO_Y; c++) {
+      let o = y0 + lid.y + c * WG_Y;
+      for (var r = 0u; r < MICRO_X; r++) {
+        let i = x0 + lid.x + r * WG_X;
+        if (o < job.n_out && i <= job.n_in) {
+          let g = acc[r * MICRO_Y + c];
+          if (i < job.n_in) {
+            grads[job.w_off + o * job.n_in + i] = g;
+          } else {
+            grads[job.b_off + o] = g;
+          }
+          ss = ss + g * g;
+        }
+      }
+    }
+    red[tid] = ss;
+    workgroupBarrier();
+    for (var s = THREADS / 2u; s > 0u; s = s >> 1u) {
+      if (tid < s) {
+        red[tid] = red[tid] + red[tid + s];
+      }
+      workgroupBarrier();
+    }
+    if (tid == 0u) {
+      partials[job.part_base + t] = red[0];
+    }
+    return;
+  }
+
+  for (var c = 0u; c < MICRO_Y; c++) {
+    let b = y0 + lid.y + c * WG_Y;
+    for (var r = 0u; r < MICRO_X; r++) {
+      let i = x0 + lid.x + r * WG_X;
+      if (b < u.batch && i < job.n_in) {
+        let y = acts[job.x_off + b * job.n_in + i];
+        deltas[job.p_off + b * job.n_in + i] = acc[r * MICRO_Y + c] * act_derivative(y, job.p_act);
+      }
+    }
+  }
+}
+`,
+  mlp_forward: `// mlp_forward: one dense layer of up to two networks per launch (grouped GEMM), outputs kept as
+// the activations the backward pass reads. Job j: for b < batch, o < out_j
+//   acts[yOff_j + b * out_j + o] = act_j(params[bOff_j + o] + sum_i params[wOff_j + o * in_j + i] * acts[xOff_j + b * in_j + i])
+// Bindings (declared by the preamble generated from src/kernels/mlp_forward.ts):
+//   params: array<f32>, read: the networks' flat parameters (W [out, in] row-major, then bias)
+//   acts: array<f32>, read_write: input rows at xOff_j, output rows at yOff_j (disjoint)
+//   u: Uniforms { batch, in0, out0, wOff0, bOff0, xOff0, yOff0, act0, in1, ... act1 }
+//      (act: 0 none, 1 relu, 2 leaky 0.01; out_j = 0: job absent)
+// Workgroup: WG_X x WG_Y threads own a TILE_X (outputs) x TILE_Y (rows) tile; flat workgroup id =
+// tiles of job 0, then of job 1. Each thread keeps a MICRO_X x MICRO_Y block in registers, strided
+// by WG_X / WG_Y so neighbouring threads write neighbouring outputs; TILE_K inputs of W and x are
+// staged k-major in workgroup memory (8 KiB, rows padded by one float).
+// Numerics: f32; each sum starts at the bias and adds products in increasing i; the compiler may
+// fuse multiply-adds (tolerance, not bit-exactness, against the TS reference).
+
+const MICRO_X = TILE_X / WG_X;
+const MICRO_Y = TILE_Y / WG_Y;
+const THREADS = WG_X * WG_Y;
+// Row strides of the k-major tiles, padded by one so the transposing stores hit distinct banks.
+const SX = TILE_X + 1;
+const SY = TILE_Y + 1;
+
+var<workgroup> w_tile: array<f32, TILE_K * SX>;
+var<workgroup> x_tile: array<f32, TILE_K * SY>;
+
+struct Job {
+  n_in: u32,
+  n_out: u32,
+  w_off: u32,
+  b_off: u32,
+  x_off: u32,
+  y_off: u32,
+  act: u32,
+}
+
+fn activate(a: f32, act: u32) -> f32 {
+  if (act == 1u) {
+    return select(a, 0.0, a < 0.0);
+  }
+  if (act == 2u) {
+    return select(a, a * 0.01, a < 0.0);
+  }
+  return a;
+}
+
+fn tiles_of(n_out: u32) -> u32 {
+  return ((n_out + TILE_X - 1u) / TILE_X) * ((u.batch + TILE_Y - 1u) / TILE_Y);
+}
+
+@compute @workgroup_size(WG_X, WG_Y, WG_Z)
+fn mlp_forward(
+  @builtin(workgroup_id) wid: vec3<u32>,
+  @builtin(num_workgroups) nwg: vec3<u32>,
+  @builtin(local_invocation_id) lid: vec3<u32>,
+  @builtin(local_invocation_index) tid: u32,
+) {
+  var t = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
+  var job = Job(u.in0, u.out0, u.wOff0, u.bOff0, u.xOff0, u.yOff0, u.act0);
+  let tiles0 = tiles_of(u.out0);
+  if (t >= tiles0) {
+    t = t - tiles0;
+    job = Job(u.in1, u.out1, u.wOff1, u.bOff1, u.xOff1, u.yOff1, u.act1);
+    if (t >= tiles_of(u.out1)) {
+      return;
+    }
+  }
+  let tx = (job.n_out + TILE_X - 1u) / TILE_X;
+  let out0 = (t % tx) * TILE_X;
+  let row0 = (t / tx) * TILE_Y;
+
+  var acc: array<f32, MICRO_X * MICRO_Y>;
+  for (var r = 0u; r < MICRO_X; r++) {
+    let o = out0 + lid.x + r * WG_X;
+    var bias = 0.0;
+    if (o < job.n_out) {
+      bias = params[job.b_off + o];
+    }
+    for (var c = 0u; c < MICRO_Y; c++) {
+      acc[r * MICRO_Y + c] = bias;
+    }
+  }
+
+  for (var k0 = 0u; k0 < job.n_in; k0 += TILE_K) {
+    for (var e = tid; e < TILE_K * TILE_X; e += THREADS) {
+      let o = out0 + e / TILE_K;
+      let k = k0 + e % TILE_K;
+      var v = 0.0;
+      if (o < job.n_out && k < job.n_in) {
+        v = params[job.w_off + o * job.n_in + k];
+      }
+      w_tile[(e % TILE_K) * SX + e / TILE_K] = v;
+    }
+    for (var e = tid; e < TILE_K * TILE_Y; e += THREADS) {
+      let b = row0 + e / TILE_K;
+      let k = k0 + e % TILE_K;
+      var v = 0.0;
+      if (b < u.batch && k < job.n_in) {
+        v = acts[job.x_off + b * job.n_in + k];
+      }
+      x_tile[(e % TILE_K) * SY + e / TILE_K] = v;
+    }
+    workgroupBarrier();
+    let valid = min(u32(TILE_K), job.n_in - k0);
+    for (var k = 0u; k < valid; k++) {
+      var xv: array<f32, MICRO_Y>;
+      for (var c = 0u; c < MICRO_Y; c++) {
+        xv[c] = x_tile[k * SY + lid.y + c * WG_Y];
+      }
+      for (var r = 0u; r < MICRO_X; r++) {
+        let wv = w_tile[k * SX + lid.x + r * WG_X];
+        for (var c = 0u; c < MICRO_Y; c++) {
+          acc[r * MICRO_Y + c] = acc[r * MICRO_Y + c] + wv * xv[c];
+        }
+      }
+    }
+    workgroupBarrier();
+  }
+
+  for (var c = 0u; c < MICRO_Y; c++) {
+    let b = row0 + lid.y + c * WG_Y;
+    for (var r = 0u; r < MICRO_X; r++) {
+      let o = out0 + lid.x + r * WG_X;
+      if (b < u.batch && o < job.n_out) {
+        acts[job.y_off + b * job.n_out + o] = activate(acc[r * MICRO_Y + c], job.act);
+      }
+    }
+  }
+}
+`,
   philox: `// Philox4x32-10 (Salmon et al., SC'11): the WGSL twin of src/rng/philox.ts and cuda/philox.cuh.
 // A snippet, not a kernel: kernels that draw random numbers pull it in with a line
 // \`//!include philox.wgsl\` (resolved by scripts/gen-kernels.mjs). It declares no bindings.
@@ -2120,10 +2604,411 @@ fn philox_stream(
   }
 }
 `,
+  ppo_gather: `// ppo_gather: minibatch \`minibatch\` of update epoch \`epochSlot\` from the rollout, in the order of
+// the device shuffle: sample j < batch is rollout row
+//   s = shuffle_index(minibatch * batch + j, count, sched[0] + epochSlot, key)
+// Its state goes to acts[j * stateDim ..] (the networks' input rows) and its action (as f32,
+// exact), old log-prob, advantage and return to mb[j], mb[batch + j], mb[2 batch + j], mb[3 batch + j].
+// Bindings (declared by the preamble generated from src/kernels/ppo_gather.ts):
+//   rolloutF: array<f32>, read: states rows at statesOff, log-probs at logpOff, advantages at
+//             advOff, returns at retOff (element offsets)
+//   rolloutI: array<i32>, read: actions at actOff
+//   sched: array<u32>, read: sched[0] = first shuffle epoch of this update
+//   acts: array<f32>, read_write: rows 0..batch of stateDim floats written
+//   mb: array<f32>, read_write: 4 * batch floats written
+//   u: Uniforms { count, batch, minibatch, epochSlot, key0, key1, stateDim, statesOff, logpOff,
+//                 advOff, retOff, actOff }
+// Workgroup: WG_X threads take WG_X samples: each computes its row into workgroup memory, then
+// the workgroup copies the WG_X state rows together (neighbouring threads, neighbouring floats).
+// Exact: integer shuffle and plain copies.
+// ---- begin shuffle.wgsl ----
+// The minibatch shuffle of src/learn/shuffle.ts: a keyed bijection of [0, count) each thread
+// evaluates for its own index. A snippet (pulled in with \`//!include shuffle.wgsl\`); it needs
+// philox.wgsl. 4-round balanced Feistel network on 2h-bit words, h = max(1, ceil(bits(count-1)/2)),
+// round k: (L, R) -> (R, L xor (word 0 of Philox(counter = (stream, epoch, R, k), key) & mask)),
+// cycle walking until the word lands in [0, count). Integer-only: bit-identical to the TS twin.
+// ---- begin philox.wgsl ----
+// Philox4x32-10 (Salmon et al., SC'11): the WGSL twin of src/rng/philox.ts and cuda/philox.cuh.
+// A snippet, not a kernel: kernels that draw random numbers pull it in with a line
+// \`//!include philox.wgsl\` (resolved by scripts/gen-kernels.mjs). It declares no bindings.
+// WGSL has no 64-bit integers, so the high word of each 32x32 product is built from 16-bit
+// halves exactly as \`mulhi32\` in the TS reference: the three twins are bit-identical.
+// u32 arithmetic wraps modulo 2^32 in WGSL, which gives the low word directly.
+
+const PHILOX_M0: u32 = 0xd2511f53u;
+const PHILOX_M1: u32 = 0xcd9e8d57u;
+const PHILOX_W0: u32 = 0x9e3779b9u;
+const PHILOX_W1: u32 = 0xbb67ae85u;
+
+// High 32 bits of the 64-bit product a * b.
+fn mulhi32(a: u32, b: u32) -> u32 {
+  let a_lo = a & 0xffffu;
+  let a_hi = a >> 16u;
+  let b_lo = b & 0xffffu;
+  let b_hi = b >> 16u;
+  let lolo = a_lo * b_lo;
+  let hilo = a_hi * b_lo;
+  let lohi = a_lo * b_hi;
+  let hihi = a_hi * b_hi;
+  // cross < 3 * 2^16: its carry is the only one that reaches the high word.
+  let cross = (lolo >> 16u) + (hilo & 0xffffu) + (lohi & 0xffffu);
+  return hihi + (hilo >> 16u) + (lohi >> 16u) + (cross >> 16u);
+}
+
+// One Philox4x32-10 block: 4 counter words and 2 key words -> 4 random words.
+fn philox4x32(counter: vec4<u32>, key: vec2<u32>) -> vec4<u32> {
+  var x = counter;
+  var k = key;
+  for (var round = 0u; round < 10u; round++) {
+    let hi0 = mulhi32(PHILOX_M0, x.x);
+    let lo0 = PHILOX_M0 * x.x;
+    let hi1 = mulhi32(PHILOX_M1, x.z);
+    let lo1 = PHILOX_M1 * x.z;
+    x = vec4<u32>(hi1 ^ x.y ^ k.x, lo1, hi0 ^ x.w ^ k.y, lo0);
+    k = k + vec2<u32>(PHILOX_W0, PHILOX_W1);
+  }
+  return x;
+}
+
+// SPEC 7: the top 24 bits as a float in [0, 1); exact in f32 (2^-24 is a power of two).
+fn u32_to_unit_float(x: u32) -> f32 {
+  return f32(x >> 8u) * (1.0 / 16777216.0);
+}
+// ---- end philox.wgsl ----
+
+const SHUFFLE_ROUNDS = 4u;
+
+fn feistel_half_bits(count: u32) -> u32 {
+  var bits = 0u;
+  if (count > 1u) {
+    bits = 32u - countLeadingZeros(count - 1u);
+  }
+  return max(1u, (bits + 1u) / 2u);
+}
+
+// The image of \`index\` (< count) under the permutation of \`epoch\`; \`stream\` is Stream.Shuffle.
+fn shuffle_index(index: u32, count: u32, epoch: u32, stream: u32, key: vec2<u32>) -> u32 {
+  let h = feistel_half_bits(count);
+  let mask = (1u << h) - 1u;
+  var x = index;
+  loop {
+    var left = x >> h;
+    var right = x & mask;
+    for (var k = 0u; k < SHUFFLE_ROUNDS; k++) {
+      let f = philox4x32(vec4<u32>(stream, epoch, right, k), key).x & mask;
+      let next = left ^ f;
+      left = right;
+      right = next;
+    }
+    x = (left << h) | right;
+    if (x < count) {
+      break;
+    }
+  }
+  return x;
+}
+// ---- end shuffle.wgsl ----
+
+var<workgroup> rows: array<u32, WG_X>;
+
+@compute @workgroup_size(WG_X, WG_Y, WG_Z)
+fn ppo_gather(
+  @builtin(workgroup_id) wid: vec3<u32>,
+  @builtin(num_workgroups) nwg: vec3<u32>,
+  @builtin(local_invocation_index) lid: u32,
+) {
+  let b0 = (wid.x + nwg.x * (wid.y + nwg.y * wid.z)) * WG_X;
+  let j = b0 + lid;
+  if (j < u.batch) {
+    let s = shuffle_index(u.minibatch * u.batch + j, u.count, sched[0] + u.epochSlot, SHUFFLE_STREAM,
+                          vec2<u32>(u.key0, u.key1));
+    rows[lid] = s;
+    mb[j] = f32(rolloutI[u.actOff + s]);
+    mb[u.batch + j] = rolloutF[u.logpOff + s];
+    mb[2u * u.batch + j] = rolloutF[u.advOff + s];
+    mb[3u * u.batch + j] = rolloutF[u.retOff + s];
+  }
+  workgroupBarrier();
+  let n = min(u32(WG_X), u.batch - min(b0, u.batch));
+  for (var e = lid; e < n * u.stateDim; e += WG_X) {
+    let r = e / u.stateDim;
+    let c = e % u.stateDim;
+    acts[(b0 + r) * u.stateDim + c] = rolloutF[u.statesOff + rows[r] * u.stateDim + c];
+  }
+}
+`,
+  ppo_loss: `// ppo_loss: the PPO loss head of one minibatch (src/learn/ppo_loss.ts). From the actor's logits and
+// the critic's values in acts, per sample b < batch:
+//   A = (adv - mean) / (std + 1e-8) if normalize (unbiased std over the minibatch, 0 for one sample)
+//   logp = log_softmax(logits), ratio = exp(logp[action] - oldLogp)
+//   policy = max(-A ratio, -A clamp(ratio, 1 - clip, 1 + clip)), entropy H = -sum p logp
+//   deltas[dLogitsOff + b nActions + k] = dNewLp ([k == action] - p_k) + entropyCoef p_k (logp_k + H) / batch
+//       with dNewLp = -A ratio / batch where the unclipped term is the max, else 0
+//   deltas[dValueOff + b] = valueCoef (V - R) / batch
+// and stats[STAT_*] += the minibatch means of policy, 0.5 (V - R)^2, H, (ratio - 1) - log ratio,
+// [|ratio - 1| > clip].
+// Bindings (declared by the preamble generated from src/kernels/ppo_loss.ts):
+//   acts: array<f32>, read: logits rows at logitsOff, values at valuesOff
+//   mb: array<f32>, read: action (f32), old log-prob, advantage, return; batch floats each
+//   deltas: array<f32>, read_write: output layers' deltas written
+//   stats: array<f32>, read_write: update statistics, added to by thread 0
+//   u: Uniforms { batch, nActions, logitsOff, valuesOff, dLogitsOff, dValueOff, clip, valueCoef,
+//                 entropyCoef, normalize }
+// Workgroup: one of WG_X threads (a power of two); thread t takes samples t, t + WG_X, ...; the
+// advantage statistics and the loss sums are tree reductions in a fixed order (deterministic).
+// Numerics: f32 throughout (the TS reference uses f64 between f32 loads and stores: tolerance);
+// an action outside [0, nActions) is clamped.
+
+var<workgroup> red: array<f32, WG_X>;
+
+fn block_sum(v: f32, tid: u32) -> f32 {
+  red[tid] = v;
+  workgroupBarrier();
+  for (var s = u32(WG_X) / 2u; s > 0u; s = s >> 1u) {
+    if (tid < s) {
+      red[tid] = red[tid] + red[tid + s];
+    }
+    workgroupBarrier();
+  }
+  let total = red[0];
+  workgroupBarrier();
+  return total;
+}
+
+@compute @workgroup_size(WG_X, WG_Y, WG_Z)
+fn ppo_loss(@builtin(local_invocation_index) tid: u32) {
+  let n = u.batch;
+  let nf = f32(n);
+  var mean = 0.0;
+  var scale = 1.0;
+  if (u.normalize != 0u) {
+    var s = 0.0;
+    for (var b = tid; b < n; b += WG_X) {
+      s = s + mb[2u * n + b];
+    }
+    mean = block_sum(s, tid) / nf;
+    var q = 0.0;
+    for (var b = tid; b < n; b += WG_X) {
+      let d = mb[2u * n + b] - mean;
+      q = q + d * d;
+    }
+    let ss = block_sum(q, tid);
+    var sd = 0.0;
+    if (n > 1u) {
+      sd = sqrt(ss / f32(n - 1u));
+    }
+    scale = 1.0 / (sd + 1e-8);
+  }
+
+  var policy = 0.0;
+  var value = 0.0;
+  var entropy = 0.0;
+  var kl = 0.0;
+  var clipped = 0.0;
+  let na = u.nActions;
+  for (var b = tid; b < n; b += WG_X) {
+    let base = u.logitsOff + b * na;
+    var mx = acts[base];
+    for (var k = 1u; k < na; k++) {
+      mx = max(mx, acts[base + k]);
+    }
+    var sum_exp = 0.0;
+    for (var k = 0u; k < na; k++) {
+      sum_exp = sum_exp + exp(acts[base + k] - mx);
+    }
+    let lse = mx + log(sum_exp);
+    var h = 0.0;
+    for (var k = 0u; k < na; k++) {
+      let lp = acts[base + k] - lse;
+      h = h - exp(lp) * lp;
+    }
+    let action = min(u32(max(mb[b], 0.0)), na - 1u);
+    let log_ratio = acts[base + action] - lse - mb[n + b];
+    let ratio = exp(log_ratio);
+    let a = (mb[2u * n + b] - mean) * scale;
+    let unclipped = -a * ratio;
+    let clipped_term = -a * clamp(ratio, 1.0 - u.clip, 1.0 + u.clip);
+    policy = policy + max(unclipped, clipped_term);
+    entropy = entropy + h;
+    kl = kl + (ratio - 1.0 - log_ratio);
+    if (abs(ratio - 1.0) > u.clip) {
+      clipped = clipped + 1.0;
+    }
+    var d_new_lp = 0.0;
+    if (unclipped >= clipped_term) {
+      d_new_lp = -a * ratio / nf;
+    }
+    for (var k = 0u; k < na; k++) {
+      let lp = acts[base + k] - lse;
+      let p = exp(lp);
+      let onehot = select(0.0, 1.0, k == action);
+      deltas[u.dLogitsOff + b * na + k] = d_new_lp * (onehot - p) + u.entropyCoef * p * (lp + h) / nf;
+    }
+    let err = acts[u.valuesOff + b] - mb[3u * n + b];
+    value = value + err * err;
+    deltas[u.dValueOff + b] = u.valueCoef * err / nf;
+  }
+
+  let sp = block_sum(policy, tid);
+  let sv = block_sum(value, tid);
+  let se = block_sum(entropy, tid);
+  let sk = block_sum(kl, tid);
+  let sc = block_sum(clipped, tid);
+  if (tid == 0u) {
+    stats[STAT_POLICY] = stats[STAT_POLICY] + sp / nf;
+    stats[STAT_VALUE] = stats[STAT_VALUE] + 0.5 * sv / nf;
+    stats[STAT_ENTROPY] = stats[STAT_ENTROPY] + se / nf;
+    stats[STAT_KL] = stats[STAT_KL] + sk / nf;
+    stats[STAT_CLIPFRAC] = stats[STAT_CLIPFRAC] + sc / nf;
+  }
+}
+`,
+  shuffle: `// The minibatch shuffle of src/learn/shuffle.ts: a keyed bijection of [0, count) each thread
+// evaluates for its own index. A snippet (pulled in with \`//!include shuffle.wgsl\`); it needs
+// philox.wgsl. 4-round balanced Feistel network on 2h-bit words, h = max(1, ceil(bits(count-1)/2)),
+// round k: (L, R) -> (R, L xor (word 0 of Philox(counter = (stream, epoch, R, k), key) & mask)),
+// cycle walking until the word lands in [0, count). Integer-only: bit-identical to the TS twin.
+// ---- begin philox.wgsl ----
+// Philox4x32-10 (Salmon et al., SC'11): the WGSL twin of src/rng/philox.ts and cuda/philox.cuh.
+// A snippet, not a kernel: kernels that draw random numbers pull it in with a line
+// \`//!include philox.wgsl\` (resolved by scripts/gen-kernels.mjs). It declares no bindings.
+// WGSL has no 64-bit integers, so the high word of each 32x32 product is built from 16-bit
+// halves exactly as \`mulhi32\` in the TS reference: the three twins are bit-identical.
+// u32 arithmetic wraps modulo 2^32 in WGSL, which gives the low word directly.
+
+const PHILOX_M0: u32 = 0xd2511f53u;
+const PHILOX_M1: u32 = 0xcd9e8d57u;
+const PHILOX_W0: u32 = 0x9e3779b9u;
+const PHILOX_W1: u32 = 0xbb67ae85u;
+
+// High 32 bits of the 64-bit product a * b.
+fn mulhi32(a: u32, b: u32) -> u32 {
+  let a_lo = a & 0xffffu;
+  let a_hi = a >> 16u;
+  let b_lo = b & 0xffffu;
+  let b_hi = b >> 16u;
+  let lolo = a_lo * b_lo;
+  let hilo = a_hi * b_lo;
+  let lohi = a_lo * b_hi;
+  let hihi = a_hi * b_hi;
+  // cross < 3 * 2^16: its carry is the only one that reaches the high word.
+  let cross = (lolo >> 16u) + (hilo & 0xffffu) + (lohi & 0xffffu);
+  return hihi + (hilo >> 16u) + (lohi >> 16u) + (cross >> 16u);
+}
+
+// One Philox4x32-10 block: 4 counter words and 2 key words -> 4 random words.
+fn philox4x32(counter: vec4<u32>, key: vec2<u32>) -> vec4<u32> {
+  var x = counter;
+  var k = key;
+  for (var round = 0u; round < 10u; round++) {
+    let hi0 = mulhi32(PHILOX_M0, x.x);
+    let lo0 = PHILOX_M0 * x.x;
+    let hi1 = mulhi32(PHILOX_M1, x.z);
+    let lo1 = PHILOX_M1 * x.z;
+    x = vec4<u32>(hi1 ^ x.y ^ k.x, lo1, hi0 ^ x.w ^ k.y, lo0);
+    k = k + vec2<u32>(PHILOX_W0, PHILOX_W1);
+  }
+  return x;
+}
+
+// SPEC 7: the top 24 bits as a float in [0, 1); exact in f32 (2^-24 is a power of two).
+fn u32_to_unit_float(x: u32) -> f32 {
+  return f32(x >> 8u) * (1.0 / 16777216.0);
+}
+// ---- end philox.wgsl ----
+
+const SHUFFLE_ROUNDS = 4u;
+
+fn feistel_half_bits(count: u32) -> u32 {
+  var bits = 0u;
+  if (count > 1u) {
+    bits = 32u - countLeadingZeros(count - 1u);
+  }
+  return max(1u, (bits + 1u) / 2u);
+}
+
+// The image of \`index\` (< count) under the permutation of \`epoch\`; \`stream\` is Stream.Shuffle.
+fn shuffle_index(index: u32, count: u32, epoch: u32, stream: u32, key: vec2<u32>) -> u32 {
+  let h = feistel_half_bits(count);
+  let mask = (1u << h) - 1u;
+  var x = index;
+  loop {
+    var left = x >> h;
+    var right = x & mask;
+    for (var k = 0u; k < SHUFFLE_ROUNDS; k++) {
+      let f = philox4x32(vec4<u32>(stream, epoch, right, k), key).x & mask;
+      let next = left ^ f;
+      left = right;
+      right = next;
+    }
+    x = (left << h) | right;
+    if (x < count) {
+      break;
+    }
+  }
+  return x;
+}
+`,
 };
 
 /** CUDA sources by file name (`<kernel>.cu`, shared `*.cuh`), verbatim. */
 export const cudaSources: Record<string, string> = {
+  'adam_step.cu': `// adam_step: global gradient-norm clip and one Adam / AdamW step over a flat parameter buffer
+// (src/learn/optim.ts, PyTorch semantics):
+//   norm = sqrt(sum partials[0..nPartials)); coef = maxNorm / (norm + 1e-6), applied when clip != 0
+//   and coef < 1; stats[normAt] += norm (clip != 0, block 0 only)
+//   p = p decay (if decay != 1); m = m + (1 - b1)(g - m); v = v b2 + (1 - b2) g^2;
+//   p = p - stepSize (m / (sqrt(v) / bc2Sqrt + eps)), stepSize, bc2Sqrt = bits of sched[schedAt..+1]
+// Bindings (declared by the preamble generated from src/kernels/adam_step.ts):
+//   params: float* [n]; grads: const float* [n]; moments: float*: m [n] then v [n]
+//   partials: const float*: per-tile sums of squares of the gradients (mlp_backward)
+//   sched: const unsigned int*: f32 bits of each step's bias corrections
+//   stats: float*: the norm is added at normAt
+//   u: Uniforms { n, nPartials, clip, maxNorm, oneMinusB1, beta2, oneMinusB2, eps, decay, schedAt, normAt }
+// Block: WG_X threads (a power of two), ITEMS elements each, strided by WG_X. Every block reduces
+// the partials itself in the same fixed tree order, so all agree on the norm.
+// Numerics: the update uses round-to-nearest intrinsics (no contraction into fused multiply-adds),
+// so it equals the TS reference bit for bit given the same clip coefficient.
+#include "grid.cuh"
+#include "learn_common.cuh"
+
+extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) adam_step(KERNEL_ARGS) {
+  __shared__ float red[WG_X];
+  const unsigned int tid = threadIdx.x;
+  const unsigned int g = (unsigned int)flat_block_id();
+  float coef = 1.0f;
+  bool scaled = false;
+  if (u.clip != 0u) {
+    float s = 0.0f;
+    for (unsigned int p = tid; p < u.nPartials; p += WG_X) s += partials[p];
+    const float norm = sqrtf(learn_block_sum(s, red, tid, WG_X));
+    const float c = u.maxNorm / (norm + 1e-6f);
+    if (c < 1.0f) {
+      coef = c;
+      scaled = true;
+    }
+    if (g == 0u && tid == 0u) stats[u.normAt] += norm;
+  }
+  const float step_size = __uint_as_float(sched[u.schedAt]);
+  const float bc2_sqrt = __uint_as_float(sched[u.schedAt + 1u]);
+#pragma unroll
+  for (unsigned int j = 0; j < ITEMS; j++) {
+    const unsigned int k = (g * ITEMS + j) * WG_X + tid;
+    if (k >= u.n) continue;
+    float gr = grads[k];
+    if (scaled) gr = __fmul_rn(gr, coef);
+    float p = params[k];
+    if (u.decay != 1.0f) p = __fmul_rn(p, u.decay);
+    const float m0 = moments[k];
+    const float m = __fadd_rn(m0, __fmul_rn(u.oneMinusB1, __fsub_rn(gr, m0)));
+    const float v = __fadd_rn(__fmul_rn(moments[u.n + k], u.beta2), __fmul_rn(u.oneMinusB2, __fmul_rn(gr, gr)));
+    moments[k] = m;
+    moments[u.n + k] = v;
+    const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(v), bc2_sqrt), u.eps);
+    params[k] = __fsub_rn(p, __fmul_rn(step_size, __fdiv_rn(m, denom)));
+  }
+}
+`,
   'collect_dims.cuh': `// Sizes fixed by SPEC 2-3 that the collection headers use. The kernel preamble defines the same
 // names from src/nets/layout.ts (src/kernels/collect_layout.ts commonConstants); these fallbacks
 // serve the standalone harnesses, and an identical redefinition is legal, a different one an error.
@@ -3515,6 +4400,39 @@ extern "C" __global__ void collect_ppo(KERNEL_ARGS) {
 
 #endif
 `,
+  'curiosity_loss.cu': `// curiosity_loss: MSE of the curiosity forward model and its gradient w.r.t. the predictions
+// (src/learn/curiosity.ts). rows = min(rowCount[0], batch), n = rows * outDim:
+//   stats[statAt] = sum_{e < n} (acts[predOff + e] - targets[e])^2 / n   (0 when n = 0)
+//   deltas[dPredOff + e] = 2 (pred - target) / n for e < n, 0 for n <= e < batch * outDim
+// Bindings (declared by the preamble generated from src/kernels/curiosity_loss.ts):
+//   acts: const float*: prediction rows at predOff; targets: const float* [batch, outDim]
+//   rowCount: const unsigned int*: rowCount[0] = valid rows
+//   deltas: float*: output layer's delta rows at dPredOff
+//   stats: float*: the MSE at statAt
+//   u: Uniforms { batch, outDim, predOff, dPredOff, statAt }
+// Block: one of WG_X threads (a power of two), elements tid, tid + WG_X, ...; the sum is a
+// fixed-order tree (deterministic). Numerics: f32 (the TS reference sums in f64: tolerance).
+#include "learn_common.cuh"
+
+extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) curiosity_loss(KERNEL_ARGS) {
+  __shared__ float red[WG_X];
+  const unsigned int tid = threadIdx.x;
+  const unsigned int total = u.batch * u.outDim;
+  const unsigned int n = min(rowCount[0], u.batch) * u.outDim;
+  float s = 0.0f;
+  for (unsigned int e = tid; e < total; e += WG_X) {
+    float d = 0.0f;
+    if (e < n) {
+      const float err = acts[u.predOff + e] - targets[e];
+      s += err * err;
+      d = 2.0f * err / (float)n;
+    }
+    deltas[u.dPredOff + e] = d;
+  }
+  const float sum = learn_block_sum(s, red, tid, WG_X);
+  if (tid == 0u) stats[u.statAt] = n > 0u ? sum / (float)n : 0.0f;
+}
+`,
   'dense_forward.cu': `// dense_forward: y[b, o] = act(bias[o] + sum_i W[o, i] * x[b, i]) for a batch of rows, W and bias
 // read from a network's flat parameter buffer (src/nets/layout.ts).
 // Bindings (declared by the preamble generated from src/kernels/dense_forward.ts):
@@ -3686,6 +4604,309 @@ __device__ __forceinline__ unsigned int local_index() {
 
 __device__ __forceinline__ unsigned long long flat_thread_id() {
   return flat_block_id() * (blockDim.x * blockDim.y * blockDim.z) + local_index();
+}
+`,
+  'learn_common.cuh': `// Helpers shared by the learner kernels (mlp_forward, mlp_backward, ppo_loss, adam_step,
+// curiosity_loss): activations and their derivatives exactly as src/learn/mlp.ts defines them,
+// and a block-wide sum whose order is fixed (a power-of-two tree over thread ids), so a reduction
+// gives the same bits on every run.
+#pragma once
+
+// act: 0 none, 1 relu, 2 leaky 0.01. \`a < 0\` (not max) so that NaN and -0 pass through as in the
+// twins.
+__device__ __forceinline__ float learn_activate(float a, unsigned int act) {
+  if (act == 1u) return a < 0.0f ? 0.0f : a;
+  if (act == 2u) return a < 0.0f ? a * 0.01f : a;
+  return a;
+}
+
+// The activation's derivative read from its output y: relu' = y > 0, leaky' = y > 0 ? 1 : 0.01
+// (at a pre-activation of exactly 0 this is PyTorch's choice too).
+__device__ __forceinline__ float learn_act_derivative(float y, unsigned int act) {
+  if (act == 1u) return y > 0.0f ? 1.0f : 0.0f;
+  if (act == 2u) return y > 0.0f ? 1.0f : 0.01f;
+  return 1.0f;
+}
+
+// Sum of v over the n threads of the block (n a power of two, tid < n), in a fixed tree order;
+// every thread gets the result. \`scratch\` holds n floats of shared memory.
+__device__ __forceinline__ float learn_block_sum(float v, float* scratch, unsigned int tid, unsigned int n) {
+  scratch[tid] = v;
+  __syncthreads();
+  for (unsigned int s = n >> 1; s > 0u; s >>= 1) {
+    if (tid < s) scratch[tid] += scratch[tid + s];
+    __syncthreads();
+  }
+  const float total = scratch[0];
+  __syncthreads();
+  return total;
+}
+`,
+  'mlp_backward.cu': `// mlp_backward: backward through one dense layer of up to two networks per launch, from the
+// layer's delta = dLoss/d(pre-activation) rows at deltas[dOff_j], b < batch, o < out_j:
+//   dW[o, i] = sum_b delta[b, o] * x[b, i], db[o] = sum_b delta[b, o]   -> grads (params' layout)
+//   dX[b, i] = (sum_o delta[b, o] * W[o, i]) * act'(x[b, i])            -> deltas[pOff_j] (if pAct_j != 3)
+// with x = acts[xOff_j + b * in_j + i], the layer's input. Each dW tile also writes the sum of
+// squares of its gradients to partials[partBase_j + tile] (adam_step reduces them to the norm).
+// Bindings (declared by the preamble generated from src/kernels/mlp_backward.ts):
+//   params: const float*: W [out, in] at wOff_j, bias at bOff_j
+//   acts: const float*: layer inputs (rows of in_j floats at xOff_j)
+//   deltas: float*: this layer's rows (read) and the previous layer's (written)
+//   grads: float*, written: dW at wOff_j, db at bOff_j
+//   partials: float*, written: one float per dW tile
+//   u: Uniforms { batch, then per job j in 0, 1: in, out, wOff, bOff, xOff, dOff, pOff, pAct, partBase }
+//      (pAct: 0 none, 1 relu, 2 leaky 0.01, 3 no dX; out_j = 0: job absent)
+// Block: WG_X x WG_Y threads own a TILE_X x TILE_Y tile, each thread a MICRO_X x MICRO_Y block
+// strided by WG_X / WG_Y; flat block id = job 0's dW tiles, its dX tiles, then job 1's.
+// dW tile: X = inputs i (plus the ones column i = in for db), Y = outputs o, K = batch rows.
+// dX tile: X = inputs i, Y = batch rows b, K = outputs o. Operands are staged k-major in shared
+// memory, rows padded by one float (8.3 KiB, plus 1 KiB for the partial's tree).
+// Numerics: f32; sums add in increasing k from 0 (NVRTC fuses multiply-adds: tolerance against the
+// TS reference); the partial is a fixed-order tree, deterministic.
+#include "grid.cuh"
+#include "learn_common.cuh"
+
+#define MICRO_X (TILE_X / WG_X)
+#define MICRO_Y (TILE_Y / WG_Y)
+#define THREADS (WG_X * WG_Y)
+#define SX (TILE_X + 1)
+#define SY (TILE_Y + 1)
+
+struct BackwardJob {
+  unsigned int n_in, n_out, w_off, b_off, x_off, d_off, p_off, p_act, part_base;
+};
+
+__device__ __forceinline__ BackwardJob backward_job(const Uniforms& v, unsigned int j) {
+  if (j == 0u) return BackwardJob{v.in0, v.out0, v.wOff0, v.bOff0, v.xOff0, v.dOff0, v.pOff0, v.pAct0, v.partBase0};
+  return BackwardJob{v.in1, v.out1, v.wOff1, v.bOff1, v.xOff1, v.dOff1, v.pOff1, v.pAct1, v.partBase1};
+}
+
+__device__ __forceinline__ unsigned int ceil_div(unsigned int a, unsigned int b) { return (a + b - 1u) / b; }
+
+__device__ __forceinline__ unsigned int grad_tiles(const BackwardJob& job) {
+  return job.n_out == 0u ? 0u : ceil_div(job.n_in + 1u, TILE_X) * ceil_div(job.n_out, TILE_Y);
+}
+
+__device__ __forceinline__ unsigned int dx_tiles(const BackwardJob& job, unsigned int batch) {
+  return job.n_out == 0u || job.p_act == 3u ? 0u : ceil_div(job.n_in, TILE_X) * ceil_div(batch, TILE_Y);
+}
+
+extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_backward(KERNEL_ARGS) {
+  __shared__ float x_tile[TILE_K * SX];
+  __shared__ float y_tile[TILE_K * SY];
+  __shared__ float red[THREADS];
+  const unsigned int tid = threadIdx.x + WG_X * threadIdx.y;
+
+  // Which job and which kind of tile this block computes.
+  unsigned int t = (unsigned int)flat_block_id();
+  BackwardJob job = backward_job(u, 0u);
+  bool is_dw = true;
+  bool found = false;
+  for (unsigned int j = 0; j < 2u && !found; j++) {
+    job = backward_job(u, j);
+    const unsigned int gw = grad_tiles(job);
+    const unsigned int gx = dx_tiles(job, u.batch);
+    if (t < gw) {
+      found = true;
+    } else if (t < gw + gx) {
+      t -= gw;
+      is_dw = false;
+      found = true;
+    } else {
+      t -= gw + gx;
+    }
+  }
+  if (!found) return;
+
+  const unsigned int tx = ceil_div(is_dw ? job.n_in + 1u : job.n_in, TILE_X);
+  const unsigned int x0 = (t % tx) * TILE_X;
+  const unsigned int y0 = (t / tx) * TILE_Y;
+  const unsigned int k_len = is_dw ? u.batch : job.n_out;
+
+  float acc[MICRO_X * MICRO_Y];
+#pragma unroll
+  for (unsigned int q = 0; q < MICRO_X * MICRO_Y; q++) acc[q] = 0.0f;
+
+  for (unsigned int k0 = 0; k0 < k_len; k0 += TILE_K) {
+    if (is_dw) {
+      // X: inputs of rows k (the ones column at i = in); Y: deltas of rows k.
+      for (unsigned int e = tid; e < TILE_K * TILE_X; e += THREADS) {
+        const unsigned int m = e % TILE_X;
+        const unsigned int k = k0 + e / TILE_X;
+        const unsigned int i = x0 + m;
+        float v = 0.0f;
+        if (k < u.batch) v = i < job.n_in ? acts[job.x_off + k * job.n_in + i] : (i == job.n_in ? 1.0f : 0.0f);
+        x_tile[(e / TILE_X) * SX + m] = v;
+      }
+      for (unsigned int e = tid; e < TILE_K * TILE_Y; e += THREADS) {
+        const unsigned int m = e % TILE_Y;
+        const unsigned int k = k0 + e / TILE_Y;
+        const unsigned int o = y0 + m;
+        y_tile[(e / TILE_Y) * SY + m] = k < u.batch && o < job.n_out ? deltas[job.d_off + k * job.n_out + o] : 0.0f;
+      }
+    } else {
+      // X: weights of outputs k; Y: deltas of rows b at outputs k.
+      for (unsigned int e = tid; e < TILE_K * TILE_X; e += THREADS) {
+        const unsigned int m = e % TILE_X;
+        const unsigned int k = k0 + e / TILE_X;
+        const unsigned int i = x0 + m;
+        x_tile[(e / TILE_X) * SX + m] = k < job.n_out && i < job.n_in ? params[job.w_off + k * job.n_in + i] : 0.0f;
+      }
+      for (unsigned int e = tid; e < TILE_K * TILE_Y; e += THREADS) {
+        const unsigned int kk = e % TILE_K;
+        const unsigned int m = e / TILE_K;
+        const unsigned int b = y0 + m;
+        const unsigned int k = k0 + kk;
+        y_tile[kk * SY + m] = b < u.batch && k < job.n_out ? deltas[job.d_off + b * job.n_out + k] : 0.0f;
+      }
+    }
+    __syncthreads();
+    const unsigned int valid = min((unsigned int)TILE_K, k_len - k0);
+    for (unsigned int k = 0; k < valid; k++) {
+      float yv[MICRO_Y];
+#pragma unroll
+      for (unsigned int c = 0; c < MICRO_Y; c++) yv[c] = y_tile[k * SY + threadIdx.y + c * WG_Y];
+#pragma unroll
+      for (unsigned int r = 0; r < MICRO_X; r++) {
+        const float xv = x_tile[k * SX + threadIdx.x + r * WG_X];
+#pragma unroll
+        for (unsigned int c = 0; c < MICRO_Y; c++) acc[r * MICRO_Y + c] += xv * yv[c];
+      }
+    }
+    __syncthreads();
+  }
+
+  if (is_dw) {
+    float ss = 0.0f;
+#pragma unroll
+    for (unsigned int c = 0; c < MICRO_Y; c++) {
+      const unsigned int o = y0 + threadIdx.y + c * WG_Y;
+#pragma unroll
+      for (unsigned int r = 0; r < MICRO_X; r++) {
+        const unsigned int i = x0 + threadIdx.x + r * WG_X;
+        if (o < job.n_out && i <= job.n_in) {
+          const float g = acc[r * MICRO_Y + c];
+          grads[i < job.n_in ? job.w_off + o * job.n_in + i : job.b_off + o] = g;
+          ss += g * g;
+        }
+      }
+    }
+    const float total = learn_block_sum(ss, red, tid, THREADS);
+    if (tid == 0u) partials[job.part_base + t] = total;
+    return;
+  }
+
+#pragma unroll
+  for (unsigned int c = 0; c < MICRO_Y; c++) {
+    const unsigned int b = y0 + threadIdx.y + c * WG_Y;
+#pragma unroll
+    for (unsigned int r = 0; r < MICRO_X; r++) {
+      const unsigned int i = x0 + threadIdx.x + r * WG_X;
+      if (b < u.batch && i < job.n_in) {
+        const float y = acts[job.x_off + b * job.n_in + i];
+        deltas[job.p_off + b * job.n_in + i] = acc[r * MICRO_Y + c] * learn_act_derivative(y, job.p_act);
+      }
+    }
+  }
+}
+`,
+  'mlp_forward.cu': `// mlp_forward: one dense layer of up to two networks per launch (grouped GEMM), outputs kept as
+// the activations the backward pass reads. Job j: for b < batch, o < out_j
+//   acts[yOff_j + b * out_j + o] = act_j(params[bOff_j + o] + sum_i params[wOff_j + o * in_j + i] * acts[xOff_j + b * in_j + i])
+// Bindings (declared by the preamble generated from src/kernels/mlp_forward.ts):
+//   params: const float*: the networks' flat parameters (W [out, in] row-major, then bias)
+//   acts: float*, read and written: input rows at xOff_j, output rows at yOff_j (disjoint)
+//   u: Uniforms { batch, in0, out0, wOff0, bOff0, xOff0, yOff0, act0, in1, ... act1 }
+//      (act: 0 none, 1 relu, 2 leaky 0.01; out_j = 0: job absent)
+// Block: WG_X x WG_Y threads own a TILE_X (outputs) x TILE_Y (rows) tile; flat block id = tiles of
+// job 0, then of job 1. Each thread keeps a MICRO_X x MICRO_Y block in registers, strided by
+// WG_X / WG_Y so neighbouring threads write neighbouring outputs; TILE_K inputs of W and x are
+// staged k-major in shared memory (8 KiB, rows padded by one float).
+// Numerics: f32; each sum starts at the bias and adds products in increasing i; NVRTC fuses
+// multiply-adds (tolerance, not bit-exactness, against the TS reference).
+#include "grid.cuh"
+#include "learn_common.cuh"
+
+#define MICRO_X (TILE_X / WG_X)
+#define MICRO_Y (TILE_Y / WG_Y)
+#define THREADS (WG_X * WG_Y)
+// Row strides of the k-major tiles, padded by one so the transposing stores hit distinct banks.
+#define SX (TILE_X + 1)
+#define SY (TILE_Y + 1)
+
+struct ForwardJob {
+  unsigned int n_in, n_out, w_off, b_off, x_off, y_off, act;
+};
+
+__device__ __forceinline__ unsigned int forward_tiles(unsigned int n_out, unsigned int batch) {
+  return ((n_out + TILE_X - 1u) / TILE_X) * ((batch + TILE_Y - 1u) / TILE_Y);
+}
+
+extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KERNEL_ARGS) {
+  __shared__ float w_tile[TILE_K * SX];
+  __shared__ float x_tile[TILE_K * SY];
+  unsigned int t = (unsigned int)flat_block_id();
+  ForwardJob job = {u.in0, u.out0, u.wOff0, u.bOff0, u.xOff0, u.yOff0, u.act0};
+  const unsigned int tiles0 = forward_tiles(u.out0, u.batch);
+  if (t >= tiles0) {
+    t -= tiles0;
+    job = ForwardJob{u.in1, u.out1, u.wOff1, u.bOff1, u.xOff1, u.yOff1, u.act1};
+    if (t >= forward_tiles(u.out1, u.batch)) return;
+  }
+  const unsigned int tx = (job.n_out + TILE_X - 1u) / TILE_X;
+  const unsigned int out0 = (t % tx) * TILE_X;
+  const unsigned int row0 = (t / tx) * TILE_Y;
+  const unsigned int tid = threadIdx.x + WG_X * threadIdx.y;
+
+  float acc[MICRO_X * MICRO_Y];
+#pragma unroll
+  for (unsigned int r = 0; r < MICRO_X; r++) {
+    const unsigned int o = out0 + threadIdx.x + r * WG_X;
+    const float bias = o < job.n_out ? params[job.b_off + o] : 0.0f;
+#pragma unroll
+    for (unsigned int c = 0; c < MICRO_Y; c++) acc[r * MICRO_Y + c] = bias;
+  }
+
+  for (unsigned int k0 = 0; k0 < job.n_in; k0 += TILE_K) {
+    for (unsigned int e = tid; e < TILE_K * TILE_X; e += THREADS) {
+      const unsigned int o = out0 + e / TILE_K;
+      const unsigned int k = k0 + e % TILE_K;
+      w_tile[(e % TILE_K) * SX + e / TILE_K] =
+          o < job.n_out && k < job.n_in ? params[job.w_off + o * job.n_in + k] : 0.0f;
+    }
+    for (unsigned int e = tid; e < TILE_K * TILE_Y; e += THREADS) {
+      const unsigned int b = row0 + e / TILE_K;
+      const unsigned int k = k0 + e % TILE_K;
+      x_tile[(e % TILE_K) * SY + e / TILE_K] =
+          b < u.batch && k < job.n_in ? acts[job.x_off + b * job.n_in + k] : 0.0f;
+    }
+    __syncthreads();
+    const unsigned int valid = min((unsigned int)TILE_K, job.n_in - k0);
+    for (unsigned int k = 0; k < valid; k++) {
+      float xv[MICRO_Y];
+#pragma unroll
+      for (unsigned int c = 0; c < MICRO_Y; c++) xv[c] = x_tile[k * SY + threadIdx.y + c * WG_Y];
+#pragma unroll
+      for (unsigned int r = 0; r < MICRO_X; r++) {
+        const float wv = w_tile[k * SX + threadIdx.x + r * WG_X];
+#pragma unroll
+        for (unsigned int c = 0; c < MICRO_Y; c++) acc[r * MICRO_Y + c] += wv * xv[c];
+      }
+    }
+    __syncthreads();
+  }
+
+#pragma unroll
+  for (unsigned int c = 0; c < MICRO_Y; c++) {
+    const unsigned int b = row0 + threadIdx.y + c * WG_Y;
+#pragma unroll
+    for (unsigned int r = 0; r < MICRO_X; r++) {
+      const unsigned int o = out0 + threadIdx.x + r * WG_X;
+      if (b < u.batch && o < job.n_out) {
+        acts[job.y_off + b * job.n_out + o] = learn_activate(acc[r * MICRO_Y + c], job.act);
+      }
+    }
+  }
 }
 `,
   'mlp_tile.cuh': `// Tile engine of the collection kernels: a block computes Y[R, Out] = act(X[R, In] W^T + b) for
@@ -4019,6 +5240,180 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) philox_stream(K
   }
   const unsigned int w[4] = {r.x, r.y, r.z, r.w};
   for (unsigned int k = 0; first + k < u.n; k++) words[first + k] = w[k];
+}
+`,
+  'ppo_gather.cu': `// ppo_gather: minibatch \`minibatch\` of update epoch \`epochSlot\` from the rollout, in the order of
+// the device shuffle: sample j < batch is rollout row
+//   s = shuffle_index(minibatch * batch + j, count, sched[0] + epochSlot, key)
+// Its state goes to acts[j * stateDim ..] (the networks' input rows) and its action (as f32,
+// exact), old log-prob, advantage and return to mb[j], mb[batch + j], mb[2 batch + j], mb[3 batch + j].
+// Bindings (declared by the preamble generated from src/kernels/ppo_gather.ts):
+//   rolloutF: const float*: states rows at statesOff, log-probs at logpOff, advantages at advOff,
+//             returns at retOff (element offsets)
+//   rolloutI: const int*: actions at actOff
+//   sched: const unsigned int*: sched[0] = first shuffle epoch of this update
+//   acts: float*, written: rows 0..batch of stateDim floats
+//   mb: float*, written: 4 * batch floats
+//   u: Uniforms { count, batch, minibatch, epochSlot, key0, key1, stateDim, statesOff, logpOff,
+//                 advOff, retOff, actOff }
+// Block: WG_X threads take WG_X samples: each computes its row into shared memory, then the block
+// copies the WG_X state rows together (neighbouring threads, neighbouring floats).
+// Exact: integer shuffle and plain copies.
+#include "grid.cuh"
+#include "shuffle.cuh"
+
+extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) ppo_gather(KERNEL_ARGS) {
+  __shared__ unsigned int rows[WG_X];
+  const unsigned int lid = threadIdx.x;
+  const unsigned int b0 = (unsigned int)flat_block_id() * WG_X;
+  const unsigned int j = b0 + lid;
+  if (j < u.batch) {
+    const unsigned int s =
+        shuffle_index(u.minibatch * u.batch + j, u.count, sched[0] + u.epochSlot, SHUFFLE_STREAM, u.key0, u.key1);
+    rows[lid] = s;
+    mb[j] = (float)rolloutI[u.actOff + s];
+    mb[u.batch + j] = rolloutF[u.logpOff + s];
+    mb[2u * u.batch + j] = rolloutF[u.advOff + s];
+    mb[3u * u.batch + j] = rolloutF[u.retOff + s];
+  }
+  __syncthreads();
+  const unsigned int n = min((unsigned int)WG_X, u.batch - min(b0, u.batch));
+  for (unsigned int e = lid; e < n * u.stateDim; e += WG_X) {
+    const unsigned int r = e / u.stateDim;
+    const unsigned int c = e % u.stateDim;
+    acts[(b0 + r) * u.stateDim + c] = rolloutF[u.statesOff + rows[r] * u.stateDim + c];
+  }
+}
+`,
+  'ppo_loss.cu': `// ppo_loss: the PPO loss head of one minibatch (src/learn/ppo_loss.ts). From the actor's logits and
+// the critic's values in acts, per sample b < batch:
+//   A = (adv - mean) / (std + 1e-8) if normalize (unbiased std over the minibatch, 0 for one sample)
+//   logp = log_softmax(logits), ratio = exp(logp[action] - oldLogp)
+//   policy = max(-A ratio, -A clamp(ratio, 1 - clip, 1 + clip)), entropy H = -sum p logp
+//   deltas[dLogitsOff + b nActions + k] = dNewLp ([k == action] - p_k) + entropyCoef p_k (logp_k + H) / batch
+//       with dNewLp = -A ratio / batch where the unclipped term is the max, else 0
+//   deltas[dValueOff + b] = valueCoef (V - R) / batch
+// and stats[STAT_*] += the minibatch means of policy, 0.5 (V - R)^2, H, (ratio - 1) - log ratio,
+// [|ratio - 1| > clip].
+// Bindings (declared by the preamble generated from src/kernels/ppo_loss.ts):
+//   acts: const float*: logits rows at logitsOff, values at valuesOff
+//   mb: const float*: action (f32), old log-prob, advantage, return; batch floats each
+//   deltas: float*, written: output layers' deltas
+//   stats: float*: update statistics, added to by thread 0
+//   u: Uniforms { batch, nActions, logitsOff, valuesOff, dLogitsOff, dValueOff, clip, valueCoef,
+//                 entropyCoef, normalize }
+// Block: one of WG_X threads (a power of two); thread t takes samples t, t + WG_X, ...; the
+// advantage statistics and the loss sums are tree reductions in a fixed order (deterministic).
+// Numerics: f32 with the accurate expf/logf (no fast-math) (the TS reference uses f64 between f32
+// loads and stores: tolerance); an action outside [0, nActions) is clamped.
+#include "learn_common.cuh"
+
+extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) ppo_loss(KERNEL_ARGS) {
+  __shared__ float red[WG_X];
+  const unsigned int tid = threadIdx.x;
+  const unsigned int n = u.batch;
+  const float nf = (float)n;
+  float mean = 0.0f;
+  float scale = 1.0f;
+  if (u.normalize != 0u) {
+    float s = 0.0f;
+    for (unsigned int b = tid; b < n; b += WG_X) s += mb[2u * n + b];
+    mean = learn_block_sum(s, red, tid, WG_X) / nf;
+    float q = 0.0f;
+    for (unsigned int b = tid; b < n; b += WG_X) {
+      const float d = mb[2u * n + b] - mean;
+      q += d * d;
+    }
+    const float ss = learn_block_sum(q, red, tid, WG_X);
+    const float sd = n > 1u ? sqrtf(ss / (float)(n - 1u)) : 0.0f;
+    scale = 1.0f / (sd + 1e-8f);
+  }
+
+  float policy = 0.0f, value = 0.0f, entropy = 0.0f, kl = 0.0f, clipped = 0.0f;
+  const unsigned int na = u.nActions;
+  for (unsigned int b = tid; b < n; b += WG_X) {
+    const float* logits = acts + u.logitsOff + b * na;
+    float mx = logits[0];
+    for (unsigned int k = 1; k < na; k++) mx = fmaxf(mx, logits[k]);
+    float sum_exp = 0.0f;
+    for (unsigned int k = 0; k < na; k++) sum_exp += expf(logits[k] - mx);
+    const float lse = mx + logf(sum_exp);
+    float h = 0.0f;
+    for (unsigned int k = 0; k < na; k++) {
+      const float lp = logits[k] - lse;
+      h -= expf(lp) * lp;
+    }
+    const unsigned int action = min((unsigned int)fmaxf(mb[b], 0.0f), na - 1u);
+    const float log_ratio = logits[action] - lse - mb[n + b];
+    const float ratio = expf(log_ratio);
+    const float a = (mb[2u * n + b] - mean) * scale;
+    const float unclipped = -a * ratio;
+    const float clipped_term = -a * fminf(fmaxf(ratio, 1.0f - u.clip), 1.0f + u.clip);
+    policy += fmaxf(unclipped, clipped_term);
+    entropy += h;
+    kl += ratio - 1.0f - log_ratio;
+    if (fabsf(ratio - 1.0f) > u.clip) clipped += 1.0f;
+    const float d_new_lp = unclipped >= clipped_term ? -a * ratio / nf : 0.0f;
+    float* d_logits = deltas + u.dLogitsOff + b * na;
+    for (unsigned int k = 0; k < na; k++) {
+      const float lp = logits[k] - lse;
+      const float p = expf(lp);
+      const float onehot = k == action ? 1.0f : 0.0f;
+      d_logits[k] = d_new_lp * (onehot - p) + u.entropyCoef * p * (lp + h) / nf;
+    }
+    const float err = acts[u.valuesOff + b] - mb[3u * n + b];
+    value += err * err;
+    deltas[u.dValueOff + b] = u.valueCoef * err / nf;
+  }
+
+  const float sp = learn_block_sum(policy, red, tid, WG_X);
+  const float sv = learn_block_sum(value, red, tid, WG_X);
+  const float se = learn_block_sum(entropy, red, tid, WG_X);
+  const float sk = learn_block_sum(kl, red, tid, WG_X);
+  const float sc = learn_block_sum(clipped, red, tid, WG_X);
+  if (tid == 0u) {
+    stats[STAT_POLICY] += sp / nf;
+    stats[STAT_VALUE] += 0.5f * sv / nf;
+    stats[STAT_ENTROPY] += se / nf;
+    stats[STAT_KL] += sk / nf;
+    stats[STAT_CLIPFRAC] += sc / nf;
+  }
+}
+`,
+  'shuffle.cuh': `// The minibatch shuffle of src/learn/shuffle.ts: a keyed bijection of [0, count) each thread
+// evaluates for its own index. 4-round balanced Feistel network on 2h-bit words,
+// h = max(1, ceil(bits(count-1)/2)), round k: (L, R) -> (R, L xor (word 0 of
+// Philox(counter = (stream, epoch, R, k), key) & mask)), cycle walking until the word lands in
+// [0, count). Integer-only: bit-identical to the TS and WGSL twins.
+#pragma once
+#include "philox.cuh"
+
+#define SHUFFLE_ROUNDS 4u
+
+__device__ __forceinline__ unsigned int feistel_half_bits(unsigned int count) {
+  const unsigned int bits = count > 1u ? 32u - (unsigned int)__clz((int)(count - 1u)) : 0u;
+  return max(1u, (bits + 1u) / 2u);
+}
+
+// The image of \`index\` (< count) under the permutation of \`epoch\`; \`stream\` is Stream.Shuffle.
+__device__ __forceinline__ unsigned int shuffle_index(unsigned int index, unsigned int count, unsigned int epoch,
+                                                      unsigned int stream, unsigned int key0, unsigned int key1) {
+  const unsigned int h = feistel_half_bits(count);
+  const unsigned int mask = (1u << h) - 1u;
+  unsigned int x = index;
+  do {
+    unsigned int left = x >> h;
+    unsigned int right = x & mask;
+#pragma unroll
+    for (unsigned int k = 0; k < SHUFFLE_ROUNDS; k++) {
+      const unsigned int f = philox4x32_10(make_uint4(stream, epoch, right, k), key0, key1).x & mask;
+      const unsigned int next = left ^ f;
+      left = right;
+      right = next;
+    }
+    x = (left << h) | right;
+  } while (x >= count);
+  return x;
 }
 `,
 };

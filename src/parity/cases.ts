@@ -29,6 +29,7 @@ import {
 import { philox4x32, seedToKey, u32ToUnitFloat } from '../rng/philox.js';
 import { Stream } from '../rng/streams.js';
 import type { Tolerance } from './compare.js';
+import { learnParityCases } from './learn_cases.js';
 
 export type Outputs = Record<string, TypedArray>;
 
@@ -288,5 +289,6 @@ export function parityCases(): ParityCase[] {
     scanCase({ n: 300_000, bound: 2 ** 32, what: 'two levels, full-range u32 (wraps)' }, 204),
     scanCase({ n: 1_100_000, bound: 3, what: 'three levels, small counts' }, 205),
     scanGridCase(206),
+    ...learnParityCases(),
   ];
 }

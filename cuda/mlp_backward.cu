@@ -1,0 +1,167 @@
+// mlp_backward: backward through one dense layer of up to two networks per launch, from the
+// layer's delta = dLoss/d(pre-activation) rows at deltas[dOff_j], b < batch, o < out_j:
+//   dW[o, i] = sum_b delta[b, o] * x[b, i], db[o] = sum_b delta[b, o]   -> grads (params' layout)
+//   dX[b, i] = (sum_o delta[b, o] * W[o, i]) * act'(x[b, i])            -> deltas[pOff_j] (if pAct_j != 3)
+// with x = acts[xOff_j + b * in_j + i], the layer's input. Each dW tile also writes the sum of
+// squares of its gradients to partials[partBase_j + tile] (adam_step reduces them to the norm).
+// Bindings (declared by the preamble generated from src/kernels/mlp_backward.ts):
+//   params: const float*: W [out, in] at wOff_j, bias at bOff_j
+//   acts: const float*: layer inputs (rows of in_j floats at xOff_j)
+//   deltas: float*: this layer's rows (read) and the previous layer's (written)
+//   grads: float*, written: dW at wOff_j, db at bOff_j
+//   partials: float*, written: one float per dW tile
+//   u: Uniforms { batch, then per job j in 0, 1: in, out, wOff, bOff, xOff, dOff, pOff, pAct, partBase }
+//      (pAct: 0 none, 1 relu, 2 leaky 0.01, 3 no dX; out_j = 0: job absent)
+// Block: WG_X x WG_Y threads own a TILE_X x TILE_Y tile, each thread a MICRO_X x MICRO_Y block
+// strided by WG_X / WG_Y; flat block id = job 0's dW tiles, its dX tiles, then job 1's.
+// dW tile: X = inputs i (plus the ones column i = in for db), Y = outputs o, K = batch rows.
+// dX tile: X = inputs i, Y = batch rows b, K = outputs o. Operands are staged k-major in shared
+// memory, rows padded by one float (8.3 KiB, plus 1 KiB for the partial's tree).
+// Numerics: f32; sums add in increasing k from 0 (NVRTC fuses multiply-adds: tolerance against the
+// TS reference); the partial is a fixed-order tree, deterministic.
+#include "grid.cuh"
+#include "learn_common.cuh"
+
+#define MICRO_X (TILE_X / WG_X)
+#define MICRO_Y (TILE_Y / WG_Y)
+#define THREADS (WG_X * WG_Y)
+#define SX (TILE_X + 1)
+#define SY (TILE_Y + 1)
+
+struct BackwardJob {
+  unsigned int n_in, n_out, w_off, b_off, x_off, d_off, p_off, p_act, part_base;
+};
+
+__device__ __forceinline__ BackwardJob backward_job(const Uniforms& v, unsigned int j) {
+  if (j == 0u) return BackwardJob{v.in0, v.out0, v.wOff0, v.bOff0, v.xOff0, v.dOff0, v.pOff0, v.pAct0, v.partBase0};
+  return BackwardJob{v.in1, v.out1, v.wOff1, v.bOff1, v.xOff1, v.dOff1, v.pOff1, v.pAct1, v.partBase1};
+}
+
+__device__ __forceinline__ unsigned int ceil_div(unsigned int a, unsigned int b) { return (a + b - 1u) / b; }
+
+__device__ __forceinline__ unsigned int grad_tiles(const BackwardJob& job) {
+  return job.n_out == 0u ? 0u : ceil_div(job.n_in + 1u, TILE_X) * ceil_div(job.n_out, TILE_Y);
+}
+
+__device__ __forceinline__ unsigned int dx_tiles(const BackwardJob& job, unsigned int batch) {
+  return job.n_out == 0u || job.p_act == 3u ? 0u : ceil_div(job.n_in, TILE_X) * ceil_div(batch, TILE_Y);
+}
+
+extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_backward(KERNEL_ARGS) {
+  __shared__ float x_tile[TILE_K * SX];
+  __shared__ float y_tile[TILE_K * SY];
+  __shared__ float red[THREADS];
+  const unsigned int tid = threadIdx.x + WG_X * threadIdx.y;
+
+  // Which job and which kind of tile this block computes.
+  unsigned int t = (unsigned int)flat_block_id();
+  BackwardJob job = backward_job(u, 0u);
+  bool is_dw = true;
+  bool found = false;
+  for (unsigned int j = 0; j < 2u && !found; j++) {
+    job = backward_job(u, j);
+    const unsigned int gw = grad_tiles(job);
+    const unsigned int gx = dx_tiles(job, u.batch);
+    if (t < gw) {
+      found = true;
+    } else if (t < gw + gx) {
+      t -= gw;
+      is_dw = false;
+      found = true;
+    } else {
+      t -= gw + gx;
+    }
+  }
+  if (!found) return;
+
+  const unsigned int tx = ceil_div(is_dw ? job.n_in + 1u : job.n_in, TILE_X);
+  const unsigned int x0 = (t % tx) * TILE_X;
+  const unsigned int y0 = (t / tx) * TILE_Y;
+  const unsigned int k_len = is_dw ? u.batch : job.n_out;
+
+  float acc[MICRO_X * MICRO_Y];
+#pragma unroll
+  for (unsigned int q = 0; q < MICRO_X * MICRO_Y; q++) acc[q] = 0.0f;
+
+  for (unsigned int k0 = 0; k0 < k_len; k0 += TILE_K) {
+    if (is_dw) {
+      // X: inputs of rows k (the ones column at i = in); Y: deltas of rows k.
+      for (unsigned int e = tid; e < TILE_K * TILE_X; e += THREADS) {
+        const unsigned int m = e % TILE_X;
+        const unsigned int k = k0 + e / TILE_X;
+        const unsigned int i = x0 + m;
+        float v = 0.0f;
+        if (k < u.batch) v = i < job.n_in ? acts[job.x_off + k * job.n_in + i] : (i == job.n_in ? 1.0f : 0.0f);
+        x_tile[(e / TILE_X) * SX + m] = v;
+      }
+      for (unsigned int e = tid; e < TILE_K * TILE_Y; e += THREADS) {
+        const unsigned int m = e % TILE_Y;
+        const unsigned int k = k0 + e / TILE_Y;
+        const unsigned int o = y0 + m;
+        y_tile[(e / TILE_Y) * SY + m] = k < u.batch && o < job.n_out ? deltas[job.d_off + k * job.n_out + o] : 0.0f;
+      }
+    } else {
+      // X: weights of outputs k; Y: deltas of rows b at outputs k.
+      for (unsigned int e = tid; e < TILE_K * TILE_X; e += THREADS) {
+        const unsigned int m = e % TILE_X;
+        const unsigned int k = k0 + e / TILE_X;
+        const unsigned int i = x0 + m;
+        x_tile[(e / TILE_X) * SX + m] = k < job.n_out && i < job.n_in ? params[job.w_off + k * job.n_in + i] : 0.0f;
+      }
+      for (unsigned int e = tid; e < TILE_K * TILE_Y; e += THREADS) {
+        const unsigned int kk = e % TILE_K;
+        const unsigned int m = e / TILE_K;
+        const unsigned int b = y0 + m;
+        const unsigned int k = k0 + kk;
+        y_tile[kk * SY + m] = b < u.batch && k < job.n_out ? deltas[job.d_off + b * job.n_out + k] : 0.0f;
+      }
+    }
+    __syncthreads();
+    const unsigned int valid = min((unsigned int)TILE_K, k_len - k0);
+    for (unsigned int k = 0; k < valid; k++) {
+      float yv[MICRO_Y];
+#pragma unroll
+      for (unsigned int c = 0; c < MICRO_Y; c++) yv[c] = y_tile[k * SY + threadIdx.y + c * WG_Y];
+#pragma unroll
+      for (unsigned int r = 0; r < MICRO_X; r++) {
+        const float xv = x_tile[k * SX + threadIdx.x + r * WG_X];
+#pragma unroll
+        for (unsigned int c = 0; c < MICRO_Y; c++) acc[r * MICRO_Y + c] += xv * yv[c];
+      }
+    }
+    __syncthreads();
+  }
+
+  if (is_dw) {
+    float ss = 0.0f;
+#pragma unroll
+    for (unsigned int c = 0; c < MICRO_Y; c++) {
+      const unsigned int o = y0 + threadIdx.y + c * WG_Y;
+#pragma unroll
+      for (unsigned int r = 0; r < MICRO_X; r++) {
+        const unsigned int i = x0 + threadIdx.x + r * WG_X;
+        if (o < job.n_out && i <= job.n_in) {
+          const float g = acc[r * MICRO_Y + c];
+          grads[i < job.n_in ? job.w_off + o * job.n_in + i : job.b_off + o] = g;
+          ss += g * g;
+        }
+      }
+    }
+    const float total = learn_block_sum(ss, red, tid, THREADS);
+    if (tid == 0u) partials[job.part_base + t] = total;
+    return;
+  }
+
+#pragma unroll
+  for (unsigned int c = 0; c < MICRO_Y; c++) {
+    const unsigned int b = y0 + threadIdx.y + c * WG_Y;
+#pragma unroll
+    for (unsigned int r = 0; r < MICRO_X; r++) {
+      const unsigned int i = x0 + threadIdx.x + r * WG_X;
+      if (b < u.batch && i < job.n_in) {
+        const float y = acts[job.x_off + b * job.n_in + i];
+        deltas[job.p_off + b * job.n_in + i] = acc[r * MICRO_Y + c] * learn_act_derivative(y, job.p_act);
+      }
+    }
+  }
+}

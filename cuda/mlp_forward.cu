@@ -1,0 +1,98 @@
+// mlp_forward: one dense layer of up to two networks per launch (grouped GEMM), outputs kept as
+// the activations the backward pass reads. Job j: for b < batch, o < out_j
+//   acts[yOff_j + b * out_j + o] = act_j(params[bOff_j + o] + sum_i params[wOff_j + o * in_j + i] * acts[xOff_j + b * in_j + i])
+// Bindings (declared by the preamble generated from src/kernels/mlp_forward.ts):
+//   params: const float*: the networks' flat parameters (W [out, in] row-major, then bias)
+//   acts: float*, read and written: input rows at xOff_j, output rows at yOff_j (disjoint)
+//   u: Uniforms { batch, in0, out0, wOff0, bOff0, xOff0, yOff0, act0, in1, ... act1 }
+//      (act: 0 none, 1 relu, 2 leaky 0.01; out_j = 0: job absent)
+// Block: WG_X x WG_Y threads own a TILE_X (outputs) x TILE_Y (rows) tile; flat block id = tiles of
+// job 0, then of job 1. Each thread keeps a MICRO_X x MICRO_Y block in registers, strided by
+// WG_X / WG_Y so neighbouring threads write neighbouring outputs; TILE_K inputs of W and x are
+// staged k-major in shared memory (8 KiB, rows padded by one float).
+// Numerics: f32; each sum starts at the bias and adds products in increasing i; NVRTC fuses
+// multiply-adds (tolerance, not bit-exactness, against the TS reference).
+#include "grid.cuh"
+#include "learn_common.cuh"
+
+#define MICRO_X (TILE_X / WG_X)
+#define MICRO_Y (TILE_Y / WG_Y)
+#define THREADS (WG_X * WG_Y)
+// Row strides of the k-major tiles, padded by one so the transposing stores hit distinct banks.
+#define SX (TILE_X + 1)
+#define SY (TILE_Y + 1)
+
+struct ForwardJob {
+  unsigned int n_in, n_out, w_off, b_off, x_off, y_off, act;
+};
+
+__device__ __forceinline__ unsigned int forward_tiles(unsigned int n_out, unsigned int batch) {
+  return ((n_out + TILE_X - 1u) / TILE_X) * ((batch + TILE_Y - 1u) / TILE_Y);
+}
+
+extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KERNEL_ARGS) {
+  __shared__ float w_tile[TILE_K * SX];
+  __shared__ float x_tile[TILE_K * SY];
+  unsigned int t = (unsigned int)flat_block_id();
+  ForwardJob job = {u.in0, u.out0, u.wOff0, u.bOff0, u.xOff0, u.yOff0, u.act0};
+  const unsigned int tiles0 = forward_tiles(u.out0, u.batch);
+  if (t >= tiles0) {
+    t -= tiles0;
+    job = ForwardJob{u.in1, u.out1, u.wOff1, u.bOff1, u.xOff1, u.yOff1, u.act1};
+    if (t >= forward_tiles(u.out1, u.batch)) return;
+  }
+  const unsigned int tx = (job.n_out + TILE_X - 1u) / TILE_X;
+  const unsigned int out0 = (t % tx) * TILE_X;
+  const unsigned int row0 = (t / tx) * TILE_Y;
+  const unsigned int tid = threadIdx.x + WG_X * threadIdx.y;
+
+  float acc[MICRO_X * MICRO_Y];
+#pragma unroll
+  for (unsigned int r = 0; r < MICRO_X; r++) {
+    const unsigned int o = out0 + threadIdx.x + r * WG_X;
+    const float bias = o < job.n_out ? params[job.b_off + o] : 0.0f;
+#pragma unroll
+    for (unsigned int c = 0; c < MICRO_Y; c++) acc[r * MICRO_Y + c] = bias;
+  }
+
+  for (unsigned int k0 = 0; k0 < job.n_in; k0 += TILE_K) {
+    for (unsigned int e = tid; e < TILE_K * TILE_X; e += THREADS) {
+      const unsigned int o = out0 + e / TILE_K;
+      const unsigned int k = k0 + e % TILE_K;
+      w_tile[(e % TILE_K) * SX + e / TILE_K] =
+          o < job.n_out && k < job.n_in ? params[job.w_off + o * job.n_in + k] : 0.0f;
+    }
+    for (unsigned int e = tid; e < TILE_K * TILE_Y; e += THREADS) {
+      const unsigned int b = row0 + e / TILE_K;
+      const unsigned int k = k0 + e % TILE_K;
+      x_tile[(e % TILE_K) * SY + e / TILE_K] =
+          b < u.batch && k < job.n_in ? acts[job.x_off + b * job.n_in + k] : 0.0f;
+    }
+    __syncthreads();
+    const unsigned int valid = min((unsigned int)TILE_K, job.n_in - k0);
+    for (unsigned int k = 0; k < valid; k++) {
+      float xv[MICRO_Y];
+#pragma unroll
+      for (unsigned int c = 0; c < MICRO_Y; c++) xv[c] = x_tile[k * SY + threadIdx.y + c * WG_Y];
+#pragma unroll
+      for (unsigned int r = 0; r < MICRO_X; r++) {
+        const float wv = w_tile[k * SX + threadIdx.x + r * WG_X];
+#pragma unroll
+        for (unsigned int c = 0; c < MICRO_Y; c++) acc[r * MICRO_Y + c] += wv * xv[c];
+      }
+    }
+    __syncthreads();
+  }
+
+#pragma unroll
+  for (unsigned int c = 0; c < MICRO_Y; c++) {
+    const unsigned int b = row0 + threadIdx.y + c * WG_Y;
+#pragma unroll
+    for (unsigned int r = 0; r < MICRO_X; r++) {
+      const unsigned int o = out0 + threadIdx.x + r * WG_X;
+      if (b < u.batch && o < job.n_out) {
+        acts[job.y_off + b * job.n_out + o] = learn_activate(acc[r * MICRO_Y + c], job.act);
+      }
+    }
+  }
+}

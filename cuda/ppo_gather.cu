@@ -1,0 +1,42 @@
+// ppo_gather: minibatch `minibatch` of update epoch `epochSlot` from the rollout, in the order of
+// the device shuffle: sample j < batch is rollout row
+//   s = shuffle_index(minibatch * batch + j, count, sched[0] + epochSlot, key)
+// Its state goes to acts[j * stateDim ..] (the networks' input rows) and its action (as f32,
+// exact), old log-prob, advantage and return to mb[j], mb[batch + j], mb[2 batch + j], mb[3 batch + j].
+// Bindings (declared by the preamble generated from src/kernels/ppo_gather.ts):
+//   rolloutF: const float*: states rows at statesOff, log-probs at logpOff, advantages at advOff,
+//             returns at retOff (element offsets)
+//   rolloutI: const int*: actions at actOff
+//   sched: const unsigned int*: sched[0] = first shuffle epoch of this update
+//   acts: float*, written: rows 0..batch of stateDim floats
+//   mb: float*, written: 4 * batch floats
+//   u: Uniforms { count, batch, minibatch, epochSlot, key0, key1, stateDim, statesOff, logpOff,
+//                 advOff, retOff, actOff }
+// Block: WG_X threads take WG_X samples: each computes its row into shared memory, then the block
+// copies the WG_X state rows together (neighbouring threads, neighbouring floats).
+// Exact: integer shuffle and plain copies.
+#include "grid.cuh"
+#include "shuffle.cuh"
+
+extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) ppo_gather(KERNEL_ARGS) {
+  __shared__ unsigned int rows[WG_X];
+  const unsigned int lid = threadIdx.x;
+  const unsigned int b0 = (unsigned int)flat_block_id() * WG_X;
+  const unsigned int j = b0 + lid;
+  if (j < u.batch) {
+    const unsigned int s =
+        shuffle_index(u.minibatch * u.batch + j, u.count, sched[0] + u.epochSlot, SHUFFLE_STREAM, u.key0, u.key1);
+    rows[lid] = s;
+    mb[j] = (float)rolloutI[u.actOff + s];
+    mb[u.batch + j] = rolloutF[u.logpOff + s];
+    mb[2u * u.batch + j] = rolloutF[u.advOff + s];
+    mb[3u * u.batch + j] = rolloutF[u.retOff + s];
+  }
+  __syncthreads();
+  const unsigned int n = min((unsigned int)WG_X, u.batch - min(b0, u.batch));
+  for (unsigned int e = lid; e < n * u.stateDim; e += WG_X) {
+    const unsigned int r = e / u.stateDim;
+    const unsigned int c = e % u.stateDim;
+    acts[(b0 + r) * u.stateDim + c] = rolloutF[u.statesOff + rows[r] * u.stateDim + c];
+  }
+}

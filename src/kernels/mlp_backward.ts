@@ -1,0 +1,180 @@
+/**
+ * mlp_backward: the backward pass through one dense layer of up to two networks in one launch,
+ * given delta = dLoss/d(pre-activation) of the layer's outputs `[batch, out]`:
+ *   dW[o, i] = sum_b delta[b, o] * x[b, i]       (batched outer products, reduced over the batch)
+ *   db[o]    = sum_b delta[b, o]                 (the same sum against an input column of ones)
+ *   dX[b, i] = (sum_o delta[b, o] * W[o, i]) * act'(x[b, i])   -> the previous layer's delta
+ * where x = acts[xOff + b * in + i] is the layer's input (the previous layer's output, whose
+ * activation code is pAct; pAct = NO_DX skips dX, for a first layer). dW and db are written into
+ * `grads` at the params' offsets (same flat layout). Each dW tile also writes the sum of squares of
+ * its gradients to partials[partBase + tile]: adam_step reduces those to the global norm, so no
+ * launch of its own is needed for it.
+ *
+ * Grid: per job, its dW tiles (over (in + 1) inputs x out outputs) then its dX tiles (over in
+ * inputs x batch rows); job 0's before job 1's, flat over x. Every tile is TILE_X x TILE_Y with a
+ * K loop (batch for dW, out for dX), 16 x 16 threads each owning a 4 x 4 block.
+ *
+ * Numerics: f32; every sum adds in increasing k (b for dW, o for dX) from 0, as src/learn/mlp.ts;
+ * multiply-adds may fuse on GPUs, so twins agree to a tolerance. Partials are per-tile sums in the
+ * twins' fixed tree order (deterministic per backend).
+ */
+import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+import { type Activation, type Layer, LEAKY_SLOPE } from '../nets/layout.js';
+import { ActCode } from './dense_forward.js';
+import { grid1d, groupCount } from './grid.js';
+import type { Kernel, TypedArray } from './reference.js';
+
+/** pAct value of a first layer: no input gradient is computed. */
+export const NO_DX = 3;
+
+const FIELDS = ['in', 'out', 'wOff', 'bOff', 'xOff', 'dOff', 'pOff', 'pAct', 'partBase'] as const;
+
+export const mlpBackwardSpec: KernelSpec = {
+  name: 'mlp_backward',
+  bindings: [
+    { name: 'params', type: 'f32', access: 'read' },
+    { name: 'acts', type: 'f32', access: 'read' },
+    { name: 'deltas', type: 'f32', access: 'read_write' },
+    { name: 'grads', type: 'f32', access: 'read_write' },
+    { name: 'partials', type: 'f32', access: 'read_write' },
+  ],
+  uniforms: [
+    { name: 'batch', type: 'u32' },
+    ...[0, 1].flatMap((j) => FIELDS.map((f) => ({ name: `${f}${j}`, type: 'u32' as const }))),
+  ],
+  workgroupSize: [16, 16, 1],
+  constants: { TILE_X: 64, TILE_Y: 64, TILE_K: 16 },
+};
+
+const C = mlpBackwardSpec.constants!;
+const ceilDiv = (a: number, b: number) => Math.ceil(a / b);
+
+/** Tiles of dW (and the partials they write) for a layer with `nIn` inputs and `nOut` outputs. */
+export function gradTiles(nIn: number, nOut: number): number {
+  return ceilDiv(nIn + 1, C.TILE_X) * ceilDiv(nOut, C.TILE_Y);
+}
+
+function dxTiles(nIn: number, batch: number, pAct: number): number {
+  return pAct === NO_DX ? 0 : ceilDiv(nIn, C.TILE_X) * ceilDiv(batch, C.TILE_Y);
+}
+
+export interface BackwardJob {
+  layer: Pick<Layer, 'in' | 'out' | 'wOffset' | 'bOffset'>;
+  netBase: number;
+  /** Offset in `acts` of the layer's input rows. */
+  xOff: number;
+  /** Offset in `deltas` of this layer's delta rows. */
+  dOff: number;
+  /** The previous layer's delta rows (offset in `deltas`) and its activation; null for a first layer. */
+  prev: { dOff: number; act: Activation } | null;
+  /** First slot of this layer's gradTiles partials. */
+  partBase: number;
+}
+
+function jobUniforms(job: BackwardJob | undefined, j: number): Record<string, number> {
+  const l = job?.layer;
+  return {
+    [`in${j}`]: l?.in ?? 0,
+    [`out${j}`]: l?.out ?? 0,
+    [`wOff${j}`]: l ? job.netBase + l.wOffset : 0,
+    [`bOff${j}`]: l ? job.netBase + l.bOffset : 0,
+    [`xOff${j}`]: job?.xOff ?? 0,
+    [`dOff${j}`]: job?.dOff ?? 0,
+    [`pOff${j}`]: job?.prev?.dOff ?? 0,
+    [`pAct${j}`]: job?.prev ? ActCode[job.prev.act] : NO_DX,
+    [`partBase${j}`]: job?.partBase ?? 0,
+  };
+}
+
+export function mlpBackwardDispatch(
+  buffers: {
+    params: DeviceBuffer;
+    acts: DeviceBuffer;
+    deltas: DeviceBuffer;
+    grads: DeviceBuffer;
+    partials: DeviceBuffer;
+  },
+  batch: number,
+  jobs: [BackwardJob] | [BackwardJob, BackwardJob],
+): Dispatch {
+  let tiles = 0;
+  for (const job of jobs) {
+    const { in: nIn, out: nOut } = job.layer;
+    tiles += gradTiles(nIn, nOut) + dxTiles(nIn, batch, job.prev ? 0 : NO_DX);
+  }
+  const { params, acts, deltas, grads, partials } = buffers;
+  return {
+    kernel: mlpBackwardSpec,
+    buffers: [params, acts, deltas, grads, partials],
+    uniforms: { batch, ...jobUniforms(jobs[0], 0), ...jobUniforms(jobs[1], 1) },
+    groups: grid1d(tiles),
+  };
+}
+
+const SLOPE = Math.fround(LEAKY_SLOPE);
+
+/** act'(y) as the twins apply it (from the activation's output). */
+export function actDerivative(y: number, act: number): number {
+  if (act === ActCode.relu) return y > 0 ? 1 : 0;
+  if (act === ActCode.leaky) return y > 0 ? 1 : SLOPE;
+  return 1;
+}
+
+const f = Math.fround;
+
+function mlpBackwardReference(
+  buffers: TypedArray[],
+  u: Record<string, number>,
+  groups: readonly [number, number, number],
+): void {
+  const [params, acts, deltas, grads, partials] = buffers;
+  const batch = u.batch;
+  let budget = groupCount(groups);
+  for (const j of [0, 1]) {
+    const nIn = u[`in${j}`];
+    const nOut = u[`out${j}`];
+    if (nOut === 0) continue;
+    const [wOff, bOff, xOff, dOff] = [u[`wOff${j}`], u[`bOff${j}`], u[`xOff${j}`], u[`dOff${j}`]];
+    // dW and db, tile by tile (a tile's partial is the f32 sum of its squares, row by row).
+    const tx = ceilDiv(nIn + 1, C.TILE_X);
+    const wTiles = Math.min(gradTiles(nIn, nOut), budget);
+    for (let t = 0; t < wTiles; t++) {
+      const i0 = (t % tx) * C.TILE_X;
+      const o0 = Math.floor(t / tx) * C.TILE_Y;
+      let ss = 0;
+      for (let o = o0; o < Math.min(nOut, o0 + C.TILE_Y); o++) {
+        for (let i = i0; i < Math.min(nIn + 1, i0 + C.TILE_X); i++) {
+          let acc = 0;
+          for (let b = 0; b < batch; b++) {
+            const x = i < nIn ? acts[xOff + b * nIn + i] : 1;
+            acc = f(acc + f(deltas[dOff + b * nOut + o] * x));
+          }
+          grads[i < nIn ? wOff + o * nIn + i : bOff + o] = acc;
+          ss = f(ss + f(acc * acc));
+        }
+      }
+      partials[u[`partBase${j}`] + t] = ss;
+    }
+    budget -= wTiles;
+    // dX times the previous activation's derivative.
+    const pAct = u[`pAct${j}`];
+    const xTiles = Math.min(dxTiles(nIn, batch, pAct), budget);
+    const ix = ceilDiv(nIn, C.TILE_X);
+    for (let t = 0; t < xTiles; t++) {
+      const i0 = (t % ix) * C.TILE_X;
+      const b0 = Math.floor(t / ix) * C.TILE_Y;
+      for (let b = b0; b < Math.min(batch, b0 + C.TILE_Y); b++) {
+        for (let i = i0; i < Math.min(nIn, i0 + C.TILE_X); i++) {
+          let acc = 0;
+          for (let o = 0; o < nOut; o++)
+            acc = f(acc + f(deltas[dOff + b * nOut + o] * params[wOff + o * nIn + i]));
+          const y = acts[xOff + b * nIn + i];
+          deltas[u[`pOff${j}`] + b * nIn + i] = f(acc * actDerivative(y, pAct));
+        }
+      }
+    }
+    budget -= xTiles;
+  }
+}
+
+export const mlpBackward: Kernel = { spec: mlpBackwardSpec, reference: mlpBackwardReference };

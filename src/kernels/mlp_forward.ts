@@ -1,0 +1,112 @@
+/**
+ * mlp_forward: one dense layer of up to two networks in one launch (a grouped GEMM), keeping
+ * every layer's output as the activations the backward pass reads. Job j (0 or 1) computes
+ *   acts[yOff_j + b * out_j + o] = act_j(bias[o] + sum_i W[o, i] * acts[xOff_j + b * in_j + i])
+ * for b < batch, o < out_j, with W `[out_j, in_j]` at params[wOff_j] and bias at params[bOff_j]
+ * (the flat layouts of src/nets/layout.ts, shifted by the network's base in `params`). A job with
+ * out_j = 0 is absent. The learner pairs the actor's layer s with the critic's layer s, so a PPO
+ * forward is 6 launches instead of 9.
+ *
+ * Grid: the tiles of job 0, then those of job 1, flat over x (grid1d); a tile is TILE_X outputs x
+ * TILE_Y rows, 16 x 16 threads each owning a 4 x 4 block (like dense_forward).
+ *
+ * Numerics: f32; each sum starts at the bias and adds products in increasing i, as
+ * src/learn/mlp.ts; GPUs fuse multiply-adds, so twins agree to a tolerance.
+ */
+import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+import type { Layer } from '../nets/layout.js';
+import { ActCode, activate } from './dense_forward.js';
+import { grid1d, groupCount } from './grid.js';
+import type { Kernel, TypedArray } from './reference.js';
+
+export const mlpForwardSpec: KernelSpec = {
+  name: 'mlp_forward',
+  bindings: [
+    { name: 'params', type: 'f32', access: 'read' },
+    { name: 'acts', type: 'f32', access: 'read_write' },
+  ],
+  uniforms: [
+    { name: 'batch', type: 'u32' },
+    ...[0, 1].flatMap((j) =>
+      ['in', 'out', 'wOff', 'bOff', 'xOff', 'yOff', 'act'].map((f) => ({
+        name: `${f}${j}`,
+        type: 'u32' as const,
+      })),
+    ),
+  ],
+  workgroupSize: [16, 16, 1],
+  constants: { TILE_X: 64, TILE_Y: 64, TILE_K: 16 },
+};
+
+const C = mlpForwardSpec.constants!;
+
+/** A layer of a network whose params start at `netBase` in the shared params buffer. */
+export interface ForwardJob {
+  layer: Pick<Layer, 'in' | 'out' | 'wOffset' | 'bOffset' | 'act'>;
+  netBase: number;
+  /** Offsets in `acts` (floats) of the layer's input rows and output rows. */
+  xOff: number;
+  yOff: number;
+}
+
+const tilesOf = (out: number, batch: number) => Math.ceil(out / C.TILE_X) * Math.ceil(batch / C.TILE_Y);
+
+function jobUniforms(job: ForwardJob | undefined, j: number): Record<string, number> {
+  const l = job?.layer;
+  return {
+    [`in${j}`]: l?.in ?? 0,
+    [`out${j}`]: l?.out ?? 0,
+    [`wOff${j}`]: l ? job.netBase + l.wOffset : 0,
+    [`bOff${j}`]: l ? job.netBase + l.bOffset : 0,
+    [`xOff${j}`]: job?.xOff ?? 0,
+    [`yOff${j}`]: job?.yOff ?? 0,
+    [`act${j}`]: l ? ActCode[l.act] : 0,
+  };
+}
+
+/** The launch of one or two layers over `batch` rows. */
+export function mlpForwardDispatch(
+  params: DeviceBuffer,
+  acts: DeviceBuffer,
+  batch: number,
+  jobs: [ForwardJob] | [ForwardJob, ForwardJob],
+): Dispatch {
+  const tiles = jobs.reduce((t, job) => t + tilesOf(job.layer.out, batch), 0);
+  return {
+    kernel: mlpForwardSpec,
+    buffers: [params, acts],
+    uniforms: { batch, ...jobUniforms(jobs[0], 0), ...jobUniforms(jobs[1], 1) },
+    groups: grid1d(tiles),
+  };
+}
+
+function mlpForwardReference(
+  buffers: TypedArray[],
+  u: Record<string, number>,
+  groups: readonly [number, number, number],
+): void {
+  const [params, acts] = buffers;
+  let budget = groupCount(groups);
+  for (const j of [0, 1]) {
+    const nIn = u[`in${j}`];
+    const nOut = u[`out${j}`];
+    const tx = Math.ceil(nOut / C.TILE_X);
+    const tiles = tx * Math.ceil(u.batch / C.TILE_Y);
+    for (let t = 0; t < Math.min(tiles, budget); t++) {
+      const o0 = (t % tx) * C.TILE_X;
+      const b0 = Math.floor(t / tx) * C.TILE_Y;
+      for (let b = b0; b < Math.min(u.batch, b0 + C.TILE_Y); b++) {
+        const x = u[`xOff${j}`] + b * nIn;
+        for (let o = o0; o < Math.min(nOut, o0 + C.TILE_X); o++) {
+          const w = u[`wOff${j}`] + o * nIn;
+          let acc = params[u[`bOff${j}`] + o];
+          for (let i = 0; i < nIn; i++) acc = Math.fround(acc + Math.fround(params[w + i] * acts[x + i]));
+          acts[u[`yOff${j}`] + b * nOut + o] = activate(acc, u[`act${j}`]);
+        }
+      }
+    }
+    budget -= Math.min(tiles, budget);
+  }
+}
+
+export const mlpForward: Kernel = { spec: mlpForwardSpec, reference: mlpForwardReference };

@@ -1,0 +1,352 @@
+/**
+ * The PPO learner on a device (SPEC 9): `ppoUpdateReference` (ppo_update.ts) as kernels, with the
+ * actor and critic params, their gradients and Adam moments resident on the backend. One update
+ * encodes all updateEpochs x floor(count / minibatch) minibatch steps and runs them as one
+ * submission (`Backend.run`) — on CUDA as one captured graph, replayed each update — with no host
+ * round trip inside; the loss statistics accumulate in a device buffer read back once.
+ *
+ * One minibatch step is 15 launches:
+ *   ppo_gather                 1  shuffled rows of the rollout -> input rows + per-sample scalars
+ *   mlp_forward                6  stage s: actor layer s and critic layer s together
+ *   ppo_loss                   1  log-softmax, ratio, clipped surrogate, entropy, value loss;
+ *                                 advantage normalisation; output deltas; statistics
+ *   mlp_backward               6  stage s: dW, db, dX of the actor's and critic's layer s from the top
+ *   adam_step                  1  global norm (from mlp_backward's per-tile partials), clip, Adam
+ * Everything that changes between updates is data, not launch arguments: the first shuffle epoch
+ * (update * updateEpochs) and each step's Adam bias corrections (computed on the host in f64, as
+ * optim.ts) sit in a small schedule buffer uploaded before the run. So the launches of an update
+ * never change and a CUDA graph of them replays as is.
+ *
+ * Params layout: the actor's flat buffer then the critic's (the collectors' nets buffer starts
+ * the same way, so `copyParamsTo` refreshes a collector with one device copy).
+ */
+import type { Backend, DeviceBuffer, Dispatch } from '../backend/types.js';
+import type { PpoConfig } from '../config.js';
+import { type AdamHyper, adamBiasCorrection, adamStepDispatch } from '../kernels/adam_step.js';
+import { type PpoGatherArgs, ppoGatherDispatch, type RolloutSections } from '../kernels/ppo_gather.js';
+import { ppoLossDispatch, STAT, STAT_COUNT } from '../kernels/ppo_loss.js';
+import type { NetLayout } from '../nets/layout.js';
+import { seedToKey } from '../rng/philox.js';
+import {
+  backwardDispatches,
+  createMlpBuffers,
+  forwardDispatches,
+  type MlpBuffers,
+  type MlpPlan,
+  planMlps,
+} from './device_mlp.js';
+import type { PpoUpdateStats } from './ppo_update.js';
+
+/** A PPO rollout on the device: f32 and i32 buffers with the PPO fields at element offsets. */
+export interface DevicePpoRollout {
+  f: DeviceBuffer;
+  i: DeviceBuffer;
+  /** Samples (N * L). */
+  count: number;
+  sections: RolloutSections;
+}
+
+/** Adam moments and step count of one network, host copies. */
+export interface HostAdam {
+  m: Float32Array;
+  v: Float32Array;
+  step: number;
+}
+
+/** The CUDA backend's graph extension (src/backend/cuda/index.ts), found by duck typing. */
+interface Capturable {
+  capture(dispatches: Dispatch[]): { replay(): void; destroy(): void };
+}
+
+function canCapture(b: Backend): b is Backend & Capturable {
+  return typeof (b as Partial<Capturable>).capture === 'function';
+}
+
+export interface DevicePpoLearnerInit {
+  backend: Backend;
+  actorLayout: NetLayout;
+  criticLayout: NetLayout;
+  actor: Float32Array;
+  critic: Float32Array;
+  cfg: PpoConfig;
+  /** The run seed (shuffle key). */
+  seed: number;
+  /** Replay updates as CUDA graphs where the backend can (default true). */
+  graphs?: boolean;
+}
+
+function sameRollout(a: DevicePpoRollout, b: DevicePpoRollout): boolean {
+  const keys = Object.keys(a.sections) as (keyof RolloutSections)[];
+  return (
+    a.f === b.f && a.i === b.i && a.count === b.count && keys.every((k) => a.sections[k] === b.sections[k])
+  );
+}
+
+export class DevicePpoLearner {
+  readonly backend: Backend;
+  readonly plan: MlpPlan;
+  readonly cfg: PpoConfig;
+  /** Adam steps taken so far (both networks share it, as in ppoUpdateReference). */
+  step = 0;
+  readonly buffers: MlpBuffers & { moments: DeviceBuffer; mb: DeviceBuffer; stats: DeviceBuffer };
+  private sched: DeviceBuffer | null = null;
+  private schedFloats = 0;
+  private readonly key: [number, number];
+  private readonly hyper: AdamHyper;
+  private readonly graphs: boolean;
+  private cached: {
+    rollout: DevicePpoRollout;
+    dispatches: Dispatch[];
+    graph?: { replay(): void; destroy(): void };
+  } | null = null;
+
+  constructor(init: DevicePpoLearnerInit) {
+    const { backend, actorLayout, criticLayout, cfg } = init;
+    const outputs = [actorLayout, criticLayout].map((l) => l.layers[l.layers.length - 1]);
+    if (outputs.some((l) => l.act !== 'none')) {
+      throw new Error('device ppo learner: the actor and critic output layers must be linear');
+    }
+    if (outputs[1].out !== 1)
+      throw new Error(`device ppo learner: the critic outputs ${outputs[1].out} values, not 1`);
+    this.backend = backend;
+    this.cfg = cfg;
+    this.plan = planMlps([actorLayout, criticLayout], cfg.minibatch);
+    this.key = seedToKey(init.seed);
+    this.hyper = { lr: cfg.lr, maxGradNorm: cfg.maxGradNorm };
+    this.graphs = init.graphs ?? true;
+    const p = this.plan;
+    this.buffers = {
+      ...createMlpBuffers(backend, p, 'ppo'),
+      moments: backend.createBuffer(8 * p.paramFloats, 'ppo.moments'),
+      mb: backend.createBuffer(16 * p.batch, 'ppo.minibatch'),
+      stats: backend.createBuffer(4 * STAT_COUNT, 'ppo.stats'),
+    };
+    this.writeParams(init.actor, init.critic);
+  }
+
+  private get actorPlan() {
+    return this.plan.nets[0];
+  }
+
+  private get criticPlan() {
+    return this.plan.nets[1];
+  }
+
+  /** Replaces both networks' params (Adam state is kept). */
+  writeParams(actor: Float32Array, critic: Float32Array): void {
+    this.put(this.buffers.params, actor, this.actorPlan.base, 'actor');
+    this.put(this.buffers.params, critic, this.criticPlan.base, 'critic');
+  }
+
+  async readParams(): Promise<{ actor: Float32Array; critic: Float32Array }> {
+    const all = new Float32Array(
+      await this.backend.download(this.buffers.params, 0, 4 * this.plan.paramFloats),
+    );
+    return {
+      actor: this.slice(all, this.actorPlan.base, 0),
+      critic: this.slice(all, this.criticPlan.base, 1),
+    };
+  }
+
+  /** Copies the actor then critic params (P floats) into `dst` at `dstByteOffset`, on the device. */
+  copyParamsTo(dst: DeviceBuffer, dstByteOffset = 0): void {
+    this.backend.copy(this.buffers.params, dst, 4 * this.plan.paramFloats, 0, dstByteOffset);
+  }
+
+  async readOptim(): Promise<{ actor: HostAdam; critic: HostAdam }> {
+    const all = new Float32Array(
+      await this.backend.download(this.buffers.moments, 0, 8 * this.plan.paramFloats),
+    );
+    const v = all.subarray(this.plan.paramFloats);
+    const adam = (base: number, net: number): HostAdam => ({
+      m: this.slice(all, base, net),
+      v: this.slice(v, base, net),
+      step: this.step,
+    });
+    return { actor: adam(this.actorPlan.base, 0), critic: adam(this.criticPlan.base, 1) };
+  }
+
+  /** Restores Adam state; both networks must have taken the same number of steps. */
+  writeOptim(o: { actor: HostAdam; critic: HostAdam }): void {
+    if (o.actor.step !== o.critic.step) {
+      throw new Error(
+        `device ppo learner: actor and critic Adam steps differ (${o.actor.step}, ${o.critic.step})`,
+      );
+    }
+    const P = this.plan.paramFloats;
+    this.put(this.buffers.moments, o.actor.m, this.actorPlan.base, 'actor Adam m');
+    this.put(this.buffers.moments, o.critic.m, this.criticPlan.base, 'critic Adam m');
+    this.put(this.buffers.moments, o.actor.v, P + this.actorPlan.base, 'actor Adam v');
+    this.put(this.buffers.moments, o.critic.v, P + this.criticPlan.base, 'critic Adam v');
+    this.step = o.actor.step;
+  }
+
+  /** Minibatch steps per epoch of a rollout of `count` samples. */
+  minibatchesPerEpoch(count: number): number {
+    return Math.floor(count / this.plan.batch);
+  }
+
+  /**
+   * The launches of one whole update on `rollout` (updateEpochs x minibatches steps). They read
+   * the schedule written by `prepareUpdate`; running them without it repeats the last update's.
+   */
+  updateDispatches(rollout: DevicePpoRollout): Dispatch[] {
+    if (this.cached && sameRollout(this.cached.rollout, rollout)) return this.cached.dispatches;
+    this.cached?.graph?.destroy();
+    const perEpoch = this.checkRollout(rollout);
+    const { plan, buffers: b, cfg } = this;
+    this.ensureSched(1 + 2 * cfg.updateEpochs * perEpoch);
+    const gather: PpoGatherArgs = {
+      rolloutF: rollout.f,
+      rolloutI: rollout.i,
+      sched: this.sched!,
+      acts: b.acts,
+      mb: b.mb,
+      sections: rollout.sections,
+      count: rollout.count,
+      batch: plan.batch,
+      stateDim: plan.inDim,
+      key: this.key,
+    };
+    const actor = this.actorPlan;
+    const critic = this.criticPlan;
+    const lastA = actor.layout.layers.length - 1;
+    const lastC = critic.layout.layers.length - 1;
+    const loss = ppoLossDispatch({
+      acts: b.acts,
+      mb: b.mb,
+      deltas: b.deltas,
+      stats: b.stats,
+      batch: plan.batch,
+      nActions: actor.layout.layers[lastA].out,
+      logitsOff: actor.outputAt[lastA],
+      valuesOff: critic.outputAt[lastC],
+      dLogitsOff: actor.deltaAt[lastA],
+      dValueOff: critic.deltaAt[lastC],
+      clip: cfg.clip,
+      valueCoef: cfg.valueCoef,
+      entropyCoef: cfg.entropyCoef,
+      normalize: cfg.normalizeAdvantages,
+    });
+    const forward = forwardDispatches(plan, b);
+    const backward = backwardDispatches(plan, b);
+    const adamArgs = {
+      params: b.params,
+      grads: b.grads,
+      moments: b.moments,
+      partials: b.partials,
+      sched: this.sched!,
+      stats: b.stats,
+      n: plan.paramFloats,
+      nPartials: plan.partialCount,
+      normAt: STAT.gradNorm,
+    };
+    const dispatches: Dispatch[] = [];
+    let s = 0;
+    for (let e = 0; e < cfg.updateEpochs; e++) {
+      for (let k = 0; k < perEpoch; k++, s++) {
+        dispatches.push(
+          ppoGatherDispatch(gather, e, k),
+          ...forward,
+          loss,
+          ...backward,
+          adamStepDispatch(adamArgs, this.hyper, 1 + 2 * s),
+        );
+      }
+    }
+    this.cached = { rollout: { ...rollout, sections: { ...rollout.sections } }, dispatches };
+    return dispatches;
+  }
+
+  /** Writes the schedule of update number `update` (the next `steps` Adam steps) and zeroes the statistics. */
+  prepareUpdate(rollout: DevicePpoRollout, update: number): number {
+    const perEpoch = this.checkRollout(rollout);
+    const steps = this.cfg.updateEpochs * perEpoch;
+    this.ensureSched(1 + 2 * steps);
+    const sched = new Uint32Array(1 + 2 * steps);
+    const schedF = new Float32Array(sched.buffer);
+    sched[0] = (update * this.cfg.updateEpochs) >>> 0;
+    for (let s = 0; s < steps; s++) {
+      const [stepSize, bc2Sqrt] = adamBiasCorrection(this.hyper, this.step + s + 1);
+      schedF[1 + 2 * s] = stepSize;
+      schedF[2 + 2 * s] = bc2Sqrt;
+    }
+    this.backend.upload(this.sched!, sched);
+    this.backend.upload(this.buffers.stats, new Float32Array(STAT_COUNT));
+    return steps;
+  }
+
+  /**
+   * One PPO update on `rollout` (update number `update` of the run: it seeds the shuffles as
+   * update * updateEpochs + epoch). Returns the means over its minibatches, like ppoUpdateReference.
+   */
+  async update(rollout: DevicePpoRollout, update: number): Promise<PpoUpdateStats> {
+    const steps = this.prepareUpdate(rollout, update);
+    const dispatches = this.updateDispatches(rollout);
+    if (this.graphs && canCapture(this.backend)) {
+      this.cached!.graph ??= this.backend.capture(dispatches);
+      this.cached!.graph.replay();
+    } else {
+      this.backend.run(dispatches);
+    }
+    this.step += steps;
+    return this.readStats(steps);
+  }
+
+  /** Means of the statistics the last `steps` minibatch steps accumulated. */
+  async readStats(steps: number): Promise<PpoUpdateStats> {
+    const s = new Float32Array(await this.backend.download(this.buffers.stats, 0, 4 * STAT_COUNT));
+    const mean = (slot: number) => s[slot] / steps;
+    const policyLoss = mean(STAT.policy);
+    const valueLoss = mean(STAT.value);
+    const entropy = mean(STAT.entropy);
+    return {
+      total: policyLoss + this.cfg.valueCoef * valueLoss - this.cfg.entropyCoef * entropy,
+      policyLoss,
+      valueLoss,
+      entropy,
+      approxKl: mean(STAT.approxKl),
+      clipFrac: mean(STAT.clipFrac),
+      gradNorm: mean(STAT.gradNorm),
+      minibatches: steps,
+    };
+  }
+
+  destroy(): void {
+    this.cached?.graph?.destroy();
+    this.cached = null;
+    for (const buf of Object.values(this.buffers)) this.backend.destroyBuffer(buf);
+    if (this.sched) this.backend.destroyBuffer(this.sched);
+  }
+
+  private checkRollout(rollout: DevicePpoRollout): number {
+    const perEpoch = this.minibatchesPerEpoch(rollout.count);
+    if (perEpoch < 1) {
+      throw new Error(`ppo update: ${rollout.count} samples cannot fill one minibatch of ${this.plan.batch}`);
+    }
+    return perEpoch;
+  }
+
+  private ensureSched(words: number): void {
+    if (this.sched && this.schedFloats >= words) return;
+    if (this.sched) this.backend.destroyBuffer(this.sched);
+    this.sched = this.backend.createBuffer(4 * words, 'ppo.schedule');
+    this.schedFloats = words;
+    this.cached?.graph?.destroy();
+    this.cached = null;
+  }
+
+  private put(dst: DeviceBuffer, data: Float32Array, at: number, what: string): void {
+    const net = what.startsWith('actor') ? this.actorPlan : this.criticPlan;
+    if (data.length !== net.layout.size) {
+      throw new Error(
+        `device ppo learner: ${what} has ${data.length} floats, the layout needs ${net.layout.size}`,
+      );
+    }
+    this.backend.upload(dst, data, 4 * at);
+  }
+
+  private slice(all: Float32Array, base: number, net: number): Float32Array {
+    return all.slice(base, base + this.plan.nets[net].layout.size);
+  }
+}

@@ -1,0 +1,158 @@
+/**
+ * Where chain networks (src/nets/layout.ts) live in the learner's device buffers, and the
+ * mlp_forward / mlp_backward jobs that run them. Several networks share one set of buffers:
+ *   params, grads  [P]: the networks' flat buffers back to back (net i at `base`), so one
+ *                  adam_step and one global gradient norm cover them all;
+ *   acts           [batch, inDim] input rows at 0 (shared: every network reads the same input),
+ *                  then each layer's output rows `[batch, out]`, network by network;
+ *   deltas         each layer's dLoss/d(pre-activation) rows `[batch, out]`;
+ *   partials       one float per dW tile of every layer (mlp_backward's sums of squares).
+ * Stage s of the forward pairs layer s of the first two networks in one launch; backward stage s
+ * pairs their layers counted from the output.
+ */
+import type { DeviceBuffer, Dispatch } from '../backend/types.js';
+import { type BackwardJob, gradTiles, mlpBackwardDispatch } from '../kernels/mlp_backward.js';
+import { type ForwardJob, mlpForwardDispatch } from '../kernels/mlp_forward.js';
+import type { NetLayout } from '../nets/layout.js';
+
+export interface NetPlan {
+  layout: NetLayout;
+  /** Offset of the network's flat params (and grads) in the shared buffers, in floats. */
+  base: number;
+  /** acts offset of layer l's input rows (l = 0: the shared input at 0). */
+  inputAt: number[];
+  /** acts offset of layer l's output rows. */
+  outputAt: number[];
+  /** deltas offset of layer l's rows. */
+  deltaAt: number[];
+  /** First partials slot of layer l. */
+  partialAt: number[];
+}
+
+export interface MlpPlan {
+  nets: NetPlan[];
+  batch: number;
+  inDim: number;
+  /** Floats of params / grads (and of each half of the Adam moments). */
+  paramFloats: number;
+  actFloats: number;
+  deltaFloats: number;
+  partialCount: number;
+}
+
+/** Offsets for `layouts` (chain networks reading the same input) on minibatches of `batch` rows. */
+export function planMlps(layouts: NetLayout[], batch: number): MlpPlan {
+  if (!Number.isInteger(batch) || batch < 1) throw new Error(`learner: minibatch must be >= 1, got ${batch}`);
+  const inDim = layouts[0].layers[0].in;
+  let params = 0;
+  let acts = batch * inDim;
+  let deltas = 0;
+  let partials = 0;
+  const nets = layouts.map((layout) => {
+    if (layout.layers[0].in !== inDim) {
+      throw new Error(`learner: ${layout.kind} reads ${layout.layers[0].in} inputs, not ${inDim}`);
+    }
+    const plan: NetPlan = { layout, base: params, inputAt: [], outputAt: [], deltaAt: [], partialAt: [] };
+    layout.layers.forEach((layer, l) => {
+      if (l > 0 && layer.in !== layout.layers[l - 1].out) {
+        throw new Error(`learner: ${layout.kind} layer ${layer.name} is not a chain`);
+      }
+      plan.inputAt.push(l === 0 ? 0 : plan.outputAt[l - 1]);
+      plan.outputAt.push(acts);
+      acts += batch * layer.out;
+      plan.deltaAt.push(deltas);
+      deltas += batch * layer.out;
+      plan.partialAt.push(partials);
+      partials += gradTiles(layer.in, layer.out);
+    });
+    params += layout.size;
+    return plan;
+  });
+  return {
+    nets,
+    batch,
+    inDim,
+    paramFloats: params,
+    actFloats: acts,
+    deltaFloats: deltas,
+    partialCount: partials,
+  };
+}
+
+/** The device buffers an MlpPlan describes. */
+export interface MlpBuffers {
+  params: DeviceBuffer;
+  grads: DeviceBuffer;
+  acts: DeviceBuffer;
+  deltas: DeviceBuffer;
+  partials: DeviceBuffer;
+}
+
+function forwardJob(net: NetPlan, l: number): ForwardJob {
+  return { layer: net.layout.layers[l], netBase: net.base, xOff: net.inputAt[l], yOff: net.outputAt[l] };
+}
+
+function backwardJob(net: NetPlan, l: number): BackwardJob {
+  const layers = net.layout.layers;
+  return {
+    layer: layers[l],
+    netBase: net.base,
+    xOff: net.inputAt[l],
+    dOff: net.deltaAt[l],
+    prev: l === 0 ? null : { dOff: net.deltaAt[l - 1], act: layers[l - 1].act },
+    partBase: net.partialAt[l],
+  };
+}
+
+/** Pairs the per-network jobs of one stage into launches of at most two jobs. */
+function pairs<T>(jobs: T[]): ([T] | [T, T])[] {
+  const out: ([T] | [T, T])[] = [];
+  for (let i = 0; i < jobs.length; i += 2) out.push(i + 1 < jobs.length ? [jobs[i], jobs[i + 1]] : [jobs[i]]);
+  return out;
+}
+
+function depth(plan: MlpPlan): number {
+  return Math.max(...plan.nets.map((n) => n.layout.layers.length));
+}
+
+/** Forward of every network on the `batch` input rows at acts[0..]: one launch per stage. */
+export function forwardDispatches(plan: MlpPlan, b: MlpBuffers): Dispatch[] {
+  const out: Dispatch[] = [];
+  for (let s = 0; s < depth(plan); s++) {
+    const jobs = plan.nets.filter((n) => s < n.layout.layers.length).map((n) => forwardJob(n, s));
+    for (const p of pairs(jobs)) out.push(mlpForwardDispatch(b.params, b.acts, plan.batch, p));
+  }
+  return out;
+}
+
+/**
+ * Backward of every network from its output layer's deltas (written by a loss head): gradients
+ * into `grads`, per-tile sums of squares into `partials`. One launch per stage.
+ */
+export function backwardDispatches(plan: MlpPlan, b: MlpBuffers): Dispatch[] {
+  const out: Dispatch[] = [];
+  for (let s = 0; s < depth(plan); s++) {
+    const jobs = plan.nets
+      .filter((n) => s < n.layout.layers.length)
+      .map((n) => backwardJob(n, n.layout.layers.length - 1 - s));
+    for (const p of pairs(jobs)) out.push(mlpBackwardDispatch(b, plan.batch, p));
+  }
+  return out;
+}
+
+/** Allocates the buffers of a plan (zero-filled), labelled `<prefix>.<name>`. */
+export function createMlpBuffers(
+  backend: { createBuffer(bytes: number, label: string): DeviceBuffer },
+  plan: MlpPlan,
+  prefix: string,
+): MlpBuffers {
+  const make = (floats: number, name: string) =>
+    backend.createBuffer(4 * Math.max(1, floats), `${prefix}.${name}`);
+  return {
+    params: make(plan.paramFloats, 'params'),
+    grads: make(plan.paramFloats, 'grads'),
+    acts: make(plan.actFloats, 'acts'),
+    deltas: make(plan.deltaFloats, 'deltas'),
+    partials: make(plan.partialCount, 'partials'),
+  };
+}

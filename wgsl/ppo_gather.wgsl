@@ -1,0 +1,46 @@
+// ppo_gather: minibatch `minibatch` of update epoch `epochSlot` from the rollout, in the order of
+// the device shuffle: sample j < batch is rollout row
+//   s = shuffle_index(minibatch * batch + j, count, sched[0] + epochSlot, key)
+// Its state goes to acts[j * stateDim ..] (the networks' input rows) and its action (as f32,
+// exact), old log-prob, advantage and return to mb[j], mb[batch + j], mb[2 batch + j], mb[3 batch + j].
+// Bindings (declared by the preamble generated from src/kernels/ppo_gather.ts):
+//   rolloutF: array<f32>, read: states rows at statesOff, log-probs at logpOff, advantages at
+//             advOff, returns at retOff (element offsets)
+//   rolloutI: array<i32>, read: actions at actOff
+//   sched: array<u32>, read: sched[0] = first shuffle epoch of this update
+//   acts: array<f32>, read_write: rows 0..batch of stateDim floats written
+//   mb: array<f32>, read_write: 4 * batch floats written
+//   u: Uniforms { count, batch, minibatch, epochSlot, key0, key1, stateDim, statesOff, logpOff,
+//                 advOff, retOff, actOff }
+// Workgroup: WG_X threads take WG_X samples: each computes its row into workgroup memory, then
+// the workgroup copies the WG_X state rows together (neighbouring threads, neighbouring floats).
+// Exact: integer shuffle and plain copies.
+//!include shuffle.wgsl
+
+var<workgroup> rows: array<u32, WG_X>;
+
+@compute @workgroup_size(WG_X, WG_Y, WG_Z)
+fn ppo_gather(
+  @builtin(workgroup_id) wid: vec3<u32>,
+  @builtin(num_workgroups) nwg: vec3<u32>,
+  @builtin(local_invocation_index) lid: u32,
+) {
+  let b0 = (wid.x + nwg.x * (wid.y + nwg.y * wid.z)) * WG_X;
+  let j = b0 + lid;
+  if (j < u.batch) {
+    let s = shuffle_index(u.minibatch * u.batch + j, u.count, sched[0] + u.epochSlot, SHUFFLE_STREAM,
+                          vec2<u32>(u.key0, u.key1));
+    rows[lid] = s;
+    mb[j] = f32(rolloutI[u.actOff + s]);
+    mb[u.batch + j] = rolloutF[u.logpOff + s];
+    mb[2u * u.batch + j] = rolloutF[u.advOff + s];
+    mb[3u * u.batch + j] = rolloutF[u.retOff + s];
+  }
+  workgroupBarrier();
+  let n = min(u32(WG_X), u.batch - min(b0, u.batch));
+  for (var e = lid; e < n * u.stateDim; e += WG_X) {
+    let r = e / u.stateDim;
+    let c = e % u.stateDim;
+    acts[(b0 + r) * u.stateDim + c] = rolloutF[u.statesOff + rows[r] * u.stateDim + c];
+  }
+}
