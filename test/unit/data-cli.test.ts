@@ -105,6 +105,21 @@ describe('foxhunt data', () => {
     expect(row.slice(1).every((x) => Number.isFinite(Number(x)) && Math.abs(Number(x)) <= 5)).toBe(true);
   });
 
+  it('bench data times every phase of the data path', async () => {
+    const r = await cli('bench', 'data', '--bars', '2000', '--dir', dir);
+    expect(r.code).toBe(0);
+    for (const phase of [
+      'synthesise',
+      'write csv',
+      'write parquet',
+      'load csv',
+      'load parquet',
+      'build market',
+    ]) {
+      expect(r.out).toMatch(new RegExp(`${phase}.*\\d+\\.\\d\\d\\s+\\d+\\.\\d\\d`));
+    }
+  });
+
   it('rejects bad flags with exit 1', async () => {
     expect((await cli('data', 'synth', '--bars', 'many', '--out', join(dir, 'x.csv'))).code).toBe(1);
     expect((await cli('data', 'synth', '--bars', '10')).code).toBe(1);
