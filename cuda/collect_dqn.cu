@@ -74,29 +74,34 @@ __host__ __device__ constexpr int iqn_tau_chunk(int e, int k) {
 }
 constexpr int TC = iqn_tau_chunk(E, ACT_TAUS);
 
-// Shared-memory plan (floats). act [E, LD_TRUNK] takes the states, runs the trunk in place and, for
+// Shared-memory plan (floats), then the episodes. act [E, LD_TRUNK] takes the states, runs the trunk in place and, for
 // the plain head, receives q (q aliases it); the curiosity model runs in act too (dead between the
 // online forward and the target forward).
 constexpr int SM_ACT = 0;
-constexpr int SM_END_ACT = SM_ACT + E * LD_TRUNK;
+constexpr int SM_END_ACT = align4(SM_ACT + E * LD_TRUNK);
 // plain: v [E], a [E, LD_Q]
 constexpr int SM_V = SM_END_ACT;
-constexpr int SM_A = SM_V + E;
-constexpr int SM_END_PLAIN = SM_A + E * LD_Q;
+constexpr int SM_A = align4(SM_V + E);
+constexpr int SM_END_PLAIN = align4(SM_A + E * LD_Q);
 // C51: chunk [E, LD_TRUNK], v and mean [E, LD_ATOMS], q [E, LD_Q]
 constexpr int SM_CHUNK = SM_END_ACT;
-constexpr int SM_C51_V = SM_CHUNK + E * LD_TRUNK;
-constexpr int SM_MEAN = SM_C51_V + E * LD_ATOMS;
-constexpr int SM_C51_Q = SM_MEAN + E * LD_ATOMS;
-constexpr int SM_END_C51 = SM_C51_Q + E * LD_Q;
+constexpr int SM_C51_V = align4(SM_CHUNK + E * LD_TRUNK);
+constexpr int SM_MEAN = align4(SM_C51_V + E * LD_ATOMS);
+constexpr int SM_C51_Q = align4(SM_MEAN + E * LD_ATOMS);
+constexpr int SM_END_C51 = align4(SM_C51_Q + E * LD_Q);
 // IQN: taus [E, ACT_TAUS], hq [E * TC, LD_TRUNK], va [E * TC, LD_VA], q [E, LD_Q]
 constexpr int SM_TAU = SM_END_ACT;
-constexpr int SM_HQ = SM_TAU + E * ACT_TAUS;
-constexpr int SM_VA = SM_HQ + E * TC * LD_TRUNK;
-constexpr int SM_IQN_Q = SM_VA + E * TC * LD_VA;
-constexpr int SM_END_IQN = SM_IQN_Q + E * LD_Q;
-constexpr int SM_FLOATS = HEAD == HEAD_PLAIN ? SM_END_PLAIN : HEAD == HEAD_C51 ? SM_END_C51 : SM_END_IQN;
+constexpr int SM_HQ = align4(SM_TAU + E * ACT_TAUS);
+constexpr int SM_VA = align4(SM_HQ + E * TC * LD_TRUNK);
+constexpr int SM_IQN_Q = align4(SM_VA + E * TC * LD_VA);
+constexpr int SM_END_IQN = align4(SM_IQN_Q + E * LD_Q);
+constexpr int SM_END_NETS = HEAD == HEAD_PLAIN ? SM_END_PLAIN : HEAD == HEAD_C51 ? SM_END_C51 : SM_END_IQN;
+// The episodes' simulator state lives here between the env phases rather than in registers that
+// would stay live (and spill) through every layer.
+constexpr int SM_EPISODES = SM_END_NETS;
+constexpr int SM_FLOATS = align4(SM_EPISODES + E * (int)(sizeof(Episode) / 4));
 constexpr int SM_Q = HEAD == HEAD_PLAIN ? SM_ACT : HEAD == HEAD_C51 ? SM_C51_Q : SM_IQN_Q;
+static_assert(sizeof(Episode) % 4 == 0, "Episode is 4-byte fields");
 static_assert(SM_FLOATS * 4 <= 48 * 1024,
               "collect_dqn: TILE_E too large for 48 KiB of shared memory (plain: <= 32, C51 and IQN: <= 16)");
 static_assert(E <= COLLECT_THREADS, "collect_dqn: one thread per episode runs the simulator");
@@ -143,7 +148,7 @@ extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
   const bool active = env_thread && e64 < u.n;
   const unsigned e = (unsigned)e64;
   // Blocks past the work (the grid may overshoot) still reach every barrier.
-  Episode ep;
+  Episode& ep = reinterpret_cast<Episode*>(smem + SM_EPISODES)[env_thread ? r : 0];
   int* window = div_window + (unsigned long long)e * p.diversity_window;
   if (active) load_episode(ep, env_f, env_i, e);
   float* xs = smem + SM_ACT + r * LD_TRUNK;

@@ -1,7 +1,8 @@
 // The simulator step of one episode (SPEC 3-6), a line-by-line port of src/env/ (step.ts,
 // portfolio.ts, barrier.ts, trade.ts, diversity.ts, state.ts). One thread owns one episode: its
-// portfolio, barrier and counters live in registers (struct Episode) for the whole launch and go
-// back to the per-episode buffers at its end, so episodes persist across launches.
+// portfolio, barrier and counters (struct Episode) are loaded once per launch (the tiled kernels
+// keep them in shared memory, the seed variant in registers) and go back to the per-episode
+// buffers at its end, so episodes persist across launches.
 //
 // Buffers (docs/ENV.md): env_f [N, ENV_F] f32, env_i [N, ENV_I] i32 (fields ENVF_* / ENVI_*, and
 // ENV_F, ENV_I, STREAM_*: constants of the kernel preamble, from src/env/state.ts),

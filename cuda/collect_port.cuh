@@ -36,6 +36,8 @@ COLLECT_DEVICE float warp_sum(float v) {
 // Read-only global load through the non-coherent (texture) path; weights never change in a launch.
 COLLECT_DEVICE float4 ldg4(const float* p) { return __ldg(reinterpret_cast<const float4*>(p)); }
 COLLECT_DEVICE float ldg1(const float* p) { return __ldg(p); }
+// A 16-byte shared-memory load (p must be 16-byte aligned; the emulator checks).
+COLLECT_DEVICE float4 lds4(const float* p) { return *reinterpret_cast<const float4*>(p); }
 
 // f32 -> tf32 with round-to-nearest (ties away), as the tensor-core path feeds its operands.
 COLLECT_DEVICE unsigned to_tf32(float x) {

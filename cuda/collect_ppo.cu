@@ -111,13 +111,17 @@ COLLECT_DEVICE void gae_episode(const Out& base, unsigned steps, float gamma, fl
 
 constexpr int E = TILE_E;
 // Shared-memory plan (floats): xs [E, LD_STATE] states (kept through both nets), act
-// [E, LD_CRITIC] the layer chains (then the curiosity rows), logits [E, LD_Q], value [E], one flag.
+// [E, LD_CRITIC] the layer chains (then the curiosity rows), logits [E, LD_Q], value [E], one flag,
+// the episodes.
 constexpr int SM_XS = 0;
-constexpr int SM_ACT = SM_XS + E * LD_STATE;
-constexpr int SM_LOGITS = SM_ACT + E * LD_CRITIC;
-constexpr int SM_VALUE = SM_LOGITS + E * LD_Q;
-constexpr int SM_FLAG = SM_VALUE + E;
-constexpr int SM_FLOATS = SM_FLAG + 1;
+constexpr int SM_ACT = align4(SM_XS + E * LD_STATE);
+constexpr int SM_LOGITS = align4(SM_ACT + E * LD_CRITIC);
+constexpr int SM_VALUE = align4(SM_LOGITS + E * LD_Q);
+constexpr int SM_FLAG = align4(SM_VALUE + E);
+// The episodes' simulator state lives here between the env phases rather than in registers that
+// would stay live (and spill) through every layer.
+constexpr int SM_EPISODES = align4(SM_FLAG + 1);
+constexpr int SM_FLOATS = align4(SM_EPISODES + E * (int)(sizeof(Episode) / 4));
 static_assert(SM_FLOATS * 4 <= 48 * 1024, "collect_ppo: TILE_E too large for 48 KiB of shared memory (<= 16)");
 static_assert(E <= COLLECT_THREADS, "collect_ppo: one thread per episode runs the simulator");
 
@@ -135,7 +139,7 @@ extern "C" __global__ void collect_ppo(KERNEL_ARGS) {
   const bool env_thread = r < E;
   const bool active = env_thread && e64 < u.n;
   const unsigned e = (unsigned)e64;
-  Episode ep;
+  Episode& ep = reinterpret_cast<Episode*>(smem + SM_EPISODES)[env_thread ? r : 0];
   int* window = div_window + (unsigned long long)e * p.diversity_window;
   if (active) load_episode(ep, env_f, env_i, e);
   float* xs = smem + SM_XS + r * LD_STATE;

@@ -49,6 +49,9 @@ __host__ __device__ constexpr int tile_stride(int width) {
   return ((width + 15) / 16 * 16) % 32 == 16 ? (width + 15) / 16 * 16 : (width + 15) / 16 * 16 + 16;
 }
 
+// Start of a shared-memory region: a multiple of 4 floats, so its rows can be read as float4.
+__host__ __device__ constexpr int align4(int floats) { return (floats + 3) / 4 * 4; }
+
 // Rows per exact-path task: split the rows into the most power-of-two groups that keep every
 // (output, group) task on its own thread, so small layers still use the whole block.
 __host__ __device__ constexpr int exact_groups(int out, int rows) {
@@ -93,7 +96,7 @@ struct DenseExact {
           const float4 w4 = ldg4(w + i);
 #pragma unroll
           for (int r = 0; r < RPG; r++) {
-            const float4 x4 = *reinterpret_cast<const float4*>(x + (r0 + r) * ldx + i);
+            const float4 x4 = lds4(x + (r0 + r) * ldx + i);
             a[r] = fadd(a[r], fmul(w4.x, x4.x));
             a[r] = fadd(a[r], fmul(w4.y, x4.y));
             a[r] = fadd(a[r], fmul(w4.z, x4.z));
@@ -187,8 +190,8 @@ struct DenseMma {
           const int row = (mt0 + m) * 16 + g;
           const float* xr = x + row * ldx + kk;
           const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-          const float4 lo = row < Rows ? *reinterpret_cast<const float4*>(xr) : zero;
-          const float4 hi = row + 8 < Rows ? *reinterpret_cast<const float4*>(xr + 8 * ldx) : zero;
+          const float4 lo = row < Rows ? lds4(xr) : zero;
+          const float4 hi = row + 8 < Rows ? lds4(xr + 8 * ldx) : zero;
           const unsigned a0[4] = {to_tf32(lo.x), to_tf32(hi.x), to_tf32(lo.y), to_tf32(hi.y)};
           const unsigned a1[4] = {to_tf32(lo.z), to_tf32(hi.z), to_tf32(lo.w), to_tf32(hi.w)};
 #pragma unroll

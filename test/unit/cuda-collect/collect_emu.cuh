@@ -87,7 +87,9 @@ struct Block {
   std::vector<uint32_t> shuffle;
   std::vector<uint32_t> mma_a, mma_b;
   std::vector<float> mma_c;
-  std::vector<float> smem;
+  std::vector<float> smem_storage;
+  float* smem = nullptr;
+  size_t smem_floats = 0;
   unsigned long long events = 0;
 };
 
@@ -147,7 +149,10 @@ inline void launch(dim3 grid, dim3 block, size_t smem_bytes, void (*entry)(void*
         b.mma_b.resize(warps * 32 * 2);
         b.mma_c.resize(warps * 32 * 4);
         // Uninitialised shared memory on a GPU holds garbage: NaN here makes reads of it visible.
-        b.smem.assign((smem_bytes + 3) / 4, std::nanf(""));
+        b.smem_floats = (smem_bytes + 3) / 4;
+        b.smem_storage.assign(b.smem_floats + 4, std::nanf(""));
+        b.smem = b.smem_storage.data();
+        while (reinterpret_cast<uintptr_t>(b.smem) % 16 != 0) b.smem++;
         g_block = &b;
         g_block_idx = {bx, by, bz};
         for (unsigned i = 0; i < threads; i++) {
@@ -236,8 +241,8 @@ inline void mma_tf32(float d[4], const unsigned a[4], const unsigned b[2]) {
 #define blockDim (emu::g_block_dim)
 #define gridDim (emu::g_grid_dim)
 #define COLLECT_SMEM(name, floats)                                     \
-  float* name = emu::g_block->smem.data();                             \
-  if (static_cast<size_t>(floats) > emu::g_block->smem.size()) {       \
+  float* name = emu::g_block->smem;                                    \
+  if (static_cast<size_t>(floats) > emu::g_block->smem_floats) {       \
     std::fprintf(stderr, "emu: kernel needs %d floats of shared memory\n", (int)(floats)); \
     std::abort();                                                      \
   }
@@ -266,11 +271,18 @@ COLLECT_DEVICE float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v = v + emu::shfl_xor(v, o);
   return v;
 }
-COLLECT_DEVICE float4 ldg4(const float* p) {
+// A misaligned 16-byte load faults on the GPU: fail loudly here instead.
+COLLECT_DEVICE float4 load16(const float* p, const char* what) {
+  if (reinterpret_cast<uintptr_t>(p) % 16 != 0) {
+    std::fprintf(stderr, "emu: misaligned 16-byte %s load at %p\n", what, static_cast<const void*>(p));
+    std::abort();
+  }
   float4 v;
   std::memcpy(&v, p, 16);
   return v;
 }
+COLLECT_DEVICE float4 ldg4(const float* p) { return load16(p, "global"); }
+COLLECT_DEVICE float4 lds4(const float* p) { return load16(p, "shared"); }
 COLLECT_DEVICE float ldg1(const float* p) { return *p; }
 COLLECT_DEVICE unsigned to_tf32(float x) {
   const unsigned u = __float_as_uint(x);
