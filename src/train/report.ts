@@ -3,7 +3,8 @@ import type { Metrics } from './metrics.js';
 import type { EpochRecord, ValidationReport } from './runlog.js';
 
 const pct = (x: number) => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(2)}%`;
-const num = (x: number, digits = 2) => x.toFixed(digits);
+/** Fixed digits, or 3 significant digits in exponent form when the value is huge (Calmar of a short split). */
+const num = (x: number, digits = 2) => (Math.abs(x) >= 1e5 ? x.toExponential(2) : x.toFixed(digits));
 
 const COLUMNS: [string, (m: Metrics) => string][] = [
   ['return', (m) => pct(m.totalReturn)],

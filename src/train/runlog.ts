@@ -46,21 +46,26 @@ export function appendLog(outDir: string, record: EpochRecord): void {
   }
 }
 
-export function readLog(outDir: string): EpochRecord[] {
+/**
+ * The log's records. `tornTail` drops a last line that is cut short (no newline, not JSON): the
+ * trace of a crash in the middle of an append, which a resume is about to redo anyway.
+ */
+export function readLog(outDir: string, tornTail = false): EpochRecord[] {
   const path = logPath(outDir);
   if (!existsSync(path)) return [];
-  return readFileSync(path, 'utf8')
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .map((line, i) => {
-      try {
-        return JSON.parse(line) as EpochRecord;
-      } catch {
-        throw new Error(
-          `${path}: line ${i + 1} is not valid JSON (a torn write?); delete that line to resume`,
-        );
-      }
-    });
+  const text = readFileSync(path, 'utf8');
+  const lines = text.split('\n');
+  const records: EpochRecord[] = [];
+  lines.forEach((line, i) => {
+    if (line.trim() === '') return;
+    try {
+      records.push(JSON.parse(line) as EpochRecord);
+    } catch {
+      if (tornTail && i === lines.length - 1) return;
+      throw new Error(`${path}: line ${i + 1} is not valid JSON (a torn write?); delete that line to resume`);
+    }
+  });
+  return records;
 }
 
 /**
@@ -68,7 +73,7 @@ export function readLog(outDir: string): EpochRecord[] {
  * checkpoint's own record when a crash came between the checkpoint and its log line.
  */
 export function trimLog(outDir: string, epoch: number, checkpointRecord: EpochRecord | null): void {
-  const kept = readLog(outDir).filter((r) => r.epoch <= epoch);
+  const kept = readLog(outDir, true).filter((r) => r.epoch <= epoch);
   if (checkpointRecord && !kept.some((r) => r.epoch === epoch)) kept.push(checkpointRecord);
   writeFileAtomic(logPath(outDir), kept.map((r) => `${JSON.stringify(r)}\n`).join(''));
 }
