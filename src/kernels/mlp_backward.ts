@@ -131,45 +131,52 @@ function mlpBackwardReference(
   const batch = u.batch;
   let budget = groupCount(groups);
   for (const j of [0, 1]) {
-    const nIn = u[`in${j}`];
-    const nOut = u[`out${j}`];
+    const [nIn, nOut, wOff, bOff, xOff, dOff, pOff, pAct, partBase] = FIELDS.map((f) => u[`${f}${j}`]);
     if (nOut === 0) continue;
-    const [wOff, bOff, xOff, dOff] = [u[`wOff${j}`], u[`bOff${j}`], u[`xOff${j}`], u[`dOff${j}`]];
     // dW and db, tile by tile (a tile's partial is the f32 sum of its squares, row by row).
     const tx = ceilDiv(nIn + 1, C.TILE_X);
     const wTiles = Math.min(gradTiles(nIn, nOut), budget);
     for (let t = 0; t < wTiles; t++) {
       const i0 = (t % tx) * C.TILE_X;
       const o0 = Math.floor(t / tx) * C.TILE_Y;
+      const i1 = Math.min(nIn + 1, i0 + C.TILE_X);
+      // A Float32Array row rounds every sum to f32 as it is stored; b ascends per element.
+      const row = new Float32Array(i1 - i0);
       let ss = 0;
       for (let o = o0; o < Math.min(nOut, o0 + C.TILE_Y); o++) {
-        for (let i = i0; i < Math.min(nIn + 1, i0 + C.TILE_X); i++) {
-          let acc = 0;
-          for (let b = 0; b < batch; b++) {
-            const x = i < nIn ? acts[xOff + b * nIn + i] : 1;
-            acc = f(acc + f(deltas[dOff + b * nOut + o] * x));
-          }
-          grads[i < nIn ? wOff + o * nIn + i : bOff + o] = acc;
-          ss = f(ss + f(acc * acc));
+        row.fill(0);
+        for (let b = 0; b < batch; b++) {
+          const d = deltas[dOff + b * nOut + o];
+          const x = xOff + b * nIn;
+          for (let i = i0; i < i1; i++) row[i - i0] += f(d * (i < nIn ? acts[x + i] : 1));
+        }
+        for (let i = i0; i < i1; i++) {
+          const g = row[i - i0];
+          grads[i < nIn ? wOff + o * nIn + i : bOff + o] = g;
+          ss = f(ss + f(g * g));
         }
       }
-      partials[u[`partBase${j}`] + t] = ss;
+      partials[partBase + t] = ss;
     }
     budget -= wTiles;
     // dX times the previous activation's derivative.
-    const pAct = u[`pAct${j}`];
     const xTiles = Math.min(dxTiles(nIn, batch, pAct), budget);
     const ix = ceilDiv(nIn, C.TILE_X);
     for (let t = 0; t < xTiles; t++) {
       const i0 = (t % ix) * C.TILE_X;
       const b0 = Math.floor(t / ix) * C.TILE_Y;
+      const i1 = Math.min(nIn, i0 + C.TILE_X);
+      const row = new Float32Array(i1 - i0);
       for (let b = b0; b < Math.min(batch, b0 + C.TILE_Y); b++) {
-        for (let i = i0; i < Math.min(nIn, i0 + C.TILE_X); i++) {
-          let acc = 0;
-          for (let o = 0; o < nOut; o++)
-            acc = f(acc + f(deltas[dOff + b * nOut + o] * params[wOff + o * nIn + i]));
+        row.fill(0);
+        for (let o = 0; o < nOut; o++) {
+          const d = deltas[dOff + b * nOut + o];
+          const w = wOff + o * nIn;
+          for (let i = i0; i < i1; i++) row[i - i0] += f(d * params[w + i]);
+        }
+        for (let i = i0; i < i1; i++) {
           const y = acts[xOff + b * nIn + i];
-          deltas[u[`pOff${j}`] + b * nIn + i] = f(acc * actDerivative(y, pAct));
+          deltas[pOff + b * nIn + i] = f(row[i - i0] * actDerivative(y, pAct));
         }
       }
     }

@@ -19,6 +19,8 @@ import { ActCode, activate } from './dense_forward.js';
 import { grid1d, groupCount } from './grid.js';
 import type { Kernel, TypedArray } from './reference.js';
 
+const FIELDS = ['in', 'out', 'wOff', 'bOff', 'xOff', 'yOff', 'act'] as const;
+
 export const mlpForwardSpec: KernelSpec = {
   name: 'mlp_forward',
   bindings: [
@@ -88,20 +90,19 @@ function mlpForwardReference(
   const [params, acts] = buffers;
   let budget = groupCount(groups);
   for (const j of [0, 1]) {
-    const nIn = u[`in${j}`];
-    const nOut = u[`out${j}`];
+    const [nIn, nOut, wOff, bOff, xOff, yOff, act] = FIELDS.map((f) => u[`${f}${j}`]);
     const tx = Math.ceil(nOut / C.TILE_X);
     const tiles = tx * Math.ceil(u.batch / C.TILE_Y);
     for (let t = 0; t < Math.min(tiles, budget); t++) {
       const o0 = (t % tx) * C.TILE_X;
       const b0 = Math.floor(t / tx) * C.TILE_Y;
       for (let b = b0; b < Math.min(u.batch, b0 + C.TILE_Y); b++) {
-        const x = u[`xOff${j}`] + b * nIn;
+        const x = xOff + b * nIn;
         for (let o = o0; o < Math.min(nOut, o0 + C.TILE_X); o++) {
-          const w = u[`wOff${j}`] + o * nIn;
-          let acc = params[u[`bOff${j}`] + o];
+          const w = wOff + o * nIn;
+          let acc = params[bOff + o];
           for (let i = 0; i < nIn; i++) acc = Math.fround(acc + Math.fround(params[w + i] * acts[x + i]));
-          acts[u[`yOff${j}`] + b * nOut + o] = activate(acc, u[`act${j}`]);
+          acts[yOff + b * nOut + o] = activate(acc, act);
         }
       }
     }

@@ -1,6 +1,7 @@
 /** The registry of CLI commands: add a command's module here. */
 import type { Command } from '../main.js';
 import { backtestCommand } from './backtest.js';
+import { benchTrainCommand } from './bench-train.js';
 import { benchDataCommand } from './data-bench.js';
 import { dataCheckCommand } from './data-check.js';
 import { dataFeaturesCommand } from './data-features.js';
@@ -15,6 +16,7 @@ export const commands: Command[] = [
   dataCheckCommand,
   dataFeaturesCommand,
   benchDataCommand,
+  benchTrainCommand,
   doctorCommand,
   parityCommand,
   simCommand,

@@ -1,0 +1,179 @@
+/**
+ * `foxhunt bench train`: the PPO training-epoch benchmark (docs/LEARNER.md): per-phase times of
+ * collect, update and validate on one backend, for the default rollout (N = 128, L = 500: 10
+ * epochs x 125 minibatches of 512 = 1,250 update steps) and a large-N one; training samples/s,
+ * the update's FLOPs and achieved FLOP/s. The measuring lives in src/learn/device_bench.ts.
+ */
+import { type BackendRequest, chooseBackend, describeChoice } from '../../backend/index.js';
+import { BackendUnavailableError } from '../../backend/types.js';
+import { loadConfig } from '../../config.js';
+import { type BenchTrainResult, benchPpoTrain } from '../../learn/device_bench.js';
+import { prepareData } from '../../train/run.js';
+import { intFlag, parseFlags } from '../args.js';
+import { type Command, UserError } from '../main.js';
+
+const usage = `usage: foxhunt bench train --algo ppo [--backend auto|cuda|webgpu|cpu] [--episodes N] [--steps L]
+                           [--large-episodes N2] [--repeats R] [--seed S] [--json]
+
+Times a PPO epoch per phase on the built-in synthetic market: collect (collect_ppo on the device),
+update (the device learner: every minibatch step of the update in one submission, a CUDA graph
+on CUDA) and validate (greedy backtest on the validation split). Two settings: N x L (default
+128 x 500 = 64,000 samples) and N2 x L (default N2 = 1024). One warm-up epoch, then R measured
+epochs (default 3). Reports wall and device milliseconds, update FLOPs and FLOP/s, samples/s.
+On --backend cpu the defaults shrink to N = 8, L = 64 and no large setting (the CPU runs the
+kernels' TS references); pass --episodes, --steps or --large-episodes to override.
+
+  --algo ppo             the learner to measure (ppo; the DQN learner is not on the device yet)
+  --backend KIND         auto (default), cuda, webgpu or cpu
+  --episodes N           episodes of the first setting
+  --steps L              steps per episode (both settings)
+  --large-episodes N2    episodes of the large setting; 0 skips it
+  --repeats R            measured epochs per setting
+  --seed S               run seed (network init, synthetic market, shuffles)
+  --json                 one JSON object on stdout instead of the table`;
+
+const BACKENDS = ['auto', 'cuda', 'webgpu', 'cpu'];
+
+/** Update-phase targets for a 64,000-sample rollout on one H200 (issue 6). */
+const TARGET_S: Record<string, number> = { cuda: 0.15, webgpu: 0.4 };
+
+function table(results: BenchTrainResult[]): string[] {
+  const rows = [
+    [
+      'N x L',
+      'samples',
+      'steps',
+      'launches',
+      'collect ms',
+      'update ms',
+      'update dev ms',
+      'validate ms',
+      'update GFLOP',
+      'TFLOP/s',
+      'train samples/s',
+      'epoch samples/s',
+    ],
+    ...results.map((r) => [
+      `${r.episodes} x ${r.steps}`,
+      String(r.samples),
+      String(r.minibatchSteps),
+      String(r.minibatchSteps * r.launchesPerStep),
+      r.collectNote ? 'n/a' : r.times.collectMs.toFixed(1),
+      r.times.updateMs.toFixed(1),
+      r.times.updateDeviceMs.toFixed(1),
+      r.times.validateMs.toFixed(1),
+      (r.updateFlops / 1e9).toFixed(1),
+      (r.updateFlopsPerSec / 1e12).toFixed(2),
+      Math.round(r.trainSamplesPerSec).toLocaleString('en-US'),
+      Math.round(r.epochSamplesPerSec).toLocaleString('en-US'),
+    ]),
+  ];
+  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
+  return rows.map((r) =>
+    r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  '),
+  );
+}
+
+async function run(args: string[]): Promise<number> {
+  const { values, positionals } = parseFlags(
+    args,
+    {
+      algo: { type: 'string' },
+      backend: { type: 'string' },
+      episodes: { type: 'string' },
+      steps: { type: 'string' },
+      'large-episodes': { type: 'string' },
+      repeats: { type: 'string' },
+      seed: { type: 'string' },
+      json: { type: 'boolean' },
+    },
+    usage,
+  );
+  if (positionals.length > 0) throw new UserError(`unexpected argument "${positionals[0]}"\n${usage}`);
+  const algo = (values.algo as string | undefined) ?? 'ppo';
+  if (algo !== 'ppo')
+    throw new UserError(`--algo ${algo}: bench train measures the PPO learner only (--algo ppo)`);
+  const request = (values.backend as string | undefined) ?? 'auto';
+  if (!BACKENDS.includes(request)) {
+    throw new UserError(`--backend must be one of ${BACKENDS.join(', ')}, got "${request}"`);
+  }
+  let choice: Awaited<ReturnType<typeof chooseBackend>>;
+  try {
+    choice = await chooseBackend(request as BackendRequest);
+  } catch (err) {
+    if (err instanceof BackendUnavailableError) throw new UserError(err.message);
+    throw err;
+  }
+  const { backend } = choice;
+  const json = values.json === true;
+  const log = (line: string) => {
+    if (!json) console.error(line);
+  };
+  for (const line of describeChoice(choice)) log(line);
+  try {
+    const cpu = backend.kind === 'cpu';
+    const episodes = intFlag(values.episodes as string | undefined, 'episodes', cpu ? 8 : 128, 1);
+    const steps = intFlag(values.steps as string | undefined, 'steps', cpu ? 64 : 500, 1);
+    const large = intFlag(
+      values['large-episodes'] as string | undefined,
+      'large-episodes',
+      cpu ? 0 : 1024,
+      0,
+    );
+    const repeats = intFlag(values.repeats as string | undefined, 'repeats', 3, 1);
+    const seed = intFlag(values.seed as string | undefined, 'seed', 1, 0);
+    // loadConfig checks the rollout fills a minibatch (config: ppo.minibatch ...), before any work.
+    const settings = (large > 0 && large !== episodes ? [episodes, large] : [episodes]).map((n) =>
+      loadConfig(undefined, {
+        'train.seed': String(seed),
+        'rollout.episodes': String(n),
+        'rollout.steps': String(steps),
+      }),
+    );
+    const data = await prepareData(settings[0]);
+    const results: BenchTrainResult[] = [];
+    for (const cfg of settings) {
+      const n = cfg.rollout.episodes;
+      log(
+        `setting ${n} x ${steps}: ${cfg.ppo.updateEpochs} epochs x ${Math.floor((n * steps) / cfg.ppo.minibatch)} minibatches of ${cfg.ppo.minibatch}`,
+      );
+      const r = await benchPpoTrain({
+        backend,
+        cfg,
+        market: data.market,
+        splits: data.splits,
+        barsPerYear: data.barsPerYear,
+        repeats,
+        onProgress: (line) => log(`  ${line}`),
+      });
+      if (r.collectNote) log(`  ${r.collectNote}`);
+      results.push(r);
+    }
+    const target = TARGET_S[backend.kind];
+    if (json) {
+      console.log(
+        JSON.stringify({ backend: backend.info, updateTargetSeconds64k: target ?? null, results }, null, 2),
+      );
+      return 0;
+    }
+    console.log(`bench train ppo on ${backend.kind}: ${backend.info.device} (${backend.info.driver})`);
+    for (const line of table(results)) console.log(`  ${line}`);
+    const at64k = results.find((r) => r.samples === 64_000);
+    if (target !== undefined && at64k) {
+      const s = at64k.times.updateMs / 1000;
+      console.log(
+        `  update of 64,000 samples: ${s.toFixed(3)} s (target <= ${target} s on one H200: ${s <= target ? 'met' : 'not met'})`,
+      );
+    }
+    return 0;
+  } finally {
+    backend.destroy();
+  }
+}
+
+export const benchTrainCommand: Command = {
+  name: 'bench train',
+  summary: 'time a PPO epoch per phase (collect, update, validate) on a backend; FLOP/s, samples/s',
+  usage,
+  run,
+};

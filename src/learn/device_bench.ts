@@ -1,0 +1,216 @@
+/**
+ * The PPO training-epoch benchmark behind `foxhunt bench train` (docs/LEARNER.md): on one
+ * backend, for a rollout of N episodes x L steps, it times each phase of a PPO epoch:
+ *   collect   collect_ppo on the device (PpoDeviceCollector); where it cannot run on this backend,
+ *             a synthetic rollout of the same size is uploaded instead and the phase says why
+ *   update    DevicePpoLearner.update: updateEpochs x floor(N L / minibatch) minibatch steps, one
+ *             submission (CUDA: one graph replay), then the device copy of the new weights into the
+ *             collector; wall time as training sees it, plus device time of the same launches
+ *             (WebGPU timestamp queries around the pass; CUDA events around eager launches)
+ *   validate  params read back and the greedy policy backtested on the validation split (host)
+ * The first epoch is a warm-up (kernel compilation, graph capture) and is not counted. FLOPs
+ * count the matmuls of the update (forward, dW, dX): 2 multiply-adds' worth per product.
+ */
+import type { Backend } from '../backend/types.js';
+import { PpoDeviceCollector } from '../collect/device.js';
+import type { Config } from '../config.js';
+import type { Market, Splits } from '../data/types.js';
+import { initParams } from '../nets/forward.js';
+import { curiosityLayout, NetId, ppoActorLayout, ppoCriticLayout } from '../nets/layout.js';
+import { backtest } from '../train/backtest.js';
+import { ppoGreedyPolicy } from '../train/policies.js';
+import { DevicePpoLearner, type DevicePpoRollout } from './device.js';
+import type { MlpPlan } from './device_mlp.js';
+import { collectorRollout, syntheticPpoRollout, uploadPpoRollout } from './device_rollout.js';
+
+/** Multiply-adds of one minibatch step's matmuls: forward, dW (with db), and dX above layer 0. */
+export function stepFlops(plan: MlpPlan): number {
+  let macs = 0;
+  for (const net of plan.nets) {
+    net.layout.layers.forEach((l, i) => {
+      macs += plan.batch * l.out * (l.in + (l.in + 1) + (i > 0 ? l.in : 0));
+    });
+  }
+  return 2 * macs;
+}
+
+export interface PhaseTimes {
+  /** Mean wall milliseconds per epoch of the measured repeats. */
+  collectMs: number;
+  /** Device milliseconds of one collect launch (backend.time). */
+  collectDeviceMs: number;
+  updateMs: number;
+  /** Device milliseconds of one update's launches (backend.time, eager on CUDA). */
+  updateDeviceMs: number;
+  validateMs: number;
+}
+
+export interface BenchTrainResult {
+  episodes: number;
+  steps: number;
+  samples: number;
+  minibatch: number;
+  updateEpochs: number;
+  /** Minibatch steps per update and launches per step. */
+  minibatchSteps: number;
+  launchesPerStep: number;
+  /** Why the collect phase used a synthetic rollout, when it did. */
+  collectNote?: string;
+  times: PhaseTimes;
+  updateFlops: number;
+  /** Achieved FLOP/s of the update: wall and device. */
+  updateFlopsPerSec: number;
+  updateDeviceFlopsPerSec: number;
+  /** Samples through the loss per second of update wall time. */
+  trainSamplesPerSec: number;
+  /** Experiences collected and learned from per second of a whole epoch. */
+  epochSamplesPerSec: number;
+  /** Means over the measured updates (sanity: finite, plausible). */
+  losses: { policy: number; value: number; entropy: number; gradNorm: number };
+  repeats: number;
+}
+
+export interface BenchTrainOptions {
+  backend: Backend;
+  /** Config with rollout.episodes / rollout.steps set to the setting to measure. */
+  cfg: Config;
+  market: Market;
+  splits: Splits;
+  barsPerYear: number;
+  /** Measured epochs after the warm-up one. */
+  repeats: number;
+  /** Skip the validation backtest (large settings: it does not depend on N). */
+  validate?: boolean;
+  onProgress?: (line: string) => void;
+}
+
+const now = () => globalThis.performance.now();
+
+/** Runs 1 + repeats epochs and returns the per-phase means of the last `repeats`. */
+export async function benchPpoTrain(o: BenchTrainOptions): Promise<BenchTrainResult> {
+  const { backend, cfg } = o;
+  const { episodes, steps } = cfg.rollout;
+  const samples = episodes * steps;
+  const seed = cfg.train.seed;
+  const actorLayout = ppoActorLayout();
+  const criticLayout = ppoCriticLayout();
+  const learner = new DevicePpoLearner({
+    backend,
+    actorLayout,
+    criticLayout,
+    actor: initParams(actorLayout, NetId.Actor, seed),
+    critic: initParams(criticLayout, NetId.Critic, seed),
+    cfg: cfg.ppo,
+    seed,
+  });
+  let collector: PpoDeviceCollector | null = null;
+  let rollout: DevicePpoRollout;
+  let collectNote: string | undefined;
+  let synthetic: DevicePpoRollout | null = null;
+  try {
+    collector = new PpoDeviceCollector({
+      backend,
+      market: o.market,
+      split: o.splits.train,
+      cfg,
+      algo: 'ppo',
+    });
+    collector.setWeights({ curiosity: initParams(curiosityLayout(), NetId.Curiosity, seed) });
+    learner.copyParamsTo(collector.deviceBuffers[4]);
+    collector.launch();
+    await backend.sync();
+    const [outF, outI] = [collector.deviceBuffers[8], collector.deviceBuffers[9]];
+    rollout = collectorRollout(outF, outI, samples);
+  } catch (err) {
+    collector?.destroy();
+    collector = null;
+    collectNote = `collect_ppo did not run here (${(err as Error).message.split('\n')[0]}); the update used a synthetic rollout`;
+    synthetic = uploadPpoRollout(
+      backend,
+      syntheticPpoRollout(samples, actorLayout.layers[0].in, 45, 3),
+      actorLayout.layers[0].in,
+    );
+    rollout = synthetic;
+  }
+  const perEpoch = learner.minibatchesPerEpoch(samples);
+  const minibatchSteps = cfg.ppo.updateEpochs * perEpoch;
+  const dispatches = learner.updateDispatches(rollout);
+  const sum = { collect: 0, update: 0, validate: 0, policy: 0, value: 0, entropy: 0, gradNorm: 0 };
+  try {
+    for (let epoch = 0; epoch <= o.repeats; epoch++) {
+      const counted = epoch > 0;
+      const add = (k: keyof typeof sum, v: number) => {
+        if (counted) sum[k] += v;
+      };
+      await backend.sync();
+      let t0 = now();
+      if (collector) {
+        collector.launch();
+        await backend.sync();
+      }
+      add('collect', now() - t0);
+      t0 = now();
+      const s = await learner.update(rollout, epoch);
+      if (collector) learner.copyParamsTo(collector.deviceBuffers[4]);
+      await backend.sync();
+      const updateMs = now() - t0;
+      add('update', updateMs);
+      add('policy', s.policyLoss);
+      add('value', s.valueLoss);
+      add('entropy', s.entropy);
+      add('gradNorm', s.gradNorm);
+      t0 = now();
+      if (o.validate !== false) {
+        const { actor } = await learner.readParams();
+        backtest(o.market, o.splits.val, cfg.env, ppoGreedyPolicy(actor, actorLayout), o.barsPerYear);
+      }
+      add('validate', now() - t0);
+      o.onProgress?.(
+        `${counted ? 'epoch' : 'warm-up'} ${epoch}: update ${updateMs.toFixed(0)} ms, policy loss ${s.policyLoss.toFixed(4)}`,
+      );
+    }
+    const collectDeviceMs = collector ? await backend.time([collector.dispatch()]) : 0;
+    learner.prepareUpdate(rollout, o.repeats + 1);
+    const updateDeviceMs = await backend.time(dispatches);
+    const r = o.repeats;
+    const times: PhaseTimes = {
+      collectMs: collector ? sum.collect / r : 0,
+      collectDeviceMs,
+      updateMs: sum.update / r,
+      updateDeviceMs,
+      validateMs: sum.validate / r,
+    };
+    const flops = minibatchSteps * stepFlops(learner.plan);
+    const epochMs = times.collectMs + times.updateMs + times.validateMs;
+    return {
+      episodes,
+      steps,
+      samples,
+      minibatch: cfg.ppo.minibatch,
+      updateEpochs: cfg.ppo.updateEpochs,
+      minibatchSteps,
+      launchesPerStep: dispatches.length / minibatchSteps,
+      collectNote,
+      times,
+      updateFlops: flops,
+      updateFlopsPerSec: flops / (times.updateMs / 1000),
+      updateDeviceFlopsPerSec: updateDeviceMs > 0 ? flops / (updateDeviceMs / 1000) : 0,
+      trainSamplesPerSec: (minibatchSteps * cfg.ppo.minibatch) / (times.updateMs / 1000),
+      epochSamplesPerSec: samples / (epochMs / 1000),
+      losses: {
+        policy: sum.policy / r,
+        value: sum.value / r,
+        entropy: sum.entropy / r,
+        gradNorm: sum.gradNorm / r,
+      },
+      repeats: r,
+    };
+  } finally {
+    learner.destroy();
+    collector?.destroy();
+    if (synthetic) {
+      backend.destroyBuffer(synthetic.f);
+      backend.destroyBuffer(synthetic.i);
+    }
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * The PPO epoch benchmark (foxhunt bench train): FLOP counting by hand, one tiny measured run on
+ * the CPU backend (every phase timed, launches per step, FLOPs consistent), and the command's
+ * one-line errors. Speeds are not asserted here: they come from running the benchmark.
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createCpuBackend } from '../../src/backend/cpu/index.js';
+import { main } from '../../src/cli/main.js';
+import { loadConfig } from '../../src/config.js';
+import { benchPpoTrain, stepFlops } from '../../src/learn/device_bench.js';
+import { planMlps } from '../../src/learn/device_mlp.js';
+import { buildLayout } from '../../src/nets/layout.js';
+import { prepareData } from '../../src/train/run.js';
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe('bench train', () => {
+  it('counts 2 flops per multiply-add of forward, dW (with db) and dX above the first layer', () => {
+    const a = buildLayout('a', [
+      { name: 'l0', in: 3, out: 4, act: 'relu' },
+      { name: 'l1', in: 4, out: 2, act: 'none' },
+    ]);
+    const c = buildLayout('c', [{ name: 'l0', in: 3, out: 1, act: 'none' }]);
+    // a.l0: fwd 3*4, dW 4*4 (3 inputs + bias); a.l1: fwd 4*2, dW 5*2, dX 4*2; c.l0: fwd 3, dW 4.
+    const macs = 12 + 16 + (8 + 10 + 8) + (3 + 4);
+    expect(stepFlops(planMlps([a, c], 10))).toBe(2 * 10 * macs);
+  });
+
+  it('times collect, update and validate of a tiny PPO setting on the CPU backend', async () => {
+    const cfg = loadConfig(undefined, {
+      'data.synthBars': '3000',
+      'rollout.episodes': '2',
+      'rollout.steps': '16',
+      'ppo.minibatch': '16',
+      'ppo.updateEpochs': '1',
+    });
+    const data = await prepareData(cfg);
+    const backend = createCpuBackend();
+    try {
+      const r = await benchPpoTrain({
+        backend,
+        cfg,
+        market: data.market,
+        splits: data.splits,
+        barsPerYear: data.barsPerYear,
+        repeats: 1,
+      });
+      expect(r.collectNote).toBeUndefined();
+      expect(r.samples).toBe(32);
+      expect(r.minibatchSteps).toBe(2);
+      // gather, 6 forward stages, loss, 6 backward stages, adam.
+      expect(r.launchesPerStep).toBe(15);
+      for (const ms of Object.values(r.times)) expect(ms).toBeGreaterThan(0);
+      expect(r.updateFlopsPerSec).toBeCloseTo(r.updateFlops / (r.times.updateMs / 1000), 0);
+      expect(Number.isFinite(r.losses.policy) && r.losses.gradNorm > 0).toBe(true);
+    } finally {
+      backend.destroy();
+    }
+  });
+
+  it('refuses another algorithm and a rollout smaller than a minibatch with one line', async () => {
+    const err: string[] = [];
+    vi.spyOn(console, 'error').mockImplementation((...a) => void err.push(a.join(' ')));
+    vi.spyOn(console, 'log').mockImplementation(() => {});
+    expect(await main(['bench', 'train', '--algo', 'dqn'])).toBe(1);
+    expect(err.at(-1)).toBe(
+      'foxhunt bench train: --algo dqn: bench train measures the PPO learner only (--algo ppo)',
+    );
+    expect(await main(['bench', 'train', '--backend', 'cpu', '--episodes', '2', '--steps', '8'])).toBe(1);
+    expect(err.at(-1)).toBe(
+      'foxhunt bench train: config: ppo.minibatch: must not exceed rollout.episodes * rollout.steps',
+    );
+  });
+});
