@@ -42,8 +42,13 @@ export async function findGpu(gpu?: GPU): Promise<GPU> {
       `cannot load Dawn's Node bindings (npm package webgpu): ${(err as Error).message}`,
     );
   }
-  return mod.create(DAWN_NODE_FLAGS);
+  // One Dawn instance per process: creating and dropping instances repeatedly has crashed Dawn's
+  // Node bindings at teardown, and an instance is cheap to share between backends.
+  dawnGpu ??= mod.create(DAWN_NODE_FLAGS);
+  return dawnGpu;
 }
+
+let dawnGpu: GPU | undefined;
 
 /** Adapter facts that routing and reports need. */
 export interface AdapterSummary {
