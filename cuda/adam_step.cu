@@ -9,7 +9,8 @@
 //   partials: const float*: per-tile sums of squares of the gradients (mlp_backward)
 //   sched: const unsigned int*: f32 bits of each step's bias corrections
 //   stats: float*: the norm is added at normAt
-//   u: Uniforms { n, nPartials, clip, maxNorm, oneMinusB1, beta2, oneMinusB2, eps, decay, schedAt, normAt }
+//   u: Uniforms { n, nPartials, clip, maxNorm, oneMinusB1, beta2, oneMinusB2, eps, decay, schedAt, normAt,
+//                 gateAt } (gateAt != 0xffffffff and sched[gateAt] == 0: the step is skipped)
 // Block: WG_X threads (a power of two), ITEMS elements each, strided by WG_X. Every block reduces
 // the partials itself in the same fixed tree order, so all agree on the norm.
 // Numerics: the update uses round-to-nearest intrinsics (no contraction into fused multiply-adds),
@@ -21,6 +22,8 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) adam_step(KERNE
   __shared__ float red[WG_X];
   const unsigned int tid = threadIdx.x;
   const unsigned int g = (unsigned int)flat_block_id();
+  // Uniform across the block (one address), so returning here leaves no thread at a barrier.
+  if (u.gateAt != 0xffffffffu && sched[u.gateAt] == 0u) return;
   float coef = 1.0f;
   bool scaled = false;
   if (u.clip != 0u) {

@@ -10,7 +10,8 @@
 //   partials: array<f32>, read: per-tile sums of squares of the gradients (mlp_backward)
 //   sched: array<u32>, read: f32 bits of each step's bias corrections
 //   stats: array<f32>, read_write: the norm is added at normAt
-//   u: Uniforms { n, nPartials, clip, maxNorm, oneMinusB1, beta2, oneMinusB2, eps, decay, schedAt, normAt }
+//   u: Uniforms { n, nPartials, clip, maxNorm, oneMinusB1, beta2, oneMinusB2, eps, decay, schedAt, normAt,
+//                 gateAt } (gateAt != 0xffffffff and sched[gateAt] == 0: the step is skipped)
 // Workgroup: WG_X threads (a power of two), ITEMS elements each, strided by WG_X. Every workgroup
 // reduces the partials itself in the same fixed tree order, so all agree on the norm.
 // Numerics: f32, the reference's operation order; WGSL allows a few ulp in sqrt and division and
@@ -25,6 +26,8 @@ fn adam_step(
   @builtin(local_invocation_index) tid: u32,
 ) {
   let g = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
+  // Read before the reduction but acted on after it, so every barrier stays in uniform control flow.
+  let skip = u.gateAt != 0xffffffffu && sched[u.gateAt] == 0u;
   var coef = 1.0;
   var scaled = false;
   if (u.clip != 0u) {
@@ -46,9 +49,12 @@ fn adam_step(
       coef = c;
       scaled = true;
     }
-    if (g == 0u && tid == 0u) {
+    if (g == 0u && tid == 0u && !skip) {
       stats[u.normAt] = stats[u.normAt] + norm;
     }
+  }
+  if (skip) {
+    return;
   }
   let step_size = bitcast<f32>(sched[u.schedAt]);
   let bc2_sqrt = bitcast<f32>(sched[u.schedAt + 1u]);

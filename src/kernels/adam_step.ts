@@ -12,6 +12,10 @@
  * sched[schedAt], sched[schedAt + 1]: the host computes them in f64 (as optim.ts) and uploads the
  * whole update's table once, so a captured update replays unchanged.
  *
+ * Gate: when gateAt != NO_GATE and sched[gateAt] == 0 the step is skipped entirely (params,
+ * moments and statistics untouched): the curiosity model takes no step on an empty batch, and the
+ * batch size is only known on the device (curiosity_gather writes it there).
+ *
  * Every workgroup reduces the partials itself, in the same fixed order, so all agree on the norm
  * without another launch (the partials are a few hundred floats). The gradients buffer is read,
  * not scaled in place.
@@ -46,10 +50,14 @@ export const adamStepSpec: KernelSpec = {
     { name: 'decay', type: 'f32' },
     { name: 'schedAt', type: 'u32' },
     { name: 'normAt', type: 'u32' },
+    { name: 'gateAt', type: 'u32' },
   ],
   workgroupSize: [256, 1, 1],
   constants: { ITEMS: 4 },
 };
+
+/** gateAt value of an ungated step. */
+export const NO_GATE = 0xffffffff;
 
 const PER_GROUP = adamStepSpec.workgroupSize[0] * adamStepSpec.constants!.ITEMS;
 
@@ -74,6 +82,8 @@ export interface AdamStepArgs {
   nPartials: number;
   /** Index in `stats` that accumulates the norm (used when clipping). */
   normAt: number;
+  /** Index in `sched` of the step's gate (0: skip the step); default NO_GATE. */
+  gateAt?: number;
 }
 
 /** The two f32 bias-correction scalars of step t (1-based), as the host computes them (optim.ts). */
@@ -103,6 +113,7 @@ export function adamStepDispatch(a: AdamStepArgs, h: AdamHyper, schedAt: number)
       decay: f(1 - h.lr * (h.weightDecay ?? 0)),
       schedAt,
       normAt: a.normAt,
+      gateAt: a.gateAt ?? NO_GATE,
     },
     groups: grid1d(Math.ceil(a.n / PER_GROUP)),
   };
@@ -117,6 +128,7 @@ function adamStepReference(
 ): void {
   const [params, grads, moments, partials, sched, stats] = buffers;
   const schedF = new Float32Array(sched.buffer, sched.byteOffset, sched.length);
+  if (u.gateAt !== NO_GATE && sched[u.gateAt] === 0) return;
   let coef = 1;
   if (u.clip) {
     let sum = 0;

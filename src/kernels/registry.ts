@@ -6,6 +6,7 @@ import type { KernelSpec } from '../backend/types.js';
 import { adamStep } from './adam_step.js';
 import { collectDqnKernel } from './collect_dqn.js';
 import { collectPpoKernel } from './collect_ppo.js';
+import { curiosityGather } from './curiosity_gather.js';
 import { curiosityLoss } from './curiosity_loss.js';
 import { denseForward } from './dense_forward.js';
 import { exclusiveScan } from './exclusive_scan.js';
@@ -17,7 +18,15 @@ import { ppoLoss } from './ppo_loss.js';
 import type { Kernel } from './reference.js';
 
 // The learner's kernels (src/learn/device.ts).
-const learnerKernels = [ppoGather, mlpForward, ppoLoss, mlpBackward, adamStep, curiosityLoss];
+const learnerKernels = [
+  ppoGather,
+  mlpForward,
+  ppoLoss,
+  mlpBackward,
+  adamStep,
+  curiosityGather,
+  curiosityLoss,
+];
 
 export const kernels: Readonly<Record<string, Kernel>> = Object.fromEntries(
   [philoxStream, denseForward, exclusiveScan, collectDqnKernel, collectPpoKernel, ...learnerKernels].map(

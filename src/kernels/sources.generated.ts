@@ -15,7 +15,8 @@ export const wgslSources: Record<string, string> = {
 //   partials: array<f32>, read: per-tile sums of squares of the gradients (mlp_backward)
 //   sched: array<u32>, read: f32 bits of each step's bias corrections
 //   stats: array<f32>, read_write: the norm is added at normAt
-//   u: Uniforms { n, nPartials, clip, maxNorm, oneMinusB1, beta2, oneMinusB2, eps, decay, schedAt, normAt }
+//   u: Uniforms { n, nPartials, clip, maxNorm, oneMinusB1, beta2, oneMinusB2, eps, decay, schedAt, normAt,
+//                 gateAt } (gateAt != 0xffffffff and sched[gateAt] == 0: the step is skipped)
 // Workgroup: WG_X threads (a power of two), ITEMS elements each, strided by WG_X. Every workgroup
 // reduces the partials itself in the same fixed tree order, so all agree on the norm.
 // Numerics: f32, the reference's operation order; WGSL allows a few ulp in sqrt and division and
@@ -30,6 +31,8 @@ fn adam_step(
   @builtin(local_invocation_index) tid: u32,
 ) {
   let g = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
+  // Read before the reduction but acted on after it, so every barrier stays in uniform control flow.
+  let skip = u.gateAt != 0xffffffffu && sched[u.gateAt] == 0u;
   var coef = 1.0;
   var scaled = false;
   if (u.clip != 0u) {
@@ -51,9 +54,12 @@ fn adam_step(
       coef = c;
       scaled = true;
     }
-    if (g == 0u && tid == 0u) {
+    if (g == 0u && tid == 0u && !skip) {
       stats[u.normAt] = stats[u.normAt] + norm;
     }
+  }
+  if (skip) {
+    return;
   }
   let step_size = bitcast<f32>(sched[u.schedAt]);
   let bc2_sqrt = bitcast<f32>(sched[u.schedAt + 1u]);
@@ -1880,6 +1886,164 @@ fn dense1(w: u32, b: u32, n_in: u32, n_out: u32, kind: u32, to_q: bool, out_col:
   dense(block(w, b, n_out, 0u, n_in), NO_BLOCK, 0u, n_in, kind, to_q, out_col, lid);
 }
 `,
+  curiosity_gather: `// curiosity_gather: the curiosity model's training batch from a PPO rollout, with the CPU engine's
+// rule: walk j = 0, 1, ... of the shuffle permutation of \`epoch\`; row idx = perm(j) is kept when
+// it is not done, not truncated and idx % steps != steps - 1 (its next row is the same episode's
+// next bar); kept rows fill slots r = 0, 1, ... until \`batch\` rows or the rollout runs out:
+//   acts[r inDim + c] = states[idx][c] (c < outDim), acts[r inDim + outDim + k] = [k == category]
+//   targets[r outDim + c] = states[idx + 1][c];  sched[0] = rows kept
+// category: 0 for exposure index (action / 9) 0-1, 1 for 2, 2 for 3-4.
+// Bindings (declared by the preamble generated from src/kernels/curiosity_gather.ts):
+//   rolloutF: array<f32>, read: states rows of stateDim at statesOff
+//   rolloutI: array<i32>, read: actions at actOff, dones at doneOff, truncateds at truncOff
+//   acts: array<f32>, read_write: input rows [batch, inDim]; targets: array<f32>, read_write [batch, outDim]
+//   sched: array<u32>, read_write: sched[0] = rows kept
+//   u: Uniforms { count, steps, batch, epoch, key0, key1, stateDim, inDim, outDim, statesOff, actOff,
+//                 doneOff, truncOff }
+// Workgroup: one of WG_X threads (a power of two), WG_X permutation positions per round; a
+// Hillis-Steele scan of the keep flags gives kept rows their slots. Exact, deterministic.
+// ---- begin shuffle.wgsl ----
+// The minibatch shuffle of src/learn/shuffle.ts: a keyed bijection of [0, count) each thread
+// evaluates for its own index. A snippet (pulled in with \`//!include shuffle.wgsl\`); it needs
+// philox.wgsl. 4-round balanced Feistel network on 2h-bit words, h = max(1, ceil(bits(count-1)/2)),
+// round k: (L, R) -> (R, L xor (word 0 of Philox(counter = (stream, epoch, R, k), key) & mask)),
+// cycle walking until the word lands in [0, count). Integer-only: bit-identical to the TS twin.
+// ---- begin philox.wgsl ----
+// Philox4x32-10 (Salmon et al., SC'11): the WGSL twin of src/rng/philox.ts and cuda/philox.cuh.
+// A snippet, not a kernel: kernels that draw random numbers pull it in with a line
+// \`//!include philox.wgsl\` (resolved by scripts/gen-kernels.mjs). It declares no bindings.
+// WGSL has no 64-bit integers, so the high word of each 32x32 product is built from 16-bit
+// halves exactly as \`mulhi32\` in the TS reference: the three twins are bit-identical.
+// u32 arithmetic wraps modulo 2^32 in WGSL, which gives the low word directly.
+
+const PHILOX_M0: u32 = 0xd2511f53u;
+const PHILOX_M1: u32 = 0xcd9e8d57u;
+const PHILOX_W0: u32 = 0x9e3779b9u;
+const PHILOX_W1: u32 = 0xbb67ae85u;
+
+// High 32 bits of the 64-bit product a * b.
+fn mulhi32(a: u32, b: u32) -> u32 {
+  let a_lo = a & 0xffffu;
+  let a_hi = a >> 16u;
+  let b_lo = b & 0xffffu;
+  let b_hi = b >> 16u;
+  let lolo = a_lo * b_lo;
+  let hilo = a_hi * b_lo;
+  let lohi = a_lo * b_hi;
+  let hihi = a_hi * b_hi;
+  // cross < 3 * 2^16: its carry is the only one that reaches the high word.
+  let cross = (lolo >> 16u) + (hilo & 0xffffu) + (lohi & 0xffffu);
+  return hihi + (hilo >> 16u) + (lohi >> 16u) + (cross >> 16u);
+}
+
+// One Philox4x32-10 block: 4 counter words and 2 key words -> 4 random words.
+fn philox4x32(counter: vec4<u32>, key: vec2<u32>) -> vec4<u32> {
+  var x = counter;
+  var k = key;
+  for (var round = 0u; round < 10u; round++) {
+    let hi0 = mulhi32(PHILOX_M0, x.x);
+    let lo0 = PHILOX_M0 * x.x;
+    let hi1 = mulhi32(PHILOX_M1, x.z);
+    let lo1 = PHILOX_M1 * x.z;
+    x = vec4<u32>(hi1 ^ x.y ^ k.x, lo1, hi0 ^ x.w ^ k.y, lo0);
+    k = k + vec2<u32>(PHILOX_W0, PHILOX_W1);
+  }
+  return x;
+}
+
+// SPEC 7: the top 24 bits as a float in [0, 1); exact in f32 (2^-24 is a power of two).
+fn u32_to_unit_float(x: u32) -> f32 {
+  return f32(x >> 8u) * (1.0 / 16777216.0);
+}
+// ---- end philox.wgsl ----
+
+const SHUFFLE_ROUNDS = 4u;
+
+fn feistel_half_bits(count: u32) -> u32 {
+  var bits = 0u;
+  if (count > 1u) {
+    bits = 32u - countLeadingZeros(count - 1u);
+  }
+  return max(1u, (bits + 1u) / 2u);
+}
+
+// The image of \`index\` (< count) under the permutation of \`epoch\`; \`stream\` is Stream.Shuffle.
+fn shuffle_index(index: u32, count: u32, epoch: u32, stream: u32, key: vec2<u32>) -> u32 {
+  let h = feistel_half_bits(count);
+  let mask = (1u << h) - 1u;
+  var x = index;
+  loop {
+    var left = x >> h;
+    var right = x & mask;
+    for (var k = 0u; k < SHUFFLE_ROUNDS; k++) {
+      let f = philox4x32(vec4<u32>(stream, epoch, right, k), key).x & mask;
+      let next = left ^ f;
+      left = right;
+      right = next;
+    }
+    x = (left << h) | right;
+    if (x < count) {
+      break;
+    }
+  }
+  return x;
+}
+// ---- end shuffle.wgsl ----
+
+var<workgroup> scan: array<u32, WG_X>;
+var<workgroup> rows: u32;
+
+@compute @workgroup_size(WG_X, WG_Y, WG_Z)
+fn curiosity_gather(@builtin(local_invocation_index) tid: u32) {
+  if (tid == 0u) {
+    rows = 0u;
+  }
+  for (var base = 0u; base < u.count; base += WG_X) {
+    let j = base + tid;
+    var keep = 0u;
+    var idx = 0u;
+    if (j < u.count) {
+      idx = shuffle_index(j, u.count, u.epoch, SHUFFLE_STREAM, vec2<u32>(u.key0, u.key1));
+      let ends = rolloutI[u.doneOff + idx] != 0 || rolloutI[u.truncOff + idx] != 0 || idx % u.steps == u.steps - 1u;
+      keep = select(1u, 0u, ends);
+    }
+    scan[tid] = keep;
+    workgroupBarrier();
+    for (var off = 1u; off < WG_X; off = off << 1u) {
+      var v = 0u;
+      if (tid >= off) {
+        v = scan[tid - off];
+      }
+      workgroupBarrier();
+      scan[tid] = scan[tid] + v;
+      workgroupBarrier();
+    }
+    let r = rows + scan[tid] - keep;
+    if (keep == 1u && r < u.batch) {
+      let s = u.statesOff + idx * u.stateDim;
+      for (var c = 0u; c < u.outDim; c++) {
+        acts[r * u.inDim + c] = rolloutF[s + c];
+        targets[r * u.outDim + c] = rolloutF[s + u.stateDim + c];
+      }
+      let x = u32(rolloutI[u.actOff + idx]) / 9u;
+      let cat = select(select(2u, 1u, x == 2u), 0u, x <= 1u);
+      for (var k = 0u; k < u.inDim - u.outDim; k++) {
+        acts[r * u.inDim + u.outDim + k] = select(0.0, 1.0, k == cat);
+      }
+    }
+    workgroupBarrier();
+    if (tid == 0u) {
+      rows = min(u.batch, rows + scan[WG_X - 1u]);
+    }
+    if (workgroupUniformLoad(&rows) >= u.batch) {
+      break;
+    }
+  }
+  if (tid == 0u) {
+    sched[0] = rows;
+  }
+}
+`,
   curiosity_loss: `// curiosity_loss: MSE of the curiosity forward model and its gradient w.r.t. the predictions
 // (src/learn/curiosity.ts). rows = min(rowCount[0], batch), n = rows * outDim:
 //   stats[statAt] = sum_{e < n} (acts[predOff + e] - targets[e])^2 / n   (0 when n = 0)
@@ -2964,7 +3128,8 @@ export const cudaSources: Record<string, string> = {
 //   partials: const float*: per-tile sums of squares of the gradients (mlp_backward)
 //   sched: const unsigned int*: f32 bits of each step's bias corrections
 //   stats: float*: the norm is added at normAt
-//   u: Uniforms { n, nPartials, clip, maxNorm, oneMinusB1, beta2, oneMinusB2, eps, decay, schedAt, normAt }
+//   u: Uniforms { n, nPartials, clip, maxNorm, oneMinusB1, beta2, oneMinusB2, eps, decay, schedAt, normAt,
+//                 gateAt } (gateAt != 0xffffffff and sched[gateAt] == 0: the step is skipped)
 // Block: WG_X threads (a power of two), ITEMS elements each, strided by WG_X. Every block reduces
 // the partials itself in the same fixed tree order, so all agree on the norm.
 // Numerics: the update uses round-to-nearest intrinsics (no contraction into fused multiply-adds),
@@ -2976,6 +3141,8 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) adam_step(KERNE
   __shared__ float red[WG_X];
   const unsigned int tid = threadIdx.x;
   const unsigned int g = (unsigned int)flat_block_id();
+  // Uniform across the block (one address), so returning here leaves no thread at a barrier.
+  if (u.gateAt != 0xffffffffu && sched[u.gateAt] == 0u) return;
   float coef = 1.0f;
   bool scaled = false;
   if (u.clip != 0u) {
@@ -3103,29 +3270,34 @@ __host__ __device__ constexpr int iqn_tau_chunk(int e, int k) {
 }
 constexpr int TC = iqn_tau_chunk(E, ACT_TAUS);
 
-// Shared-memory plan (floats). act [E, LD_TRUNK] takes the states, runs the trunk in place and, for
+// Shared-memory plan (floats), then the episodes. act [E, LD_TRUNK] takes the states, runs the trunk in place and, for
 // the plain head, receives q (q aliases it); the curiosity model runs in act too (dead between the
 // online forward and the target forward).
 constexpr int SM_ACT = 0;
-constexpr int SM_END_ACT = SM_ACT + E * LD_TRUNK;
+constexpr int SM_END_ACT = align4(SM_ACT + E * LD_TRUNK);
 // plain: v [E], a [E, LD_Q]
 constexpr int SM_V = SM_END_ACT;
-constexpr int SM_A = SM_V + E;
-constexpr int SM_END_PLAIN = SM_A + E * LD_Q;
+constexpr int SM_A = align4(SM_V + E);
+constexpr int SM_END_PLAIN = align4(SM_A + E * LD_Q);
 // C51: chunk [E, LD_TRUNK], v and mean [E, LD_ATOMS], q [E, LD_Q]
 constexpr int SM_CHUNK = SM_END_ACT;
-constexpr int SM_C51_V = SM_CHUNK + E * LD_TRUNK;
-constexpr int SM_MEAN = SM_C51_V + E * LD_ATOMS;
-constexpr int SM_C51_Q = SM_MEAN + E * LD_ATOMS;
-constexpr int SM_END_C51 = SM_C51_Q + E * LD_Q;
+constexpr int SM_C51_V = align4(SM_CHUNK + E * LD_TRUNK);
+constexpr int SM_MEAN = align4(SM_C51_V + E * LD_ATOMS);
+constexpr int SM_C51_Q = align4(SM_MEAN + E * LD_ATOMS);
+constexpr int SM_END_C51 = align4(SM_C51_Q + E * LD_Q);
 // IQN: taus [E, ACT_TAUS], hq [E * TC, LD_TRUNK], va [E * TC, LD_VA], q [E, LD_Q]
 constexpr int SM_TAU = SM_END_ACT;
-constexpr int SM_HQ = SM_TAU + E * ACT_TAUS;
-constexpr int SM_VA = SM_HQ + E * TC * LD_TRUNK;
-constexpr int SM_IQN_Q = SM_VA + E * TC * LD_VA;
-constexpr int SM_END_IQN = SM_IQN_Q + E * LD_Q;
-constexpr int SM_FLOATS = HEAD == HEAD_PLAIN ? SM_END_PLAIN : HEAD == HEAD_C51 ? SM_END_C51 : SM_END_IQN;
+constexpr int SM_HQ = align4(SM_TAU + E * ACT_TAUS);
+constexpr int SM_VA = align4(SM_HQ + E * TC * LD_TRUNK);
+constexpr int SM_IQN_Q = align4(SM_VA + E * TC * LD_VA);
+constexpr int SM_END_IQN = align4(SM_IQN_Q + E * LD_Q);
+constexpr int SM_END_NETS = HEAD == HEAD_PLAIN ? SM_END_PLAIN : HEAD == HEAD_C51 ? SM_END_C51 : SM_END_IQN;
+// The episodes' simulator state lives here between the env phases rather than in registers that
+// would stay live (and spill) through every layer.
+constexpr int SM_EPISODES = SM_END_NETS;
+constexpr int SM_FLOATS = align4(SM_EPISODES + E * (int)(sizeof(Episode) / 4));
 constexpr int SM_Q = HEAD == HEAD_PLAIN ? SM_ACT : HEAD == HEAD_C51 ? SM_C51_Q : SM_IQN_Q;
+static_assert(sizeof(Episode) % 4 == 0, "Episode is 4-byte fields");
 static_assert(SM_FLOATS * 4 <= 48 * 1024,
               "collect_dqn: TILE_E too large for 48 KiB of shared memory (plain: <= 32, C51 and IQN: <= 16)");
 static_assert(E <= COLLECT_THREADS, "collect_dqn: one thread per episode runs the simulator");
@@ -3172,7 +3344,7 @@ extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
   const bool active = env_thread && e64 < u.n;
   const unsigned e = (unsigned)e64;
   // Blocks past the work (the grid may overshoot) still reach every barrier.
-  Episode ep;
+  Episode& ep = reinterpret_cast<Episode*>(smem + SM_EPISODES)[env_thread ? r : 0];
   int* window = div_window + (unsigned long long)e * p.diversity_window;
   if (active) load_episode(ep, env_f, env_i, e);
   float* xs = smem + SM_ACT + r * LD_TRUNK;
@@ -3300,8 +3472,9 @@ extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
 `,
   'collect_env.cuh': `// The simulator step of one episode (SPEC 3-6), a line-by-line port of src/env/ (step.ts,
 // portfolio.ts, barrier.ts, trade.ts, diversity.ts, state.ts). One thread owns one episode: its
-// portfolio, barrier and counters live in registers (struct Episode) for the whole launch and go
-// back to the per-episode buffers at its end, so episodes persist across launches.
+// portfolio, barrier and counters (struct Episode) are loaded once per launch (the tiled kernels
+// keep them in shared memory, the seed variant in registers) and go back to the per-episode
+// buffers at its end, so episodes persist across launches.
 //
 // Buffers (docs/ENV.md): env_f [N, ENV_F] f32, env_i [N, ENV_I] i32 (fields ENVF_* / ENVI_*, and
 // ENV_F, ENV_I, STREAM_*: constants of the kernel preamble, from src/env/state.ts),
@@ -4117,6 +4290,8 @@ COLLECT_DEVICE float warp_sum(float v) {
 // Read-only global load through the non-coherent (texture) path; weights never change in a launch.
 COLLECT_DEVICE float4 ldg4(const float* p) { return __ldg(reinterpret_cast<const float4*>(p)); }
 COLLECT_DEVICE float ldg1(const float* p) { return __ldg(p); }
+// A 16-byte shared-memory load (p must be 16-byte aligned; the emulator checks).
+COLLECT_DEVICE float4 lds4(const float* p) { return *reinterpret_cast<const float4*>(p); }
 
 // f32 -> tf32 with round-to-nearest (ties away), as the tensor-core path feeds its operands.
 COLLECT_DEVICE unsigned to_tf32(float x) {
@@ -4252,13 +4427,17 @@ COLLECT_DEVICE void gae_episode(const Out& base, unsigned steps, float gamma, fl
 
 constexpr int E = TILE_E;
 // Shared-memory plan (floats): xs [E, LD_STATE] states (kept through both nets), act
-// [E, LD_CRITIC] the layer chains (then the curiosity rows), logits [E, LD_Q], value [E], one flag.
+// [E, LD_CRITIC] the layer chains (then the curiosity rows), logits [E, LD_Q], value [E], one flag,
+// the episodes.
 constexpr int SM_XS = 0;
-constexpr int SM_ACT = SM_XS + E * LD_STATE;
-constexpr int SM_LOGITS = SM_ACT + E * LD_CRITIC;
-constexpr int SM_VALUE = SM_LOGITS + E * LD_Q;
-constexpr int SM_FLAG = SM_VALUE + E;
-constexpr int SM_FLOATS = SM_FLAG + 1;
+constexpr int SM_ACT = align4(SM_XS + E * LD_STATE);
+constexpr int SM_LOGITS = align4(SM_ACT + E * LD_CRITIC);
+constexpr int SM_VALUE = align4(SM_LOGITS + E * LD_Q);
+constexpr int SM_FLAG = align4(SM_VALUE + E);
+// The episodes' simulator state lives here between the env phases rather than in registers that
+// would stay live (and spill) through every layer.
+constexpr int SM_EPISODES = align4(SM_FLAG + 1);
+constexpr int SM_FLOATS = align4(SM_EPISODES + E * (int)(sizeof(Episode) / 4));
 static_assert(SM_FLOATS * 4 <= 48 * 1024, "collect_ppo: TILE_E too large for 48 KiB of shared memory (<= 16)");
 static_assert(E <= COLLECT_THREADS, "collect_ppo: one thread per episode runs the simulator");
 
@@ -4276,7 +4455,7 @@ extern "C" __global__ void collect_ppo(KERNEL_ARGS) {
   const bool env_thread = r < E;
   const bool active = env_thread && e64 < u.n;
   const unsigned e = (unsigned)e64;
-  Episode ep;
+  Episode& ep = reinterpret_cast<Episode*>(smem + SM_EPISODES)[env_thread ? r : 0];
   int* window = div_window + (unsigned long long)e * p.diversity_window;
   if (active) load_episode(ep, env_f, env_i, e);
   float* xs = smem + SM_XS + r * LD_STATE;
@@ -4399,6 +4578,66 @@ extern "C" __global__ void collect_ppo(KERNEL_ARGS) {
 }
 
 #endif
+`,
+  'curiosity_gather.cu': `// curiosity_gather: the curiosity model's training batch from a PPO rollout, with the CPU engine's
+// rule: walk j = 0, 1, ... of the shuffle permutation of \`epoch\`; row idx = perm(j) is kept when
+// it is not done, not truncated and idx % steps != steps - 1 (its next row is the same episode's
+// next bar); kept rows fill slots r = 0, 1, ... until \`batch\` rows or the rollout runs out:
+//   acts[r inDim + c] = states[idx][c] (c < outDim), acts[r inDim + outDim + k] = [k == category]
+//   targets[r outDim + c] = states[idx + 1][c];  sched[0] = rows kept
+// category: 0 for exposure index (action / 9) 0-1, 1 for 2, 2 for 3-4.
+// Bindings (declared by the preamble generated from src/kernels/curiosity_gather.ts):
+//   rolloutF: const float*: states rows of stateDim at statesOff
+//   rolloutI: const int*: actions at actOff, dones at doneOff, truncateds at truncOff
+//   acts: float*, written: input rows [batch, inDim]; targets: float*, written [batch, outDim]
+//   sched: unsigned int*: sched[0] = rows kept
+//   u: Uniforms { count, steps, batch, epoch, key0, key1, stateDim, inDim, outDim, statesOff, actOff,
+//                 doneOff, truncOff }
+// Block: one of WG_X threads (a power of two), WG_X permutation positions per round; a
+// Hillis-Steele scan of the keep flags gives kept rows their slots (the WGSL twin's steps; a warp
+// ballot would be faster but would not be the twin). Exact, deterministic.
+#include "shuffle.cuh"
+
+extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) curiosity_gather(KERNEL_ARGS) {
+  __shared__ unsigned int scan[WG_X];
+  __shared__ unsigned int rows;
+  const unsigned int tid = threadIdx.x;
+  if (tid == 0u) rows = 0u;
+  __syncthreads();
+  for (unsigned int base = 0; base < u.count; base += WG_X) {
+    const unsigned int j = base + tid;
+    unsigned int keep = 0u, idx = 0u;
+    if (j < u.count) {
+      idx = shuffle_index(j, u.count, u.epoch, SHUFFLE_STREAM, u.key0, u.key1);
+      const bool ends = rolloutI[u.doneOff + idx] != 0 || rolloutI[u.truncOff + idx] != 0 || idx % u.steps == u.steps - 1u;
+      keep = ends ? 0u : 1u;
+    }
+    scan[tid] = keep;
+    __syncthreads();
+    for (unsigned int off = 1u; off < WG_X; off <<= 1) {
+      const unsigned int v = tid >= off ? scan[tid - off] : 0u;
+      __syncthreads();
+      scan[tid] += v;
+      __syncthreads();
+    }
+    const unsigned int r = rows + scan[tid] - keep;
+    if (keep == 1u && r < u.batch) {
+      const unsigned int s = u.statesOff + idx * u.stateDim;
+      for (unsigned int c = 0; c < u.outDim; c++) {
+        acts[r * u.inDim + c] = rolloutF[s + c];
+        targets[r * u.outDim + c] = rolloutF[s + u.stateDim + c];
+      }
+      const unsigned int x = (unsigned int)rolloutI[u.actOff + idx] / 9u;
+      const unsigned int cat = x <= 1u ? 0u : (x == 2u ? 1u : 2u);
+      for (unsigned int k = 0; k < u.inDim - u.outDim; k++) acts[r * u.inDim + u.outDim + k] = k == cat ? 1.0f : 0.0f;
+    }
+    __syncthreads();
+    if (tid == 0u) rows = min(u.batch, rows + scan[WG_X - 1u]);
+    __syncthreads();
+    if (rows >= u.batch) break;
+  }
+  if (tid == 0u) sched[0] = rows;
+}
 `,
   'curiosity_loss.cu': `// curiosity_loss: MSE of the curiosity forward model and its gradient w.r.t. the predictions
 // (src/learn/curiosity.ts). rows = min(rowCount[0], batch), n = rows * outDim:
@@ -4960,6 +5199,9 @@ __host__ __device__ constexpr int tile_stride(int width) {
   return ((width + 15) / 16 * 16) % 32 == 16 ? (width + 15) / 16 * 16 : (width + 15) / 16 * 16 + 16;
 }
 
+// Start of a shared-memory region: a multiple of 4 floats, so its rows can be read as float4.
+__host__ __device__ constexpr int align4(int floats) { return (floats + 3) / 4 * 4; }
+
 // Rows per exact-path task: split the rows into the most power-of-two groups that keep every
 // (output, group) task on its own thread, so small layers still use the whole block.
 __host__ __device__ constexpr int exact_groups(int out, int rows) {
@@ -5004,7 +5246,7 @@ struct DenseExact {
           const float4 w4 = ldg4(w + i);
 #pragma unroll
           for (int r = 0; r < RPG; r++) {
-            const float4 x4 = *reinterpret_cast<const float4*>(x + (r0 + r) * ldx + i);
+            const float4 x4 = lds4(x + (r0 + r) * ldx + i);
             a[r] = fadd(a[r], fmul(w4.x, x4.x));
             a[r] = fadd(a[r], fmul(w4.y, x4.y));
             a[r] = fadd(a[r], fmul(w4.z, x4.z));
@@ -5098,8 +5340,8 @@ struct DenseMma {
           const int row = (mt0 + m) * 16 + g;
           const float* xr = x + row * ldx + kk;
           const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-          const float4 lo = row < Rows ? *reinterpret_cast<const float4*>(xr) : zero;
-          const float4 hi = row + 8 < Rows ? *reinterpret_cast<const float4*>(xr + 8 * ldx) : zero;
+          const float4 lo = row < Rows ? lds4(xr) : zero;
+          const float4 hi = row + 8 < Rows ? lds4(xr + 8 * ldx) : zero;
           const unsigned a0[4] = {to_tf32(lo.x), to_tf32(hi.x), to_tf32(lo.y), to_tf32(hi.y)};
           const unsigned a1[4] = {to_tf32(lo.z), to_tf32(hi.z), to_tf32(lo.w), to_tf32(hi.w)};
 #pragma unroll

@@ -11,6 +11,7 @@ import type { RolloutSections } from '../kernels/ppo_gather.js';
 import { philox4x32, u32ToUnitFloat } from '../rng/philox.js';
 import { Stream } from '../rng/streams.js';
 import type { DevicePpoRollout } from './device.js';
+import type { DeviceCuriosityRollout } from './device_curiosity.js';
 import type { PpoRollout } from './ppo_update.js';
 
 function section(name: string): { offset: number; type: string } {
@@ -30,6 +31,29 @@ export function collectorRollout(outF: DeviceBuffer, outI: DeviceBuffer, count: 
     actions: at('actions'),
   };
   return { f: outF, i: outI, count, sections };
+}
+
+/** The curiosity trainer's view of the same buffers (N episodes of L steps, episode-major rows). */
+export function collectorCuriosityRollout(
+  outF: DeviceBuffer,
+  outI: DeviceBuffer,
+  episodes: number,
+  steps: number,
+): DeviceCuriosityRollout {
+  const count = episodes * steps;
+  const at = (name: string) => section(name).offset * count;
+  return {
+    f: outF,
+    i: outI,
+    count,
+    steps,
+    sections: {
+      states: at('states'),
+      actions: at('actions'),
+      dones: at('dones'),
+      truncateds: at('truncateds'),
+    },
+  };
 }
 
 /** Host copies of a synthetic rollout (ppoUpdateReference's input). */

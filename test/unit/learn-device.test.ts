@@ -12,10 +12,11 @@ import { type Backend, BackendUnavailableError, type Dispatch } from '../../src/
 import { defaultConfig, type PpoConfig } from '../../src/config.js';
 import { PPO_OUTPUT } from '../../src/kernels/collect_ppo.js';
 import { DevicePpoLearner, type DevicePpoRollout } from '../../src/learn/device.js';
+import { DeviceCuriosityLearner, type DeviceCuriosityRollout } from '../../src/learn/device_curiosity.js';
 import { collectorRollout, syntheticPpoRollout, uploadPpoRollout } from '../../src/learn/device_rollout.js';
 import { createPpoLearner, ppoUpdateReference } from '../../src/learn/ppo_update.js';
 import { initParams } from '../../src/nets/forward.js';
-import { buildLayout, NetId } from '../../src/nets/layout.js';
+import { buildLayout, curiosityLayout, NetId } from '../../src/nets/layout.js';
 
 const STATE = 6;
 const ACTIONS = 5;
@@ -246,5 +247,66 @@ describe('DevicePpoLearner', () => {
           seed: 1,
         }),
     ).toThrow('the actor and critic output layers must be linear');
+  });
+});
+
+describe('DeviceCuriosityLearner', () => {
+  const layout = curiosityLayout();
+  const make = (backend: Backend) =>
+    new DeviceCuriosityLearner({
+      backend,
+      layout,
+      params: initParams(layout, NetId.Curiosity, SEED),
+      batch: 16,
+      lr: 1e-3,
+      weightDecay: 1e-2,
+      seed: SEED,
+      stateDim: 54,
+    });
+  /** Episodes of `steps` bars with states from a ramp, no episode ends. */
+  function rollout(backend: Backend, episodes: number, steps: number): DeviceCuriosityRollout {
+    const count = episodes * steps;
+    const f = backend.createBuffer(4 * count * 54, 'f');
+    backend.upload(
+      f,
+      Float32Array.from({ length: count * 54 }, (_, k) => Math.sin(k)),
+    );
+    const i = backend.createBuffer(4 * 3 * count, 'i');
+    backend.upload(
+      i,
+      Int32Array.from({ length: count }, (_, k) => k % 45),
+    );
+    return { f, i, count, steps, sections: { states: 0, actions: 0, dones: count, truncateds: 2 * count } };
+  }
+
+  it('takes no step on an empty batch (one-step episodes have no next bar), like the CPU engine', async () => {
+    const backend = createCpuBackend();
+    backends.push(backend);
+    const dev = make(backend);
+    const before = await dev.readParams();
+    expect(await dev.train(rollout(backend, 8, 1), 0)).toBe(0);
+    expect(dev.step).toBe(0);
+    expect(await dev.readParams()).toEqual(before);
+    expect((await dev.readOptim()).v.every((x) => x === 0)).toBe(true);
+  });
+
+  it('steps AdamW once per call with rows, one submission and one readback', async () => {
+    const backend = new CountingBackend();
+    backends.push(backend);
+    const dev = make(backend);
+    const r = rollout(backend, 2, 12);
+    const before = await dev.readParams();
+    backend.runs = [];
+    backend.downloads = 0;
+    const mse = await dev.train(r, 3);
+    // gather, forward x 2, loss, backward x 2, adam.
+    expect(backend.runs).toEqual([7]);
+    expect(backend.downloads).toBe(1);
+    expect(mse).toBeGreaterThan(0);
+    expect(dev.step).toBe(1);
+    expect(await dev.readParams()).not.toEqual(before);
+    expect(() => dev.writeParams(new Float32Array(2))).toThrow(
+      `device curiosity: params has 2 floats, the layout needs ${layout.size}`,
+    );
   });
 });
