@@ -12,21 +12,20 @@
 //   partials: float*, written: one float per dW tile
 //   u: Uniforms { batch, then per job j in 0, 1: in, out, wOff, bOff, xOff, dOff, pOff, pAct, partBase }
 //      (pAct: 0 none, 1 relu, 2 leaky 0.01, 3 no dX; out_j = 0: job absent)
-// Block: WG_X x WG_Y threads own a TILE_X x TILE_Y tile, each thread a MICRO_X x MICRO_Y block
-// strided by WG_X / WG_Y; flat block id = job 0's dW tiles, its dX tiles, then job 1's.
+// Block: WG_X x WG_Y threads own a TILE_X x TILE_Y tile, thread (x, y) the 4 x 4 block at X 4x..,
+// Y 4y..; flat block id = job 0's dW tiles, its dX tiles, then job 1's.
 // dW tile: X = inputs i (plus the ones column i = in for db), Y = outputs o, K = batch rows.
 // dX tile: X = inputs i, Y = batch rows b, K = outputs o. Operands are staged k-major in shared
-// memory, rows padded by one float (8.3 KiB, plus 1 KiB for the partial's tree).
+// memory, rows padded by 4 floats (transposing stores spread over banks; the inner loop's two
+// float4 reads per k stay aligned).
 // Numerics: f32; sums add in increasing k from 0 (NVRTC fuses multiply-adds: tolerance against the
 // TS reference); the partial is a fixed-order tree, deterministic.
 #include "grid.cuh"
 #include "learn_common.cuh"
 
-#define MICRO_X (TILE_X / WG_X)
-#define MICRO_Y (TILE_Y / WG_Y)
 #define THREADS (WG_X * WG_Y)
-#define SX (TILE_X + 1)
-#define SY (TILE_Y + 1)
+#define SX (TILE_X + 4)
+#define SY (TILE_Y + 4)
 
 struct BackwardJob {
   unsigned int n_in, n_out, w_off, b_off, x_off, d_off, p_off, p_act, part_base;
@@ -48,8 +47,9 @@ __device__ __forceinline__ unsigned int dx_tiles(const BackwardJob& job, unsigne
 }
 
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_backward(KERNEL_ARGS) {
-  __shared__ float x_tile[TILE_K * SX];
-  __shared__ float y_tile[TILE_K * SY];
+  static_assert(TILE_X == 4 * WG_X && TILE_Y == 4 * WG_Y, "each thread owns a 4 x 4 block");
+  __shared__ __align__(16) float x_tile[TILE_K * SX];
+  __shared__ __align__(16) float y_tile[TILE_K * SY];
   __shared__ float red[THREADS];
   const unsigned int tid = threadIdx.x + WG_X * threadIdx.y;
 
@@ -79,9 +79,9 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_backward(KE
   const unsigned int y0 = (t / tx) * TILE_Y;
   const unsigned int k_len = is_dw ? u.batch : job.n_out;
 
-  float acc[MICRO_X * MICRO_Y];
-#pragma unroll
-  for (unsigned int q = 0; q < MICRO_X * MICRO_Y; q++) acc[q] = 0.0f;
+  const unsigned int ix = 4u * threadIdx.x;
+  const unsigned int iy = 4u * threadIdx.y;
+  float acc[4][4] = {};  // [X r][Y c]
 
   for (unsigned int k0 = 0; k0 < k_len; k0 += TILE_K) {
     if (is_dw) {
@@ -119,14 +119,14 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_backward(KE
     __syncthreads();
     const unsigned int valid = min((unsigned int)TILE_K, k_len - k0);
     for (unsigned int k = 0; k < valid; k++) {
-      float yv[MICRO_Y];
+      const float4 xv = *reinterpret_cast<const float4*>(&x_tile[k * SX + ix]);
+      const float4 yv = *reinterpret_cast<const float4*>(&y_tile[k * SY + iy]);
+      const float xs[4] = {xv.x, xv.y, xv.z, xv.w};
+      const float ys[4] = {yv.x, yv.y, yv.z, yv.w};
 #pragma unroll
-      for (unsigned int c = 0; c < MICRO_Y; c++) yv[c] = y_tile[k * SY + threadIdx.y + c * WG_Y];
+      for (unsigned int r = 0; r < 4; r++) {
 #pragma unroll
-      for (unsigned int r = 0; r < MICRO_X; r++) {
-        const float xv = x_tile[k * SX + threadIdx.x + r * WG_X];
-#pragma unroll
-        for (unsigned int c = 0; c < MICRO_Y; c++) acc[r * MICRO_Y + c] += xv * yv[c];
+        for (unsigned int c = 0; c < 4; c++) acc[r][c] += xs[r] * ys[c];
       }
     }
     __syncthreads();
@@ -135,13 +135,13 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_backward(KE
   if (is_dw) {
     float ss = 0.0f;
 #pragma unroll
-    for (unsigned int c = 0; c < MICRO_Y; c++) {
-      const unsigned int o = y0 + threadIdx.y + c * WG_Y;
+    for (unsigned int c = 0; c < 4; c++) {
+      const unsigned int o = y0 + iy + c;
 #pragma unroll
-      for (unsigned int r = 0; r < MICRO_X; r++) {
-        const unsigned int i = x0 + threadIdx.x + r * WG_X;
+      for (unsigned int r = 0; r < 4; r++) {
+        const unsigned int i = x0 + ix + r;
         if (o < job.n_out && i <= job.n_in) {
-          const float g = acc[r * MICRO_Y + c];
+          const float g = acc[r][c];
           grads[i < job.n_in ? job.w_off + o * job.n_in + i : job.b_off + o] = g;
           ss += g * g;
         }
@@ -153,14 +153,14 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_backward(KE
   }
 
 #pragma unroll
-  for (unsigned int c = 0; c < MICRO_Y; c++) {
-    const unsigned int b = y0 + threadIdx.y + c * WG_Y;
+  for (unsigned int c = 0; c < 4; c++) {
+    const unsigned int b = y0 + iy + c;
 #pragma unroll
-    for (unsigned int r = 0; r < MICRO_X; r++) {
-      const unsigned int i = x0 + threadIdx.x + r * WG_X;
+    for (unsigned int r = 0; r < 4; r++) {
+      const unsigned int i = x0 + ix + r;
       if (b < u.batch && i < job.n_in) {
         const float y = acts[job.x_off + b * job.n_in + i];
-        deltas[job.p_off + b * job.n_in + i] = acc[r * MICRO_Y + c] * learn_act_derivative(y, job.p_act);
+        deltas[job.p_off + b * job.n_in + i] = acc[r][c] * learn_act_derivative(y, job.p_act);
       }
     }
   }

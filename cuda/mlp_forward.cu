@@ -7,20 +7,18 @@
 //   u: Uniforms { batch, in0, out0, wOff0, bOff0, xOff0, yOff0, act0, in1, ... act1 }
 //      (act: 0 none, 1 relu, 2 leaky 0.01; out_j = 0: job absent)
 // Block: WG_X x WG_Y threads own a TILE_X (outputs) x TILE_Y (rows) tile; flat block id = tiles of
-// job 0, then of job 1. Each thread keeps a MICRO_X x MICRO_Y block in registers, strided by
-// WG_X / WG_Y so neighbouring threads write neighbouring outputs; TILE_K inputs of W and x are
-// staged k-major in shared memory (8 KiB, rows padded by one float).
+// job 0, then of job 1. Thread (x, y) computes the 4 x 4 outputs 4x.. x rows 4y..: TILE_K inputs
+// of W and x are staged k-major in shared memory (rows padded by 4 floats: the transposing stores
+// spread over banks, the float4 reads of the inner loop stay aligned), so each k costs two float4
+// reads for 16 multiply-adds.
 // Numerics: f32; each sum starts at the bias and adds products in increasing i; NVRTC fuses
 // multiply-adds (tolerance, not bit-exactness, against the TS reference).
 #include "grid.cuh"
 #include "learn_common.cuh"
 
-#define MICRO_X (TILE_X / WG_X)
-#define MICRO_Y (TILE_Y / WG_Y)
 #define THREADS (WG_X * WG_Y)
-// Row strides of the k-major tiles, padded by one so the transposing stores hit distinct banks.
-#define SX (TILE_X + 1)
-#define SY (TILE_Y + 1)
+#define SX (TILE_X + 4)
+#define SY (TILE_Y + 4)
 
 struct ForwardJob {
   unsigned int n_in, n_out, w_off, b_off, x_off, y_off, act;
@@ -31,8 +29,9 @@ __device__ __forceinline__ unsigned int forward_tiles(unsigned int n_out, unsign
 }
 
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KERNEL_ARGS) {
-  __shared__ float w_tile[TILE_K * SX];
-  __shared__ float x_tile[TILE_K * SY];
+  static_assert(TILE_X == 4 * WG_X && TILE_Y == 4 * WG_Y, "each thread owns a 4 x 4 block");
+  __shared__ __align__(16) float w_tile[TILE_K * SX];
+  __shared__ __align__(16) float x_tile[TILE_K * SY];
   unsigned int t = (unsigned int)flat_block_id();
   ForwardJob job = {u.in0, u.out0, u.wOff0, u.bOff0, u.xOff0, u.yOff0, u.act0};
   const unsigned int tiles0 = forward_tiles(u.out0, u.batch);
@@ -45,14 +44,16 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KER
   const unsigned int out0 = (t % tx) * TILE_X;
   const unsigned int row0 = (t / tx) * TILE_Y;
   const unsigned int tid = threadIdx.x + WG_X * threadIdx.y;
+  const unsigned int ox = 4u * threadIdx.x;
+  const unsigned int ry = 4u * threadIdx.y;
 
-  float acc[MICRO_X * MICRO_Y];
+  float acc[4][4];  // [output r][row c]
 #pragma unroll
-  for (unsigned int r = 0; r < MICRO_X; r++) {
-    const unsigned int o = out0 + threadIdx.x + r * WG_X;
+  for (unsigned int r = 0; r < 4; r++) {
+    const unsigned int o = out0 + ox + r;
     const float bias = o < job.n_out ? params[job.b_off + o] : 0.0f;
 #pragma unroll
-    for (unsigned int c = 0; c < MICRO_Y; c++) acc[r * MICRO_Y + c] = bias;
+    for (unsigned int c = 0; c < 4; c++) acc[r][c] = bias;
   }
 
   for (unsigned int k0 = 0; k0 < job.n_in; k0 += TILE_K) {
@@ -71,28 +72,26 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KER
     __syncthreads();
     const unsigned int valid = min((unsigned int)TILE_K, job.n_in - k0);
     for (unsigned int k = 0; k < valid; k++) {
-      float xv[MICRO_Y];
+      const float4 wv = *reinterpret_cast<const float4*>(&w_tile[k * SX + ox]);
+      const float4 xv = *reinterpret_cast<const float4*>(&x_tile[k * SY + ry]);
+      const float w[4] = {wv.x, wv.y, wv.z, wv.w};
+      const float x[4] = {xv.x, xv.y, xv.z, xv.w};
 #pragma unroll
-      for (unsigned int c = 0; c < MICRO_Y; c++) xv[c] = x_tile[k * SY + threadIdx.y + c * WG_Y];
+      for (unsigned int r = 0; r < 4; r++) {
 #pragma unroll
-      for (unsigned int r = 0; r < MICRO_X; r++) {
-        const float wv = w_tile[k * SX + threadIdx.x + r * WG_X];
-#pragma unroll
-        for (unsigned int c = 0; c < MICRO_Y; c++) acc[r * MICRO_Y + c] += wv * xv[c];
+        for (unsigned int c = 0; c < 4; c++) acc[r][c] += w[r] * x[c];
       }
     }
     __syncthreads();
   }
 
 #pragma unroll
-  for (unsigned int c = 0; c < MICRO_Y; c++) {
-    const unsigned int b = row0 + threadIdx.y + c * WG_Y;
+  for (unsigned int c = 0; c < 4; c++) {
+    const unsigned int b = row0 + ry + c;
 #pragma unroll
-    for (unsigned int r = 0; r < MICRO_X; r++) {
-      const unsigned int o = out0 + threadIdx.x + r * WG_X;
-      if (b < u.batch && o < job.n_out) {
-        acts[job.y_off + b * job.n_out + o] = learn_activate(acc[r * MICRO_Y + c], job.act);
-      }
+    for (unsigned int r = 0; r < 4; r++) {
+      const unsigned int o = out0 + ox + r;
+      if (b < u.batch && o < job.n_out) acts[job.y_off + b * job.n_out + o] = learn_activate(acc[r][c], job.act);
     }
   }
 }

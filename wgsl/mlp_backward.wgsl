@@ -12,22 +12,21 @@
 //   partials: array<f32>, read_write: one float per dW tile
 //   u: Uniforms { batch, then per job j in 0, 1: in, out, wOff, bOff, xOff, dOff, pOff, pAct, partBase }
 //      (pAct: 0 none, 1 relu, 2 leaky 0.01, 3 no dX; out_j = 0: job absent)
-// Workgroup: WG_X x WG_Y threads own a TILE_X x TILE_Y tile, each thread a MICRO_X x MICRO_Y block
-// strided by WG_X / WG_Y; flat workgroup id = job 0's dW tiles, its dX tiles, then job 1's.
+// Workgroup: WG_X x WG_Y threads own a TILE_X x TILE_Y tile, thread (x, y) the 4 x 4 block at
+// X 4x.., Y 4y..; flat workgroup id = job 0's dW tiles, its dX tiles, then job 1's.
 // dW tile: X = inputs i (plus the ones column i = in for db), Y = outputs o, K = batch rows.
 // dX tile: X = inputs i, Y = batch rows b, K = outputs o. Operands are staged k-major in
-// workgroup memory, rows padded by one float (8.3 KiB, plus 1 KiB for the partial's tree).
+// workgroup memory as vec4 rows padded by one vec4 (two vec4 reads per k for 16 multiply-adds).
 // Numerics: f32; sums add in increasing k from 0 (multiply-adds may fuse: tolerance against the
 // TS reference); the partial is a fixed-order tree, deterministic per backend.
 
-const MICRO_X = TILE_X / WG_X;
-const MICRO_Y = TILE_Y / WG_Y;
 const THREADS = WG_X * WG_Y;
-const SX = TILE_X + 1;
-const SY = TILE_Y + 1;
+// Row strides of the k-major tiles in vec4s.
+const SX4 = TILE_X / 4 + 1;
+const SY4 = TILE_Y / 4 + 1;
 
-var<workgroup> x_tile: array<f32, TILE_K * SX>;
-var<workgroup> y_tile: array<f32, TILE_K * SY>;
+var<workgroup> x_tile: array<vec4<f32>, TILE_K * SX4>;
+var<workgroup> y_tile: array<vec4<f32>, TILE_K * SY4>;
 var<workgroup> red: array<f32, THREADS>;
 
 struct Job {
@@ -124,7 +123,10 @@ fn mlp_backward(
     k_len = job.n_out;
   }
 
-  var acc: array<f32, MICRO_X * MICRO_Y>;
+  let ix = 4u * lid.x;
+  let iy = 4u * lid.y;
+  // acc[r][c]: X index ix + r, Y index iy + c.
+  var acc: array<vec4<f32>, 4>;
   for (var k0 = 0u; k0 < k_len; k0 += TILE_K) {
     if (is_dw) {
       // X: inputs of rows k (the ones column at i = in); Y: deltas of rows k.
@@ -140,7 +142,7 @@ fn mlp_backward(
             v = 1.0;
           }
         }
-        x_tile[(e / TILE_X) * SX + m] = v;
+        x_tile[(e / TILE_X) * SX4 + m / 4u][m % 4u] = v;
       }
       for (var e = tid; e < TILE_K * TILE_Y; e += THREADS) {
         let m = e % TILE_Y;
@@ -150,7 +152,7 @@ fn mlp_backward(
         if (k < u.batch && o < job.n_out) {
           v = deltas[job.d_off + k * job.n_out + o];
         }
-        y_tile[(e / TILE_Y) * SY + m] = v;
+        y_tile[(e / TILE_Y) * SY4 + m / 4u][m % 4u] = v;
       }
     } else {
       // X: weights of outputs k; Y: deltas of rows b at outputs k.
@@ -162,7 +164,7 @@ fn mlp_backward(
         if (k < job.n_out && i < job.n_in) {
           v = params[job.w_off + k * job.n_in + i];
         }
-        x_tile[(e / TILE_X) * SX + m] = v;
+        x_tile[(e / TILE_X) * SX4 + m / 4u][m % 4u] = v;
       }
       for (var e = tid; e < TILE_K * TILE_Y; e += THREADS) {
         let kk = e % TILE_K;
@@ -173,21 +175,16 @@ fn mlp_backward(
         if (b < u.batch && k < job.n_out) {
           v = deltas[job.d_off + b * job.n_out + k];
         }
-        y_tile[kk * SY + m] = v;
+        y_tile[kk * SY4 + m / 4u][m % 4u] = v;
       }
     }
     workgroupBarrier();
     let valid = min(u32(TILE_K), k_len - k0);
     for (var k = 0u; k < valid; k++) {
-      var yv: array<f32, MICRO_Y>;
-      for (var c = 0u; c < MICRO_Y; c++) {
-        yv[c] = y_tile[k * SY + lid.y + c * WG_Y];
-      }
-      for (var r = 0u; r < MICRO_X; r++) {
-        let xv = x_tile[k * SX + lid.x + r * WG_X];
-        for (var c = 0u; c < MICRO_Y; c++) {
-          acc[r * MICRO_Y + c] = acc[r * MICRO_Y + c] + xv * yv[c];
-        }
+      let xv = x_tile[k * SX4 + lid.x];
+      let yv = y_tile[k * SY4 + lid.y];
+      for (var r = 0u; r < 4u; r++) {
+        acc[r] = acc[r] + xv[r] * yv;
       }
     }
     workgroupBarrier();
@@ -195,12 +192,12 @@ fn mlp_backward(
 
   if (is_dw) {
     var ss = 0.0;
-    for (var c = 0u; c < MICRO_Y; c++) {
-      let o = y0 + lid.y + c * WG_Y;
-      for (var r = 0u; r < MICRO_X; r++) {
-        let i = x0 + lid.x + r * WG_X;
+    for (var c = 0u; c < 4u; c++) {
+      let o = y0 + iy + c;
+      for (var r = 0u; r < 4u; r++) {
+        let i = x0 + ix + r;
         if (o < job.n_out && i <= job.n_in) {
-          let g = acc[r * MICRO_Y + c];
+          let g = acc[r][c];
           if (i < job.n_in) {
             grads[job.w_off + o * job.n_in + i] = g;
           } else {
@@ -224,13 +221,13 @@ fn mlp_backward(
     return;
   }
 
-  for (var c = 0u; c < MICRO_Y; c++) {
-    let b = y0 + lid.y + c * WG_Y;
-    for (var r = 0u; r < MICRO_X; r++) {
-      let i = x0 + lid.x + r * WG_X;
+  for (var c = 0u; c < 4u; c++) {
+    let b = y0 + iy + c;
+    for (var r = 0u; r < 4u; r++) {
+      let i = x0 + ix + r;
       if (b < u.batch && i < job.n_in) {
         let y = acts[job.x_off + b * job.n_in + i];
-        deltas[job.p_off + b * job.n_in + i] = acc[r * MICRO_Y + c] * act_derivative(y, job.p_act);
+        deltas[job.p_off + b * job.n_in + i] = acc[r][c] * act_derivative(y, job.p_act);
       }
     }
   }

@@ -7,21 +7,19 @@
 //   u: Uniforms { batch, in0, out0, wOff0, bOff0, xOff0, yOff0, act0, in1, ... act1 }
 //      (act: 0 none, 1 relu, 2 leaky 0.01; out_j = 0: job absent)
 // Workgroup: WG_X x WG_Y threads own a TILE_X (outputs) x TILE_Y (rows) tile; flat workgroup id =
-// tiles of job 0, then of job 1. Each thread keeps a MICRO_X x MICRO_Y block in registers, strided
-// by WG_X / WG_Y so neighbouring threads write neighbouring outputs; TILE_K inputs of W and x are
-// staged k-major in workgroup memory (8 KiB, rows padded by one float).
+// tiles of job 0, then of job 1. Thread (x, y) computes the 4 x 4 outputs 4x.. x rows 4y..: TILE_K
+// inputs of W and x are staged k-major in workgroup memory as vec4 rows (padded by one vec4 so the
+// transposing stores spread over banks), so each k costs two vec4 reads for 16 multiply-adds.
 // Numerics: f32; each sum starts at the bias and adds products in increasing i; the compiler may
 // fuse multiply-adds (tolerance, not bit-exactness, against the TS reference).
 
-const MICRO_X = TILE_X / WG_X;
-const MICRO_Y = TILE_Y / WG_Y;
 const THREADS = WG_X * WG_Y;
-// Row strides of the k-major tiles, padded by one so the transposing stores hit distinct banks.
-const SX = TILE_X + 1;
-const SY = TILE_Y + 1;
+// Row strides of the k-major tiles in vec4s.
+const SX4 = TILE_X / 4 + 1;
+const SY4 = TILE_Y / 4 + 1;
 
-var<workgroup> w_tile: array<f32, TILE_K * SX>;
-var<workgroup> x_tile: array<f32, TILE_K * SY>;
+var<workgroup> w_tile: array<vec4<f32>, TILE_K * SX4>;
+var<workgroup> x_tile: array<vec4<f32>, TILE_K * SY4>;
 
 struct Job {
   n_in: u32,
@@ -67,61 +65,61 @@ fn mlp_forward(
   let tx = (job.n_out + TILE_X - 1u) / TILE_X;
   let out0 = (t % tx) * TILE_X;
   let row0 = (t / tx) * TILE_Y;
+  let ox = 4u * lid.x;
+  let ry = 4u * lid.y;
 
-  var acc: array<f32, MICRO_X * MICRO_Y>;
-  for (var r = 0u; r < MICRO_X; r++) {
-    let o = out0 + lid.x + r * WG_X;
+  // acc[r][c]: output ox + r, row ry + c.
+  var acc: array<vec4<f32>, 4>;
+  for (var r = 0u; r < 4u; r++) {
+    let o = out0 + ox + r;
     var bias = 0.0;
     if (o < job.n_out) {
       bias = params[job.b_off + o];
     }
-    for (var c = 0u; c < MICRO_Y; c++) {
-      acc[r * MICRO_Y + c] = bias;
-    }
+    acc[r] = vec4<f32>(bias);
   }
 
   for (var k0 = 0u; k0 < job.n_in; k0 += TILE_K) {
     for (var e = tid; e < TILE_K * TILE_X; e += THREADS) {
-      let o = out0 + e / TILE_K;
-      let k = k0 + e % TILE_K;
+      let m = e / TILE_K;
+      let kk = e % TILE_K;
+      let o = out0 + m;
+      let k = k0 + kk;
       var v = 0.0;
       if (o < job.n_out && k < job.n_in) {
         v = params[job.w_off + o * job.n_in + k];
       }
-      w_tile[(e % TILE_K) * SX + e / TILE_K] = v;
+      w_tile[kk * SX4 + m / 4u][m % 4u] = v;
     }
     for (var e = tid; e < TILE_K * TILE_Y; e += THREADS) {
-      let b = row0 + e / TILE_K;
-      let k = k0 + e % TILE_K;
+      let m = e / TILE_K;
+      let kk = e % TILE_K;
+      let b = row0 + m;
+      let k = k0 + kk;
       var v = 0.0;
       if (b < u.batch && k < job.n_in) {
         v = acts[job.x_off + b * job.n_in + k];
       }
-      x_tile[(e % TILE_K) * SY + e / TILE_K] = v;
+      x_tile[kk * SY4 + m / 4u][m % 4u] = v;
     }
     workgroupBarrier();
     let valid = min(u32(TILE_K), job.n_in - k0);
     for (var k = 0u; k < valid; k++) {
-      var xv: array<f32, MICRO_Y>;
-      for (var c = 0u; c < MICRO_Y; c++) {
-        xv[c] = x_tile[k * SY + lid.y + c * WG_Y];
-      }
-      for (var r = 0u; r < MICRO_X; r++) {
-        let wv = w_tile[k * SX + lid.x + r * WG_X];
-        for (var c = 0u; c < MICRO_Y; c++) {
-          acc[r * MICRO_Y + c] = acc[r * MICRO_Y + c] + wv * xv[c];
-        }
+      let wv = w_tile[k * SX4 + lid.x];
+      let xv = x_tile[k * SY4 + lid.y];
+      for (var r = 0u; r < 4u; r++) {
+        acc[r] = acc[r] + wv[r] * xv;
       }
     }
     workgroupBarrier();
   }
 
-  for (var c = 0u; c < MICRO_Y; c++) {
-    let b = row0 + lid.y + c * WG_Y;
-    for (var r = 0u; r < MICRO_X; r++) {
-      let o = out0 + lid.x + r * WG_X;
+  for (var c = 0u; c < 4u; c++) {
+    let b = row0 + ry + c;
+    for (var r = 0u; r < 4u; r++) {
+      let o = out0 + ox + r;
       if (b < u.batch && o < job.n_out) {
-        acts[job.y_off + b * job.n_out + o] = activate(acc[r * MICRO_Y + c], job.act);
+        acts[job.y_off + b * job.n_out + o] = activate(acc[r][c], job.act);
       }
     }
   }

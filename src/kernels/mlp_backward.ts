@@ -12,7 +12,7 @@
  *
  * Grid: per job, its dW tiles (over (in + 1) inputs x out outputs) then its dX tiles (over in
  * inputs x batch rows); job 0's before job 1's, flat over x. Every tile is TILE_X x TILE_Y with a
- * K loop (batch for dW, out for dX), 16 x 16 threads each owning a 4 x 4 block.
+ * K loop (batch for dW, out for dX), 8 x 16 threads each owning a contiguous 4 x 4 block.
  *
  * Numerics: f32; every sum adds in increasing k (b for dW, o for dX) from 0, as src/learn/mlp.ts;
  * multiply-adds may fuse on GPUs, so twins agree to a tolerance. Partials are per-tile sums in the
@@ -42,8 +42,8 @@ export const mlpBackwardSpec: KernelSpec = {
     { name: 'batch', type: 'u32' },
     ...[0, 1].flatMap((j) => FIELDS.map((f) => ({ name: `${f}${j}`, type: 'u32' as const }))),
   ],
-  workgroupSize: [16, 16, 1],
-  constants: { TILE_X: 64, TILE_Y: 64, TILE_K: 16 },
+  workgroupSize: [8, 16, 1],
+  constants: { TILE_X: 32, TILE_Y: 64, TILE_K: 16 },
 };
 
 const C = mlpBackwardSpec.constants!;

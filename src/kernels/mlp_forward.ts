@@ -8,7 +8,8 @@
  * forward is 6 launches instead of 9.
  *
  * Grid: the tiles of job 0, then those of job 1, flat over x (grid1d); a tile is TILE_X outputs x
- * TILE_Y rows, 16 x 16 threads each owning a 4 x 4 block (like dense_forward).
+ * TILE_Y rows, 8 x 16 threads each owning a contiguous 4 x 4 block (vector reads of the staged
+ * tiles; 32-wide tiles give the small PPO layers enough workgroups to fill a large GPU).
  *
  * Numerics: f32; each sum starts at the bias and adds products in increasing i, as
  * src/learn/mlp.ts; GPUs fuse multiply-adds, so twins agree to a tolerance.
@@ -36,8 +37,8 @@ export const mlpForwardSpec: KernelSpec = {
       })),
     ),
   ],
-  workgroupSize: [16, 16, 1],
-  constants: { TILE_X: 64, TILE_Y: 64, TILE_K: 16 },
+  workgroupSize: [8, 16, 1],
+  constants: { TILE_X: 32, TILE_Y: 64, TILE_K: 16 },
 };
 
 const C = mlpForwardSpec.constants!;

@@ -2289,22 +2289,21 @@ fn exclusive_scan(
 //   partials: array<f32>, read_write: one float per dW tile
 //   u: Uniforms { batch, then per job j in 0, 1: in, out, wOff, bOff, xOff, dOff, pOff, pAct, partBase }
 //      (pAct: 0 none, 1 relu, 2 leaky 0.01, 3 no dX; out_j = 0: job absent)
-// Workgroup: WG_X x WG_Y threads own a TILE_X x TILE_Y tile, each thread a MICRO_X x MICRO_Y block
-// strided by WG_X / WG_Y; flat workgroup id = job 0's dW tiles, its dX tiles, then job 1's.
+// Workgroup: WG_X x WG_Y threads own a TILE_X x TILE_Y tile, thread (x, y) the 4 x 4 block at
+// X 4x.., Y 4y..; flat workgroup id = job 0's dW tiles, its dX tiles, then job 1's.
 // dW tile: X = inputs i (plus the ones column i = in for db), Y = outputs o, K = batch rows.
 // dX tile: X = inputs i, Y = batch rows b, K = outputs o. Operands are staged k-major in
-// workgroup memory, rows padded by one float (8.3 KiB, plus 1 KiB for the partial's tree).
+// workgroup memory as vec4 rows padded by one vec4 (two vec4 reads per k for 16 multiply-adds).
 // Numerics: f32; sums add in increasing k from 0 (multiply-adds may fuse: tolerance against the
 // TS reference); the partial is a fixed-order tree, deterministic per backend.
 
-const MICRO_X = TILE_X / WG_X;
-const MICRO_Y = TILE_Y / WG_Y;
 const THREADS = WG_X * WG_Y;
-const SX = TILE_X + 1;
-const SY = TILE_Y + 1;
+// Row strides of the k-major tiles in vec4s.
+const SX4 = TILE_X / 4 + 1;
+const SY4 = TILE_Y / 4 + 1;
 
-var<workgroup> x_tile: array<f32, TILE_K * SX>;
-var<workgroup> y_tile: array<f32, TILE_K * SY>;
+var<workgroup> x_tile: array<vec4<f32>, TILE_K * SX4>;
+var<workgroup> y_tile: array<vec4<f32>, TILE_K * SY4>;
 var<workgroup> red: array<f32, THREADS>;
 
 struct Job {
@@ -2401,7 +2400,10 @@ fn mlp_backward(
     k_len = job.n_out;
   }
 
-  var acc: array<f32, MICRO_X * MICRO_Y>;
+  let ix = 4u * lid.x;
+  let iy = 4u * lid.y;
+  // acc[r][c]: X index ix + r, Y index iy + c.
+  var acc: array<vec4<f32>, 4>;
   for (var k0 = 0u; k0 < k_len; k0 += TILE_K) {
     if (is_dw) {
       // X: inputs of rows k (the ones column at i = in); Y: deltas of rows k.
@@ -2417,7 +2419,7 @@ fn mlp_backward(
             v = 1.0;
           }
         }
-        x_tile[(e / TILE_X) * SX + m] = v;
+        x_tile[(e / TILE_X) * SX4 + m / 4u][m % 4u] = v;
       }
       for (var e = tid; e < TILE_K * TILE_Y; e += THREADS) {
         let m = e % TILE_Y;
@@ -2427,7 +2429,7 @@ fn mlp_backward(
         if (k < u.batch && o < job.n_out) {
           v = deltas[job.d_off + k * job.n_out + o];
         }
-        y_tile[(e / TILE_Y) * SY + m] = v;
+        y_tile[(e / TILE_Y) * SY4 + m / 4u][m % 4u] = v;
       }
     } else {
       // X: weights of outputs k; Y: deltas of rows b at outputs k.
@@ -2439,7 +2441,7 @@ fn mlp_backward(
         if (k < job.n_out && i < job.n_in) {
           v = params[job.w_off + k * job.n_in + i];
         }
-        x_tile[(e / TILE_X) * SX + m] = v;
+        x_tile[(e / TILE_X) * SX4 + m / 4u][m % 4u] = v;
       }
       for (var e = tid; e < TILE_K * TILE_Y; e += THREADS) {
         let kk = e % TILE_K;
@@ -2450,21 +2452,16 @@ fn mlp_backward(
         if (b < u.batch && k < job.n_out) {
           v = deltas[job.d_off + b * job.n_out + k];
         }
-        y_tile[kk * SY + m] = v;
+        y_tile[kk * SY4 + m / 4u][m % 4u] = v;
       }
     }
     workgroupBarrier();
     let valid = min(u32(TILE_K), k_len - k0);
     for (var k = 0u; k < valid; k++) {
-      var yv: array<f32, MICRO_Y>;
-      for (var c = 0u; c < MICRO_Y; c++) {
-        yv[c] = y_tile[k * SY + lid.y + c * WG_Y];
-      }
-      for (var r = 0u; r < MICRO_X; r++) {
-        let xv = x_tile[k * SX + lid.x + r * WG_X];
-        for (var c = 0u; c < MICRO_Y; c++) {
-          acc[r * MICRO_Y + c] = acc[r * MICRO_Y + c] + xv * yv[c];
-        }
+      let xv = x_tile[k * SX4 + lid.x];
+      let yv = y_tile[k * SY4 + lid.y];
+      for (var r = 0u; r < 4u; r++) {
+        acc[r] = acc[r] + xv[r] * yv;
       }
     }
     workgroupBarrier();
@@ -2472,12 +2469,12 @@ fn mlp_backward(
 
   if (is_dw) {
     var ss = 0.0;
-    for (var c = 0u; c < MICRO_Y; c++) {
-      let o = y0 + lid.y + c * WG_Y;
-      for (var r = 0u; r < MICRO_X; r++) {
-        let i = x0 + lid.x + r * WG_X;
+    for (var c = 0u; c < 4u; c++) {
+      let o = y0 + iy + c;
+      for (var r = 0u; r < 4u; r++) {
+        let i = x0 + ix + r;
         if (o < job.n_out && i <= job.n_in) {
-          let g = acc[r * MICRO_Y + c];
+          let g = acc[r][c];
           if (i < job.n_in) {
             grads[job.w_off + o * job.n_in + i] = g;
           } else {
@@ -2501,13 +2498,13 @@ fn mlp_backward(
     return;
   }
 
-  for (var c = 0u; c < MICRO_Y; c++) {
-    let b = y0 + lid.y + c * WG_Y;
-    for (var r = 0u; r < MICRO_X; r++) {
-      let i = x0 + lid.x + r * WG_X;
+  for (var c = 0u; c < 4u; c++) {
+    let b = y0 + iy + c;
+    for (var r = 0u; r < 4u; r++) {
+      let i = x0 + ix + r;
       if (b < u.batch && i < job.n_in) {
         let y = acts[job.x_off + b * job.n_in + i];
-        deltas[job.p_off + b * job.n_in + i] = acc[r * MICRO_Y + c] * act_derivative(y, job.p_act);
+        deltas[job.p_off + b * job.n_in + i] = acc[r][c] * act_derivative(y, job.p_act);
       }
     }
   }
@@ -2522,21 +2519,19 @@ fn mlp_backward(
 //   u: Uniforms { batch, in0, out0, wOff0, bOff0, xOff0, yOff0, act0, in1, ... act1 }
 //      (act: 0 none, 1 relu, 2 leaky 0.01; out_j = 0: job absent)
 // Workgroup: WG_X x WG_Y threads own a TILE_X (outputs) x TILE_Y (rows) tile; flat workgroup id =
-// tiles of job 0, then of job 1. Each thread keeps a MICRO_X x MICRO_Y block in registers, strided
-// by WG_X / WG_Y so neighbouring threads write neighbouring outputs; TILE_K inputs of W and x are
-// staged k-major in workgroup memory (8 KiB, rows padded by one float).
+// tiles of job 0, then of job 1. Thread (x, y) computes the 4 x 4 outputs 4x.. x rows 4y..: TILE_K
+// inputs of W and x are staged k-major in workgroup memory as vec4 rows (padded by one vec4 so the
+// transposing stores spread over banks), so each k costs two vec4 reads for 16 multiply-adds.
 // Numerics: f32; each sum starts at the bias and adds products in increasing i; the compiler may
 // fuse multiply-adds (tolerance, not bit-exactness, against the TS reference).
 
-const MICRO_X = TILE_X / WG_X;
-const MICRO_Y = TILE_Y / WG_Y;
 const THREADS = WG_X * WG_Y;
-// Row strides of the k-major tiles, padded by one so the transposing stores hit distinct banks.
-const SX = TILE_X + 1;
-const SY = TILE_Y + 1;
+// Row strides of the k-major tiles in vec4s.
+const SX4 = TILE_X / 4 + 1;
+const SY4 = TILE_Y / 4 + 1;
 
-var<workgroup> w_tile: array<f32, TILE_K * SX>;
-var<workgroup> x_tile: array<f32, TILE_K * SY>;
+var<workgroup> w_tile: array<vec4<f32>, TILE_K * SX4>;
+var<workgroup> x_tile: array<vec4<f32>, TILE_K * SY4>;
 
 struct Job {
   n_in: u32,
@@ -2582,61 +2577,61 @@ fn mlp_forward(
   let tx = (job.n_out + TILE_X - 1u) / TILE_X;
   let out0 = (t % tx) * TILE_X;
   let row0 = (t / tx) * TILE_Y;
+  let ox = 4u * lid.x;
+  let ry = 4u * lid.y;
 
-  var acc: array<f32, MICRO_X * MICRO_Y>;
-  for (var r = 0u; r < MICRO_X; r++) {
-    let o = out0 + lid.x + r * WG_X;
+  // acc[r][c]: output ox + r, row ry + c.
+  var acc: array<vec4<f32>, 4>;
+  for (var r = 0u; r < 4u; r++) {
+    let o = out0 + ox + r;
     var bias = 0.0;
     if (o < job.n_out) {
       bias = params[job.b_off + o];
     }
-    for (var c = 0u; c < MICRO_Y; c++) {
-      acc[r * MICRO_Y + c] = bias;
-    }
+    acc[r] = vec4<f32>(bias);
   }
 
   for (var k0 = 0u; k0 < job.n_in; k0 += TILE_K) {
     for (var e = tid; e < TILE_K * TILE_X; e += THREADS) {
-      let o = out0 + e / TILE_K;
-      let k = k0 + e % TILE_K;
+      let m = e / TILE_K;
+      let kk = e % TILE_K;
+      let o = out0 + m;
+      let k = k0 + kk;
       var v = 0.0;
       if (o < job.n_out && k < job.n_in) {
         v = params[job.w_off + o * job.n_in + k];
       }
-      w_tile[(e % TILE_K) * SX + e / TILE_K] = v;
+      w_tile[kk * SX4 + m / 4u][m % 4u] = v;
     }
     for (var e = tid; e < TILE_K * TILE_Y; e += THREADS) {
-      let b = row0 + e / TILE_K;
-      let k = k0 + e % TILE_K;
+      let m = e / TILE_K;
+      let kk = e % TILE_K;
+      let b = row0 + m;
+      let k = k0 + kk;
       var v = 0.0;
       if (b < u.batch && k < job.n_in) {
         v = acts[job.x_off + b * job.n_in + k];
       }
-      x_tile[(e % TILE_K) * SY + e / TILE_K] = v;
+      x_tile[kk * SY4 + m / 4u][m % 4u] = v;
     }
     workgroupBarrier();
     let valid = min(u32(TILE_K), job.n_in - k0);
     for (var k = 0u; k < valid; k++) {
-      var xv: array<f32, MICRO_Y>;
-      for (var c = 0u; c < MICRO_Y; c++) {
-        xv[c] = x_tile[k * SY + lid.y + c * WG_Y];
-      }
-      for (var r = 0u; r < MICRO_X; r++) {
-        let wv = w_tile[k * SX + lid.x + r * WG_X];
-        for (var c = 0u; c < MICRO_Y; c++) {
-          acc[r * MICRO_Y + c] = acc[r * MICRO_Y + c] + wv * xv[c];
-        }
+      let wv = w_tile[k * SX4 + lid.x];
+      let xv = x_tile[k * SY4 + lid.y];
+      for (var r = 0u; r < 4u; r++) {
+        acc[r] = acc[r] + wv[r] * xv;
       }
     }
     workgroupBarrier();
   }
 
-  for (var c = 0u; c < MICRO_Y; c++) {
-    let b = row0 + lid.y + c * WG_Y;
-    for (var r = 0u; r < MICRO_X; r++) {
-      let o = out0 + lid.x + r * WG_X;
+  for (var c = 0u; c < 4u; c++) {
+    let b = row0 + ry + c;
+    for (var r = 0u; r < 4u; r++) {
+      let o = out0 + ox + r;
       if (b < u.batch && o < job.n_out) {
-        acts[job.y_off + b * job.n_out + o] = activate(acc[r * MICRO_Y + c], job.act);
+        acts[job.y_off + b * job.n_out + o] = activate(acc[r][c], job.act);
       }
     }
   }
@@ -4895,21 +4890,20 @@ __device__ __forceinline__ float learn_block_sum(float v, float* scratch, unsign
 //   partials: float*, written: one float per dW tile
 //   u: Uniforms { batch, then per job j in 0, 1: in, out, wOff, bOff, xOff, dOff, pOff, pAct, partBase }
 //      (pAct: 0 none, 1 relu, 2 leaky 0.01, 3 no dX; out_j = 0: job absent)
-// Block: WG_X x WG_Y threads own a TILE_X x TILE_Y tile, each thread a MICRO_X x MICRO_Y block
-// strided by WG_X / WG_Y; flat block id = job 0's dW tiles, its dX tiles, then job 1's.
+// Block: WG_X x WG_Y threads own a TILE_X x TILE_Y tile, thread (x, y) the 4 x 4 block at X 4x..,
+// Y 4y..; flat block id = job 0's dW tiles, its dX tiles, then job 1's.
 // dW tile: X = inputs i (plus the ones column i = in for db), Y = outputs o, K = batch rows.
 // dX tile: X = inputs i, Y = batch rows b, K = outputs o. Operands are staged k-major in shared
-// memory, rows padded by one float (8.3 KiB, plus 1 KiB for the partial's tree).
+// memory, rows padded by 4 floats (transposing stores spread over banks; the inner loop's two
+// float4 reads per k stay aligned).
 // Numerics: f32; sums add in increasing k from 0 (NVRTC fuses multiply-adds: tolerance against the
 // TS reference); the partial is a fixed-order tree, deterministic.
 #include "grid.cuh"
 #include "learn_common.cuh"
 
-#define MICRO_X (TILE_X / WG_X)
-#define MICRO_Y (TILE_Y / WG_Y)
 #define THREADS (WG_X * WG_Y)
-#define SX (TILE_X + 1)
-#define SY (TILE_Y + 1)
+#define SX (TILE_X + 4)
+#define SY (TILE_Y + 4)
 
 struct BackwardJob {
   unsigned int n_in, n_out, w_off, b_off, x_off, d_off, p_off, p_act, part_base;
@@ -4931,8 +4925,9 @@ __device__ __forceinline__ unsigned int dx_tiles(const BackwardJob& job, unsigne
 }
 
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_backward(KERNEL_ARGS) {
-  __shared__ float x_tile[TILE_K * SX];
-  __shared__ float y_tile[TILE_K * SY];
+  static_assert(TILE_X == 4 * WG_X && TILE_Y == 4 * WG_Y, "each thread owns a 4 x 4 block");
+  __shared__ __align__(16) float x_tile[TILE_K * SX];
+  __shared__ __align__(16) float y_tile[TILE_K * SY];
   __shared__ float red[THREADS];
   const unsigned int tid = threadIdx.x + WG_X * threadIdx.y;
 
@@ -4962,9 +4957,9 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_backward(KE
   const unsigned int y0 = (t / tx) * TILE_Y;
   const unsigned int k_len = is_dw ? u.batch : job.n_out;
 
-  float acc[MICRO_X * MICRO_Y];
-#pragma unroll
-  for (unsigned int q = 0; q < MICRO_X * MICRO_Y; q++) acc[q] = 0.0f;
+  const unsigned int ix = 4u * threadIdx.x;
+  const unsigned int iy = 4u * threadIdx.y;
+  float acc[4][4] = {};  // [X r][Y c]
 
   for (unsigned int k0 = 0; k0 < k_len; k0 += TILE_K) {
     if (is_dw) {
@@ -5002,14 +4997,14 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_backward(KE
     __syncthreads();
     const unsigned int valid = min((unsigned int)TILE_K, k_len - k0);
     for (unsigned int k = 0; k < valid; k++) {
-      float yv[MICRO_Y];
+      const float4 xv = *reinterpret_cast<const float4*>(&x_tile[k * SX + ix]);
+      const float4 yv = *reinterpret_cast<const float4*>(&y_tile[k * SY + iy]);
+      const float xs[4] = {xv.x, xv.y, xv.z, xv.w};
+      const float ys[4] = {yv.x, yv.y, yv.z, yv.w};
 #pragma unroll
-      for (unsigned int c = 0; c < MICRO_Y; c++) yv[c] = y_tile[k * SY + threadIdx.y + c * WG_Y];
+      for (unsigned int r = 0; r < 4; r++) {
 #pragma unroll
-      for (unsigned int r = 0; r < MICRO_X; r++) {
-        const float xv = x_tile[k * SX + threadIdx.x + r * WG_X];
-#pragma unroll
-        for (unsigned int c = 0; c < MICRO_Y; c++) acc[r * MICRO_Y + c] += xv * yv[c];
+        for (unsigned int c = 0; c < 4; c++) acc[r][c] += xs[r] * ys[c];
       }
     }
     __syncthreads();
@@ -5018,13 +5013,13 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_backward(KE
   if (is_dw) {
     float ss = 0.0f;
 #pragma unroll
-    for (unsigned int c = 0; c < MICRO_Y; c++) {
-      const unsigned int o = y0 + threadIdx.y + c * WG_Y;
+    for (unsigned int c = 0; c < 4; c++) {
+      const unsigned int o = y0 + iy + c;
 #pragma unroll
-      for (unsigned int r = 0; r < MICRO_X; r++) {
-        const unsigned int i = x0 + threadIdx.x + r * WG_X;
+      for (unsigned int r = 0; r < 4; r++) {
+        const unsigned int i = x0 + ix + r;
         if (o < job.n_out && i <= job.n_in) {
-          const float g = acc[r * MICRO_Y + c];
+          const float g = acc[r][c];
           grads[i < job.n_in ? job.w_off + o * job.n_in + i : job.b_off + o] = g;
           ss += g * g;
         }
@@ -5036,14 +5031,14 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_backward(KE
   }
 
 #pragma unroll
-  for (unsigned int c = 0; c < MICRO_Y; c++) {
-    const unsigned int b = y0 + threadIdx.y + c * WG_Y;
+  for (unsigned int c = 0; c < 4; c++) {
+    const unsigned int b = y0 + iy + c;
 #pragma unroll
-    for (unsigned int r = 0; r < MICRO_X; r++) {
-      const unsigned int i = x0 + threadIdx.x + r * WG_X;
+    for (unsigned int r = 0; r < 4; r++) {
+      const unsigned int i = x0 + ix + r;
       if (b < u.batch && i < job.n_in) {
         const float y = acts[job.x_off + b * job.n_in + i];
-        deltas[job.p_off + b * job.n_in + i] = acc[r * MICRO_Y + c] * learn_act_derivative(y, job.p_act);
+        deltas[job.p_off + b * job.n_in + i] = acc[r][c] * learn_act_derivative(y, job.p_act);
       }
     }
   }
@@ -5058,20 +5053,18 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_backward(KE
 //   u: Uniforms { batch, in0, out0, wOff0, bOff0, xOff0, yOff0, act0, in1, ... act1 }
 //      (act: 0 none, 1 relu, 2 leaky 0.01; out_j = 0: job absent)
 // Block: WG_X x WG_Y threads own a TILE_X (outputs) x TILE_Y (rows) tile; flat block id = tiles of
-// job 0, then of job 1. Each thread keeps a MICRO_X x MICRO_Y block in registers, strided by
-// WG_X / WG_Y so neighbouring threads write neighbouring outputs; TILE_K inputs of W and x are
-// staged k-major in shared memory (8 KiB, rows padded by one float).
+// job 0, then of job 1. Thread (x, y) computes the 4 x 4 outputs 4x.. x rows 4y..: TILE_K inputs
+// of W and x are staged k-major in shared memory (rows padded by 4 floats: the transposing stores
+// spread over banks, the float4 reads of the inner loop stay aligned), so each k costs two float4
+// reads for 16 multiply-adds.
 // Numerics: f32; each sum starts at the bias and adds products in increasing i; NVRTC fuses
 // multiply-adds (tolerance, not bit-exactness, against the TS reference).
 #include "grid.cuh"
 #include "learn_common.cuh"
 
-#define MICRO_X (TILE_X / WG_X)
-#define MICRO_Y (TILE_Y / WG_Y)
 #define THREADS (WG_X * WG_Y)
-// Row strides of the k-major tiles, padded by one so the transposing stores hit distinct banks.
-#define SX (TILE_X + 1)
-#define SY (TILE_Y + 1)
+#define SX (TILE_X + 4)
+#define SY (TILE_Y + 4)
 
 struct ForwardJob {
   unsigned int n_in, n_out, w_off, b_off, x_off, y_off, act;
@@ -5082,8 +5075,9 @@ __device__ __forceinline__ unsigned int forward_tiles(unsigned int n_out, unsign
 }
 
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KERNEL_ARGS) {
-  __shared__ float w_tile[TILE_K * SX];
-  __shared__ float x_tile[TILE_K * SY];
+  static_assert(TILE_X == 4 * WG_X && TILE_Y == 4 * WG_Y, "each thread owns a 4 x 4 block");
+  __shared__ __align__(16) float w_tile[TILE_K * SX];
+  __shared__ __align__(16) float x_tile[TILE_K * SY];
   unsigned int t = (unsigned int)flat_block_id();
   ForwardJob job = {u.in0, u.out0, u.wOff0, u.bOff0, u.xOff0, u.yOff0, u.act0};
   const unsigned int tiles0 = forward_tiles(u.out0, u.batch);
@@ -5096,14 +5090,16 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KER
   const unsigned int out0 = (t % tx) * TILE_X;
   const unsigned int row0 = (t / tx) * TILE_Y;
   const unsigned int tid = threadIdx.x + WG_X * threadIdx.y;
+  const unsigned int ox = 4u * threadIdx.x;
+  const unsigned int ry = 4u * threadIdx.y;
 
-  float acc[MICRO_X * MICRO_Y];
+  float acc[4][4];  // [output r][row c]
 #pragma unroll
-  for (unsigned int r = 0; r < MICRO_X; r++) {
-    const unsigned int o = out0 + threadIdx.x + r * WG_X;
+  for (unsigned int r = 0; r < 4; r++) {
+    const unsigned int o = out0 + ox + r;
     const float bias = o < job.n_out ? params[job.b_off + o] : 0.0f;
 #pragma unroll
-    for (unsigned int c = 0; c < MICRO_Y; c++) acc[r * MICRO_Y + c] = bias;
+    for (unsigned int c = 0; c < 4; c++) acc[r][c] = bias;
   }
 
   for (unsigned int k0 = 0; k0 < job.n_in; k0 += TILE_K) {
@@ -5122,28 +5118,26 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KER
     __syncthreads();
     const unsigned int valid = min((unsigned int)TILE_K, job.n_in - k0);
     for (unsigned int k = 0; k < valid; k++) {
-      float xv[MICRO_Y];
+      const float4 wv = *reinterpret_cast<const float4*>(&w_tile[k * SX + ox]);
+      const float4 xv = *reinterpret_cast<const float4*>(&x_tile[k * SY + ry]);
+      const float w[4] = {wv.x, wv.y, wv.z, wv.w};
+      const float x[4] = {xv.x, xv.y, xv.z, xv.w};
 #pragma unroll
-      for (unsigned int c = 0; c < MICRO_Y; c++) xv[c] = x_tile[k * SY + threadIdx.y + c * WG_Y];
+      for (unsigned int r = 0; r < 4; r++) {
 #pragma unroll
-      for (unsigned int r = 0; r < MICRO_X; r++) {
-        const float wv = w_tile[k * SX + threadIdx.x + r * WG_X];
-#pragma unroll
-        for (unsigned int c = 0; c < MICRO_Y; c++) acc[r * MICRO_Y + c] += wv * xv[c];
+        for (unsigned int c = 0; c < 4; c++) acc[r][c] += w[r] * x[c];
       }
     }
     __syncthreads();
   }
 
 #pragma unroll
-  for (unsigned int c = 0; c < MICRO_Y; c++) {
-    const unsigned int b = row0 + threadIdx.y + c * WG_Y;
+  for (unsigned int c = 0; c < 4; c++) {
+    const unsigned int b = row0 + ry + c;
 #pragma unroll
-    for (unsigned int r = 0; r < MICRO_X; r++) {
-      const unsigned int o = out0 + threadIdx.x + r * WG_X;
-      if (b < u.batch && o < job.n_out) {
-        acts[job.y_off + b * job.n_out + o] = learn_activate(acc[r * MICRO_Y + c], job.act);
-      }
+    for (unsigned int r = 0; r < 4; r++) {
+      const unsigned int o = out0 + ox + r;
+      if (b < u.batch && o < job.n_out) acts[job.y_off + b * job.n_out + o] = learn_activate(acc[r][c], job.act);
     }
   }
 }
