@@ -18,19 +18,17 @@
 // except where two Q-values (or epsilon and u) are within that tolerance of each other.
 //!include collect_env.wgsl
 //!include collect_tile.wgsl
+//!include collect_phases.wgsl
 
 const HEAD_PLAIN = 0;
 const HEAD_C51 = 1;
 const HEAD_IQN = 2;
-const QW_PLAIN = 48u;
+const SEED_W = 256;
 // Q-values of the final head per episode (C51 and IQN; the plain head combines in qv).
 const QOUT_LEN = select(1, TILE_E * 48, HEAD != HEAD_PLAIN);
 const TRUNK_LEN = select(1, TILE_E * 256, HEAD == HEAD_IQN);
 const C51_LEN = select(1, TILE_E * ATOMS, HEAD == HEAD_C51);
 const TAU_LEN = select(1, TILE_E * ACT_TAUS, HEAD == HEAD_IQN);
-const STATE_PAD = (STATE_DIM + KT - 1) / KT * KT;
-const CURIOSITY_IN = CURIOSITY_OUT + 3;
-const CURIOSITY_PAD = (CURIOSITY_IN + KT - 1) / KT * KT;
 // C51 advantage rows per pass: whole actions of ATOMS logits that fit a qv row.
 const C51_ACTIONS = QW / ATOMS;
 const PI_F32: f32 = 3.141592653589793;
@@ -38,38 +36,179 @@ const TWO_PI_HI: f32 = 6.28125;
 const TWO_PI_LO: f32 = 0.0019353071795864769;
 const INV_TWO_PI: f32 = 0.15915494309189535;
 
-var<workgroup> tile_bar: array<i32, TILE_E>;
-var<workgroup> tile_pf: array<vec4<f32>, TILE_E>;
-var<workgroup> tile_cat: array<i32, TILE_E>;
-var<workgroup> tile_bonus: array<f32, TILE_E>;
 var<workgroup> qout: array<f32, QOUT_LEN>;
 var<workgroup> trunk: array<f32, TRUNK_LEN>;
 var<workgroup> c51_v: array<f32, C51_LEN>;
 var<workgroup> c51_mean: array<f32, C51_LEN>;
 var<workgroup> tile_tau: array<f32, TAU_LEN>;
 
-// ---- tiled networks ----
+// ---- the tiled kernel: a per-step program of ops ----
+//
+// Every step runs the same program, one op after another, each op on the whole workgroup: the
+// layers of every network are DENSE ops of the tile engine, the rest are the phases between
+// them. The kernel has one call of `dense` and one copy of each phase, so shader compilers
+// (Mesa's LLVM in particular) see a small function instead of every network inlined twice;
+// op_at() computes an op's parameters from its index, the layouts' constants and the head.
 
-// Rows [0, TILE_E) of act <- the tile's states (bar tile_bar[r], portfolio tile_pf[r]); the
-// padding columns up to STATE_PAD are zero. Also writes them to out_f section `section`.
-fn fill_states(e0: u32, l: u32, section: u32, lid: u32) {
-  let nl = u.n * u.steps;
-  for (var idx = lid; idx < TILE_E * STATE_PAD; idx += WG_X) {
-    let r = idx / STATE_PAD;
-    let k = idx % STATE_PAD;
-    var v = 0.0;
-    if (k < MARKET_FEATURES) {
-      v = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
-    } else if (k < STATE_DIM) {
-      v = tile_pf[r][k - MARKET_FEATURES];
-    }
-    act_set(r, k, v);
-    let e = e0 + r;
-    if (k < STATE_DIM && e < u.n) {
-      out_f[section * nl + (e * u.steps + l) * STATE_DIM + k] = v;
+const OP_FILL = 1u;
+const OP_COMBINE = 2u;
+const OP_ACT = 3u;
+const OP_CUR_FILL = 4u;
+const OP_CUR_MSE = 5u;
+const OP_ENV = 6u;
+const OP_TD = 7u;
+const OP_TAUS = 8u;
+const OP_C51_V = 9u;
+const OP_C51_SUM = 10u;
+const OP_C51_DIV = 11u;
+const OP_C51_Q = 12u;
+const OP_IQN_TRUNK = 13u;
+const OP_IQN_COS = 14u;
+const OP_IQN_MUL = 15u;
+const OP_IQN_SUM = 16u;
+const OP_IQN_DIV = 17u;
+
+const C51_CHUNKS = (NUM_ACTIONS + C51_ACTIONS - 1) / C51_ACTIONS;
+const IQN_PASSES = ACT_TAUS / TAU_ROWS;
+const IQN_OPS = 7u;
+// Ops of one network forward (net_op) per head.
+const NET_LEN = select(select(4 + IQN_OPS * IQN_PASSES, 6 + 4 * C51_CHUNKS, HEAD == HEAD_C51), 5, HEAD == HEAD_PLAIN);
+// Program: [taus (IQN)], fill s, online net, action, curiosity (4 ops), env, fill s', target net, td.
+const PRE = select(1u, 2u, HEAD == HEAD_IQN);
+const ACT_AT = PRE + NET_LEN;
+const CUR_AT = ACT_AT + 1u;
+const ENV_AT = CUR_AT + 4u;
+const TARGET_AT = ENV_AT + 2u;
+const PROGRAM_LEN = TARGET_AT + NET_LEN + 1u;
+
+// Value and advantage streams fused (same input, the trunk's 256 features; value first).
+fn streams_op(base: u32) -> Op {
+  return Op(OP_DENSE,
+    block(base + NET_Q_VALUE_STREAM_0_W, base + NET_Q_VALUE_STREAM_0_B, 128u, 0u, 256u),
+    block(base + NET_Q_ADVANTAGE_STREAM_0_W, base + NET_Q_ADVANTAGE_STREAM_0_B, 128u, 0u, 256u),
+    0u, 256u, ACT_LEAKY, false, 0u, 0u);
+}
+
+// The two plain heads fused into qv: advantage (from columns [128, 256)) at [0, 45), value
+// (from [0, 128)) at 45.
+fn heads_op(base: u32) -> Op {
+  return Op(OP_DENSE,
+    block(base + NET_Q_ADVANTAGE_STREAM_1_W, base + NET_Q_ADVANTAGE_STREAM_1_B, NUM_ACTIONS, 128u, 128u),
+    block(base + NET_Q_VALUE_STREAM_1_W, base + NET_Q_VALUE_STREAM_1_B, 1u, 0u, 128u),
+    0u, 256u, ACT_NONE, true, 0u, 0u);
+}
+
+// C51 advantage logits of actions [c * C51_ACTIONS, ..) into qv; C51's streams put the advantage
+// hidden layer first (columns [0, 128)).
+fn c51_chunk_op(base: u32, c: u32) -> Op {
+  let a0 = c * C51_ACTIONS;
+  let na = min(C51_ACTIONS, NUM_ACTIONS - a0);
+  return Op(OP_DENSE,
+    block(base + NET_Q_ADVANTAGE_STREAM_1_W + a0 * ATOMS * 128u, base + NET_Q_ADVANTAGE_STREAM_1_B + a0 * ATOMS,
+      na * ATOMS, 0u, 128u),
+    NO_BLOCK, 0u, 128u, ACT_NONE, true, 0u, c);
+}
+
+// Op j of the dueling net at `base` (online 0, target NET_T_BASE - NET_Q_BASE).
+fn net_op(j: u32, base: u32) -> Op {
+  if (j == 0u) {
+    return layer(base + NET_Q_SHARED_LAYERS_0_W, base + NET_Q_SHARED_LAYERS_0_B, STATE_DIM, 256u, ACT_LEAKY, false, 0u);
+  }
+  if (j == 1u) {
+    return layer(base + NET_Q_SHARED_LAYERS_1_W, base + NET_Q_SHARED_LAYERS_1_B, 256u, 256u, ACT_LEAKY, false, 0u);
+  }
+  if (HEAD == HEAD_PLAIN) {
+    switch (j) {
+      case 2u: { return streams_op(base); }
+      case 3u: { return heads_op(base); }
+      default: { return phase(OP_COMBINE, 0u); }
     }
   }
-  workgroupBarrier();
+  if (HEAD == HEAD_C51) {
+    // 2 advantage-first streams, 3 value logits, 4 keep V, then pass 1 (chunk, sum) x C,
+    // the division, pass 2 (chunk, softmax and expectation) x C.
+    if (j == 2u) {
+      return Op(OP_DENSE,
+        block(base + NET_Q_ADVANTAGE_STREAM_0_W, base + NET_Q_ADVANTAGE_STREAM_0_B, 128u, 0u, 256u),
+        block(base + NET_Q_VALUE_STREAM_0_W, base + NET_Q_VALUE_STREAM_0_B, 128u, 0u, 256u),
+        0u, 256u, ACT_LEAKY, false, 0u, 0u);
+    }
+    if (j == 3u) {
+      return Op(OP_DENSE, block(base + NET_Q_VALUE_STREAM_1_W, base + NET_Q_VALUE_STREAM_1_B, ATOMS, 128u, 128u),
+        NO_BLOCK, 128u, 256u, ACT_NONE, true, 0u, 0u);
+    }
+    if (j == 4u) {
+      return phase(OP_C51_V, 0u);
+    }
+    let k = j - 5u;
+    if (k < 2u * C51_CHUNKS) {
+      if (k % 2u == 0u) {
+        return c51_chunk_op(base, k / 2u);
+      }
+      return phase(OP_C51_SUM, k / 2u);
+    }
+    if (k == 2u * C51_CHUNKS) {
+      return phase(OP_C51_DIV, 0u);
+    }
+    let k2 = k - 2u * C51_CHUNKS - 1u;
+    if (k2 % 2u == 0u) {
+      return c51_chunk_op(base, k2 / 2u);
+    }
+    return phase(OP_C51_Q, k2 / 2u);
+  }
+  // IQN: 2 keep the trunk, then per pass of TAU_ROWS taus: cosines, tau_embed, product with the
+  // trunk, streams, heads, dueling combination, sum over the pass's taus; then the mean.
+  if (j == 2u) {
+    return phase(OP_IQN_TRUNK, 0u);
+  }
+  let k = j - 3u;
+  if (k >= IQN_OPS * IQN_PASSES) {
+    return phase(OP_IQN_DIV, 0u);
+  }
+  let p = k / IQN_OPS;
+  switch (k % IQN_OPS) {
+    case 0u: { return phase(OP_IQN_COS, p); }
+    case 1u: { return layer(base + NET_Q_TAU_EMBED_W, base + NET_Q_TAU_EMBED_B, IQN_EMBED, 256u, ACT_RELU, false, 0u); }
+    case 2u: { return phase(OP_IQN_MUL, p); }
+    case 3u: { return streams_op(base); }
+    case 4u: { return heads_op(base); }
+    case 5u: { return phase(OP_COMBINE, p); }
+    default: { return phase(OP_IQN_SUM, p); }
+  }
+}
+
+// Op i of a step's program.
+fn op_at(i: u32) -> Op {
+  if (HEAD == HEAD_IQN && i == 0u) {
+    return phase(OP_TAUS, 0u);
+  }
+  if (i < PRE) {
+    return phase(OP_FILL, 0u);
+  }
+  if (i < ACT_AT) {
+    return net_op(i - PRE, 0u);
+  }
+  if (i == ACT_AT) {
+    return phase(OP_ACT, 0u);
+  }
+  if (i < ENV_AT) {
+    switch (i - CUR_AT) {
+      case 0u: { return phase(OP_CUR_FILL, 0u); }
+      case 1u: { return layer(NET_C_FC1_W, NET_C_FC1_B, CURIOSITY_IN, 64u, ACT_LEAKY, false, 0u); }
+      case 2u: { return layer(NET_C_FC2_W, NET_C_FC2_B, 64u, CURIOSITY_OUT, ACT_NONE, false, 0u); }
+      default: { return phase(OP_CUR_MSE, 0u); }
+    }
+  }
+  if (i == ENV_AT) {
+    return phase(OP_ENV, 0u);
+  }
+  if (i < TARGET_AT) {
+    return phase(OP_FILL, 1u);
+  }
+  if (i < TARGET_AT + NET_LEN) {
+    return net_op(i - TARGET_AT, NET_T_BASE - NET_Q_BASE);
+  }
+  return phase(OP_TD, 0u);
 }
 
 // Plain dueling combination of every row of qv: A in columns [0, 45), V in column 45;
@@ -87,21 +226,6 @@ fn combine_dueling(lid: u32) {
       qv[o + a] = (v + qv[o + a]) - mean;
     }
   }
-  workgroupBarrier();
-}
-
-// Value and advantage streams (fused, same input: the 256 trunk features in act), then the two
-// heads (fused, advantage from columns [128, 256), value from [0, 128)) into qv: A at [0, 45),
-// V at 45. For the plain and IQN heads.
-fn streams_plain(base: u32, lid: u32) {
-  dense(
-    block(base + NET_Q_VALUE_STREAM_0_W, base + NET_Q_VALUE_STREAM_0_B, 128u, 0u, 256u),
-    block(base + NET_Q_ADVANTAGE_STREAM_0_W, base + NET_Q_ADVANTAGE_STREAM_0_B, 128u, 0u, 256u),
-    0u, 256u, ACT_LEAKY, false, 0u, lid);
-  dense(
-    block(base + NET_Q_ADVANTAGE_STREAM_1_W, base + NET_Q_ADVANTAGE_STREAM_1_B, NUM_ACTIONS, 128u, 128u),
-    block(base + NET_Q_VALUE_STREAM_1_W, base + NET_Q_VALUE_STREAM_1_B, 1u, 0u, 128u),
-    0u, 256u, ACT_NONE, true, 0u, lid);
 }
 
 // C51 support point k: vMin + k * delta, delta = (vMax - vMin) / (atoms - 1).
@@ -110,29 +234,18 @@ fn c51_atom(k: u32) -> f32 {
   return u.vMin + f32(k) * delta;
 }
 
-// C51 head (forward.ts forwardC51): V[z], mean over actions of A[a, z], per-action softmax over
-// atoms of (V + A) - mean, Q[a] = expectation over the support, into qout. The advantage logits
-// do not fit workgroup memory at once: pass 1 accumulates the mean chunk by chunk (actions in
-// order, as the reference sums), pass 2 recomputes each chunk and finishes its actions.
-fn c51_head(base: u32, lid: u32) {
-  dense(
-    block(base + NET_Q_ADVANTAGE_STREAM_0_W, base + NET_Q_ADVANTAGE_STREAM_0_B, 128u, 0u, 256u),
-    block(base + NET_Q_VALUE_STREAM_0_W, base + NET_Q_VALUE_STREAM_0_B, 128u, 0u, 256u),
-    0u, 256u, ACT_LEAKY, false, 0u, lid);
-  // act now holds the advantage hidden layer in [0, 128) and the value hidden in [128, 256).
-  dense(
-    block(base + NET_Q_VALUE_STREAM_1_W, base + NET_Q_VALUE_STREAM_1_B, ATOMS, 128u, 128u),
-    NO_BLOCK, 128u, 256u, ACT_NONE, true, 0u, lid);
-  for (var idx = lid; idx < TILE_E * ATOMS; idx += WG_X) {
-    c51_v[idx] = qv[(idx / ATOMS) * QW + idx % ATOMS];
-    c51_mean[idx] = 0.0;
-  }
-  workgroupBarrier();
-  let chunks = (NUM_ACTIONS + C51_ACTIONS - 1u) / C51_ACTIONS;
-  for (var c = 0u; c < chunks; c++) {
-    let a0 = c * C51_ACTIONS;
-    let na = min(C51_ACTIONS, NUM_ACTIONS - a0);
-    c51_adv_pass(base, a0, na, lid);
+// C51 (forward.ts forwardC51), per tile row: V[z] kept; mean over actions of A[a, z] summed
+// chunk by chunk in action order; per action of a chunk, the softmax over atoms of
+// (V + A) - mean and Q[a] = expectation over the support, into qout.
+fn c51_phase(kind: u32, c: u32, lid: u32) {
+  let a0 = c * C51_ACTIONS;
+  let na = min(C51_ACTIONS, NUM_ACTIONS - a0);
+  if (kind == OP_C51_V) {
+    for (var idx = lid; idx < TILE_E * ATOMS; idx += WG_X) {
+      c51_v[idx] = qv[(idx / ATOMS) * QW + idx % ATOMS];
+      c51_mean[idx] = 0.0;
+    }
+  } else if (kind == OP_C51_SUM) {
     for (var idx = lid; idx < TILE_E * ATOMS; idx += WG_X) {
       let o = (idx / ATOMS) * QW + idx % ATOMS;
       var m = c51_mean[idx];
@@ -141,16 +254,11 @@ fn c51_head(base: u32, lid: u32) {
       }
       c51_mean[idx] = m;
     }
-    workgroupBarrier();
-  }
-  for (var idx = lid; idx < TILE_E * ATOMS; idx += WG_X) {
-    c51_mean[idx] = c51_mean[idx] / 45.0;
-  }
-  workgroupBarrier();
-  for (var c = 0u; c < chunks; c++) {
-    let a0 = c * C51_ACTIONS;
-    let na = min(C51_ACTIONS, NUM_ACTIONS - a0);
-    c51_adv_pass(base, a0, na, lid);
+  } else if (kind == OP_C51_DIV) {
+    for (var idx = lid; idx < TILE_E * ATOMS; idx += WG_X) {
+      c51_mean[idx] = c51_mean[idx] / 45.0;
+    }
+  } else {
     for (var idx = lid; idx < TILE_E * na; idx += WG_X) {
       let r = idx / na;
       let a = idx % na;
@@ -173,17 +281,7 @@ fn c51_head(base: u32, lid: u32) {
       }
       qout[r * 48u + a0 + a] = q;
     }
-    workgroupBarrier();
   }
-}
-
-fn c51_adv_pass(base: u32, a0: u32, na: u32, lid: u32) {
-  dense(
-    block(
-      base + NET_Q_ADVANTAGE_STREAM_1_W + a0 * ATOMS * 128u,
-      base + NET_Q_ADVANTAGE_STREAM_1_B + a0 * ATOMS,
-      na * ATOMS, 0u, 128u),
-    NO_BLOCK, 0u, 128u, ACT_NONE, true, 0u, lid);
 }
 
 // cos with the argument reduced to [-pi, pi] (Cody-Waite, two-part 2 pi): WGSL's cos is only
@@ -193,41 +291,37 @@ fn cos_reduced(x: f32) -> f32 {
   return cos((x - n * TWO_PI_HI) - n * TWO_PI_LO);
 }
 
-// IQN head (forward.ts forwardIqn) on the trunk output in act rows [0, TILE_E): for each pass of
-// TAU_ROWS taus, rows (e, t) get the cosine features of tau, tau_embed (ReLU), the product
-// with the trunk, both streams and the dueling combination; qout sums Q_tau over the taus in
-// order, then divides by their count.
-fn iqn_head(base: u32, lid: u32) {
-  for (var idx = lid; idx < TILE_E * 256u; idx += WG_X) {
-    trunk[idx] = act_get(idx / 256u, idx % 256u);
-  }
-  for (var idx = lid; idx < TILE_E * 48u; idx += WG_X) {
-    qout[idx] = 0.0;
-  }
-  workgroupBarrier();
-  let embed_pad = (IQN_EMBED + KT - 1u) / KT * KT;
-  for (var p = 0u; p < ACT_TAUS / TAU_ROWS; p++) {
+// IQN (forward.ts forwardIqn) on the trunk output in act rows [0, TILE_E): rows (e, t) of pass p
+// get the cosine features of tau_(p * TAU_ROWS + t), then after tau_embed the product with the
+// trunk; after the streams and the dueling combination qout sums Q_tau over the taus in order,
+// then divides by their count.
+fn iqn_phase(kind: u32, p: u32, lid: u32) {
+  if (kind == OP_IQN_TRUNK) {
+    for (var idx = lid; idx < TILE_E * 256u; idx += WG_X) {
+      trunk[idx] = act_get(idx / 256u, idx % 256u);
+    }
+    for (var idx = lid; idx < TILE_E * 48u; idx += WG_X) {
+      qout[idx] = 0.0;
+    }
+  } else if (kind == OP_IQN_COS) {
+    let embed_pad = (IQN_EMBED + KT - 1u) / KT * KT;
     for (var idx = lid; idx < TILE_E * TAU_ROWS * embed_pad; idx += WG_X) {
       let r = idx / embed_pad;
       let i = idx % embed_pad;
-      let e = r / TAU_ROWS;
-      let tau = tile_tau[e * ACT_TAUS + p * TAU_ROWS + r % TAU_ROWS];
+      let tau = tile_tau[(r / TAU_ROWS) * ACT_TAUS + p * TAU_ROWS + r % TAU_ROWS];
       var c = 0.0;
       if (i < IQN_EMBED) {
         c = cos_reduced((f32(i) * PI_F32) * tau);
       }
       act_set(r, i, c);
     }
-    workgroupBarrier();
-    dense1(base + NET_Q_TAU_EMBED_W, base + NET_Q_TAU_EMBED_B, IQN_EMBED, 256u, ACT_RELU, false, 0u, lid);
+  } else if (kind == OP_IQN_MUL) {
     for (var idx = lid; idx < TILE_E * TAU_ROWS * 256u; idx += WG_X) {
       let r = idx / 256u;
       let j = idx % 256u;
       act_set(r, j, trunk[(r / TAU_ROWS) * 256u + j] * act_get(r, j));
     }
-    workgroupBarrier();
-    streams_plain(base, lid);
-    combine_dueling(lid);
+  } else if (kind == OP_IQN_SUM) {
     for (var idx = lid; idx < TILE_E * NUM_ACTIONS; idx += WG_X) {
       let e = idx / NUM_ACTIONS;
       let a = idx % NUM_ACTIONS;
@@ -237,27 +331,11 @@ fn iqn_head(base: u32, lid: u32) {
       }
       qout[e * 48u + a] = q;
     }
-    workgroupBarrier();
-  }
-  for (var idx = lid; idx < TILE_E * NUM_ACTIONS; idx += WG_X) {
-    let o = (idx / NUM_ACTIONS) * 48u + idx % NUM_ACTIONS;
-    qout[o] = qout[o] / f32(ACT_TAUS);
-  }
-  workgroupBarrier();
-}
-
-// Q-values of the states in act rows [0, TILE_E) under the dueling net at `base` (online 0,
-// target NET_T_BASE - NET_Q_BASE); read them with final_q.
-fn q_forward(base: u32, lid: u32) {
-  dense1(base + NET_Q_SHARED_LAYERS_0_W, base + NET_Q_SHARED_LAYERS_0_B, STATE_DIM, 256u, ACT_LEAKY, false, 0u, lid);
-  dense1(base + NET_Q_SHARED_LAYERS_1_W, base + NET_Q_SHARED_LAYERS_1_B, 256u, 256u, ACT_LEAKY, false, 0u, lid);
-  if (HEAD == HEAD_PLAIN) {
-    streams_plain(base, lid);
-    combine_dueling(lid);
-  } else if (HEAD == HEAD_C51) {
-    c51_head(base, lid);
   } else {
-    iqn_head(base, lid);
+    for (var idx = lid; idx < TILE_E * NUM_ACTIONS; idx += WG_X) {
+      let o = (idx / NUM_ACTIONS) * 48u + idx % NUM_ACTIONS;
+      qout[o] = qout[o] / f32(ACT_TAUS);
+    }
   }
 }
 
@@ -282,35 +360,6 @@ fn argmax_q(r: u32) -> u32 {
   return best;
 }
 
-// Curiosity bonus of each tile episode (env/curiosity.ts): input features of bar tile_bar[r]
-// [0, 32) ++ one-hot(tile_cat[r]), target the first 32 features of the next bar.
-fn curiosity_tile(lid: u32) {
-  for (var idx = lid; idx < TILE_E * CURIOSITY_PAD; idx += WG_X) {
-    let r = idx / CURIOSITY_PAD;
-    let k = idx % CURIOSITY_PAD;
-    var v = 0.0;
-    if (k < CURIOSITY_OUT) {
-      v = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
-    } else if (k < CURIOSITY_IN) {
-      v = select(0.0, 1.0, i32(k - CURIOSITY_OUT) == tile_cat[r]);
-    }
-    act_set(r, k, v);
-  }
-  workgroupBarrier();
-  dense1(NET_C_FC1_W, NET_C_FC1_B, CURIOSITY_IN, 64u, ACT_LEAKY, false, 0u, lid);
-  dense1(NET_C_FC2_W, NET_C_FC2_B, 64u, CURIOSITY_OUT, ACT_NONE, false, 0u, lid);
-  if (lid < TILE_E) {
-    let next = u32(tile_bar[lid] + 1) * MARKET_FEATURES;
-    var acc = 0.0;
-    for (var k = 0u; k < CURIOSITY_OUT; k++) {
-      let d = act_get(lid, k) - features[next + k];
-      acc = acc + d * d;
-    }
-    tile_bonus[lid] = min(u.curiosityScale * (acc * (1.0 / 32.0)), u.curiosityMax);
-  }
-  workgroupBarrier();
-}
-
 fn write_step(e: u32, l: u32, a: i32, out: StepOut, bonus: f32) {
   let nl = u.n * u.steps;
   let i = e * u.steps + l;
@@ -318,12 +367,7 @@ fn write_step(e: u32, l: u32, a: i32, out: StepOut, bonus: f32) {
   out_i[OUT_I_DONES * nl + i] = out.done;
   out_i[OUT_I_TRUNCATEDS * nl + i] = out.truncated;
   out_f[OUT_F_REWARDS * nl + i] = out.total;
-  let c = OUT_F_COMPONENTS * nl + i * 5u;
-  out_f[c] = out.pnl;
-  out_f[c + 1u] = out.barrier;
-  out_f[c + 2u] = out.risk;
-  out_f[c + 3u] = out.diversity;
-  out_f[c + 4u] = bonus;
+  write_components(i, out, bonus);
 }
 
 fn tiled_collect(group: u32, lid: u32) {
@@ -338,61 +382,84 @@ fn tiled_collect(group: u32, lid: u32) {
   }
   for (var l = 0u; l < u.steps; l++) {
     let g = u.stepBase + l;
-    if (lid < TILE_E) {
-      tile_bar[lid] = select(u.splitStart, ep.bar, mine);
-      tile_pf[lid] = select(vec4<f32>(0.0), vec4<f32>(portfolio_features(ep), 0.0), mine);
-    }
-    if (HEAD == HEAD_IQN) {
-      for (var idx = lid; idx < TILE_E * ACT_TAUS; idx += WG_X) {
-        let k = idx % ACT_TAUS;
-        let w = philox4x32(vec4<u32>(STREAM_TAU, e0 + idx / ACT_TAUS, g, k >> 2u), key);
-        tile_tau[idx] = u32_to_unit_float(w[k & 3u]);
-      }
-    }
-    workgroupBarrier();
-    fill_states(e0, l, OUT_F_STATES, lid);
-    q_forward(0u, lid);
-
     var a = 0;
     var q_sa = 0.0;
-    if (mine) {
-      let w = philox4x32(vec4<u32>(STREAM_ACTION, e, g, 0u), key);
-      if (u32_to_unit_float(w.x) < u.epsilon) {
-        a = i32(w.y % NUM_ACTIONS);
-      } else {
-        a = i32(argmax_q(lid));
-      }
-      q_sa = final_q(lid, u32(a));
-      tile_cat[lid] = action_category(a);
-    }
-    workgroupBarrier();
-    if (u.curiosity != 0u) {
-      curiosity_tile(lid);
-    } else if (lid < TILE_E) {
-      tile_bonus[lid] = 0.0;
-    }
-    workgroupBarrier();
-
     var out: StepOut;
-    if (mine) {
-      let bonus = tile_bonus[lid];
-      out = env_step(e, &ep, a, bonus);
-      tile_bar[lid] = ep.bar;
-      tile_pf[lid] = vec4<f32>(portfolio_features(ep), 0.0);
-      write_step(e, l, a, out, bonus);
-      finish_step(e, &ep, out);
-    }
-    workgroupBarrier();
-    fill_states(e0, l, OUT_F_NEXT_STATES, lid);
-    q_forward(NET_T_BASE - NET_Q_BASE, lid);
-    if (mine) {
-      var td_target = out.total;
-      if (out.done == 0) {
-        td_target = out.total + u.gamma * final_q(lid, argmax_q(lid));
+    for (var i = 0u; i < PROGRAM_LEN; i++) {
+      if (u.curiosity == 0u && i >= CUR_AT && i < ENV_AT) {
+        continue;
       }
-      out_f[OUT_F_TD_ERRORS * nl + e * u.steps + l] = abs(td_target - q_sa);
+      let o = op_at(i);
+      switch (o.kind) {
+        case OP_DENSE: {
+          dense(o.b0, o.b1, o.k_start, o.n_k, o.act, o.to_q, o.out_col, lid);
+        }
+        case OP_TAUS: {
+          for (var idx = lid; idx < TILE_E * ACT_TAUS; idx += WG_X) {
+            let k = idx % ACT_TAUS;
+            let w = philox4x32(vec4<u32>(STREAM_TAU, e0 + idx / ACT_TAUS, g, k >> 2u), key);
+            tile_tau[idx] = u32_to_unit_float(w[k & 3u]);
+          }
+        }
+        case OP_FILL: {
+          // arg 0: the state s_t of each episode; arg 1: the next state the env op left.
+          if (o.arg == 0u && lid < TILE_E) {
+            tile_bar[lid] = select(u.splitStart, ep.bar, mine);
+            tile_pf[lid] = select(vec4<f32>(0.0), vec4<f32>(portfolio_features(ep), 0.0), mine);
+          }
+          workgroupBarrier();
+          fill_states(e0, l, select(u32(OUT_F_NEXT_STATES), u32(OUT_F_STATES), o.arg == 0u), true, lid);
+        }
+        case OP_COMBINE: {
+          combine_dueling(lid);
+        }
+        case OP_ACT: {
+          if (mine) {
+            let w = philox4x32(vec4<u32>(STREAM_ACTION, e, g, 0u), key);
+            if (u32_to_unit_float(w.x) < u.epsilon) {
+              a = i32(w.y % NUM_ACTIONS);
+            } else {
+              a = i32(argmax_q(lid));
+            }
+            q_sa = final_q(lid, u32(a));
+            tile_cat[lid] = action_category(a);
+            tile_bonus[lid] = 0.0;
+          }
+        }
+        case OP_CUR_FILL: {
+          curiosity_fill(lid);
+        }
+        case OP_CUR_MSE: {
+          curiosity_mse(lid);
+        }
+        case OP_ENV: {
+          if (mine) {
+            let bonus = tile_bonus[lid];
+            out = env_step(e, &ep, a, bonus);
+            tile_bar[lid] = ep.bar;
+            tile_pf[lid] = vec4<f32>(portfolio_features(ep), 0.0);
+            write_step(e, l, a, out, bonus);
+            finish_step(e, &ep, out);
+          }
+        }
+        case OP_TD: {
+          if (mine) {
+            var td_target = out.total;
+            if (out.done == 0) {
+              td_target = out.total + u.gamma * final_q(lid, argmax_q(lid));
+            }
+            out_f[OUT_F_TD_ERRORS * nl + e * u.steps + l] = abs(td_target - q_sa);
+          }
+        }
+        case OP_C51_V, OP_C51_SUM, OP_C51_DIV, OP_C51_Q: {
+          c51_phase(o.kind, o.arg, lid);
+        }
+        default: {
+          iqn_phase(o.kind, o.arg, lid);
+        }
+      }
+      workgroupBarrier();
     }
-    workgroupBarrier();
   }
   if (mine) {
     store_episode(e, ep);
@@ -401,27 +468,12 @@ fn tiled_collect(group: u32, lid: u32) {
 
 // ---- seed variant: one invocation per episode, plain head ----
 
-fn seed_dense(
-  w: u32, b: u32, n_in: u32, n_out: u32, kind: u32,
-  src: ptr<function, array<f32, 256>>, src_off: u32,
-  dst: ptr<function, array<f32, 256>>, dst_off: u32,
-) {
-  for (var j = 0u; j < n_out; j++) {
-    var acc = nets[b + j];
-    let row = w + j * n_in;
-    for (var k = 0u; k < n_in; k++) {
-      acc = acc + nets[row + k] * (*src)[src_off + k];
-    }
-    (*dst)[dst_off + j] = activate(acc, kind);
-  }
-}
-
 // Plain dueling Q of the state in x[0, 54) into q; h and y are scratch.
 fn seed_q(
   base: u32,
-  x: ptr<function, array<f32, 256>>,
-  h: ptr<function, array<f32, 256>>,
-  y: ptr<function, array<f32, 256>>,
+  x: ptr<function, array<f32, SEED_W>>,
+  h: ptr<function, array<f32, SEED_W>>,
+  y: ptr<function, array<f32, SEED_W>>,
   q: ptr<function, array<f32, 48>>,
 ) {
   seed_dense(base + NET_Q_SHARED_LAYERS_0_W, base + NET_Q_SHARED_LAYERS_0_B, STATE_DIM, 256u, ACT_LEAKY, x, 0u, h, 0u);
@@ -440,36 +492,6 @@ fn seed_q(
   }
 }
 
-fn seed_state(ep: Episode, x: ptr<function, array<f32, 256>>) {
-  let src = u32(ep.bar) * MARKET_FEATURES;
-  for (var k = 0u; k < MARKET_FEATURES; k++) {
-    (*x)[k] = features[src + k];
-  }
-  let pf = portfolio_features(ep);
-  (*x)[MARKET_FEATURES] = pf.x;
-  (*x)[MARKET_FEATURES + 1u] = pf.y;
-  (*x)[MARKET_FEATURES + 2u] = pf.z;
-}
-
-fn seed_curiosity(t: i32, cat: i32, x: ptr<function, array<f32, 256>>, h: ptr<function, array<f32, 256>>) -> f32 {
-  let src = u32(t) * MARKET_FEATURES;
-  for (var k = 0u; k < CURIOSITY_OUT; k++) {
-    (*x)[k] = features[src + k];
-  }
-  for (var k = 0u; k < 3u; k++) {
-    (*x)[CURIOSITY_OUT + k] = select(0.0, 1.0, i32(k) == cat);
-  }
-  seed_dense(NET_C_FC1_W, NET_C_FC1_B, CURIOSITY_IN, 64u, ACT_LEAKY, x, 0u, h, 0u);
-  seed_dense(NET_C_FC2_W, NET_C_FC2_B, 64u, CURIOSITY_OUT, ACT_NONE, h, 0u, x, 0u);
-  let next = src + MARKET_FEATURES;
-  var acc = 0.0;
-  for (var k = 0u; k < CURIOSITY_OUT; k++) {
-    let d = (*x)[k] - features[next + k];
-    acc = acc + d * d;
-  }
-  return min(u.curiosityScale * (acc * (1.0 / 32.0)), u.curiosityMax);
-}
-
 fn seed_collect(e: u32) {
   if (e >= u.n) {
     return;
@@ -477,9 +499,9 @@ fn seed_collect(e: u32) {
   let key = vec2<u32>(u.key0, u.key1);
   let nl = u.n * u.steps;
   var ep = load_episode(e);
-  var x: array<f32, 256>;
-  var h: array<f32, 256>;
-  var y: array<f32, 256>;
+  var x: array<f32, SEED_W>;
+  var h: array<f32, SEED_W>;
+  var y: array<f32, SEED_W>;
   var q: array<f32, 48>;
   for (var l = 0u; l < u.steps; l++) {
     let g = u.stepBase + l;

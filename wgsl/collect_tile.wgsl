@@ -21,7 +21,8 @@
 // Numerics: each accumulator starts at the bias and adds w * x in increasing k (the reference
 // order); the compiler may fuse the multiply-add. Padding columns of X (between a layer's input
 // width and the next multiple of KT) must hold finite values: their weights are zero, so they
-// add exactly 0. Every invocation of the workgroup must call `dense` (it has barriers).
+// add exactly 0. Every invocation of the workgroup must call `dense` (it has barriers), and
+// the caller puts a barrier after it before anything reads the output.
 
 const ACT_NONE = 0u;
 const ACT_RELU = 1u;
@@ -156,10 +157,29 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
       }
     }
   }
-  workgroupBarrier();
 }
 
-// A single-block layer of a network whose layer i is at (w, b) with n_in inputs.
-fn dense1(w: u32, b: u32, n_in: u32, n_out: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
-  dense(block(w, b, n_out, 0u, n_in), NO_BLOCK, 0u, n_in, kind, to_q, out_col, lid);
+// One op of a kernel's per-step program (see collect_dqn.wgsl): a DENSE layer of the tile
+// engine, or a phase of the kernel identified by `kind` with an argument.
+const OP_DENSE = 0u;
+
+struct Op {
+  kind: u32,
+  b0: Block,
+  b1: Block,
+  k_start: u32,
+  n_k: u32,
+  act: u32,
+  to_q: bool,
+  out_col: u32,
+  arg: u32,
+}
+
+fn phase(kind: u32, arg: u32) -> Op {
+  return Op(kind, NO_BLOCK, NO_BLOCK, 0u, 0u, ACT_NONE, false, 0u, arg);
+}
+
+// A single-block layer with n_in inputs at columns [0, n_in).
+fn layer(w: u32, b: u32, n_in: u32, n_out: u32, act_kind: u32, to_q: bool, out_col: u32) -> Op {
+  return Op(OP_DENSE, block(w, b, n_out, 0u, n_in), NO_BLOCK, 0u, n_in, act_kind, to_q, out_col, 0u);
 }

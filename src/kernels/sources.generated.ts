@@ -591,7 +591,8 @@ fn finish_step(e: u32, ep: ptr<function, Episode>, out: StepOut) {
 // Numerics: each accumulator starts at the bias and adds w * x in increasing k (the reference
 // order); the compiler may fuse the multiply-add. Padding columns of X (between a layer's input
 // width and the next multiple of KT) must hold finite values: their weights are zero, so they
-// add exactly 0. Every invocation of the workgroup must call \`dense\` (it has barriers).
+// add exactly 0. Every invocation of the workgroup must call \`dense\` (it has barriers), and
+// the caller puts a barrier after it before anything reads the output.
 
 const ACT_NONE = 0u;
 const ACT_RELU = 1u;
@@ -726,49 +727,56 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
       }
     }
   }
-  workgroupBarrier();
 }
 
-// A single-block layer of a network whose layer i is at (w, b) with n_in inputs.
-fn dense1(w: u32, b: u32, n_in: u32, n_out: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
-  dense(block(w, b, n_out, 0u, n_in), NO_BLOCK, 0u, n_in, kind, to_q, out_col, lid);
+// One op of a kernel's per-step program (see collect_dqn.wgsl): a DENSE layer of the tile
+// engine, or a phase of the kernel identified by \`kind\` with an argument.
+const OP_DENSE = 0u;
+
+struct Op {
+  kind: u32,
+  b0: Block,
+  b1: Block,
+  k_start: u32,
+  n_k: u32,
+  act: u32,
+  to_q: bool,
+  out_col: u32,
+  arg: u32,
+}
+
+fn phase(kind: u32, arg: u32) -> Op {
+  return Op(kind, NO_BLOCK, NO_BLOCK, 0u, 0u, ACT_NONE, false, 0u, arg);
+}
+
+// A single-block layer with n_in inputs at columns [0, n_in).
+fn layer(w: u32, b: u32, n_in: u32, n_out: u32, act_kind: u32, to_q: bool, out_col: u32) -> Op {
+  return Op(OP_DENSE, block(w, b, n_out, 0u, n_in), NO_BLOCK, 0u, n_in, act_kind, to_q, out_col, 0u);
 }
 // ---- end collect_tile.wgsl ----
+// ---- begin collect_phases.wgsl ----
+// The per-step phases collect_dqn and collect_ppo share, as a snippet (\`//!include
+// collect_phases.wgsl\`, after collect_env.wgsl and collect_tile.wgsl): the tile's per-episode
+// exchange arrays, building states into the tile, the curiosity bonus on the tile, and the seed
+// variant's one-invocation versions (private arrays of SEED_W floats, defined by the kernel).
+// Curiosity (env/curiosity.ts): input the first 32 features of bar t ++ one-hot(category),
+// target the first 32 features of bar t + 1, mse summed in index order, bonus
+// min(scale * mse, max).
 
-const HEAD_PLAIN = 0;
-const HEAD_C51 = 1;
-const HEAD_IQN = 2;
-const QW_PLAIN = 48u;
-// Q-values of the final head per episode (C51 and IQN; the plain head combines in qv).
-const QOUT_LEN = select(1, TILE_E * 48, HEAD != HEAD_PLAIN);
-const TRUNK_LEN = select(1, TILE_E * 256, HEAD == HEAD_IQN);
-const C51_LEN = select(1, TILE_E * ATOMS, HEAD == HEAD_C51);
-const TAU_LEN = select(1, TILE_E * ACT_TAUS, HEAD == HEAD_IQN);
 const STATE_PAD = (STATE_DIM + KT - 1) / KT * KT;
 const CURIOSITY_IN = CURIOSITY_OUT + 3;
 const CURIOSITY_PAD = (CURIOSITY_IN + KT - 1) / KT * KT;
-// C51 advantage rows per pass: whole actions of ATOMS logits that fit a qv row.
-const C51_ACTIONS = QW / ATOMS;
-const PI_F32: f32 = 3.141592653589793;
-const TWO_PI_HI: f32 = 6.28125;
-const TWO_PI_LO: f32 = 0.0019353071795864769;
-const INV_TWO_PI: f32 = 0.15915494309189535;
 
+// Bar whose features build the tile row's state, its portfolio features, the action's category
+// and the curiosity bonus: written by the episode's invocation, read by the whole workgroup.
 var<workgroup> tile_bar: array<i32, TILE_E>;
 var<workgroup> tile_pf: array<vec4<f32>, TILE_E>;
 var<workgroup> tile_cat: array<i32, TILE_E>;
 var<workgroup> tile_bonus: array<f32, TILE_E>;
-var<workgroup> qout: array<f32, QOUT_LEN>;
-var<workgroup> trunk: array<f32, TRUNK_LEN>;
-var<workgroup> c51_v: array<f32, C51_LEN>;
-var<workgroup> c51_mean: array<f32, C51_LEN>;
-var<workgroup> tile_tau: array<f32, TAU_LEN>;
-
-// ---- tiled networks ----
 
 // Rows [0, TILE_E) of act <- the tile's states (bar tile_bar[r], portfolio tile_pf[r]); the
-// padding columns up to STATE_PAD are zero. Also writes them to out_f section \`section\`.
-fn fill_states(e0: u32, l: u32, section: u32, lid: u32) {
+// padding columns up to STATE_PAD are zero. With write_out, also to out_f section \`section\`.
+fn fill_states(e0: u32, l: u32, section: u32, write_out: bool, lid: u32) {
   let nl = u.n * u.steps;
   for (var idx = lid; idx < TILE_E * STATE_PAD; idx += WG_X) {
     let r = idx / STATE_PAD;
@@ -781,11 +789,289 @@ fn fill_states(e0: u32, l: u32, section: u32, lid: u32) {
     }
     act_set(r, k, v);
     let e = e0 + r;
-    if (k < STATE_DIM && e < u.n) {
+    if (write_out && k < STATE_DIM && e < u.n) {
       out_f[section * nl + (e * u.steps + l) * STATE_DIM + k] = v;
     }
   }
-  workgroupBarrier();
+}
+
+// Curiosity model input of each tile row (env/curiosity.ts): the first 32 features of bar
+// tile_bar[r] ++ one-hot(tile_cat[r]), zero padding up to CURIOSITY_PAD.
+fn curiosity_fill(lid: u32) {
+  for (var idx = lid; idx < TILE_E * CURIOSITY_PAD; idx += WG_X) {
+    let r = idx / CURIOSITY_PAD;
+    let k = idx % CURIOSITY_PAD;
+    var v = 0.0;
+    if (k < CURIOSITY_OUT) {
+      v = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
+    } else if (k < CURIOSITY_IN) {
+      v = select(0.0, 1.0, i32(k - CURIOSITY_OUT) == tile_cat[r]);
+    }
+    act_set(r, k, v);
+  }
+}
+
+// The bonus from the model's prediction in act (after its two layers) against the first 32
+// features of the next bar: mse summed in index order, min(scale * mse, max).
+fn curiosity_mse(lid: u32) {
+  if (lid < TILE_E) {
+    let next = u32(tile_bar[lid] + 1) * MARKET_FEATURES;
+    var acc = 0.0;
+    for (var k = 0u; k < CURIOSITY_OUT; k++) {
+      let d = act_get(lid, k) - features[next + k];
+      acc = acc + d * d;
+    }
+    tile_bonus[lid] = min(u.curiosityScale * (acc * (1.0 / 32.0)), u.curiosityMax);
+  }
+}
+
+// The five reward components of a step (src/collect/rollout.ts Component order).
+fn write_components(i: u32, out: StepOut, bonus: f32) {
+  let c = OUT_F_COMPONENTS * u.n * u.steps + i * 5u;
+  out_f[c] = out.pnl;
+  out_f[c + 1u] = out.barrier;
+  out_f[c + 2u] = out.risk;
+  out_f[c + 3u] = out.diversity;
+  out_f[c + 4u] = bonus;
+}
+
+// ---- seed variant: one invocation per episode ----
+
+fn seed_dense(
+  w: u32, b: u32, n_in: u32, n_out: u32, kind: u32,
+  src: ptr<function, array<f32, SEED_W>>, src_off: u32,
+  dst: ptr<function, array<f32, SEED_W>>, dst_off: u32,
+) {
+  for (var j = 0u; j < n_out; j++) {
+    var acc = nets[b + j];
+    let row = w + j * n_in;
+    for (var k = 0u; k < n_in; k++) {
+      acc = acc + nets[row + k] * (*src)[src_off + k];
+    }
+    (*dst)[dst_off + j] = activate(acc, kind);
+  }
+}
+
+fn seed_state(ep: Episode, x: ptr<function, array<f32, SEED_W>>) {
+  let src = u32(ep.bar) * MARKET_FEATURES;
+  for (var k = 0u; k < MARKET_FEATURES; k++) {
+    (*x)[k] = features[src + k];
+  }
+  let pf = portfolio_features(ep);
+  (*x)[MARKET_FEATURES] = pf.x;
+  (*x)[MARKET_FEATURES + 1u] = pf.y;
+  (*x)[MARKET_FEATURES + 2u] = pf.z;
+}
+
+fn seed_curiosity(t: i32, cat: i32, x: ptr<function, array<f32, SEED_W>>, h: ptr<function, array<f32, SEED_W>>) -> f32 {
+  let src = u32(t) * MARKET_FEATURES;
+  for (var k = 0u; k < CURIOSITY_OUT; k++) {
+    (*x)[k] = features[src + k];
+  }
+  for (var k = 0u; k < 3u; k++) {
+    (*x)[CURIOSITY_OUT + k] = select(0.0, 1.0, i32(k) == cat);
+  }
+  seed_dense(NET_C_FC1_W, NET_C_FC1_B, CURIOSITY_IN, 64u, ACT_LEAKY, x, 0u, h, 0u);
+  seed_dense(NET_C_FC2_W, NET_C_FC2_B, 64u, CURIOSITY_OUT, ACT_NONE, h, 0u, x, 0u);
+  let next = src + MARKET_FEATURES;
+  var acc = 0.0;
+  for (var k = 0u; k < CURIOSITY_OUT; k++) {
+    let d = (*x)[k] - features[next + k];
+    acc = acc + d * d;
+  }
+  return min(u.curiosityScale * (acc * (1.0 / 32.0)), u.curiosityMax);
+}
+// ---- end collect_phases.wgsl ----
+
+const HEAD_PLAIN = 0;
+const HEAD_C51 = 1;
+const HEAD_IQN = 2;
+const SEED_W = 256;
+// Q-values of the final head per episode (C51 and IQN; the plain head combines in qv).
+const QOUT_LEN = select(1, TILE_E * 48, HEAD != HEAD_PLAIN);
+const TRUNK_LEN = select(1, TILE_E * 256, HEAD == HEAD_IQN);
+const C51_LEN = select(1, TILE_E * ATOMS, HEAD == HEAD_C51);
+const TAU_LEN = select(1, TILE_E * ACT_TAUS, HEAD == HEAD_IQN);
+// C51 advantage rows per pass: whole actions of ATOMS logits that fit a qv row.
+const C51_ACTIONS = QW / ATOMS;
+const PI_F32: f32 = 3.141592653589793;
+const TWO_PI_HI: f32 = 6.28125;
+const TWO_PI_LO: f32 = 0.0019353071795864769;
+const INV_TWO_PI: f32 = 0.15915494309189535;
+
+var<workgroup> qout: array<f32, QOUT_LEN>;
+var<workgroup> trunk: array<f32, TRUNK_LEN>;
+var<workgroup> c51_v: array<f32, C51_LEN>;
+var<workgroup> c51_mean: array<f32, C51_LEN>;
+var<workgroup> tile_tau: array<f32, TAU_LEN>;
+
+// ---- the tiled kernel: a per-step program of ops ----
+//
+// Every step runs the same program, one op after another, each op on the whole workgroup: the
+// layers of every network are DENSE ops of the tile engine, the rest are the phases between
+// them. The kernel has one call of \`dense\` and one copy of each phase, so shader compilers
+// (Mesa's LLVM in particular) see a small function instead of every network inlined twice;
+// op_at() computes an op's parameters from its index, the layouts' constants and the head.
+
+const OP_FILL = 1u;
+const OP_COMBINE = 2u;
+const OP_ACT = 3u;
+const OP_CUR_FILL = 4u;
+const OP_CUR_MSE = 5u;
+const OP_ENV = 6u;
+const OP_TD = 7u;
+const OP_TAUS = 8u;
+const OP_C51_V = 9u;
+const OP_C51_SUM = 10u;
+const OP_C51_DIV = 11u;
+const OP_C51_Q = 12u;
+const OP_IQN_TRUNK = 13u;
+const OP_IQN_COS = 14u;
+const OP_IQN_MUL = 15u;
+const OP_IQN_SUM = 16u;
+const OP_IQN_DIV = 17u;
+
+const C51_CHUNKS = (NUM_ACTIONS + C51_ACTIONS - 1) / C51_ACTIONS;
+const IQN_PASSES = ACT_TAUS / TAU_ROWS;
+const IQN_OPS = 7u;
+// Ops of one network forward (net_op) per head.
+const NET_LEN = select(select(4 + IQN_OPS * IQN_PASSES, 6 + 4 * C51_CHUNKS, HEAD == HEAD_C51), 5, HEAD == HEAD_PLAIN);
+// Program: [taus (IQN)], fill s, online net, action, curiosity (4 ops), env, fill s', target net, td.
+const PRE = select(1u, 2u, HEAD == HEAD_IQN);
+const ACT_AT = PRE + NET_LEN;
+const CUR_AT = ACT_AT + 1u;
+const ENV_AT = CUR_AT + 4u;
+const TARGET_AT = ENV_AT + 2u;
+const PROGRAM_LEN = TARGET_AT + NET_LEN + 1u;
+
+// Value and advantage streams fused (same input, the trunk's 256 features; value first).
+fn streams_op(base: u32) -> Op {
+  return Op(OP_DENSE,
+    block(base + NET_Q_VALUE_STREAM_0_W, base + NET_Q_VALUE_STREAM_0_B, 128u, 0u, 256u),
+    block(base + NET_Q_ADVANTAGE_STREAM_0_W, base + NET_Q_ADVANTAGE_STREAM_0_B, 128u, 0u, 256u),
+    0u, 256u, ACT_LEAKY, false, 0u, 0u);
+}
+
+// The two plain heads fused into qv: advantage (from columns [128, 256)) at [0, 45), value
+// (from [0, 128)) at 45.
+fn heads_op(base: u32) -> Op {
+  return Op(OP_DENSE,
+    block(base + NET_Q_ADVANTAGE_STREAM_1_W, base + NET_Q_ADVANTAGE_STREAM_1_B, NUM_ACTIONS, 128u, 128u),
+    block(base + NET_Q_VALUE_STREAM_1_W, base + NET_Q_VALUE_STREAM_1_B, 1u, 0u, 128u),
+    0u, 256u, ACT_NONE, true, 0u, 0u);
+}
+
+// C51 advantage logits of actions [c * C51_ACTIONS, ..) into qv; C51's streams put the advantage
+// hidden layer first (columns [0, 128)).
+fn c51_chunk_op(base: u32, c: u32) -> Op {
+  let a0 = c * C51_ACTIONS;
+  let na = min(C51_ACTIONS, NUM_ACTIONS - a0);
+  return Op(OP_DENSE,
+    block(base + NET_Q_ADVANTAGE_STREAM_1_W + a0 * ATOMS * 128u, base + NET_Q_ADVANTAGE_STREAM_1_B + a0 * ATOMS,
+      na * ATOMS, 0u, 128u),
+    NO_BLOCK, 0u, 128u, ACT_NONE, true, 0u, c);
+}
+
+// Op j of the dueling net at \`base\` (online 0, target NET_T_BASE - NET_Q_BASE).
+fn net_op(j: u32, base: u32) -> Op {
+  if (j == 0u) {
+    return layer(base + NET_Q_SHARED_LAYERS_0_W, base + NET_Q_SHARED_LAYERS_0_B, STATE_DIM, 256u, ACT_LEAKY, false, 0u);
+  }
+  if (j == 1u) {
+    return layer(base + NET_Q_SHARED_LAYERS_1_W, base + NET_Q_SHARED_LAYERS_1_B, 256u, 256u, ACT_LEAKY, false, 0u);
+  }
+  if (HEAD == HEAD_PLAIN) {
+    switch (j) {
+      case 2u: { return streams_op(base); }
+      case 3u: { return heads_op(base); }
+      default: { return phase(OP_COMBINE, 0u); }
+    }
+  }
+  if (HEAD == HEAD_C51) {
+    // 2 advantage-first streams, 3 value logits, 4 keep V, then pass 1 (chunk, sum) x C,
+    // the division, pass 2 (chunk, softmax and expectation) x C.
+    if (j == 2u) {
+      return Op(OP_DENSE,
+        block(base + NET_Q_ADVANTAGE_STREAM_0_W, base + NET_Q_ADVANTAGE_STREAM_0_B, 128u, 0u, 256u),
+        block(base + NET_Q_VALUE_STREAM_0_W, base + NET_Q_VALUE_STREAM_0_B, 128u, 0u, 256u),
+        0u, 256u, ACT_LEAKY, false, 0u, 0u);
+    }
+    if (j == 3u) {
+      return Op(OP_DENSE, block(base + NET_Q_VALUE_STREAM_1_W, base + NET_Q_VALUE_STREAM_1_B, ATOMS, 128u, 128u),
+        NO_BLOCK, 128u, 256u, ACT_NONE, true, 0u, 0u);
+    }
+    if (j == 4u) {
+      return phase(OP_C51_V, 0u);
+    }
+    let k = j - 5u;
+    if (k < 2u * C51_CHUNKS) {
+      if (k % 2u == 0u) {
+        return c51_chunk_op(base, k / 2u);
+      }
+      return phase(OP_C51_SUM, k / 2u);
+    }
+    if (k == 2u * C51_CHUNKS) {
+      return phase(OP_C51_DIV, 0u);
+    }
+    let k2 = k - 2u * C51_CHUNKS - 1u;
+    if (k2 % 2u == 0u) {
+      return c51_chunk_op(base, k2 / 2u);
+    }
+    return phase(OP_C51_Q, k2 / 2u);
+  }
+  // IQN: 2 keep the trunk, then per pass of TAU_ROWS taus: cosines, tau_embed, product with the
+  // trunk, streams, heads, dueling combination, sum over the pass's taus; then the mean.
+  if (j == 2u) {
+    return phase(OP_IQN_TRUNK, 0u);
+  }
+  let k = j - 3u;
+  if (k >= IQN_OPS * IQN_PASSES) {
+    return phase(OP_IQN_DIV, 0u);
+  }
+  let p = k / IQN_OPS;
+  switch (k % IQN_OPS) {
+    case 0u: { return phase(OP_IQN_COS, p); }
+    case 1u: { return layer(base + NET_Q_TAU_EMBED_W, base + NET_Q_TAU_EMBED_B, IQN_EMBED, 256u, ACT_RELU, false, 0u); }
+    case 2u: { return phase(OP_IQN_MUL, p); }
+    case 3u: { return streams_op(base); }
+    case 4u: { return heads_op(base); }
+    case 5u: { return phase(OP_COMBINE, p); }
+    default: { return phase(OP_IQN_SUM, p); }
+  }
+}
+
+// Op i of a step's program.
+fn op_at(i: u32) -> Op {
+  if (HEAD == HEAD_IQN && i == 0u) {
+    return phase(OP_TAUS, 0u);
+  }
+  if (i < PRE) {
+    return phase(OP_FILL, 0u);
+  }
+  if (i < ACT_AT) {
+    return net_op(i - PRE, 0u);
+  }
+  if (i == ACT_AT) {
+    return phase(OP_ACT, 0u);
+  }
+  if (i < ENV_AT) {
+    switch (i - CUR_AT) {
+      case 0u: { return phase(OP_CUR_FILL, 0u); }
+      case 1u: { return layer(NET_C_FC1_W, NET_C_FC1_B, CURIOSITY_IN, 64u, ACT_LEAKY, false, 0u); }
+      case 2u: { return layer(NET_C_FC2_W, NET_C_FC2_B, 64u, CURIOSITY_OUT, ACT_NONE, false, 0u); }
+      default: { return phase(OP_CUR_MSE, 0u); }
+    }
+  }
+  if (i == ENV_AT) {
+    return phase(OP_ENV, 0u);
+  }
+  if (i < TARGET_AT) {
+    return phase(OP_FILL, 1u);
+  }
+  if (i < TARGET_AT + NET_LEN) {
+    return net_op(i - TARGET_AT, NET_T_BASE - NET_Q_BASE);
+  }
+  return phase(OP_TD, 0u);
 }
 
 // Plain dueling combination of every row of qv: A in columns [0, 45), V in column 45;
@@ -803,21 +1089,6 @@ fn combine_dueling(lid: u32) {
       qv[o + a] = (v + qv[o + a]) - mean;
     }
   }
-  workgroupBarrier();
-}
-
-// Value and advantage streams (fused, same input: the 256 trunk features in act), then the two
-// heads (fused, advantage from columns [128, 256), value from [0, 128)) into qv: A at [0, 45),
-// V at 45. For the plain and IQN heads.
-fn streams_plain(base: u32, lid: u32) {
-  dense(
-    block(base + NET_Q_VALUE_STREAM_0_W, base + NET_Q_VALUE_STREAM_0_B, 128u, 0u, 256u),
-    block(base + NET_Q_ADVANTAGE_STREAM_0_W, base + NET_Q_ADVANTAGE_STREAM_0_B, 128u, 0u, 256u),
-    0u, 256u, ACT_LEAKY, false, 0u, lid);
-  dense(
-    block(base + NET_Q_ADVANTAGE_STREAM_1_W, base + NET_Q_ADVANTAGE_STREAM_1_B, NUM_ACTIONS, 128u, 128u),
-    block(base + NET_Q_VALUE_STREAM_1_W, base + NET_Q_VALUE_STREAM_1_B, 1u, 0u, 128u),
-    0u, 256u, ACT_NONE, true, 0u, lid);
 }
 
 // C51 support point k: vMin + k * delta, delta = (vMax - vMin) / (atoms - 1).
@@ -826,29 +1097,18 @@ fn c51_atom(k: u32) -> f32 {
   return u.vMin + f32(k) * delta;
 }
 
-// C51 head (forward.ts forwardC51): V[z], mean over actions of A[a, z], per-action softmax over
-// atoms of (V + A) - mean, Q[a] = expectation over the support, into qout. The advantage logits
-// do not fit workgroup memory at once: pass 1 accumulates the mean chunk by chunk (actions in
-// order, as the reference sums), pass 2 recomputes each chunk and finishes its actions.
-fn c51_head(base: u32, lid: u32) {
-  dense(
-    block(base + NET_Q_ADVANTAGE_STREAM_0_W, base + NET_Q_ADVANTAGE_STREAM_0_B, 128u, 0u, 256u),
-    block(base + NET_Q_VALUE_STREAM_0_W, base + NET_Q_VALUE_STREAM_0_B, 128u, 0u, 256u),
-    0u, 256u, ACT_LEAKY, false, 0u, lid);
-  // act now holds the advantage hidden layer in [0, 128) and the value hidden in [128, 256).
-  dense(
-    block(base + NET_Q_VALUE_STREAM_1_W, base + NET_Q_VALUE_STREAM_1_B, ATOMS, 128u, 128u),
-    NO_BLOCK, 128u, 256u, ACT_NONE, true, 0u, lid);
-  for (var idx = lid; idx < TILE_E * ATOMS; idx += WG_X) {
-    c51_v[idx] = qv[(idx / ATOMS) * QW + idx % ATOMS];
-    c51_mean[idx] = 0.0;
-  }
-  workgroupBarrier();
-  let chunks = (NUM_ACTIONS + C51_ACTIONS - 1u) / C51_ACTIONS;
-  for (var c = 0u; c < chunks; c++) {
-    let a0 = c * C51_ACTIONS;
-    let na = min(C51_ACTIONS, NUM_ACTIONS - a0);
-    c51_adv_pass(base, a0, na, lid);
+// C51 (forward.ts forwardC51), per tile row: V[z] kept; mean over actions of A[a, z] summed
+// chunk by chunk in action order; per action of a chunk, the softmax over atoms of
+// (V + A) - mean and Q[a] = expectation over the support, into qout.
+fn c51_phase(kind: u32, c: u32, lid: u32) {
+  let a0 = c * C51_ACTIONS;
+  let na = min(C51_ACTIONS, NUM_ACTIONS - a0);
+  if (kind == OP_C51_V) {
+    for (var idx = lid; idx < TILE_E * ATOMS; idx += WG_X) {
+      c51_v[idx] = qv[(idx / ATOMS) * QW + idx % ATOMS];
+      c51_mean[idx] = 0.0;
+    }
+  } else if (kind == OP_C51_SUM) {
     for (var idx = lid; idx < TILE_E * ATOMS; idx += WG_X) {
       let o = (idx / ATOMS) * QW + idx % ATOMS;
       var m = c51_mean[idx];
@@ -857,16 +1117,11 @@ fn c51_head(base: u32, lid: u32) {
       }
       c51_mean[idx] = m;
     }
-    workgroupBarrier();
-  }
-  for (var idx = lid; idx < TILE_E * ATOMS; idx += WG_X) {
-    c51_mean[idx] = c51_mean[idx] / 45.0;
-  }
-  workgroupBarrier();
-  for (var c = 0u; c < chunks; c++) {
-    let a0 = c * C51_ACTIONS;
-    let na = min(C51_ACTIONS, NUM_ACTIONS - a0);
-    c51_adv_pass(base, a0, na, lid);
+  } else if (kind == OP_C51_DIV) {
+    for (var idx = lid; idx < TILE_E * ATOMS; idx += WG_X) {
+      c51_mean[idx] = c51_mean[idx] / 45.0;
+    }
+  } else {
     for (var idx = lid; idx < TILE_E * na; idx += WG_X) {
       let r = idx / na;
       let a = idx % na;
@@ -889,17 +1144,7 @@ fn c51_head(base: u32, lid: u32) {
       }
       qout[r * 48u + a0 + a] = q;
     }
-    workgroupBarrier();
   }
-}
-
-fn c51_adv_pass(base: u32, a0: u32, na: u32, lid: u32) {
-  dense(
-    block(
-      base + NET_Q_ADVANTAGE_STREAM_1_W + a0 * ATOMS * 128u,
-      base + NET_Q_ADVANTAGE_STREAM_1_B + a0 * ATOMS,
-      na * ATOMS, 0u, 128u),
-    NO_BLOCK, 0u, 128u, ACT_NONE, true, 0u, lid);
 }
 
 // cos with the argument reduced to [-pi, pi] (Cody-Waite, two-part 2 pi): WGSL's cos is only
@@ -909,41 +1154,37 @@ fn cos_reduced(x: f32) -> f32 {
   return cos((x - n * TWO_PI_HI) - n * TWO_PI_LO);
 }
 
-// IQN head (forward.ts forwardIqn) on the trunk output in act rows [0, TILE_E): for each pass of
-// TAU_ROWS taus, rows (e, t) get the cosine features of tau, tau_embed (ReLU), the product
-// with the trunk, both streams and the dueling combination; qout sums Q_tau over the taus in
-// order, then divides by their count.
-fn iqn_head(base: u32, lid: u32) {
-  for (var idx = lid; idx < TILE_E * 256u; idx += WG_X) {
-    trunk[idx] = act_get(idx / 256u, idx % 256u);
-  }
-  for (var idx = lid; idx < TILE_E * 48u; idx += WG_X) {
-    qout[idx] = 0.0;
-  }
-  workgroupBarrier();
-  let embed_pad = (IQN_EMBED + KT - 1u) / KT * KT;
-  for (var p = 0u; p < ACT_TAUS / TAU_ROWS; p++) {
+// IQN (forward.ts forwardIqn) on the trunk output in act rows [0, TILE_E): rows (e, t) of pass p
+// get the cosine features of tau_(p * TAU_ROWS + t), then after tau_embed the product with the
+// trunk; after the streams and the dueling combination qout sums Q_tau over the taus in order,
+// then divides by their count.
+fn iqn_phase(kind: u32, p: u32, lid: u32) {
+  if (kind == OP_IQN_TRUNK) {
+    for (var idx = lid; idx < TILE_E * 256u; idx += WG_X) {
+      trunk[idx] = act_get(idx / 256u, idx % 256u);
+    }
+    for (var idx = lid; idx < TILE_E * 48u; idx += WG_X) {
+      qout[idx] = 0.0;
+    }
+  } else if (kind == OP_IQN_COS) {
+    let embed_pad = (IQN_EMBED + KT - 1u) / KT * KT;
     for (var idx = lid; idx < TILE_E * TAU_ROWS * embed_pad; idx += WG_X) {
       let r = idx / embed_pad;
       let i = idx % embed_pad;
-      let e = r / TAU_ROWS;
-      let tau = tile_tau[e * ACT_TAUS + p * TAU_ROWS + r % TAU_ROWS];
+      let tau = tile_tau[(r / TAU_ROWS) * ACT_TAUS + p * TAU_ROWS + r % TAU_ROWS];
       var c = 0.0;
       if (i < IQN_EMBED) {
         c = cos_reduced((f32(i) * PI_F32) * tau);
       }
       act_set(r, i, c);
     }
-    workgroupBarrier();
-    dense1(base + NET_Q_TAU_EMBED_W, base + NET_Q_TAU_EMBED_B, IQN_EMBED, 256u, ACT_RELU, false, 0u, lid);
+  } else if (kind == OP_IQN_MUL) {
     for (var idx = lid; idx < TILE_E * TAU_ROWS * 256u; idx += WG_X) {
       let r = idx / 256u;
       let j = idx % 256u;
       act_set(r, j, trunk[(r / TAU_ROWS) * 256u + j] * act_get(r, j));
     }
-    workgroupBarrier();
-    streams_plain(base, lid);
-    combine_dueling(lid);
+  } else if (kind == OP_IQN_SUM) {
     for (var idx = lid; idx < TILE_E * NUM_ACTIONS; idx += WG_X) {
       let e = idx / NUM_ACTIONS;
       let a = idx % NUM_ACTIONS;
@@ -953,27 +1194,11 @@ fn iqn_head(base: u32, lid: u32) {
       }
       qout[e * 48u + a] = q;
     }
-    workgroupBarrier();
-  }
-  for (var idx = lid; idx < TILE_E * NUM_ACTIONS; idx += WG_X) {
-    let o = (idx / NUM_ACTIONS) * 48u + idx % NUM_ACTIONS;
-    qout[o] = qout[o] / f32(ACT_TAUS);
-  }
-  workgroupBarrier();
-}
-
-// Q-values of the states in act rows [0, TILE_E) under the dueling net at \`base\` (online 0,
-// target NET_T_BASE - NET_Q_BASE); read them with final_q.
-fn q_forward(base: u32, lid: u32) {
-  dense1(base + NET_Q_SHARED_LAYERS_0_W, base + NET_Q_SHARED_LAYERS_0_B, STATE_DIM, 256u, ACT_LEAKY, false, 0u, lid);
-  dense1(base + NET_Q_SHARED_LAYERS_1_W, base + NET_Q_SHARED_LAYERS_1_B, 256u, 256u, ACT_LEAKY, false, 0u, lid);
-  if (HEAD == HEAD_PLAIN) {
-    streams_plain(base, lid);
-    combine_dueling(lid);
-  } else if (HEAD == HEAD_C51) {
-    c51_head(base, lid);
   } else {
-    iqn_head(base, lid);
+    for (var idx = lid; idx < TILE_E * NUM_ACTIONS; idx += WG_X) {
+      let o = (idx / NUM_ACTIONS) * 48u + idx % NUM_ACTIONS;
+      qout[o] = qout[o] / f32(ACT_TAUS);
+    }
   }
 }
 
@@ -998,35 +1223,6 @@ fn argmax_q(r: u32) -> u32 {
   return best;
 }
 
-// Curiosity bonus of each tile episode (env/curiosity.ts): input features of bar tile_bar[r]
-// [0, 32) ++ one-hot(tile_cat[r]), target the first 32 features of the next bar.
-fn curiosity_tile(lid: u32) {
-  for (var idx = lid; idx < TILE_E * CURIOSITY_PAD; idx += WG_X) {
-    let r = idx / CURIOSITY_PAD;
-    let k = idx % CURIOSITY_PAD;
-    var v = 0.0;
-    if (k < CURIOSITY_OUT) {
-      v = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
-    } else if (k < CURIOSITY_IN) {
-      v = select(0.0, 1.0, i32(k - CURIOSITY_OUT) == tile_cat[r]);
-    }
-    act_set(r, k, v);
-  }
-  workgroupBarrier();
-  dense1(NET_C_FC1_W, NET_C_FC1_B, CURIOSITY_IN, 64u, ACT_LEAKY, false, 0u, lid);
-  dense1(NET_C_FC2_W, NET_C_FC2_B, 64u, CURIOSITY_OUT, ACT_NONE, false, 0u, lid);
-  if (lid < TILE_E) {
-    let next = u32(tile_bar[lid] + 1) * MARKET_FEATURES;
-    var acc = 0.0;
-    for (var k = 0u; k < CURIOSITY_OUT; k++) {
-      let d = act_get(lid, k) - features[next + k];
-      acc = acc + d * d;
-    }
-    tile_bonus[lid] = min(u.curiosityScale * (acc * (1.0 / 32.0)), u.curiosityMax);
-  }
-  workgroupBarrier();
-}
-
 fn write_step(e: u32, l: u32, a: i32, out: StepOut, bonus: f32) {
   let nl = u.n * u.steps;
   let i = e * u.steps + l;
@@ -1034,12 +1230,7 @@ fn write_step(e: u32, l: u32, a: i32, out: StepOut, bonus: f32) {
   out_i[OUT_I_DONES * nl + i] = out.done;
   out_i[OUT_I_TRUNCATEDS * nl + i] = out.truncated;
   out_f[OUT_F_REWARDS * nl + i] = out.total;
-  let c = OUT_F_COMPONENTS * nl + i * 5u;
-  out_f[c] = out.pnl;
-  out_f[c + 1u] = out.barrier;
-  out_f[c + 2u] = out.risk;
-  out_f[c + 3u] = out.diversity;
-  out_f[c + 4u] = bonus;
+  write_components(i, out, bonus);
 }
 
 fn tiled_collect(group: u32, lid: u32) {
@@ -1054,61 +1245,84 @@ fn tiled_collect(group: u32, lid: u32) {
   }
   for (var l = 0u; l < u.steps; l++) {
     let g = u.stepBase + l;
-    if (lid < TILE_E) {
-      tile_bar[lid] = select(u.splitStart, ep.bar, mine);
-      tile_pf[lid] = select(vec4<f32>(0.0), vec4<f32>(portfolio_features(ep), 0.0), mine);
-    }
-    if (HEAD == HEAD_IQN) {
-      for (var idx = lid; idx < TILE_E * ACT_TAUS; idx += WG_X) {
-        let k = idx % ACT_TAUS;
-        let w = philox4x32(vec4<u32>(STREAM_TAU, e0 + idx / ACT_TAUS, g, k >> 2u), key);
-        tile_tau[idx] = u32_to_unit_float(w[k & 3u]);
-      }
-    }
-    workgroupBarrier();
-    fill_states(e0, l, OUT_F_STATES, lid);
-    q_forward(0u, lid);
-
     var a = 0;
     var q_sa = 0.0;
-    if (mine) {
-      let w = philox4x32(vec4<u32>(STREAM_ACTION, e, g, 0u), key);
-      if (u32_to_unit_float(w.x) < u.epsilon) {
-        a = i32(w.y % NUM_ACTIONS);
-      } else {
-        a = i32(argmax_q(lid));
-      }
-      q_sa = final_q(lid, u32(a));
-      tile_cat[lid] = action_category(a);
-    }
-    workgroupBarrier();
-    if (u.curiosity != 0u) {
-      curiosity_tile(lid);
-    } else if (lid < TILE_E) {
-      tile_bonus[lid] = 0.0;
-    }
-    workgroupBarrier();
-
     var out: StepOut;
-    if (mine) {
-      let bonus = tile_bonus[lid];
-      out = env_step(e, &ep, a, bonus);
-      tile_bar[lid] = ep.bar;
-      tile_pf[lid] = vec4<f32>(portfolio_features(ep), 0.0);
-      write_step(e, l, a, out, bonus);
-      finish_step(e, &ep, out);
-    }
-    workgroupBarrier();
-    fill_states(e0, l, OUT_F_NEXT_STATES, lid);
-    q_forward(NET_T_BASE - NET_Q_BASE, lid);
-    if (mine) {
-      var td_target = out.total;
-      if (out.done == 0) {
-        td_target = out.total + u.gamma * final_q(lid, argmax_q(lid));
+    for (var i = 0u; i < PROGRAM_LEN; i++) {
+      if (u.curiosity == 0u && i >= CUR_AT && i < ENV_AT) {
+        continue;
       }
-      out_f[OUT_F_TD_ERRORS * nl + e * u.steps + l] = abs(td_target - q_sa);
+      let o = op_at(i);
+      switch (o.kind) {
+        case OP_DENSE: {
+          dense(o.b0, o.b1, o.k_start, o.n_k, o.act, o.to_q, o.out_col, lid);
+        }
+        case OP_TAUS: {
+          for (var idx = lid; idx < TILE_E * ACT_TAUS; idx += WG_X) {
+            let k = idx % ACT_TAUS;
+            let w = philox4x32(vec4<u32>(STREAM_TAU, e0 + idx / ACT_TAUS, g, k >> 2u), key);
+            tile_tau[idx] = u32_to_unit_float(w[k & 3u]);
+          }
+        }
+        case OP_FILL: {
+          // arg 0: the state s_t of each episode; arg 1: the next state the env op left.
+          if (o.arg == 0u && lid < TILE_E) {
+            tile_bar[lid] = select(u.splitStart, ep.bar, mine);
+            tile_pf[lid] = select(vec4<f32>(0.0), vec4<f32>(portfolio_features(ep), 0.0), mine);
+          }
+          workgroupBarrier();
+          fill_states(e0, l, select(u32(OUT_F_NEXT_STATES), u32(OUT_F_STATES), o.arg == 0u), true, lid);
+        }
+        case OP_COMBINE: {
+          combine_dueling(lid);
+        }
+        case OP_ACT: {
+          if (mine) {
+            let w = philox4x32(vec4<u32>(STREAM_ACTION, e, g, 0u), key);
+            if (u32_to_unit_float(w.x) < u.epsilon) {
+              a = i32(w.y % NUM_ACTIONS);
+            } else {
+              a = i32(argmax_q(lid));
+            }
+            q_sa = final_q(lid, u32(a));
+            tile_cat[lid] = action_category(a);
+            tile_bonus[lid] = 0.0;
+          }
+        }
+        case OP_CUR_FILL: {
+          curiosity_fill(lid);
+        }
+        case OP_CUR_MSE: {
+          curiosity_mse(lid);
+        }
+        case OP_ENV: {
+          if (mine) {
+            let bonus = tile_bonus[lid];
+            out = env_step(e, &ep, a, bonus);
+            tile_bar[lid] = ep.bar;
+            tile_pf[lid] = vec4<f32>(portfolio_features(ep), 0.0);
+            write_step(e, l, a, out, bonus);
+            finish_step(e, &ep, out);
+          }
+        }
+        case OP_TD: {
+          if (mine) {
+            var td_target = out.total;
+            if (out.done == 0) {
+              td_target = out.total + u.gamma * final_q(lid, argmax_q(lid));
+            }
+            out_f[OUT_F_TD_ERRORS * nl + e * u.steps + l] = abs(td_target - q_sa);
+          }
+        }
+        case OP_C51_V, OP_C51_SUM, OP_C51_DIV, OP_C51_Q: {
+          c51_phase(o.kind, o.arg, lid);
+        }
+        default: {
+          iqn_phase(o.kind, o.arg, lid);
+        }
+      }
+      workgroupBarrier();
     }
-    workgroupBarrier();
   }
   if (mine) {
     store_episode(e, ep);
@@ -1117,27 +1331,12 @@ fn tiled_collect(group: u32, lid: u32) {
 
 // ---- seed variant: one invocation per episode, plain head ----
 
-fn seed_dense(
-  w: u32, b: u32, n_in: u32, n_out: u32, kind: u32,
-  src: ptr<function, array<f32, 256>>, src_off: u32,
-  dst: ptr<function, array<f32, 256>>, dst_off: u32,
-) {
-  for (var j = 0u; j < n_out; j++) {
-    var acc = nets[b + j];
-    let row = w + j * n_in;
-    for (var k = 0u; k < n_in; k++) {
-      acc = acc + nets[row + k] * (*src)[src_off + k];
-    }
-    (*dst)[dst_off + j] = activate(acc, kind);
-  }
-}
-
 // Plain dueling Q of the state in x[0, 54) into q; h and y are scratch.
 fn seed_q(
   base: u32,
-  x: ptr<function, array<f32, 256>>,
-  h: ptr<function, array<f32, 256>>,
-  y: ptr<function, array<f32, 256>>,
+  x: ptr<function, array<f32, SEED_W>>,
+  h: ptr<function, array<f32, SEED_W>>,
+  y: ptr<function, array<f32, SEED_W>>,
   q: ptr<function, array<f32, 48>>,
 ) {
   seed_dense(base + NET_Q_SHARED_LAYERS_0_W, base + NET_Q_SHARED_LAYERS_0_B, STATE_DIM, 256u, ACT_LEAKY, x, 0u, h, 0u);
@@ -1156,36 +1355,6 @@ fn seed_q(
   }
 }
 
-fn seed_state(ep: Episode, x: ptr<function, array<f32, 256>>) {
-  let src = u32(ep.bar) * MARKET_FEATURES;
-  for (var k = 0u; k < MARKET_FEATURES; k++) {
-    (*x)[k] = features[src + k];
-  }
-  let pf = portfolio_features(ep);
-  (*x)[MARKET_FEATURES] = pf.x;
-  (*x)[MARKET_FEATURES + 1u] = pf.y;
-  (*x)[MARKET_FEATURES + 2u] = pf.z;
-}
-
-fn seed_curiosity(t: i32, cat: i32, x: ptr<function, array<f32, 256>>, h: ptr<function, array<f32, 256>>) -> f32 {
-  let src = u32(t) * MARKET_FEATURES;
-  for (var k = 0u; k < CURIOSITY_OUT; k++) {
-    (*x)[k] = features[src + k];
-  }
-  for (var k = 0u; k < 3u; k++) {
-    (*x)[CURIOSITY_OUT + k] = select(0.0, 1.0, i32(k) == cat);
-  }
-  seed_dense(NET_C_FC1_W, NET_C_FC1_B, CURIOSITY_IN, 64u, ACT_LEAKY, x, 0u, h, 0u);
-  seed_dense(NET_C_FC2_W, NET_C_FC2_B, 64u, CURIOSITY_OUT, ACT_NONE, h, 0u, x, 0u);
-  let next = src + MARKET_FEATURES;
-  var acc = 0.0;
-  for (var k = 0u; k < CURIOSITY_OUT; k++) {
-    let d = (*x)[k] - features[next + k];
-    acc = acc + d * d;
-  }
-  return min(u.curiosityScale * (acc * (1.0 / 32.0)), u.curiosityMax);
-}
-
 fn seed_collect(e: u32) {
   if (e >= u.n) {
     return;
@@ -1193,9 +1362,9 @@ fn seed_collect(e: u32) {
   let key = vec2<u32>(u.key0, u.key1);
   let nl = u.n * u.steps;
   var ep = load_episode(e);
-  var x: array<f32, 256>;
-  var h: array<f32, 256>;
-  var y: array<f32, 256>;
+  var x: array<f32, SEED_W>;
+  var h: array<f32, SEED_W>;
+  var y: array<f32, SEED_W>;
   var q: array<f32, 48>;
   for (var l = 0u; l < u.steps; l++) {
     let g = u.stepBase + l;
@@ -1720,7 +1889,621 @@ fn finish_step(e: u32, ep: ptr<function, Episode>, out: StepOut) {
   }
 }
 `,
-  collect_tile: `// Tile engine of the collection kernels: a workgroup computes dense layers for the ROWS rows it
+  collect_phases: `// The per-step phases collect_dqn and collect_ppo share, as a snippet (\`//!include
+// collect_phases.wgsl\`, after collect_env.wgsl and collect_tile.wgsl): the tile's per-episode
+// exchange arrays, building states into the tile, the curiosity bonus on the tile, and the seed
+// variant's one-invocation versions (private arrays of SEED_W floats, defined by the kernel).
+// Curiosity (env/curiosity.ts): input the first 32 features of bar t ++ one-hot(category),
+// target the first 32 features of bar t + 1, mse summed in index order, bonus
+// min(scale * mse, max).
+
+const STATE_PAD = (STATE_DIM + KT - 1) / KT * KT;
+const CURIOSITY_IN = CURIOSITY_OUT + 3;
+const CURIOSITY_PAD = (CURIOSITY_IN + KT - 1) / KT * KT;
+
+// Bar whose features build the tile row's state, its portfolio features, the action's category
+// and the curiosity bonus: written by the episode's invocation, read by the whole workgroup.
+var<workgroup> tile_bar: array<i32, TILE_E>;
+var<workgroup> tile_pf: array<vec4<f32>, TILE_E>;
+var<workgroup> tile_cat: array<i32, TILE_E>;
+var<workgroup> tile_bonus: array<f32, TILE_E>;
+
+// Rows [0, TILE_E) of act <- the tile's states (bar tile_bar[r], portfolio tile_pf[r]); the
+// padding columns up to STATE_PAD are zero. With write_out, also to out_f section \`section\`.
+fn fill_states(e0: u32, l: u32, section: u32, write_out: bool, lid: u32) {
+  let nl = u.n * u.steps;
+  for (var idx = lid; idx < TILE_E * STATE_PAD; idx += WG_X) {
+    let r = idx / STATE_PAD;
+    let k = idx % STATE_PAD;
+    var v = 0.0;
+    if (k < MARKET_FEATURES) {
+      v = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
+    } else if (k < STATE_DIM) {
+      v = tile_pf[r][k - MARKET_FEATURES];
+    }
+    act_set(r, k, v);
+    let e = e0 + r;
+    if (write_out && k < STATE_DIM && e < u.n) {
+      out_f[section * nl + (e * u.steps + l) * STATE_DIM + k] = v;
+    }
+  }
+}
+
+// Curiosity model input of each tile row (env/curiosity.ts): the first 32 features of bar
+// tile_bar[r] ++ one-hot(tile_cat[r]), zero padding up to CURIOSITY_PAD.
+fn curiosity_fill(lid: u32) {
+  for (var idx = lid; idx < TILE_E * CURIOSITY_PAD; idx += WG_X) {
+    let r = idx / CURIOSITY_PAD;
+    let k = idx % CURIOSITY_PAD;
+    var v = 0.0;
+    if (k < CURIOSITY_OUT) {
+      v = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
+    } else if (k < CURIOSITY_IN) {
+      v = select(0.0, 1.0, i32(k - CURIOSITY_OUT) == tile_cat[r]);
+    }
+    act_set(r, k, v);
+  }
+}
+
+// The bonus from the model's prediction in act (after its two layers) against the first 32
+// features of the next bar: mse summed in index order, min(scale * mse, max).
+fn curiosity_mse(lid: u32) {
+  if (lid < TILE_E) {
+    let next = u32(tile_bar[lid] + 1) * MARKET_FEATURES;
+    var acc = 0.0;
+    for (var k = 0u; k < CURIOSITY_OUT; k++) {
+      let d = act_get(lid, k) - features[next + k];
+      acc = acc + d * d;
+    }
+    tile_bonus[lid] = min(u.curiosityScale * (acc * (1.0 / 32.0)), u.curiosityMax);
+  }
+}
+
+// The five reward components of a step (src/collect/rollout.ts Component order).
+fn write_components(i: u32, out: StepOut, bonus: f32) {
+  let c = OUT_F_COMPONENTS * u.n * u.steps + i * 5u;
+  out_f[c] = out.pnl;
+  out_f[c + 1u] = out.barrier;
+  out_f[c + 2u] = out.risk;
+  out_f[c + 3u] = out.diversity;
+  out_f[c + 4u] = bonus;
+}
+
+// ---- seed variant: one invocation per episode ----
+
+fn seed_dense(
+  w: u32, b: u32, n_in: u32, n_out: u32, kind: u32,
+  src: ptr<function, array<f32, SEED_W>>, src_off: u32,
+  dst: ptr<function, array<f32, SEED_W>>, dst_off: u32,
+) {
+  for (var j = 0u; j < n_out; j++) {
+    var acc = nets[b + j];
+    let row = w + j * n_in;
+    for (var k = 0u; k < n_in; k++) {
+      acc = acc + nets[row + k] * (*src)[src_off + k];
+    }
+    (*dst)[dst_off + j] = activate(acc, kind);
+  }
+}
+
+fn seed_state(ep: Episode, x: ptr<function, array<f32, SEED_W>>) {
+  let src = u32(ep.bar) * MARKET_FEATURES;
+  for (var k = 0u; k < MARKET_FEATURES; k++) {
+    (*x)[k] = features[src + k];
+  }
+  let pf = portfolio_features(ep);
+  (*x)[MARKET_FEATURES] = pf.x;
+  (*x)[MARKET_FEATURES + 1u] = pf.y;
+  (*x)[MARKET_FEATURES + 2u] = pf.z;
+}
+
+fn seed_curiosity(t: i32, cat: i32, x: ptr<function, array<f32, SEED_W>>, h: ptr<function, array<f32, SEED_W>>) -> f32 {
+  let src = u32(t) * MARKET_FEATURES;
+  for (var k = 0u; k < CURIOSITY_OUT; k++) {
+    (*x)[k] = features[src + k];
+  }
+  for (var k = 0u; k < 3u; k++) {
+    (*x)[CURIOSITY_OUT + k] = select(0.0, 1.0, i32(k) == cat);
+  }
+  seed_dense(NET_C_FC1_W, NET_C_FC1_B, CURIOSITY_IN, 64u, ACT_LEAKY, x, 0u, h, 0u);
+  seed_dense(NET_C_FC2_W, NET_C_FC2_B, 64u, CURIOSITY_OUT, ACT_NONE, h, 0u, x, 0u);
+  let next = src + MARKET_FEATURES;
+  var acc = 0.0;
+  for (var k = 0u; k < CURIOSITY_OUT; k++) {
+    let d = (*x)[k] - features[next + k];
+    acc = acc + d * d;
+  }
+  return min(u.curiosityScale * (acc * (1.0 / 32.0)), u.curiosityMax);
+}
+
+`,
+  collect_ppo: `// collect_ppo: L steps of N episodes in one launch, the WGSL twin of src/collect/ppo.ts. Per
+// step: build the state, actor logits and critic value, sample the action from the softmax by a
+// CDF scan with u from Philox(Action, e, stepBase + l, 0), step the simulator, write the
+// experience, restart an ended episode; where the step truncates (or is the last and the
+// episode goes on) the critic's value of the pre-restart next state is kept as the bootstrap.
+// After the last step each episode's GAE runs backwards over its L steps in the kernel.
+// Bindings, uniforms and the output layout: src/kernels/collect_layout.ts and collect_ppo.ts.
+// The bootstrap values wait in the advantages section until the GAE scan, which reads each
+// one just before it writes the advantage of the same step.
+//
+// Workgroup: WG_X invocations. SEED_VARIANT 0: the workgroup owns TILE_E episodes; invocation
+// lid < TILE_E steps episode group * TILE_E + lid; actor, critic and curiosity layers run on the
+// whole tile through the tile engine (collect_tile.wgsl, ACT_W = 512 for the critic). The
+// bootstrap critic pass runs only at steps where some episode of the tile needs it.
+// SEED_VARIANT 1 (benchmark only): one invocation per episode, private arrays (the seed design).
+//
+// Numerics: f32; layer sums in the reference order (the compiler may fuse multiply-adds); exp
+// and log within WGSL's stated accuracy, so log-probabilities and values agree with the
+// reference to a tolerance and actions exactly except where u * sum lies within that tolerance
+// of a CDF boundary. The GAE scan repeats the reference's f32 operations in its order.
+// ---- begin collect_env.wgsl ----
+// The simulator step of one episode (SPEC 3-6), a line-by-line port of src/env/ (step.ts,
+// portfolio.ts, barrier.ts, trade.ts, diversity.ts, state.ts) for the collection kernels.
+// A snippet, not a kernel: collect_dqn.wgsl and collect_ppo.wgsl pull it in with
+// \`//!include collect_env.wgsl\`. It uses the bindings and uniforms of src/kernels/collect_layout.ts
+// (features, ohlc, spread, entropy, env_f, env_i, div_window; u.<simulator block>) and the
+// layout constants generated from src/env/state.ts (ENV_F, ENVF_*, ENV_I, ENVI_*).
+//
+// One invocation owns one episode: its state lives in a private \`Episode\` for the whole launch
+// and goes back to env_f / env_i at its end (the diversity window stays in div_window).
+//
+// Numerics: f32 with the operations and comparisons of the reference in the same order, so the
+// step agrees with the TS reference bit for bit except where the compiler fuses a multiply into
+// the following add (WGSL allows it) or a division is off by its allowed 2.5 ulp; decisions
+// compare products, never quotients, so they only differ at exact ties. No transcendental
+// function: the diversity entropy comes from the host-built table \`entropy\`.
+// ---- begin philox.wgsl ----
+// Philox4x32-10 (Salmon et al., SC'11): the WGSL twin of src/rng/philox.ts and cuda/philox.cuh.
+// A snippet, not a kernel: kernels that draw random numbers pull it in with a line
+// \`//!include philox.wgsl\` (resolved by scripts/gen-kernels.mjs). It declares no bindings.
+// WGSL has no 64-bit integers, so the high word of each 32x32 product is built from 16-bit
+// halves exactly as \`mulhi32\` in the TS reference: the three twins are bit-identical.
+// u32 arithmetic wraps modulo 2^32 in WGSL, which gives the low word directly.
+
+const PHILOX_M0: u32 = 0xd2511f53u;
+const PHILOX_M1: u32 = 0xcd9e8d57u;
+const PHILOX_W0: u32 = 0x9e3779b9u;
+const PHILOX_W1: u32 = 0xbb67ae85u;
+
+// High 32 bits of the 64-bit product a * b.
+fn mulhi32(a: u32, b: u32) -> u32 {
+  let a_lo = a & 0xffffu;
+  let a_hi = a >> 16u;
+  let b_lo = b & 0xffffu;
+  let b_hi = b >> 16u;
+  let lolo = a_lo * b_lo;
+  let hilo = a_hi * b_lo;
+  let lohi = a_lo * b_hi;
+  let hihi = a_hi * b_hi;
+  // cross < 3 * 2^16: its carry is the only one that reaches the high word.
+  let cross = (lolo >> 16u) + (hilo & 0xffffu) + (lohi & 0xffffu);
+  return hihi + (hilo >> 16u) + (lohi >> 16u) + (cross >> 16u);
+}
+
+// One Philox4x32-10 block: 4 counter words and 2 key words -> 4 random words.
+fn philox4x32(counter: vec4<u32>, key: vec2<u32>) -> vec4<u32> {
+  var x = counter;
+  var k = key;
+  for (var round = 0u; round < 10u; round++) {
+    let hi0 = mulhi32(PHILOX_M0, x.x);
+    let lo0 = PHILOX_M0 * x.x;
+    let hi1 = mulhi32(PHILOX_M1, x.z);
+    let lo1 = PHILOX_M1 * x.z;
+    x = vec4<u32>(hi1 ^ x.y ^ k.x, lo1, hi0 ^ x.w ^ k.y, lo0);
+    k = k + vec2<u32>(PHILOX_W0, PHILOX_W1);
+  }
+  return x;
+}
+
+// SPEC 7: the top 24 bits as a float in [0, 1); exact in f32 (2^-24 is a power of two).
+fn u32_to_unit_float(x: u32) -> f32 {
+  return f32(x >> 8u) * (1.0 / 16777216.0);
+}
+// ---- end philox.wgsl ----
+
+const EVENT_NONE = 0;
+const EVENT_PROFIT = 1;
+const EVENT_STOP = 2;
+const EVENT_TIME = 3;
+const HALF_BP: f32 = 0.5e-4;
+
+struct Episode {
+  cash: f32,
+  units: f32,
+  entry: f32,
+  v0: f32,
+  spread: f32,
+  last: f32,
+  reserve: f32,
+  costs: f32,
+  profit_level: f32,
+  stop_level: f32,
+  bar: i32,
+  start_bar: i32,
+  step: i32,
+  expiry: i32,
+  restarts: i32,
+  div_head: i32,
+  div_count: i32,
+  hist0: i32,
+  hist1: i32,
+  hist2: i32,
+}
+
+// What one step reports besides the episode's new state (src/env/output.ts StepOut, the fields
+// the collectors keep).
+struct StepOut {
+  pnl: f32,
+  barrier: f32,
+  risk: f32,
+  diversity: f32,
+  total: f32,
+  done: i32,
+  truncated: i32,
+}
+
+fn load_episode(e: u32) -> Episode {
+  let fb = e * ENV_F;
+  let ib = e * ENV_I;
+  var ep: Episode;
+  ep.cash = env_f[fb + ENVF_CASH];
+  ep.units = env_f[fb + ENVF_UNITS];
+  ep.entry = env_f[fb + ENVF_ENTRY_PRICE];
+  ep.v0 = env_f[fb + ENVF_INITIAL_CAPITAL];
+  ep.spread = env_f[fb + ENVF_SPREAD];
+  ep.last = env_f[fb + ENVF_LAST_PRICE];
+  ep.reserve = env_f[fb + ENVF_RESERVE_PCT];
+  ep.costs = env_f[fb + ENVF_CUM_COSTS];
+  ep.profit_level = env_f[fb + ENVF_PROFIT_LEVEL];
+  ep.stop_level = env_f[fb + ENVF_STOP_LEVEL];
+  ep.bar = env_i[ib + ENVI_BAR];
+  ep.start_bar = env_i[ib + ENVI_START_BAR];
+  ep.step = env_i[ib + ENVI_STEP];
+  ep.expiry = env_i[ib + ENVI_EXPIRY];
+  ep.restarts = env_i[ib + ENVI_RESTARTS];
+  ep.div_head = env_i[ib + ENVI_DIV_HEAD];
+  ep.div_count = env_i[ib + ENVI_DIV_COUNT];
+  ep.hist0 = env_i[ib + ENVI_HIST];
+  ep.hist1 = env_i[ib + ENVI_HIST + 1];
+  ep.hist2 = env_i[ib + ENVI_HIST + 2];
+  return ep;
+}
+
+fn store_episode(e: u32, ep: Episode) {
+  let fb = e * ENV_F;
+  let ib = e * ENV_I;
+  env_f[fb + ENVF_CASH] = ep.cash;
+  env_f[fb + ENVF_UNITS] = ep.units;
+  env_f[fb + ENVF_ENTRY_PRICE] = ep.entry;
+  env_f[fb + ENVF_INITIAL_CAPITAL] = ep.v0;
+  env_f[fb + ENVF_SPREAD] = ep.spread;
+  env_f[fb + ENVF_LAST_PRICE] = ep.last;
+  env_f[fb + ENVF_RESERVE_PCT] = ep.reserve;
+  env_f[fb + ENVF_CUM_COSTS] = ep.costs;
+  env_f[fb + ENVF_PROFIT_LEVEL] = ep.profit_level;
+  env_f[fb + ENVF_STOP_LEVEL] = ep.stop_level;
+  env_i[ib + ENVI_BAR] = ep.bar;
+  env_i[ib + ENVI_START_BAR] = ep.start_bar;
+  env_i[ib + ENVI_STEP] = ep.step;
+  env_i[ib + ENVI_EXPIRY] = ep.expiry;
+  env_i[ib + ENVI_RESTARTS] = ep.restarts;
+  env_i[ib + ENVI_DIV_HEAD] = ep.div_head;
+  env_i[ib + ENVI_DIV_COUNT] = ep.div_count;
+  env_i[ib + ENVI_HIST] = ep.hist0;
+  env_i[ib + ENVI_HIST + 1] = ep.hist1;
+  env_i[ib + ENVI_HIST + 2] = ep.hist2;
+}
+
+// actions.ts category: Short 0 (exposure index 0-1), Flat 1 (2), Long 2 (3-4).
+fn action_category(a: i32) -> i32 {
+  let x = a / 9;
+  if (x <= 1) {
+    return 0;
+  }
+  return select(2, 1, x == 2);
+}
+
+fn exposure_of(a: i32) -> f32 {
+  let x = a / 9;
+  return f32(x - 2) * 0.5;
+}
+
+fn fraction_of(a: i32) -> f32 {
+  let i = a % 3;
+  if (i == 0) {
+    return f32(1.0 / 3.0);
+  }
+  return select(1.0, f32(2.0 / 3.0), i == 1);
+}
+
+fn portfolio_value(ep: Episode) -> f32 {
+  return ep.cash + ep.units * ep.last;
+}
+
+// state.ts positionNorm.
+fn position_norm(units: f32, price: f32, value: f32) -> f32 {
+  if (!(value > 0.0)) {
+    return select(select(0.0, -1.0, units < 0.0), 1.0, units > 0.0);
+  }
+  let x = (units * price) / value;
+  return select(select(x, -1.0, x < -1.0), 1.0, x > 1.0);
+}
+
+// state.ts buildState's three portfolio features: value_norm, position_norm, spread_norm.
+fn portfolio_features(ep: Episode) -> vec3<f32> {
+  let value = portfolio_value(ep);
+  let vn = value / ep.v0 - 1.0;
+  let vc = select(select(vn, -5.0, vn < -5.0), 5.0, vn > 5.0);
+  return vec3<f32>(vc, position_norm(ep.units, ep.last, value), ep.spread / 10.0);
+}
+
+// trade.ts applyTrade: cash -= u * price, then the fee is paid; returns the fee.
+fn apply_trade(ep: ptr<function, Episode>, units: f32, price: f32, rate: f32) -> f32 {
+  let notional = units * price;
+  let fee = abs(notional) * rate;
+  (*ep).cash = ((*ep).cash - notional) - fee;
+  (*ep).costs = (*ep).costs + fee;
+  return fee;
+}
+
+// trade.ts withHalfSpread: side +1 buys higher, -1 sells lower.
+fn with_half_spread(price: f32, side: i32, spread_bps: f32) -> f32 {
+  let hs = spread_bps * HALF_BP;
+  return price * select(1.0 - hs, 1.0 + hs, side > 0);
+}
+
+fn arm_barrier(ep: ptr<function, Episode>, entry: f32, long_pos: bool, open_bar: i32) {
+  (*ep).entry = entry;
+  (*ep).profit_level = entry * select(u.profitDown, u.profitUp, long_pos);
+  (*ep).stop_level = entry * select(u.stopUp, u.stopDown, long_pos);
+  (*ep).expiry = open_bar + u.maxHoldingBars;
+}
+
+fn disarm_barrier(ep: ptr<function, Episode>) {
+  (*ep).entry = 0.0;
+  (*ep).profit_level = 0.0;
+  (*ep).stop_level = 0.0;
+  (*ep).expiry = -1;
+}
+
+// portfolio.ts executeOrder: returns true when a position was opened in this bar.
+fn execute_order(ep: ptr<function, Episode>, a: i32) -> bool {
+  let t = (*ep).bar;
+  let o1 = u32(t + 1) * 4u;
+  let close = (*ep).last;
+  let units = (*ep).units;
+  let value = portfolio_value(*ep);
+
+  let exposure = exposure_of(a);
+  let target_exposure = exposure * (1.0 - (*ep).reserve);
+  let target_notional = target_exposure * value;
+  let notional = units * close;
+  var side = 0;
+  if (target_notional > notional) {
+    side = 1;
+  } else if (target_notional < notional) {
+    side = -1;
+  }
+  if (side == 0) {
+    return false;
+  }
+
+  let order_type = (a % 9) / 3;
+  var price: f32;
+  var rate: f32;
+  var fills: bool;
+  if (order_type == 0) {
+    price = with_half_spread(ohlc[o1], side, (*ep).spread);
+    rate = u.marketRate;
+    fills = true;
+  } else if (order_type == 1) {
+    price = close;
+    rate = u.marketRate;
+    fills = ohlc[o1 + 2u] <= price && price <= ohlc[o1 + 1u];
+  } else {
+    price = close * select(u.passiveUp, u.passiveDown, side > 0);
+    rate = u.passiveRate;
+    fills = select(ohlc[o1 + 1u] > price, ohlc[o1 + 2u] < price, side > 0);
+  }
+  if (!fills) {
+    return false;
+  }
+
+  let target_units = target_notional / price;
+  let fraction = fraction_of(a);
+  let reversal = (units > 0.0 && exposure < 0.0) || (units < 0.0 && exposure > 0.0);
+  if (reversal) {
+    let opened = fraction * target_units;
+    apply_trade(ep, -units, price, rate);
+    apply_trade(ep, opened, price, rate);
+    (*ep).units = opened;
+    arm_barrier(ep, price, opened > 0.0, t + 1);
+    return true;
+  }
+
+  let gap_notional = target_notional - units * price;
+  if (f32(side) * gap_notional <= 0.0) {
+    return false;
+  }
+  let traded = fraction * (target_units - units);
+  apply_trade(ep, traded, price, rate);
+  let next = units + traded;
+  (*ep).units = next;
+  if (units == 0.0) {
+    arm_barrier(ep, price, next > 0.0, t + 1);
+    return true;
+  }
+  if (next == 0.0) {
+    disarm_barrier(ep);
+  }
+  return false;
+}
+
+// barrier.ts checkBarrier: the adverse barrier wins over the favourable one, both over time.
+fn check_barrier(ep: ptr<function, Episode>) -> i32 {
+  let units = (*ep).units;
+  if (units == 0.0) {
+    return EVENT_NONE;
+  }
+  let bar1 = (*ep).bar + 1;
+  let o1 = u32(bar1) * 4u;
+  let high = ohlc[o1 + 1u];
+  let low = ohlc[o1 + 2u];
+  let profit = (*ep).profit_level;
+  let stop = (*ep).stop_level;
+  let long_pos = units > 0.0;
+  var event = EVENT_NONE;
+  var level = 0.0;
+  if (select(high >= stop, low <= stop, long_pos)) {
+    event = EVENT_STOP;
+    level = stop;
+  } else if (select(low <= profit, high >= profit, long_pos)) {
+    event = EVENT_PROFIT;
+    level = profit;
+  } else if (bar1 >= (*ep).expiry) {
+    event = EVENT_TIME;
+    level = ohlc[o1 + 3u];
+  }
+  if (event == EVENT_NONE) {
+    return event;
+  }
+  let exit_price = with_half_spread(level, select(1, -1, long_pos), (*ep).spread);
+  apply_trade(ep, -units, exit_price, u.marketRate);
+  (*ep).units = 0.0;
+  disarm_barrier(ep);
+  return event;
+}
+
+// diversity.ts pushCategory: the window lives in div_window, the histogram in the episode.
+fn push_category(e: u32, ep: ptr<function, Episode>, cat: i32) {
+  let w = u.diversityWindow;
+  let slot = e * u32(w) + u32((*ep).div_head);
+  if ((*ep).div_count == w) {
+    let old = div_window[slot];
+    if (old == 0) {
+      (*ep).hist0 -= 1;
+    } else if (old == 1) {
+      (*ep).hist1 -= 1;
+    } else {
+      (*ep).hist2 -= 1;
+    }
+  } else {
+    (*ep).div_count += 1;
+  }
+  div_window[slot] = cat;
+  if (cat == 0) {
+    (*ep).hist0 += 1;
+  } else if (cat == 1) {
+    (*ep).hist1 += 1;
+  } else {
+    (*ep).hist2 += 1;
+  }
+  (*ep).div_head = select((*ep).div_head + 1, 0, (*ep).div_head + 1 == w);
+}
+
+// diversity.ts diversityReward: n * H from the entropy table, f32 adds only.
+fn diversity_reward(ep: Episode) -> f32 {
+  let n = ep.div_count;
+  if (n < u.diversityMinActions) {
+    return 0.0;
+  }
+  let nh = ((entropy[n] - entropy[ep.hist0]) - entropy[ep.hist1]) - entropy[ep.hist2];
+  return select(0.0, u.diversityPenalty, nh < f32(n) * u.diversityCutoff);
+}
+
+// state.ts startEpisode: flat, cash V_0, empty window, at \`bar\`.
+fn start_episode(e: u32, ep: ptr<function, Episode>, bar: i32) {
+  (*ep).cash = u.initialCapital;
+  (*ep).units = 0.0;
+  (*ep).entry = 0.0;
+  (*ep).v0 = u.initialCapital;
+  (*ep).spread = spread[bar];
+  (*ep).last = ohlc[u32(bar) * 4u + 3u];
+  (*ep).reserve = u.reservePct;
+  (*ep).costs = 0.0;
+  (*ep).profit_level = 0.0;
+  (*ep).stop_level = 0.0;
+  (*ep).bar = bar;
+  (*ep).start_bar = bar;
+  (*ep).step = 0;
+  (*ep).expiry = -1;
+  (*ep).div_head = 0;
+  (*ep).div_count = 0;
+  (*ep).hist0 = 0;
+  (*ep).hist1 = 0;
+  (*ep).hist2 = 0;
+  let w = u32(u.diversityWindow);
+  for (var k = 0u; k < w; k++) {
+    div_window[e * w + k] = 0;
+  }
+}
+
+// state.ts restartEpisode + drawStartBar: split.start + word0 % count of
+// Philox(EpisodeStart, e, restarts, 0).
+fn restart_episode(e: u32, ep: ptr<function, Episode>) {
+  let restarts = (*ep).restarts + 1;
+  (*ep).restarts = restarts;
+  let count = u32(u.splitEnd - u.splitStart - u.episodeBars);
+  let r = philox4x32(vec4<u32>(STREAM_EPISODE_START, e, u32(restarts), 0u), vec2<u32>(u.key0, u.key1));
+  start_episode(e, ep, u.splitStart + i32(r.x % count));
+}
+
+// step.ts envStep up to the reward, for slot e with action a and curiosity bonus \`bonus\`
+// (computed by the caller from the bar and category: it needs no simulator state). Leaves the
+// episode at bar t + 1; the caller builds the next state and then calls \`finish_step\`.
+fn env_step(e: u32, ep: ptr<function, Episode>, a: i32, bonus: f32) -> StepOut {
+  let t = (*ep).bar;
+  let value_before = portfolio_value(*ep);
+  let cat = action_category(a);
+
+  let opened = execute_order(ep, a);
+  var event = EVENT_NONE;
+  if (!opened) {
+    event = check_barrier(ep);
+  }
+
+  let close1 = ohlc[u32(t + 1) * 4u + 3u];
+  (*ep).last = close1;
+  (*ep).spread = spread[t + 1];
+  (*ep).bar = t + 1;
+  let step = (*ep).step + 1;
+  (*ep).step = step;
+  let value = portfolio_value(*ep);
+  let units = (*ep).units;
+
+  push_category(e, ep, cat);
+  var out: StepOut;
+  out.diversity = diversity_reward(*ep);
+
+  out.pnl = u.pnlScale * ((value - value_before) / value_before);
+  var scale = 0.0;
+  if (event == EVENT_PROFIT) {
+    scale = u.barrierScale;
+  } else if (event == EVENT_STOP) {
+    scale = -u.barrierScale;
+  }
+  out.barrier = out.pnl * scale;
+  let excess = abs(position_norm(units, close1, value)) - u.riskThreshold;
+  out.risk = select(0.0, -(u.riskScale * excess), excess > 0.0);
+
+  let ended = event != EVENT_NONE && u.barrierTerminates != 0;
+  let collapsed = value <= u.collapseFraction * (*ep).v0;
+  out.done = select(0, 1, ended || collapsed);
+  out.total = (((out.pnl + out.barrier) + out.risk) + out.diversity) + bonus;
+  out.truncated = select(0, 1, out.done == 0 && step >= u.episodeBars);
+  return out;
+}
+
+// The rest of envStep after the next state was read: restart an episode that ended.
+fn finish_step(e: u32, ep: ptr<function, Episode>, out: StepOut) {
+  if (out.done != 0 || out.truncated != 0) {
+    restart_episode(e, ep);
+  }
+}
+// ---- end collect_env.wgsl ----
+// ---- begin collect_tile.wgsl ----
+// Tile engine of the collection kernels: a workgroup computes dense layers for the ROWS rows it
 // owns (rows = episodes of the tile, or episode x tau pairs for IQN) as small matrix products,
 // Y[r, j] = act(b[j] + sum_k W[j, k] * X[r, k]), with X in workgroup memory (\`act\`, ROWS rows of
 // ACT_W floats) and W streamed through workgroup memory in k-slices of KT (\`ws\`).
@@ -1743,7 +2526,8 @@ fn finish_step(e: u32, ep: ptr<function, Episode>, out: StepOut) {
 // Numerics: each accumulator starts at the bias and adds w * x in increasing k (the reference
 // order); the compiler may fuse the multiply-add. Padding columns of X (between a layer's input
 // width and the next multiple of KT) must hold finite values: their weights are zero, so they
-// add exactly 0. Every invocation of the workgroup must call \`dense\` (it has barriers).
+// add exactly 0. Every invocation of the workgroup must call \`dense\` (it has barriers), and
+// the caller puts a barrier after it before anything reads the output.
 
 const ACT_NONE = 0u;
 const ACT_RELU = 1u;
@@ -1878,12 +2662,672 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
       }
     }
   }
-  workgroupBarrier();
 }
 
-// A single-block layer of a network whose layer i is at (w, b) with n_in inputs.
-fn dense1(w: u32, b: u32, n_in: u32, n_out: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
-  dense(block(w, b, n_out, 0u, n_in), NO_BLOCK, 0u, n_in, kind, to_q, out_col, lid);
+// One op of a kernel's per-step program (see collect_dqn.wgsl): a DENSE layer of the tile
+// engine, or a phase of the kernel identified by \`kind\` with an argument.
+const OP_DENSE = 0u;
+
+struct Op {
+  kind: u32,
+  b0: Block,
+  b1: Block,
+  k_start: u32,
+  n_k: u32,
+  act: u32,
+  to_q: bool,
+  out_col: u32,
+  arg: u32,
+}
+
+fn phase(kind: u32, arg: u32) -> Op {
+  return Op(kind, NO_BLOCK, NO_BLOCK, 0u, 0u, ACT_NONE, false, 0u, arg);
+}
+
+// A single-block layer with n_in inputs at columns [0, n_in).
+fn layer(w: u32, b: u32, n_in: u32, n_out: u32, act_kind: u32, to_q: bool, out_col: u32) -> Op {
+  return Op(OP_DENSE, block(w, b, n_out, 0u, n_in), NO_BLOCK, 0u, n_in, act_kind, to_q, out_col, 0u);
+}
+// ---- end collect_tile.wgsl ----
+// ---- begin collect_phases.wgsl ----
+// The per-step phases collect_dqn and collect_ppo share, as a snippet (\`//!include
+// collect_phases.wgsl\`, after collect_env.wgsl and collect_tile.wgsl): the tile's per-episode
+// exchange arrays, building states into the tile, the curiosity bonus on the tile, and the seed
+// variant's one-invocation versions (private arrays of SEED_W floats, defined by the kernel).
+// Curiosity (env/curiosity.ts): input the first 32 features of bar t ++ one-hot(category),
+// target the first 32 features of bar t + 1, mse summed in index order, bonus
+// min(scale * mse, max).
+
+const STATE_PAD = (STATE_DIM + KT - 1) / KT * KT;
+const CURIOSITY_IN = CURIOSITY_OUT + 3;
+const CURIOSITY_PAD = (CURIOSITY_IN + KT - 1) / KT * KT;
+
+// Bar whose features build the tile row's state, its portfolio features, the action's category
+// and the curiosity bonus: written by the episode's invocation, read by the whole workgroup.
+var<workgroup> tile_bar: array<i32, TILE_E>;
+var<workgroup> tile_pf: array<vec4<f32>, TILE_E>;
+var<workgroup> tile_cat: array<i32, TILE_E>;
+var<workgroup> tile_bonus: array<f32, TILE_E>;
+
+// Rows [0, TILE_E) of act <- the tile's states (bar tile_bar[r], portfolio tile_pf[r]); the
+// padding columns up to STATE_PAD are zero. With write_out, also to out_f section \`section\`.
+fn fill_states(e0: u32, l: u32, section: u32, write_out: bool, lid: u32) {
+  let nl = u.n * u.steps;
+  for (var idx = lid; idx < TILE_E * STATE_PAD; idx += WG_X) {
+    let r = idx / STATE_PAD;
+    let k = idx % STATE_PAD;
+    var v = 0.0;
+    if (k < MARKET_FEATURES) {
+      v = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
+    } else if (k < STATE_DIM) {
+      v = tile_pf[r][k - MARKET_FEATURES];
+    }
+    act_set(r, k, v);
+    let e = e0 + r;
+    if (write_out && k < STATE_DIM && e < u.n) {
+      out_f[section * nl + (e * u.steps + l) * STATE_DIM + k] = v;
+    }
+  }
+}
+
+// Curiosity model input of each tile row (env/curiosity.ts): the first 32 features of bar
+// tile_bar[r] ++ one-hot(tile_cat[r]), zero padding up to CURIOSITY_PAD.
+fn curiosity_fill(lid: u32) {
+  for (var idx = lid; idx < TILE_E * CURIOSITY_PAD; idx += WG_X) {
+    let r = idx / CURIOSITY_PAD;
+    let k = idx % CURIOSITY_PAD;
+    var v = 0.0;
+    if (k < CURIOSITY_OUT) {
+      v = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
+    } else if (k < CURIOSITY_IN) {
+      v = select(0.0, 1.0, i32(k - CURIOSITY_OUT) == tile_cat[r]);
+    }
+    act_set(r, k, v);
+  }
+}
+
+// The bonus from the model's prediction in act (after its two layers) against the first 32
+// features of the next bar: mse summed in index order, min(scale * mse, max).
+fn curiosity_mse(lid: u32) {
+  if (lid < TILE_E) {
+    let next = u32(tile_bar[lid] + 1) * MARKET_FEATURES;
+    var acc = 0.0;
+    for (var k = 0u; k < CURIOSITY_OUT; k++) {
+      let d = act_get(lid, k) - features[next + k];
+      acc = acc + d * d;
+    }
+    tile_bonus[lid] = min(u.curiosityScale * (acc * (1.0 / 32.0)), u.curiosityMax);
+  }
+}
+
+// The five reward components of a step (src/collect/rollout.ts Component order).
+fn write_components(i: u32, out: StepOut, bonus: f32) {
+  let c = OUT_F_COMPONENTS * u.n * u.steps + i * 5u;
+  out_f[c] = out.pnl;
+  out_f[c + 1u] = out.barrier;
+  out_f[c + 2u] = out.risk;
+  out_f[c + 3u] = out.diversity;
+  out_f[c + 4u] = bonus;
+}
+
+// ---- seed variant: one invocation per episode ----
+
+fn seed_dense(
+  w: u32, b: u32, n_in: u32, n_out: u32, kind: u32,
+  src: ptr<function, array<f32, SEED_W>>, src_off: u32,
+  dst: ptr<function, array<f32, SEED_W>>, dst_off: u32,
+) {
+  for (var j = 0u; j < n_out; j++) {
+    var acc = nets[b + j];
+    let row = w + j * n_in;
+    for (var k = 0u; k < n_in; k++) {
+      acc = acc + nets[row + k] * (*src)[src_off + k];
+    }
+    (*dst)[dst_off + j] = activate(acc, kind);
+  }
+}
+
+fn seed_state(ep: Episode, x: ptr<function, array<f32, SEED_W>>) {
+  let src = u32(ep.bar) * MARKET_FEATURES;
+  for (var k = 0u; k < MARKET_FEATURES; k++) {
+    (*x)[k] = features[src + k];
+  }
+  let pf = portfolio_features(ep);
+  (*x)[MARKET_FEATURES] = pf.x;
+  (*x)[MARKET_FEATURES + 1u] = pf.y;
+  (*x)[MARKET_FEATURES + 2u] = pf.z;
+}
+
+fn seed_curiosity(t: i32, cat: i32, x: ptr<function, array<f32, SEED_W>>, h: ptr<function, array<f32, SEED_W>>) -> f32 {
+  let src = u32(t) * MARKET_FEATURES;
+  for (var k = 0u; k < CURIOSITY_OUT; k++) {
+    (*x)[k] = features[src + k];
+  }
+  for (var k = 0u; k < 3u; k++) {
+    (*x)[CURIOSITY_OUT + k] = select(0.0, 1.0, i32(k) == cat);
+  }
+  seed_dense(NET_C_FC1_W, NET_C_FC1_B, CURIOSITY_IN, 64u, ACT_LEAKY, x, 0u, h, 0u);
+  seed_dense(NET_C_FC2_W, NET_C_FC2_B, 64u, CURIOSITY_OUT, ACT_NONE, h, 0u, x, 0u);
+  let next = src + MARKET_FEATURES;
+  var acc = 0.0;
+  for (var k = 0u; k < CURIOSITY_OUT; k++) {
+    let d = (*x)[k] - features[next + k];
+    acc = acc + d * d;
+  }
+  return min(u.curiosityScale * (acc * (1.0 / 32.0)), u.curiosityMax);
+}
+// ---- end collect_phases.wgsl ----
+
+const SEED_W = 512;
+
+var<workgroup> tile_boot: array<i32, TILE_E>;
+var<workgroup> boot_any: i32;
+
+// ---- the tiled kernel: a per-step program of ops (see collect_dqn.wgsl) ----
+
+const OP_FILL = 1u;
+const OP_SAMPLE = 2u;
+const OP_CUR_FILL = 3u;
+const OP_CUR_MSE = 4u;
+const OP_ENV = 5u;
+const OP_BOOT_CHECK = 6u;
+const OP_BOOT_STORE = 7u;
+// FILL arguments: the state from the episode (and into the states section), the same state
+// again, the next state the env op left.
+const FILL_STATE = 0u;
+const FILL_AGAIN = 1u;
+const FILL_NEXT = 2u;
+
+const ACTOR_LEN = 3u;
+const CRITIC_LEN = 6u;
+// Program: fill s, actor, fill s, critic, sample, curiosity (4 ops), env, boot check, then only
+// when some episode of the tile needs a bootstrap value: fill s', critic, store.
+const CRITIC_AT = 2u + ACTOR_LEN;
+const SAMPLE_AT = CRITIC_AT + CRITIC_LEN;
+const CUR_AT = SAMPLE_AT + 1u;
+const ENV_AT = CUR_AT + 4u;
+const BOOT_AT = ENV_AT + 2u;
+const PROGRAM_LEN = BOOT_AT + 2u + CRITIC_LEN;
+
+// Layer j of the actor (logits into qv columns [0, 45)) or of the critic (value into qv 45).
+fn actor_op(j: u32) -> Op {
+  switch (j) {
+    case 0u: { return layer(NET_A_POLICY_LAYER_0_W, NET_A_POLICY_LAYER_0_B, STATE_DIM, 128u, ACT_RELU, false, 0u); }
+    case 1u: { return layer(NET_A_POLICY_LAYER_1_W, NET_A_POLICY_LAYER_1_B, 128u, 64u, ACT_RELU, false, 0u); }
+    default: { return layer(NET_A_POLICY_OUTPUT_W, NET_A_POLICY_OUTPUT_B, 64u, NUM_ACTIONS, ACT_NONE, true, 0u); }
+  }
+}
+
+fn critic_op(j: u32) -> Op {
+  switch (j) {
+    case 0u: { return layer(NET_V_VALUE_LAYER_0_W, NET_V_VALUE_LAYER_0_B, STATE_DIM, 512u, ACT_RELU, false, 0u); }
+    case 1u: { return layer(NET_V_VALUE_LAYER_1_W, NET_V_VALUE_LAYER_1_B, 512u, 384u, ACT_RELU, false, 0u); }
+    case 2u: { return layer(NET_V_VALUE_LAYER_2_W, NET_V_VALUE_LAYER_2_B, 384u, 256u, ACT_RELU, false, 0u); }
+    case 3u: { return layer(NET_V_VALUE_LAYER_3_W, NET_V_VALUE_LAYER_3_B, 256u, 128u, ACT_RELU, false, 0u); }
+    case 4u: { return layer(NET_V_VALUE_LAYER_4_W, NET_V_VALUE_LAYER_4_B, 128u, 64u, ACT_RELU, false, 0u); }
+    default: { return layer(NET_V_VALUE_OUTPUT_W, NET_V_VALUE_OUTPUT_B, 64u, 1u, ACT_NONE, true, NUM_ACTIONS); }
+  }
+}
+
+fn op_at(i: u32) -> Op {
+  if (i == 0u) {
+    return phase(OP_FILL, FILL_STATE);
+  }
+  if (i < CRITIC_AT - 1u) {
+    return actor_op(i - 1u);
+  }
+  if (i == CRITIC_AT - 1u) {
+    return phase(OP_FILL, FILL_AGAIN);
+  }
+  if (i < SAMPLE_AT) {
+    return critic_op(i - CRITIC_AT);
+  }
+  if (i == SAMPLE_AT) {
+    return phase(OP_SAMPLE, 0u);
+  }
+  if (i < ENV_AT) {
+    switch (i - CUR_AT) {
+      case 0u: { return phase(OP_CUR_FILL, 0u); }
+      case 1u: { return layer(NET_C_FC1_W, NET_C_FC1_B, CURIOSITY_IN, 64u, ACT_LEAKY, false, 0u); }
+      case 2u: { return layer(NET_C_FC2_W, NET_C_FC2_B, 64u, CURIOSITY_OUT, ACT_NONE, false, 0u); }
+      default: { return phase(OP_CUR_MSE, 0u); }
+    }
+  }
+  if (i == ENV_AT) {
+    return phase(OP_ENV, 0u);
+  }
+  if (i == ENV_AT + 1u) {
+    return phase(OP_BOOT_CHECK, 0u);
+  }
+  if (i == BOOT_AT) {
+    return phase(OP_FILL, FILL_NEXT);
+  }
+  if (i < BOOT_AT + 1u + CRITIC_LEN) {
+    return critic_op(i - BOOT_AT - 1u);
+  }
+  return phase(OP_BOOT_STORE, 0u);
+}
+
+struct Sample {
+  action: i32,
+  log_prob: f32,
+}
+
+// collect/ppo.ts sampleSoftmax: max-shifted exponentials, f32 sum in order, threshold u * sum,
+// first action whose running sum exceeds it (the last when none does).
+fn sample_softmax(logits: ptr<function, array<f32, 45>>, uf: f32) -> Sample {
+  var m = (*logits)[0];
+  for (var k = 1u; k < NUM_ACTIONS; k++) {
+    m = select(m, (*logits)[k], (*logits)[k] > m);
+  }
+  var ex: array<f32, 45>;
+  var sum = 0.0;
+  for (var k = 0u; k < NUM_ACTIONS; k++) {
+    ex[k] = exp((*logits)[k] - m);
+    sum = sum + ex[k];
+  }
+  let threshold = uf * sum;
+  var a = i32(NUM_ACTIONS) - 1;
+  var cdf = 0.0;
+  for (var k = 0; k < i32(NUM_ACTIONS) - 1; k++) {
+    cdf = cdf + ex[k];
+    if (threshold < cdf) {
+      a = k;
+      break;
+    }
+  }
+  return Sample(a, ((*logits)[a] - m) - log(sum));
+}
+
+// collect/gae.ts gaeEpisode over episode e's L steps; boot values wait in the advantages section.
+fn gae_episode(e: u32) {
+  let nl = u.n * u.steps;
+  let g = u.gamma;
+  let gl = g * u.lambda;
+  var carry_adv = 0.0;
+  for (var l = i32(u.steps) - 1; l >= 0; l--) {
+    let i = e * u.steps + u32(l);
+    let v = out_f[OUT_F_VALUES * nl + i];
+    var next = 0.0;
+    var carry = 0.0;
+    if (out_i[OUT_I_DONES * nl + i] == 0) {
+      if (out_i[OUT_I_TRUNCATEDS * nl + i] != 0 || u32(l) == u.steps - 1u) {
+        next = out_f[OUT_F_ADVANTAGES * nl + i];
+      } else {
+        next = out_f[OUT_F_VALUES * nl + i + 1u];
+        carry = carry_adv;
+      }
+    }
+    let delta = (out_f[OUT_F_REWARDS * nl + i] + g * next) - v;
+    let adv = delta + gl * carry;
+    out_f[OUT_F_ADVANTAGES * nl + i] = adv;
+    out_f[OUT_F_RETURNS * nl + i] = adv + v;
+    carry_adv = adv;
+  }
+}
+
+fn write_ppo_step(i: u32, a: i32, log_prob: f32, value: f32, out: StepOut, bonus: f32) {
+  let nl = u.n * u.steps;
+  out_i[OUT_I_ACTIONS * nl + i] = a;
+  out_i[OUT_I_DONES * nl + i] = out.done;
+  out_i[OUT_I_TRUNCATEDS * nl + i] = out.truncated;
+  out_f[OUT_F_LOG_PROBS * nl + i] = log_prob;
+  out_f[OUT_F_VALUES * nl + i] = value;
+  out_f[OUT_F_REWARDS * nl + i] = out.total;
+  write_components(i, out, bonus);
+}
+
+fn tiled_collect(group: u32, lid: u32) {
+  let e0 = group * TILE_E;
+  let e = e0 + lid;
+  let mine = lid < TILE_E && e < u.n;
+  let key = vec2<u32>(u.key0, u.key1);
+  let nl = u.n * u.steps;
+  var ep: Episode;
+  if (mine) {
+    ep = load_episode(e);
+  }
+  for (var l = 0u; l < u.steps; l++) {
+    let g = u.stepBase + l;
+    let i_out = e * u.steps + l;
+    var s: Sample;
+    var value = 0.0;
+    var boot = false;
+    for (var i = 0u; i < PROGRAM_LEN; i++) {
+      if ((u.curiosity == 0u && i >= CUR_AT && i < ENV_AT) || (i >= BOOT_AT && !boot)) {
+        continue;
+      }
+      let o = op_at(i);
+      switch (o.kind) {
+        case OP_DENSE: {
+          dense(o.b0, o.b1, o.k_start, o.n_k, o.act, o.to_q, o.out_col, lid);
+        }
+        case OP_FILL: {
+          if (o.arg == FILL_STATE && lid < TILE_E) {
+            tile_bar[lid] = select(u.splitStart, ep.bar, mine);
+            tile_pf[lid] = select(vec4<f32>(0.0), vec4<f32>(portfolio_features(ep), 0.0), mine);
+          }
+          workgroupBarrier();
+          fill_states(e0, l, OUT_F_STATES, o.arg == FILL_STATE, lid);
+        }
+        case OP_SAMPLE: {
+          if (mine) {
+            var logits: array<f32, 45>;
+            for (var k = 0u; k < NUM_ACTIONS; k++) {
+              logits[k] = qv[lid * QW + k];
+            }
+            value = qv[lid * QW + NUM_ACTIONS];
+            let w = philox4x32(vec4<u32>(STREAM_ACTION, e, g, 0u), key);
+            s = sample_softmax(&logits, u32_to_unit_float(w.x));
+            tile_cat[lid] = action_category(s.action);
+            tile_bonus[lid] = 0.0;
+          }
+        }
+        case OP_CUR_FILL: {
+          curiosity_fill(lid);
+        }
+        case OP_CUR_MSE: {
+          curiosity_mse(lid);
+        }
+        case OP_ENV: {
+          if (lid < TILE_E) {
+            tile_boot[lid] = 0;
+          }
+          if (mine) {
+            let bonus = tile_bonus[lid];
+            let out = env_step(e, &ep, s.action, bonus);
+            tile_bar[lid] = ep.bar;
+            tile_pf[lid] = vec4<f32>(portfolio_features(ep), 0.0);
+            write_ppo_step(i_out, s.action, s.log_prob, value, out, bonus);
+            tile_boot[lid] = select(0, 1, out.done == 0 && (out.truncated != 0 || l == u.steps - 1u));
+            finish_step(e, &ep, out);
+          }
+        }
+        case OP_BOOT_CHECK: {
+          if (lid == 0u) {
+            var any = 0;
+            for (var r = 0u; r < TILE_E; r++) {
+              any = any | tile_boot[r];
+            }
+            boot_any = any;
+          }
+          boot = workgroupUniformLoad(&boot_any) != 0;
+        }
+        default: {
+          if (mine && tile_boot[lid] != 0) {
+            out_f[OUT_F_ADVANTAGES * nl + i_out] = qv[lid * QW + NUM_ACTIONS];
+          }
+        }
+      }
+      workgroupBarrier();
+    }
+  }
+  if (mine) {
+    gae_episode(e);
+    store_episode(e, ep);
+  }
+}
+
+// ---- seed variant: one invocation per episode ----
+
+// Actor logits (into logits) and critic value of the state in x[0, 54); h and y are scratch.
+fn seed_actor(x: ptr<function, array<f32, SEED_W>>, h: ptr<function, array<f32, SEED_W>>,
+              y: ptr<function, array<f32, SEED_W>>, logits: ptr<function, array<f32, 45>>) {
+  seed_dense(NET_A_POLICY_LAYER_0_W, NET_A_POLICY_LAYER_0_B, STATE_DIM, 128u, ACT_RELU, x, 0u, h, 0u);
+  seed_dense(NET_A_POLICY_LAYER_1_W, NET_A_POLICY_LAYER_1_B, 128u, 64u, ACT_RELU, h, 0u, y, 0u);
+  seed_dense(NET_A_POLICY_OUTPUT_W, NET_A_POLICY_OUTPUT_B, 64u, NUM_ACTIONS, ACT_NONE, y, 0u, h, 0u);
+  for (var k = 0u; k < NUM_ACTIONS; k++) {
+    (*logits)[k] = (*h)[k];
+  }
+}
+
+fn seed_critic(x: ptr<function, array<f32, SEED_W>>, h: ptr<function, array<f32, SEED_W>>,
+               y: ptr<function, array<f32, SEED_W>>) -> f32 {
+  seed_dense(NET_V_VALUE_LAYER_0_W, NET_V_VALUE_LAYER_0_B, STATE_DIM, 512u, ACT_RELU, x, 0u, h, 0u);
+  seed_dense(NET_V_VALUE_LAYER_1_W, NET_V_VALUE_LAYER_1_B, 512u, 384u, ACT_RELU, h, 0u, y, 0u);
+  seed_dense(NET_V_VALUE_LAYER_2_W, NET_V_VALUE_LAYER_2_B, 384u, 256u, ACT_RELU, y, 0u, h, 0u);
+  seed_dense(NET_V_VALUE_LAYER_3_W, NET_V_VALUE_LAYER_3_B, 256u, 128u, ACT_RELU, h, 0u, y, 0u);
+  seed_dense(NET_V_VALUE_LAYER_4_W, NET_V_VALUE_LAYER_4_B, 128u, 64u, ACT_RELU, y, 0u, h, 0u);
+  seed_dense(NET_V_VALUE_OUTPUT_W, NET_V_VALUE_OUTPUT_B, 64u, 1u, ACT_NONE, h, 0u, y, 0u);
+  return (*y)[0];
+}
+
+fn seed_collect(e: u32) {
+  if (e >= u.n) {
+    return;
+  }
+  let key = vec2<u32>(u.key0, u.key1);
+  let nl = u.n * u.steps;
+  var ep = load_episode(e);
+  var x: array<f32, SEED_W>;
+  var h: array<f32, SEED_W>;
+  var y: array<f32, SEED_W>;
+  var logits: array<f32, 45>;
+  for (var l = 0u; l < u.steps; l++) {
+    let g = u.stepBase + l;
+    let i = e * u.steps + l;
+    seed_state(ep, &x);
+    for (var k = 0u; k < STATE_DIM; k++) {
+      out_f[OUT_F_STATES * nl + i * STATE_DIM + k] = x[k];
+    }
+    seed_actor(&x, &h, &y, &logits);
+    let value = seed_critic(&x, &h, &y);
+    let w = philox4x32(vec4<u32>(STREAM_ACTION, e, g, 0u), key);
+    let s = sample_softmax(&logits, u32_to_unit_float(w.x));
+    var bonus = 0.0;
+    if (u.curiosity != 0u) {
+      bonus = seed_curiosity(ep.bar, action_category(s.action), &x, &h);
+    }
+    let out = env_step(e, &ep, s.action, bonus);
+    write_ppo_step(i, s.action, s.log_prob, value, out, bonus);
+    if (out.done == 0 && (out.truncated != 0 || l == u.steps - 1u)) {
+      seed_state(ep, &x);
+      out_f[OUT_F_ADVANTAGES * nl + i] = seed_critic(&x, &h, &y);
+    }
+    finish_step(e, &ep, out);
+  }
+  gae_episode(e);
+  store_episode(e, ep);
+}
+
+@compute @workgroup_size(WG_X, 1, 1)
+fn collect_ppo(
+  @builtin(workgroup_id) wid: vec3<u32>,
+  @builtin(num_workgroups) nwg: vec3<u32>,
+  @builtin(local_invocation_index) lid: u32,
+) {
+  let group = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
+  if (SEED_VARIANT == 1) {
+    seed_collect(group * WG_X + lid);
+    return;
+  }
+  tiled_collect(group, lid);
+}
+`,
+  collect_tile: `// Tile engine of the collection kernels: a workgroup computes dense layers for the ROWS rows it
+// owns (rows = episodes of the tile, or episode x tau pairs for IQN) as small matrix products,
+// Y[r, j] = act(b[j] + sum_k W[j, k] * X[r, k]), with X in workgroup memory (\`act\`, ROWS rows of
+// ACT_W floats) and W streamed through workgroup memory in k-slices of KT (\`ws\`).
+// A snippet: the kernel that includes it (\`//!include collect_tile.wgsl\`) defines
+//   ROWS, ACT_W (row stride of act, a multiple of 4), QW (row stride of qv), WS_OUT (widest
+//   layer output) and MJ_MAX (ceil(WS_OUT / TJ)),
+// and the spec constants give WG_X (threads), TJ (threads across outputs) and KT (k-slice, a
+// multiple of 4). Weights are read from the \`nets\` binding (src/nets/layout.ts flat layout).
+//
+// Thread shape: thread lid computes outputs j = tj + TJ * m (tj = lid % TJ, m < MJ_MAX) of rows
+// te * ME + i (te = lid / TJ, i < ME, ME = ceil(ROWS / (WG_X / TJ))); its ME x MJ_MAX
+// accumulators stay in registers for the whole layer, so a layer can write its output over its
+// own input (after a barrier) and one ROWS x ACT_W buffer serves every layer. With TJ = 32 a
+// warp shares its rows: X reads are workgroup-memory broadcasts, W reads hit 32 banks.
+// A layer is one or two weight blocks: outputs [0, rows0) from block 0 and [rows0, rows0 +
+// rows1) from block 1; a block reads input columns [k_lo, k_lo + k_len) (zero weight
+// elsewhere). Two blocks fuse the value and advantage streams (same input) and the two heads
+// (different halves of the input) into one pass.
+//
+// Numerics: each accumulator starts at the bias and adds w * x in increasing k (the reference
+// order); the compiler may fuse the multiply-add. Padding columns of X (between a layer's input
+// width and the next multiple of KT) must hold finite values: their weights are zero, so they
+// add exactly 0. Every invocation of the workgroup must call \`dense\` (it has barriers), and
+// the caller puts a barrier after it before anything reads the output.
+
+const ACT_NONE = 0u;
+const ACT_RELU = 1u;
+const ACT_LEAKY = 2u;
+const TE = WG_X / TJ;
+const ME = (ROWS + TE - 1) / TE;
+const WS_STRIDE = WS_OUT + 4;
+
+var<workgroup> act: array<vec4<f32>, ROWS * ACT_W / 4>;
+var<workgroup> ws: array<f32, KT * WS_STRIDE>;
+var<workgroup> qv: array<f32, ROWS * QW>;
+
+struct Block {
+  // Offsets of the weight [rows, k_len] and bias [rows] in nets.
+  w: u32,
+  b: u32,
+  rows: u32,
+  k_lo: u32,
+  k_len: u32,
+}
+
+fn block(w: u32, b: u32, rows: u32, k_lo: u32, k_len: u32) -> Block {
+  return Block(w, b, rows, k_lo, k_len);
+}
+
+const NO_BLOCK = Block(0u, 0u, 0u, 0u, 0u);
+
+fn activate(a: f32, kind: u32) -> f32 {
+  if (kind == ACT_RELU) {
+    return select(0.0, a, a > 0.0);
+  }
+  if (kind == ACT_LEAKY) {
+    return select(a * 0.01, a, a > 0.0);
+  }
+  return a;
+}
+
+fn act_get(r: u32, k: u32) -> f32 {
+  let i = r * ACT_W + k;
+  return act[i / 4u][i % 4u];
+}
+
+fn act_set(r: u32, k: u32, v: f32) {
+  let i = r * ACT_W + k;
+  act[i / 4u][i % 4u] = v;
+}
+
+// One weight of the fused layer: output j (block-local row jr), input column k.
+fn layer_weight(b0: Block, b1: Block, j: u32, k: u32) -> f32 {
+  var blk = b0;
+  var jr = j;
+  if (j >= b0.rows) {
+    blk = b1;
+    jr = j - b0.rows;
+  }
+  if (k < blk.k_lo || k >= blk.k_lo + blk.k_len) {
+    return 0.0;
+  }
+  return nets[blk.w + jr * blk.k_len + (k - blk.k_lo)];
+}
+
+fn layer_bias(b0: Block, b1: Block, j: u32) -> f32 {
+  if (j < b0.rows) {
+    return nets[b0.b + j];
+  }
+  return nets[b1.b + j - b0.rows];
+}
+
+// Y = act(X W^T + b) over input columns [k_start, n_k) (k_start a multiple of KT: the blocks
+// have no weight before it) for all ROWS rows; Y goes to columns [out_col, out_col + n_out) of
+// act (to_q false, in place) or of qv (to_q true).
+fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+  let n_out = b0.rows + b1.rows;
+  let tj = lid % TJ;
+  let r0 = (lid / TJ) * ME;
+  var acc: array<f32, ME * MJ_MAX>;
+  for (var m = 0u; m < MJ_MAX; m++) {
+    let j = tj + TJ * m;
+    var bias = 0.0;
+    if (j < n_out) {
+      bias = layer_bias(b0, b1, j);
+    }
+    for (var i = 0u; i < ME; i++) {
+      acc[i * MJ_MAX + m] = bias;
+    }
+  }
+  let slices = (n_k + KT - 1u) / KT;
+  for (var s = k_start / KT; s < slices; s++) {
+    let k0 = s * KT;
+    for (var idx = lid; idx < n_out * KT; idx += WG_X) {
+      let j = idx / KT;
+      let kk = idx % KT;
+      ws[kk * WS_STRIDE + j] = layer_weight(b0, b1, j, k0 + kk);
+    }
+    workgroupBarrier();
+    for (var kk = 0u; kk < KT; kk += 4u) {
+      var x: array<vec4<f32>, ME>;
+      for (var i = 0u; i < ME; i++) {
+        x[i] = act[((r0 + i) * ACT_W + k0 + kk) / 4u];
+      }
+      for (var m = 0u; m < MJ_MAX; m++) {
+        let j = tj + TJ * m;
+        let w = vec4<f32>(
+          ws[kk * WS_STRIDE + j],
+          ws[(kk + 1u) * WS_STRIDE + j],
+          ws[(kk + 2u) * WS_STRIDE + j],
+          ws[(kk + 3u) * WS_STRIDE + j],
+        );
+        for (var i = 0u; i < ME; i++) {
+          var a = acc[i * MJ_MAX + m];
+          a = a + w.x * x[i].x;
+          a = a + w.y * x[i].y;
+          a = a + w.z * x[i].z;
+          a = a + w.w * x[i].w;
+          acc[i * MJ_MAX + m] = a;
+        }
+      }
+    }
+    workgroupBarrier();
+  }
+  for (var i = 0u; i < ME; i++) {
+    let r = r0 + i;
+    for (var m = 0u; m < MJ_MAX; m++) {
+      let j = tj + TJ * m;
+      if (r < ROWS && j < n_out) {
+        let y = activate(acc[i * MJ_MAX + m], kind);
+        if (to_q) {
+          qv[r * QW + out_col + j] = y;
+        } else {
+          act_set(r, out_col + j, y);
+        }
+      }
+    }
+  }
+}
+
+// One op of a kernel's per-step program (see collect_dqn.wgsl): a DENSE layer of the tile
+// engine, or a phase of the kernel identified by \`kind\` with an argument.
+const OP_DENSE = 0u;
+
+struct Op {
+  kind: u32,
+  b0: Block,
+  b1: Block,
+  k_start: u32,
+  n_k: u32,
+  act: u32,
+  to_q: bool,
+  out_col: u32,
+  arg: u32,
+}
+
+fn phase(kind: u32, arg: u32) -> Op {
+  return Op(kind, NO_BLOCK, NO_BLOCK, 0u, 0u, ACT_NONE, false, 0u, arg);
+}
+
+// A single-block layer with n_in inputs at columns [0, n_in).
+fn layer(w: u32, b: u32, n_in: u32, n_out: u32, act_kind: u32, to_q: bool, out_col: u32) -> Op {
+  return Op(OP_DENSE, block(w, b, n_out, 0u, n_in), NO_BLOCK, 0u, n_in, act_kind, to_q, out_col, 0u);
 }
 `,
   curiosity_gather: `// curiosity_gather: the curiosity model's training batch from a PPO rollout, with the CPU engine's

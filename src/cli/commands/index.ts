@@ -1,6 +1,7 @@
 /** The registry of CLI commands: add a command's module here. */
 import type { Command } from '../main.js';
 import { backtestCommand } from './backtest.js';
+import { benchCollectCommand } from './bench-collect.js';
 import { benchTrainCommand } from './bench-train.js';
 import { benchDataCommand } from './data-bench.js';
 import { dataCheckCommand } from './data-check.js';
@@ -17,6 +18,7 @@ export const commands: Command[] = [
   dataFeaturesCommand,
   benchDataCommand,
   benchTrainCommand,
+  benchCollectCommand,
   doctorCommand,
   parityCommand,
   simCommand,

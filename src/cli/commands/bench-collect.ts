@@ -1,0 +1,224 @@
+/**
+ * `foxhunt bench collect`: env-steps/s of the collection kernels (src/collect/device_bench.ts)
+ * for a sweep of N, the tiled kernel beside the seed variant, with FLOPs, achieved FLOP/s
+ * against the device's measured f32 ceiling, and bytes per step. A table, or JSON.
+ */
+import { type BackendRequest, chooseBackend, describeChoice } from '../../backend/index.js';
+import { BackendUnavailableError } from '../../backend/types.js';
+import type { CollectAlgo, CollectVariant, TileShape } from '../../collect/device.js';
+import {
+  benchCollect,
+  type CeilingResult,
+  type CollectBenchResult,
+  measureCeiling,
+  stepsThatFit,
+} from '../../collect/device_bench.js';
+import { loadConfig } from '../../config.js';
+import { prepareData } from '../../train/run.js';
+import { intFlag, parseFlags } from '../args.js';
+import { type Command, UserError } from '../main.js';
+
+const usage = `usage: foxhunt bench collect --algo dqn|c51|iqn|ppo [--backend auto|cuda|webgpu|cpu]
+                             [--episodes N[,N...]] [--steps L] [--variant tiled|seed|both]
+                             [--tile E] [--threads T] [--repeats R] [--seed S] [--json]
+
+Times one launch of collect_dqn (online + target dueling nets; --algo c51 / iqn for those heads)
+or collect_ppo (actor + critic) over N episodes x L steps on the built-in synthetic market, for
+each N, and reports env-steps/s, model FLOPs per step, achieved FLOP/s next to the device's
+measured f32 ceiling (a 1024x1024 dense_forward over a large batch on the same backend), weight
+bytes read and experience bytes written per env step. The tiled kernel and the seed's one thread
+per episode are measured in the same run (--variant both, the default for dqn and ppo).
+
+  --algo A          dqn (plain dueling head), c51, iqn or ppo
+  --backend KIND    auto (default), cuda, webgpu or cpu
+  --episodes LIST   comma-separated N (default 128,1024,8192,65536; cpu: 8)
+  --steps L         steps per launch (default 64; cpu: 8); lowered where the outputs would not
+                    fit one storage binding of the device
+  --variant V       tiled, seed or both (seed runs the plain DQN head and PPO only)
+  --tile E          episodes per workgroup of the tiled kernel (default: chosen from N and the
+                    device's workgroup memory)
+  --threads T       threads per workgroup (default 256)
+  --repeats R       timed launches per setting after one warm-up (default 5)
+  --seed S          run seed (market, networks)
+  --json            one JSON object on stdout instead of the table`;
+
+const ALGOS: CollectAlgo[] = ['dqn', 'c51', 'iqn', 'ppo'];
+const BACKENDS = ['auto', 'cuda', 'webgpu', 'cpu'];
+
+/** H200 targets of issue 5 for DQN collection (env-steps/s, CUDA). */
+const TARGETS =
+  'targets (H200, dqn, cuda): >= 50M env-steps/s at large N, >= 10M at N = 128; webgpu >= 50% of cuda';
+
+const si = (x: number, unit: string) => {
+  const p = [
+    [1e12, 'T'],
+    [1e9, 'G'],
+    [1e6, 'M'],
+    [1e3, 'k'],
+  ] as const;
+  for (const [v, s] of p) if (Math.abs(x) >= v) return `${(x / v).toFixed(2)} ${s}${unit}`;
+  return `${x.toFixed(2)} ${unit}`;
+};
+
+function table(results: CollectBenchResult[], ceiling: CeilingResult | null): string[] {
+  const rows = [
+    [
+      'variant',
+      'N',
+      'L',
+      'E/wg',
+      'ms/launch',
+      'env-steps/s',
+      'MFLOP/step',
+      'FLOP/s',
+      '% ceiling',
+      'weights B/step',
+      'out B/step',
+    ],
+    ...results.map((r) => [
+      r.variant,
+      String(r.episodes),
+      String(r.steps),
+      `${r.tileEpisodes}x${r.threads}`,
+      r.ms.toFixed(2),
+      si(r.envStepsPerSec, ''),
+      (r.flopsPerStep / 1e6).toFixed(3),
+      si(r.flopsPerSec, 'FLOP/s'),
+      ceiling ? `${((100 * r.flopsPerSec) / ceiling.flopsPerSec).toFixed(1)}%` : 'n/a',
+      si(r.weightBytesPerStep, 'B'),
+      String(r.outputBytesPerStep),
+    ]),
+  ];
+  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
+  return rows.map((r) =>
+    r.map((cell, c) => (c < 1 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  '),
+  );
+}
+
+function parseEpisodes(value: string | undefined, fallback: number[]): number[] {
+  if (value === undefined) return fallback;
+  const list = value.split(',').map((s) => Number(s.trim()));
+  if (list.length === 0 || list.some((n) => !Number.isInteger(n) || n < 1)) {
+    throw new UserError(`--episodes must be a comma-separated list of integers >= 1, got "${value}"`);
+  }
+  return list;
+}
+
+async function run(args: string[]): Promise<number> {
+  const { values, positionals } = parseFlags(
+    args,
+    {
+      algo: { type: 'string' },
+      backend: { type: 'string', default: 'auto' },
+      episodes: { type: 'string' },
+      steps: { type: 'string' },
+      variant: { type: 'string' },
+      tile: { type: 'string' },
+      threads: { type: 'string' },
+      repeats: { type: 'string' },
+      seed: { type: 'string' },
+      json: { type: 'boolean', default: false },
+    },
+    usage,
+  );
+  if (positionals.length > 0) throw new UserError(`unexpected argument "${positionals[0]}"\n${usage}`);
+  const algo = values.algo as CollectAlgo | undefined;
+  if (!algo || !ALGOS.includes(algo))
+    throw new UserError(`--algo must be one of ${ALGOS.join(', ')}\n${usage}`);
+  const request = values.backend as string;
+  if (!BACKENDS.includes(request)) throw new UserError(`--backend must be one of ${BACKENDS.join(', ')}`);
+  const variantFlag =
+    (values.variant as string | undefined) ?? (algo === 'dqn' || algo === 'ppo' ? 'both' : 'tiled');
+  if (!['tiled', 'seed', 'both'].includes(variantFlag))
+    throw new UserError('--variant must be tiled, seed or both');
+  if (variantFlag !== 'tiled' && (algo === 'c51' || algo === 'iqn')) {
+    throw new UserError(
+      `the seed variant runs the plain dqn head and ppo only; use --variant tiled with --algo ${algo}`,
+    );
+  }
+  const variants: CollectVariant[] =
+    variantFlag === 'both' ? ['tiled', 'seed'] : [variantFlag as CollectVariant];
+  const tile: Partial<TileShape> = {};
+  if (values.tile !== undefined) tile.tileEpisodes = intFlag(values.tile as string, 'tile', 1, 1);
+  if (values.threads !== undefined) tile.threads = intFlag(values.threads as string, 'threads', 256, 32);
+  const repeats = intFlag(values.repeats as string | undefined, 'repeats', 5, 1);
+  const seed = intFlag(values.seed as string | undefined, 'seed', 1, 0);
+
+  let choice: Awaited<ReturnType<typeof chooseBackend>>;
+  try {
+    choice = await chooseBackend(request as BackendRequest);
+  } catch (err) {
+    if (err instanceof BackendUnavailableError) throw new UserError(err.message);
+    throw err;
+  }
+  const { backend } = choice;
+  const cpu = backend.kind === 'cpu';
+  const episodes = parseEpisodes(values.episodes as string | undefined, cpu ? [8] : [128, 1024, 8192, 65536]);
+  const steps = intFlag(values.steps as string | undefined, 'steps', cpu ? 8 : 64, 1);
+  const maxN = Math.max(...episodes);
+  const cfg = loadConfig(undefined, {
+    'train.seed': String(seed),
+    'rollout.episodes': String(maxN),
+    'rollout.steps': String(steps),
+    'data.synthBars': String(cpu ? 4000 : 20_000),
+    // Collection only: the learner's minibatch must merely fit the config's rollout.
+    'ppo.minibatch': '1',
+  });
+  if (!values.json) for (const line of describeChoice(choice)) console.error(line);
+  try {
+    const data = await prepareData(cfg);
+    const ceiling = cpu ? null : await measureCeiling(backend, 4096, repeats);
+    const maxBinding = backend.info.limits.maxStorageBufferBindingSize;
+    const results: CollectBenchResult[] = [];
+    for (const n of episodes) {
+      const l = typeof maxBinding === 'number' ? stepsThatFit(algo, n, steps, maxBinding) : steps;
+      for (const variant of variants) {
+        const r = await benchCollect({
+          backend,
+          market: data.market,
+          split: data.splits.train,
+          cfg,
+          algo,
+          variant,
+          episodes: n,
+          steps: l,
+          repeats,
+          tile,
+        });
+        results.push(r);
+        if (!values.json) console.error(`  ${variant} N=${n} L=${l}: ${si(r.envStepsPerSec, 'env-steps/s')}`);
+      }
+    }
+    if (values.json) {
+      console.log(
+        JSON.stringify({
+          command: 'bench collect',
+          algo,
+          backend: backend.info,
+          ceiling,
+          results,
+          date: new Date().toISOString(),
+        }),
+      );
+    } else {
+      console.log(`collect ${algo} on ${backend.kind} (${backend.info.device})`);
+      console.log(
+        ceiling
+          ? `f32 ceiling: ${si(ceiling.flopsPerSec, 'FLOP/s')} (${ceiling.what})`
+          : 'f32 ceiling: n/a on cpu',
+      );
+      for (const line of table(results, ceiling)) console.log(line);
+      console.log(TARGETS);
+    }
+    return 0;
+  } finally {
+    backend.destroy();
+  }
+}
+
+export const benchCollectCommand: Command = {
+  name: 'bench collect',
+  summary: 'benchmark experience collection (env-steps/s, FLOP/s vs the f32 ceiling), tiled vs seed',
+  usage,
+  run,
+};

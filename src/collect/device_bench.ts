@@ -1,0 +1,194 @@
+/**
+ * The collection benchmark behind `foxhunt bench collect`: env-steps/s of collect_dqn or
+ * collect_ppo on one backend for a sweep of N, the tiled kernel beside the seed's one thread per
+ * episode, with the model FLOPs per env step (from the layouts), the achieved FLOP/s and the
+ * device's measured f32 ceiling (a large dense_forward on the same backend), plus the bytes a
+ * step moves: weights read per env step (the nets once per workgroup step, shared by its
+ * episodes) and experience written.
+ *
+ * Timing: one warm-up launch (pipeline compile), then Backend.time over `repeats` launches
+ * (device time: timestamp queries on WebGPU, events on CUDA, wall clock on the CPU). Episodes
+ * keep stepping between launches, as in training.
+ */
+import type { Backend } from '../backend/types.js';
+import type { Config } from '../config.js';
+import type { Market, SplitRange } from '../data/types.js';
+import { DQN_OUTPUT } from '../kernels/collect_dqn.js';
+import { outputBytes } from '../kernels/collect_layout.js';
+import { PPO_OUTPUT } from '../kernels/collect_ppo.js';
+import { denseForwardDispatch } from '../kernels/dense_forward.js';
+import { initParams } from '../nets/forward.js';
+import {
+  buildLayout,
+  curiosityLayout,
+  duelingLayout,
+  type Layer,
+  NetId,
+  ppoActorLayout,
+  ppoCriticLayout,
+  type QHead,
+} from '../nets/layout.js';
+import {
+  type CollectAlgo,
+  type CollectVariant,
+  DqnDeviceCollector,
+  PpoDeviceCollector,
+  type TileShape,
+} from './device.js';
+
+const fma = (layers: readonly Layer[]) => layers.reduce((s, l) => s + l.in * l.out, 0);
+
+/**
+ * Model FLOPs of one env step (2 per multiply-add): DQN online net on s and target net on s'
+ * (IQN: trunk once, embedding and streams per acting tau), PPO actor and critic on s, and the
+ * curiosity model. The rare extra critic pass of a truncated PPO step is not counted.
+ */
+export function collectFlopsPerStep(algo: CollectAlgo, cfg: Config): number {
+  const curiosity = fma(curiosityLayout().layers);
+  if (algo === 'ppo') return 2 * (fma(ppoActorLayout().layers) + fma(ppoCriticLayout().layers) + curiosity);
+  const head: QHead = algo === 'dqn' ? 'plain' : algo;
+  const layers = duelingLayout(head, cfg.dqn.atoms, cfg.dqn.iqnEmbed).layers;
+  const trunk = layers.filter((l) => l.name.startsWith('shared_layers'));
+  const rest = layers.filter((l) => !l.name.startsWith('shared_layers'));
+  const perNet = fma(trunk) + (head === 'iqn' ? cfg.dqn.iqnActTau : 1) * fma(rest);
+  return 2 * (2 * perNet + curiosity);
+}
+
+export interface CeilingResult {
+  /** Achieved FLOP/s of the reference matmul. */
+  flopsPerSec: number;
+  /** What was measured, e.g. `dense_forward 1024x1024, batch 4096`. */
+  what: string;
+}
+
+/** The f32 ceiling: a square dense_forward layer over a large batch, on the same backend. */
+export async function measureCeiling(
+  backend: Backend,
+  batch: number,
+  repeats: number,
+): Promise<CeilingResult> {
+  const width = 1024;
+  const layout = buildLayout('ceiling', [{ name: 'dense', in: width, out: width, act: 'none' }]);
+  const layer = layout.layers[0];
+  const params = backend.createBuffer(layout.size * 4, 'ceiling params');
+  const x = backend.createBuffer(batch * width * 4, 'ceiling x');
+  const y = backend.createBuffer(batch * width * 4, 'ceiling y');
+  try {
+    backend.upload(params, initParams(layout, NetId.QOnline, 1));
+    backend.upload(x, new Float32Array(batch * width).fill(0.5));
+    const d = denseForwardDispatch(params, layer, x, y, batch);
+    backend.run([d]);
+    await backend.sync();
+    const ms = await backend.time([d], repeats);
+    return {
+      flopsPerSec: (2 * batch * width * width) / (ms / 1e3),
+      what: `dense_forward ${width}x${width}, batch ${batch}`,
+    };
+  } finally {
+    for (const b of [params, x, y]) backend.destroyBuffer(b);
+  }
+}
+
+export interface CollectBenchOptions {
+  backend: Backend;
+  market: Market;
+  split: SplitRange;
+  cfg: Config;
+  algo: CollectAlgo;
+  variant: CollectVariant;
+  episodes: number;
+  steps: number;
+  repeats: number;
+  tile?: Partial<TileShape>;
+}
+
+export interface CollectBenchResult {
+  algo: CollectAlgo;
+  variant: CollectVariant;
+  episodes: number;
+  steps: number;
+  /** Episodes per workgroup and threads per workgroup the kernel ran with. */
+  tileEpisodes: number;
+  threads: number;
+  /** Device milliseconds per launch (N x L env steps). */
+  ms: number;
+  envStepsPerSec: number;
+  flopsPerStep: number;
+  flopsPerSec: number;
+  /** Weight bytes read per env step: the nets once per workgroup step, shared by its episodes. */
+  weightBytesPerStep: number;
+  /** Experience bytes written per env step. */
+  outputBytesPerStep: number;
+}
+
+/** Steps per launch that keep one output binding under `maxBinding` bytes (at least 1). */
+export function stepsThatFit(algo: CollectAlgo, episodes: number, steps: number, maxBinding: number): number {
+  const layout = algo === 'ppo' ? PPO_OUTPUT : DQN_OUTPUT;
+  const perStep = outputBytes(layout, episodes, 1).f;
+  return Math.max(1, Math.min(steps, Math.floor(maxBinding / perStep)));
+}
+
+export async function benchCollect(o: CollectBenchOptions): Promise<CollectBenchResult> {
+  const cfg: Config = structuredClone(o.cfg);
+  cfg.rollout.episodes = o.episodes;
+  cfg.rollout.steps = o.steps;
+  const init = {
+    backend: o.backend,
+    market: o.market,
+    split: o.split,
+    cfg,
+    algo: o.algo,
+    variant: o.variant,
+    tile: o.tile,
+  };
+  const seed = cfg.train.seed;
+  const curiosity = initParams(curiosityLayout(), NetId.Curiosity, seed);
+  let collector: DqnDeviceCollector | PpoDeviceCollector;
+  let netsFloats: number;
+  let epsilon = 0;
+  if (o.algo === 'ppo') {
+    const c = new PpoDeviceCollector(init);
+    const actor = initParams(ppoActorLayout(), NetId.Actor, seed);
+    const critic = initParams(ppoCriticLayout(), NetId.Critic, seed);
+    c.setWeights({ actor, critic, curiosity });
+    netsFloats = actor.length + critic.length + curiosity.length;
+    collector = c;
+  } else {
+    const c = new DqnDeviceCollector(init);
+    const layout = duelingLayout(c.head, cfg.dqn.atoms, cfg.dqn.iqnEmbed);
+    const online = initParams(layout, NetId.QOnline, seed);
+    c.setWeights({ online, target: online, curiosity });
+    netsFloats = 2 * online.length + curiosity.length;
+    epsilon = cfg.dqn.epsilonEnd;
+    collector = c;
+  }
+  try {
+    const dispatch = () =>
+      collector instanceof DqnDeviceCollector ? collector.dispatch(epsilon) : collector.dispatch();
+    o.backend.run([dispatch()]);
+    await o.backend.sync();
+    const ms = await o.backend.time([dispatch()], o.repeats);
+    const steps = o.episodes * o.steps;
+    const flopsPerStep = collectFlopsPerStep(o.algo, cfg);
+    const envStepsPerSec = steps / (ms / 1e3);
+    const shape = collector.options;
+    const perGroup = o.variant === 'seed' ? 1 : shape.tileEpisodes;
+    const out = outputBytes(o.algo === 'ppo' ? PPO_OUTPUT : DQN_OUTPUT, 1, 1);
+    return {
+      algo: o.algo,
+      variant: o.variant,
+      episodes: o.episodes,
+      steps: o.steps,
+      tileEpisodes: perGroup,
+      threads: shape.threads,
+      ms,
+      envStepsPerSec,
+      flopsPerStep,
+      flopsPerSec: flopsPerStep * envStepsPerSec,
+      weightBytesPerStep: (netsFloats * 4) / perGroup,
+      outputBytesPerStep: out.f + out.i,
+    };
+  } finally {
+    collector.destroy();
+  }
+}
