@@ -1,11 +1,12 @@
 /**
  * The PPO learner on a device (SPEC 9): `ppoUpdateReference` (ppo_update.ts) as kernels, with the
  * actor and critic params, their gradients and Adam moments resident on the backend. One update
- * encodes all updateEpochs x floor(count / minibatch) minibatch steps and runs them as one
- * submission (`Backend.run`) — on CUDA as one captured graph, replayed each update — with no host
- * round trip inside; the loss statistics accumulate in a device buffer read back once.
+ * encodes all updateEpochs x floor(count / minibatch) minibatch steps up front — on CUDA as one
+ * captured graph, replayed each update; elsewhere one submission per epoch, so the device runs
+ * an epoch while the host encodes the next — with no readback inside; the loss statistics
+ * accumulate in a device buffer read back once.
  *
- * One minibatch step is 15 launches:
+ * One minibatch step is 15 launches (one submission per epoch; on CUDA one graph per update):
  *   ppo_gather                 1  shuffled rows of the rollout -> input rows + per-sample scalars
  *   mlp_forward                6  stage s: actor layer s and critic layer s together
  *   ppo_loss                   1  log-softmax, ratio, clipped surrogate, entropy, value loss;
@@ -287,10 +288,26 @@ export class DevicePpoLearner {
       this.cached!.graph ??= this.backend.capture(dispatches);
       this.cached!.graph.replay();
     } else {
-      this.backend.run(dispatches);
+      await this.runInChunks(dispatches, this.cfg.updateEpochs);
     }
     this.step += steps;
     return this.readStats(steps);
+  }
+
+  /**
+   * Runs the update one epoch per submission: `sync()` submits what `run` encoded before its first
+   * await, so the device executes epoch e while the host encodes epoch e + 1 (WebGPU encoding
+   * costs tens of microseconds per dispatch on the host). Still no readback between epochs.
+   */
+  private async runInChunks(dispatches: Dispatch[], chunks: number): Promise<void> {
+    const perChunk = dispatches.length / chunks;
+    const pending: Promise<void>[] = [];
+    for (let at = 0; at < dispatches.length; at += perChunk) {
+      this.backend.run(dispatches.slice(at, at + perChunk));
+      pending.push(this.backend.sync());
+    }
+    const failed = (await Promise.allSettled(pending)).find((r) => r.status === 'rejected');
+    if (failed) throw (failed as PromiseRejectedResult).reason;
   }
 
   /** Means of the statistics the last `steps` minibatch steps accumulated. */

@@ -80,7 +80,7 @@ afterEach(() => {
 });
 
 describe('DevicePpoLearner', () => {
-  it('encodes a whole update as one submission of 1 + stages + 1 + stages + 1 launches per minibatch step', async () => {
+  it('runs an update as one submission per epoch of 1 + stages + 1 + stages + 1 launches per step, one readback', async () => {
     const backend = new CountingBackend();
     backends.push(backend);
     const dev = learner(backend);
@@ -88,9 +88,10 @@ describe('DevicePpoLearner', () => {
     backend.runs = [];
     backend.downloads = 0;
     const stats = await dev.update(r, 0);
-    const steps = cfg.updateEpochs * Math.floor(COUNT / cfg.minibatch);
+    const perEpoch = Math.floor(COUNT / cfg.minibatch);
+    const steps = cfg.updateEpochs * perEpoch;
     // Critic depth 3: gather, 3 forward stages, loss, 3 backward stages, adam.
-    expect(backend.runs).toEqual([steps * (1 + 3 + 1 + 3 + 1)]);
+    expect(backend.runs).toEqual(Array(cfg.updateEpochs).fill(perEpoch * (1 + 3 + 1 + 3 + 1)));
     expect(backend.downloads).toBe(1);
     expect(stats.minibatches).toBe(steps);
   });
