@@ -74,6 +74,9 @@ export interface DeviceCollectorInit {
 
 const HEAD_OF: Record<Exclude<CollectAlgo, 'ppo'>, QHead> = { dqn: 'plain', c51: 'c51', iqn: 'iqn' };
 
+/** Threads per workgroup of the seed variant: one episode each, as in the seed design. */
+const SEED_THREADS = 64;
+
 /** Power of two <= x (x >= 1). */
 const pow2floor = (x: number) => 2 ** Math.floor(Math.log2(Math.max(1, x)));
 
@@ -84,9 +87,12 @@ function workgroupBytes(backend: Backend): number {
 }
 
 /**
- * The tile shape: at most 32 episodes per workgroup (16 for PPO's wider critic), fewer when N is
- * small so that at least ~64 workgroups share the device (at N = 128: 2 episodes per workgroup,
- * their layer math spread over all threads), and fewer again until the workgroup memory fits.
+ * The tile shape. Episodes per workgroup: at most 32 (PPO 16, its critic is twice as wide; IQN
+ * 2, its rows are episode x tau pairs), fewer when N is small so that ~64 workgroups share the
+ * device (N = 128: 2 episodes per workgroup, each layer's outputs spread over all threads).
+ * Threads across outputs: 32 (one warp per row group) for full tiles, more for small ones. Then
+ * the largest weight slice (KT) that fits the workgroup memory: small tiles get long slices and
+ * so fewer barriers per layer. Overrides are taken as given (an impossible one is an error).
  */
 export function chooseTile(
   algo: CollectAlgo,
@@ -98,35 +104,29 @@ export function chooseTile(
 ): TileShape {
   const threads = override.threads ?? 256;
   const limit = workgroupBytes(backend);
-  const maxE = algo === 'ppo' ? 16 : algo === 'iqn' ? 2 : 32;
-  let e = override.tileEpisodes ?? Math.min(maxE, pow2floor(n / 64));
-  for (;;) {
-    const te = Math.min(8, pow2floor(e));
-    const shape: TileShape = {
-      tileEpisodes: e,
-      threads,
-      tj: override.tj ?? threads / te,
-      kt: override.kt ?? 8,
-      tauRows: override.tauRows ?? Math.min(actTaus, Math.max(32 / e, 1)),
-    };
-    if (fits(shape) || override.tileEpisodes !== undefined) return shape;
-    const smaller: TileShape = { ...shape, kt: 4 };
-    if (override.kt === undefined && fits(smaller)) return smaller;
-    if (algo === 'iqn' && shape.tauRows > 1 && override.tauRows === undefined) {
-      // Halve the taus per pass before the episodes.
-      for (let r = shape.tauRows / 2; r >= 1; r /= 2) {
-        if (actTaus % r === 0 && fits({ ...shape, tauRows: r })) return { ...shape, tauRows: r };
-        if (actTaus % r === 0 && fits({ ...shape, tauRows: r, kt: 4 }))
-          return { ...shape, tauRows: r, kt: 4 };
+  const maxE = Math.min(threads, algo === 'ppo' ? 16 : algo === 'iqn' ? 2 : 32);
+  const first = override.tileEpisodes ?? Math.min(maxE, pow2floor(n / 64));
+  for (let e = first; e >= 1; e = override.tileEpisodes === undefined ? e / 2 : 0) {
+    const te = Math.max(1, Math.min(8, pow2floor(e), threads / 32));
+    const tj = override.tj ?? threads / te;
+    const tauCandidates: number[] = [];
+    if (override.tauRows !== undefined) tauCandidates.push(override.tauRows);
+    else if (algo !== 'iqn') tauCandidates.push(1);
+    else
+      for (let r = Math.min(actTaus, pow2floor(32 / e)); r >= 1; r /= 2)
+        if (actTaus % r === 0) tauCandidates.push(r);
+    for (const tauRows of tauCandidates) {
+      for (const kt of override.kt !== undefined ? [override.kt] : [32, 16, 8, 4]) {
+        const shape: TileShape = { tileEpisodes: e, threads, tj, kt, tauRows };
+        if (fits(shape)) return shape;
       }
     }
-    if (e === 1) {
-      throw new Error(
-        `collect ${algo}: no tile fits this device's ${limit} bytes of workgroup memory; use another backend`,
-      );
-    }
-    e = e / 2;
   }
+  throw new Error(
+    `collect ${algo}: no tile fits this device's ${limit} bytes of workgroup memory${
+      override.tileEpisodes === undefined ? '' : ` with ${override.tileEpisodes} episodes per workgroup`
+    }; use another backend`,
+  );
 }
 
 /** Common state and buffers of both collectors. */
@@ -261,7 +261,7 @@ export class DqnDeviceCollector extends DeviceCollector {
       init.cfg.rollout.episodes,
       init.backend,
       q.iqnActTau,
-      init.tile,
+      variant === 'seed' ? { threads: SEED_THREADS, ...init.tile } : init.tile,
       (t) => dqnWorkgroupBytes({ ...base, ...t }) <= limit,
     );
     const options: CollectDqnOptions = {
@@ -344,7 +344,7 @@ export class PpoDeviceCollector extends DeviceCollector {
       init.cfg.rollout.episodes,
       init.backend,
       1,
-      init.tile,
+      variant === 'seed' ? { threads: SEED_THREADS, ...init.tile } : init.tile,
       (t) => ppoWorkgroupBytes({ variant, ...t }) <= limit,
     );
     const options: CollectPpoOptions = {

@@ -29,6 +29,7 @@ import {
 import { philox4x32, seedToKey, u32ToUnitFloat } from '../rng/philox.js';
 import { Stream } from '../rng/streams.js';
 import type { Tolerance } from './compare.js';
+import { collectParityCases } from './collect_cases.js';
 import { learnParityCases } from './learn_cases.js';
 
 export type Outputs = Record<string, TypedArray>;
@@ -290,5 +291,6 @@ export function parityCases(): ParityCase[] {
     scanCase({ n: 1_100_000, bound: 3, what: 'three levels, small counts' }, 205),
     scanGridCase(206),
     ...learnParityCases(),
+    ...collectParityCases(),
   ];
 }
