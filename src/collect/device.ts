@@ -70,6 +70,16 @@ export interface DeviceCollectorInit {
   tile?: Partial<TileShape>;
   /** Whether the curiosity bonus is computed (default true). */
   curiosity?: boolean;
+  /**
+   * Extra kernel constants merged into the spec, for one backend's twin: `{ TF32: 1 }` selects
+   * the CUDA kernels' tensor-core mode (docs/COLLECT.md); the other twins ignore names they do
+   * not use.
+   */
+  constants?: Record<string, number>;
+}
+
+function withConstants(spec: KernelSpec, extra: Record<string, number> | undefined): KernelSpec {
+  return extra ? { ...spec, constants: { ...spec.constants, ...extra } } : spec;
 }
 
 const HEAD_OF: Record<Exclude<CollectAlgo, 'ppo'>, QHead> = { dqn: 'plain', c51: 'c51', iqn: 'iqn' };
@@ -269,7 +279,7 @@ export class DqnDeviceCollector extends DeviceCollector {
       ...shape,
       tileEpisodes: variant === 'seed' ? shape.threads : shape.tileEpisodes,
     };
-    super(init, collectDqnSpec(options), dqnNetsSize(options), DQN_OUTPUT);
+    super(init, withConstants(collectDqnSpec(options), init.constants), dqnNetsSize(options), DQN_OUTPUT);
     this.head = head;
     this.options = options;
   }
@@ -352,7 +362,7 @@ export class PpoDeviceCollector extends DeviceCollector {
       ...shape,
       tileEpisodes: variant === 'seed' ? shape.threads : shape.tileEpisodes,
     };
-    super(init, collectPpoSpec(options), ppoNetsSize(), PPO_OUTPUT);
+    super(init, withConstants(collectPpoSpec(options), init.constants), ppoNetsSize(), PPO_OUTPUT);
     this.options = options;
   }
 

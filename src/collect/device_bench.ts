@@ -100,16 +100,22 @@ export interface CollectBenchOptions {
   steps: number;
   repeats: number;
   tile?: Partial<TileShape>;
+  /** `tf32`: the CUDA kernels' tensor-core mode (constant TF32 = 1); `exact` otherwise. */
+  precision?: 'exact' | 'tf32';
 }
 
 export interface CollectBenchResult {
   algo: CollectAlgo;
   variant: CollectVariant;
+  precision: 'exact' | 'tf32';
   episodes: number;
   steps: number;
-  /** Episodes per workgroup and threads per workgroup the kernel ran with. */
+  /** Episodes per workgroup (1 for the seed variant: one per thread), threads per workgroup. */
   tileEpisodes: number;
   threads: number;
+  /** The tile engine's threads across outputs and weight slice (WGSL). */
+  tj: number;
+  kt: number;
   /** Device milliseconds per launch (N x L env steps). */
   ms: number;
   envStepsPerSec: number;
@@ -132,6 +138,7 @@ export async function benchCollect(o: CollectBenchOptions): Promise<CollectBench
   const cfg: Config = structuredClone(o.cfg);
   cfg.rollout.episodes = o.episodes;
   cfg.rollout.steps = o.steps;
+  const precision = o.precision ?? 'exact';
   const init = {
     backend: o.backend,
     market: o.market,
@@ -140,6 +147,7 @@ export async function benchCollect(o: CollectBenchOptions): Promise<CollectBench
     algo: o.algo,
     variant: o.variant,
     tile: o.tile,
+    constants: precision === 'tf32' ? { TF32: 1 } : undefined,
   };
   const seed = cfg.train.seed;
   const curiosity = initParams(curiosityLayout(), NetId.Curiosity, seed);
@@ -177,10 +185,13 @@ export async function benchCollect(o: CollectBenchOptions): Promise<CollectBench
     return {
       algo: o.algo,
       variant: o.variant,
+      precision,
       episodes: o.episodes,
       steps: o.steps,
       tileEpisodes: perGroup,
       threads: shape.threads,
+      tj: shape.tj,
+      kt: shape.kt,
       ms,
       envStepsPerSec,
       flopsPerStep,

@@ -20,7 +20,8 @@ import { type Command, UserError } from '../main.js';
 
 const usage = `usage: foxhunt bench collect --algo dqn|c51|iqn|ppo [--backend auto|cuda|webgpu|cpu]
                              [--episodes N[,N...]] [--steps L] [--variant tiled|seed|both]
-                             [--tile E] [--threads T] [--repeats R] [--seed S] [--json]
+                             [--precision exact|tf32|both] [--tile E] [--threads T]
+                             [--repeats R] [--seed S] [--json]
 
 Times one launch of collect_dqn (online + target dueling nets; --algo c51 / iqn for those heads)
 or collect_ppo (actor + critic) over N episodes x L steps on the built-in synthetic market, for
@@ -35,6 +36,8 @@ per episode are measured in the same run (--variant both, the default for dqn an
   --steps L         steps per launch (default 64; cpu: 8); lowered where the outputs would not
                     fit one storage binding of the device
   --variant V       tiled, seed or both (seed runs the plain DQN head and PPO only)
+  --precision P     cuda only: exact (f32, the parity mode), tf32 (tensor cores, constant TF32 = 1)
+                    or both (default) for the tiled kernel; WebGPU and the CPU are f32 only
   --tile E          episodes per workgroup of the tiled kernel (default: chosen from N and the
                     device's workgroup memory)
   --threads T       threads per workgroup (default 256)
@@ -60,13 +63,15 @@ const si = (x: number, unit: string) => {
   return `${x.toFixed(2)} ${unit}`;
 };
 
+const label = (r: CollectBenchResult) => (r.precision === 'tf32' ? `${r.variant}-tf32` : r.variant);
+
 function table(results: CollectBenchResult[], ceiling: CeilingResult | null): string[] {
   const rows = [
     [
       'variant',
       'N',
       'L',
-      'E/wg',
+      'episodes x threads',
       'ms/launch',
       'env-steps/s',
       'MFLOP/step',
@@ -76,10 +81,10 @@ function table(results: CollectBenchResult[], ceiling: CeilingResult | null): st
       'out B/step',
     ],
     ...results.map((r) => [
-      r.variant,
+      label(r),
       String(r.episodes),
       String(r.steps),
-      `${r.tileEpisodes}x${r.threads}`,
+      r.variant === 'seed' ? `1/thread x ${r.threads}` : `${r.tileEpisodes}/wg x ${r.threads}`,
       r.ms.toFixed(2),
       si(r.envStepsPerSec, ''),
       (r.flopsPerStep / 1e6).toFixed(3),
@@ -113,6 +118,7 @@ async function run(args: string[]): Promise<number> {
       episodes: { type: 'string' },
       steps: { type: 'string' },
       variant: { type: 'string' },
+      precision: { type: 'string' },
       tile: { type: 'string' },
       threads: { type: 'string' },
       repeats: { type: 'string' },
@@ -153,6 +159,24 @@ async function run(args: string[]): Promise<number> {
   }
   const { backend } = choice;
   const cpu = backend.kind === 'cpu';
+  const precisionFlag =
+    (values.precision as string | undefined) ?? (backend.kind === 'cuda' ? 'both' : 'exact');
+  if (!['exact', 'tf32', 'both'].includes(precisionFlag))
+    throw new UserError('--precision must be exact, tf32 or both');
+  if (precisionFlag !== 'exact' && backend.kind !== 'cuda') {
+    throw new UserError(
+      `--precision ${precisionFlag} needs --backend cuda (WebGPU and the CPU compute in f32)`,
+    );
+  }
+  const precisions: ('exact' | 'tf32')[] =
+    precisionFlag === 'both' ? ['exact', 'tf32'] : [precisionFlag as 'exact' | 'tf32'];
+  // Each tiled run in every precision, then the seed variant (exact: it has no tensor-core path).
+  type Run = { variant: CollectVariant; precision: 'exact' | 'tf32' };
+  const runs = variants.flatMap((v): Run[] =>
+    v === 'seed'
+      ? [{ variant: v, precision: 'exact' }]
+      : precisions.map((p) => ({ variant: v, precision: p })),
+  );
   const episodes = parseEpisodes(values.episodes as string | undefined, cpu ? [8] : [128, 1024, 8192, 65536]);
   const steps = intFlag(values.steps as string | undefined, 'steps', cpu ? 8 : 64, 1);
   const maxN = Math.max(...episodes);
@@ -167,12 +191,14 @@ async function run(args: string[]): Promise<number> {
   if (!values.json) for (const line of describeChoice(choice)) console.error(line);
   try {
     const data = await prepareData(cfg);
-    const ceiling = cpu ? null : await measureCeiling(backend, 4096, repeats);
+    // A software adapter (lavapipe, SwiftShader) gets a small ceiling batch: it is a CPU.
+    const software = backend.info.limits.software === 'yes';
+    const ceiling = cpu ? null : await measureCeiling(backend, software ? 64 : 4096, repeats);
     const maxBinding = backend.info.limits.maxStorageBufferBindingSize;
     const results: CollectBenchResult[] = [];
     for (const n of episodes) {
       const l = typeof maxBinding === 'number' ? stepsThatFit(algo, n, steps, maxBinding) : steps;
-      for (const variant of variants) {
+      for (const { variant, precision } of runs) {
         const r = await benchCollect({
           backend,
           market: data.market,
@@ -180,13 +206,15 @@ async function run(args: string[]): Promise<number> {
           cfg,
           algo,
           variant,
+          precision,
           episodes: n,
           steps: l,
           repeats,
           tile,
         });
         results.push(r);
-        if (!values.json) console.error(`  ${variant} N=${n} L=${l}: ${si(r.envStepsPerSec, 'env-steps/s')}`);
+        if (!values.json)
+          console.error(`  ${label(r)} N=${n} L=${l}: ${si(r.envStepsPerSec, 'env-steps/s')}`);
       }
     }
     if (values.json) {
