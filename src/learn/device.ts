@@ -1,12 +1,13 @@
 /**
  * The PPO learner on a device (SPEC 9): `ppoUpdateReference` (ppo_update.ts) as kernels, with the
  * actor and critic params, their gradients and Adam moments resident on the backend. One update
- * encodes all updateEpochs x floor(count / minibatch) minibatch steps up front — on CUDA as one
- * captured graph, replayed each update; elsewhere one submission per epoch, so the device runs
- * an epoch while the host encodes the next — with no readback inside; the loss statistics
- * accumulate in a device buffer read back once.
+ * encodes all updateEpochs x floor(count / minibatch) minibatch steps up front and submits them
+ * one epoch at a time — on CUDA as one captured graph per epoch, captured once and replayed every
+ * update; elsewhere one submission per epoch, so the device runs an epoch while the host encodes
+ * the next — with no readback inside; the loss statistics accumulate in a device buffer read back
+ * once.
  *
- * One minibatch step is 15 launches (one submission per epoch; on CUDA one graph per update):
+ * One minibatch step is 15 launches:
  *   ppo_gather                 1  shuffled rows of the rollout -> input rows + per-sample scalars
  *   mlp_forward                6  stage s: actor layer s and critic layer s together
  *   ppo_loss                   1  log-softmax, ratio, clipped surrogate, entropy, value loss;
@@ -16,7 +17,8 @@
  * Everything that changes between updates is data, not launch arguments: the first shuffle epoch
  * (update * updateEpochs) and each step's Adam bias corrections (computed on the host in f64, as
  * optim.ts) sit in a small schedule buffer uploaded before the run. So the launches of an update
- * never change and a CUDA graph of them replays as is.
+ * never change and CUDA graphs of them replay as they are (a graph per epoch keeps each one at
+ * 15 x minibatches nodes: 1,875 at the defaults, 15,000 at N = 1024).
  *
  * Params layout: the actor's flat buffer then the critic's (the collectors' nets buffer starts
  * the same way, so `copyParamsTo` refreshes a collector with one device copy).
@@ -98,7 +100,8 @@ export class DevicePpoLearner {
   private cached: {
     rollout: DevicePpoRollout;
     dispatches: Dispatch[];
-    graph?: { replay(): void; destroy(): void };
+    /** One captured graph per epoch (CUDA). */
+    graphs?: { replay(): void; destroy(): void }[];
   } | null = null;
 
   constructor(init: DevicePpoLearnerInit) {
@@ -193,7 +196,7 @@ export class DevicePpoLearner {
    */
   updateDispatches(rollout: DevicePpoRollout): Dispatch[] {
     if (this.cached && sameRollout(this.cached.rollout, rollout)) return this.cached.dispatches;
-    this.cached?.graph?.destroy();
+    this.dropGraphs();
     const perEpoch = this.checkRollout(rollout);
     const { plan, buffers: b, cfg } = this;
     this.ensureSched(1 + 2 * cfg.updateEpochs * perEpoch);
@@ -284,11 +287,16 @@ export class DevicePpoLearner {
   async update(rollout: DevicePpoRollout, update: number): Promise<PpoUpdateStats> {
     const steps = this.prepareUpdate(rollout, update);
     const dispatches = this.updateDispatches(rollout);
+    const chunk = dispatches.length / this.cfg.updateEpochs;
+    const epochs = Array.from({ length: this.cfg.updateEpochs }, (_, e) =>
+      dispatches.slice(e * chunk, (e + 1) * chunk),
+    );
     if (this.graphs && canCapture(this.backend)) {
-      this.cached!.graph ??= this.backend.capture(dispatches);
-      this.cached!.graph.replay();
+      const backend = this.backend;
+      this.cached!.graphs ??= epochs.map((d) => backend.capture(d));
+      for (const g of this.cached!.graphs) g.replay();
     } else {
-      await this.runInChunks(dispatches, this.cfg.updateEpochs);
+      await this.runEach(epochs);
     }
     this.step += steps;
     return this.readStats(steps);
@@ -299,11 +307,10 @@ export class DevicePpoLearner {
    * await, so the device executes epoch e while the host encodes epoch e + 1 (WebGPU encoding
    * costs tens of microseconds per dispatch on the host). Still no readback between epochs.
    */
-  private async runInChunks(dispatches: Dispatch[], chunks: number): Promise<void> {
-    const perChunk = dispatches.length / chunks;
+  private async runEach(submissions: Dispatch[][]): Promise<void> {
     const pending: Promise<void>[] = [];
-    for (let at = 0; at < dispatches.length; at += perChunk) {
-      this.backend.run(dispatches.slice(at, at + perChunk));
+    for (const d of submissions) {
+      this.backend.run(d);
       pending.push(this.backend.sync());
     }
     const failed = (await Promise.allSettled(pending)).find((r) => r.status === 'rejected');
@@ -330,10 +337,15 @@ export class DevicePpoLearner {
   }
 
   destroy(): void {
-    this.cached?.graph?.destroy();
+    this.dropGraphs();
     this.cached = null;
     for (const buf of Object.values(this.buffers)) this.backend.destroyBuffer(buf);
     if (this.sched) this.backend.destroyBuffer(this.sched);
+  }
+
+  private dropGraphs(): void {
+    for (const g of this.cached?.graphs ?? []) g.destroy();
+    if (this.cached) this.cached.graphs = undefined;
   }
 
   private checkRollout(rollout: DevicePpoRollout): number {
@@ -349,7 +361,7 @@ export class DevicePpoLearner {
     if (this.sched) this.backend.destroyBuffer(this.sched);
     this.sched = this.backend.createBuffer(4 * words, 'ppo.schedule');
     this.schedFloats = words;
-    this.cached?.graph?.destroy();
+    this.dropGraphs();
     this.cached = null;
   }
 

@@ -96,7 +96,7 @@ describe('DevicePpoLearner', () => {
     expect(stats.minibatches).toBe(steps);
   });
 
-  it('captures an update once and replays it for later updates (same results as running it)', async () => {
+  it('captures an update once (a graph per epoch) and replays it for later updates, same results as running it', async () => {
     const graphed = new RecordingBackend();
     const plain = createCpuBackend();
     backends.push(graphed, plain);
@@ -109,14 +109,14 @@ describe('DevicePpoLearner', () => {
       const sb = await b.update(rb, u);
       expect(sa).toEqual(sb);
     }
-    expect(graphed.captures).toBe(1);
-    expect(graphed.replays).toBe(3);
+    expect(graphed.captures).toBe(cfg.updateEpochs);
+    expect(graphed.replays).toBe(3 * cfg.updateEpochs);
     expect(graphed.runs).toEqual([]);
     expect(await a.readParams()).toEqual(await b.readParams());
     // Another rollout buffer: captured again.
     const other = uploadPpoRollout(graphed, hostRollout(), STATE);
     await a.update(other, 3);
-    expect(graphed.captures).toBe(2);
+    expect(graphed.captures).toBe(2 * cfg.updateEpochs);
   });
 
   it('continues Adam and the shuffle epochs across updates like ppoUpdateReference', async () => {
