@@ -97,10 +97,29 @@ function workgroupBytes(backend: Backend): number {
 }
 
 /**
+ * How many groups of rows a workgroup's threads form (threads / TJ): each thread keeps
+ * ceil(e / groups) rows x ceil(width / TJ) outputs in registers and loads that many activations
+ * and weights per input, so the sum is minimised (ties: more groups, fewer weight loads);
+ * a warp never spans two groups.
+ */
+function rowGroups(e: number, threads: number, width: number): number {
+  let best = 1;
+  let cost = Number.POSITIVE_INFINITY;
+  for (let g = 1; g <= Math.min(e, threads / 32); g *= 2) {
+    const c = Math.ceil(e / g) + Math.ceil(width / (threads / g));
+    if (c <= cost) {
+      best = g;
+      cost = c;
+    }
+  }
+  return best;
+}
+
+/**
  * The tile shape. Episodes per workgroup: at most 32 (PPO 16, its critic is twice as wide; IQN
  * 2, its rows are episode x tau pairs), fewer when N is small so that ~64 workgroups share the
  * device (N = 128: 2 episodes per workgroup, each layer's outputs spread over all threads).
- * Threads across outputs: 32 (one warp per row group) for full tiles, more for small ones. Then
+ * Threads across outputs: see rowGroups (32 for full DQN tiles, more for small ones). Then
  * the largest weight slice (KT) that fits the workgroup memory: small tiles get long slices and
  * so fewer barriers per layer. Overrides are taken as given (an impossible one is an error).
  */
@@ -117,8 +136,7 @@ export function chooseTile(
   const maxE = Math.min(threads, algo === 'ppo' ? 16 : algo === 'iqn' ? 2 : 32);
   const first = override.tileEpisodes ?? Math.min(maxE, pow2floor(n / 64));
   for (let e = first; e >= 1; e = override.tileEpisodes === undefined ? e / 2 : 0) {
-    const te = Math.max(1, Math.min(8, pow2floor(e), threads / 32));
-    const tj = override.tj ?? threads / te;
+    const tj = override.tj ?? threads / rowGroups(e, threads, algo === 'ppo' ? 512 : 256);
     const tauCandidates: number[] = [];
     if (override.tauRows !== undefined) tauCandidates.push(override.tauRows);
     else if (algo !== 'iqn') tauCandidates.push(1);

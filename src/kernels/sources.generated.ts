@@ -601,7 +601,7 @@ const TE = WG_X / TJ;
 const ME = (ROWS + TE - 1) / TE;
 const WS_STRIDE = WS_OUT + 4;
 
-var<workgroup> act: array<vec4<f32>, ROWS * ACT_W / 4>;
+var<workgroup> act: array<f32, ROWS * ACT_W>;
 var<workgroup> ws: array<f32, KT * WS_STRIDE>;
 var<workgroup> qv: array<f32, ROWS * QW>;
 
@@ -631,13 +631,13 @@ fn activate(a: f32, kind: u32) -> f32 {
 }
 
 fn act_get(r: u32, k: u32) -> f32 {
-  let i = r * ACT_W + k;
-  return act[i / 4u][i % 4u];
+  return act[r * ACT_W + k];
 }
 
+// Scalar elements, not components of shared vectors: a component store may be compiled as a
+// read-modify-write of the whole vector, a race between invocations writing neighbours.
 fn act_set(r: u32, k: u32, v: f32) {
-  let i = r * ACT_W + k;
-  act[i / 4u][i % 4u] = v;
+  act[r * ACT_W + k] = v;
 }
 
 // One weight of the fused layer: output j (block-local row jr), input column k.
@@ -691,7 +691,8 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
     for (var kk = 0u; kk < KT; kk += 4u) {
       var x: array<vec4<f32>, ME>;
       for (var i = 0u; i < ME; i++) {
-        x[i] = act[((r0 + i) * ACT_W + k0 + kk) / 4u];
+        let o = (r0 + i) * ACT_W + k0 + kk;
+        x[i] = vec4<f32>(act[o], act[o + 1u], act[o + 2u], act[o + 3u]);
       }
       for (var m = 0u; m < MJ_MAX; m++) {
         let j = tj + TJ * m;
@@ -2536,7 +2537,7 @@ const TE = WG_X / TJ;
 const ME = (ROWS + TE - 1) / TE;
 const WS_STRIDE = WS_OUT + 4;
 
-var<workgroup> act: array<vec4<f32>, ROWS * ACT_W / 4>;
+var<workgroup> act: array<f32, ROWS * ACT_W>;
 var<workgroup> ws: array<f32, KT * WS_STRIDE>;
 var<workgroup> qv: array<f32, ROWS * QW>;
 
@@ -2566,13 +2567,13 @@ fn activate(a: f32, kind: u32) -> f32 {
 }
 
 fn act_get(r: u32, k: u32) -> f32 {
-  let i = r * ACT_W + k;
-  return act[i / 4u][i % 4u];
+  return act[r * ACT_W + k];
 }
 
+// Scalar elements, not components of shared vectors: a component store may be compiled as a
+// read-modify-write of the whole vector, a race between invocations writing neighbours.
 fn act_set(r: u32, k: u32, v: f32) {
-  let i = r * ACT_W + k;
-  act[i / 4u][i % 4u] = v;
+  act[r * ACT_W + k] = v;
 }
 
 // One weight of the fused layer: output j (block-local row jr), input column k.
@@ -2626,7 +2627,8 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
     for (var kk = 0u; kk < KT; kk += 4u) {
       var x: array<vec4<f32>, ME>;
       for (var i = 0u; i < ME; i++) {
-        x[i] = act[((r0 + i) * ACT_W + k0 + kk) / 4u];
+        let o = (r0 + i) * ACT_W + k0 + kk;
+        x[i] = vec4<f32>(act[o], act[o + 1u], act[o + 2u], act[o + 3u]);
       }
       for (var m = 0u; m < MJ_MAX; m++) {
         let j = tj + TJ * m;
@@ -3177,7 +3179,7 @@ const TE = WG_X / TJ;
 const ME = (ROWS + TE - 1) / TE;
 const WS_STRIDE = WS_OUT + 4;
 
-var<workgroup> act: array<vec4<f32>, ROWS * ACT_W / 4>;
+var<workgroup> act: array<f32, ROWS * ACT_W>;
 var<workgroup> ws: array<f32, KT * WS_STRIDE>;
 var<workgroup> qv: array<f32, ROWS * QW>;
 
@@ -3207,13 +3209,13 @@ fn activate(a: f32, kind: u32) -> f32 {
 }
 
 fn act_get(r: u32, k: u32) -> f32 {
-  let i = r * ACT_W + k;
-  return act[i / 4u][i % 4u];
+  return act[r * ACT_W + k];
 }
 
+// Scalar elements, not components of shared vectors: a component store may be compiled as a
+// read-modify-write of the whole vector, a race between invocations writing neighbours.
 fn act_set(r: u32, k: u32, v: f32) {
-  let i = r * ACT_W + k;
-  act[i / 4u][i % 4u] = v;
+  act[r * ACT_W + k] = v;
 }
 
 // One weight of the fused layer: output j (block-local row jr), input column k.
@@ -3267,7 +3269,8 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
     for (var kk = 0u; kk < KT; kk += 4u) {
       var x: array<vec4<f32>, ME>;
       for (var i = 0u; i < ME; i++) {
-        x[i] = act[((r0 + i) * ACT_W + k0 + kk) / 4u];
+        let o = (r0 + i) * ACT_W + k0 + kk;
+        x[i] = vec4<f32>(act[o], act[o + 1u], act[o + 2u], act[o + 3u]);
       }
       for (var m = 0u; m < MJ_MAX; m++) {
         let j = tj + TJ * m;
