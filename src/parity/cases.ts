@@ -28,8 +28,8 @@ import {
 } from '../nets/layout.js';
 import { philox4x32, seedToKey, u32ToUnitFloat } from '../rng/philox.js';
 import { Stream } from '../rng/streams.js';
-import type { Tolerance } from './compare.js';
 import { collectParityCases } from './collect_cases.js';
+import type { Tolerance } from './compare.js';
 import { learnParityCases } from './learn_cases.js';
 
 export type Outputs = Record<string, TypedArray>;
