@@ -8,10 +8,12 @@
  *             collector; wall time as training sees it, plus device time of the same launches
  *             (WebGPU timestamp queries around the pass; CUDA events around eager launches)
  *   validate  params read back and the greedy policy backtested on the validation split (host)
+ * and, to show where an update's time goes, the device time of each launch of one minibatch step
+ * timed alone (backend.time over repeats).
  * The first epoch is a warm-up (kernel compilation, graph capture) and is not counted. FLOPs
  * count the matmuls of the update (forward, dW, dX): 2 multiply-adds' worth per product.
  */
-import type { Backend } from '../backend/types.js';
+import type { Backend, Dispatch } from '../backend/types.js';
 import { PpoDeviceCollector } from '../collect/device.js';
 import type { Config } from '../config.js';
 import type { Market, Splits } from '../data/types.js';
@@ -45,6 +47,29 @@ export interface PhaseTimes {
   validateMs: number;
 }
 
+export interface StepKernelTime {
+  /** Kernel name and what this launch of it does, e.g. `mlp_backward ppo_critic.value_layer_1 + ...`. */
+  launch: string;
+  groups: number;
+  /** Mean device milliseconds over the repeats. */
+  ms: number;
+}
+
+/** `mlp_forward value_layer_1 + policy_layer_1`-style labels for the launches of one step. */
+function launchLabel(d: Dispatch, plan: MlpPlan): string {
+  const u = d.uniforms;
+  if (d.kernel.name !== 'mlp_forward' && d.kernel.name !== 'mlp_backward') return d.kernel.name;
+  const names: string[] = [];
+  for (const j of [0, 1]) {
+    if (!u[`out${j}`]) continue;
+    for (const net of plan.nets) {
+      const layer = net.layout.layers.find((l) => net.base + l.wOffset === u[`wOff${j}`]);
+      if (layer) names.push(layer.name);
+    }
+  }
+  return `${d.kernel.name} ${names.join(' + ')}`;
+}
+
 export interface BenchTrainResult {
   episodes: number;
   steps: number;
@@ -67,6 +92,8 @@ export interface BenchTrainResult {
   epochSamplesPerSec: number;
   /** Means over the measured updates (sanity: finite, plausible). */
   losses: { policy: number; value: number; entropy: number; gradNorm: number };
+  /** Device time of each launch of one minibatch step, timed alone (where it goes). */
+  stepKernels: StepKernelTime[];
   repeats: number;
 }
 
@@ -81,6 +108,8 @@ export interface BenchTrainOptions {
   repeats: number;
   /** Skip the validation backtest (large settings: it does not depend on N). */
   validate?: boolean;
+  /** Repeats when timing each launch of one step alone (default 20). */
+  kernelRepeats?: number;
   onProgress?: (line: string) => void;
 }
 
@@ -172,6 +201,15 @@ export async function benchPpoTrain(o: BenchTrainOptions): Promise<BenchTrainRes
     const collectDeviceMs = collector ? await backend.time([collector.dispatch()]) : 0;
     learner.prepareUpdate(rollout, o.repeats + 1);
     const updateDeviceMs = await backend.time(dispatches);
+    const stepKernels: StepKernelTime[] = [];
+    for (const d of dispatches.slice(0, dispatches.length / minibatchSteps)) {
+      const ms = await backend.time([d], o.kernelRepeats ?? 20);
+      stepKernels.push({
+        launch: launchLabel(d, learner.plan),
+        groups: d.groups[0] * d.groups[1] * d.groups[2],
+        ms,
+      });
+    }
     const r = o.repeats;
     const times: PhaseTimes = {
       collectMs: collector ? sum.collect / r : 0,
@@ -204,6 +242,7 @@ export async function benchPpoTrain(o: BenchTrainOptions): Promise<BenchTrainRes
         gradNorm: sum.gradNorm / r,
       },
       repeats: r,
+      stepKernels,
     };
   } finally {
     learner.destroy();

@@ -46,6 +46,7 @@ describe('bench train', () => {
         splits: data.splits,
         barsPerYear: data.barsPerYear,
         repeats: 1,
+        kernelRepeats: 1,
       });
       expect(r.collectNote).toBeUndefined();
       expect(r.samples).toBe(32);
@@ -53,6 +54,24 @@ describe('bench train', () => {
       // gather, 6 forward stages, loss, 6 backward stages, adam.
       expect(r.launchesPerStep).toBe(15);
       for (const ms of Object.values(r.times)) expect(ms).toBeGreaterThan(0);
+      expect(r.stepKernels.map((k) => k.launch)).toEqual([
+        'ppo_gather',
+        'mlp_forward policy_layer_0 + value_layer_0',
+        'mlp_forward policy_layer_1 + value_layer_1',
+        'mlp_forward policy_output + value_layer_2',
+        'mlp_forward value_layer_3',
+        'mlp_forward value_layer_4',
+        'mlp_forward value_output',
+        'ppo_loss',
+        'mlp_backward policy_output + value_output',
+        'mlp_backward policy_layer_1 + value_layer_4',
+        'mlp_backward policy_layer_0 + value_layer_3',
+        'mlp_backward value_layer_2',
+        'mlp_backward value_layer_1',
+        'mlp_backward value_layer_0',
+        'adam_step',
+      ]);
+      expect(r.stepKernels.every((k) => k.ms > 0 && k.groups > 0)).toBe(true);
       expect(r.updateFlopsPerSec).toBeCloseTo(r.updateFlops / (r.times.updateMs / 1000), 0);
       expect(Number.isFinite(r.losses.policy) && r.losses.gradNorm > 0).toBe(true);
     } finally {

@@ -144,6 +144,7 @@ async function run(args: string[]): Promise<number> {
         splits: data.splits,
         barsPerYear: data.barsPerYear,
         repeats,
+        kernelRepeats: cpu ? 1 : 20,
         onProgress: (line) => log(`  ${line}`),
       });
       if (r.collectNote) log(`  ${r.collectNote}`);
@@ -158,6 +159,18 @@ async function run(args: string[]): Promise<number> {
     }
     console.log(`bench train ppo on ${backend.kind}: ${backend.info.device} (${backend.info.driver})`);
     for (const line of table(results)) console.log(`  ${line}`);
+    for (const r of results) {
+      const stepMs = r.stepKernels.reduce((t, k) => t + k.ms, 0);
+      console.log(
+        `  one minibatch step of ${r.episodes} x ${r.steps}, each launch timed alone (sum ${(stepMs * 1000).toFixed(1)} us):`,
+      );
+      const width = Math.max(...r.stepKernels.map((k) => k.launch.length));
+      for (const k of r.stepKernels) {
+        console.log(
+          `    ${k.launch.padEnd(width)}  ${String(k.groups).padStart(5)} groups  ${(k.ms * 1000).toFixed(1).padStart(8)} us`,
+        );
+      }
+    }
     const at64k = results.find((r) => r.samples === 64_000);
     if (target !== undefined && at64k) {
       const s = at64k.times.updateMs / 1000;
