@@ -367,6 +367,18 @@ Napi::Value ModuleGetFunction(const Napi::CallbackInfo& info) {
   return handleValue(env, fn);
 }
 
+// funcSetMaxDynamicShared(fn, bytes): lets launches of `fn` ask for `bytes` of dynamic shared
+// memory (the driver refuses more than 48 KiB per block without it).
+Napi::Value FuncSetMaxDynamicShared(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  requireReady(env);
+  check(env,
+        drv.cuFuncSetAttribute(handleArg<CUfunction>(info, 0), cuapi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                               static_cast<int>(u32Arg(info, 1))),
+        "cuFuncSetAttribute");
+  return env.Undefined();
+}
+
 // ---- memory ----
 
 Napi::Value MemAlloc(const Napi::CallbackInfo& info) {
@@ -589,6 +601,7 @@ Napi::Object Register(Napi::Env env, Napi::Object exports) {
       {"moduleLoadData", ModuleLoadData},
       {"moduleUnload", ModuleUnload},
       {"moduleGetFunction", ModuleGetFunction},
+      {"funcSetMaxDynamicShared", FuncSetMaxDynamicShared},
       {"memAlloc", MemAlloc},
       {"memFree", MemFree},
       {"memsetD8Async", MemsetD8Async},

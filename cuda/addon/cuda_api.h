@@ -35,6 +35,8 @@ constexpr int ATTR_L2_CACHE_SIZE = 38;
 constexpr int ATTR_COMPUTE_CAPABILITY_MAJOR = 75;
 constexpr int ATTR_COMPUTE_CAPABILITY_MINOR = 76;
 constexpr int ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
+// CUfunction_attribute: the dynamic shared memory a launch may ask for (above 48 KiB needs it).
+constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 
 constexpr unsigned CU_STREAM_NON_BLOCKING = 0x1;
 constexpr unsigned CU_EVENT_DEFAULT = 0x0;
@@ -68,6 +70,7 @@ struct Driver {
   CUresult (*cuModuleLoadData)(CUmodule*, const void*);
   CUresult (*cuModuleUnload)(CUmodule);
   CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*);
+  CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, CUstream, void**, void**);
   CUresult (*cuStreamCreate)(CUstream*, unsigned);

@@ -50,6 +50,7 @@ std::string loadDriver(const char* path, Driver& d, void*& handle) {
             bind(handle, d.cuModuleLoadData, {"cuModuleLoadData"}, missing) &&
             bind(handle, d.cuModuleUnload, {"cuModuleUnload"}, missing) &&
             bind(handle, d.cuModuleGetFunction, {"cuModuleGetFunction"}, missing) &&
+            bind(handle, d.cuFuncSetAttribute, {"cuFuncSetAttribute"}, missing) &&
             bind(handle, d.cuLaunchKernel, {"cuLaunchKernel"}, missing) &&
             bind(handle, d.cuStreamCreate, {"cuStreamCreate"}, missing) &&
             bind(handle, d.cuStreamDestroy, {"cuStreamDestroy_v2"}, missing) &&

@@ -33,6 +33,12 @@ export interface KernelSpec {
   workgroupSize: [number, number, number];
   /** Compile-time constants (WGSL `override`s / CUDA `#define`s); part of the pipeline cache key. */
   constants?: Record<string, number>;
+  /**
+   * CUDA only: dynamic shared memory per block in bytes (`extern __shared__`), for kernels whose
+   * tiles outgrow the 48 KiB of static shared memory; the backend raises the function's limit
+   * (cuFuncSetAttribute) and launches with this many bytes. WGSL and CPU twins ignore it.
+   */
+  sharedBytes?: number;
 }
 
 /** An opaque device allocation; only its owning backend can read it. */

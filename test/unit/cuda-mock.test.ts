@@ -84,6 +84,18 @@ describe.skipIf(!cc)('CUDA backend over the mock driver (skipped: no C compiler 
     backend.destroyBuffer(words);
   });
 
+  it('launches with the dynamic shared memory of the spec, raising the function limit past 48 KiB', async () => {
+    const words = backend.createBuffer(256, 'words');
+    const uniforms = { n: 1, stream: 0, base: 0, step: 0, key0: 0, key1: 0 };
+    const spec: KernelSpec = { ...philoxStreamSpec, constants: { SHARED_CASE: 1 }, sharedBytes: 100 * 1024 };
+    backend.run([{ kernel: spec, buffers: [words], uniforms, groups: [1, 1, 1] }]);
+    const got = new Uint32Array(await backend.download(words));
+    expect(got[0]).toBe(MAGIC);
+    // The mock driver refuses a launch over its function's limit, so this also shows the limit was raised.
+    expect(got[8]).toBe(100 * 1024);
+    backend.destroyBuffer(words);
+  });
+
   it('compiles a kernel for the device arch with its constants defined, from the real source and headers', async () => {
     const spec: KernelSpec = { ...philoxStreamSpec, constants: { UNROLL: 4, SLOPE: 0.01 } };
     const words = backend.createBuffer(256, 'words');

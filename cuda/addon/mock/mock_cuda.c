@@ -7,7 +7,9 @@
  *   u32[8] shared bytes, u32[9] parameter bytes, then the parameter block itself from byte 40.
  * Modules are the "cubin" the mock NVRTC returns: "MOCKCUBIN\n" + options + source, and a function
  * exists if its name appears as ` <name>(` in it. Events read a clock that advances 1 ms per
- * launch. Stream capture records launches and cuGraphLaunch performs them. Setting
+ * launch. Stream capture records launches and cuGraphLaunch performs them. A launch asking for more
+ * dynamic shared memory than its function's cuFuncSetAttribute allowance (48 KiB by default) fails
+ * with CUDA_ERROR_INVALID_VALUE, as on a GPU. Setting
  * FOXHUNT_MOCK_FAULT makes cuStreamSynchronize fail with CUDA_ERROR_ILLEGAL_ADDRESS.
  */
 #include <stdint.h>
@@ -22,7 +24,10 @@ enum { OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_FOUND = 500, ILLEGAL_AD
 
 typedef struct {
   char name[128];
+  int max_dynamic_shared; /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 48 KiB by default */
 } Function;
+
+enum { DEFAULT_DYNAMIC_SHARED = 48 * 1024, OPTIN_SHARED = 227 * 1024 };
 
 typedef struct {
   Function* fn;
@@ -137,6 +142,14 @@ CUresult cuModuleGetFunction(Function** fn, void* mod, const char* name) {
   if (!strstr((const char*)mod, pattern)) return NOT_FOUND;
   *fn = calloc(1, sizeof(Function)); /* leaked with the module: fine for a test double */
   strncpy((*fn)->name, name, sizeof((*fn)->name) - 1);
+  (*fn)->max_dynamic_shared = DEFAULT_DYNAMIC_SHARED;
+  return OK;
+}
+
+/* As the driver: only attribute 8 (max dynamic shared bytes), at most the opt-in limit. */
+CUresult cuFuncSetAttribute(Function* fn, int attr, int value) {
+  if (attr != 8 || value < 0 || value > OPTIN_SHARED) return INVALID_VALUE;
+  fn->max_dynamic_shared = value;
   return OK;
 }
 
@@ -156,6 +169,7 @@ static void perform(const Launch* l) {
 CUresult cuLaunchKernel(Function* fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned shared, Stream* s, void** kernelParams, void** extra) {
   if (kernelParams != NULL) return INVALID_VALUE; /* foxhunt passes one packed block via `extra` */
+  if (shared > (unsigned)fn->max_dynamic_shared) return INVALID_VALUE;
   Launch l = {fn, {gx, gy, gz, bx, by, bz, shared}, 0, {0}};
   if (extra) {
     if (extra[0] != (void*)1 || extra[2] != (void*)2 || extra[4] != (void*)0) return INVALID_VALUE;

@@ -177,7 +177,7 @@ export class CudaBackend implements Backend, GraphCapable {
           bx,
           by,
           bz,
-          0,
+          d.kernel.sharedBytes ?? 0,
           this.stream,
           params,
         ),
@@ -297,6 +297,12 @@ export class CudaBackend implements Backend, GraphCapable {
       fn = guarded(() => this.native.moduleGetFunction(mod, spec.name));
       this.byText.set(text, fn);
     }
+    // Per spec, not per module: equal sources may differ in the shared memory they launch with.
+    const shared = spec.sharedBytes ?? 0;
+    if (shared > STATIC_SHARED_BYTES) {
+      const handle = fn;
+      guarded(() => this.native.funcSetMaxDynamicShared(handle, shared));
+    }
     this.bySpec.set(spec, fn);
     return fn;
   }
@@ -314,6 +320,9 @@ export class CudaBackend implements Backend, GraphCapable {
     if (this.destroyed) throw new Error('the CUDA backend was destroyed');
   }
 }
+
+/** Shared memory a launch gets without opting in (cuFuncSetAttribute). */
+const STATIC_SHARED_BYTES = 48 * 1024;
 
 function checkRange(b: CudaBuffer, offset: number, length: number, what: string): void {
   if (

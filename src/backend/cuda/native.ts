@@ -53,6 +53,8 @@ export interface CudaNative {
   moduleLoadData(image: Uint8Array): Handle;
   moduleUnload(module: Handle): void;
   moduleGetFunction(module: Handle, name: string): Handle;
+  /** cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES): launches of `fn` may then ask for `bytes`. */
+  funcSetMaxDynamicShared(fn: Handle, bytes: number): void;
   memAlloc(bytes: number): DevicePtr;
   memFree(ptr: DevicePtr): void;
   memsetD8Async(ptr: DevicePtr, value: number, bytes: number, stream: Handle): void;
