@@ -5,13 +5,14 @@
  */
 import { mkdirSync, rmSync } from 'node:fs';
 import { type Phase, trainPpo } from '../algo/ppo.js';
-import { type BackendKind, chooseBackend, describeChoice } from '../backend/index.js';
+import { type Backend, type BackendKind, chooseBackend, describeChoice } from '../backend/index.js';
 import type { Config } from '../config.js';
 import { loadBars } from '../data/load.js';
 import { buildMarket } from '../data/market.js';
 import { makeSplits } from '../data/splits.js';
 import { generateSynthetic } from '../data/synthetic.js';
 import type { Bars, Market, Splits } from '../data/types.js';
+import { createDevicePpoEngine } from '../learn/device_engine.js';
 import { checkpointDir } from './checkpoint.js';
 import { createCpuPpoEngine } from './cpu_ppo_engine.js';
 import type { PpoEngine } from './engine.js';
@@ -115,9 +116,17 @@ export interface RunResult {
   outDir: string;
 }
 
-/** Engines by backend; a GPU engine joins this table when its kernels land. */
-const ppoEngines: Partial<Record<BackendKind, (cfg: Config, market: Market, splits: Splits) => PpoEngine>> = {
-  cpu: (cfg, market, splits) => createCpuPpoEngine(cfg, market, splits.train),
+/**
+ * Engines by backend: the CPU runs the TS references directly (no kernel dispatch); WebGPU and
+ * CUDA run collect_ppo and the device learners with the rollout kept on the device.
+ */
+const ppoEngines: Record<
+  BackendKind,
+  (backend: Backend, cfg: Config, market: Market, splits: Splits) => PpoEngine
+> = {
+  cpu: (_backend, cfg, market, splits) => createCpuPpoEngine(cfg, market, splits.train),
+  webgpu: (backend, cfg, market, splits) => createDevicePpoEngine(backend, cfg, market, splits.train),
+  cuda: (backend, cfg, market, splits) => createDevicePpoEngine(backend, cfg, market, splits.train),
 };
 
 export async function runTraining(opts: RunOptions): Promise<RunResult> {
@@ -133,56 +142,48 @@ export async function runTraining(opts: RunOptions): Promise<RunResult> {
   if (opts.resume) checkSameData(opts.resume.state.data, data.fingerprint, outDir);
 
   const choice = await chooseBackend(cfg.train.backend);
-  for (const line of describeChoice(choice)) opts.onInfo?.(line);
-  let kind = choice.backend.kind;
-  if (!ppoEngines[kind]) {
-    if (cfg.train.backend !== 'auto') {
-      choice.backend.destroy();
+  const backend = choice.backend;
+  try {
+    for (const line of describeChoice(choice)) opts.onInfo?.(line);
+    if (opts.resume && opts.resume.state.backend !== backend.kind) {
+      const was = opts.resume.state.backend;
       throw new RunError(
-        `PPO training on the ${kind} backend is not wired yet (its collect_ppo and learner kernels are in ` +
-          'progress); use --backend cpu',
+        `the checkpoint was trained on the ${was} backend, this run would use ${backend.kind}; ` +
+          `pass --backend ${was} to resume it exactly`,
       );
     }
-    opts.onInfo?.(`PPO has no ${kind} engine yet: training on the cpu reference`);
-    kind = 'cpu';
-  }
-  choice.backend.destroy();
-  if (opts.resume && opts.resume.state.backend !== kind) {
-    const was = opts.resume.state.backend;
-    throw new RunError(
-      `the checkpoint was trained on the ${was} backend, this run would use ${kind}; ` +
-        `pass --backend ${was} to resume it exactly`,
-    );
-  }
-  const engine = ppoEngines[kind]!(cfg, data.market, data.splits);
-  try {
-    let firstEpoch = 1;
-    if (opts.resume) {
-      const { snapshot, state } = opts.resume;
-      await engine.restore(snapshot);
-      trimLog(outDir, state.epoch, state.record);
-      firstEpoch = state.epoch + 1;
-    } else {
-      // A fresh run replaces whatever an earlier run left in this directory.
-      rmSync(checkpointDir(outDir), { recursive: true, force: true });
-      rmSync(logPath(outDir), { force: true });
-      mkdirSync(outDir, { recursive: true });
+    const engine = ppoEngines[backend.kind](backend, cfg, data.market, data.splits);
+    try {
+      let firstEpoch = 1;
+      if (opts.resume) {
+        const { snapshot, state } = opts.resume;
+        await engine.restore(snapshot);
+        trimLog(outDir, state.epoch, state.record);
+        firstEpoch = state.epoch + 1;
+      } else {
+        // A fresh run replaces whatever an earlier run left in this directory.
+        rmSync(checkpointDir(outDir), { recursive: true, force: true });
+        rmSync(logPath(outDir), { force: true });
+        mkdirSync(outDir, { recursive: true });
+      }
+      const records = await trainPpo({
+        cfg,
+        market: data.market,
+        splits: data.splits,
+        engine,
+        outDir,
+        barsPerYear: data.barsPerYear,
+        data: data.fingerprint,
+        firstEpoch,
+        onPhase: opts.onPhase,
+        onEpoch: opts.onEpoch,
+      });
+      return { records, backend: backend.kind, outDir };
+    } finally {
+      engine.destroy();
     }
-    const records = await trainPpo({
-      cfg,
-      market: data.market,
-      splits: data.splits,
-      engine,
-      outDir,
-      barsPerYear: data.barsPerYear,
-      data: data.fingerprint,
-      firstEpoch,
-      onPhase: opts.onPhase,
-      onEpoch: opts.onEpoch,
-    });
-    return { records, backend: kind, outDir };
   } finally {
-    engine.destroy();
+    backend.destroy();
   }
 }
 
