@@ -30,6 +30,8 @@ const ACT_LEAKY = 2u;
 const TE = WG_X / TJ;
 const ME = (ROWS + TE - 1) / TE;
 const WS_STRIDE = WS_OUT + 4;
+// Staged weights per invocation and slice.
+const PREFETCH = (WS_OUT * KT + WG_X - 1) / WG_X;
 
 var<workgroup> act: array<f32, ROWS * ACT_W>;
 var<workgroup> ws: array<f32, KT * WS_STRIDE>;
@@ -91,6 +93,18 @@ fn layer_bias(b0: Block, b1: Block, j: u32) -> f32 {
   return nets[b1.b + j - b0.rows];
 }
 
+// Weights of slice s (inputs [s * KT, s * KT + KT)) this invocation stages: element
+// idx = lid + p * WG_X of the slice is output idx / KT, input idx % KT (8 invocations read one
+// row's KT consecutive inputs: whole 32-byte sectors).
+fn load_slice(dst: ptr<function, array<f32, PREFETCH>>, b0: Block, b1: Block, s: u32, staged: u32, lid: u32) {
+  for (var p = 0u; p < PREFETCH; p++) {
+    let idx = lid + p * WG_X;
+    if (idx < staged) {
+      (*dst)[p] = layer_weight(b0, b1, idx / KT, s * KT + idx % KT);
+    }
+  }
+}
+
 // Y = act(X W^T + b) over input columns [k_start, n_k) (k_start a multiple of KT: the blocks
 // have no weight before it) for all ROWS rows; Y goes to columns [out_col, out_col + n_out) of
 // act (to_q false, in place) or of qv (to_q true).
@@ -109,15 +123,24 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
       acc[i * MJ_MAX + m] = bias;
     }
   }
+  // The next slice's weights are loaded into registers while this slice computes, so the
+  // global-memory latency hides behind the multiply-adds instead of stalling every slice.
   let slices = (n_k + KT - 1u) / KT;
+  let staged = n_out * KT;
+  var next: array<f32, PREFETCH>;
+  load_slice(&next, b0, b1, k_start / KT, staged, lid);
   for (var s = k_start / KT; s < slices; s++) {
     let k0 = s * KT;
-    for (var idx = lid; idx < n_out * KT; idx += WG_X) {
-      let j = idx / KT;
-      let kk = idx % KT;
-      ws[kk * WS_STRIDE + j] = layer_weight(b0, b1, j, k0 + kk);
+    for (var p = 0u; p < PREFETCH; p++) {
+      let idx = lid + p * WG_X;
+      if (idx < staged) {
+        ws[(idx % KT) * WS_STRIDE + idx / KT] = next[p];
+      }
     }
     workgroupBarrier();
+    if (s + 1u < slices) {
+      load_slice(&next, b0, b1, s + 1u, staged, lid);
+    }
     for (var kk = 0u; kk < KT; kk += 4u) {
       var x: array<vec4<f32>, ME>;
       for (var i = 0u; i < ME; i++) {
