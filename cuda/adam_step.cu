@@ -10,7 +10,9 @@
 //   sched: const unsigned int*: f32 bits of each step's bias corrections
 //   stats: float*: the norm is added at normAt
 //   u: Uniforms { n, nPartials, clip, maxNorm, oneMinusB1, beta2, oneMinusB2, eps, decay, schedAt, normAt,
-//                 gateAt } (gateAt != 0xffffffff and sched[gateAt] == 0: the step is skipped)
+//                 gateAt, lossAt, lossGroups, lossCount } (gateAt != 0xffffffff and sched[gateAt] == 0:
+//                 the step is skipped; lossGroups > 0: block 0 adds column sums of the loss head's
+//                 lossGroups x LOSS_PARTS partials at lossAt, divided by lossCount, to stats[0..LOSS_PARTS))
 // Block: WG_X threads (a power of two), ITEMS elements each, strided by WG_X. Every block reduces
 // the partials itself in the same fixed tree order, so all agree on the norm.
 // Numerics: the update uses round-to-nearest intrinsics (no contraction into fused multiply-adds),
@@ -36,6 +38,11 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) adam_step(KERNE
       scaled = true;
     }
     if (g == 0u && tid == 0u) stats[u.normAt] += norm;
+  }
+  if (g == 0u && tid < LOSS_PARTS && u.lossGroups > 0u) {
+    float sum = 0.0f;
+    for (unsigned int r = 0; r < u.lossGroups; r++) sum = __fadd_rn(sum, partials[u.lossAt + r * LOSS_PARTS + tid]);
+    stats[tid] = __fadd_rn(stats[tid], __fdiv_rn(sum, (float)u.lossCount));
   }
   const float step_size = __uint_as_float(sched[u.schedAt]);
   const float bc2_sqrt = __uint_as_float(sched[u.schedAt + 1u]);

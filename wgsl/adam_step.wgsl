@@ -11,7 +11,9 @@
 //   sched: array<u32>, read: f32 bits of each step's bias corrections
 //   stats: array<f32>, read_write: the norm is added at normAt
 //   u: Uniforms { n, nPartials, clip, maxNorm, oneMinusB1, beta2, oneMinusB2, eps, decay, schedAt, normAt,
-//                 gateAt } (gateAt != 0xffffffff and sched[gateAt] == 0: the step is skipped)
+//                 gateAt, lossAt, lossGroups, lossCount } (gateAt != 0xffffffff and sched[gateAt] == 0:
+//                 the step is skipped; lossGroups > 0: workgroup 0 adds column sums of the loss head's
+//                 lossGroups x LOSS_PARTS partials at lossAt, divided by lossCount, to stats[0..LOSS_PARTS))
 // Workgroup: WG_X threads (a power of two), ITEMS elements each, strided by WG_X. Every workgroup
 // reduces the partials itself in the same fixed tree order, so all agree on the norm.
 // Numerics: f32, the reference's operation order; WGSL allows a few ulp in sqrt and division and
@@ -55,6 +57,15 @@ fn adam_step(
   }
   if (skip) {
     return;
+  }
+  if (g == 0u && tid < LOSS_PARTS) {
+    var sum = 0.0;
+    for (var r = 0u; r < u.lossGroups; r++) {
+      sum = sum + partials[u.lossAt + r * LOSS_PARTS + tid];
+    }
+    if (u.lossGroups > 0u) {
+      stats[tid] = stats[tid] + sum / f32(u.lossCount);
+    }
   }
   let step_size = bitcast<f32>(sched[u.schedAt]);
   let bc2_sqrt = bitcast<f32>(sched[u.schedAt + 1u]);

@@ -12,6 +12,11 @@
  * sched[schedAt], sched[schedAt + 1]: the host computes them in f64 (as optim.ts) and uploads the
  * whole update's table once, so a captured update replays unchanged.
  *
+ * Loss statistics: when lossGroups > 0, workgroup 0 also adds the loss head's per-workgroup sums
+ * (ppo_loss: lossGroups rows of LOSS_PARTS floats at partials[lossAt]) to stats[0 .. LOSS_PARTS),
+ * each column summed in row order and divided by lossCount (the minibatch size), so the loss head
+ * needs no reduction launch of its own.
+ *
  * Gate: when gateAt != NO_GATE and sched[gateAt] == 0 the step is skipped entirely (params,
  * moments and statistics untouched): the curiosity model takes no step on an empty batch, and the
  * batch size is only known on the device (curiosity_gather writes it there).
@@ -26,6 +31,7 @@
  */
 import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import { grid1d, groupCount } from './grid.js';
+import { LOSS_PARTS } from './ppo_loss.js';
 import type { Kernel, TypedArray } from './reference.js';
 
 export const adamStepSpec: KernelSpec = {
@@ -51,9 +57,12 @@ export const adamStepSpec: KernelSpec = {
     { name: 'schedAt', type: 'u32' },
     { name: 'normAt', type: 'u32' },
     { name: 'gateAt', type: 'u32' },
+    { name: 'lossAt', type: 'u32' },
+    { name: 'lossGroups', type: 'u32' },
+    { name: 'lossCount', type: 'u32' },
   ],
   workgroupSize: [256, 1, 1],
-  constants: { ITEMS: 4 },
+  constants: { ITEMS: 4, LOSS_PARTS },
 };
 
 /** gateAt value of an ungated step. */
@@ -84,6 +93,8 @@ export interface AdamStepArgs {
   normAt: number;
   /** Index in `sched` of the step's gate (0: skip the step); default NO_GATE. */
   gateAt?: number;
+  /** The loss head's per-workgroup sums to fold into stats (ppo_loss); default none. */
+  loss?: { at: number; groups: number; count: number };
 }
 
 /** The two f32 bias-correction scalars of step t (1-based), as the host computes them (optim.ts). */
@@ -114,6 +125,9 @@ export function adamStepDispatch(a: AdamStepArgs, h: AdamHyper, schedAt: number)
       schedAt,
       normAt: a.normAt,
       gateAt: a.gateAt ?? NO_GATE,
+      lossAt: a.loss?.at ?? 0,
+      lossGroups: a.loss?.groups ?? 0,
+      lossCount: a.loss?.count ?? 1,
     },
     groups: grid1d(Math.ceil(a.n / PER_GROUP)),
   };
@@ -137,6 +151,11 @@ function adamStepReference(
     const c = u.maxNorm / (norm + 1e-6);
     if (c < 1) coef = f(c);
     stats[u.normAt] = f(stats[u.normAt] + f(norm));
+  }
+  for (let p = 0; p < LOSS_PARTS && u.lossGroups > 0; p++) {
+    let sum = 0;
+    for (let g = 0; g < u.lossGroups; g++) sum = f(sum + partials[u.lossAt + g * LOSS_PARTS + p]);
+    stats[p] = f(stats[p] + f(sum / u.lossCount));
   }
   const stepSize = schedF[u.schedAt];
   const bc2Sqrt = schedF[u.schedAt + 1];

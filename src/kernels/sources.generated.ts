@@ -16,7 +16,9 @@ export const wgslSources: Record<string, string> = {
 //   sched: array<u32>, read: f32 bits of each step's bias corrections
 //   stats: array<f32>, read_write: the norm is added at normAt
 //   u: Uniforms { n, nPartials, clip, maxNorm, oneMinusB1, beta2, oneMinusB2, eps, decay, schedAt, normAt,
-//                 gateAt } (gateAt != 0xffffffff and sched[gateAt] == 0: the step is skipped)
+//                 gateAt, lossAt, lossGroups, lossCount } (gateAt != 0xffffffff and sched[gateAt] == 0:
+//                 the step is skipped; lossGroups > 0: workgroup 0 adds column sums of the loss head's
+//                 lossGroups x LOSS_PARTS partials at lossAt, divided by lossCount, to stats[0..LOSS_PARTS))
 // Workgroup: WG_X threads (a power of two), ITEMS elements each, strided by WG_X. Every workgroup
 // reduces the partials itself in the same fixed tree order, so all agree on the norm.
 // Numerics: f32, the reference's operation order; WGSL allows a few ulp in sqrt and division and
@@ -60,6 +62,15 @@ fn adam_step(
   }
   if (skip) {
     return;
+  }
+  if (g == 0u && tid < LOSS_PARTS) {
+    var sum = 0.0;
+    for (var r = 0u; r < u.lossGroups; r++) {
+      sum = sum + partials[u.lossAt + r * LOSS_PARTS + tid];
+    }
+    if (u.lossGroups > 0u) {
+      stats[tid] = stats[tid] + sum / f32(u.lossCount);
+    }
   }
   let step_size = bitcast<f32>(sched[u.schedAt]);
   let bc2_sqrt = bitcast<f32>(sched[u.schedAt + 1u]);
@@ -4420,26 +4431,33 @@ fn ppo_gather(
 //   deltas[dLogitsOff + b nActions + k] = dNewLp ([k == action] - p_k) + entropyCoef p_k (logp_k + H) / batch
 //       with dNewLp = -A ratio / batch where the unclipped term is the max, else 0
 //   deltas[dValueOff + b] = valueCoef (V - R) / batch
-// and stats[STAT_*] += the minibatch means of policy, 0.5 (V - R)^2, H, (ratio - 1) - log ratio,
-// [|ratio - 1| > clip].
+// and, per workgroup g, partials[lossAt + g LOSS_PARTS + part] = its samples' sums of policy,
+// 0.5 (V - R)^2, H, (ratio - 1) - log ratio, [|ratio - 1| > clip] (adam_step folds them into the
+// update statistics).
 // Bindings (declared by the preamble generated from src/kernels/ppo_loss.ts):
 //   acts: array<f32>, read: logits rows at logitsOff, values at valuesOff
 //   mb: array<f32>, read: action (f32), old log-prob, advantage, return; batch floats each
 //   deltas: array<f32>, read_write: output layers' deltas written
-//   stats: array<f32>, read_write: update statistics, added to by thread 0
+//   partials: array<f32>, read_write: LOSS_PARTS sums per workgroup at lossAt
 //   u: Uniforms { batch, nActions, logitsOff, valuesOff, dLogitsOff, dValueOff, clip, valueCoef,
-//                 entropyCoef, normalize }
-// Workgroup: one of WG_X threads (a power of two); thread t takes samples t, t + WG_X, ...; the
-// advantage statistics and the loss sums are tree reductions in a fixed order (deterministic).
+//                 entropyCoef, normalize, lossAt }
+// Workgroup: WG_Y teams of WG_X = 32 lanes; team t takes samples g PER_GROUP + j WG_Y + t
+// (j < PER_TEAM), its lanes splitting the logits (k = lane, lane + 32, ...). Each workgroup computes
+// the minibatch's advantage statistics itself (the same tree everywhere). Max, sum of exponentials
+// and entropy are team trees in workgroup memory; every thread runs every round (samples past the
+// batch contribute neutral values), so all barriers are in uniform control flow.
 // Numerics: f32 throughout (the TS reference uses f64 between f32 loads and stores: tolerance);
 // an action outside [0, nActions) is clamped.
 
-var<workgroup> red: array<f32, WG_X>;
+const THREADS = WG_X * WG_Y;
+const PER_GROUP = WG_Y * PER_TEAM;
+
+var<workgroup> red: array<f32, THREADS>;
 
 fn block_sum(v: f32, tid: u32) -> f32 {
   red[tid] = v;
   workgroupBarrier();
-  for (var s = u32(WG_X) / 2u; s > 0u; s = s >> 1u) {
+  for (var s = u32(THREADS) / 2u; s > 0u; s = s >> 1u) {
     if (tid < s) {
       red[tid] = red[tid] + red[tid + s];
     }
@@ -4450,20 +4468,48 @@ fn block_sum(v: f32, tid: u32) -> f32 {
   return total;
 }
 
+// Team trees over the WG_X lanes of team \`team\` (max when \`take_max\`, else sum).
+fn team_reduce(v: f32, lane: u32, team: u32, take_max: bool) -> f32 {
+  let at = team * WG_X + lane;
+  red[at] = v;
+  workgroupBarrier();
+  for (var s = u32(WG_X) / 2u; s > 0u; s = s >> 1u) {
+    if (lane < s) {
+      if (take_max) {
+        red[at] = max(red[at], red[at + s]);
+      } else {
+        red[at] = red[at] + red[at + s];
+      }
+    }
+    workgroupBarrier();
+  }
+  let total = red[team * WG_X];
+  workgroupBarrier();
+  return total;
+}
+
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)
-fn ppo_loss(@builtin(local_invocation_index) tid: u32) {
+fn ppo_loss(
+  @builtin(workgroup_id) wid: vec3<u32>,
+  @builtin(num_workgroups) nwg: vec3<u32>,
+  @builtin(local_invocation_id) lid: vec3<u32>,
+  @builtin(local_invocation_index) tid: u32,
+) {
+  let g = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
+  let lane = lid.x;
+  let team = lid.y;
   let n = u.batch;
   let nf = f32(n);
   var mean = 0.0;
   var scale = 1.0;
   if (u.normalize != 0u) {
     var s = 0.0;
-    for (var b = tid; b < n; b += WG_X) {
+    for (var b = tid; b < n; b += THREADS) {
       s = s + mb[2u * n + b];
     }
     mean = block_sum(s, tid) / nf;
     var q = 0.0;
-    for (var b = tid; b < n; b += WG_X) {
+    for (var b = tid; b < n; b += THREADS) {
       let d = mb[2u * n + b] - mean;
       q = q + d * d;
     }
@@ -4475,66 +4521,68 @@ fn ppo_loss(@builtin(local_invocation_index) tid: u32) {
     scale = 1.0 / (sd + 1e-8);
   }
 
-  var policy = 0.0;
-  var value = 0.0;
-  var entropy = 0.0;
-  var kl = 0.0;
-  var clipped = 0.0;
+  var sums: array<f32, LOSS_PARTS>;
   let na = u.nActions;
-  for (var b = tid; b < n; b += WG_X) {
+  for (var j = 0u; j < PER_TEAM; j++) {
+    let b = g * PER_GROUP + j * WG_Y + team;
+    let valid = b < n;
     let base = u.logitsOff + b * na;
-    var mx = acts[base];
-    for (var k = 1u; k < na; k++) {
-      mx = max(mx, acts[base + k]);
+    var mx = -3.4028234e38;  // -FLT_MAX: below every finite logit
+    if (valid) {
+      for (var k = lane; k < na; k += WG_X) {
+        mx = max(mx, acts[base + k]);
+      }
     }
-    var sum_exp = 0.0;
-    for (var k = 0u; k < na; k++) {
-      sum_exp = sum_exp + exp(acts[base + k] - mx);
+    mx = team_reduce(mx, lane, team, true);
+    var se = 0.0;
+    if (valid) {
+      for (var k = lane; k < na; k += WG_X) {
+        se = se + exp(acts[base + k] - mx);
+      }
     }
-    let lse = mx + log(sum_exp);
+    let lse = mx + log(team_reduce(se, lane, team, false));
     var h = 0.0;
-    for (var k = 0u; k < na; k++) {
-      let lp = acts[base + k] - lse;
-      h = h - exp(lp) * lp;
+    if (valid) {
+      for (var k = lane; k < na; k += WG_X) {
+        let lp = acts[base + k] - lse;
+        h = h - exp(lp) * lp;
+      }
     }
-    let action = min(u32(max(mb[b], 0.0)), na - 1u);
-    let log_ratio = acts[base + action] - lse - mb[n + b];
-    let ratio = exp(log_ratio);
-    let a = (mb[2u * n + b] - mean) * scale;
-    let unclipped = -a * ratio;
-    let clipped_term = -a * clamp(ratio, 1.0 - u.clip, 1.0 + u.clip);
-    policy = policy + max(unclipped, clipped_term);
-    entropy = entropy + h;
-    kl = kl + (ratio - 1.0 - log_ratio);
-    if (abs(ratio - 1.0) > u.clip) {
-      clipped = clipped + 1.0;
+    h = team_reduce(h, lane, team, false);
+    if (valid) {
+      let action = min(u32(max(mb[b], 0.0)), na - 1u);
+      let log_ratio = acts[base + action] - lse - mb[n + b];
+      let ratio = exp(log_ratio);
+      let a = (mb[2u * n + b] - mean) * scale;
+      let unclipped = -a * ratio;
+      let clipped_term = -a * clamp(ratio, 1.0 - u.clip, 1.0 + u.clip);
+      var d_new_lp = 0.0;
+      if (unclipped >= clipped_term) {
+        d_new_lp = -a * ratio / nf;
+      }
+      for (var k = lane; k < na; k += WG_X) {
+        let lp = acts[base + k] - lse;
+        let p = exp(lp);
+        let onehot = select(0.0, 1.0, k == action);
+        deltas[u.dLogitsOff + b * na + k] = d_new_lp * (onehot - p) + u.entropyCoef * p * (lp + h) / nf;
+      }
+      if (lane == 0u) {
+        let err = acts[u.valuesOff + b] - mb[3u * n + b];
+        deltas[u.dValueOff + b] = u.valueCoef * err / nf;
+        sums[0] = sums[0] + max(unclipped, clipped_term);
+        sums[1] = sums[1] + 0.5 * err * err;
+        sums[2] = sums[2] + h;
+        sums[3] = sums[3] + (ratio - 1.0 - log_ratio);
+        sums[4] = sums[4] + select(0.0, 1.0, abs(ratio - 1.0) > u.clip);
+      }
     }
-    var d_new_lp = 0.0;
-    if (unclipped >= clipped_term) {
-      d_new_lp = -a * ratio / nf;
-    }
-    for (var k = 0u; k < na; k++) {
-      let lp = acts[base + k] - lse;
-      let p = exp(lp);
-      let onehot = select(0.0, 1.0, k == action);
-      deltas[u.dLogitsOff + b * na + k] = d_new_lp * (onehot - p) + u.entropyCoef * p * (lp + h) / nf;
-    }
-    let err = acts[u.valuesOff + b] - mb[3u * n + b];
-    value = value + err * err;
-    deltas[u.dValueOff + b] = u.valueCoef * err / nf;
   }
 
-  let sp = block_sum(policy, tid);
-  let sv = block_sum(value, tid);
-  let se = block_sum(entropy, tid);
-  let sk = block_sum(kl, tid);
-  let sc = block_sum(clipped, tid);
-  if (tid == 0u) {
-    stats[STAT_POLICY] = stats[STAT_POLICY] + sp / nf;
-    stats[STAT_VALUE] = stats[STAT_VALUE] + 0.5 * sv / nf;
-    stats[STAT_ENTROPY] = stats[STAT_ENTROPY] + se / nf;
-    stats[STAT_KL] = stats[STAT_KL] + sk / nf;
-    stats[STAT_CLIPFRAC] = stats[STAT_CLIPFRAC] + sc / nf;
+  for (var p = 0u; p < LOSS_PARTS; p++) {
+    let total = block_sum(sums[p], tid);
+    if (tid == 0u) {
+      partials[u.lossAt + g * LOSS_PARTS + p] = total;
+    }
   }
 }
 `,
@@ -4640,7 +4688,9 @@ export const cudaSources: Record<string, string> = {
 //   sched: const unsigned int*: f32 bits of each step's bias corrections
 //   stats: float*: the norm is added at normAt
 //   u: Uniforms { n, nPartials, clip, maxNorm, oneMinusB1, beta2, oneMinusB2, eps, decay, schedAt, normAt,
-//                 gateAt } (gateAt != 0xffffffff and sched[gateAt] == 0: the step is skipped)
+//                 gateAt, lossAt, lossGroups, lossCount } (gateAt != 0xffffffff and sched[gateAt] == 0:
+//                 the step is skipped; lossGroups > 0: block 0 adds column sums of the loss head's
+//                 lossGroups x LOSS_PARTS partials at lossAt, divided by lossCount, to stats[0..LOSS_PARTS))
 // Block: WG_X threads (a power of two), ITEMS elements each, strided by WG_X. Every block reduces
 // the partials itself in the same fixed tree order, so all agree on the norm.
 // Numerics: the update uses round-to-nearest intrinsics (no contraction into fused multiply-adds),
@@ -4666,6 +4716,11 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) adam_step(KERNE
       scaled = true;
     }
     if (g == 0u && tid == 0u) stats[u.normAt] += norm;
+  }
+  if (g == 0u && tid < LOSS_PARTS && u.lossGroups > 0u) {
+    float sum = 0.0f;
+    for (unsigned int r = 0; r < u.lossGroups; r++) sum = __fadd_rn(sum, partials[u.lossAt + r * LOSS_PARTS + tid]);
+    stats[tid] = __fadd_rn(stats[tid], __fdiv_rn(sum, (float)u.lossCount));
   }
   const float step_size = __uint_as_float(sched[u.schedAt]);
   const float bc2_sqrt = __uint_as_float(sched[u.schedAt + 1u]);
@@ -7045,90 +7100,119 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) ppo_gather(KERN
 //   deltas[dLogitsOff + b nActions + k] = dNewLp ([k == action] - p_k) + entropyCoef p_k (logp_k + H) / batch
 //       with dNewLp = -A ratio / batch where the unclipped term is the max, else 0
 //   deltas[dValueOff + b] = valueCoef (V - R) / batch
-// and stats[STAT_*] += the minibatch means of policy, 0.5 (V - R)^2, H, (ratio - 1) - log ratio,
-// [|ratio - 1| > clip].
+// and, per block g, partials[lossAt + g LOSS_PARTS + part] = its samples' sums of policy,
+// 0.5 (V - R)^2, H, (ratio - 1) - log ratio, [|ratio - 1| > clip] (adam_step folds them into the
+// update statistics).
 // Bindings (declared by the preamble generated from src/kernels/ppo_loss.ts):
 //   acts: const float*: logits rows at logitsOff, values at valuesOff
 //   mb: const float*: action (f32), old log-prob, advantage, return; batch floats each
 //   deltas: float*, written: output layers' deltas
-//   stats: float*: update statistics, added to by thread 0
+//   partials: float*, written: LOSS_PARTS sums per block at lossAt
 //   u: Uniforms { batch, nActions, logitsOff, valuesOff, dLogitsOff, dValueOff, clip, valueCoef,
-//                 entropyCoef, normalize }
-// Block: one of WG_X threads (a power of two); thread t takes samples t, t + WG_X, ...; the
-// advantage statistics and the loss sums are tree reductions in a fixed order (deterministic).
+//                 entropyCoef, normalize, lossAt }
+// Block: WG_Y teams (warps) of WG_X = 32 lanes; team t takes samples g PER_GROUP + j WG_Y + t
+// (j < PER_TEAM), its lanes splitting the logits (k = lane, lane + 32, ...). Each block computes the
+// minibatch's advantage statistics itself (the same tree everywhere). Max, sum of exponentials and
+// entropy are the WGSL twin's team trees in shared memory (a team is one warp: __syncwarp between
+// levels). Every thread runs every round, so no barrier is divergent.
 // Numerics: f32 with the accurate expf/logf (no fast-math) (the TS reference uses f64 between f32
 // loads and stores: tolerance); an action outside [0, nActions) is clamped.
+#include "grid.cuh"
 #include "learn_common.cuh"
 
+#define THREADS (WG_X * WG_Y)
+#define PER_GROUP (WG_Y * PER_TEAM)
+
+// Team tree over the WG_X lanes of one warp (max when \`take_max\`, else sum).
+__device__ __forceinline__ float team_reduce(float v, float* red, unsigned int lane, unsigned int team, bool take_max) {
+  const unsigned int at = team * WG_X + lane;
+  red[at] = v;
+  __syncwarp();
+  for (unsigned int s = WG_X / 2u; s > 0u; s >>= 1) {
+    if (lane < s) red[at] = take_max ? fmaxf(red[at], red[at + s]) : red[at] + red[at + s];
+    __syncwarp();
+  }
+  const float total = red[team * WG_X];
+  __syncwarp();
+  return total;
+}
+
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) ppo_loss(KERNEL_ARGS) {
-  __shared__ float red[WG_X];
-  const unsigned int tid = threadIdx.x;
+  static_assert(WG_X == 32, "a team is one warp");
+  __shared__ float red[THREADS];
+  const unsigned int g = (unsigned int)flat_block_id();
+  const unsigned int lane = threadIdx.x;
+  const unsigned int team = threadIdx.y;
+  const unsigned int tid = lane + WG_X * team;
   const unsigned int n = u.batch;
   const float nf = (float)n;
   float mean = 0.0f;
   float scale = 1.0f;
   if (u.normalize != 0u) {
     float s = 0.0f;
-    for (unsigned int b = tid; b < n; b += WG_X) s += mb[2u * n + b];
-    mean = learn_block_sum(s, red, tid, WG_X) / nf;
+    for (unsigned int b = tid; b < n; b += THREADS) s += mb[2u * n + b];
+    mean = learn_block_sum(s, red, tid, THREADS) / nf;
     float q = 0.0f;
-    for (unsigned int b = tid; b < n; b += WG_X) {
+    for (unsigned int b = tid; b < n; b += THREADS) {
       const float d = mb[2u * n + b] - mean;
       q += d * d;
     }
-    const float ss = learn_block_sum(q, red, tid, WG_X);
+    const float ss = learn_block_sum(q, red, tid, THREADS);
     const float sd = n > 1u ? sqrtf(ss / (float)(n - 1u)) : 0.0f;
     scale = 1.0f / (sd + 1e-8f);
   }
 
-  float policy = 0.0f, value = 0.0f, entropy = 0.0f, kl = 0.0f, clipped = 0.0f;
+  float sums[LOSS_PARTS] = {};
   const unsigned int na = u.nActions;
-  for (unsigned int b = tid; b < n; b += WG_X) {
+  for (unsigned int j = 0; j < PER_TEAM; j++) {
+    const unsigned int b = g * PER_GROUP + j * WG_Y + team;
+    const bool valid = b < n;
     const float* logits = acts + u.logitsOff + b * na;
-    float mx = logits[0];
-    for (unsigned int k = 1; k < na; k++) mx = fmaxf(mx, logits[k]);
-    float sum_exp = 0.0f;
-    for (unsigned int k = 0; k < na; k++) sum_exp += expf(logits[k] - mx);
-    const float lse = mx + logf(sum_exp);
+    float mx = -3.4028234e38f;  // -FLT_MAX: below every finite logit
+    if (valid)
+      for (unsigned int k = lane; k < na; k += WG_X) mx = fmaxf(mx, logits[k]);
+    mx = team_reduce(mx, red, lane, team, true);
+    float se = 0.0f;
+    if (valid)
+      for (unsigned int k = lane; k < na; k += WG_X) se += expf(logits[k] - mx);
+    const float lse = mx + logf(team_reduce(se, red, lane, team, false));
     float h = 0.0f;
-    for (unsigned int k = 0; k < na; k++) {
-      const float lp = logits[k] - lse;
-      h -= expf(lp) * lp;
-    }
+    if (valid)
+      for (unsigned int k = lane; k < na; k += WG_X) {
+        const float lp = logits[k] - lse;
+        h -= expf(lp) * lp;
+      }
+    h = team_reduce(h, red, lane, team, false);
+    if (!valid) continue;
     const unsigned int action = min((unsigned int)fmaxf(mb[b], 0.0f), na - 1u);
     const float log_ratio = logits[action] - lse - mb[n + b];
     const float ratio = expf(log_ratio);
     const float a = (mb[2u * n + b] - mean) * scale;
     const float unclipped = -a * ratio;
     const float clipped_term = -a * fminf(fmaxf(ratio, 1.0f - u.clip), 1.0f + u.clip);
-    policy += fmaxf(unclipped, clipped_term);
-    entropy += h;
-    kl += ratio - 1.0f - log_ratio;
-    if (fabsf(ratio - 1.0f) > u.clip) clipped += 1.0f;
     const float d_new_lp = unclipped >= clipped_term ? -a * ratio / nf : 0.0f;
     float* d_logits = deltas + u.dLogitsOff + b * na;
-    for (unsigned int k = 0; k < na; k++) {
+    for (unsigned int k = lane; k < na; k += WG_X) {
       const float lp = logits[k] - lse;
       const float p = expf(lp);
       const float onehot = k == action ? 1.0f : 0.0f;
       d_logits[k] = d_new_lp * (onehot - p) + u.entropyCoef * p * (lp + h) / nf;
     }
-    const float err = acts[u.valuesOff + b] - mb[3u * n + b];
-    value += err * err;
-    deltas[u.dValueOff + b] = u.valueCoef * err / nf;
+    if (lane == 0u) {
+      const float err = acts[u.valuesOff + b] - mb[3u * n + b];
+      deltas[u.dValueOff + b] = u.valueCoef * err / nf;
+      sums[0] += fmaxf(unclipped, clipped_term);
+      sums[1] += 0.5f * err * err;
+      sums[2] += h;
+      sums[3] += ratio - 1.0f - log_ratio;
+      sums[4] += fabsf(ratio - 1.0f) > u.clip ? 1.0f : 0.0f;
+    }
   }
 
-  const float sp = learn_block_sum(policy, red, tid, WG_X);
-  const float sv = learn_block_sum(value, red, tid, WG_X);
-  const float se = learn_block_sum(entropy, red, tid, WG_X);
-  const float sk = learn_block_sum(kl, red, tid, WG_X);
-  const float sc = learn_block_sum(clipped, red, tid, WG_X);
-  if (tid == 0u) {
-    stats[STAT_POLICY] += sp / nf;
-    stats[STAT_VALUE] += 0.5f * sv / nf;
-    stats[STAT_ENTROPY] += se / nf;
-    stats[STAT_KL] += sk / nf;
-    stats[STAT_CLIPFRAC] += sc / nf;
+#pragma unroll
+  for (unsigned int p = 0; p < LOSS_PARTS; p++) {
+    const float total = learn_block_sum(sums[p], red, tid, THREADS);
+    if (tid == 0u) partials[u.lossAt + g * LOSS_PARTS + p] = total;
   }
 }
 `,

@@ -11,9 +11,10 @@
  *   ppo_gather                 1  shuffled rows of the rollout -> input rows + per-sample scalars
  *   mlp_forward                6  stage s: actor layer s and critic layer s together
  *   ppo_loss                   1  log-softmax, ratio, clipped surrogate, entropy, value loss;
- *                                 advantage normalisation; output deltas; statistics
+ *                                 advantage normalisation; output deltas; per-workgroup loss sums
  *   mlp_backward               6  stage s: dW, db, dX of the actor's and critic's layer s from the top
- *   adam_step                  1  global norm (from mlp_backward's per-tile partials), clip, Adam
+ *   adam_step                  1  global norm (from mlp_backward's per-tile partials), clip, Adam;
+ *                                 folds ppo_loss's sums into the statistics
  * Everything that changes between updates is data, not launch arguments: the first shuffle epoch
  * (update * updateEpochs) and each step's Adam bias corrections (computed on the host in f64, as
  * optim.ts) sit in a small schedule buffer uploaded before the run. So the launches of an update
@@ -27,7 +28,7 @@ import type { Backend, DeviceBuffer, Dispatch } from '../backend/types.js';
 import type { PpoConfig } from '../config.js';
 import { type AdamHyper, adamBiasCorrection, adamStepDispatch } from '../kernels/adam_step.js';
 import { type PpoGatherArgs, ppoGatherDispatch, type RolloutSections } from '../kernels/ppo_gather.js';
-import { ppoLossDispatch, STAT, STAT_COUNT } from '../kernels/ppo_loss.js';
+import { LOSS_PARTS, lossGroups, ppoLossDispatch, STAT, STAT_COUNT } from '../kernels/ppo_loss.js';
 import type { NetLayout } from '../nets/layout.js';
 import { seedToKey } from '../rng/philox.js';
 import {
@@ -120,7 +121,7 @@ export class DevicePpoLearner {
     this.graphs = init.graphs ?? true;
     const p = this.plan;
     this.buffers = {
-      ...createMlpBuffers(backend, p, 'ppo'),
+      ...createMlpBuffers(backend, p, 'ppo', LOSS_PARTS * lossGroups(p.batch)),
       moments: backend.createBuffer(8 * p.paramFloats, 'ppo.moments'),
       mb: backend.createBuffer(16 * p.batch, 'ppo.minibatch'),
       stats: backend.createBuffer(4 * STAT_COUNT, 'ppo.stats'),
@@ -220,7 +221,8 @@ export class DevicePpoLearner {
       acts: b.acts,
       mb: b.mb,
       deltas: b.deltas,
-      stats: b.stats,
+      partials: b.partials,
+      lossAt: plan.partialCount,
       batch: plan.batch,
       nActions: actor.layout.layers[lastA].out,
       logitsOff: actor.outputAt[lastA],
@@ -244,6 +246,7 @@ export class DevicePpoLearner {
       n: plan.paramFloats,
       nPartials: plan.partialCount,
       normAt: STAT.gradNorm,
+      loss: { at: plan.partialCount, groups: lossGroups(plan.batch), count: plan.batch },
     };
     const dispatches: Dispatch[] = [];
     let s = 0;

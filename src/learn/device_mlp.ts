@@ -140,11 +140,15 @@ export function backwardDispatches(plan: MlpPlan, b: MlpBuffers): Dispatch[] {
   return out;
 }
 
-/** Allocates the buffers of a plan (zero-filled), labelled `<prefix>.<name>`. */
+/**
+ * Allocates the buffers of a plan (zero-filled), labelled `<prefix>.<name>`; `extraPartials` floats
+ * after the plan's partials are for a loss head's per-workgroup sums.
+ */
 export function createMlpBuffers(
   backend: { createBuffer(bytes: number, label: string): DeviceBuffer },
   plan: MlpPlan,
   prefix: string,
+  extraPartials = 0,
 ): MlpBuffers {
   const make = (floats: number, name: string) =>
     backend.createBuffer(4 * Math.max(1, floats), `${prefix}.${name}`);
@@ -153,6 +157,6 @@ export function createMlpBuffers(
     grads: make(plan.paramFloats, 'grads'),
     acts: make(plan.actFloats, 'acts'),
     deltas: make(plan.deltaFloats, 'deltas'),
-    partials: make(plan.partialCount, 'partials'),
+    partials: make(plan.partialCount + extraPartials, 'partials'),
   };
 }

@@ -13,7 +13,7 @@ import { type AdamHyper, adamBiasCorrection, adamStepDispatch } from '../kernels
 import { curiosityGatherDispatch } from '../kernels/curiosity_gather.js';
 import { curiosityLossDispatch } from '../kernels/curiosity_loss.js';
 import { ppoGatherDispatch } from '../kernels/ppo_gather.js';
-import { ppoLossDispatch, STAT, STAT_COUNT } from '../kernels/ppo_loss.js';
+import { LOSS_PARTS, lossGroups, ppoLossDispatch, STAT, STAT_COUNT } from '../kernels/ppo_loss.js';
 import type { TypedArray } from '../kernels/reference.js';
 import { curiosityTrainStep } from '../learn/curiosity.js';
 import { DevicePpoLearner } from '../learn/device.js';
@@ -357,13 +357,15 @@ function lossCase(batch: number, normalize: boolean): ParityCase {
         mb.set(d.advantages, 2 * batch);
         mb.set(d.returns, 3 * batch);
         const deltas = make(new Float32Array(batch * (nA + 1)).fill(Number.NaN), 'deltas');
-        const stats = make(STAT_COUNT, 'stats');
+        const groups = lossGroups(batch);
+        const partials = make(new Float32Array(3 + groups * LOSS_PARTS).fill(Number.NaN), 'partials');
         backend.run([
           ppoLossDispatch({
             acts: make(acts, 'acts'),
             mb: make(mb, 'mb'),
             deltas,
-            stats,
+            partials,
+            lossAt: 3,
             batch,
             nActions: nA,
             logitsOff: 0,
@@ -376,10 +378,18 @@ function lossCase(batch: number, normalize: boolean): ParityCase {
             normalize,
           }),
         ]);
+        // The per-workgroup sums, reduced here as adam_step does, as means over the minibatch.
+        const sums = await readF32(backend, partials, 3, groups * LOSS_PARTS);
+        const stats = new Float32Array(LOSS_PARTS);
+        for (let p = 0; p < LOSS_PARTS; p++) {
+          let sum = 0;
+          for (let g = 0; g < groups; g++) sum += sums[g * LOSS_PARTS + p];
+          stats[p] = sum / batch;
+        }
         return {
           dLogits: await readF32(backend, deltas, 0, batch * nA),
           dValue: await readF32(backend, deltas, batch * nA, batch),
-          stats: await readF32(backend, stats, 0, 5),
+          stats,
         };
       }),
   };
@@ -387,13 +397,18 @@ function lossCase(batch: number, normalize: boolean): ParityCase {
 
 // ---- adam_step -----------------------------------------------------------------------------
 
-/** Adam / AdamW on n params at step t, clipped or not, against optim.ts. */
-function adamCase(n: number, t: number, h: AdamHyper, what: string): ParityCase {
+/**
+ * Adam / AdamW on n params at step t, clipped or not, against optim.ts; with `lossGroups`, also
+ * the fold of a loss head's per-workgroup sums into the statistics (column sums / count).
+ */
+function adamCase(n: number, t: number, h: AdamHyper, what: string, lossGroupCount = 0): ParityCase {
+  const count = 100;
   const data = memo(() => ({
     params: floats(40, n, -0.5, 0.5),
     grads: floats(41, n, -0.2, 0.2),
     m: floats(42, n, -0.01, 0.01),
     v: floats(43, n, 0, 1e-4),
+    loss: floats(44, lossGroupCount * LOSS_PARTS, -2, 2),
   }));
   return {
     name: `adam_step n=${n} t=${t} ${what}`,
@@ -410,16 +425,27 @@ function adamCase(n: number, t: number, h: AdamHyper, what: string): ParityCase 
       state.step = t - 1;
       const norm = h.maxGradNorm ? clipGradNorm([grads], h.maxGradNorm) : 0;
       adamStep(params, grads, state, h);
-      return { params, m: state.m as Float32Array, v: state.v as Float32Array, norm: Float32Array.of(norm) };
+      const lossStats = new Float32Array(LOSS_PARTS);
+      for (let p = 0; p < LOSS_PARTS; p++) {
+        for (let g = 0; g < lossGroupCount; g++) lossStats[p] += data().loss[g * LOSS_PARTS + p] / count;
+      }
+      return {
+        params,
+        m: state.m as Float32Array,
+        v: state.v as Float32Array,
+        norm: Float32Array.of(norm),
+        lossStats,
+      };
     }),
     actual: (backend) =>
       scoped(backend, async (make) => {
         const d = data();
         // The sum of squares split over uneven partials, as mlp_backward's tiles would write it.
-        const partials = new Float32Array(37);
+        const partials = new Float32Array(37 + d.loss.length);
         d.grads.forEach((g, k) => {
           partials[k % 37] += g * g;
         });
+        partials.set(d.loss, 37);
         const sched = new Float32Array(2);
         sched.set(adamBiasCorrection(h, t));
         const moments = new Float32Array(2 * n);
@@ -436,8 +462,9 @@ function adamCase(n: number, t: number, h: AdamHyper, what: string): ParityCase 
           sched: make(new Uint32Array(sched.buffer), 'sched'),
           stats,
           n,
-          nPartials: partials.length,
+          nPartials: 37,
           normAt: STAT.gradNorm,
+          loss: lossGroupCount ? { at: 37, groups: lossGroupCount, count } : undefined,
         };
         backend.run([adamStepDispatch(args, h, 0)]);
         return {
@@ -445,6 +472,7 @@ function adamCase(n: number, t: number, h: AdamHyper, what: string): ParityCase 
           m: await readF32(backend, mom, 0, n),
           v: await readF32(backend, mom, n, n),
           norm: await readF32(backend, stats, STAT.gradNorm, 1),
+          lossStats: await readF32(backend, stats, 0, LOSS_PARTS),
         };
       }),
   };
@@ -746,7 +774,13 @@ export function learnParityCases(): ParityCase[] {
     lossCase(300, true),
     lossCase(1, true),
     lossCase(40, false),
-    adamCase(5000, 1, { lr: 3e-4, maxGradNorm: 0.5 }, 'Adam, clipped (norm above 0.5)'),
+    adamCase(
+      5000,
+      1,
+      { lr: 3e-4, maxGradNorm: 0.5 },
+      'Adam, clipped (norm above 0.5), loss sums of 7 workgroups',
+      7,
+    ),
     adamCase(3000, 7, { lr: 3e-4, maxGradNorm: 1e3 }, 'Adam, clip inactive'),
     adamCase(2000, 3, { lr: 1e-3, weightDecay: 0.01 }, 'AdamW, no clip'),
     curiosityCase(40, 37),
