@@ -15,7 +15,9 @@
 // - SEED_VARIANT 0, tiled: thread r < TILE_E runs episode r's simulator with its state in registers;
 //   between those serial phases the whole block runs each layer as a [TILE_E, in] x [in, out]
 //   product on shared-memory activations (mlp_tile.cuh, collect_nets.cuh). Shared memory is static
-//   (<= 48 KiB): TILE_E <= 32 for the plain head, <= 16 for C51 and IQN (a static_assert says so).
+//   (<= 48 KiB: TILE_E <= 32 for the plain head, <= 16 for C51 and IQN) unless the constant
+//   DYN_SMEM_BYTES is set: then the plan lives in that much dynamic shared memory (plain head at
+//   TILE_E 64: 85 KiB), so every weight read from L2 serves twice the episodes.
 //   Small N: use a small TILE_E (down to 1) so more blocks share the episodes' layer math.
 // - SEED_VARIANT 1, the seed design kept for the benchmark: one thread per episode, every layer a
 //   per-thread loop over global weights, activations in local memory (plain head only).
@@ -30,6 +32,9 @@
 #define COLLECT_THREADS WG_X
 #define COLLECT_ATOMS ATOMS
 #define COLLECT_IQN_EMBED IQN_EMBED
+#ifdef DYN_SMEM_BYTES
+#define COLLECT_DYN_SMEM
+#endif
 
 #include "collect_io.cuh"
 #include "collect_nets.cuh"
@@ -99,18 +104,36 @@ constexpr int SM_END_NETS = HEAD == HEAD_PLAIN ? SM_END_PLAIN : HEAD == HEAD_C51
 // The episodes' simulator state lives here between the env phases rather than in registers that
 // would stay live (and spill) through every layer.
 constexpr int SM_EPISODES = SM_END_NETS;
-constexpr int SM_FLOATS = align4(SM_EPISODES + E * (int)(sizeof(Episode) / 4));
+constexpr int SM_END_EPISODES = align4(SM_EPISODES + E * (int)(sizeof(Episode) / 4));
+#ifdef DYN_SMEM_BYTES
+// Plain head in dynamic shared memory: the streams' hidden layers get a buffer of their own
+// (dueling_q out of place), so a thread holds one stream's accumulators at a time.
+static_assert(HEAD == HEAD_PLAIN, "collect_dqn: dynamic shared memory is planned for the plain head only");
+constexpr int SM_HID = SM_END_EPISODES;
+constexpr int SM_FLOATS = SM_HID + E * LD_TRUNK;
+#else
+constexpr int SM_HID = SM_ACT;
+constexpr int SM_FLOATS = SM_END_EPISODES;
+#endif
 constexpr int SM_Q = HEAD == HEAD_PLAIN ? SM_ACT : HEAD == HEAD_C51 ? SM_C51_Q : SM_IQN_Q;
 static_assert(sizeof(Episode) % 4 == 0, "Episode is 4-byte fields");
+#ifdef DYN_SMEM_BYTES
+// The descriptor (src/kernels/collect_dqn.ts cudaDqnSharedBytes) sizes the launch from the same
+// plan: equality catches either side drifting.
+static_assert(SM_FLOATS * 4 == DYN_SMEM_BYTES, "collect_dqn: DYN_SMEM_BYTES differs from the shared-memory plan");
+static_assert(DYN_SMEM_BYTES <= 227 * 1024, "collect_dqn: TILE_E too large for 227 KiB of shared memory");
+#else
 static_assert(SM_FLOATS * 4 <= 48 * 1024,
-              "collect_dqn: TILE_E too large for 48 KiB of shared memory (plain: <= 32, C51 and IQN: <= 16)");
+              "collect_dqn: TILE_E too large for 48 KiB of static shared memory (plain: <= 32, C51 and IQN: <= 16); "
+              "larger plain tiles take dynamic shared memory (DYN_SMEM_BYTES)");
+#endif
 static_assert(E <= COLLECT_THREADS, "collect_dqn: one thread per episode runs the simulator");
 static_assert(LD_Q + LD_CURIOSITY <= LD_TRUNK, "the curiosity model runs inside act, after the q rows");
 
 template <int NET_BASE>
 COLLECT_FN void q_values(const float* nets, float* smem, float vmin, float vmax) {
   if constexpr (HEAD == HEAD_PLAIN) {
-    dueling_q<NET_BASE, E>(nets, smem + SM_ACT, smem + SM_V, smem + SM_A, smem + SM_Q);
+    dueling_q<NET_BASE, E>(nets, smem + SM_ACT, smem + SM_HID, smem + SM_V, smem + SM_A, smem + SM_Q);
   } else if constexpr (HEAD == HEAD_C51) {
     C51Buffers b;
     b.act = smem + SM_ACT;

@@ -110,6 +110,17 @@ COLLECT_FN void dueling_hidden(const float* __restrict__ p, float* act) {
   block_sync();
 }
 
+// The same two layers out of place: act [R, LD_TRUNK] trunk features -> hid [R, LD_TRUNK] (value
+// hidden 0..127, advantage hidden 128..255). No barrier between a layer's compute and store, so
+// only one stream's accumulators are live at a time: what lets TILE_E 64 fit in registers.
+template <int Head, int Base, int R>
+COLLECT_FN void dueling_hidden_to(const float* __restrict__ p, const float* act, float* hid) {
+  using L = Dueling<Head, Base>;
+  dense_tile<256, 128, ACT_LEAKY, R, L::V0_W, L::V0_B>(p, act, LD_TRUNK, hid, LD_TRUNK);
+  dense_tile<256, 128, ACT_LEAKY, R, L::A0_W, L::A0_B>(p, act, LD_TRUNK, hid + 128, LD_TRUNK);
+  block_sync();
+}
+
 // The plain / IQN output layers: v[r * ldv] value, a [R, lda] advantages, from dueling_hidden.
 template <int Head, int Base, int R>
 COLLECT_FN void dueling_out(const float* __restrict__ p, const float* act, float* v, int ldv, float* a, int lda) {
@@ -127,13 +138,17 @@ COLLECT_DEVICE float advantage_mean(const float* a) {
 }
 
 // Plain dueling Q of R rows (forward.ts forwardDueling): act [R, LD_TRUNK] input states, then
-// scratch; v [R], a [R, LD_Q] scratch; q [R, LD_Q] output (may alias act: act is dead by then).
-// Q[a] = f32(f32(V + A[a]) - mean(A)).
+// scratch; hid [R, LD_TRUNK] the streams' hidden layers, either act itself (fused in place) or a
+// buffer of its own (out of place, fewer live registers); v [R], a [R, LD_Q] scratch; q [R, LD_Q]
+// output (may alias act: act is dead by then). Q[a] = f32(f32(V + A[a]) - mean(A)).
 template <int Base, int R>
-COLLECT_FN void dueling_q(const float* __restrict__ p, float* act, float* v, float* a, float* q) {
+COLLECT_FN void dueling_q(const float* __restrict__ p, float* act, float* hid, float* v, float* a, float* q) {
   dueling_trunk<HEAD_PLAIN, Base, R>(p, act);
-  dueling_hidden<HEAD_PLAIN, Base, R>(p, act);
-  dueling_out<HEAD_PLAIN, Base, R>(p, act, v, 1, a, LD_Q);
+  if (hid == act)
+    dueling_hidden<HEAD_PLAIN, Base, R>(p, act);
+  else
+    dueling_hidden_to<HEAD_PLAIN, Base, R>(p, act, hid);
+  dueling_out<HEAD_PLAIN, Base, R>(p, hid, v, 1, a, LD_Q);
   for (int task = threadIdx.x; task < R * NUM_ACTIONS; task += COLLECT_THREADS) {
     const int r = task / NUM_ACTIONS, k = task % NUM_ACTIONS;
     const float* ar = a + r * LD_Q;

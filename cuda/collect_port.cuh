@@ -22,9 +22,14 @@ COLLECT_DEVICE float fsub(float a, float b) { return __fsub_rn(a, b); }
 COLLECT_DEVICE float fmul(float a, float b) { return __fmul_rn(a, b); }
 COLLECT_DEVICE float fdiv(float a, float b) { return __fdiv_rn(a, b); }
 
-// The block's shared memory as one float array, 16-byte aligned for float4 accesses. Static: the
-// backend launches with no dynamic shared memory, so a block has at most 48 KiB.
+// The block's shared memory as one float array, 16-byte aligned for float4 accesses. Static (at
+// most 48 KiB) unless the kernel defines COLLECT_DYN_SMEM: then it is the launch's dynamic shared
+// memory (KernelSpec.sharedBytes, up to 227 KiB on sm_90), and the kernel checks its plan fits.
+#ifdef COLLECT_DYN_SMEM
+#define COLLECT_SMEM(name, floats) extern __shared__ __align__(16) float name[]
+#else
 #define COLLECT_SMEM(name, floats) __shared__ __align__(16) float name[floats]
+#endif
 
 COLLECT_DEVICE void block_sync() { __syncthreads(); }
 

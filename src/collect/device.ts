@@ -117,8 +117,9 @@ function rowGroups(e: number, threads: number, width: number): number {
 
 /**
  * The tile shape. Episodes per workgroup: at most 32 (PPO 16, its critic is twice as wide; IQN
- * 2, its rows are episode x tau pairs), fewer when N is small so that ~64 workgroups share the
- * device (N = 128: 2 episodes per workgroup, each layer's outputs spread over all threads).
+ * 2, its rows are episode x tau pairs; the CUDA plain head 64), fewer when N is small so that ~64
+ * workgroups (CUDA ~128 blocks) share the device (N = 128: 2 episodes per workgroup, 1 per CUDA
+ * block, each layer's outputs spread over all threads).
  * Threads across outputs: see rowGroups (32 for full DQN tiles, more for small ones). Then
  * the largest weight slice (KT) that fits the workgroup memory: small tiles get long slices and
  * so fewer barriers per layer. Overrides are taken as given (an impossible one is an error).
@@ -133,8 +134,14 @@ export function chooseTile(
 ): TileShape {
   const threads = override.threads ?? 256;
   const limit = workgroupBytes(backend);
-  const maxE = Math.min(threads, algo === 'ppo' ? 16 : algo === 'iqn' ? 2 : 32);
-  const first = override.tileEpisodes ?? Math.min(maxE, pow2floor(n / 64));
+  // CUDA, plain head: 64 episodes per block in dynamic shared memory (the WGSL budget below does
+  // not apply to it), so each weight read from L2 serves twice the rows. CUDA blocks are one per
+  // SM (255 registers x 256 threads), so aim for ~128 blocks (132 SMs on an H200): N = 128 gets
+  // one episode per block instead of two, doubling the SMs that stream weights.
+  const cuda = backend.kind === 'cuda';
+  const cudaWide = cuda && algo === 'dqn';
+  const maxE = Math.min(threads, algo === 'ppo' ? 16 : algo === 'iqn' ? 2 : cudaWide ? 64 : 32);
+  const first = override.tileEpisodes ?? Math.min(maxE, pow2floor(n / (cuda ? 128 : 64)));
   for (let e = first; e >= 1; e = override.tileEpisodes === undefined ? e / 2 : 0) {
     const tj = override.tj ?? threads / rowGroups(e, threads, algo === 'ppo' ? 512 : 256);
     const tauCandidates: number[] = [];
@@ -146,7 +153,7 @@ export function chooseTile(
     for (const tauRows of tauCandidates) {
       for (const kt of override.kt !== undefined ? [override.kt] : [32, 16, 8, 4]) {
         const shape: TileShape = { tileEpisodes: e, threads, tj, kt, tauRows };
-        if (fits(shape)) return shape;
+        if (fits(shape) || (cudaWide && e > 32)) return shape;
       }
     }
   }

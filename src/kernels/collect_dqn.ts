@@ -24,7 +24,7 @@
 import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import { collectDqn, type DqnNets } from '../collect/dqn.js';
 import type { DqnRollout } from '../collect/rollout.js';
-import { curiosityLayout, duelingLayout, type QHead } from '../nets/layout.js';
+import { curiosityLayout, duelingLayout, NUM_ACTIONS, type QHead } from '../nets/layout.js';
 import {
   COLLECT_BINDINGS,
   commonConstants,
@@ -109,7 +109,7 @@ export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
   const head = o.head;
   const floats =
     c.ROWS * c.ACT_W +
-    c.KT * (c.WS_OUT + 4) +
+    c.KT * c.WS_OUT +
     c.ROWS * c.QW +
     e * 7 +
     (head !== 'plain' ? e * 48 : 1) +
@@ -154,12 +154,44 @@ export function episodesPerGroup(o: Pick<CollectDqnOptions, 'variant' | 'tileEpi
   return o.variant === 'seed' ? o.threads : o.tileEpisodes;
 }
 
+/** Row stride of a CUDA shared activation buffer (cuda/mlp_tile.cuh tile_stride). */
+const tileStride = (width: number) => {
+  const w = Math.ceil(width / 16) * 16;
+  return w % 32 === 16 ? w : w + 16;
+};
+const align4 = (floats: number) => Math.ceil(floats / 4) * 4;
+
+/** Static shared memory a CUDA block may declare; larger plans use dynamic shared memory. */
+const CUDA_STATIC_SHARED = 48 * 1024;
+
+/**
+ * Bytes of the CUDA tiled kernel's shared-memory plan for the plain head (cuda/collect_dqn.cu:
+ * act [E, LD_TRUNK], v [E], a [E, LD_Q], the episodes' 20-word simulator state; past 48 KiB, in
+ * dynamic shared memory, also hid [E, LD_TRUNK]), or 0 for the other heads and the seed variant,
+ * whose plans stay within static shared memory. The kernel asserts that its own sum equals this
+ * number whenever it is used.
+ */
+export function cudaDqnSharedBytes(o: Pick<CollectDqnOptions, 'head' | 'variant' | 'tileEpisodes'>): number {
+  if (o.variant === 'seed' || o.head !== 'plain') return 0;
+  const e = o.tileEpisodes;
+  const act = align4(e * tileStride(256));
+  const a = align4(act + e);
+  const episodes = align4(a + e * tileStride(NUM_ACTIONS));
+  const bytes = align4(episodes + e * 20) * 4;
+  return bytes > CUDA_STATIC_SHARED ? bytes + e * tileStride(256) * 4 : bytes;
+}
+
 export function collectDqnSpec(o: CollectDqnOptions): KernelSpec {
   checkDqnOptions(o);
   const q = duelingLayout(o.head, o.atoms, o.iqnEmbed);
   const c = curiosityLayout();
+  // Past 48 KiB the CUDA twin takes its plan from dynamic shared memory (the WGSL twin never
+  // gets such a tile: its workgroup memory limit rejects it first).
+  const shared = cudaDqnSharedBytes(o);
+  const dynamic: Record<string, number> = shared > CUDA_STATIC_SHARED ? { DYN_SMEM_BYTES: shared } : {};
   return {
     name: 'collect_dqn',
+    ...(shared > CUDA_STATIC_SHARED ? { sharedBytes: shared } : {}),
     bindings: COLLECT_BINDINGS,
     uniforms: [...DQN_UNIFORMS],
     workgroupSize: [o.threads, 1, 1],
@@ -180,6 +212,7 @@ export function collectDqnSpec(o: CollectDqnOptions): KernelSpec {
       ...netConstants('NET_T', q, q.size),
       ...netConstants('NET_C', c, 2 * q.size),
       ...outputConstants(DQN_OUTPUT),
+      ...dynamic,
     },
   };
 }

@@ -4777,7 +4777,9 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) adam_step(KERNE
 // - SEED_VARIANT 0, tiled: thread r < TILE_E runs episode r's simulator with its state in registers;
 //   between those serial phases the whole block runs each layer as a [TILE_E, in] x [in, out]
 //   product on shared-memory activations (mlp_tile.cuh, collect_nets.cuh). Shared memory is static
-//   (<= 48 KiB): TILE_E <= 32 for the plain head, <= 16 for C51 and IQN (a static_assert says so).
+//   (<= 48 KiB: TILE_E <= 32 for the plain head, <= 16 for C51 and IQN) unless the constant
+//   DYN_SMEM_BYTES is set: then the plan lives in that much dynamic shared memory (plain head at
+//   TILE_E 64: 85 KiB), so every weight read from L2 serves twice the episodes.
 //   Small N: use a small TILE_E (down to 1) so more blocks share the episodes' layer math.
 // - SEED_VARIANT 1, the seed design kept for the benchmark: one thread per episode, every layer a
 //   per-thread loop over global weights, activations in local memory (plain head only).
@@ -4792,6 +4794,9 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) adam_step(KERNE
 #define COLLECT_THREADS WG_X
 #define COLLECT_ATOMS ATOMS
 #define COLLECT_IQN_EMBED IQN_EMBED
+#ifdef DYN_SMEM_BYTES
+#define COLLECT_DYN_SMEM
+#endif
 
 #include "collect_io.cuh"
 #include "collect_nets.cuh"
@@ -4861,18 +4866,36 @@ constexpr int SM_END_NETS = HEAD == HEAD_PLAIN ? SM_END_PLAIN : HEAD == HEAD_C51
 // The episodes' simulator state lives here between the env phases rather than in registers that
 // would stay live (and spill) through every layer.
 constexpr int SM_EPISODES = SM_END_NETS;
-constexpr int SM_FLOATS = align4(SM_EPISODES + E * (int)(sizeof(Episode) / 4));
+constexpr int SM_END_EPISODES = align4(SM_EPISODES + E * (int)(sizeof(Episode) / 4));
+#ifdef DYN_SMEM_BYTES
+// Plain head in dynamic shared memory: the streams' hidden layers get a buffer of their own
+// (dueling_q out of place), so a thread holds one stream's accumulators at a time.
+static_assert(HEAD == HEAD_PLAIN, "collect_dqn: dynamic shared memory is planned for the plain head only");
+constexpr int SM_HID = SM_END_EPISODES;
+constexpr int SM_FLOATS = SM_HID + E * LD_TRUNK;
+#else
+constexpr int SM_HID = SM_ACT;
+constexpr int SM_FLOATS = SM_END_EPISODES;
+#endif
 constexpr int SM_Q = HEAD == HEAD_PLAIN ? SM_ACT : HEAD == HEAD_C51 ? SM_C51_Q : SM_IQN_Q;
 static_assert(sizeof(Episode) % 4 == 0, "Episode is 4-byte fields");
+#ifdef DYN_SMEM_BYTES
+// The descriptor (src/kernels/collect_dqn.ts cudaDqnSharedBytes) sizes the launch from the same
+// plan: equality catches either side drifting.
+static_assert(SM_FLOATS * 4 == DYN_SMEM_BYTES, "collect_dqn: DYN_SMEM_BYTES differs from the shared-memory plan");
+static_assert(DYN_SMEM_BYTES <= 227 * 1024, "collect_dqn: TILE_E too large for 227 KiB of shared memory");
+#else
 static_assert(SM_FLOATS * 4 <= 48 * 1024,
-              "collect_dqn: TILE_E too large for 48 KiB of shared memory (plain: <= 32, C51 and IQN: <= 16)");
+              "collect_dqn: TILE_E too large for 48 KiB of static shared memory (plain: <= 32, C51 and IQN: <= 16); "
+              "larger plain tiles take dynamic shared memory (DYN_SMEM_BYTES)");
+#endif
 static_assert(E <= COLLECT_THREADS, "collect_dqn: one thread per episode runs the simulator");
 static_assert(LD_Q + LD_CURIOSITY <= LD_TRUNK, "the curiosity model runs inside act, after the q rows");
 
 template <int NET_BASE>
 COLLECT_FN void q_values(const float* nets, float* smem, float vmin, float vmax) {
   if constexpr (HEAD == HEAD_PLAIN) {
-    dueling_q<NET_BASE, E>(nets, smem + SM_ACT, smem + SM_V, smem + SM_A, smem + SM_Q);
+    dueling_q<NET_BASE, E>(nets, smem + SM_ACT, smem + SM_HID, smem + SM_V, smem + SM_A, smem + SM_Q);
   } else if constexpr (HEAD == HEAD_C51) {
     C51Buffers b;
     b.act = smem + SM_ACT;
@@ -5619,6 +5642,17 @@ COLLECT_FN void dueling_hidden(const float* __restrict__ p, float* act) {
   block_sync();
 }
 
+// The same two layers out of place: act [R, LD_TRUNK] trunk features -> hid [R, LD_TRUNK] (value
+// hidden 0..127, advantage hidden 128..255). No barrier between a layer's compute and store, so
+// only one stream's accumulators are live at a time: what lets TILE_E 64 fit in registers.
+template <int Head, int Base, int R>
+COLLECT_FN void dueling_hidden_to(const float* __restrict__ p, const float* act, float* hid) {
+  using L = Dueling<Head, Base>;
+  dense_tile<256, 128, ACT_LEAKY, R, L::V0_W, L::V0_B>(p, act, LD_TRUNK, hid, LD_TRUNK);
+  dense_tile<256, 128, ACT_LEAKY, R, L::A0_W, L::A0_B>(p, act, LD_TRUNK, hid + 128, LD_TRUNK);
+  block_sync();
+}
+
 // The plain / IQN output layers: v[r * ldv] value, a [R, lda] advantages, from dueling_hidden.
 template <int Head, int Base, int R>
 COLLECT_FN void dueling_out(const float* __restrict__ p, const float* act, float* v, int ldv, float* a, int lda) {
@@ -5636,13 +5670,17 @@ COLLECT_DEVICE float advantage_mean(const float* a) {
 }
 
 // Plain dueling Q of R rows (forward.ts forwardDueling): act [R, LD_TRUNK] input states, then
-// scratch; v [R], a [R, LD_Q] scratch; q [R, LD_Q] output (may alias act: act is dead by then).
-// Q[a] = f32(f32(V + A[a]) - mean(A)).
+// scratch; hid [R, LD_TRUNK] the streams' hidden layers, either act itself (fused in place) or a
+// buffer of its own (out of place, fewer live registers); v [R], a [R, LD_Q] scratch; q [R, LD_Q]
+// output (may alias act: act is dead by then). Q[a] = f32(f32(V + A[a]) - mean(A)).
 template <int Base, int R>
-COLLECT_FN void dueling_q(const float* __restrict__ p, float* act, float* v, float* a, float* q) {
+COLLECT_FN void dueling_q(const float* __restrict__ p, float* act, float* hid, float* v, float* a, float* q) {
   dueling_trunk<HEAD_PLAIN, Base, R>(p, act);
-  dueling_hidden<HEAD_PLAIN, Base, R>(p, act);
-  dueling_out<HEAD_PLAIN, Base, R>(p, act, v, 1, a, LD_Q);
+  if (hid == act)
+    dueling_hidden<HEAD_PLAIN, Base, R>(p, act);
+  else
+    dueling_hidden_to<HEAD_PLAIN, Base, R>(p, act, hid);
+  dueling_out<HEAD_PLAIN, Base, R>(p, hid, v, 1, a, LD_Q);
   for (int task = threadIdx.x; task < R * NUM_ACTIONS; task += COLLECT_THREADS) {
     const int r = task / NUM_ACTIONS, k = task % NUM_ACTIONS;
     const float* ar = a + r * LD_Q;
@@ -5842,9 +5880,14 @@ COLLECT_DEVICE float fsub(float a, float b) { return __fsub_rn(a, b); }
 COLLECT_DEVICE float fmul(float a, float b) { return __fmul_rn(a, b); }
 COLLECT_DEVICE float fdiv(float a, float b) { return __fdiv_rn(a, b); }
 
-// The block's shared memory as one float array, 16-byte aligned for float4 accesses. Static: the
-// backend launches with no dynamic shared memory, so a block has at most 48 KiB.
+// The block's shared memory as one float array, 16-byte aligned for float4 accesses. Static (at
+// most 48 KiB) unless the kernel defines COLLECT_DYN_SMEM: then it is the launch's dynamic shared
+// memory (KernelSpec.sharedBytes, up to 227 KiB on sm_90), and the kernel checks its plan fits.
+#ifdef COLLECT_DYN_SMEM
+#define COLLECT_SMEM(name, floats) extern __shared__ __align__(16) float name[]
+#else
 #define COLLECT_SMEM(name, floats) __shared__ __align__(16) float name[floats]
+#endif
 
 COLLECT_DEVICE void block_sync() { __syncthreads(); }
 

@@ -40,6 +40,8 @@ const variants: [string, KernelSpec, string][] = [
   ['dqn plain, 32 episodes per block', dqn({}), 'sm_90'],
   ['dqn plain, TF32', withTf32(dqn({})), 'sm_90'],
   ['dqn plain, 1 episode per block (small N)', withTf32(dqn({ tileEpisodes: 1 })), 'sm_90'],
+  ['dqn plain, 64 episodes per block (dynamic shared memory)', dqn({ tileEpisodes: 64 }), 'sm_90'],
+  ['dqn plain, 64 episodes per block, TF32', withTf32(dqn({ tileEpisodes: 64 })), 'sm_90'],
   ['dqn c51, 16 episodes per block', dqn({ head: 'c51', tileEpisodes: 16 }), 'sm_90'],
   ['dqn c51, TF32', withTf32(dqn({ head: 'c51', tileEpisodes: 16 })), 'sm_90'],
   ['dqn iqn, 8 episodes per block', dqn({ head: 'iqn', tileEpisodes: 8 }), 'sm_90'],

@@ -68,7 +68,7 @@ function concat(parts: Float32Array[]): Float32Array {
   return out;
 }
 
-function dqnJob(head: QHead, tileEpisodes: number, extra: Record<string, number> = {}): Job {
+function dqnJob(head: QHead, tileEpisodes: number, extra: Record<string, number> = {}, threads = 64): Job {
   const o = {
     head,
     atoms: 51,
@@ -76,7 +76,7 @@ function dqnJob(head: QHead, tileEpisodes: number, extra: Record<string, number>
     actTaus: 8,
     variant: 'tiled' as const,
     tileEpisodes,
-    threads: 64,
+    threads,
     tj: 32,
     kt: 8,
     tauRows: 1,
@@ -231,6 +231,8 @@ describe.skipIf(unavailable !== null)(
     const cases: [string, () => Job, number][] = [
       ['collect_dqn plain, 4 episodes per block', () => dqnJob('plain', 4), 0],
       ['collect_dqn plain, 1 episode per block', () => dqnJob('plain', 1), 0],
+      // Past 48 KiB: dynamic shared memory and the out-of-place stream layers (N < TILE_E here).
+      ['collect_dqn plain, 64 episodes per block', () => dqnJob('plain', 64, {}, 256), 0],
       ['collect_dqn c51', () => dqnJob('c51', 4), 1e-5],
       ['collect_dqn iqn', () => dqnJob('iqn', 4), 1e-5],
       [

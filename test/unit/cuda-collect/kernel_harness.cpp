@@ -52,7 +52,13 @@ int main(int argc, char** argv) {
   std::memcpy(&l.u, uniforms.data(), sizeof(Uniforms));
   std::vector<size_t> sizes;
   for (auto& b : l.buffers) sizes.push_back(b.size() - 16);
-  emu::launch({grid[0], grid[1], grid[2]}, {WG_X, WG_Y, WG_Z}, 64 * 1024, entry, &l);
+#ifdef DYN_SMEM_BYTES
+  // Exactly what the backend launches with, so a plan larger than its descriptor's size aborts.
+  const size_t smem_bytes = DYN_SMEM_BYTES;
+#else
+  const size_t smem_bytes = 48 * 1024;
+#endif
+  emu::launch({grid[0], grid[1], grid[2]}, {WG_X, WG_Y, WG_Z}, smem_bytes, entry, &l);
   FILE* out = std::fopen(argv[2], "wb");
   for (int i = 5; i < 10; i++) std::fwrite(l.buffers[i].data(), 1, sizes[i], out);
   std::fclose(out);

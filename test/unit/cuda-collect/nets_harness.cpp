@@ -51,7 +51,7 @@ static void run_dueling(const Job& j) {
   if constexpr (HEAD == HEAD_PLAIN) {
     float* v = rest;
     float* a = v + R;
-    dueling_q<0, R>(j.params, act, v, a, act);
+    dueling_q<0, R>(j.params, act, act, v, a, act);
     store_rows(j, act, LD_Q);
   } else if constexpr (HEAD == HEAD_C51) {
     C51Buffers b;
