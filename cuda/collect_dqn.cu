@@ -17,7 +17,8 @@
 //   product on shared-memory activations (mlp_tile.cuh, collect_nets.cuh). Shared memory is static
 //   (<= 48 KiB: TILE_E <= 32 for the plain head, <= 16 for C51 and IQN) unless the constant
 //   DYN_SMEM_BYTES is set: then the plan lives in that much dynamic shared memory (plain head at
-//   TILE_E 64: 85 KiB), so every weight read from L2 serves twice the episodes.
+//   TILE_E 64: 153 KiB, with a separate buffer for the stream hidden layers), so every weight
+//   read from L2 serves twice the episodes.
 //   Small N: use a small TILE_E (down to 1) so more blocks share the episodes' layer math.
 // - SEED_VARIANT 1, the seed design kept for the benchmark: one thread per episode, every layer a
 //   per-thread loop over global weights, activations in local memory (plain head only).

@@ -141,6 +141,10 @@ struct DenseMma {
   static constexpr int KP = (In + 15) / 16 * 16;
   static constexpr bool VEC = In % 4 == 0 && WOff % 4 == 0;
   static_assert(PASSES * MTW * WN * 4 <= 64, "layer too large for one block's registers: fewer rows per block");
+  // k16 steps unrolled, i.e. weight loads a warp keeps in flight: the layers are L2-latency bound
+  // (each weight is used once per block), so one-m16 tiles with few accumulators (N <= 2048 on
+  // CUDA: <= 16 episodes per block) take 8.
+  static constexpr int KUNROLL = MTW == 1 && PASSES * WN * 4 <= 16 ? 8 : 4;
   float acc[PASSES][MTW][WN][4];
 
   COLLECT_MEMBER void compute(const float* __restrict__ params, const float* x, int ldx) {
@@ -160,7 +164,7 @@ struct DenseMma {
         for (int n = 0; n < WN; n++)
 #pragma unroll
           for (int i = 0; i < 4; i++) c[m][n][i] = 0.0f;
-#pragma unroll 4
+#pragma unroll KUNROLL
       for (int k = 0; k < KP; k += 16) {
         const int kk = k + 4 * t;
         unsigned b[WN][4];

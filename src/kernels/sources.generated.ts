@@ -4779,7 +4779,8 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) adam_step(KERNE
 //   product on shared-memory activations (mlp_tile.cuh, collect_nets.cuh). Shared memory is static
 //   (<= 48 KiB: TILE_E <= 32 for the plain head, <= 16 for C51 and IQN) unless the constant
 //   DYN_SMEM_BYTES is set: then the plan lives in that much dynamic shared memory (plain head at
-//   TILE_E 64: 85 KiB), so every weight read from L2 serves twice the episodes.
+//   TILE_E 64: 153 KiB, with a separate buffer for the stream hidden layers), so every weight
+//   read from L2 serves twice the episodes.
 //   Small N: use a small TILE_E (down to 1) so more blocks share the episodes' layer math.
 // - SEED_VARIANT 1, the seed design kept for the benchmark: one thread per episode, every layer a
 //   per-thread loop over global weights, activations in local memory (plain head only).
@@ -6899,6 +6900,10 @@ struct DenseMma {
   static constexpr int KP = (In + 15) / 16 * 16;
   static constexpr bool VEC = In % 4 == 0 && WOff % 4 == 0;
   static_assert(PASSES * MTW * WN * 4 <= 64, "layer too large for one block's registers: fewer rows per block");
+  // k16 steps unrolled, i.e. weight loads a warp keeps in flight: the layers are L2-latency bound
+  // (each weight is used once per block), so one-m16 tiles with few accumulators (N <= 2048 on
+  // CUDA: <= 16 episodes per block) take 8.
+  static constexpr int KUNROLL = MTW == 1 && PASSES * WN * 4 <= 16 ? 8 : 4;
   float acc[PASSES][MTW][WN][4];
 
   COLLECT_MEMBER void compute(const float* __restrict__ params, const float* x, int ldx) {
@@ -6918,7 +6923,7 @@ struct DenseMma {
         for (int n = 0; n < WN; n++)
 #pragma unroll
           for (int i = 0; i < 4; i++) c[m][n][i] = 0.0f;
-#pragma unroll 4
+#pragma unroll KUNROLL
       for (int k = 0; k < KP; k += 16) {
         const int kk = k + 4 * t;
         unsigned b[WN][4];
