@@ -1,7 +1,8 @@
 // Tile engine of the collection kernels: a workgroup computes dense layers for the ROWS rows it
 // owns (rows = episodes of the tile, or episode x tau pairs for IQN) as small matrix products,
 // Y[r, j] = act(b[j] + sum_k W[j, k] * X[r, k]), with X in workgroup memory (`act`, ROWS rows of
-// ACT_W floats) and W streamed through workgroup memory in k-slices of KT (`ws`).
+// ACT_W floats) and W streamed through workgroup memory in k-slices of KT (`ws`, vec4 quads of
+// four consecutive inputs of one output).
 // A snippet: the kernel that includes it (`//!include collect_tile.wgsl`) defines
 //   ROWS, ACT_W (row stride of act, a multiple of 4), QW (row stride of qv), WS_OUT (widest
 //   layer output) and MJ_MAX (ceil(WS_OUT / TJ)),
@@ -12,7 +13,10 @@
 // te * ME + i (te = lid / TJ, i < ME, ME = ceil(ROWS / (WG_X / TJ))); its ME x MJ_MAX
 // accumulators stay in registers for the whole layer, so a layer can write its output over its
 // own input (after a barrier) and one ROWS x ACT_W buffer serves every layer. With TJ = 32 a
-// warp shares its rows: X reads are workgroup-memory broadcasts, W reads hit 32 banks.
+// warp shares its rows: X reads are workgroup-memory broadcasts. W is read as one vec4 per
+// output and 4 inputs (a quarter of the load instructions, and of Tint's robustness clamps, of
+// scalar reads); the quads of an output are XOR-swizzled so the 8 invocations of a quarter-warp,
+// reading 8 consecutive outputs, hit 8 distinct 16-byte bank groups without padding.
 // A layer is one or two weight blocks: outputs [0, rows0) from block 0 and [rows0, rows0 +
 // rows1) from block 1; a block reads input columns [k_lo, k_lo + k_len) (zero weight
 // elsewhere). Two blocks fuse the value and advantage streams (same input) and the two heads
@@ -29,12 +33,16 @@ const ACT_RELU = 1u;
 const ACT_LEAKY = 2u;
 const TE = WG_X / TJ;
 const ME = (ROWS + TE - 1) / TE;
-const WS_STRIDE = WS_OUT + 4;
-// Staged weights per invocation and slice.
-const PREFETCH = (WS_OUT * KT + WG_X - 1) / WG_X;
+// Quads per output and slice; outputs sharing a 128-byte bank line (8 quads); the swizzle mask
+// (none when KT4 is not a power of two: XOR could leave the output's quads).
+const KT4 = KT / 4;
+const SWZ_DIV = max(8 / KT4, 1);
+const SWZ_MASK = select(0, KT4 - 1, (KT4 & (KT4 - 1)) == 0);
+// Staged weight quads per invocation and slice.
+const PREFETCH = (WS_OUT * KT4 + WG_X - 1) / WG_X;
 
 var<workgroup> act: array<f32, ROWS * ACT_W>;
-var<workgroup> ws: array<f32, KT * WS_STRIDE>;
+var<workgroup> ws: array<vec4<f32>, WS_OUT * KT4>;
 var<workgroup> qv: array<f32, ROWS * QW>;
 
 struct Block {
@@ -72,18 +80,30 @@ fn act_set(r: u32, k: u32, v: f32) {
   act[r * ACT_W + k] = v;
 }
 
-// One weight of the fused layer: output j (block-local row jr), input column k.
-fn layer_weight(b0: Block, b1: Block, j: u32, k: u32) -> f32 {
+// Weights of the fused layer at output j (block-local row jr), inputs k .. k + 3: the block is
+// chosen once per quad, each input checked against its columns (zero weight elsewhere).
+fn layer_quad(b0: Block, b1: Block, j: u32, k: u32) -> vec4<f32> {
   var blk = b0;
   var jr = j;
   if (j >= b0.rows) {
     blk = b1;
     jr = j - b0.rows;
   }
+  let row = blk.w + jr * blk.k_len;
+  return vec4<f32>(
+    block_weight(blk, row, k),
+    block_weight(blk, row, k + 1u),
+    block_weight(blk, row, k + 2u),
+    block_weight(blk, row, k + 3u),
+  );
+}
+
+// Input column k of the block row starting at nets[row]: zero outside the block's columns.
+fn block_weight(blk: Block, row: u32, k: u32) -> f32 {
   if (k < blk.k_lo || k >= blk.k_lo + blk.k_len) {
     return 0.0;
   }
-  return nets[blk.w + jr * blk.k_len + (k - blk.k_lo)];
+  return nets[row + (k - blk.k_lo)];
 }
 
 fn layer_bias(b0: Block, b1: Block, j: u32) -> f32 {
@@ -93,14 +113,21 @@ fn layer_bias(b0: Block, b1: Block, j: u32) -> f32 {
   return nets[b1.b + j - b0.rows];
 }
 
-// Weights of slice s (inputs [s * KT, s * KT + KT)) this invocation stages: element
-// idx = lid + p * WG_X of the slice is output idx / KT, input idx % KT (8 invocations read one
-// row's KT consecutive inputs: whole 32-byte sectors).
-fn load_slice(dst: ptr<function, array<f32, PREFETCH>>, b0: Block, b1: Block, s: u32, staged: u32, lid: u32) {
+// Slot of quad k4 (inputs 4 * k4 .. 4 * k4 + 3 of the slice) of output j in ws.
+fn ws_index(j: u32, k4: u32) -> u32 {
+  return j * KT4 + (k4 ^ ((j / SWZ_DIV) & SWZ_MASK));
+}
+
+// Weights of slice s (inputs [s * KT, s * KT + KT)) this invocation stages: quad
+// q = lid + p * WG_X of the slice is output q / KT4, inputs 4 * (q % KT4) + 0..3 (KT4
+// invocations read one row's KT consecutive inputs: whole 32-byte sectors).
+fn load_slice(dst: ptr<function, array<vec4<f32>, PREFETCH>>, b0: Block, b1: Block, s: u32, staged: u32, lid: u32) {
   for (var p = 0u; p < PREFETCH; p++) {
-    let idx = lid + p * WG_X;
-    if (idx < staged) {
-      (*dst)[p] = layer_weight(b0, b1, idx / KT, s * KT + idx % KT);
+    let q = lid + p * WG_X;
+    if (q < staged) {
+      let j = q / KT4;
+      let k = s * KT + (q % KT4) * 4u;
+      (*dst)[p] = layer_quad(b0, b1, j, k);
     }
   }
 }
@@ -126,15 +153,15 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
   // The next slice's weights are loaded into registers while this slice computes, so the
   // global-memory latency hides behind the multiply-adds instead of stalling every slice.
   let slices = (n_k + KT - 1u) / KT;
-  let staged = n_out * KT;
-  var next: array<f32, PREFETCH>;
+  let staged = n_out * KT4;
+  var next: array<vec4<f32>, PREFETCH>;
   load_slice(&next, b0, b1, k_start / KT, staged, lid);
   for (var s = k_start / KT; s < slices; s++) {
     let k0 = s * KT;
     for (var p = 0u; p < PREFETCH; p++) {
-      let idx = lid + p * WG_X;
-      if (idx < staged) {
-        ws[(idx % KT) * WS_STRIDE + idx / KT] = next[p];
+      let q = lid + p * WG_X;
+      if (q < staged) {
+        ws[ws_index(q / KT4, q % KT4)] = next[p];
       }
     }
     workgroupBarrier();
@@ -149,12 +176,7 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
       }
       for (var m = 0u; m < MJ_MAX; m++) {
         let j = tj + TJ * m;
-        let w = vec4<f32>(
-          ws[kk * WS_STRIDE + j],
-          ws[(kk + 1u) * WS_STRIDE + j],
-          ws[(kk + 2u) * WS_STRIDE + j],
-          ws[(kk + 3u) * WS_STRIDE + j],
-        );
+        let w = ws[ws_index(j, kk / 4u)];
         for (var i = 0u; i < ME; i++) {
           var a = acc[i * MJ_MAX + m];
           a = a + w.x * x[i].x;

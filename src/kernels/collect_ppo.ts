@@ -82,7 +82,7 @@ export function ppoTileConstants(o: CollectPpoOptions): Record<string, number> {
 export function ppoWorkgroupBytes(o: CollectPpoOptions): number {
   const c = ppoTileConstants(o);
   const e = o.variant === 'seed' ? o.threads : o.tileEpisodes;
-  return (c.ROWS * c.ACT_W + c.KT * (c.WS_OUT + 4) + c.ROWS * c.QW + e * 8 + 1) * 4;
+  return (c.ROWS * c.ACT_W + c.KT * c.WS_OUT + c.ROWS * c.QW + e * 8 + 1) * 4;
 }
 
 export function checkPpoOptions(o: CollectPpoOptions): void {
