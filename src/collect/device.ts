@@ -19,6 +19,7 @@ import {
   type CollectDqnOptions,
   collectDqnDispatch,
   collectDqnSpec,
+  cudaDqnSharedBytes,
   DQN_OUTPUT,
   DQN_UNIFORMS,
   dqnNetsSize,
@@ -96,6 +97,13 @@ function workgroupBytes(backend: Backend): number {
   return typeof v === 'number' ? v : 48 * 1024;
 }
 
+/** Whether the device's opt-in shared memory holds the CUDA plain-head plan of `e` episodes. */
+function cudaSharedFits(backend: Backend, e: number): boolean {
+  const optin = backend.info.limits.maxSharedPerBlockOptin;
+  const need = cudaDqnSharedBytes({ head: 'plain', variant: 'tiled', tileEpisodes: e });
+  return typeof optin === 'number' && need <= optin;
+}
+
 /**
  * How many groups of rows a workgroup's threads form (threads / TJ): each thread keeps
  * ceil(e / groups) rows x ceil(width / TJ) outputs in registers and loads that many activations
@@ -153,7 +161,7 @@ export function chooseTile(
     for (const tauRows of tauCandidates) {
       for (const kt of override.kt !== undefined ? [override.kt] : [32, 16, 8, 4]) {
         const shape: TileShape = { tileEpisodes: e, threads, tj, kt, tauRows };
-        if (fits(shape) || (cudaWide && e > 32)) return shape;
+        if (fits(shape) || (cudaWide && e > 32 && cudaSharedFits(backend, e))) return shape;
       }
     }
   }

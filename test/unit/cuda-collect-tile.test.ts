@@ -9,15 +9,22 @@ import { describe, expect, it } from 'vitest';
 import { createCpuBackend } from '../../src/backend/cpu/index.js';
 import type { Backend } from '../../src/backend/types.js';
 import { chooseTile } from '../../src/collect/device.js';
-import { type CollectDqnOptions, collectDqnSpec, cudaDqnSharedBytes } from '../../src/kernels/collect_dqn.js';
+import {
+  type CollectDqnOptions,
+  collectDqnSpec,
+  cudaDqnSharedBytes,
+  dqnWorkgroupBytes,
+} from '../../src/kernels/collect_dqn.js';
 
-/** A backend that reports itself as `kind` with 48 KiB of workgroup memory. */
-function backendOf(kind: 'cuda' | 'webgpu'): Backend {
+/** A backend that reports itself as `kind` with 48 KiB of workgroup memory (CUDA: `optin` opt-in). */
+function backendOf(kind: 'cuda' | 'webgpu', optin = 232448): Backend {
   const cpu = createCpuBackend();
   Object.defineProperty(cpu, 'kind', { value: kind });
-  Object.defineProperty(cpu, 'info', {
-    value: { ...cpu.info, kind, limits: { maxComputeWorkgroupStorageSize: 48 * 1024 } },
-  });
+  const limits =
+    kind === 'cuda'
+      ? { maxSharedPerBlock: 48 * 1024, maxSharedPerBlockOptin: optin }
+      : { maxComputeWorkgroupStorageSize: 48 * 1024 };
+  Object.defineProperty(cpu, 'info', { value: { ...cpu.info, kind, limits } });
   return cpu;
 }
 
@@ -34,22 +41,31 @@ const dqn = (tileEpisodes: number, head: CollectDqnOptions['head'] = 'plain'): C
   tauRows: 1,
 });
 
+/** The collector's check (src/collect/device.ts): the WGSL twin's workgroup memory within 48 KiB. */
+const fits = (t: Omit<CollectDqnOptions, 'head' | 'atoms' | 'iqnEmbed' | 'actTaus' | 'variant'>) =>
+  dqnWorkgroupBytes({ ...dqn(t.tileEpisodes), ...t }) <= 48 * 1024;
+const tileOf = (n: number, backend: Backend) => chooseTile('dqn', n, backend, 32, {}, fits).tileEpisodes;
+
 describe('CUDA collection tiles', () => {
   it('CUDA: one episode per block at N = 128, ~128 blocks at mid N, 64 per block at large N (plain head)', () => {
     const cuda = backendOf('cuda');
-    expect(chooseTile('dqn', 128, cuda, 32).tileEpisodes).toBe(1);
-    expect(chooseTile('dqn', 1024, cuda, 32).tileEpisodes).toBe(8);
-    expect(chooseTile('dqn', 8192, cuda, 32).tileEpisodes).toBe(64);
-    expect(chooseTile('dqn', 65536, cuda, 32).tileEpisodes).toBe(64);
+    expect(tileOf(128, cuda)).toBe(1);
+    expect(tileOf(1024, cuda)).toBe(8);
+    expect(tileOf(8192, cuda)).toBe(64);
+    expect(tileOf(65536, cuda)).toBe(64);
     // The other heads keep their static-shared-memory limits.
     expect(chooseTile('ppo', 65536, cuda, 32).tileEpisodes).toBe(16);
     expect(chooseTile('iqn', 65536, cuda, 32).tileEpisodes).toBe(2);
   });
 
+  it('CUDA devices with less opt-in shared memory (sm_89: 99 KiB) stay at 32 episodes per block', () => {
+    expect(tileOf(65536, backendOf('cuda', 101376))).toBe(32);
+  });
+
   it('WebGPU keeps its tiles (64 episodes never reach a WGSL twin)', () => {
     const gpu = backendOf('webgpu');
-    expect(chooseTile('dqn', 128, gpu, 32).tileEpisodes).toBe(2);
-    expect(chooseTile('dqn', 65536, gpu, 32).tileEpisodes).toBe(32);
+    expect(tileOf(128, gpu)).toBe(2);
+    expect(tileOf(65536, gpu)).toBe(32);
   });
 
   it('a plain tile past 48 KiB launches with dynamic shared memory sized by the kernel plan', () => {
