@@ -12,20 +12,25 @@
 //   partials: float*, written: one float per dW tile
 //   u: Uniforms { batch, then per job j in 0, 1: in, out, wOff, bOff, xOff, dOff, pOff, pAct, partBase }
 //      (pAct: 0 none, 1 relu, 2 leaky 0.01, 3 no dX; out_j = 0: job absent)
-// Block: WG_X x WG_Y threads own a TILE_X x TILE_Y tile, thread (x, y) the 4 x 4 block at X 4x..,
-// Y 4y..; flat block id = job 0's dW tiles, its dX tiles, then job 1's.
+// Block: WG_X x WG_Y x WG_Z threads own a TILE_X x TILE_Y tile; flat block id = job 0's dW tiles,
+// its dX tiles, then job 1's. Thread (x, y) of k-group z computes the 4 x 4 block at X 4x.., Y 4y..
+// over the k-tiles z, z + WG_Z, ..., and the WG_Z partial tiles are summed in group order through
+// shared memory (splitting the long K loops — the whole batch for dW — inside the block, with no
+// extra launch).
 // dW tile: X = inputs i (plus the ones column i = in for db), Y = outputs o, K = batch rows.
 // dX tile: X = inputs i, Y = batch rows b, K = outputs o. Operands are staged k-major in shared
 // memory, rows padded by 4 floats (transposing stores spread over banks; the inner loop's two
 // float4 reads per k stay aligned).
-// Numerics: f32; sums add in increasing k from 0 (NVRTC fuses multiply-adds: tolerance against the
-// TS reference); the partial is a fixed-order tree, deterministic.
+// Numerics: f32; each group adds its k in increasing order from 0 and the groups' sums are added in
+// order (NVRTC fuses multiply-adds: tolerance against the TS reference's single running sum); the
+// partial is a fixed-order tree, deterministic.
 #include "grid.cuh"
 #include "learn_common.cuh"
 
 #define THREADS (WG_X * WG_Y)
 #define SX (TILE_X + 4)
 #define SY (TILE_Y + 4)
+#define STAGE (TILE_K * (SX + SY))
 
 struct BackwardJob {
   unsigned int n_in, n_out, w_off, b_off, x_off, d_off, p_off, p_act, part_base;
@@ -48,10 +53,9 @@ __device__ __forceinline__ unsigned int dx_tiles(const BackwardJob& job, unsigne
 
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_backward(KERNEL_ARGS) {
   static_assert(TILE_X == 4 * WG_X && TILE_Y == 4 * WG_Y, "each thread owns a 4 x 4 block");
-  __shared__ __align__(16) float x_tile[TILE_K * SX];
-  __shared__ __align__(16) float y_tile[TILE_K * SY];
+  static_assert((WG_Z - 1) * THREADS * 16 <= WG_Z * STAGE, "the groups' partial tiles fit in the staging memory");
+  __shared__ __align__(16) float stage[WG_Z * STAGE];
   __shared__ float red[THREADS];
-  const unsigned int tid = threadIdx.x + WG_X * threadIdx.y;
 
   // Which job and which kind of tile this block computes.
   unsigned int t = (unsigned int)flat_block_id();
@@ -78,12 +82,17 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_backward(KE
   const unsigned int x0 = (t % tx) * TILE_X;
   const unsigned int y0 = (t / tx) * TILE_Y;
   const unsigned int k_len = is_dw ? u.batch : job.n_out;
-
+  const unsigned int z = threadIdx.z;
+  const unsigned int tid = threadIdx.x + WG_X * threadIdx.y;
   const unsigned int ix = 4u * threadIdx.x;
   const unsigned int iy = 4u * threadIdx.y;
+  float* x_tile = stage + z * STAGE;
+  float* y_tile = x_tile + TILE_K * SX;
   float acc[4][4] = {};  // [X r][Y c]
 
-  for (unsigned int k0 = 0; k0 < k_len; k0 += TILE_K) {
+  const unsigned int k_tiles = ceil_div(k_len, TILE_K);
+  for (unsigned int round = 0; round * WG_Z < k_tiles; round++) {
+    const unsigned int k0 = (round * WG_Z + z) * TILE_K;
     if (is_dw) {
       // X: inputs of rows k (the ones column at i = in); Y: deltas of rows k.
       for (unsigned int e = tid; e < TILE_K * TILE_X; e += THREADS) {
@@ -117,7 +126,7 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_backward(KE
       }
     }
     __syncthreads();
-    const unsigned int valid = min((unsigned int)TILE_K, k_len - k0);
+    const unsigned int valid = min((unsigned int)TILE_K, k_len - min(k0, k_len));
     for (unsigned int k = 0; k < valid; k++) {
       const float4 xv = *reinterpret_cast<const float4*>(&x_tile[k * SX + ix]);
       const float4 yv = *reinterpret_cast<const float4*>(&y_tile[k * SY + iy]);
@@ -132,26 +141,54 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_backward(KE
     __syncthreads();
   }
 
-  if (is_dw) {
-    float ss = 0.0f;
+  // Sum the k-groups' tiles in group order (the staging memory is free now).
+  float4* part = reinterpret_cast<float4*>(stage);
+  if (z > 0u) {
 #pragma unroll
-    for (unsigned int c = 0; c < 4; c++) {
-      const unsigned int o = y0 + iy + c;
+    for (unsigned int r = 0; r < 4; r++) part[((z - 1u) * THREADS + tid) * 4u + r] = make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
+  }
+  __syncthreads();
+  if (z == 0u) {
+    for (unsigned int g = 1; g < WG_Z; g++) {
 #pragma unroll
       for (unsigned int r = 0; r < 4; r++) {
-        const unsigned int i = x0 + ix + r;
-        if (o < job.n_out && i <= job.n_in) {
-          const float g = acc[r][c];
-          grads[i < job.n_in ? job.w_off + o * job.n_in + i : job.b_off + o] = g;
-          ss += g * g;
-        }
+        const float4 p = part[((g - 1u) * THREADS + tid) * 4u + r];
+        acc[r][0] += p.x;
+        acc[r][1] += p.y;
+        acc[r][2] += p.z;
+        acc[r][3] += p.w;
       }
     }
-    const float total = learn_block_sum(ss, red, tid, THREADS);
-    if (tid == 0u) partials[job.part_base + t] = total;
+  }
+
+  if (is_dw) {
+    if (z == 0u) {
+      float ss = 0.0f;
+#pragma unroll
+      for (unsigned int c = 0; c < 4; c++) {
+        const unsigned int o = y0 + iy + c;
+#pragma unroll
+        for (unsigned int r = 0; r < 4; r++) {
+          const unsigned int i = x0 + ix + r;
+          if (o < job.n_out && i <= job.n_in) {
+            const float g = acc[r][c];
+            grads[i < job.n_in ? job.w_off + o * job.n_in + i : job.b_off + o] = g;
+            ss += g * g;
+          }
+        }
+      }
+      red[tid] = ss;
+    }
+    __syncthreads();
+    for (unsigned int s = THREADS / 2u; s > 0u; s >>= 1) {
+      if (z == 0u && tid < s) red[tid] += red[tid + s];
+      __syncthreads();
+    }
+    if (z == 0u && tid == 0u) partials[job.part_base + t] = red[0];
     return;
   }
 
+  if (z > 0u) return;
 #pragma unroll
   for (unsigned int c = 0; c < 4; c++) {
     const unsigned int b = y0 + iy + c;

@@ -6,19 +6,22 @@
 //   acts: float*, read and written: input rows at xOff_j, output rows at yOff_j (disjoint)
 //   u: Uniforms { batch, in0, out0, wOff0, bOff0, xOff0, yOff0, act0, in1, ... act1 }
 //      (act: 0 none, 1 relu, 2 leaky 0.01; out_j = 0: job absent)
-// Block: WG_X x WG_Y threads own a TILE_X (outputs) x TILE_Y (rows) tile; flat block id = tiles of
-// job 0, then of job 1. Thread (x, y) computes the 4 x 4 outputs 4x.. x rows 4y..: TILE_K inputs
-// of W and x are staged k-major in shared memory (rows padded by 4 floats: the transposing stores
-// spread over banks, the float4 reads of the inner loop stay aligned), so each k costs two float4
-// reads for 16 multiply-adds.
-// Numerics: f32; each sum starts at the bias and adds products in increasing i; NVRTC fuses
-// multiply-adds (tolerance, not bit-exactness, against the TS reference).
+// Block: WG_X x WG_Y x WG_Z threads own a TILE_X (outputs) x TILE_Y (rows) tile; flat block id =
+// tiles of job 0, then of job 1. Thread (x, y) of k-group z computes the 4 x 4 outputs 4x.. x rows
+// 4y.. over the k-tiles z, z + WG_Z, ... (TILE_K inputs each, staged k-major in shared memory, rows
+// padded by 4 floats: the transposing stores spread over banks, the two float4 reads per k stay
+// aligned); the WG_Z partial tiles are then summed in group order through the same shared memory.
+// Splitting K inside the block shortens the latency-bound loop over inputs with no extra launch.
+// Numerics: f32; group 0 starts at the bias, each group adds its products in increasing i, and the
+// groups' sums are added in order; NVRTC fuses multiply-adds (tolerance, not bit-exactness,
+// against the TS reference's single running sum).
 #include "grid.cuh"
 #include "learn_common.cuh"
 
 #define THREADS (WG_X * WG_Y)
 #define SX (TILE_X + 4)
 #define SY (TILE_Y + 4)
+#define STAGE (TILE_K * (SX + SY))
 
 struct ForwardJob {
   unsigned int n_in, n_out, w_off, b_off, x_off, y_off, act;
@@ -30,8 +33,8 @@ __device__ __forceinline__ unsigned int forward_tiles(unsigned int n_out, unsign
 
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KERNEL_ARGS) {
   static_assert(TILE_X == 4 * WG_X && TILE_Y == 4 * WG_Y, "each thread owns a 4 x 4 block");
-  __shared__ __align__(16) float w_tile[TILE_K * SX];
-  __shared__ __align__(16) float x_tile[TILE_K * SY];
+  static_assert((WG_Z - 1) * THREADS * 16 <= WG_Z * STAGE, "the groups' partial tiles fit in the staging memory");
+  __shared__ __align__(16) float stage[WG_Z * STAGE];
   unsigned int t = (unsigned int)flat_block_id();
   ForwardJob job = {u.in0, u.out0, u.wOff0, u.bOff0, u.xOff0, u.yOff0, u.act0};
   const unsigned int tiles0 = forward_tiles(u.out0, u.batch);
@@ -43,20 +46,25 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KER
   const unsigned int tx = (job.n_out + TILE_X - 1u) / TILE_X;
   const unsigned int out0 = (t % tx) * TILE_X;
   const unsigned int row0 = (t / tx) * TILE_Y;
+  const unsigned int z = threadIdx.z;
   const unsigned int tid = threadIdx.x + WG_X * threadIdx.y;
   const unsigned int ox = 4u * threadIdx.x;
   const unsigned int ry = 4u * threadIdx.y;
+  float* w_tile = stage + z * STAGE;
+  float* x_tile = w_tile + TILE_K * SX;
 
   float acc[4][4];  // [output r][row c]
 #pragma unroll
   for (unsigned int r = 0; r < 4; r++) {
     const unsigned int o = out0 + ox + r;
-    const float bias = o < job.n_out ? params[job.b_off + o] : 0.0f;
+    const float bias = z == 0u && o < job.n_out ? params[job.b_off + o] : 0.0f;
 #pragma unroll
     for (unsigned int c = 0; c < 4; c++) acc[r][c] = bias;
   }
 
-  for (unsigned int k0 = 0; k0 < job.n_in; k0 += TILE_K) {
+  const unsigned int k_tiles = (job.n_in + TILE_K - 1u) / TILE_K;
+  for (unsigned int round = 0; round * WG_Z < k_tiles; round++) {
+    const unsigned int k0 = (round * WG_Z + z) * TILE_K;
     for (unsigned int e = tid; e < TILE_K * TILE_X; e += THREADS) {
       const unsigned int o = out0 + e / TILE_K;
       const unsigned int k = k0 + e % TILE_K;
@@ -70,7 +78,7 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KER
           b < u.batch && k < job.n_in ? acts[job.x_off + b * job.n_in + k] : 0.0f;
     }
     __syncthreads();
-    const unsigned int valid = min((unsigned int)TILE_K, job.n_in - k0);
+    const unsigned int valid = min((unsigned int)TILE_K, job.n_in - min(k0, job.n_in));
     for (unsigned int k = 0; k < valid; k++) {
       const float4 wv = *reinterpret_cast<const float4*>(&w_tile[k * SX + ox]);
       const float4 xv = *reinterpret_cast<const float4*>(&x_tile[k * SY + ry]);
@@ -83,6 +91,25 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KER
       }
     }
     __syncthreads();
+  }
+
+  // Sum the k-groups' tiles in group order (the staging memory is free now).
+  float4* part = reinterpret_cast<float4*>(stage);
+  if (z > 0u) {
+#pragma unroll
+    for (unsigned int r = 0; r < 4; r++) part[((z - 1u) * THREADS + tid) * 4u + r] = make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
+  }
+  __syncthreads();
+  if (z > 0u) return;
+  for (unsigned int g = 1; g < WG_Z; g++) {
+#pragma unroll
+    for (unsigned int r = 0; r < 4; r++) {
+      const float4 p = part[((g - 1u) * THREADS + tid) * 4u + r];
+      acc[r][0] += p.x;
+      acc[r][1] += p.y;
+      acc[r][2] += p.z;
+      acc[r][3] += p.w;
+    }
   }
 
 #pragma unroll

@@ -12,22 +12,28 @@
 //   partials: array<f32>, read_write: one float per dW tile
 //   u: Uniforms { batch, then per job j in 0, 1: in, out, wOff, bOff, xOff, dOff, pOff, pAct, partBase }
 //      (pAct: 0 none, 1 relu, 2 leaky 0.01, 3 no dX; out_j = 0: job absent)
-// Workgroup: WG_X x WG_Y threads own a TILE_X x TILE_Y tile, thread (x, y) the 4 x 4 block at
-// X 4x.., Y 4y..; flat workgroup id = job 0's dW tiles, its dX tiles, then job 1's.
+// Workgroup: WG_X x WG_Y x WG_Z threads own a TILE_X x TILE_Y tile; flat workgroup id = job 0's
+// dW tiles, its dX tiles, then job 1's. Thread (x, y) of k-group z computes the 4 x 4 block at
+// X 4x.., Y 4y.. over the k-tiles z, z + WG_Z, ..., and the WG_Z partial tiles are summed in group
+// order through workgroup memory (splitting the long K loops — the whole batch for dW — inside the
+// workgroup, with no extra launch).
 // dW tile: X = inputs i (plus the ones column i = in for db), Y = outputs o, K = batch rows.
 // dX tile: X = inputs i, Y = batch rows b, K = outputs o. Operands are staged k-major in
 // workgroup memory as vec4 rows padded by one vec4 (two vec4 reads per k for 16 multiply-adds).
-// Numerics: f32; sums add in increasing k from 0 (multiply-adds may fuse: tolerance against the
-// TS reference); the partial is a fixed-order tree, deterministic per backend.
+// Numerics: f32; each group adds its k in increasing order from 0 and the groups' sums are added
+// in order (multiply-adds may fuse: tolerance against the TS reference's single running sum); the
+// partial is a fixed-order tree, deterministic per backend.
 
 const THREADS = WG_X * WG_Y;
-// Row strides of the k-major tiles in vec4s.
+// Row strides of the k-major tiles in vec4s, and one k-group's staging area.
 const SX4 = TILE_X / 4 + 1;
 const SY4 = TILE_Y / 4 + 1;
+const STAGE = TILE_K * (SX4 + SY4);
 
-var<workgroup> x_tile: array<vec4<f32>, TILE_K * SX4>;
-var<workgroup> y_tile: array<vec4<f32>, TILE_K * SY4>;
+var<workgroup> stage: array<vec4<f32>, WG_Z * STAGE>;
 var<workgroup> red: array<f32, THREADS>;
+// The groups' partial tiles (4 vec4 per thread of groups 1..) fit in the staging memory.
+const_assert (WG_Z - 1) * THREADS * 4 <= WG_Z * STAGE;
 
 struct Job {
   n_in: u32,
@@ -81,7 +87,6 @@ fn mlp_backward(
   @builtin(workgroup_id) wid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
   @builtin(local_invocation_id) lid: vec3<u32>,
-  @builtin(local_invocation_index) tid: u32,
 ) {
   // Which job and which kind of tile this workgroup computes.
   var t = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
@@ -123,11 +128,17 @@ fn mlp_backward(
     k_len = job.n_out;
   }
 
+  let z = lid.z;
+  let tid = lid.x + WG_X * lid.y;
   let ix = 4u * lid.x;
   let iy = 4u * lid.y;
+  let xs = z * STAGE;
+  let ys = z * STAGE + TILE_K * SX4;
   // acc[r][c]: X index ix + r, Y index iy + c.
   var acc: array<vec4<f32>, 4>;
-  for (var k0 = 0u; k0 < k_len; k0 += TILE_K) {
+  let k_tiles = ceil_div(k_len, TILE_K);
+  for (var round = 0u; round * WG_Z < k_tiles; round++) {
+    let k0 = (round * WG_Z + z) * TILE_K;
     if (is_dw) {
       // X: inputs of rows k (the ones column at i = in); Y: deltas of rows k.
       for (var e = tid; e < TILE_K * TILE_X; e += THREADS) {
@@ -142,7 +153,7 @@ fn mlp_backward(
             v = 1.0;
           }
         }
-        x_tile[(e / TILE_X) * SX4 + m / 4u][m % 4u] = v;
+        stage[xs + (e / TILE_X) * SX4 + m / 4u][m % 4u] = v;
       }
       for (var e = tid; e < TILE_K * TILE_Y; e += THREADS) {
         let m = e % TILE_Y;
@@ -152,7 +163,7 @@ fn mlp_backward(
         if (k < u.batch && o < job.n_out) {
           v = deltas[job.d_off + k * job.n_out + o];
         }
-        y_tile[(e / TILE_Y) * SY4 + m / 4u][m % 4u] = v;
+        stage[ys + (e / TILE_Y) * SY4 + m / 4u][m % 4u] = v;
       }
     } else {
       // X: weights of outputs k; Y: deltas of rows b at outputs k.
@@ -164,7 +175,7 @@ fn mlp_backward(
         if (k < job.n_out && i < job.n_in) {
           v = params[job.w_off + k * job.n_in + i];
         }
-        x_tile[(e / TILE_X) * SX4 + m / 4u][m % 4u] = v;
+        stage[xs + (e / TILE_X) * SX4 + m / 4u][m % 4u] = v;
       }
       for (var e = tid; e < TILE_K * TILE_Y; e += THREADS) {
         let kk = e % TILE_K;
@@ -175,14 +186,14 @@ fn mlp_backward(
         if (b < u.batch && k < job.n_out) {
           v = deltas[job.d_off + b * job.n_out + k];
         }
-        y_tile[kk * SY4 + m / 4u][m % 4u] = v;
+        stage[ys + kk * SY4 + m / 4u][m % 4u] = v;
       }
     }
     workgroupBarrier();
-    let valid = min(u32(TILE_K), k_len - k0);
+    let valid = min(u32(TILE_K), k_len - min(k0, k_len));
     for (var k = 0u; k < valid; k++) {
-      let xv = x_tile[k * SX4 + lid.x];
-      let yv = y_tile[k * SY4 + lid.y];
+      let xv = stage[xs + k * SX4 + lid.x];
+      let yv = stage[ys + k * SY4 + lid.y];
       for (var r = 0u; r < 4u; r++) {
         acc[r] = acc[r] + xv[r] * yv;
       }
@@ -190,37 +201,57 @@ fn mlp_backward(
     workgroupBarrier();
   }
 
-  if (is_dw) {
-    var ss = 0.0;
-    for (var c = 0u; c < 4u; c++) {
-      let o = y0 + iy + c;
+  // Sum the k-groups' tiles in group order (the staging memory is free now).
+  if (z > 0u) {
+    for (var r = 0u; r < 4u; r++) {
+      stage[((z - 1u) * THREADS + tid) * 4u + r] = acc[r];
+    }
+  }
+  workgroupBarrier();
+  if (z == 0u) {
+    for (var g = 1u; g < WG_Z; g++) {
       for (var r = 0u; r < 4u; r++) {
-        let i = x0 + ix + r;
-        if (o < job.n_out && i <= job.n_in) {
-          let g = acc[r][c];
-          if (i < job.n_in) {
-            grads[job.w_off + o * job.n_in + i] = g;
-          } else {
-            grads[job.b_off + o] = g;
-          }
-          ss = ss + g * g;
-        }
+        acc[r] = acc[r] + stage[((g - 1u) * THREADS + tid) * 4u + r];
       }
     }
-    red[tid] = ss;
+  }
+
+  if (is_dw) {
+    var ss = 0.0;
+    if (z == 0u) {
+      for (var c = 0u; c < 4u; c++) {
+        let o = y0 + iy + c;
+        for (var r = 0u; r < 4u; r++) {
+          let i = x0 + ix + r;
+          if (o < job.n_out && i <= job.n_in) {
+            let g = acc[r][c];
+            if (i < job.n_in) {
+              grads[job.w_off + o * job.n_in + i] = g;
+            } else {
+              grads[job.b_off + o] = g;
+            }
+            ss = ss + g * g;
+          }
+        }
+      }
+      red[tid] = ss;
+    }
     workgroupBarrier();
-    for (var s = THREADS / 2u; s > 0u; s = s >> 1u) {
-      if (tid < s) {
+    for (var s = u32(THREADS) / 2u; s > 0u; s = s >> 1u) {
+      if (z == 0u && tid < s) {
         red[tid] = red[tid] + red[tid + s];
       }
       workgroupBarrier();
     }
-    if (tid == 0u) {
+    if (z == 0u && tid == 0u) {
       partials[job.part_base + t] = red[0];
     }
     return;
   }
 
+  if (z > 0u) {
+    return;
+  }
   for (var c = 0u; c < 4u; c++) {
     let b = y0 + iy + c;
     for (var r = 0u; r < 4u; r++) {

@@ -6,20 +6,25 @@
 //   acts: array<f32>, read_write: input rows at xOff_j, output rows at yOff_j (disjoint)
 //   u: Uniforms { batch, in0, out0, wOff0, bOff0, xOff0, yOff0, act0, in1, ... act1 }
 //      (act: 0 none, 1 relu, 2 leaky 0.01; out_j = 0: job absent)
-// Workgroup: WG_X x WG_Y threads own a TILE_X (outputs) x TILE_Y (rows) tile; flat workgroup id =
-// tiles of job 0, then of job 1. Thread (x, y) computes the 4 x 4 outputs 4x.. x rows 4y..: TILE_K
-// inputs of W and x are staged k-major in workgroup memory as vec4 rows (padded by one vec4 so the
-// transposing stores spread over banks), so each k costs two vec4 reads for 16 multiply-adds.
-// Numerics: f32; each sum starts at the bias and adds products in increasing i; the compiler may
-// fuse multiply-adds (tolerance, not bit-exactness, against the TS reference).
+// Workgroup: WG_X x WG_Y x WG_Z threads own a TILE_X (outputs) x TILE_Y (rows) tile; flat workgroup
+// id = tiles of job 0, then of job 1. Thread (x, y) of k-group z computes the 4 x 4 outputs 4x.. x
+// rows 4y.. over the k-tiles z, z + WG_Z, ... (TILE_K inputs each, staged k-major in workgroup
+// memory as vec4 rows padded by one vec4: two vec4 reads per k for 16 multiply-adds); the WG_Z
+// partial tiles are then summed in group order through the same workgroup memory. Splitting K
+// inside the workgroup shortens the latency-bound loop over inputs with no extra launch.
+// Numerics: f32; group 0 starts at the bias, each group adds its products in increasing i, and the
+// groups' sums are added in order; the compiler may fuse multiply-adds (tolerance, not
+// bit-exactness, against the TS reference's single running sum).
 
 const THREADS = WG_X * WG_Y;
-// Row strides of the k-major tiles in vec4s.
+// Row strides of the k-major tiles in vec4s, and one k-group's staging area.
 const SX4 = TILE_X / 4 + 1;
 const SY4 = TILE_Y / 4 + 1;
+const STAGE = TILE_K * (SX4 + SY4);
 
-var<workgroup> w_tile: array<vec4<f32>, TILE_K * SX4>;
-var<workgroup> x_tile: array<vec4<f32>, TILE_K * SY4>;
+var<workgroup> stage: array<vec4<f32>, WG_Z * STAGE>;
+// The groups' partial tiles (4 vec4 per thread of groups 1..) fit in the staging memory.
+const_assert (WG_Z - 1) * THREADS * 4 <= WG_Z * STAGE;
 
 struct Job {
   n_in: u32,
@@ -50,7 +55,6 @@ fn mlp_forward(
   @builtin(workgroup_id) wid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
   @builtin(local_invocation_id) lid: vec3<u32>,
-  @builtin(local_invocation_index) tid: u32,
 ) {
   var t = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
   var job = Job(u.in0, u.out0, u.wOff0, u.bOff0, u.xOff0, u.yOff0, u.act0);
@@ -65,21 +69,29 @@ fn mlp_forward(
   let tx = (job.n_out + TILE_X - 1u) / TILE_X;
   let out0 = (t % tx) * TILE_X;
   let row0 = (t / tx) * TILE_Y;
+  let z = lid.z;
+  let tid = lid.x + WG_X * lid.y;
   let ox = 4u * lid.x;
   let ry = 4u * lid.y;
+  let xs = z * STAGE;
+  let ys = z * STAGE + TILE_K * SX4;
 
   // acc[r][c]: output ox + r, row ry + c.
   var acc: array<vec4<f32>, 4>;
-  for (var r = 0u; r < 4u; r++) {
-    let o = out0 + ox + r;
-    var bias = 0.0;
-    if (o < job.n_out) {
-      bias = params[job.b_off + o];
+  if (z == 0u) {
+    for (var r = 0u; r < 4u; r++) {
+      let o = out0 + ox + r;
+      var bias = 0.0;
+      if (o < job.n_out) {
+        bias = params[job.b_off + o];
+      }
+      acc[r] = vec4<f32>(bias);
     }
-    acc[r] = vec4<f32>(bias);
   }
 
-  for (var k0 = 0u; k0 < job.n_in; k0 += TILE_K) {
+  let k_tiles = (job.n_in + TILE_K - 1u) / TILE_K;
+  for (var round = 0u; round * WG_Z < k_tiles; round++) {
+    let k0 = (round * WG_Z + z) * TILE_K;
     for (var e = tid; e < TILE_K * TILE_X; e += THREADS) {
       let m = e / TILE_K;
       let kk = e % TILE_K;
@@ -89,7 +101,7 @@ fn mlp_forward(
       if (o < job.n_out && k < job.n_in) {
         v = params[job.w_off + o * job.n_in + k];
       }
-      w_tile[kk * SX4 + m / 4u][m % 4u] = v;
+      stage[xs + kk * SX4 + m / 4u][m % 4u] = v;
     }
     for (var e = tid; e < TILE_K * TILE_Y; e += THREADS) {
       let m = e / TILE_K;
@@ -100,18 +112,34 @@ fn mlp_forward(
       if (b < u.batch && k < job.n_in) {
         v = acts[job.x_off + b * job.n_in + k];
       }
-      x_tile[kk * SY4 + m / 4u][m % 4u] = v;
+      stage[ys + kk * SY4 + m / 4u][m % 4u] = v;
     }
     workgroupBarrier();
-    let valid = min(u32(TILE_K), job.n_in - k0);
+    let valid = min(u32(TILE_K), job.n_in - min(k0, job.n_in));
     for (var k = 0u; k < valid; k++) {
-      let wv = w_tile[k * SX4 + lid.x];
-      let xv = x_tile[k * SY4 + lid.y];
+      let wv = stage[xs + k * SX4 + lid.x];
+      let xv = stage[ys + k * SY4 + lid.y];
       for (var r = 0u; r < 4u; r++) {
         acc[r] = acc[r] + wv[r] * xv;
       }
     }
     workgroupBarrier();
+  }
+
+  // Sum the k-groups' tiles in group order (the staging memory is free now).
+  if (z > 0u) {
+    for (var r = 0u; r < 4u; r++) {
+      stage[((z - 1u) * THREADS + tid) * 4u + r] = acc[r];
+    }
+  }
+  workgroupBarrier();
+  if (z > 0u) {
+    return;
+  }
+  for (var g = 1u; g < WG_Z; g++) {
+    for (var r = 0u; r < 4u; r++) {
+      acc[r] = acc[r] + stage[((g - 1u) * THREADS + tid) * 4u + r];
+    }
   }
 
   for (var c = 0u; c < 4u; c++) {

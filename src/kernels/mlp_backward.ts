@@ -12,7 +12,8 @@
  *
  * Grid: per job, its dW tiles (over (in + 1) inputs x out outputs) then its dX tiles (over in
  * inputs x batch rows); job 0's before job 1's, flat over x. Every tile is TILE_X x TILE_Y with a
- * K loop (batch for dW, out for dX), 8 x 16 threads each owning a contiguous 4 x 4 block.
+ * K loop (batch for dW, out for dX), 8 x 16 threads each owning a contiguous 4 x 4 block, times
+ * kSplit k-groups that split the K loop between them and add their tiles in group order.
  *
  * Numerics: f32; every sum adds in increasing k (b for dW, o for dX) from 0, as src/learn/mlp.ts;
  * multiply-adds may fuse on GPUs, so twins agree to a tolerance. Partials are per-tile sums in the
@@ -29,22 +30,35 @@ export const NO_DX = 3;
 
 const FIELDS = ['in', 'out', 'wOff', 'bOff', 'xOff', 'dOff', 'pOff', 'pAct', 'partBase'] as const;
 
-export const mlpBackwardSpec: KernelSpec = {
-  name: 'mlp_backward',
-  bindings: [
-    { name: 'params', type: 'f32', access: 'read' },
-    { name: 'acts', type: 'f32', access: 'read' },
-    { name: 'deltas', type: 'f32', access: 'read_write' },
-    { name: 'grads', type: 'f32', access: 'read_write' },
-    { name: 'partials', type: 'f32', access: 'read_write' },
-  ],
-  uniforms: [
-    { name: 'batch', type: 'u32' },
-    ...[0, 1].flatMap((j) => FIELDS.map((f) => ({ name: `${f}${j}`, type: 'u32' as const }))),
-  ],
-  workgroupSize: [8, 16, 1],
-  constants: { TILE_X: 32, TILE_Y: 64, TILE_K: 16 },
-};
+const variants = new Map<number, KernelSpec>();
+
+/** The kernel with `kSplit` k-groups of 8 x 16 threads per workgroup (see mlpForwardSpecFor). */
+export function mlpBackwardSpecFor(kSplit: number): KernelSpec {
+  let spec = variants.get(kSplit);
+  if (!spec) {
+    spec = {
+      name: 'mlp_backward',
+      bindings: [
+        { name: 'params', type: 'f32', access: 'read' },
+        { name: 'acts', type: 'f32', access: 'read' },
+        { name: 'deltas', type: 'f32', access: 'read_write' },
+        { name: 'grads', type: 'f32', access: 'read_write' },
+        { name: 'partials', type: 'f32', access: 'read_write' },
+      ],
+      uniforms: [
+        { name: 'batch', type: 'u32' },
+        ...[0, 1].flatMap((j) => FIELDS.map((f) => ({ name: `${f}${j}`, type: 'u32' as const }))),
+      ],
+      workgroupSize: [8, 16, kSplit],
+      constants: { TILE_X: 32, TILE_Y: 64, TILE_K: 16 },
+    };
+    variants.set(kSplit, spec);
+  }
+  return spec;
+}
+
+/** The CUDA variant (the one the registry lists and the nvcc test compiles). */
+export const mlpBackwardSpec = mlpBackwardSpecFor(4);
 
 const C = mlpBackwardSpec.constants!;
 const ceilDiv = (a: number, b: number) => Math.ceil(a / b);
@@ -96,6 +110,7 @@ export function mlpBackwardDispatch(
   },
   batch: number,
   jobs: [BackwardJob] | [BackwardJob, BackwardJob],
+  kSplit = 1,
 ): Dispatch {
   let tiles = 0;
   for (const job of jobs) {
@@ -104,7 +119,7 @@ export function mlpBackwardDispatch(
   }
   const { params, acts, deltas, grads, partials } = buffers;
   return {
-    kernel: mlpBackwardSpec,
+    kernel: mlpBackwardSpecFor(kSplit),
     buffers: [params, acts, deltas, grads, partials],
     uniforms: { batch, ...jobUniforms(jobs[0], 0), ...jobUniforms(jobs[1], 1) },
     groups: grid1d(tiles),

@@ -9,7 +9,8 @@
  *
  * Grid: the tiles of job 0, then those of job 1, flat over x (grid1d); a tile is TILE_X outputs x
  * TILE_Y rows, 8 x 16 threads each owning a contiguous 4 x 4 block (vector reads of the staged
- * tiles; 32-wide tiles give the small PPO layers enough workgroups to fill a large GPU).
+ * tiles; 32-wide tiles give the small PPO layers enough workgroups to fill a large GPU), times
+ * kSplit k-groups that split the inputs between them and add their tiles in group order.
  *
  * Numerics: f32; each sum starts at the bias and adds products in increasing i, as
  * src/learn/mlp.ts; GPUs fuse multiply-adds, so twins agree to a tolerance.
@@ -22,24 +23,36 @@ import type { Kernel, TypedArray } from './reference.js';
 
 const FIELDS = ['in', 'out', 'wOff', 'bOff', 'xOff', 'yOff', 'act'] as const;
 
-export const mlpForwardSpec: KernelSpec = {
-  name: 'mlp_forward',
-  bindings: [
-    { name: 'params', type: 'f32', access: 'read' },
-    { name: 'acts', type: 'f32', access: 'read_write' },
-  ],
-  uniforms: [
-    { name: 'batch', type: 'u32' },
-    ...[0, 1].flatMap((j) =>
-      ['in', 'out', 'wOff', 'bOff', 'xOff', 'yOff', 'act'].map((f) => ({
-        name: `${f}${j}`,
-        type: 'u32' as const,
-      })),
-    ),
-  ],
-  workgroupSize: [8, 16, 1],
-  constants: { TILE_X: 32, TILE_Y: 64, TILE_K: 16 },
-};
+const variants = new Map<number, KernelSpec>();
+
+/**
+ * The kernel with `kSplit` k-groups of 8 x 16 threads per workgroup (WG_Z): 4 on CUDA, as many as
+ * a WebGPU device's workgroup limits allow (kSplitFor in src/learn/device_mlp.ts). One spec object
+ * per value, so backends cache one pipeline each.
+ */
+export function mlpForwardSpecFor(kSplit: number): KernelSpec {
+  let spec = variants.get(kSplit);
+  if (!spec) {
+    spec = {
+      name: 'mlp_forward',
+      bindings: [
+        { name: 'params', type: 'f32', access: 'read' },
+        { name: 'acts', type: 'f32', access: 'read_write' },
+      ],
+      uniforms: [
+        { name: 'batch', type: 'u32' },
+        ...[0, 1].flatMap((j) => FIELDS.map((f) => ({ name: `${f}${j}`, type: 'u32' as const }))),
+      ],
+      workgroupSize: [8, 16, kSplit],
+      constants: { TILE_X: 32, TILE_Y: 64, TILE_K: 16 },
+    };
+    variants.set(kSplit, spec);
+  }
+  return spec;
+}
+
+/** The CUDA variant (the one the registry lists and the nvcc test compiles). */
+export const mlpForwardSpec = mlpForwardSpecFor(4);
 
 const C = mlpForwardSpec.constants!;
 
@@ -73,10 +86,11 @@ export function mlpForwardDispatch(
   acts: DeviceBuffer,
   batch: number,
   jobs: [ForwardJob] | [ForwardJob, ForwardJob],
+  kSplit = 1,
 ): Dispatch {
   const tiles = jobs.reduce((t, job) => t + tilesOf(job.layer.out, batch), 0);
   return {
-    kernel: mlpForwardSpec,
+    kernel: mlpForwardSpecFor(kSplit),
     buffers: [params, acts],
     uniforms: { batch, ...jobUniforms(jobs[0], 0), ...jobUniforms(jobs[1], 1) },
     groups: grid1d(tiles),

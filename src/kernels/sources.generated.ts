@@ -3882,22 +3882,28 @@ fn exclusive_scan(
 //   partials: array<f32>, read_write: one float per dW tile
 //   u: Uniforms { batch, then per job j in 0, 1: in, out, wOff, bOff, xOff, dOff, pOff, pAct, partBase }
 //      (pAct: 0 none, 1 relu, 2 leaky 0.01, 3 no dX; out_j = 0: job absent)
-// Workgroup: WG_X x WG_Y threads own a TILE_X x TILE_Y tile, thread (x, y) the 4 x 4 block at
-// X 4x.., Y 4y..; flat workgroup id = job 0's dW tiles, its dX tiles, then job 1's.
+// Workgroup: WG_X x WG_Y x WG_Z threads own a TILE_X x TILE_Y tile; flat workgroup id = job 0's
+// dW tiles, its dX tiles, then job 1's. Thread (x, y) of k-group z computes the 4 x 4 block at
+// X 4x.., Y 4y.. over the k-tiles z, z + WG_Z, ..., and the WG_Z partial tiles are summed in group
+// order through workgroup memory (splitting the long K loops — the whole batch for dW — inside the
+// workgroup, with no extra launch).
 // dW tile: X = inputs i (plus the ones column i = in for db), Y = outputs o, K = batch rows.
 // dX tile: X = inputs i, Y = batch rows b, K = outputs o. Operands are staged k-major in
 // workgroup memory as vec4 rows padded by one vec4 (two vec4 reads per k for 16 multiply-adds).
-// Numerics: f32; sums add in increasing k from 0 (multiply-adds may fuse: tolerance against the
-// TS reference); the partial is a fixed-order tree, deterministic per backend.
+// Numerics: f32; each group adds its k in increasing order from 0 and the groups' sums are added
+// in order (multiply-adds may fuse: tolerance against the TS reference's single running sum); the
+// partial is a fixed-order tree, deterministic per backend.
 
 const THREADS = WG_X * WG_Y;
-// Row strides of the k-major tiles in vec4s.
+// Row strides of the k-major tiles in vec4s, and one k-group's staging area.
 const SX4 = TILE_X / 4 + 1;
 const SY4 = TILE_Y / 4 + 1;
+const STAGE = TILE_K * (SX4 + SY4);
 
-var<workgroup> x_tile: array<vec4<f32>, TILE_K * SX4>;
-var<workgroup> y_tile: array<vec4<f32>, TILE_K * SY4>;
+var<workgroup> stage: array<vec4<f32>, WG_Z * STAGE>;
 var<workgroup> red: array<f32, THREADS>;
+// The groups' partial tiles (4 vec4 per thread of groups 1..) fit in the staging memory.
+const_assert (WG_Z - 1) * THREADS * 4 <= WG_Z * STAGE;
 
 struct Job {
   n_in: u32,
@@ -3951,7 +3957,6 @@ fn mlp_backward(
   @builtin(workgroup_id) wid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
   @builtin(local_invocation_id) lid: vec3<u32>,
-  @builtin(local_invocation_index) tid: u32,
 ) {
   // Which job and which kind of tile this workgroup computes.
   var t = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
@@ -3993,11 +3998,17 @@ fn mlp_backward(
     k_len = job.n_out;
   }
 
+  let z = lid.z;
+  let tid = lid.x + WG_X * lid.y;
   let ix = 4u * lid.x;
   let iy = 4u * lid.y;
+  let xs = z * STAGE;
+  let ys = z * STAGE + TILE_K * SX4;
   // acc[r][c]: X index ix + r, Y index iy + c.
   var acc: array<vec4<f32>, 4>;
-  for (var k0 = 0u; k0 < k_len; k0 += TILE_K) {
+  let k_tiles = ceil_div(k_len, TILE_K);
+  for (var round = 0u; round * WG_Z < k_tiles; round++) {
+    let k0 = (round * WG_Z + z) * TILE_K;
     if (is_dw) {
       // X: inputs of rows k (the ones column at i = in); Y: deltas of rows k.
       for (var e = tid; e < TILE_K * TILE_X; e += THREADS) {
@@ -4012,7 +4023,7 @@ fn mlp_backward(
             v = 1.0;
           }
         }
-        x_tile[(e / TILE_X) * SX4 + m / 4u][m % 4u] = v;
+        stage[xs + (e / TILE_X) * SX4 + m / 4u][m % 4u] = v;
       }
       for (var e = tid; e < TILE_K * TILE_Y; e += THREADS) {
         let m = e % TILE_Y;
@@ -4022,7 +4033,7 @@ fn mlp_backward(
         if (k < u.batch && o < job.n_out) {
           v = deltas[job.d_off + k * job.n_out + o];
         }
-        y_tile[(e / TILE_Y) * SY4 + m / 4u][m % 4u] = v;
+        stage[ys + (e / TILE_Y) * SY4 + m / 4u][m % 4u] = v;
       }
     } else {
       // X: weights of outputs k; Y: deltas of rows b at outputs k.
@@ -4034,7 +4045,7 @@ fn mlp_backward(
         if (k < job.n_out && i < job.n_in) {
           v = params[job.w_off + k * job.n_in + i];
         }
-        x_tile[(e / TILE_X) * SX4 + m / 4u][m % 4u] = v;
+        stage[xs + (e / TILE_X) * SX4 + m / 4u][m % 4u] = v;
       }
       for (var e = tid; e < TILE_K * TILE_Y; e += THREADS) {
         let kk = e % TILE_K;
@@ -4045,14 +4056,14 @@ fn mlp_backward(
         if (b < u.batch && k < job.n_out) {
           v = deltas[job.d_off + b * job.n_out + k];
         }
-        y_tile[kk * SY4 + m / 4u][m % 4u] = v;
+        stage[ys + kk * SY4 + m / 4u][m % 4u] = v;
       }
     }
     workgroupBarrier();
-    let valid = min(u32(TILE_K), k_len - k0);
+    let valid = min(u32(TILE_K), k_len - min(k0, k_len));
     for (var k = 0u; k < valid; k++) {
-      let xv = x_tile[k * SX4 + lid.x];
-      let yv = y_tile[k * SY4 + lid.y];
+      let xv = stage[xs + k * SX4 + lid.x];
+      let yv = stage[ys + k * SY4 + lid.y];
       for (var r = 0u; r < 4u; r++) {
         acc[r] = acc[r] + xv[r] * yv;
       }
@@ -4060,37 +4071,57 @@ fn mlp_backward(
     workgroupBarrier();
   }
 
-  if (is_dw) {
-    var ss = 0.0;
-    for (var c = 0u; c < 4u; c++) {
-      let o = y0 + iy + c;
+  // Sum the k-groups' tiles in group order (the staging memory is free now).
+  if (z > 0u) {
+    for (var r = 0u; r < 4u; r++) {
+      stage[((z - 1u) * THREADS + tid) * 4u + r] = acc[r];
+    }
+  }
+  workgroupBarrier();
+  if (z == 0u) {
+    for (var g = 1u; g < WG_Z; g++) {
       for (var r = 0u; r < 4u; r++) {
-        let i = x0 + ix + r;
-        if (o < job.n_out && i <= job.n_in) {
-          let g = acc[r][c];
-          if (i < job.n_in) {
-            grads[job.w_off + o * job.n_in + i] = g;
-          } else {
-            grads[job.b_off + o] = g;
-          }
-          ss = ss + g * g;
-        }
+        acc[r] = acc[r] + stage[((g - 1u) * THREADS + tid) * 4u + r];
       }
     }
-    red[tid] = ss;
+  }
+
+  if (is_dw) {
+    var ss = 0.0;
+    if (z == 0u) {
+      for (var c = 0u; c < 4u; c++) {
+        let o = y0 + iy + c;
+        for (var r = 0u; r < 4u; r++) {
+          let i = x0 + ix + r;
+          if (o < job.n_out && i <= job.n_in) {
+            let g = acc[r][c];
+            if (i < job.n_in) {
+              grads[job.w_off + o * job.n_in + i] = g;
+            } else {
+              grads[job.b_off + o] = g;
+            }
+            ss = ss + g * g;
+          }
+        }
+      }
+      red[tid] = ss;
+    }
     workgroupBarrier();
-    for (var s = THREADS / 2u; s > 0u; s = s >> 1u) {
-      if (tid < s) {
+    for (var s = u32(THREADS) / 2u; s > 0u; s = s >> 1u) {
+      if (z == 0u && tid < s) {
         red[tid] = red[tid] + red[tid + s];
       }
       workgroupBarrier();
     }
-    if (tid == 0u) {
+    if (z == 0u && tid == 0u) {
       partials[job.part_base + t] = red[0];
     }
     return;
   }
 
+  if (z > 0u) {
+    return;
+  }
   for (var c = 0u; c < 4u; c++) {
     let b = y0 + iy + c;
     for (var r = 0u; r < 4u; r++) {
@@ -4111,20 +4142,25 @@ fn mlp_backward(
 //   acts: array<f32>, read_write: input rows at xOff_j, output rows at yOff_j (disjoint)
 //   u: Uniforms { batch, in0, out0, wOff0, bOff0, xOff0, yOff0, act0, in1, ... act1 }
 //      (act: 0 none, 1 relu, 2 leaky 0.01; out_j = 0: job absent)
-// Workgroup: WG_X x WG_Y threads own a TILE_X (outputs) x TILE_Y (rows) tile; flat workgroup id =
-// tiles of job 0, then of job 1. Thread (x, y) computes the 4 x 4 outputs 4x.. x rows 4y..: TILE_K
-// inputs of W and x are staged k-major in workgroup memory as vec4 rows (padded by one vec4 so the
-// transposing stores spread over banks), so each k costs two vec4 reads for 16 multiply-adds.
-// Numerics: f32; each sum starts at the bias and adds products in increasing i; the compiler may
-// fuse multiply-adds (tolerance, not bit-exactness, against the TS reference).
+// Workgroup: WG_X x WG_Y x WG_Z threads own a TILE_X (outputs) x TILE_Y (rows) tile; flat workgroup
+// id = tiles of job 0, then of job 1. Thread (x, y) of k-group z computes the 4 x 4 outputs 4x.. x
+// rows 4y.. over the k-tiles z, z + WG_Z, ... (TILE_K inputs each, staged k-major in workgroup
+// memory as vec4 rows padded by one vec4: two vec4 reads per k for 16 multiply-adds); the WG_Z
+// partial tiles are then summed in group order through the same workgroup memory. Splitting K
+// inside the workgroup shortens the latency-bound loop over inputs with no extra launch.
+// Numerics: f32; group 0 starts at the bias, each group adds its products in increasing i, and the
+// groups' sums are added in order; the compiler may fuse multiply-adds (tolerance, not
+// bit-exactness, against the TS reference's single running sum).
 
 const THREADS = WG_X * WG_Y;
-// Row strides of the k-major tiles in vec4s.
+// Row strides of the k-major tiles in vec4s, and one k-group's staging area.
 const SX4 = TILE_X / 4 + 1;
 const SY4 = TILE_Y / 4 + 1;
+const STAGE = TILE_K * (SX4 + SY4);
 
-var<workgroup> w_tile: array<vec4<f32>, TILE_K * SX4>;
-var<workgroup> x_tile: array<vec4<f32>, TILE_K * SY4>;
+var<workgroup> stage: array<vec4<f32>, WG_Z * STAGE>;
+// The groups' partial tiles (4 vec4 per thread of groups 1..) fit in the staging memory.
+const_assert (WG_Z - 1) * THREADS * 4 <= WG_Z * STAGE;
 
 struct Job {
   n_in: u32,
@@ -4155,7 +4191,6 @@ fn mlp_forward(
   @builtin(workgroup_id) wid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
   @builtin(local_invocation_id) lid: vec3<u32>,
-  @builtin(local_invocation_index) tid: u32,
 ) {
   var t = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
   var job = Job(u.in0, u.out0, u.wOff0, u.bOff0, u.xOff0, u.yOff0, u.act0);
@@ -4170,21 +4205,29 @@ fn mlp_forward(
   let tx = (job.n_out + TILE_X - 1u) / TILE_X;
   let out0 = (t % tx) * TILE_X;
   let row0 = (t / tx) * TILE_Y;
+  let z = lid.z;
+  let tid = lid.x + WG_X * lid.y;
   let ox = 4u * lid.x;
   let ry = 4u * lid.y;
+  let xs = z * STAGE;
+  let ys = z * STAGE + TILE_K * SX4;
 
   // acc[r][c]: output ox + r, row ry + c.
   var acc: array<vec4<f32>, 4>;
-  for (var r = 0u; r < 4u; r++) {
-    let o = out0 + ox + r;
-    var bias = 0.0;
-    if (o < job.n_out) {
-      bias = params[job.b_off + o];
+  if (z == 0u) {
+    for (var r = 0u; r < 4u; r++) {
+      let o = out0 + ox + r;
+      var bias = 0.0;
+      if (o < job.n_out) {
+        bias = params[job.b_off + o];
+      }
+      acc[r] = vec4<f32>(bias);
     }
-    acc[r] = vec4<f32>(bias);
   }
 
-  for (var k0 = 0u; k0 < job.n_in; k0 += TILE_K) {
+  let k_tiles = (job.n_in + TILE_K - 1u) / TILE_K;
+  for (var round = 0u; round * WG_Z < k_tiles; round++) {
+    let k0 = (round * WG_Z + z) * TILE_K;
     for (var e = tid; e < TILE_K * TILE_X; e += THREADS) {
       let m = e / TILE_K;
       let kk = e % TILE_K;
@@ -4194,7 +4237,7 @@ fn mlp_forward(
       if (o < job.n_out && k < job.n_in) {
         v = params[job.w_off + o * job.n_in + k];
       }
-      w_tile[kk * SX4 + m / 4u][m % 4u] = v;
+      stage[xs + kk * SX4 + m / 4u][m % 4u] = v;
     }
     for (var e = tid; e < TILE_K * TILE_Y; e += THREADS) {
       let m = e / TILE_K;
@@ -4205,18 +4248,34 @@ fn mlp_forward(
       if (b < u.batch && k < job.n_in) {
         v = acts[job.x_off + b * job.n_in + k];
       }
-      x_tile[kk * SY4 + m / 4u][m % 4u] = v;
+      stage[ys + kk * SY4 + m / 4u][m % 4u] = v;
     }
     workgroupBarrier();
-    let valid = min(u32(TILE_K), job.n_in - k0);
+    let valid = min(u32(TILE_K), job.n_in - min(k0, job.n_in));
     for (var k = 0u; k < valid; k++) {
-      let wv = w_tile[k * SX4 + lid.x];
-      let xv = x_tile[k * SY4 + lid.y];
+      let wv = stage[xs + k * SX4 + lid.x];
+      let xv = stage[ys + k * SY4 + lid.y];
       for (var r = 0u; r < 4u; r++) {
         acc[r] = acc[r] + wv[r] * xv;
       }
     }
     workgroupBarrier();
+  }
+
+  // Sum the k-groups' tiles in group order (the staging memory is free now).
+  if (z > 0u) {
+    for (var r = 0u; r < 4u; r++) {
+      stage[((z - 1u) * THREADS + tid) * 4u + r] = acc[r];
+    }
+  }
+  workgroupBarrier();
+  if (z > 0u) {
+    return;
+  }
+  for (var g = 1u; g < WG_Z; g++) {
+    for (var r = 0u; r < 4u; r++) {
+      acc[r] = acc[r] + stage[((g - 1u) * THREADS + tid) * 4u + r];
+    }
   }
 
   for (var c = 0u; c < 4u; c++) {
@@ -6571,20 +6630,25 @@ __device__ __forceinline__ float learn_block_sum(float v, float* scratch, unsign
 //   partials: float*, written: one float per dW tile
 //   u: Uniforms { batch, then per job j in 0, 1: in, out, wOff, bOff, xOff, dOff, pOff, pAct, partBase }
 //      (pAct: 0 none, 1 relu, 2 leaky 0.01, 3 no dX; out_j = 0: job absent)
-// Block: WG_X x WG_Y threads own a TILE_X x TILE_Y tile, thread (x, y) the 4 x 4 block at X 4x..,
-// Y 4y..; flat block id = job 0's dW tiles, its dX tiles, then job 1's.
+// Block: WG_X x WG_Y x WG_Z threads own a TILE_X x TILE_Y tile; flat block id = job 0's dW tiles,
+// its dX tiles, then job 1's. Thread (x, y) of k-group z computes the 4 x 4 block at X 4x.., Y 4y..
+// over the k-tiles z, z + WG_Z, ..., and the WG_Z partial tiles are summed in group order through
+// shared memory (splitting the long K loops — the whole batch for dW — inside the block, with no
+// extra launch).
 // dW tile: X = inputs i (plus the ones column i = in for db), Y = outputs o, K = batch rows.
 // dX tile: X = inputs i, Y = batch rows b, K = outputs o. Operands are staged k-major in shared
 // memory, rows padded by 4 floats (transposing stores spread over banks; the inner loop's two
 // float4 reads per k stay aligned).
-// Numerics: f32; sums add in increasing k from 0 (NVRTC fuses multiply-adds: tolerance against the
-// TS reference); the partial is a fixed-order tree, deterministic.
+// Numerics: f32; each group adds its k in increasing order from 0 and the groups' sums are added in
+// order (NVRTC fuses multiply-adds: tolerance against the TS reference's single running sum); the
+// partial is a fixed-order tree, deterministic.
 #include "grid.cuh"
 #include "learn_common.cuh"
 
 #define THREADS (WG_X * WG_Y)
 #define SX (TILE_X + 4)
 #define SY (TILE_Y + 4)
+#define STAGE (TILE_K * (SX + SY))
 
 struct BackwardJob {
   unsigned int n_in, n_out, w_off, b_off, x_off, d_off, p_off, p_act, part_base;
@@ -6607,10 +6671,9 @@ __device__ __forceinline__ unsigned int dx_tiles(const BackwardJob& job, unsigne
 
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_backward(KERNEL_ARGS) {
   static_assert(TILE_X == 4 * WG_X && TILE_Y == 4 * WG_Y, "each thread owns a 4 x 4 block");
-  __shared__ __align__(16) float x_tile[TILE_K * SX];
-  __shared__ __align__(16) float y_tile[TILE_K * SY];
+  static_assert((WG_Z - 1) * THREADS * 16 <= WG_Z * STAGE, "the groups' partial tiles fit in the staging memory");
+  __shared__ __align__(16) float stage[WG_Z * STAGE];
   __shared__ float red[THREADS];
-  const unsigned int tid = threadIdx.x + WG_X * threadIdx.y;
 
   // Which job and which kind of tile this block computes.
   unsigned int t = (unsigned int)flat_block_id();
@@ -6637,12 +6700,17 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_backward(KE
   const unsigned int x0 = (t % tx) * TILE_X;
   const unsigned int y0 = (t / tx) * TILE_Y;
   const unsigned int k_len = is_dw ? u.batch : job.n_out;
-
+  const unsigned int z = threadIdx.z;
+  const unsigned int tid = threadIdx.x + WG_X * threadIdx.y;
   const unsigned int ix = 4u * threadIdx.x;
   const unsigned int iy = 4u * threadIdx.y;
+  float* x_tile = stage + z * STAGE;
+  float* y_tile = x_tile + TILE_K * SX;
   float acc[4][4] = {};  // [X r][Y c]
 
-  for (unsigned int k0 = 0; k0 < k_len; k0 += TILE_K) {
+  const unsigned int k_tiles = ceil_div(k_len, TILE_K);
+  for (unsigned int round = 0; round * WG_Z < k_tiles; round++) {
+    const unsigned int k0 = (round * WG_Z + z) * TILE_K;
     if (is_dw) {
       // X: inputs of rows k (the ones column at i = in); Y: deltas of rows k.
       for (unsigned int e = tid; e < TILE_K * TILE_X; e += THREADS) {
@@ -6676,7 +6744,7 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_backward(KE
       }
     }
     __syncthreads();
-    const unsigned int valid = min((unsigned int)TILE_K, k_len - k0);
+    const unsigned int valid = min((unsigned int)TILE_K, k_len - min(k0, k_len));
     for (unsigned int k = 0; k < valid; k++) {
       const float4 xv = *reinterpret_cast<const float4*>(&x_tile[k * SX + ix]);
       const float4 yv = *reinterpret_cast<const float4*>(&y_tile[k * SY + iy]);
@@ -6691,26 +6759,54 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_backward(KE
     __syncthreads();
   }
 
-  if (is_dw) {
-    float ss = 0.0f;
+  // Sum the k-groups' tiles in group order (the staging memory is free now).
+  float4* part = reinterpret_cast<float4*>(stage);
+  if (z > 0u) {
 #pragma unroll
-    for (unsigned int c = 0; c < 4; c++) {
-      const unsigned int o = y0 + iy + c;
+    for (unsigned int r = 0; r < 4; r++) part[((z - 1u) * THREADS + tid) * 4u + r] = make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
+  }
+  __syncthreads();
+  if (z == 0u) {
+    for (unsigned int g = 1; g < WG_Z; g++) {
 #pragma unroll
       for (unsigned int r = 0; r < 4; r++) {
-        const unsigned int i = x0 + ix + r;
-        if (o < job.n_out && i <= job.n_in) {
-          const float g = acc[r][c];
-          grads[i < job.n_in ? job.w_off + o * job.n_in + i : job.b_off + o] = g;
-          ss += g * g;
-        }
+        const float4 p = part[((g - 1u) * THREADS + tid) * 4u + r];
+        acc[r][0] += p.x;
+        acc[r][1] += p.y;
+        acc[r][2] += p.z;
+        acc[r][3] += p.w;
       }
     }
-    const float total = learn_block_sum(ss, red, tid, THREADS);
-    if (tid == 0u) partials[job.part_base + t] = total;
+  }
+
+  if (is_dw) {
+    if (z == 0u) {
+      float ss = 0.0f;
+#pragma unroll
+      for (unsigned int c = 0; c < 4; c++) {
+        const unsigned int o = y0 + iy + c;
+#pragma unroll
+        for (unsigned int r = 0; r < 4; r++) {
+          const unsigned int i = x0 + ix + r;
+          if (o < job.n_out && i <= job.n_in) {
+            const float g = acc[r][c];
+            grads[i < job.n_in ? job.w_off + o * job.n_in + i : job.b_off + o] = g;
+            ss += g * g;
+          }
+        }
+      }
+      red[tid] = ss;
+    }
+    __syncthreads();
+    for (unsigned int s = THREADS / 2u; s > 0u; s >>= 1) {
+      if (z == 0u && tid < s) red[tid] += red[tid + s];
+      __syncthreads();
+    }
+    if (z == 0u && tid == 0u) partials[job.part_base + t] = red[0];
     return;
   }
 
+  if (z > 0u) return;
 #pragma unroll
   for (unsigned int c = 0; c < 4; c++) {
     const unsigned int b = y0 + iy + c;
@@ -6733,19 +6829,22 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_backward(KE
 //   acts: float*, read and written: input rows at xOff_j, output rows at yOff_j (disjoint)
 //   u: Uniforms { batch, in0, out0, wOff0, bOff0, xOff0, yOff0, act0, in1, ... act1 }
 //      (act: 0 none, 1 relu, 2 leaky 0.01; out_j = 0: job absent)
-// Block: WG_X x WG_Y threads own a TILE_X (outputs) x TILE_Y (rows) tile; flat block id = tiles of
-// job 0, then of job 1. Thread (x, y) computes the 4 x 4 outputs 4x.. x rows 4y..: TILE_K inputs
-// of W and x are staged k-major in shared memory (rows padded by 4 floats: the transposing stores
-// spread over banks, the float4 reads of the inner loop stay aligned), so each k costs two float4
-// reads for 16 multiply-adds.
-// Numerics: f32; each sum starts at the bias and adds products in increasing i; NVRTC fuses
-// multiply-adds (tolerance, not bit-exactness, against the TS reference).
+// Block: WG_X x WG_Y x WG_Z threads own a TILE_X (outputs) x TILE_Y (rows) tile; flat block id =
+// tiles of job 0, then of job 1. Thread (x, y) of k-group z computes the 4 x 4 outputs 4x.. x rows
+// 4y.. over the k-tiles z, z + WG_Z, ... (TILE_K inputs each, staged k-major in shared memory, rows
+// padded by 4 floats: the transposing stores spread over banks, the two float4 reads per k stay
+// aligned); the WG_Z partial tiles are then summed in group order through the same shared memory.
+// Splitting K inside the block shortens the latency-bound loop over inputs with no extra launch.
+// Numerics: f32; group 0 starts at the bias, each group adds its products in increasing i, and the
+// groups' sums are added in order; NVRTC fuses multiply-adds (tolerance, not bit-exactness,
+// against the TS reference's single running sum).
 #include "grid.cuh"
 #include "learn_common.cuh"
 
 #define THREADS (WG_X * WG_Y)
 #define SX (TILE_X + 4)
 #define SY (TILE_Y + 4)
+#define STAGE (TILE_K * (SX + SY))
 
 struct ForwardJob {
   unsigned int n_in, n_out, w_off, b_off, x_off, y_off, act;
@@ -6757,8 +6856,8 @@ __device__ __forceinline__ unsigned int forward_tiles(unsigned int n_out, unsign
 
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KERNEL_ARGS) {
   static_assert(TILE_X == 4 * WG_X && TILE_Y == 4 * WG_Y, "each thread owns a 4 x 4 block");
-  __shared__ __align__(16) float w_tile[TILE_K * SX];
-  __shared__ __align__(16) float x_tile[TILE_K * SY];
+  static_assert((WG_Z - 1) * THREADS * 16 <= WG_Z * STAGE, "the groups' partial tiles fit in the staging memory");
+  __shared__ __align__(16) float stage[WG_Z * STAGE];
   unsigned int t = (unsigned int)flat_block_id();
   ForwardJob job = {u.in0, u.out0, u.wOff0, u.bOff0, u.xOff0, u.yOff0, u.act0};
   const unsigned int tiles0 = forward_tiles(u.out0, u.batch);
@@ -6770,20 +6869,25 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KER
   const unsigned int tx = (job.n_out + TILE_X - 1u) / TILE_X;
   const unsigned int out0 = (t % tx) * TILE_X;
   const unsigned int row0 = (t / tx) * TILE_Y;
+  const unsigned int z = threadIdx.z;
   const unsigned int tid = threadIdx.x + WG_X * threadIdx.y;
   const unsigned int ox = 4u * threadIdx.x;
   const unsigned int ry = 4u * threadIdx.y;
+  float* w_tile = stage + z * STAGE;
+  float* x_tile = w_tile + TILE_K * SX;
 
   float acc[4][4];  // [output r][row c]
 #pragma unroll
   for (unsigned int r = 0; r < 4; r++) {
     const unsigned int o = out0 + ox + r;
-    const float bias = o < job.n_out ? params[job.b_off + o] : 0.0f;
+    const float bias = z == 0u && o < job.n_out ? params[job.b_off + o] : 0.0f;
 #pragma unroll
     for (unsigned int c = 0; c < 4; c++) acc[r][c] = bias;
   }
 
-  for (unsigned int k0 = 0; k0 < job.n_in; k0 += TILE_K) {
+  const unsigned int k_tiles = (job.n_in + TILE_K - 1u) / TILE_K;
+  for (unsigned int round = 0; round * WG_Z < k_tiles; round++) {
+    const unsigned int k0 = (round * WG_Z + z) * TILE_K;
     for (unsigned int e = tid; e < TILE_K * TILE_X; e += THREADS) {
       const unsigned int o = out0 + e / TILE_K;
       const unsigned int k = k0 + e % TILE_K;
@@ -6797,7 +6901,7 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KER
           b < u.batch && k < job.n_in ? acts[job.x_off + b * job.n_in + k] : 0.0f;
     }
     __syncthreads();
-    const unsigned int valid = min((unsigned int)TILE_K, job.n_in - k0);
+    const unsigned int valid = min((unsigned int)TILE_K, job.n_in - min(k0, job.n_in));
     for (unsigned int k = 0; k < valid; k++) {
       const float4 wv = *reinterpret_cast<const float4*>(&w_tile[k * SX + ox]);
       const float4 xv = *reinterpret_cast<const float4*>(&x_tile[k * SY + ry]);
@@ -6810,6 +6914,25 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KER
       }
     }
     __syncthreads();
+  }
+
+  // Sum the k-groups' tiles in group order (the staging memory is free now).
+  float4* part = reinterpret_cast<float4*>(stage);
+  if (z > 0u) {
+#pragma unroll
+    for (unsigned int r = 0; r < 4; r++) part[((z - 1u) * THREADS + tid) * 4u + r] = make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
+  }
+  __syncthreads();
+  if (z > 0u) return;
+  for (unsigned int g = 1; g < WG_Z; g++) {
+#pragma unroll
+    for (unsigned int r = 0; r < 4; r++) {
+      const float4 p = part[((g - 1u) * THREADS + tid) * 4u + r];
+      acc[r][0] += p.x;
+      acc[r][1] += p.y;
+      acc[r][2] += p.z;
+      acc[r][3] += p.w;
+    }
   }
 
 #pragma unroll

@@ -35,6 +35,7 @@ import {
   backwardDispatches,
   createMlpBuffers,
   forwardDispatches,
+  kSplitFor,
   type MlpBuffers,
   type MlpPlan,
   planMlps,
@@ -115,7 +116,7 @@ export class DevicePpoLearner {
       throw new Error(`device ppo learner: the critic outputs ${outputs[1].out} values, not 1`);
     this.backend = backend;
     this.cfg = cfg;
-    this.plan = planMlps([actorLayout, criticLayout], cfg.minibatch);
+    this.plan = planMlps([actorLayout, criticLayout], cfg.minibatch, kSplitFor(backend));
     this.key = seedToKey(init.seed);
     this.hyper = { lr: cfg.lr, maxGradNorm: cfg.maxGradNorm };
     this.graphs = init.graphs ?? true;

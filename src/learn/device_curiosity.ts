@@ -17,6 +17,7 @@ import {
   backwardDispatches,
   createMlpBuffers,
   forwardDispatches,
+  kSplitFor,
   type MlpBuffers,
   type MlpPlan,
   planMlps,
@@ -77,7 +78,7 @@ export class DeviceCuriosityLearner {
     this.backend = backend;
     this.init = init;
     this.key = seedToKey(init.seed);
-    this.plan = planMlps([layout], batch);
+    this.plan = planMlps([layout], batch, kSplitFor(backend));
     this.buffers = {
       ...createMlpBuffers(backend, this.plan, 'curiosity'),
       moments: backend.createBuffer(8 * layout.size, 'curiosity.moments'),

@@ -10,7 +10,7 @@
  * Stage s of the forward pairs layer s of the first two networks in one launch; backward stage s
  * pairs their layers counted from the output.
  */
-import type { DeviceBuffer, Dispatch } from '../backend/types.js';
+import type { Backend, DeviceBuffer, Dispatch } from '../backend/types.js';
 import { type BackwardJob, gradTiles, mlpBackwardDispatch } from '../kernels/mlp_backward.js';
 import { type ForwardJob, mlpForwardDispatch } from '../kernels/mlp_forward.js';
 import type { NetLayout } from '../nets/layout.js';
@@ -32,6 +32,8 @@ export interface NetPlan {
 export interface MlpPlan {
   nets: NetPlan[];
   batch: number;
+  /** k-groups per matmul workgroup (kSplitFor). */
+  kSplit: number;
   inDim: number;
   /** Floats of params / grads (and of each half of the Adam moments). */
   paramFloats: number;
@@ -41,7 +43,7 @@ export interface MlpPlan {
 }
 
 /** Offsets for `layouts` (chain networks reading the same input) on minibatches of `batch` rows. */
-export function planMlps(layouts: NetLayout[], batch: number): MlpPlan {
+export function planMlps(layouts: NetLayout[], batch: number, kSplit = 1): MlpPlan {
   if (!Number.isInteger(batch) || batch < 1) throw new Error(`learner: minibatch must be >= 1, got ${batch}`);
   const inDim = layouts[0].layers[0].in;
   let params = 0;
@@ -71,12 +73,31 @@ export function planMlps(layouts: NetLayout[], batch: number): MlpPlan {
   return {
     nets,
     batch,
+    kSplit,
     inDim,
     paramFloats: params,
     actFloats: acts,
     deltaFloats: deltas,
     partialCount: partials,
   };
+}
+
+/** Workgroup memory of one k-group of the matmul kernels: TILE_K rows of (32 + 4) + (64 + 4) floats. */
+const GROUP_BYTES = 16 * (36 + 68) * 4;
+
+/**
+ * k-groups per matmul workgroup on `backend`: 4 on CUDA (512 threads, 26 KiB of shared memory); on
+ * WebGPU as many (4, 2, 1) as its invocation and workgroup-memory limits allow (2 at WebGPU's
+ * defaults of 256 and 16 KiB); 1 on the CPU, where it changes nothing but the reduction order.
+ */
+export function kSplitFor(backend: Pick<Backend, 'kind' | 'info'>): number {
+  if (backend.kind === 'cuda') return 4;
+  const { maxComputeInvocationsPerWorkgroup: threads, maxComputeWorkgroupStorageSize: bytes } =
+    backend.info.limits;
+  if (typeof threads !== 'number' || typeof bytes !== 'number') return 1;
+  let k = 4;
+  while (k > 1 && (128 * k > threads || k * GROUP_BYTES + 512 > bytes)) k /= 2;
+  return k;
 }
 
 /** The device buffers an MlpPlan describes. */
@@ -120,7 +141,7 @@ export function forwardDispatches(plan: MlpPlan, b: MlpBuffers): Dispatch[] {
   const out: Dispatch[] = [];
   for (let s = 0; s < depth(plan); s++) {
     const jobs = plan.nets.filter((n) => s < n.layout.layers.length).map((n) => forwardJob(n, s));
-    for (const p of pairs(jobs)) out.push(mlpForwardDispatch(b.params, b.acts, plan.batch, p));
+    for (const p of pairs(jobs)) out.push(mlpForwardDispatch(b.params, b.acts, plan.batch, p, plan.kSplit));
   }
   return out;
 }
@@ -135,7 +156,7 @@ export function backwardDispatches(plan: MlpPlan, b: MlpBuffers): Dispatch[] {
     const jobs = plan.nets
       .filter((n) => s < n.layout.layers.length)
       .map((n) => backwardJob(n, n.layout.layers.length - 1 - s));
-    for (const p of pairs(jobs)) out.push(mlpBackwardDispatch(b, plan.batch, p));
+    for (const p of pairs(jobs)) out.push(mlpBackwardDispatch(b, plan.batch, p, plan.kSplit));
   }
   return out;
 }

@@ -18,7 +18,13 @@ import type { TypedArray } from '../kernels/reference.js';
 import { curiosityTrainStep } from '../learn/curiosity.js';
 import { DevicePpoLearner } from '../learn/device.js';
 import { DeviceCuriosityLearner, type DeviceCuriosityRollout } from '../learn/device_curiosity.js';
-import { backwardDispatches, createMlpBuffers, forwardDispatches, planMlps } from '../learn/device_mlp.js';
+import {
+  backwardDispatches,
+  createMlpBuffers,
+  forwardDispatches,
+  kSplitFor,
+  planMlps,
+} from '../learn/device_mlp.js';
 import { syntheticPpoRollout, uploadPpoRollout } from '../learn/device_rollout.js';
 import { backwardMlp, createMlpCache, forwardMlpBatch } from '../learn/mlp.js';
 import { adamStep, clipGradNorm, createAdam, globalGradNorm } from '../learn/optim.js';
@@ -153,8 +159,15 @@ function gatherCase(count: number, batch: number, minibatch: number, epochSlot: 
 // ---- mlp_forward + mlp_backward (all stages of two networks) -------------------------------
 
 /** Forward then backward of actor + critic through the plan's launches, against mlp.ts. */
-function mlpCase(kernel: 'mlp_forward' | 'mlp_backward', batch: number): ParityCase {
-  const layouts = [ppoActorLayout(), ppoCriticLayout()];
+/**
+ * The paired forward or backward launches of two chain networks reading the same input, against
+ * mlp.ts (default: the PPO actor and critic; tests pass smaller layouts).
+ */
+export function mlpParityCase(
+  kernel: 'mlp_forward' | 'mlp_backward',
+  batch: number,
+  layouts: [NetLayout, NetLayout] = [ppoActorLayout(), ppoCriticLayout()],
+): ParityCase {
   const plan = planMlps(layouts, batch);
   const inputs = memo(() => {
     const params = layouts.map((l, n) => initParams(l, n === 0 ? NetId.Actor : NetId.Critic, 3));
@@ -177,10 +190,10 @@ function mlpCase(kernel: 'mlp_forward' | 'mlp_backward', batch: number): ParityC
   });
   const what =
     kernel === 'mlp_forward'
-      ? 'every layer output of actor + critic (6 paired launches)'
-      : 'dW, db, dX of actor + critic (6 paired launches)';
+      ? 'every layer output (paired launches)'
+      : 'dW, db, dX of every layer (paired launches)';
   return {
-    name: `${kernel} ppo actor + critic B=${batch}: ${what}`,
+    name: `${kernel} ${layouts[0].kind} + ${layouts[1].kind} B=${batch}: ${what}`,
     kernel,
     tolerance: MATMUL,
     expected: memo(() => {
@@ -207,6 +220,7 @@ function mlpCase(kernel: 'mlp_forward' | 'mlp_backward', batch: number): ParityC
     actual: (backend) =>
       scoped(backend, async () => {
         const { params, x, dOut } = inputs();
+        const plan = planMlps(layouts, batch, kSplitFor(backend));
         const b = createMlpBuffers(backend, plan, 'parity');
         try {
           plan.nets.forEach((net, n) => {
@@ -769,8 +783,8 @@ export function learnParityCases(): ParityCase[] {
   return [
     gatherCase(1000, 100, 3, 2),
     gatherCase(64, 64, 0, 0),
-    mlpCase('mlp_forward', 70),
-    mlpCase('mlp_backward', 70),
+    mlpParityCase('mlp_forward', 70),
+    mlpParityCase('mlp_backward', 70),
     lossCase(300, true),
     lossCase(1, true),
     lossCase(40, false),

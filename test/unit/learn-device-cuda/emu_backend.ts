@@ -13,7 +13,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CpuBackend } from '../../../src/backend/cpu/index.js';
 import { cudaPreamble } from '../../../src/backend/cuda/preamble.js';
-import type { Dispatch, KernelSpec, ScalarType } from '../../../src/backend/types.js';
+import type { BackendInfo, Dispatch, KernelSpec, ScalarType } from '../../../src/backend/types.js';
 import { packUniforms, uniformBytes, validateDispatch } from '../../../src/backend/uniforms.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -76,6 +76,17 @@ interface HostBuffer {
 }
 
 export class CudaEmuBackend extends CpuBackend {
+  /** The CUDA backend's workgroup shape choices (kSplitFor reads these limits). */
+  override readonly info: BackendInfo = {
+    kind: 'cpu',
+    device: 'CUDA twins on the CPU fiber emulator',
+    driver: 'g++',
+    limits: {
+      timing: 'wall-clock',
+      maxComputeInvocationsPerWorkgroup: 1024,
+      maxComputeWorkgroupStorageSize: 48 * 1024,
+    },
+  };
   private readonly dir = mkdtempSync(join(tmpdir(), 'foxhunt-learn-emu-'));
   private readonly binaries = new Map<string, string>();
   /** Dispatches executed through the emulator so far. */
