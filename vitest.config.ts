@@ -23,13 +23,19 @@ export default defineConfig({
     hookTimeout: 120_000,
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
-      { extends: true, test: { name: 'parity', include: ['test/parity/**/*.test.ts'] } },
+      // Software rasterisers (lavapipe, SwiftShader) compile and run the collection kernels slowly:
+      // one case can take minutes on a loaded 2-core machine.
+      {
+        extends: true,
+        test: { name: 'parity', include: ['test/parity/**/*.test.ts'], testTimeout: 900_000 },
+      },
       { extends: true, test: { name: 'e2e', include: ['test/e2e/**/*.test.ts'] } },
       {
         extends: true,
         test: {
           name: 'browser',
           include: ['test/browser/**/*.test.ts'],
+          testTimeout: 900_000,
           provide: {
             parityReport: process.env.FOXHUNT_PARITY_REPORT ?? '',
             parityCommit: process.env.FOXHUNT_COMMIT ?? 'unknown',
