@@ -58,7 +58,7 @@ export async function trainPpo(run: PpoRun): Promise<EpochRecord[]> {
           (lastSaved > 0
             ? `the last good checkpoint (epoch ${lastSaved}) in ${ckptDir} is kept (--resume continues from it)`
             : 'no checkpoint was written') +
-          '. Lower ppo.lr or ppo.maxGradNorm, or check the data',
+          '. Start a new run with a lower ppo.lr or ppo.maxGradNorm, or check the data',
       );
     const finite = (what: string, values: Record<string, number>) => {
       for (const [k, v] of Object.entries(values)) if (!Number.isFinite(v)) throw diverged(`${what} ${k}`, v);
