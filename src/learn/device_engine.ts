@@ -13,13 +13,18 @@
  */
 import type { Backend } from '../backend/types.js';
 import { PpoDeviceCollector } from '../collect/device.js';
-import { COMPONENTS, Component } from '../collect/rollout.js';
 import type { Config } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
 import { PPO_OUTPUT } from '../kernels/collect_ppo.js';
 import { initParams } from '../nets/forward.js';
 import { curiosityLayout, NetId, ppoActorLayout, ppoCriticLayout, STATE_DIM } from '../nets/layout.js';
-import type { CollectStats, PpoEngine, PpoSnapshot, UpdateStats } from '../train/engine.js';
+import {
+  type CollectStats,
+  type PpoEngine,
+  type PpoSnapshot,
+  summarizeRollout,
+  type UpdateStats,
+} from '../train/engine.js';
 import { DevicePpoLearner } from './device.js';
 import { DeviceCuriosityLearner } from './device_curiosity.js';
 import { collectorCuriosityRollout, collectorRollout } from './device_rollout.js';
@@ -108,29 +113,7 @@ export function createDevicePpoEngine(
       const [components, rewards, dones, truncateds] = await Promise.all(
         ['components', 'rewards', 'dones', 'truncateds'].map(section),
       );
-      const sums = new Float64Array(COMPONENTS);
-      let total = 0;
-      let done = 0;
-      let truncated = 0;
-      for (let k = 0; k < count; k++) {
-        for (let c = 0; c < COMPONENTS; c++) sums[c] += components[k * COMPONENTS + c];
-        total += rewards[k];
-        done += dones[k];
-        truncated += truncateds[k];
-      }
-      return {
-        steps: count,
-        episodesDone: done,
-        episodesTruncated: truncated,
-        reward: {
-          total: total / count,
-          pnl: sums[Component.Pnl] / count,
-          barrier: sums[Component.Barrier] / count,
-          risk: sums[Component.Risk] / count,
-          diversity: sums[Component.Diversity] / count,
-          curiosity: sums[Component.Curiosity] / count,
-        },
-      };
+      return summarizeRollout(components, rewards, dones, truncateds, count);
     },
 
     async update(round: number): Promise<UpdateStats> {

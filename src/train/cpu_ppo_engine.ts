@@ -10,7 +10,7 @@
  * one-hot(category), target = the next row's state[0..32) (the features of bar t + 1).
  */
 import { collectPpo, type PpoLaunch } from '../collect/ppo.js';
-import { COMPONENTS, Component, createPpoRollout } from '../collect/rollout.js';
+import { createPpoRollout } from '../collect/rollout.js';
 import type { Config } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
 import { category } from '../env/actions.js';
@@ -31,7 +31,13 @@ import {
   ppoCriticLayout,
   STATE_DIM,
 } from '../nets/layout.js';
-import type { CollectStats, PpoEngine, PpoSnapshot, UpdateStats } from './engine.js';
+import {
+  type CollectStats,
+  type PpoEngine,
+  type PpoSnapshot,
+  summarizeRollout,
+  type UpdateStats,
+} from './engine.js';
 
 export function createCpuPpoEngine(cfg: Config, market: Market, train: SplitRange): PpoEngine {
   const seed = cfg.train.seed;
@@ -83,29 +89,7 @@ export function createCpuPpoEngine(cfg: Config, market: Market, train: SplitRang
       };
       collectPpo(env, market, params, nets, curiosityOn ? curiosity : null, launch, rollout);
       collected = true;
-      const sums = [0, 0, 0, 0, 0];
-      let total = 0;
-      let done = 0;
-      let truncated = 0;
-      for (let k = 0; k < count; k++) {
-        for (let c = 0; c < COMPONENTS; c++) sums[c] += rollout.components[k * COMPONENTS + c];
-        total += rollout.rewards[k];
-        done += rollout.dones[k];
-        truncated += rollout.truncateds[k];
-      }
-      return {
-        steps: count,
-        episodesDone: done,
-        episodesTruncated: truncated,
-        reward: {
-          total: total / count,
-          pnl: sums[Component.Pnl] / count,
-          barrier: sums[Component.Barrier] / count,
-          risk: sums[Component.Risk] / count,
-          diversity: sums[Component.Diversity] / count,
-          curiosity: sums[Component.Curiosity] / count,
-        },
-      };
+      return summarizeRollout(rollout.components, rollout.rewards, rollout.dones, rollout.truncateds, count);
     },
 
     async update(round: number): Promise<UpdateStats> {

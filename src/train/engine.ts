@@ -4,7 +4,9 @@
  * same verbs with the collect_ppo and learner kernels, keeping the rollout on the device.
  * No RL decision lives in an engine beyond what its verbs name; the loop owns the schedule.
  */
+
 import type { BackendKind } from '../backend/types.js';
+import { COMPONENTS, Component } from '../collect/rollout.js';
 
 /** Means over the rollout's N * L steps. */
 export interface CollectStats {
@@ -60,4 +62,39 @@ export interface PpoEngine {
   snapshot(): Promise<PpoSnapshot>;
   restore(snapshot: PpoSnapshot): Promise<void>;
   destroy(): void;
+}
+
+type Numbers = ArrayLike<number>;
+
+/** Mean reward components and episode ends of one rollout's `count` steps (both engines report these). */
+export function summarizeRollout(
+  components: Numbers,
+  rewards: Numbers,
+  dones: Numbers,
+  truncateds: Numbers,
+  count: number,
+): CollectStats {
+  const sums = new Float64Array(COMPONENTS);
+  let total = 0;
+  let done = 0;
+  let truncated = 0;
+  for (let k = 0; k < count; k++) {
+    for (let c = 0; c < COMPONENTS; c++) sums[c] += components[k * COMPONENTS + c];
+    total += rewards[k];
+    done += dones[k];
+    truncated += truncateds[k];
+  }
+  return {
+    steps: count,
+    episodesDone: done,
+    episodesTruncated: truncated,
+    reward: {
+      total: total / count,
+      pnl: sums[Component.Pnl] / count,
+      barrier: sums[Component.Barrier] / count,
+      risk: sums[Component.Risk] / count,
+      diversity: sums[Component.Diversity] / count,
+      curiosity: sums[Component.Curiosity] / count,
+    },
+  };
 }
