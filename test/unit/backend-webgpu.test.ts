@@ -1,9 +1,14 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { create } from 'webgpu';
 import { CpuBackend } from '../../src/backend/cpu/index.js';
 import { DeviceLostError, type KernelSpec } from '../../src/backend/types.js';
 import { DAWN_NODE_FLAGS } from '../../src/backend/webgpu/gpu.js';
-import { createWebGpuBackend, type WebGpuBackend, WebGpuError } from '../../src/backend/webgpu/index.js';
+import {
+  createWebGpuBackend,
+  RUN_CHUNK,
+  type WebGpuBackend,
+  WebGpuError,
+} from '../../src/backend/webgpu/index.js';
 import { createScanScratch, exclusiveScanDispatches } from '../../src/kernels/exclusive_scan.js';
 import { philoxStreamDispatch, philoxStreamSpec } from '../../src/kernels/philox_stream.js';
 import { philox4x32 } from '../../src/rng/philox.js';
@@ -84,6 +89,40 @@ describe('WebGPU backend (Dawn on lavapipe)', () => {
     const steps = 200; // several automatic submits of the pending encoder
     for (let s = 0; s < steps; s++) backend.run([philoxStreamDispatch(words, philox(8, 0, s))]);
     expect(await u32(backend, words)).toEqual(philoxWords(8, 0, steps - 1));
+  });
+
+  it('reuses a bind group across runs, and drops it when a buffer it binds is destroyed', async () => {
+    const create = vi.spyOn(backend.device, 'createBindGroup');
+    const a = backend.createBuffer(4 * 64, 'a');
+    const b = backend.createBuffer(4 * 64, 'b');
+    backend.run([philoxStreamDispatch(a, philox(64, 0, 1)), philoxStreamDispatch(b, philox(64, 0, 1))]);
+    await backend.sync();
+    // The same buffers and the same (freed, pooled) uniform buffer: no new bind group.
+    backend.run([philoxStreamDispatch(a, philox(64, 3, 2)), philoxStreamDispatch(b, philox(64, 4, 2))]);
+    expect(await u32(backend, a)).toEqual(philoxWords(64, 3, 2));
+    expect(await u32(backend, b)).toEqual(philoxWords(64, 4, 2));
+    expect(create).toHaveBeenCalledTimes(2);
+    expect(backend.cachedBindGroups).toBe(2);
+    backend.destroyBuffer(a);
+    expect(backend.cachedBindGroups).toBe(1);
+    const c = backend.createBuffer(4 * 64, 'c');
+    backend.run([philoxStreamDispatch(c, philox(64, 5, 3)), philoxStreamDispatch(b, philox(64, 6, 3))]);
+    expect(await u32(backend, c)).toEqual(philoxWords(64, 5, 3));
+    expect(await u32(backend, b)).toEqual(philoxWords(64, 6, 3));
+    expect(create).toHaveBeenCalledTimes(3);
+  });
+
+  it('submits a long run in chunks as it encodes, in order, each dispatch with its uniforms', async () => {
+    const submit = vi.spyOn(backend.device.queue, 'submit');
+    const bufs = [0, 1, 2].map((k) => backend.createBuffer(4 * 8, `words${k}`));
+    const n = 2 * RUN_CHUNK + 10;
+    backend.run(Array.from({ length: n }, (_, s) => philoxStreamDispatch(bufs[s % 3], philox(8, s, s))));
+    // The first two chunks are on the GPU already; the last one waits, like any run.
+    expect(submit).toHaveBeenCalledTimes(2);
+    for (let k = 0; k < 3; k++) {
+      const last = n - 1 - ((n - 1 - k) % 3);
+      expect(await u32(backend, bufs[k])).toEqual(philoxWords(8, last, last));
+    }
   });
 
   it('orders an upload after the dispatches encoded before it', async () => {

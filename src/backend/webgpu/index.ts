@@ -1,10 +1,17 @@
 /**
  * The WebGPU backend, one code path for Node (Dawn) and browsers. One runner owns the command
  * encoder: `run`, `copy` and `upload` append to it, and it is submitted only when something must
- * be read back or waited for (`download`, `sync`, `time`) or a buffer is destroyed. Pipelines are
- * cached by kernel name + workgroup size + constants (no runtime sizes). Each `run` writes the
- * uniforms of all its dispatches into one pooled uniform buffer with one `writeBuffer`, each
- * dispatch binding its own aligned region.
+ * be read back or waited for (`download`, `sync`, `time`) or a buffer is destroyed, and every
+ * RUN_CHUNK dispatches of a long `run`, so the GPU starts on a long list while the host still
+ * encodes the rest. Pipelines are cached by kernel name + workgroup size + constants (no runtime
+ * sizes). Each `run` (each chunk of it) writes the uniforms of its dispatches into one pooled
+ * uniform buffer with one `writeBuffer`, each dispatch binding its own aligned region through a
+ * dynamic offset.
+ *
+ * Bind groups are cached, keyed by pipeline, storage buffers and uniform buffer (the uniform
+ * region is a dynamic offset, so it is not part of the key; the uniform buffers come from a small
+ * pool, so keys recur from one run to the next): creating one per dispatch cost most of the host's
+ * ~50 us per dispatch. `destroyBuffer` drops every cached group that binds the buffer.
  *
  * Ordering: `queue.writeBuffer` executes before any not-yet-submitted commands, so an upload while
  * commands are pending goes through a staging buffer copied inside the encoder instead, and a
@@ -37,6 +44,14 @@ const Usage = {
 const MAP_READ = 0x1;
 /** Runs encoded before an unrequested submit; see `encode`. */
 const MAX_PENDING_RUNS = 64;
+/**
+ * Dispatches per submission of a long `run` (not `time`, which measures one pass): small enough
+ * that the GPU starts early, big enough that a submit's cost (tens of us) stays well below the
+ * chunk's encoding.
+ */
+export const RUN_CHUNK = 256;
+/** Cached bind groups before the cache is dropped (the learner's steady state needs ~100s). */
+const MAX_BIND_GROUPS = 16_384;
 const COMPUTE_STAGE = 0x4;
 
 /** Limits requested at the adapter's real values instead of WebGPU's conservative defaults. */
@@ -74,17 +89,23 @@ const align = (n: number, a: number) => Math.ceil(n / a) * a;
 const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 class WebGpuBuffer implements DeviceBuffer {
+  /** Keys of the cached bind groups that bind this buffer (dropped when it is destroyed). */
+  readonly bindGroupKeys = new Set<string>();
   constructor(
     readonly owner: WebGpuBackend,
     readonly gpu: GPUBuffer,
     readonly size: number,
     readonly label: string,
+    /** Identity in bind-group cache keys. */
+    readonly id: number,
   ) {}
 }
 
 interface Pipeline {
   pipeline: GPUComputePipeline;
   layout: GPUBindGroupLayout;
+  /** Identity in bind-group cache keys. */
+  id: number;
 }
 
 export async function createWebGpuBackend(opts: WebGpuOptions = {}): Promise<WebGpuBackend> {
@@ -135,7 +156,13 @@ export class WebGpuBackend implements Backend {
   private gpu: GPU | null;
   private encoder: GPUCommandEncoder | null = null;
   private readonly pipelines = new Map<string, Pipeline>();
-  private uniformFree: GPUBuffer[] = [];
+  // Specs are immutable descriptors shared by reference: this skips building the string key.
+  private readonly pipelineBySpec = new WeakMap<KernelSpec, Pipeline>();
+  private readonly bindGroups = new Map<string, GPUBindGroup>();
+  // Every uniform buffer ever made, with its size (read without a call into the driver) and id.
+  private readonly uniformAll = new Map<GPUBuffer, { buf: GPUBuffer; id: number; size: number }>();
+  private nextId = 0;
+  private uniformFree: { buf: GPUBuffer; id: number; size: number }[] = [];
   private uniformPending: GPUBuffer[] = [];
   private stagingPending: GPUBuffer[] = [];
   private readonly buffers = new Set<WebGpuBuffer>();
@@ -149,6 +176,7 @@ export class WebGpuBackend implements Backend {
   private compiling: Promise<void>[] = [];
   private destroyed = false;
   private readonly uniformAlign: number;
+  private readonly maxBinding: number;
 
   constructor(
     gpu: GPU,
@@ -159,6 +187,7 @@ export class WebGpuBackend implements Backend {
   ) {
     this.gpu = gpu;
     this.uniformAlign = device.limits.minUniformBufferOffsetAlignment;
+    this.maxBinding = device.limits.maxStorageBufferBindingSize;
     this.timing = features.includes('timestamp-query') ? 'timestamp-query' : 'wall-clock';
     const isNode = typeof process !== 'undefined' && typeof process.versions?.node === 'string';
     this.info = {
@@ -251,7 +280,7 @@ export class WebGpuBackend implements Backend {
       size: Math.max(4, align(byteSize, 4)),
       usage: Usage.STORAGE | Usage.COPY_SRC | Usage.COPY_DST,
     });
-    const buf = new WebGpuBuffer(this, gpu, byteSize, label);
+    const buf = new WebGpuBuffer(this, gpu, byteSize, label, this.nextId++);
     this.buffers.add(buf);
     return buf;
   }
@@ -295,10 +324,15 @@ export class WebGpuBackend implements Backend {
   }
 
   private pipeline(spec: KernelSpec): Pipeline {
+    const known = this.pipelineBySpec.get(spec);
+    if (known) return known;
     const constants = Object.entries(spec.constants ?? {}).sort(([a], [b]) => (a < b ? -1 : 1));
     const key = `${spec.name}|${spec.workgroupSize.join('x')}|${JSON.stringify(constants)}`;
     const cached = this.pipelines.get(key);
-    if (cached) return cached;
+    if (cached) {
+      this.pipelineBySpec.set(spec, cached);
+      return cached;
+    }
     const source = wgslSources[spec.name];
     if (source === undefined) {
       throw new Error(
@@ -311,7 +345,11 @@ export class WebGpuBackend implements Backend {
       buffer: { type: b.access === 'read' ? 'read-only-storage' : 'storage' },
     }));
     if (spec.uniforms.length > 0) {
-      entries.push({ binding: spec.bindings.length, visibility: COMPUTE_STAGE, buffer: { type: 'uniform' } });
+      entries.push({
+        binding: spec.bindings.length,
+        visibility: COMPUTE_STAGE,
+        buffer: { type: 'uniform', hasDynamicOffset: true },
+      });
     }
     const layout = this.device.createBindGroupLayout({ label: spec.name, entries });
     this.device.pushErrorScope('validation');
@@ -329,44 +367,66 @@ export class WebGpuBackend implements Backend {
         );
       }),
     );
-    const p = { pipeline, layout };
+    const p = { pipeline, layout, id: this.nextId++ };
     this.pipelines.set(key, p);
+    this.pipelineBySpec.set(spec, p);
     return p;
   }
 
-  private takeUniformBuffer(bytes: number): GPUBuffer {
+  private takeUniformBuffer(bytes: number): { buf: GPUBuffer; id: number } {
     const i = this.uniformFree.findIndex((b) => b.size >= bytes);
-    const buf =
-      i >= 0
-        ? this.uniformFree.splice(i, 1)[0]
-        : this.device.createBuffer({
-            label: 'uniforms',
-            size: 2 ** Math.ceil(Math.log2(Math.max(bytes, 4096))),
-            usage: Usage.UNIFORM | Usage.COPY_DST,
-          });
-    this.uniformPending.push(buf);
-    return buf;
+    const buf = i >= 0 ? this.uniformFree.splice(i, 1)[0] : null;
+    if (buf) {
+      this.uniformPending.push(buf.buf);
+      return buf;
+    }
+    const size = 2 ** Math.ceil(Math.log2(Math.max(bytes, 4096)));
+    const fresh = {
+      buf: this.device.createBuffer({ label: 'uniforms', size, usage: Usage.UNIFORM | Usage.COPY_DST }),
+      id: this.nextId++,
+      size,
+    };
+    this.uniformPending.push(fresh.buf);
+    this.uniformAll.set(fresh.buf, fresh);
+    return fresh;
   }
 
   private encode(dispatches: Dispatch[], timestampWrites?: GPUComputePassTimestampWrites): void {
     this.check();
-    const maxBinding = this.device.limits.maxStorageBufferBindingSize;
-    const offsets: number[] = [];
-    let total = 0;
+    // Everything is checked before anything is encoded, so a bad dispatch leaves nothing behind.
     for (const d of dispatches) {
       validateDispatch(d);
       for (const b of d.buffers) {
         const buf = this.own(b);
-        if (buf.gpu.size > maxBinding) {
+        if (buf.size > this.maxBinding) {
           throw new Error(
-            `kernel ${d.kernel.name}: buffer ${buf.label} (${buf.size} bytes) exceeds this device's maxStorageBufferBindingSize (${maxBinding})`,
+            `kernel ${d.kernel.name}: buffer ${buf.label} (${buf.size} bytes) exceeds this device's maxStorageBufferBindingSize (${this.maxBinding})`,
           );
         }
       }
+    }
+    if (timestampWrites || dispatches.length <= RUN_CHUNK) {
+      this.encodePass(dispatches, timestampWrites);
+    } else {
+      for (let at = 0; at < dispatches.length; at += RUN_CHUNK) {
+        if (at > 0) this.flush();
+        this.encodePass(dispatches.slice(at, at + RUN_CHUNK));
+      }
+    }
+    // Many runs without a readback would each hold a uniform buffer until the next submit:
+    // submitting now and then bounds the pool (submission order keeps the semantics).
+    if (this.uniformPending.length >= MAX_PENDING_RUNS) this.flush();
+  }
+
+  /** One compute pass of checked dispatches, their uniforms in one pooled buffer. */
+  private encodePass(dispatches: Dispatch[], timestampWrites?: GPUComputePassTimestampWrites): void {
+    const offsets: number[] = [];
+    let total = 0;
+    for (const d of dispatches) {
       offsets.push(total);
       total += align(uniformBytes(d.kernel), this.uniformAlign);
     }
-    let uniforms: GPUBuffer | null = null;
+    let uniforms: { buf: GPUBuffer; id: number } | null = null;
     if (total > 0) {
       const staging = new ArrayBuffer(total);
       const view = new DataView(staging);
@@ -374,34 +434,52 @@ export class WebGpuBackend implements Backend {
         packUniforms(d, view, offsets[i]);
       });
       uniforms = this.takeUniformBuffer(total);
-      this.device.queue.writeBuffer(uniforms, 0, staging);
+      this.device.queue.writeBuffer(uniforms.buf, 0, staging);
     }
     const pass = this.pending.beginComputePass(timestampWrites ? { timestampWrites } : {});
+    let current: Pipeline | null = null;
     dispatches.forEach((d, i) => {
       const [x, y, z] = d.groups;
       if (x === 0 || y === 0 || z === 0) return;
-      const { pipeline, layout } = this.pipeline(d.kernel);
-      const entries: GPUBindGroupEntry[] = d.buffers.map((b, j) => ({
-        binding: j,
-        resource: { buffer: (b as WebGpuBuffer).gpu },
-      }));
-      if (uniforms) {
-        const size = uniformBytes(d.kernel);
-        if (size > 0) {
-          entries.push({
-            binding: d.buffers.length,
-            resource: { buffer: uniforms, offset: offsets[i], size },
-          });
-        }
+      const p = this.pipeline(d.kernel);
+      if (p !== current) pass.setPipeline(p.pipeline);
+      current = p;
+      if (uniforms && d.kernel.uniforms.length > 0) {
+        pass.setBindGroup(0, this.bindGroup(p, d, uniforms), [offsets[i]]);
+      } else {
+        pass.setBindGroup(0, this.bindGroup(p, d, null));
       }
-      pass.setPipeline(pipeline);
-      pass.setBindGroup(0, this.device.createBindGroup({ layout, entries }));
       pass.dispatchWorkgroups(x, y, z);
     });
     pass.end();
-    // Many runs without a readback would each hold a uniform buffer until the next submit:
-    // submitting now and then bounds the pool (submission order keeps the semantics).
-    if (this.uniformPending.length >= MAX_PENDING_RUNS) this.flush();
+  }
+
+  /** The cached bind group of `d`'s buffers (and uniform buffer, bound at dynamic offsets). */
+  private bindGroup(p: Pipeline, d: Dispatch, uniforms: { buf: GPUBuffer; id: number } | null): GPUBindGroup {
+    const bufs = d.buffers as WebGpuBuffer[];
+    let key = `${p.id}`;
+    for (const b of bufs) key += `,${b.id}`;
+    if (uniforms) key += `|${uniforms.id}`;
+    const cached = this.bindGroups.get(key);
+    if (cached) return cached;
+    const entries: GPUBindGroupEntry[] = bufs.map((b, j) => ({ binding: j, resource: { buffer: b.gpu } }));
+    if (uniforms) {
+      entries.push({
+        binding: bufs.length,
+        resource: { buffer: uniforms.buf, offset: 0, size: uniformBytes(d.kernel) },
+      });
+    }
+    // A safety valve for programs that churn through buffers without destroying them.
+    if (this.bindGroups.size >= MAX_BIND_GROUPS) this.dropBindGroups();
+    const group = this.device.createBindGroup({ label: d.kernel.name, layout: p.layout, entries });
+    this.bindGroups.set(key, group);
+    for (const b of bufs) b.bindGroupKeys.add(key);
+    return group;
+  }
+
+  private dropBindGroups(): void {
+    this.bindGroups.clear();
+    for (const b of this.buffers) b.bindGroupKeys.clear();
   }
 
   /** Submits everything encoded so far. */
@@ -409,7 +487,7 @@ export class WebGpuBackend implements Backend {
     if (!this.encoder) return;
     this.device.queue.submit([this.encoder.finish()]);
     this.encoder = null;
-    this.uniformFree.push(...this.uniformPending);
+    for (const b of this.uniformPending) this.uniformFree.push(this.uniformAll.get(b)!);
     this.uniformPending = [];
     for (const s of this.stagingPending) s.destroy();
     this.stagingPending = [];
@@ -490,6 +568,8 @@ export class WebGpuBackend implements Backend {
     if (this.encoder && !this.destroyed) this.flush();
     b.gpu.destroy();
     this.buffers.delete(b);
+    for (const key of b.bindGroupKeys) this.bindGroups.delete(key);
+    b.bindGroupKeys.clear();
   }
 
   destroy(): void {
@@ -498,7 +578,9 @@ export class WebGpuBackend implements Backend {
     this.encoder = null;
     for (const b of this.buffers) b.gpu.destroy();
     this.buffers.clear();
-    for (const b of [...this.uniformFree, ...this.uniformPending, ...this.stagingPending]) b.destroy();
+    for (const b of [...this.uniformAll.keys(), ...this.stagingPending]) b.destroy();
+    this.uniformAll.clear();
+    this.bindGroups.clear();
     this.uniformFree = [];
     this.uniformPending = [];
     this.stagingPending = [];
@@ -506,6 +588,11 @@ export class WebGpuBackend implements Backend {
     this.pipelines.clear();
     this.device.destroy();
     this.gpu = null;
+  }
+
+  /** Bind groups in the cache (for tests of its invalidation). */
+  get cachedBindGroups(): number {
+    return this.bindGroups.size;
   }
 
   /** Whether Dawn's instance is still referenced (false after destroy, so Node can exit). */
