@@ -31,6 +31,9 @@
 #define SX (TILE_X + 4)
 #define SY (TILE_Y + 4)
 #define STAGE (TILE_K * (SX + SY))
+// Operand floats each thread stages per round.
+#define XN (TILE_K * TILE_X / THREADS)
+#define YN (TILE_K * TILE_Y / THREADS)
 
 struct BackwardJob {
   unsigned int n_in, n_out, w_off, b_off, x_off, d_off, p_off, p_act, part_base;
@@ -51,9 +54,89 @@ __device__ __forceinline__ unsigned int dx_tiles(const BackwardJob& job, unsigne
   return job.n_out == 0u || job.p_act == 3u ? 0u : ceil_div(job.n_in, TILE_X) * ceil_div(batch, TILE_Y);
 }
 
-extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_backward(KERNEL_ARGS) {
+// This k-group's partial tile of a dW (DW) or dX tile at (x0, y0): the rounds z, z + WG_Z, ... of
+// TILE_K k each, staged through x_tile / y_tile. A software pipeline: the next round's operands are
+// loaded into registers while this round's are multiplied, so a round waits on one trip to memory
+// overlapped with arithmetic instead of XN + YN dependent load-then-store trips.
+// dW: X = inputs of rows k (the ones column at i = in), Y = deltas of rows k at outputs o.
+// dX: X = weights of outputs k at inputs i, Y = deltas of rows b at outputs k.
+template <bool DW>
+__device__ __forceinline__ void tile_product(float (&acc)[4][4], const float* __restrict__ params,
+                                             const float* __restrict__ acts, const float* __restrict__ deltas,
+                                             const BackwardJob& job, unsigned int batch, unsigned int x0,
+                                             unsigned int y0, float* x_tile, float* y_tile, unsigned int tid,
+                                             unsigned int z) {
+  const unsigned int k_len = DW ? batch : job.n_out;
+  float xr[XN], yr[YN];
+  auto fetch = [&](unsigned int k0) {
+#pragma unroll
+    for (unsigned int q = 0; q < XN; q++) {
+      const unsigned int e = tid + q * THREADS;
+      const unsigned int k = k0 + e / TILE_X;
+      const unsigned int i = x0 + e % TILE_X;
+      if (DW) {
+        xr[q] = k < batch ? (i < job.n_in ? acts[job.x_off + k * job.n_in + i] : (i == job.n_in ? 1.0f : 0.0f)) : 0.0f;
+      } else {
+        xr[q] = k < job.n_out && i < job.n_in ? params[job.w_off + k * job.n_in + i] : 0.0f;
+      }
+    }
+#pragma unroll
+    for (unsigned int q = 0; q < YN; q++) {
+      const unsigned int e = tid + q * THREADS;
+      if (DW) {
+        const unsigned int k = k0 + e / TILE_Y;
+        const unsigned int o = y0 + e % TILE_Y;
+        yr[q] = k < batch && o < job.n_out ? deltas[job.d_off + k * job.n_out + o] : 0.0f;
+      } else {
+        const unsigned int k = k0 + e % TILE_K;
+        const unsigned int b = y0 + e / TILE_K;
+        yr[q] = b < batch && k < job.n_out ? deltas[job.d_off + b * job.n_out + k] : 0.0f;
+      }
+    }
+  };
+
+  const unsigned int ix = 4u * threadIdx.x;
+  const unsigned int iy = 4u * threadIdx.y;
+  const unsigned int rounds = ceil_div(ceil_div(k_len, TILE_K), WG_Z);
+  fetch(z * TILE_K);
+  for (unsigned int round = 0; round < rounds; round++) {
+    const unsigned int k0 = (round * WG_Z + z) * TILE_K;
+#pragma unroll
+    for (unsigned int q = 0; q < XN; q++) {
+      const unsigned int e = tid + q * THREADS;
+      x_tile[(e / TILE_X) * SX + e % TILE_X] = xr[q];
+    }
+#pragma unroll
+    for (unsigned int q = 0; q < YN; q++) {
+      const unsigned int e = tid + q * THREADS;
+      if (DW) {
+        y_tile[(e / TILE_Y) * SY + e % TILE_Y] = yr[q];
+      } else {
+        y_tile[(e % TILE_K) * SY + e / TILE_K] = yr[q];
+      }
+    }
+    __syncthreads();
+    if (round + 1u < rounds) fetch(k0 + WG_Z * TILE_K);
+    const unsigned int valid = min((unsigned int)TILE_K, k_len - min(k0, k_len));
+    for (unsigned int k = 0; k < valid; k++) {
+      const float4 xv = *reinterpret_cast<const float4*>(&x_tile[k * SX + ix]);
+      const float4 yv = *reinterpret_cast<const float4*>(&y_tile[k * SY + iy]);
+      const float xs[4] = {xv.x, xv.y, xv.z, xv.w};
+      const float ys[4] = {yv.x, yv.y, yv.z, yv.w};
+#pragma unroll
+      for (unsigned int r = 0; r < 4; r++) {
+#pragma unroll
+        for (unsigned int c = 0; c < 4; c++) acc[r][c] += xs[r] * ys[c];
+      }
+    }
+    __syncthreads();
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z, 2) mlp_backward(KERNEL_ARGS) {
   static_assert(TILE_X == 4 * WG_X && TILE_Y == 4 * WG_Y, "each thread owns a 4 x 4 block");
   static_assert((WG_Z - 1) * THREADS * 16 <= WG_Z * STAGE, "the groups' partial tiles fit in the staging memory");
+  static_assert(XN * THREADS == TILE_K * TILE_X && YN * THREADS == TILE_K * TILE_Y, "the threads stage whole tiles");
   __shared__ __align__(16) float stage[WG_Z * STAGE];
   __shared__ float red[THREADS];
 
@@ -81,7 +164,6 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_backward(KE
   const unsigned int tx = ceil_div(is_dw ? job.n_in + 1u : job.n_in, TILE_X);
   const unsigned int x0 = (t % tx) * TILE_X;
   const unsigned int y0 = (t / tx) * TILE_Y;
-  const unsigned int k_len = is_dw ? u.batch : job.n_out;
   const unsigned int z = threadIdx.z;
   const unsigned int tid = threadIdx.x + WG_X * threadIdx.y;
   const unsigned int ix = 4u * threadIdx.x;
@@ -90,55 +172,10 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_backward(KE
   float* y_tile = x_tile + TILE_K * SX;
   float acc[4][4] = {};  // [X r][Y c]
 
-  const unsigned int k_tiles = ceil_div(k_len, TILE_K);
-  for (unsigned int round = 0; round * WG_Z < k_tiles; round++) {
-    const unsigned int k0 = (round * WG_Z + z) * TILE_K;
-    if (is_dw) {
-      // X: inputs of rows k (the ones column at i = in); Y: deltas of rows k.
-      for (unsigned int e = tid; e < TILE_K * TILE_X; e += THREADS) {
-        const unsigned int m = e % TILE_X;
-        const unsigned int k = k0 + e / TILE_X;
-        const unsigned int i = x0 + m;
-        float v = 0.0f;
-        if (k < u.batch) v = i < job.n_in ? acts[job.x_off + k * job.n_in + i] : (i == job.n_in ? 1.0f : 0.0f);
-        x_tile[(e / TILE_X) * SX + m] = v;
-      }
-      for (unsigned int e = tid; e < TILE_K * TILE_Y; e += THREADS) {
-        const unsigned int m = e % TILE_Y;
-        const unsigned int k = k0 + e / TILE_Y;
-        const unsigned int o = y0 + m;
-        y_tile[(e / TILE_Y) * SY + m] = k < u.batch && o < job.n_out ? deltas[job.d_off + k * job.n_out + o] : 0.0f;
-      }
-    } else {
-      // X: weights of outputs k; Y: deltas of rows b at outputs k.
-      for (unsigned int e = tid; e < TILE_K * TILE_X; e += THREADS) {
-        const unsigned int m = e % TILE_X;
-        const unsigned int k = k0 + e / TILE_X;
-        const unsigned int i = x0 + m;
-        x_tile[(e / TILE_X) * SX + m] = k < job.n_out && i < job.n_in ? params[job.w_off + k * job.n_in + i] : 0.0f;
-      }
-      for (unsigned int e = tid; e < TILE_K * TILE_Y; e += THREADS) {
-        const unsigned int kk = e % TILE_K;
-        const unsigned int m = e / TILE_K;
-        const unsigned int b = y0 + m;
-        const unsigned int k = k0 + kk;
-        y_tile[kk * SY + m] = b < u.batch && k < job.n_out ? deltas[job.d_off + b * job.n_out + k] : 0.0f;
-      }
-    }
-    __syncthreads();
-    const unsigned int valid = min((unsigned int)TILE_K, k_len - min(k0, k_len));
-    for (unsigned int k = 0; k < valid; k++) {
-      const float4 xv = *reinterpret_cast<const float4*>(&x_tile[k * SX + ix]);
-      const float4 yv = *reinterpret_cast<const float4*>(&y_tile[k * SY + iy]);
-      const float xs[4] = {xv.x, xv.y, xv.z, xv.w};
-      const float ys[4] = {yv.x, yv.y, yv.z, yv.w};
-#pragma unroll
-      for (unsigned int r = 0; r < 4; r++) {
-#pragma unroll
-        for (unsigned int c = 0; c < 4; c++) acc[r][c] += xs[r] * ys[c];
-      }
-    }
-    __syncthreads();
+  if (is_dw) {
+    tile_product<true>(acc, params, acts, deltas, job, u.batch, x0, y0, x_tile, y_tile, tid, z);
+  } else {
+    tile_product<false>(acc, params, acts, deltas, job, u.batch, x0, y0, x_tile, y_tile, tid, z);
   }
 
   // Sum the k-groups' tiles in group order (the staging memory is free now).

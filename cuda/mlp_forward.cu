@@ -22,6 +22,9 @@
 #define SX (TILE_X + 4)
 #define SY (TILE_Y + 4)
 #define STAGE (TILE_K * (SX + SY))
+// Operand floats each thread stages per round.
+#define WN (TILE_K * TILE_X / THREADS)
+#define XN (TILE_K * TILE_Y / THREADS)
 
 struct ForwardJob {
   unsigned int n_in, n_out, w_off, b_off, x_off, y_off, act;
@@ -34,6 +37,7 @@ __device__ __forceinline__ unsigned int forward_tiles(unsigned int n_out, unsign
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KERNEL_ARGS) {
   static_assert(TILE_X == 4 * WG_X && TILE_Y == 4 * WG_Y, "each thread owns a 4 x 4 block");
   static_assert((WG_Z - 1) * THREADS * 16 <= WG_Z * STAGE, "the groups' partial tiles fit in the staging memory");
+  static_assert(WN * THREADS == TILE_K * TILE_X && XN * THREADS == TILE_K * TILE_Y, "the threads stage whole tiles");
   __shared__ __align__(16) float stage[WG_Z * STAGE];
   unsigned int t = (unsigned int)flat_block_id();
   ForwardJob job = {u.in0, u.out0, u.wOff0, u.bOff0, u.xOff0, u.yOff0, u.act0};
@@ -62,22 +66,39 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KER
     for (unsigned int c = 0; c < 4; c++) acc[r][c] = bias;
   }
 
-  const unsigned int k_tiles = (job.n_in + TILE_K - 1u) / TILE_K;
-  for (unsigned int round = 0; round * WG_Z < k_tiles; round++) {
+  // Software pipeline: the next round's operands are loaded into registers while this round's are
+  // multiplied, so a round waits on one trip to memory overlapped with arithmetic instead of
+  // WN + XN dependent load-then-store trips.
+  float wr[WN], xr[XN];
+  // Thread tid stages k = k0 + tid % TILE_K of outputs / rows tid / TILE_K + q (THREADS / TILE_K).
+  const unsigned int kq = tid % TILE_K;
+  const unsigned int mq = tid / TILE_K;
+  const unsigned int step = THREADS / TILE_K;
+  auto fetch = [&](unsigned int k0) {
+    const unsigned int k = k0 + kq;
+    const float* w = params + job.w_off + (out0 + mq) * job.n_in + k;
+    const float* x = acts + job.x_off + (row0 + mq) * job.n_in + k;
+    const bool k_ok = k < job.n_in;
+#pragma unroll
+    for (unsigned int q = 0; q < WN; q++) {
+      wr[q] = k_ok && out0 + mq + q * step < job.n_out ? w[q * step * job.n_in] : 0.0f;
+    }
+#pragma unroll
+    for (unsigned int q = 0; q < XN; q++) {
+      xr[q] = k_ok && row0 + mq + q * step < u.batch ? x[q * step * job.n_in] : 0.0f;
+    }
+  };
+
+  const unsigned int rounds = ((job.n_in + TILE_K - 1u) / TILE_K + WG_Z - 1u) / WG_Z;
+  fetch(z * TILE_K);
+  for (unsigned int round = 0; round < rounds; round++) {
     const unsigned int k0 = (round * WG_Z + z) * TILE_K;
-    for (unsigned int e = tid; e < TILE_K * TILE_X; e += THREADS) {
-      const unsigned int o = out0 + e / TILE_K;
-      const unsigned int k = k0 + e % TILE_K;
-      w_tile[(e % TILE_K) * SX + e / TILE_K] =
-          o < job.n_out && k < job.n_in ? params[job.w_off + o * job.n_in + k] : 0.0f;
-    }
-    for (unsigned int e = tid; e < TILE_K * TILE_Y; e += THREADS) {
-      const unsigned int b = row0 + e / TILE_K;
-      const unsigned int k = k0 + e % TILE_K;
-      x_tile[(e % TILE_K) * SY + e / TILE_K] =
-          b < u.batch && k < job.n_in ? acts[job.x_off + b * job.n_in + k] : 0.0f;
-    }
+#pragma unroll
+    for (unsigned int q = 0; q < WN; q++) w_tile[kq * SX + mq + q * step] = wr[q];
+#pragma unroll
+    for (unsigned int q = 0; q < XN; q++) x_tile[kq * SY + mq + q * step] = xr[q];
     __syncthreads();
+    if (round + 1u < rounds) fetch(k0 + WG_Z * TILE_K);
     const unsigned int valid = min((unsigned int)TILE_K, job.n_in - min(k0, job.n_in));
     for (unsigned int k = 0; k < valid; k++) {
       const float4 wv = *reinterpret_cast<const float4*>(&w_tile[k * SX + ox]);

@@ -18,6 +18,8 @@
 #include "grid.cuh"
 #include "shuffle.cuh"
 
+#define COPY_BATCH 8u
+
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) ppo_gather(KERNEL_ARGS) {
   __shared__ unsigned int rows[WG_X];
   const unsigned int lid = threadIdx.x;
@@ -34,9 +36,20 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) ppo_gather(KERN
   }
   __syncthreads();
   const unsigned int n = min((unsigned int)WG_X, u.batch - min(b0, u.batch));
-  for (unsigned int e = lid; e < n * u.stateDim; e += WG_X) {
-    const unsigned int r = e / u.stateDim;
-    const unsigned int c = e % u.stateDim;
-    acts[(b0 + r) * u.stateDim + c] = rolloutF[u.statesOff + rows[r] * u.stateDim + c];
+  // COPY_BATCH loads in flight per thread before their stores: the copy waits on one trip to memory
+  // per COPY_BATCH floats instead of one per float.
+  const unsigned int total = n * u.stateDim;
+  for (unsigned int e0 = 0; e0 < total; e0 += COPY_BATCH * WG_X) {
+    float v[COPY_BATCH];
+#pragma unroll
+    for (unsigned int q = 0; q < COPY_BATCH; q++) {
+      const unsigned int e = e0 + q * WG_X + lid;
+      v[q] = e < total ? rolloutF[u.statesOff + rows[e / u.stateDim] * u.stateDim + e % u.stateDim] : 0.0f;
+    }
+#pragma unroll
+    for (unsigned int q = 0; q < COPY_BATCH; q++) {
+      const unsigned int e = e0 + q * WG_X + lid;
+      if (e < total) acts[b0 * u.stateDim + e] = v[q];
+    }
   }
 }

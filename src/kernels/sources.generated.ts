@@ -6649,6 +6649,9 @@ __device__ __forceinline__ float learn_block_sum(float v, float* scratch, unsign
 #define SX (TILE_X + 4)
 #define SY (TILE_Y + 4)
 #define STAGE (TILE_K * (SX + SY))
+// Operand floats each thread stages per round.
+#define XN (TILE_K * TILE_X / THREADS)
+#define YN (TILE_K * TILE_Y / THREADS)
 
 struct BackwardJob {
   unsigned int n_in, n_out, w_off, b_off, x_off, d_off, p_off, p_act, part_base;
@@ -6669,9 +6672,89 @@ __device__ __forceinline__ unsigned int dx_tiles(const BackwardJob& job, unsigne
   return job.n_out == 0u || job.p_act == 3u ? 0u : ceil_div(job.n_in, TILE_X) * ceil_div(batch, TILE_Y);
 }
 
-extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_backward(KERNEL_ARGS) {
+// This k-group's partial tile of a dW (DW) or dX tile at (x0, y0): the rounds z, z + WG_Z, ... of
+// TILE_K k each, staged through x_tile / y_tile. A software pipeline: the next round's operands are
+// loaded into registers while this round's are multiplied, so a round waits on one trip to memory
+// overlapped with arithmetic instead of XN + YN dependent load-then-store trips.
+// dW: X = inputs of rows k (the ones column at i = in), Y = deltas of rows k at outputs o.
+// dX: X = weights of outputs k at inputs i, Y = deltas of rows b at outputs k.
+template <bool DW>
+__device__ __forceinline__ void tile_product(float (&acc)[4][4], const float* __restrict__ params,
+                                             const float* __restrict__ acts, const float* __restrict__ deltas,
+                                             const BackwardJob& job, unsigned int batch, unsigned int x0,
+                                             unsigned int y0, float* x_tile, float* y_tile, unsigned int tid,
+                                             unsigned int z) {
+  const unsigned int k_len = DW ? batch : job.n_out;
+  float xr[XN], yr[YN];
+  auto fetch = [&](unsigned int k0) {
+#pragma unroll
+    for (unsigned int q = 0; q < XN; q++) {
+      const unsigned int e = tid + q * THREADS;
+      const unsigned int k = k0 + e / TILE_X;
+      const unsigned int i = x0 + e % TILE_X;
+      if (DW) {
+        xr[q] = k < batch ? (i < job.n_in ? acts[job.x_off + k * job.n_in + i] : (i == job.n_in ? 1.0f : 0.0f)) : 0.0f;
+      } else {
+        xr[q] = k < job.n_out && i < job.n_in ? params[job.w_off + k * job.n_in + i] : 0.0f;
+      }
+    }
+#pragma unroll
+    for (unsigned int q = 0; q < YN; q++) {
+      const unsigned int e = tid + q * THREADS;
+      if (DW) {
+        const unsigned int k = k0 + e / TILE_Y;
+        const unsigned int o = y0 + e % TILE_Y;
+        yr[q] = k < batch && o < job.n_out ? deltas[job.d_off + k * job.n_out + o] : 0.0f;
+      } else {
+        const unsigned int k = k0 + e % TILE_K;
+        const unsigned int b = y0 + e / TILE_K;
+        yr[q] = b < batch && k < job.n_out ? deltas[job.d_off + b * job.n_out + k] : 0.0f;
+      }
+    }
+  };
+
+  const unsigned int ix = 4u * threadIdx.x;
+  const unsigned int iy = 4u * threadIdx.y;
+  const unsigned int rounds = ceil_div(ceil_div(k_len, TILE_K), WG_Z);
+  fetch(z * TILE_K);
+  for (unsigned int round = 0; round < rounds; round++) {
+    const unsigned int k0 = (round * WG_Z + z) * TILE_K;
+#pragma unroll
+    for (unsigned int q = 0; q < XN; q++) {
+      const unsigned int e = tid + q * THREADS;
+      x_tile[(e / TILE_X) * SX + e % TILE_X] = xr[q];
+    }
+#pragma unroll
+    for (unsigned int q = 0; q < YN; q++) {
+      const unsigned int e = tid + q * THREADS;
+      if (DW) {
+        y_tile[(e / TILE_Y) * SY + e % TILE_Y] = yr[q];
+      } else {
+        y_tile[(e % TILE_K) * SY + e / TILE_K] = yr[q];
+      }
+    }
+    __syncthreads();
+    if (round + 1u < rounds) fetch(k0 + WG_Z * TILE_K);
+    const unsigned int valid = min((unsigned int)TILE_K, k_len - min(k0, k_len));
+    for (unsigned int k = 0; k < valid; k++) {
+      const float4 xv = *reinterpret_cast<const float4*>(&x_tile[k * SX + ix]);
+      const float4 yv = *reinterpret_cast<const float4*>(&y_tile[k * SY + iy]);
+      const float xs[4] = {xv.x, xv.y, xv.z, xv.w};
+      const float ys[4] = {yv.x, yv.y, yv.z, yv.w};
+#pragma unroll
+      for (unsigned int r = 0; r < 4; r++) {
+#pragma unroll
+        for (unsigned int c = 0; c < 4; c++) acc[r][c] += xs[r] * ys[c];
+      }
+    }
+    __syncthreads();
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z, 2) mlp_backward(KERNEL_ARGS) {
   static_assert(TILE_X == 4 * WG_X && TILE_Y == 4 * WG_Y, "each thread owns a 4 x 4 block");
   static_assert((WG_Z - 1) * THREADS * 16 <= WG_Z * STAGE, "the groups' partial tiles fit in the staging memory");
+  static_assert(XN * THREADS == TILE_K * TILE_X && YN * THREADS == TILE_K * TILE_Y, "the threads stage whole tiles");
   __shared__ __align__(16) float stage[WG_Z * STAGE];
   __shared__ float red[THREADS];
 
@@ -6699,7 +6782,6 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_backward(KE
   const unsigned int tx = ceil_div(is_dw ? job.n_in + 1u : job.n_in, TILE_X);
   const unsigned int x0 = (t % tx) * TILE_X;
   const unsigned int y0 = (t / tx) * TILE_Y;
-  const unsigned int k_len = is_dw ? u.batch : job.n_out;
   const unsigned int z = threadIdx.z;
   const unsigned int tid = threadIdx.x + WG_X * threadIdx.y;
   const unsigned int ix = 4u * threadIdx.x;
@@ -6708,55 +6790,10 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_backward(KE
   float* y_tile = x_tile + TILE_K * SX;
   float acc[4][4] = {};  // [X r][Y c]
 
-  const unsigned int k_tiles = ceil_div(k_len, TILE_K);
-  for (unsigned int round = 0; round * WG_Z < k_tiles; round++) {
-    const unsigned int k0 = (round * WG_Z + z) * TILE_K;
-    if (is_dw) {
-      // X: inputs of rows k (the ones column at i = in); Y: deltas of rows k.
-      for (unsigned int e = tid; e < TILE_K * TILE_X; e += THREADS) {
-        const unsigned int m = e % TILE_X;
-        const unsigned int k = k0 + e / TILE_X;
-        const unsigned int i = x0 + m;
-        float v = 0.0f;
-        if (k < u.batch) v = i < job.n_in ? acts[job.x_off + k * job.n_in + i] : (i == job.n_in ? 1.0f : 0.0f);
-        x_tile[(e / TILE_X) * SX + m] = v;
-      }
-      for (unsigned int e = tid; e < TILE_K * TILE_Y; e += THREADS) {
-        const unsigned int m = e % TILE_Y;
-        const unsigned int k = k0 + e / TILE_Y;
-        const unsigned int o = y0 + m;
-        y_tile[(e / TILE_Y) * SY + m] = k < u.batch && o < job.n_out ? deltas[job.d_off + k * job.n_out + o] : 0.0f;
-      }
-    } else {
-      // X: weights of outputs k; Y: deltas of rows b at outputs k.
-      for (unsigned int e = tid; e < TILE_K * TILE_X; e += THREADS) {
-        const unsigned int m = e % TILE_X;
-        const unsigned int k = k0 + e / TILE_X;
-        const unsigned int i = x0 + m;
-        x_tile[(e / TILE_X) * SX + m] = k < job.n_out && i < job.n_in ? params[job.w_off + k * job.n_in + i] : 0.0f;
-      }
-      for (unsigned int e = tid; e < TILE_K * TILE_Y; e += THREADS) {
-        const unsigned int kk = e % TILE_K;
-        const unsigned int m = e / TILE_K;
-        const unsigned int b = y0 + m;
-        const unsigned int k = k0 + kk;
-        y_tile[kk * SY + m] = b < u.batch && k < job.n_out ? deltas[job.d_off + b * job.n_out + k] : 0.0f;
-      }
-    }
-    __syncthreads();
-    const unsigned int valid = min((unsigned int)TILE_K, k_len - min(k0, k_len));
-    for (unsigned int k = 0; k < valid; k++) {
-      const float4 xv = *reinterpret_cast<const float4*>(&x_tile[k * SX + ix]);
-      const float4 yv = *reinterpret_cast<const float4*>(&y_tile[k * SY + iy]);
-      const float xs[4] = {xv.x, xv.y, xv.z, xv.w};
-      const float ys[4] = {yv.x, yv.y, yv.z, yv.w};
-#pragma unroll
-      for (unsigned int r = 0; r < 4; r++) {
-#pragma unroll
-        for (unsigned int c = 0; c < 4; c++) acc[r][c] += xs[r] * ys[c];
-      }
-    }
-    __syncthreads();
+  if (is_dw) {
+    tile_product<true>(acc, params, acts, deltas, job, u.batch, x0, y0, x_tile, y_tile, tid, z);
+  } else {
+    tile_product<false>(acc, params, acts, deltas, job, u.batch, x0, y0, x_tile, y_tile, tid, z);
   }
 
   // Sum the k-groups' tiles in group order (the staging memory is free now).
@@ -6845,6 +6882,9 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_backward(KE
 #define SX (TILE_X + 4)
 #define SY (TILE_Y + 4)
 #define STAGE (TILE_K * (SX + SY))
+// Operand floats each thread stages per round.
+#define WN (TILE_K * TILE_X / THREADS)
+#define XN (TILE_K * TILE_Y / THREADS)
 
 struct ForwardJob {
   unsigned int n_in, n_out, w_off, b_off, x_off, y_off, act;
@@ -6857,6 +6897,7 @@ __device__ __forceinline__ unsigned int forward_tiles(unsigned int n_out, unsign
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KERNEL_ARGS) {
   static_assert(TILE_X == 4 * WG_X && TILE_Y == 4 * WG_Y, "each thread owns a 4 x 4 block");
   static_assert((WG_Z - 1) * THREADS * 16 <= WG_Z * STAGE, "the groups' partial tiles fit in the staging memory");
+  static_assert(WN * THREADS == TILE_K * TILE_X && XN * THREADS == TILE_K * TILE_Y, "the threads stage whole tiles");
   __shared__ __align__(16) float stage[WG_Z * STAGE];
   unsigned int t = (unsigned int)flat_block_id();
   ForwardJob job = {u.in0, u.out0, u.wOff0, u.bOff0, u.xOff0, u.yOff0, u.act0};
@@ -6885,22 +6926,39 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KER
     for (unsigned int c = 0; c < 4; c++) acc[r][c] = bias;
   }
 
-  const unsigned int k_tiles = (job.n_in + TILE_K - 1u) / TILE_K;
-  for (unsigned int round = 0; round * WG_Z < k_tiles; round++) {
+  // Software pipeline: the next round's operands are loaded into registers while this round's are
+  // multiplied, so a round waits on one trip to memory overlapped with arithmetic instead of
+  // WN + XN dependent load-then-store trips.
+  float wr[WN], xr[XN];
+  // Thread tid stages k = k0 + tid % TILE_K of outputs / rows tid / TILE_K + q (THREADS / TILE_K).
+  const unsigned int kq = tid % TILE_K;
+  const unsigned int mq = tid / TILE_K;
+  const unsigned int step = THREADS / TILE_K;
+  auto fetch = [&](unsigned int k0) {
+    const unsigned int k = k0 + kq;
+    const float* w = params + job.w_off + (out0 + mq) * job.n_in + k;
+    const float* x = acts + job.x_off + (row0 + mq) * job.n_in + k;
+    const bool k_ok = k < job.n_in;
+#pragma unroll
+    for (unsigned int q = 0; q < WN; q++) {
+      wr[q] = k_ok && out0 + mq + q * step < job.n_out ? w[q * step * job.n_in] : 0.0f;
+    }
+#pragma unroll
+    for (unsigned int q = 0; q < XN; q++) {
+      xr[q] = k_ok && row0 + mq + q * step < u.batch ? x[q * step * job.n_in] : 0.0f;
+    }
+  };
+
+  const unsigned int rounds = ((job.n_in + TILE_K - 1u) / TILE_K + WG_Z - 1u) / WG_Z;
+  fetch(z * TILE_K);
+  for (unsigned int round = 0; round < rounds; round++) {
     const unsigned int k0 = (round * WG_Z + z) * TILE_K;
-    for (unsigned int e = tid; e < TILE_K * TILE_X; e += THREADS) {
-      const unsigned int o = out0 + e / TILE_K;
-      const unsigned int k = k0 + e % TILE_K;
-      w_tile[(e % TILE_K) * SX + e / TILE_K] =
-          o < job.n_out && k < job.n_in ? params[job.w_off + o * job.n_in + k] : 0.0f;
-    }
-    for (unsigned int e = tid; e < TILE_K * TILE_Y; e += THREADS) {
-      const unsigned int b = row0 + e / TILE_K;
-      const unsigned int k = k0 + e % TILE_K;
-      x_tile[(e % TILE_K) * SY + e / TILE_K] =
-          b < u.batch && k < job.n_in ? acts[job.x_off + b * job.n_in + k] : 0.0f;
-    }
+#pragma unroll
+    for (unsigned int q = 0; q < WN; q++) w_tile[kq * SX + mq + q * step] = wr[q];
+#pragma unroll
+    for (unsigned int q = 0; q < XN; q++) x_tile[kq * SY + mq + q * step] = xr[q];
     __syncthreads();
+    if (round + 1u < rounds) fetch(k0 + WG_Z * TILE_K);
     const unsigned int valid = min((unsigned int)TILE_K, job.n_in - min(k0, job.n_in));
     for (unsigned int k = 0; k < valid; k++) {
       const float4 wv = *reinterpret_cast<const float4*>(&w_tile[k * SX + ox]);
@@ -7306,6 +7364,8 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) philox_stream(K
 #include "grid.cuh"
 #include "shuffle.cuh"
 
+#define COPY_BATCH 8u
+
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) ppo_gather(KERNEL_ARGS) {
   __shared__ unsigned int rows[WG_X];
   const unsigned int lid = threadIdx.x;
@@ -7322,10 +7382,21 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) ppo_gather(KERN
   }
   __syncthreads();
   const unsigned int n = min((unsigned int)WG_X, u.batch - min(b0, u.batch));
-  for (unsigned int e = lid; e < n * u.stateDim; e += WG_X) {
-    const unsigned int r = e / u.stateDim;
-    const unsigned int c = e % u.stateDim;
-    acts[(b0 + r) * u.stateDim + c] = rolloutF[u.statesOff + rows[r] * u.stateDim + c];
+  // COPY_BATCH loads in flight per thread before their stores: the copy waits on one trip to memory
+  // per COPY_BATCH floats instead of one per float.
+  const unsigned int total = n * u.stateDim;
+  for (unsigned int e0 = 0; e0 < total; e0 += COPY_BATCH * WG_X) {
+    float v[COPY_BATCH];
+#pragma unroll
+    for (unsigned int q = 0; q < COPY_BATCH; q++) {
+      const unsigned int e = e0 + q * WG_X + lid;
+      v[q] = e < total ? rolloutF[u.statesOff + rows[e / u.stateDim] * u.stateDim + e % u.stateDim] : 0.0f;
+    }
+#pragma unroll
+    for (unsigned int q = 0; q < COPY_BATCH; q++) {
+      const unsigned int e = e0 + q * WG_X + lid;
+      if (e < total) acts[b0 * u.stateDim + e] = v[q];
+    }
   }
 }
 `,
