@@ -63,4 +63,24 @@ COLLECT_DEVICE void mma_tf32_16x8x8(float d[4], const unsigned a[4], const unsig
 }
 
 COLLECT_DEVICE int lane_id() { return threadIdx.x & 31; }
+
+// Thread-block clusters (sm_90, PTX ISA 7.8), for kernels that define COLLECT_CLUSTER: the CTA's rank
+// in its cluster, a generic pointer to the same shared-memory location in the CTA of rank `rank`
+// (distributed shared memory: plain loads and stores through it), and a barrier over every thread
+// of the cluster whose release / acquire orders shared-memory writes before it with reads after it.
+#ifdef COLLECT_CLUSTER
+COLLECT_DEVICE unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+COLLECT_DEVICE float* cluster_map(float* p, unsigned rank) {
+  float* q;
+  asm volatile("mapa.u64 %0, %1, %2;" : "=l"(q) : "l"(p), "r"(rank));
+  return q;
+}
+COLLECT_DEVICE void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+#endif
 #endif

@@ -39,6 +39,12 @@ export interface KernelSpec {
    * (cuFuncSetAttribute) and launches with this many bytes. WGSL and CPU twins ignore it.
    */
   sharedBytes?: number;
+  /**
+   * CUDA only (sm_90+): blocks per thread-block cluster in x, y, z; the grid must be a multiple of
+   * it in each dimension. The CUDA backend launches with cuLaunchKernelEx; WebGPU and the CPU
+   * reject such a kernel.
+   */
+  cluster?: [number, number, number];
 }
 
 /** An opaque device allocation; only its owning backend can read it. */

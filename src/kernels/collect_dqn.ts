@@ -19,7 +19,10 @@
  * Variants (constant SEED_VARIANT): 0, the tiled kernel (a workgroup owns TILE_E episodes and
  * runs each layer as a small matrix product with the weights staged in workgroup memory);
  * 1, the seed design (one thread per episode, every weight read from global memory), kept only
- * for the benchmark.
+ * for the benchmark. Variant `cluster` (CUDA sm_90 only, plain head, f32 exact) is its own kernel,
+ * cuda/collect_dqn_cluster.cu: a thread-block cluster of `cluster` CTAs owns `tileEpisodes`
+ * episodes and each CTA keeps a 1/cluster slice of every layer in shared memory for the whole
+ * launch (small N: no weight traffic per step). Its CPU twin is the same reference.
  */
 import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import { collectDqn, type DqnNets } from '../collect/dqn.js';
@@ -66,8 +69,13 @@ export interface CollectDqnOptions {
   iqnEmbed: number;
   /** IQN taus per acting decision (K). */
   actTaus: number;
-  /** `tiled` (the kernel) or `seed` (one thread per episode, plain head, benchmark only). */
-  variant: 'tiled' | 'seed';
+  /**
+   * `tiled` (the kernel), `seed` (one thread per episode, plain head, benchmark only) or
+   * `cluster` (CUDA sm_90 thread-block clusters, plain head: cuda/collect_dqn_cluster.cu).
+   */
+  variant: 'tiled' | 'seed' | 'cluster';
+  /** Cluster variant: CTAs per cluster (1..16; above 8 needs the non-portable cluster size). Default 8. */
+  cluster?: number;
   /** Episodes per workgroup (tiled); the seed variant has one per thread. */
   tileEpisodes: number;
   /** Threads per workgroup. */
@@ -124,6 +132,19 @@ export function checkDqnOptions(o: CollectDqnOptions): void {
     throw new Error(`collect_dqn: ${msg}`);
   };
   if (o.variant === 'seed' && o.head !== 'plain') bad('the seed variant has the plain head only');
+  if (o.variant === 'cluster') {
+    const c = o.cluster ?? DEFAULT_CLUSTER;
+    if (o.head !== 'plain') bad('the cluster variant has the plain head only');
+    if (!Number.isInteger(c) || c < 1 || c > 16) bad(`cluster ${c} must be an integer from 1 to 16 CTAs`);
+    if (o.threads % 32 !== 0) bad(`threads ${o.threads} must be a multiple of 32`);
+    if (Math.ceil(o.tileEpisodes / c) > o.threads) bad('a CTA runs one owned episode per thread');
+    const bytes = cudaClusterSharedBytes(o);
+    if (bytes > CUDA_MAX_SHARED)
+      bad(
+        `${o.tileEpisodes} episodes over ${c} CTAs need ${bytes} bytes of shared memory per CTA (> ${CUDA_MAX_SHARED}); ` +
+          'use more CTAs per cluster or fewer episodes',
+      );
+  }
   if (o.variant === 'tiled') {
     if (o.threads % o.tj !== 0) bad(`tj ${o.tj} must divide threads ${o.threads}`);
     if (o.kt % 4 !== 0) bad(`kt ${o.kt} must be a multiple of 4`);
@@ -163,6 +184,33 @@ const align4 = (floats: number) => Math.ceil(floats / 4) * 4;
 
 /** Static shared memory a CUDA block may declare; larger plans use dynamic shared memory. */
 const CUDA_STATIC_SHARED = 48 * 1024;
+/** Opt-in shared memory per block on sm_90 (H100 / H200). */
+const CUDA_MAX_SHARED = 227 * 1024;
+/** CTAs per cluster of the cluster variant unless chosen: the portable maximum. */
+export const DEFAULT_CLUSTER = 8;
+
+/**
+ * Bytes of cuda/collect_dqn_cluster.cu's shared-memory plan per CTA (the kernel asserts its own sum
+ * equals this): the CTA's slices (ceil(Out / C) rows of every layer, rows padded to a multiple of 4
+ * floats and off a multiple of 32, then the biases) of the online and target dueling nets (trunk 0,
+ * trunk 1, both streams' hidden layers as one, both output layers as one) and the curiosity model;
+ * then all E episodes' states, two trunk buffers, value ++ advantages, Q, the curiosity input,
+ * hidden and output rows, bars and actions; then the owned episodes' 20-word simulator state.
+ */
+export function cudaClusterSharedBytes(o: Pick<CollectDqnOptions, 'tileEpisodes' | 'cluster'>): number {
+  const c = o.cluster ?? DEFAULT_CLUSTER;
+  const e = o.tileEpisodes;
+  const rows = (out: number) => Math.ceil(out / c);
+  const ldw = (inp: number) => (align4(inp) % 32 === 0 ? align4(inp) + 4 : align4(inp));
+  const slice = (inp: number, out: number) => rows(out) * ldw(inp) + align4(rows(out));
+  const net = slice(54, 256) + slice(256, 256) + slice(256, 256) + slice(128, 1 + NUM_ACTIONS);
+  let at = 2 * net + slice(35, 64) + slice(64, 32);
+  for (const width of [tileStride(54), tileStride(256), tileStride(256), tileStride(NUM_ACTIONS)])
+    at = align4(at + e * width);
+  for (const width of [tileStride(NUM_ACTIONS), tileStride(64), tileStride(64), tileStride(32), 1, 1])
+    at = align4(at + e * width);
+  return align4(at + Math.ceil(e / c) * 20) * 4;
+}
 
 /**
  * Bytes of the CUDA tiled kernel's shared-memory plan for the plain head (cuda/collect_dqn.cu:
@@ -185,6 +233,30 @@ export function collectDqnSpec(o: CollectDqnOptions): KernelSpec {
   checkDqnOptions(o);
   const q = duelingLayout(o.head, o.atoms, o.iqnEmbed);
   const c = curiosityLayout();
+  if (o.variant === 'cluster') {
+    const cluster = o.cluster ?? DEFAULT_CLUSTER;
+    const bytes = cudaClusterSharedBytes(o);
+    return {
+      name: 'collect_dqn_cluster',
+      sharedBytes: bytes,
+      cluster: [cluster, 1, 1],
+      bindings: COLLECT_BINDINGS,
+      uniforms: [...DQN_UNIFORMS],
+      workgroupSize: [o.threads, 1, 1],
+      constants: {
+        HEAD: HeadCode.plain,
+        CLUSTER: cluster,
+        TILE_E: o.tileEpisodes,
+        DYN_SMEM_BYTES: bytes,
+        ...commonConstants(),
+        ...envStateConstants(),
+        ...netConstants('NET_Q', q, 0),
+        ...netConstants('NET_T', q, q.size),
+        ...netConstants('NET_C', c, 2 * q.size),
+        ...outputConstants(DQN_OUTPUT),
+      },
+    };
+  }
   // Past 48 KiB the CUDA twin takes its plan from dynamic shared memory (the WGSL twin never
   // gets such a tile: its workgroup memory limit rejects it first).
   const shared = cudaDqnSharedBytes(o);
@@ -229,6 +301,10 @@ export function collectDqnDispatch(
   uniforms: Record<string, number>,
 ): Dispatch {
   const perGroup = spec.constants!.TILE_E;
+  const cluster = spec.cluster?.[0];
+  // Clusters are consecutive blocks along x, so their grid stays one-dimensional.
+  if (cluster !== undefined)
+    return { kernel: spec, buffers, uniforms, groups: [Math.ceil(uniforms.n / perGroup) * cluster, 1, 1] };
   return { kernel: spec, buffers, uniforms, groups: grid1d(Math.ceil(uniforms.n / perGroup)) };
 }
 
@@ -282,6 +358,24 @@ function collectDqnReference(buffers: TypedArray[], u: Record<string, number>): 
     rollout,
   );
 }
+
+/** The cluster variant's kernel: its own CUDA source, the same CPU twin. */
+export const collectDqnClusterKernel: Kernel = {
+  spec: collectDqnSpec({
+    head: 'plain',
+    atoms: 51,
+    iqnEmbed: 64,
+    actTaus: 32,
+    variant: 'cluster',
+    cluster: DEFAULT_CLUSTER,
+    tileEpisodes: 8,
+    threads: 128,
+    tj: 32,
+    kt: 8,
+    tauRows: 1,
+  }),
+  reference: collectDqnReference,
+};
 
 export const collectDqnKernel: Kernel = {
   spec: collectDqnSpec({

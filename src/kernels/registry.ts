@@ -4,7 +4,7 @@
  */
 import type { KernelSpec } from '../backend/types.js';
 import { adamStep } from './adam_step.js';
-import { collectDqnKernel } from './collect_dqn.js';
+import { collectDqnClusterKernel, collectDqnKernel } from './collect_dqn.js';
 import { collectPpoKernel } from './collect_ppo.js';
 import { curiosityGather } from './curiosity_gather.js';
 import { curiosityLoss } from './curiosity_loss.js';
@@ -29,9 +29,15 @@ const learnerKernels = [
 ];
 
 export const kernels: Readonly<Record<string, Kernel>> = Object.fromEntries(
-  [philoxStream, denseForward, exclusiveScan, collectDqnKernel, collectPpoKernel, ...learnerKernels].map(
-    (k) => [k.spec.name, k],
-  ),
+  [
+    philoxStream,
+    denseForward,
+    exclusiveScan,
+    collectDqnKernel,
+    collectDqnClusterKernel,
+    collectPpoKernel,
+    ...learnerKernels,
+  ].map((k) => [k.spec.name, k]),
 );
 
 export function kernelFor(spec: KernelSpec): Kernel {

@@ -14,6 +14,7 @@
 #include <ucontext.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -91,9 +92,17 @@ struct Block {
   float* smem = nullptr;
   size_t smem_floats = 0;
   unsigned long long events = 0;
+  unsigned rank = 0;
+  dim3 idx;
+};
+
+struct Cluster {
+  std::vector<Block>* blocks = nullptr;
+  Barrier barrier;
 };
 
 inline Block* g_block = nullptr;
+inline Cluster* g_cluster = nullptr;
 inline dim3 g_block_idx, g_block_dim, g_grid_dim;
 inline void (*g_entry)(void*) = nullptr;
 inline void* g_entry_arg = nullptr;
@@ -130,60 +139,80 @@ inline void fiber_main() {
   swapcontext(&g_block->current->ctx, &g_block->scheduler);
 }
 
-// Runs `entry(arg)` as a kernel over grid x block with `smem_bytes` of dynamic shared memory.
-inline void launch(dim3 grid, dim3 block, size_t smem_bytes, void (*entry)(void*), void* arg) {
+// Runs `entry(arg)` as a kernel over grid x block with `smem_bytes` of dynamic shared memory, in
+// clusters of `cluster_x` consecutive blocks along x (1: no clusters). The fibers of a cluster's
+// blocks are scheduled together, so a cluster barrier can complete and a block can reach another's
+// shared memory (cluster_map) while that block is alive.
+inline void launch(dim3 grid, dim3 block, size_t smem_bytes, void (*entry)(void*), void* arg, unsigned cluster_x = 1) {
   const unsigned threads = block.x * block.y * block.z;
   const unsigned warps = (threads + 31) / 32;
+  if (cluster_x == 0 || grid.x % cluster_x != 0) {
+    std::fprintf(stderr, "emu: cluster size %u does not divide grid.x %u\n", cluster_x, grid.x);
+    std::abort();
+  }
   g_grid_dim = grid;
   g_block_dim = block;
   g_entry = entry;
   g_entry_arg = arg;
   for (unsigned bz = 0; bz < grid.z; bz++)
     for (unsigned by = 0; by < grid.y; by++)
-      for (unsigned bx = 0; bx < grid.x; bx++) {
-        Block b;
-        b.fibers.resize(threads);
-        b.warp_barriers.resize(warps);
-        b.shuffle.resize(warps * 32);
-        b.mma_a.resize(warps * 32 * 4);
-        b.mma_b.resize(warps * 32 * 2);
-        b.mma_c.resize(warps * 32 * 4);
-        // Uninitialised shared memory on a GPU holds garbage: NaN here makes reads of it visible.
-        b.smem_floats = (smem_bytes + 3) / 4;
-        b.smem_storage.assign(b.smem_floats + 4, std::nanf(""));
-        b.smem = b.smem_storage.data();
-        while (reinterpret_cast<uintptr_t>(b.smem) % 16 != 0) b.smem++;
-        g_block = &b;
-        g_block_idx = {bx, by, bz};
-        for (unsigned i = 0; i < threads; i++) {
-          Fiber& f = b.fibers[i];
-          f.tid = {i % block.x, (i / block.x) % block.y, i / (block.x * block.y)};
-          f.stack.resize(256 * 1024);
-          getcontext(&f.ctx);
-          f.ctx.uc_stack.ss_sp = f.stack.data();
-          f.ctx.uc_stack.ss_size = f.stack.size();
-          f.ctx.uc_link = nullptr;
-          makecontext(&f.ctx, fiber_main, 0);
+      for (unsigned bx0 = 0; bx0 < grid.x; bx0 += cluster_x) {
+        std::vector<Block> blocks(cluster_x);
+        Cluster cluster;
+        cluster.blocks = &blocks;
+        g_cluster = &cluster;
+        for (unsigned rank = 0; rank < cluster_x; rank++) {
+          Block& b = blocks[rank];
+          b.rank = rank;
+          b.idx = {bx0 + rank, by, bz};
+          b.fibers.resize(threads);
+          b.warp_barriers.resize(warps);
+          b.shuffle.resize(warps * 32);
+          b.mma_a.resize(warps * 32 * 4);
+          b.mma_b.resize(warps * 32 * 2);
+          b.mma_c.resize(warps * 32 * 4);
+          // Uninitialised shared memory on a GPU holds garbage: NaN here makes reads of it visible.
+          b.smem_floats = (smem_bytes + 3) / 4;
+          b.smem_storage.assign(b.smem_floats + 4, std::nanf(""));
+          b.smem = b.smem_storage.data();
+          while (reinterpret_cast<uintptr_t>(b.smem) % 16 != 0) b.smem++;
+          for (unsigned i = 0; i < threads; i++) {
+            Fiber& f = b.fibers[i];
+            f.tid = {i % block.x, (i / block.x) % block.y, i / (block.x * block.y)};
+            f.stack.resize(256 * 1024);
+            getcontext(&f.ctx);
+            f.ctx.uc_stack.ss_sp = f.stack.data();
+            f.ctx.uc_stack.ss_size = f.stack.size();
+            f.ctx.uc_link = nullptr;
+            makecontext(&f.ctx, fiber_main, 0);
+          }
         }
         for (;;) {
           bool all_done = true;
-          const unsigned long long before = b.events;
-          for (Fiber& f : b.fibers) {
-            if (f.done) continue;
-            all_done = false;
-            b.current = &f;
-            swapcontext(&b.scheduler, &f.ctx);
+          unsigned long long before = 0, after = 0;
+          for (Block& b : blocks) before += b.events;
+          for (Block& b : blocks) {
+            g_block = &b;
+            g_block_idx = b.idx;
+            for (Fiber& f : b.fibers) {
+              if (f.done) continue;
+              all_done = false;
+              b.current = &f;
+              swapcontext(&b.scheduler, &f.ctx);
+            }
           }
           if (all_done) break;
-          if (b.events == before) {
+          for (Block& b : blocks) after += b.events;
+          if (after == before) {
             std::fprintf(stderr,
-                         "emu: block (%u,%u,%u) deadlocked: a barrier can never complete "
+                         "emu: cluster of block (%u,%u,%u) deadlocked: a barrier can never complete "
                          "(divergent __syncthreads or an early return)\n",
-                         bx, by, bz);
+                         bx0, by, bz);
             std::abort();
           }
         }
         g_block = nullptr;
+        g_cluster = nullptr;
       }
 }
 
@@ -232,6 +261,27 @@ inline void mma_tf32(float d[4], const unsigned a[4], const unsigned b[2]) {
     for (int k = 0; k < 8; k++) acc += static_cast<double>(A[rows[i]][k]) * B[k][cols[i]];
     d[i] = static_cast<float>(acc);
   }
+}
+
+// The cluster primitives of collect_port.cuh: a barrier over every thread of every block of the
+// cluster, and the address of the same shared-memory location in the block of another rank.
+inline void cluster_sync() {
+  const unsigned threads = g_block_dim.x * g_block_dim.y * g_block_dim.z;
+  wait(g_cluster->barrier, threads * static_cast<unsigned>(g_cluster->blocks->size()));
+}
+
+inline float* cluster_map(float* p, unsigned rank) {
+  Block& own = *g_block;
+  if (rank >= g_cluster->blocks->size()) {
+    std::fprintf(stderr, "emu: cluster_map to rank %u of a cluster of %zu\n", rank, g_cluster->blocks->size());
+    std::abort();
+  }
+  const ptrdiff_t at = p - own.smem;
+  if (at < 0 || static_cast<size_t>(at) >= own.smem_floats) {
+    std::fprintf(stderr, "emu: cluster_map of a pointer outside shared memory\n");
+    std::abort();
+  }
+  return (*g_cluster->blocks)[rank].smem + at;
 }
 
 }  // namespace emu
@@ -293,3 +343,6 @@ COLLECT_DEVICE void mma_tf32_16x8x8(float d[4], const unsigned a[4], const unsig
   emu::mma_tf32(d, a, b);
 }
 COLLECT_DEVICE int lane_id() { return static_cast<int>(emu::flat_tid() & 31u); }
+COLLECT_DEVICE unsigned cluster_rank() { return emu::g_block->rank; }
+COLLECT_DEVICE float* cluster_map(float* p, unsigned rank) { return emu::cluster_map(p, rank); }
+COLLECT_DEVICE void cluster_sync() { emu::cluster_sync(); }

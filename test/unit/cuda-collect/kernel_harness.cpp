@@ -58,7 +58,13 @@ int main(int argc, char** argv) {
 #else
   const size_t smem_bytes = 48 * 1024;
 #endif
-  emu::launch({grid[0], grid[1], grid[2]}, {WG_X, WG_Y, WG_Z}, smem_bytes, entry, &l);
+#ifdef CLUSTER
+  // Cluster kernels (collect_dqn_cluster): CLUSTER consecutive blocks along x run as one cluster.
+  const unsigned cluster = CLUSTER;
+#else
+  const unsigned cluster = 1;
+#endif
+  emu::launch({grid[0], grid[1], grid[2]}, {WG_X, WG_Y, WG_Z}, smem_bytes, entry, &l, cluster);
   FILE* out = std::fopen(argv[2], "wb");
   for (int i = 5; i < 10; i++) std::fwrite(l.buffers[i].data(), 1, sizes[i], out);
   std::fclose(out);

@@ -1,0 +1,207 @@
+/**
+ * cuda/collect_dqn_cluster.cu (the DQN collection kernel on sm_90 thread-block clusters), compiled
+ * as the backend compiles it (generated preamble + source) and run on the CPU emulator, whose
+ * clusters run their CTAs' threads together (cluster barrier, distributed shared memory), against
+ * the TS reference on the same bindings: several launches in a row (episodes persist, restart,
+ * truncate, hit barriers; curiosity on, off, on), N not filling the last cluster. The kernel is f32
+ * exact, so every output and the episode state must be bit-identical.
+ */
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { cudaPreamble } from '../../src/backend/cuda/preamble.js';
+import type { KernelSpec } from '../../src/backend/types.js';
+import { packUniforms, uniformBytes } from '../../src/backend/uniforms.js';
+import { cloneDefaults } from '../../src/config.js';
+import type { Market } from '../../src/data/types.js';
+import { envParams } from '../../src/env/params.js';
+import { createEnv } from '../../src/env/state.js';
+import {
+  collectDqnDispatch,
+  collectDqnSpec,
+  cudaClusterSharedBytes,
+  DQN_OUTPUT,
+  dqnNetsSize,
+  HeadCode,
+} from '../../src/kernels/collect_dqn.js';
+import { envUniforms, outputBytes, sectionView } from '../../src/kernels/collect_layout.js';
+import type { TypedArray } from '../../src/kernels/reference.js';
+import { kernels } from '../../src/kernels/registry.js';
+import { initParams } from '../../src/nets/forward.js';
+import { curiosityLayout, duelingLayout } from '../../src/nets/layout.js';
+import { buildEmu, emuUnavailable, runEmu, writeGenerated } from './cuda-collect/emu.js';
+import { randomMarket } from './env.fixtures.js';
+
+const SEED = 77;
+const N = 10;
+const STEPS = 30;
+const LAUNCHES = 3;
+const market: Market = randomMarket(400, 5);
+const split = { start: 0, end: 400 };
+const cfg = cloneDefaults().env;
+// Short episodes and tight barriers: truncations, barrier exits and restarts within a launch.
+cfg.episodeBars = 12;
+cfg.profitTargetBps = 40;
+cfg.stopLossBps = 30;
+const params = envParams(cfg);
+
+function clusterSpec(cluster: number, tileEpisodes: number, threads: number): KernelSpec {
+  return collectDqnSpec({
+    head: 'plain',
+    atoms: 51,
+    iqnEmbed: 64,
+    actTaus: 8,
+    variant: 'cluster',
+    cluster,
+    tileEpisodes,
+    threads,
+    tj: 32,
+    kt: 8,
+    tauRows: 1,
+  });
+}
+
+function nets(): Float32Array {
+  const layout = duelingLayout('plain', 51, 64);
+  const parts = [
+    initParams(layout, 0, SEED),
+    initParams(layout, 1, SEED),
+    initParams(curiosityLayout(), 4, SEED),
+  ];
+  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+const uniforms = (launch: number): Record<string, number> => ({
+  n: N,
+  steps: STEPS,
+  stepBase: launch * STEPS,
+  epsilon: 0.3,
+  gamma: 0.99,
+  vMin: -10,
+  vMax: 10,
+  curiosity: launch === 1 ? 0 : 1,
+  head: HeadCode.plain,
+  atoms: 51,
+  actTaus: 8,
+  iqnEmbed: 64,
+  ...envUniforms(params, split, [SEED, 0]),
+});
+
+/** The launch as kernel_harness reads it: ten buffers, the packed uniforms, the grid. */
+function pack(spec: KernelSpec, buffers: TypedArray[], u: Record<string, number>): Uint8Array {
+  const ubytes = new Uint8Array(uniformBytes(spec));
+  packUniforms({ kernel: spec, buffers: [], uniforms: u, groups: [1, 1, 1] }, new DataView(ubytes.buffer));
+  const { groups } = collectDqnDispatch(spec, [], u);
+  const u32 = (x: number) => new Uint8Array(new Uint32Array([x]).buffer);
+  const parts: Uint8Array[] = [];
+  for (const b of buffers)
+    parts.push(u32(b.byteLength), new Uint8Array(b.buffer, b.byteOffset, b.byteLength));
+  parts.push(u32(ubytes.byteLength), ubytes, new Uint8Array(new Uint32Array(groups).buffer));
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+const NAMES = ['env_f', 'env_i', 'div_window', 'out_f', 'out_i'];
+const unavailable = emuUnavailable();
+
+describe('collect_dqn cluster variant descriptor', () => {
+  it('launches CLUSTER blocks per TILE_E episodes in clusters along x, with the plan as dynamic shared memory', () => {
+    const spec = clusterSpec(8, 4, 64);
+    expect(spec.name).toBe('collect_dqn_cluster');
+    expect(spec.cluster).toEqual([8, 1, 1]);
+    expect(spec.sharedBytes).toBe(cudaClusterSharedBytes({ tileEpisodes: 4, cluster: 8 }));
+    expect(spec.constants?.DYN_SMEM_BYTES).toBe(spec.sharedBytes);
+    expect(collectDqnDispatch(spec, [], { n: 10 }).groups).toEqual([24, 1, 1]);
+    expect(kernels.collect_dqn_cluster.spec.name).toBe('collect_dqn_cluster');
+  });
+
+  it('refuses other heads and plans past 227 KiB of shared memory', () => {
+    expect(() => clusterSpec(1, 16, 64)).toThrow(/shared memory per CTA/);
+    expect(() => clusterSpec(17, 16, 64)).toThrow(/from 1 to 16/);
+    expect(() =>
+      collectDqnSpec({
+        head: 'c51',
+        atoms: 51,
+        iqnEmbed: 64,
+        actTaus: 8,
+        variant: 'cluster',
+        tileEpisodes: 8,
+        threads: 64,
+        tj: 32,
+        kt: 8,
+        tauRows: 1,
+      }),
+    ).toThrow(/plain head only/);
+  });
+});
+
+describe.skipIf(unavailable !== null)(
+  `collect_dqn_cluster on the CPU emulator${unavailable ? ` (skipped: ${unavailable})` : ''}`,
+  () => {
+    const cases: [string, number, number, number][] = [
+      // [name, CTAs per cluster, episodes per cluster, threads]
+      ['8 CTAs x 8 episodes (one each, the second cluster partly empty)', 8, 8, 32],
+      ['8 CTAs x 16 episodes (two each, six never active)', 8, 16, 64],
+      ['16 CTAs x 4 episodes (idle owners, output slices of 0 rows)', 16, 4, 32],
+    ];
+    for (const [name, cluster, e, threads] of cases) {
+      it(`${name}: bit-identical to the TS reference over ${LAUNCHES} launches`, () => {
+        const spec = clusterSpec(cluster, e, threads);
+        const source = readFileSync(new URL('../../cuda/collect_dqn_cluster.cu', import.meta.url), 'utf8');
+        const gen = writeGenerated(`cluster_${cluster}_${e}_${threads}.cu`, cudaPreamble(spec) + source);
+        const binary = buildEmu('kernel_harness.cpp', { KERNEL_SOURCE: `"${gen}"`, KERNEL_NAME: spec.name });
+        const env = createEnv(market, split, params, N, SEED);
+        const ro = [market.features, market.ohlc, market.spreadBps, params.entropyTable, nets()];
+        expect(ro[4].length).toBe(dqnNetsSize({ head: 'plain', atoms: 51, iqnEmbed: 64 }));
+        const bytes = outputBytes(DQN_OUTPUT, N, STEPS);
+        const fresh = (): TypedArray[] => [
+          env.f.slice(),
+          env.i.slice(),
+          env.window.slice(),
+          new Float32Array(bytes.f / 4),
+          new Int32Array(bytes.i / 4),
+        ];
+        let ref = fresh();
+        let emu = fresh();
+        const ends = { dones: false, truncateds: false };
+        for (let launch = 0; launch < LAUNCHES; launch++) {
+          const u = uniforms(launch);
+          ref = ref.map((b, i) => (i >= 3 ? b.fill(0) : b));
+          emu = emu.map((b, i) => (i >= 3 ? b.fill(0) : b));
+          kernels.collect_dqn_cluster.reference([...ro, ...ref], u, [1, 1, 1]);
+          const raw = new Uint8Array(runEmu(binary, ['@in', '@out'], pack(spec, [...ro, ...emu], u)).buffer);
+          let at = 0;
+          emu = emu.map((b) => {
+            const ctor = b.constructor as Float32ArrayConstructor | Int32ArrayConstructor;
+            const copy = new ctor(raw.slice(at, at + b.byteLength).buffer);
+            at += b.byteLength;
+            return copy;
+          });
+          for (const k of ['dones', 'truncateds'] as const)
+            ends[k] ||= sectionView(DQN_OUTPUT, ref[4] as Int32Array, k, N, STEPS).includes(1);
+          for (let b = 0; b < NAMES.length; b++) {
+            const bad = ref[b].findIndex((x, i) => !Object.is(x, emu[b][i]));
+            expect(
+              bad,
+              `launch ${launch} ${NAMES[b]}: first mismatch at ${bad}: emu ${emu[b][bad]} vs ref ${ref[b][bad]}`,
+            ).toBe(-1);
+          }
+        }
+        expect(ends, 'the launches exercise episode ends of both kinds').toEqual({
+          dones: true,
+          truncateds: true,
+        });
+      });
+    }
+  },
+);
