@@ -19,8 +19,8 @@
 // Block: WG_Y teams (warps) of WG_X = 32 lanes; team t takes samples g PER_GROUP + j WG_Y + t
 // (j < PER_TEAM), its lanes splitting the logits (k = lane, lane + 32, ...). Each block computes the
 // minibatch's advantage statistics itself (the same tree everywhere). Max, sum of exponentials and
-// entropy are the WGSL twin's team trees in shared memory (a team is one warp: __syncwarp between
-// levels). Every thread runs every round, so no barrier is divergent.
+// entropy are the WGSL twin's team trees, here as warp shuffles (a team is one warp). Every thread
+// runs every round, so no shuffle or barrier is divergent.
 // Numerics: f32 with the accurate expf/logf (no fast-math) (the TS reference uses f64 between f32
 // loads and stores: tolerance); an action outside [0, nActions) is clamped.
 #include "grid.cuh"
@@ -29,18 +29,16 @@
 #define THREADS (WG_X * WG_Y)
 #define PER_GROUP (WG_Y * PER_TEAM)
 
-// Team tree over the WG_X lanes of one warp (max when `take_max`, else sum).
-__device__ __forceinline__ float team_reduce(float v, float* red, unsigned int lane, unsigned int team, bool take_max) {
-  const unsigned int at = team * WG_X + lane;
-  red[at] = v;
-  __syncwarp();
+// Team tree over the WG_X lanes of one warp (max when `take_max`, else sum), as register shuffles.
+// The xor butterfly adds exactly the pairs of the WGSL twin's shared-memory tree (level s: lane l
+// with lane l + s), and max and + are commutative, so every lane gets the tree's bits.
+__device__ __forceinline__ float team_reduce(float v, bool take_max) {
+#pragma unroll
   for (unsigned int s = WG_X / 2u; s > 0u; s >>= 1) {
-    if (lane < s) red[at] = take_max ? fmaxf(red[at], red[at + s]) : red[at] + red[at + s];
-    __syncwarp();
+    const float o = __shfl_xor_sync(0xffffffffu, v, (int)s);
+    v = take_max ? fmaxf(v, o) : v + o;
   }
-  const float total = red[team * WG_X];
-  __syncwarp();
-  return total;
+  return v;
 }
 
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) ppo_loss(KERNEL_ARGS) {
@@ -77,18 +75,18 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) ppo_loss(KERNEL
     float mx = -3.4028234e38f;  // -FLT_MAX: below every finite logit
     if (valid)
       for (unsigned int k = lane; k < na; k += WG_X) mx = fmaxf(mx, logits[k]);
-    mx = team_reduce(mx, red, lane, team, true);
+    mx = team_reduce(mx, true);
     float se = 0.0f;
     if (valid)
       for (unsigned int k = lane; k < na; k += WG_X) se += expf(logits[k] - mx);
-    const float lse = mx + logf(team_reduce(se, red, lane, team, false));
+    const float lse = mx + logf(team_reduce(se, false));
     float h = 0.0f;
     if (valid)
       for (unsigned int k = lane; k < na; k += WG_X) {
         const float lp = logits[k] - lse;
         h -= expf(lp) * lp;
       }
-    h = team_reduce(h, red, lane, team, false);
+    h = team_reduce(h, false);
     if (!valid) continue;
     const unsigned int action = min((unsigned int)fmaxf(mb[b], 0.0f), na - 1u);
     const float log_ratio = logits[action] - lse - mb[n + b];
@@ -115,9 +113,17 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) ppo_loss(KERNEL
     }
   }
 
+  // The LOSS_PARTS block sums in one pass of learn_block_sum's tree (same pairs, same order).
+  __shared__ float parts[LOSS_PARTS][THREADS];
 #pragma unroll
-  for (unsigned int p = 0; p < LOSS_PARTS; p++) {
-    const float total = learn_block_sum(sums[p], red, tid, THREADS);
-    if (tid == 0u) partials[u.lossAt + g * LOSS_PARTS + p] = total;
+  for (unsigned int p = 0; p < LOSS_PARTS; p++) parts[p][tid] = sums[p];
+  __syncthreads();
+  for (unsigned int s = THREADS >> 1; s > 0u; s >>= 1) {
+    if (tid < s) {
+#pragma unroll
+      for (unsigned int p = 0; p < LOSS_PARTS; p++) parts[p][tid] += parts[p][tid + s];
+    }
+    __syncthreads();
   }
+  if (tid < LOSS_PARTS) partials[u.lossAt + g * LOSS_PARTS + tid] = parts[tid][0];
 }
