@@ -11,7 +11,10 @@
 // rows 4y.. over the k-tiles z, z + WG_Z, ... (TILE_K inputs each, staged k-major in workgroup
 // memory as vec4 rows padded by one vec4: two vec4 reads per k for 16 multiply-adds); the WG_Z
 // partial tiles are then summed in group order through the same workgroup memory. Splitting K
-// inside the workgroup shortens the latency-bound loop over inputs with no extra launch.
+// inside the workgroup shortens the latency-bound loop over inputs with no extra launch. Each
+// thread stages PX weights and PY inputs per k-tile: the next k-tile's global loads are all issued
+// into registers before the current tile's math (fixed trip counts, so they unroll and overlap)
+// instead of one load-then-store at a time.
 // Numerics: f32; group 0 starts at the bias, each group adds its products in increasing i, and the
 // groups' sums are added in order; the compiler may fuse multiply-adds (tolerance, not
 // bit-exactness, against the TS reference's single running sum).
@@ -23,6 +26,11 @@ const SY4 = TILE_Y / 4 + 1;
 const STAGE = TILE_K * (SX4 + SY4);
 
 var<workgroup> stage: array<vec4<f32>, WG_Z * STAGE>;
+// Values each thread of a k-group stages per k-tile.
+const PX = TILE_K * TILE_X / THREADS;
+const PY = TILE_K * TILE_Y / THREADS;
+const_assert PX * THREADS == TILE_K * TILE_X;
+const_assert PY * THREADS == TILE_K * TILE_Y;
 // The groups' partial tiles (4 vec4 per thread of groups 1..) fit in the staging memory.
 const_assert (WG_Z - 1) * THREADS * 4 <= WG_Z * STAGE;
 
@@ -34,6 +42,38 @@ struct Job {
   x_off: u32,
   y_off: u32,
   act: u32,
+}
+
+// One k-tile of a k-group in registers: W[out0 + e / TILE_K, k0 + e % TILE_K] and
+// x[row0 + e / TILE_K, k0 + e % TILE_K] for e = tid + q * THREADS (zero outside the layer).
+struct Staged {
+  w: array<f32, PX>,
+  x: array<f32, PY>,
+}
+
+fn load_tile(job: Job, k0: u32, out0: u32, row0: u32, tid: u32) -> Staged {
+  var s: Staged;
+  for (var q = 0u; q < PX; q++) {
+    let e = tid + q * THREADS;
+    let o = out0 + e / TILE_K;
+    let k = k0 + e % TILE_K;
+    var v = 0.0;
+    if (o < job.n_out && k < job.n_in) {
+      v = params[job.w_off + o * job.n_in + k];
+    }
+    s.w[q] = v;
+  }
+  for (var q = 0u; q < PY; q++) {
+    let e = tid + q * THREADS;
+    let b = row0 + e / TILE_K;
+    let k = k0 + e % TILE_K;
+    var v = 0.0;
+    if (b < u.batch && k < job.n_in) {
+      v = acts[job.x_off + b * job.n_in + k];
+    }
+    s.x[q] = v;
+  }
+  return s;
 }
 
 fn activate(a: f32, act: u32) -> f32 {
@@ -90,31 +130,24 @@ fn mlp_forward(
   }
 
   let k_tiles = (job.n_in + TILE_K - 1u) / TILE_K;
-  for (var round = 0u; round * WG_Z < k_tiles; round++) {
+  let rounds = (k_tiles + WG_Z - 1u) / WG_Z;
+  var next = load_tile(job, z * TILE_K, out0, row0, tid);
+  for (var round = 0u; round < rounds; round++) {
     let k0 = (round * WG_Z + z) * TILE_K;
-    for (var e = tid; e < TILE_K * TILE_X; e += THREADS) {
+    for (var q = 0u; q < PX; q++) {
+      let e = tid + q * THREADS;
       let m = e / TILE_K;
-      let kk = e % TILE_K;
-      let o = out0 + m;
-      let k = k0 + kk;
-      var v = 0.0;
-      if (o < job.n_out && k < job.n_in) {
-        v = params[job.w_off + o * job.n_in + k];
-      }
-      stage[xs + kk * SX4 + m / 4u][m % 4u] = v;
+      stage[xs + (e % TILE_K) * SX4 + m / 4u][m % 4u] = next.w[q];
     }
-    for (var e = tid; e < TILE_K * TILE_Y; e += THREADS) {
+    for (var q = 0u; q < PY; q++) {
+      let e = tid + q * THREADS;
       let m = e / TILE_K;
-      let kk = e % TILE_K;
-      let b = row0 + m;
-      let k = k0 + kk;
-      var v = 0.0;
-      if (b < u.batch && k < job.n_in) {
-        v = acts[job.x_off + b * job.n_in + k];
-      }
-      stage[ys + kk * SY4 + m / 4u][m % 4u] = v;
+      stage[ys + (e % TILE_K) * SY4 + m / 4u][m % 4u] = next.x[q];
     }
     workgroupBarrier();
+    if (round + 1u < rounds) {
+      next = load_tile(job, k0 + WG_Z * TILE_K, out0, row0, tid);
+    }
     let valid = min(u32(TILE_K), job.n_in - min(k0, job.n_in));
     for (var k = 0u; k < valid; k++) {
       let wv = stage[xs + k * SX4 + lid.x];

@@ -13,11 +13,14 @@
 //   u: Uniforms { count, batch, minibatch, epochSlot, key0, key1, stateDim, statesOff, logpOff,
 //                 advOff, retOff, actOff }
 // Workgroup: WG_X threads take WG_X samples: each computes its row into workgroup memory, then
-// the workgroup copies the WG_X state rows together (neighbouring threads, neighbouring floats).
+// the workgroup copies the WG_X state rows together (neighbouring threads, neighbouring floats),
+// COPY_BATCH loads in flight per thread before their stores (a plain load-then-store loop waits
+// out one memory latency per float: most of this small launch's time).
 // Exact: integer shuffle and plain copies.
 //!include shuffle.wgsl
 
 var<workgroup> rows: array<u32, WG_X>;
+const COPY_BATCH = 8u;
 
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)
 fn ppo_gather(
@@ -38,9 +41,20 @@ fn ppo_gather(
   }
   workgroupBarrier();
   let n = min(u32(WG_X), u.batch - min(b0, u.batch));
-  for (var e = lid; e < n * u.stateDim; e += WG_X) {
-    let r = e / u.stateDim;
-    let c = e % u.stateDim;
-    acts[(b0 + r) * u.stateDim + c] = rolloutF[u.statesOff + rows[r] * u.stateDim + c];
+  let total = n * u.stateDim;
+  for (var e0 = lid; e0 < total; e0 += COPY_BATCH * WG_X) {
+    var v: array<f32, COPY_BATCH>;
+    for (var q = 0u; q < COPY_BATCH; q++) {
+      let e = e0 + q * WG_X;
+      if (e < total) {
+        v[q] = rolloutF[u.statesOff + rows[e / u.stateDim] * u.stateDim + e % u.stateDim];
+      }
+    }
+    for (var q = 0u; q < COPY_BATCH; q++) {
+      let e = e0 + q * WG_X;
+      if (e < total) {
+        acts[b0 * u.stateDim + e] = v[q];
+      }
+    }
   }
 }

@@ -3890,6 +3890,9 @@ fn exclusive_scan(
 // dW tile: X = inputs i (plus the ones column i = in for db), Y = outputs o, K = batch rows.
 // dX tile: X = inputs i, Y = batch rows b, K = outputs o. Operands are staged k-major in
 // workgroup memory as vec4 rows padded by one vec4 (two vec4 reads per k for 16 multiply-adds).
+// Each thread stages PX X values and PY Y values per k-tile: the next k-tile's global loads are
+// all issued into registers before the current tile's math (fixed trip counts, so they unroll and
+// overlap) instead of one load-then-store at a time.
 // Numerics: f32; each group adds its k in increasing order from 0 and the groups' sums are added
 // in order (multiply-adds may fuse: tolerance against the TS reference's single running sum); the
 // partial is a fixed-order tree, deterministic per backend.
@@ -3902,6 +3905,11 @@ const STAGE = TILE_K * (SX4 + SY4);
 
 var<workgroup> stage: array<vec4<f32>, WG_Z * STAGE>;
 var<workgroup> red: array<f32, THREADS>;
+// Values each thread of a k-group stages per k-tile.
+const PX = TILE_K * TILE_X / THREADS;
+const PY = TILE_K * TILE_Y / THREADS;
+const_assert PX * THREADS == TILE_K * TILE_X;
+const_assert PY * THREADS == TILE_K * TILE_Y;
 // The groups' partial tiles (4 vec4 per thread of groups 1..) fit in the staging memory.
 const_assert (WG_Z - 1) * THREADS * 4 <= WG_Z * STAGE;
 
@@ -3940,6 +3948,66 @@ fn dx_tiles(job: Job) -> u32 {
     return 0u;
   }
   return ceil_div(job.n_in, TILE_X) * ceil_div(u.batch, TILE_Y);
+}
+
+// One k-tile of a k-group in registers, element e = tid + q * THREADS (zero outside the layer):
+// dW tile: X = x[k0 + e / TILE_X, x0 + e % TILE_X] (1 in the ones column), Y = delta[k0 + e / TILE_Y, y0 + e % TILE_Y];
+// dX tile: X = W[k0 + e / TILE_X, x0 + e % TILE_X], Y = delta[y0 + e / TILE_K, k0 + e % TILE_K].
+struct Staged {
+  x: array<f32, PX>,
+  y: array<f32, PY>,
+}
+
+fn load_tile(job: Job, is_dw: bool, k0: u32, x0: u32, y0: u32, tid: u32) -> Staged {
+  var s: Staged;
+  if (is_dw) {
+    for (var q = 0u; q < PX; q++) {
+      let e = tid + q * THREADS;
+      let k = k0 + e / TILE_X;
+      let i = x0 + e % TILE_X;
+      var v = 0.0;
+      if (k < u.batch) {
+        if (i < job.n_in) {
+          v = acts[job.x_off + k * job.n_in + i];
+        } else if (i == job.n_in) {
+          v = 1.0;
+        }
+      }
+      s.x[q] = v;
+    }
+    for (var q = 0u; q < PY; q++) {
+      let e = tid + q * THREADS;
+      let k = k0 + e / TILE_Y;
+      let o = y0 + e % TILE_Y;
+      var v = 0.0;
+      if (k < u.batch && o < job.n_out) {
+        v = deltas[job.d_off + k * job.n_out + o];
+      }
+      s.y[q] = v;
+    }
+  } else {
+    for (var q = 0u; q < PX; q++) {
+      let e = tid + q * THREADS;
+      let k = k0 + e / TILE_X;
+      let i = x0 + e % TILE_X;
+      var v = 0.0;
+      if (k < job.n_out && i < job.n_in) {
+        v = params[job.w_off + k * job.n_in + i];
+      }
+      s.x[q] = v;
+    }
+    for (var q = 0u; q < PY; q++) {
+      let e = tid + q * THREADS;
+      let b = y0 + e / TILE_K;
+      let k = k0 + e % TILE_K;
+      var v = 0.0;
+      if (b < u.batch && k < job.n_out) {
+        v = deltas[job.d_off + b * job.n_out + k];
+      }
+      s.y[q] = v;
+    }
+  }
+  return s;
 }
 
 fn act_derivative(y: f32, act: u32) -> f32 {
@@ -4007,59 +4075,32 @@ fn mlp_backward(
   // acc[r][c]: X index ix + r, Y index iy + c.
   var acc: array<vec4<f32>, 4>;
   let k_tiles = ceil_div(k_len, TILE_K);
-  for (var round = 0u; round * WG_Z < k_tiles; round++) {
+  let rounds = ceil_div(k_tiles, WG_Z);
+  var next = load_tile(job, is_dw, z * TILE_K, x0, y0, tid);
+  for (var round = 0u; round < rounds; round++) {
     let k0 = (round * WG_Z + z) * TILE_K;
+    for (var q = 0u; q < PX; q++) {
+      let e = tid + q * THREADS;
+      let m = e % TILE_X;
+      stage[xs + (e / TILE_X) * SX4 + m / 4u][m % 4u] = next.x[q];
+    }
     if (is_dw) {
-      // X: inputs of rows k (the ones column at i = in); Y: deltas of rows k.
-      for (var e = tid; e < TILE_K * TILE_X; e += THREADS) {
-        let m = e % TILE_X;
-        let k = k0 + e / TILE_X;
-        let i = x0 + m;
-        var v = 0.0;
-        if (k < u.batch) {
-          if (i < job.n_in) {
-            v = acts[job.x_off + k * job.n_in + i];
-          } else if (i == job.n_in) {
-            v = 1.0;
-          }
-        }
-        stage[xs + (e / TILE_X) * SX4 + m / 4u][m % 4u] = v;
-      }
-      for (var e = tid; e < TILE_K * TILE_Y; e += THREADS) {
+      for (var q = 0u; q < PY; q++) {
+        let e = tid + q * THREADS;
         let m = e % TILE_Y;
-        let k = k0 + e / TILE_Y;
-        let o = y0 + m;
-        var v = 0.0;
-        if (k < u.batch && o < job.n_out) {
-          v = deltas[job.d_off + k * job.n_out + o];
-        }
-        stage[ys + (e / TILE_Y) * SY4 + m / 4u][m % 4u] = v;
+        stage[ys + (e / TILE_Y) * SY4 + m / 4u][m % 4u] = next.y[q];
       }
     } else {
-      // X: weights of outputs k; Y: deltas of rows b at outputs k.
-      for (var e = tid; e < TILE_K * TILE_X; e += THREADS) {
-        let m = e % TILE_X;
-        let k = k0 + e / TILE_X;
-        let i = x0 + m;
-        var v = 0.0;
-        if (k < job.n_out && i < job.n_in) {
-          v = params[job.w_off + k * job.n_in + i];
-        }
-        stage[xs + (e / TILE_X) * SX4 + m / 4u][m % 4u] = v;
-      }
-      for (var e = tid; e < TILE_K * TILE_Y; e += THREADS) {
-        let kk = e % TILE_K;
+      for (var q = 0u; q < PY; q++) {
+        let e = tid + q * THREADS;
         let m = e / TILE_K;
-        let b = y0 + m;
-        let k = k0 + kk;
-        var v = 0.0;
-        if (b < u.batch && k < job.n_out) {
-          v = deltas[job.d_off + b * job.n_out + k];
-        }
-        stage[ys + kk * SY4 + m / 4u][m % 4u] = v;
+        stage[ys + (e % TILE_K) * SY4 + m / 4u][m % 4u] = next.y[q];
       }
     }
     workgroupBarrier();
+    if (round + 1u < rounds) {
+      next = load_tile(job, is_dw, k0 + WG_Z * TILE_K, x0, y0, tid);
+    }
     let valid = min(u32(TILE_K), k_len - min(k0, k_len));
     for (var k = 0u; k < valid; k++) {
       let xv = stage[xs + k * SX4 + lid.x];
@@ -4147,7 +4188,10 @@ fn mlp_backward(
 // rows 4y.. over the k-tiles z, z + WG_Z, ... (TILE_K inputs each, staged k-major in workgroup
 // memory as vec4 rows padded by one vec4: two vec4 reads per k for 16 multiply-adds); the WG_Z
 // partial tiles are then summed in group order through the same workgroup memory. Splitting K
-// inside the workgroup shortens the latency-bound loop over inputs with no extra launch.
+// inside the workgroup shortens the latency-bound loop over inputs with no extra launch. Each
+// thread stages PX weights and PY inputs per k-tile: the next k-tile's global loads are all issued
+// into registers before the current tile's math (fixed trip counts, so they unroll and overlap)
+// instead of one load-then-store at a time.
 // Numerics: f32; group 0 starts at the bias, each group adds its products in increasing i, and the
 // groups' sums are added in order; the compiler may fuse multiply-adds (tolerance, not
 // bit-exactness, against the TS reference's single running sum).
@@ -4159,6 +4203,11 @@ const SY4 = TILE_Y / 4 + 1;
 const STAGE = TILE_K * (SX4 + SY4);
 
 var<workgroup> stage: array<vec4<f32>, WG_Z * STAGE>;
+// Values each thread of a k-group stages per k-tile.
+const PX = TILE_K * TILE_X / THREADS;
+const PY = TILE_K * TILE_Y / THREADS;
+const_assert PX * THREADS == TILE_K * TILE_X;
+const_assert PY * THREADS == TILE_K * TILE_Y;
 // The groups' partial tiles (4 vec4 per thread of groups 1..) fit in the staging memory.
 const_assert (WG_Z - 1) * THREADS * 4 <= WG_Z * STAGE;
 
@@ -4170,6 +4219,38 @@ struct Job {
   x_off: u32,
   y_off: u32,
   act: u32,
+}
+
+// One k-tile of a k-group in registers: W[out0 + e / TILE_K, k0 + e % TILE_K] and
+// x[row0 + e / TILE_K, k0 + e % TILE_K] for e = tid + q * THREADS (zero outside the layer).
+struct Staged {
+  w: array<f32, PX>,
+  x: array<f32, PY>,
+}
+
+fn load_tile(job: Job, k0: u32, out0: u32, row0: u32, tid: u32) -> Staged {
+  var s: Staged;
+  for (var q = 0u; q < PX; q++) {
+    let e = tid + q * THREADS;
+    let o = out0 + e / TILE_K;
+    let k = k0 + e % TILE_K;
+    var v = 0.0;
+    if (o < job.n_out && k < job.n_in) {
+      v = params[job.w_off + o * job.n_in + k];
+    }
+    s.w[q] = v;
+  }
+  for (var q = 0u; q < PY; q++) {
+    let e = tid + q * THREADS;
+    let b = row0 + e / TILE_K;
+    let k = k0 + e % TILE_K;
+    var v = 0.0;
+    if (b < u.batch && k < job.n_in) {
+      v = acts[job.x_off + b * job.n_in + k];
+    }
+    s.x[q] = v;
+  }
+  return s;
 }
 
 fn activate(a: f32, act: u32) -> f32 {
@@ -4226,31 +4307,24 @@ fn mlp_forward(
   }
 
   let k_tiles = (job.n_in + TILE_K - 1u) / TILE_K;
-  for (var round = 0u; round * WG_Z < k_tiles; round++) {
+  let rounds = (k_tiles + WG_Z - 1u) / WG_Z;
+  var next = load_tile(job, z * TILE_K, out0, row0, tid);
+  for (var round = 0u; round < rounds; round++) {
     let k0 = (round * WG_Z + z) * TILE_K;
-    for (var e = tid; e < TILE_K * TILE_X; e += THREADS) {
+    for (var q = 0u; q < PX; q++) {
+      let e = tid + q * THREADS;
       let m = e / TILE_K;
-      let kk = e % TILE_K;
-      let o = out0 + m;
-      let k = k0 + kk;
-      var v = 0.0;
-      if (o < job.n_out && k < job.n_in) {
-        v = params[job.w_off + o * job.n_in + k];
-      }
-      stage[xs + kk * SX4 + m / 4u][m % 4u] = v;
+      stage[xs + (e % TILE_K) * SX4 + m / 4u][m % 4u] = next.w[q];
     }
-    for (var e = tid; e < TILE_K * TILE_Y; e += THREADS) {
+    for (var q = 0u; q < PY; q++) {
+      let e = tid + q * THREADS;
       let m = e / TILE_K;
-      let kk = e % TILE_K;
-      let b = row0 + m;
-      let k = k0 + kk;
-      var v = 0.0;
-      if (b < u.batch && k < job.n_in) {
-        v = acts[job.x_off + b * job.n_in + k];
-      }
-      stage[ys + kk * SY4 + m / 4u][m % 4u] = v;
+      stage[ys + (e % TILE_K) * SY4 + m / 4u][m % 4u] = next.x[q];
     }
     workgroupBarrier();
+    if (round + 1u < rounds) {
+      next = load_tile(job, k0 + WG_Z * TILE_K, out0, row0, tid);
+    }
     let valid = min(u32(TILE_K), job.n_in - min(k0, job.n_in));
     for (var k = 0u; k < valid; k++) {
       let wv = stage[xs + k * SX4 + lid.x];
@@ -4430,7 +4504,9 @@ fn philox_stream(
 //   u: Uniforms { count, batch, minibatch, epochSlot, key0, key1, stateDim, statesOff, logpOff,
 //                 advOff, retOff, actOff }
 // Workgroup: WG_X threads take WG_X samples: each computes its row into workgroup memory, then
-// the workgroup copies the WG_X state rows together (neighbouring threads, neighbouring floats).
+// the workgroup copies the WG_X state rows together (neighbouring threads, neighbouring floats),
+// COPY_BATCH loads in flight per thread before their stores (a plain load-then-store loop waits
+// out one memory latency per float: most of this small launch's time).
 // Exact: integer shuffle and plain copies.
 // ---- begin shuffle.wgsl ----
 // The minibatch shuffle of src/learn/shuffle.ts: a keyed bijection of [0, count) each thread
@@ -4521,6 +4597,7 @@ fn shuffle_index(index: u32, count: u32, epoch: u32, stream: u32, key: vec2<u32>
 // ---- end shuffle.wgsl ----
 
 var<workgroup> rows: array<u32, WG_X>;
+const COPY_BATCH = 8u;
 
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)
 fn ppo_gather(
@@ -4541,10 +4618,21 @@ fn ppo_gather(
   }
   workgroupBarrier();
   let n = min(u32(WG_X), u.batch - min(b0, u.batch));
-  for (var e = lid; e < n * u.stateDim; e += WG_X) {
-    let r = e / u.stateDim;
-    let c = e % u.stateDim;
-    acts[(b0 + r) * u.stateDim + c] = rolloutF[u.statesOff + rows[r] * u.stateDim + c];
+  let total = n * u.stateDim;
+  for (var e0 = lid; e0 < total; e0 += COPY_BATCH * WG_X) {
+    var v: array<f32, COPY_BATCH>;
+    for (var q = 0u; q < COPY_BATCH; q++) {
+      let e = e0 + q * WG_X;
+      if (e < total) {
+        v[q] = rolloutF[u.statesOff + rows[e / u.stateDim] * u.stateDim + e % u.stateDim];
+      }
+    }
+    for (var q = 0u; q < COPY_BATCH; q++) {
+      let e = e0 + q * WG_X;
+      if (e < total) {
+        acts[b0 * u.stateDim + e] = v[q];
+      }
+    }
   }
 }
 `,
