@@ -26,6 +26,18 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) adam_step(KERNE
   const unsigned int g = (unsigned int)flat_block_id();
   // Uniform across the block (one address), so returning here leaves no thread at a barrier.
   if (u.gateAt != 0xffffffffu && sched[u.gateAt] == 0u) return;
+  // This block's operands are loaded before the norm's reduction, so their trip to memory overlaps
+  // the partials' trip and the tree instead of following them.
+  float gr[ITEMS], p0[ITEMS], m0[ITEMS], v0[ITEMS];
+#pragma unroll
+  for (unsigned int j = 0; j < ITEMS; j++) {
+    const unsigned int k = (g * ITEMS + j) * WG_X + tid;
+    const bool in = k < u.n;
+    gr[j] = in ? grads[k] : 0.0f;
+    p0[j] = in ? params[k] : 0.0f;
+    m0[j] = in ? moments[k] : 0.0f;
+    v0[j] = in ? moments[u.n + k] : 0.0f;
+  }
   float coef = 1.0f;
   bool scaled = false;
   if (u.clip != 0u) {
@@ -50,13 +62,12 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) adam_step(KERNE
   for (unsigned int j = 0; j < ITEMS; j++) {
     const unsigned int k = (g * ITEMS + j) * WG_X + tid;
     if (k >= u.n) continue;
-    float gr = grads[k];
-    if (scaled) gr = __fmul_rn(gr, coef);
-    float p = params[k];
+    float g_k = gr[j];
+    if (scaled) g_k = __fmul_rn(g_k, coef);
+    float p = p0[j];
     if (u.decay != 1.0f) p = __fmul_rn(p, u.decay);
-    const float m0 = moments[k];
-    const float m = __fadd_rn(m0, __fmul_rn(u.oneMinusB1, __fsub_rn(gr, m0)));
-    const float v = __fadd_rn(__fmul_rn(moments[u.n + k], u.beta2), __fmul_rn(u.oneMinusB2, __fmul_rn(gr, gr)));
+    const float m = __fadd_rn(m0[j], __fmul_rn(u.oneMinusB1, __fsub_rn(g_k, m0[j])));
+    const float v = __fadd_rn(__fmul_rn(v0[j], u.beta2), __fmul_rn(u.oneMinusB2, __fmul_rn(g_k, g_k)));
     moments[k] = m;
     moments[u.n + k] = v;
     const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(v), bc2_sqrt), u.eps);

@@ -217,11 +217,19 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z, 2) mlp_backward
       red[tid] = ss;
     }
     __syncthreads();
-    for (unsigned int s = THREADS / 2u; s > 0u; s >>= 1) {
+    // The tree's levels above a warp through shared memory, the last five as xor shuffles in warp 0
+    // (the same pairs, and + is commutative: the tree's bits, with 5 fewer block barriers).
+    static_assert(THREADS % 32 == 0, "k-group 0's first 32 threads are warp 0");
+    for (unsigned int s = THREADS / 2u; s >= 32u; s >>= 1) {
       if (z == 0u && tid < s) red[tid] += red[tid + s];
       __syncthreads();
     }
-    if (z == 0u && tid == 0u) partials[job.part_base + t] = red[0];
+    if (z == 0u && tid < 32u) {
+      float v = red[tid];
+#pragma unroll
+      for (unsigned int s = 16u; s > 0u; s >>= 1) v += __shfl_xor_sync(0xffffffffu, v, (int)s);
+      if (tid == 0u) partials[job.part_base + t] = v;
+    }
     return;
   }
 

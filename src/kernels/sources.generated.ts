@@ -4917,6 +4917,18 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) adam_step(KERNE
   const unsigned int g = (unsigned int)flat_block_id();
   // Uniform across the block (one address), so returning here leaves no thread at a barrier.
   if (u.gateAt != 0xffffffffu && sched[u.gateAt] == 0u) return;
+  // This block's operands are loaded before the norm's reduction, so their trip to memory overlaps
+  // the partials' trip and the tree instead of following them.
+  float gr[ITEMS], p0[ITEMS], m0[ITEMS], v0[ITEMS];
+#pragma unroll
+  for (unsigned int j = 0; j < ITEMS; j++) {
+    const unsigned int k = (g * ITEMS + j) * WG_X + tid;
+    const bool in = k < u.n;
+    gr[j] = in ? grads[k] : 0.0f;
+    p0[j] = in ? params[k] : 0.0f;
+    m0[j] = in ? moments[k] : 0.0f;
+    v0[j] = in ? moments[u.n + k] : 0.0f;
+  }
   float coef = 1.0f;
   bool scaled = false;
   if (u.clip != 0u) {
@@ -4941,13 +4953,12 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) adam_step(KERNE
   for (unsigned int j = 0; j < ITEMS; j++) {
     const unsigned int k = (g * ITEMS + j) * WG_X + tid;
     if (k >= u.n) continue;
-    float gr = grads[k];
-    if (scaled) gr = __fmul_rn(gr, coef);
-    float p = params[k];
+    float g_k = gr[j];
+    if (scaled) g_k = __fmul_rn(g_k, coef);
+    float p = p0[j];
     if (u.decay != 1.0f) p = __fmul_rn(p, u.decay);
-    const float m0 = moments[k];
-    const float m = __fadd_rn(m0, __fmul_rn(u.oneMinusB1, __fsub_rn(gr, m0)));
-    const float v = __fadd_rn(__fmul_rn(moments[u.n + k], u.beta2), __fmul_rn(u.oneMinusB2, __fmul_rn(gr, gr)));
+    const float m = __fadd_rn(m0[j], __fmul_rn(u.oneMinusB1, __fsub_rn(g_k, m0[j])));
+    const float v = __fadd_rn(__fmul_rn(v0[j], u.beta2), __fmul_rn(u.oneMinusB2, __fmul_rn(g_k, g_k)));
     moments[k] = m;
     moments[u.n + k] = v;
     const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(v), bc2_sqrt), u.eps);
@@ -7255,11 +7266,19 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z, 2) mlp_backward
       red[tid] = ss;
     }
     __syncthreads();
-    for (unsigned int s = THREADS / 2u; s > 0u; s >>= 1) {
+    // The tree's levels above a warp through shared memory, the last five as xor shuffles in warp 0
+    // (the same pairs, and + is commutative: the tree's bits, with 5 fewer block barriers).
+    static_assert(THREADS % 32 == 0, "k-group 0's first 32 threads are warp 0");
+    for (unsigned int s = THREADS / 2u; s >= 32u; s >>= 1) {
       if (z == 0u && tid < s) red[tid] += red[tid + s];
       __syncthreads();
     }
-    if (z == 0u && tid == 0u) partials[job.part_base + t] = red[0];
+    if (z == 0u && tid < 32u) {
+      float v = red[tid];
+#pragma unroll
+      for (unsigned int s = 16u; s > 0u; s >>= 1) v += __shfl_xor_sync(0xffffffffu, v, (int)s);
+      if (tid == 0u) partials[job.part_base + t] = v;
+    }
     return;
   }
 
