@@ -379,6 +379,17 @@ Napi::Value FuncSetMaxDynamicShared(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// funcAllowNonPortableCluster(fn): lets launches of `fn` use clusters of more than 8 blocks.
+Napi::Value FuncAllowNonPortableCluster(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  requireReady(env);
+  check(env,
+        drv.cuFuncSetAttribute(handleArg<CUfunction>(info, 0),
+                               cuapi::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+        "cuFuncSetAttribute");
+  return env.Undefined();
+}
+
 // ---- memory ----
 
 Napi::Value MemAlloc(const Napi::CallbackInfo& info) {
@@ -454,6 +465,32 @@ Napi::Value LaunchKernel(const Napi::CallbackInfo& info) {
         drv.cuLaunchKernel(fn, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6], stream, nullptr,
                            paramSize > 0 ? extra : nullptr),
         "cuLaunchKernel");
+  return env.Undefined();
+}
+
+// launchKernelCluster(fn, gx, gy, gz, bx, by, bz, sharedBytes, stream, params, cx, cy, cz): as
+// launchKernel, in thread-block clusters of cx x cy x cz blocks (cuLaunchKernelEx, sm_90+).
+Napi::Value LaunchKernelCluster(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  requireReady(env);
+  if (drv.cuLaunchKernelEx == nullptr)
+    throw plainError(env, "this CUDA driver has no cuLaunchKernelEx: cluster kernels need a CUDA 12 or newer driver",
+                     "FOXHUNT_NO_CLUSTER_LAUNCH");
+  CUfunction fn = handleArg<CUfunction>(info, 0);
+  unsigned dims[7];
+  for (size_t i = 0; i < 7; i++) dims[i] = u32Arg(info, i + 1);
+  CUstream stream = handleArg<CUstream>(info, 8);
+  Bytes params = bytesArg(info, 9);
+  size_t paramSize = params.size;
+  void* extra[] = {FOXHUNT_CU_LAUNCH_PARAM_BUFFER_POINTER, params.data, FOXHUNT_CU_LAUNCH_PARAM_BUFFER_SIZE,
+                   &paramSize, FOXHUNT_CU_LAUNCH_PARAM_END};
+  cuapi::CUlaunchAttribute attr = {};
+  attr.id = cuapi::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = u32Arg(info, 10);
+  attr.value.clusterDim.y = u32Arg(info, 11);
+  attr.value.clusterDim.z = u32Arg(info, 12);
+  cuapi::CUlaunchConfig config = {dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6], stream, &attr, 1};
+  check(env, drv.cuLaunchKernelEx(&config, fn, nullptr, paramSize > 0 ? extra : nullptr), "cuLaunchKernelEx");
   return env.Undefined();
 }
 
@@ -602,6 +639,8 @@ Napi::Object Register(Napi::Env env, Napi::Object exports) {
       {"moduleUnload", ModuleUnload},
       {"moduleGetFunction", ModuleGetFunction},
       {"funcSetMaxDynamicShared", FuncSetMaxDynamicShared},
+      {"funcAllowNonPortableCluster", FuncAllowNonPortableCluster},
+      {"launchKernelCluster", LaunchKernelCluster},
       {"memAlloc", MemAlloc},
       {"memFree", MemFree},
       {"memsetD8Async", MemsetD8Async},

@@ -66,7 +66,12 @@ std::string loadDriver(const char* path, Driver& d, void*& handle) {
             bind(handle, d.cuGraphLaunch, {"cuGraphLaunch"}, missing) &&
             bind(handle, d.cuGraphDestroy, {"cuGraphDestroy"}, missing) &&
             bind(handle, d.cuGraphExecDestroy, {"cuGraphExecDestroy"}, missing);
-  if (ok) return "";
+  if (ok) {
+    // Optional: only cluster kernels need it, so an older driver still runs everything else.
+    std::string absent;
+    if (!bind(handle, d.cuLaunchKernelEx, {"cuLaunchKernelEx"}, absent)) d.cuLaunchKernelEx = nullptr;
+    return "";
+  }
   dlclose(handle);
   handle = nullptr;
   return std::string(path) + " has no symbol " + missing + " (driver older than CUDA 12)";

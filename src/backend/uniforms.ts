@@ -59,7 +59,25 @@ export function validateDispatch(d: Dispatch): void {
       );
     }
   }
+  const cluster = kernel.cluster;
+  if (
+    cluster &&
+    d.groups.some((g, i) => !Number.isInteger(cluster[i]) || cluster[i] < 1 || g % cluster[i] !== 0)
+  ) {
+    throw new Error(
+      `kernel ${kernel.name}: the grid ${d.groups} must be a multiple of its cluster ${cluster}`,
+    );
+  }
   checkNoWritableAliasing(d);
+}
+
+/** Throws for a kernel that needs CUDA thread-block clusters on a backend without them. */
+export function rejectCluster(d: Dispatch, backend: string): void {
+  if (d.kernel.cluster) {
+    throw new Error(
+      `kernel ${d.kernel.name} runs in CUDA thread-block clusters (sm_90+) and has no ${backend} twin: use --backend cuda on an H100/H200 or another variant`,
+    );
+  }
 }
 
 /**

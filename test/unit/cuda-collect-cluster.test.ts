@@ -8,7 +8,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { compileOptions, findCompiler, nvccCandidates, nvccVersion } from '../../src/backend/cuda/compile.js';
+import { loadNative } from '../../src/backend/cuda/native.js';
 import { cudaPreamble } from '../../src/backend/cuda/preamble.js';
+import { kernelSource } from '../../src/backend/cuda/sources.js';
 import type { KernelSpec } from '../../src/backend/types.js';
 import { packUniforms, uniformBytes } from '../../src/backend/uniforms.js';
 import { cloneDefaults } from '../../src/config.js';
@@ -112,6 +115,25 @@ function pack(spec: KernelSpec, buffers: TypedArray[], u: Record<string, number>
 }
 
 const NAMES = ['env_f', 'env_i', 'div_window', 'out_f', 'out_i'];
+const nvcc = nvccCandidates().find((p) => nvccVersion(p) !== undefined);
+
+describe.skipIf(!nvcc)(
+  'collect_dqn_cluster with the compiler the backend finds here (skipped: no CUDA toolkit)',
+  () => {
+    // NVRTC where the toolkit has it (the GPU machine's path), for sm_90 as an H100 / H200 gets it,
+    // at the 16-CTA cluster of N = 128 and the portable 8-CTA one.
+    it.each([
+      [16, 16, 128],
+      [8, 8, 128],
+    ])('compiles %i CTAs x %i episodes x %i threads for sm_90', (cluster, e, threads) => {
+      const spec = clusterSpec(cluster, e, threads);
+      const compiler = findCompiler(loadNative());
+      const { source, headers } = kernelSource(spec.name);
+      const cubin = compiler.compile(spec.name, cudaPreamble(spec) + source, headers, compileOptions(9, 0));
+      expect(Buffer.from(cubin).includes(Buffer.from('\0collect_dqn_cluster\0'))).toBe(true);
+    });
+  },
+);
 const unavailable = emuUnavailable();
 
 describe('collect_dqn cluster variant descriptor', () => {

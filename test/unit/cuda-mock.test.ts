@@ -96,6 +96,34 @@ describe.skipIf(!cc)('CUDA backend over the mock driver (skipped: no C compiler 
     backend.destroyBuffer(words);
   });
 
+  it('launches a cluster kernel with cuLaunchKernelEx, allowing non-portable sizes past 8 blocks, also in graphs', async () => {
+    const words = backend.createBuffer(256, 'words');
+    const uniforms = { n: 1, stream: 0, base: 0, step: 0, key0: 0, key1: 0 };
+    // The mock appends the cluster dimensions after the 32-byte parameter block (u32 18..20).
+    const launch = async (cluster: [number, number, number], groups: [number, number, number]) => {
+      const spec: KernelSpec = { ...philoxStreamSpec, constants: { CLUSTER_CASE: cluster[0] }, cluster };
+      backend.run([{ kernel: spec, buffers: [words], uniforms, groups }]);
+      return new Uint32Array(await backend.download(words));
+    };
+    let got = await launch([2, 1, 1], [4, 1, 1]);
+    expect(Array.from(got.subarray(2, 5))).toEqual([4, 1, 1]);
+    expect(Array.from(got.subarray(18, 21))).toEqual([2, 1, 1]);
+    // The mock refuses 16 unless the function allows non-portable cluster sizes.
+    got = await launch([16, 1, 1], [32, 1, 1]);
+    expect(Array.from(got.subarray(18, 21))).toEqual([16, 1, 1]);
+    const spec: KernelSpec = { ...philoxStreamSpec, constants: { CLUSTER_CASE: 4 }, cluster: [4, 1, 1] };
+    expect(() => backend.run([{ kernel: spec, buffers: [words], uniforms, groups: [6, 1, 1] }])).toThrow(
+      /grid 6,1,1 must be a multiple of its cluster 4,1,1/,
+    );
+    const seq = backend.capture([{ kernel: spec, buffers: [words], uniforms, groups: [8, 1, 1] }]);
+    seq.replay();
+    got = new Uint32Array(await backend.download(words));
+    expect(Array.from(got.subarray(2, 5))).toEqual([8, 1, 1]);
+    expect(Array.from(got.subarray(18, 21))).toEqual([4, 1, 1]);
+    seq.destroy();
+    backend.destroyBuffer(words);
+  });
+
   it('compiles a kernel for the device arch with its constants defined, from the real source and headers', async () => {
     const spec: KernelSpec = { ...philoxStreamSpec, constants: { UNROLL: 4, SLOPE: 0.01 } };
     const words = backend.createBuffer(256, 'words');

@@ -9,7 +9,10 @@
  * exists if its name appears as ` <name>(` in it. Events read a clock that advances 1 ms per
  * launch. Stream capture records launches and cuGraphLaunch performs them. A launch asking for more
  * dynamic shared memory than its function's cuFuncSetAttribute allowance (48 KiB by default) fails
- * with CUDA_ERROR_INVALID_VALUE, as on a GPU. Setting
+ * with CUDA_ERROR_INVALID_VALUE, as on a GPU. cuLaunchKernelEx takes one cluster-dimension
+ * attribute; it refuses a grid that is not a multiple of the cluster, or a cluster of more than 8
+ * blocks unless the function allows non-portable sizes (then at most 16), and writes the cluster
+ * dimensions as three more u32 after the parameter block. Setting
  * FOXHUNT_MOCK_FAULT makes cuStreamSynchronize fail with CUDA_ERROR_ILLEGAL_ADDRESS.
  */
 #include <stdint.h>
@@ -25,6 +28,7 @@ enum { OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_FOUND = 500, ILLEGAL_AD
 typedef struct {
   char name[128];
   int max_dynamic_shared; /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 48 KiB by default */
+  int non_portable_cluster; /* CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED */
 } Function;
 
 enum { DEFAULT_DYNAMIC_SHARED = 48 * 1024, OPTIN_SHARED = 227 * 1024 };
@@ -34,6 +38,7 @@ typedef struct {
   unsigned dims[7];
   size_t size;
   unsigned char params[256];
+  unsigned cluster[3]; /* all 0 for cuLaunchKernel */
 } Launch;
 
 typedef struct {
@@ -146,8 +151,13 @@ CUresult cuModuleGetFunction(Function** fn, void* mod, const char* name) {
   return OK;
 }
 
-/* As the driver: only attribute 8 (max dynamic shared bytes), at most the opt-in limit. */
+/* As the driver: attribute 8 (max dynamic shared bytes, at most the opt-in limit) and 14
+ * (non-portable cluster sizes allowed, 0 or 1). */
 CUresult cuFuncSetAttribute(Function* fn, int attr, int value) {
+  if (attr == 14 && (value == 0 || value == 1)) {
+    fn->non_portable_cluster = value;
+    return OK;
+  }
   if (attr != 8 || value < 0 || value > OPTIN_SHARED) return INVALID_VALUE;
   fn->max_dynamic_shared = value;
   return OK;
@@ -164,13 +174,14 @@ static void perform(const Launch* l) {
   memcpy(out + 2, l->dims, sizeof l->dims);
   out[9] = (uint32_t)l->size;
   memcpy(out + 10, l->params, l->size);
+  if (l->cluster[0] != 0) memcpy((unsigned char*)(out + 10) + l->size, l->cluster, sizeof l->cluster);
 }
 
 CUresult cuLaunchKernel(Function* fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned shared, Stream* s, void** kernelParams, void** extra) {
   if (kernelParams != NULL) return INVALID_VALUE; /* foxhunt passes one packed block via `extra` */
   if (shared > (unsigned)fn->max_dynamic_shared) return INVALID_VALUE;
-  Launch l = {fn, {gx, gy, gz, bx, by, bz, shared}, 0, {0}};
+  Launch l = {fn, {gx, gy, gz, bx, by, bz, shared}, 0, {0}, {0, 0, 0}};
   if (extra) {
     if (extra[0] != (void*)1 || extra[2] != (void*)2 || extra[4] != (void*)0) return INVALID_VALUE;
     l.size = *(size_t*)extra[3];
@@ -183,6 +194,48 @@ CUresult cuLaunchKernel(Function* fn, unsigned gx, unsigned gy, unsigned gz, uns
     return OK;
   }
   perform(&l);
+  return OK;
+}
+
+/* cuda.h's CUlaunchAttribute (id, 4 bytes of padding, a 64-byte value) and CUlaunchConfig. */
+typedef struct {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    struct {
+      unsigned x, y, z;
+    } clusterDim;
+  } value;
+} LaunchAttribute;
+typedef struct {
+  unsigned grid[3], block[3], shared;
+  Stream* stream;
+  LaunchAttribute* attrs;
+  unsigned numAttrs;
+} LaunchConfig;
+
+CUresult cuLaunchKernelEx(const LaunchConfig* c, Function* fn, void** kernelParams, void** extra) {
+  if (c->numAttrs != 1 || c->attrs[0].id != 4) return INVALID_VALUE; /* CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION */
+  const unsigned* cl = &c->attrs[0].value.clusterDim.x;
+  const unsigned size = cl[0] * cl[1] * cl[2];
+  if (size == 0 || size > (fn->non_portable_cluster ? 16u : 8u)) return INVALID_VALUE;
+  for (int i = 0; i < 3; i++)
+    if (c->grid[i] % cl[i] != 0) return INVALID_VALUE;
+  /* Everything else as cuLaunchKernel, with the cluster recorded. */
+  const unsigned seq = sequence;
+  CUresult r = cuLaunchKernel(fn, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2], c->shared,
+                              c->stream, kernelParams, extra);
+  if (r != OK) return r;
+  if (c->stream && c->stream->capturing) {
+    memcpy(c->stream->pending[c->stream->count - 1].cluster, cl, sizeof(unsigned) * 3);
+  } else if (sequence != seq && extra && *(size_t*)extra[3] >= 8) {
+    /* Already performed: append the cluster after the parameter block. */
+    CUdeviceptr first;
+    memcpy(&first, extra[1], 8);
+    const size_t size_bytes = *(size_t*)extra[3];
+    memcpy((unsigned char*)(uintptr_t)first + 40 + size_bytes, cl, sizeof(unsigned) * 3);
+  }
   return OK;
 }
 

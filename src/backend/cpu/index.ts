@@ -8,7 +8,7 @@
 import type { TypedArray } from '../../kernels/reference.js';
 import { kernelFor } from '../../kernels/registry.js';
 import type { Backend, BackendInfo, DeviceBuffer, Dispatch, ScalarType } from '../types.js';
-import { validateDispatch } from '../uniforms.js';
+import { rejectCluster, validateDispatch } from '../uniforms.js';
 
 class CpuBuffer implements DeviceBuffer {
   readonly bytes: ArrayBuffer;
@@ -94,6 +94,7 @@ export class CpuBackend implements Backend {
     // Validate all first: like a GPU submission, a bad dispatch runs nothing.
     for (const d of dispatches) {
       validateDispatch(d);
+      rejectCluster(d, 'CPU');
       kernelFor(d.kernel);
       for (const b of d.buffers) this.own(b);
     }

@@ -168,6 +168,27 @@ export class CudaBackend implements Backend, GraphCapable {
     for (const { d, fn, params } of launches) {
       if (d.groups[0] * d.groups[1] * d.groups[2] === 0) continue;
       const [bx, by, bz] = d.kernel.workgroupSize;
+      const cluster = d.kernel.cluster;
+      if (cluster) {
+        guarded(() =>
+          this.native.launchKernelCluster(
+            fn,
+            d.groups[0],
+            d.groups[1],
+            d.groups[2],
+            bx,
+            by,
+            bz,
+            d.kernel.sharedBytes ?? 0,
+            this.stream,
+            params,
+            cluster[0],
+            cluster[1],
+            cluster[2],
+          ),
+        );
+        continue;
+      }
       guarded(() =>
         this.native.launchKernel(
           fn,
@@ -287,6 +308,12 @@ export class CudaBackend implements Backend, GraphCapable {
   private functionFor(spec: KernelSpec): Handle {
     const known = this.bySpec.get(spec);
     if (known !== undefined) return known;
+    if (spec.cluster && this.device.computeMajor < 9) {
+      throw new Error(
+        `CUDA kernel ${spec.name} runs in thread-block clusters, which need compute capability 9.0 or newer ` +
+          `(this GPU is ${this.device.computeMajor}.${this.device.computeMinor}): use another variant`,
+      );
+    }
     const source = kernelSource(spec.name);
     const text = cudaPreamble(spec) + source.source;
     let fn = this.byText.get(text);
@@ -302,6 +329,10 @@ export class CudaBackend implements Backend, GraphCapable {
     if (shared > STATIC_SHARED_BYTES) {
       const handle = fn;
       guarded(() => this.native.funcSetMaxDynamicShared(handle, shared));
+    }
+    if (spec.cluster && spec.cluster[0] * spec.cluster[1] * spec.cluster[2] > 8) {
+      const handle = fn;
+      guarded(() => this.native.funcAllowNonPortableCluster(handle));
     }
     this.bySpec.set(spec, fn);
     return fn;

@@ -55,6 +55,8 @@ export interface CudaNative {
   moduleGetFunction(module: Handle, name: string): Handle;
   /** cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES): launches of `fn` may then ask for `bytes`. */
   funcSetMaxDynamicShared(fn: Handle, bytes: number): void;
+  /** cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1): clusters of more than 8 blocks. */
+  funcAllowNonPortableCluster(fn: Handle): void;
   memAlloc(bytes: number): DevicePtr;
   memFree(ptr: DevicePtr): void;
   memsetD8Async(ptr: DevicePtr, value: number, bytes: number, stream: Handle): void;
@@ -75,6 +77,22 @@ export interface CudaNative {
     sharedBytes: number,
     stream: Handle,
     params: Uint8Array,
+  ): void;
+  /** launchKernel in thread-block clusters of clusterX x clusterY x clusterZ blocks (cuLaunchKernelEx). */
+  launchKernelCluster(
+    fn: Handle,
+    gridX: number,
+    gridY: number,
+    gridZ: number,
+    blockX: number,
+    blockY: number,
+    blockZ: number,
+    sharedBytes: number,
+    stream: Handle,
+    params: Uint8Array,
+    clusterX: number,
+    clusterY: number,
+    clusterZ: number,
   ): void;
   streamCreate(): Handle;
   streamDestroy(stream: Handle): void;

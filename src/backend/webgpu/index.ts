@@ -27,7 +27,7 @@ import {
   type Dispatch,
   type KernelSpec,
 } from '../types.js';
-import { packUniforms, uniformBytes, validateDispatch } from '../uniforms.js';
+import { packUniforms, rejectCluster, uniformBytes, validateDispatch } from '../uniforms.js';
 import { type AdapterSummary, adapterName, findGpu, summarizeAdapter } from './gpu.js';
 import { wgslPreamble } from './preamble.js';
 
@@ -396,6 +396,7 @@ export class WebGpuBackend implements Backend {
     // Everything is checked before anything is encoded, so a bad dispatch leaves nothing behind.
     for (const d of dispatches) {
       validateDispatch(d);
+      rejectCluster(d, 'WebGPU');
       for (const b of d.buffers) {
         const buf = this.own(b);
         if (buf.size > this.maxBinding) {
