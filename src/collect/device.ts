@@ -19,7 +19,9 @@ import {
   type CollectDqnOptions,
   collectDqnDispatch,
   collectDqnSpec,
+  cudaClusterSharedBytes,
   cudaDqnSharedBytes,
+  DEFAULT_CLUSTER,
   DQN_OUTPUT,
   DQN_UNIFORMS,
   dqnNetsSize,
@@ -46,7 +48,7 @@ import { seedToKey } from '../rng/philox.js';
 import type { DqnRollout, PpoRollout } from './rollout.js';
 
 export type CollectAlgo = 'dqn' | 'c51' | 'iqn' | 'ppo';
-export type CollectVariant = 'tiled' | 'seed';
+export type CollectVariant = 'tiled' | 'seed' | 'cluster';
 
 /** The tile shape of a kernel (see CollectDqnOptions); missing fields are chosen per backend. */
 export interface TileShape {
@@ -67,6 +69,11 @@ export interface DeviceCollectorInit {
   algo: CollectAlgo;
   /** `tiled` (default) or the seed's one thread per episode (benchmark only). */
   variant?: CollectVariant;
+  /**
+   * `cluster` variant (CUDA sm_90+, plain DQN head): CTAs per thread-block cluster (default 8);
+   * episodes per cluster come from tile.tileEpisodes, threads per CTA from tile.threads.
+   */
+  cluster?: number;
   /** Overrides of the automatically chosen tile shape. */
   tile?: Partial<TileShape>;
   /** Whether the curiosity bonus is computed (default true). */
@@ -170,6 +177,33 @@ export function chooseTile(
       override.tileEpisodes === undefined ? '' : ` with ${override.tileEpisodes} episodes per workgroup`
     }; use another backend`,
   );
+}
+
+/** Threads per CTA of the cluster variant unless given. */
+const CLUSTER_THREADS = 256;
+/** Opt-in shared memory per block on sm_90, the only architecture with clusters today. */
+const SM90_SHARED = 227 * 1024;
+
+/**
+ * The cluster variant's shape: `cluster` CTAs per cluster (default 8, the portable maximum) and
+ * episodes per cluster so that the clusters fill ~128 CTAs (132 SMs on an H200; N = 128 with 8
+ * CTAs: 16 clusters of 8 episodes, one per CTA), halved while the shared-memory plan does not fit.
+ */
+function clusterOptions(
+  base: Pick<CollectDqnOptions, 'head' | 'atoms' | 'iqnEmbed' | 'actTaus' | 'variant'>,
+  init: DeviceCollectorInit,
+): CollectDqnOptions {
+  if (init.backend.kind !== 'cuda')
+    throw new Error(
+      `collect dqn: the cluster variant runs on CUDA (sm_90+) only, not on ${init.backend.kind}; use the tiled variant`,
+    );
+  const cluster = init.cluster ?? DEFAULT_CLUSTER;
+  const n = init.cfg.rollout.episodes;
+  let e = init.tile?.tileEpisodes ?? Math.ceil(n / Math.max(1, Math.floor(128 / cluster)));
+  if (init.tile?.tileEpisodes === undefined)
+    while (e > 1 && cudaClusterSharedBytes({ tileEpisodes: e, cluster }) > SM90_SHARED) e = Math.ceil(e / 2);
+  const threads = init.tile?.threads ?? CLUSTER_THREADS;
+  return { ...base, tileEpisodes: e, threads, tj: 32, kt: 8, tauRows: 1, cluster };
 }
 
 /** Common state and buffers of both collectors. */
@@ -298,20 +332,19 @@ export class DqnDeviceCollector extends DeviceCollector {
     const q = init.cfg.dqn;
     const variant = init.variant ?? 'tiled';
     const base = { head, atoms: q.atoms, iqnEmbed: q.iqnEmbed, actTaus: q.iqnActTau, variant };
-    const limit = workgroupBytes(init.backend);
-    const shape = chooseTile(
-      init.algo,
-      init.cfg.rollout.episodes,
-      init.backend,
-      q.iqnActTau,
-      variant === 'seed' ? { threads: SEED_THREADS, ...init.tile } : init.tile,
-      (t) => dqnWorkgroupBytes({ ...base, ...t }) <= limit,
-    );
-    const options: CollectDqnOptions = {
-      ...base,
-      ...shape,
-      tileEpisodes: variant === 'seed' ? shape.threads : shape.tileEpisodes,
+    const tiled = (): CollectDqnOptions => {
+      const limit = workgroupBytes(init.backend);
+      const shape = chooseTile(
+        init.algo,
+        init.cfg.rollout.episodes,
+        init.backend,
+        q.iqnActTau,
+        variant === 'seed' ? { threads: SEED_THREADS, ...init.tile } : init.tile,
+        (t) => dqnWorkgroupBytes({ ...base, ...t }) <= limit,
+      );
+      return { ...base, ...shape, tileEpisodes: variant === 'seed' ? shape.threads : shape.tileEpisodes };
     };
+    const options = variant === 'cluster' ? clusterOptions(base, init) : tiled();
     super(init, withConstants(collectDqnSpec(options), init.constants), dqnNetsSize(options), DQN_OUTPUT);
     this.head = head;
     this.options = options;
@@ -381,6 +414,7 @@ export class PpoDeviceCollector extends DeviceCollector {
   constructor(init: DeviceCollectorInit) {
     if (init.algo !== 'ppo') throw new Error('PpoDeviceCollector: use DqnDeviceCollector for dqn, c51, iqn');
     const variant = init.variant ?? 'tiled';
+    if (variant === 'cluster') throw new Error('collect ppo: the cluster variant is DQN (plain head) only');
     const limit = workgroupBytes(init.backend);
     const shape = chooseTile(
       'ppo',

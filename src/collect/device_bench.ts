@@ -96,6 +96,8 @@ export interface CollectBenchOptions {
   cfg: Config;
   algo: CollectAlgo;
   variant: CollectVariant;
+  /** Cluster variant: CTAs per cluster (default 8). */
+  cluster?: number;
   episodes: number;
   steps: number;
   repeats: number;
@@ -113,6 +115,8 @@ export interface CollectBenchResult {
   /** Episodes per workgroup (1 for the seed variant: one per thread), threads per workgroup. */
   tileEpisodes: number;
   threads: number;
+  /** Cluster variant: CTAs per cluster (each holding 1/cluster of every layer); absent otherwise. */
+  cluster?: number;
   /** The tile engine's threads across outputs and weight slice (WGSL). */
   tj: number;
   kt: number;
@@ -146,6 +150,7 @@ export async function benchCollect(o: CollectBenchOptions): Promise<CollectBench
     cfg,
     algo: o.algo,
     variant: o.variant,
+    cluster: o.cluster,
     tile: o.tile,
     constants: precision === 'tf32' ? { TF32: 1 } : undefined,
   };
@@ -181,6 +186,8 @@ export async function benchCollect(o: CollectBenchOptions): Promise<CollectBench
     const envStepsPerSec = steps / (ms / 1e3);
     const shape = collector.options;
     const perGroup = o.variant === 'seed' ? 1 : shape.tileEpisodes;
+    // The cluster variant reads the nets once per launch and cluster, not once per step.
+    const weightReaders = o.variant === 'cluster' ? perGroup * o.steps : perGroup;
     const out = outputBytes(o.algo === 'ppo' ? PPO_OUTPUT : DQN_OUTPUT, 1, 1);
     return {
       algo: o.algo,
@@ -190,13 +197,16 @@ export async function benchCollect(o: CollectBenchOptions): Promise<CollectBench
       steps: o.steps,
       tileEpisodes: perGroup,
       threads: shape.threads,
+      ...(o.variant === 'cluster' && collector instanceof DqnDeviceCollector
+        ? { cluster: collector.options.cluster }
+        : {}),
       tj: shape.tj,
       kt: shape.kt,
       ms,
       envStepsPerSec,
       flopsPerStep,
       flopsPerSec: flopsPerStep * envStepsPerSec,
-      weightBytesPerStep: (netsFloats * 4) / perGroup,
+      weightBytesPerStep: (netsFloats * 4) / weightReaders,
       outputBytesPerStep: out.f + out.i,
     };
   } finally {

@@ -6,7 +6,7 @@
  * from Vitest (test/parity, test/browser) and from `foxhunt parity`. Browser-safe: no Node imports.
  */
 
-import type { Backend, DeviceBuffer, Dispatch } from '../backend/types.js';
+import type { Backend, BackendKind, DeviceBuffer, Dispatch } from '../backend/types.js';
 import { denseForwardDispatch } from '../kernels/dense_forward.js';
 import {
   createScanScratch,
@@ -39,6 +39,8 @@ export interface ParityCase {
   name: string;
   /** Kernel base name (the twins under test). */
   kernel: string;
+  /** The backends that have the kernel (default: all); others skip the case. */
+  backends?: BackendKind[];
   tolerance: Tolerance;
   /** What the outputs must be, computed in plain TS without a backend (memoised). */
   expected(): Outputs;

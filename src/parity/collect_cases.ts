@@ -263,7 +263,9 @@ function dqnCase(algo: Exclude<CollectAlgo, 'ppo'>, variant: CollectVariant): Pa
   };
   return {
     name: `collect_dqn ${head} ${variant} N=${N} L=${L}, two launches`,
-    kernel: 'collect_dqn',
+    kernel: variant === 'cluster' ? 'collect_dqn_cluster' : 'collect_dqn',
+    // Thread-block clusters exist on CUDA only.
+    ...(variant === 'cluster' ? { backends: ['cuda' as const] } : {}),
     tolerance: TOLERANCE,
     expected: memo(() => outputs(reference())),
     actual: async (backend: Backend) => {
@@ -274,6 +276,8 @@ function dqnCase(algo: Exclude<CollectAlgo, 'ppo'>, variant: CollectVariant): Pa
         cfg,
         algo,
         variant,
+        // Clusters of 4 CTAs x 2 episodes (the tile's): N = 5 leaves the last cluster half empty.
+        ...(variant === 'cluster' ? { cluster: 4 } : {}),
         tile: TILE,
       });
       try {
@@ -419,6 +423,7 @@ export function collectParityCases(): ParityCase[] {
     dqnCase('iqn', 'tiled'),
     ppoCase('tiled'),
     dqnCase('dqn', 'seed'),
+    dqnCase('dqn', 'cluster'),
     ppoCase('seed'),
   ];
 }

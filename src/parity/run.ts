@@ -77,7 +77,10 @@ export interface RunOptions {
 }
 
 export async function runParity(backend: Backend, opts: RunOptions = {}): Promise<ParityReport> {
-  const cases = parityCases().filter((c) => !opts.filter || c.name.includes(opts.filter));
+  const cases = parityCases().filter(
+    (c) =>
+      (!opts.filter || c.name.includes(opts.filter)) && (!c.backends || c.backends.includes(backend.kind)),
+  );
   const results: CaseResult[] = [];
   for (const c of cases) {
     const r = await runCase(backend, c);

@@ -8,12 +8,14 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { createCpuBackend } from '../../src/backend/cpu/index.js';
 import { compileOptions, findCompiler, nvccCandidates, nvccVersion } from '../../src/backend/cuda/compile.js';
 import { loadNative } from '../../src/backend/cuda/native.js';
 import { cudaPreamble } from '../../src/backend/cuda/preamble.js';
 import { kernelSource } from '../../src/backend/cuda/sources.js';
 import type { KernelSpec } from '../../src/backend/types.js';
 import { packUniforms, uniformBytes } from '../../src/backend/uniforms.js';
+import { DqnDeviceCollector } from '../../src/collect/device.js';
 import { cloneDefaults } from '../../src/config.js';
 import type { Market } from '../../src/data/types.js';
 import { envParams } from '../../src/env/params.js';
@@ -145,6 +147,24 @@ describe('collect_dqn cluster variant descriptor', () => {
     expect(spec.constants?.DYN_SMEM_BYTES).toBe(spec.sharedBytes);
     expect(collectDqnDispatch(spec, [], { n: 10 }).groups).toEqual([24, 1, 1]);
     expect(kernels.collect_dqn_cluster.spec.name).toBe('collect_dqn_cluster');
+  });
+
+  it('is refused off CUDA by the device collector and by the CPU backend', () => {
+    const full = cloneDefaults();
+    full.rollout.episodes = 4;
+    full.rollout.steps = 2;
+    const backend = createCpuBackend();
+    const init = { backend, market, split, cfg: full, algo: 'dqn' as const, variant: 'cluster' as const };
+    expect(() => new DqnDeviceCollector(init)).toThrow(
+      /cluster variant runs on CUDA \(sm_90\+\) only, not on cpu/,
+    );
+    const spec = clusterSpec(8, 4, 64);
+    const buffers = spec.bindings.map((b) => backend.createBuffer(16, b.name));
+    const u = { ...uniforms(0), n: 4 };
+    expect(() => backend.run([collectDqnDispatch(spec, buffers, u)])).toThrow(
+      /thread-block clusters .* no CPU twin/,
+    );
+    backend.destroy();
   });
 
   it('refuses other heads and plans past 227 KiB of shared memory', () => {

@@ -19,9 +19,9 @@ import { intFlag, parseFlags } from '../args.js';
 import { type Command, UserError } from '../main.js';
 
 const usage = `usage: foxhunt bench collect --algo dqn|c51|iqn|ppo [--backend auto|cuda|webgpu|cpu]
-                             [--episodes N[,N...]] [--steps L] [--variant tiled|seed|both]
+                             [--episodes N[,N...]] [--steps L] [--variant tiled|seed|cluster|both|all]
                              [--precision exact|tf32|both] [--tile E] [--threads T]
-                             [--repeats R] [--seed S] [--json]
+                             [--cluster C] [--repeats R] [--seed S] [--json]
 
 Times one launch of collect_dqn (online + target dueling nets; --algo c51 / iqn for those heads)
 or collect_ppo (actor + critic) over N episodes x L steps on the built-in synthetic market, for
@@ -35,7 +35,11 @@ per episode are measured in the same run (--variant both, the default for dqn an
   --episodes LIST   comma-separated N (default 128,1024,8192,65536; cpu: 8)
   --steps L         steps per launch (default 64; cpu: 8); lowered where the outputs would not
                     fit one storage binding of the device
-  --variant V       tiled, seed or both (seed runs the plain DQN head and PPO only)
+  --variant V       tiled, seed, cluster, both (tiled and seed) or all (the three); seed runs the
+                    plain DQN head and PPO only, cluster (CUDA sm_90+, f32 exact) the plain DQN head
+  --cluster C       cluster variant: CTAs per thread-block cluster (default 8; 16 is non-portable),
+                    each holding 1/C of every layer in shared memory; --tile sets its episodes per
+                    cluster (default: ~128 CTAs in all), --threads its threads per CTA (default 256)
   --precision P     cuda only: exact (f32, the parity mode), tf32 (tensor cores, constant TF32 = 1)
                     or both (default) for the tiled kernel; WebGPU and the CPU are f32 only
   --tile E          episodes per workgroup of the tiled kernel (default: chosen from N and the
@@ -84,7 +88,11 @@ function table(results: CollectBenchResult[], ceiling: CeilingResult | null): st
       label(r),
       String(r.episodes),
       String(r.steps),
-      r.variant === 'seed' ? `1/thread x ${r.threads}` : `${r.tileEpisodes}/wg x ${r.threads}`,
+      r.variant === 'seed'
+        ? `1/thread x ${r.threads}`
+        : r.variant === 'cluster'
+          ? `${r.tileEpisodes}/cluster of ${r.cluster} x ${r.threads}`
+          : `${r.tileEpisodes}/wg x ${r.threads}`,
       r.ms.toFixed(2),
       si(r.envStepsPerSec, ''),
       (r.flopsPerStep / 1e6).toFixed(3),
@@ -118,6 +126,7 @@ async function run(args: string[]): Promise<number> {
       episodes: { type: 'string' },
       steps: { type: 'string' },
       variant: { type: 'string' },
+      cluster: { type: 'string' },
       precision: { type: 'string' },
       tile: { type: 'string' },
       threads: { type: 'string' },
@@ -135,15 +144,26 @@ async function run(args: string[]): Promise<number> {
   if (!BACKENDS.includes(request)) throw new UserError(`--backend must be one of ${BACKENDS.join(', ')}`);
   const variantFlag =
     (values.variant as string | undefined) ?? (algo === 'dqn' || algo === 'ppo' ? 'both' : 'tiled');
-  if (!['tiled', 'seed', 'both'].includes(variantFlag))
-    throw new UserError('--variant must be tiled, seed or both');
+  if (!['tiled', 'seed', 'cluster', 'both', 'all'].includes(variantFlag))
+    throw new UserError('--variant must be tiled, seed, cluster, both or all');
+  if (variantFlag === 'cluster' && algo !== 'dqn')
+    throw new UserError(
+      `the cluster variant runs the plain dqn head only; use --variant tiled with --algo ${algo}`,
+    );
   if (variantFlag !== 'tiled' && (algo === 'c51' || algo === 'iqn')) {
     throw new UserError(
       `the seed variant runs the plain dqn head and ppo only; use --variant tiled with --algo ${algo}`,
     );
   }
   const variants: CollectVariant[] =
-    variantFlag === 'both' ? ['tiled', 'seed'] : [variantFlag as CollectVariant];
+    variantFlag === 'both'
+      ? ['tiled', 'seed']
+      : variantFlag === 'all'
+        ? ['tiled', 'seed', ...(algo === 'dqn' ? (['cluster'] as const) : [])]
+        : [variantFlag as CollectVariant];
+  const clusterSize =
+    values.cluster === undefined ? undefined : intFlag(values.cluster as string, 'cluster', 8, 1);
+  if (clusterSize !== undefined && clusterSize > 16) throw new UserError('--cluster must be at most 16 CTAs');
   const tile: Partial<TileShape> = {};
   if (values.tile !== undefined) tile.tileEpisodes = intFlag(values.tile as string, 'tile', 1, 1);
   if (values.threads !== undefined) tile.threads = intFlag(values.threads as string, 'threads', 256, 32);
@@ -159,6 +179,10 @@ async function run(args: string[]): Promise<number> {
   }
   const { backend } = choice;
   const cpu = backend.kind === 'cpu';
+  if (variants.includes('cluster') && backend.kind !== 'cuda')
+    throw new UserError(
+      `the cluster variant needs --backend cuda on an sm_90 GPU (H100 / H200), not ${backend.kind}; use --variant tiled, seed or both`,
+    );
   const precisionFlag =
     (values.precision as string | undefined) ?? (backend.kind === 'cuda' ? 'both' : 'exact');
   if (!['exact', 'tf32', 'both'].includes(precisionFlag))
@@ -173,7 +197,7 @@ async function run(args: string[]): Promise<number> {
   // Each tiled run in every precision, then the seed variant (exact: it has no tensor-core path).
   type Run = { variant: CollectVariant; precision: 'exact' | 'tf32' };
   const runs = variants.flatMap((v): Run[] =>
-    v === 'seed'
+    v === 'seed' || v === 'cluster'
       ? [{ variant: v, precision: 'exact' }]
       : precisions.map((p) => ({ variant: v, precision: p })),
   );
@@ -206,6 +230,7 @@ async function run(args: string[]): Promise<number> {
           cfg,
           algo,
           variant,
+          cluster: clusterSize,
           precision,
           episodes: n,
           steps: l,
