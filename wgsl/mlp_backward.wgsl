@@ -232,11 +232,22 @@ fn mlp_backward(
       next = load_tile(job, is_dw, k0 + WG_Z * TILE_K, x0, y0, tid);
     }
     let valid = min(u32(TILE_K), k_len - min(k0, k_len));
-    for (var k = 0u; k < valid; k++) {
-      let xv = stage[xs + k * SX4 + lid.x];
-      let yv = stage[ys + k * SY4 + lid.y];
-      for (var r = 0u; r < 4u; r++) {
-        acc[r] = acc[r] + xv[r] * yv;
+    // A full k-tile takes the constant-trip loop, which the compiler unrolls.
+    if (valid == TILE_K) {
+      for (var k = 0u; k < TILE_K; k++) {
+        let xv = stage[xs + k * SX4 + lid.x];
+        let yv = stage[ys + k * SY4 + lid.y];
+        for (var r = 0u; r < 4u; r++) {
+          acc[r] = acc[r] + xv[r] * yv;
+        }
+      }
+    } else {
+      for (var k = 0u; k < valid; k++) {
+        let xv = stage[xs + k * SX4 + lid.x];
+        let yv = stage[ys + k * SY4 + lid.y];
+        for (var r = 0u; r < 4u; r++) {
+          acc[r] = acc[r] + xv[r] * yv;
+        }
       }
     }
     workgroupBarrier();

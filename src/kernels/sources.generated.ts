@@ -4102,11 +4102,22 @@ fn mlp_backward(
       next = load_tile(job, is_dw, k0 + WG_Z * TILE_K, x0, y0, tid);
     }
     let valid = min(u32(TILE_K), k_len - min(k0, k_len));
-    for (var k = 0u; k < valid; k++) {
-      let xv = stage[xs + k * SX4 + lid.x];
-      let yv = stage[ys + k * SY4 + lid.y];
-      for (var r = 0u; r < 4u; r++) {
-        acc[r] = acc[r] + xv[r] * yv;
+    // A full k-tile takes the constant-trip loop, which the compiler unrolls.
+    if (valid == TILE_K) {
+      for (var k = 0u; k < TILE_K; k++) {
+        let xv = stage[xs + k * SX4 + lid.x];
+        let yv = stage[ys + k * SY4 + lid.y];
+        for (var r = 0u; r < 4u; r++) {
+          acc[r] = acc[r] + xv[r] * yv;
+        }
+      }
+    } else {
+      for (var k = 0u; k < valid; k++) {
+        let xv = stage[xs + k * SX4 + lid.x];
+        let yv = stage[ys + k * SY4 + lid.y];
+        for (var r = 0u; r < 4u; r++) {
+          acc[r] = acc[r] + xv[r] * yv;
+        }
       }
     }
     workgroupBarrier();
@@ -4326,11 +4337,22 @@ fn mlp_forward(
       next = load_tile(job, k0 + WG_Z * TILE_K, out0, row0, tid);
     }
     let valid = min(u32(TILE_K), job.n_in - min(k0, job.n_in));
-    for (var k = 0u; k < valid; k++) {
-      let wv = stage[xs + k * SX4 + lid.x];
-      let xv = stage[ys + k * SY4 + lid.y];
-      for (var r = 0u; r < 4u; r++) {
-        acc[r] = acc[r] + wv[r] * xv;
+    // A full k-tile takes the constant-trip loop, which the compiler unrolls.
+    if (valid == TILE_K) {
+      for (var k = 0u; k < TILE_K; k++) {
+        let wv = stage[xs + k * SX4 + lid.x];
+        let xv = stage[ys + k * SY4 + lid.y];
+        for (var r = 0u; r < 4u; r++) {
+          acc[r] = acc[r] + wv[r] * xv;
+        }
+      }
+    } else {
+      for (var k = 0u; k < valid; k++) {
+        let wv = stage[xs + k * SX4 + lid.x];
+        let xv = stage[ys + k * SY4 + lid.y];
+        for (var r = 0u; r < 4u; r++) {
+          acc[r] = acc[r] + wv[r] * xv;
+        }
       }
     }
     workgroupBarrier();
