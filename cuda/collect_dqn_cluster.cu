@@ -12,10 +12,17 @@
 // buffer through distributed shared memory, then one cluster barrier. Layers ping-pong between two
 // buffers, so a buffer is rewritten only after a barrier that follows its last read. The two
 // dueling streams' hidden layers run as one 256-output layer, their output layers as one 46-output
-// layer (column 0 value, 1..45 advantages, each reading its own half of the hidden row). Cluster
-// barriers per step: 1 (states) + 4 (online) + 2 (curiosity) + 1 (next states) + 4 (target) = 12.
+// layer (column 0 value, 1..45 advantages, each reading its own half of the hidden row).
 // Every CTA has every episode's value and advantages, so each computes all Q rows, actions and
 // curiosity inputs itself (same arithmetic, same bits) instead of waiting for another barrier.
+//
+// Pipeline: the target net on step t's next states and the online net on step t + 1's states
+// need only the simulator step, so they run in the same phases: right after its step an owner
+// restarts a finished episode (restart_if_ended reads only the step's outcome) and broadcasts both
+// the next state s' (target input) and the state the next decision sees (online input; s' unless
+// the episode restarted). Cluster barriers per step: 2 (curiosity) + 1 (states) + 4 (both nets) =
+// 7 (5 without curiosity); one online forward before the loop (5 barriers), and the last step's
+// online forward is spare.
 //
 // Episodes: episode i of the cluster lives in CTA i % CLUSTER, run by its thread i / CLUSTER, with
 // its simulator state in that CTA's shared memory: the serial simulator work is spread over the
@@ -109,12 +116,19 @@ constexpr int LD_VQ = LD_Q;
 constexpr int LD_CH = tile_stride(CNet::HIDDEN);
 constexpr int LD_CO = tile_stride(CNet::OUT);
 static_assert(OUT_Q <= LD_VQ, "value ++ advantages fit a Q row");
+// Online net: states X0 -> A -> B -> A -> VA; target net: next states XT -> AT -> BT -> AT -> VT.
 constexpr int SM_X0 = SM_END_W;
 constexpr int SM_A = align4(SM_X0 + E * LD_STATE);
 constexpr int SM_B = align4(SM_A + E * LD_TRUNK);
 constexpr int SM_VA = align4(SM_B + E * LD_TRUNK);
-constexpr int SM_Q = align4(SM_VA + E * LD_VQ);
-constexpr int SM_CI = align4(SM_Q + E * LD_Q);
+constexpr int SM_XT = align4(SM_VA + E * LD_VQ);
+constexpr int SM_AT = align4(SM_XT + E * LD_STATE);
+constexpr int SM_BT = align4(SM_AT + E * LD_TRUNK);
+constexpr int SM_VT = align4(SM_BT + E * LD_TRUNK);
+constexpr int SM_Q = align4(SM_VT + E * LD_VQ);
+// The owners' target Q rows (apart from SM_Q, which the next step's first phase rewrites unsynchronised).
+constexpr int SM_QT = align4(SM_Q + E * LD_Q);
+constexpr int SM_CI = align4(SM_QT + E * LD_Q);
 constexpr int SM_CH = align4(SM_CI + E * LD_CURIOSITY);
 constexpr int SM_CO = align4(SM_CH + E * LD_CH);
 // Integers stored in float slots: each episode's decision bar (broadcast) and action (local).
@@ -196,16 +210,23 @@ COLLECT_FN void cluster_layer(const float* ws, const float* x, int ldx, float* y
   }
 }
 
-// Value ++ advantages of all E rows of the states in SM_X0 -> SM_VA of every CTA (4 phases).
-COLLECT_FN void dueling_va(const float* ws, float* smem, unsigned rank) {
-  cluster_layer<STATE_DIM, 256, ACT_LEAKY, 256, 0>(ws + NW_S0, smem + SM_X0, LD_STATE, smem + SM_A, LD_TRUNK, rank);
-  cluster_sync();
-  cluster_layer<256, 256, ACT_LEAKY, 256, 0>(ws + NW_S1, smem + SM_A, LD_TRUNK, smem + SM_B, LD_TRUNK, rank);
-  cluster_sync();
-  cluster_layer<256, 256, ACT_LEAKY, 256, 0>(ws + NW_H, smem + SM_B, LD_TRUNK, smem + SM_A, LD_TRUNK, rank);
-  cluster_sync();
-  cluster_layer<128, OUT_Q, ACT_NONE, 1, 128>(ws + NW_O, smem + SM_A, LD_TRUNK, smem + SM_VA, LD_VQ, rank);
-  cluster_sync();
+// Layer `k` (0..3) of one dueling net: states x -> a -> b -> a -> value ++ advantages va, every row
+// in every CTA once the phase's cluster barrier has passed.
+COLLECT_FN void dueling_layer(int k, const float* ws, float* x, float* a, float* b, float* va, unsigned rank) {
+  if (k == 0) cluster_layer<STATE_DIM, 256, ACT_LEAKY, 256, 0>(ws + NW_S0, x, LD_STATE, a, LD_TRUNK, rank);
+  if (k == 1) cluster_layer<256, 256, ACT_LEAKY, 256, 0>(ws + NW_S1, a, LD_TRUNK, b, LD_TRUNK, rank);
+  if (k == 2) cluster_layer<256, 256, ACT_LEAKY, 256, 0>(ws + NW_H, b, LD_TRUNK, a, LD_TRUNK, rank);
+  if (k == 3) cluster_layer<128, OUT_Q, ACT_NONE, 1, 128>(ws + NW_O, a, LD_TRUNK, va, LD_VQ, rank);
+}
+
+// The online net on SM_X0 -> SM_VA and, if `target`, the target net on SM_XT -> SM_VT, phase by
+// phase (4 cluster barriers).
+COLLECT_FN void dueling_va(float* smem, bool target, unsigned rank) {
+  for (int k = 0; k < 4; k++) {
+    if (target) dueling_layer(k, smem + SM_WT, smem + SM_XT, smem + SM_AT, smem + SM_BT, smem + SM_VT, rank);
+    dueling_layer(k, smem + SM_WQ, smem + SM_X0, smem + SM_A, smem + SM_B, smem + SM_VA, rank);
+    cluster_sync();
+  }
 }
 
 // Q of one row from value ++ advantages (forward.ts forwardDueling): f32(f32(V + A[a]) - mean(A)).
@@ -214,20 +235,21 @@ COLLECT_DEVICE void q_row(const float* va, float* q) {
   for (int k = 0; k < NUM_ACTIONS; k++) q[k] = fsub(fadd(va[0], va[1 + k]), mean);
 }
 
-// An episode's state row and decision bar, written into every CTA (zeros for episodes past N).
-COLLECT_DEVICE void broadcast_state(float* smem, int i, const Episode& ep, const Market& m, bool active,
+// An episode's state row into buffer `at` (SM_X0 or SM_XT) of every CTA (zeros for episodes past N),
+// with the decision bar for SM_X0; `out_states`, if not null, receives the 54 floats.
+COLLECT_DEVICE void broadcast_state(float* smem, int at, int i, const Episode& ep, const Market& m, bool active,
                                     float* out_states) {
-  float* row = smem + SM_X0 + i * LD_STATE;
+  float* row = smem + at + i * LD_STATE;
   if (active) build_state(ep, m, row);
   for (int k = active ? STATE_DIM : 0; k < LD_STATE; k++) row[k] = 0.0f;
-  if (active)
+  if (active && out_states)
     for (int k = 0; k < STATE_DIM; k++) out_states[k] = row[k];
   const int bar = active ? ep.bar : 0;
   for (int c = 0; c < C; c++) {
     float* peer = cluster_map(smem, (unsigned)c);
     if (peer != smem)
-      for (int k = 0; k < STATE_DIM; k++) peer[SM_X0 + i * LD_STATE + k] = row[k];
-    reinterpret_cast<int*>(peer + SM_BAR)[i] = bar;
+      for (int k = 0; k < STATE_DIM; k++) peer[at + i * LD_STATE + k] = row[k];
+    if (at == SM_X0) reinterpret_cast<int*>(peer + SM_BAR)[i] = bar;
   }
 }
 
@@ -257,12 +279,12 @@ extern "C" __global__ void collect_dqn_cluster(KERNEL_ARGS) {
   cluster_sync();
 
   Out o = {out_f, out_i, (unsigned long long)u.n * u.steps, (unsigned long long)e * u.steps};
+  // The first decision's states and their online Q.
+  if (owner) broadcast_state(smem, SM_X0, i, ep, m, active, active ? out_f_at(o, OUT_F_STATES, STATE_DIM) : nullptr);
+  cluster_sync();
+  dueling_va(smem, false, rank);
   for (unsigned l = 0; l < u.steps; l++, o.idx++) {
     const unsigned g = u.stepBase + l;
-    if (owner) broadcast_state(smem, i, ep, m, active, active ? out_f_at(o, OUT_F_STATES, STATE_DIM) : nullptr);
-    cluster_sync();
-    dueling_va(smem + SM_WQ, smem, rank);
-
     // Every CTA: Q rows, actions and curiosity inputs of all E episodes (identical in each CTA).
     for (int r = threadIdx.x; r < E; r += T) q_row(smem + SM_VA + r * LD_VQ, smem + SM_Q + r * LD_Q);
     block_sync();
@@ -292,17 +314,24 @@ extern "C" __global__ void collect_dqn_cluster(KERNEL_ARGS) {
       env_step(ep, m, p, window, action, mse, u.curiosity != 0, so);
     }
     if (owner) {
-      broadcast_state(smem, i, ep, m, active, active ? out_f_at(o, OUT_F_NEXT_STATES, STATE_DIM) : nullptr);
-      if (active) write_step(o, so, action);
+      broadcast_state(smem, SM_XT, i, ep, m, active, active ? out_f_at(o, OUT_F_NEXT_STATES, STATE_DIM) : nullptr);
+      if (active) {
+        write_step(o, so, action);
+        restart_if_ended(ep, m, p, window, e, so);
+      }
+      // The next decision's state (the restarted episode's first, or s' again).
+      Out next = o;
+      next.idx++;
+      const bool more = active && l + 1 < u.steps;
+      broadcast_state(smem, SM_X0, i, ep, m, active, more ? out_f_at(next, OUT_F_STATES, STATE_DIM) : nullptr);
     }
     cluster_sync();
-    dueling_va(smem + SM_WT, smem, rank);
+    dueling_va(smem, true, rank);
 
     if (active) {
-      float* q = smem + SM_Q + i * LD_Q;
-      q_row(smem + SM_VA + i * LD_VQ, q);
+      float* q = smem + SM_QT + i * LD_Q;
+      q_row(smem + SM_VT + i * LD_VQ, q);
       *out_f_at(o, OUT_F_TD_ERRORS, 1) = td_error(so, q, u.gamma, q_sel);
-      restart_if_ended(ep, m, p, window, e, so);
     }
   }
   if (active) store_episode(ep, env_f, env_i, e);

@@ -194,8 +194,9 @@ export const DEFAULT_CLUSTER = 8;
  * equals this): the CTA's slices (ceil(Out / C) rows of every layer, rows padded to a multiple of 4
  * floats and off a multiple of 32, then the biases) of the online and target dueling nets (trunk 0,
  * trunk 1, both streams' hidden layers as one, both output layers as one) and the curiosity model;
- * then all E episodes' states, two trunk buffers, value ++ advantages, Q, the curiosity input,
- * hidden and output rows, bars and actions; then the owned episodes' 20-word simulator state.
+ * then for all E episodes, per net, states, two trunk buffers and value ++ advantages, then Q, target
+ * Q, the curiosity input, hidden and output rows, bars and actions; then the owned episodes'
+ * 20-word simulator state.
  */
 export function cudaClusterSharedBytes(o: Pick<CollectDqnOptions, 'tileEpisodes' | 'cluster'>): number {
   const c = o.cluster ?? DEFAULT_CLUSTER;
@@ -205,10 +206,12 @@ export function cudaClusterSharedBytes(o: Pick<CollectDqnOptions, 'tileEpisodes'
   const slice = (inp: number, out: number) => rows(out) * ldw(inp) + align4(rows(out));
   const net = slice(54, 256) + slice(256, 256) + slice(256, 256) + slice(128, 1 + NUM_ACTIONS);
   let at = 2 * net + slice(35, 64) + slice(64, 32);
-  for (const width of [tileStride(54), tileStride(256), tileStride(256), tileStride(NUM_ACTIONS)])
-    at = align4(at + e * width);
-  for (const width of [tileStride(NUM_ACTIONS), tileStride(64), tileStride(64), tileStride(32), 1, 1])
-    at = align4(at + e * width);
+  // Online and target: states, two trunk buffers, value ++ advantages each.
+  for (let net = 0; net < 2; net++)
+    for (const width of [tileStride(54), tileStride(256), tileStride(256), tileStride(NUM_ACTIONS)])
+      at = align4(at + e * width);
+  const q = tileStride(NUM_ACTIONS);
+  for (const width of [q, q, tileStride(64), tileStride(64), tileStride(32), 1, 1]) at = align4(at + e * width);
   return align4(at + Math.ceil(e / c) * 20) * 4;
 }
 

@@ -276,8 +276,8 @@ function dqnCase(algo: Exclude<CollectAlgo, 'ppo'>, variant: CollectVariant): Pa
         cfg,
         algo,
         variant,
-        // Clusters of 4 CTAs x 2 episodes (the tile's): N = 5 leaves the last cluster half empty.
-        ...(variant === 'cluster' ? { cluster: 4 } : {}),
+        // Clusters of 8 CTAs x 2 episodes (the tile's): N = 5 leaves the last cluster half empty.
+        ...(variant === 'cluster' ? { cluster: 8 } : {}),
         tile: TILE,
       });
       try {

@@ -193,7 +193,7 @@ describe.skipIf(unavailable !== null)(
     const cases: [string, number, number, number][] = [
       // [name, CTAs per cluster, episodes per cluster, threads]
       ['8 CTAs x 8 episodes (one each, the second cluster partly empty)', 8, 8, 32],
-      ['8 CTAs x 16 episodes (two each, six never active)', 8, 16, 64],
+      ['8 CTAs x 10 episodes (CTAs 0 and 1 own two)', 8, 10, 64],
       ['16 CTAs x 4 episodes (idle owners, output slices of 0 rows)', 16, 4, 32],
     ];
     for (const [name, cluster, e, threads] of cases) {
