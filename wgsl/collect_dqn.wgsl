@@ -304,22 +304,27 @@ fn iqn_phase(kind: u32, p: u32, lid: u32) {
       qout[idx] = 0.0;
     }
   } else if (kind == OP_IQN_COS) {
-    let embed_pad = (IQN_EMBED + KT - 1u) / KT * KT;
-    for (var idx = lid; idx < TILE_E * TAU_ROWS * embed_pad; idx += WG_X) {
-      let r = idx / embed_pad;
-      let i = idx % embed_pad;
+    let embed4 = (IQN_EMBED + KT - 1u) / KT * KT / 4u;
+    for (var idx = lid; idx < TILE_E * TAU_ROWS * embed4; idx += WG_X) {
+      let r = idx / embed4;
+      let i4 = idx % embed4;
       let tau = tile_tau[(r / TAU_ROWS) * ACT_TAUS + p * TAU_ROWS + r % TAU_ROWS];
-      var c = 0.0;
-      if (i < IQN_EMBED) {
-        c = cos_reduced((f32(i) * PI_F32) * tau);
+      var c = vec4<f32>(0.0);
+      for (var q = 0u; q < 4u; q++) {
+        let i = i4 * 4u + q;
+        if (i < IQN_EMBED) {
+          c[q] = cos_reduced((f32(i) * PI_F32) * tau);
+        }
       }
-      act_set(r, i, c);
+      act_set4(r, i4, c);
     }
   } else if (kind == OP_IQN_MUL) {
-    for (var idx = lid; idx < TILE_E * TAU_ROWS * 256u; idx += WG_X) {
-      let r = idx / 256u;
-      let j = idx % 256u;
-      act_set(r, j, trunk[(r / TAU_ROWS) * 256u + j] * act_get(r, j));
+    for (var idx = lid; idx < TILE_E * TAU_ROWS * 64u; idx += WG_X) {
+      let r = idx / 64u;
+      let j = (idx % 64u) * 4u;
+      let t = (r / TAU_ROWS) * 256u + j;
+      let h = vec4<f32>(act_get(r, j), act_get(r, j + 1u), act_get(r, j + 2u), act_get(r, j + 3u));
+      act_set4(r, j / 4u, vec4<f32>(trunk[t], trunk[t + 1u], trunk[t + 2u], trunk[t + 3u]) * h);
     }
   } else if (kind == OP_IQN_SUM) {
     for (var idx = lid; idx < TILE_E * NUM_ACTIONS; idx += WG_X) {

@@ -21,36 +21,42 @@ var<workgroup> tile_bonus: array<f32, TILE_E>;
 // padding columns up to STATE_PAD are zero. With write_out, also to out_f section `section`.
 fn fill_states(e0: u32, l: u32, section: u32, write_out: bool, lid: u32) {
   let nl = u.n * u.steps;
-  for (var idx = lid; idx < TILE_E * STATE_PAD; idx += WG_X) {
-    let r = idx / STATE_PAD;
-    let k = idx % STATE_PAD;
-    var v = 0.0;
-    if (k < MARKET_FEATURES) {
-      v = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
-    } else if (k < STATE_DIM) {
-      v = tile_pf[r][k - MARKET_FEATURES];
-    }
-    act_set(r, k, v);
+  for (var idx = lid; idx < TILE_E * (STATE_PAD / 4u); idx += WG_X) {
+    let r = idx / (STATE_PAD / 4u);
+    let k4 = idx % (STATE_PAD / 4u);
     let e = e0 + r;
-    if (write_out && k < STATE_DIM && e < u.n) {
-      out_f[section * nl + (e * u.steps + l) * STATE_DIM + k] = v;
+    var v = vec4<f32>(0.0);
+    for (var c = 0u; c < 4u; c++) {
+      let k = k4 * 4u + c;
+      if (k < MARKET_FEATURES) {
+        v[c] = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
+      } else if (k < STATE_DIM) {
+        v[c] = tile_pf[r][k - MARKET_FEATURES];
+      }
+      if (write_out && k < STATE_DIM && e < u.n) {
+        out_f[section * nl + (e * u.steps + l) * STATE_DIM + k] = v[c];
+      }
     }
+    act_set4(r, k4, v);
   }
 }
 
 // Curiosity model input of each tile row (env/curiosity.ts): the first 32 features of bar
 // tile_bar[r] ++ one-hot(tile_cat[r]), zero padding up to CURIOSITY_PAD.
 fn curiosity_fill(lid: u32) {
-  for (var idx = lid; idx < TILE_E * CURIOSITY_PAD; idx += WG_X) {
-    let r = idx / CURIOSITY_PAD;
-    let k = idx % CURIOSITY_PAD;
-    var v = 0.0;
-    if (k < CURIOSITY_OUT) {
-      v = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
-    } else if (k < CURIOSITY_IN) {
-      v = select(0.0, 1.0, i32(k - CURIOSITY_OUT) == tile_cat[r]);
+  for (var idx = lid; idx < TILE_E * (CURIOSITY_PAD / 4u); idx += WG_X) {
+    let r = idx / (CURIOSITY_PAD / 4u);
+    let k4 = idx % (CURIOSITY_PAD / 4u);
+    var v = vec4<f32>(0.0);
+    for (var c = 0u; c < 4u; c++) {
+      let k = k4 * 4u + c;
+      if (k < CURIOSITY_OUT) {
+        v[c] = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
+      } else if (k < CURIOSITY_IN) {
+        v[c] = select(0.0, 1.0, i32(k - CURIOSITY_OUT) == tile_cat[r]);
+      }
     }
-    act_set(r, k, v);
+    act_set4(r, k4, v);
   }
 }
 

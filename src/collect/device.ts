@@ -57,7 +57,16 @@ export interface TileShape {
   tj: number;
   kt: number;
   tauRows: number;
+  /** WGSL tile engine (CollectDqnOptions.engine): 0 scalar, 1 quad blocks; CUDA ignores it. */
+  engine?: number;
 }
+
+/**
+ * Rows per tile from which WebGPU takes the quad engine (1): with fewer rows its quads of 4
+ * outputs leave threads idle (a 256-wide layer has 64 quads), so small tiles keep engine 0,
+ * which spreads single outputs over every thread.
+ */
+export const QUAD_ENGINE_MIN_ROWS = 16;
 
 export interface DeviceCollectorInit {
   backend: Backend;
@@ -132,9 +141,9 @@ function rowGroups(e: number, threads: number, width: number): number {
 
 /**
  * The tile shape. Episodes per workgroup: at most 32 (PPO 16, its critic is twice as wide; IQN
- * 2, its rows are episode x tau pairs; the CUDA plain head 64), fewer when N is small so that ~64
- * workgroups (CUDA ~128 blocks) share the device (N = 128: 2 episodes per workgroup, 1 per CUDA
- * block, each layer's outputs spread over all threads).
+ * 2, its rows are episode x tau pairs; the CUDA plain head 64), fewer when N is small so that
+ * ~128 workgroups share the device (N = 128: 1 episode per workgroup, each layer's outputs
+ * spread over all threads).
  * Threads across outputs: see rowGroups (32 for full DQN tiles, more for small ones). Then
  * the largest weight slice (KT) that fits the workgroup memory: small tiles get long slices and
  * so fewer barriers per layer. Overrides are taken as given (an impossible one is an error).
@@ -152,11 +161,13 @@ export function chooseTile(
   // CUDA, plain head: 64 episodes per block in dynamic shared memory (the WGSL budget below does
   // not apply to it), so each weight read from L2 serves twice the rows. CUDA blocks are one per
   // SM (255 registers x 256 threads), so aim for ~128 blocks (132 SMs on an H200): N = 128 gets
-  // one episode per block instead of two, doubling the SMs that stream weights.
+  // one episode per block instead of two, doubling the SMs that stream weights. WebGPU follows
+  // the same rule: a small-N workgroup streams every weight each step whatever its rows, so
+  // 64 workgroups of 2 episodes (the old choice) left half of an H200's SMs idle.
   const cuda = backend.kind === 'cuda';
   const cudaWide = cuda && algo === 'dqn';
   const maxE = Math.min(threads, algo === 'ppo' ? 16 : algo === 'iqn' ? 2 : cudaWide ? 64 : 32);
-  const first = override.tileEpisodes ?? Math.min(maxE, pow2floor(n / (cuda ? 128 : 64)));
+  const first = override.tileEpisodes ?? Math.min(maxE, pow2floor(n / 128));
   for (let e = first; e >= 1; e = override.tileEpisodes === undefined ? e / 2 : 0) {
     const tj = override.tj ?? threads / rowGroups(e, threads, algo === 'ppo' ? 512 : 256);
     const tauCandidates: number[] = [];
@@ -167,7 +178,9 @@ export function chooseTile(
         if (actTaus % r === 0) tauCandidates.push(r);
     for (const tauRows of tauCandidates) {
       for (const kt of override.kt !== undefined ? [override.kt] : [32, 16, 8, 4]) {
-        const shape: TileShape = { tileEpisodes: e, threads, tj, kt, tauRows };
+        // The quad engine where the tile has the rows for it (QUAD_ENGINE_MIN_ROWS).
+        const engine = override.engine ?? (!cuda && e * tauRows >= QUAD_ENGINE_MIN_ROWS ? 1 : 0);
+        const shape: TileShape = { tileEpisodes: e, threads, tj, kt, tauRows, engine };
         if (fits(shape) || (cudaWide && e > 32 && cudaSharedFits(backend, e))) return shape;
       }
     }

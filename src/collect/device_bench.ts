@@ -120,6 +120,8 @@ export interface CollectBenchResult {
   /** The tile engine's threads across outputs and weight slice (WGSL). */
   tj: number;
   kt: number;
+  /** The WGSL tile engine (0 scalar, 1 quad blocks; 0 on CUDA and the CPU, which ignore it). */
+  engine: number;
   /** Device milliseconds per launch (N x L env steps). */
   ms: number;
   envStepsPerSec: number;
@@ -202,6 +204,7 @@ export async function benchCollect(o: CollectBenchOptions): Promise<CollectBench
         : {}),
       tj: shape.tj,
       kt: shape.kt,
+      engine: o.backend.kind === 'webgpu' ? (shape.engine ?? 0) : 0,
       ms,
       envStepsPerSec,
       flopsPerStep,

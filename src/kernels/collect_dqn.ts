@@ -28,6 +28,7 @@ import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import { collectDqn, type DqnNets } from '../collect/dqn.js';
 import type { DqnRollout } from '../collect/rollout.js';
 import { curiosityLayout, duelingLayout, NUM_ACTIONS, type QHead } from '../nets/layout.js';
+import { checkEngine, tileEngineConstants } from './collect_engine.js';
 import {
   COLLECT_BINDINGS,
   commonConstants,
@@ -86,6 +87,12 @@ export interface CollectDqnOptions {
   kt: number;
   /** IQN: taus per pass of the tile (rows = tileEpisodes * tauRows); divides actTaus. */
   tauRows: number;
+  /**
+   * WGSL tile engine (collect_tile.wgsl, constant ENGINE): 0 (default) a thread owns rows x
+   * outputs strided by tj with scalar activations; 1 quad blocks (vec4 activations, a thread
+   * owns QUAD_MQ quads of 4 consecutive outputs; tj is then unused). Same bits either way.
+   */
+  engine?: number;
 }
 
 /**
@@ -95,13 +102,23 @@ export interface CollectDqnOptions {
  */
 export function dqnTileConstants(o: CollectDqnOptions): Record<string, number> {
   if (o.variant === 'seed')
-    return { TJ: o.threads, KT: 4, ROWS: 1, ACT_W: 4, QW: 4, WS_OUT: 4, MJ_MAX: 1, TAU_ROWS: 1 };
-  const te = o.threads / o.tj;
+    return {
+      TJ: o.threads,
+      KT: 4,
+      ROWS: 1,
+      ACT_W: 4,
+      QW: 4,
+      WS_OUT: 4,
+      MJ_MAX: 1,
+      TAU_ROWS: 1,
+      ENGINE: 0,
+      MQ: 1,
+    };
   const rows = o.tileEpisodes * (o.head === 'iqn' ? o.tauRows : 1);
   return {
     TJ: o.tj,
     KT: o.kt,
-    ROWS: Math.ceil(rows / te) * te,
+    ...tileEngineConstants(o.engine ?? 0, rows, o.threads, o.tj, 256),
     ACT_W: 256,
     QW: o.head === 'c51' ? 256 : 48,
     WS_OUT: 256,
@@ -115,8 +132,10 @@ export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
   const c = dqnTileConstants(o);
   const e = episodesPerGroup(o);
   const head = o.head;
+  // The engine's activation array, plus the other engine's one-element array (a vec4 or a f32).
   const floats =
     c.ROWS * c.ACT_W +
+    (c.ENGINE === 1 ? 1 : 4) +
     c.KT * c.WS_OUT +
     c.ROWS * c.QW +
     e * 7 +
@@ -151,6 +170,7 @@ export function checkDqnOptions(o: CollectDqnOptions): void {
     if (o.tileEpisodes > o.threads) bad('a tile cannot own more episodes than it has threads');
     if (o.head === 'c51' && o.atoms > 256) bad(`C51 with ${o.atoms} atoms > 256 is not supported`);
     if (o.head === 'iqn' && o.actTaus % o.tauRows !== 0) bad(`tauRows ${o.tauRows} must divide ${o.actTaus}`);
+    checkEngine('collect_dqn', o.engine ?? 0, o.threads, 256);
   }
 }
 

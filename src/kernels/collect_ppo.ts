@@ -19,6 +19,7 @@ import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import { collectPpo, type PpoNets } from '../collect/ppo.js';
 import type { PpoRollout } from '../collect/rollout.js';
 import { curiosityLayout, ppoActorLayout, ppoCriticLayout } from '../nets/layout.js';
+import { checkEngine, tileEngineConstants } from './collect_engine.js';
 import {
   COLLECT_BINDINGS,
   commonConstants,
@@ -61,16 +62,18 @@ export interface CollectPpoOptions {
   tj: number;
   /** WGSL tile engine: inputs per weight slice staged in workgroup memory (a multiple of 4). */
   kt: number;
+  /** WGSL tile engine, 0 (default) or 1: see CollectDqnOptions.engine. */
+  engine?: number;
 }
 
 /** The WGSL tile engine's shape (collect_tile.wgsl): rows, strides, widest layer, accumulators. */
 export function ppoTileConstants(o: CollectPpoOptions): Record<string, number> {
-  if (o.variant === 'seed') return { TJ: o.threads, KT: 4, ROWS: 1, ACT_W: 4, QW: 4, WS_OUT: 4, MJ_MAX: 1 };
-  const te = o.threads / o.tj;
+  if (o.variant === 'seed')
+    return { TJ: o.threads, KT: 4, ROWS: 1, ACT_W: 4, QW: 4, WS_OUT: 4, MJ_MAX: 1, ENGINE: 0, MQ: 1 };
   return {
     TJ: o.tj,
     KT: o.kt,
-    ROWS: Math.ceil(o.tileEpisodes / te) * te,
+    ...tileEngineConstants(o.engine ?? 0, o.tileEpisodes, o.threads, o.tj, 512),
     ACT_W: 512,
     QW: 48,
     WS_OUT: 512,
@@ -82,7 +85,8 @@ export function ppoTileConstants(o: CollectPpoOptions): Record<string, number> {
 export function ppoWorkgroupBytes(o: CollectPpoOptions): number {
   const c = ppoTileConstants(o);
   const e = o.variant === 'seed' ? o.threads : o.tileEpisodes;
-  return (c.ROWS * c.ACT_W + c.KT * c.WS_OUT + c.ROWS * c.QW + e * 8 + 1) * 4;
+  // The engine's activation array, plus the other engine's one-element array (a vec4 or a f32).
+  return (c.ROWS * c.ACT_W + (c.ENGINE === 1 ? 1 : 4) + c.KT * c.WS_OUT + c.ROWS * c.QW + e * 8 + 1) * 4;
 }
 
 export function checkPpoOptions(o: CollectPpoOptions): void {
@@ -91,6 +95,7 @@ export function checkPpoOptions(o: CollectPpoOptions): void {
   if (o.kt % 4 !== 0) throw new Error(`collect_ppo: kt ${o.kt} must be a multiple of 4`);
   if (o.tileEpisodes > o.threads)
     throw new Error('collect_ppo: a tile cannot own more episodes than threads');
+  checkEngine('collect_ppo', o.engine ?? 0, o.threads, 512);
 }
 
 export const PPO_UNIFORMS = [

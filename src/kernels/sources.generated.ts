@@ -603,6 +603,17 @@ fn finish_step(e: u32, ep: ptr<function, Episode>, out: StepOut) {
 // elsewhere). Two blocks fuse the value and advantage streams (same input) and the two heads
 // (different halves of the input) into one pass.
 //
+// Engines (constant ENGINE; both give the same bits): 0, the thread shape above, activations
+// as scalars (\`act_s\`); 1, quad blocks: activations as vec4 of 4 consecutive columns (\`act_v\`),
+// and thread lid computes the 4 consecutive outputs of each output quad oq = tq + TQ * m
+// (tq = lid % TQ, m < MQ, TQ = WS_OUT / (4 * MQ)) for rows rg * MR + i (rg = lid / TQ, i < MR):
+// per input it reads MR activation vec4s (one per 4 inputs, broadcast: a warp shares its
+// rows) and MQ weight vec4s (\`ws\` transposed: one vec4 holds an output quad's weights of one
+// input, so the accumulators of a quad take one vec4 multiply-add per input), a third of the
+// load instructions of engine 0 and no per-output index arithmetic; it writes whole quads, so
+// no invocation ever stores a single component of a shared vector. Every writer of act goes
+// through act_set4 (whole quads) for that reason.
+//
 // Numerics: each accumulator starts at the bias and adds w * x in increasing k (the reference
 // order); the compiler may fuse the multiply-add. Padding columns of X (between a layer's input
 // width and the next multiple of KT) must hold finite values: their weights are zero, so they
@@ -622,7 +633,17 @@ const SWZ_MASK = select(0, KT4 - 1, (KT4 & (KT4 - 1)) == 0);
 // Staged weight quads per invocation and slice.
 const PREFETCH = (WS_OUT * KT4 + WG_X - 1) / WG_X;
 
-var<workgroup> act: array<f32, ROWS * ACT_W>;
+// Engine 1's quad blocks (see the header); ACT_W4 vec4s per activation row.
+const ACT_W4 = ACT_W / 4;
+const TQ = WS_OUT / (4 * MQ);
+const RG = WG_X / TQ;
+const MR = (ROWS + RG - 1) / RG;
+const WQ = WS_OUT / 4;
+const PREFETCH_Q = (WQ * KT + WG_X - 1) / WG_X;
+
+// One of the two is used (the other is one element): engine 0 reads scalars, engine 1 vec4s.
+var<workgroup> act_s: array<f32, select(1, ROWS * ACT_W, ENGINE == 0)>;
+var<workgroup> act_v: array<vec4<f32>, select(1, ROWS * ACT_W4, ENGINE == 1)>;
 var<workgroup> ws: array<vec4<f32>, WS_OUT * KT4>;
 var<workgroup> qv: array<f32, ROWS * QW>;
 
@@ -652,13 +673,25 @@ fn activate(a: f32, kind: u32) -> f32 {
 }
 
 fn act_get(r: u32, k: u32) -> f32 {
-  return act[r * ACT_W + k];
+  if (ENGINE == 1) {
+    return act_v[r * ACT_W4 + k / 4u][k % 4u];
+  }
+  return act_s[r * ACT_W + k];
 }
 
-// Scalar elements, not components of shared vectors: a component store may be compiled as a
-// read-modify-write of the whole vector, a race between invocations writing neighbours.
-fn act_set(r: u32, k: u32, v: f32) {
-  act[r * ACT_W + k] = v;
+// Columns 4 * k4 .. 4 * k4 + 3 of row r. Whole quads only: a store to one component of a
+// shared vector may be compiled as a read-modify-write of the whole vector (HLSL), a race
+// between invocations writing neighbours.
+fn act_set4(r: u32, k4: u32, v: vec4<f32>) {
+  if (ENGINE == 1) {
+    act_v[r * ACT_W4 + k4] = v;
+  } else {
+    let o = r * ACT_W + 4u * k4;
+    act_s[o] = v.x;
+    act_s[o + 1u] = v.y;
+    act_s[o + 2u] = v.z;
+    act_s[o + 3u] = v.w;
+  }
 }
 
 // Weights of the fused layer at output j (block-local row jr), inputs k .. k + 3: the block is
@@ -717,6 +750,10 @@ fn load_slice(dst: ptr<function, array<vec4<f32>, PREFETCH>>, b0: Block, b1: Blo
 // have no weight before it) for all ROWS rows; Y goes to columns [out_col, out_col + n_out) of
 // act (to_q false, in place) or of qv (to_q true).
 fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+  if (ENGINE == 1) {
+    dense_quad(b0, b1, k_start, n_k, kind, to_q, out_col, lid);
+    return;
+  }
   let n_out = b0.rows + b1.rows;
   let tj = lid % TJ;
   let r0 = (lid / TJ) * ME;
@@ -753,7 +790,7 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
       var x: array<vec4<f32>, ME>;
       for (var i = 0u; i < ME; i++) {
         let o = (r0 + i) * ACT_W + k0 + kk;
-        x[i] = vec4<f32>(act[o], act[o + 1u], act[o + 2u], act[o + 3u]);
+        x[i] = vec4<f32>(act_s[o], act_s[o + 1u], act_s[o + 2u], act_s[o + 3u]);
       }
       for (var m = 0u; m < MJ_MAX; m++) {
         let j = tj + TJ * m;
@@ -779,7 +816,127 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
         if (to_q) {
           qv[r * QW + out_col + j] = y;
         } else {
-          act_set(r, out_col + j, y);
+          act_s[r * ACT_W + out_col + j] = y;
+        }
+      }
+    }
+  }
+}
+
+// ---- engine 1: quad blocks ----
+
+// Weight of output j (of the fused layer's n_out) at input k: zero past n_out and outside the
+// owning block's columns.
+fn layer_weight(b0: Block, b1: Block, n_out: u32, j: u32, k: u32) -> f32 {
+  if (j >= n_out) {
+    return 0.0;
+  }
+  var blk = b0;
+  var jr = j;
+  if (j >= b0.rows) {
+    blk = b1;
+    jr = j - b0.rows;
+  }
+  return block_weight(blk, blk.w + jr * blk.k_len, k);
+}
+
+// Slot of output quad oq's weights of slice input kk in ws (transposed: one vec4 per quad and
+// input). The XOR keeps the KT invocations that stage one quad's inputs on distinct bank groups
+// while the readers of one input (consecutive quads) stay on a permutation of theirs.
+fn wsq_index(oq: u32, kk: u32) -> u32 {
+  return kk * WQ + (oq ^ (kk % 8u));
+}
+
+// Weights of slice s this invocation stages: item q = lid + p * WG_X is output quad q / KT at
+// input q % KT (KT invocations read KT consecutive inputs of each of the quad's 4 rows).
+fn load_slice_quad(dst: ptr<function, array<vec4<f32>, PREFETCH_Q>>, b0: Block, b1: Block, n_out: u32, s: u32, lid: u32) {
+  for (var p = 0u; p < PREFETCH_Q; p++) {
+    let q = lid + p * WG_X;
+    let j = (q / KT) * 4u;
+    let k = s * KT + q % KT;
+    if (j < n_out) {
+      (*dst)[p] = vec4<f32>(
+        layer_weight(b0, b1, n_out, j, k),
+        layer_weight(b0, b1, n_out, j + 1u, k),
+        layer_weight(b0, b1, n_out, j + 2u, k),
+        layer_weight(b0, b1, n_out, j + 3u, k),
+      );
+    }
+  }
+}
+
+// \`dense\` for ENGINE 1: the same layer, the same per-output order (bias, then w * x for k
+// ascending), thread shape of the header's quad blocks.
+fn dense_quad(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+  let n_out = b0.rows + b1.rows;
+  let tq = lid % TQ;
+  let r0 = (lid / TQ) * MR;
+  var acc: array<vec4<f32>, MR * MQ>;
+  for (var m = 0u; m < MQ; m++) {
+    let j0 = (tq + TQ * m) * 4u;
+    var bias = vec4<f32>(0.0);
+    for (var c = 0u; c < 4u; c++) {
+      if (j0 + c < n_out) {
+        bias[c] = layer_bias(b0, b1, j0 + c);
+      }
+    }
+    for (var i = 0u; i < MR; i++) {
+      acc[i * MQ + m] = bias;
+    }
+  }
+  let slices = (n_k + KT - 1u) / KT;
+  var next: array<vec4<f32>, PREFETCH_Q>;
+  load_slice_quad(&next, b0, b1, n_out, k_start / KT, lid);
+  for (var s = k_start / KT; s < slices; s++) {
+    let k0 = s * KT;
+    for (var p = 0u; p < PREFETCH_Q; p++) {
+      let q = lid + p * WG_X;
+      if ((q / KT) * 4u < n_out) {
+        ws[wsq_index(q / KT, q % KT)] = next[p];
+      }
+    }
+    workgroupBarrier();
+    if (s + 1u < slices) {
+      load_slice_quad(&next, b0, b1, n_out, s + 1u, lid);
+    }
+    for (var k4 = 0u; k4 < KT / 4u; k4++) {
+      var x: array<vec4<f32>, MR>;
+      for (var i = 0u; i < MR; i++) {
+        x[i] = act_v[(r0 + i) * ACT_W4 + k0 / 4u + k4];
+      }
+      for (var c = 0u; c < 4u; c++) {
+        let kk = k4 * 4u + c;
+        for (var m = 0u; m < MQ; m++) {
+          let oq = tq + TQ * m;
+          // Quads past n_out were not staged this layer: their slots hold stale weights, and
+          // their accumulators are never written.
+          let w = ws[wsq_index(oq, kk)];
+          for (var i = 0u; i < MR; i++) {
+            acc[i * MQ + m] = acc[i * MQ + m] + w * x[i][c];
+          }
+        }
+      }
+    }
+    workgroupBarrier();
+  }
+  for (var i = 0u; i < MR; i++) {
+    let r = r0 + i;
+    for (var m = 0u; m < MQ; m++) {
+      let oq = tq + TQ * m;
+      let j0 = oq * 4u;
+      if (j0 < n_out) {
+        let a = acc[i * MQ + m];
+        let y = vec4<f32>(activate(a.x, kind), activate(a.y, kind), activate(a.z, kind), activate(a.w, kind));
+        if (to_q) {
+          for (var c = 0u; c < 4u; c++) {
+            if (j0 + c < n_out) {
+              qv[r * QW + out_col + j0 + c] = y[c];
+            }
+          }
+        } else {
+          // out_col is a multiple of 4 for every layer that writes act; the columns of a
+          // partial last quad get 0 (bias and weights 0), padding the next layer reads.
+          act_v[r * ACT_W4 + out_col / 4u + oq] = y;
         }
       }
     }
@@ -835,36 +992,42 @@ var<workgroup> tile_bonus: array<f32, TILE_E>;
 // padding columns up to STATE_PAD are zero. With write_out, also to out_f section \`section\`.
 fn fill_states(e0: u32, l: u32, section: u32, write_out: bool, lid: u32) {
   let nl = u.n * u.steps;
-  for (var idx = lid; idx < TILE_E * STATE_PAD; idx += WG_X) {
-    let r = idx / STATE_PAD;
-    let k = idx % STATE_PAD;
-    var v = 0.0;
-    if (k < MARKET_FEATURES) {
-      v = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
-    } else if (k < STATE_DIM) {
-      v = tile_pf[r][k - MARKET_FEATURES];
-    }
-    act_set(r, k, v);
+  for (var idx = lid; idx < TILE_E * (STATE_PAD / 4u); idx += WG_X) {
+    let r = idx / (STATE_PAD / 4u);
+    let k4 = idx % (STATE_PAD / 4u);
     let e = e0 + r;
-    if (write_out && k < STATE_DIM && e < u.n) {
-      out_f[section * nl + (e * u.steps + l) * STATE_DIM + k] = v;
+    var v = vec4<f32>(0.0);
+    for (var c = 0u; c < 4u; c++) {
+      let k = k4 * 4u + c;
+      if (k < MARKET_FEATURES) {
+        v[c] = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
+      } else if (k < STATE_DIM) {
+        v[c] = tile_pf[r][k - MARKET_FEATURES];
+      }
+      if (write_out && k < STATE_DIM && e < u.n) {
+        out_f[section * nl + (e * u.steps + l) * STATE_DIM + k] = v[c];
+      }
     }
+    act_set4(r, k4, v);
   }
 }
 
 // Curiosity model input of each tile row (env/curiosity.ts): the first 32 features of bar
 // tile_bar[r] ++ one-hot(tile_cat[r]), zero padding up to CURIOSITY_PAD.
 fn curiosity_fill(lid: u32) {
-  for (var idx = lid; idx < TILE_E * CURIOSITY_PAD; idx += WG_X) {
-    let r = idx / CURIOSITY_PAD;
-    let k = idx % CURIOSITY_PAD;
-    var v = 0.0;
-    if (k < CURIOSITY_OUT) {
-      v = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
-    } else if (k < CURIOSITY_IN) {
-      v = select(0.0, 1.0, i32(k - CURIOSITY_OUT) == tile_cat[r]);
+  for (var idx = lid; idx < TILE_E * (CURIOSITY_PAD / 4u); idx += WG_X) {
+    let r = idx / (CURIOSITY_PAD / 4u);
+    let k4 = idx % (CURIOSITY_PAD / 4u);
+    var v = vec4<f32>(0.0);
+    for (var c = 0u; c < 4u; c++) {
+      let k = k4 * 4u + c;
+      if (k < CURIOSITY_OUT) {
+        v[c] = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
+      } else if (k < CURIOSITY_IN) {
+        v[c] = select(0.0, 1.0, i32(k - CURIOSITY_OUT) == tile_cat[r]);
+      }
     }
-    act_set(r, k, v);
+    act_set4(r, k4, v);
   }
 }
 
@@ -1224,22 +1387,27 @@ fn iqn_phase(kind: u32, p: u32, lid: u32) {
       qout[idx] = 0.0;
     }
   } else if (kind == OP_IQN_COS) {
-    let embed_pad = (IQN_EMBED + KT - 1u) / KT * KT;
-    for (var idx = lid; idx < TILE_E * TAU_ROWS * embed_pad; idx += WG_X) {
-      let r = idx / embed_pad;
-      let i = idx % embed_pad;
+    let embed4 = (IQN_EMBED + KT - 1u) / KT * KT / 4u;
+    for (var idx = lid; idx < TILE_E * TAU_ROWS * embed4; idx += WG_X) {
+      let r = idx / embed4;
+      let i4 = idx % embed4;
       let tau = tile_tau[(r / TAU_ROWS) * ACT_TAUS + p * TAU_ROWS + r % TAU_ROWS];
-      var c = 0.0;
-      if (i < IQN_EMBED) {
-        c = cos_reduced((f32(i) * PI_F32) * tau);
+      var c = vec4<f32>(0.0);
+      for (var q = 0u; q < 4u; q++) {
+        let i = i4 * 4u + q;
+        if (i < IQN_EMBED) {
+          c[q] = cos_reduced((f32(i) * PI_F32) * tau);
+        }
       }
-      act_set(r, i, c);
+      act_set4(r, i4, c);
     }
   } else if (kind == OP_IQN_MUL) {
-    for (var idx = lid; idx < TILE_E * TAU_ROWS * 256u; idx += WG_X) {
-      let r = idx / 256u;
-      let j = idx % 256u;
-      act_set(r, j, trunk[(r / TAU_ROWS) * 256u + j] * act_get(r, j));
+    for (var idx = lid; idx < TILE_E * TAU_ROWS * 64u; idx += WG_X) {
+      let r = idx / 64u;
+      let j = (idx % 64u) * 4u;
+      let t = (r / TAU_ROWS) * 256u + j;
+      let h = vec4<f32>(act_get(r, j), act_get(r, j + 1u), act_get(r, j + 2u), act_get(r, j + 3u));
+      act_set4(r, j / 4u, vec4<f32>(trunk[t], trunk[t + 1u], trunk[t + 2u], trunk[t + 3u]) * h);
     }
   } else if (kind == OP_IQN_SUM) {
     for (var idx = lid; idx < TILE_E * NUM_ACTIONS; idx += WG_X) {
@@ -1969,36 +2137,42 @@ var<workgroup> tile_bonus: array<f32, TILE_E>;
 // padding columns up to STATE_PAD are zero. With write_out, also to out_f section \`section\`.
 fn fill_states(e0: u32, l: u32, section: u32, write_out: bool, lid: u32) {
   let nl = u.n * u.steps;
-  for (var idx = lid; idx < TILE_E * STATE_PAD; idx += WG_X) {
-    let r = idx / STATE_PAD;
-    let k = idx % STATE_PAD;
-    var v = 0.0;
-    if (k < MARKET_FEATURES) {
-      v = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
-    } else if (k < STATE_DIM) {
-      v = tile_pf[r][k - MARKET_FEATURES];
-    }
-    act_set(r, k, v);
+  for (var idx = lid; idx < TILE_E * (STATE_PAD / 4u); idx += WG_X) {
+    let r = idx / (STATE_PAD / 4u);
+    let k4 = idx % (STATE_PAD / 4u);
     let e = e0 + r;
-    if (write_out && k < STATE_DIM && e < u.n) {
-      out_f[section * nl + (e * u.steps + l) * STATE_DIM + k] = v;
+    var v = vec4<f32>(0.0);
+    for (var c = 0u; c < 4u; c++) {
+      let k = k4 * 4u + c;
+      if (k < MARKET_FEATURES) {
+        v[c] = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
+      } else if (k < STATE_DIM) {
+        v[c] = tile_pf[r][k - MARKET_FEATURES];
+      }
+      if (write_out && k < STATE_DIM && e < u.n) {
+        out_f[section * nl + (e * u.steps + l) * STATE_DIM + k] = v[c];
+      }
     }
+    act_set4(r, k4, v);
   }
 }
 
 // Curiosity model input of each tile row (env/curiosity.ts): the first 32 features of bar
 // tile_bar[r] ++ one-hot(tile_cat[r]), zero padding up to CURIOSITY_PAD.
 fn curiosity_fill(lid: u32) {
-  for (var idx = lid; idx < TILE_E * CURIOSITY_PAD; idx += WG_X) {
-    let r = idx / CURIOSITY_PAD;
-    let k = idx % CURIOSITY_PAD;
-    var v = 0.0;
-    if (k < CURIOSITY_OUT) {
-      v = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
-    } else if (k < CURIOSITY_IN) {
-      v = select(0.0, 1.0, i32(k - CURIOSITY_OUT) == tile_cat[r]);
+  for (var idx = lid; idx < TILE_E * (CURIOSITY_PAD / 4u); idx += WG_X) {
+    let r = idx / (CURIOSITY_PAD / 4u);
+    let k4 = idx % (CURIOSITY_PAD / 4u);
+    var v = vec4<f32>(0.0);
+    for (var c = 0u; c < 4u; c++) {
+      let k = k4 * 4u + c;
+      if (k < CURIOSITY_OUT) {
+        v[c] = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
+      } else if (k < CURIOSITY_IN) {
+        v[c] = select(0.0, 1.0, i32(k - CURIOSITY_OUT) == tile_cat[r]);
+      }
     }
-    act_set(r, k, v);
+    act_set4(r, k4, v);
   }
 }
 
@@ -2584,6 +2758,17 @@ fn finish_step(e: u32, ep: ptr<function, Episode>, out: StepOut) {
 // elsewhere). Two blocks fuse the value and advantage streams (same input) and the two heads
 // (different halves of the input) into one pass.
 //
+// Engines (constant ENGINE; both give the same bits): 0, the thread shape above, activations
+// as scalars (\`act_s\`); 1, quad blocks: activations as vec4 of 4 consecutive columns (\`act_v\`),
+// and thread lid computes the 4 consecutive outputs of each output quad oq = tq + TQ * m
+// (tq = lid % TQ, m < MQ, TQ = WS_OUT / (4 * MQ)) for rows rg * MR + i (rg = lid / TQ, i < MR):
+// per input it reads MR activation vec4s (one per 4 inputs, broadcast: a warp shares its
+// rows) and MQ weight vec4s (\`ws\` transposed: one vec4 holds an output quad's weights of one
+// input, so the accumulators of a quad take one vec4 multiply-add per input), a third of the
+// load instructions of engine 0 and no per-output index arithmetic; it writes whole quads, so
+// no invocation ever stores a single component of a shared vector. Every writer of act goes
+// through act_set4 (whole quads) for that reason.
+//
 // Numerics: each accumulator starts at the bias and adds w * x in increasing k (the reference
 // order); the compiler may fuse the multiply-add. Padding columns of X (between a layer's input
 // width and the next multiple of KT) must hold finite values: their weights are zero, so they
@@ -2603,7 +2788,17 @@ const SWZ_MASK = select(0, KT4 - 1, (KT4 & (KT4 - 1)) == 0);
 // Staged weight quads per invocation and slice.
 const PREFETCH = (WS_OUT * KT4 + WG_X - 1) / WG_X;
 
-var<workgroup> act: array<f32, ROWS * ACT_W>;
+// Engine 1's quad blocks (see the header); ACT_W4 vec4s per activation row.
+const ACT_W4 = ACT_W / 4;
+const TQ = WS_OUT / (4 * MQ);
+const RG = WG_X / TQ;
+const MR = (ROWS + RG - 1) / RG;
+const WQ = WS_OUT / 4;
+const PREFETCH_Q = (WQ * KT + WG_X - 1) / WG_X;
+
+// One of the two is used (the other is one element): engine 0 reads scalars, engine 1 vec4s.
+var<workgroup> act_s: array<f32, select(1, ROWS * ACT_W, ENGINE == 0)>;
+var<workgroup> act_v: array<vec4<f32>, select(1, ROWS * ACT_W4, ENGINE == 1)>;
 var<workgroup> ws: array<vec4<f32>, WS_OUT * KT4>;
 var<workgroup> qv: array<f32, ROWS * QW>;
 
@@ -2633,13 +2828,25 @@ fn activate(a: f32, kind: u32) -> f32 {
 }
 
 fn act_get(r: u32, k: u32) -> f32 {
-  return act[r * ACT_W + k];
+  if (ENGINE == 1) {
+    return act_v[r * ACT_W4 + k / 4u][k % 4u];
+  }
+  return act_s[r * ACT_W + k];
 }
 
-// Scalar elements, not components of shared vectors: a component store may be compiled as a
-// read-modify-write of the whole vector, a race between invocations writing neighbours.
-fn act_set(r: u32, k: u32, v: f32) {
-  act[r * ACT_W + k] = v;
+// Columns 4 * k4 .. 4 * k4 + 3 of row r. Whole quads only: a store to one component of a
+// shared vector may be compiled as a read-modify-write of the whole vector (HLSL), a race
+// between invocations writing neighbours.
+fn act_set4(r: u32, k4: u32, v: vec4<f32>) {
+  if (ENGINE == 1) {
+    act_v[r * ACT_W4 + k4] = v;
+  } else {
+    let o = r * ACT_W + 4u * k4;
+    act_s[o] = v.x;
+    act_s[o + 1u] = v.y;
+    act_s[o + 2u] = v.z;
+    act_s[o + 3u] = v.w;
+  }
 }
 
 // Weights of the fused layer at output j (block-local row jr), inputs k .. k + 3: the block is
@@ -2698,6 +2905,10 @@ fn load_slice(dst: ptr<function, array<vec4<f32>, PREFETCH>>, b0: Block, b1: Blo
 // have no weight before it) for all ROWS rows; Y goes to columns [out_col, out_col + n_out) of
 // act (to_q false, in place) or of qv (to_q true).
 fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+  if (ENGINE == 1) {
+    dense_quad(b0, b1, k_start, n_k, kind, to_q, out_col, lid);
+    return;
+  }
   let n_out = b0.rows + b1.rows;
   let tj = lid % TJ;
   let r0 = (lid / TJ) * ME;
@@ -2734,7 +2945,7 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
       var x: array<vec4<f32>, ME>;
       for (var i = 0u; i < ME; i++) {
         let o = (r0 + i) * ACT_W + k0 + kk;
-        x[i] = vec4<f32>(act[o], act[o + 1u], act[o + 2u], act[o + 3u]);
+        x[i] = vec4<f32>(act_s[o], act_s[o + 1u], act_s[o + 2u], act_s[o + 3u]);
       }
       for (var m = 0u; m < MJ_MAX; m++) {
         let j = tj + TJ * m;
@@ -2760,7 +2971,127 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
         if (to_q) {
           qv[r * QW + out_col + j] = y;
         } else {
-          act_set(r, out_col + j, y);
+          act_s[r * ACT_W + out_col + j] = y;
+        }
+      }
+    }
+  }
+}
+
+// ---- engine 1: quad blocks ----
+
+// Weight of output j (of the fused layer's n_out) at input k: zero past n_out and outside the
+// owning block's columns.
+fn layer_weight(b0: Block, b1: Block, n_out: u32, j: u32, k: u32) -> f32 {
+  if (j >= n_out) {
+    return 0.0;
+  }
+  var blk = b0;
+  var jr = j;
+  if (j >= b0.rows) {
+    blk = b1;
+    jr = j - b0.rows;
+  }
+  return block_weight(blk, blk.w + jr * blk.k_len, k);
+}
+
+// Slot of output quad oq's weights of slice input kk in ws (transposed: one vec4 per quad and
+// input). The XOR keeps the KT invocations that stage one quad's inputs on distinct bank groups
+// while the readers of one input (consecutive quads) stay on a permutation of theirs.
+fn wsq_index(oq: u32, kk: u32) -> u32 {
+  return kk * WQ + (oq ^ (kk % 8u));
+}
+
+// Weights of slice s this invocation stages: item q = lid + p * WG_X is output quad q / KT at
+// input q % KT (KT invocations read KT consecutive inputs of each of the quad's 4 rows).
+fn load_slice_quad(dst: ptr<function, array<vec4<f32>, PREFETCH_Q>>, b0: Block, b1: Block, n_out: u32, s: u32, lid: u32) {
+  for (var p = 0u; p < PREFETCH_Q; p++) {
+    let q = lid + p * WG_X;
+    let j = (q / KT) * 4u;
+    let k = s * KT + q % KT;
+    if (j < n_out) {
+      (*dst)[p] = vec4<f32>(
+        layer_weight(b0, b1, n_out, j, k),
+        layer_weight(b0, b1, n_out, j + 1u, k),
+        layer_weight(b0, b1, n_out, j + 2u, k),
+        layer_weight(b0, b1, n_out, j + 3u, k),
+      );
+    }
+  }
+}
+
+// \`dense\` for ENGINE 1: the same layer, the same per-output order (bias, then w * x for k
+// ascending), thread shape of the header's quad blocks.
+fn dense_quad(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+  let n_out = b0.rows + b1.rows;
+  let tq = lid % TQ;
+  let r0 = (lid / TQ) * MR;
+  var acc: array<vec4<f32>, MR * MQ>;
+  for (var m = 0u; m < MQ; m++) {
+    let j0 = (tq + TQ * m) * 4u;
+    var bias = vec4<f32>(0.0);
+    for (var c = 0u; c < 4u; c++) {
+      if (j0 + c < n_out) {
+        bias[c] = layer_bias(b0, b1, j0 + c);
+      }
+    }
+    for (var i = 0u; i < MR; i++) {
+      acc[i * MQ + m] = bias;
+    }
+  }
+  let slices = (n_k + KT - 1u) / KT;
+  var next: array<vec4<f32>, PREFETCH_Q>;
+  load_slice_quad(&next, b0, b1, n_out, k_start / KT, lid);
+  for (var s = k_start / KT; s < slices; s++) {
+    let k0 = s * KT;
+    for (var p = 0u; p < PREFETCH_Q; p++) {
+      let q = lid + p * WG_X;
+      if ((q / KT) * 4u < n_out) {
+        ws[wsq_index(q / KT, q % KT)] = next[p];
+      }
+    }
+    workgroupBarrier();
+    if (s + 1u < slices) {
+      load_slice_quad(&next, b0, b1, n_out, s + 1u, lid);
+    }
+    for (var k4 = 0u; k4 < KT / 4u; k4++) {
+      var x: array<vec4<f32>, MR>;
+      for (var i = 0u; i < MR; i++) {
+        x[i] = act_v[(r0 + i) * ACT_W4 + k0 / 4u + k4];
+      }
+      for (var c = 0u; c < 4u; c++) {
+        let kk = k4 * 4u + c;
+        for (var m = 0u; m < MQ; m++) {
+          let oq = tq + TQ * m;
+          // Quads past n_out were not staged this layer: their slots hold stale weights, and
+          // their accumulators are never written.
+          let w = ws[wsq_index(oq, kk)];
+          for (var i = 0u; i < MR; i++) {
+            acc[i * MQ + m] = acc[i * MQ + m] + w * x[i][c];
+          }
+        }
+      }
+    }
+    workgroupBarrier();
+  }
+  for (var i = 0u; i < MR; i++) {
+    let r = r0 + i;
+    for (var m = 0u; m < MQ; m++) {
+      let oq = tq + TQ * m;
+      let j0 = oq * 4u;
+      if (j0 < n_out) {
+        let a = acc[i * MQ + m];
+        let y = vec4<f32>(activate(a.x, kind), activate(a.y, kind), activate(a.z, kind), activate(a.w, kind));
+        if (to_q) {
+          for (var c = 0u; c < 4u; c++) {
+            if (j0 + c < n_out) {
+              qv[r * QW + out_col + j0 + c] = y[c];
+            }
+          }
+        } else {
+          // out_col is a multiple of 4 for every layer that writes act; the columns of a
+          // partial last quad get 0 (bias and weights 0), padding the next layer reads.
+          act_v[r * ACT_W4 + out_col / 4u + oq] = y;
         }
       }
     }
@@ -2816,36 +3147,42 @@ var<workgroup> tile_bonus: array<f32, TILE_E>;
 // padding columns up to STATE_PAD are zero. With write_out, also to out_f section \`section\`.
 fn fill_states(e0: u32, l: u32, section: u32, write_out: bool, lid: u32) {
   let nl = u.n * u.steps;
-  for (var idx = lid; idx < TILE_E * STATE_PAD; idx += WG_X) {
-    let r = idx / STATE_PAD;
-    let k = idx % STATE_PAD;
-    var v = 0.0;
-    if (k < MARKET_FEATURES) {
-      v = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
-    } else if (k < STATE_DIM) {
-      v = tile_pf[r][k - MARKET_FEATURES];
-    }
-    act_set(r, k, v);
+  for (var idx = lid; idx < TILE_E * (STATE_PAD / 4u); idx += WG_X) {
+    let r = idx / (STATE_PAD / 4u);
+    let k4 = idx % (STATE_PAD / 4u);
     let e = e0 + r;
-    if (write_out && k < STATE_DIM && e < u.n) {
-      out_f[section * nl + (e * u.steps + l) * STATE_DIM + k] = v;
+    var v = vec4<f32>(0.0);
+    for (var c = 0u; c < 4u; c++) {
+      let k = k4 * 4u + c;
+      if (k < MARKET_FEATURES) {
+        v[c] = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
+      } else if (k < STATE_DIM) {
+        v[c] = tile_pf[r][k - MARKET_FEATURES];
+      }
+      if (write_out && k < STATE_DIM && e < u.n) {
+        out_f[section * nl + (e * u.steps + l) * STATE_DIM + k] = v[c];
+      }
     }
+    act_set4(r, k4, v);
   }
 }
 
 // Curiosity model input of each tile row (env/curiosity.ts): the first 32 features of bar
 // tile_bar[r] ++ one-hot(tile_cat[r]), zero padding up to CURIOSITY_PAD.
 fn curiosity_fill(lid: u32) {
-  for (var idx = lid; idx < TILE_E * CURIOSITY_PAD; idx += WG_X) {
-    let r = idx / CURIOSITY_PAD;
-    let k = idx % CURIOSITY_PAD;
-    var v = 0.0;
-    if (k < CURIOSITY_OUT) {
-      v = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
-    } else if (k < CURIOSITY_IN) {
-      v = select(0.0, 1.0, i32(k - CURIOSITY_OUT) == tile_cat[r]);
+  for (var idx = lid; idx < TILE_E * (CURIOSITY_PAD / 4u); idx += WG_X) {
+    let r = idx / (CURIOSITY_PAD / 4u);
+    let k4 = idx % (CURIOSITY_PAD / 4u);
+    var v = vec4<f32>(0.0);
+    for (var c = 0u; c < 4u; c++) {
+      let k = k4 * 4u + c;
+      if (k < CURIOSITY_OUT) {
+        v[c] = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
+      } else if (k < CURIOSITY_IN) {
+        v[c] = select(0.0, 1.0, i32(k - CURIOSITY_OUT) == tile_cat[r]);
+      }
     }
-    act_set(r, k, v);
+    act_set4(r, k4, v);
   }
 }
 
@@ -3271,6 +3608,17 @@ fn collect_ppo(
 // elsewhere). Two blocks fuse the value and advantage streams (same input) and the two heads
 // (different halves of the input) into one pass.
 //
+// Engines (constant ENGINE; both give the same bits): 0, the thread shape above, activations
+// as scalars (\`act_s\`); 1, quad blocks: activations as vec4 of 4 consecutive columns (\`act_v\`),
+// and thread lid computes the 4 consecutive outputs of each output quad oq = tq + TQ * m
+// (tq = lid % TQ, m < MQ, TQ = WS_OUT / (4 * MQ)) for rows rg * MR + i (rg = lid / TQ, i < MR):
+// per input it reads MR activation vec4s (one per 4 inputs, broadcast: a warp shares its
+// rows) and MQ weight vec4s (\`ws\` transposed: one vec4 holds an output quad's weights of one
+// input, so the accumulators of a quad take one vec4 multiply-add per input), a third of the
+// load instructions of engine 0 and no per-output index arithmetic; it writes whole quads, so
+// no invocation ever stores a single component of a shared vector. Every writer of act goes
+// through act_set4 (whole quads) for that reason.
+//
 // Numerics: each accumulator starts at the bias and adds w * x in increasing k (the reference
 // order); the compiler may fuse the multiply-add. Padding columns of X (between a layer's input
 // width and the next multiple of KT) must hold finite values: their weights are zero, so they
@@ -3290,7 +3638,17 @@ const SWZ_MASK = select(0, KT4 - 1, (KT4 & (KT4 - 1)) == 0);
 // Staged weight quads per invocation and slice.
 const PREFETCH = (WS_OUT * KT4 + WG_X - 1) / WG_X;
 
-var<workgroup> act: array<f32, ROWS * ACT_W>;
+// Engine 1's quad blocks (see the header); ACT_W4 vec4s per activation row.
+const ACT_W4 = ACT_W / 4;
+const TQ = WS_OUT / (4 * MQ);
+const RG = WG_X / TQ;
+const MR = (ROWS + RG - 1) / RG;
+const WQ = WS_OUT / 4;
+const PREFETCH_Q = (WQ * KT + WG_X - 1) / WG_X;
+
+// One of the two is used (the other is one element): engine 0 reads scalars, engine 1 vec4s.
+var<workgroup> act_s: array<f32, select(1, ROWS * ACT_W, ENGINE == 0)>;
+var<workgroup> act_v: array<vec4<f32>, select(1, ROWS * ACT_W4, ENGINE == 1)>;
 var<workgroup> ws: array<vec4<f32>, WS_OUT * KT4>;
 var<workgroup> qv: array<f32, ROWS * QW>;
 
@@ -3320,13 +3678,25 @@ fn activate(a: f32, kind: u32) -> f32 {
 }
 
 fn act_get(r: u32, k: u32) -> f32 {
-  return act[r * ACT_W + k];
+  if (ENGINE == 1) {
+    return act_v[r * ACT_W4 + k / 4u][k % 4u];
+  }
+  return act_s[r * ACT_W + k];
 }
 
-// Scalar elements, not components of shared vectors: a component store may be compiled as a
-// read-modify-write of the whole vector, a race between invocations writing neighbours.
-fn act_set(r: u32, k: u32, v: f32) {
-  act[r * ACT_W + k] = v;
+// Columns 4 * k4 .. 4 * k4 + 3 of row r. Whole quads only: a store to one component of a
+// shared vector may be compiled as a read-modify-write of the whole vector (HLSL), a race
+// between invocations writing neighbours.
+fn act_set4(r: u32, k4: u32, v: vec4<f32>) {
+  if (ENGINE == 1) {
+    act_v[r * ACT_W4 + k4] = v;
+  } else {
+    let o = r * ACT_W + 4u * k4;
+    act_s[o] = v.x;
+    act_s[o + 1u] = v.y;
+    act_s[o + 2u] = v.z;
+    act_s[o + 3u] = v.w;
+  }
 }
 
 // Weights of the fused layer at output j (block-local row jr), inputs k .. k + 3: the block is
@@ -3385,6 +3755,10 @@ fn load_slice(dst: ptr<function, array<vec4<f32>, PREFETCH>>, b0: Block, b1: Blo
 // have no weight before it) for all ROWS rows; Y goes to columns [out_col, out_col + n_out) of
 // act (to_q false, in place) or of qv (to_q true).
 fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+  if (ENGINE == 1) {
+    dense_quad(b0, b1, k_start, n_k, kind, to_q, out_col, lid);
+    return;
+  }
   let n_out = b0.rows + b1.rows;
   let tj = lid % TJ;
   let r0 = (lid / TJ) * ME;
@@ -3421,7 +3795,7 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
       var x: array<vec4<f32>, ME>;
       for (var i = 0u; i < ME; i++) {
         let o = (r0 + i) * ACT_W + k0 + kk;
-        x[i] = vec4<f32>(act[o], act[o + 1u], act[o + 2u], act[o + 3u]);
+        x[i] = vec4<f32>(act_s[o], act_s[o + 1u], act_s[o + 2u], act_s[o + 3u]);
       }
       for (var m = 0u; m < MJ_MAX; m++) {
         let j = tj + TJ * m;
@@ -3447,7 +3821,127 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
         if (to_q) {
           qv[r * QW + out_col + j] = y;
         } else {
-          act_set(r, out_col + j, y);
+          act_s[r * ACT_W + out_col + j] = y;
+        }
+      }
+    }
+  }
+}
+
+// ---- engine 1: quad blocks ----
+
+// Weight of output j (of the fused layer's n_out) at input k: zero past n_out and outside the
+// owning block's columns.
+fn layer_weight(b0: Block, b1: Block, n_out: u32, j: u32, k: u32) -> f32 {
+  if (j >= n_out) {
+    return 0.0;
+  }
+  var blk = b0;
+  var jr = j;
+  if (j >= b0.rows) {
+    blk = b1;
+    jr = j - b0.rows;
+  }
+  return block_weight(blk, blk.w + jr * blk.k_len, k);
+}
+
+// Slot of output quad oq's weights of slice input kk in ws (transposed: one vec4 per quad and
+// input). The XOR keeps the KT invocations that stage one quad's inputs on distinct bank groups
+// while the readers of one input (consecutive quads) stay on a permutation of theirs.
+fn wsq_index(oq: u32, kk: u32) -> u32 {
+  return kk * WQ + (oq ^ (kk % 8u));
+}
+
+// Weights of slice s this invocation stages: item q = lid + p * WG_X is output quad q / KT at
+// input q % KT (KT invocations read KT consecutive inputs of each of the quad's 4 rows).
+fn load_slice_quad(dst: ptr<function, array<vec4<f32>, PREFETCH_Q>>, b0: Block, b1: Block, n_out: u32, s: u32, lid: u32) {
+  for (var p = 0u; p < PREFETCH_Q; p++) {
+    let q = lid + p * WG_X;
+    let j = (q / KT) * 4u;
+    let k = s * KT + q % KT;
+    if (j < n_out) {
+      (*dst)[p] = vec4<f32>(
+        layer_weight(b0, b1, n_out, j, k),
+        layer_weight(b0, b1, n_out, j + 1u, k),
+        layer_weight(b0, b1, n_out, j + 2u, k),
+        layer_weight(b0, b1, n_out, j + 3u, k),
+      );
+    }
+  }
+}
+
+// \`dense\` for ENGINE 1: the same layer, the same per-output order (bias, then w * x for k
+// ascending), thread shape of the header's quad blocks.
+fn dense_quad(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+  let n_out = b0.rows + b1.rows;
+  let tq = lid % TQ;
+  let r0 = (lid / TQ) * MR;
+  var acc: array<vec4<f32>, MR * MQ>;
+  for (var m = 0u; m < MQ; m++) {
+    let j0 = (tq + TQ * m) * 4u;
+    var bias = vec4<f32>(0.0);
+    for (var c = 0u; c < 4u; c++) {
+      if (j0 + c < n_out) {
+        bias[c] = layer_bias(b0, b1, j0 + c);
+      }
+    }
+    for (var i = 0u; i < MR; i++) {
+      acc[i * MQ + m] = bias;
+    }
+  }
+  let slices = (n_k + KT - 1u) / KT;
+  var next: array<vec4<f32>, PREFETCH_Q>;
+  load_slice_quad(&next, b0, b1, n_out, k_start / KT, lid);
+  for (var s = k_start / KT; s < slices; s++) {
+    let k0 = s * KT;
+    for (var p = 0u; p < PREFETCH_Q; p++) {
+      let q = lid + p * WG_X;
+      if ((q / KT) * 4u < n_out) {
+        ws[wsq_index(q / KT, q % KT)] = next[p];
+      }
+    }
+    workgroupBarrier();
+    if (s + 1u < slices) {
+      load_slice_quad(&next, b0, b1, n_out, s + 1u, lid);
+    }
+    for (var k4 = 0u; k4 < KT / 4u; k4++) {
+      var x: array<vec4<f32>, MR>;
+      for (var i = 0u; i < MR; i++) {
+        x[i] = act_v[(r0 + i) * ACT_W4 + k0 / 4u + k4];
+      }
+      for (var c = 0u; c < 4u; c++) {
+        let kk = k4 * 4u + c;
+        for (var m = 0u; m < MQ; m++) {
+          let oq = tq + TQ * m;
+          // Quads past n_out were not staged this layer: their slots hold stale weights, and
+          // their accumulators are never written.
+          let w = ws[wsq_index(oq, kk)];
+          for (var i = 0u; i < MR; i++) {
+            acc[i * MQ + m] = acc[i * MQ + m] + w * x[i][c];
+          }
+        }
+      }
+    }
+    workgroupBarrier();
+  }
+  for (var i = 0u; i < MR; i++) {
+    let r = r0 + i;
+    for (var m = 0u; m < MQ; m++) {
+      let oq = tq + TQ * m;
+      let j0 = oq * 4u;
+      if (j0 < n_out) {
+        let a = acc[i * MQ + m];
+        let y = vec4<f32>(activate(a.x, kind), activate(a.y, kind), activate(a.z, kind), activate(a.w, kind));
+        if (to_q) {
+          for (var c = 0u; c < 4u; c++) {
+            if (j0 + c < n_out) {
+              qv[r * QW + out_col + j0 + c] = y[c];
+            }
+          }
+        } else {
+          // out_col is a multiple of 4 for every layer that writes act; the columns of a
+          // partial last quad get 0 (bias and weights 0), padding the next layer reads.
+          act_v[r * ACT_W4 + out_col / 4u + oq] = y;
         }
       }
     }

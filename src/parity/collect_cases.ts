@@ -25,6 +25,7 @@ import {
   type CollectVariant,
   DqnDeviceCollector,
   PpoDeviceCollector,
+  type TileShape,
 } from '../collect/device.js';
 import { argmaxQ, collectDqn, type DqnNets } from '../collect/dqn.js';
 import { collectPpo, type PpoNets } from '../collect/ppo.js';
@@ -68,7 +69,9 @@ const SPLIT: SplitRange = { start: 100, end: 650 };
  * Tile shape on every backend: 2 episodes per workgroup, so N = 5 leaves a partial tile; short
  * weight slices keep the shader small for software compilers.
  */
-const TILE = { tileEpisodes: 2, threads: 64, kt: 8 };
+const TILE: Partial<TileShape> = { tileEpisodes: 2, threads: 64, kt: 8 };
+/** The WGSL quad engine (collect_tile.wgsl ENGINE 1) on the same tile; other backends ignore it. */
+const QUAD: Partial<TileShape> = { ...TILE, engine: 1 };
 
 /** A seeded random walk (Philox Stream.Test) with valid OHLC, varying spreads, random features. */
 function parityMarket(): Market {
@@ -230,7 +233,7 @@ function dqnOutputs(r: DqnRollout, ties: TieSteps, prefix: string): Outputs {
 
 const EPSILONS: [number, number] = [0.3, 0.1];
 
-function dqnCase(algo: Exclude<CollectAlgo, 'ppo'>, variant: CollectVariant): ParityCase {
+function dqnCase(algo: Exclude<CollectAlgo, 'ppo'>, variant: CollectVariant, tile = TILE): ParityCase {
   const head: QHead = algo === 'dqn' ? 'plain' : algo;
   const cfg = parityConfig(algo);
   const nets = memo(() => dqnNets(head, cfg));
@@ -262,7 +265,7 @@ function dqnCase(algo: Exclude<CollectAlgo, 'ppo'>, variant: CollectVariant): Pa
     };
   };
   return {
-    name: `collect_dqn ${head} ${variant} N=${N} L=${L}, two launches`,
+    name: `collect_dqn ${head} ${variant}${tile.engine === 1 ? ' quad engine' : ''} N=${N} L=${L}, two launches`,
     kernel: variant === 'cluster' ? 'collect_dqn_cluster' : 'collect_dqn',
     // Thread-block clusters exist on CUDA only.
     ...(variant === 'cluster' ? { backends: ['cuda' as const] } : {}),
@@ -278,7 +281,7 @@ function dqnCase(algo: Exclude<CollectAlgo, 'ppo'>, variant: CollectVariant): Pa
         variant,
         // Clusters of 8 CTAs x 2 episodes (the tile's): N = 5 leaves the last cluster half empty.
         ...(variant === 'cluster' ? { cluster: 8 } : {}),
-        tile: TILE,
+        tile,
       });
       try {
         c.setWeights({ online: nets().online, target: nets().target, curiosity: curiosityNet() });
@@ -356,7 +359,7 @@ function ppoOutputs(r: PpoRollout, ties: TieSteps, prefix: string): Outputs {
   };
 }
 
-function ppoCase(variant: CollectVariant): ParityCase {
+function ppoCase(variant: CollectVariant, tile = TILE): ParityCase {
   const cfg = parityConfig('ppo');
   const nets = memo(ppoNets);
   const reference = memo((): PpoRun => {
@@ -387,7 +390,7 @@ function ppoCase(variant: CollectVariant): ParityCase {
     };
   };
   return {
-    name: `collect_ppo ${variant} N=${N} L=${L}, two launches`,
+    name: `collect_ppo ${variant}${tile.engine === 1 ? ' quad engine' : ''} N=${N} L=${L}, two launches`,
     kernel: 'collect_ppo',
     tolerance: TOLERANCE,
     expected: memo(() => outputs(reference())),
@@ -399,7 +402,7 @@ function ppoCase(variant: CollectVariant): ParityCase {
         cfg,
         algo: 'ppo',
         variant,
-        tile: TILE,
+        tile,
       });
       try {
         c.setWeights({ actor: nets().actor, critic: nets().critic, curiosity: curiosityNet() });
@@ -422,6 +425,10 @@ export function collectParityCases(): ParityCase[] {
     dqnCase('c51', 'tiled'),
     dqnCase('iqn', 'tiled'),
     ppoCase('tiled'),
+    dqnCase('dqn', 'tiled', QUAD),
+    dqnCase('c51', 'tiled', QUAD),
+    dqnCase('iqn', 'tiled', QUAD),
+    ppoCase('tiled', QUAD),
     dqnCase('dqn', 'seed'),
     dqnCase('dqn', 'cluster'),
     ppoCase('seed'),

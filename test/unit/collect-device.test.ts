@@ -162,11 +162,11 @@ describe('PpoDeviceCollector', () => {
 describe('tile shapes', () => {
   it('small N spreads few episodes over each workgroup; large N fills the tile', () => {
     const big = withWorkgroupBytes(48 * 1024);
-    expect(chooseTile('dqn', 128, big, 32).tileEpisodes).toBe(2);
+    expect(chooseTile('dqn', 128, big, 32).tileEpisodes).toBe(1);
     expect(chooseTile('dqn', 65536, big, 32).tileEpisodes).toBe(32);
     expect(chooseTile('ppo', 65536, big, 32).tileEpisodes).toBe(16);
     // Fewer episodes per workgroup leave more threads per episode across the layer's outputs.
-    expect(chooseTile('dqn', 128, big, 32).tj).toBe(128);
+    expect(chooseTile('dqn', 128, big, 32).tj).toBe(256);
     expect(chooseTile('dqn', 65536, big, 32).tj).toBe(32);
   });
 

@@ -64,7 +64,7 @@ describe('CUDA collection tiles', () => {
 
   it('WebGPU keeps its tiles (64 episodes never reach a WGSL twin)', () => {
     const gpu = backendOf('webgpu');
-    expect(tileOf(128, gpu)).toBe(2);
+    expect(tileOf(128, gpu)).toBe(1);
     expect(tileOf(65536, gpu)).toBe(32);
   });
 

@@ -20,7 +20,8 @@ import { type Command, UserError } from '../main.js';
 
 const usage = `usage: foxhunt bench collect --algo dqn|c51|iqn|ppo [--backend auto|cuda|webgpu|cpu]
                              [--episodes N[,N...]] [--steps L] [--variant tiled|seed|cluster|both|all]
-                             [--precision exact|tf32|both] [--tile E] [--threads T]
+                             [--precision exact|tf32|both] [--engine auto|0|1|both]
+                             [--tile E] [--threads T]
                              [--cluster C] [--repeats R] [--seed S] [--json]
 
 Times one launch of collect_dqn (online + target dueling nets; --algo c51 / iqn for those heads)
@@ -42,6 +43,10 @@ per episode are measured in the same run (--variant both, the default for dqn an
                     cluster (default: ~128 CTAs in all), --threads its threads per CTA (default 256)
   --precision P     cuda only: exact (f32, the parity mode), tf32 (tensor cores, constant TF32 = 1)
                     or both (default) for the tiled kernel; WebGPU and the CPU are f32 only
+  --engine E        webgpu only: the tiled kernel's WGSL tile engine, 0 (scalar activations,
+                    outputs strided over threads), 1 (quad blocks: vec4 activations, 4 x 2
+                    outputs per thread), both (each in the same sweep) or auto (default: 1 from
+                    16 rows per workgroup, else 0)
   --tile E          episodes per workgroup of the tiled kernel (default: chosen from N and the
                     device's workgroup memory)
   --threads T       threads per workgroup (default 256)
@@ -67,7 +72,8 @@ const si = (x: number, unit: string) => {
   return `${x.toFixed(2)} ${unit}`;
 };
 
-const label = (r: CollectBenchResult) => (r.precision === 'tf32' ? `${r.variant}-tf32` : r.variant);
+const label = (r: CollectBenchResult) =>
+  `${r.variant}${r.precision === 'tf32' ? '-tf32' : ''}${r.engine === 1 ? '-quad' : ''}`;
 
 function table(results: CollectBenchResult[], ceiling: CeilingResult | null): string[] {
   const rows = [
@@ -128,6 +134,7 @@ async function run(args: string[]): Promise<number> {
       variant: { type: 'string' },
       cluster: { type: 'string' },
       precision: { type: 'string' },
+      engine: { type: 'string' },
       tile: { type: 'string' },
       threads: { type: 'string' },
       repeats: { type: 'string' },
@@ -194,12 +201,21 @@ async function run(args: string[]): Promise<number> {
   }
   const precisions: ('exact' | 'tf32')[] =
     precisionFlag === 'both' ? ['exact', 'tf32'] : [precisionFlag as 'exact' | 'tf32'];
-  // Each tiled run in every precision, then the seed variant (exact: it has no tensor-core path).
-  type Run = { variant: CollectVariant; precision: 'exact' | 'tf32' };
+  const engineFlag = (values.engine as string | undefined) ?? 'auto';
+  if (!['auto', '0', '1', 'both'].includes(engineFlag))
+    throw new UserError('--engine must be auto, 0, 1 or both');
+  if (engineFlag !== 'auto' && backend.kind !== 'webgpu')
+    throw new UserError(`--engine ${engineFlag} picks the WGSL tile engine: it needs --backend webgpu`);
+  // undefined: the collector chooses.
+  const engines: (number | undefined)[] =
+    engineFlag === 'auto' ? [undefined] : engineFlag === 'both' ? [0, 1] : [Number(engineFlag)];
+  // Each tiled run in every precision and engine, then the seed variant (exact: it has no
+  // tensor-core path, and no tile engine).
+  type Run = { variant: CollectVariant; precision: 'exact' | 'tf32'; engine?: number };
   const runs = variants.flatMap((v): Run[] =>
     v === 'seed' || v === 'cluster'
       ? [{ variant: v, precision: 'exact' }]
-      : precisions.map((p) => ({ variant: v, precision: p })),
+      : precisions.flatMap((p) => engines.map((engine) => ({ variant: v, precision: p, engine }))),
   );
   const episodes = parseEpisodes(values.episodes as string | undefined, cpu ? [8] : [128, 1024, 8192, 65536]);
   const steps = intFlag(values.steps as string | undefined, 'steps', cpu ? 8 : 64, 1);
@@ -222,7 +238,7 @@ async function run(args: string[]): Promise<number> {
     const results: CollectBenchResult[] = [];
     for (const n of episodes) {
       const l = typeof maxBinding === 'number' ? stepsThatFit(algo, n, steps, maxBinding) : steps;
-      for (const { variant, precision } of runs) {
+      for (const { variant, precision, engine } of runs) {
         const r = await benchCollect({
           backend,
           market: data.market,
@@ -235,7 +251,7 @@ async function run(args: string[]): Promise<number> {
           episodes: n,
           steps: l,
           repeats,
-          tile,
+          tile: engine === undefined ? tile : { ...tile, engine },
         });
         results.push(r);
         if (!values.json)

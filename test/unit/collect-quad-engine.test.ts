@@ -1,0 +1,85 @@
+/**
+ * The WGSL quad engine's shape (collect_tile.wgsl ENGINE 1): when the collectors choose it, the
+ * rows and workgroup memory it implies, and the shapes it rejects. That it computes the
+ * reference's results is the parity suite's `quad engine` cases (src/parity/collect_cases.ts).
+ */
+import { describe, expect, it } from 'vitest';
+import { createCpuBackend } from '../../src/backend/cpu/index.js';
+import type { Backend } from '../../src/backend/types.js';
+import { chooseTile, QUAD_ENGINE_MIN_ROWS } from '../../src/collect/device.js';
+import {
+  type CollectDqnOptions,
+  collectDqnSpec,
+  dqnTileConstants,
+  dqnWorkgroupBytes,
+} from '../../src/kernels/collect_dqn.js';
+import { collectPpoSpec, ppoTileConstants, ppoWorkgroupBytes } from '../../src/kernels/collect_ppo.js';
+
+function backendOf(kind: 'cuda' | 'webgpu'): Backend {
+  const cpu = createCpuBackend();
+  Object.defineProperty(cpu, 'kind', { value: kind });
+  const limits =
+    kind === 'cuda'
+      ? { maxSharedPerBlock: 48 * 1024, maxSharedPerBlockOptin: 232448 }
+      : { maxComputeWorkgroupStorageSize: 48 * 1024 };
+  Object.defineProperty(cpu, 'info', { value: { ...cpu.info, kind, limits } });
+  return cpu;
+}
+
+const dqn = (
+  tileEpisodes: number,
+  engine: number,
+  head: CollectDqnOptions['head'] = 'plain',
+): CollectDqnOptions => ({
+  head,
+  atoms: 51,
+  iqnEmbed: 64,
+  actTaus: 32,
+  variant: 'tiled',
+  tileEpisodes,
+  threads: 256,
+  tj: 32,
+  kt: 8,
+  tauRows: 1,
+  engine,
+});
+
+describe('WGSL quad engine', () => {
+  it('WebGPU takes it from 16 rows per workgroup; small tiles and CUDA keep engine 0', () => {
+    const gpu = backendOf('webgpu');
+    const fits = (t: { tileEpisodes: number; kt: number; engine?: number }) =>
+      dqnWorkgroupBytes({ ...dqn(t.tileEpisodes, t.engine ?? 0), kt: t.kt }) <= 48 * 1024;
+    const big = chooseTile('dqn', 65536, gpu, 32, {}, fits);
+    expect(big).toMatchObject({ tileEpisodes: 32, engine: 1, kt: 8 });
+    expect(chooseTile('ppo', 65536, gpu, 32).engine).toBe(1);
+    expect(chooseTile('dqn', 128, gpu, 32, {}, fits).engine).toBe(0);
+    expect(QUAD_ENGINE_MIN_ROWS).toBe(16);
+    expect(chooseTile('dqn', 65536, backendOf('cuda'), 32).engine).toBe(0);
+    // An override is taken as given, so a benchmark can run either engine at any N.
+    expect(chooseTile('dqn', 128, gpu, 32, { engine: 1 }, fits).engine).toBe(1);
+    expect(chooseTile('dqn', 65536, gpu, 32, { engine: 0 }, fits).engine).toBe(0);
+  });
+
+  it('the full DQN and PPO tiles fit 48 KiB with the same rows and slices as engine 0', () => {
+    // 32 rows x 256: 32 threads across 64 output quads (2 each), 8 row groups of 4 rows.
+    expect(dqnTileConstants(dqn(32, 1))).toMatchObject({ ROWS: 32, ENGINE: 1, MQ: 2, KT: 8 });
+    expect(dqnWorkgroupBytes(dqn(32, 1))).toBeLessThanOrEqual(48 * 1024);
+    expect(dqnWorkgroupBytes(dqn(32, 0))).toBeLessThanOrEqual(48 * 1024);
+    const ppo = { variant: 'tiled' as const, tileEpisodes: 16, threads: 256, tj: 64, kt: 4 };
+    // 16 rows x 512: 64 threads across 128 quads, 4 row groups of 4 rows.
+    expect(ppoTileConstants({ ...ppo, engine: 1 })).toMatchObject({ ROWS: 16, ENGINE: 1, MQ: 2 });
+    expect(ppoWorkgroupBytes({ ...ppo, engine: 1 })).toBeLessThanOrEqual(48 * 1024);
+    // A small tile pads its rows up to the engine's row groups (8 for DQN at 256 threads).
+    expect(dqnTileConstants(dqn(2, 1)).ROWS).toBe(8);
+    expect(collectDqnSpec(dqn(32, 1)).constants).toMatchObject({ ENGINE: 1, MQ: 2, ROWS: 32 });
+    expect(collectDqnSpec(dqn(32, 0)).constants).toMatchObject({ ENGINE: 0, ROWS: 32 });
+  });
+
+  it('rejects engines it does not have and thread counts its quads cannot divide', () => {
+    expect(() => collectDqnSpec(dqn(32, 2))).toThrow(/engine 2 must be 0 or 1/);
+    expect(() => collectDqnSpec({ ...dqn(4, 1), threads: 48, tj: 48 })).toThrow(/multiple of 32/);
+    expect(() =>
+      collectPpoSpec({ variant: 'tiled', tileEpisodes: 4, threads: 32, tj: 32, kt: 4, engine: 1 }),
+    ).toThrow(/multiple of 64/);
+  });
+});
