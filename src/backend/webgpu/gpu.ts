@@ -16,6 +16,17 @@ export const DAWN_NODE_FLAGS = [
   'disable-dawn-features=timestamp_quantization',
 ];
 
+/**
+ * The flags a Node Dawn instance is created with: DAWN_NODE_FLAGS plus any in the environment
+ * variable FOXHUNT_DAWN_FLAGS (whitespace-separated, e.g.
+ * `enable-dawn-features=disable_robustness` to measure Dawn without its bounds-checking
+ * rewrites). Read once, when the process's instance is created.
+ */
+export function dawnNodeFlags(env: Record<string, string | undefined> = process.env): string[] {
+  const extra = (env.FOXHUNT_DAWN_FLAGS ?? '').split(/\s+/).filter((f) => f.length > 0);
+  return [...DAWN_NODE_FLAGS, ...extra];
+}
+
 interface DawnModule {
   create(flags: string[]): GPU;
 }
@@ -44,7 +55,7 @@ export async function findGpu(gpu?: GPU): Promise<GPU> {
   }
   // One Dawn instance per process: creating and dropping instances repeatedly has crashed Dawn's
   // Node bindings at teardown, and an instance is cheap to share between backends.
-  dawnGpu ??= mod.create(DAWN_NODE_FLAGS);
+  dawnGpu ??= mod.create(dawnNodeFlags());
   return dawnGpu;
 }
 
