@@ -10,20 +10,25 @@
 //   deltas: float*: this layer's rows (read) and the previous layer's (written)
 //   grads: float*, written: dW at wOff_j, db at bOff_j
 //   partials: float*, written: one float per dW tile
-//   u: Uniforms { batch, then per job j in 0, 1: in, out, wOff, bOff, xOff, dOff, pOff, pAct, partBase }
-//      (pAct: 0 none, 1 relu, 2 leaky 0.01, 3 no dX; out_j = 0: job absent)
-// Block: WG_X x WG_Y x WG_Z threads own a TILE_X x TILE_Y tile; flat block id = job 0's dW tiles,
-// its dX tiles, then job 1's. Thread (x, y) of k-group z computes the 4 x 4 block at X 4x.., Y 4y..
-// over the k-tiles z, z + WG_Z, ..., and the WG_Z partial tiles are summed in group order through
-// shared memory (splitting the long K loops — the whole batch for dW — inside the block, with no
-// extra launch).
+//   u: Uniforms { batch, then per job j in 0, 1: in, out, wOff, bOff, xOff, dOff, pOff, pAct, partBase,
+//      then splits, scratchAt } (pAct: 0 none, 1 relu, 2 leaky 0.01, 3 no dX; out_j = 0: job absent)
+// Split dW (splits > 1): each dW tile is `splits` blocks over slices of the batch (whole k-tiles);
+// each stores its partial tile in the tile's slot at deltas[scratchAt + partial slot * SLOT_FLOATS],
+// and the block that arrives last at the slot's integer counter adds the slices in slice order
+// and finishes the tile (gradients, sum of squares), then re-arms the counter. Which block is
+// last varies; the sum's order does not, so results stay deterministic (no float atomics).
+// Block: WG_X x WG_Y x WG_Z threads own a TILE_X x TILE_Y tile; flat block id = job 0's dW tiles
+// (x splits: tile t slice s is block t * splits + s), its dX tiles, then job 1's. Thread (x, y) of
+// k-group z computes the 4 x 4 block at X 4x.., Y 4y.. over the k-tiles z, z + WG_Z, ..., and the
+// WG_Z partial tiles are summed in group order through shared memory (splitting the long K loops —
+// the whole batch for dW — inside the block, with no extra launch).
 // dW tile: X = inputs i (plus the ones column i = in for db), Y = outputs o, K = batch rows.
 // dX tile: X = inputs i, Y = batch rows b, K = outputs o. Operands are staged k-major in shared
 // memory, rows padded by 4 floats (transposing stores spread over banks; the inner loop's two
 // float4 reads per k stay aligned).
 // Numerics: f32; each group adds its k in increasing order from 0 and the groups' sums are added in
-// order (NVRTC fuses multiply-adds: tolerance against the TS reference's single running sum); the
-// partial is a fixed-order tree, deterministic.
+// order, then a split tile's slices in slice order (NVRTC fuses multiply-adds: tolerance against
+// the TS reference's single running sum); the partial is a fixed-order tree, deterministic.
 #include "grid.cuh"
 #include "learn_common.cuh"
 
@@ -31,6 +36,10 @@
 #define SX (TILE_X + 4)
 #define SY (TILE_Y + 4)
 #define STAGE (TILE_K * (SX + SY))
+// A split dW tile's scratch slot in deltas (at scratchAt + partial slot * SLOT_FLOATS): its arrival
+// counter (u32 bits, then 3 floats of padding), then MAX_SPLITS slices of the tile.
+#define MAX_SPLITS 8u
+#define SLOT_FLOATS (4u + MAX_SPLITS * TILE_X * TILE_Y)
 // Operand floats each thread stages per round.
 #define XN (TILE_K * TILE_X / THREADS)
 #define YN (TILE_K * TILE_Y / THREADS)
@@ -64,9 +73,8 @@ template <bool DW>
 __device__ __forceinline__ void tile_product(float (&acc)[4][4], const float* __restrict__ params,
                                              const float* __restrict__ acts, const float* __restrict__ deltas,
                                              const BackwardJob& job, unsigned int batch, unsigned int x0,
-                                             unsigned int y0, float* x_tile, float* y_tile, unsigned int tid,
-                                             unsigned int z) {
-  const unsigned int k_len = DW ? batch : job.n_out;
+                                             unsigned int y0, unsigned int k_begin, unsigned int k_end,
+                                             float* x_tile, float* y_tile, unsigned int tid, unsigned int z) {
   float xr[XN], yr[YN];
   auto fetch = [&](unsigned int k0) {
 #pragma unroll
@@ -75,9 +83,9 @@ __device__ __forceinline__ void tile_product(float (&acc)[4][4], const float* __
       const unsigned int k = k0 + e / TILE_X;
       const unsigned int i = x0 + e % TILE_X;
       if (DW) {
-        xr[q] = k < batch ? (i < job.n_in ? acts[job.x_off + k * job.n_in + i] : (i == job.n_in ? 1.0f : 0.0f)) : 0.0f;
+        xr[q] = k < k_end ? (i < job.n_in ? acts[job.x_off + k * job.n_in + i] : (i == job.n_in ? 1.0f : 0.0f)) : 0.0f;
       } else {
-        xr[q] = k < job.n_out && i < job.n_in ? params[job.w_off + k * job.n_in + i] : 0.0f;
+        xr[q] = k < k_end && i < job.n_in ? params[job.w_off + k * job.n_in + i] : 0.0f;
       }
     }
 #pragma unroll
@@ -86,21 +94,21 @@ __device__ __forceinline__ void tile_product(float (&acc)[4][4], const float* __
       if (DW) {
         const unsigned int k = k0 + e / TILE_Y;
         const unsigned int o = y0 + e % TILE_Y;
-        yr[q] = k < batch && o < job.n_out ? deltas[job.d_off + k * job.n_out + o] : 0.0f;
+        yr[q] = k < k_end && o < job.n_out ? deltas[job.d_off + k * job.n_out + o] : 0.0f;
       } else {
         const unsigned int k = k0 + e % TILE_K;
         const unsigned int b = y0 + e / TILE_K;
-        yr[q] = b < batch && k < job.n_out ? deltas[job.d_off + b * job.n_out + k] : 0.0f;
+        yr[q] = b < batch && k < k_end ? deltas[job.d_off + b * job.n_out + k] : 0.0f;
       }
     }
   };
 
   const unsigned int ix = 4u * threadIdx.x;
   const unsigned int iy = 4u * threadIdx.y;
-  const unsigned int rounds = ceil_div(ceil_div(k_len, TILE_K), WG_Z);
-  fetch(z * TILE_K);
+  const unsigned int rounds = ceil_div(ceil_div(k_end - k_begin, TILE_K), WG_Z);
+  fetch(k_begin + z * TILE_K);
   for (unsigned int round = 0; round < rounds; round++) {
-    const unsigned int k0 = (round * WG_Z + z) * TILE_K;
+    const unsigned int k0 = k_begin + (round * WG_Z + z) * TILE_K;
 #pragma unroll
     for (unsigned int q = 0; q < XN; q++) {
       const unsigned int e = tid + q * THREADS;
@@ -117,7 +125,7 @@ __device__ __forceinline__ void tile_product(float (&acc)[4][4], const float* __
     }
     __syncthreads();
     if (round + 1u < rounds) fetch(k0 + WG_Z * TILE_K);
-    const unsigned int valid = min((unsigned int)TILE_K, k_len - min(k0, k_len));
+    const unsigned int valid = min((unsigned int)TILE_K, k_end - min(k0, k_end));
     for (unsigned int k = 0; k < valid; k++) {
       const float4 xv = *reinterpret_cast<const float4*>(&x_tile[k * SX + ix]);
       const float4 yv = *reinterpret_cast<const float4*>(&y_tile[k * SY + iy]);
@@ -147,7 +155,7 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z, 2) mlp_backward
   bool found = false;
   for (unsigned int j = 0; j < 2u && !found; j++) {
     job = backward_job(u, j);
-    const unsigned int gw = grad_tiles(job);
+    const unsigned int gw = grad_tiles(job) * u.splits;
     const unsigned int gx = dx_tiles(job, u.batch);
     if (t < gw) {
       found = true;
@@ -160,6 +168,12 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z, 2) mlp_backward
     }
   }
   if (!found) return;
+  // A dW tile is u.splits blocks, each over one slice of the batch (whole k-tiles).
+  const unsigned int slice = is_dw ? t % u.splits : 0u;
+  if (is_dw) t /= u.splits;
+  const unsigned int slice_len = ceil_div(ceil_div(u.batch, TILE_K), u.splits) * TILE_K;
+  const unsigned int k_begin = is_dw ? min(slice * slice_len, u.batch) : 0u;
+  const unsigned int k_end = is_dw ? min(k_begin + slice_len, u.batch) : job.n_out;
 
   const unsigned int tx = ceil_div(is_dw ? job.n_in + 1u : job.n_in, TILE_X);
   const unsigned int x0 = (t % tx) * TILE_X;
@@ -173,9 +187,9 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z, 2) mlp_backward
   float acc[4][4] = {};  // [X r][Y c]
 
   if (is_dw) {
-    tile_product<true>(acc, params, acts, deltas, job, u.batch, x0, y0, x_tile, y_tile, tid, z);
+    tile_product<true>(acc, params, acts, deltas, job, u.batch, x0, y0, k_begin, k_end, x_tile, y_tile, tid, z);
   } else {
-    tile_product<false>(acc, params, acts, deltas, job, u.batch, x0, y0, x_tile, y_tile, tid, z);
+    tile_product<false>(acc, params, acts, deltas, job, u.batch, x0, y0, k_begin, k_end, x_tile, y_tile, tid, z);
   }
 
   // Sum the k-groups' tiles in group order (the staging memory is free now).
@@ -195,6 +209,43 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z, 2) mlp_backward
         acc[r][2] += p.z;
         acc[r][3] += p.w;
       }
+    }
+  }
+
+  if (is_dw && u.splits > 1u) {
+    // Split dW: every slice stores its tile in the tile's scratch slot; the block that arrives last
+    // (an integer counter: which block that is varies, the sum does not) adds the slices in slice
+    // order and finishes the tile below, then re-arms the counter for the next launch.
+    __shared__ unsigned int last;
+    float* slot = deltas + u.scratchAt + (job.part_base + t) * SLOT_FLOATS;
+    float4* data = reinterpret_cast<float4*>(slot + 4);
+    if (z == 0u) {
+#pragma unroll
+      for (unsigned int r = 0; r < 4; r++) data[(slice * 4u + r) * THREADS + tid] = make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
+      __threadfence();
+    }
+    __syncthreads();
+    if (z == 0u && tid == 0u) last = atomicAdd(reinterpret_cast<unsigned int*>(slot), 1u) == u.splits - 1u ? 1u : 0u;
+    __syncthreads();
+    if (last == 0u) return;  // uniform across the block
+    __threadfence();
+    if (z == 0u) {
+#pragma unroll
+      for (unsigned int r = 0; r < 4; r++) {
+        float4 v = __ldcg(&data[r * THREADS + tid]);
+        for (unsigned int q = 1; q < u.splits; q++) {
+          const float4 p = __ldcg(&data[(q * 4u + r) * THREADS + tid]);
+          v.x += p.x;
+          v.y += p.y;
+          v.z += p.z;
+          v.w += p.w;
+        }
+        acc[r][0] = v.x;
+        acc[r][1] = v.y;
+        acc[r][2] = v.z;
+        acc[r][3] = v.w;
+      }
+      if (tid == 0u) *reinterpret_cast<unsigned int*>(slot) = 0u;
     }
   }
 

@@ -13,7 +13,9 @@
  * Grid: per job, its dW tiles (over (in + 1) inputs x out outputs) then its dX tiles (over in
  * inputs x batch rows); job 0's before job 1's, flat over x. Every tile is TILE_X x TILE_Y with a
  * K loop (batch for dW, out for dX), 8 x 16 threads each owning a contiguous 4 x 4 block, times
- * kSplit k-groups that split the K loop between them and add their tiles in group order.
+ * kSplit k-groups that split the K loop between them and add their tiles in group order. The CUDA
+ * twin can also split a dW tile's batch over `splits` workgroups (DwSplit; device_mlp.ts decides
+ * per launch), the last of which adds the slices in slice order; WGSL is dispatched with splits = 1.
  *
  * Numerics: f32; every sum adds in increasing k (b for dW, o for dX) from 0, as src/learn/mlp.ts;
  * multiply-adds may fuse on GPUs, so twins agree to a tolerance. Partials are per-tile sums in the
@@ -48,6 +50,9 @@ export function mlpBackwardSpecFor(kSplit: number): KernelSpec {
       uniforms: [
         { name: 'batch', type: 'u32' },
         ...[0, 1].flatMap((j) => FIELDS.map((f) => ({ name: `${f}${j}`, type: 'u32' as const }))),
+        // Split dW (CUDA only; the WGSL twin reads neither and is always dispatched with splits = 1).
+        { name: 'splits', type: 'u32' },
+        { name: 'scratchAt', type: 'u32' },
       ],
       workgroupSize: [8, 16, kSplit],
       constants: { TILE_X: 32, TILE_Y: 64, TILE_K: 16 },
@@ -63,12 +68,32 @@ export const mlpBackwardSpec = mlpBackwardSpecFor(4);
 const C = mlpBackwardSpec.constants!;
 const ceilDiv = (a: number, b: number) => Math.ceil(a / b);
 
+/** Most batch slices of a split dW tile (CUDA). */
+export const MAX_DW_SPLITS = 8;
+
+/**
+ * Floats of one dW tile's scratch slot in `deltas` when dW is split: an arrival counter (u32 bits,
+ * padded to 16 bytes), then MAX_DW_SPLITS partial tiles.
+ */
+export const DW_SLOT_FLOATS = 4 + MAX_DW_SPLITS * C.TILE_X * C.TILE_Y;
+
+/**
+ * Split dW (CUDA twin only): each dW tile runs as `splits` blocks over slices of the batch that
+ * store partial tiles in the tile's slot at deltas[scratchAt + partial slot * DW_SLOT_FLOATS]; the
+ * last block to arrive adds them in slice order. splits = 1 is the unsplit kernel.
+ */
+export interface DwSplit {
+  splits: number;
+  scratchAt: number;
+}
+
 /** Tiles of dW (and the partials they write) for a layer with `nIn` inputs and `nOut` outputs. */
 export function gradTiles(nIn: number, nOut: number): number {
   return ceilDiv(nIn + 1, C.TILE_X) * ceilDiv(nOut, C.TILE_Y);
 }
 
-function dxTiles(nIn: number, batch: number, pAct: number): number {
+/** Tiles of dX for a layer with `nIn` inputs over `batch` rows (none for a first layer, pAct = NO_DX). */
+export function dxTiles(nIn: number, batch: number, pAct: number): number {
   return pAct === NO_DX ? 0 : ceilDiv(nIn, C.TILE_X) * ceilDiv(batch, C.TILE_Y);
 }
 
@@ -111,17 +136,27 @@ export function mlpBackwardDispatch(
   batch: number,
   jobs: [BackwardJob] | [BackwardJob, BackwardJob],
   kSplit = 1,
+  split: DwSplit = { splits: 1, scratchAt: 0 },
 ): Dispatch {
+  if (!Number.isInteger(split.splits) || split.splits < 1 || split.splits > MAX_DW_SPLITS) {
+    throw new Error(`mlp_backward: splits must be an integer in [1, ${MAX_DW_SPLITS}], got ${split.splits}`);
+  }
   let tiles = 0;
   for (const job of jobs) {
     const { in: nIn, out: nOut } = job.layer;
-    tiles += gradTiles(nIn, nOut) + dxTiles(nIn, batch, job.prev ? 0 : NO_DX);
+    tiles += gradTiles(nIn, nOut) * split.splits + dxTiles(nIn, batch, job.prev ? 0 : NO_DX);
   }
   const { params, acts, deltas, grads, partials } = buffers;
   return {
     kernel: mlpBackwardSpecFor(kSplit),
     buffers: [params, acts, deltas, grads, partials],
-    uniforms: { batch, ...jobUniforms(jobs[0], 0), ...jobUniforms(jobs[1], 1) },
+    uniforms: {
+      batch,
+      ...jobUniforms(jobs[0], 0),
+      ...jobUniforms(jobs[1], 1),
+      splits: split.splits,
+      scratchAt: split.scratchAt,
+    },
     groups: grid1d(tiles),
   };
 }
@@ -150,7 +185,9 @@ function mlpBackwardReference(
     if (nOut === 0) continue;
     // dW and db, tile by tile (a tile's partial is the f32 sum of its squares, row by row).
     const tx = ceilDiv(nIn + 1, C.TILE_X);
-    const wTiles = Math.min(gradTiles(nIn, nOut), budget);
+    // A split dW tile is `splits` workgroups (slices of the batch); the sum is the same.
+    const splits = Math.max(1, u.splits);
+    const wTiles = Math.min(gradTiles(nIn, nOut), Math.floor(budget / splits));
     for (let t = 0; t < wTiles; t++) {
       const i0 = (t % tx) * C.TILE_X;
       const o0 = Math.floor(t / tx) * C.TILE_Y;
@@ -173,7 +210,7 @@ function mlpBackwardReference(
       }
       partials[partBase + t] = ss;
     }
-    budget -= wTiles;
+    budget -= Math.min(gradTiles(nIn, nOut) * splits, budget);
     // dX times the previous activation's derivative.
     const xTiles = Math.min(dxTiles(nIn, batch, pAct), budget);
     const ix = ceilDiv(nIn, C.TILE_X);

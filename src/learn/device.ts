@@ -34,6 +34,7 @@ import { seedToKey } from '../rng/philox.js';
 import {
   backwardDispatches,
   createMlpBuffers,
+  dwSplitBudgetFor,
   forwardDispatches,
   kSplitFor,
   type MlpBuffers,
@@ -78,6 +79,11 @@ export interface DevicePpoLearnerInit {
   seed: number;
   /** Replay updates as CUDA graphs where the backend can (default true). */
   graphs?: boolean;
+  /**
+   * Split the backward launches' dW tiles over batch slices where the backend supports it (CUDA;
+   * default true). false keeps one workgroup per dW tile (the earlier kernel, for comparison).
+   */
+  dwSplit?: boolean;
 }
 
 function sameRollout(a: DevicePpoRollout, b: DevicePpoRollout): boolean {
@@ -116,7 +122,8 @@ export class DevicePpoLearner {
       throw new Error(`device ppo learner: the critic outputs ${outputs[1].out} values, not 1`);
     this.backend = backend;
     this.cfg = cfg;
-    this.plan = planMlps([actorLayout, criticLayout], cfg.minibatch, kSplitFor(backend));
+    const splitBudget = init.dwSplit === false ? 0 : dwSplitBudgetFor(backend);
+    this.plan = planMlps([actorLayout, criticLayout], cfg.minibatch, kSplitFor(backend), splitBudget);
     this.key = seedToKey(init.seed);
     this.hyper = { lr: cfg.lr, maxGradNorm: cfg.maxGradNorm };
     this.graphs = init.graphs ?? true;

@@ -67,7 +67,8 @@ function launchLabel(d: Dispatch, plan: MlpPlan): string {
       if (layer) names.push(layer.name);
     }
   }
-  return `${d.kernel.name} ${names.join(' + ')}`;
+  const split = d.kernel.name === 'mlp_backward' && u.splits > 1 ? `, dW in ${u.splits} slices` : '';
+  return `${d.kernel.name} ${names.join(' + ')}${split}`;
 }
 
 export interface BenchTrainResult {
@@ -106,6 +107,8 @@ export interface BenchTrainOptions {
   barsPerYear: number;
   /** Measured epochs after the warm-up one. */
   repeats: number;
+  /** Split dW over batch slices where the backend can (DevicePpoLearnerInit.dwSplit; default true). */
+  dwSplit?: boolean;
   /** Skip the validation backtest (large settings: it does not depend on N). */
   validate?: boolean;
   /** Repeats when timing each launch of one step alone (default 20). */
@@ -131,6 +134,7 @@ export async function benchPpoTrain(o: BenchTrainOptions): Promise<BenchTrainRes
     critic: initParams(criticLayout, NetId.Critic, seed),
     cfg: cfg.ppo,
     seed,
+    dwSplit: o.dwSplit,
   });
   let collector: PpoDeviceCollector | null = null;
   let rollout: DevicePpoRollout;

@@ -16,6 +16,7 @@ import { seedToKey } from '../rng/philox.js';
 import {
   backwardDispatches,
   createMlpBuffers,
+  dwSplitBudgetFor,
   forwardDispatches,
   kSplitFor,
   type MlpBuffers,
@@ -78,7 +79,7 @@ export class DeviceCuriosityLearner {
     this.backend = backend;
     this.init = init;
     this.key = seedToKey(init.seed);
-    this.plan = planMlps([layout], batch, kSplitFor(backend));
+    this.plan = planMlps([layout], batch, kSplitFor(backend), dwSplitBudgetFor(backend));
     this.buffers = {
       ...createMlpBuffers(backend, this.plan, 'curiosity'),
       moments: backend.createBuffer(8 * layout.size, 'curiosity.moments'),

@@ -11,7 +11,16 @@
  * pairs their layers counted from the output.
  */
 import type { Backend, DeviceBuffer, Dispatch } from '../backend/types.js';
-import { type BackwardJob, gradTiles, mlpBackwardDispatch } from '../kernels/mlp_backward.js';
+import {
+  type BackwardJob,
+  DW_SLOT_FLOATS,
+  dxTiles,
+  gradTiles,
+  MAX_DW_SPLITS,
+  mlpBackwardDispatch,
+  mlpBackwardSpec,
+  NO_DX,
+} from '../kernels/mlp_backward.js';
 import { type ForwardJob, mlpForwardDispatch } from '../kernels/mlp_forward.js';
 import type { NetLayout } from '../nets/layout.js';
 
@@ -34,6 +43,12 @@ export interface MlpPlan {
   batch: number;
   /** k-groups per matmul workgroup (kSplitFor). */
   kSplit: number;
+  /**
+   * Workgroups a backward launch may grow to by splitting its dW tiles over batch slices (0: never
+   * split; dwSplitBudgetFor), and where in `deltas` the split tiles' scratch slots start.
+   */
+  splitBudget: number;
+  scratchAt: number;
   inDim: number;
   /** Floats of params / grads (and of each half of the Adam moments). */
   paramFloats: number;
@@ -43,7 +58,7 @@ export interface MlpPlan {
 }
 
 /** Offsets for `layouts` (chain networks reading the same input) on minibatches of `batch` rows. */
-export function planMlps(layouts: NetLayout[], batch: number, kSplit = 1): MlpPlan {
+export function planMlps(layouts: NetLayout[], batch: number, kSplit = 1, splitBudget = 0): MlpPlan {
   if (!Number.isInteger(batch) || batch < 1) throw new Error(`learner: minibatch must be >= 1, got ${batch}`);
   const inDim = layouts[0].layers[0].in;
   let params = 0;
@@ -70,14 +85,18 @@ export function planMlps(layouts: NetLayout[], batch: number, kSplit = 1): MlpPl
     params += layout.size;
     return plan;
   });
+  // Split dW scratch: one slot per dW tile after the delta rows, 16-byte aligned (float4 stores).
+  const scratchAt = splitBudget > 0 ? Math.ceil(deltas / 4) * 4 : 0;
   return {
     nets,
     batch,
     kSplit,
+    splitBudget,
+    scratchAt,
     inDim,
     paramFloats: params,
     actFloats: acts,
-    deltaFloats: deltas,
+    deltaFloats: splitBudget > 0 ? scratchAt + partials * DW_SLOT_FLOATS : deltas,
     partialCount: partials,
   };
 }
@@ -98,6 +117,33 @@ export function kSplitFor(backend: Pick<Backend, 'kind' | 'info'>): number {
   let k = 4;
   while (k > 1 && (128 * k > threads || k * GROUP_BYTES + 512 > bytes)) k /= 2;
   return k;
+}
+
+/**
+ * The split-dW budget on `backend` (MlpPlan.splitBudget): two 512-thread matmul workgroups per SM
+ * where the backend reports its SM count (CUDA; mlp_backward's twin there splits dW tiles over
+ * batch slices), else 0: WebGPU and the CPU never split.
+ */
+export function dwSplitBudgetFor(backend: Pick<Backend, 'info'>): number {
+  const sms = backend.info.limits.smCount;
+  return typeof sms === 'number' && sms > 0 ? 2 * sms : 0;
+}
+
+/**
+ * Slices per dW tile of one backward launch: the most (8, 4, 2) that keep the launch within the
+ * plan's budget of workgroups and leave every slice a k-tile of rows, else 1. Short K loops on
+ * many workgroups instead of the whole batch on a few: the latency-bound launches are the ones
+ * with few tiles.
+ */
+function splitsFor(plan: MlpPlan, jobs: BackwardJob[]): number {
+  if (plan.splitBudget <= 0) return 1;
+  const dw = jobs.reduce((n, j) => n + gradTiles(j.layer.in, j.layer.out), 0);
+  const dx = jobs.reduce((n, j) => n + dxTiles(j.layer.in, plan.batch, j.prev ? 0 : NO_DX), 0);
+  const kTiles = Math.ceil(plan.batch / mlpBackwardSpec.constants!.TILE_K);
+  for (let s = MAX_DW_SPLITS; s > 1; s /= 2) {
+    if (s <= kTiles && s * dw + dx <= plan.splitBudget) return s;
+  }
+  return 1;
 }
 
 /** The device buffers an MlpPlan describes. */
@@ -156,7 +202,10 @@ export function backwardDispatches(plan: MlpPlan, b: MlpBuffers): Dispatch[] {
     const jobs = plan.nets
       .filter((n) => s < n.layout.layers.length)
       .map((n) => backwardJob(n, n.layout.layers.length - 1 - s));
-    for (const p of pairs(jobs)) out.push(mlpBackwardDispatch(b, plan.batch, p, plan.kSplit));
+    for (const p of pairs(jobs)) {
+      const split = { splits: splitsFor(plan, p), scratchAt: plan.scratchAt };
+      out.push(mlpBackwardDispatch(b, plan.batch, p, plan.kSplit, split));
+    }
   }
   return out;
 }

@@ -21,6 +21,7 @@ import { DeviceCuriosityLearner, type DeviceCuriosityRollout } from '../learn/de
 import {
   backwardDispatches,
   createMlpBuffers,
+  dwSplitBudgetFor,
   forwardDispatches,
   kSplitFor,
   planMlps,
@@ -220,7 +221,7 @@ export function mlpParityCase(
     actual: (backend) =>
       scoped(backend, async () => {
         const { params, x, dOut } = inputs();
-        const plan = planMlps(layouts, batch, kSplitFor(backend));
+        const plan = planMlps(layouts, batch, kSplitFor(backend), dwSplitBudgetFor(backend));
         const b = createMlpBuffers(backend, plan, 'parity');
         try {
           plan.nets.forEach((net, n) => {

@@ -85,6 +85,8 @@ export class CudaEmuBackend extends CpuBackend {
       timing: 'wall-clock',
       maxComputeInvocationsPerWorkgroup: 1024,
       maxComputeWorkgroupStorageSize: 48 * 1024,
+      // dwSplitBudgetFor reads it: a small GPU, so the test networks' backward launches split dW.
+      smCount: 16,
     },
   };
   private readonly dir = mkdtempSync(join(tmpdir(), 'foxhunt-learn-emu-'));

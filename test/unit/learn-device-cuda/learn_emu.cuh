@@ -1,7 +1,7 @@
 // What the learner kernels need beyond test/unit/cuda-collect/collect_emu.cuh (the fiber emulator
 // of the CUDA subset) to compile as host C++: `__shared__` arrays become function statics (blocks
 // run one after another and the threads of a block are fibers, so a static is exactly one block's
-// shared memory), launch-bounds and alignment attributes, and the few intrinsics they use.
+// shared memory), launch-bounds and alignment attributes, and the few intrinsics and atomics they use.
 #pragma once
 
 #include <algorithm>
@@ -19,3 +19,12 @@ using std::min;
 
 static inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x)); }
 static inline float __fsqrt_rn(float x) { return std::sqrt(x); }
+// Blocks run one after another, so memory is coherent without fences and an atomic is a plain
+// read-modify-write (the split dW's last block is simply the last slice to run).
+static inline void __threadfence() {}
+static inline unsigned int atomicAdd(unsigned int* p, unsigned int v) {
+  const unsigned int old = *p;
+  *p = old + v;
+  return old;
+}
+static inline float4 __ldcg(const float4* p) { return *p; }
