@@ -37,6 +37,7 @@ import {
   ppoNetsSize,
   ppoWorkgroupBytes,
 } from '../kernels/collect_ppo.js';
+import { MAX_GROUPS_PER_DIM } from '../kernels/grid.js';
 import {
   curiosityLayout,
   duelingLayout,
@@ -212,11 +213,26 @@ function clusterOptions(
     );
   const cluster = init.cluster ?? DEFAULT_CLUSTER;
   const n = init.cfg.rollout.episodes;
-  let e = init.tile?.tileEpisodes ?? Math.ceil(n / Math.max(1, Math.floor(128 / cluster)));
-  if (init.tile?.tileEpisodes === undefined)
-    while (e > 1 && cudaClusterSharedBytes({ tileEpisodes: e, cluster }) > SM90_SHARED) e = Math.ceil(e / 2);
+  const e = clusterEpisodes(n, cluster, init.tile?.tileEpisodes);
+  if (Math.ceil(n / e) * cluster > MAX_GROUPS_PER_DIM)
+    throw new Error(
+      `collect dqn: the cluster variant would launch ${Math.ceil(n / e) * cluster} blocks (> ${MAX_GROUPS_PER_DIM}) for ${n} episodes; it is meant for small N: use the tiled variant`,
+    );
   const threads = init.tile?.threads ?? CLUSTER_THREADS;
   return { ...base, tileEpisodes: e, threads, tj: 32, kt: 8, tauRows: 1, cluster };
+}
+
+/** Episodes per cluster of the cluster variant for N episodes (see clusterOptions). */
+export function clusterEpisodes(n: number, cluster = DEFAULT_CLUSTER, override?: number): number {
+  if (override !== undefined) return override;
+  let e = Math.ceil(n / Math.max(1, Math.floor(128 / cluster)));
+  while (e > 1 && cudaClusterSharedBytes({ tileEpisodes: e, cluster }) > SM90_SHARED) e = Math.ceil(e / 2);
+  return e;
+}
+
+/** Whether the cluster variant can take N episodes in one launch (its grid fits one dimension). */
+export function clusterFits(n: number, cluster = DEFAULT_CLUSTER, override?: number): boolean {
+  return Math.ceil(n / clusterEpisodes(n, cluster, override)) * cluster <= MAX_GROUPS_PER_DIM;
 }
 
 /** Common state and buffers of both collectors. */

@@ -15,7 +15,7 @@ import { cudaPreamble } from '../../src/backend/cuda/preamble.js';
 import { kernelSource } from '../../src/backend/cuda/sources.js';
 import type { KernelSpec } from '../../src/backend/types.js';
 import { packUniforms, uniformBytes } from '../../src/backend/uniforms.js';
-import { DqnDeviceCollector } from '../../src/collect/device.js';
+import { clusterEpisodes, clusterFits, DqnDeviceCollector } from '../../src/collect/device.js';
 import { cloneDefaults } from '../../src/config.js';
 import type { Market } from '../../src/data/types.js';
 import { envParams } from '../../src/env/params.js';
@@ -165,6 +165,19 @@ describe('collect_dqn cluster variant descriptor', () => {
       /thread-block clusters .* no CPU twin/,
     );
     backend.destroy();
+  });
+
+  it('fills ~128 CTAs at N = 128 and keeps the plan within 227 KiB at large N', () => {
+    expect(clusterEpisodes(128, 8)).toBe(8);
+    expect(clusterEpisodes(128, 16)).toBe(16);
+    expect(clusterEpisodes(128, 8, 4)).toBe(4);
+    for (const c of [8, 16])
+      expect(
+        cudaClusterSharedBytes({ tileEpisodes: clusterEpisodes(8192, c), cluster: c }),
+      ).toBeLessThanOrEqual(227 * 1024);
+    expect(clusterFits(8192, 8)).toBe(true);
+    // 65536 episodes need more than 65535 blocks: the bench skips the variant there.
+    expect(clusterFits(65536, 8)).toBe(false);
   });
 
   it('refuses other heads and plans past 227 KiB of shared memory', () => {

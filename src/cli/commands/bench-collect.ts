@@ -5,7 +5,7 @@
  */
 import { type BackendRequest, chooseBackend, describeChoice } from '../../backend/index.js';
 import { BackendUnavailableError } from '../../backend/types.js';
-import type { CollectAlgo, CollectVariant, TileShape } from '../../collect/device.js';
+import { type CollectAlgo, type CollectVariant, clusterFits, type TileShape } from '../../collect/device.js';
 import {
   benchCollect,
   type CeilingResult,
@@ -239,6 +239,11 @@ async function run(args: string[]): Promise<number> {
     for (const n of episodes) {
       const l = typeof maxBinding === 'number' ? stepsThatFit(algo, n, steps, maxBinding) : steps;
       for (const { variant, precision, engine } of runs) {
+        if (variant === 'cluster' && !clusterFits(n, clusterSize, tile.tileEpisodes)) {
+          if (!values.json)
+            console.error(`  cluster N=${n}: skipped (its grid would exceed 65535 blocks: small N only)`);
+          continue;
+        }
         const r = await benchCollect({
           backend,
           market: data.market,
