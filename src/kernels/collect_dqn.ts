@@ -231,7 +231,8 @@ export function cudaClusterSharedBytes(o: Pick<CollectDqnOptions, 'tileEpisodes'
     for (const width of [tileStride(54), tileStride(256), tileStride(256), tileStride(NUM_ACTIONS)])
       at = align4(at + e * width);
   const q = tileStride(NUM_ACTIONS);
-  for (const width of [q, q, tileStride(64), tileStride(64), tileStride(32), 1, 1]) at = align4(at + e * width);
+  for (const width of [q, q, tileStride(64), tileStride(64), tileStride(32), 1, 1])
+    at = align4(at + e * width);
   return align4(at + Math.ceil(e / c) * 20) * 4;
 }
 
