@@ -55,13 +55,40 @@ export function denseForward(
   yOff: number,
 ): void {
   const { in: nIn, out: nOut, wOffset, bOffset, act } = layer;
-  for (let j = 0; j < nOut; j++) {
+  const put = (j: number, acc: number) => {
+    if (act === 'relu') y[yOff + j] = Math.max(acc, 0);
+    else if (act === 'leaky') y[yOff + j] = acc > 0 ? acc : f(acc * LEAKY_SLOPE_F32);
+    else y[yOff + j] = acc;
+  };
+  // Four outputs at a time: each sum is one dependency chain (add, round), so four run side by
+  // side; every sum keeps its own order and roundings, the results are those of one at a time.
+  let j = 0;
+  for (; j + 3 < nOut; j += 4) {
+    const r0 = wOffset + j * nIn;
+    const r1 = r0 + nIn;
+    const r2 = r1 + nIn;
+    const r3 = r2 + nIn;
+    let a0 = params[bOffset + j];
+    let a1 = params[bOffset + j + 1];
+    let a2 = params[bOffset + j + 2];
+    let a3 = params[bOffset + j + 3];
+    for (let i = 0; i < nIn; i++) {
+      const u = x[xOff + i];
+      a0 = f(a0 + f(params[r0 + i] * u));
+      a1 = f(a1 + f(params[r1 + i] * u));
+      a2 = f(a2 + f(params[r2 + i] * u));
+      a3 = f(a3 + f(params[r3 + i] * u));
+    }
+    put(j, a0);
+    put(j + 1, a1);
+    put(j + 2, a2);
+    put(j + 3, a3);
+  }
+  for (; j < nOut; j++) {
     let acc = params[bOffset + j];
     const row = wOffset + j * nIn;
     for (let i = 0; i < nIn; i++) acc = f(acc + f(params[row + i] * x[xOff + i]));
-    if (act === 'relu') acc = Math.max(acc, 0);
-    else if (act === 'leaky') acc = acc > 0 ? acc : f(acc * LEAKY_SLOPE_F32);
-    y[yOff + j] = acc;
+    put(j, acc);
   }
 }
 
