@@ -162,10 +162,25 @@ COLLECT_DEVICE void state_row(float* row, const Episode& ep, const Market& m, bo
   for (int k = active ? STATE_DIM : 0; k < LD_STATE; k++) row[k] = 0.0f;
 }
 
-extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
+// Blocks a TF32 build asks the compiler to fit on one SM (__launch_bounds__): two for tiles of 16 to
+// 32 episodes at 256 threads (128 registers a thread; their static plans fit twice in an SM's
+// shared memory), so one block's serial simulator phase and barriers overlap the other's layer
+// math. The exact build, the 64-episode plan and the small-N tiles (one block per SM anyway) keep
+// one block of up to 255 registers.
+#define MIN_BLOCKS (TF32 && E >= 16 && E <= 32 && WG_X <= 256 ? 2 : 1)
+static_assert(MIN_BLOCKS == 1 || SM_FLOATS * 4 <= 113 * 1024, "two blocks per SM need two plans in shared memory");
+#ifdef FOXHUNT_EMU
+#define DQN_LAUNCH_BOUNDS
+#else
+#define DQN_LAUNCH_BOUNDS __launch_bounds__(WG_X, MIN_BLOCKS)
+#endif
+
+// The loop keeps only the episode's index, its row pointers and the step's action in registers
+// across the layer phases: the simulator scalars (EnvScalars, Market, the output cursor) are
+// rebuilt inside each serial phase from the kernel parameters (constant memory), so they never sit
+// in registers through a layer, where the accumulators need them.
+extern "C" __global__ void DQN_LAUNCH_BOUNDS collect_dqn(KERNEL_ARGS) {
   COLLECT_SMEM(smem, SM_FLOATS);
-  const EnvScalars p = env_scalars(u);
-  const Market m = {features, ohlc, spread, entropy};
   const int r = threadIdx.x;
   const unsigned long long e64 = flat_block_id() * E + r;
   const bool env_thread = r < E;
@@ -173,17 +188,18 @@ extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
   const unsigned e = (unsigned)e64;
   // Blocks past the work (the grid may overshoot) still reach every barrier.
   Episode& ep = reinterpret_cast<Episode*>(smem + SM_EPISODES)[env_thread ? r : 0];
-  int* window = div_window + (unsigned long long)e * p.diversity_window;
   if (active) load_episode(ep, env_f, env_i, e);
   float* xs = smem + SM_ACT + r * LD_TRUNK;
   const float* q_row = smem + SM_Q + r * LD_Q;
   // The curiosity rows sit in act after the plain head's q rows, so that writing them never
   // clobbers a q row another thread has yet to read.
   float* cur = smem + SM_ACT + E * LD_Q;
-  Out o = {out_f, out_i, (unsigned long long)u.n * u.steps, (unsigned long long)e * u.steps};
-  for (unsigned l = 0; l < u.steps; l++, o.idx++) {
+  const unsigned long long nl = (unsigned long long)u.n * u.steps;
+  for (unsigned l = 0; l < u.steps; l++) {
     const unsigned g = u.stepBase + l;
+    const Out o = {out_f, out_i, nl, (unsigned long long)e * u.steps + l};
     if (env_thread) {
+      const Market m = {features, ohlc, spread, entropy};
       state_row(xs, ep, m, active);
       if (active) {
         float* s = out_f_at(o, OUT_F_STATES, STATE_DIM);
@@ -192,7 +208,7 @@ extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
       if constexpr (HEAD == HEAD_IQN) {
         float* taus = smem + SM_TAU + r * ACT_TAUS;
         for (int k = 0; k < ACT_TAUS; k += 4) {
-          const uint4 w = philox4x32_10(make_uint4(STREAM_TAU, e, g, (unsigned)(k >> 2)), p.key0, p.key1);
+          const uint4 w = philox4x32_10(make_uint4(STREAM_TAU, e, g, (unsigned)(k >> 2)), u.key0, u.key1);
           const unsigned words[4] = {w.x, w.y, w.z, w.w};
           for (int j = 0; j < 4 && k + j < ACT_TAUS; j++) taus[k + j] = philox_unit_float(words[j]);
         }
@@ -204,7 +220,7 @@ extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
     int action = 0;
     float q_sel = 0.0f;
     if (active) {
-      action = choose_action(q_row, e, g, u.epsilon, p.key0, p.key1);
+      action = choose_action(q_row, e, g, u.epsilon, u.key0, u.key1);
       q_sel = q_row[action];
     }
     if (env_thread && u.curiosity) {
@@ -216,22 +232,38 @@ extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
     const float mse = active && u.curiosity ? curiosity_mse(cur + r * LD_CURIOSITY, features, ep.bar) : 0.0f;
     // Every mse is read before the next states overwrite act.
     block_sync();
-    StepOut so;
-    if (active) env_step(ep, m, p, window, action, mse, u.curiosity != 0, so);
+    // What the TD error and the restart need of the step, kept through the target forward.
+    int done = 0, ended = 0;
+    float total = 0.0f;
     if (env_thread) {
+      const Market m = {features, ohlc, spread, entropy};
+      StepOut so;
+      if (active) {
+        const EnvScalars p = env_scalars(u);
+        env_step(ep, m, p, div_window + (unsigned long long)e * p.diversity_window, action, mse, u.curiosity != 0, so);
+      }
       state_row(xs, ep, m, active);
       if (active) {
         float* s = out_f_at(o, OUT_F_NEXT_STATES, STATE_DIM);
         for (int k = 0; k < STATE_DIM; k++) s[k] = xs[k];
         write_step(o, so, action);
+        done = so.done;
+        ended = so.done || so.truncated;
+        total = so.total;
       }
     }
     block_sync();
     q_values<NET_T_BASE>(nets, smem, u.vMin, u.vMax);
 
     if (active) {
+      StepOut so;
+      so.done = done;
+      so.truncated = ended && !done;
+      so.total = total;
       *out_f_at(o, OUT_F_TD_ERRORS, 1) = td_error(so, q_row, u.gamma, q_sel);
-      restart_if_ended(ep, m, p, window, e, so);
+      const EnvScalars p = env_scalars(u);
+      const Market m = {features, ohlc, spread, entropy};
+      restart_if_ended(ep, m, p, div_window + (unsigned long long)e * p.diversity_window, e, so);
     }
     block_sync();
   }

@@ -149,10 +149,14 @@ COLLECT_FN void dueling_q(const float* __restrict__ p, float* act, float* hid, f
   else
     dueling_hidden_to<HEAD_PLAIN, Base, R>(p, act, hid);
   dueling_out<HEAD_PLAIN, Base, R>(p, hid, v, 1, a, LD_Q);
+  // mean(A) once per row, kept in the row's first padding column (45 sums per row, not per Q).
+  static_assert(LD_Q > NUM_ACTIONS, "the advantage mean takes a padding column of a");
+  for (int r = threadIdx.x; r < R; r += COLLECT_THREADS) a[r * LD_Q + NUM_ACTIONS] = advantage_mean(a + r * LD_Q);
+  block_sync();
   for (int task = threadIdx.x; task < R * NUM_ACTIONS; task += COLLECT_THREADS) {
     const int r = task / NUM_ACTIONS, k = task % NUM_ACTIONS;
     const float* ar = a + r * LD_Q;
-    q[r * LD_Q + k] = fsub(fadd(v[r], ar[k]), advantage_mean(ar));
+    q[r * LD_Q + k] = fsub(fadd(v[r], ar[k]), ar[NUM_ACTIONS]);
   }
   block_sync();
 }

@@ -40,6 +40,19 @@
 #define COLLECT_THREADS 256
 #endif
 
+// In the tensor-core build a layer call is a real call on the GPU (not inlined): the kernels run the
+// same layers every step, and inlined, the compiler hoisted each layer's per-lane weight and bias
+// addresses out of the step loop and kept them, with the simulator's values, live through every
+// other layer, where the accumulators spilled. A call gives each layer's loops the register file to
+// themselves: the caller's few live values are saved once per layer, not inside its k loop. The
+// exact build stays inlined: as functions of their own, its k loops unroll fully (a 14x larger
+// kernel).
+#if defined(FOXHUNT_EMU) || !COLLECT_TF32
+#define COLLECT_LAYER COLLECT_FN
+#else
+#define COLLECT_LAYER __device__ __noinline__
+#endif
+
 #define ACT_NONE 0
 #define ACT_RELU 1
 #define ACT_LEAKY 2
@@ -58,6 +71,20 @@ __host__ __device__ constexpr int exact_groups(int out, int rows) {
   int g = 1;
   while (2 * g * out <= COLLECT_THREADS && rows % (2 * g) == 0) g *= 2;
   return g;
+}
+
+// An f32 value as the tensor-core operand bits cvt.rna.tf32.f32 would give, in one integer add: an
+// mma reads a .tf32 operand register truncated to its top 19 bits, so adding half a TF32 ulp first
+// rounds to nearest with ties away from zero, exactly as cvt.rna (also for subnormals, the carry
+// into the exponent and infinities; NaN stays NaN). cvt.rna.tf32.f32 costs three SASS instructions
+// on sm_90, and the operand conversions outnumbered the mmas in the layer loops. The emulator's
+// to_tf32 returns the truncated bits themselves, which is what the tensor core computes with.
+COLLECT_DEVICE unsigned tf32_operand(float x) {
+#ifdef FOXHUNT_EMU
+  return to_tf32(x);
+#else
+  return __float_as_uint(x) + 0x1000u;
+#endif
 }
 
 template <int Act>
@@ -183,10 +210,10 @@ struct DenseMma {
               if (kk + 3 < In) w4.w = ldg1(w + 3);
             }
           }
-          b[n][0] = to_tf32(w4.x);
-          b[n][1] = to_tf32(w4.y);
-          b[n][2] = to_tf32(w4.z);
-          b[n][3] = to_tf32(w4.w);
+          b[n][0] = tf32_operand(w4.x);
+          b[n][1] = tf32_operand(w4.y);
+          b[n][2] = tf32_operand(w4.z);
+          b[n][3] = tf32_operand(w4.w);
         }
 #pragma unroll
         for (int m = 0; m < MTW; m++) {
@@ -196,8 +223,8 @@ struct DenseMma {
           const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
           const float4 lo = row < Rows ? lds4(xr) : zero;
           const float4 hi = row + 8 < Rows ? lds4(xr + 8 * ldx) : zero;
-          const unsigned a0[4] = {to_tf32(lo.x), to_tf32(hi.x), to_tf32(lo.y), to_tf32(hi.y)};
-          const unsigned a1[4] = {to_tf32(lo.z), to_tf32(hi.z), to_tf32(lo.w), to_tf32(hi.w)};
+          const unsigned a0[4] = {tf32_operand(lo.x), tf32_operand(hi.x), tf32_operand(lo.y), tf32_operand(hi.y)};
+          const unsigned a1[4] = {tf32_operand(lo.z), tf32_operand(hi.z), tf32_operand(lo.w), tf32_operand(hi.w)};
 #pragma unroll
           for (int n = 0; n < WN; n++) {
             const unsigned b0[2] = {b[n][0], b[n][1]};
@@ -252,7 +279,7 @@ using Dense = typename pick_type<COLLECT_TF32 && Out >= 8, DenseMma<In, Out, Act
 
 // Y = layer(X) with Y distinct from X.
 template <int In, int Out, int Act, int Rows, int WOff, int BOff>
-COLLECT_FN void dense_tile(const float* __restrict__ params, const float* x, int ldx, float* y, int ldy) {
+COLLECT_LAYER void dense_tile(const float* __restrict__ params, const float* x, int ldx, float* y, int ldy) {
   Dense<In, Out, Act, Rows, WOff, BOff> layer;
   layer.compute(params, x, ldx);
   layer.store(params, y, ldy);
@@ -261,7 +288,7 @@ COLLECT_FN void dense_tile(const float* __restrict__ params, const float* x, int
 // X = layer(X) in place: every thread has read X (its accumulators are in registers) before any
 // thread overwrites it, so one buffer serves a chain of layers.
 template <int In, int Out, int Act, int Rows, int WOff, int BOff>
-COLLECT_FN void dense_inplace(const float* __restrict__ params, float* x, int ldx) {
+COLLECT_LAYER void dense_inplace(const float* __restrict__ params, float* x, int ldx) {
   Dense<In, Out, Act, Rows, WOff, BOff> layer;
   layer.compute(params, x, ldx);
   block_sync();

@@ -5664,10 +5664,25 @@ COLLECT_DEVICE void state_row(float* row, const Episode& ep, const Market& m, bo
   for (int k = active ? STATE_DIM : 0; k < LD_STATE; k++) row[k] = 0.0f;
 }
 
-extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
+// Blocks a TF32 build asks the compiler to fit on one SM (__launch_bounds__): two for tiles of 16 to
+// 32 episodes at 256 threads (128 registers a thread; their static plans fit twice in an SM's
+// shared memory), so one block's serial simulator phase and barriers overlap the other's layer
+// math. The exact build, the 64-episode plan and the small-N tiles (one block per SM anyway) keep
+// one block of up to 255 registers.
+#define MIN_BLOCKS (TF32 && E >= 16 && E <= 32 && WG_X <= 256 ? 2 : 1)
+static_assert(MIN_BLOCKS == 1 || SM_FLOATS * 4 <= 113 * 1024, "two blocks per SM need two plans in shared memory");
+#ifdef FOXHUNT_EMU
+#define DQN_LAUNCH_BOUNDS
+#else
+#define DQN_LAUNCH_BOUNDS __launch_bounds__(WG_X, MIN_BLOCKS)
+#endif
+
+// The loop keeps only the episode's index, its row pointers and the step's action in registers
+// across the layer phases: the simulator scalars (EnvScalars, Market, the output cursor) are
+// rebuilt inside each serial phase from the kernel parameters (constant memory), so they never sit
+// in registers through a layer, where the accumulators need them.
+extern "C" __global__ void DQN_LAUNCH_BOUNDS collect_dqn(KERNEL_ARGS) {
   COLLECT_SMEM(smem, SM_FLOATS);
-  const EnvScalars p = env_scalars(u);
-  const Market m = {features, ohlc, spread, entropy};
   const int r = threadIdx.x;
   const unsigned long long e64 = flat_block_id() * E + r;
   const bool env_thread = r < E;
@@ -5675,17 +5690,18 @@ extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
   const unsigned e = (unsigned)e64;
   // Blocks past the work (the grid may overshoot) still reach every barrier.
   Episode& ep = reinterpret_cast<Episode*>(smem + SM_EPISODES)[env_thread ? r : 0];
-  int* window = div_window + (unsigned long long)e * p.diversity_window;
   if (active) load_episode(ep, env_f, env_i, e);
   float* xs = smem + SM_ACT + r * LD_TRUNK;
   const float* q_row = smem + SM_Q + r * LD_Q;
   // The curiosity rows sit in act after the plain head's q rows, so that writing them never
   // clobbers a q row another thread has yet to read.
   float* cur = smem + SM_ACT + E * LD_Q;
-  Out o = {out_f, out_i, (unsigned long long)u.n * u.steps, (unsigned long long)e * u.steps};
-  for (unsigned l = 0; l < u.steps; l++, o.idx++) {
+  const unsigned long long nl = (unsigned long long)u.n * u.steps;
+  for (unsigned l = 0; l < u.steps; l++) {
     const unsigned g = u.stepBase + l;
+    const Out o = {out_f, out_i, nl, (unsigned long long)e * u.steps + l};
     if (env_thread) {
+      const Market m = {features, ohlc, spread, entropy};
       state_row(xs, ep, m, active);
       if (active) {
         float* s = out_f_at(o, OUT_F_STATES, STATE_DIM);
@@ -5694,7 +5710,7 @@ extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
       if constexpr (HEAD == HEAD_IQN) {
         float* taus = smem + SM_TAU + r * ACT_TAUS;
         for (int k = 0; k < ACT_TAUS; k += 4) {
-          const uint4 w = philox4x32_10(make_uint4(STREAM_TAU, e, g, (unsigned)(k >> 2)), p.key0, p.key1);
+          const uint4 w = philox4x32_10(make_uint4(STREAM_TAU, e, g, (unsigned)(k >> 2)), u.key0, u.key1);
           const unsigned words[4] = {w.x, w.y, w.z, w.w};
           for (int j = 0; j < 4 && k + j < ACT_TAUS; j++) taus[k + j] = philox_unit_float(words[j]);
         }
@@ -5706,7 +5722,7 @@ extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
     int action = 0;
     float q_sel = 0.0f;
     if (active) {
-      action = choose_action(q_row, e, g, u.epsilon, p.key0, p.key1);
+      action = choose_action(q_row, e, g, u.epsilon, u.key0, u.key1);
       q_sel = q_row[action];
     }
     if (env_thread && u.curiosity) {
@@ -5718,22 +5734,38 @@ extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
     const float mse = active && u.curiosity ? curiosity_mse(cur + r * LD_CURIOSITY, features, ep.bar) : 0.0f;
     // Every mse is read before the next states overwrite act.
     block_sync();
-    StepOut so;
-    if (active) env_step(ep, m, p, window, action, mse, u.curiosity != 0, so);
+    // What the TD error and the restart need of the step, kept through the target forward.
+    int done = 0, ended = 0;
+    float total = 0.0f;
     if (env_thread) {
+      const Market m = {features, ohlc, spread, entropy};
+      StepOut so;
+      if (active) {
+        const EnvScalars p = env_scalars(u);
+        env_step(ep, m, p, div_window + (unsigned long long)e * p.diversity_window, action, mse, u.curiosity != 0, so);
+      }
       state_row(xs, ep, m, active);
       if (active) {
         float* s = out_f_at(o, OUT_F_NEXT_STATES, STATE_DIM);
         for (int k = 0; k < STATE_DIM; k++) s[k] = xs[k];
         write_step(o, so, action);
+        done = so.done;
+        ended = so.done || so.truncated;
+        total = so.total;
       }
     }
     block_sync();
     q_values<NET_T_BASE>(nets, smem, u.vMin, u.vMax);
 
     if (active) {
+      StepOut so;
+      so.done = done;
+      so.truncated = ended && !done;
+      so.total = total;
       *out_f_at(o, OUT_F_TD_ERRORS, 1) = td_error(so, q_row, u.gamma, q_sel);
-      restart_if_ended(ep, m, p, window, e, so);
+      const EnvScalars p = env_scalars(u);
+      const Market m = {features, ohlc, spread, entropy};
+      restart_if_ended(ep, m, p, div_window + (unsigned long long)e * p.diversity_window, e, so);
     }
     block_sync();
   }
@@ -6763,10 +6795,14 @@ COLLECT_FN void dueling_q(const float* __restrict__ p, float* act, float* hid, f
   else
     dueling_hidden_to<HEAD_PLAIN, Base, R>(p, act, hid);
   dueling_out<HEAD_PLAIN, Base, R>(p, hid, v, 1, a, LD_Q);
+  // mean(A) once per row, kept in the row's first padding column (45 sums per row, not per Q).
+  static_assert(LD_Q > NUM_ACTIONS, "the advantage mean takes a padding column of a");
+  for (int r = threadIdx.x; r < R; r += COLLECT_THREADS) a[r * LD_Q + NUM_ACTIONS] = advantage_mean(a + r * LD_Q);
+  block_sync();
   for (int task = threadIdx.x; task < R * NUM_ACTIONS; task += COLLECT_THREADS) {
     const int r = task / NUM_ACTIONS, k = task % NUM_ACTIONS;
     const float* ar = a + r * LD_Q;
-    q[r * LD_Q + k] = fsub(fadd(v[r], ar[k]), advantage_mean(ar));
+    q[r * LD_Q + k] = fsub(fadd(v[r], ar[k]), ar[NUM_ACTIONS]);
   }
   block_sync();
 }
@@ -8081,6 +8117,19 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KER
 #define COLLECT_THREADS 256
 #endif
 
+// In the tensor-core build a layer call is a real call on the GPU (not inlined): the kernels run the
+// same layers every step, and inlined, the compiler hoisted each layer's per-lane weight and bias
+// addresses out of the step loop and kept them, with the simulator's values, live through every
+// other layer, where the accumulators spilled. A call gives each layer's loops the register file to
+// themselves: the caller's few live values are saved once per layer, not inside its k loop. The
+// exact build stays inlined: as functions of their own, its k loops unroll fully (a 14x larger
+// kernel).
+#if defined(FOXHUNT_EMU) || !COLLECT_TF32
+#define COLLECT_LAYER COLLECT_FN
+#else
+#define COLLECT_LAYER __device__ __noinline__
+#endif
+
 #define ACT_NONE 0
 #define ACT_RELU 1
 #define ACT_LEAKY 2
@@ -8099,6 +8148,20 @@ __host__ __device__ constexpr int exact_groups(int out, int rows) {
   int g = 1;
   while (2 * g * out <= COLLECT_THREADS && rows % (2 * g) == 0) g *= 2;
   return g;
+}
+
+// An f32 value as the tensor-core operand bits cvt.rna.tf32.f32 would give, in one integer add: an
+// mma reads a .tf32 operand register truncated to its top 19 bits, so adding half a TF32 ulp first
+// rounds to nearest with ties away from zero, exactly as cvt.rna (also for subnormals, the carry
+// into the exponent and infinities; NaN stays NaN). cvt.rna.tf32.f32 costs three SASS instructions
+// on sm_90, and the operand conversions outnumbered the mmas in the layer loops. The emulator's
+// to_tf32 returns the truncated bits themselves, which is what the tensor core computes with.
+COLLECT_DEVICE unsigned tf32_operand(float x) {
+#ifdef FOXHUNT_EMU
+  return to_tf32(x);
+#else
+  return __float_as_uint(x) + 0x1000u;
+#endif
 }
 
 template <int Act>
@@ -8224,10 +8287,10 @@ struct DenseMma {
               if (kk + 3 < In) w4.w = ldg1(w + 3);
             }
           }
-          b[n][0] = to_tf32(w4.x);
-          b[n][1] = to_tf32(w4.y);
-          b[n][2] = to_tf32(w4.z);
-          b[n][3] = to_tf32(w4.w);
+          b[n][0] = tf32_operand(w4.x);
+          b[n][1] = tf32_operand(w4.y);
+          b[n][2] = tf32_operand(w4.z);
+          b[n][3] = tf32_operand(w4.w);
         }
 #pragma unroll
         for (int m = 0; m < MTW; m++) {
@@ -8237,8 +8300,8 @@ struct DenseMma {
           const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
           const float4 lo = row < Rows ? lds4(xr) : zero;
           const float4 hi = row + 8 < Rows ? lds4(xr + 8 * ldx) : zero;
-          const unsigned a0[4] = {to_tf32(lo.x), to_tf32(hi.x), to_tf32(lo.y), to_tf32(hi.y)};
-          const unsigned a1[4] = {to_tf32(lo.z), to_tf32(hi.z), to_tf32(lo.w), to_tf32(hi.w)};
+          const unsigned a0[4] = {tf32_operand(lo.x), tf32_operand(hi.x), tf32_operand(lo.y), tf32_operand(hi.y)};
+          const unsigned a1[4] = {tf32_operand(lo.z), tf32_operand(hi.z), tf32_operand(lo.w), tf32_operand(hi.w)};
 #pragma unroll
           for (int n = 0; n < WN; n++) {
             const unsigned b0[2] = {b[n][0], b[n][1]};
@@ -8293,7 +8356,7 @@ using Dense = typename pick_type<COLLECT_TF32 && Out >= 8, DenseMma<In, Out, Act
 
 // Y = layer(X) with Y distinct from X.
 template <int In, int Out, int Act, int Rows, int WOff, int BOff>
-COLLECT_FN void dense_tile(const float* __restrict__ params, const float* x, int ldx, float* y, int ldy) {
+COLLECT_LAYER void dense_tile(const float* __restrict__ params, const float* x, int ldx, float* y, int ldy) {
   Dense<In, Out, Act, Rows, WOff, BOff> layer;
   layer.compute(params, x, ldx);
   layer.store(params, y, ldy);
@@ -8302,7 +8365,7 @@ COLLECT_FN void dense_tile(const float* __restrict__ params, const float* x, int
 // X = layer(X) in place: every thread has read X (its accumulators are in registers) before any
 // thread overwrites it, so one buffer serves a chain of layers.
 template <int In, int Out, int Act, int Rows, int WOff, int BOff>
-COLLECT_FN void dense_inplace(const float* __restrict__ params, float* x, int ldx) {
+COLLECT_LAYER void dense_inplace(const float* __restrict__ params, float* x, int ldx) {
   Dense<In, Out, Act, Rows, WOff, BOff> layer;
   layer.compute(params, x, ldx);
   block_sync();
