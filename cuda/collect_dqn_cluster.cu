@@ -32,12 +32,20 @@
 // TILE_E) blocks of WG_X threads in clusters of (CLUSTER, 1, 1), DYN_SMEM_BYTES of dynamic shared
 // memory (the plan below; the descriptor computes the same number).
 //
+// Exchange (constant CLUSTER_PULL): 0 (default) a CTA pushes each output it computes into every
+// CTA's buffer (4-byte remote stores); 1 it writes its outputs locally and, after the phase's
+// cluster barrier, every CTA pulls the other CTAs' columns with 16-byte remote loads (4x fewer
+// remote transactions, a local barrier more). Same values either way.
+//
 // Numerics: f32 exact only: acc = bias, then acc = f32(acc + f32(w * x)) for i ascending, exactly
 // the exact path of mlp_tile.cuh, so every output is bit-identical to the TS reference.
 #define COLLECT_TF32 0
 #define COLLECT_THREADS WG_X
 #define COLLECT_DYN_SMEM
 #define COLLECT_CLUSTER
+#ifndef CLUSTER_PULL
+#define CLUSTER_PULL 0
+#endif
 
 #include "collect_io.cuh"
 #include "collect_nets.cuh"
@@ -169,7 +177,8 @@ COLLECT_FN void load_dueling(const float* __restrict__ nets, float* ws, unsigned
 }
 
 // One layer over the cluster: this CTA's outputs for all E rows of x (rows j >= SPLIT read the
-// input from column XOFF2), pushed into y of every CTA. The caller ends the phase with cluster_sync.
+// input from column XOFF2), pushed into y of every CTA (pull mode: into its own y only). The caller
+// ends the phase with end_phase.
 template <int In, int Out, int Act, int SPLIT, int XOFF2>
 COLLECT_FN void cluster_layer(const float* ws, const float* x, int ldx, float* y, int ldy, unsigned rank) {
   constexpr int SL = slice_rows(Out), LDW = slice_ldw(In);
@@ -201,13 +210,53 @@ COLLECT_FN void cluster_layer(const float* ws, const float* x, int ldx, float* y
 #pragma unroll
       for (int r = 0; r < RPG; r++) acc[r] = fadd(acc[r], fmul(w[i], xr[r * ldx + i]));
     }
+#if CLUSTER_PULL
+#pragma unroll
+    for (int r = 0; r < RPG; r++) y[(r0 + r) * ldy + j] = activate<Act>(acc[r]);
+#else
     // Start with a different peer per CTA so the pushes spread over the cluster.
     for (int k = 0; k < C; k++) {
       float* yd = cluster_map(y, (rank + (unsigned)k) % C);
 #pragma unroll
       for (int r = 0; r < RPG; r++) yd[(r0 + r) * ldy + j] = activate<Act>(acc[r]);
     }
+#endif
   }
+}
+
+// Pull mode, after the phase's cluster barrier: copies the other CTAs' output columns of y (all E
+// rows) into this CTA's y, as float4 where every slice is whole quads. A peer rewrites its y only
+// two layers on, after a cluster barrier this CTA reaches only after this copy.
+template <int Out>
+COLLECT_FN void gather(float* y, int ldy, unsigned rank) {
+  constexpr int SL = slice_rows(Out);
+  if constexpr (SL % 4 == 0 && Out % SL == 0) {
+    constexpr int Q = SL / 4;
+    for (int task = threadIdx.x; task < (C - 1) * E * Q; task += T) {
+      const int c = ((int)rank + 1 + task / (E * Q)) % C, r = task / Q % E, at = r * ldy + c * SL + task % Q * 4;
+      const float4 v = lds4(cluster_map(y, (unsigned)c) + at);
+      y[at] = v.x;
+      y[at + 1] = v.y;
+      y[at + 2] = v.z;
+      y[at + 3] = v.w;
+    }
+  } else {
+    for (int task = threadIdx.x; task < (C - 1) * E * SL; task += T) {
+      const int c = ((int)rank + 1 + task / (E * SL)) % C, r = task / SL % E, j = c * SL + task % SL;
+      if (j < Out) y[r * ldy + j] = *(cluster_map(y, (unsigned)c) + r * ldy + j);
+    }
+  }
+}
+
+// Ends a layer phase: the cluster barrier, then in pull mode the copy of the peers' outputs.
+template <int Out>
+COLLECT_FN void end_phase(float* y, int ldy, unsigned rank, float* y2 = nullptr) {
+  cluster_sync();
+#if CLUSTER_PULL
+  gather<Out>(y, ldy, rank);
+  if (y2) gather<Out>(y2, ldy, rank);
+  block_sync();
+#endif
 }
 
 // Layer `k` (0..3) of one dueling net: states x -> a -> b -> a -> value ++ advantages va, every row
@@ -225,7 +274,12 @@ COLLECT_FN void dueling_va(float* smem, bool target, unsigned rank) {
   for (int k = 0; k < 4; k++) {
     if (target) dueling_layer(k, smem + SM_WT, smem + SM_XT, smem + SM_AT, smem + SM_BT, smem + SM_VT, rank);
     dueling_layer(k, smem + SM_WQ, smem + SM_X0, smem + SM_A, smem + SM_B, smem + SM_VA, rank);
-    cluster_sync();
+    const int out = k == 1 ? SM_B : k == 3 ? SM_VA : SM_A;
+    const int tout = k == 1 ? SM_BT : k == 3 ? SM_VT : SM_AT;
+    if (k < 3)
+      end_phase<256>(smem + out, LD_TRUNK, rank, target ? smem + tout : nullptr);
+    else
+      end_phase<OUT_Q>(smem + out, LD_VQ, rank, target ? smem + tout : nullptr);
   }
 }
 
@@ -298,10 +352,10 @@ extern "C" __global__ void collect_dqn_cluster(KERNEL_ARGS) {
     if (u.curiosity) {
       cluster_layer<CNet::IN, CNet::HIDDEN, ACT_LEAKY, CNet::HIDDEN, 0>(smem + SM_WC0, smem + SM_CI, LD_CURIOSITY,
                                                                        smem + SM_CH, LD_CH, rank);
-      cluster_sync();
+      end_phase<CNet::HIDDEN>(smem + SM_CH, LD_CH, rank);
       cluster_layer<CNet::HIDDEN, CNet::OUT, ACT_NONE, CNet::OUT, 0>(smem + SM_WC1, smem + SM_CH, LD_CH, smem + SM_CO,
                                                                      LD_CO, rank);
-      cluster_sync();
+      end_phase<CNet::OUT>(smem + SM_CO, LD_CO, rank);
     }
 
     StepOut so;

@@ -104,6 +104,8 @@ export interface CollectBenchOptions {
   tile?: Partial<TileShape>;
   /** `tf32`: the CUDA kernels' tensor-core mode (constant TF32 = 1); `exact` otherwise. */
   precision?: 'exact' | 'tf32';
+  /** Cluster variant: pull the peers' outputs instead of pushing them (constant CLUSTER_PULL = 1). */
+  clusterPull?: boolean;
 }
 
 export interface CollectBenchResult {
@@ -117,6 +119,8 @@ export interface CollectBenchResult {
   threads: number;
   /** Cluster variant: CTAs per cluster (each holding 1/cluster of every layer); absent otherwise. */
   cluster?: number;
+  /** Cluster variant: whether the CTAs pulled each other's outputs (else pushed). */
+  clusterPull?: boolean;
   /** The tile engine's threads across outputs and weight slice (WGSL). */
   tj: number;
   kt: number;
@@ -145,6 +149,8 @@ export async function benchCollect(o: CollectBenchOptions): Promise<CollectBench
   cfg.rollout.episodes = o.episodes;
   cfg.rollout.steps = o.steps;
   const precision = o.precision ?? 'exact';
+  const kernelConstants: Record<string, number> | undefined =
+    precision === 'tf32' ? { TF32: 1 } : o.clusterPull ? { CLUSTER_PULL: 1 } : undefined;
   const init = {
     backend: o.backend,
     market: o.market,
@@ -154,7 +160,7 @@ export async function benchCollect(o: CollectBenchOptions): Promise<CollectBench
     variant: o.variant,
     cluster: o.cluster,
     tile: o.tile,
-    constants: precision === 'tf32' ? { TF32: 1 } : undefined,
+    constants: kernelConstants,
   };
   const seed = cfg.train.seed;
   const curiosity = initParams(curiosityLayout(), NetId.Curiosity, seed);
@@ -200,7 +206,7 @@ export async function benchCollect(o: CollectBenchOptions): Promise<CollectBench
       tileEpisodes: perGroup,
       threads: shape.threads,
       ...(o.variant === 'cluster' && collector instanceof DqnDeviceCollector
-        ? { cluster: collector.options.cluster }
+        ? { cluster: collector.options.cluster, clusterPull: o.clusterPull === true }
         : {}),
       tj: shape.tj,
       kt: shape.kt,

@@ -203,17 +203,24 @@ describe('collect_dqn cluster variant descriptor', () => {
 describe.skipIf(unavailable !== null)(
   `collect_dqn_cluster on the CPU emulator${unavailable ? ` (skipped: ${unavailable})` : ''}`,
   () => {
-    const cases: [string, number, number, number][] = [
-      // [name, CTAs per cluster, episodes per cluster, threads]
+    const cases: [string, number, number, number, number?][] = [
+      // [name, CTAs per cluster, episodes per cluster, threads, CLUSTER_PULL]
       ['8 CTAs x 8 episodes (one each, the second cluster partly empty)', 8, 8, 32],
       ['8 CTAs x 10 episodes (CTAs 0 and 1 own two)', 8, 10, 64],
       ['16 CTAs x 4 episodes (idle owners, output slices of 0 rows)', 16, 4, 32],
+      // Pull exchange: float4 gathers of whole-quad slices, scalar ones of the others.
+      ['pull, 8 CTAs x 10 episodes', 8, 10, 64, 1],
+      ['pull, 16 CTAs x 4 episodes', 16, 4, 32, 1],
     ];
-    for (const [name, cluster, e, threads] of cases) {
+    for (const [name, cluster, e, threads, pull = 0] of cases) {
       it(`${name}: bit-identical to the TS reference over ${LAUNCHES} launches`, () => {
-        const spec = clusterSpec(cluster, e, threads);
+        const base = clusterSpec(cluster, e, threads);
+        const spec = { ...base, constants: { ...base.constants, CLUSTER_PULL: pull } };
         const source = readFileSync(new URL('../../cuda/collect_dqn_cluster.cu', import.meta.url), 'utf8');
-        const gen = writeGenerated(`cluster_${cluster}_${e}_${threads}.cu`, cudaPreamble(spec) + source);
+        const gen = writeGenerated(
+          `cluster_${cluster}_${e}_${threads}_${pull}.cu`,
+          cudaPreamble(spec) + source,
+        );
         const binary = buildEmu('kernel_harness.cpp', { KERNEL_SOURCE: `"${gen}"`, KERNEL_NAME: spec.name });
         const env = createEnv(market, split, params, N, SEED);
         const ro = [market.features, market.ohlc, market.spreadBps, params.entropyTable, nets()];

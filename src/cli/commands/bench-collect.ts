@@ -22,7 +22,7 @@ const usage = `usage: foxhunt bench collect --algo dqn|c51|iqn|ppo [--backend au
                              [--episodes N[,N...]] [--steps L] [--variant tiled|seed|cluster|both|all]
                              [--precision exact|tf32|both] [--engine auto|0|1|both]
                              [--tile E] [--threads T]
-                             [--cluster C] [--repeats R] [--seed S] [--json]
+                             [--cluster C] [--exchange push|pull|both] [--repeats R] [--seed S] [--json]
 
 Times one launch of collect_dqn (online + target dueling nets; --algo c51 / iqn for those heads)
 or collect_ppo (actor + critic) over N episodes x L steps on the built-in synthetic market, for
@@ -41,6 +41,8 @@ per episode are measured in the same run (--variant both, the default for dqn an
   --cluster C       cluster variant: CTAs per thread-block cluster (default 8; 16 is non-portable),
                     each holding 1/C of every layer in shared memory; --tile sets its episodes per
                     cluster (default: ~128 CTAs in all), --threads its threads per CTA (default 256)
+  --exchange X      cluster variant: push (each CTA stores its outputs into every CTA), pull (each
+                    CTA loads the others' outputs as float4 after the barrier) or both (default)
   --precision P     cuda only: exact (f32, the parity mode), tf32 (tensor cores, constant TF32 = 1)
                     or both (default) for the tiled kernel; WebGPU and the CPU are f32 only
   --engine E        webgpu only: the tiled kernel's WGSL tile engine, 0 (scalar activations,
@@ -73,7 +75,7 @@ const si = (x: number, unit: string) => {
 };
 
 const label = (r: CollectBenchResult) =>
-  `${r.variant}${r.precision === 'tf32' ? '-tf32' : ''}${r.engine === 1 ? '-quad' : ''}`;
+  `${r.variant}${r.precision === 'tf32' ? '-tf32' : ''}${r.engine === 1 ? '-quad' : ''}${r.clusterPull ? '-pull' : ''}`;
 
 function table(results: CollectBenchResult[], ceiling: CeilingResult | null): string[] {
   const rows = [
@@ -133,6 +135,7 @@ async function run(args: string[]): Promise<number> {
       steps: { type: 'string' },
       variant: { type: 'string' },
       cluster: { type: 'string' },
+      exchange: { type: 'string' },
       precision: { type: 'string' },
       engine: { type: 'string' },
       tile: { type: 'string' },
@@ -211,11 +214,17 @@ async function run(args: string[]): Promise<number> {
     engineFlag === 'auto' ? [undefined] : engineFlag === 'both' ? [0, 1] : [Number(engineFlag)];
   // Each tiled run in every precision and engine, then the seed variant (exact: it has no
   // tensor-core path, and no tile engine).
-  type Run = { variant: CollectVariant; precision: 'exact' | 'tf32'; engine?: number };
+  const exchangeFlag = (values.exchange as string | undefined) ?? 'both';
+  if (!['push', 'pull', 'both'].includes(exchangeFlag))
+    throw new UserError('--exchange must be push, pull or both');
+  const pulls = exchangeFlag === 'both' ? [false, true] : [exchangeFlag === 'pull'];
+  type Run = { variant: CollectVariant; precision: 'exact' | 'tf32'; engine?: number; pull?: boolean };
   const runs = variants.flatMap((v): Run[] =>
-    v === 'seed' || v === 'cluster'
-      ? [{ variant: v, precision: 'exact' }]
-      : precisions.flatMap((p) => engines.map((engine) => ({ variant: v, precision: p, engine }))),
+    v === 'cluster'
+      ? pulls.map((pull) => ({ variant: v, precision: 'exact', pull }))
+      : v === 'seed'
+        ? [{ variant: v, precision: 'exact' }]
+        : precisions.flatMap((p) => engines.map((engine) => ({ variant: v, precision: p, engine }))),
   );
   const episodes = parseEpisodes(values.episodes as string | undefined, cpu ? [8] : [128, 1024, 8192, 65536]);
   const steps = intFlag(values.steps as string | undefined, 'steps', cpu ? 8 : 64, 1);
@@ -238,7 +247,7 @@ async function run(args: string[]): Promise<number> {
     const results: CollectBenchResult[] = [];
     for (const n of episodes) {
       const l = typeof maxBinding === 'number' ? stepsThatFit(algo, n, steps, maxBinding) : steps;
-      for (const { variant, precision, engine } of runs) {
+      for (const { variant, precision, engine, pull } of runs) {
         if (variant === 'cluster' && !clusterFits(n, clusterSize, tile.tileEpisodes)) {
           if (!values.json)
             console.error(`  cluster N=${n}: skipped (its grid would exceed 65535 blocks: small N only)`);
@@ -252,6 +261,7 @@ async function run(args: string[]): Promise<number> {
           algo,
           variant,
           cluster: clusterSize,
+          clusterPull: pull,
           precision,
           episodes: n,
           steps: l,
