@@ -13,9 +13,13 @@
  * Grid: per job, its dW tiles (over (in + 1) inputs x out outputs) then its dX tiles (over in
  * inputs x batch rows); job 0's before job 1's, flat over x. Every tile is TILE_X x TILE_Y with a
  * K loop (batch for dW, out for dX), 8 x 16 threads each owning a contiguous 4 x 4 block, times
- * kSplit k-groups that split the K loop between them and add their tiles in group order. The CUDA
- * twin can also split a dW tile's batch over `splits` workgroups (DwSplit; device_mlp.ts decides
- * per launch), the last of which adds the slices in slice order; WGSL is dispatched with splits = 1.
+ * kSplit k-groups that split the K loop between them and add their tiles in group order. A dW
+ * tile's batch can also be split over `splits` workgroups (DwSplit; device_mlp.ts decides per
+ * launch). On CUDA the last of them to arrive adds the slices in slice order (hand-off 'last');
+ * WGSL has no device-scope fence, so there the slice workgroups only store their slices
+ * (hand-off 'later', `sliceOnly` = 1) and a later launch adds them: its first workgroups, one per
+ * split tile of the jobs in `sumIn0..`, sum the slices in slice order and finish the tiles (grads,
+ * sums of squares). Launches are ordered, so the slices are visible to it.
  *
  * Numerics: f32; every sum adds in increasing k (b for dW, o for dX) from 0, as src/learn/mlp.ts;
  * multiply-adds may fuse on GPUs, so twins agree to a tolerance. Partials are per-tile sums in the
@@ -31,6 +35,8 @@ import type { Kernel, TypedArray } from './reference.js';
 export const NO_DX = 3;
 
 const FIELDS = ['in', 'out', 'wOff', 'bOff', 'xOff', 'dOff', 'pOff', 'pAct', 'partBase'] as const;
+/** A job whose split dW tiles a launch finishes (sumOut_j = 0: none). */
+const SUM_FIELDS = ['sumIn', 'sumOut', 'sumWOff', 'sumBOff', 'sumPartBase'] as const;
 
 const variants = new Map<number, KernelSpec>();
 
@@ -50,9 +56,15 @@ export function mlpBackwardSpecFor(kSplit: number): KernelSpec {
       uniforms: [
         { name: 'batch', type: 'u32' },
         ...[0, 1].flatMap((j) => FIELDS.map((f) => ({ name: `${f}${j}`, type: 'u32' as const }))),
-        // Split dW (CUDA only; the WGSL twin reads neither and is always dispatched with splits = 1).
+        // Split dW: slices per dW tile and where the scratch slots start.
         { name: 'splits', type: 'u32' },
         { name: 'scratchAt', type: 'u32' },
+        // WGSL hand-off (the CUDA twin reads none of these; it is dispatched with sliceOnly = 0 and
+        // sumSplits = 0): split dW workgroups only store their slices; this launch's first
+        // workgroups add the slices (sumSplits of them) of an earlier launch's split tiles.
+        { name: 'sliceOnly', type: 'u32' },
+        { name: 'sumSplits', type: 'u32' },
+        ...[0, 1].flatMap((j) => SUM_FIELDS.map((f) => ({ name: `${f}${j}`, type: 'u32' as const }))),
       ],
       workgroupSize: [8, 16, kSplit],
       constants: { TILE_X: 32, TILE_Y: 64, TILE_K: 16 },
@@ -78,13 +90,28 @@ export const MAX_DW_SPLITS = 8;
 export const DW_SLOT_FLOATS = 4 + MAX_DW_SPLITS * C.TILE_X * C.TILE_Y;
 
 /**
- * Split dW (CUDA twin only): each dW tile runs as `splits` blocks over slices of the batch that
- * store partial tiles in the tile's slot at deltas[scratchAt + partial slot * DW_SLOT_FLOATS]; the
- * last block to arrive adds them in slice order. splits = 1 is the unsplit kernel.
+ * Split dW: each dW tile runs as `splits` workgroups over slices of the batch that store partial
+ * tiles in the tile's slot at deltas[scratchAt + partial slot * DW_SLOT_FLOATS]. splits = 1 is the
+ * unsplit kernel. Hand-off 'last' (CUDA): the last workgroup to arrive at the slot's counter adds
+ * the slices in slice order. Hand-off 'later' (WGSL): nothing in this launch adds them; a later
+ * launch's `sum` does.
  */
 export interface DwSplit {
   splits: number;
   scratchAt: number;
+  handoff?: 'last' | 'later';
+  /** Split dW tiles of an earlier launch (its jobs and their splits) that this launch finishes. */
+  sum?: { jobs: readonly BackwardJob[]; splits: number };
+}
+
+/**
+ * Where element (X = x0 + i, Y = y0 + o) of slice s of a dW tile lies in its scratch slot (after
+ * the counter): thread (i / 4, o / 4) of the WGSL twin stores its 4 x 4 block as 16 runs over the
+ * 128 threads, so each store and load of a workgroup is contiguous.
+ */
+export function sliceIndex(s: number, i: number, o: number): number {
+  const tid = (i >> 2) + (C.TILE_X / 4) * (o >> 2);
+  return s * C.TILE_X * C.TILE_Y + (4 * (o & 3) + (i & 3)) * ((C.TILE_X * C.TILE_Y) / 16) + tid;
 }
 
 /** Tiles of dW (and the partials they write) for a layer with `nIn` inputs and `nOut` outputs. */
@@ -108,6 +135,17 @@ export interface BackwardJob {
   prev: { dOff: number; act: Activation } | null;
   /** First slot of this layer's gradTiles partials. */
   partBase: number;
+}
+
+function sumUniforms(job: BackwardJob | undefined, j: number): Record<string, number> {
+  const l = job?.layer;
+  return {
+    [`sumIn${j}`]: l?.in ?? 0,
+    [`sumOut${j}`]: l?.out ?? 0,
+    [`sumWOff${j}`]: l ? job.netBase + l.wOffset : 0,
+    [`sumBOff${j}`]: l ? job.netBase + l.bOffset : 0,
+    [`sumPartBase${j}`]: job?.partBase ?? 0,
+  };
 }
 
 function jobUniforms(job: BackwardJob | undefined, j: number): Record<string, number> {
@@ -134,14 +172,27 @@ export function mlpBackwardDispatch(
     partials: DeviceBuffer;
   },
   batch: number,
-  jobs: [BackwardJob] | [BackwardJob, BackwardJob],
+  jobs: readonly BackwardJob[],
   kSplit = 1,
   split: DwSplit = { splits: 1, scratchAt: 0 },
 ): Dispatch {
-  if (!Number.isInteger(split.splits) || split.splits < 1 || split.splits > MAX_DW_SPLITS) {
+  const validSplits = (n: number) => Number.isInteger(n) && n >= 1 && n <= MAX_DW_SPLITS;
+  if (!validSplits(split.splits)) {
     throw new Error(`mlp_backward: splits must be an integer in [1, ${MAX_DW_SPLITS}], got ${split.splits}`);
   }
+  const sum = split.sum && split.sum.splits > 1 && split.sum.jobs.length > 0 ? split.sum : undefined;
+  if (sum && !validSplits(sum.splits)) {
+    throw new Error(
+      `mlp_backward: sum splits must be an integer in [2, ${MAX_DW_SPLITS}], got ${sum.splits}`,
+    );
+  }
+  if (jobs.length > 2 || (sum?.jobs.length ?? 0) > 2 || (jobs.length === 0 && !sum)) {
+    throw new Error(
+      "mlp_backward: a launch takes one or two jobs and finishes at most two jobs' split tiles",
+    );
+  }
   let tiles = 0;
+  for (const job of sum?.jobs ?? []) tiles += gradTiles(job.layer.in, job.layer.out);
   for (const job of jobs) {
     const { in: nIn, out: nOut } = job.layer;
     tiles += gradTiles(nIn, nOut) * split.splits + dxTiles(nIn, batch, job.prev ? 0 : NO_DX);
@@ -156,6 +207,10 @@ export function mlpBackwardDispatch(
       ...jobUniforms(jobs[1], 1),
       splits: split.splits,
       scratchAt: split.scratchAt,
+      sliceOnly: split.splits > 1 && split.handoff === 'later' ? 1 : 0,
+      sumSplits: sum?.splits ?? 0,
+      ...sumUniforms(sum?.jobs[0], 0),
+      ...sumUniforms(sum?.jobs[1], 1),
     },
     groups: grid1d(tiles),
   };
@@ -180,35 +235,96 @@ function mlpBackwardReference(
   const [params, acts, deltas, grads, partials] = buffers;
   const batch = u.batch;
   let budget = groupCount(groups);
+  const slot = (partial: number) => u.scratchAt + partial * DW_SLOT_FLOATS + 4;
+  // A dW tile's gradients and the f32 sum of their squares, row by row, from value(o, i).
+  const finish = (
+    nIn: number,
+    nOut: number,
+    wOff: number,
+    bOff: number,
+    i0: number,
+    o0: number,
+    value: (o: number, i: number) => number,
+  ): number => {
+    let ss = 0;
+    for (let o = o0; o < Math.min(nOut, o0 + C.TILE_Y); o++) {
+      for (let i = i0; i < Math.min(nIn + 1, i0 + C.TILE_X); i++) {
+        const g = value(o, i);
+        grads[i < nIn ? wOff + o * nIn + i : bOff + o] = g;
+        ss = f(ss + f(g * g));
+      }
+    }
+    return ss;
+  };
+  // An earlier launch's split dW tiles (WGSL hand-off): their slices added in slice order.
+  if (u.sumSplits > 1) {
+    for (const j of [0, 1]) {
+      const [nIn, nOut, wOff, bOff, partBase] = SUM_FIELDS.map((f) => u[`${f}${j}`]);
+      if (nOut === 0) continue;
+      const tx = ceilDiv(nIn + 1, C.TILE_X);
+      const sTiles = Math.min(gradTiles(nIn, nOut), budget);
+      for (let t = 0; t < sTiles; t++) {
+        const i0 = (t % tx) * C.TILE_X;
+        const o0 = Math.floor(t / tx) * C.TILE_Y;
+        const at = slot(partBase + t);
+        partials[partBase + t] = finish(nIn, nOut, wOff, bOff, i0, o0, (o, i) => {
+          let g = 0;
+          for (let s = 0; s < u.sumSplits; s++) g = f(g + deltas[at + sliceIndex(s, i - i0, o - o0)]);
+          return g;
+        });
+      }
+      budget -= sTiles;
+    }
+  }
   for (const j of [0, 1]) {
     const [nIn, nOut, wOff, bOff, xOff, dOff, pOff, pAct, partBase] = FIELDS.map((f) => u[`${f}${j}`]);
     if (nOut === 0) continue;
     // dW and db, tile by tile (a tile's partial is the f32 sum of its squares, row by row).
     const tx = ceilDiv(nIn + 1, C.TILE_X);
-    // A split dW tile is `splits` workgroups (slices of the batch); the sum is the same.
+    // A split dW tile is `splits` workgroups over slices of whole k-tiles of the batch.
     const splits = Math.max(1, u.splits);
+    const sliceLen = ceilDiv(ceilDiv(batch, C.TILE_K), splits) * C.TILE_K;
     const wTiles = Math.min(gradTiles(nIn, nOut), Math.floor(budget / splits));
+    // Rows [b0, b1) of tile (i0, o0): a Float32Array rounds every sum to f32 as it is stored; b ascends.
+    const tileSum = (i0: number, o0: number, b0: number, b1: number) => {
+      const w = C.TILE_X;
+      const sums = new Float32Array(C.TILE_X * C.TILE_Y);
+      for (let o = o0; o < Math.min(nOut, o0 + C.TILE_Y); o++) {
+        for (let b = b0; b < b1; b++) {
+          const d = deltas[dOff + b * nOut + o];
+          const x = xOff + b * nIn;
+          for (let i = i0; i < Math.min(nIn + 1, i0 + C.TILE_X); i++) {
+            sums[(o - o0) * w + i - i0] += f(d * (i < nIn ? acts[x + i] : 1));
+          }
+        }
+      }
+      return sums;
+    };
     for (let t = 0; t < wTiles; t++) {
       const i0 = (t % tx) * C.TILE_X;
       const o0 = Math.floor(t / tx) * C.TILE_Y;
-      const i1 = Math.min(nIn + 1, i0 + C.TILE_X);
-      // A Float32Array row rounds every sum to f32 as it is stored; b ascends per element.
-      const row = new Float32Array(i1 - i0);
-      let ss = 0;
-      for (let o = o0; o < Math.min(nOut, o0 + C.TILE_Y); o++) {
-        row.fill(0);
-        for (let b = 0; b < batch; b++) {
-          const d = deltas[dOff + b * nOut + o];
-          const x = xOff + b * nIn;
-          for (let i = i0; i < i1; i++) row[i - i0] += f(d * (i < nIn ? acts[x + i] : 1));
+      if (splits > 1 && u.sliceOnly) {
+        // WGSL hand-off: every slice (zeros outside the layer) goes to the tile's scratch slot.
+        const at = slot(partBase + t);
+        for (let s = 0; s < splits; s++) {
+          const b0 = Math.min(s * sliceLen, batch);
+          const sums = tileSum(i0, o0, b0, Math.min(b0 + sliceLen, batch));
+          for (let o = 0; o < C.TILE_Y; o++) {
+            for (let i = 0; i < C.TILE_X; i++) deltas[at + sliceIndex(s, i, o)] = sums[o * C.TILE_X + i];
+          }
         }
-        for (let i = i0; i < i1; i++) {
-          const g = row[i - i0];
-          grads[i < nIn ? wOff + o * nIn + i : bOff + o] = g;
-          ss = f(ss + f(g * g));
-        }
+        continue;
       }
-      partials[partBase + t] = ss;
+      const sums = tileSum(i0, o0, 0, batch);
+      partials[partBase + t] = finish(
+        nIn,
+        nOut,
+        wOff,
+        bOff,
+        i0,
+        o0,
+        (o, i) => sums[(o - o0) * C.TILE_X + i - i0],
+      );
     }
     budget -= Math.min(gradTiles(nIn, nOut) * splits, budget);
     // dX times the previous activation's derivative.

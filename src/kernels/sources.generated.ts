@@ -4374,10 +4374,20 @@ fn exclusive_scan(
 //   deltas: array<f32>, read_write: this layer's rows (read) and the previous layer's (written)
 //   grads: array<f32>, read_write: dW at wOff_j, db at bOff_j
 //   partials: array<f32>, read_write: one float per dW tile
-//   u: Uniforms { batch, then per job j in 0, 1: in, out, wOff, bOff, xOff, dOff, pOff, pAct, partBase }
-//      (pAct: 0 none, 1 relu, 2 leaky 0.01, 3 no dX; out_j = 0: job absent)
-// Workgroup: WG_X x WG_Y x WG_Z threads own a TILE_X x TILE_Y tile; flat workgroup id = job 0's
-// dW tiles, its dX tiles, then job 1's. Thread (x, y) of k-group z computes the 4 x 4 block at
+//   u: Uniforms { batch, then per job j in 0, 1: in, out, wOff, bOff, xOff, dOff, pOff, pAct, partBase,
+//      then splits, scratchAt, sliceOnly, sumSplits, then per j: sumIn, sumOut, sumWOff, sumBOff,
+//      sumPartBase } (pAct: 0 none, 1 relu, 2 leaky 0.01, 3 no dX; out_j = 0: job absent)
+// Split dW (splits > 1, sliceOnly = 1): each dW tile is \`splits\` workgroups over slices of the batch
+// (whole k-tiles); each stores its partial tile in the tile's slot at deltas[scratchAt + partial
+// slot * SLOT_FLOATS + 4] and nothing else. WGSL's atomics are relaxed and its barriers are
+// workgroup-scoped, so a CUDA-style "last workgroup to arrive adds the slices" would read other
+// workgroups' stores with no guarantee they are visible; instead a later launch (dispatches in a
+// pass are ordered and see each other's stores) finishes them: its first workgroups, one per split
+// tile of the jobs sum_j (sumSplits slices each), add the slices in slice order and write the
+// gradients and the tile's sum of squares.
+// Workgroup: WG_X x WG_Y x WG_Z threads own a TILE_X x TILE_Y tile; flat workgroup id = the split
+// tiles to finish (sum job 0's, sum job 1's), then job 0's dW tiles (x splits: tile t slice s is
+// workgroup t * splits + s), its dX tiles, then job 1's. Thread (x, y) of k-group z computes the 4 x 4 block at
 // X 4x.., Y 4y.. over the k-tiles z, z + WG_Z, ..., and the WG_Z partial tiles are summed in group
 // order through workgroup memory (splitting the long K loops — the whole batch for dW — inside the
 // workgroup, with no extra launch).
@@ -4396,6 +4406,11 @@ const THREADS = WG_X * WG_Y;
 const SX4 = TILE_X / 4 + 1;
 const SY4 = TILE_Y / 4 + 1;
 const STAGE = TILE_K * (SX4 + SY4);
+// A split dW tile's scratch slot (4 floats, CUDA's arrival counter, unused here; then 8 slices) and
+// one slice: thread tid's element (r, c) at (4 c + r) * THREADS + tid (src/kernels/mlp_backward.ts
+// sliceIndex), so every store and load of a workgroup is contiguous.
+const SLICE = TILE_X * TILE_Y;
+const SLOT_FLOATS = 4u + 8u * SLICE;
 
 var<workgroup> stage: array<vec4<f32>, WG_Z * STAGE>;
 var<workgroup> red: array<f32, THREADS>;
@@ -4426,6 +4441,13 @@ fn job_of(j: u32) -> Job {
   return Job(u.in1, u.out1, u.wOff1, u.bOff1, u.xOff1, u.dOff1, u.pOff1, u.pAct1, u.partBase1);
 }
 
+fn sum_job_of(j: u32) -> Job {
+  if (j == 0u) {
+    return Job(u.sumIn0, u.sumOut0, u.sumWOff0, u.sumBOff0, 0u, 0u, 0u, 3u, u.sumPartBase0);
+  }
+  return Job(u.sumIn1, u.sumOut1, u.sumWOff1, u.sumBOff1, 0u, 0u, 0u, 3u, u.sumPartBase1);
+}
+
 fn ceil_div(a: u32, b: u32) -> u32 {
   return (a + b - 1u) / b;
 }
@@ -4452,7 +4474,7 @@ struct Staged {
   y: array<f32, PY>,
 }
 
-fn load_tile(job: Job, is_dw: bool, k0: u32, x0: u32, y0: u32, tid: u32) -> Staged {
+fn load_tile(job: Job, is_dw: bool, k0: u32, k_end: u32, x0: u32, y0: u32, tid: u32) -> Staged {
   var s: Staged;
   if (is_dw) {
     for (var q = 0u; q < PX; q++) {
@@ -4460,7 +4482,7 @@ fn load_tile(job: Job, is_dw: bool, k0: u32, x0: u32, y0: u32, tid: u32) -> Stag
       let k = k0 + e / TILE_X;
       let i = x0 + e % TILE_X;
       var v = 0.0;
-      if (k < u.batch) {
+      if (k < k_end) {
         if (i < job.n_in) {
           v = acts[job.x_off + k * job.n_in + i];
         } else if (i == job.n_in) {
@@ -4474,7 +4496,7 @@ fn load_tile(job: Job, is_dw: bool, k0: u32, x0: u32, y0: u32, tid: u32) -> Stag
       let k = k0 + e / TILE_Y;
       let o = y0 + e % TILE_Y;
       var v = 0.0;
-      if (k < u.batch && o < job.n_out) {
+      if (k < k_end && o < job.n_out) {
         v = deltas[job.d_off + k * job.n_out + o];
       }
       s.y[q] = v;
@@ -4514,65 +4536,26 @@ fn act_derivative(y: f32, act: u32) -> f32 {
   return 1.0;
 }
 
-@compute @workgroup_size(WG_X, WG_Y, WG_Z)
-fn mlp_backward(
-  @builtin(workgroup_id) wid: vec3<u32>,
-  @builtin(num_workgroups) nwg: vec3<u32>,
-  @builtin(local_invocation_id) lid: vec3<u32>,
-) {
-  // Which job and which kind of tile this workgroup computes.
-  var t = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
-  var job = job_of(0u);
-  var is_dw = true;
-  var found = false;
-  for (var j = 0u; j < 2u; j++) {
-    if (!found) {
-      job = job_of(j);
-      let gw = grad_tiles(job);
-      let gx = dx_tiles(job);
-      if (t < gw) {
-        found = true;
-      } else if (t < gw + gx) {
-        t = t - gw;
-        is_dw = false;
-        found = true;
-      } else {
-        t = t - gw - gx;
-      }
-    }
-  }
-  if (!found) {
-    return;
-  }
-
-  var x0: u32;
-  var y0: u32;
-  var k_len: u32;
-  if (is_dw) {
-    let tx = ceil_div(job.n_in + 1u, TILE_X);
-    x0 = (t % tx) * TILE_X;
-    y0 = (t / tx) * TILE_Y;
-    k_len = u.batch;
-  } else {
-    let tx = ceil_div(job.n_in, TILE_X);
-    x0 = (t % tx) * TILE_X;
-    y0 = (t / tx) * TILE_Y;
-    k_len = job.n_out;
-  }
-
-  let z = lid.z;
-  let tid = lid.x + WG_X * lid.y;
-  let ix = 4u * lid.x;
-  let iy = 4u * lid.y;
-  let xs = z * STAGE;
-  let ys = z * STAGE + TILE_K * SX4;
-  // acc[r][c]: X index ix + r, Y index iy + c.
+// This workgroup's tile over k in [k_begin, k_end), summed over the k-groups (complete in group 0).
+fn tile_product(
+  job: Job,
+  is_dw: bool,
+  k_begin: u32,
+  k_end: u32,
+  x0: u32,
+  y0: u32,
+  tid: u32,
+  z: u32,
+  xs: u32,
+  ys: u32,
+  lx: u32,
+  ly: u32,
+) -> array<vec4<f32>, 4> {
   var acc: array<vec4<f32>, 4>;
-  let k_tiles = ceil_div(k_len, TILE_K);
-  let rounds = ceil_div(k_tiles, WG_Z);
-  var next = load_tile(job, is_dw, z * TILE_K, x0, y0, tid);
+  let rounds = ceil_div(ceil_div(k_end - k_begin, TILE_K), WG_Z);
+  var next = load_tile(job, is_dw, k_begin + z * TILE_K, k_end, x0, y0, tid);
   for (var round = 0u; round < rounds; round++) {
-    let k0 = (round * WG_Z + z) * TILE_K;
+    let k0 = k_begin + (round * WG_Z + z) * TILE_K;
     for (var q = 0u; q < PX; q++) {
       let e = tid + q * THREADS;
       let m = e % TILE_X;
@@ -4593,22 +4576,22 @@ fn mlp_backward(
     }
     workgroupBarrier();
     if (round + 1u < rounds) {
-      next = load_tile(job, is_dw, k0 + WG_Z * TILE_K, x0, y0, tid);
+      next = load_tile(job, is_dw, k0 + WG_Z * TILE_K, k_end, x0, y0, tid);
     }
-    let valid = min(u32(TILE_K), k_len - min(k0, k_len));
+    let valid = min(u32(TILE_K), k_end - min(k0, k_end));
     // A full k-tile takes the constant-trip loop, which the compiler unrolls.
     if (valid == TILE_K) {
       for (var k = 0u; k < TILE_K; k++) {
-        let xv = stage[xs + k * SX4 + lid.x];
-        let yv = stage[ys + k * SY4 + lid.y];
+        let xv = stage[xs + k * SX4 + lx];
+        let yv = stage[ys + k * SY4 + ly];
         for (var r = 0u; r < 4u; r++) {
           acc[r] = acc[r] + xv[r] * yv;
         }
       }
     } else {
       for (var k = 0u; k < valid; k++) {
-        let xv = stage[xs + k * SX4 + lid.x];
-        let yv = stage[ys + k * SY4 + lid.y];
+        let xv = stage[xs + k * SX4 + lx];
+        let yv = stage[ys + k * SY4 + ly];
         for (var r = 0u; r < 4u; r++) {
           acc[r] = acc[r] + xv[r] * yv;
         }
@@ -4630,6 +4613,115 @@ fn mlp_backward(
         acc[r] = acc[r] + stage[((g - 1u) * THREADS + tid) * 4u + r];
       }
     }
+  }
+
+  return acc;
+}
+
+@compute @workgroup_size(WG_X, WG_Y, WG_Z)
+fn mlp_backward(
+  @builtin(workgroup_id) wid: vec3<u32>,
+  @builtin(num_workgroups) nwg: vec3<u32>,
+  @builtin(local_invocation_id) lid: vec3<u32>,
+) {
+  // Which job and which kind of tile this workgroup computes: a split tile to finish (is_sum), a dW
+  // tile or one slice of it, or a dX tile.
+  var t = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
+  var job = job_of(0u);
+  var is_dw = true;
+  var is_sum = false;
+  var found = false;
+  if (u.sumSplits > 1u) {
+    for (var j = 0u; j < 2u; j++) {
+      if (!found) {
+        job = sum_job_of(j);
+        let gs = grad_tiles(job);
+        if (t < gs) {
+          is_sum = true;
+          found = true;
+        } else {
+          t = t - gs;
+        }
+      }
+    }
+  }
+  for (var j = 0u; j < 2u; j++) {
+    if (!found) {
+      job = job_of(j);
+      let gw = grad_tiles(job) * u.splits;
+      let gx = dx_tiles(job);
+      if (t < gw) {
+        found = true;
+      } else if (t < gw + gx) {
+        t = t - gw;
+        is_dw = false;
+        found = true;
+      } else {
+        t = t - gw - gx;
+      }
+    }
+  }
+  if (!found) {
+    return;
+  }
+
+  // A dW tile's K range: its slice of the batch (whole k-tiles) when split.
+  var slice = 0u;
+  var k_begin = 0u;
+  var k_end = job.n_out;
+  if (is_dw && !is_sum) {
+    slice = t % u.splits;
+    t = t / u.splits;
+    let slice_len = ceil_div(ceil_div(u.batch, TILE_K), u.splits) * TILE_K;
+    k_begin = min(slice * slice_len, u.batch);
+    k_end = min(k_begin + slice_len, u.batch);
+  }
+  var x0: u32;
+  var y0: u32;
+  if (is_dw) {
+    let tx = ceil_div(job.n_in + 1u, TILE_X);
+    x0 = (t % tx) * TILE_X;
+    y0 = (t / tx) * TILE_Y;
+  } else {
+    let tx = ceil_div(job.n_in, TILE_X);
+    x0 = (t % tx) * TILE_X;
+    y0 = (t / tx) * TILE_Y;
+  }
+
+  let z = lid.z;
+  let tid = lid.x + WG_X * lid.y;
+  let ix = 4u * lid.x;
+  let iy = 4u * lid.y;
+  let xs = z * STAGE;
+  let ys = z * STAGE + TILE_K * SX4;
+  let slot = u.scratchAt + (job.part_base + t) * SLOT_FLOATS + 4u;
+  // acc[r][c]: X index ix + r, Y index iy + c.
+  var acc: array<vec4<f32>, 4>;
+  if (is_sum) {
+    // An earlier launch's split tile: its slices in slice order (z > 0 idles to the tree below).
+    if (z == 0u) {
+      for (var s = 0u; s < u.sumSplits; s++) {
+        for (var c = 0u; c < 4u; c++) {
+          for (var r = 0u; r < 4u; r++) {
+            acc[r][c] = acc[r][c] + deltas[slot + s * SLICE + (4u * c + r) * THREADS + tid];
+          }
+        }
+      }
+    }
+  } else {
+    acc = tile_product(job, is_dw, k_begin, k_end, x0, y0, tid, z, xs, ys, lid.x, lid.y);
+  }
+
+  if (is_dw && !is_sum && u.sliceOnly == 1u) {
+    // One slice of a split tile: stored for the launch that finishes the tile.
+    if (z == 0u) {
+      for (var c = 0u; c < 4u; c++) {
+        for (var r = 0u; r < 4u; r++) {
+          deltas[slot + slice * SLICE + (4u * c + r) * THREADS + tid] = acc[r][c];
+        }
+      }
+    }
+    return;
   }
 
   if (is_dw) {

@@ -34,6 +34,7 @@ import { seedToKey } from '../rng/philox.js';
 import {
   backwardDispatches,
   createMlpBuffers,
+  dwHandoffFor,
   dwSplitBudgetFor,
   forwardDispatches,
   kSplitFor,
@@ -80,10 +81,11 @@ export interface DevicePpoLearnerInit {
   /** Replay updates as CUDA graphs where the backend can (default true). */
   graphs?: boolean;
   /**
-   * Split the backward launches' dW tiles over batch slices where the backend supports it (CUDA;
-   * default true). false keeps one workgroup per dW tile (the earlier kernel, for comparison).
+   * Split the backward launches' dW tiles over batch slices where the backend supports it (CUDA,
+   * WebGPU; default true). false keeps one workgroup per dW tile (the earlier kernel, for comparison);
+   * a number is the workgroup budget per launch instead of the backend's (dwSplitBudgetFor).
    */
-  dwSplit?: boolean;
+  dwSplit?: boolean | number;
 }
 
 function sameRollout(a: DevicePpoRollout, b: DevicePpoRollout): boolean {
@@ -122,8 +124,19 @@ export class DevicePpoLearner {
       throw new Error(`device ppo learner: the critic outputs ${outputs[1].out} values, not 1`);
     this.backend = backend;
     this.cfg = cfg;
-    const splitBudget = init.dwSplit === false ? 0 : dwSplitBudgetFor(backend);
-    this.plan = planMlps([actorLayout, criticLayout], cfg.minibatch, kSplitFor(backend), splitBudget);
+    const splitBudget =
+      typeof init.dwSplit === 'number'
+        ? init.dwSplit
+        : init.dwSplit === false
+          ? 0
+          : dwSplitBudgetFor(backend);
+    this.plan = planMlps(
+      [actorLayout, criticLayout],
+      cfg.minibatch,
+      kSplitFor(backend),
+      splitBudget,
+      dwHandoffFor(backend),
+    );
     this.key = seedToKey(init.seed);
     this.hyper = { lr: cfg.lr, maxGradNorm: cfg.maxGradNorm };
     this.graphs = init.graphs ?? true;

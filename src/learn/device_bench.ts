@@ -59,16 +59,23 @@ export interface StepKernelTime {
 function launchLabel(d: Dispatch, plan: MlpPlan): string {
   const u = d.uniforms;
   if (d.kernel.name !== 'mlp_forward' && d.kernel.name !== 'mlp_backward') return d.kernel.name;
-  const names: string[] = [];
-  for (const j of [0, 1]) {
-    if (!u[`out${j}`]) continue;
-    for (const net of plan.nets) {
-      const layer = net.layout.layers.find((l) => net.base + l.wOffset === u[`wOff${j}`]);
-      if (layer) names.push(layer.name);
+  const layerNames = (prefix: string) => {
+    const names: string[] = [];
+    for (const j of [0, 1]) {
+      if (!u[`${prefix}${prefix ? 'O' : 'o'}ut${j}`]) continue;
+      const wOff = u[`${prefix}${prefix ? 'W' : 'w'}Off${j}`];
+      for (const net of plan.nets) {
+        const layer = net.layout.layers.find((l) => net.base + l.wOffset === wOff);
+        if (layer) names.push(layer.name);
+      }
     }
-  }
-  const split = d.kernel.name === 'mlp_backward' && u.splits > 1 ? `, dW in ${u.splits} slices` : '';
-  return `${d.kernel.name} ${names.join(' + ')}${split}`;
+    return names.join(' + ');
+  };
+  const own = layerNames('');
+  if (d.kernel.name === 'mlp_forward') return `${d.kernel.name} ${own}`;
+  const split = u.splits > 1 ? `, dW in ${u.splits} slices` : '';
+  const sum = u.sumSplits > 1 ? `${own ? ', ' : ''}adds the slices of ${layerNames('sum')}` : '';
+  return `${d.kernel.name} ${own}${split}${sum}`;
 }
 
 export interface BenchTrainResult {
@@ -108,7 +115,7 @@ export interface BenchTrainOptions {
   /** Measured epochs after the warm-up one. */
   repeats: number;
   /** Split dW over batch slices where the backend can (DevicePpoLearnerInit.dwSplit; default true). */
-  dwSplit?: boolean;
+  dwSplit?: boolean | number;
   /** Skip the validation backtest (large settings: it does not depend on N). */
   validate?: boolean;
   /** Repeats when timing each launch of one step alone (default 20). */

@@ -16,6 +16,7 @@ import { seedToKey } from '../rng/philox.js';
 import {
   backwardDispatches,
   createMlpBuffers,
+  dwHandoffFor,
   dwSplitBudgetFor,
   forwardDispatches,
   kSplitFor,
@@ -79,7 +80,13 @@ export class DeviceCuriosityLearner {
     this.backend = backend;
     this.init = init;
     this.key = seedToKey(init.seed);
-    this.plan = planMlps([layout], batch, kSplitFor(backend), dwSplitBudgetFor(backend));
+    this.plan = planMlps(
+      [layout],
+      batch,
+      kSplitFor(backend),
+      dwSplitBudgetFor(backend),
+      dwHandoffFor(backend),
+    );
     this.buffers = {
       ...createMlpBuffers(backend, this.plan, 'curiosity'),
       moments: backend.createBuffer(8 * layout.size, 'curiosity.moments'),

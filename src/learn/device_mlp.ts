@@ -49,6 +49,12 @@ export interface MlpPlan {
    */
   splitBudget: number;
   scratchAt: number;
+  /**
+   * Who adds a split tile's slices: 'last', the last of its workgroups to arrive (CUDA: integer
+   * counter + __threadfence); 'later', the next backward launch's first workgroups, or one launch
+   * after the last (WGSL: no device-scope fence, so only launch order makes slices visible).
+   */
+  dwHandoff: 'last' | 'later';
   inDim: number;
   /** Floats of params / grads (and of each half of the Adam moments). */
   paramFloats: number;
@@ -58,7 +64,13 @@ export interface MlpPlan {
 }
 
 /** Offsets for `layouts` (chain networks reading the same input) on minibatches of `batch` rows. */
-export function planMlps(layouts: NetLayout[], batch: number, kSplit = 1, splitBudget = 0): MlpPlan {
+export function planMlps(
+  layouts: NetLayout[],
+  batch: number,
+  kSplit = 1,
+  splitBudget = 0,
+  dwHandoff: 'last' | 'later' = 'last',
+): MlpPlan {
   if (!Number.isInteger(batch) || batch < 1) throw new Error(`learner: minibatch must be >= 1, got ${batch}`);
   const inDim = layouts[0].layers[0].in;
   let params = 0;
@@ -93,6 +105,7 @@ export function planMlps(layouts: NetLayout[], batch: number, kSplit = 1, splitB
     kSplit,
     splitBudget,
     scratchAt,
+    dwHandoff,
     inDim,
     paramFloats: params,
     actFloats: acts,
@@ -120,13 +133,25 @@ export function kSplitFor(backend: Pick<Backend, 'kind' | 'info'>): number {
 }
 
 /**
- * The split-dW budget on `backend` (MlpPlan.splitBudget): two 512-thread matmul workgroups per SM
- * where the backend reports its SM count (CUDA; mlp_backward's twin there splits dW tiles over
- * batch slices), else 0: WebGPU and the CPU never split.
+ * WebGPU's split-dW budget: WebGPU reports no SM count, so about two 512-thread workgroups per SM
+ * of a large discrete GPU (the H200 has 132); the PPO launches then split as on CUDA there.
  */
-export function dwSplitBudgetFor(backend: Pick<Backend, 'info'>): number {
+export const WEBGPU_SPLIT_BUDGET = 256;
+
+/**
+ * The split-dW budget on `backend` (MlpPlan.splitBudget): two 512-thread matmul workgroups per SM
+ * where the backend reports its SM count (CUDA), WEBGPU_SPLIT_BUDGET on WebGPU, else 0: the CPU
+ * never splits.
+ */
+export function dwSplitBudgetFor(backend: Pick<Backend, 'info' | 'kind'>): number {
   const sms = backend.info.limits.smCount;
-  return typeof sms === 'number' && sms > 0 ? 2 * sms : 0;
+  if (typeof sms === 'number' && sms > 0) return 2 * sms;
+  return backend.kind === 'webgpu' ? WEBGPU_SPLIT_BUDGET : 0;
+}
+
+/** MlpPlan.dwHandoff on `backend`: WGSL finishes split tiles in a later launch (see mlp_backward.wgsl). */
+export function dwHandoffFor(backend: Pick<Backend, 'kind'>): 'last' | 'later' {
+  return backend.kind === 'webgpu' ? 'later' : 'last';
 }
 
 /**
@@ -198,14 +223,25 @@ export function forwardDispatches(plan: MlpPlan, b: MlpBuffers): Dispatch[] {
  */
 export function backwardDispatches(plan: MlpPlan, b: MlpBuffers): Dispatch[] {
   const out: Dispatch[] = [];
+  const { scratchAt, dwHandoff: handoff } = plan;
+  // Hand-off 'later': the split tiles each launch leaves for the next one to finish.
+  let pending: { jobs: BackwardJob[]; splits: number } | undefined;
   for (let s = 0; s < depth(plan); s++) {
     const jobs = plan.nets
       .filter((n) => s < n.layout.layers.length)
       .map((n) => backwardJob(n, n.layout.layers.length - 1 - s));
     for (const p of pairs(jobs)) {
-      const split = { splits: splitsFor(plan, p), scratchAt: plan.scratchAt };
-      out.push(mlpBackwardDispatch(b, plan.batch, p, plan.kSplit, split));
+      const splits = splitsFor(plan, p);
+      out.push(
+        mlpBackwardDispatch(b, plan.batch, p, plan.kSplit, { splits, scratchAt, handoff, sum: pending }),
+      );
+      pending = handoff === 'later' && splits > 1 ? { jobs: p, splits } : undefined;
     }
+  }
+  if (pending) {
+    out.push(
+      mlpBackwardDispatch(b, plan.batch, [], plan.kSplit, { splits: 1, scratchAt, handoff, sum: pending }),
+    );
   }
   return out;
 }

@@ -21,6 +21,7 @@ import { DeviceCuriosityLearner, type DeviceCuriosityRollout } from '../learn/de
 import {
   backwardDispatches,
   createMlpBuffers,
+  dwHandoffFor,
   dwSplitBudgetFor,
   forwardDispatches,
   kSplitFor,
@@ -221,7 +222,13 @@ export function mlpParityCase(
     actual: (backend) =>
       scoped(backend, async () => {
         const { params, x, dOut } = inputs();
-        const plan = planMlps(layouts, batch, kSplitFor(backend), dwSplitBudgetFor(backend));
+        const plan = planMlps(
+          layouts,
+          batch,
+          kSplitFor(backend),
+          dwSplitBudgetFor(backend),
+          dwHandoffFor(backend),
+        );
         const b = createMlpBuffers(backend, plan, 'parity');
         try {
           plan.nets.forEach((net, n) => {

@@ -13,7 +13,7 @@ import { intFlag, parseFlags } from '../args.js';
 import { type Command, UserError } from '../main.js';
 
 const usage = `usage: foxhunt bench train --algo ppo [--backend auto|cuda|webgpu|cpu] [--episodes N] [--steps L]
-                           [--large-episodes N2] [--repeats R] [--seed S] [--dw-split on|off] [--json]
+                           [--large-episodes N2] [--repeats R] [--seed S] [--dw-split on|off|W] [--json]
 
 Times a PPO epoch per phase on the built-in synthetic market: collect (collect_ppo on the device),
 update (the device learner: every minibatch step of the update in one submission, a CUDA graph
@@ -30,8 +30,10 @@ kernels' TS references); pass --episodes, --steps or --large-episodes to overrid
   --large-episodes N2    episodes of the large setting; 0 skips it
   --repeats R            measured epochs per setting
   --seed S               run seed (network init, synthetic market, shuffles)
-  --dw-split on|off      CUDA: split the backward launches' dW tiles over batch slices (on, the
-                         default) or one workgroup per dW tile (off: the earlier kernel)
+  --dw-split on|off|W    CUDA, WebGPU: split the backward launches' dW tiles over batch slices (on,
+                         the default: within 2 workgroups per SM on CUDA, 256 workgroups on WebGPU),
+                         within W workgroups per launch, or one workgroup per dW tile (off: the
+                         earlier kernel)
   --json                 one JSON object on stdout instead of the table`;
 
 const BACKENDS = ['auto', 'cuda', 'webgpu', 'cpu'];
@@ -101,9 +103,10 @@ async function run(args: string[]): Promise<number> {
     throw new UserError(`--backend must be one of ${BACKENDS.join(', ')}, got "${request}"`);
   }
   const dwSplitFlag = (values['dw-split'] as string | undefined) ?? 'on';
-  if (dwSplitFlag !== 'on' && dwSplitFlag !== 'off') {
-    throw new UserError(`--dw-split must be on or off, got "${dwSplitFlag}"`);
+  if (dwSplitFlag !== 'on' && dwSplitFlag !== 'off' && !/^[1-9]\d{0,5}$/.test(dwSplitFlag)) {
+    throw new UserError(`--dw-split must be on, off or a workgroup budget (1-999999), got "${dwSplitFlag}"`);
   }
+  const dwSplit = dwSplitFlag === 'on' ? true : dwSplitFlag === 'off' ? false : Number(dwSplitFlag);
   let choice: Awaited<ReturnType<typeof chooseBackend>>;
   try {
     choice = await chooseBackend(request as BackendRequest);
@@ -151,7 +154,7 @@ async function run(args: string[]): Promise<number> {
         splits: data.splits,
         barsPerYear: data.barsPerYear,
         repeats,
-        dwSplit: dwSplitFlag === 'on',
+        dwSplit,
         kernelRepeats: cpu ? 1 : 20,
         onProgress: (line) => log(`  ${line}`),
       });

@@ -1,0 +1,180 @@
+/**
+ * Split dW with the 'later' hand-off (WebGPU: src/learn/device_mlp.ts, wgsl/mlp_backward.wgsl):
+ * split workgroups only store their slices and the next backward launch (or one launch after the
+ * last) adds them. Checks the plan WebGPU gets, the launch list it makes, and that the TS reference
+ * of the hand-off (what the CPU backend runs) gives the unsplit gradients, deltas and norms. The WGSL
+ * twin is checked against the reference by the parity suite on lavapipe, whose mlp_backward and
+ * learner cases split (asserted here).
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { CpuBackend } from '../../src/backend/cpu/index.js';
+import type { Backend } from '../../src/backend/types.js';
+import { main } from '../../src/cli/main.js';
+import { defaultConfig } from '../../src/config.js';
+import { DevicePpoLearner } from '../../src/learn/device.js';
+import {
+  backwardDispatches,
+  createMlpBuffers,
+  dwHandoffFor,
+  dwSplitBudgetFor,
+  type MlpPlan,
+  planMlps,
+  WEBGPU_SPLIT_BUDGET,
+} from '../../src/learn/device_mlp.js';
+import { initParams } from '../../src/nets/forward.js';
+import {
+  buildLayout,
+  NetId,
+  type NetLayout,
+  ppoActorLayout,
+  ppoCriticLayout,
+} from '../../src/nets/layout.js';
+
+const cpu = new CpuBackend();
+const webgpu: Pick<Backend, 'kind' | 'info'> = {
+  kind: 'webgpu',
+  info: { kind: 'webgpu', device: 'test', driver: '', limits: {} },
+};
+
+function launches(plan: MlpPlan) {
+  const b = createMlpBuffers(cpu, plan, 'split-later');
+  try {
+    return backwardDispatches(plan, b).map((d) => ({
+      splits: d.uniforms.splits,
+      sum: d.uniforms.sumSplits,
+      d,
+    }));
+  } finally {
+    for (const buf of Object.values(b)) cpu.destroyBuffer(buf);
+  }
+}
+
+const ppo = () => [ppoActorLayout(), ppoCriticLayout()];
+
+describe("split dW, 'later' hand-off", () => {
+  it('is what WebGPU plans, with a budget; CUDA keeps the last-block hand-off, the CPU never splits', () => {
+    expect(dwSplitBudgetFor(webgpu)).toBe(WEBGPU_SPLIT_BUDGET);
+    expect(dwHandoffFor(webgpu)).toBe('later');
+    expect(dwHandoffFor({ kind: 'cuda' })).toBe('last');
+    expect(dwSplitBudgetFor(cpu)).toBe(0);
+  });
+
+  it('finishes each launch’s split tiles in the next launch, and the last ones in one more', () => {
+    const plan = planMlps(ppo(), 512, 4, WEBGPU_SPLIT_BUDGET, 'later');
+    const l = launches(plan);
+    expect(l.map((x) => x.splits)).toEqual([8, 8, 8, 2, 1, 8, 1]);
+    expect(l.map((x) => x.sum)).toEqual([0, 8, 8, 8, 2, 0, 8]);
+    expect(l.map((x) => x.d.uniforms.sliceOnly)).toEqual([1, 1, 1, 1, 0, 1, 0]);
+    // The extra launch has no jobs of its own: one workgroup per split tile of value_layer_0.
+    const last = l[6].d;
+    expect(last.uniforms.out0).toBe(0);
+    expect(last.uniforms.out1).toBe(0);
+    expect(last.groups[0] * last.groups[1] * last.groups[2]).toBeGreaterThanOrEqual(16);
+    // 'last' (CUDA) adds nothing and needs no extra launch.
+    const cuda = launches(planMlps(ppo(), 512, 4, 264, 'last'));
+    expect(cuda.map((x) => x.sum)).toEqual([0, 0, 0, 0, 0, 0]);
+    expect(cuda.every((x) => x.d.uniforms.sliceOnly === 0)).toBe(true);
+  });
+
+  it('splits the parity suite’s mlp_backward case (B = 70) on WebGPU', () => {
+    const l = launches(planMlps(ppo(), 70, 4, dwSplitBudgetFor(webgpu), dwHandoffFor(webgpu)));
+    expect(l.filter((x) => x.splits > 1).length).toBeGreaterThanOrEqual(4);
+    expect(l.at(-1)?.sum).toBeGreaterThan(1);
+  });
+
+  it('gives the unsplit gradients, deltas and tile norms in the TS reference', async () => {
+    const actor = buildLayout('small_actor', [
+      { name: 'a0', in: 54, out: 40, act: 'relu' },
+      { name: 'a1', in: 40, out: 45, act: 'none' },
+    ]);
+    const critic = buildLayout('small_critic', [
+      { name: 'c0', in: 54, out: 100, act: 'relu' },
+      { name: 'c1', in: 100, out: 70, act: 'leaky' },
+      { name: 'c2', in: 70, out: 1, act: 'none' },
+    ]);
+    const layouts: NetLayout[] = [actor, critic];
+    const batch = 70;
+    const run = async (plan: MlpPlan) => {
+      const b = createMlpBuffers(cpu, plan, 'split-later');
+      try {
+        plan.nets.forEach((net, n) => {
+          cpu.upload(b.params, initParams(net.layout, n === 0 ? NetId.Actor : NetId.Critic, 5), 4 * net.base);
+        });
+        // Inputs and every layer's outputs (ReLU-like: half of them zero), and the output deltas.
+        const acts = new Float32Array(plan.actFloats).map((_, i) => Math.max(0, Math.sin(i * 0.37)));
+        cpu.upload(b.acts, acts);
+        for (const net of plan.nets) {
+          const last = net.layout.layers.length - 1;
+          const d = new Float32Array(batch * net.layout.layers[last].out).map(
+            (_, i) => 0.05 * Math.cos(i * 0.11),
+          );
+          cpu.upload(b.deltas, d, 4 * net.deltaAt[last]);
+        }
+        const dispatches = backwardDispatches(plan, b);
+        cpu.run(dispatches);
+        const read = async (buf: typeof b.grads, floats: number) =>
+          new Float32Array(await cpu.download(buf, 0, 4 * floats));
+        return {
+          dispatches,
+          grads: await read(b.grads, plan.paramFloats),
+          deltas: (await read(b.deltas, plan.deltaFloats)).slice(0, plan.nets.at(-1)!.deltaAt.at(-1)),
+          partials: await read(b.partials, plan.partialCount),
+        };
+      } finally {
+        for (const buf of Object.values(b)) cpu.destroyBuffer(buf);
+      }
+    };
+    const plain = await run(planMlps(layouts, batch, 4, 0));
+    const split = await run(planMlps(layouts, batch, 4, 32, 'later'));
+    expect(split.dispatches.some((d) => d.uniforms.splits > 1)).toBe(true);
+    expect(split.dispatches.some((d) => d.uniforms.sumSplits > 1 && d.uniforms.out0 > 0)).toBe(true);
+    expect(split.dispatches.length).toBe(plain.dispatches.length + 1);
+    // Slices add the same products in another grouping: equal to f32 rounding.
+    const close = (a: Float32Array, b: Float32Array, rtol: number) => {
+      expect(a.length).toBe(b.length);
+      let worst = 0;
+      for (let i = 0; i < a.length; i++)
+        worst = Math.max(worst, Math.abs(a[i] - b[i]) - rtol * Math.abs(b[i]));
+      expect(worst).toBeLessThanOrEqual(1e-7);
+    };
+    expect(plain.grads.some((g) => g !== 0)).toBe(true);
+    close(split.grads, plain.grads, 1e-5);
+    close(split.partials, plain.partials, 1e-5);
+    // dX does not split: bit for bit.
+    expect(split.deltas).toEqual(plain.deltas);
+  });
+
+  describe('the --dw-split switch', () => {
+    afterEach(() => {
+      vi.restoreAllMocks();
+    });
+
+    it('takes a workgroup budget in place of the backend’s (and off: none)', () => {
+      const actorLayout = ppoActorLayout();
+      const criticLayout = ppoCriticLayout();
+      const make = (dwSplit: boolean | number) =>
+        new DevicePpoLearner({
+          backend: cpu,
+          actorLayout,
+          criticLayout,
+          actor: initParams(actorLayout, NetId.Actor, 1),
+          critic: initParams(criticLayout, NetId.Critic, 1),
+          cfg: defaultConfig.ppo,
+          seed: 1,
+          dwSplit,
+        });
+      const learners = [make(132), make(false), make(true)];
+      expect(learners.map((l) => l.plan.splitBudget)).toEqual([132, 0, dwSplitBudgetFor(cpu)]);
+      for (const l of learners) l.destroy();
+    });
+
+    it('refuses a value that is not on, off or a budget with one line', async () => {
+      const err: string[] = [];
+      vi.spyOn(console, 'error').mockImplementation((...a) => void err.push(a.join(' ')));
+      expect(await main(['bench', 'train', '--backend', 'cpu', '--dw-split', 'maybe'])).toBe(1);
+      expect(err.at(-1)).toBe(
+        'foxhunt bench train: --dw-split must be on, off or a workgroup budget (1-999999), got "maybe"',
+      );
+    });
+  });
+});
