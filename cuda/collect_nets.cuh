@@ -85,23 +85,25 @@ struct Curiosity {
 };
 
 // Trunk in place: act [R, LD_TRUNK] holds the 54-float states (columns 54..63 zero) and then the
-// trunk features.
-template <int Head, int Base, int R>
+// trunk features. Rounded: the features are stored as TF32 values (TF32_OUT; the plain head, whose
+// only readers of them are the stream layers; IQN multiplies them by phi, so it keeps them whole).
+template <int Head, int Base, int R, bool Rounded = false>
 COLLECT_FN void dueling_trunk(const float* __restrict__ p, float* act) {
   using L = Dueling<Head, Base>;
-  dense_inplace<STATE_DIM, 256, ACT_LEAKY, R, L::S0_W, L::S0_B>(p, act, LD_TRUNK);
+  constexpr int F = Rounded ? TF32_OUT : 0;
+  dense_inplace<STATE_DIM, 256, ACT_LEAKY, R, L::S0_W, L::S0_B, F>(p, act, LD_TRUNK);
   block_sync();
-  dense_inplace<256, 256, ACT_LEAKY, R, L::S1_W, L::S1_B>(p, act, LD_TRUNK);
+  dense_inplace<256, 256, ACT_LEAKY, R, L::S1_W, L::S1_B, Rounded ? TF32_IN | TF32_OUT : 0>(p, act, LD_TRUNK);
   block_sync();
 }
 
 // The hidden layers of both streams, fused and in place: act [R, LD_TRUNK] trunk features ->
 // value hidden (columns 0..127) and advantage hidden (128..255).
-template <int Head, int Base, int R>
+template <int Head, int Base, int R, bool Rounded = false>
 COLLECT_FN void dueling_hidden(const float* __restrict__ p, float* act) {
   using L = Dueling<Head, Base>;
-  Dense<256, 128, ACT_LEAKY, R, L::V0_W, L::V0_B> value;
-  Dense<256, 128, ACT_LEAKY, R, L::A0_W, L::A0_B> advantage;
+  Dense<256, 128, ACT_LEAKY, R, L::V0_W, L::V0_B, Rounded ? TF32_IN : 0> value;
+  Dense<256, 128, ACT_LEAKY, R, L::A0_W, L::A0_B, Rounded ? TF32_IN : 0> advantage;
   value.compute(p, act, LD_TRUNK);
   advantage.compute(p, act, LD_TRUNK);
   block_sync();
@@ -113,20 +115,25 @@ COLLECT_FN void dueling_hidden(const float* __restrict__ p, float* act) {
 // The same two layers out of place: act [R, LD_TRUNK] trunk features -> hid [R, LD_TRUNK] (value
 // hidden 0..127, advantage hidden 128..255). No barrier between a layer's compute and store, so
 // only one stream's accumulators are live at a time: what lets TILE_E 64 fit in registers.
-template <int Head, int Base, int R>
+// Rounded (TF32 trunk features in act): the advantage hidden layer is stored as TF32 values too
+// (its reader is advantage_stream.1); the value hidden layer stays whole for the exact-path
+// 128 -> 1 layer.
+template <int Head, int Base, int R, bool Rounded = false>
 COLLECT_FN void dueling_hidden_to(const float* __restrict__ p, const float* act, float* hid) {
   using L = Dueling<Head, Base>;
-  dense_tile<256, 128, ACT_LEAKY, R, L::V0_W, L::V0_B>(p, act, LD_TRUNK, hid, LD_TRUNK);
-  dense_tile<256, 128, ACT_LEAKY, R, L::A0_W, L::A0_B>(p, act, LD_TRUNK, hid + 128, LD_TRUNK);
+  dense_tile<256, 128, ACT_LEAKY, R, L::V0_W, L::V0_B, Rounded ? TF32_IN : 0>(p, act, LD_TRUNK, hid, LD_TRUNK);
+  dense_tile<256, 128, ACT_LEAKY, R, L::A0_W, L::A0_B, Rounded ? TF32_IN | TF32_OUT : 0>(p, act, LD_TRUNK, hid + 128,
+                                                                                          LD_TRUNK);
   block_sync();
 }
 
 // The plain / IQN output layers: v[r * ldv] value, a [R, lda] advantages, from dueling_hidden.
-template <int Head, int Base, int R>
+// Rounded: the advantage hidden layer holds TF32 values (dueling_hidden_to's Rounded).
+template <int Head, int Base, int R, bool Rounded = false>
 COLLECT_FN void dueling_out(const float* __restrict__ p, const float* act, float* v, int ldv, float* a, int lda) {
   using L = Dueling<Head, Base>;
   dense_tile<128, 1, ACT_NONE, R, L::V1_W, L::V1_B>(p, act, LD_TRUNK, v, ldv);
-  dense_tile<128, NUM_ACTIONS, ACT_NONE, R, L::A1_W, L::A1_B>(p, act + 128, LD_TRUNK, a, lda);
+  dense_tile<128, NUM_ACTIONS, ACT_NONE, R, L::A1_W, L::A1_B, Rounded ? TF32_IN : 0>(p, act + 128, LD_TRUNK, a, lda);
   block_sync();
 }
 
@@ -143,12 +150,16 @@ COLLECT_DEVICE float advantage_mean(const float* a) {
 // output (may alias act: act is dead by then). Q[a] = f32(f32(V + A[a]) - mean(A)).
 template <int Base, int R>
 COLLECT_FN void dueling_q(const float* __restrict__ p, float* act, float* hid, float* v, float* a, float* q) {
-  dueling_trunk<HEAD_PLAIN, Base, R>(p, act);
-  if (hid == act)
-    dueling_hidden<HEAD_PLAIN, Base, R>(p, act);
-  else
-    dueling_hidden_to<HEAD_PLAIN, Base, R>(p, act, hid);
-  dueling_out<HEAD_PLAIN, Base, R>(p, hid, v, 1, a, LD_Q);
+  // The trunk features are read by the stream layers only: stored as TF32 values (a no-op in the
+  // exact build, whose layers ignore the flags).
+  dueling_trunk<HEAD_PLAIN, Base, R, true>(p, act);
+  if (hid == act) {
+    dueling_hidden<HEAD_PLAIN, Base, R, true>(p, act);
+    dueling_out<HEAD_PLAIN, Base, R>(p, hid, v, 1, a, LD_Q);
+  } else {
+    dueling_hidden_to<HEAD_PLAIN, Base, R, true>(p, act, hid);
+    dueling_out<HEAD_PLAIN, Base, R, true>(p, hid, v, 1, a, LD_Q);
+  }
   // mean(A) once per row, kept in the row's first padding column (45 sums per row, not per Q).
   static_assert(LD_Q > NUM_ACTIONS, "the advantage mean takes a padding column of a");
   for (int r = threadIdx.x; r < R; r += COLLECT_THREADS) a[r * LD_Q + NUM_ACTIONS] = advantage_mean(a + r * LD_Q);

@@ -87,6 +87,24 @@ COLLECT_DEVICE unsigned tf32_operand(float x) {
 #endif
 }
 
+// Flags of a tensor-core layer (ignored by the exact path): TF32_IN, its input rows already hold
+// TF32 values (the previous layer stored them with TF32_OUT), so they go to the mma as they are;
+// TF32_OUT, store the outputs rounded to TF32 as the next layer's mma would round them. Same
+// results as converting at every read, one integer add per output instead of one per operand
+// read (every output is read by the 4 to 8 warps of its rows). Only for outputs whose every
+// reader is a tensor-core layer: an exact-path layer or the heads' arithmetic must see them whole.
+#define TF32_IN 1
+#define TF32_OUT 2
+
+// x rounded to the nearest TF32 value, ties away (cvt.rna.tf32.f32), for finite x.
+COLLECT_DEVICE float tf32_round(float x) {
+#ifdef FOXHUNT_EMU
+  return __uint_as_float(to_tf32(x));
+#else
+  return __uint_as_float((__float_as_uint(x) + 0x1000u) & 0xffffe000u);
+#endif
+}
+
 template <int Act>
 COLLECT_DEVICE float activate(float a) {
   if (Act == ACT_RELU) return a > 0.0f ? a : 0.0f;
@@ -96,7 +114,7 @@ COLLECT_DEVICE float activate(float a) {
 
 // Exact path: thread task = (output j, RPG consecutive rows); a thread holds the accumulators of all
 // its PASSES tasks, so compute() and store() can be split by a barrier (in-place layers).
-template <int In, int Out, int Act, int Rows, int WOff, int BOff>
+template <int In, int Out, int Act, int Rows, int WOff, int BOff, int Flags = 0>
 struct DenseExact {
   static constexpr int GROUPS = exact_groups(Out, Rows);
   static constexpr int RPG = Rows / GROUPS;
@@ -154,7 +172,7 @@ struct DenseExact {
 };
 
 // Tensor-core path: warp task = MTW m16 tiles x WN n8 tiles; a warp holds all its PASSES tasks.
-template <int In, int Out, int Act, int Rows, int WOff, int BOff>
+template <int In, int Out, int Act, int Rows, int WOff, int BOff, int Flags = 0>
 struct DenseMma {
   static constexpr int MT = (Rows + 15) / 16;
   static constexpr int MTW = MT < 4 ? MT : 4;
@@ -173,6 +191,13 @@ struct DenseMma {
   // CUDA: <= 16 episodes per block) take 8.
   static constexpr int KUNROLL = MTW == 1 && PASSES * WN * 4 <= 16 ? 8 : 4;
   float acc[PASSES][MTW][WN][4];
+
+  static COLLECT_MEMBER unsigned a_operand(float x) {
+    if constexpr ((Flags & TF32_IN) != 0)
+      return __float_as_uint(x);
+    else
+      return tf32_operand(x);
+  }
 
   COLLECT_MEMBER void compute(const float* __restrict__ params, const float* x, int ldx) {
     const int lane = lane_id();
@@ -223,8 +248,8 @@ struct DenseMma {
           const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
           const float4 lo = row < Rows ? lds4(xr) : zero;
           const float4 hi = row + 8 < Rows ? lds4(xr + 8 * ldx) : zero;
-          const unsigned a0[4] = {tf32_operand(lo.x), tf32_operand(hi.x), tf32_operand(lo.y), tf32_operand(hi.y)};
-          const unsigned a1[4] = {tf32_operand(lo.z), tf32_operand(hi.z), tf32_operand(lo.w), tf32_operand(hi.w)};
+          const unsigned a0[4] = {a_operand(lo.x), a_operand(hi.x), a_operand(lo.y), a_operand(hi.y)};
+          const unsigned a1[4] = {a_operand(lo.z), a_operand(hi.z), a_operand(lo.w), a_operand(hi.w)};
 #pragma unroll
           for (int n = 0; n < WN; n++) {
             const unsigned b0[2] = {b[n][0], b[n][1]};
@@ -256,7 +281,8 @@ struct DenseMma {
             const int row = (mt0 + m) * 16 + g + (i >= 2 ? 8 : 0);
             const int col = n0 + n * 8 + 2 * t + (i & 1);
             if (row < Rows && col < Out) {
-              y[row * ldy + col] = activate<Act>(acc[pass][m][n][i] + ldg1(params + BOff + col));
+              const float v = activate<Act>(acc[pass][m][n][i] + ldg1(params + BOff + col));
+              y[row * ldy + col] = (Flags & TF32_OUT) != 0 ? tf32_round(v) : v;
             }
           }
     }
@@ -273,23 +299,23 @@ struct pick_type<false, A, B> {
 };
 
 // One dense layer of the block's tile, with the path the build selects (see the header).
-template <int In, int Out, int Act, int Rows, int WOff, int BOff>
-using Dense = typename pick_type<COLLECT_TF32 && Out >= 8, DenseMma<In, Out, Act, Rows, WOff, BOff>,
-                                 DenseExact<In, Out, Act, Rows, WOff, BOff>>::type;
+template <int In, int Out, int Act, int Rows, int WOff, int BOff, int Flags = 0>
+using Dense = typename pick_type<COLLECT_TF32 && Out >= 8, DenseMma<In, Out, Act, Rows, WOff, BOff, Flags>,
+                                 DenseExact<In, Out, Act, Rows, WOff, BOff, Flags>>::type;
 
 // Y = layer(X) with Y distinct from X.
-template <int In, int Out, int Act, int Rows, int WOff, int BOff>
+template <int In, int Out, int Act, int Rows, int WOff, int BOff, int Flags = 0>
 COLLECT_LAYER void dense_tile(const float* __restrict__ params, const float* x, int ldx, float* y, int ldy) {
-  Dense<In, Out, Act, Rows, WOff, BOff> layer;
+  Dense<In, Out, Act, Rows, WOff, BOff, Flags> layer;
   layer.compute(params, x, ldx);
   layer.store(params, y, ldy);
 }
 
 // X = layer(X) in place: every thread has read X (its accumulators are in registers) before any
 // thread overwrites it, so one buffer serves a chain of layers.
-template <int In, int Out, int Act, int Rows, int WOff, int BOff>
+template <int In, int Out, int Act, int Rows, int WOff, int BOff, int Flags = 0>
 COLLECT_LAYER void dense_inplace(const float* __restrict__ params, float* x, int ldx) {
-  Dense<In, Out, Act, Rows, WOff, BOff> layer;
+  Dense<In, Out, Act, Rows, WOff, BOff, Flags> layer;
   layer.compute(params, x, ldx);
   block_sync();
   layer.store(params, x, ldx);

@@ -6877,23 +6877,25 @@ struct Curiosity {
 };
 
 // Trunk in place: act [R, LD_TRUNK] holds the 54-float states (columns 54..63 zero) and then the
-// trunk features.
-template <int Head, int Base, int R>
+// trunk features. Rounded: the features are stored as TF32 values (TF32_OUT; the plain head, whose
+// only readers of them are the stream layers; IQN multiplies them by phi, so it keeps them whole).
+template <int Head, int Base, int R, bool Rounded = false>
 COLLECT_FN void dueling_trunk(const float* __restrict__ p, float* act) {
   using L = Dueling<Head, Base>;
-  dense_inplace<STATE_DIM, 256, ACT_LEAKY, R, L::S0_W, L::S0_B>(p, act, LD_TRUNK);
+  constexpr int F = Rounded ? TF32_OUT : 0;
+  dense_inplace<STATE_DIM, 256, ACT_LEAKY, R, L::S0_W, L::S0_B, F>(p, act, LD_TRUNK);
   block_sync();
-  dense_inplace<256, 256, ACT_LEAKY, R, L::S1_W, L::S1_B>(p, act, LD_TRUNK);
+  dense_inplace<256, 256, ACT_LEAKY, R, L::S1_W, L::S1_B, Rounded ? TF32_IN | TF32_OUT : 0>(p, act, LD_TRUNK);
   block_sync();
 }
 
 // The hidden layers of both streams, fused and in place: act [R, LD_TRUNK] trunk features ->
 // value hidden (columns 0..127) and advantage hidden (128..255).
-template <int Head, int Base, int R>
+template <int Head, int Base, int R, bool Rounded = false>
 COLLECT_FN void dueling_hidden(const float* __restrict__ p, float* act) {
   using L = Dueling<Head, Base>;
-  Dense<256, 128, ACT_LEAKY, R, L::V0_W, L::V0_B> value;
-  Dense<256, 128, ACT_LEAKY, R, L::A0_W, L::A0_B> advantage;
+  Dense<256, 128, ACT_LEAKY, R, L::V0_W, L::V0_B, Rounded ? TF32_IN : 0> value;
+  Dense<256, 128, ACT_LEAKY, R, L::A0_W, L::A0_B, Rounded ? TF32_IN : 0> advantage;
   value.compute(p, act, LD_TRUNK);
   advantage.compute(p, act, LD_TRUNK);
   block_sync();
@@ -6905,20 +6907,25 @@ COLLECT_FN void dueling_hidden(const float* __restrict__ p, float* act) {
 // The same two layers out of place: act [R, LD_TRUNK] trunk features -> hid [R, LD_TRUNK] (value
 // hidden 0..127, advantage hidden 128..255). No barrier between a layer's compute and store, so
 // only one stream's accumulators are live at a time: what lets TILE_E 64 fit in registers.
-template <int Head, int Base, int R>
+// Rounded (TF32 trunk features in act): the advantage hidden layer is stored as TF32 values too
+// (its reader is advantage_stream.1); the value hidden layer stays whole for the exact-path
+// 128 -> 1 layer.
+template <int Head, int Base, int R, bool Rounded = false>
 COLLECT_FN void dueling_hidden_to(const float* __restrict__ p, const float* act, float* hid) {
   using L = Dueling<Head, Base>;
-  dense_tile<256, 128, ACT_LEAKY, R, L::V0_W, L::V0_B>(p, act, LD_TRUNK, hid, LD_TRUNK);
-  dense_tile<256, 128, ACT_LEAKY, R, L::A0_W, L::A0_B>(p, act, LD_TRUNK, hid + 128, LD_TRUNK);
+  dense_tile<256, 128, ACT_LEAKY, R, L::V0_W, L::V0_B, Rounded ? TF32_IN : 0>(p, act, LD_TRUNK, hid, LD_TRUNK);
+  dense_tile<256, 128, ACT_LEAKY, R, L::A0_W, L::A0_B, Rounded ? TF32_IN | TF32_OUT : 0>(p, act, LD_TRUNK, hid + 128,
+                                                                                          LD_TRUNK);
   block_sync();
 }
 
 // The plain / IQN output layers: v[r * ldv] value, a [R, lda] advantages, from dueling_hidden.
-template <int Head, int Base, int R>
+// Rounded: the advantage hidden layer holds TF32 values (dueling_hidden_to's Rounded).
+template <int Head, int Base, int R, bool Rounded = false>
 COLLECT_FN void dueling_out(const float* __restrict__ p, const float* act, float* v, int ldv, float* a, int lda) {
   using L = Dueling<Head, Base>;
   dense_tile<128, 1, ACT_NONE, R, L::V1_W, L::V1_B>(p, act, LD_TRUNK, v, ldv);
-  dense_tile<128, NUM_ACTIONS, ACT_NONE, R, L::A1_W, L::A1_B>(p, act + 128, LD_TRUNK, a, lda);
+  dense_tile<128, NUM_ACTIONS, ACT_NONE, R, L::A1_W, L::A1_B, Rounded ? TF32_IN : 0>(p, act + 128, LD_TRUNK, a, lda);
   block_sync();
 }
 
@@ -6935,12 +6942,16 @@ COLLECT_DEVICE float advantage_mean(const float* a) {
 // output (may alias act: act is dead by then). Q[a] = f32(f32(V + A[a]) - mean(A)).
 template <int Base, int R>
 COLLECT_FN void dueling_q(const float* __restrict__ p, float* act, float* hid, float* v, float* a, float* q) {
-  dueling_trunk<HEAD_PLAIN, Base, R>(p, act);
-  if (hid == act)
-    dueling_hidden<HEAD_PLAIN, Base, R>(p, act);
-  else
-    dueling_hidden_to<HEAD_PLAIN, Base, R>(p, act, hid);
-  dueling_out<HEAD_PLAIN, Base, R>(p, hid, v, 1, a, LD_Q);
+  // The trunk features are read by the stream layers only: stored as TF32 values (a no-op in the
+  // exact build, whose layers ignore the flags).
+  dueling_trunk<HEAD_PLAIN, Base, R, true>(p, act);
+  if (hid == act) {
+    dueling_hidden<HEAD_PLAIN, Base, R, true>(p, act);
+    dueling_out<HEAD_PLAIN, Base, R>(p, hid, v, 1, a, LD_Q);
+  } else {
+    dueling_hidden_to<HEAD_PLAIN, Base, R, true>(p, act, hid);
+    dueling_out<HEAD_PLAIN, Base, R, true>(p, hid, v, 1, a, LD_Q);
+  }
   // mean(A) once per row, kept in the row's first padding column (45 sums per row, not per Q).
   static_assert(LD_Q > NUM_ACTIONS, "the advantage mean takes a padding column of a");
   for (int r = threadIdx.x; r < R; r += COLLECT_THREADS) a[r * LD_Q + NUM_ACTIONS] = advantage_mean(a + r * LD_Q);
@@ -8310,6 +8321,24 @@ COLLECT_DEVICE unsigned tf32_operand(float x) {
 #endif
 }
 
+// Flags of a tensor-core layer (ignored by the exact path): TF32_IN, its input rows already hold
+// TF32 values (the previous layer stored them with TF32_OUT), so they go to the mma as they are;
+// TF32_OUT, store the outputs rounded to TF32 as the next layer's mma would round them. Same
+// results as converting at every read, one integer add per output instead of one per operand
+// read (every output is read by the 4 to 8 warps of its rows). Only for outputs whose every
+// reader is a tensor-core layer: an exact-path layer or the heads' arithmetic must see them whole.
+#define TF32_IN 1
+#define TF32_OUT 2
+
+// x rounded to the nearest TF32 value, ties away (cvt.rna.tf32.f32), for finite x.
+COLLECT_DEVICE float tf32_round(float x) {
+#ifdef FOXHUNT_EMU
+  return __uint_as_float(to_tf32(x));
+#else
+  return __uint_as_float((__float_as_uint(x) + 0x1000u) & 0xffffe000u);
+#endif
+}
+
 template <int Act>
 COLLECT_DEVICE float activate(float a) {
   if (Act == ACT_RELU) return a > 0.0f ? a : 0.0f;
@@ -8319,7 +8348,7 @@ COLLECT_DEVICE float activate(float a) {
 
 // Exact path: thread task = (output j, RPG consecutive rows); a thread holds the accumulators of all
 // its PASSES tasks, so compute() and store() can be split by a barrier (in-place layers).
-template <int In, int Out, int Act, int Rows, int WOff, int BOff>
+template <int In, int Out, int Act, int Rows, int WOff, int BOff, int Flags = 0>
 struct DenseExact {
   static constexpr int GROUPS = exact_groups(Out, Rows);
   static constexpr int RPG = Rows / GROUPS;
@@ -8377,7 +8406,7 @@ struct DenseExact {
 };
 
 // Tensor-core path: warp task = MTW m16 tiles x WN n8 tiles; a warp holds all its PASSES tasks.
-template <int In, int Out, int Act, int Rows, int WOff, int BOff>
+template <int In, int Out, int Act, int Rows, int WOff, int BOff, int Flags = 0>
 struct DenseMma {
   static constexpr int MT = (Rows + 15) / 16;
   static constexpr int MTW = MT < 4 ? MT : 4;
@@ -8396,6 +8425,13 @@ struct DenseMma {
   // CUDA: <= 16 episodes per block) take 8.
   static constexpr int KUNROLL = MTW == 1 && PASSES * WN * 4 <= 16 ? 8 : 4;
   float acc[PASSES][MTW][WN][4];
+
+  static COLLECT_MEMBER unsigned a_operand(float x) {
+    if constexpr ((Flags & TF32_IN) != 0)
+      return __float_as_uint(x);
+    else
+      return tf32_operand(x);
+  }
 
   COLLECT_MEMBER void compute(const float* __restrict__ params, const float* x, int ldx) {
     const int lane = lane_id();
@@ -8446,8 +8482,8 @@ struct DenseMma {
           const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
           const float4 lo = row < Rows ? lds4(xr) : zero;
           const float4 hi = row + 8 < Rows ? lds4(xr + 8 * ldx) : zero;
-          const unsigned a0[4] = {tf32_operand(lo.x), tf32_operand(hi.x), tf32_operand(lo.y), tf32_operand(hi.y)};
-          const unsigned a1[4] = {tf32_operand(lo.z), tf32_operand(hi.z), tf32_operand(lo.w), tf32_operand(hi.w)};
+          const unsigned a0[4] = {a_operand(lo.x), a_operand(hi.x), a_operand(lo.y), a_operand(hi.y)};
+          const unsigned a1[4] = {a_operand(lo.z), a_operand(hi.z), a_operand(lo.w), a_operand(hi.w)};
 #pragma unroll
           for (int n = 0; n < WN; n++) {
             const unsigned b0[2] = {b[n][0], b[n][1]};
@@ -8479,7 +8515,8 @@ struct DenseMma {
             const int row = (mt0 + m) * 16 + g + (i >= 2 ? 8 : 0);
             const int col = n0 + n * 8 + 2 * t + (i & 1);
             if (row < Rows && col < Out) {
-              y[row * ldy + col] = activate<Act>(acc[pass][m][n][i] + ldg1(params + BOff + col));
+              const float v = activate<Act>(acc[pass][m][n][i] + ldg1(params + BOff + col));
+              y[row * ldy + col] = (Flags & TF32_OUT) != 0 ? tf32_round(v) : v;
             }
           }
     }
@@ -8496,23 +8533,23 @@ struct pick_type<false, A, B> {
 };
 
 // One dense layer of the block's tile, with the path the build selects (see the header).
-template <int In, int Out, int Act, int Rows, int WOff, int BOff>
-using Dense = typename pick_type<COLLECT_TF32 && Out >= 8, DenseMma<In, Out, Act, Rows, WOff, BOff>,
-                                 DenseExact<In, Out, Act, Rows, WOff, BOff>>::type;
+template <int In, int Out, int Act, int Rows, int WOff, int BOff, int Flags = 0>
+using Dense = typename pick_type<COLLECT_TF32 && Out >= 8, DenseMma<In, Out, Act, Rows, WOff, BOff, Flags>,
+                                 DenseExact<In, Out, Act, Rows, WOff, BOff, Flags>>::type;
 
 // Y = layer(X) with Y distinct from X.
-template <int In, int Out, int Act, int Rows, int WOff, int BOff>
+template <int In, int Out, int Act, int Rows, int WOff, int BOff, int Flags = 0>
 COLLECT_LAYER void dense_tile(const float* __restrict__ params, const float* x, int ldx, float* y, int ldy) {
-  Dense<In, Out, Act, Rows, WOff, BOff> layer;
+  Dense<In, Out, Act, Rows, WOff, BOff, Flags> layer;
   layer.compute(params, x, ldx);
   layer.store(params, y, ldy);
 }
 
 // X = layer(X) in place: every thread has read X (its accumulators are in registers) before any
 // thread overwrites it, so one buffer serves a chain of layers.
-template <int In, int Out, int Act, int Rows, int WOff, int BOff>
+template <int In, int Out, int Act, int Rows, int WOff, int BOff, int Flags = 0>
 COLLECT_LAYER void dense_inplace(const float* __restrict__ params, float* x, int ldx) {
-  Dense<In, Out, Act, Rows, WOff, BOff> layer;
+  Dense<In, Out, Act, Rows, WOff, BOff, Flags> layer;
   layer.compute(params, x, ldx);
   block_sync();
   layer.store(params, x, ldx);

@@ -59,6 +59,17 @@ const cases: Case[] = [
     exactTol: 0,
   },
   {
+    // The stream hidden layers out of place (the 64-episode plan), where the TF32 build stores
+    // the trunk and advantage hidden layers as TF32 values.
+    net: 'plain_hid',
+    layout: duelingLayout('plain'),
+    rows: ROWS,
+    inDim: STATE_DIM,
+    outDim: NUM_ACTIONS,
+    ref: (p, x, _t, o) => forwardDueling(duelingLayout('plain'), p, x, o),
+    exactTol: 0,
+  },
+  {
     net: 'c51',
     layout: duelingLayout('c51'),
     rows: C51_ROWS,

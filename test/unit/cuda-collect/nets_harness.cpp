@@ -2,7 +2,9 @@
 // test/unit/cuda-collect-nets.test.ts. Build: g++ -std=c++17 -DFOXHUNT_EMU [-DCOLLECT_TF32=1]
 // -Icuda -Itest/unit/cuda-collect. Usage:
 //   nets_harness layout                 prints the flat layouts the kernels use, as JSON
-//   nets_harness NET IN.bin OUT.bin     NET = plain | c51 | iqn | actor | critic | curiosity
+//   nets_harness NET IN.bin OUT.bin     NET = plain | plain_hid | c51 | iqn | actor | critic | curiosity
+// (plain_hid: the plain head with the stream hidden layers in a buffer of their own, as the
+// 64-episode plan runs it; plain: fused in place, as the static plans do)
 // IN.bin: the f32 parameters, then ROWS input rows (54 floats; 35 for curiosity), then for iqn
 // ROWS x IQN_K taus. OUT.bin: ROWS x 45 Q-values / logits (1 value for the critic, 32 for curiosity).
 #include <cstdio>
@@ -50,8 +52,9 @@ static void run_dueling(const Job& j) {
   load_rows(j, act, LD_TRUNK);
   if constexpr (HEAD == HEAD_PLAIN) {
     float* v = rest;
-    float* a = v + R;
-    dueling_q<0, R>(j.params, act, act, v, a, act);
+    float* a = v + align4(R);
+    float* hid = j.net == "plain_hid" ? a + align4(R * LD_Q) : act;
+    dueling_q<0, R>(j.params, act, hid, v, a, act);
     store_rows(j, act, LD_Q);
   } else if constexpr (HEAD == HEAD_C51) {
     C51Buffers b;
@@ -99,7 +102,7 @@ static void run_ppo_or_curiosity(const Job& j) {
 
 static void kernel(void* arg) {
   const Job& j = *static_cast<const Job*>(arg);
-  if (j.net == "plain") run_dueling<HEAD_PLAIN, ROWS>(j);
+  if (j.net == "plain" || j.net == "plain_hid") run_dueling<HEAD_PLAIN, ROWS>(j);
   else if (j.net == "c51") run_dueling<HEAD_C51, C51_ROWS>(j);
   else if (j.net == "iqn") run_dueling<HEAD_IQN, IQN_ROWS>(j);
   else run_ppo_or_curiosity(j);
@@ -139,7 +142,8 @@ int main(int argc, char** argv) {
   Job j;
   j.net = argv[1];
   int size = 0;
-  if (j.net == "plain") size = Dueling<0>::SIZE, j.rows = ROWS, j.in = STATE_DIM, j.out_width = NUM_ACTIONS;
+  if (j.net == "plain" || j.net == "plain_hid")
+    size = Dueling<0>::SIZE, j.rows = ROWS, j.in = STATE_DIM, j.out_width = NUM_ACTIONS;
   else if (j.net == "c51") size = Dueling<1>::SIZE, j.rows = C51_ROWS, j.in = STATE_DIM, j.out_width = NUM_ACTIONS;
   else if (j.net == "iqn") size = Dueling<2>::SIZE, j.rows = IQN_ROWS, j.in = STATE_DIM, j.out_width = NUM_ACTIONS;
   else if (j.net == "actor") size = Actor<>::SIZE, j.rows = ROWS, j.in = STATE_DIM, j.out_width = NUM_ACTIONS;
