@@ -166,6 +166,7 @@ export function chooseTile(
   // the same rule: a small-N workgroup streams every weight each step whatever its rows, so
   // 64 workgroups of 2 episodes (the old choice) left half of an H200's SMs idle.
   const cuda = backend.kind === 'cuda';
+  const software = backend.info.limits.software === 'yes';
   const cudaWide = cuda && algo === 'dqn';
   const maxE = Math.min(threads, algo === 'ppo' ? 16 : algo === 'iqn' ? 2 : cudaWide ? 64 : 32);
   const first = override.tileEpisodes ?? Math.min(maxE, pow2floor(n / 128));
@@ -179,8 +180,9 @@ export function chooseTile(
         if (actTaus % r === 0) tauCandidates.push(r);
     for (const tauRows of tauCandidates) {
       for (const kt of override.kt !== undefined ? [override.kt] : [32, 16, 8, 4]) {
-        // The quad engine where the tile has the rows for it (QUAD_ENGINE_MIN_ROWS).
-        const engine = override.engine ?? (!cuda && e * tauRows >= QUAD_ENGINE_MIN_ROWS ? 1 : 0);
+        // The quad engine where the tile has the rows for it (QUAD_ENGINE_MIN_ROWS), on a GPU: a
+        // software adapter (lavapipe, a CPU) ran it 1.6x slower than engine 0 (16-row tiles).
+        const engine = override.engine ?? (!cuda && !software && e * tauRows >= QUAD_ENGINE_MIN_ROWS ? 1 : 0);
         const shape: TileShape = { tileEpisodes: e, threads, tj, kt, tauRows, engine };
         if (fits(shape) || (cudaWide && e > 32 && cudaSharedFits(backend, e))) return shape;
       }

@@ -15,13 +15,13 @@ import {
 } from '../../src/kernels/collect_dqn.js';
 import { collectPpoSpec, ppoTileConstants, ppoWorkgroupBytes } from '../../src/kernels/collect_ppo.js';
 
-function backendOf(kind: 'cuda' | 'webgpu'): Backend {
+function backendOf(kind: 'cuda' | 'webgpu', software = 'no'): Backend {
   const cpu = createCpuBackend();
   Object.defineProperty(cpu, 'kind', { value: kind });
   const limits =
     kind === 'cuda'
       ? { maxSharedPerBlock: 48 * 1024, maxSharedPerBlockOptin: 232448 }
-      : { maxComputeWorkgroupStorageSize: 48 * 1024 };
+      : { maxComputeWorkgroupStorageSize: 48 * 1024, software };
   Object.defineProperty(cpu, 'info', { value: { ...cpu.info, kind, limits } });
   return cpu;
 }
@@ -45,7 +45,7 @@ const dqn = (
 });
 
 describe('WGSL quad engine', () => {
-  it('WebGPU takes it from 16 rows per workgroup; small tiles and CUDA keep engine 0', () => {
+  it('WebGPU on a GPU takes it from 16 rows per workgroup; small tiles, CUDA, software keep 0', () => {
     const gpu = backendOf('webgpu');
     const fits = (t: { tileEpisodes: number; kt: number; engine?: number }) =>
       dqnWorkgroupBytes({ ...dqn(t.tileEpisodes, t.engine ?? 0), kt: t.kt }) <= 48 * 1024;
@@ -55,6 +55,8 @@ describe('WGSL quad engine', () => {
     expect(chooseTile('dqn', 128, gpu, 32, {}, fits).engine).toBe(0);
     expect(QUAD_ENGINE_MIN_ROWS).toBe(16);
     expect(chooseTile('dqn', 65536, backendOf('cuda'), 32).engine).toBe(0);
+    // A software adapter (lavapipe) keeps engine 0, which runs faster on a CPU.
+    expect(chooseTile('dqn', 65536, backendOf('webgpu', 'yes'), 32, {}, fits).engine).toBe(0);
     // An override is taken as given, so a benchmark can run either engine at any N.
     expect(chooseTile('dqn', 128, gpu, 32, { engine: 1 }, fits).engine).toBe(1);
     expect(chooseTile('dqn', 65536, gpu, 32, { engine: 0 }, fits).engine).toBe(0);
