@@ -12,8 +12,18 @@
  * tiles; 32-wide tiles give the small PPO layers enough workgroups to fill a large GPU), times
  * kSplit k-groups that split the inputs between them and add their tiles in group order.
  *
+ * K split (WGSL twin only; the CUDA twin is dispatched with splits_j = xSplits_j = 1): a job with
+ * splits_j = S > 1 runs each tile as S workgroups over slices of whole k-tiles of the inputs, each
+ * storing its partial sums (no bias, no activation) at acts[yScr_j + s * batch * out_j + b * out_j
+ * + o]. The next layer's job then reads its input as x = act(bias + slice 0 + slice 1 + ...)
+ * (xSplits_j, xScr_j, xBOff_j, xAct_j: the previous layer's slices, bias and activation), and its
+ * workgroups of output column 0 also store x at xOff_j, so the backward pass finds every
+ * activation in place. One launch per layer either way; a split layer's own launch has short K
+ * loops on more workgroups.
+ *
  * Numerics: f32; each sum starts at the bias and adds products in increasing i, as
- * src/learn/mlp.ts; GPUs fuse multiply-adds, so twins agree to a tolerance.
+ * src/learn/mlp.ts (a split layer: each slice from 0 in increasing i, then bias + slice 0 + ...);
+ * GPUs fuse multiply-adds, so twins agree to a tolerance.
  */
 import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import type { Layer } from '../nets/layout.js';
@@ -22,6 +32,8 @@ import { grid1d, groupCount } from './grid.js';
 import type { Kernel, TypedArray } from './reference.js';
 
 const FIELDS = ['in', 'out', 'wOff', 'bOff', 'xOff', 'yOff', 'act'] as const;
+/** K split of job j (WGSL twin only): its slices, and its input's slices (see the file comment). */
+const SPLIT_FIELDS = ['splits', 'yScr', 'xSplits', 'xScr', 'xBOff', 'xAct'] as const;
 
 const variants = new Map<number, KernelSpec>();
 
@@ -42,6 +54,7 @@ export function mlpForwardSpecFor(kSplit: number): KernelSpec {
       uniforms: [
         { name: 'batch', type: 'u32' },
         ...[0, 1].flatMap((j) => FIELDS.map((f) => ({ name: `${f}${j}`, type: 'u32' as const }))),
+        ...[0, 1].flatMap((j) => SPLIT_FIELDS.map((f) => ({ name: `${f}${j}`, type: 'u32' as const }))),
       ],
       workgroupSize: [8, 16, kSplit],
       constants: { TILE_X: 32, TILE_Y: 64, TILE_K: 16 },
@@ -63,9 +76,22 @@ export interface ForwardJob {
   /** Offsets in `acts` (floats) of the layer's input rows and output rows. */
   xOff: number;
   yOff: number;
+  /** K split (WGSL): this layer's slices (at acts[yScr]), default none. */
+  split?: { splits: number; yScr: number };
+  /** The input's slices when the previous layer was split: where, its bias offset, its activation. */
+  xSplit?: { splits: number; xScr: number; bOff: number; act: Layer['act'] };
 }
 
-const tilesOf = (out: number, batch: number) => Math.ceil(out / C.TILE_X) * Math.ceil(batch / C.TILE_Y);
+/** Most K slices of a split forward layer. */
+export const MAX_K_SPLITS = 8;
+
+/** Inputs of one slice of a layer with `nIn` inputs cut into `splits` slices (whole k-tiles). */
+export const forwardSliceLen = (nIn: number, splits: number) =>
+  Math.ceil(Math.ceil(nIn / C.TILE_K) / splits) * C.TILE_K;
+
+/** Tiles of a layer with `out` outputs over `batch` rows (each K slice of a split layer is one more). */
+export const tilesOf = (out: number, batch: number) =>
+  Math.ceil(out / C.TILE_X) * Math.ceil(batch / C.TILE_Y);
 
 function jobUniforms(job: ForwardJob | undefined, j: number): Record<string, number> {
   const l = job?.layer;
@@ -77,6 +103,12 @@ function jobUniforms(job: ForwardJob | undefined, j: number): Record<string, num
     [`xOff${j}`]: job?.xOff ?? 0,
     [`yOff${j}`]: job?.yOff ?? 0,
     [`act${j}`]: l ? ActCode[l.act] : 0,
+    [`splits${j}`]: job?.split?.splits ?? 1,
+    [`yScr${j}`]: job?.split?.yScr ?? 0,
+    [`xSplits${j}`]: job?.xSplit?.splits ?? 1,
+    [`xScr${j}`]: job?.xSplit?.xScr ?? 0,
+    [`xBOff${j}`]: job?.xSplit?.bOff ?? 0,
+    [`xAct${j}`]: job?.xSplit ? ActCode[job.xSplit.act] : 0,
   };
 }
 
@@ -88,7 +120,14 @@ export function mlpForwardDispatch(
   jobs: [ForwardJob] | [ForwardJob, ForwardJob],
   kSplit = 1,
 ): Dispatch {
-  const tiles = jobs.reduce((t, job) => t + tilesOf(job.layer.out, batch), 0);
+  for (const job of jobs) {
+    for (const n of [job.split?.splits ?? 1, job.xSplit?.splits ?? 1]) {
+      if (!Number.isInteger(n) || n < 1 || n > MAX_K_SPLITS) {
+        throw new Error(`mlp_forward: K slices must be an integer in [1, ${MAX_K_SPLITS}], got ${n}`);
+      }
+    }
+  }
+  const tiles = jobs.reduce((t, job) => t + tilesOf(job.layer.out, batch) * (job.split?.splits ?? 1), 0);
   return {
     kernel: mlpForwardSpecFor(kSplit),
     buffers: [params, acts],
@@ -103,25 +142,51 @@ function mlpForwardReference(
   groups: readonly [number, number, number],
 ): void {
   const [params, acts] = buffers;
+  const f = Math.fround;
   let budget = groupCount(groups);
   for (const j of [0, 1]) {
     const [nIn, nOut, wOff, bOff, xOff, yOff, act] = FIELDS.map((f) => u[`${f}${j}`]);
+    const [splits, yScr, xSplits, xScr, xBOff, xAct] = SPLIT_FIELDS.map((f) => u[`${f}${j}`] || 0);
     const tx = Math.ceil(nOut / C.TILE_X);
+    const S = Math.max(1, splits);
     const tiles = tx * Math.ceil(u.batch / C.TILE_Y);
-    for (let t = 0; t < Math.min(tiles, budget); t++) {
+    const done = Math.min(tiles, Math.floor(budget / S));
+    const rowsDone = Math.min(u.batch, Math.ceil(done / tx) * C.TILE_Y);
+    if (xSplits > 1) {
+      // The previous layer's slices -> its activations (what column-0 workgroups store).
+      for (let b = 0; b < rowsDone; b++) {
+        for (let i = 0; i < nIn; i++) {
+          let a = params[xBOff + i];
+          for (let s = 0; s < xSplits; s++) a = f(a + acts[xScr + s * u.batch * nIn + b * nIn + i]);
+          acts[xOff + b * nIn + i] = activate(a, xAct);
+        }
+      }
+    }
+    const sliceLen = forwardSliceLen(nIn, S);
+    for (let t = 0; t < done; t++) {
       const o0 = (t % tx) * C.TILE_X;
       const b0 = Math.floor(t / tx) * C.TILE_Y;
       for (let b = b0; b < Math.min(u.batch, b0 + C.TILE_Y); b++) {
         const x = xOff + b * nIn;
         for (let o = o0; o < Math.min(nOut, o0 + C.TILE_X); o++) {
           const w = wOff + o * nIn;
+          if (S > 1) {
+            for (let s = 0; s < S; s++) {
+              let acc = 0;
+              for (let i = s * sliceLen; i < Math.min(nIn, (s + 1) * sliceLen); i++) {
+                acc = f(acc + f(params[w + i] * acts[x + i]));
+              }
+              acts[yScr + s * u.batch * nOut + b * nOut + o] = acc;
+            }
+            continue;
+          }
           let acc = params[bOff + o];
-          for (let i = 0; i < nIn; i++) acc = Math.fround(acc + Math.fround(params[w + i] * acts[x + i]));
+          for (let i = 0; i < nIn; i++) acc = f(acc + f(params[w + i] * acts[x + i]));
           acts[yOff + b * nOut + o] = activate(acc, act);
         }
       }
     }
-    budget -= Math.min(tiles, budget);
+    budget -= Math.min(tiles * S, budget);
   }
 }
 

@@ -4,7 +4,8 @@
  *   params, grads  [P]: the networks' flat buffers back to back (net i at `base`), so one
  *                  adam_step and one global gradient norm cover them all;
  *   acts           [batch, inDim] input rows at 0 (shared: every network reads the same input),
- *                  then each layer's output rows `[batch, out]`, network by network;
+ *                  then each layer's output rows `[batch, out]`, network by network, then the
+ *                  forward K slices of split layers (WebGPU);
  *   deltas         each layer's dLoss/d(pre-activation) rows `[batch, out]`;
  *   partials       one float per dW tile of every layer (mlp_backward's sums of squares).
  * Stage s of the forward pairs layer s of the first two networks in one launch; backward stage s
@@ -21,7 +22,13 @@ import {
   mlpBackwardSpec,
   NO_DX,
 } from '../kernels/mlp_backward.js';
-import { type ForwardJob, mlpForwardDispatch } from '../kernels/mlp_forward.js';
+import {
+  type ForwardJob,
+  tilesOf as forwardTiles,
+  MAX_K_SPLITS,
+  mlpForwardDispatch,
+  mlpForwardSpec,
+} from '../kernels/mlp_forward.js';
 import type { NetLayout } from '../nets/layout.js';
 
 export interface NetPlan {
@@ -36,6 +43,12 @@ export interface NetPlan {
   deltaAt: number[];
   /** First partials slot of layer l. */
   partialAt: number[];
+  /**
+   * Forward K slices of layer l (1: not split) and where in `acts` they go (WebGPU, hand-off
+   * 'later': mlp_forward's K split; the next layer's launch finishes the activations).
+   */
+  fwdSplits: number[];
+  fwdScratchAt: number[];
 }
 
 export interface MlpPlan {
@@ -81,7 +94,16 @@ export function planMlps(
     if (layout.layers[0].in !== inDim) {
       throw new Error(`learner: ${layout.kind} reads ${layout.layers[0].in} inputs, not ${inDim}`);
     }
-    const plan: NetPlan = { layout, base: params, inputAt: [], outputAt: [], deltaAt: [], partialAt: [] };
+    const plan: NetPlan = {
+      layout,
+      base: params,
+      inputAt: [],
+      outputAt: [],
+      deltaAt: [],
+      partialAt: [],
+      fwdSplits: layout.layers.map(() => 1),
+      fwdScratchAt: layout.layers.map(() => 0),
+    };
     layout.layers.forEach((layer, l) => {
       if (l > 0 && layer.in !== layout.layers[l - 1].out) {
         throw new Error(`learner: ${layout.kind} layer ${layer.name} is not a chain`);
@@ -97,6 +119,23 @@ export function planMlps(
     params += layout.size;
     return plan;
   });
+  if (dwHandoff === 'later' && splitBudget > 0) {
+    // Forward K slices per launch (same pairing as forwardDispatches), their scratch after the rows.
+    for (let s = 0; s < Math.max(...nets.map((n) => n.layout.layers.length)); s++) {
+      const stage = nets.filter((n) => s < n.layout.layers.length);
+      for (let p = 0; p < stage.length; p += 2) {
+        const pair = stage.slice(p, p + 2);
+        const splits = forwardSplitsFor(pair, s, batch, kSplit, splitBudget);
+        pair.forEach((net, j) => {
+          net.fwdSplits[s] = splits[j];
+          if (splits[j] > 1) {
+            net.fwdScratchAt[s] = acts;
+            acts += splits[j] * batch * net.layout.layers[s].out;
+          }
+        });
+      }
+    }
+  }
   // Split dW scratch: one slot per dW tile after the delta rows, 16-byte aligned (float4 stores).
   const scratchAt = splitBudget > 0 ? Math.ceil(deltas / 4) * 4 : 0;
   return {
@@ -112,6 +151,33 @@ export function planMlps(
     deltaFloats: splitBudget > 0 ? scratchAt + partials * DW_SLOT_FLOATS : deltas,
     partialCount: partials,
   };
+}
+
+/**
+ * Forward K slices of the launch of layer `s` of `nets`: the most (up to MAX_K_SPLITS) that keep
+ * the launch within `budget` workgroups, each slice at least kSplit k-tiles (every k-group busy),
+ * none for a network's output layer (the loss head reads it) or where no layer would split.
+ */
+function forwardSplitsFor(
+  nets: NetPlan[],
+  s: number,
+  batch: number,
+  kSplit: number,
+  budget: number,
+): number[] {
+  const TILE_K = mlpForwardSpec.constants!.TILE_K;
+  const caps = nets.map((n) => {
+    const layer = n.layout.layers[s];
+    if (s === n.layout.layers.length - 1) return 1;
+    return Math.max(1, Math.min(MAX_K_SPLITS, Math.floor(Math.ceil(layer.in / TILE_K) / kSplit)));
+  });
+  const tiles = nets.map((n) => forwardTiles(n.layout.layers[s].out, batch));
+  for (let want = MAX_K_SPLITS; want > 1; want--) {
+    const splits = caps.map((c) => Math.min(c, want));
+    const groups = splits.reduce((g, k, j) => g + k * tiles[j], 0);
+    if (splits.some((k) => k > 1) && groups <= budget) return splits;
+  }
+  return nets.map(() => 1);
 }
 
 /** Workgroup memory of one k-group of the matmul kernels: TILE_K rows of (32 + 4) + (64 + 4) floats. */
@@ -181,7 +247,23 @@ export interface MlpBuffers {
 }
 
 function forwardJob(net: NetPlan, l: number): ForwardJob {
-  return { layer: net.layout.layers[l], netBase: net.base, xOff: net.inputAt[l], yOff: net.outputAt[l] };
+  const job: ForwardJob = {
+    layer: net.layout.layers[l],
+    netBase: net.base,
+    xOff: net.inputAt[l],
+    yOff: net.outputAt[l],
+  };
+  if (net.fwdSplits[l] > 1) job.split = { splits: net.fwdSplits[l], yScr: net.fwdScratchAt[l] };
+  if (l > 0 && net.fwdSplits[l - 1] > 1) {
+    const prev = net.layout.layers[l - 1];
+    job.xSplit = {
+      splits: net.fwdSplits[l - 1],
+      xScr: net.fwdScratchAt[l - 1],
+      bOff: net.base + prev.bOffset,
+      act: prev.act,
+    };
+  }
+  return job;
 }
 
 function backwardJob(net: NetPlan, l: number): BackwardJob {

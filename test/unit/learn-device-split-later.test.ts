@@ -1,9 +1,10 @@
 /**
- * Split dW with the 'later' hand-off (WebGPU: src/learn/device_mlp.ts, wgsl/mlp_backward.wgsl):
- * split workgroups only store their slices and the next backward launch (or one launch after the
- * last) adds them. Checks the plan WebGPU gets, the launch list it makes, and that the TS reference
- * of the hand-off (what the CPU backend runs) gives the unsplit gradients, deltas and norms. The WGSL
- * twin is checked against the reference by the parity suite on lavapipe, whose mlp_backward and
+ * Split matmuls with the 'later' hand-off (WebGPU: src/learn/device_mlp.ts, wgsl/mlp_backward.wgsl,
+ * wgsl/mlp_forward.wgsl): split workgroups only store their slices and a later launch adds them
+ * (backward: the next launch, or one after the last; forward: the next layer's launch, as it stages
+ * its inputs). Checks the plan WebGPU gets, the launch lists it makes, and that the TS references
+ * of the hand-offs (what the CPU backend runs) give the unsplit results. The WGSL twins are checked
+ * against the references by the parity suite on lavapipe, whose mlp_forward, mlp_backward and
  * learner cases split (asserted here).
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -17,6 +18,7 @@ import {
   createMlpBuffers,
   dwHandoffFor,
   dwSplitBudgetFor,
+  forwardDispatches,
   type MlpPlan,
   planMlps,
   WEBGPU_SPLIT_BUDGET,
@@ -76,10 +78,110 @@ describe("split dW, 'later' hand-off", () => {
     expect(cuda.every((x) => x.d.uniforms.sliceOnly === 0)).toBe(true);
   });
 
-  it('splits the parity suite’s mlp_backward case (B = 70) on WebGPU', () => {
-    const l = launches(planMlps(ppo(), 70, 4, dwSplitBudgetFor(webgpu), dwHandoffFor(webgpu)));
+  it('splits the parity suite’s mlp_forward and mlp_backward cases (B = 70) on WebGPU', () => {
+    const plan = planMlps(ppo(), 70, 4, dwSplitBudgetFor(webgpu), dwHandoffFor(webgpu));
+    const l = launches(plan);
     expect(l.filter((x) => x.splits > 1).length).toBeGreaterThanOrEqual(4);
     expect(l.at(-1)?.sum).toBeGreaterThan(1);
+    expect(plan.nets[1].fwdSplits.filter((s) => s > 1).length).toBeGreaterThanOrEqual(3);
+  });
+
+  it('splits the forward K of the hidden layers, never an output layer, within the budget', () => {
+    const plan = planMlps(ppo(), 512, 4, WEBGPU_SPLIT_BUDGET, 'later');
+    expect(plan.nets.map((n) => n.fwdSplits)).toEqual([
+      [1, 2, 1],
+      [1, 2, 3, 4, 2, 1],
+    ]);
+    // Split layers' scratch lies after every layer's rows, without overlap.
+    const rows = planMlps(ppo(), 512, 4, WEBGPU_SPLIT_BUDGET, 'last').actFloats;
+    const regions = plan.nets
+      .flatMap((n) =>
+        n.layout.layers.map((l, i) => [n.fwdScratchAt[i], n.fwdSplits[i] * 512 * l.out, n.fwdSplits[i]]),
+      )
+      .filter(([, , s]) => s > 1)
+      .sort((a, b) => a[0] - b[0]);
+    expect(regions[0][0]).toBe(rows);
+    for (let i = 1; i < regions.length; i++)
+      expect(regions[i][0]).toBe(regions[i - 1][0] + regions[i - 1][1]);
+    expect(plan.actFloats).toBe(regions.at(-1)![0] + regions.at(-1)![1]);
+    // The next layer's launch reads the slices; the CUDA plan has no forward split.
+    const b = createMlpBuffers(cpu, plan, 'split-later');
+    try {
+      const f = forwardDispatches(plan, b);
+      expect(f.map((d) => [d.uniforms.splits0, d.uniforms.splits1])).toEqual([
+        [1, 1],
+        [2, 2],
+        [1, 3],
+        [4, 1],
+        [2, 1],
+        [1, 1],
+      ]);
+      expect(f.map((d) => [d.uniforms.xSplits0, d.uniforms.xSplits1])).toEqual([
+        [1, 1],
+        [1, 1],
+        [2, 2],
+        [3, 1],
+        [4, 1],
+        [2, 1],
+      ]);
+    } finally {
+      for (const buf of Object.values(b)) cpu.destroyBuffer(buf);
+    }
+    const cuda = planMlps(ppo(), 512, 4, 264, 'last');
+    expect(cuda.nets.every((n) => n.fwdSplits.every((s) => s === 1))).toBe(true);
+  });
+
+  it('gives the unsplit layer outputs in the TS reference of the forward K split', async () => {
+    const layouts = [
+      buildLayout('small_actor', [
+        { name: 'a0', in: 54, out: 40, act: 'relu' },
+        { name: 'a1', in: 40, out: 45, act: 'none' },
+      ]),
+      buildLayout('small_critic', [
+        { name: 'c0', in: 54, out: 130, act: 'relu' },
+        { name: 'c1', in: 130, out: 70, act: 'leaky' },
+        { name: 'c2', in: 70, out: 1, act: 'none' },
+      ]),
+    ];
+    const batch = 70;
+    const run = async (plan: MlpPlan) => {
+      const b = createMlpBuffers(cpu, plan, 'split-later');
+      try {
+        plan.nets.forEach((net, n) => {
+          cpu.upload(b.params, initParams(net.layout, n === 0 ? NetId.Actor : NetId.Critic, 6), 4 * net.base);
+        });
+        cpu.upload(
+          b.acts,
+          new Float32Array(batch * plan.inDim).map((_, i) => Math.sin(i * 0.7)),
+        );
+        const dispatches = forwardDispatches(plan, b);
+        cpu.run(dispatches);
+        const outs = await Promise.all(
+          plan.nets.flatMap((net) =>
+            net.layout.layers.map(
+              async (l, i) =>
+                new Float32Array(await cpu.download(b.acts, 4 * net.outputAt[i], 4 * batch * l.out)),
+            ),
+          ),
+        );
+        return { dispatches, outs };
+      } finally {
+        for (const buf of Object.values(b)) cpu.destroyBuffer(buf);
+      }
+    };
+    const plain = await run(planMlps(layouts, batch, 1, 0));
+    const split = await run(planMlps(layouts, batch, 1, 40, 'later'));
+    // c0 (4 k-tiles) and c1 (9 k-tiles) split, c1 reading c0's slices; every layer's rows are in place.
+    expect(split.dispatches.some((d) => d.uniforms.splits1 > 1 && d.uniforms.xSplits1 > 1)).toBe(true);
+    expect(split.outs.length).toBe(plain.outs.length);
+    split.outs.forEach((o, i) => {
+      expect(o.some((v) => v !== 0)).toBe(true);
+      for (let k = 0; k < o.length; k++) {
+        expect(Math.abs(o[k] - plain.outs[i][k])).toBeLessThanOrEqual(
+          1e-6 + 1e-5 * Math.abs(plain.outs[i][k]),
+        );
+      }
+    });
   });
 
   it('gives the unsplit gradients, deltas and tile norms in the TS reference', async () => {
