@@ -180,9 +180,12 @@ export function chooseTile(
         if (actTaus % r === 0) tauCandidates.push(r);
     for (const tauRows of tauCandidates) {
       for (const kt of override.kt !== undefined ? [override.kt] : [32, 16, 8, 4]) {
-        // The quad engine where the tile has the rows for it (QUAD_ENGINE_MIN_ROWS), on a GPU: a
-        // software adapter (lavapipe, a CPU) ran it 1.6x slower than engine 0 (16-row tiles).
-        const engine = override.engine ?? (!cuda && !software && e * tauRows >= QUAD_ENGINE_MIN_ROWS ? 1 : 0);
+        // The quad engine where it measured faster: the plain DQN head on a GPU with the rows for
+        // it (QUAD_ENGINE_MIN_ROWS; H200 at 17bcf1a, N = 65,536: 17.3M env-steps/s vs 13.9M).
+        // PPO ran 4.4x slower with it there (1.04M vs 4.62M), C51 and IQN are unmeasured, and a
+        // software adapter (lavapipe, a CPU) ran it 1.6x slower (16-row tiles): engine 0.
+        const quad = algo === 'dqn' && !cuda && !software && e * tauRows >= QUAD_ENGINE_MIN_ROWS;
+        const engine = override.engine ?? (quad ? 1 : 0);
         const shape: TileShape = { tileEpisodes: e, threads, tj, kt, tauRows, engine };
         if (fits(shape) || (cudaWide && e > 32 && cudaSharedFits(backend, e))) return shape;
       }

@@ -48,7 +48,7 @@ per episode are measured in the same run (--variant both, the default for dqn an
   --engine E        webgpu only: the tiled kernel's WGSL tile engine, 0 (scalar activations,
                     outputs strided over threads), 1 (quad blocks: vec4 activations, 4 x 2
                     outputs per thread), both (each in the same sweep) or auto (default: 1 from
-                    16 rows per workgroup on a GPU, else 0)
+                    16 rows per workgroup for --algo dqn on a GPU, else 0)
   --tile E          episodes per workgroup of the tiled kernel (default: chosen from N and the
                     device's workgroup memory)
   --threads T       threads per workgroup (default 256)
