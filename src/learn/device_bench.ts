@@ -119,8 +119,6 @@ export interface BenchTrainOptions {
   repeats: number;
   /** Split dW over batch slices where the backend can (DevicePpoLearnerInit.dwSplit; default true). */
   dwSplit?: boolean | number;
-  /** ppo_gather samples per workgroup (DevicePpoLearnerInit.gatherRows; default the backend's). */
-  gatherRows?: number;
   /** Skip the validation backtest (large settings: it does not depend on N). */
   validate?: boolean;
   /** Repeats when timing each launch of one step alone (default 20). */
@@ -147,7 +145,6 @@ export async function benchPpoTrain(o: BenchTrainOptions): Promise<BenchTrainRes
     cfg: cfg.ppo,
     seed,
     dwSplit: o.dwSplit,
-    gatherRows: o.gatherRows,
   });
   let collector: PpoDeviceCollector | null = null;
   let rollout: DevicePpoRollout;
