@@ -126,7 +126,7 @@ __device__ __forceinline__ void tile_product(float (&acc)[4][4], const float* __
     __syncthreads();
     if (round + 1u < rounds) fetch(k0 + WG_Z * TILE_K);
     const unsigned int valid = min((unsigned int)TILE_K, k_end - min(k0, k_end));
-    for (unsigned int k = 0; k < valid; k++) {
+    auto multiply = [&](unsigned int k) {
       const float4 xv = *reinterpret_cast<const float4*>(&x_tile[k * SX + ix]);
       const float4 yv = *reinterpret_cast<const float4*>(&y_tile[k * SY + iy]);
       const float xs[4] = {xv.x, xv.y, xv.z, xv.w};
@@ -136,6 +136,14 @@ __device__ __forceinline__ void tile_product(float (&acc)[4][4], const float* __
 #pragma unroll
         for (unsigned int c = 0; c < 4; c++) acc[r][c] += xs[r] * ys[c];
       }
+    };
+    // A full k-tile (every round but a ragged last one) takes a constant-trip loop the compiler
+    // unrolls (shared-memory offsets as immediates, loads scheduled ahead); same products, same order.
+    if (valid == TILE_K) {
+#pragma unroll
+      for (unsigned int k = 0; k < TILE_K; k++) multiply(k);
+    } else {
+      for (unsigned int k = 0; k < valid; k++) multiply(k);
     }
     __syncthreads();
   }

@@ -11,9 +11,12 @@
 //   acts: float*, written: rows 0..batch of stateDim floats
 //   mb: float*, written: 4 * batch floats
 //   u: Uniforms { count, batch, minibatch, epochSlot, key0, key1, stateDim, statesOff, logpOff,
-//                 advOff, retOff, actOff }
-// Block: WG_X threads take WG_X samples: each computes its row into shared memory, then the block
-// copies the WG_X state rows together (neighbouring threads, neighbouring floats).
+//                 advOff, retOff, actOff, rows }
+// Block: WG_X threads take u.rows <= WG_X samples (CUDA dispatches 4: a 512-sample minibatch is 128
+// blocks): threads lid < rows each compute a sample's rollout row into shared memory, then the
+// block copies the rows' states together (neighbouring threads, neighbouring floats) — with 4 rows
+// of 54 floats one round of COPY_BATCH loads in flight per thread, where 64 rows took 7 dependent
+// rounds on 8 blocks.
 // Exact: integer shuffle and plain copies.
 #include "grid.cuh"
 #include "shuffle.cuh"
@@ -23,9 +26,10 @@
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) ppo_gather(KERNEL_ARGS) {
   __shared__ unsigned int rows[WG_X];
   const unsigned int lid = threadIdx.x;
-  const unsigned int b0 = (unsigned int)flat_block_id() * WG_X;
+  const unsigned int per = u.rows;
+  const unsigned int b0 = (unsigned int)flat_block_id() * per;
   const unsigned int j = b0 + lid;
-  if (j < u.batch) {
+  if (lid < per && j < u.batch) {
     const unsigned int s =
         shuffle_index(u.minibatch * u.batch + j, u.count, sched[0] + u.epochSlot, SHUFFLE_STREAM, u.key0, u.key1);
     rows[lid] = s;
@@ -35,7 +39,7 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) ppo_gather(KERN
     mb[3u * u.batch + j] = rolloutF[u.retOff + s];
   }
   __syncthreads();
-  const unsigned int n = min((unsigned int)WG_X, u.batch - min(b0, u.batch));
+  const unsigned int n = min(per, u.batch - min(b0, u.batch));
   // COPY_BATCH loads in flight per thread before their stores: the copy waits on one trip to memory
   // per COPY_BATCH floats instead of one per float.
   const unsigned int total = n * u.stateDim;

@@ -11,8 +11,11 @@
  * sched[0] is the first shuffle epoch of this update (update * updateEpochs), uploaded per update
  * so that a captured update replays unchanged.
  *
- * Workgroup: 64 threads; each workgroup takes 64 samples, computes their rows into workgroup
- * memory, then copies the 64 state rows together. Exact (integer shuffle, plain copies).
+ * Workgroup: 64 threads; each workgroup takes `rows` samples (<= 64), computes their rollout rows
+ * into workgroup memory, then copies their state rows together. The WGSL twin takes 64 (it ignores
+ * `rows`: dispatch it with the default); the CUDA twin reads `rows`, and CUDA dispatches 4 per
+ * workgroup (PPO_GATHER_CUDA_ROWS): a 512-sample minibatch is 128 blocks with one round of copies
+ * each instead of 8 blocks of 7 dependent rounds. Exact (integer shuffle, plain copies).
  */
 import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import { shuffleIndex } from '../learn/shuffle.js';
@@ -42,6 +45,8 @@ export const ppoGatherSpec: KernelSpec = {
     { name: 'advOff', type: 'u32' },
     { name: 'retOff', type: 'u32' },
     { name: 'actOff', type: 'u32' },
+    // Samples per workgroup (CUDA twin only; WGSL always takes WG_X).
+    { name: 'rows', type: 'u32' },
   ],
   workgroupSize: [64, 1, 1],
   constants: { SHUFFLE_STREAM: Stream.Shuffle },
@@ -68,10 +73,24 @@ export interface PpoGatherArgs {
   batch: number;
   stateDim: number;
   key: readonly [number, number];
+  /** Samples per workgroup, 1..64 (default 64; only the CUDA twin and the CPU take fewer). */
+  rowsPerGroup?: number;
+}
+
+/** Samples per ppo_gather workgroup on CUDA: >= 128 blocks for a 512-sample minibatch. */
+export const PPO_GATHER_CUDA_ROWS = 4;
+
+/** Samples per workgroup on a backend: WGSL's twin takes a whole workgroup's worth. */
+export function ppoGatherRowsFor(kind: string): number {
+  return kind === 'cuda' ? PPO_GATHER_CUDA_ROWS : ppoGatherSpec.workgroupSize[0];
 }
 
 /** The gather of minibatch `minibatch` of the update's epoch `epochSlot`. */
 export function ppoGatherDispatch(a: PpoGatherArgs, epochSlot: number, minibatch: number): Dispatch {
+  const rows = a.rowsPerGroup ?? ppoGatherSpec.workgroupSize[0];
+  if (!Number.isInteger(rows) || rows < 1 || rows > ppoGatherSpec.workgroupSize[0]) {
+    throw new Error(`ppo_gather: rows per workgroup must be an integer in [1, 64], got ${rows}`);
+  }
   return {
     kernel: ppoGatherSpec,
     buffers: [a.rolloutF, a.rolloutI, a.sched, a.acts, a.mb],
@@ -88,8 +107,9 @@ export function ppoGatherDispatch(a: PpoGatherArgs, epochSlot: number, minibatch
       advOff: a.sections.advantages,
       retOff: a.sections.returns,
       actOff: a.sections.actions,
+      rows,
     },
-    groups: grid1d(Math.ceil(a.batch / ppoGatherSpec.workgroupSize[0])),
+    groups: grid1d(Math.ceil(a.batch / rows)),
   };
 }
 
@@ -99,7 +119,7 @@ function ppoGatherReference(
   groups: readonly [number, number, number],
 ): void {
   const [rolloutF, rolloutI, sched, acts, mb] = buffers;
-  const n = Math.min(u.batch, groupCount(groups) * ppoGatherSpec.workgroupSize[0]);
+  const n = Math.min(u.batch, groupCount(groups) * (u.rows || ppoGatherSpec.workgroupSize[0]));
   const epoch = (sched[0] + u.epochSlot) >>> 0;
   const d = u.stateDim;
   const key = [u.key0 >>> 0, u.key1 >>> 0] as const;

@@ -4778,16 +4778,10 @@ fn mlp_backward(
 // Bindings (declared by the preamble generated from src/kernels/mlp_forward.ts):
 //   params: array<f32>, read: the networks' flat parameters (W [out, in] row-major, then bias)
 //   acts: array<f32>, read_write: input rows at xOff_j, output rows at yOff_j (disjoint)
-//   u: Uniforms { batch, in0, out0, wOff0, bOff0, xOff0, yOff0, act0, in1, ... act1, then per job j:
-//      splits, yScr, xSplits, xScr, xBOff, xAct } (act: 0 none, 1 relu, 2 leaky 0.01; out_j = 0: job absent)
-// K split (splits_j = S > 1): each tile of job j is S workgroups over slices of whole k-tiles of the
-// inputs; each stores its partial sums (from 0: no bias, no activation) at acts[yScr_j + s * batch *
-// out_j + b * out_j + o]. A job whose input was split (xSplits_j > 1) stages its inputs as
-// act(xBOff_j bias + slice 0 + slice 1 + ...) from acts[xScr_j ..] (the previous launch's stores are
-// visible: dispatches in a pass are ordered), and its workgroups of output column 0 store them at
-// xOff_j too, where the backward pass reads the activations.
+//   u: Uniforms { batch, in0, out0, wOff0, bOff0, xOff0, yOff0, act0, in1, ... act1 }
+//      (act: 0 none, 1 relu, 2 leaky 0.01; out_j = 0: job absent)
 // Workgroup: WG_X x WG_Y x WG_Z threads own a TILE_X (outputs) x TILE_Y (rows) tile; flat workgroup
-// id = tiles of job 0 (x splits_0: tile t slice s is workgroup t * splits_0 + s), then of job 1. Thread (x, y) of k-group z computes the 4 x 4 outputs 4x.. x
+// id = tiles of job 0, then of job 1. Thread (x, y) of k-group z computes the 4 x 4 outputs 4x.. x
 // rows 4y.. over the k-tiles z, z + WG_Z, ... (TILE_K inputs each, staged k-major in workgroup
 // memory as vec4 rows padded by one vec4: two vec4 reads per k for 16 multiply-adds); the WG_Z
 // partial tiles are then summed in group order through the same workgroup memory. Splitting K
@@ -4795,10 +4789,9 @@ fn mlp_backward(
 // thread stages PX weights and PY inputs per k-tile: the next k-tile's global loads are all issued
 // into registers before the current tile's math (fixed trip counts, so they unroll and overlap)
 // instead of one load-then-store at a time.
-// Numerics: f32; group 0 starts at the bias (at 0 in a split job's slices: the next layer adds bias
-// + slice 0 + slice 1 + ...), each group adds its products in increasing i, and the groups' sums
-// are added in order; the compiler may fuse multiply-adds (tolerance, not bit-exactness, against
-// the TS reference's single running sum).
+// Numerics: f32; group 0 starts at the bias, each group adds its products in increasing i, and the
+// groups' sums are added in order; the compiler may fuse multiply-adds (tolerance, not
+// bit-exactness, against the TS reference's single running sum).
 
 const THREADS = WG_X * WG_Y;
 // Row strides of the k-major tiles in vec4s, and one k-group's staging area.
@@ -4823,21 +4816,6 @@ struct Job {
   x_off: u32,
   y_off: u32,
   act: u32,
-  splits: u32,
-  y_scr: u32,
-  x_splits: u32,
-  x_scr: u32,
-  x_b_off: u32,
-  x_act: u32,
-}
-
-fn job_of(j: u32) -> Job {
-  if (j == 0u) {
-    return Job(u.in0, u.out0, u.wOff0, u.bOff0, u.xOff0, u.yOff0, u.act0, max(u.splits0, 1u), u.yScr0,
-               u.xSplits0, u.xScr0, u.xBOff0, u.xAct0);
-  }
-  return Job(u.in1, u.out1, u.wOff1, u.bOff1, u.xOff1, u.yOff1, u.act1, max(u.splits1, 1u), u.yScr1,
-             u.xSplits1, u.xScr1, u.xBOff1, u.xAct1);
 }
 
 // One k-tile of a k-group in registers: W[out0 + e / TILE_K, k0 + e % TILE_K] and
@@ -4847,31 +4825,14 @@ struct Staged {
   x: array<f32, PY>,
 }
 
-// Input x[b, k] of a job (b < batch, k < n_in): the activation in acts, or the previous layer's
-// slices summed from its bias and activated; stored at x_off when \`store_x\` (output column 0).
-fn input_at(job: Job, b: u32, k: u32, store_x: bool) -> f32 {
-  if (job.x_splits <= 1u) {
-    return acts[job.x_off + b * job.n_in + k];
-  }
-  var a = params[job.x_b_off + k];
-  for (var s = 0u; s < job.x_splits; s++) {
-    a = a + acts[job.x_scr + (s * u.batch + b) * job.n_in + k];
-  }
-  let x = activate(a, job.x_act);
-  if (store_x) {
-    acts[job.x_off + b * job.n_in + k] = x;
-  }
-  return x;
-}
-
-fn load_tile(job: Job, k0: u32, k_end: u32, out0: u32, row0: u32, tid: u32, store_x: bool) -> Staged {
+fn load_tile(job: Job, k0: u32, out0: u32, row0: u32, tid: u32) -> Staged {
   var s: Staged;
   for (var q = 0u; q < PX; q++) {
     let e = tid + q * THREADS;
     let o = out0 + e / TILE_K;
     let k = k0 + e % TILE_K;
     var v = 0.0;
-    if (o < job.n_out && k < k_end) {
+    if (o < job.n_out && k < job.n_in) {
       v = params[job.w_off + o * job.n_in + k];
     }
     s.w[q] = v;
@@ -4881,8 +4842,8 @@ fn load_tile(job: Job, k0: u32, k_end: u32, out0: u32, row0: u32, tid: u32, stor
     let b = row0 + e / TILE_K;
     let k = k0 + e % TILE_K;
     var v = 0.0;
-    if (b < u.batch && k < k_end) {
-      v = input_at(job, b, k, store_x);
+    if (b < u.batch && k < job.n_in) {
+      v = acts[job.x_off + b * job.n_in + k];
     }
     s.x[q] = v;
   }
@@ -4900,9 +4861,6 @@ fn activate(a: f32, act: u32) -> f32 {
 }
 
 fn tiles_of(n_out: u32) -> u32 {
-  if (n_out == 0u) {
-    return 0u;
-  }
   return ((n_out + TILE_X - 1u) / TILE_X) * ((u.batch + TILE_Y - 1u) / TILE_Y);
 }
 
@@ -4913,24 +4871,16 @@ fn mlp_forward(
   @builtin(local_invocation_id) lid: vec3<u32>,
 ) {
   var t = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
-  var job = job_of(0u);
-  let tiles0 = tiles_of(job.n_out) * job.splits;
+  var job = Job(u.in0, u.out0, u.wOff0, u.bOff0, u.xOff0, u.yOff0, u.act0);
+  let tiles0 = tiles_of(u.out0);
   if (t >= tiles0) {
     t = t - tiles0;
-    job = job_of(1u);
-    if (t >= tiles_of(job.n_out) * job.splits) {
+    job = Job(u.in1, u.out1, u.wOff1, u.bOff1, u.xOff1, u.yOff1, u.act1);
+    if (t >= tiles_of(u.out1)) {
       return;
     }
   }
-  // This workgroup's slice of the inputs (all of them when the job is not split).
-  let slice = t % job.splits;
-  t = t / job.splits;
-  let k_tiles = (job.n_in + TILE_K - 1u) / TILE_K;
-  let slice_len = ((k_tiles + job.splits - 1u) / job.splits) * TILE_K;
-  let k_begin = min(slice * slice_len, job.n_in);
-  let k_end = min(k_begin + slice_len, job.n_in);
   let tx = (job.n_out + TILE_X - 1u) / TILE_X;
-  let store_x = job.x_splits > 1u && t % tx == 0u;
   let out0 = (t % tx) * TILE_X;
   let row0 = (t / tx) * TILE_Y;
   let z = lid.z;
@@ -4942,7 +4892,7 @@ fn mlp_forward(
 
   // acc[r][c]: output ox + r, row ry + c.
   var acc: array<vec4<f32>, 4>;
-  if (z == 0u && job.splits == 1u) {
+  if (z == 0u) {
     for (var r = 0u; r < 4u; r++) {
       let o = out0 + ox + r;
       var bias = 0.0;
@@ -4953,10 +4903,11 @@ fn mlp_forward(
     }
   }
 
-  let rounds = ((k_end - k_begin + TILE_K - 1u) / TILE_K + WG_Z - 1u) / WG_Z;
-  var next = load_tile(job, k_begin + z * TILE_K, k_end, out0, row0, tid, store_x);
+  let k_tiles = (job.n_in + TILE_K - 1u) / TILE_K;
+  let rounds = (k_tiles + WG_Z - 1u) / WG_Z;
+  var next = load_tile(job, z * TILE_K, out0, row0, tid);
   for (var round = 0u; round < rounds; round++) {
-    let k0 = k_begin + (round * WG_Z + z) * TILE_K;
+    let k0 = (round * WG_Z + z) * TILE_K;
     for (var q = 0u; q < PX; q++) {
       let e = tid + q * THREADS;
       let m = e / TILE_K;
@@ -4969,9 +4920,9 @@ fn mlp_forward(
     }
     workgroupBarrier();
     if (round + 1u < rounds) {
-      next = load_tile(job, k0 + WG_Z * TILE_K, k_end, out0, row0, tid, store_x);
+      next = load_tile(job, k0 + WG_Z * TILE_K, out0, row0, tid);
     }
-    let valid = min(u32(TILE_K), k_end - min(k0, k_end));
+    let valid = min(u32(TILE_K), job.n_in - min(k0, job.n_in));
     // A full k-tile takes the constant-trip loop, which the compiler unrolls.
     if (valid == TILE_K) {
       for (var k = 0u; k < TILE_K; k++) {
@@ -5014,11 +4965,7 @@ fn mlp_forward(
     for (var r = 0u; r < 4u; r++) {
       let o = out0 + ox + r;
       if (b < u.batch && o < job.n_out) {
-        if (job.splits > 1u) {
-          acts[job.y_scr + (slice * u.batch + b) * job.n_out + o] = acc[r][c];
-        } else {
-          acts[job.y_off + b * job.n_out + o] = activate(acc[r][c], job.act);
-        }
+        acts[job.y_off + b * job.n_out + o] = activate(acc[r][c], job.act);
       }
     }
   }
@@ -7966,7 +7913,7 @@ __device__ __forceinline__ void tile_product(float (&acc)[4][4], const float* __
     __syncthreads();
     if (round + 1u < rounds) fetch(k0 + WG_Z * TILE_K);
     const unsigned int valid = min((unsigned int)TILE_K, k_end - min(k0, k_end));
-    for (unsigned int k = 0; k < valid; k++) {
+    auto multiply = [&](unsigned int k) {
       const float4 xv = *reinterpret_cast<const float4*>(&x_tile[k * SX + ix]);
       const float4 yv = *reinterpret_cast<const float4*>(&y_tile[k * SY + iy]);
       const float xs[4] = {xv.x, xv.y, xv.z, xv.w};
@@ -7976,6 +7923,14 @@ __device__ __forceinline__ void tile_product(float (&acc)[4][4], const float* __
 #pragma unroll
         for (unsigned int c = 0; c < 4; c++) acc[r][c] += xs[r] * ys[c];
       }
+    };
+    // A full k-tile (every round but a ragged last one) takes a constant-trip loop the compiler
+    // unrolls (shared-memory offsets as immediates, loads scheduled ahead); same products, same order.
+    if (valid == TILE_K) {
+#pragma unroll
+      for (unsigned int k = 0; k < TILE_K; k++) multiply(k);
+    } else {
+      for (unsigned int k = 0; k < valid; k++) multiply(k);
     }
     __syncthreads();
   }
@@ -8241,7 +8196,7 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KER
     __syncthreads();
     if (round + 1u < rounds) fetch(k0 + WG_Z * TILE_K);
     const unsigned int valid = min((unsigned int)TILE_K, job.n_in - min(k0, job.n_in));
-    for (unsigned int k = 0; k < valid; k++) {
+    auto multiply = [&](unsigned int k) {
       const float4 wv = *reinterpret_cast<const float4*>(&w_tile[k * SX + ox]);
       const float4 xv = *reinterpret_cast<const float4*>(&x_tile[k * SY + ry]);
       const float w[4] = {wv.x, wv.y, wv.z, wv.w};
@@ -8251,6 +8206,14 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KER
 #pragma unroll
         for (unsigned int c = 0; c < 4; c++) acc[r][c] += w[r] * x[c];
       }
+    };
+    // A full k-tile (every round but a ragged last one) takes a constant-trip loop the compiler
+    // unrolls (shared-memory offsets as immediates, loads scheduled ahead); same products, same order.
+    if (valid == TILE_K) {
+#pragma unroll
+      for (unsigned int k = 0; k < TILE_K; k++) multiply(k);
+    } else {
+      for (unsigned int k = 0; k < valid; k++) multiply(k);
     }
     __syncthreads();
   }
@@ -8691,9 +8654,12 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) philox_stream(K
 //   acts: float*, written: rows 0..batch of stateDim floats
 //   mb: float*, written: 4 * batch floats
 //   u: Uniforms { count, batch, minibatch, epochSlot, key0, key1, stateDim, statesOff, logpOff,
-//                 advOff, retOff, actOff }
-// Block: WG_X threads take WG_X samples: each computes its row into shared memory, then the block
-// copies the WG_X state rows together (neighbouring threads, neighbouring floats).
+//                 advOff, retOff, actOff, rows }
+// Block: WG_X threads take u.rows <= WG_X samples (CUDA dispatches 4: a 512-sample minibatch is 128
+// blocks): threads lid < rows each compute a sample's rollout row into shared memory, then the
+// block copies the rows' states together (neighbouring threads, neighbouring floats) — with 4 rows
+// of 54 floats one round of COPY_BATCH loads in flight per thread, where 64 rows took 7 dependent
+// rounds on 8 blocks.
 // Exact: integer shuffle and plain copies.
 #include "grid.cuh"
 #include "shuffle.cuh"
@@ -8703,9 +8669,10 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) philox_stream(K
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) ppo_gather(KERNEL_ARGS) {
   __shared__ unsigned int rows[WG_X];
   const unsigned int lid = threadIdx.x;
-  const unsigned int b0 = (unsigned int)flat_block_id() * WG_X;
+  const unsigned int per = u.rows;
+  const unsigned int b0 = (unsigned int)flat_block_id() * per;
   const unsigned int j = b0 + lid;
-  if (j < u.batch) {
+  if (lid < per && j < u.batch) {
     const unsigned int s =
         shuffle_index(u.minibatch * u.batch + j, u.count, sched[0] + u.epochSlot, SHUFFLE_STREAM, u.key0, u.key1);
     rows[lid] = s;
@@ -8715,7 +8682,7 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) ppo_gather(KERN
     mb[3u * u.batch + j] = rolloutF[u.retOff + s];
   }
   __syncthreads();
-  const unsigned int n = min((unsigned int)WG_X, u.batch - min(b0, u.batch));
+  const unsigned int n = min(per, u.batch - min(b0, u.batch));
   // COPY_BATCH loads in flight per thread before their stores: the copy waits on one trip to memory
   // per COPY_BATCH floats instead of one per float.
   const unsigned int total = n * u.stateDim;

@@ -27,7 +27,13 @@
 import type { Backend, DeviceBuffer, Dispatch } from '../backend/types.js';
 import type { PpoConfig } from '../config.js';
 import { type AdamHyper, adamBiasCorrection, adamStepDispatch } from '../kernels/adam_step.js';
-import { type PpoGatherArgs, ppoGatherDispatch, type RolloutSections } from '../kernels/ppo_gather.js';
+import {
+  type PpoGatherArgs,
+  ppoGatherDispatch,
+  ppoGatherRowsFor,
+  ppoGatherSpec,
+  type RolloutSections,
+} from '../kernels/ppo_gather.js';
 import { LOSS_PARTS, lossGroups, ppoLossDispatch, STAT, STAT_COUNT } from '../kernels/ppo_loss.js';
 import type { NetLayout } from '../nets/layout.js';
 import { seedToKey } from '../rng/philox.js';
@@ -86,6 +92,11 @@ export interface DevicePpoLearnerInit {
    * a number is the workgroup budget per launch instead of the backend's (dwSplitBudgetFor).
    */
   dwSplit?: boolean | number;
+  /**
+   * ppo_gather samples per workgroup (default ppoGatherRowsFor: 4 on CUDA, 64 elsewhere). Only the
+   * CUDA and CPU twins take other than 64; 64 on CUDA is the earlier 8-block gather, for comparison.
+   */
+  gatherRows?: number;
 }
 
 function sameRollout(a: DevicePpoRollout, b: DevicePpoRollout): boolean {
@@ -107,6 +118,8 @@ export class DevicePpoLearner {
   private readonly key: [number, number];
   private readonly hyper: AdamHyper;
   private readonly graphs: boolean;
+  /** ppo_gather samples per workgroup (DevicePpoLearnerInit.gatherRows). */
+  private readonly gatherRows: number;
   private cached: {
     rollout: DevicePpoRollout;
     dispatches: Dispatch[];
@@ -124,6 +137,11 @@ export class DevicePpoLearner {
       throw new Error(`device ppo learner: the critic outputs ${outputs[1].out} values, not 1`);
     this.backend = backend;
     this.cfg = cfg;
+    const wide = ppoGatherSpec.workgroupSize[0];
+    this.gatherRows = init.gatherRows ?? ppoGatherRowsFor(backend.kind);
+    if (this.gatherRows !== wide && backend.kind !== 'cuda' && backend.kind !== 'cpu') {
+      throw new Error(`device ppo learner: gatherRows other than ${wide} needs the CUDA or CPU backend`);
+    }
     const splitBudget =
       typeof init.dwSplit === 'number'
         ? init.dwSplit
@@ -233,6 +251,7 @@ export class DevicePpoLearner {
       batch: plan.batch,
       stateDim: plan.inDim,
       key: this.key,
+      rowsPerGroup: this.gatherRows,
     };
     const actor = this.actorPlan;
     const critic = this.criticPlan;

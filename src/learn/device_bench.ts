@@ -72,10 +72,7 @@ function launchLabel(d: Dispatch, plan: MlpPlan): string {
     return names.join(' + ');
   };
   const own = layerNames('');
-  if (d.kernel.name === 'mlp_forward') {
-    const k = [u.splits0, u.splits1].filter((n, j) => u[`out${j}`] && n > 1);
-    return `${d.kernel.name} ${own}${k.length ? `, K in ${k.join(' + ')} slices` : ''}`;
-  }
+  if (d.kernel.name === 'mlp_forward') return `${d.kernel.name} ${own}`;
   const split = u.splits > 1 ? `, dW in ${u.splits} slices` : '';
   const sum = u.sumSplits > 1 ? `${own ? ', ' : ''}adds the slices of ${layerNames('sum')}` : '';
   return `${d.kernel.name} ${own}${split}${sum}`;
@@ -119,6 +116,8 @@ export interface BenchTrainOptions {
   repeats: number;
   /** Split dW over batch slices where the backend can (DevicePpoLearnerInit.dwSplit; default true). */
   dwSplit?: boolean | number;
+  /** ppo_gather samples per workgroup (DevicePpoLearnerInit.gatherRows; default the backend's). */
+  gatherRows?: number;
   /** Skip the validation backtest (large settings: it does not depend on N). */
   validate?: boolean;
   /** Repeats when timing each launch of one step alone (default 20). */
@@ -145,6 +144,7 @@ export async function benchPpoTrain(o: BenchTrainOptions): Promise<BenchTrainRes
     cfg: cfg.ppo,
     seed,
     dwSplit: o.dwSplit,
+    gatherRows: o.gatherRows,
   });
   let collector: PpoDeviceCollector | null = null;
   let rollout: DevicePpoRollout;

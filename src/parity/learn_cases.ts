@@ -99,7 +99,14 @@ const LOSS: Tolerance = { kind: 'close', atol: 1e-6, rtol: 1e-4 };
 
 // ---- ppo_gather ----------------------------------------------------------------------------
 
-function gatherCase(count: number, batch: number, minibatch: number, epochSlot: number): ParityCase {
+/** `rowsPerGroup` below 64: the CUDA twin's narrow blocks (the WGSL twin always takes 64). */
+function gatherCase(
+  count: number,
+  batch: number,
+  minibatch: number,
+  epochSlot: number,
+  rowsPerGroup?: number,
+): ParityCase {
   const stateDim = 5;
   const seed = 11;
   const epochBase = 7;
@@ -115,8 +122,9 @@ function gatherCase(count: number, batch: number, minibatch: number, epochSlot: 
     actions: 0,
   };
   return {
-    name: `ppo_gather count=${count} batch=${batch} minibatch ${minibatch} epoch slot ${epochSlot} (Feistel shuffle, cycle walking)`,
+    name: `ppo_gather count=${count} batch=${batch} minibatch ${minibatch} epoch slot ${epochSlot}${rowsPerGroup ? ` ${rowsPerGroup} rows per workgroup` : ''} (Feistel shuffle, cycle walking)`,
     kernel: 'ppo_gather',
+    ...(rowsPerGroup ? { backends: ['cuda' as const, 'cpu' as const] } : {}),
     tolerance: { kind: 'exact' },
     expected: memo(() => {
       const { f, i } = rollout();
@@ -148,6 +156,7 @@ function gatherCase(count: number, batch: number, minibatch: number, epochSlot: 
           batch,
           stateDim,
           key: seedToKey(seed),
+          rowsPerGroup,
         };
         backend.run([ppoGatherDispatch(args, epochSlot, minibatch)]);
         return {
@@ -791,6 +800,7 @@ export function learnParityCases(): ParityCase[] {
   return [
     gatherCase(1000, 100, 3, 2),
     gatherCase(64, 64, 0, 0),
+    gatherCase(1000, 102, 3, 2, 4),
     mlpParityCase('mlp_forward', 70),
     mlpParityCase('mlp_backward', 70),
     lossCase(300, true),

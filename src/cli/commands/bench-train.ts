@@ -13,7 +13,8 @@ import { intFlag, parseFlags } from '../args.js';
 import { type Command, UserError } from '../main.js';
 
 const usage = `usage: foxhunt bench train --algo ppo [--backend auto|cuda|webgpu|cpu] [--episodes N] [--steps L]
-                           [--large-episodes N2] [--repeats R] [--seed S] [--dw-split on|off|W] [--json]
+                           [--large-episodes N2] [--repeats R] [--seed S] [--dw-split on|off|W]
+                           [--gather-rows G] [--json]
 
 Times a PPO epoch per phase on the built-in synthetic market: collect (collect_ppo on the device),
 update (the device learner: every minibatch step of the update in one submission, a CUDA graph
@@ -34,6 +35,8 @@ kernels' TS references); pass --episodes, --steps or --large-episodes to overrid
                          the default: within 2 workgroups per SM on CUDA, 256 workgroups on WebGPU),
                          within W workgroups per launch, or one workgroup per dW tile (off: the
                          earlier kernel)
+  --gather-rows G        CUDA: ppo_gather samples per block, 1-64 (default 4: 128 blocks per
+                         512-sample minibatch; 64 is the earlier 8-block gather)
   --json                 one JSON object on stdout instead of the table`;
 
 const BACKENDS = ['auto', 'cuda', 'webgpu', 'cpu'];
@@ -90,6 +93,7 @@ async function run(args: string[]): Promise<number> {
       repeats: { type: 'string' },
       seed: { type: 'string' },
       'dw-split': { type: 'string' },
+      'gather-rows': { type: 'string' },
       json: { type: 'boolean' },
     },
     usage,
@@ -107,6 +111,11 @@ async function run(args: string[]): Promise<number> {
     throw new UserError(`--dw-split must be on, off or a workgroup budget (1-999999), got "${dwSplitFlag}"`);
   }
   const dwSplit = dwSplitFlag === 'on' ? true : dwSplitFlag === 'off' ? false : Number(dwSplitFlag);
+  const gatherRowsFlag = values['gather-rows'] as string | undefined;
+  const gatherRows = gatherRowsFlag === undefined ? undefined : Number(gatherRowsFlag);
+  if (gatherRows !== undefined && (!/^\d+$/.test(gatherRowsFlag!) || gatherRows < 1 || gatherRows > 64)) {
+    throw new UserError(`--gather-rows must be an integer from 1 to 64, got "${gatherRowsFlag}"`);
+  }
   let choice: Awaited<ReturnType<typeof chooseBackend>>;
   try {
     choice = await chooseBackend(request as BackendRequest);
@@ -155,6 +164,7 @@ async function run(args: string[]): Promise<number> {
         barsPerYear: data.barsPerYear,
         repeats,
         dwSplit,
+        gatherRows,
         kernelRepeats: cpu ? 1 : 20,
         onProgress: (line) => log(`  ${line}`),
       });
