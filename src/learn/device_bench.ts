@@ -72,7 +72,10 @@ function launchLabel(d: Dispatch, plan: MlpPlan): string {
     return names.join(' + ');
   };
   const own = layerNames('');
-  if (d.kernel.name === 'mlp_forward') return `${d.kernel.name} ${own}`;
+  if (d.kernel.name === 'mlp_forward') {
+    const k = [u.splits0, u.splits1].filter((n, j) => u[`out${j}`] && n > 1);
+    return `${d.kernel.name} ${own}${k.length ? `, K in ${k.join(' + ')} slices` : ''}`;
+  }
   const split = u.splits > 1 ? `, dW in ${u.splits} slices` : '';
   const sum = u.sumSplits > 1 ? `${own ? ', ' : ''}adds the slices of ${layerNames('sum')}` : '';
   return `${d.kernel.name} ${own}${split}${sum}`;
