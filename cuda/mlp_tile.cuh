@@ -188,8 +188,10 @@ struct DenseMma {
   static_assert(PASSES * MTW * WN * 4 <= 64, "layer too large for one block's registers: fewer rows per block");
   // k16 steps unrolled, i.e. weight loads a warp keeps in flight: the layers are L2-latency bound
   // (each weight is used once per block), so one-m16 tiles with few accumulators (N <= 2048 on
-  // CUDA: <= 16 episodes per block) take 8.
-  static constexpr int KUNROLL = MTW == 1 && PASSES * WN * 4 <= 16 ? 8 : 4;
+  // CUDA: <= 16 episodes per block) take 8. The PPO critic's input layer (54 -> 512, misaligned:
+  // scalar weight loads) over 32+ rows takes 2: 4 steps of 16 scalar loads beside its 32
+  // accumulators spilled 284 bytes a thread at 128 registers (ptxas, 32 episodes x 512 threads).
+  static constexpr int KUNROLL = MTW == 1 && PASSES * WN * 4 <= 16 ? 8 : !VEC && Out >= 512 && MTW >= 2 ? 2 : 4;
   float acc[PASSES][MTW][WN][4];
 
   static COLLECT_MEMBER unsigned a_operand(float x) {

@@ -18,7 +18,7 @@
 import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import { collectPpo, type PpoNets } from '../collect/ppo.js';
 import type { PpoRollout } from '../collect/rollout.js';
-import { curiosityLayout, ppoActorLayout, ppoCriticLayout } from '../nets/layout.js';
+import { curiosityLayout, NUM_ACTIONS, ppoActorLayout, ppoCriticLayout, STATE_DIM } from '../nets/layout.js';
 import { checkEngine, tileEngineConstants } from './collect_engine.js';
 import {
   COLLECT_BINDINGS,
@@ -108,19 +108,51 @@ export const PPO_UNIFORMS = [
   ...ENV_UNIFORMS,
 ] as const satisfies KernelSpec['uniforms'];
 
+/** Row stride of a CUDA shared activation buffer (cuda/mlp_tile.cuh tile_stride). */
+const tileStride = (width: number) => {
+  const w = Math.ceil(width / 16) * 16;
+  return w % 32 === 16 ? w : w + 16;
+};
+const align4 = (floats: number) => Math.ceil(floats / 4) * 4;
+/** Static shared memory a CUDA block may declare; larger plans use dynamic shared memory. */
+const CUDA_STATIC_SHARED = 48 * 1024;
+
+/**
+ * Bytes of the CUDA tiled kernel's shared-memory plan (cuda/collect_ppo.cu: xs [E, LD_STATE], act
+ * [E, LD_CRITIC], logits [E, LD_Q], value [E], one flag, the episodes' 20-word simulator state),
+ * or 0 for the seed variant. Past 48 KiB (more than 16 episodes) the kernel takes it from dynamic
+ * shared memory and asserts that its own sum equals this number.
+ */
+export function cudaPpoSharedBytes(o: Pick<CollectPpoOptions, 'variant' | 'tileEpisodes'>): number {
+  if (o.variant === 'seed') return 0;
+  const e = o.tileEpisodes;
+  const act = align4(e * tileStride(STATE_DIM));
+  const logits = align4(act + e * tileStride(512));
+  const value = align4(logits + e * tileStride(NUM_ACTIONS));
+  const flag = align4(value + e);
+  const episodes = align4(flag + 1);
+  return align4(episodes + e * 20) * 4;
+}
+
 export function collectPpoSpec(o: CollectPpoOptions): KernelSpec {
   checkPpoOptions(o);
   const a = ppoActorLayout();
   const v = ppoCriticLayout();
   const c = curiosityLayout();
+  // Past 48 KiB the CUDA twin takes its plan from dynamic shared memory (the WGSL twin never
+  // gets such a tile: its workgroup memory limit rejects it first).
+  const shared = cudaPpoSharedBytes(o);
+  const dynamic = shared > CUDA_STATIC_SHARED;
   return {
     name: 'collect_ppo',
+    ...(dynamic ? { sharedBytes: shared } : {}),
     bindings: COLLECT_BINDINGS,
     uniforms: [...PPO_UNIFORMS],
     workgroupSize: [o.threads, 1, 1],
     constants: {
       SEED_VARIANT: o.variant === 'seed' ? 1 : 0,
       TILE_E: o.variant === 'seed' ? o.threads : o.tileEpisodes,
+      ...(dynamic ? { DYN_SMEM_BYTES: shared } : {}),
       ...ppoTileConstants(o),
       ...commonConstants(),
       ...envStateConstants(),

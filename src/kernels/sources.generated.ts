@@ -7285,8 +7285,10 @@ COLLECT_DEVICE void cluster_sync() {
 // section * N * L + (e * L + l) * width + k). Uniforms: struct Uniforms of the preamble.
 // The bootstrap value of step l waits in the advantages slot of step l until GAE reads it.
 //
-// Block: WG_X threads own TILE_E episodes (<= 16: 48 KiB of static shared memory). SEED_VARIANT 0
-// tiled (collect_dqn.cu describes the scheme); 1 the seed design, one thread per episode (benchmark).
+// Block: WG_X threads own TILE_E episodes (<= 16 in 48 KiB of static shared memory; larger tiles, the
+// TF32 default of 32 episodes x 512 threads at large N, take the plan from DYN_SMEM_BYTES of dynamic
+// shared memory, so each weight read from L2 serves twice the rows). SEED_VARIANT 0 tiled
+// (collect_dqn.cu describes the scheme); 1 the seed design, one thread per episode (benchmark).
 //
 // Numerics: TF32 0 (default, parity) is the reference's f32 arithmetic except expf / logf in the
 // sampling (a few ulp: an action can differ only where u * S lies within ulps of a CDF boundary);
@@ -7296,6 +7298,9 @@ COLLECT_DEVICE void cluster_sync() {
 #endif
 #define COLLECT_TF32 TF32
 #define COLLECT_THREADS WG_X
+#ifdef DYN_SMEM_BYTES
+#define COLLECT_DYN_SMEM
+#endif
 
 #include "collect_io.cuh"
 #include "collect_nets.cuh"
@@ -7395,7 +7400,15 @@ constexpr int SM_FLAG = align4(SM_VALUE + E);
 // would stay live (and spill) through every layer.
 constexpr int SM_EPISODES = align4(SM_FLAG + 1);
 constexpr int SM_FLOATS = align4(SM_EPISODES + E * (int)(sizeof(Episode) / 4));
-static_assert(SM_FLOATS * 4 <= 48 * 1024, "collect_ppo: TILE_E too large for 48 KiB of shared memory (<= 16)");
+#ifdef DYN_SMEM_BYTES
+// The descriptor (src/kernels/collect_ppo.ts cudaPpoSharedBytes) sizes the launch from the same plan.
+static_assert(SM_FLOATS * 4 == DYN_SMEM_BYTES, "collect_ppo: DYN_SMEM_BYTES differs from the shared-memory plan");
+static_assert(DYN_SMEM_BYTES <= 227 * 1024, "collect_ppo: TILE_E too large for 227 KiB of shared memory");
+#else
+static_assert(SM_FLOATS * 4 <= 48 * 1024,
+              "collect_ppo: TILE_E too large for 48 KiB of static shared memory (<= 16); larger tiles take "
+              "dynamic shared memory (DYN_SMEM_BYTES)");
+#endif
 static_assert(E <= COLLECT_THREADS, "collect_ppo: one thread per episode runs the simulator");
 
 COLLECT_DEVICE void state_row(float* row, const Episode& ep, const Market& m, bool active) {
@@ -7403,7 +7416,15 @@ COLLECT_DEVICE void state_row(float* row, const Episode& ep, const Market& m, bo
   for (int k = active ? STATE_DIM : 0; k < LD_STATE; k++) row[k] = 0.0f;
 }
 
-extern "C" __global__ void collect_ppo(KERNEL_ARGS) {
+// The register budget follows the block size (a 512-thread block gets 128 registers a thread, the
+// 256-thread one up to 255): without the bound a 512-thread launch could fail for registers.
+#ifdef FOXHUNT_EMU
+#define PPO_LAUNCH_BOUNDS
+#else
+#define PPO_LAUNCH_BOUNDS __launch_bounds__(WG_X, 1)
+#endif
+
+extern "C" __global__ void PPO_LAUNCH_BOUNDS collect_ppo(KERNEL_ARGS) {
   COLLECT_SMEM(smem, SM_FLOATS);
   const EnvScalars p = env_scalars(u);
   const Market m = {features, ohlc, spread, entropy};
@@ -8528,8 +8549,10 @@ struct DenseMma {
   static_assert(PASSES * MTW * WN * 4 <= 64, "layer too large for one block's registers: fewer rows per block");
   // k16 steps unrolled, i.e. weight loads a warp keeps in flight: the layers are L2-latency bound
   // (each weight is used once per block), so one-m16 tiles with few accumulators (N <= 2048 on
-  // CUDA: <= 16 episodes per block) take 8.
-  static constexpr int KUNROLL = MTW == 1 && PASSES * WN * 4 <= 16 ? 8 : 4;
+  // CUDA: <= 16 episodes per block) take 8. The PPO critic's input layer (54 -> 512, misaligned:
+  // scalar weight loads) over 32+ rows takes 2: 4 steps of 16 scalar loads beside its 32
+  // accumulators spilled 284 bytes a thread at 128 registers (ptxas, 32 episodes x 512 threads).
+  static constexpr int KUNROLL = MTW == 1 && PASSES * WN * 4 <= 16 ? 8 : !VEC && Out >= 512 && MTW >= 2 ? 2 : 4;
   float acc[PASSES][MTW][WN][4];
 
   static COLLECT_MEMBER unsigned a_operand(float x) {

@@ -42,6 +42,7 @@ const variants: [string, KernelSpec, string][] = [
   ['dqn plain, 1 episode per block (small N)', withTf32(dqn({ tileEpisodes: 1 })), 'sm_90'],
   ['dqn plain, 64 episodes per block (dynamic shared memory)', dqn({ tileEpisodes: 64 }), 'sm_90'],
   ['dqn plain, 64 episodes per block, TF32', withTf32(dqn({ tileEpisodes: 64 })), 'sm_90'],
+  ['dqn plain, 64 episodes x 512 threads, TF32', withTf32(dqn({ tileEpisodes: 64, threads: 512 })), 'sm_90'],
   ['dqn c51, 16 episodes per block', dqn({ head: 'c51', tileEpisodes: 16 }), 'sm_90'],
   ['dqn c51, TF32', withTf32(dqn({ head: 'c51', tileEpisodes: 16 })), 'sm_90'],
   ['dqn iqn, 8 episodes per block', dqn({ head: 'iqn', tileEpisodes: 8 }), 'sm_90'],
@@ -56,6 +57,11 @@ const variants: [string, KernelSpec, string][] = [
   [
     'ppo, TF32',
     withTf32(collectPpoSpec({ variant: 'tiled', tileEpisodes: 16, threads: 256, tj: 32, kt: 4 })),
+    'sm_90',
+  ],
+  [
+    'ppo, 32 episodes x 512 threads, TF32 (dynamic shared memory)',
+    withTf32(collectPpoSpec({ variant: 'tiled', tileEpisodes: 32, threads: 512, tj: 32, kt: 4 })),
     'sm_90',
   ],
   [

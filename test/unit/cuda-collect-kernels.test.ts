@@ -111,8 +111,8 @@ function dqnJob(head: QHead, tileEpisodes: number, extra: Record<string, number>
   };
 }
 
-function ppoJob(tileEpisodes: number): Job {
-  const spec = collectPpoSpec({ variant: 'tiled', tileEpisodes, threads: 64, tj: 32, kt: 4 });
+function ppoJob(tileEpisodes: number, threads = 64): Job {
+  const spec = collectPpoSpec({ variant: 'tiled', tileEpisodes, threads, tj: 32, kt: 4 });
   const nets = concat([
     initParams(ppoActorLayout(), 2, SEED),
     initParams(ppoCriticLayout(), 3, SEED),
@@ -233,6 +233,8 @@ describe.skipIf(unavailable !== null)(
       ['collect_dqn plain, 1 episode per block', () => dqnJob('plain', 1), 0],
       // Past 48 KiB: dynamic shared memory and the out-of-place stream layers (N < TILE_E here).
       ['collect_dqn plain, 64 episodes per block', () => dqnJob('plain', 64, {}, 256), 0],
+      // The TF32 default plan's shape (64 x 512): two row groups per output in the exact path.
+      ['collect_dqn plain, 64 episodes x 512 threads', () => dqnJob('plain', 64, {}, 512), 0],
       ['collect_dqn c51', () => dqnJob('c51', 4), 1e-5],
       ['collect_dqn iqn', () => dqnJob('iqn', 4), 1e-5],
       [
@@ -255,6 +257,8 @@ describe.skipIf(unavailable !== null)(
         0,
       ],
       ['collect_ppo, 4 episodes per block', () => ppoJob(4), 1e-5],
+      // Past 48 KiB: the TF32 default plan's shape (32 x 512) in dynamic shared memory.
+      ['collect_ppo, 32 episodes x 512 threads', () => ppoJob(32, 512), 1e-5],
       [
         'collect_ppo seed variant',
         () => ({

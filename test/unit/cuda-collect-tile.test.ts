@@ -15,6 +15,7 @@ import {
   cudaDqnSharedBytes,
   dqnWorkgroupBytes,
 } from '../../src/kernels/collect_dqn.js';
+import { collectPpoSpec, cudaPpoSharedBytes, ppoWorkgroupBytes } from '../../src/kernels/collect_ppo.js';
 
 /** A backend that reports itself as `kind` with 48 KiB of workgroup memory (CUDA: `optin` opt-in). */
 function backendOf(kind: 'cuda' | 'webgpu', optin = 232448): Backend {
@@ -44,6 +45,8 @@ const dqn = (tileEpisodes: number, head: CollectDqnOptions['head'] = 'plain'): C
 /** The collector's check (src/collect/device.ts): the WGSL twin's workgroup memory within 48 KiB. */
 const fits = (t: Omit<CollectDqnOptions, 'head' | 'atoms' | 'iqnEmbed' | 'actTaus' | 'variant'>) =>
   dqnWorkgroupBytes({ ...dqn(t.tileEpisodes), ...t }) <= 48 * 1024;
+const ppoFits = (t: { tileEpisodes: number; threads: number; tj: number; kt: number }) =>
+  ppoWorkgroupBytes({ variant: 'tiled', ...t }) <= 48 * 1024;
 const tileOf = (n: number, backend: Backend) => chooseTile('dqn', n, backend, 32, {}, fits).tileEpisodes;
 
 describe('CUDA collection tiles', () => {
@@ -56,6 +59,31 @@ describe('CUDA collection tiles', () => {
     // The other heads keep their static-shared-memory limits.
     expect(chooseTile('ppo', 65536, cuda, 32).tileEpisodes).toBe(16);
     expect(chooseTile('iqn', 65536, cuda, 32).tileEpisodes).toBe(2);
+  });
+
+  it('CUDA TF32: 64 x 512 threads at large N (plain head), PPO 32 x 512 in dynamic shared memory', () => {
+    const cuda = backendOf('cuda');
+    const tf32 = (algo: 'dqn' | 'ppo', n: number, override = {}) =>
+      chooseTile(algo, n, cuda, 32, override, algo === 'dqn' ? fits : ppoFits, true);
+    for (const n of [8192, 65536]) {
+      expect(tf32('dqn', n)).toMatchObject({ tileEpisodes: 64, threads: 512 });
+      expect(tf32('ppo', n)).toMatchObject({ tileEpisodes: 32, threads: 512 });
+    }
+    // Smaller tiles keep 256 threads; the exact build keeps its plans.
+    expect(tf32('dqn', 1024)).toMatchObject({ tileEpisodes: 8, threads: 256 });
+    expect(tf32('ppo', 2048)).toMatchObject({ tileEpisodes: 16, threads: 256 });
+    expect(chooseTile('dqn', 65536, cuda, 32, {}, fits).threads).toBe(256);
+    expect(chooseTile('ppo', 65536, cuda, 32)).toMatchObject({ tileEpisodes: 16, threads: 256 });
+    // The old plans stay selectable.
+    expect(tf32('dqn', 65536, { threads: 256 })).toMatchObject({ tileEpisodes: 64, threads: 256 });
+    expect(tf32('ppo', 65536, { tileEpisodes: 16, threads: 256 })).toMatchObject({
+      tileEpisodes: 16,
+      threads: 256,
+    });
+    // A device without the opt-in shared memory for 32 PPO episodes falls back to 16.
+    expect(chooseTile('ppo', 65536, backendOf('cuda', 48 * 1024), 32, {}, ppoFits, true).tileEpisodes).toBe(
+      16,
+    );
   });
 
   it('CUDA devices with less opt-in shared memory (sm_89: 99 KiB) stay at 32 episodes per block', () => {
@@ -75,7 +103,12 @@ describe('CUDA collection tiles', () => {
     expect(wide.sharedBytes!).toBeGreaterThan(48 * 1024);
     expect(wide.sharedBytes!).toBeLessThanOrEqual(227 * 1024);
     // Within 48 KiB the kernel keeps static shared memory, exactly as before.
-    for (const spec of [collectDqnSpec(dqn(32)), collectDqnSpec(dqn(16, 'c51'))]) {
+    const ppo32 = collectPpoSpec({ variant: 'tiled', tileEpisodes: 32, threads: 512, tj: 32, kt: 4 });
+    expect(ppo32.sharedBytes).toBe(cudaPpoSharedBytes({ variant: 'tiled', tileEpisodes: 32 }));
+    expect(ppo32.constants!.DYN_SMEM_BYTES).toBe(ppo32.sharedBytes);
+    expect(ppo32.sharedBytes!).toBeGreaterThan(48 * 1024);
+    const ppo16 = collectPpoSpec({ variant: 'tiled', tileEpisodes: 16, threads: 256, tj: 32, kt: 4 });
+    for (const spec of [collectDqnSpec(dqn(32)), collectDqnSpec(dqn(16, 'c51')), ppo16]) {
       expect(spec.sharedBytes).toBeUndefined();
       expect(spec.constants!.DYN_SMEM_BYTES).toBeUndefined();
     }
