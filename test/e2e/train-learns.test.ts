@@ -1,7 +1,9 @@
 /**
  * "Learning works": on the built-in synthetic market the trained greedy PPO policy beats
  * buy-and-hold and the random policy on the validation split after costs, in total return and in
- * Sharpe, for each of three seeds, and beats its own untrained weights (so the win is learned).
+ * Sharpe, for each of three seeds, beats its own untrained weights (so the win is learned), and
+ * trades (at least MIN_TRADES position runs on the 8,946 validation bars), so that a policy
+ * that never trades (return 0, Sharpe 0) cannot pass on the baselines' losses alone.
  *
  * It runs on a GPU (CUDA, or a hardware WebGPU adapter) in the default rollout size. On the CPU
  * reference a run of a few minutes does not learn this (docs/RESULTS.md: 100 epochs of 2,048
@@ -25,6 +27,13 @@ import { NetId, ppoActorLayout } from '../../src/nets/layout.js';
 import { backtest } from '../../src/train/backtest.js';
 import { ppoGreedyPolicy } from '../../src/train/policies.js';
 import { prepareData, runTraining } from '../../src/train/run.js';
+
+/**
+ * Trades (position runs, src/train/metrics.ts) the policy must make on validation. The H200
+ * runs made 477-681; 100 (about one per 90 bars) is well below that, and far above a policy
+ * that has learned only to sit out.
+ */
+const MIN_TRADES = 100;
 
 /** The learning configuration, also in docs/RESULTS.md; everything else is the default. */
 const LEARNS_FLAGS: Record<string, string> = {
@@ -63,6 +72,7 @@ describe('PPO learns on the synthetic market', () => {
       expect(policy.totalReturn, summary).toBeGreaterThan(random.totalReturn);
       expect(policy.sharpe, summary).toBeGreaterThan(buyHold.sharpe);
       expect(policy.sharpe, summary).toBeGreaterThan(random.sharpe);
+      expect(policy.trades, summary).toBeGreaterThanOrEqual(MIN_TRADES);
 
       const data = await prepareData(cfg);
       const untrained = backtest(
