@@ -119,13 +119,17 @@ export function planMlps(
     params += layout.size;
     return plan;
   });
-  if (dwHandoff === 'later' && splitBudget > 0) {
+  // The forward's budget: WebGPU's split budget; on CUDA half the dW budget, one block per SM
+  // (mlp_forward takes ~100 registers: one 512-thread block per SM, so only launches that still fit
+  // one wave split: at 512 rows the critic's 256- and 128-input layers, 4 and 2 slices).
+  const fwdBudget = dwHandoff === 'later' ? splitBudget : Math.floor(splitBudget / 2);
+  if (fwdBudget > 0) {
     // Forward K slices per launch (same pairing as forwardDispatches), their scratch after the rows.
     for (let s = 0; s < Math.max(...nets.map((n) => n.layout.layers.length)); s++) {
       const stage = nets.filter((n) => s < n.layout.layers.length);
       for (let p = 0; p < stage.length; p += 2) {
         const pair = stage.slice(p, p + 2);
-        const splits = forwardSplitsFor(pair, s, batch, kSplit, splitBudget);
+        const splits = forwardSplitsFor(pair, s, batch, kSplit, fwdBudget);
         pair.forEach((net, j) => {
           net.fwdSplits[s] = splits[j];
           if (splits[j] > 1) {
