@@ -41,6 +41,8 @@ COLLECT_DEVICE float warp_sum(float v) {
 // Read-only global load through the non-coherent (texture) path; weights never change in a launch.
 COLLECT_DEVICE float4 ldg4(const float* p) { return __ldg(reinterpret_cast<const float4*>(p)); }
 COLLECT_DEVICE float ldg1(const float* p) { return __ldg(p); }
+// An 8-byte read-only global load (p must be 8-byte aligned; the emulator checks).
+COLLECT_DEVICE float2 ldg2(const float* p) { return __ldg(reinterpret_cast<const float2*>(p)); }
 // A 16-byte shared-memory load (p must be 16-byte aligned; the emulator checks).
 COLLECT_DEVICE float4 lds4(const float* p) { return *reinterpret_cast<const float4*>(p); }
 

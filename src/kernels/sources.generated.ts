@@ -7227,6 +7227,8 @@ COLLECT_DEVICE float warp_sum(float v) {
 // Read-only global load through the non-coherent (texture) path; weights never change in a launch.
 COLLECT_DEVICE float4 ldg4(const float* p) { return __ldg(reinterpret_cast<const float4*>(p)); }
 COLLECT_DEVICE float ldg1(const float* p) { return __ldg(p); }
+// An 8-byte read-only global load (p must be 8-byte aligned; the emulator checks).
+COLLECT_DEVICE float2 ldg2(const float* p) { return __ldg(reinterpret_cast<const float2*>(p)); }
 // A 16-byte shared-memory load (p must be 16-byte aligned; the emulator checks).
 COLLECT_DEVICE float4 lds4(const float* p) { return *reinterpret_cast<const float4*>(p); }
 
@@ -8546,13 +8548,23 @@ struct DenseMma {
   static constexpr int PASSES = (TASKS + WARPS - 1) / WARPS;
   static constexpr int KP = (In + 15) / 16 * 16;
   static constexpr bool VEC = In % 4 == 0 && WOff % 4 == 0;
-  static_assert(PASSES * MTW * WN * 4 <= 64, "layer too large for one block's registers: fewer rows per block");
+  // Not 16-byte aligned but rows of an even length: every row keeps WOff's parity, so a lane's 4
+  // weights load as two 8-byte pairs (even WOff: the target net's layers sit at an offset of 2
+  // mod 4, the input layers have 54 inputs) or as a scalar, a pair and a scalar (odd WOff: the
+  // advantage stream), not as 4 scalar loads.
+  static constexpr bool PAIRS = !VEC && In % 2 == 0;
+  static constexpr int ACC = PASSES * MTW * WN * 4;
+  static_assert(ACC <= 64, "layer too large for one block's registers: fewer rows per block");
   // k16 steps unrolled, i.e. weight loads a warp keeps in flight: the layers are L2-latency bound
   // (each weight is used once per block), so one-m16 tiles with few accumulators (N <= 2048 on
   // CUDA: <= 16 episodes per block) take 8. The PPO critic's input layer (54 -> 512, misaligned:
   // scalar weight loads) over 32+ rows takes 2: 4 steps of 16 scalar loads beside its 32
   // accumulators spilled 284 bytes a thread at 128 registers (ptxas, 32 episodes x 512 threads).
-  static constexpr int KUNROLL = MTW == 1 && PASSES * WN * 4 <= 16 ? 8 : !VEC && Out >= 512 && MTW >= 2 ? 2 : 4;
+  // At 512 threads (128 registers) a layer whose 8 steps of weights and accumulators fit in 96
+  // registers takes 8 (64 rows: the 256- and 128-output layers, 2 n8 tiles a warp): half the
+  // L2 round trips a layer waits for in sequence.
+  static constexpr bool WIDE8 = COLLECT_THREADS >= 512 && 8 * WN * 4 + ACC <= 96;
+  static constexpr int KUNROLL = MTW == 1 && ACC <= 16 ? 8 : !VEC && Out >= 512 && MTW >= 2 ? 2 : WIDE8 ? 8 : 4;
   float acc[PASSES][MTW][WN][4];
 
   static COLLECT_MEMBER unsigned a_operand(float x) {
@@ -8591,6 +8603,28 @@ struct DenseMma {
           if (col < Out) {
             if constexpr (VEC) {
               if (kk < In) w4 = ldg4(w);
+            } else if constexpr (PAIRS && WOff % 2 == 0) {
+              // In even, kk a multiple of 4: kk < In implies kk + 1 < In, kk + 2 < In implies kk + 3 < In.
+              if (kk < In) {
+                const float2 lo = ldg2(w);
+                w4.x = lo.x;
+                w4.y = lo.y;
+              }
+              if (kk + 2 < In) {
+                const float2 hi = ldg2(w + 2);
+                w4.z = hi.x;
+                w4.w = hi.y;
+              }
+            } else if constexpr (PAIRS) {
+              if (kk < In) w4.x = ldg1(w);
+              if (kk + 2 < In) {
+                const float2 mid = ldg2(w + 1);
+                w4.y = mid.x;
+                w4.z = mid.y;
+                w4.w = ldg1(w + 3);
+              } else if (kk < In) {
+                w4.y = ldg1(w + 1);
+              }
             } else {
               if (kk < In) w4.x = ldg1(w);
               if (kk + 1 < In) w4.y = ldg1(w + 1);

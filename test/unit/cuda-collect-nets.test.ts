@@ -70,6 +70,16 @@ const cases: Case[] = [
     exactTol: 0,
   },
   {
+    // At 2 mod 4 floats into the buffer, as the DQN target net: 8-byte weight pairs, not float4.
+    net: 'plain_at2',
+    layout: duelingLayout('plain'),
+    rows: ROWS,
+    inDim: STATE_DIM,
+    outDim: NUM_ACTIONS,
+    ref: (p, x, _t, o) => forwardDueling(duelingLayout('plain'), p, x, o),
+    exactTol: 0,
+  },
+  {
     net: 'c51',
     layout: duelingLayout('c51'),
     rows: C51_ROWS,
@@ -99,6 +109,16 @@ const cases: Case[] = [
   },
   {
     net: 'critic',
+    layout: ppoCriticLayout(),
+    rows: ROWS,
+    inDim: STATE_DIM,
+    outDim: 1,
+    ref: (p, x, _t, o) => forwardMlp(ppoCriticLayout(), p, x, o),
+    exactTol: 0,
+  },
+  {
+    // At an odd float offset, as the PPO critic after the actor: a scalar, a pair and a scalar.
+    net: 'critic_at1',
     layout: ppoCriticLayout(),
     rows: ROWS,
     inDim: STATE_DIM,

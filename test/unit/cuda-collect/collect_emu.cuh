@@ -334,6 +334,15 @@ COLLECT_DEVICE float4 load16(const float* p, const char* what) {
 COLLECT_DEVICE float4 ldg4(const float* p) { return load16(p, "global"); }
 COLLECT_DEVICE float4 lds4(const float* p) { return load16(p, "shared"); }
 COLLECT_DEVICE float ldg1(const float* p) { return *p; }
+COLLECT_DEVICE float2 ldg2(const float* p) {
+  if (reinterpret_cast<uintptr_t>(p) % 8 != 0) {
+    std::fprintf(stderr, "emu: misaligned 8-byte global load at %p\n", static_cast<const void*>(p));
+    std::abort();
+  }
+  float2 v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
 COLLECT_DEVICE unsigned to_tf32(float x) {
   const unsigned u = __float_as_uint(x);
   if ((u & 0x7f800000u) == 0x7f800000u) return u;

@@ -2,11 +2,13 @@
 // test/unit/cuda-collect-nets.test.ts. Build: g++ -std=c++17 -DFOXHUNT_EMU [-DCOLLECT_TF32=1]
 // -Icuda -Itest/unit/cuda-collect. Usage:
 //   nets_harness layout                 prints the flat layouts the kernels use, as JSON
-//   nets_harness NET IN.bin OUT.bin     NET = plain | plain_hid | c51 | iqn | actor | critic | curiosity
+//   nets_harness NET IN.bin OUT.bin     NET = plain | plain_hid | plain_at2 | c51 | iqn | actor | critic |
+//                                       critic_at1 | curiosity
 // (plain_hid: the plain head with the stream hidden layers in a buffer of their own, as the
 // 64-episode plan runs it; plain: fused in place, as the static plans do)
 // IN.bin: the f32 parameters, then ROWS input rows (54 floats; 35 for curiosity), then for iqn
 // ROWS x IQN_K taus. OUT.bin: ROWS x 45 Q-values / logits (1 value for the critic, 32 for curiosity).
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -44,7 +46,7 @@ static void store_rows(const Job& j, const float* y, int ld) {
 }
 
 // Buffer plans as the collection kernels use them.
-template <int HEAD, int R>
+template <int HEAD, int R, int BASE = 0>
 static void run_dueling(const Job& j) {
   COLLECT_SMEM(smem, 1 << 18);
   float* act = smem;
@@ -54,7 +56,7 @@ static void run_dueling(const Job& j) {
     float* v = rest;
     float* a = v + align4(R);
     float* hid = j.net == "plain_hid" ? a + align4(R * LD_Q) : act;
-    dueling_q<0, R>(j.params, act, hid, v, a, act);
+    dueling_q<BASE, R>(j.params, act, hid, v, a, act);
     store_rows(j, act, LD_Q);
   } else if constexpr (HEAD == HEAD_C51) {
     C51Buffers b;
@@ -93,6 +95,10 @@ static void run_ppo_or_curiosity(const Job& j) {
     load_rows(j, xs, LD_STATE);
     critic_value<0, ROWS>(j.params, xs, act, y, 1);
     store_rows(j, y, 1);
+  } else if (j.net == "critic_at1") {
+    load_rows(j, xs, LD_STATE);
+    critic_value<1, ROWS>(j.params, xs, act, y, 1);
+    store_rows(j, y, 1);
   } else {
     load_rows(j, xs, LD_CURIOSITY);
     curiosity_predict<0, ROWS>(j.params, xs);
@@ -103,6 +109,7 @@ static void run_ppo_or_curiosity(const Job& j) {
 static void kernel(void* arg) {
   const Job& j = *static_cast<const Job*>(arg);
   if (j.net == "plain" || j.net == "plain_hid") run_dueling<HEAD_PLAIN, ROWS>(j);
+  else if (j.net == "plain_at2") run_dueling<HEAD_PLAIN, ROWS, 2>(j);
   else if (j.net == "c51") run_dueling<HEAD_C51, C51_ROWS>(j);
   else if (j.net == "iqn") run_dueling<HEAD_IQN, IQN_ROWS>(j);
   else run_ppo_or_curiosity(j);
@@ -142,12 +149,12 @@ int main(int argc, char** argv) {
   Job j;
   j.net = argv[1];
   int size = 0;
-  if (j.net == "plain" || j.net == "plain_hid")
+  if (j.net == "plain" || j.net == "plain_hid" || j.net == "plain_at2")
     size = Dueling<0>::SIZE, j.rows = ROWS, j.in = STATE_DIM, j.out_width = NUM_ACTIONS;
   else if (j.net == "c51") size = Dueling<1>::SIZE, j.rows = C51_ROWS, j.in = STATE_DIM, j.out_width = NUM_ACTIONS;
   else if (j.net == "iqn") size = Dueling<2>::SIZE, j.rows = IQN_ROWS, j.in = STATE_DIM, j.out_width = NUM_ACTIONS;
   else if (j.net == "actor") size = Actor<>::SIZE, j.rows = ROWS, j.in = STATE_DIM, j.out_width = NUM_ACTIONS;
-  else if (j.net == "critic") size = Critic<>::SIZE, j.rows = ROWS, j.in = STATE_DIM, j.out_width = 1;
+  else if (j.net == "critic" || j.net == "critic_at1") size = Critic<>::SIZE, j.rows = ROWS, j.in = STATE_DIM, j.out_width = 1;
   else if (j.net == "curiosity") size = Curiosity<>::SIZE, j.rows = ROWS, j.in = Curiosity<>::IN, j.out_width = 32;
   else {
     std::fprintf(stderr, "nets_harness: unknown net %s\n", argv[1]);
@@ -161,7 +168,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::fclose(f);
-  j.params = in.data();
+  // *_atB: the net sits B floats into its buffer, as the kernels' second and later nets do (the
+  // DQN target net at 2 mod 4 floats, the PPO critic at an odd offset): misaligned weight rows.
+  const int base = j.net == "plain_at2" ? 2 : j.net == "critic_at1" ? 1 : 0;
+  std::vector<float> shifted(size + base);
+  std::copy(in.begin(), in.begin() + size, shifted.begin() + base);
+  j.params = base ? shifted.data() : in.data();
   j.x = in.data() + size;
   j.taus = j.x + j.rows * j.in;
   j.out = out.data();
