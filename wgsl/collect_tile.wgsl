@@ -22,7 +22,7 @@
 // elsewhere). Two blocks fuse the value and advantage streams (same input) and the two heads
 // (different halves of the input) into one pass.
 //
-// Engines (constant ENGINE; both give the same bits): 0, the thread shape above, activations
+// Engines (constant ENGINE; all give the same bits): 0, the thread shape above, activations
 // as scalars (`act_s`); 1, quad blocks: activations as vec4 of 4 consecutive columns (`act_v`),
 // and thread lid computes the 4 consecutive outputs of each output quad oq = tq + TQ * m
 // (tq = lid % TQ, m < MQ, TQ = WS_OUT / (4 * MQ)) for rows rg * MR + i (rg = lid / TQ, i < MR):
@@ -31,7 +31,8 @@
 // input, so the accumulators of a quad take one vec4 multiply-add per input), a third of the
 // load instructions of engine 0 and no per-output index arithmetic; it writes whole quads, so
 // no invocation ever stores a single component of a shared vector. Every writer of act goes
-// through act_set4 (whole quads) for that reason.
+// through act_set4 (whole quads) for that reason. 2, engine 1 unrolled (MQ = 2, MR <= 4: named
+// accumulators, see dense_quad2), on act_v like engine 1.
 //
 // Numerics: each accumulator starts at the bias and adds w * x in increasing k (the reference
 // order); the compiler may fuse the multiply-add. Padding columns of X (between a layer's input
@@ -62,7 +63,7 @@ const PREFETCH_Q = (WQ * KT + WG_X - 1) / WG_X;
 
 // One of the two is used (the other is one element): engine 0 reads scalars, engine 1 vec4s.
 var<workgroup> act_s: array<f32, select(1, ROWS * ACT_W, ENGINE == 0)>;
-var<workgroup> act_v: array<vec4<f32>, select(1, ROWS * ACT_W4, ENGINE == 1)>;
+var<workgroup> act_v: array<vec4<f32>, select(1, ROWS * ACT_W4, ENGINE != 0)>;
 var<workgroup> ws: array<vec4<f32>, WS_OUT * KT4>;
 var<workgroup> qv: array<f32, ROWS * QW>;
 
@@ -92,7 +93,7 @@ fn activate(a: f32, kind: u32) -> f32 {
 }
 
 fn act_get(r: u32, k: u32) -> f32 {
-  if (ENGINE == 1) {
+  if (ENGINE != 0) {
     return act_v[r * ACT_W4 + k / 4u][k % 4u];
   }
   return act_s[r * ACT_W + k];
@@ -102,7 +103,7 @@ fn act_get(r: u32, k: u32) -> f32 {
 // shared vector may be compiled as a read-modify-write of the whole vector (HLSL), a race
 // between invocations writing neighbours.
 fn act_set4(r: u32, k4: u32, v: vec4<f32>) {
-  if (ENGINE == 1) {
+  if (ENGINE != 0) {
     act_v[r * ACT_W4 + k4] = v;
   } else {
     let o = r * ACT_W + 4u * k4;
@@ -171,6 +172,10 @@ fn load_slice(dst: ptr<function, array<vec4<f32>, PREFETCH>>, b0: Block, b1: Blo
 fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
   if (ENGINE == 1) {
     dense_quad(b0, b1, k_start, n_k, kind, to_q, out_col, lid);
+    return;
+  }
+  if (ENGINE == 2) {
+    dense_quad2(b0, b1, k_start, n_k, kind, to_q, out_col, lid);
     return;
   }
   let n_out = b0.rows + b1.rows;
@@ -359,6 +364,201 @@ fn dense_quad(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: boo
         }
       }
     }
+  }
+}
+
+// ---- engine 2: quad blocks, unrolled ----
+// Engine 1's thread shape and slices with MQ = 2 and MR <= 4 written out: the 2 x MR accumulator
+// quads are named variables (no private array a compiler could leave in local memory when it
+// does not unroll the loops, and no dynamically indexed vector component), and a staged item
+// whose 4 outputs lie in one block's rows and columns reads its 4 weights with one bounds
+// decision instead of one per weight. Same per-output order as engines 0 and 1.
+
+// The 4 weights of output quad j .. j + 3 at input k (engine 1's item).
+fn quad_weights(b0: Block, b1: Block, n_out: u32, j: u32, k: u32) -> vec4<f32> {
+  var blk = b0;
+  var jr = j;
+  if (j >= b0.rows) {
+    blk = b1;
+    jr = j - b0.rows;
+  }
+  if (jr + 3u < blk.rows && k >= blk.k_lo && k < blk.k_lo + blk.k_len) {
+    let o = blk.w + jr * blk.k_len + (k - blk.k_lo);
+    return vec4<f32>(nets[o], nets[o + blk.k_len], nets[o + 2u * blk.k_len], nets[o + 3u * blk.k_len]);
+  }
+  return vec4<f32>(
+    layer_weight(b0, b1, n_out, j, k),
+    layer_weight(b0, b1, n_out, j + 1u, k),
+    layer_weight(b0, b1, n_out, j + 2u, k),
+    layer_weight(b0, b1, n_out, j + 3u, k),
+  );
+}
+
+fn quad_bias(b0: Block, b1: Block, n_out: u32, j0: u32) -> vec4<f32> {
+  var bias = vec4<f32>(0.0);
+  for (var c = 0u; c < 4u; c++) {
+    if (j0 + c < n_out) {
+      bias[c] = layer_bias(b0, b1, j0 + c);
+    }
+  }
+  return bias;
+}
+
+// Engine 1's output store of one accumulator quad (row r, output quad oq).
+fn quad_store(r: u32, oq: u32, a: vec4<f32>, n_out: u32, kind: u32, to_q: bool, out_col: u32) {
+  let j0 = oq * 4u;
+  if (j0 >= n_out) {
+    return;
+  }
+  let y = vec4<f32>(activate(a.x, kind), activate(a.y, kind), activate(a.z, kind), activate(a.w, kind));
+  if (to_q) {
+    for (var c = 0u; c < 4u; c++) {
+      if (j0 + c < n_out) {
+        qv[r * QW + out_col + j0 + c] = y[c];
+      }
+    }
+  } else {
+    act_v[r * ACT_W4 + out_col / 4u + oq] = y;
+  }
+}
+
+fn dense_quad2(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+  let n_out = b0.rows + b1.rows;
+  let tq = lid % TQ;
+  let r0 = (lid / TQ) * MR;
+  let bias0 = quad_bias(b0, b1, n_out, tq * 4u);
+  let bias1 = quad_bias(b0, b1, n_out, (tq + TQ) * 4u);
+  var a00 = bias0;
+  var a01 = bias1;
+  var a10 = bias0;
+  var a11 = bias1;
+  var a20 = bias0;
+  var a21 = bias1;
+  var a30 = bias0;
+  var a31 = bias1;
+  let slices = (n_k + KT - 1u) / KT;
+  var next: array<vec4<f32>, PREFETCH_Q>;
+  for (var p = 0u; p < PREFETCH_Q; p++) {
+    let q = lid + p * WG_X;
+    if ((q / KT) * 4u < n_out) {
+      next[p] = quad_weights(b0, b1, n_out, (q / KT) * 4u, k_start + q % KT);
+    }
+  }
+  for (var s = k_start / KT; s < slices; s++) {
+    let k0 = s * KT;
+    for (var p = 0u; p < PREFETCH_Q; p++) {
+      let q = lid + p * WG_X;
+      if ((q / KT) * 4u < n_out) {
+        ws[wsq_index(q / KT, q % KT)] = next[p];
+      }
+    }
+    workgroupBarrier();
+    if (s + 1u < slices) {
+      for (var p = 0u; p < PREFETCH_Q; p++) {
+        let q = lid + p * WG_X;
+        if ((q / KT) * 4u < n_out) {
+          next[p] = quad_weights(b0, b1, n_out, (q / KT) * 4u, k0 + KT + q % KT);
+        }
+      }
+    }
+    for (var k4 = 0u; k4 < KT4; k4++) {
+      let kv = k0 / 4u + k4;
+      let kk = k4 * 4u;
+      let x0 = act_v[r0 * ACT_W4 + kv];
+      var x1 = vec4<f32>(0.0);
+      var x2 = vec4<f32>(0.0);
+      var x3 = vec4<f32>(0.0);
+      if (MR > 1u) {
+        x1 = act_v[(r0 + 1u) * ACT_W4 + kv];
+      }
+      if (MR > 2u) {
+        x2 = act_v[(r0 + 2u) * ACT_W4 + kv];
+      }
+      if (MR > 3u) {
+        x3 = act_v[(r0 + 3u) * ACT_W4 + kv];
+      }
+      var w0: vec4<f32>;
+      var w1: vec4<f32>;
+      w0 = ws[wsq_index(tq, kk + 0u)];
+      w1 = ws[wsq_index(tq + TQ, kk + 0u)];
+      a00 = a00 + w0 * x0.x;
+      a01 = a01 + w1 * x0.x;
+      if (MR > 1u) {
+        a10 = a10 + w0 * x1.x;
+        a11 = a11 + w1 * x1.x;
+      }
+      if (MR > 2u) {
+        a20 = a20 + w0 * x2.x;
+        a21 = a21 + w1 * x2.x;
+      }
+      if (MR > 3u) {
+        a30 = a30 + w0 * x3.x;
+        a31 = a31 + w1 * x3.x;
+      }
+      w0 = ws[wsq_index(tq, kk + 1u)];
+      w1 = ws[wsq_index(tq + TQ, kk + 1u)];
+      a00 = a00 + w0 * x0.y;
+      a01 = a01 + w1 * x0.y;
+      if (MR > 1u) {
+        a10 = a10 + w0 * x1.y;
+        a11 = a11 + w1 * x1.y;
+      }
+      if (MR > 2u) {
+        a20 = a20 + w0 * x2.y;
+        a21 = a21 + w1 * x2.y;
+      }
+      if (MR > 3u) {
+        a30 = a30 + w0 * x3.y;
+        a31 = a31 + w1 * x3.y;
+      }
+      w0 = ws[wsq_index(tq, kk + 2u)];
+      w1 = ws[wsq_index(tq + TQ, kk + 2u)];
+      a00 = a00 + w0 * x0.z;
+      a01 = a01 + w1 * x0.z;
+      if (MR > 1u) {
+        a10 = a10 + w0 * x1.z;
+        a11 = a11 + w1 * x1.z;
+      }
+      if (MR > 2u) {
+        a20 = a20 + w0 * x2.z;
+        a21 = a21 + w1 * x2.z;
+      }
+      if (MR > 3u) {
+        a30 = a30 + w0 * x3.z;
+        a31 = a31 + w1 * x3.z;
+      }
+      w0 = ws[wsq_index(tq, kk + 3u)];
+      w1 = ws[wsq_index(tq + TQ, kk + 3u)];
+      a00 = a00 + w0 * x0.w;
+      a01 = a01 + w1 * x0.w;
+      if (MR > 1u) {
+        a10 = a10 + w0 * x1.w;
+        a11 = a11 + w1 * x1.w;
+      }
+      if (MR > 2u) {
+        a20 = a20 + w0 * x2.w;
+        a21 = a21 + w1 * x2.w;
+      }
+      if (MR > 3u) {
+        a30 = a30 + w0 * x3.w;
+        a31 = a31 + w1 * x3.w;
+      }
+    }
+    workgroupBarrier();
+  }
+  quad_store(r0, tq, a00, n_out, kind, to_q, out_col);
+  quad_store(r0, tq + TQ, a01, n_out, kind, to_q, out_col);
+  if (MR > 1u) {
+    quad_store(r0 + 1u, tq, a10, n_out, kind, to_q, out_col);
+    quad_store(r0 + 1u, tq + TQ, a11, n_out, kind, to_q, out_col);
+  }
+  if (MR > 2u) {
+    quad_store(r0 + 2u, tq, a20, n_out, kind, to_q, out_col);
+    quad_store(r0 + 2u, tq + TQ, a21, n_out, kind, to_q, out_col);
+  }
+  if (MR > 3u) {
+    quad_store(r0 + 3u, tq, a30, n_out, kind, to_q, out_col);
+    quad_store(r0 + 3u, tq + TQ, a31, n_out, kind, to_q, out_col);
   }
 }
 

@@ -90,7 +90,8 @@ export interface CollectDqnOptions {
   /**
    * WGSL tile engine (collect_tile.wgsl, constant ENGINE): 0 (default) a thread owns rows x
    * outputs strided by tj with scalar activations; 1 quad blocks (vec4 activations, a thread
-   * owns QUAD_MQ quads of 4 consecutive outputs; tj is then unused). Same bits either way.
+   * owns QUAD_MQ quads of 4 consecutive outputs; tj is then unused); 2 the quad blocks with
+   * named accumulators (at most QUAD2_MAX_ROWS rows per thread). Same bits in every engine.
    */
   engine?: number;
 }
@@ -135,7 +136,7 @@ export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
   // The engine's activation array, plus the other engine's one-element array (a vec4 or a f32).
   const floats =
     c.ROWS * c.ACT_W +
-    (c.ENGINE === 1 ? 1 : 4) +
+    (c.ENGINE === 0 ? 4 : 1) +
     c.KT * c.WS_OUT +
     c.ROWS * c.QW +
     e * 7 +

@@ -72,6 +72,14 @@ const SPLIT: SplitRange = { start: 100, end: 650 };
 const TILE: Partial<TileShape> = { tileEpisodes: 2, threads: 64, kt: 8 };
 /** The WGSL quad engine (collect_tile.wgsl ENGINE 1) on the same tile; other backends ignore it. */
 const QUAD: Partial<TileShape> = { ...TILE, engine: 1 };
+/**
+ * The unrolled quad engine (ENGINE 2) with every row accumulator in use: DQN 8 episodes over 2
+ * row groups (4 rows a thread; N = 5 leaves 3 rows empty), PPO 4 episodes in one row group.
+ */
+const QUAD2_DQN: Partial<TileShape> = { ...TILE, tileEpisodes: 8, engine: 2 };
+const QUAD2_PPO: Partial<TileShape> = { ...TILE, tileEpisodes: 4, engine: 2 };
+const engineName = (engine: number | undefined) =>
+  engine === 1 ? ' quad engine' : engine === 2 ? ' quad2 engine' : '';
 
 /** A seeded random walk (Philox Stream.Test) with valid OHLC, varying spreads, random features. */
 function parityMarket(): Market {
@@ -265,7 +273,7 @@ function dqnCase(algo: Exclude<CollectAlgo, 'ppo'>, variant: CollectVariant, til
     };
   };
   return {
-    name: `collect_dqn ${head} ${variant}${tile.engine === 1 ? ' quad engine' : ''} N=${N} L=${L}, two launches`,
+    name: `collect_dqn ${head} ${variant}${engineName(tile.engine)} N=${N} L=${L}, two launches`,
     kernel: variant === 'cluster' ? 'collect_dqn_cluster' : 'collect_dqn',
     // Thread-block clusters exist on CUDA only.
     ...(variant === 'cluster' ? { backends: ['cuda' as const] } : {}),
@@ -390,7 +398,7 @@ function ppoCase(variant: CollectVariant, tile = TILE): ParityCase {
     };
   };
   return {
-    name: `collect_ppo ${variant}${tile.engine === 1 ? ' quad engine' : ''} N=${N} L=${L}, two launches`,
+    name: `collect_ppo ${variant}${engineName(tile.engine)} N=${N} L=${L}, two launches`,
     kernel: 'collect_ppo',
     tolerance: TOLERANCE,
     expected: memo(() => outputs(reference())),
@@ -429,6 +437,8 @@ export function collectParityCases(): ParityCase[] {
     dqnCase('c51', 'tiled', QUAD),
     dqnCase('iqn', 'tiled', QUAD),
     ppoCase('tiled', QUAD),
+    dqnCase('dqn', 'tiled', QUAD2_DQN),
+    ppoCase('tiled', QUAD2_PPO),
     dqnCase('dqn', 'seed'),
     dqnCase('dqn', 'cluster'),
     ppoCase('seed'),

@@ -80,10 +80,24 @@ describe('WGSL quad engine', () => {
   });
 
   it('rejects engines it does not have and thread counts its quads cannot divide', () => {
-    expect(() => collectDqnSpec(dqn(32, 2))).toThrow(/engine 2 must be 0 or 1/);
+    expect(() => collectDqnSpec(dqn(32, 3))).toThrow(/engine 3 must be 0, 1, 2/);
     expect(() => collectDqnSpec({ ...dqn(4, 1), threads: 48, tj: 48 })).toThrow(/multiple of 32/);
     expect(() =>
       collectPpoSpec({ variant: 'tiled', tileEpisodes: 4, threads: 32, tj: 32, kt: 4, engine: 1 }),
     ).toThrow(/multiple of 64/);
+  });
+
+  it('engine 2 takes the quad shapes with at most 4 rows a thread and declares no more memory', () => {
+    expect(dqnTileConstants(dqn(32, 2))).toMatchObject({ ROWS: 32, ENGINE: 2, MQ: 2, KT: 8 });
+    expect(dqnWorkgroupBytes(dqn(32, 2))).toBe(dqnWorkgroupBytes(dqn(32, 1)));
+    const ppo = { variant: 'tiled' as const, tileEpisodes: 16, threads: 256, tj: 64, kt: 4 };
+    expect(ppoTileConstants({ ...ppo, engine: 2 })).toMatchObject({ ROWS: 16, ENGINE: 2, MQ: 2 });
+    expect(ppoWorkgroupBytes({ ...ppo, engine: 2 })).toBeLessThanOrEqual(48 * 1024);
+    expect(collectDqnSpec(dqn(32, 2)).constants).toMatchObject({ ENGINE: 2, MQ: 2, ROWS: 32 });
+    // 64 rows over 8 row groups would need 8 accumulator rows a thread: engine 1 only.
+    expect(() => collectDqnSpec(dqn(64, 2))).toThrow(/at most 4 rows per thread, this tile needs 8/);
+    expect(dqnTileConstants(dqn(64, 1)).ROWS).toBe(64);
+    // An override reaches the shader through chooseTile as given.
+    expect(chooseTile('dqn', 65536, backendOf('webgpu'), 32, { engine: 2 }).engine).toBe(2);
   });
 });

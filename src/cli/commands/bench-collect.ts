@@ -14,13 +14,14 @@ import {
   stepsThatFit,
 } from '../../collect/device_bench.js';
 import { loadConfig } from '../../config.js';
+import { ENGINES } from '../../kernels/collect_engine.js';
 import { prepareData } from '../../train/run.js';
 import { intFlag, parseFlags } from '../args.js';
 import { type Command, UserError } from '../main.js';
 
 const usage = `usage: foxhunt bench collect --algo dqn|c51|iqn|ppo [--backend auto|cuda|webgpu|cpu]
                              [--episodes N[,N...]] [--steps L] [--variant tiled|seed|cluster|both|all]
-                             [--precision exact|tf32|both] [--engine auto|0|1|both]
+                             [--precision exact|tf32|both] [--engine auto|0|1|2|both|all|E,E...]
                              [--tile E] [--threads T]
                              [--cluster C] [--exchange push|pull|both] [--repeats R] [--seed S] [--json]
 
@@ -47,8 +48,9 @@ per episode are measured in the same run (--variant both, the default for dqn an
                     or both (default) for the tiled kernel; WebGPU and the CPU are f32 only
   --engine E        webgpu only: the tiled kernel's WGSL tile engine, 0 (scalar activations,
                     outputs strided over threads), 1 (quad blocks: vec4 activations, 4 x 2
-                    outputs per thread), both (each in the same sweep) or auto (default: 1 from
-                    16 rows per workgroup for --algo dqn on a GPU, else 0)
+                    outputs per thread), 2 (quad blocks unrolled: named accumulators), a list
+                    (0,2), both (0,1), all (0,1,2), each in the same sweep, or auto (default: 1
+                    from 16 rows per workgroup for --algo dqn on a GPU, else 0)
   --tile E          episodes per workgroup of the tiled kernel (default: chosen from N and the
                     device's workgroup memory)
   --threads T       threads per workgroup (default 256; cuda tf32: 512 for 64 dqn / 32 ppo episodes)
@@ -75,7 +77,7 @@ const si = (x: number, unit: string) => {
 };
 
 const label = (r: CollectBenchResult) =>
-  `${r.variant}${r.precision === 'tf32' ? '-tf32' : ''}${r.engine === 1 ? '-quad' : ''}${r.clusterPull ? '-pull' : ''}`;
+  `${r.variant}${r.precision === 'tf32' ? '-tf32' : ''}${r.engine === 1 ? '-quad' : r.engine === 2 ? '-quad2' : ''}${r.clusterPull ? '-pull' : ''}`;
 
 function table(results: CollectBenchResult[], ceiling: CeilingResult | null): string[] {
   const rows = [
@@ -205,13 +207,20 @@ async function run(args: string[]): Promise<number> {
   const precisions: ('exact' | 'tf32')[] =
     precisionFlag === 'both' ? ['exact', 'tf32'] : [precisionFlag as 'exact' | 'tf32'];
   const engineFlag = (values.engine as string | undefined) ?? 'auto';
-  if (!['auto', '0', '1', 'both'].includes(engineFlag))
-    throw new UserError('--engine must be auto, 0, 1 or both');
+  const engineList =
+    engineFlag === 'both' ? ['0', '1'] : engineFlag === 'all' ? ENGINES.map(String) : engineFlag.split(',');
+  if (
+    engineFlag !== 'auto' &&
+    (engineList.some((e) => !(ENGINES as readonly number[]).map(String).includes(e)) ||
+      new Set(engineList).size !== engineList.length)
+  )
+    throw new UserError(
+      `--engine must be auto, both, all or distinct engines from ${ENGINES.join(', ')} (e.g. 1,2)`,
+    );
   if (engineFlag !== 'auto' && backend.kind !== 'webgpu')
     throw new UserError(`--engine ${engineFlag} picks the WGSL tile engine: it needs --backend webgpu`);
   // undefined: the collector chooses.
-  const engines: (number | undefined)[] =
-    engineFlag === 'auto' ? [undefined] : engineFlag === 'both' ? [0, 1] : [Number(engineFlag)];
+  const engines: (number | undefined)[] = engineFlag === 'auto' ? [undefined] : engineList.map(Number);
   // Each tiled run in every precision and engine, then the seed variant (exact: it has no
   // tensor-core path, and no tile engine).
   const exchangeFlag = (values.exchange as string | undefined) ?? 'both';
