@@ -12,10 +12,10 @@
  * so that a captured update replays unchanged.
  *
  * Workgroup: 64 threads; each workgroup takes `rows` samples (<= 64), computes their rollout rows
- * into workgroup memory, then copies their state rows together. The WGSL twin takes 64 (it ignores
- * `rows`: dispatch it with the default); the CUDA twin reads `rows`, and CUDA dispatches 4 per
- * workgroup (PPO_GATHER_CUDA_ROWS): a 512-sample minibatch is 128 blocks with one round of copies
- * each instead of 8 blocks of 7 dependent rounds. Exact (integer shuffle, plain copies).
+ * into workgroup memory, then copies their state rows together. Both twins read `rows`; CUDA and
+ * WebGPU dispatch 4 per workgroup (PPO_GATHER_CUDA_ROWS): a 512-sample minibatch is 128 workgroups
+ * with one round of copies each instead of 8 of 7 dependent rounds. Exact (integer shuffle, plain
+ * copies).
  */
 import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import { shuffleIndex } from '../learn/shuffle.js';
@@ -73,16 +73,16 @@ export interface PpoGatherArgs {
   batch: number;
   stateDim: number;
   key: readonly [number, number];
-  /** Samples per workgroup, 1..64 (default 64; only the CUDA twin and the CPU take fewer). */
+  /** Samples per workgroup, 1..64 (default 64). */
   rowsPerGroup?: number;
 }
 
-/** Samples per ppo_gather workgroup on CUDA: >= 128 blocks for a 512-sample minibatch. */
+/** Samples per ppo_gather workgroup on CUDA and WebGPU: >= 128 for a 512-sample minibatch. */
 export const PPO_GATHER_CUDA_ROWS = 4;
 
-/** Samples per workgroup on a backend: WGSL's twin takes a whole workgroup's worth. */
+/** Samples per workgroup on a backend: the GPUs take narrow ones, the CPU a whole workgroup's worth. */
 export function ppoGatherRowsFor(kind: string): number {
-  return kind === 'cuda' ? PPO_GATHER_CUDA_ROWS : ppoGatherSpec.workgroupSize[0];
+  return kind === 'cuda' || kind === 'webgpu' ? PPO_GATHER_CUDA_ROWS : ppoGatherSpec.workgroupSize[0];
 }
 
 /** The gather of minibatch `minibatch` of the update's epoch `epochSlot`. */

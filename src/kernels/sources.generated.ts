@@ -5763,11 +5763,12 @@ fn philox_stream(
 //   acts: array<f32>, read_write: rows 0..batch of stateDim floats written
 //   mb: array<f32>, read_write: 4 * batch floats written
 //   u: Uniforms { count, batch, minibatch, epochSlot, key0, key1, stateDim, statesOff, logpOff,
-//                 advOff, retOff, actOff }
-// Workgroup: WG_X threads take WG_X samples: each computes its row into workgroup memory, then
-// the workgroup copies the WG_X state rows together (neighbouring threads, neighbouring floats),
-// COPY_BATCH loads in flight per thread before their stores (a plain load-then-store loop waits
-// out one memory latency per float: most of this small launch's time).
+//                 advOff, retOff, actOff, rows }
+// Workgroup: WG_X threads take u.rows <= WG_X samples (WebGPU dispatches 4, as CUDA: a 512-sample
+// minibatch is 128 workgroups): threads lid < rows each compute a sample's row into workgroup
+// memory, then the workgroup copies the rows' states together (neighbouring threads, neighbouring
+// floats), COPY_BATCH loads in flight per thread before their stores (a plain load-then-store loop
+// waits out one memory latency per float); 4 rows of 54 floats are one round, 64 rows took 7.
 // Exact: integer shuffle and plain copies.
 // ---- begin shuffle.wgsl ----
 // The minibatch shuffle of src/learn/shuffle.ts: a keyed bijection of [0, count) each thread
@@ -5866,9 +5867,10 @@ fn ppo_gather(
   @builtin(num_workgroups) nwg: vec3<u32>,
   @builtin(local_invocation_index) lid: u32,
 ) {
-  let b0 = (wid.x + nwg.x * (wid.y + nwg.y * wid.z)) * WG_X;
+  let per = min(u.rows, u32(WG_X));
+  let b0 = (wid.x + nwg.x * (wid.y + nwg.y * wid.z)) * per;
   let j = b0 + lid;
-  if (j < u.batch) {
+  if (lid < per && j < u.batch) {
     let s = shuffle_index(u.minibatch * u.batch + j, u.count, sched[0] + u.epochSlot, SHUFFLE_STREAM,
                           vec2<u32>(u.key0, u.key1));
     rows[lid] = s;
@@ -5878,7 +5880,7 @@ fn ppo_gather(
     mb[3u * u.batch + j] = rolloutF[u.retOff + s];
   }
   workgroupBarrier();
-  let n = min(u32(WG_X), u.batch - min(b0, u.batch));
+  let n = min(per, u.batch - min(b0, u.batch));
   let total = n * u.stateDim;
   for (var e0 = lid; e0 < total; e0 += COPY_BATCH * WG_X) {
     var v: array<f32, COPY_BATCH>;

@@ -31,7 +31,6 @@ import {
   type PpoGatherArgs,
   ppoGatherDispatch,
   ppoGatherRowsFor,
-  ppoGatherSpec,
   type RolloutSections,
 } from '../kernels/ppo_gather.js';
 import { LOSS_PARTS, lossGroups, ppoLossDispatch, STAT, STAT_COUNT } from '../kernels/ppo_loss.js';
@@ -89,12 +88,13 @@ export interface DevicePpoLearnerInit {
   /**
    * Split the backward launches' dW tiles over batch slices where the backend supports it (CUDA,
    * WebGPU; default true). false keeps one workgroup per dW tile (the earlier kernel, for comparison);
-   * a number is the workgroup budget per launch instead of the backend's (dwSplitBudgetFor).
+   * a number is the workgroup budget per launch instead of the backend's (dwSplitBudgetFor);
+   * 'most' takes the most slices within the backend's budget (WebGPU's first plan; CUDA's default).
    */
-  dwSplit?: boolean | number;
+  dwSplit?: boolean | number | 'most';
   /**
-   * ppo_gather samples per workgroup (default ppoGatherRowsFor: 4 on CUDA, 64 elsewhere). Only the
-   * CUDA and CPU twins take other than 64; 64 on CUDA is the earlier 8-block gather, for comparison.
+   * ppo_gather samples per workgroup (default ppoGatherRowsFor: 4 on CUDA and WebGPU, 64 on the
+   * CPU); 64 is the earlier 8-workgroup gather, for comparison.
    */
   gatherRows?: number;
 }
@@ -137,11 +137,7 @@ export class DevicePpoLearner {
       throw new Error(`device ppo learner: the critic outputs ${outputs[1].out} values, not 1`);
     this.backend = backend;
     this.cfg = cfg;
-    const wide = ppoGatherSpec.workgroupSize[0];
     this.gatherRows = init.gatherRows ?? ppoGatherRowsFor(backend.kind);
-    if (this.gatherRows !== wide && backend.kind !== 'cuda' && backend.kind !== 'cpu') {
-      throw new Error(`device ppo learner: gatherRows other than ${wide} needs the CUDA or CPU backend`);
-    }
     const splitBudget =
       typeof init.dwSplit === 'number'
         ? init.dwSplit
@@ -154,6 +150,7 @@ export class DevicePpoLearner {
       kSplitFor(backend),
       splitBudget,
       dwHandoffFor(backend),
+      init.dwSplit === 'most' ? 'most' : undefined,
     );
     this.key = seedToKey(init.seed);
     this.hyper = { lr: cfg.lr, maxGradNorm: cfg.maxGradNorm };

@@ -118,7 +118,7 @@ export interface BenchTrainOptions {
   /** Measured epochs after the warm-up one. */
   repeats: number;
   /** Split dW over batch slices where the backend can (DevicePpoLearnerInit.dwSplit; default true). */
-  dwSplit?: boolean | number;
+  dwSplit?: boolean | number | 'most';
   /** ppo_gather samples per workgroup (DevicePpoLearnerInit.gatherRows; default the backend's). */
   gatherRows?: number;
   /** Skip the validation backtest (large settings: it does not depend on N). */

@@ -24,10 +24,10 @@ import {
 } from '../kernels/mlp_backward.js';
 import {
   type ForwardJob,
+  forwardSliceLen,
   tilesOf as forwardTiles,
   MAX_K_SPLITS,
   mlpForwardDispatch,
-  mlpForwardSpec,
 } from '../kernels/mlp_forward.js';
 import type { NetLayout } from '../nets/layout.js';
 
@@ -68,6 +68,11 @@ export interface MlpPlan {
    * after the last (WGSL: no device-scope fence, so only launch order makes slices visible).
    */
   dwHandoff: 'last' | 'later';
+  /**
+   * How many slices a launch takes: 'most', the most within the budget (CUDA; the first WebGPU
+   * plan); 'waves', the fewest waves x rounds by waveCost (WebGPU's default).
+   */
+  splitPolicy: SplitPolicy;
   inDim: number;
   /** Floats of params / grads (and of each half of the Adam moments). */
   paramFloats: number;
@@ -77,12 +82,15 @@ export interface MlpPlan {
 }
 
 /** Offsets for `layouts` (chain networks reading the same input) on minibatches of `batch` rows. */
+export type SplitPolicy = 'most' | 'waves';
+
 export function planMlps(
   layouts: NetLayout[],
   batch: number,
   kSplit = 1,
   splitBudget = 0,
   dwHandoff: 'last' | 'later' = 'last',
+  splitPolicy: SplitPolicy = dwHandoff === 'later' ? 'waves' : 'most',
 ): MlpPlan {
   if (!Number.isInteger(batch) || batch < 1) throw new Error(`learner: minibatch must be >= 1, got ${batch}`);
   const inDim = layouts[0].layers[0].in;
@@ -129,7 +137,7 @@ export function planMlps(
       const stage = nets.filter((n) => s < n.layout.layers.length);
       for (let p = 0; p < stage.length; p += 2) {
         const pair = stage.slice(p, p + 2);
-        const splits = forwardSplitsFor(pair, s, batch, kSplit, fwdBudget);
+        const splits = forwardSplitsFor(pair, s, batch, kSplit, fwdBudget, splitPolicy);
         pair.forEach((net, j) => {
           net.fwdSplits[s] = splits[j];
           if (splits[j] > 1) {
@@ -149,6 +157,7 @@ export function planMlps(
     splitBudget,
     scratchAt,
     dwHandoff,
+    splitPolicy,
     inDim,
     paramFloats: params,
     actFloats: acts,
@@ -158,9 +167,9 @@ export function planMlps(
 }
 
 /**
- * Forward K slices of the launch of layer `s` of `nets`: the most (up to MAX_K_SPLITS) that keep
- * the launch within `budget` workgroups, each slice at least kSplit k-tiles (every k-group busy),
- * none for a network's output layer (the loss head reads it) or where no layer would split.
+ * Forward K slices of the launch of layer `s` of `nets` (WebGPU): the cheapest by waveCost (policy
+ * 'waves') or the most ('most') within `budget` workgroups, each slice at least kSplit k-tiles
+ * (every k-group busy), none for a network's output layer (the loss head reads it).
  */
 function forwardSplitsFor(
   nets: NetPlan[],
@@ -168,20 +177,25 @@ function forwardSplitsFor(
   batch: number,
   kSplit: number,
   budget: number,
+  policy: SplitPolicy,
 ): number[] {
-  const TILE_K = mlpForwardSpec.constants!.TILE_K;
-  const caps = nets.map((n) => {
-    const layer = n.layout.layers[s];
+  const layers = nets.map((n) => n.layout.layers[s]);
+  const caps = nets.map((n, j) => {
     if (s === n.layout.layers.length - 1) return 1;
-    return Math.max(1, Math.min(MAX_K_SPLITS, Math.floor(Math.ceil(layer.in / TILE_K) / kSplit)));
+    return Math.max(1, Math.min(MAX_K_SPLITS, Math.floor(Math.ceil(layers[j].in / TILE_K) / kSplit)));
   });
-  const tiles = nets.map((n) => forwardTiles(n.layout.layers[s].out, batch));
-  for (let want = MAX_K_SPLITS; want > 1; want--) {
+  const tiles = layers.map((l) => forwardTiles(l.out, batch));
+  let best = { splits: nets.map(() => 1), cost: Number.POSITIVE_INFINITY };
+  for (let want = 1; want <= MAX_K_SPLITS; want++) {
     const splits = caps.map((c) => Math.min(c, want));
     const groups = splits.reduce((g, k, j) => g + k * tiles[j], 0);
-    if (splits.some((k) => k > 1) && groups <= budget) return splits;
+    if (want > 1 && groups > budget) break;
+    const longest = Math.max(...layers.map((l, j) => rounds(forwardSliceLen(l.in, splits[j]), kSplit)));
+    // 'most': every allowed step up is better.
+    const cost = policy === 'most' ? -want : waveCost(groups, longest, budget);
+    if (cost < best.cost) best = { splits, cost };
   }
-  return nets.map(() => 1);
+  return best.splits;
 }
 
 /** Workgroup memory of one k-group of the matmul kernels: TILE_K rows of (32 + 4) + (64 + 4) floats. */
@@ -224,17 +238,48 @@ export function dwHandoffFor(backend: Pick<Backend, 'kind'>): 'last' | 'later' {
   return backend.kind === 'webgpu' ? 'later' : 'last';
 }
 
+/** The matmul kernels' k-tile (mlp_forward and mlp_backward share it). */
+const TILE_K = mlpBackwardSpec.constants!.TILE_K;
+
+/** Rounds of a k-grouped K loop over `k` values (kSplit k-tiles per round). */
+const rounds = (k: number, kSplit: number) => Math.ceil(Math.ceil(k / TILE_K) / kSplit);
+
 /**
- * Slices per dW tile of one backward launch: the most (8, 4, 2) that keep the launch within the
- * plan's budget of workgroups and leave every slice a k-tile of rows, else 1. Short K loops on
- * many workgroups instead of the whole batch on a few: the latency-bound launches are the ones
- * with few tiles.
+ * Relative time of a WebGPU matmul launch of `groups` workgroups whose longest K loop takes
+ * `rounds` rounds: in waves of budget / 2 workgroups (the H200 runs one 512-thread workgroup per
+ * SM: its per-launch times step up past ~130 workgroups), each costing its rounds plus about two
+ * rounds' worth of fixed work (first loads, the k-group sum, the stores): 1.85 us a round and
+ * ~4 us a wave in the H200 table.
  */
-function splitsFor(plan: MlpPlan, jobs: BackwardJob[]): number {
+function waveCost(groups: number, rounds: number, budget: number): number {
+  return Math.ceil(groups / Math.max(1, Math.floor(budget / 2))) * (rounds + 2);
+}
+
+/**
+ * Slices per dW tile of one backward launch. CUDA (hand-off 'last'): the most (8, 4, 2) that keep
+ * the launch within the plan's budget of workgroups and leave every slice a k-tile of rows, else
+ * 1 (policy 'most'). Short K loops on many workgroups instead of the whole batch on a few: the
+ * latency-bound launches are the ones with few tiles. WebGPU's default ('waves'): the cheapest by
+ * waveCost within the budget.
+ */
+function splitsFor(plan: MlpPlan, jobs: BackwardJob[], sumGroups = 0): number {
   if (plan.splitBudget <= 0) return 1;
   const dw = jobs.reduce((n, j) => n + gradTiles(j.layer.in, j.layer.out), 0);
   const dx = jobs.reduce((n, j) => n + dxTiles(j.layer.in, plan.batch, j.prev ? 0 : NO_DX), 0);
-  const kTiles = Math.ceil(plan.batch / mlpBackwardSpec.constants!.TILE_K);
+  const kTiles = Math.ceil(plan.batch / TILE_K);
+  if (plan.splitPolicy === 'waves') {
+    // WebGPU: the fewest waves x rounds (see waveCost); the launch also finishes sumGroups tiles.
+    const dxRounds = Math.max(0, ...jobs.filter((j) => j.prev).map((j) => rounds(j.layer.out, plan.kSplit)));
+    let best = { s: 1, cost: Number.POSITIVE_INFINITY };
+    for (let s = 1; s <= Math.min(MAX_DW_SPLITS, kTiles); s *= 2) {
+      const groups = s * dw + dx + sumGroups;
+      if (s > 1 && groups > plan.splitBudget) break;
+      const dwRounds = Math.ceil(Math.ceil(kTiles / s) / plan.kSplit);
+      const cost = waveCost(groups, Math.max(dwRounds, dxRounds), plan.splitBudget);
+      if (cost < best.cost) best = { s, cost };
+    }
+    return best.s;
+  }
   for (let s = MAX_DW_SPLITS; s > 1; s /= 2) {
     if (s <= kTiles && s * dw + dx <= plan.splitBudget) return s;
   }
@@ -317,7 +362,10 @@ export function backwardDispatches(plan: MlpPlan, b: MlpBuffers): Dispatch[] {
       .filter((n) => s < n.layout.layers.length)
       .map((n) => backwardJob(n, n.layout.layers.length - 1 - s));
     for (const p of pairs(jobs)) {
-      const splits = splitsFor(plan, p);
+      const sumGroups = pending
+        ? pending.jobs.reduce((n, j) => n + gradTiles(j.layer.in, j.layer.out), 0)
+        : 0;
+      const splits = splitsFor(plan, p, sumGroups);
       out.push(
         mlpBackwardDispatch(b, plan.batch, p, plan.kSplit, { splits, scratchAt, handoff, sum: pending }),
       );

@@ -99,7 +99,7 @@ const LOSS: Tolerance = { kind: 'close', atol: 1e-6, rtol: 1e-4 };
 
 // ---- ppo_gather ----------------------------------------------------------------------------
 
-/** `rowsPerGroup` below 64: the CUDA twin's narrow blocks (the WGSL twin always takes 64). */
+/** `rowsPerGroup` below 64: the narrow workgroups CUDA and WebGPU dispatch. */
 function gatherCase(
   count: number,
   batch: number,
@@ -124,7 +124,6 @@ function gatherCase(
   return {
     name: `ppo_gather count=${count} batch=${batch} minibatch ${minibatch} epoch slot ${epochSlot}${rowsPerGroup ? ` ${rowsPerGroup} rows per workgroup` : ''} (Feistel shuffle, cycle walking)`,
     kernel: 'ppo_gather',
-    ...(rowsPerGroup ? { backends: ['cuda' as const, 'cpu' as const] } : {}),
     tolerance: { kind: 'exact' },
     expected: memo(() => {
       const { f, i } = rollout();
@@ -237,6 +236,9 @@ export function mlpParityCase(
           kSplitFor(backend),
           dwSplitBudgetFor(backend),
           dwHandoffFor(backend),
+          // The most slices the budget allows (the plan's default may take fewer): every split
+          // path of the kernels runs.
+          'most',
         );
         const b = createMlpBuffers(backend, plan, 'parity');
         try {

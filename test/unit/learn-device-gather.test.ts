@@ -1,7 +1,7 @@
 /**
- * ppo_gather's samples per workgroup: CUDA dispatches narrow blocks (>= 128 for a 512-sample
- * minibatch), the WGSL twin always takes 64. The kernel results are checked by the parity case
- * "... 4 rows per workgroup" (CPU, the CUDA emulator in learn-device-cuda-emu, CUDA).
+ * ppo_gather's samples per workgroup: CUDA and WebGPU dispatch narrow workgroups (>= 128 for a
+ * 512-sample minibatch). The kernel results are checked by the parity case "... 4 rows per
+ * workgroup" (CPU, WebGPU, the CUDA emulator in learn-device-cuda-emu, CUDA).
  */
 import { describe, expect, it } from 'vitest';
 import type { DeviceBuffer } from '../../src/backend/types.js';
@@ -28,10 +28,10 @@ const args = (batch: number, rowsPerGroup?: number): PpoGatherArgs => ({
 });
 
 describe('ppo_gather workgroups', () => {
-  it('takes 4 samples per block on CUDA and 64 per workgroup elsewhere', () => {
+  it('takes 4 samples per workgroup on CUDA and WebGPU and 64 on the CPU', () => {
     expect(ppoGatherRowsFor('cuda')).toBe(PPO_GATHER_CUDA_ROWS);
     expect(PPO_GATHER_CUDA_ROWS).toBe(4);
-    expect(ppoGatherRowsFor('webgpu')).toBe(64);
+    expect(ppoGatherRowsFor('webgpu')).toBe(PPO_GATHER_CUDA_ROWS);
     expect(ppoGatherRowsFor('cpu')).toBe(64);
   });
 

@@ -63,10 +63,16 @@ describe("split dW, 'later' hand-off", () => {
 
   it('finishes each launch’s split tiles in the next launch, and the last ones in one more', () => {
     const plan = planMlps(ppo(), 512, 4, WEBGPU_SPLIT_BUDGET, 'later');
+    expect(plan.splitPolicy).toBe('waves');
     const l = launches(plan);
-    expect(l.map((x) => x.splits)).toEqual([8, 8, 8, 2, 1, 8, 1]);
-    expect(l.map((x) => x.sum)).toEqual([0, 8, 8, 8, 2, 0, 8]);
+    // Fewest waves (of 128 workgroups) x rounds: 80, 104 + 6, 108 + 10, 200 + 22, 230 + 52, 128 groups.
+    expect(l.map((x) => x.splits)).toEqual([8, 4, 2, 2, 1, 8, 1]);
+    expect(l.map((x) => x.sum)).toEqual([0, 8, 4, 2, 2, 0, 8]);
     expect(l.map((x) => x.d.uniforms.sliceOnly)).toEqual([1, 1, 1, 1, 0, 1, 0]);
+    // Policy 'most' (the first WebGPU plan): as many slices as the budget allows.
+    const most = launches(planMlps(ppo(), 512, 4, WEBGPU_SPLIT_BUDGET, 'later', 'most'));
+    expect(most.map((x) => x.splits)).toEqual([8, 8, 8, 2, 1, 8, 1]);
+    expect(most.map((x) => x.sum)).toEqual([0, 8, 8, 8, 2, 0, 8]);
     // The extra launch has no jobs of its own: one workgroup per split tile of value_layer_0.
     const last = l[6].d;
     expect(last.uniforms.out0).toBe(0);
@@ -79,7 +85,7 @@ describe("split dW, 'later' hand-off", () => {
   });
 
   it('splits the parity suite’s mlp_forward and mlp_backward cases (B = 70) on WebGPU', () => {
-    const plan = planMlps(ppo(), 70, 4, dwSplitBudgetFor(webgpu), dwHandoffFor(webgpu));
+    const plan = planMlps(ppo(), 70, 4, dwSplitBudgetFor(webgpu), dwHandoffFor(webgpu), 'most');
     const l = launches(plan);
     expect(l.filter((x) => x.splits > 1).length).toBeGreaterThanOrEqual(4);
     expect(l.at(-1)?.sum).toBeGreaterThan(1);
@@ -87,7 +93,12 @@ describe("split dW, 'later' hand-off", () => {
   });
 
   it('splits the forward K of the hidden layers, never an output layer, within the budget', () => {
-    const plan = planMlps(ppo(), 512, 4, WEBGPU_SPLIT_BUDGET, 'later');
+    // Fewest waves x rounds: only the critic's 256- and 128-input layers gain (one wave either way).
+    expect(planMlps(ppo(), 512, 4, WEBGPU_SPLIT_BUDGET, 'later').nets.map((n) => n.fwdSplits)).toEqual([
+      [1, 1, 1],
+      [1, 1, 1, 4, 2, 1],
+    ]);
+    const plan = planMlps(ppo(), 512, 4, WEBGPU_SPLIT_BUDGET, 'later', 'most');
     expect(plan.nets.map((n) => n.fwdSplits)).toEqual([
       [1, 2, 1],
       [1, 2, 3, 4, 2, 1],
@@ -174,7 +185,7 @@ describe("split dW, 'later' hand-off", () => {
       }
     };
     const plain = await run(planMlps(layouts, batch, 1, 0));
-    const split = await run(planMlps(layouts, batch, 1, 40, 'later'));
+    const split = await run(planMlps(layouts, batch, 1, 40, 'later', 'most'));
     // c0 (4 k-tiles) and c1 (9 k-tiles) split, c1 reading c0's slices; every layer's rows are in place.
     expect(split.dispatches.some((d) => d.uniforms.splits1 > 1 && d.uniforms.xSplits1 > 1)).toBe(true);
     expect(split.outs.length).toBe(plain.outs.length);
@@ -231,7 +242,7 @@ describe("split dW, 'later' hand-off", () => {
       }
     };
     const plain = await run(planMlps(layouts, batch, 4, 0));
-    const split = await run(planMlps(layouts, batch, 4, 32, 'later'));
+    const split = await run(planMlps(layouts, batch, 4, 32, 'later', 'most'));
     expect(split.dispatches.some((d) => d.uniforms.splits > 1)).toBe(true);
     expect(split.dispatches.some((d) => d.uniforms.sumSplits > 1 && d.uniforms.out0 > 0)).toBe(true);
     expect(split.dispatches.length).toBe(plain.dispatches.length + 1);
@@ -272,6 +283,26 @@ describe("split dW, 'later' hand-off", () => {
       const learners = [make(132), make(false), make(true)];
       expect(learners.map((l) => l.plan.splitBudget)).toEqual([132, 0, dwSplitBudgetFor(cpu)]);
       for (const l of learners) l.destroy();
+      // On WebGPU (the CPU standing in, under WebGPU's name): the 'later' hand-off and its policies.
+      const asWebgpu = Object.create(cpu, { kind: { value: 'webgpu' } }) as CpuBackend;
+      const onWebgpu = (dwSplit: boolean | number | 'most') =>
+        new DevicePpoLearner({
+          backend: asWebgpu,
+          actorLayout,
+          criticLayout,
+          actor: initParams(actorLayout, NetId.Actor, 1),
+          critic: initParams(criticLayout, NetId.Critic, 1),
+          cfg: defaultConfig.ppo,
+          seed: 1,
+          dwSplit,
+        });
+      const web = [onWebgpu(true), onWebgpu('most'), onWebgpu(528)];
+      expect(web.map((l) => [l.plan.dwHandoff, l.plan.splitPolicy, l.plan.splitBudget])).toEqual([
+        ['later', 'waves', WEBGPU_SPLIT_BUDGET],
+        ['later', 'most', WEBGPU_SPLIT_BUDGET],
+        ['later', 'waves', 528],
+      ]);
+      for (const l of web) l.destroy();
     });
 
     it('refuses a value that is not on, off or a budget with one line', async () => {
@@ -279,7 +310,7 @@ describe("split dW, 'later' hand-off", () => {
       vi.spyOn(console, 'error').mockImplementation((...a) => void err.push(a.join(' ')));
       expect(await main(['bench', 'train', '--backend', 'cpu', '--dw-split', 'maybe'])).toBe(1);
       expect(err.at(-1)).toBe(
-        'foxhunt bench train: --dw-split must be on, off or a workgroup budget (1-999999), got "maybe"',
+        'foxhunt bench train: --dw-split must be on, off, most or a workgroup budget (1-999999), got "maybe"',
       );
     });
   });

@@ -13,7 +13,7 @@ import { intFlag, parseFlags } from '../args.js';
 import { type Command, UserError } from '../main.js';
 
 const usage = `usage: foxhunt bench train --algo ppo [--backend auto|cuda|webgpu|cpu] [--episodes N] [--steps L]
-                           [--large-episodes N2] [--repeats R] [--seed S] [--dw-split on|off|W]
+                           [--large-episodes N2] [--repeats R] [--seed S] [--dw-split on|off|most|W]
                            [--gather-rows G] [--json]
 
 Times a PPO epoch per phase on the built-in synthetic market: collect (collect_ppo on the device),
@@ -31,12 +31,14 @@ kernels' TS references); pass --episodes, --steps or --large-episodes to overrid
   --large-episodes N2    episodes of the large setting; 0 skips it
   --repeats R            measured epochs per setting
   --seed S               run seed (network init, synthetic market, shuffles)
-  --dw-split on|off|W    CUDA, WebGPU: split the backward launches' dW tiles over batch slices (on,
-                         the default: within 2 workgroups per SM on CUDA, 256 workgroups on WebGPU),
-                         within W workgroups per launch, or one workgroup per dW tile (off: the
-                         earlier kernel)
-  --gather-rows G        CUDA: ppo_gather samples per block, 1-64 (default 4: 128 blocks per
-                         512-sample minibatch; 64 is the earlier 8-block gather)
+  --dw-split on|off|most|W
+                         CUDA, WebGPU: split the backward launches' dW tiles over batch slices (and
+                         on WebGPU the hidden layers' forward K) (on, the default: within 2
+                         workgroups per SM on CUDA; on WebGPU the fewest waves x rounds within 256
+                         workgroups), the most slices within the budget (most: WebGPU's first
+                         plan), within W workgroups per launch, or none (off: the earlier kernels)
+  --gather-rows G        CUDA, WebGPU: ppo_gather samples per workgroup, 1-64 (default 4: 128
+                         workgroups per 512-sample minibatch; 64 is the earlier 8-workgroup gather)
   --json                 one JSON object on stdout instead of the table`;
 
 const BACKENDS = ['auto', 'cuda', 'webgpu', 'cpu'];
@@ -107,10 +109,15 @@ async function run(args: string[]): Promise<number> {
     throw new UserError(`--backend must be one of ${BACKENDS.join(', ')}, got "${request}"`);
   }
   const dwSplitFlag = (values['dw-split'] as string | undefined) ?? 'on';
-  if (dwSplitFlag !== 'on' && dwSplitFlag !== 'off' && !/^[1-9]\d{0,5}$/.test(dwSplitFlag)) {
-    throw new UserError(`--dw-split must be on, off or a workgroup budget (1-999999), got "${dwSplitFlag}"`);
+  if (!['on', 'off', 'most'].includes(dwSplitFlag) && !/^[1-9]\d{0,5}$/.test(dwSplitFlag)) {
+    throw new UserError(
+      `--dw-split must be on, off, most or a workgroup budget (1-999999), got "${dwSplitFlag}"`,
+    );
   }
-  const dwSplit = dwSplitFlag === 'on' ? true : dwSplitFlag === 'off' ? false : Number(dwSplitFlag);
+  const dwSplit =
+    dwSplitFlag === 'on' || dwSplitFlag === 'off' || dwSplitFlag === 'most'
+      ? { on: true, off: false, most: 'most' as const }[dwSplitFlag]
+      : Number(dwSplitFlag);
   const gatherRowsFlag = values['gather-rows'] as string | undefined;
   const gatherRows = gatherRowsFlag === undefined ? undefined : Number(gatherRowsFlag);
   if (gatherRows !== undefined && (!/^\d+$/.test(gatherRowsFlag!) || gatherRows < 1 || gatherRows > 64)) {
