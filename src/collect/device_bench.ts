@@ -106,6 +106,12 @@ export interface CollectBenchOptions {
   precision?: 'exact' | 'tf32';
   /** Cluster variant: pull the peers' outputs instead of pushing them (constant CLUSTER_PULL = 1). */
   clusterPull?: boolean;
+  /**
+   * CUDA tiled DQN builds measured beside the others: `splitk` the small-tile split-K TF32 engine
+   * (constants TF32 = 1, SPLITK = 1), `env-only` the kernel with its layer phases skipped (bench-only
+   * constant SKIP_NETS = 1: what the simulator, outputs and barriers alone cost per step).
+   */
+  build?: 'splitk' | 'env-only';
 }
 
 export interface CollectBenchResult {
@@ -121,6 +127,8 @@ export interface CollectBenchResult {
   cluster?: number;
   /** Cluster variant: whether the CTAs pulled each other's outputs (else pushed). */
   clusterPull?: boolean;
+  /** CollectBenchOptions.build, when set. */
+  build?: 'splitk' | 'env-only';
   /** The tile engine's threads across outputs and weight slice (WGSL). */
   tj: number;
   kt: number;
@@ -148,9 +156,17 @@ export async function benchCollect(o: CollectBenchOptions): Promise<CollectBench
   const cfg: Config = structuredClone(o.cfg);
   cfg.rollout.episodes = o.episodes;
   cfg.rollout.steps = o.steps;
-  const precision = o.precision ?? 'exact';
+  const precision = o.build === 'splitk' ? 'tf32' : (o.precision ?? 'exact');
   const kernelConstants: Record<string, number> | undefined =
-    precision === 'tf32' ? { TF32: 1 } : o.clusterPull ? { CLUSTER_PULL: 1 } : undefined;
+    o.build === 'splitk'
+      ? { TF32: 1, SPLITK: 1 }
+      : o.build === 'env-only'
+        ? { SKIP_NETS: 1, ...(precision === 'tf32' ? { TF32: 1 } : {}) }
+        : precision === 'tf32'
+          ? { TF32: 1 }
+          : o.clusterPull
+            ? { CLUSTER_PULL: 1 }
+            : undefined;
   const init = {
     backend: o.backend,
     market: o.market,
@@ -208,6 +224,7 @@ export async function benchCollect(o: CollectBenchOptions): Promise<CollectBench
       ...(o.variant === 'cluster' && collector instanceof DqnDeviceCollector
         ? { cluster: collector.options.cluster, clusterPull: o.clusterPull === true }
         : {}),
+      ...(o.build ? { build: o.build } : {}),
       tj: shape.tj,
       kt: shape.kt,
       engine: o.backend.kind === 'webgpu' ? (shape.engine ?? 0) : 0,

@@ -6272,6 +6272,14 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) adam_step(KERNE
 // - SEED_VARIANT 1, the seed design kept for the benchmark: one thread per episode, every layer a
 //   per-thread loop over global weights, activations in local memory (plain head only).
 //
+// Small N, constant SPLITK 1 (with TF32 1, plain head, TILE_E <= 16, e.g. 512 threads): the plain
+//   dueling nets and the curiosity model run on the split-K engine (collect_splitk.cuh, mlp_splitk.cuh:
+//   warps split each layer's K, short chains, loads issued up front, fused stream layers); the
+//   partial sums take a shared-memory region of their own (SM_PART).
+// Bench only, constant SKIP_NETS 1: the layer phases are skipped (Q rows hold whatever the buffers
+//   hold, the curiosity mse is taken of its inputs), so a launch times the simulator, the state
+//   building, the outputs and the barriers alone: the env's share of a step.
+//
 // Numerics: TF32 0 (default, the parity mode) reproduces the TS reference bit for bit except expf /
 // cosf in the C51 / IQN heads; TF32 1 runs the layer products on tensor cores (TF32 inputs, f32
 // accumulation: ~1e-3 relative per layer), so actions may differ where Q-values nearly tie.
@@ -6285,10 +6293,19 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) adam_step(KERNE
 #ifdef DYN_SMEM_BYTES
 #define COLLECT_DYN_SMEM
 #endif
+#ifndef SPLITK
+#define SPLITK 0
+#endif
+#ifndef SKIP_NETS
+#define SKIP_NETS 0
+#endif
 
 #include "collect_io.cuh"
 #include "collect_nets.cuh"
 #include "grid.cuh"
+#if SPLITK
+#include "collect_splitk.cuh"
+#endif
 
 using QNet = Dueling<HEAD, NET_Q_BASE>;
 using TNet = Dueling<HEAD, NET_T_BASE>;
@@ -6361,6 +6378,11 @@ constexpr int SM_END_EPISODES = align4(SM_EPISODES + E * (int)(sizeof(Episode) /
 static_assert(HEAD == HEAD_PLAIN, "collect_dqn: dynamic shared memory is planned for the plain head only");
 constexpr int SM_HID = SM_END_EPISODES;
 constexpr int SM_FLOATS = SM_HID + E * LD_TRUNK;
+#elif SPLITK
+static_assert(HEAD == HEAD_PLAIN && TF32, "collect_dqn: SPLITK is the plain head's TF32 small-tile engine");
+constexpr int SM_HID = SM_ACT;
+constexpr int SM_PART = SM_END_EPISODES;
+constexpr int SM_FLOATS = SM_PART + SplitkNets<NET_Q_BASE, E>::PART;
 #else
 constexpr int SM_HID = SM_ACT;
 constexpr int SM_FLOATS = SM_END_EPISODES;
@@ -6382,6 +6404,12 @@ static_assert(LD_Q + LD_CURIOSITY <= LD_TRUNK, "the curiosity model runs inside 
 
 template <int NET_BASE>
 COLLECT_FN void q_values(const float* nets, float* smem, float vmin, float vmax) {
+#if SPLITK
+  if constexpr (HEAD == HEAD_PLAIN) {
+    dueling_q_splitk<NET_BASE, E>(nets, smem + SM_ACT, smem + SM_A, smem + SM_Q, smem + SM_PART);
+    return;
+  }
+#endif
   if constexpr (HEAD == HEAD_PLAIN) {
     dueling_q<NET_BASE, E>(nets, smem + SM_ACT, smem + SM_HID, smem + SM_V, smem + SM_A, smem + SM_Q);
   } else if constexpr (HEAD == HEAD_C51) {
@@ -6464,7 +6492,7 @@ extern "C" __global__ void DQN_LAUNCH_BOUNDS collect_dqn(KERNEL_ARGS) {
       }
     }
     block_sync();
-    q_values<NET_Q_BASE>(nets, smem, u.vMin, u.vMax);
+    if constexpr (!SKIP_NETS) q_values<NET_Q_BASE>(nets, smem, u.vMin, u.vMax);
 
     int action = 0;
     float q_sel = 0.0f;
@@ -6476,7 +6504,11 @@ extern "C" __global__ void DQN_LAUNCH_BOUNDS collect_dqn(KERNEL_ARGS) {
       curiosity_input(cur + r * LD_CURIOSITY, LD_CURIOSITY, features, active ? ep.bar : 0, action_category(action));
     }
     block_sync();
-    if (u.curiosity) curiosity_predict<NET_C_BASE, E>(nets, cur);
+#if SPLITK
+    if (u.curiosity && !SKIP_NETS) curiosity_predict_splitk<E>(nets, cur, smem + SM_PART);
+#else
+    if (u.curiosity && !SKIP_NETS) curiosity_predict<NET_C_BASE, E>(nets, cur);
+#endif
 
     const float mse = active && u.curiosity ? curiosity_mse(cur + r * LD_CURIOSITY, features, ep.bar) : 0.0f;
     // Every mse is read before the next states overwrite act.
@@ -6502,7 +6534,7 @@ extern "C" __global__ void DQN_LAUNCH_BOUNDS collect_dqn(KERNEL_ARGS) {
       }
     }
     block_sync();
-    q_values<NET_T_BASE>(nets, smem, u.vMin, u.vMax);
+    if constexpr (!SKIP_NETS) q_values<NET_T_BASE>(nets, smem, u.vMin, u.vMax);
 
     if (active) {
       StepOut so;
@@ -8161,6 +8193,72 @@ extern "C" __global__ void collect_ppo(KERNEL_ARGS) {
 
 #endif
 `,
+  'collect_splitk.cuh': `// The plain dueling Q network and the curiosity model on the split-K engine (mlp_splitk.cuh), for
+// collect_dqn's small-N TF32 build (constants SPLITK = 1, TF32 = 1, TILE_E <= 16). Same networks
+// and layouts as collect_nets.cuh, four layer phases per dueling forward instead of six:
+// trunk 0, trunk 1, both streams' hidden layers as one 256-output layer, value.1 ++ advantage.1 as
+// one 46-output layer (column 0 value, 1..45 advantages); then every (row, action) task takes
+// its row's advantage mean itself (same sum in the same order: the same bits in every task), so
+// Q needs no barrier of its own. Called by the whole block, inputs complete (block_sync before),
+// outputs complete on return.
+//
+// Buffers (shared memory): act [R, LD_TRUNK] input states (zero-padded columns), then scratch; va
+// [R, LD_Q] value ++ advantages; q [R, LD_Q] output (may alias act); part SplitkNets::PART floats.
+// Numerics: TF32 (every layer on tensor cores, the value layer included), see mlp_splitk.cuh.
+#pragma once
+
+#include "collect_nets.cuh"
+#include "mlp_splitk.cuh"
+
+template <int Base, int R>
+struct SplitkNets {
+  using L = Dueling<HEAD_PLAIN, Base>;
+  using C = Curiosity<NET_C_BASE>;
+  using Trunk0 = DenseSplitK<STATE_DIM, 256, ACT_LEAKY, R, L::S0_W, L::S0_B, STATE_DIM, 256, 0, 0, STATE_DIM, 0,
+                             TF32_OUT>;
+  using Trunk1 = DenseSplitK<256, 256, ACT_LEAKY, R, L::S1_W, L::S1_B, 256, 256, 0, 0, 256, 0, TF32_IN | TF32_OUT>;
+  using Hidden = DenseSplitK<256, 256, ACT_LEAKY, R, L::V0_W, L::V0_B, 256, 128, L::A0_W, L::A0_B, 256, 0,
+                             TF32_IN | TF32_OUT>;
+  using Out = DenseSplitK<256, 1 + NUM_ACTIONS, ACT_NONE, R, L::V1_W, L::V1_B, 128, 1, L::A1_W, L::A1_B, 128, 128,
+                          TF32_IN>;
+  using Cur0 = DenseSplitK<C::IN, C::HIDDEN, ACT_LEAKY, R, C::L0_W, C::L0_B, C::IN>;
+  using Cur1 = DenseSplitK<C::HIDDEN, C::OUT, ACT_NONE, R, C::L1_W, C::L1_B, C::HIDDEN>;
+  static constexpr int max2(int a, int b) { return a > b ? a : b; }
+  static constexpr int PART = max2(max2(max2(Trunk0::PART, Trunk1::PART), max2(Hidden::PART, Out::PART)),
+                                   max2(Cur0::PART, Cur1::PART));
+};
+
+template <int Base, int R>
+COLLECT_FN void dueling_q_splitk(const float* __restrict__ p, float* act, float* va, float* q, float* part) {
+  using N = SplitkNets<Base, R>;
+  static_assert(LD_Q > NUM_ACTIONS, "value ++ advantages take 46 columns of a Q row");
+  splitk_layer<typename N::Trunk0>(p, act, LD_TRUNK, act, LD_TRUNK, part);
+  block_sync();
+  splitk_layer<typename N::Trunk1>(p, act, LD_TRUNK, act, LD_TRUNK, part);
+  block_sync();
+  splitk_layer<typename N::Hidden>(p, act, LD_TRUNK, act, LD_TRUNK, part);
+  block_sync();
+  splitk_layer<typename N::Out>(p, act, LD_TRUNK, va, LD_Q, part);
+  block_sync();
+  for (int task = threadIdx.x; task < R * NUM_ACTIONS; task += COLLECT_THREADS) {
+    const int r = task / NUM_ACTIONS, k = task % NUM_ACTIONS;
+    const float* row = va + r * LD_Q;
+    q[r * LD_Q + k] = fsub(fadd(row[0], row[1 + k]), advantage_mean(row + 1));
+  }
+  block_sync();
+}
+
+// Curiosity prediction in place in x [R, LD_CURIOSITY] (inputs zero-padded past 35), as
+// collect_nets.cuh curiosity_predict.
+template <int R>
+COLLECT_FN void curiosity_predict_splitk(const float* __restrict__ p, float* x, float* part) {
+  using N = SplitkNets<NET_Q_BASE, R>;
+  splitk_layer<typename N::Cur0>(p, x, LD_CURIOSITY, x, LD_CURIOSITY, part);
+  block_sync();
+  splitk_layer<typename N::Cur1>(p, x, LD_CURIOSITY, x, LD_CURIOSITY, part);
+  block_sync();
+}
+`,
   'curiosity_gather.cu': `// curiosity_gather: the curiosity model's training batch from a PPO rollout, with the CPU engine's
 // rule: walk j = 0, 1, ... of the shuffle permutation of \`epoch\`; row idx = perm(j) is kept when
 // it is not done, not truncated and idx % steps != steps - 1 (its next row is the same episode's
@@ -8961,6 +9059,183 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KER
       }
     }
   }
+}
+`,
+  'mlp_splitk.cuh': `// Split-K tensor-core engine for tiny tiles (collect_dqn at small N, constant SPLITK = 1 with TF32 = 1):
+// Y[R, Out] = act(X[R, In] W^T + b) for R <= 16 rows (1-2 episodes per block), built for latency,
+// not throughput. At N = 128 a block owns one episode and every layer is a chain of dependent steps
+// (weight loads from L2, mma, barriers); the block-wide tile engine (mlp_tile.cuh DenseMma) gives
+// each of 8 warps 4 column tiles and the whole K, so each accumulator is a chain of 2 * K / 16 mma
+// behind K / 16 rounds of weight loads. Here:
+// - a warp task is WN column tiles (n8) x one K slice of KS k16 steps; the plan (splitk_plan) picks
+//   WN in {1, 2, 4} and the number of K slices so that every warp of the block has a task and the
+//   per-lane chain (WN * KS weight float4s, 2 * KS mma per accumulator) is short;
+// - a warp issues all its weight loads of a chunk (up to 16 float4 per lane, 8 at 1024 threads)
+//   before its first mma, so a whole slice is in flight at once;
+// - each slice's partial sums go to shared memory (part, [KSPLIT][R][NT * 8]); after one barrier the
+//   block adds them in slice order (fixed order: deterministic), adds the bias, activates, stores.
+// - a layer may take two weight matrices side by side (columns < SPLIT from W1 on input columns
+//   [0, IN1), the rest from W2 on [K2, K2 + IN2), zero elsewhere): the dueling streams' hidden layers
+//   run as one 256-output layer and value.1 ++ advantage.1 as one 46-output layer over K = 256
+//   (block-structured weights: the zero half of each column is never loaded), one phase each.
+//
+// Bindings as mlp_tile.cuh (flat network buffer in global memory, activations in shared memory with
+// zero padding columns up to round16(In)); \`part\` is SplitK::PART floats of shared memory no layer
+// input or output aliases. Every thread of the block calls a layer; layer() ends with its outputs
+// written, the caller puts block_sync() before their readers. In place (y == x) is allowed: all
+// reads of x happen before the layer's internal barrier.
+//
+// Numerics: TF32 inputs (cvt.rna equivalent, as mlp_tile.cuh), f32 accumulation in a different
+// order than the TS reference (slices, then in slice order); ~1e-3 relative per layer, as DenseMma.
+#pragma once
+
+#include "mlp_tile.cuh"
+
+// Warp task plan of a layer with NT column tiles and K16 k16 steps on \`warps\` warps: WN * 16 +
+// KSPLIT of the cheapest (WN, KSPLIT) with every task on its own warp, cost = the per-lane chain
+// (WN * K16 / KSPLIT weight loads and k steps) + 2 per slice (the partial sums the reduction adds).
+// 0: no plan fits (fewer than NT / 4 warps).
+__host__ __device__ constexpr int splitk_plan(int nt, int k16, int warps) {
+  int best = 0, cost = 1 << 30;
+  for (int wn = 1; wn <= 4; wn *= 2) {
+    const int ng = (nt + wn - 1) / wn;
+    for (int ks = 1; ks <= k16 && ks <= 8; ks++) {
+      if (k16 % ks != 0 || ng * ks > warps) continue;
+      const int c = wn * (k16 / ks) + 2 * ks;
+      if (c < cost) {
+        cost = c;
+        best = wn * 16 + ks;
+      }
+    }
+  }
+  return best;
+}
+
+// Largest divisor of ks that is <= cap (k16 steps whose loads a lane issues at once).
+__host__ __device__ constexpr int splitk_chunk(int ks, int cap) {
+  int c = cap < 1 ? 1 : cap > ks ? ks : cap;
+  while (ks % c != 0) c--;
+  return c;
+}
+
+template <int In, int Out, int Act, int R, int W1, int B1, int IN1, int SPLIT = Out, int W2 = 0, int B2 = 0,
+          int IN2 = IN1, int K2 = 0, int Flags = 0>
+struct DenseSplitK {
+  static_assert(R >= 1 && R <= 16, "the split-K engine holds one m16 tile of rows (<= 16 episodes per block)");
+  static constexpr int WARPS = COLLECT_THREADS / 32;
+  static constexpr int K16 = (In + 15) / 16;
+  static constexpr int NT = (Out + 7) / 8;
+  static constexpr int PLAN = splitk_plan(NT, K16, WARPS);
+  static_assert(PLAN != 0, "split-K layer: too few warps for its column tiles (more threads per block)");
+  static constexpr int WN = PLAN / 16;
+  static constexpr int KSPLIT = PLAN % 16;
+  static constexpr int NG = (NT + WN - 1) / WN;
+  static constexpr int KS = K16 / KSPLIT;
+  // Weight float4s a lane keeps in flight: 64 registers, 32 where 1024 threads leave 64 in all.
+  static constexpr int CH = splitk_chunk(KS, (COLLECT_THREADS >= 1024 ? 8 : 16) / WN);
+  static constexpr int LDP = NT * 8;
+  static constexpr int PART = KSPLIT * R * LDP;
+  static constexpr bool VEC = IN1 % 4 == 0 && W1 % 4 == 0 &&
+                              (SPLIT >= Out || (IN2 % 4 == 0 && W2 % 4 == 0 && K2 % 4 == 0));
+
+  // Four consecutive weights of column col at inputs kk .. kk + 3 (zero outside the column's range).
+  static COLLECT_MEMBER float4 weights(const float* __restrict__ p, int col, int kk) {
+    float4 w = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (col >= Out) return w;
+    const bool first = col < SPLIT;
+    const int lo = first ? 0 : K2;
+    const int len = first ? IN1 : IN2;
+    const int row = first ? W1 + col * IN1 : W2 + (col - SPLIT) * IN2;
+    if constexpr (VEC) {
+      if (kk >= lo && kk < lo + len) w = ldg4(p + row + (kk - lo));
+    } else {
+      float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+      for (int i = 0; i < 4; i++)
+        if (kk + i >= lo && kk + i < lo + len) v[i] = ldg1(p + row + (kk + i - lo));
+      w = make_float4(v[0], v[1], v[2], v[3]);
+    }
+    return w;
+  }
+
+  static COLLECT_MEMBER float bias(const float* __restrict__ p, int col) {
+    return col < SPLIT ? ldg1(p + B1 + col) : ldg1(p + B2 + (col - SPLIT));
+  }
+
+  static COLLECT_MEMBER unsigned a_operand(float x) {
+    if constexpr ((Flags & TF32_IN) != 0)
+      return __float_as_uint(x);
+    else
+      return tf32_operand(x);
+  }
+
+  // This warp's slice: its partial sums into part (rows < R only).
+  static COLLECT_MEMBER void compute(const float* __restrict__ p, const float* x, int ldx, float* part) {
+    const int warp = (int)(threadIdx.x >> 5);
+    if (warp >= NG * KSPLIT) return;
+    const int ng = warp % NG, ks = warp / NG;
+    const int n0 = ng * WN * 8;
+    const int lane = lane_id();
+    const int g = lane >> 2;
+    const int t = lane & 3;
+    float c[WN][4];
+#pragma unroll
+    for (int n = 0; n < WN; n++)
+#pragma unroll
+      for (int i = 0; i < 4; i++) c[n][i] = 0.0f;
+#pragma unroll
+    for (int c0 = 0; c0 < KS; c0 += CH) {
+      float4 w[CH][WN];
+#pragma unroll
+      for (int s = 0; s < CH; s++)
+#pragma unroll
+        for (int n = 0; n < WN; n++) w[s][n] = weights(p, n0 + n * 8 + g, (ks * KS + c0 + s) * 16 + 4 * t);
+#pragma unroll
+      for (int s = 0; s < CH; s++) {
+        const int kk = (ks * KS + c0 + s) * 16 + 4 * t;
+        const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        const float4 lo = g < R ? lds4(x + g * ldx + kk) : zero;
+        const float4 hi = g + 8 < R ? lds4(x + (g + 8) * ldx + kk) : zero;
+        const unsigned a0[4] = {a_operand(lo.x), a_operand(hi.x), a_operand(lo.y), a_operand(hi.y)};
+        const unsigned a1[4] = {a_operand(lo.z), a_operand(hi.z), a_operand(lo.w), a_operand(hi.w)};
+#pragma unroll
+        for (int n = 0; n < WN; n++) {
+          const unsigned b0[2] = {tf32_operand(w[s][n].x), tf32_operand(w[s][n].y)};
+          const unsigned b1[2] = {tf32_operand(w[s][n].z), tf32_operand(w[s][n].w)};
+          mma_tf32_16x8x8(c[n], a0, b0);
+          mma_tf32_16x8x8(c[n], a1, b1);
+        }
+      }
+    }
+#pragma unroll
+    for (int n = 0; n < WN; n++)
+#pragma unroll
+      for (int i = 0; i < 4; i++) {
+        const int row = g + (i >= 2 ? 8 : 0);
+        const int col = n0 + n * 8 + 2 * t + (i & 1);
+        if (row < R && col < LDP) part[(ks * R + row) * LDP + col] = c[n][i];
+      }
+  }
+
+  // Slices added in order, bias, activation, store (after the barrier that completes part).
+  static COLLECT_MEMBER void store(const float* __restrict__ p, const float* part, float* y, int ldy) {
+    for (int task = threadIdx.x; task < R * Out; task += COLLECT_THREADS) {
+      const int r = task / Out, j = task % Out;
+      float s = part[r * LDP + j];
+#pragma unroll
+      for (int k = 1; k < KSPLIT; k++) s += part[(k * R + r) * LDP + j];
+      const float v = activate<Act>(s + bias(p, j));
+      y[r * ldy + j] = (Flags & TF32_OUT) != 0 ? tf32_round(v) : v;
+    }
+  }
+};
+
+// One split-K layer: slices, barrier, reduction into y (y may be x).
+template <class Layer>
+COLLECT_LAYER void splitk_layer(const float* __restrict__ p, const float* x, int ldx, float* y, int ldy, float* part) {
+  Layer::compute(p, x, ldx, part);
+  block_sync();
+  Layer::store(p, part, y, ldy);
 }
 `,
   'mlp_tile.cuh': `// Tile engine of the collection kernels: a block computes Y[R, Out] = act(X[R, In] W^T + b) for

@@ -23,7 +23,8 @@ const usage = `usage: foxhunt bench collect --algo dqn|c51|iqn|ppo [--backend au
                              [--episodes N[,N...]] [--steps L] [--variant tiled|seed|cluster|both|all]
                              [--precision exact|tf32|both] [--engine auto|0|1|2|both|all|E,E...]
                              [--tile E] [--threads T]
-                             [--cluster C] [--exchange push|pull|both] [--repeats R] [--seed S] [--json]
+                             [--cluster C] [--exchange push|pull|both] [--splitk] [--env-only]
+                             [--repeats R] [--seed S] [--json]
 
 Times one launch of collect_dqn (online + target dueling nets; --algo c51 / iqn for those heads)
 or collect_ppo (actor + critic) over N episodes x L steps on the built-in synthetic market, for
@@ -54,6 +55,13 @@ per episode are measured in the same run (--variant both, the default for dqn an
   --tile E          episodes per workgroup of the tiled kernel (default: chosen from N and the
                     device's workgroup memory)
   --threads T       threads per workgroup (default 256; cuda tf32: 512 for 64 dqn / 32 ppo episodes)
+  --splitk          cuda, dqn: also time the tiled kernel's small-tile split-K TF32 engine (constant
+                    SPLITK = 1: warps split each layer's K, fused stream layers; row tiled-splitk),
+                    --tile episodes per block (default: ~128 blocks, at most 16), --threads per
+                    block (default 512)
+  --env-only        cuda, dqn: also time the tiled kernel with its layer phases skipped (bench-only
+                    constant SKIP_NETS = 1; row tiled-env-only, same tile as the tiled row): what
+                    the simulator, the outputs and the barriers alone cost per step
   --repeats R       timed launches per setting after one warm-up (default 5)
   --seed S          run seed (market, networks)
   --json            one JSON object on stdout instead of the table`;
@@ -77,7 +85,9 @@ const si = (x: number, unit: string) => {
 };
 
 const label = (r: CollectBenchResult) =>
-  `${r.variant}${r.precision === 'tf32' ? '-tf32' : ''}${r.engine === 1 ? '-quad' : r.engine === 2 ? '-quad2' : ''}${r.clusterPull ? '-pull' : ''}`;
+  r.build
+    ? `${r.variant}-${r.build}`
+    : `${r.variant}${r.precision === 'tf32' ? '-tf32' : ''}${r.engine === 1 ? '-quad' : r.engine === 2 ? '-quad2' : ''}${r.clusterPull ? '-pull' : ''}`;
 
 function table(results: CollectBenchResult[], ceiling: CeilingResult | null): string[] {
   const rows = [
@@ -127,6 +137,16 @@ function parseEpisodes(value: string | undefined, fallback: number[]): number[] 
   return list;
 }
 
+/**
+ * The split-K engine's tile: one m16 tile of rows at most (16 episodes per block), ~128 blocks
+ * (N = 128: 1 episode each), 512 threads (16 warps: every layer's column tiles and K slices get a
+ * warp each) unless given.
+ */
+function splitkTile(n: number, tile: Partial<TileShape>): Partial<TileShape> {
+  const e = 2 ** Math.floor(Math.log2(Math.max(1, Math.min(16, n / 128))));
+  return { ...tile, tileEpisodes: tile.tileEpisodes ?? e, threads: tile.threads ?? 512 };
+}
+
 async function run(args: string[]): Promise<number> {
   const { values, positionals } = parseFlags(
     args,
@@ -145,6 +165,8 @@ async function run(args: string[]): Promise<number> {
       repeats: { type: 'string' },
       seed: { type: 'string' },
       json: { type: 'boolean', default: false },
+      splitk: { type: 'boolean', default: false },
+      'env-only': { type: 'boolean', default: false },
     },
     usage,
   );
@@ -227,7 +249,13 @@ async function run(args: string[]): Promise<number> {
   if (!['push', 'pull', 'both'].includes(exchangeFlag))
     throw new UserError('--exchange must be push, pull or both');
   const pulls = exchangeFlag === 'both' ? [false, true] : [exchangeFlag === 'pull'];
-  type Run = { variant: CollectVariant; precision: 'exact' | 'tf32'; engine?: number; pull?: boolean };
+  type Run = {
+    variant: CollectVariant;
+    precision: 'exact' | 'tf32';
+    engine?: number;
+    pull?: boolean;
+    build?: 'splitk' | 'env-only';
+  };
   const runs = variants.flatMap((v): Run[] =>
     v === 'cluster'
       ? pulls.map((pull) => ({ variant: v, precision: 'exact', pull }))
@@ -235,6 +263,16 @@ async function run(args: string[]): Promise<number> {
         ? [{ variant: v, precision: 'exact' }]
         : precisions.flatMap((p) => engines.map((engine) => ({ variant: v, precision: p, engine }))),
   );
+  const builds = [
+    ...(values.splitk ? (['splitk'] as const) : []),
+    ...(values['env-only'] ? (['env-only'] as const) : []),
+  ];
+  if (builds.length > 0 && (algo !== 'dqn' || backend.kind !== 'cuda'))
+    throw new UserError(
+      '--splitk and --env-only time CUDA builds of the plain dqn head: use --algo dqn --backend cuda',
+    );
+  for (const build of builds)
+    runs.push({ variant: 'tiled', precision: build === 'splitk' ? 'tf32' : 'exact', build });
   const episodes = parseEpisodes(values.episodes as string | undefined, cpu ? [8] : [128, 1024, 8192, 65536]);
   const steps = intFlag(values.steps as string | undefined, 'steps', cpu ? 8 : 64, 1);
   const maxN = Math.max(...episodes);
@@ -256,7 +294,7 @@ async function run(args: string[]): Promise<number> {
     const results: CollectBenchResult[] = [];
     for (const n of episodes) {
       const l = typeof maxBinding === 'number' ? stepsThatFit(algo, n, steps, maxBinding) : steps;
-      for (const { variant, precision, engine, pull } of runs) {
+      for (const { variant, precision, engine, pull, build } of runs) {
         if (variant === 'cluster' && !clusterFits(n, clusterSize, tile.tileEpisodes)) {
           if (!values.json)
             console.error(`  cluster N=${n}: skipped (its grid would exceed 65535 blocks: small N only)`);
@@ -275,7 +313,8 @@ async function run(args: string[]): Promise<number> {
           episodes: n,
           steps: l,
           repeats,
-          tile: engine === undefined ? tile : { ...tile, engine },
+          tile: build === 'splitk' ? splitkTile(n, tile) : engine === undefined ? tile : { ...tile, engine },
+          build,
         });
         results.push(r);
         if (!values.json)
