@@ -245,8 +245,16 @@ describe.skipIf(unavailable !== null)(
                 firstBad,
                 `launch ${launch} out_f: first mismatch at ${firstBad}: ${ef[firstBad]} vs ${rf[firstBad]}`,
               ).toBe(-1);
-              tdErr = Math.max(tdErr, compare(ef.subarray(tdLo, tdHi), rf.subarray(tdLo, tdHi), 0, 0).maxErr);
               expect(maxErr).toBeLessThan(1e-2 * scale);
+              // The TD errors on their own scale (the states dominate out_f's): TF32 rounding of Q.
+              const td = rf.subarray(tdLo, tdHi);
+              const tdScale = td.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+              const t = compare(ef.subarray(tdLo, tdHi), td, 1e-2 * tdScale, 1e-2);
+              expect(
+                t.firstBad,
+                `launch ${launch} TD error ${t.firstBad}: max err ${t.maxErr} (scale ${tdScale})`,
+              ).toBe(-1);
+              tdErr = Math.max(tdErr, t.maxErr);
             }
           }
         }
