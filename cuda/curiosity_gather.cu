@@ -15,9 +15,11 @@
 // Block: one of WG_X threads (a power of two), WG_X permutation positions per round; a
 // Hillis-Steele scan of the keep flags gives kept rows their slots (the WGSL twin's steps; a warp
 // ballot would be faster but would not be the twin). Exact, deterministic.
+#include "learn_common.cuh"
 #include "shuffle.cuh"
 
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) curiosity_gather(KERNEL_ARGS) {
+  LEARN_GRID_DEP_WAIT();  // first: a PDL launch may start before the previous kernel ends
   __shared__ unsigned int scan[WG_X];
   __shared__ unsigned int rows;
   const unsigned int tid = threadIdx.x;

@@ -13,6 +13,7 @@
 #include "learn_common.cuh"
 
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) curiosity_loss(KERNEL_ARGS) {
+  LEARN_GRID_DEP_WAIT();  // first: a PDL launch may start before the previous kernel ends
   __shared__ float red[WG_X];
   const unsigned int tid = threadIdx.x;
   const unsigned int total = u.batch * u.outDim;

@@ -1,8 +1,21 @@
 // Helpers shared by the learner kernels (mlp_forward, mlp_backward, ppo_loss, adam_step,
-// curiosity_loss): activations and their derivatives exactly as src/learn/mlp.ts defines them,
-// and a block-wide sum whose order is fixed (a power-of-two tree over thread ids), so a reduction
-// gives the same bits on every run.
+// curiosity_loss; the PDL wait also ppo_gather and curiosity_gather): activations and their
+// derivatives exactly as src/learn/mlp.ts defines them, and a block-wide sum whose order is fixed
+// (a power-of-two tree over thread ids), so a reduction gives the same bits on every run.
 #pragma once
+
+// Programmatic Dependent Launch (KernelSpec.pdl): a kernel launched with it may start while the
+// previous kernel of the stream is still finishing, so every learner kernel runs this first, before
+// any global read or write. griddepcontrol.wait returns once the previous grid has completed and
+// its memory is visible, which is plain stream order; without PDL it returns at once. Below sm_90
+// (and in the host emulator, which has no __CUDA_ARCH__) it is nothing.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define LEARN_GRID_DEP_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
+#else
+#define LEARN_GRID_DEP_WAIT() \
+  do {                        \
+  } while (0)
+#endif
 
 // act: 0 none, 1 relu, 2 leaky 0.01. `a < 0` (not max) so that NaN and -0 pass through as in the
 // twins.

@@ -42,6 +42,7 @@ __device__ __forceinline__ unsigned int forward_tiles(unsigned int n_out, unsign
 }
 
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KERNEL_ARGS) {
+  LEARN_GRID_DEP_WAIT();  // first: a PDL launch may start before the previous kernel ends
   static_assert(TILE_X == 4 * WG_X && TILE_Y == 4 * WG_Y, "each thread owns a 4 x 4 block");
   static_assert((WG_Z - 1) * THREADS * 16 <= WG_Z * STAGE, "the groups' partial tiles fit in the staging memory");
   static_assert(WN * THREADS == TILE_K * TILE_X && XN * THREADS == TILE_K * TILE_Y, "the threads stage whole tiles");

@@ -19,11 +19,13 @@
 // rounds on 8 blocks.
 // Exact: integer shuffle and plain copies.
 #include "grid.cuh"
+#include "learn_common.cuh"
 #include "shuffle.cuh"
 
 #define COPY_BATCH 8u
 
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) ppo_gather(KERNEL_ARGS) {
+  LEARN_GRID_DEP_WAIT();  // first: a PDL launch may start before the previous kernel ends
   __shared__ unsigned int rows[WG_X];
   const unsigned int lid = threadIdx.x;
   const unsigned int per = u.rows;

@@ -42,6 +42,7 @@ __device__ __forceinline__ float team_reduce(float v, bool take_max) {
 }
 
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) ppo_loss(KERNEL_ARGS) {
+  LEARN_GRID_DEP_WAIT();  // first: a PDL launch may start before the previous kernel ends
   static_assert(WG_X == 32, "a team is one warp");
   __shared__ float red[THREADS];
   const unsigned int g = (unsigned int)flat_block_id();

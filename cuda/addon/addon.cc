@@ -494,6 +494,36 @@ Napi::Value LaunchKernelCluster(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// launchKernelPdl(fn, gx, gy, gz, bx, by, bz, sharedBytes, stream, params): as launchKernel, with
+// programmatic stream serialization (cuLaunchKernelEx, sm_90+): the grid may start while the
+// previous kernel of the stream finishes, so the kernel must begin with griddepcontrol.wait. A
+// driver without cuLaunchKernelEx gets a plain launch, which the wait makes equivalent.
+Napi::Value LaunchKernelPdl(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  requireReady(env);
+  CUfunction fn = handleArg<CUfunction>(info, 0);
+  unsigned dims[7];
+  for (size_t i = 0; i < 7; i++) dims[i] = u32Arg(info, i + 1);
+  CUstream stream = handleArg<CUstream>(info, 8);
+  Bytes params = bytesArg(info, 9);
+  size_t paramSize = params.size;
+  void* extra[] = {FOXHUNT_CU_LAUNCH_PARAM_BUFFER_POINTER, params.data, FOXHUNT_CU_LAUNCH_PARAM_BUFFER_SIZE,
+                   &paramSize, FOXHUNT_CU_LAUNCH_PARAM_END};
+  if (drv.cuLaunchKernelEx == nullptr) {
+    check(env,
+          drv.cuLaunchKernel(fn, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6], stream, nullptr,
+                             paramSize > 0 ? extra : nullptr),
+          "cuLaunchKernel");
+    return env.Undefined();
+  }
+  cuapi::CUlaunchAttribute attr = {};
+  attr.id = cuapi::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attr.value.programmaticStreamSerializationAllowed = 1;
+  cuapi::CUlaunchConfig config = {dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6], stream, &attr, 1};
+  check(env, drv.cuLaunchKernelEx(&config, fn, nullptr, paramSize > 0 ? extra : nullptr), "cuLaunchKernelEx");
+  return env.Undefined();
+}
+
 // ---- streams, events ----
 
 Napi::Value StreamCreate(const Napi::CallbackInfo& info) {
@@ -641,6 +671,7 @@ Napi::Object Register(Napi::Env env, Napi::Object exports) {
       {"funcSetMaxDynamicShared", FuncSetMaxDynamicShared},
       {"funcAllowNonPortableCluster", FuncAllowNonPortableCluster},
       {"launchKernelCluster", LaunchKernelCluster},
+      {"launchKernelPdl", LaunchKernelPdl},
       {"memAlloc", MemAlloc},
       {"memFree", MemFree},
       {"memsetD8Async", MemsetD8Async},

@@ -42,8 +42,10 @@ constexpr int CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14;
 
 // cuLaunchKernelEx's configuration (CUDA 12+), laid out as cuda.h's CUlaunchConfig /
 // CUlaunchAttribute: a 4-byte id, 4 bytes of padding, a 64-byte value union. Only the cluster
-// dimension attribute is used.
+// dimension and programmatic stream serialization (PDL: the launch may begin while the previous
+// kernel of the stream finishes; the kernel waits with griddepcontrol.wait) attributes are used.
 constexpr int CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4;
+constexpr int CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6;
 struct CUlaunchAttribute {
   int id;
   char pad[4];
@@ -52,6 +54,7 @@ struct CUlaunchAttribute {
     struct {
       unsigned x, y, z;
     } clusterDim;
+    int programmaticStreamSerializationAllowed;
   } value;
 };
 static_assert(sizeof(CUlaunchAttribute) == 72, "CUlaunchAttribute layout differs from cuda.h");
@@ -113,7 +116,7 @@ struct Driver {
   CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
   CUresult (*cuGraphDestroy)(CUgraph);
   CUresult (*cuGraphExecDestroy)(CUgraphExec);
-  // Optional (null on drivers without it): thread-block cluster launches.
+  // Optional (null on drivers without it): thread-block cluster and PDL launches.
   CUresult (*cuLaunchKernelEx)(const CUlaunchConfig*, CUfunction, void**, void**);
 };
 

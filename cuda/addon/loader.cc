@@ -67,7 +67,8 @@ std::string loadDriver(const char* path, Driver& d, void*& handle) {
             bind(handle, d.cuGraphDestroy, {"cuGraphDestroy"}, missing) &&
             bind(handle, d.cuGraphExecDestroy, {"cuGraphExecDestroy"}, missing);
   if (ok) {
-    // Optional: only cluster kernels need it, so an older driver still runs everything else.
+    // Optional: only cluster and PDL launches need it, so an older driver still runs everything else
+    // (PDL launches fall back to cuLaunchKernel).
     std::string absent;
     if (!bind(handle, d.cuLaunchKernelEx, {"cuLaunchKernelEx"}, absent)) d.cuLaunchKernelEx = nullptr;
     return "";

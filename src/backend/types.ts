@@ -45,6 +45,14 @@ export interface KernelSpec {
    * reject such a kernel.
    */
   cluster?: [number, number, number];
+  /**
+   * CUDA only (sm_90+): Programmatic Dependent Launch. The CUDA backend launches with
+   * cuLaunchKernelEx and programmatic stream serialization, so the grid may become resident while
+   * the previous kernel of the stream finishes; the kernel must wait (`griddepcontrol.wait`, as
+   * LEARN_GRID_DEP_WAIT in cuda/learn_common.cuh) before touching memory, which keeps plain stream
+   * order. Older GPUs, WebGPU and the CPU launch as usual: it changes no results.
+   */
+  pdl?: boolean;
 }
 
 /** An opaque device allocation; only its owning backend can read it. */

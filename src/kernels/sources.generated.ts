@@ -6175,6 +6175,7 @@ export const cudaSources: Record<string, string> = {
 #include "learn_common.cuh"
 
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) adam_step(KERNEL_ARGS) {
+  LEARN_GRID_DEP_WAIT();  // first: a PDL launch may start before the previous kernel ends
   __shared__ float red[WG_X];
   const unsigned int tid = threadIdx.x;
   const unsigned int g = (unsigned int)flat_block_id();
@@ -8276,9 +8277,11 @@ COLLECT_FN void curiosity_predict_splitk(const float* __restrict__ p, float* x, 
 // Block: one of WG_X threads (a power of two), WG_X permutation positions per round; a
 // Hillis-Steele scan of the keep flags gives kept rows their slots (the WGSL twin's steps; a warp
 // ballot would be faster but would not be the twin). Exact, deterministic.
+#include "learn_common.cuh"
 #include "shuffle.cuh"
 
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) curiosity_gather(KERNEL_ARGS) {
+  LEARN_GRID_DEP_WAIT();  // first: a PDL launch may start before the previous kernel ends
   __shared__ unsigned int scan[WG_X];
   __shared__ unsigned int rows;
   const unsigned int tid = threadIdx.x;
@@ -8334,6 +8337,7 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) curiosity_gathe
 #include "learn_common.cuh"
 
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) curiosity_loss(KERNEL_ARGS) {
+  LEARN_GRID_DEP_WAIT();  // first: a PDL launch may start before the previous kernel ends
   __shared__ float red[WG_X];
   const unsigned int tid = threadIdx.x;
   const unsigned int total = u.batch * u.outDim;
@@ -8526,10 +8530,23 @@ __device__ __forceinline__ unsigned long long flat_thread_id() {
 }
 `,
   'learn_common.cuh': `// Helpers shared by the learner kernels (mlp_forward, mlp_backward, ppo_loss, adam_step,
-// curiosity_loss): activations and their derivatives exactly as src/learn/mlp.ts defines them,
-// and a block-wide sum whose order is fixed (a power-of-two tree over thread ids), so a reduction
-// gives the same bits on every run.
+// curiosity_loss; the PDL wait also ppo_gather and curiosity_gather): activations and their
+// derivatives exactly as src/learn/mlp.ts defines them, and a block-wide sum whose order is fixed
+// (a power-of-two tree over thread ids), so a reduction gives the same bits on every run.
 #pragma once
+
+// Programmatic Dependent Launch (KernelSpec.pdl): a kernel launched with it may start while the
+// previous kernel of the stream is still finishing, so every learner kernel runs this first, before
+// any global read or write. griddepcontrol.wait returns once the previous grid has completed and
+// its memory is visible, which is plain stream order; without PDL it returns at once. Below sm_90
+// (and in the host emulator, which has no __CUDA_ARCH__) it is nothing.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define LEARN_GRID_DEP_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
+#else
+#define LEARN_GRID_DEP_WAIT() \\
+  do {                        \\
+  } while (0)
+#endif
 
 // act: 0 none, 1 relu, 2 leaky 0.01. \`a < 0\` (not max) so that NaN and -0 pass through as in the
 // twins.
@@ -8713,6 +8730,7 @@ __device__ __forceinline__ void tile_product(float (&acc)[4][4], const float* __
 }
 
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z, 2) mlp_backward(KERNEL_ARGS) {
+  LEARN_GRID_DEP_WAIT();  // first: a PDL launch may start before the previous kernel ends
   static_assert(TILE_X == 4 * WG_X && TILE_Y == 4 * WG_Y, "each thread owns a 4 x 4 block");
   static_assert((WG_Z - 1) * THREADS * 16 <= WG_Z * STAGE, "the groups' partial tiles fit in the staging memory");
   static_assert(XN * THREADS == TILE_K * TILE_X && YN * THREADS == TILE_K * TILE_Y, "the threads stage whole tiles");
@@ -8914,6 +8932,7 @@ __device__ __forceinline__ unsigned int forward_tiles(unsigned int n_out, unsign
 }
 
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KERNEL_ARGS) {
+  LEARN_GRID_DEP_WAIT();  // first: a PDL launch may start before the previous kernel ends
   static_assert(TILE_X == 4 * WG_X && TILE_Y == 4 * WG_Y, "each thread owns a 4 x 4 block");
   static_assert((WG_Z - 1) * THREADS * 16 <= WG_Z * STAGE, "the groups' partial tiles fit in the staging memory");
   static_assert(WN * THREADS == TILE_K * TILE_X && XN * THREADS == TILE_K * TILE_Y, "the threads stage whole tiles");
@@ -9686,11 +9705,13 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) philox_stream(K
 // rounds on 8 blocks.
 // Exact: integer shuffle and plain copies.
 #include "grid.cuh"
+#include "learn_common.cuh"
 #include "shuffle.cuh"
 
 #define COPY_BATCH 8u
 
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) ppo_gather(KERNEL_ARGS) {
+  LEARN_GRID_DEP_WAIT();  // first: a PDL launch may start before the previous kernel ends
   __shared__ unsigned int rows[WG_X];
   const unsigned int lid = threadIdx.x;
   const unsigned int per = u.rows;
@@ -9769,6 +9790,7 @@ __device__ __forceinline__ float team_reduce(float v, bool take_max) {
 }
 
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) ppo_loss(KERNEL_ARGS) {
+  LEARN_GRID_DEP_WAIT();  // first: a PDL launch may start before the previous kernel ends
   static_assert(WG_X == 32, "a team is one warp");
   __shared__ float red[THREADS];
   const unsigned int g = (unsigned int)flat_block_id();

@@ -24,7 +24,7 @@
  * Params layout: the actor's flat buffer then the critic's (the collectors' nets buffer starts
  * the same way, so `copyParamsTo` refreshes a collector with one device copy).
  */
-import type { Backend, DeviceBuffer, Dispatch } from '../backend/types.js';
+import type { Backend, DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import type { PpoConfig } from '../config.js';
 import { type AdamHyper, adamBiasCorrection, adamStepDispatch } from '../kernels/adam_step.js';
 import {
@@ -97,6 +97,28 @@ export interface DevicePpoLearnerInit {
    * CPU); 64 is the earlier 8-workgroup gather, for comparison.
    */
   gatherRows?: number;
+  /**
+   * Launch the update's kernels with Programmatic Dependent Launch where the backend can (CUDA on
+   * sm_90+; default true): each may start while the previous one finishes and waits in-kernel
+   * (LEARN_GRID_DEP_WAIT), which saves the launch gap between dependent kernels. Same results;
+   * false launches plainly, for comparison.
+   */
+  pdl?: boolean;
+}
+
+/** The kernels of the update whose CUDA source begins with LEARN_GRID_DEP_WAIT, so PDL is safe. */
+const PDL_KERNELS = new Set(['ppo_gather', 'mlp_forward', 'mlp_backward', 'ppo_loss', 'adam_step']);
+const pdlSpecs = new WeakMap<KernelSpec, KernelSpec>();
+
+/** `d` launched with PDL (one spec object per kernel spec, so backends cache it once). */
+function withPdl(d: Dispatch): Dispatch {
+  if (!PDL_KERNELS.has(d.kernel.name)) return d;
+  let kernel = pdlSpecs.get(d.kernel);
+  if (kernel === undefined) {
+    kernel = { ...d.kernel, pdl: true };
+    pdlSpecs.set(d.kernel, kernel);
+  }
+  return { ...d, kernel };
 }
 
 function sameRollout(a: DevicePpoRollout, b: DevicePpoRollout): boolean {
@@ -118,6 +140,8 @@ export class DevicePpoLearner {
   private readonly key: [number, number];
   private readonly hyper: AdamHyper;
   private readonly graphs: boolean;
+  /** DevicePpoLearnerInit.pdl. */
+  readonly pdl: boolean;
   /** ppo_gather samples per workgroup (DevicePpoLearnerInit.gatherRows). */
   private readonly gatherRows: number;
   private cached: {
@@ -155,6 +179,7 @@ export class DevicePpoLearner {
     this.key = seedToKey(init.seed);
     this.hyper = { lr: cfg.lr, maxGradNorm: cfg.maxGradNorm };
     this.graphs = init.graphs ?? true;
+    this.pdl = init.pdl ?? true;
     const p = this.plan;
     this.buffers = {
       ...createMlpBuffers(backend, p, 'ppo', LOSS_PARTS * lossGroups(p.batch)),
@@ -298,8 +323,9 @@ export class DevicePpoLearner {
         );
       }
     }
-    this.cached = { rollout: { ...rollout, sections: { ...rollout.sections } }, dispatches };
-    return dispatches;
+    const launched = this.pdl ? dispatches.map(withPdl) : dispatches;
+    this.cached = { rollout: { ...rollout, sections: { ...rollout.sections } }, dispatches: launched };
+    return launched;
   }
 
   /** Writes the schedule of update number `update` (the next `steps` Adam steps) and zeroes the statistics. */

@@ -121,6 +121,8 @@ export interface BenchTrainOptions {
   dwSplit?: boolean | number | 'most';
   /** ppo_gather samples per workgroup (DevicePpoLearnerInit.gatherRows; default the backend's). */
   gatherRows?: number;
+  /** Launch the update's kernels with PDL where the backend can (DevicePpoLearnerInit.pdl; default true). */
+  pdl?: boolean;
   /** Skip the validation backtest (large settings: it does not depend on N). */
   validate?: boolean;
   /** Repeats when timing each launch of one step alone (default 20). */
@@ -148,6 +150,7 @@ export async function benchPpoTrain(o: BenchTrainOptions): Promise<BenchTrainRes
     seed,
     dwSplit: o.dwSplit,
     gatherRows: o.gatherRows,
+    pdl: o.pdl,
   });
   let collector: PpoDeviceCollector | null = null;
   let rollout: DevicePpoRollout;

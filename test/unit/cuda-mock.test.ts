@@ -124,6 +124,33 @@ describe.skipIf(!cc)('CUDA backend over the mock driver (skipped: no C compiler 
     backend.destroyBuffer(words);
   });
 
+  it('launches a pdl kernel with cuLaunchKernelEx and programmatic stream serialization, also in graphs', async () => {
+    const uniforms = { n: 1, stream: 0, base: 0, step: 0, key0: 0, key1: 0 };
+    const pdl: KernelSpec = { ...philoxStreamSpec, pdl: true };
+    // The mock writes the attribute id 6 and its value 1 after the 32-byte parameter block (u32 18, 19).
+    const launched = async (spec: KernelSpec, captured: boolean) => {
+      const words = backend.createBuffer(256, 'words');
+      const d: Dispatch = { kernel: spec, buffers: [words], uniforms, groups: [3, 1, 1] };
+      if (captured) {
+        const seq = backend.capture([d]);
+        seq.replay();
+        seq.destroy();
+      } else {
+        backend.run([d]);
+      }
+      const got = new Uint32Array(await backend.download(words));
+      backend.destroyBuffer(words);
+      expect(got[0]).toBe(MAGIC);
+      expect(Array.from(got.subarray(2, 5))).toEqual([3, 1, 1]);
+      return Array.from(got.subarray(18, 20));
+    };
+    expect(await launched(pdl, false)).toEqual([6, 1]);
+    expect(await launched(pdl, true)).toEqual([6, 1]);
+    // A plain spec goes through cuLaunchKernel: nothing after the parameter block.
+    expect(await launched(philoxStreamSpec, false)).toEqual([0, 0]);
+    expect(await launched(philoxStreamSpec, true)).toEqual([0, 0]);
+  });
+
   it('compiles a kernel for the device arch with its constants defined, from the real source and headers', async () => {
     const spec: KernelSpec = { ...philoxStreamSpec, constants: { UNROLL: 4, SLOPE: 0.01 } };
     const words = backend.createBuffer(256, 'words');

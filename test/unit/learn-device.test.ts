@@ -7,6 +7,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { CpuBackend, createCpuBackend } from '../../src/backend/cpu/index.js';
+import { kernelSource } from '../../src/backend/cuda/sources.js';
 import { createBackend } from '../../src/backend/index.js';
 import { type Backend, BackendUnavailableError, type Dispatch } from '../../src/backend/types.js';
 import { defaultConfig, type PpoConfig } from '../../src/config.js';
@@ -205,6 +206,41 @@ describe('DevicePpoLearner', () => {
     const { actor, critic } = init();
     expect(Array.from(got.subarray(0, actor.length))).toEqual(Array.from(actor));
     expect(Array.from(got.subarray(actor.length, actor.length + critic.length))).toEqual(Array.from(critic));
+  });
+
+  it('launches the update with PDL by default, only kernels whose CUDA source waits first; pdl: false launches plainly', async () => {
+    const backend = createCpuBackend();
+    backends.push(backend);
+    const run = async (pdl: boolean | undefined) => {
+      const dev = learner(backend, pdl === undefined ? {} : { pdl });
+      const r = uploadPpoRollout(backend, hostRollout(), STATE);
+      const flagged = dev
+        .updateDispatches(r)
+        .filter((d) => d.kernel.pdl)
+        .map((d) => d.kernel.name);
+      const s = await dev.update(r, 0);
+      const p = await dev.readParams();
+      dev.destroy();
+      return { flagged: new Set(flagged), s, p };
+    };
+    const on = await run(undefined);
+    expect([...on.flagged].sort()).toEqual([
+      'adam_step',
+      'mlp_backward',
+      'mlp_forward',
+      'ppo_gather',
+      'ppo_loss',
+    ]);
+    // A PDL launch may start before the previous kernel ends: its first statement must be the wait.
+    for (const name of on.flagged) {
+      const src = kernelSource(name).source;
+      const body = src.slice(src.indexOf(`${name}(KERNEL_ARGS) {`));
+      expect(body.split('\n')[1].trim(), name).toMatch(/^LEARN_GRID_DEP_WAIT\(\);/);
+    }
+    const off = await run(false);
+    expect(off.flagged.size).toBe(0);
+    expect(off.s).toEqual(on.s);
+    expect(Buffer.from(off.p.actor.buffer).equals(Buffer.from(on.p.actor.buffer))).toBe(true);
   });
 
   it("reads collect_ppo's output sections where the collector writes them", () => {

@@ -9,10 +9,11 @@
  * exists if its name appears as ` <name>(` in it. Events read a clock that advances 1 ms per
  * launch. Stream capture records launches and cuGraphLaunch performs them. A launch asking for more
  * dynamic shared memory than its function's cuFuncSetAttribute allowance (48 KiB by default) fails
- * with CUDA_ERROR_INVALID_VALUE, as on a GPU. cuLaunchKernelEx takes one cluster-dimension
- * attribute; it refuses a grid that is not a multiple of the cluster, or a cluster of more than 8
- * blocks unless the function allows non-portable sizes (then at most 16), and writes the cluster
- * dimensions as three more u32 after the parameter block. Setting
+ * with CUDA_ERROR_INVALID_VALUE, as on a GPU. cuLaunchKernelEx takes one attribute: a cluster
+ * dimension, or programmatic stream serialization (PDL) set to 1. It refuses a grid that is not a
+ * multiple of the cluster, or a cluster of more than 8 blocks unless the function allows
+ * non-portable sizes (then at most 16), and writes the cluster dimensions as three more u32 after
+ * the parameter block; a PDL launch writes the u32 pair 6, 1 (the attribute and its value) there. Setting
  * FOXHUNT_MOCK_FAULT makes cuStreamSynchronize fail with CUDA_ERROR_ILLEGAL_ADDRESS.
  */
 #include <stdint.h>
@@ -39,6 +40,7 @@ typedef struct {
   size_t size;
   unsigned char params[256];
   unsigned cluster[3]; /* all 0 for cuLaunchKernel */
+  unsigned pdl;        /* 1: launched with programmatic stream serialization */
 } Launch;
 
 typedef struct {
@@ -175,13 +177,17 @@ static void perform(const Launch* l) {
   out[9] = (uint32_t)l->size;
   memcpy(out + 10, l->params, l->size);
   if (l->cluster[0] != 0) memcpy((unsigned char*)(out + 10) + l->size, l->cluster, sizeof l->cluster);
+  if (l->pdl) {
+    const unsigned mark[2] = {6, 1};
+    memcpy((unsigned char*)(out + 10) + l->size, mark, sizeof mark);
+  }
 }
 
 CUresult cuLaunchKernel(Function* fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned shared, Stream* s, void** kernelParams, void** extra) {
   if (kernelParams != NULL) return INVALID_VALUE; /* foxhunt passes one packed block via `extra` */
   if (shared > (unsigned)fn->max_dynamic_shared) return INVALID_VALUE;
-  Launch l = {fn, {gx, gy, gz, bx, by, bz, shared}, 0, {0}, {0, 0, 0}};
+  Launch l = {fn, {gx, gy, gz, bx, by, bz, shared}, 0, {0}, {0, 0, 0}, 0};
   if (extra) {
     if (extra[0] != (void*)1 || extra[2] != (void*)2 || extra[4] != (void*)0) return INVALID_VALUE;
     l.size = *(size_t*)extra[3];
@@ -206,6 +212,7 @@ typedef struct {
     struct {
       unsigned x, y, z;
     } clusterDim;
+    int programmaticStreamSerializationAllowed;
   } value;
 } LaunchAttribute;
 typedef struct {
@@ -216,14 +223,30 @@ typedef struct {
 } LaunchConfig;
 
 CUresult cuLaunchKernelEx(const LaunchConfig* c, Function* fn, void** kernelParams, void** extra) {
-  if (c->numAttrs != 1 || c->attrs[0].id != 4) return INVALID_VALUE; /* CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION */
+  if (c->numAttrs != 1) return INVALID_VALUE;
+  const unsigned seq = sequence;
+  if (c->attrs[0].id == 6) { /* CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION */
+    if (c->attrs[0].value.programmaticStreamSerializationAllowed != 1) return INVALID_VALUE;
+    CUresult r = cuLaunchKernel(fn, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2],
+                                c->shared, c->stream, kernelParams, extra);
+    if (r != OK) return r;
+    if (c->stream && c->stream->capturing) {
+      c->stream->pending[c->stream->count - 1].pdl = 1;
+    } else if (sequence != seq && extra && *(size_t*)extra[3] >= 8) {
+      const unsigned mark[2] = {6, 1};
+      CUdeviceptr first;
+      memcpy(&first, extra[1], 8);
+      memcpy((unsigned char*)(uintptr_t)first + 40 + *(size_t*)extra[3], mark, sizeof mark);
+    }
+    return OK;
+  }
+  if (c->attrs[0].id != 4) return INVALID_VALUE; /* CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION */
   const unsigned* cl = &c->attrs[0].value.clusterDim.x;
   const unsigned size = cl[0] * cl[1] * cl[2];
   if (size == 0 || size > (fn->non_portable_cluster ? 16u : 8u)) return INVALID_VALUE;
   for (int i = 0; i < 3; i++)
     if (c->grid[i] % cl[i] != 0) return INVALID_VALUE;
   /* Everything else as cuLaunchKernel, with the cluster recorded. */
-  const unsigned seq = sequence;
   CUresult r = cuLaunchKernel(fn, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2], c->shared,
                               c->stream, kernelParams, extra);
   if (r != OK) return r;

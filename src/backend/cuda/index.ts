@@ -189,8 +189,14 @@ export class CudaBackend implements Backend, GraphCapable {
         );
         continue;
       }
+      // PDL needs sm_90; the kernel's own wait compiles away below it, so a plain launch is the same.
+      const launch =
+        d.kernel.pdl && this.device.computeMajor >= 9
+          ? this.native.launchKernelPdl
+          : this.native.launchKernel;
       guarded(() =>
-        this.native.launchKernel(
+        launch.call(
+          this.native,
           fn,
           d.groups[0],
           d.groups[1],

@@ -94,6 +94,22 @@ export interface CudaNative {
     clusterY: number,
     clusterZ: number,
   ): void;
+  /**
+   * launchKernel with programmatic stream serialization (cuLaunchKernelEx; KernelSpec.pdl); a
+   * plain launch where the driver has no cuLaunchKernelEx.
+   */
+  launchKernelPdl(
+    fn: Handle,
+    gridX: number,
+    gridY: number,
+    gridZ: number,
+    blockX: number,
+    blockY: number,
+    blockZ: number,
+    sharedBytes: number,
+    stream: Handle,
+    params: Uint8Array,
+  ): void;
   streamCreate(): Handle;
   streamDestroy(stream: Handle): void;
   streamSynchronize(stream: Handle): void;

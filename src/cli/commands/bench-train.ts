@@ -14,7 +14,7 @@ import { type Command, UserError } from '../main.js';
 
 const usage = `usage: foxhunt bench train --algo ppo [--backend auto|cuda|webgpu|cpu] [--episodes N] [--steps L]
                            [--large-episodes N2] [--repeats R] [--seed S] [--dw-split on|off|most|W]
-                           [--gather-rows G] [--json]
+                           [--gather-rows G] [--pdl on|off] [--json]
 
 Times a PPO epoch per phase on the built-in synthetic market: collect (collect_ppo on the device),
 update (the device learner: every minibatch step of the update in one submission, a CUDA graph
@@ -39,6 +39,9 @@ kernels' TS references); pass --episodes, --steps or --large-episodes to overrid
                          plan), within W workgroups per launch, or none (off: the earlier kernels)
   --gather-rows G        CUDA, WebGPU: ppo_gather samples per workgroup, 1-64 (default 4: 128
                          workgroups per 512-sample minibatch; 64 is the earlier 8-workgroup gather)
+  --pdl on|off           CUDA on sm_90+: launch the update's kernels with Programmatic Dependent
+                         Launch, each waiting in-kernel for the previous one (on, the default), or
+                         plainly (off: the earlier launches); same results
   --json                 one JSON object on stdout instead of the table`;
 
 const BACKENDS = ['auto', 'cuda', 'webgpu', 'cpu'];
@@ -96,6 +99,7 @@ async function run(args: string[]): Promise<number> {
       seed: { type: 'string' },
       'dw-split': { type: 'string' },
       'gather-rows': { type: 'string' },
+      pdl: { type: 'string' },
       json: { type: 'boolean' },
     },
     usage,
@@ -118,6 +122,8 @@ async function run(args: string[]): Promise<number> {
     dwSplitFlag === 'on' || dwSplitFlag === 'off' || dwSplitFlag === 'most'
       ? { on: true, off: false, most: 'most' as const }[dwSplitFlag]
       : Number(dwSplitFlag);
+  const pdlFlag = (values.pdl as string | undefined) ?? 'on';
+  if (pdlFlag !== 'on' && pdlFlag !== 'off') throw new UserError(`--pdl must be on or off, got "${pdlFlag}"`);
   const gatherRowsFlag = values['gather-rows'] as string | undefined;
   const gatherRows = gatherRowsFlag === undefined ? undefined : Number(gatherRowsFlag);
   if (gatherRows !== undefined && (!/^\d+$/.test(gatherRowsFlag!) || gatherRows < 1 || gatherRows > 64)) {
@@ -172,6 +178,7 @@ async function run(args: string[]): Promise<number> {
         repeats,
         dwSplit,
         gatherRows,
+        pdl: pdlFlag === 'on',
         kernelRepeats: cpu ? 1 : 20,
         onProgress: (line) => log(`  ${line}`),
       });
@@ -185,7 +192,9 @@ async function run(args: string[]): Promise<number> {
       );
       return 0;
     }
-    console.log(`bench train ppo on ${backend.kind}: ${backend.info.device} (${backend.info.driver})`);
+    console.log(
+      `bench train ppo on ${backend.kind}: ${backend.info.device} (${backend.info.driver}), --pdl ${pdlFlag}`,
+    );
     for (const line of table(results)) console.log(`  ${line}`);
     for (const r of results) {
       const stepMs = r.stepKernels.reduce((t, k) => t + k.ms, 0);
