@@ -189,9 +189,10 @@ export class CudaBackend implements Backend, GraphCapable {
         );
         continue;
       }
-      // PDL needs sm_90; the kernel's own wait compiles away below it, so a plain launch is the same.
+      // PDL needs sm_90 (the kernel's own wait compiles away below it) and an addon built with
+      // launchKernelPdl (an older build keeps working); a plain launch gives the same results.
       const launch =
-        d.kernel.pdl && this.device.computeMajor >= 9
+        d.kernel.pdl && this.device.computeMajor >= 9 && typeof this.native.launchKernelPdl === 'function'
           ? this.native.launchKernelPdl
           : this.native.launchKernel;
       guarded(() =>
