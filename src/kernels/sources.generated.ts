@@ -8540,7 +8540,12 @@ __device__ __forceinline__ unsigned long long flat_thread_id() {
 // any global read or write. griddepcontrol.wait returns once the previous grid has completed and
 // its memory is visible, which is plain stream order; without PDL it returns at once. Below sm_90
 // (and in the host emulator, which has no __CUDA_ARCH__) it is nothing.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// LEARN_PDL_TRIGGER (a spec constant, --pdl early) also lets the next PDL kernel launch at once
+// (griddepcontrol.launch_dependents): it fires once every block of this grid has run it, so its
+// blocks are all resident by then, and the next kernel still waits for this one to complete.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(LEARN_PDL_TRIGGER)
+#define LEARN_GRID_DEP_WAIT() asm volatile("griddepcontrol.wait;\\n\\tgriddepcontrol.launch_dependents;" ::: "memory")
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define LEARN_GRID_DEP_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
 #else
 #define LEARN_GRID_DEP_WAIT() \\

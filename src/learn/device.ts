@@ -101,22 +101,32 @@ export interface DevicePpoLearnerInit {
    * Launch the update's kernels with Programmatic Dependent Launch where the backend can (CUDA on
    * sm_90+; default true): each may start while the previous one finishes and waits in-kernel
    * (LEARN_GRID_DEP_WAIT), which saves the launch gap between dependent kernels. Same results;
-   * false launches plainly, for comparison.
+   * false launches plainly, for comparison. 'early' (CUDA) also triggers the next kernel's launch
+   * as soon as every block of the current one is resident (LEARN_PDL_TRIGGER).
    */
-  pdl?: boolean;
+  pdl?: boolean | 'early';
 }
 
 /** The kernels of the update whose CUDA source begins with LEARN_GRID_DEP_WAIT, so PDL is safe. */
 const PDL_KERNELS = new Set(['ppo_gather', 'mlp_forward', 'mlp_backward', 'ppo_loss', 'adam_step']);
-const pdlSpecs = new WeakMap<KernelSpec, KernelSpec>();
+const pdlSpecs = {
+  wait: new WeakMap<KernelSpec, KernelSpec>(),
+  early: new WeakMap<KernelSpec, KernelSpec>(),
+};
 
-/** `d` launched with PDL (one spec object per kernel spec, so backends cache it once). */
-function withPdl(d: Dispatch): Dispatch {
+/**
+ * `d` launched with PDL (one spec object per kernel spec and mode, so backends cache it once);
+ * `early` adds the CUDA-only LEARN_PDL_TRIGGER constant (WGSL would reject an unknown override).
+ */
+function withPdl(d: Dispatch, early: boolean): Dispatch {
   if (!PDL_KERNELS.has(d.kernel.name)) return d;
-  let kernel = pdlSpecs.get(d.kernel);
+  const cache = early ? pdlSpecs.early : pdlSpecs.wait;
+  let kernel = cache.get(d.kernel);
   if (kernel === undefined) {
-    kernel = { ...d.kernel, pdl: true };
-    pdlSpecs.set(d.kernel, kernel);
+    kernel = early
+      ? { ...d.kernel, pdl: true, constants: { ...d.kernel.constants, LEARN_PDL_TRIGGER: 1 } }
+      : { ...d.kernel, pdl: true };
+    cache.set(d.kernel, kernel);
   }
   return { ...d, kernel };
 }
@@ -141,7 +151,7 @@ export class DevicePpoLearner {
   private readonly hyper: AdamHyper;
   private readonly graphs: boolean;
   /** DevicePpoLearnerInit.pdl. */
-  readonly pdl: boolean;
+  readonly pdl: boolean | 'early';
   /** ppo_gather samples per workgroup (DevicePpoLearnerInit.gatherRows). */
   private readonly gatherRows: number;
   private cached: {
@@ -323,7 +333,8 @@ export class DevicePpoLearner {
         );
       }
     }
-    const launched = this.pdl ? dispatches.map(withPdl) : dispatches;
+    const early = this.pdl === 'early' && this.backend.kind === 'cuda';
+    const launched = this.pdl ? dispatches.map((d) => withPdl(d, early)) : dispatches;
     this.cached = { rollout: { ...rollout, sections: { ...rollout.sections } }, dispatches: launched };
     return launched;
   }

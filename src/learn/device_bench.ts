@@ -122,7 +122,7 @@ export interface BenchTrainOptions {
   /** ppo_gather samples per workgroup (DevicePpoLearnerInit.gatherRows; default the backend's). */
   gatherRows?: number;
   /** Launch the update's kernels with PDL where the backend can (DevicePpoLearnerInit.pdl; default true). */
-  pdl?: boolean;
+  pdl?: boolean | 'early';
   /** Skip the validation backtest (large settings: it does not depend on N). */
   validate?: boolean;
   /** Repeats when timing each launch of one step alone (default 20). */

@@ -51,6 +51,30 @@ describe('CUDA kernel sources', () => {
       // The exported entry point has the kernel's unmangled name (extern "C"), as cuModuleGetFunction needs.
       expect(readFileSync(out).includes(Buffer.from(`\0${name}\0`))).toBe(true);
     });
+    it('adam_step begins with the PDL wait, and with LEARN_PDL_TRIGGER (--pdl early) also triggers its dependents', () => {
+      const ptxOf = (constants: Record<string, number>) => {
+        const src = join(dir, 'adam_step_pdl.cu');
+        const spec = {
+          ...kernels.adam_step.spec,
+          constants: { ...kernels.adam_step.spec.constants, ...constants },
+        };
+        writeFileSync(src, cudaPreamble(spec) + readFileSync(join(cudaDir, 'adam_step.cu'), 'utf8'));
+        const out = join(dir, 'adam_step_pdl.ptx');
+        const res = spawnSync(
+          nvcc!,
+          ['-ptx', ...compileOptions(9, 0), '-Werror', 'all-warnings', '-I', dir, '-o', out, src],
+          { encoding: 'utf8' },
+        );
+        expect(res.status, `${res.stderr}${res.stdout}`).toBe(0);
+        return readFileSync(out, 'utf8');
+      };
+      const plain = ptxOf({});
+      expect(plain).toMatch(/griddepcontrol\.wait;/);
+      expect(plain).not.toMatch(/griddepcontrol\.launch_dependents;/);
+      expect(ptxOf({ LEARN_PDL_TRIGGER: 1 })).toMatch(
+        /griddepcontrol\.wait;\s+griddepcontrol\.launch_dependents;/,
+      );
+    });
   });
 });
 

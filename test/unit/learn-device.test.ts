@@ -237,6 +237,14 @@ describe('DevicePpoLearner', () => {
       const body = src.slice(src.indexOf(`${name}(KERNEL_ARGS) {`));
       expect(body.split('\n')[1].trim(), name).toMatch(/^LEARN_GRID_DEP_WAIT\(\);/);
     }
+    // 'early' adds its trigger constant on CUDA only: WGSL would reject an unknown override.
+    const early = learner(backend, { pdl: 'early' });
+    const earlyKernels = early
+      .updateDispatches(uploadPpoRollout(backend, hostRollout(), STATE))
+      .map((d) => d.kernel);
+    expect(new Set(earlyKernels.filter((k) => k.pdl).map((k) => k.name))).toEqual(on.flagged);
+    expect(earlyKernels.some((k) => k.constants?.LEARN_PDL_TRIGGER !== undefined)).toBe(false);
+    early.destroy();
     const off = await run(false);
     expect(off.flagged.size).toBe(0);
     expect(off.s).toEqual(on.s);

@@ -14,7 +14,7 @@ import { type Command, UserError } from '../main.js';
 
 const usage = `usage: foxhunt bench train --algo ppo [--backend auto|cuda|webgpu|cpu] [--episodes N] [--steps L]
                            [--large-episodes N2] [--repeats R] [--seed S] [--dw-split on|off|most|W]
-                           [--gather-rows G] [--pdl on|off] [--json]
+                           [--gather-rows G] [--pdl on|off|early] [--json]
 
 Times a PPO epoch per phase on the built-in synthetic market: collect (collect_ppo on the device),
 update (the device learner: every minibatch step of the update in one submission, a CUDA graph
@@ -39,9 +39,10 @@ kernels' TS references); pass --episodes, --steps or --large-episodes to overrid
                          plan), within W workgroups per launch, or none (off: the earlier kernels)
   --gather-rows G        CUDA, WebGPU: ppo_gather samples per workgroup, 1-64 (default 4: 128
                          workgroups per 512-sample minibatch; 64 is the earlier 8-workgroup gather)
-  --pdl on|off           CUDA on sm_90+: launch the update's kernels with Programmatic Dependent
-                         Launch, each waiting in-kernel for the previous one (on, the default), or
-                         plainly (off: the earlier launches); same results
+  --pdl on|off|early     CUDA on sm_90+: launch the update's kernels with Programmatic Dependent
+                         Launch, each waiting in-kernel for the previous one (on, the default), also
+                         triggering the next one's launch once all its blocks are resident (early),
+                         or plainly (off: the earlier launches); same results
   --json                 one JSON object on stdout instead of the table`;
 
 const BACKENDS = ['auto', 'cuda', 'webgpu', 'cpu'];
@@ -123,7 +124,9 @@ async function run(args: string[]): Promise<number> {
       ? { on: true, off: false, most: 'most' as const }[dwSplitFlag]
       : Number(dwSplitFlag);
   const pdlFlag = (values.pdl as string | undefined) ?? 'on';
-  if (pdlFlag !== 'on' && pdlFlag !== 'off') throw new UserError(`--pdl must be on or off, got "${pdlFlag}"`);
+  if (!['on', 'off', 'early'].includes(pdlFlag)) {
+    throw new UserError(`--pdl must be on, off or early, got "${pdlFlag}"`);
+  }
   const gatherRowsFlag = values['gather-rows'] as string | undefined;
   const gatherRows = gatherRowsFlag === undefined ? undefined : Number(gatherRowsFlag);
   if (gatherRows !== undefined && (!/^\d+$/.test(gatherRowsFlag!) || gatherRows < 1 || gatherRows > 64)) {
@@ -178,7 +181,7 @@ async function run(args: string[]): Promise<number> {
         repeats,
         dwSplit,
         gatherRows,
-        pdl: pdlFlag === 'on',
+        pdl: pdlFlag === 'early' ? ('early' as const) : pdlFlag === 'on',
         kernelRepeats: cpu ? 1 : 20,
         onProgress: (line) => log(`  ${line}`),
       });
