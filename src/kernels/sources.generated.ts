@@ -8224,7 +8224,7 @@ struct SplitkNets {
                           TF32_IN>;
   using Cur0 = DenseSplitK<C::IN, C::HIDDEN, ACT_LEAKY, R, C::L0_W, C::L0_B, C::IN>;
   using Cur1 = DenseSplitK<C::HIDDEN, C::OUT, ACT_NONE, R, C::L1_W, C::L1_B, C::HIDDEN>;
-  static constexpr int max2(int a, int b) { return a > b ? a : b; }
+  __host__ __device__ static constexpr int max2(int a, int b) { return a > b ? a : b; }
   static constexpr int PART = max2(max2(max2(Trunk0::PART, Trunk1::PART), max2(Hidden::PART, Out::PART)),
                                    max2(Cur0::PART, Cur1::PART));
 };
