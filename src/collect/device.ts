@@ -28,6 +28,7 @@ import {
   dqnWorkgroupBytes,
   HeadCode,
 } from '../kernels/collect_dqn.js';
+import { QUAD_MQ, QUAD2_MAX_ROWS } from '../kernels/collect_engine.js';
 import { envUniforms, type OutputLayout, outputBytes, sectionViews } from '../kernels/collect_layout.js';
 import {
   type CollectPpoOptions,
@@ -59,12 +60,12 @@ export interface TileShape {
   tj: number;
   kt: number;
   tauRows: number;
-  /** WGSL tile engine (CollectDqnOptions.engine): 0 scalar, 1 quad blocks; CUDA ignores it. */
+  /** WGSL tile engine (CollectDqnOptions.engine): 0 scalar, 1 quad blocks, 2 unrolled quads; CUDA ignores it. */
   engine?: number;
 }
 
 /**
- * Rows per tile from which WebGPU takes the quad engine (1): with fewer rows its quads of 4
+ * Rows per tile from which WebGPU takes a quad engine (2, else 1 for DQN): with fewer rows its quads of 4
  * outputs leave threads idle (a 256-wide layer has 64 quads), so small tiles keep engine 0,
  * which spreads single outputs over every thread.
  */
@@ -204,12 +205,16 @@ export function chooseTile(
         if (actTaus % r === 0) tauCandidates.push(r);
     for (const tauRows of tauCandidates) {
       for (const kt of override.kt !== undefined ? [override.kt] : [32, 16, 8, 4]) {
-        // The quad engine where it measured faster: the plain DQN head on a GPU with the rows for
-        // it (QUAD_ENGINE_MIN_ROWS; H200 at 17bcf1a, N = 65,536: 17.3M env-steps/s vs 13.9M).
-        // PPO ran 4.4x slower with it there (1.04M vs 4.62M), C51 and IQN are unmeasured, and a
-        // software adapter (lavapipe, a CPU) ran it 1.6x slower (16-row tiles): engine 0.
-        const quad = algo === 'dqn' && !cuda && !software && e * tauRows >= QUAD_ENGINE_MIN_ROWS;
-        const engine = override.engine ?? (quad ? 1 : 0);
+        // The unrolled quad engine (2) where it measured fastest: the plain DQN head and PPO on a
+        // GPU with the rows for it (QUAD_ENGINE_MIN_ROWS) and at most QUAD2_MAX_ROWS rows per
+        // thread. H200 at ff1baad, N = 65,536: DQN 18.1M env-steps/s (engine 1 17.1M, engine 0
+        // 13.9M); PPO 6.73M (engine 0 4.67M, engine 1 1.06M). C51 and IQN are unmeasured, and a
+        // software adapter (lavapipe, a CPU) ran the quad engines slower: engine 0 there.
+        const rows = e * tauRows;
+        const quad = (algo === 'dqn' || algo === 'ppo') && !cuda && !software && rows >= QUAD_ENGINE_MIN_ROWS;
+        const quadGroups = threads / ((algo === 'ppo' ? 512 : 256) / (4 * QUAD_MQ));
+        const unrolled = Math.ceil(rows / quadGroups) <= QUAD2_MAX_ROWS;
+        const engine = override.engine ?? (quad ? (unrolled ? 2 : algo === 'dqn' ? 1 : 0) : 0);
         const shape: TileShape = { tileEpisodes: e, threads, tj, kt, tauRows, engine };
         if (fits(shape) || (cudaWide && e > staticMax && cudaSharedFits(backend, algo, e))) return shape;
       }

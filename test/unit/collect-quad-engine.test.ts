@@ -45,14 +45,16 @@ const dqn = (
 });
 
 describe('WGSL quad engine', () => {
-  it('plain DQN on a WebGPU GPU takes it from 16 rows; small tiles, CUDA, software, PPO keep 0', () => {
+  it('plain DQN and PPO on a WebGPU GPU take the unrolled quad engine from 16 rows; small tiles, CUDA, software, C51 keep 0', () => {
     const gpu = backendOf('webgpu');
     const fits = (t: { tileEpisodes: number; kt: number; engine?: number }) =>
       dqnWorkgroupBytes({ ...dqn(t.tileEpisodes, t.engine ?? 0), kt: t.kt }) <= 48 * 1024;
     const big = chooseTile('dqn', 65536, gpu, 32, {}, fits);
-    expect(big).toMatchObject({ tileEpisodes: 32, engine: 1, kt: 8 });
-    // Only where it measured faster on the H200: PPO (4.4x slower there), C51 and IQN keep 0.
-    expect(chooseTile('ppo', 65536, gpu, 32).engine).toBe(0);
+    expect(big).toMatchObject({ tileEpisodes: 32, engine: 2, kt: 8 });
+    // H200 at ff1baad, N = 65,536: engine 2 fastest for DQN and PPO. PPO at 16 rows (4 a thread)
+    // takes it; with more rows a thread than engine 2 holds, PPO keeps 0 (engine 1 ran 4.4x slower).
+    expect(chooseTile('ppo', 65536, gpu, 32, {}, (t) => t.tileEpisodes <= 16).engine).toBe(2);
+    expect(chooseTile('ppo', 65536, gpu, 32, { tileEpisodes: 32 }, () => true).engine).toBe(0);
     expect(chooseTile('c51', 65536, gpu, 51).engine).toBe(0);
     expect(chooseTile('dqn', 128, gpu, 32, {}, fits).engine).toBe(0);
     expect(QUAD_ENGINE_MIN_ROWS).toBe(16);
