@@ -11,7 +11,8 @@
 // out_j + b * out_j + o]. A job whose input was split (xSplits_j > 1) stages its inputs as
 // act(xBOff_j bias + slice 0 + slice 1 + ...) from acts[xScr_j ..] (the previous launch's stores are
 // visible: dispatches in a pass are ordered), and its workgroups of output column 0 store them at
-// xOff_j too, where the backward pass reads the activations.
+// xOff_j too, where the backward pass reads the activations. Only pipelines with SPLIT_IN = 1 (spec
+// constant) read split inputs; the others ignore xSplits_j.
 // Workgroup: WG_X x WG_Y x WG_Z threads own a TILE_X (outputs) x TILE_Y (rows) tile; flat workgroup
 // id = tiles of job 0 (x splits_0: tile t slice s is workgroup t * splits_0 + s), then of job 1. Thread (x, y) of k-group z computes the 4 x 4 outputs 4x.. x
 // rows 4y.. over the k-tiles z, z + WG_Z, ... (TILE_K inputs each, staged k-major in workgroup
@@ -75,8 +76,10 @@ struct Staged {
 
 // Input x[b, k] of a job (b < batch, k < n_in): the activation in acts, or the previous layer's
 // slices summed from its bias and activated; stored at x_off when `store_x` (output column 0).
+// SPLIT_IN = 0 (no job of the launch reads a split input): the constant condition folds the rest
+// away, so the staged loads of load_tile are plain reads the compiler issues together.
 fn input_at(job: Job, b: u32, k: u32, store_x: bool) -> f32 {
-  if (job.x_splits <= 1u) {
+  if (SPLIT_IN == 0 || job.x_splits <= 1u) {
     return acts[job.x_off + b * job.n_in + k];
   }
   var a = params[job.x_b_off + k];
@@ -156,7 +159,7 @@ fn mlp_forward(
   let k_begin = min(slice * slice_len, job.n_in);
   let k_end = min(k_begin + slice_len, job.n_in);
   let tx = (job.n_out + TILE_X - 1u) / TILE_X;
-  let store_x = job.x_splits > 1u && t % tx == 0u;
+  let store_x = SPLIT_IN == 1 && job.x_splits > 1u && t % tx == 0u;
   let out0 = (t % tx) * TILE_X;
   let row0 = (t / tx) * TILE_Y;
   let z = lid.z;

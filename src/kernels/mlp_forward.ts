@@ -35,15 +35,20 @@ const FIELDS = ['in', 'out', 'wOff', 'bOff', 'xOff', 'yOff', 'act'] as const;
 /** K split of job j (WGSL twin only): its slices, and its input's slices (see the file comment). */
 const SPLIT_FIELDS = ['splits', 'yScr', 'xSplits', 'xScr', 'xBOff', 'xAct'] as const;
 
-const variants = new Map<number, KernelSpec>();
+const variants = new Map<string, KernelSpec>();
 
 /**
  * The kernel with `kSplit` k-groups of 8 x 16 threads per workgroup (WG_Z): 4 on CUDA, as many as
- * a WebGPU device's workgroup limits allow (kSplitFor in src/learn/device_mlp.ts). One spec object
- * per value, so backends cache one pipeline each.
+ * a WebGPU device's workgroup limits allow (kSplitFor in src/learn/device_mlp.ts). `splitIn` (the
+ * SPLIT_IN constant) is 1 only for launches with a job whose input was split: with 0 the staging
+ * loads are plain reads of `acts`, the slice-summing branch folded away when the pipeline is built
+ * (on WebGPU that branch in every staged load kept the loads from issuing together and made every
+ * forward launch ~1.8x slower on the H200). One spec object per (kSplit, splitIn), so backends
+ * cache one pipeline each.
  */
-export function mlpForwardSpecFor(kSplit: number): KernelSpec {
-  let spec = variants.get(kSplit);
+export function mlpForwardSpecFor(kSplit: number, splitIn: 0 | 1 = 0): KernelSpec {
+  const key = `${kSplit}|${splitIn}`;
+  let spec = variants.get(key);
   if (!spec) {
     spec = {
       name: 'mlp_forward',
@@ -57,9 +62,9 @@ export function mlpForwardSpecFor(kSplit: number): KernelSpec {
         ...[0, 1].flatMap((j) => SPLIT_FIELDS.map((f) => ({ name: `${f}${j}`, type: 'u32' as const }))),
       ],
       workgroupSize: [8, 16, kSplit],
-      constants: { TILE_X: 32, TILE_Y: 64, TILE_K: 16 },
+      constants: { TILE_X: 32, TILE_Y: 64, TILE_K: 16, SPLIT_IN: splitIn },
     };
-    variants.set(kSplit, spec);
+    variants.set(key, spec);
   }
   return spec;
 }
@@ -128,8 +133,9 @@ export function mlpForwardDispatch(
     }
   }
   const tiles = jobs.reduce((t, job) => t + tilesOf(job.layer.out, batch) * (job.split?.splits ?? 1), 0);
+  const splitIn = jobs.some((job) => (job.xSplit?.splits ?? 1) > 1) ? 1 : 0;
   return {
-    kernel: mlpForwardSpecFor(kSplit),
+    kernel: mlpForwardSpecFor(kSplit, splitIn),
     buffers: [params, acts],
     uniforms: { batch, ...jobUniforms(jobs[0], 0), ...jobUniforms(jobs[1], 1) },
     groups: grid1d(tiles),

@@ -5385,7 +5385,8 @@ fn mlp_backward(
 // out_j + b * out_j + o]. A job whose input was split (xSplits_j > 1) stages its inputs as
 // act(xBOff_j bias + slice 0 + slice 1 + ...) from acts[xScr_j ..] (the previous launch's stores are
 // visible: dispatches in a pass are ordered), and its workgroups of output column 0 store them at
-// xOff_j too, where the backward pass reads the activations.
+// xOff_j too, where the backward pass reads the activations. Only pipelines with SPLIT_IN = 1 (spec
+// constant) read split inputs; the others ignore xSplits_j.
 // Workgroup: WG_X x WG_Y x WG_Z threads own a TILE_X (outputs) x TILE_Y (rows) tile; flat workgroup
 // id = tiles of job 0 (x splits_0: tile t slice s is workgroup t * splits_0 + s), then of job 1. Thread (x, y) of k-group z computes the 4 x 4 outputs 4x.. x
 // rows 4y.. over the k-tiles z, z + WG_Z, ... (TILE_K inputs each, staged k-major in workgroup
@@ -5449,8 +5450,10 @@ struct Staged {
 
 // Input x[b, k] of a job (b < batch, k < n_in): the activation in acts, or the previous layer's
 // slices summed from its bias and activated; stored at x_off when \`store_x\` (output column 0).
+// SPLIT_IN = 0 (no job of the launch reads a split input): the constant condition folds the rest
+// away, so the staged loads of load_tile are plain reads the compiler issues together.
 fn input_at(job: Job, b: u32, k: u32, store_x: bool) -> f32 {
-  if (job.x_splits <= 1u) {
+  if (SPLIT_IN == 0 || job.x_splits <= 1u) {
     return acts[job.x_off + b * job.n_in + k];
   }
   var a = params[job.x_b_off + k];
@@ -5530,7 +5533,7 @@ fn mlp_forward(
   let k_begin = min(slice * slice_len, job.n_in);
   let k_end = min(k_begin + slice_len, job.n_in);
   let tx = (job.n_out + TILE_X - 1u) / TILE_X;
-  let store_x = job.x_splits > 1u && t % tx == 0u;
+  let store_x = SPLIT_IN == 1 && job.x_splits > 1u && t % tx == 0u;
   let out0 = (t % tx) * TILE_X;
   let row0 = (t / tx) * TILE_Y;
   let z = lid.z;
@@ -8906,7 +8909,8 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z, 2) mlp_backward
 // acts[yScr_j + (s * batch + b) * out_j + o]. A job whose input was split (xSplits_j > 1) stages its
 // inputs as act(xBOff_j bias + slice 0 + slice 1 + ...) from acts[xScr_j ..] (the previous launch's
 // stores), and its blocks of output column 0 also store them at xOff_j, where the backward pass
-// reads the activations (no block of this launch reads xOff_j of a split input).
+// reads the activations (no block of this launch reads xOff_j of a split input). Only modules
+// with SPLIT_IN = 1 (spec constant) read split inputs; the others ignore xSplits_j.
 // Block: WG_X x WG_Y x WG_Z threads own a TILE_X (outputs) x TILE_Y (rows) tile; flat block id =
 // tiles of job 0 (x splits_0: tile t slice s is block t * splits_0 + s), then of job 1. Thread (x, y) of k-group z computes the 4 x 4 outputs 4x.. x rows
 // 4y.. over the k-tiles z, z + WG_Z, ... (TILE_K inputs each, staged k-major in shared memory, rows
@@ -8959,7 +8963,7 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KER
   const unsigned int k_begin = min(slice * slice_len, job.n_in);
   const unsigned int k_end = min(k_begin + slice_len, job.n_in);
   const unsigned int tx = (job.n_out + TILE_X - 1u) / TILE_X;
-  const bool store_x = job.x_splits > 1u && t % tx == 0u;
+  const bool store_x = SPLIT_IN == 1 && job.x_splits > 1u && t % tx == 0u;
   const unsigned int out0 = (t % tx) * TILE_X;
   const unsigned int row0 = (t / tx) * TILE_Y;
   const unsigned int z = threadIdx.z;
@@ -8995,7 +8999,7 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KER
     for (unsigned int q = 0; q < WN; q++) {
       wr[q] = k_ok && out0 + mq + q * step < job.n_out ? w[q * step * job.n_in] : 0.0f;
     }
-    if (job.x_splits <= 1u) {
+    if (SPLIT_IN == 0 || job.x_splits <= 1u) {
 #pragma unroll
       for (unsigned int q = 0; q < XN; q++) {
         xr[q] = k_ok && row0 + mq + q * step < u.batch ? x[q * step * job.n_in] : 0.0f;

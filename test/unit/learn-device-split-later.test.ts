@@ -135,6 +135,10 @@ describe("split dW, 'later' hand-off", () => {
         [4, 1],
         [2, 1],
       ]);
+      // Only launches reading a split input take the SPLIT_IN pipeline (the others stage plain reads).
+      expect(f.map((d) => d.kernel.constants?.SPLIT_IN)).toEqual([0, 0, 1, 1, 1, 1]);
+      expect(f[0].kernel).toBe(f[1].kernel);
+      expect(f[2].kernel).not.toBe(f[1].kernel);
     } finally {
       for (const buf of Object.values(b)) cpu.destroyBuffer(buf);
     }
