@@ -12,7 +12,7 @@
  * tiles; 32-wide tiles give the small PPO layers enough workgroups to fill a large GPU), times
  * kSplit k-groups that split the inputs between them and add their tiles in group order.
  *
- * K split (WGSL twin only; the CUDA twin is dispatched with splits_j = xSplits_j = 1): a job with
+ * K split (both twins; constant SPLIT_IN = 1 only for launches reading a split input): a job with
  * splits_j = S > 1 runs each tile as S workgroups over slices of whole k-tiles of the inputs, each
  * storing its partial sums (no bias, no activation) at acts[yScr_j + s * batch * out_j + b * out_j
  * + o]. The next layer's job then reads its input as x = act(bias + slice 0 + slice 1 + ...)
@@ -32,7 +32,7 @@ import { grid1d, groupCount } from './grid.js';
 import type { Kernel, TypedArray } from './reference.js';
 
 const FIELDS = ['in', 'out', 'wOff', 'bOff', 'xOff', 'yOff', 'act'] as const;
-/** K split of job j (WGSL twin only): its slices, and its input's slices (see the file comment). */
+/** K split of job j: its slices, and its input's slices (see the file comment). */
 const SPLIT_FIELDS = ['splits', 'yScr', 'xSplits', 'xScr', 'xBOff', 'xAct'] as const;
 
 const variants = new Map<string, KernelSpec>();
