@@ -447,12 +447,10 @@ Napi::Value MemcpyDtoDAsync(const Napi::CallbackInfo& info) {
 
 // ---- launch ----
 
-// launchKernel(fn, gx, gy, gz, bx, by, bz, sharedBytes, stream, params): `params` is the kernel's
-// argument list already laid out by the caller (pointers, then the uniform struct); the driver
-// copies it at launch, so the view may be reused.
-Napi::Value LaunchKernel(const Napi::CallbackInfo& info) {
+// The launches' common arguments (fn, gx, gy, gz, bx, by, bz, sharedBytes, stream, params):
+// through cuLaunchKernelEx with one attribute, or through cuLaunchKernel when `attr` is null.
+void launchWith(const Napi::CallbackInfo& info, const cuapi::CUlaunchAttribute* attr) {
   Napi::Env env = info.Env();
-  requireReady(env);
   CUfunction fn = handleArg<CUfunction>(info, 0);
   unsigned dims[7];
   for (size_t i = 0; i < 7; i++) dims[i] = u32Arg(info, i + 1);
@@ -461,11 +459,25 @@ Napi::Value LaunchKernel(const Napi::CallbackInfo& info) {
   size_t paramSize = params.size;
   void* extra[] = {FOXHUNT_CU_LAUNCH_PARAM_BUFFER_POINTER, params.data, FOXHUNT_CU_LAUNCH_PARAM_BUFFER_SIZE,
                    &paramSize, FOXHUNT_CU_LAUNCH_PARAM_END};
-  check(env,
-        drv.cuLaunchKernel(fn, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6], stream, nullptr,
-                           paramSize > 0 ? extra : nullptr),
-        "cuLaunchKernel");
-  return env.Undefined();
+  if (attr == nullptr) {
+    check(env,
+          drv.cuLaunchKernel(fn, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6], stream, nullptr,
+                             paramSize > 0 ? extra : nullptr),
+          "cuLaunchKernel");
+    return;
+  }
+  cuapi::CUlaunchAttribute copy = *attr;
+  cuapi::CUlaunchConfig config = {dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6], stream, &copy, 1};
+  check(env, drv.cuLaunchKernelEx(&config, fn, nullptr, paramSize > 0 ? extra : nullptr), "cuLaunchKernelEx");
+}
+
+// launchKernel(fn, gx, gy, gz, bx, by, bz, sharedBytes, stream, params): `params` is the kernel's
+// argument list already laid out by the caller (pointers, then the uniform struct); the driver
+// copies it at launch, so the view may be reused.
+Napi::Value LaunchKernel(const Napi::CallbackInfo& info) {
+  requireReady(info.Env());
+  launchWith(info, nullptr);
+  return info.Env().Undefined();
 }
 
 // launchKernelCluster(fn, gx, gy, gz, bx, by, bz, sharedBytes, stream, params, cx, cy, cz): as
@@ -476,21 +488,12 @@ Napi::Value LaunchKernelCluster(const Napi::CallbackInfo& info) {
   if (drv.cuLaunchKernelEx == nullptr)
     throw plainError(env, "this CUDA driver has no cuLaunchKernelEx: cluster kernels need a CUDA 12 or newer driver",
                      "FOXHUNT_NO_CLUSTER_LAUNCH");
-  CUfunction fn = handleArg<CUfunction>(info, 0);
-  unsigned dims[7];
-  for (size_t i = 0; i < 7; i++) dims[i] = u32Arg(info, i + 1);
-  CUstream stream = handleArg<CUstream>(info, 8);
-  Bytes params = bytesArg(info, 9);
-  size_t paramSize = params.size;
-  void* extra[] = {FOXHUNT_CU_LAUNCH_PARAM_BUFFER_POINTER, params.data, FOXHUNT_CU_LAUNCH_PARAM_BUFFER_SIZE,
-                   &paramSize, FOXHUNT_CU_LAUNCH_PARAM_END};
   cuapi::CUlaunchAttribute attr = {};
   attr.id = cuapi::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
   attr.value.clusterDim.x = u32Arg(info, 10);
   attr.value.clusterDim.y = u32Arg(info, 11);
   attr.value.clusterDim.z = u32Arg(info, 12);
-  cuapi::CUlaunchConfig config = {dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6], stream, &attr, 1};
-  check(env, drv.cuLaunchKernelEx(&config, fn, nullptr, paramSize > 0 ? extra : nullptr), "cuLaunchKernelEx");
+  launchWith(info, &attr);
   return env.Undefined();
 }
 
@@ -501,26 +504,10 @@ Napi::Value LaunchKernelCluster(const Napi::CallbackInfo& info) {
 Napi::Value LaunchKernelPdl(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   requireReady(env);
-  CUfunction fn = handleArg<CUfunction>(info, 0);
-  unsigned dims[7];
-  for (size_t i = 0; i < 7; i++) dims[i] = u32Arg(info, i + 1);
-  CUstream stream = handleArg<CUstream>(info, 8);
-  Bytes params = bytesArg(info, 9);
-  size_t paramSize = params.size;
-  void* extra[] = {FOXHUNT_CU_LAUNCH_PARAM_BUFFER_POINTER, params.data, FOXHUNT_CU_LAUNCH_PARAM_BUFFER_SIZE,
-                   &paramSize, FOXHUNT_CU_LAUNCH_PARAM_END};
-  if (drv.cuLaunchKernelEx == nullptr) {
-    check(env,
-          drv.cuLaunchKernel(fn, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6], stream, nullptr,
-                             paramSize > 0 ? extra : nullptr),
-          "cuLaunchKernel");
-    return env.Undefined();
-  }
   cuapi::CUlaunchAttribute attr = {};
   attr.id = cuapi::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
   attr.value.programmaticStreamSerializationAllowed = 1;
-  cuapi::CUlaunchConfig config = {dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6], stream, &attr, 1};
-  check(env, drv.cuLaunchKernelEx(&config, fn, nullptr, paramSize > 0 ? extra : nullptr), "cuLaunchKernelEx");
+  launchWith(info, drv.cuLaunchKernelEx == nullptr ? nullptr : &attr);
   return env.Undefined();
 }
 
