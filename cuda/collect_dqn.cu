@@ -52,6 +52,7 @@
 #endif
 
 #include "collect_io.cuh"
+#include "collect_dqn_step.cuh"
 #include "collect_nets.cuh"
 #include "grid.cuh"
 #if SPLITK
@@ -67,24 +68,6 @@ static_assert(CNet::L1_B == NET_C_1_B && CNet::SIZE == NET_C_SIZE,
               "collect_nets.cuh curiosity layout differs from src/nets/layout.ts");
 static_assert(WG_X % 32 == 0 && WG_Y == 1 && WG_Z == 1, "collect_dqn runs on 1-D blocks of whole warps");
 
-COLLECT_DEVICE int argmax_q(const float* q) {
-  int best = 0;
-  for (int a = 1; a < NUM_ACTIONS; a++)
-    if (q[a] > q[best]) best = a;
-  return best;
-}
-
-// Epsilon-greedy (src/collect/dqn.ts step 2).
-COLLECT_DEVICE int choose_action(const float* q, unsigned e, unsigned g, float epsilon, unsigned k0, unsigned k1) {
-  const uint4 w = philox4x32_10(make_uint4(STREAM_ACTION, e, g, 0u), k0, k1);
-  return philox_unit_float(w.x) < epsilon ? (int)(w.y % NUM_ACTIONS) : argmax_q(q);
-}
-
-// TD error of the step (src/collect/dqn.ts step 4): a done step uses r alone.
-COLLECT_DEVICE float td_error(const StepOut& so, const float* q_target, float gamma, float q_sel) {
-  const float target = so.done ? so.total : fadd(so.total, fmul(gamma, q_target[argmax_q(q_target)]));
-  return fabsf(fsub(target, q_sel));
-}
 
 #if SEED_VARIANT == 0
 

@@ -48,6 +48,7 @@
 #endif
 
 #include "collect_io.cuh"
+#include "collect_dqn_step.cuh"
 #include "collect_nets.cuh"
 #include "grid.cuh"
 
@@ -69,24 +70,6 @@ constexpr int T = WG_X;
 constexpr int EPC = (E + C - 1) / C;
 static_assert(EPC <= T, "collect_dqn_cluster: one thread per owned episode");
 
-COLLECT_DEVICE int argmax_q(const float* q) {
-  int best = 0;
-  for (int a = 1; a < NUM_ACTIONS; a++)
-    if (q[a] > q[best]) best = a;
-  return best;
-}
-
-// Epsilon-greedy (src/collect/dqn.ts step 2), as collect_dqn.cu.
-COLLECT_DEVICE int choose_action(const float* q, unsigned e, unsigned g, float epsilon, unsigned k0, unsigned k1) {
-  const uint4 w = philox4x32_10(make_uint4(STREAM_ACTION, e, g, 0u), k0, k1);
-  return philox_unit_float(w.x) < epsilon ? (int)(w.y % NUM_ACTIONS) : argmax_q(q);
-}
-
-// TD error of the step (src/collect/dqn.ts step 4): a done step uses r alone.
-COLLECT_DEVICE float td_error(const StepOut& so, const float* q_target, float gamma, float q_sel) {
-  const float target = so.done ? so.total : fadd(so.total, fmul(gamma, q_target[argmax_q(q_target)]));
-  return fabsf(fsub(target, q_sel));
-}
 
 // A layer's slice in shared memory: SL rows of LDW floats (16-byte aligned rows; a stride that is not
 // a multiple of 32 floats so lanes reading different rows hit different banks), then SL biases.

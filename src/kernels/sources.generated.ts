@@ -6305,6 +6305,7 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) adam_step(KERNE
 #endif
 
 #include "collect_io.cuh"
+#include "collect_dqn_step.cuh"
 #include "collect_nets.cuh"
 #include "grid.cuh"
 #if SPLITK
@@ -6320,24 +6321,6 @@ static_assert(CNet::L1_B == NET_C_1_B && CNet::SIZE == NET_C_SIZE,
               "collect_nets.cuh curiosity layout differs from src/nets/layout.ts");
 static_assert(WG_X % 32 == 0 && WG_Y == 1 && WG_Z == 1, "collect_dqn runs on 1-D blocks of whole warps");
 
-COLLECT_DEVICE int argmax_q(const float* q) {
-  int best = 0;
-  for (int a = 1; a < NUM_ACTIONS; a++)
-    if (q[a] > q[best]) best = a;
-  return best;
-}
-
-// Epsilon-greedy (src/collect/dqn.ts step 2).
-COLLECT_DEVICE int choose_action(const float* q, unsigned e, unsigned g, float epsilon, unsigned k0, unsigned k1) {
-  const uint4 w = philox4x32_10(make_uint4(STREAM_ACTION, e, g, 0u), k0, k1);
-  return philox_unit_float(w.x) < epsilon ? (int)(w.y % NUM_ACTIONS) : argmax_q(q);
-}
-
-// TD error of the step (src/collect/dqn.ts step 4): a done step uses r alone.
-COLLECT_DEVICE float td_error(const StepOut& so, const float* q_target, float gamma, float q_sel) {
-  const float target = so.done ? so.total : fadd(so.total, fmul(gamma, q_target[argmax_q(q_target)]));
-  return fabsf(fsub(target, q_sel));
-}
 
 #if SEED_VARIANT == 0
 
@@ -6665,6 +6648,7 @@ extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
 #endif
 
 #include "collect_io.cuh"
+#include "collect_dqn_step.cuh"
 #include "collect_nets.cuh"
 #include "grid.cuh"
 
@@ -6686,24 +6670,6 @@ constexpr int T = WG_X;
 constexpr int EPC = (E + C - 1) / C;
 static_assert(EPC <= T, "collect_dqn_cluster: one thread per owned episode");
 
-COLLECT_DEVICE int argmax_q(const float* q) {
-  int best = 0;
-  for (int a = 1; a < NUM_ACTIONS; a++)
-    if (q[a] > q[best]) best = a;
-  return best;
-}
-
-// Epsilon-greedy (src/collect/dqn.ts step 2), as collect_dqn.cu.
-COLLECT_DEVICE int choose_action(const float* q, unsigned e, unsigned g, float epsilon, unsigned k0, unsigned k1) {
-  const uint4 w = philox4x32_10(make_uint4(STREAM_ACTION, e, g, 0u), k0, k1);
-  return philox_unit_float(w.x) < epsilon ? (int)(w.y % NUM_ACTIONS) : argmax_q(q);
-}
-
-// TD error of the step (src/collect/dqn.ts step 4): a done step uses r alone.
-COLLECT_DEVICE float td_error(const StepOut& so, const float* q_target, float gamma, float q_sel) {
-  const float target = so.done ? so.total : fadd(so.total, fmul(gamma, q_target[argmax_q(q_target)]));
-  return fabsf(fsub(target, q_sel));
-}
 
 // A layer's slice in shared memory: SL rows of LDW floats (16-byte aligned rows; a stride that is not
 // a multiple of 32 floats so lanes reading different rows hit different banks), then SL biases.
@@ -7008,6 +6974,33 @@ extern "C" __global__ void collect_dqn_cluster(KERNEL_ARGS) {
   if (active) store_episode(ep, env_f, env_i, e);
   // No CTA leaves while a peer may still write into its shared memory.
   cluster_sync();
+}
+`,
+  'collect_dqn_step.cuh': `// The per-episode DQN decisions both collect_dqn kernels (tiled / seed in collect_dqn.cu, cluster
+// in collect_dqn_cluster.cu) take on one thread: greedy action, epsilon-greedy choice from Philox,
+// TD error. Twin of src/collect/dqn.ts steps 2 and 4; needs the preamble (NUM_ACTIONS,
+// STREAM_ACTION), philox.cuh and collect_env.cuh's StepOut (through collect_io.cuh).
+#pragma once
+
+#include "collect_io.cuh"
+
+COLLECT_DEVICE int argmax_q(const float* q) {
+  int best = 0;
+  for (int a = 1; a < NUM_ACTIONS; a++)
+    if (q[a] > q[best]) best = a;
+  return best;
+}
+
+// Epsilon-greedy (src/collect/dqn.ts step 2).
+COLLECT_DEVICE int choose_action(const float* q, unsigned e, unsigned g, float epsilon, unsigned k0, unsigned k1) {
+  const uint4 w = philox4x32_10(make_uint4(STREAM_ACTION, e, g, 0u), k0, k1);
+  return philox_unit_float(w.x) < epsilon ? (int)(w.y % NUM_ACTIONS) : argmax_q(q);
+}
+
+// TD error of the step (src/collect/dqn.ts step 4): a done step uses r alone.
+COLLECT_DEVICE float td_error(const StepOut& so, const float* q_target, float gamma, float q_sel) {
+  const float target = so.done ? so.total : fadd(so.total, fmul(gamma, q_target[argmax_q(q_target)]));
+  return fabsf(fsub(target, q_sel));
 }
 `,
   'collect_env.cuh': `// The simulator step of one episode (SPEC 3-6), a line-by-line port of src/env/ (step.ts,
