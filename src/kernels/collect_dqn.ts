@@ -28,7 +28,7 @@ import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import { collectDqn, type DqnNets } from '../collect/dqn.js';
 import type { DqnRollout } from '../collect/rollout.js';
 import { curiosityLayout, duelingLayout, NUM_ACTIONS, type QHead } from '../nets/layout.js';
-import { checkEngine, tileEngineConstants } from './collect_engine.js';
+import { checkEngine, isQuadEngine, tileEngineConstants } from './collect_engine.js';
 import {
   COLLECT_BINDINGS,
   commonConstants,
@@ -136,7 +136,7 @@ export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
   // The engine's activation array, plus the other engine's one-element array (a vec4 or a f32).
   const floats =
     c.ROWS * c.ACT_W +
-    (c.ENGINE === 0 ? 4 : 1) +
+    (isQuadEngine(c.ENGINE) ? 1 : 4) +
     c.KT * c.WS_OUT +
     c.ROWS * c.QW +
     e * 7 +

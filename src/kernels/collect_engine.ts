@@ -2,8 +2,9 @@
  * The WGSL tile engines of the collection kernels (wgsl/collect_tile.wgsl, constant ENGINE) as
  * data: 0 scalar activations with outputs strided over the threads, 1 quad blocks (vec4
  * activations, MQ quads of 4 consecutive outputs per thread), 2 the quad blocks unrolled (named
- * accumulators, at most QUAD2_MAX_ROWS rows per thread). All compute the same bits; the CUDA
- * twins ignore these constants.
+ * accumulators, at most QUAD2_MAX_ROWS rows per thread), 3 engine 0 for latency-bound small tiles
+ * (block-relative weight slices, weights prefetched two slices ahead). All compute the same bits;
+ * the CUDA twins ignore these constants.
  */
 
 /** Output quads per thread of the WGSL quad engines (constant MQ; engine 2 is written for 2). */
@@ -13,7 +14,10 @@ export const QUAD_MQ = 2;
 export const QUAD2_MAX_ROWS = 4;
 
 /** The engines collect_tile.wgsl has. */
-export const ENGINES = [0, 1, 2] as const;
+export const ENGINES = [0, 1, 2, 3] as const;
+
+/** Whether an engine is one of the quad-block engines (1, 2: vec4 activations) rather than scalar (0, 3). */
+export const isQuadEngine = (engine: number): boolean => engine === 1 || engine === 2;
 
 /**
  * Rows and the engine constants of the WGSL tile engine for a layer width `width` (the widest
@@ -28,7 +32,7 @@ export function tileEngineConstants(
   tj: number,
   width: number,
 ): { ROWS: number; ENGINE: number; MQ: number } {
-  const groups = engine !== 0 ? threads / (width / (4 * QUAD_MQ)) : threads / tj;
+  const groups = isQuadEngine(engine) ? threads / (width / (4 * QUAD_MQ)) : threads / tj;
   const perThread = Math.ceil(rows / groups);
   if (engine === 2 && perThread > QUAD2_MAX_ROWS)
     throw new Error(
@@ -42,6 +46,6 @@ export function checkEngine(what: string, engine: number, threads: number, width
   if (!(ENGINES as readonly number[]).includes(engine))
     throw new Error(`${what}: engine ${engine} must be ${ENGINES.join(', ')}`);
   const tq = width / (4 * QUAD_MQ);
-  if (engine !== 0 && threads % tq !== 0)
+  if (isQuadEngine(engine) && threads % tq !== 0)
     throw new Error(`${what}: engine ${engine} needs threads a multiple of ${tq}, got ${threads}`);
 }

@@ -615,6 +615,11 @@ fn finish_step(e: u32, ep: ptr<function, Episode>, out: StepOut) {
 // through act_set4 (whole quads) for that reason. 2, engine 1 unrolled (MQ = 2, MR <= 4: named
 // accumulators, see dense_quad2), on act_v like engine 1.
 //
+// Each engine's functions, workgroup arrays and branches sit in \`//!if ENGINE == ...\` blocks: the
+// WebGPU backend compiles a module with its own engine's code only (src/backend/webgpu/preamble.ts
+// selectWgsl), so a shader compiler never sees the other engines' dead code. Unresolved, the
+// source is still one valid module (the blocks are comments and the ENGINE tests decide).
+//
 // Numerics: each accumulator starts at the bias and adds w * x in increasing k (the reference
 // order); the compiler may fuse the multiply-add. Padding columns of X (between a layer's input
 // width and the next multiple of KT) must hold finite values: their weights are zero, so they
@@ -626,25 +631,37 @@ const ACT_RELU = 1u;
 const ACT_LEAKY = 2u;
 const TE = WG_X / TJ;
 const ME = (ROWS + TE - 1) / TE;
-// Quads per output and slice; outputs sharing a 128-byte bank line (8 quads); the swizzle mask
-// (none when KT4 is not a power of two: XOR could leave the output's quads).
+// Quads per output and slice.
 const KT4 = KT / 4;
+// ACT_W4 vec4s per activation row.
+const ACT_W4 = ACT_W / 4;
+//!if ENGINE == 0, 3
+// Outputs sharing a 128-byte bank line (8 quads); the swizzle mask (none when KT4 is not a power
+// of two: XOR could leave the output's quads).
 const SWZ_DIV = max(8 / KT4, 1);
 const SWZ_MASK = select(0, KT4 - 1, (KT4 & (KT4 - 1)) == 0);
 // Staged weight quads per invocation and slice.
 const PREFETCH = (WS_OUT * KT4 + WG_X - 1) / WG_X;
+//!endif
 
-// Engine 1's quad blocks (see the header); ACT_W4 vec4s per activation row.
-const ACT_W4 = ACT_W / 4;
+//!if ENGINE == 1, 2
+// Engine 1's quad blocks (see the header).
 const TQ = WS_OUT / (4 * MQ);
 const RG = WG_X / TQ;
 const MR = (ROWS + RG - 1) / RG;
 const WQ = WS_OUT / 4;
 const PREFETCH_Q = (WQ * KT + WG_X - 1) / WG_X;
+//!endif
 
-// One of the two is used (the other is one element): engine 0 reads scalars, engine 1 vec4s.
-var<workgroup> act_s: array<f32, select(1, ROWS * ACT_W, ENGINE == 0)>;
-var<workgroup> act_v: array<vec4<f32>, select(1, ROWS * ACT_W4, ENGINE != 0)>;
+// Engines 0 and 3 read scalar activations, engines 1 and 2 vec4s. Unresolved, the unused one is
+// one element.
+const SCALAR = ENGINE == 0 || ENGINE == 3;
+//!if ENGINE == 0, 3
+var<workgroup> act_s: array<f32, select(1, ROWS * ACT_W, SCALAR)>;
+//!endif
+//!if ENGINE == 1, 2
+var<workgroup> act_v: array<vec4<f32>, select(1, ROWS * ACT_W4, !SCALAR)>;
+//!endif
 var<workgroup> ws: array<vec4<f32>, WS_OUT * KT4>;
 var<workgroup> qv: array<f32, ROWS * QW>;
 
@@ -674,27 +691,40 @@ fn activate(a: f32, kind: u32) -> f32 {
 }
 
 fn act_get(r: u32, k: u32) -> f32 {
-  if (ENGINE != 0) {
+//!if ENGINE == 1, 2
+  if (!SCALAR) {
     return act_v[r * ACT_W4 + k / 4u][k % 4u];
   }
-  return act_s[r * ACT_W + k];
+//!endif
+//!if ENGINE == 0, 3
+  if (SCALAR) {
+    return act_s[r * ACT_W + k];
+  }
+//!endif
+  return 0.0;
 }
 
 // Columns 4 * k4 .. 4 * k4 + 3 of row r. Whole quads only: a store to one component of a
 // shared vector may be compiled as a read-modify-write of the whole vector (HLSL), a race
 // between invocations writing neighbours.
 fn act_set4(r: u32, k4: u32, v: vec4<f32>) {
-  if (ENGINE != 0) {
+//!if ENGINE == 1, 2
+  if (!SCALAR) {
     act_v[r * ACT_W4 + k4] = v;
-  } else {
+  }
+//!endif
+//!if ENGINE == 0, 3
+  if (SCALAR) {
     let o = r * ACT_W + 4u * k4;
     act_s[o] = v.x;
     act_s[o + 1u] = v.y;
     act_s[o + 2u] = v.z;
     act_s[o + 3u] = v.w;
   }
+//!endif
 }
 
+//!if ENGINE == 0
 // Weights of the fused layer at output j (block-local row jr), inputs k .. k + 3: the block is
 // chosen once per quad, each input checked against its columns (zero weight elsewhere).
 fn layer_quad(b0: Block, b1: Block, j: u32, k: u32) -> vec4<f32> {
@@ -713,6 +743,8 @@ fn layer_quad(b0: Block, b1: Block, j: u32, k: u32) -> vec4<f32> {
   );
 }
 
+//!endif
+
 // Input column k of the block row starting at nets[row]: zero outside the block's columns.
 fn block_weight(blk: Block, row: u32, k: u32) -> f32 {
   if (k < blk.k_lo || k >= blk.k_lo + blk.k_len) {
@@ -728,10 +760,14 @@ fn layer_bias(b0: Block, b1: Block, j: u32) -> f32 {
   return nets[b1.b + j - b0.rows];
 }
 
+//!if ENGINE == 0, 3
 // Slot of quad k4 (inputs 4 * k4 .. 4 * k4 + 3 of the slice) of output j in ws.
 fn ws_index(j: u32, k4: u32) -> u32 {
   return j * KT4 + (k4 ^ ((j / SWZ_DIV) & SWZ_MASK));
 }
+//!endif
+
+//!if ENGINE == 0
 
 // Weights of slice s (inputs [s * KT, s * KT + KT)) this invocation stages: quad
 // q = lid + p * WG_X of the slice is output q / KT4, inputs 4 * (q % KT4) + 0..3 (KT4
@@ -746,19 +782,37 @@ fn load_slice(dst: ptr<function, array<vec4<f32>, PREFETCH>>, b0: Block, b1: Blo
     }
   }
 }
+//!endif
 
 // Y = act(X W^T + b) over input columns [k_start, n_k) (k_start a multiple of KT: the blocks
 // have no weight before it) for all ROWS rows; Y goes to columns [out_col, out_col + n_out) of
 // act (to_q false, in place) or of qv (to_q true).
 fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+//!if ENGINE == 0
+  if (ENGINE == 0) {
+    dense_scalar(b0, b1, k_start, n_k, kind, to_q, out_col, lid);
+  }
+//!endif
+//!if ENGINE == 1
   if (ENGINE == 1) {
     dense_quad(b0, b1, k_start, n_k, kind, to_q, out_col, lid);
-    return;
   }
+//!endif
+//!if ENGINE == 2
   if (ENGINE == 2) {
     dense_quad2(b0, b1, k_start, n_k, kind, to_q, out_col, lid);
-    return;
   }
+//!endif
+//!if ENGINE == 3
+  if (ENGINE == 3) {
+    dense_lat(b0, b1, kind, to_q, out_col, lid);
+  }
+//!endif
+}
+
+//!if ENGINE == 0
+// ---- engine 0: scalar activations, outputs strided over the threads ----
+fn dense_scalar(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
   let n_out = b0.rows + b1.rows;
   let tj = lid % TJ;
   let r0 = (lid / TJ) * ME;
@@ -828,6 +882,153 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
   }
 }
 
+//!endif
+
+//!if ENGINE == 3
+// ---- engine 3: engine 0 for latency-bound small tiles ----
+// Engine 0's thread shape, ws layout and per-output order (bias, then w * x for increasing input
+// of the output's own block), with three changes:
+// - block-relative slices: slice s stages inputs [s * KT, s * KT + KT) of each block's own
+//   columns, so a layer of two blocks over different input columns (the plain heads: advantage
+//   from columns [128, 256), value from [0, 128)) takes ceil(max k_len / KT) slices (4) instead
+//   of covering every column (8); the products it leaves out had zero weights and added exactly
+//   0. Each output reads the activations at its block's k_lo (one set when the blocks share it);
+// - weights prefetched two slices ahead (two register buffers taken by slice parity: no copies
+//   that would wait on a load), so a slice's L2 latency spans two slices of work;
+// - a staged quad inside its block's columns is read with one bounds decision.
+// Threads' outputs, ws and act are as in engine 0, so it runs where engine 0 runs (TILE_E = 1:
+// one output a thread, 128 workgroups at N = 128).
+
+// Weights of output j at block-relative inputs kr .. kr + 3 (zero past the block's columns).
+fn layer_quad_rel(b0: Block, b1: Block, j: u32, kr: u32) -> vec4<f32> {
+  var blk = b0;
+  var jr = j;
+  if (j >= b0.rows) {
+    blk = b1;
+    jr = j - b0.rows;
+  }
+  let o = blk.w + jr * blk.k_len + kr;
+  if (kr + 3u < blk.k_len) {
+    return vec4<f32>(nets[o], nets[o + 1u], nets[o + 2u], nets[o + 3u]);
+  }
+  var v = vec4<f32>(0.0);
+  for (var c = 0u; c < 4u; c++) {
+    if (kr + c < blk.k_len) {
+      v[c] = nets[o + c];
+    }
+  }
+  return v;
+}
+
+// Engine 0's load_slice on block-relative inputs.
+fn load_slice_rel(dst: ptr<function, array<vec4<f32>, PREFETCH>>, b0: Block, b1: Block, s: u32, staged: u32, lid: u32) {
+  for (var p = 0u; p < PREFETCH; p++) {
+    let q = lid + p * WG_X;
+    if (q < staged) {
+      (*dst)[p] = layer_quad_rel(b0, b1, q / KT4, s * KT + (q % KT4) * 4u);
+    }
+  }
+}
+
+fn stage_slice(src: ptr<function, array<vec4<f32>, PREFETCH>>, staged: u32, lid: u32) {
+  for (var p = 0u; p < PREFETCH; p++) {
+    let q = lid + p * WG_X;
+    if (q < staged) {
+      ws[ws_index(q / KT4, q % KT4)] = (*src)[p];
+    }
+  }
+}
+
+fn dense_lat(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+  let n_out = b0.rows + b1.rows;
+  let tj = lid % TJ;
+  let r0 = (lid / TJ) * ME;
+  var acc: array<f32, ME * MJ_MAX>;
+  for (var m = 0u; m < MJ_MAX; m++) {
+    let j = tj + TJ * m;
+    var bias = 0.0;
+    if (j < n_out) {
+      bias = layer_bias(b0, b1, j);
+    }
+    for (var i = 0u; i < ME; i++) {
+      acc[i * MJ_MAX + m] = bias;
+    }
+  }
+  // One set of input columns where every output's block starts at the same column.
+  let one_col = b1.rows == 0u || b1.k_lo == b0.k_lo;
+  let slices = (max(b0.k_len, b1.k_len) + KT - 1u) / KT;
+  let staged = n_out * KT4;
+  var buf0: array<vec4<f32>, PREFETCH>;
+  var buf1: array<vec4<f32>, PREFETCH>;
+  load_slice_rel(&buf0, b0, b1, 0u, staged, lid);
+  if (slices > 1u) {
+    load_slice_rel(&buf1, b0, b1, 1u, staged, lid);
+  }
+  for (var s = 0u; s < slices; s++) {
+    let even = (s & 1u) == 0u;
+    if (even) {
+      stage_slice(&buf0, staged, lid);
+    } else {
+      stage_slice(&buf1, staged, lid);
+    }
+    workgroupBarrier();
+    if (s + 2u < slices) {
+      if (even) {
+        load_slice_rel(&buf0, b0, b1, s + 2u, staged, lid);
+      } else {
+        load_slice_rel(&buf1, b0, b1, s + 2u, staged, lid);
+      }
+    }
+    let k0 = s * KT;
+    for (var kk = 0u; kk < KT; kk += 4u) {
+      // Inputs at block 0's columns (every output's when one_col), and at block 1's.
+      var x: array<vec4<f32>, ME>;
+      var y: array<vec4<f32>, ME>;
+      for (var i = 0u; i < ME; i++) {
+        let o = (r0 + i) * ACT_W + b0.k_lo + k0 + kk;
+        x[i] = vec4<f32>(act_s[o], act_s[o + 1u], act_s[o + 2u], act_s[o + 3u]);
+      }
+      if (!one_col) {
+        for (var i = 0u; i < ME; i++) {
+          let o = (r0 + i) * ACT_W + b1.k_lo + k0 + kk;
+          y[i] = vec4<f32>(act_s[o], act_s[o + 1u], act_s[o + 2u], act_s[o + 3u]);
+        }
+      }
+      for (var m = 0u; m < MJ_MAX; m++) {
+        let j = tj + TJ * m;
+        let w = ws[ws_index(j, kk / 4u)];
+        let in1 = !one_col && j >= b0.rows;
+        for (var i = 0u; i < ME; i++) {
+          let xi = select(x[i], y[i], in1);
+          var a = acc[i * MJ_MAX + m];
+          a = a + w.x * xi.x;
+          a = a + w.y * xi.y;
+          a = a + w.z * xi.z;
+          a = a + w.w * xi.w;
+          acc[i * MJ_MAX + m] = a;
+        }
+      }
+    }
+    workgroupBarrier();
+  }
+  for (var i = 0u; i < ME; i++) {
+    let r = r0 + i;
+    for (var m = 0u; m < MJ_MAX; m++) {
+      let j = tj + TJ * m;
+      if (r < ROWS && j < n_out) {
+        let y = activate(acc[i * MJ_MAX + m], kind);
+        if (to_q) {
+          qv[r * QW + out_col + j] = y;
+        } else {
+          act_s[r * ACT_W + out_col + j] = y;
+        }
+      }
+    }
+  }
+}
+//!endif
+
+//!if ENGINE == 1, 2
 // ---- engine 1: quad blocks ----
 
 // Weight of output j (of the fused layer's n_out) at input k: zero past n_out and outside the
@@ -852,6 +1053,9 @@ fn wsq_index(oq: u32, kk: u32) -> u32 {
   return kk * WQ + (oq ^ (kk % 8u));
 }
 
+//!endif
+
+//!if ENGINE == 1
 // Weights of slice s this invocation stages: item q = lid + p * WG_X is output quad q / KT at
 // input q % KT (KT invocations read KT consecutive inputs of each of the quad's 4 rows).
 fn load_slice_quad(dst: ptr<function, array<vec4<f32>, PREFETCH_Q>>, b0: Block, b1: Block, n_out: u32, s: u32, lid: u32) {
@@ -948,6 +1152,9 @@ fn dense_quad(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: boo
   }
 }
 
+//!endif
+
+//!if ENGINE == 2
 // ---- engine 2: quad blocks, unrolled ----
 // Engine 1's thread shape and slices with MQ = 2 and MR <= 4 written out: the 2 x MR accumulator
 // quads are named variables (no private array a compiler could leave in local memory when it
@@ -1142,6 +1349,8 @@ fn dense_quad2(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bo
     quad_store(r0 + 3u, tq + TQ, a31, n_out, kind, to_q, out_col);
   }
 }
+
+//!endif
 
 // One op of a kernel's per-step program (see collect_dqn.wgsl): a DENSE layer of the tile
 // engine, or a phase of the kernel identified by \`kind\` with an argument.
@@ -2970,6 +3179,11 @@ fn finish_step(e: u32, ep: ptr<function, Episode>, out: StepOut) {
 // through act_set4 (whole quads) for that reason. 2, engine 1 unrolled (MQ = 2, MR <= 4: named
 // accumulators, see dense_quad2), on act_v like engine 1.
 //
+// Each engine's functions, workgroup arrays and branches sit in \`//!if ENGINE == ...\` blocks: the
+// WebGPU backend compiles a module with its own engine's code only (src/backend/webgpu/preamble.ts
+// selectWgsl), so a shader compiler never sees the other engines' dead code. Unresolved, the
+// source is still one valid module (the blocks are comments and the ENGINE tests decide).
+//
 // Numerics: each accumulator starts at the bias and adds w * x in increasing k (the reference
 // order); the compiler may fuse the multiply-add. Padding columns of X (between a layer's input
 // width and the next multiple of KT) must hold finite values: their weights are zero, so they
@@ -2981,25 +3195,37 @@ const ACT_RELU = 1u;
 const ACT_LEAKY = 2u;
 const TE = WG_X / TJ;
 const ME = (ROWS + TE - 1) / TE;
-// Quads per output and slice; outputs sharing a 128-byte bank line (8 quads); the swizzle mask
-// (none when KT4 is not a power of two: XOR could leave the output's quads).
+// Quads per output and slice.
 const KT4 = KT / 4;
+// ACT_W4 vec4s per activation row.
+const ACT_W4 = ACT_W / 4;
+//!if ENGINE == 0, 3
+// Outputs sharing a 128-byte bank line (8 quads); the swizzle mask (none when KT4 is not a power
+// of two: XOR could leave the output's quads).
 const SWZ_DIV = max(8 / KT4, 1);
 const SWZ_MASK = select(0, KT4 - 1, (KT4 & (KT4 - 1)) == 0);
 // Staged weight quads per invocation and slice.
 const PREFETCH = (WS_OUT * KT4 + WG_X - 1) / WG_X;
+//!endif
 
-// Engine 1's quad blocks (see the header); ACT_W4 vec4s per activation row.
-const ACT_W4 = ACT_W / 4;
+//!if ENGINE == 1, 2
+// Engine 1's quad blocks (see the header).
 const TQ = WS_OUT / (4 * MQ);
 const RG = WG_X / TQ;
 const MR = (ROWS + RG - 1) / RG;
 const WQ = WS_OUT / 4;
 const PREFETCH_Q = (WQ * KT + WG_X - 1) / WG_X;
+//!endif
 
-// One of the two is used (the other is one element): engine 0 reads scalars, engine 1 vec4s.
-var<workgroup> act_s: array<f32, select(1, ROWS * ACT_W, ENGINE == 0)>;
-var<workgroup> act_v: array<vec4<f32>, select(1, ROWS * ACT_W4, ENGINE != 0)>;
+// Engines 0 and 3 read scalar activations, engines 1 and 2 vec4s. Unresolved, the unused one is
+// one element.
+const SCALAR = ENGINE == 0 || ENGINE == 3;
+//!if ENGINE == 0, 3
+var<workgroup> act_s: array<f32, select(1, ROWS * ACT_W, SCALAR)>;
+//!endif
+//!if ENGINE == 1, 2
+var<workgroup> act_v: array<vec4<f32>, select(1, ROWS * ACT_W4, !SCALAR)>;
+//!endif
 var<workgroup> ws: array<vec4<f32>, WS_OUT * KT4>;
 var<workgroup> qv: array<f32, ROWS * QW>;
 
@@ -3029,27 +3255,40 @@ fn activate(a: f32, kind: u32) -> f32 {
 }
 
 fn act_get(r: u32, k: u32) -> f32 {
-  if (ENGINE != 0) {
+//!if ENGINE == 1, 2
+  if (!SCALAR) {
     return act_v[r * ACT_W4 + k / 4u][k % 4u];
   }
-  return act_s[r * ACT_W + k];
+//!endif
+//!if ENGINE == 0, 3
+  if (SCALAR) {
+    return act_s[r * ACT_W + k];
+  }
+//!endif
+  return 0.0;
 }
 
 // Columns 4 * k4 .. 4 * k4 + 3 of row r. Whole quads only: a store to one component of a
 // shared vector may be compiled as a read-modify-write of the whole vector (HLSL), a race
 // between invocations writing neighbours.
 fn act_set4(r: u32, k4: u32, v: vec4<f32>) {
-  if (ENGINE != 0) {
+//!if ENGINE == 1, 2
+  if (!SCALAR) {
     act_v[r * ACT_W4 + k4] = v;
-  } else {
+  }
+//!endif
+//!if ENGINE == 0, 3
+  if (SCALAR) {
     let o = r * ACT_W + 4u * k4;
     act_s[o] = v.x;
     act_s[o + 1u] = v.y;
     act_s[o + 2u] = v.z;
     act_s[o + 3u] = v.w;
   }
+//!endif
 }
 
+//!if ENGINE == 0
 // Weights of the fused layer at output j (block-local row jr), inputs k .. k + 3: the block is
 // chosen once per quad, each input checked against its columns (zero weight elsewhere).
 fn layer_quad(b0: Block, b1: Block, j: u32, k: u32) -> vec4<f32> {
@@ -3068,6 +3307,8 @@ fn layer_quad(b0: Block, b1: Block, j: u32, k: u32) -> vec4<f32> {
   );
 }
 
+//!endif
+
 // Input column k of the block row starting at nets[row]: zero outside the block's columns.
 fn block_weight(blk: Block, row: u32, k: u32) -> f32 {
   if (k < blk.k_lo || k >= blk.k_lo + blk.k_len) {
@@ -3083,10 +3324,14 @@ fn layer_bias(b0: Block, b1: Block, j: u32) -> f32 {
   return nets[b1.b + j - b0.rows];
 }
 
+//!if ENGINE == 0, 3
 // Slot of quad k4 (inputs 4 * k4 .. 4 * k4 + 3 of the slice) of output j in ws.
 fn ws_index(j: u32, k4: u32) -> u32 {
   return j * KT4 + (k4 ^ ((j / SWZ_DIV) & SWZ_MASK));
 }
+//!endif
+
+//!if ENGINE == 0
 
 // Weights of slice s (inputs [s * KT, s * KT + KT)) this invocation stages: quad
 // q = lid + p * WG_X of the slice is output q / KT4, inputs 4 * (q % KT4) + 0..3 (KT4
@@ -3101,19 +3346,37 @@ fn load_slice(dst: ptr<function, array<vec4<f32>, PREFETCH>>, b0: Block, b1: Blo
     }
   }
 }
+//!endif
 
 // Y = act(X W^T + b) over input columns [k_start, n_k) (k_start a multiple of KT: the blocks
 // have no weight before it) for all ROWS rows; Y goes to columns [out_col, out_col + n_out) of
 // act (to_q false, in place) or of qv (to_q true).
 fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+//!if ENGINE == 0
+  if (ENGINE == 0) {
+    dense_scalar(b0, b1, k_start, n_k, kind, to_q, out_col, lid);
+  }
+//!endif
+//!if ENGINE == 1
   if (ENGINE == 1) {
     dense_quad(b0, b1, k_start, n_k, kind, to_q, out_col, lid);
-    return;
   }
+//!endif
+//!if ENGINE == 2
   if (ENGINE == 2) {
     dense_quad2(b0, b1, k_start, n_k, kind, to_q, out_col, lid);
-    return;
   }
+//!endif
+//!if ENGINE == 3
+  if (ENGINE == 3) {
+    dense_lat(b0, b1, kind, to_q, out_col, lid);
+  }
+//!endif
+}
+
+//!if ENGINE == 0
+// ---- engine 0: scalar activations, outputs strided over the threads ----
+fn dense_scalar(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
   let n_out = b0.rows + b1.rows;
   let tj = lid % TJ;
   let r0 = (lid / TJ) * ME;
@@ -3183,6 +3446,153 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
   }
 }
 
+//!endif
+
+//!if ENGINE == 3
+// ---- engine 3: engine 0 for latency-bound small tiles ----
+// Engine 0's thread shape, ws layout and per-output order (bias, then w * x for increasing input
+// of the output's own block), with three changes:
+// - block-relative slices: slice s stages inputs [s * KT, s * KT + KT) of each block's own
+//   columns, so a layer of two blocks over different input columns (the plain heads: advantage
+//   from columns [128, 256), value from [0, 128)) takes ceil(max k_len / KT) slices (4) instead
+//   of covering every column (8); the products it leaves out had zero weights and added exactly
+//   0. Each output reads the activations at its block's k_lo (one set when the blocks share it);
+// - weights prefetched two slices ahead (two register buffers taken by slice parity: no copies
+//   that would wait on a load), so a slice's L2 latency spans two slices of work;
+// - a staged quad inside its block's columns is read with one bounds decision.
+// Threads' outputs, ws and act are as in engine 0, so it runs where engine 0 runs (TILE_E = 1:
+// one output a thread, 128 workgroups at N = 128).
+
+// Weights of output j at block-relative inputs kr .. kr + 3 (zero past the block's columns).
+fn layer_quad_rel(b0: Block, b1: Block, j: u32, kr: u32) -> vec4<f32> {
+  var blk = b0;
+  var jr = j;
+  if (j >= b0.rows) {
+    blk = b1;
+    jr = j - b0.rows;
+  }
+  let o = blk.w + jr * blk.k_len + kr;
+  if (kr + 3u < blk.k_len) {
+    return vec4<f32>(nets[o], nets[o + 1u], nets[o + 2u], nets[o + 3u]);
+  }
+  var v = vec4<f32>(0.0);
+  for (var c = 0u; c < 4u; c++) {
+    if (kr + c < blk.k_len) {
+      v[c] = nets[o + c];
+    }
+  }
+  return v;
+}
+
+// Engine 0's load_slice on block-relative inputs.
+fn load_slice_rel(dst: ptr<function, array<vec4<f32>, PREFETCH>>, b0: Block, b1: Block, s: u32, staged: u32, lid: u32) {
+  for (var p = 0u; p < PREFETCH; p++) {
+    let q = lid + p * WG_X;
+    if (q < staged) {
+      (*dst)[p] = layer_quad_rel(b0, b1, q / KT4, s * KT + (q % KT4) * 4u);
+    }
+  }
+}
+
+fn stage_slice(src: ptr<function, array<vec4<f32>, PREFETCH>>, staged: u32, lid: u32) {
+  for (var p = 0u; p < PREFETCH; p++) {
+    let q = lid + p * WG_X;
+    if (q < staged) {
+      ws[ws_index(q / KT4, q % KT4)] = (*src)[p];
+    }
+  }
+}
+
+fn dense_lat(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+  let n_out = b0.rows + b1.rows;
+  let tj = lid % TJ;
+  let r0 = (lid / TJ) * ME;
+  var acc: array<f32, ME * MJ_MAX>;
+  for (var m = 0u; m < MJ_MAX; m++) {
+    let j = tj + TJ * m;
+    var bias = 0.0;
+    if (j < n_out) {
+      bias = layer_bias(b0, b1, j);
+    }
+    for (var i = 0u; i < ME; i++) {
+      acc[i * MJ_MAX + m] = bias;
+    }
+  }
+  // One set of input columns where every output's block starts at the same column.
+  let one_col = b1.rows == 0u || b1.k_lo == b0.k_lo;
+  let slices = (max(b0.k_len, b1.k_len) + KT - 1u) / KT;
+  let staged = n_out * KT4;
+  var buf0: array<vec4<f32>, PREFETCH>;
+  var buf1: array<vec4<f32>, PREFETCH>;
+  load_slice_rel(&buf0, b0, b1, 0u, staged, lid);
+  if (slices > 1u) {
+    load_slice_rel(&buf1, b0, b1, 1u, staged, lid);
+  }
+  for (var s = 0u; s < slices; s++) {
+    let even = (s & 1u) == 0u;
+    if (even) {
+      stage_slice(&buf0, staged, lid);
+    } else {
+      stage_slice(&buf1, staged, lid);
+    }
+    workgroupBarrier();
+    if (s + 2u < slices) {
+      if (even) {
+        load_slice_rel(&buf0, b0, b1, s + 2u, staged, lid);
+      } else {
+        load_slice_rel(&buf1, b0, b1, s + 2u, staged, lid);
+      }
+    }
+    let k0 = s * KT;
+    for (var kk = 0u; kk < KT; kk += 4u) {
+      // Inputs at block 0's columns (every output's when one_col), and at block 1's.
+      var x: array<vec4<f32>, ME>;
+      var y: array<vec4<f32>, ME>;
+      for (var i = 0u; i < ME; i++) {
+        let o = (r0 + i) * ACT_W + b0.k_lo + k0 + kk;
+        x[i] = vec4<f32>(act_s[o], act_s[o + 1u], act_s[o + 2u], act_s[o + 3u]);
+      }
+      if (!one_col) {
+        for (var i = 0u; i < ME; i++) {
+          let o = (r0 + i) * ACT_W + b1.k_lo + k0 + kk;
+          y[i] = vec4<f32>(act_s[o], act_s[o + 1u], act_s[o + 2u], act_s[o + 3u]);
+        }
+      }
+      for (var m = 0u; m < MJ_MAX; m++) {
+        let j = tj + TJ * m;
+        let w = ws[ws_index(j, kk / 4u)];
+        let in1 = !one_col && j >= b0.rows;
+        for (var i = 0u; i < ME; i++) {
+          let xi = select(x[i], y[i], in1);
+          var a = acc[i * MJ_MAX + m];
+          a = a + w.x * xi.x;
+          a = a + w.y * xi.y;
+          a = a + w.z * xi.z;
+          a = a + w.w * xi.w;
+          acc[i * MJ_MAX + m] = a;
+        }
+      }
+    }
+    workgroupBarrier();
+  }
+  for (var i = 0u; i < ME; i++) {
+    let r = r0 + i;
+    for (var m = 0u; m < MJ_MAX; m++) {
+      let j = tj + TJ * m;
+      if (r < ROWS && j < n_out) {
+        let y = activate(acc[i * MJ_MAX + m], kind);
+        if (to_q) {
+          qv[r * QW + out_col + j] = y;
+        } else {
+          act_s[r * ACT_W + out_col + j] = y;
+        }
+      }
+    }
+  }
+}
+//!endif
+
+//!if ENGINE == 1, 2
 // ---- engine 1: quad blocks ----
 
 // Weight of output j (of the fused layer's n_out) at input k: zero past n_out and outside the
@@ -3207,6 +3617,9 @@ fn wsq_index(oq: u32, kk: u32) -> u32 {
   return kk * WQ + (oq ^ (kk % 8u));
 }
 
+//!endif
+
+//!if ENGINE == 1
 // Weights of slice s this invocation stages: item q = lid + p * WG_X is output quad q / KT at
 // input q % KT (KT invocations read KT consecutive inputs of each of the quad's 4 rows).
 fn load_slice_quad(dst: ptr<function, array<vec4<f32>, PREFETCH_Q>>, b0: Block, b1: Block, n_out: u32, s: u32, lid: u32) {
@@ -3303,6 +3716,9 @@ fn dense_quad(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: boo
   }
 }
 
+//!endif
+
+//!if ENGINE == 2
 // ---- engine 2: quad blocks, unrolled ----
 // Engine 1's thread shape and slices with MQ = 2 and MR <= 4 written out: the 2 x MR accumulator
 // quads are named variables (no private array a compiler could leave in local memory when it
@@ -3497,6 +3913,8 @@ fn dense_quad2(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bo
     quad_store(r0 + 3u, tq + TQ, a31, n_out, kind, to_q, out_col);
   }
 }
+
+//!endif
 
 // One op of a kernel's per-step program (see collect_dqn.wgsl): a DENSE layer of the tile
 // engine, or a phase of the kernel identified by \`kind\` with an argument.
@@ -4020,6 +4438,11 @@ fn collect_ppo(
 // through act_set4 (whole quads) for that reason. 2, engine 1 unrolled (MQ = 2, MR <= 4: named
 // accumulators, see dense_quad2), on act_v like engine 1.
 //
+// Each engine's functions, workgroup arrays and branches sit in \`//!if ENGINE == ...\` blocks: the
+// WebGPU backend compiles a module with its own engine's code only (src/backend/webgpu/preamble.ts
+// selectWgsl), so a shader compiler never sees the other engines' dead code. Unresolved, the
+// source is still one valid module (the blocks are comments and the ENGINE tests decide).
+//
 // Numerics: each accumulator starts at the bias and adds w * x in increasing k (the reference
 // order); the compiler may fuse the multiply-add. Padding columns of X (between a layer's input
 // width and the next multiple of KT) must hold finite values: their weights are zero, so they
@@ -4031,25 +4454,37 @@ const ACT_RELU = 1u;
 const ACT_LEAKY = 2u;
 const TE = WG_X / TJ;
 const ME = (ROWS + TE - 1) / TE;
-// Quads per output and slice; outputs sharing a 128-byte bank line (8 quads); the swizzle mask
-// (none when KT4 is not a power of two: XOR could leave the output's quads).
+// Quads per output and slice.
 const KT4 = KT / 4;
+// ACT_W4 vec4s per activation row.
+const ACT_W4 = ACT_W / 4;
+//!if ENGINE == 0, 3
+// Outputs sharing a 128-byte bank line (8 quads); the swizzle mask (none when KT4 is not a power
+// of two: XOR could leave the output's quads).
 const SWZ_DIV = max(8 / KT4, 1);
 const SWZ_MASK = select(0, KT4 - 1, (KT4 & (KT4 - 1)) == 0);
 // Staged weight quads per invocation and slice.
 const PREFETCH = (WS_OUT * KT4 + WG_X - 1) / WG_X;
+//!endif
 
-// Engine 1's quad blocks (see the header); ACT_W4 vec4s per activation row.
-const ACT_W4 = ACT_W / 4;
+//!if ENGINE == 1, 2
+// Engine 1's quad blocks (see the header).
 const TQ = WS_OUT / (4 * MQ);
 const RG = WG_X / TQ;
 const MR = (ROWS + RG - 1) / RG;
 const WQ = WS_OUT / 4;
 const PREFETCH_Q = (WQ * KT + WG_X - 1) / WG_X;
+//!endif
 
-// One of the two is used (the other is one element): engine 0 reads scalars, engine 1 vec4s.
-var<workgroup> act_s: array<f32, select(1, ROWS * ACT_W, ENGINE == 0)>;
-var<workgroup> act_v: array<vec4<f32>, select(1, ROWS * ACT_W4, ENGINE != 0)>;
+// Engines 0 and 3 read scalar activations, engines 1 and 2 vec4s. Unresolved, the unused one is
+// one element.
+const SCALAR = ENGINE == 0 || ENGINE == 3;
+//!if ENGINE == 0, 3
+var<workgroup> act_s: array<f32, select(1, ROWS * ACT_W, SCALAR)>;
+//!endif
+//!if ENGINE == 1, 2
+var<workgroup> act_v: array<vec4<f32>, select(1, ROWS * ACT_W4, !SCALAR)>;
+//!endif
 var<workgroup> ws: array<vec4<f32>, WS_OUT * KT4>;
 var<workgroup> qv: array<f32, ROWS * QW>;
 
@@ -4079,27 +4514,40 @@ fn activate(a: f32, kind: u32) -> f32 {
 }
 
 fn act_get(r: u32, k: u32) -> f32 {
-  if (ENGINE != 0) {
+//!if ENGINE == 1, 2
+  if (!SCALAR) {
     return act_v[r * ACT_W4 + k / 4u][k % 4u];
   }
-  return act_s[r * ACT_W + k];
+//!endif
+//!if ENGINE == 0, 3
+  if (SCALAR) {
+    return act_s[r * ACT_W + k];
+  }
+//!endif
+  return 0.0;
 }
 
 // Columns 4 * k4 .. 4 * k4 + 3 of row r. Whole quads only: a store to one component of a
 // shared vector may be compiled as a read-modify-write of the whole vector (HLSL), a race
 // between invocations writing neighbours.
 fn act_set4(r: u32, k4: u32, v: vec4<f32>) {
-  if (ENGINE != 0) {
+//!if ENGINE == 1, 2
+  if (!SCALAR) {
     act_v[r * ACT_W4 + k4] = v;
-  } else {
+  }
+//!endif
+//!if ENGINE == 0, 3
+  if (SCALAR) {
     let o = r * ACT_W + 4u * k4;
     act_s[o] = v.x;
     act_s[o + 1u] = v.y;
     act_s[o + 2u] = v.z;
     act_s[o + 3u] = v.w;
   }
+//!endif
 }
 
+//!if ENGINE == 0
 // Weights of the fused layer at output j (block-local row jr), inputs k .. k + 3: the block is
 // chosen once per quad, each input checked against its columns (zero weight elsewhere).
 fn layer_quad(b0: Block, b1: Block, j: u32, k: u32) -> vec4<f32> {
@@ -4118,6 +4566,8 @@ fn layer_quad(b0: Block, b1: Block, j: u32, k: u32) -> vec4<f32> {
   );
 }
 
+//!endif
+
 // Input column k of the block row starting at nets[row]: zero outside the block's columns.
 fn block_weight(blk: Block, row: u32, k: u32) -> f32 {
   if (k < blk.k_lo || k >= blk.k_lo + blk.k_len) {
@@ -4133,10 +4583,14 @@ fn layer_bias(b0: Block, b1: Block, j: u32) -> f32 {
   return nets[b1.b + j - b0.rows];
 }
 
+//!if ENGINE == 0, 3
 // Slot of quad k4 (inputs 4 * k4 .. 4 * k4 + 3 of the slice) of output j in ws.
 fn ws_index(j: u32, k4: u32) -> u32 {
   return j * KT4 + (k4 ^ ((j / SWZ_DIV) & SWZ_MASK));
 }
+//!endif
+
+//!if ENGINE == 0
 
 // Weights of slice s (inputs [s * KT, s * KT + KT)) this invocation stages: quad
 // q = lid + p * WG_X of the slice is output q / KT4, inputs 4 * (q % KT4) + 0..3 (KT4
@@ -4151,19 +4605,37 @@ fn load_slice(dst: ptr<function, array<vec4<f32>, PREFETCH>>, b0: Block, b1: Blo
     }
   }
 }
+//!endif
 
 // Y = act(X W^T + b) over input columns [k_start, n_k) (k_start a multiple of KT: the blocks
 // have no weight before it) for all ROWS rows; Y goes to columns [out_col, out_col + n_out) of
 // act (to_q false, in place) or of qv (to_q true).
 fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+//!if ENGINE == 0
+  if (ENGINE == 0) {
+    dense_scalar(b0, b1, k_start, n_k, kind, to_q, out_col, lid);
+  }
+//!endif
+//!if ENGINE == 1
   if (ENGINE == 1) {
     dense_quad(b0, b1, k_start, n_k, kind, to_q, out_col, lid);
-    return;
   }
+//!endif
+//!if ENGINE == 2
   if (ENGINE == 2) {
     dense_quad2(b0, b1, k_start, n_k, kind, to_q, out_col, lid);
-    return;
   }
+//!endif
+//!if ENGINE == 3
+  if (ENGINE == 3) {
+    dense_lat(b0, b1, kind, to_q, out_col, lid);
+  }
+//!endif
+}
+
+//!if ENGINE == 0
+// ---- engine 0: scalar activations, outputs strided over the threads ----
+fn dense_scalar(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
   let n_out = b0.rows + b1.rows;
   let tj = lid % TJ;
   let r0 = (lid / TJ) * ME;
@@ -4233,6 +4705,153 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
   }
 }
 
+//!endif
+
+//!if ENGINE == 3
+// ---- engine 3: engine 0 for latency-bound small tiles ----
+// Engine 0's thread shape, ws layout and per-output order (bias, then w * x for increasing input
+// of the output's own block), with three changes:
+// - block-relative slices: slice s stages inputs [s * KT, s * KT + KT) of each block's own
+//   columns, so a layer of two blocks over different input columns (the plain heads: advantage
+//   from columns [128, 256), value from [0, 128)) takes ceil(max k_len / KT) slices (4) instead
+//   of covering every column (8); the products it leaves out had zero weights and added exactly
+//   0. Each output reads the activations at its block's k_lo (one set when the blocks share it);
+// - weights prefetched two slices ahead (two register buffers taken by slice parity: no copies
+//   that would wait on a load), so a slice's L2 latency spans two slices of work;
+// - a staged quad inside its block's columns is read with one bounds decision.
+// Threads' outputs, ws and act are as in engine 0, so it runs where engine 0 runs (TILE_E = 1:
+// one output a thread, 128 workgroups at N = 128).
+
+// Weights of output j at block-relative inputs kr .. kr + 3 (zero past the block's columns).
+fn layer_quad_rel(b0: Block, b1: Block, j: u32, kr: u32) -> vec4<f32> {
+  var blk = b0;
+  var jr = j;
+  if (j >= b0.rows) {
+    blk = b1;
+    jr = j - b0.rows;
+  }
+  let o = blk.w + jr * blk.k_len + kr;
+  if (kr + 3u < blk.k_len) {
+    return vec4<f32>(nets[o], nets[o + 1u], nets[o + 2u], nets[o + 3u]);
+  }
+  var v = vec4<f32>(0.0);
+  for (var c = 0u; c < 4u; c++) {
+    if (kr + c < blk.k_len) {
+      v[c] = nets[o + c];
+    }
+  }
+  return v;
+}
+
+// Engine 0's load_slice on block-relative inputs.
+fn load_slice_rel(dst: ptr<function, array<vec4<f32>, PREFETCH>>, b0: Block, b1: Block, s: u32, staged: u32, lid: u32) {
+  for (var p = 0u; p < PREFETCH; p++) {
+    let q = lid + p * WG_X;
+    if (q < staged) {
+      (*dst)[p] = layer_quad_rel(b0, b1, q / KT4, s * KT + (q % KT4) * 4u);
+    }
+  }
+}
+
+fn stage_slice(src: ptr<function, array<vec4<f32>, PREFETCH>>, staged: u32, lid: u32) {
+  for (var p = 0u; p < PREFETCH; p++) {
+    let q = lid + p * WG_X;
+    if (q < staged) {
+      ws[ws_index(q / KT4, q % KT4)] = (*src)[p];
+    }
+  }
+}
+
+fn dense_lat(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+  let n_out = b0.rows + b1.rows;
+  let tj = lid % TJ;
+  let r0 = (lid / TJ) * ME;
+  var acc: array<f32, ME * MJ_MAX>;
+  for (var m = 0u; m < MJ_MAX; m++) {
+    let j = tj + TJ * m;
+    var bias = 0.0;
+    if (j < n_out) {
+      bias = layer_bias(b0, b1, j);
+    }
+    for (var i = 0u; i < ME; i++) {
+      acc[i * MJ_MAX + m] = bias;
+    }
+  }
+  // One set of input columns where every output's block starts at the same column.
+  let one_col = b1.rows == 0u || b1.k_lo == b0.k_lo;
+  let slices = (max(b0.k_len, b1.k_len) + KT - 1u) / KT;
+  let staged = n_out * KT4;
+  var buf0: array<vec4<f32>, PREFETCH>;
+  var buf1: array<vec4<f32>, PREFETCH>;
+  load_slice_rel(&buf0, b0, b1, 0u, staged, lid);
+  if (slices > 1u) {
+    load_slice_rel(&buf1, b0, b1, 1u, staged, lid);
+  }
+  for (var s = 0u; s < slices; s++) {
+    let even = (s & 1u) == 0u;
+    if (even) {
+      stage_slice(&buf0, staged, lid);
+    } else {
+      stage_slice(&buf1, staged, lid);
+    }
+    workgroupBarrier();
+    if (s + 2u < slices) {
+      if (even) {
+        load_slice_rel(&buf0, b0, b1, s + 2u, staged, lid);
+      } else {
+        load_slice_rel(&buf1, b0, b1, s + 2u, staged, lid);
+      }
+    }
+    let k0 = s * KT;
+    for (var kk = 0u; kk < KT; kk += 4u) {
+      // Inputs at block 0's columns (every output's when one_col), and at block 1's.
+      var x: array<vec4<f32>, ME>;
+      var y: array<vec4<f32>, ME>;
+      for (var i = 0u; i < ME; i++) {
+        let o = (r0 + i) * ACT_W + b0.k_lo + k0 + kk;
+        x[i] = vec4<f32>(act_s[o], act_s[o + 1u], act_s[o + 2u], act_s[o + 3u]);
+      }
+      if (!one_col) {
+        for (var i = 0u; i < ME; i++) {
+          let o = (r0 + i) * ACT_W + b1.k_lo + k0 + kk;
+          y[i] = vec4<f32>(act_s[o], act_s[o + 1u], act_s[o + 2u], act_s[o + 3u]);
+        }
+      }
+      for (var m = 0u; m < MJ_MAX; m++) {
+        let j = tj + TJ * m;
+        let w = ws[ws_index(j, kk / 4u)];
+        let in1 = !one_col && j >= b0.rows;
+        for (var i = 0u; i < ME; i++) {
+          let xi = select(x[i], y[i], in1);
+          var a = acc[i * MJ_MAX + m];
+          a = a + w.x * xi.x;
+          a = a + w.y * xi.y;
+          a = a + w.z * xi.z;
+          a = a + w.w * xi.w;
+          acc[i * MJ_MAX + m] = a;
+        }
+      }
+    }
+    workgroupBarrier();
+  }
+  for (var i = 0u; i < ME; i++) {
+    let r = r0 + i;
+    for (var m = 0u; m < MJ_MAX; m++) {
+      let j = tj + TJ * m;
+      if (r < ROWS && j < n_out) {
+        let y = activate(acc[i * MJ_MAX + m], kind);
+        if (to_q) {
+          qv[r * QW + out_col + j] = y;
+        } else {
+          act_s[r * ACT_W + out_col + j] = y;
+        }
+      }
+    }
+  }
+}
+//!endif
+
+//!if ENGINE == 1, 2
 // ---- engine 1: quad blocks ----
 
 // Weight of output j (of the fused layer's n_out) at input k: zero past n_out and outside the
@@ -4257,6 +4876,9 @@ fn wsq_index(oq: u32, kk: u32) -> u32 {
   return kk * WQ + (oq ^ (kk % 8u));
 }
 
+//!endif
+
+//!if ENGINE == 1
 // Weights of slice s this invocation stages: item q = lid + p * WG_X is output quad q / KT at
 // input q % KT (KT invocations read KT consecutive inputs of each of the quad's 4 rows).
 fn load_slice_quad(dst: ptr<function, array<vec4<f32>, PREFETCH_Q>>, b0: Block, b1: Block, n_out: u32, s: u32, lid: u32) {
@@ -4353,6 +4975,9 @@ fn dense_quad(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: boo
   }
 }
 
+//!endif
+
+//!if ENGINE == 2
 // ---- engine 2: quad blocks, unrolled ----
 // Engine 1's thread shape and slices with MQ = 2 and MR <= 4 written out: the 2 x MR accumulator
 // quads are named variables (no private array a compiler could leave in local memory when it
@@ -4547,6 +5172,8 @@ fn dense_quad2(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bo
     quad_store(r0 + 3u, tq + TQ, a31, n_out, kind, to_q, out_col);
   }
 }
+
+//!endif
 
 // One op of a kernel's per-step program (see collect_dqn.wgsl): a DENSE layer of the tile
 // engine, or a phase of the kernel identified by \`kind\` with an argument.

@@ -78,8 +78,14 @@ const QUAD: Partial<TileShape> = { ...TILE, engine: 1 };
  */
 const QUAD2_DQN: Partial<TileShape> = { ...TILE, tileEpisodes: 8, engine: 2 };
 const QUAD2_PPO: Partial<TileShape> = { ...TILE, tileEpisodes: 4, engine: 2 };
+/**
+ * The small-tile engine (ENGINE 3: block-relative slices, two-slice prefetch) on the same tile:
+ * 2 rows x 4 outputs a thread, so a thread's outputs span both blocks of the fused heads, and
+ * the 54-input layer ends in a partial slice.
+ */
+const LAT: Partial<TileShape> = { ...TILE, engine: 3 };
 const engineName = (engine: number | undefined) =>
-  engine === 1 ? ' quad engine' : engine === 2 ? ' quad2 engine' : '';
+  engine === 1 ? ' quad engine' : engine === 2 ? ' quad2 engine' : engine === 3 ? ' lat engine' : '';
 
 /** A seeded random walk (Philox Stream.Test) with valid OHLC, varying spreads, random features. */
 function parityMarket(): Market {
@@ -439,6 +445,10 @@ export function collectParityCases(): ParityCase[] {
     ppoCase('tiled', QUAD),
     dqnCase('dqn', 'tiled', QUAD2_DQN),
     ppoCase('tiled', QUAD2_PPO),
+    dqnCase('dqn', 'tiled', LAT),
+    dqnCase('c51', 'tiled', LAT),
+    dqnCase('iqn', 'tiled', LAT),
+    ppoCase('tiled', LAT),
     dqnCase('dqn', 'seed'),
     dqnCase('dqn', 'cluster'),
     ppoCase('seed'),

@@ -82,7 +82,7 @@ describe('WGSL quad engine', () => {
   });
 
   it('rejects engines it does not have and thread counts its quads cannot divide', () => {
-    expect(() => collectDqnSpec(dqn(32, 3))).toThrow(/engine 3 must be 0, 1, 2/);
+    expect(() => collectDqnSpec(dqn(32, 4))).toThrow(/engine 4 must be 0, 1, 2, 3/);
     expect(() => collectDqnSpec({ ...dqn(4, 1), threads: 48, tj: 48 })).toThrow(/multiple of 32/);
     expect(() =>
       collectPpoSpec({ variant: 'tiled', tileEpisodes: 4, threads: 32, tj: 32, kt: 4, engine: 1 }),

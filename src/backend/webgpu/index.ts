@@ -29,7 +29,7 @@ import {
 } from '../types.js';
 import { packUniforms, rejectCluster, uniformBytes, validateDispatch } from '../uniforms.js';
 import { type AdapterSummary, adapterName, findGpu, summarizeAdapter } from './gpu.js';
-import { wgslPreamble } from './preamble.js';
+import { wgslModule } from './preamble.js';
 
 // The WebGPU flag values (GPUBufferUsage, GPUMapMode, GPUShaderStage), spelled out because Dawn's
 // Node bindings do not install those globals.
@@ -353,7 +353,7 @@ export class WebGpuBackend implements Backend {
     }
     const layout = this.device.createBindGroupLayout({ label: spec.name, entries });
     this.device.pushErrorScope('validation');
-    const module = this.device.createShaderModule({ label: spec.name, code: wgslPreamble(spec) + source });
+    const module = this.device.createShaderModule({ label: spec.name, code: wgslModule(spec, source) });
     const pipeline = this.device.createComputePipeline({
       label: spec.name,
       layout: this.device.createPipelineLayout({ label: spec.name, bindGroupLayouts: [layout] }),

@@ -49,9 +49,10 @@ per episode are measured in the same run (--variant both, the default for dqn an
                     or both (default) for the tiled kernel; WebGPU and the CPU are f32 only
   --engine E        webgpu only: the tiled kernel's WGSL tile engine, 0 (scalar activations,
                     outputs strided over threads), 1 (quad blocks: vec4 activations, 4 x 2
-                    outputs per thread), 2 (quad blocks unrolled: named accumulators), a list
-                    (0,2), both (0,1), all (0,1,2), each in the same sweep, or auto (default: 1
-                    from 16 rows per workgroup for --algo dqn on a GPU, else 0)
+                    outputs per thread), 2 (quad blocks unrolled: named accumulators), 3 (engine
+                    0 for small tiles: block-relative slices, weights two slices ahead), a list
+                    (0,3), both (0,1), all (0,1,2,3), each in the same sweep, or auto (default:
+                    the collectors' choice, src/collect/device.ts chooseTile)
   --tile E          episodes per workgroup of the tiled kernel (default: chosen from N and the
                     device's workgroup memory)
   --threads T       threads per workgroup (default 256; cuda tf32: 512 for 64 dqn / 32 ppo episodes)
@@ -87,7 +88,7 @@ const si = (x: number, unit: string) => {
 const label = (r: CollectBenchResult) =>
   r.build
     ? `${r.variant}-${r.build}`
-    : `${r.variant}${r.precision === 'tf32' ? '-tf32' : ''}${r.engine === 1 ? '-quad' : r.engine === 2 ? '-quad2' : ''}${r.clusterPull ? '-pull' : ''}`;
+    : `${r.variant}${r.precision === 'tf32' ? '-tf32' : ''}${r.engine === 1 ? '-quad' : r.engine === 2 ? '-quad2' : r.engine === 3 ? '-lat' : ''}${r.clusterPull ? '-pull' : ''}`;
 
 function table(results: CollectBenchResult[], ceiling: CeilingResult | null): string[] {
   const rows = [

@@ -1,0 +1,122 @@
+/**
+ * `//!if` blocks of the WGSL sources (src/backend/webgpu/preamble.ts selectWgsl): a module keeps
+ * the code its constants select and nothing else, with every line where the source has it; the
+ * collection kernels' modules hold their own tile engine only. (That each module compiles, with
+ * and without its blocks resolved, is test/unit/collect-wgsl.test.ts.)
+ */
+import { describe, expect, it } from 'vitest';
+import { selectWgsl, wgslModule } from '../../src/backend/webgpu/preamble.js';
+import { type CollectDqnOptions, collectDqnSpec } from '../../src/kernels/collect_dqn.js';
+import { collectPpoSpec } from '../../src/kernels/collect_ppo.js';
+import { wgslSources } from '../../src/kernels/sources.generated.js';
+
+describe('selectWgsl', () => {
+  const src = [
+    'a',
+    '//!if E == 0',
+    'zero',
+    '//!if F != 1',
+    'zero-not-f1',
+    '//!endif',
+    '//!endif',
+    '//!if E == 1, 2',
+    'one-or-two',
+    '//!endif',
+    'b',
+  ].join('\n');
+
+  it('keeps the lines whose conditions hold and blanks the rest, directives included', () => {
+    expect(selectWgsl(src, { E: 0, F: 0 }).split('\n')).toEqual([
+      'a',
+      '',
+      'zero',
+      '',
+      'zero-not-f1',
+      '',
+      '',
+      '',
+      '',
+      '',
+      'b',
+    ]);
+    expect(selectWgsl(src, { E: 0, F: 1 }).split('\n')).toEqual([
+      'a',
+      '',
+      'zero',
+      '',
+      '',
+      '',
+      '',
+      '',
+      '',
+      '',
+      'b',
+    ]);
+    expect(selectWgsl(src, { E: 2, F: 0 }).split('\n')).toEqual([
+      'a',
+      '',
+      '',
+      '',
+      '',
+      '',
+      '',
+      '',
+      'one-or-two',
+      '',
+      'b',
+    ]);
+  });
+
+  it('rejects an unknown constant, unbalanced blocks and a directive it does not know', () => {
+    expect(() => selectWgsl(src, { F: 0 })).toThrow(/E is not a constant/);
+    expect(() => selectWgsl('//!if E == 0\nx', { E: 0 })).toThrow(/without \/\/!endif/);
+    expect(() => selectWgsl('x\n//!endif', { E: 0 })).toThrow(/without \/\/!if/);
+    expect(() => selectWgsl('//!else', { E: 0 })).toThrow(/malformed/);
+    expect(() => selectWgsl('//!if E < 1\n//!endif', { E: 0 })).toThrow(/malformed/);
+  });
+});
+
+describe('collection modules', () => {
+  const dqn = (engine: number): CollectDqnOptions => ({
+    head: 'plain',
+    atoms: 51,
+    iqnEmbed: 64,
+    actTaus: 32,
+    variant: 'tiled',
+    threads: 256,
+    tauRows: 1,
+    tileEpisodes: 32,
+    tj: 32,
+    kt: 8,
+    engine,
+  });
+  const module = (engine: number) => wgslModule(collectDqnSpec(dqn(engine)), wgslSources.collect_dqn);
+
+  it("hold only their own tile engine: the other engines' functions and arrays are gone", () => {
+    const own: Record<number, string[]> = {
+      0: ['fn dense_scalar(', 'var<workgroup> act_s', 'fn ws_index(', 'fn layer_quad('],
+      1: ['fn dense_quad(', 'var<workgroup> act_v', 'fn wsq_index(', 'fn load_slice_quad('],
+      2: ['fn dense_quad2(', 'var<workgroup> act_v', 'fn wsq_index(', 'fn quad_weights('],
+      3: ['fn dense_lat(', 'var<workgroup> act_s', 'fn ws_index(', 'fn layer_quad_rel('],
+    };
+    for (const engine of [0, 1, 2, 3]) {
+      const m = module(engine);
+      for (const s of own[engine]) expect(m, `engine ${engine}`).toContain(s);
+      for (const other of [0, 1, 2, 3].filter((e) => e !== engine))
+        for (const s of own[other].filter((x) => !own[engine].includes(x)))
+          expect(m, `engine ${engine} without ${s}`).not.toContain(s);
+    }
+    // PPO includes the same tile engine.
+    const ppo = wgslModule(
+      collectPpoSpec({ variant: 'tiled', tileEpisodes: 16, threads: 256, tj: 64, kt: 4, engine: 2 }),
+      wgslSources.collect_ppo,
+    );
+    expect(ppo).toContain('fn dense_quad2(');
+    expect(ppo).not.toContain('fn dense_scalar(');
+  });
+
+  it('keep every line where the source has it (compiler messages keep their line numbers)', () => {
+    const lines = (s: string) => s.split('\n').length;
+    expect(lines(module(0))).toBe(lines(module(2)));
+  });
+});
