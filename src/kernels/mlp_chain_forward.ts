@@ -50,8 +50,10 @@ export const mlpChainForwardSpec: KernelSpec = {
   ],
   workgroupSize: [256, 1, 1],
   // ROWS rows per workgroup: 64 workgroups for a 512-row minibatch; MAX_WIDTH: widest layer
-  // (the workgroup's tile is ROWS x MAX_WIDTH floats: 8 KiB); CHUNK: inputs per unrolled step.
-  constants: { ROWS: 8, MAX_WIDTH: 256, CHUNK: 8 },
+  // (the workgroup's tile is ROWS x MAX_WIDTH floats: 8 KiB); CHUNK: inputs per unrolled step, its
+  // weights loaded while the previous chunk multiplies (16 loads in flight per thread: one
+  // workgroup per SM leaves the L2 latency to hide to each thread's own loads).
+  constants: { ROWS: 8, MAX_WIDTH: 256, CHUNK: 16 },
 };
 
 const C = mlpChainForwardSpec.constants!;
