@@ -25,7 +25,7 @@
 import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import type { Layer } from '../nets/layout.js';
 import { ActCode, activate } from './dense_forward.js';
-import { grid1d, groupCount } from './grid.js';
+import { grid1d } from './grid.js';
 import type { Kernel, TypedArray } from './reference.js';
 
 /** Most layers of one chain launch (the uniforms hold this many). */
@@ -33,6 +33,30 @@ export const MAX_CHAIN_LAYERS = 4;
 
 const LAYER_FIELDS = ['out', 'wOff', 'bOff', 'yOff', 'act'] as const;
 
+const variants = new Map<number, KernelSpec>();
+
+/** Rows per workgroup a chain launch may take (the tile is rows x MAX_WIDTH floats: <= 16 KiB). */
+export const CHAIN_ROWS_CHOICES = [2, 4, 8, 16] as const;
+
+/**
+ * The kernel with `rows` rows per workgroup (the ROWS constant: the threads' accumulators are
+ * arrays of it), one spec object per value so backends cache one pipeline each.
+ */
+export function mlpChainForwardSpecFor(rows: number): KernelSpec {
+  if (!(CHAIN_ROWS_CHOICES as readonly number[]).includes(rows)) {
+    throw new Error(
+      `mlp_chain_forward: rows per workgroup must be one of ${CHAIN_ROWS_CHOICES.join(', ')}, got ${rows}`,
+    );
+  }
+  let spec = variants.get(rows);
+  if (!spec) {
+    spec = { ...mlpChainForwardSpec, constants: { ...mlpChainForwardSpec.constants, ROWS: rows } };
+    variants.set(rows, spec);
+  }
+  return spec;
+}
+
+/** The default variant (8 rows: 64 workgroups for a 512-row minibatch), as the registry lists it. */
 export const mlpChainForwardSpec: KernelSpec = {
   name: 'mlp_chain_forward',
   bindings: [
@@ -55,10 +79,11 @@ export const mlpChainForwardSpec: KernelSpec = {
   // workgroup per SM leaves the L2 latency to hide to each thread's own loads).
   constants: { ROWS: 8, MAX_WIDTH: 256, CHUNK: 16 },
 };
+variants.set(8, mlpChainForwardSpec);
 
 const C = mlpChainForwardSpec.constants!;
 
-/** Rows per workgroup. */
+/** Rows per workgroup by default. */
 export const CHAIN_ROWS = C.ROWS;
 /** Widest layer input or output a chain launch takes. */
 export const CHAIN_MAX_WIDTH = C.MAX_WIDTH;
@@ -98,13 +123,17 @@ export function chainFits(layers: Pick<Layer, 'in' | 'out'>[]): boolean {
   );
 }
 
-/** The launch of `layers` over `batch` rows whose first input rows are at acts[xOff]. */
+/**
+ * The launch of `layers` over `batch` rows whose first input rows are at acts[xOff], `rows` rows
+ * per workgroup (CHAIN_ROWS_CHOICES).
+ */
 export function mlpChainForwardDispatch(
   params: DeviceBuffer,
   acts: DeviceBuffer,
   batch: number,
   xOff: number,
   layers: ChainLayer[],
+  rows: number = CHAIN_ROWS,
 ): Dispatch {
   if (!chainFits(layers.map((l) => l.layer))) {
     throw new Error(
@@ -128,21 +157,18 @@ export function mlpChainForwardDispatch(
     uniforms[`act${c}`] = l ? ActCode[l.layer.act] : 0;
   }
   return {
-    kernel: mlpChainForwardSpec,
+    kernel: mlpChainForwardSpecFor(rows),
     buffers: [params, acts],
     uniforms,
-    groups: grid1d(Math.ceil(batch / C.ROWS)),
+    groups: grid1d(Math.ceil(batch / rows)),
   };
 }
 
-function mlpChainForwardReference(
-  buffers: TypedArray[],
-  u: Record<string, number>,
-  groups: readonly [number, number, number],
-): void {
+/** Every row of the batch (mlpChainForwardDispatch's grid always covers it). */
+function mlpChainForwardReference(buffers: TypedArray[], u: Record<string, number>): void {
   const [params, acts] = buffers;
   const f = Math.fround;
-  const rows = Math.min(u.batch, groupCount(groups) * C.ROWS);
+  const rows = u.batch;
   let nIn = u.in0;
   let xOff = u.xOff;
   for (let c = 0; c < u.layers; c++) {

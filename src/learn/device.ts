@@ -109,9 +109,10 @@ export interface DevicePpoLearnerInit {
   pdl?: boolean | 'early';
   /**
    * Run the critic's forward tail that no actor layer pairs with (value_layer_3 .. value_output) as
-   * one mlp_chain_forward launch (default true); false: one mlp_forward launch per layer.
+   * one mlp_chain_forward launch (default true; a number: its rows per workgroup, 2, 4, 8 or 16,
+   * default 8); false: one mlp_forward launch per layer.
    */
-  chain?: boolean;
+  chain?: boolean | number;
 }
 
 /** The kernels of the update whose CUDA source begins with LEARN_GRID_DEP_WAIT, so PDL is safe. */

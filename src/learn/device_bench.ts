@@ -102,6 +102,8 @@ export interface BenchTrainResult {
   launchesPerStep: number;
   /** Whether the critic's forward tail ran as one mlp_chain_forward launch. */
   chain: boolean;
+  /** Its rows per workgroup (0 without the chain). */
+  chainRows: number;
   /** Why the collect phase used a synthetic rollout, when it did. */
   collectNote?: string;
   times: PhaseTimes;
@@ -135,8 +137,11 @@ export interface BenchTrainOptions {
   gatherRows?: number;
   /** Launch the update's kernels with PDL where the backend can (DevicePpoLearnerInit.pdl; default true). */
   pdl?: boolean | 'early';
-  /** The critic's forward tail as one mlp_chain_forward launch (DevicePpoLearnerInit.chain; default true). */
-  chain?: boolean;
+  /**
+   * The critic's forward tail as one mlp_chain_forward launch (DevicePpoLearnerInit.chain; default
+   * true; a number: rows per workgroup).
+   */
+  chain?: boolean | number;
   /** Skip the validation backtest (large settings: it does not depend on N). */
   validate?: boolean;
   /** Repeats when timing each launch of one step alone (default 20). */
@@ -199,6 +204,7 @@ export async function benchPpoTrain(o: BenchTrainOptions): Promise<BenchTrainRes
   const perEpoch = learner.minibatchesPerEpoch(samples);
   const minibatchSteps = cfg.ppo.updateEpochs * perEpoch;
   const dispatches = learner.updateDispatches(rollout);
+  const chained = dispatches.some((d) => d.kernel.name === 'mlp_chain_forward');
   const sum = { collect: 0, update: 0, validate: 0, policy: 0, value: 0, entropy: 0, gradNorm: 0 };
   try {
     for (let epoch = 0; epoch <= o.repeats; epoch++) {
@@ -263,7 +269,8 @@ export async function benchPpoTrain(o: BenchTrainOptions): Promise<BenchTrainRes
       updateEpochs: cfg.ppo.updateEpochs,
       minibatchSteps,
       launchesPerStep: dispatches.length / minibatchSteps,
-      chain: dispatches.some((d) => d.kernel.name === 'mlp_chain_forward'),
+      chain: chained,
+      chainRows: chained ? learner.plan.chainRows : 0,
       collectNote,
       times,
       updateFlops: flops,

@@ -9,9 +9,9 @@
  *   deltas         each layer's dLoss/d(pre-activation) rows `[batch, out]`;
  *   partials       one float per dW tile of every layer (mlp_backward's sums of squares).
  * Stage s of the forward pairs layer s of the first two networks in one launch; backward stage s
- * pairs their layers counted from the output. With `chain`, a network's tail that no other
- * network's layer shares a launch with (the PPO critic's layers 3..5) runs as one
- * mlp_chain_forward launch instead of one mlp_forward launch per layer.
+ * pairs their layers counted from the output. With `chain` (true, or rows per workgroup), a
+ * network's tail that no other network's layer shares a launch with (the PPO critic's layers 3..5)
+ * runs as one mlp_chain_forward launch instead of one mlp_forward launch per layer.
  */
 import type { Backend, DeviceBuffer, Dispatch } from '../backend/types.js';
 import {
@@ -25,10 +25,12 @@ import {
   NO_DX,
 } from '../kernels/mlp_backward.js';
 import {
+  CHAIN_ROWS,
   type ChainLayer,
   chainFits,
   MAX_CHAIN_LAYERS,
   mlpChainForwardDispatch,
+  mlpChainForwardSpecFor,
 } from '../kernels/mlp_chain_forward.js';
 import {
   type ForwardJob,
@@ -86,6 +88,8 @@ export interface MlpPlan {
    * plan); 'waves', the fewest waves x rounds by waveCost (WebGPU's default).
    */
   splitPolicy: SplitPolicy;
+  /** Rows per workgroup of the chain launches (0: no chain; planMlps' `chain`). */
+  chainRows: number;
   inDim: number;
   /** Floats of params / grads (and of each half of the Adam moments). */
   paramFloats: number;
@@ -104,8 +108,10 @@ export function planMlps(
   splitBudget = 0,
   dwHandoff: 'last' | 'later' = 'last',
   splitPolicy: SplitPolicy = dwHandoff === 'later' ? 'waves' : 'most',
-  chain = false,
+  chain: boolean | number = false,
 ): MlpPlan {
+  const chainRows = chain === true ? CHAIN_ROWS : chain === false ? 0 : chain;
+  if (chainRows > 0) mlpChainForwardSpecFor(chainRows); // checks the value
   if (!Number.isInteger(batch) || batch < 1) throw new Error(`learner: minibatch must be >= 1, got ${batch}`);
   const inDim = layouts[0].layers[0].in;
   let params = 0;
@@ -142,7 +148,7 @@ export function planMlps(
     params += layout.size;
     return plan;
   });
-  if (chain) {
+  if (chainRows > 0) {
     nets.forEach((net, n) => {
       net.chainFrom = chainStart(nets, n);
     });
@@ -178,6 +184,7 @@ export function planMlps(
     scratchAt,
     dwHandoff,
     splitPolicy,
+    chainRows,
     inDim,
     paramFloats: params,
     actFloats: acts,
@@ -394,7 +401,7 @@ export function forwardDispatches(plan: MlpPlan, b: MlpBuffers): Dispatch[] {
       const layers: ChainLayer[] = net.layout.layers
         .slice(s)
         .map((layer, c) => ({ layer, netBase: net.base, yOff: net.outputAt[s + c] }));
-      out.push(mlpChainForwardDispatch(b.params, b.acts, plan.batch, net.inputAt[s], layers));
+      out.push(mlpChainForwardDispatch(b.params, b.acts, plan.batch, net.inputAt[s], layers, plan.chainRows));
     }
   }
   return out;

@@ -173,14 +173,16 @@ function gatherCase(
  * The paired forward or backward launches of two chain networks reading the same input, against
  * mlp.ts (default: the PPO actor and critic; tests pass smaller layouts). 'mlp_chain_forward': the
  * forward with the learner's chain plan, the deeper network's unpaired tail (the PPO critic's
- * layers 3..5) in one mlp_chain_forward launch; every layer's output is checked either way.
+ * layers 3..5) in one mlp_chain_forward launch (`chainRows` rows per workgroup, default 8); every
+ * layer's output is checked either way.
  */
 export function mlpParityCase(
   kernel: 'mlp_forward' | 'mlp_backward' | 'mlp_chain_forward',
   batch: number,
   layouts: [NetLayout, NetLayout] = [ppoActorLayout(), ppoCriticLayout()],
+  chainRows?: number,
 ): ParityCase {
-  const chain = kernel === 'mlp_chain_forward';
+  const chain = kernel === 'mlp_chain_forward' ? (chainRows ?? true) : false;
   const plan = planMlps(layouts, batch, 1, 0, 'last', 'most', chain);
   const tail = plan.nets.find((n) => n.chainFrom < n.layout.layers.length);
   if (chain && !tail) throw new Error(`mlp_chain_forward case: ${layouts[1].kind} has no chain tail`);
@@ -210,7 +212,7 @@ export function mlpParityCase(
         ? `every layer output (paired launches, ${tail!.layout.layers
             .slice(tail!.chainFrom)
             .map((l) => l.name)
-            .join(' -> ')} in one chain launch)`
+            .join(' -> ')} in one chain launch of ${plan.chainRows} rows per workgroup)`
         : 'dW, db, dX of every layer (paired launches)';
   return {
     name: `${kernel} ${layouts[0].kind} + ${layouts[1].kind} B=${batch}: ${what}`,
@@ -261,7 +263,8 @@ export function mlpParityCase(
           if (kernel !== 'mlp_backward') {
             const launches = forwardDispatches(plan, b);
             const chained = launches.filter((d) => d.kernel.name === 'mlp_chain_forward').length;
-            if (chained !== (chain ? 1 : 0)) throw new Error(`${chained} mlp_chain_forward launches`);
+            if (chained !== (chain !== false ? 1 : 0))
+              throw new Error(`${chained} mlp_chain_forward launches`);
             backend.run(launches);
             for (const net of plan.nets) {
               for (const [l, layer] of net.layout.layers.entries()) {

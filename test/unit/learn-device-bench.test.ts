@@ -54,6 +54,7 @@ describe('bench train', () => {
       // gather, 3 paired forward stages, the critic's tail in one chain launch, loss, 6 backward
       // stages, adam.
       expect(r.chain).toBe(true);
+      expect(r.chainRows).toBe(8);
       expect(r.launchesPerStep).toBe(13);
       for (const ms of Object.values(r.times)) expect(ms).toBeGreaterThan(0);
       expect(r.stepKernels.map((k) => k.launch)).toEqual([
@@ -110,6 +111,8 @@ describe('bench train', () => {
     );
     expect(await main(['bench', 'train', '--chain', 'maybe'])).toBe(1);
     expect(err.at(-1)).toBe('foxhunt bench train: --chain must be on, off or both, got "maybe"');
+    expect(await main(['bench', 'train', '--chain-rows', '32'])).toBe(1);
+    expect(err.at(-1)).toBe('foxhunt bench train: --chain-rows must be one of 2, 4, 8, 16, got "32"');
     expect(await main(['bench', 'train', '--backend', 'cpu', '--episodes', '2', '--steps', '8'])).toBe(1);
     expect(err.at(-1)).toBe(
       'foxhunt bench train: config: ppo.minibatch: must not exceed rollout.episodes * rollout.steps',

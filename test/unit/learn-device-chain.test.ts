@@ -17,6 +17,8 @@ import {
   chainGroups,
   MAX_CHAIN_LAYERS,
   mlpChainForwardDispatch,
+  mlpChainForwardSpec,
+  mlpChainForwardSpecFor,
 } from '../../src/kernels/mlp_chain_forward.js';
 import { DevicePpoLearner } from '../../src/learn/device.js';
 import { createMlpBuffers, forwardDispatches, planMlps } from '../../src/learn/device_mlp.js';
@@ -64,7 +66,7 @@ const tail = buildLayout('ppo_tail', [
  * Runs `layout` as one mlp_chain_forward launch over `batch` rows on `backend` (params at an odd
  * offset, as the critic's are after the actor's) and returns each layer's outputs, with mlp.ts's.
  */
-async function chainAgainstMlp(backend: Backend, layout: NetLayout, batch: number) {
+async function chainAgainstMlp(backend: Backend, layout: NetLayout, batch: number, rows = CHAIN_ROWS) {
   const base = 5;
   const params = initParams(layout, NetId.Critic, 7);
   const x = inputs(batch * layout.layers[0].in, 3);
@@ -89,8 +91,10 @@ async function chainAgainstMlp(backend: Backend, layout: NetLayout, batch: numbe
       batch,
       xOff,
       layout.layers.map((layer, c) => ({ layer, netBase: base, yOff: yOff[c] })),
+      rows,
     );
-    expect(d.groups[0]).toBe(Math.ceil(batch / CHAIN_ROWS));
+    expect(d.groups[0]).toBe(Math.ceil(batch / rows));
+    expect(d.kernel.constants?.ROWS).toBe(rows);
     backend.run([d]);
     const got: Float32Array[] = [];
     for (const [c, l] of layout.layers.entries()) {
@@ -131,17 +135,21 @@ describe('mlp_chain_forward', () => {
       throw err;
     }
     backends.push(backend);
-    for (const [layout, batch] of [
-      [ragged, 21],
-      [tail, 19],
+    for (const [layout, batch, rows] of [
+      [ragged, 21, CHAIN_ROWS],
+      [tail, 19, CHAIN_ROWS],
+      [tail, 37, 16],
+      [ragged, 5, 2],
     ] as const) {
-      const { got, want } = await chainAgainstMlp(backend, layout, batch);
+      const { got, want } = await chainAgainstMlp(backend, layout, batch, rows);
       got.forEach((g, c) => {
         let worst = 0;
         g.forEach((v, k) => {
           worst = Math.max(worst, Math.abs(v - want[c][k]) / (1e-6 + 1e-4 * Math.abs(want[c][k])));
         });
-        expect(worst, `${layout.kind} layer ${c}: worst |diff| / tolerance`).toBeLessThanOrEqual(1);
+        expect(worst, `${layout.kind} ${rows} rows layer ${c}: worst |diff| / tolerance`).toBeLessThanOrEqual(
+          1,
+        );
         expect(g.some((v) => v !== 0)).toBe(true);
       });
     }
@@ -215,6 +223,21 @@ describe('the chain plan', () => {
   it('is off unless asked for (the curiosity learner and mlp_forward cases keep their launches)', () => {
     const plan = planMlps(layouts, 512);
     expect(plan.nets.map((n) => n.chainFrom)).toEqual([3, 6]);
+    expect(plan.chainRows).toBe(0);
+  });
+
+  it('takes 2, 4, 8 or 16 rows per workgroup (one pipeline each), nothing else', () => {
+    const plan = planMlps(layouts, 512, 1, 0, 'last', 'most', 16);
+    const launches = forwardDispatches(plan, createMlpBuffers(createCpuBackend(), plan, 'plan'));
+    const chain = launches.at(-1)!;
+    expect([chain.kernel.name, chain.kernel.constants?.ROWS, chain.groups[0]]).toEqual([
+      'mlp_chain_forward',
+      16,
+      32,
+    ]);
+    expect(mlpChainForwardSpecFor(16)).toBe(chain.kernel);
+    expect(mlpChainForwardSpecFor(CHAIN_ROWS)).toBe(mlpChainForwardSpec);
+    expect(() => planMlps(layouts, 512, 1, 0, 'last', 'most', 32)).toThrow(/2, 4, 8, 16/);
   });
 
   it('DevicePpoLearner: 13 launches per minibatch step with the chain (default), 15 without', () => {

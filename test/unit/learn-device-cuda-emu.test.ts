@@ -8,7 +8,8 @@
  * covered, and the curiosity learner case chains gather, forward, loss, backward and AdamW.
  * mlp_chain_forward runs on three critics whose tails take each of its load paths: ragged widths
  * (scalar loads), the PPO tail's widths 256 -> 128 -> 64 -> 1 at an odd params offset (float4
- * input reads, scalar weight loads, as the PPO critic), and aligned weights (float4 both).
+ * input reads, scalar weight loads, as the PPO critic), and aligned weights (float4 both); and
+ * with 16 and 2 rows per block besides the default 8.
  */
 import { describe, expect, it } from 'vitest';
 import { buildLayout } from '../../src/nets/layout.js';
@@ -62,6 +63,8 @@ describe.skipIf(unavailable !== null)(
       mlpParityCase('mlp_backward', 70, [actor, critic]),
       mlpParityCase('mlp_chain_forward', 70, [actor, raggedCritic]),
       mlpParityCase('mlp_chain_forward', 70, [actor, ppoTailCritic]),
+      mlpParityCase('mlp_chain_forward', 70, [actor, ppoTailCritic], 16),
+      mlpParityCase('mlp_chain_forward', 70, [actor, raggedCritic], 2),
       mlpParityCase('mlp_chain_forward', 70, [alignedActor, alignedCritic]),
     ];
     for (const c of cases) {

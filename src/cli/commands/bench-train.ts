@@ -7,6 +7,7 @@
 import { type BackendRequest, chooseBackend, describeChoice } from '../../backend/index.js';
 import { BackendUnavailableError } from '../../backend/types.js';
 import { loadConfig } from '../../config.js';
+import { CHAIN_ROWS, CHAIN_ROWS_CHOICES } from '../../kernels/mlp_chain_forward.js';
 import { type BenchTrainResult, benchPpoTrain } from '../../learn/device_bench.js';
 import { prepareData } from '../../train/run.js';
 import { intFlag, parseFlags } from '../args.js';
@@ -14,7 +15,8 @@ import { type Command, UserError } from '../main.js';
 
 const usage = `usage: foxhunt bench train --algo ppo [--backend auto|cuda|webgpu|cpu] [--episodes N] [--steps L]
                            [--large-episodes N2] [--repeats R] [--seed S] [--dw-split on|off|most|W]
-                           [--gather-rows G] [--pdl on|off|early] [--chain on|off|both] [--json]
+                           [--gather-rows G] [--pdl on|off|early] [--chain on|off|both]
+                           [--chain-rows R] [--json]
 
 Times a PPO epoch per phase on the built-in synthetic market: collect (collect_ppo on the device),
 update (the device learner: every minibatch step of the update in one submission, a CUDA graph
@@ -47,6 +49,8 @@ kernels' TS references); pass --episodes, --steps or --large-episodes to overrid
                          value_layer_4 -> value_output) as one mlp_chain_forward launch (on, the
                          default: 13 launches per step), as three mlp_forward launches (off: 15), or
                          both, each setting measured with the chain on then off
+  --chain-rows R         minibatch rows per mlp_chain_forward workgroup: 2, 4, 8 (default: 64
+                         workgroups at 512 rows) or 16
   --json                 one JSON object on stdout instead of the table`;
 
 const BACKENDS = ['auto', 'cuda', 'webgpu', 'cpu'];
@@ -73,7 +77,7 @@ function table(results: BenchTrainResult[]): string[] {
     ],
     ...results.map((r) => [
       `${r.episodes} x ${r.steps}`,
-      r.chain ? 'on' : 'off',
+      r.chain ? `on (${r.chainRows} rows)` : 'off',
       String(r.samples),
       String(r.minibatchSteps),
       String(r.minibatchSteps * r.launchesPerStep),
@@ -108,6 +112,7 @@ async function run(args: string[]): Promise<number> {
       'gather-rows': { type: 'string' },
       pdl: { type: 'string' },
       chain: { type: 'string' },
+      'chain-rows': { type: 'string' },
       json: { type: 'boolean' },
     },
     usage,
@@ -138,7 +143,15 @@ async function run(args: string[]): Promise<number> {
   if (!['on', 'off', 'both'].includes(chainFlag)) {
     throw new UserError(`--chain must be on, off or both, got "${chainFlag}"`);
   }
-  const chains = chainFlag === 'both' ? [true, false] : [chainFlag === 'on'];
+  const chainRowsFlag = (values['chain-rows'] as string | undefined) ?? String(CHAIN_ROWS);
+  if (!CHAIN_ROWS_CHOICES.map(String).includes(chainRowsFlag)) {
+    throw new UserError(
+      `--chain-rows must be one of ${CHAIN_ROWS_CHOICES.join(', ')}, got "${chainRowsFlag}"`,
+    );
+  }
+  const chainRows = Number(chainRowsFlag);
+  const chains =
+    chainFlag === 'both' ? [chainRows, false as const] : [chainFlag === 'on' ? chainRows : (false as const)];
   const gatherRowsFlag = values['gather-rows'] as string | undefined;
   const gatherRows = gatherRowsFlag === undefined ? undefined : Number(gatherRowsFlag);
   if (gatherRows !== undefined && (!/^\d+$/.test(gatherRowsFlag!) || gatherRows < 1 || gatherRows > 64)) {
@@ -185,7 +198,7 @@ async function run(args: string[]): Promise<number> {
         `setting ${n} x ${steps}: ${cfg.ppo.updateEpochs} epochs x ${Math.floor((n * steps) / cfg.ppo.minibatch)} minibatches of ${cfg.ppo.minibatch}`,
       );
       for (const chain of chains) {
-        if (chains.length > 1) log(`  --chain ${chain ? 'on' : 'off'}`);
+        if (chains.length > 1) log(`  --chain ${chain ? `on (${chain} rows per workgroup)` : 'off'}`);
         const r = await benchPpoTrain({
           backend,
           cfg,
@@ -212,7 +225,7 @@ async function run(args: string[]): Promise<number> {
       return 0;
     }
     console.log(
-      `bench train ppo on ${backend.kind}: ${backend.info.device} (${backend.info.driver}), --pdl ${pdlFlag}, --chain ${chainFlag}`,
+      `bench train ppo on ${backend.kind}: ${backend.info.device} (${backend.info.driver}), --pdl ${pdlFlag}, --chain ${chainFlag}${chainFlag === 'off' ? '' : ` (${chainRows} rows per workgroup)`}`,
     );
     for (const line of table(results)) console.log(`  ${line}`);
     for (const r of results) {
