@@ -6,10 +6,17 @@
  * learner on the CPU gives the same bits with the chain on and off. The CUDA twin runs on the
  * emulator in learn-device-cuda-emu.test.ts.
  */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createCpuBackend } from '../../src/backend/cpu/index.js';
+import { compileOptions, nvccCandidates, nvccVersion } from '../../src/backend/cuda/compile.js';
+import { packageRoot } from '../../src/backend/cuda/native.js';
+import { cudaPreamble } from '../../src/backend/cuda/preamble.js';
 import { createBackend } from '../../src/backend/index.js';
-import { type Backend, BackendUnavailableError } from '../../src/backend/types.js';
+import { type Backend, BackendUnavailableError, type Dispatch } from '../../src/backend/types.js';
 import { defaultConfig, type PpoConfig } from '../../src/config.js';
 import {
   CHAIN_MAX_WIDTH,
@@ -166,6 +173,40 @@ describe('mlp_chain_forward', () => {
     }
   });
 
+  const nvcc = nvccCandidates().find((p) => nvccVersion(p) !== undefined);
+  it.skipIf(!nvcc)(
+    'CUDA twin: every rows variant compiles for sm_90 without spills, the PDL wait first (skipped without nvcc)',
+    () => {
+      const dir = mkdtempSync(join(tmpdir(), 'foxhunt-chain-'));
+      const cuda = join(packageRoot(), 'cuda');
+      for (const h of ['grid.cuh', 'learn_common.cuh'])
+        writeFileSync(join(dir, h), readFileSync(join(cuda, h)));
+      for (const rows of [2, 4, 8, 16]) {
+        const spec = mlpChainForwardSpecFor(rows);
+        const src = join(dir, `chain${rows}.cu`);
+        writeFileSync(src, cudaPreamble(spec) + readFileSync(join(cuda, 'mlp_chain_forward.cu'), 'utf8'));
+        const out = join(dir, `chain${rows}.ptx`);
+        const args = [...compileOptions(9, 0), '-Werror', 'all-warnings', '-I', dir];
+        const ptx = spawnSync(nvcc!, ['-ptx', ...args, '-o', out, src], { encoding: 'utf8' });
+        expect(ptx.status, ptx.stderr).toBe(0);
+        const text = readFileSync(out, 'utf8');
+        const body = text.slice(text.indexOf('.entry mlp_chain_forward'));
+        // The wait comes before the first global load.
+        expect(body.indexOf('griddepcontrol.wait')).toBeGreaterThan(0);
+        expect(body.indexOf('griddepcontrol.wait')).toBeLessThan(body.indexOf('ld.global'));
+        const cubin = spawnSync(
+          nvcc!,
+          ['-cubin', '-Xptxas', '-v', ...args, '-o', join(dir, 'c.cubin'), src],
+          {
+            encoding: 'utf8',
+          },
+        );
+        expect(cubin.status, cubin.stderr).toBe(0);
+        expect(cubin.stderr, `${rows} rows`).toMatch(/0 bytes spill stores, 0 bytes spill loads/);
+      }
+    },
+  );
+
   it('rejects layers that do not chain or are wider than the tile', () => {
     const backend = createCpuBackend();
     backends.push(backend);
@@ -245,7 +286,7 @@ describe('the chain plan', () => {
     backends.push(backend);
     const cfg: PpoConfig = { ...defaultConfig.ppo, minibatch: 64, updateEpochs: 1 };
     const rollout = uploadPpoRollout(backend, syntheticPpoRollout(128, 54, 45, 1), 54);
-    const perStep = (chain?: boolean) => {
+    const perStep = (chain?: boolean, check?: (d: Dispatch[]) => void) => {
       const dev = new DevicePpoLearner({
         backend,
         actorLayout: layouts[0],
@@ -256,11 +297,20 @@ describe('the chain plan', () => {
         seed: 1,
         chain,
       });
-      const n = dev.updateDispatches(rollout).length / 2;
+      const launches = dev.updateDispatches(rollout);
+      check?.(launches);
+      const n = launches.length / 2;
       dev.destroy();
       return n;
     };
-    expect(perStep()).toBe(13);
+    expect(
+      perStep(undefined, (launches) => {
+        // Launched with PDL like the other update kernels (its CUDA source begins with the wait).
+        const chain = launches.filter((d) => d.kernel.name === 'mlp_chain_forward');
+        expect(chain).toHaveLength(2);
+        expect(chain.every((d) => d.kernel.pdl === true)).toBe(true);
+      }),
+    ).toBe(13);
     expect(perStep(false)).toBe(15);
   });
 
