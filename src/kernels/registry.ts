@@ -11,6 +11,7 @@ import { curiosityLoss } from './curiosity_loss.js';
 import { denseForward } from './dense_forward.js';
 import { exclusiveScan } from './exclusive_scan.js';
 import { mlpBackward } from './mlp_backward.js';
+import { mlpChainForward } from './mlp_chain_forward.js';
 import { mlpForward } from './mlp_forward.js';
 import { philoxStream } from './philox_stream.js';
 import { ppoGather } from './ppo_gather.js';
@@ -21,6 +22,7 @@ import type { Kernel } from './reference.js';
 const learnerKernels = [
   ppoGather,
   mlpForward,
+  mlpChainForward,
   ppoLoss,
   mlpBackward,
   adamStep,

@@ -7,9 +7,11 @@
  * the next — with no readback inside; the loss statistics accumulate in a device buffer read back
  * once.
  *
- * One minibatch step is 15 launches:
+ * One minibatch step is 13 launches (15 with `chain: false`):
  *   ppo_gather                 1  shuffled rows of the rollout -> input rows + per-sample scalars
- *   mlp_forward                6  stage s: actor layer s and critic layer s together
+ *   mlp_forward                3  stage s: actor layer s and critic layer s together
+ *   mlp_chain_forward          1  the critic's layers 3..5, which no actor layer pairs with (with
+ *                                 `chain: false`, 3 more mlp_forward launches)
  *   ppo_loss                   1  log-softmax, ratio, clipped surrogate, entropy, value loss;
  *                                 advantage normalisation; output deltas; per-workgroup loss sums
  *   mlp_backward               6  stage s: dW, db, dX of the actor's and critic's layer s from the top
@@ -19,7 +21,7 @@
  * (update * updateEpochs) and each step's Adam bias corrections (computed on the host in f64, as
  * optim.ts) sit in a small schedule buffer uploaded before the run. So the launches of an update
  * never change and CUDA graphs of them replay as they are (a graph per epoch keeps each one at
- * 15 x minibatches nodes: 1,875 at the defaults, 15,000 at N = 1024).
+ * 13 x minibatches nodes: 1,625 at the defaults, 13,000 at N = 1024).
  *
  * Params layout: the actor's flat buffer then the critic's (the collectors' nets buffer starts
  * the same way, so `copyParamsTo` refreshes a collector with one device copy).
@@ -105,10 +107,23 @@ export interface DevicePpoLearnerInit {
    * as soon as every block of the current one is resident (LEARN_PDL_TRIGGER).
    */
   pdl?: boolean | 'early';
+  /**
+   * Run the critic's forward tail that no actor layer pairs with (value_layer_3 .. value_output) as
+   * one mlp_chain_forward launch (default true; a number: its rows per workgroup, 2, 4, 8 or 16,
+   * default 8); false: one mlp_forward launch per layer.
+   */
+  chain?: boolean | number;
 }
 
 /** The kernels of the update whose CUDA source begins with LEARN_GRID_DEP_WAIT, so PDL is safe. */
-const PDL_KERNELS = new Set(['ppo_gather', 'mlp_forward', 'mlp_backward', 'ppo_loss', 'adam_step']);
+const PDL_KERNELS = new Set([
+  'ppo_gather',
+  'mlp_forward',
+  'mlp_chain_forward',
+  'mlp_backward',
+  'ppo_loss',
+  'adam_step',
+]);
 const pdlSpecs = {
   wait: new WeakMap<KernelSpec, KernelSpec>(),
   early: new WeakMap<KernelSpec, KernelSpec>(),
@@ -185,6 +200,7 @@ export class DevicePpoLearner {
       splitBudget,
       dwHandoffFor(backend),
       init.dwSplit === 'most' ? 'most' : undefined,
+      init.chain ?? true,
     );
     this.key = seedToKey(init.seed);
     this.hyper = { lr: cfg.lr, maxGradNorm: cfg.maxGradNorm };

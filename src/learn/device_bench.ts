@@ -58,6 +58,16 @@ export interface StepKernelTime {
 /** `mlp_forward value_layer_1 + policy_layer_1`-style labels for the launches of one step. */
 function launchLabel(d: Dispatch, plan: MlpPlan): string {
   const u = d.uniforms;
+  if (d.kernel.name === 'mlp_chain_forward') {
+    const names = Array.from({ length: u.layers }, (_, c) => {
+      for (const net of plan.nets) {
+        const layer = net.layout.layers.find((l) => net.base + l.wOffset === u[`wOff${c}`]);
+        if (layer) return layer.name;
+      }
+      return '?';
+    });
+    return `${d.kernel.name} ${names.join(' -> ')}`;
+  }
   if (d.kernel.name !== 'mlp_forward' && d.kernel.name !== 'mlp_backward') return d.kernel.name;
   const layerNames = (prefix: string) => {
     const names: string[] = [];
@@ -90,6 +100,10 @@ export interface BenchTrainResult {
   /** Minibatch steps per update and launches per step. */
   minibatchSteps: number;
   launchesPerStep: number;
+  /** Whether the critic's forward tail ran as one mlp_chain_forward launch. */
+  chain: boolean;
+  /** Its rows per workgroup (0 without the chain). */
+  chainRows: number;
   /** Why the collect phase used a synthetic rollout, when it did. */
   collectNote?: string;
   times: PhaseTimes;
@@ -123,6 +137,11 @@ export interface BenchTrainOptions {
   gatherRows?: number;
   /** Launch the update's kernels with PDL where the backend can (DevicePpoLearnerInit.pdl; default true). */
   pdl?: boolean | 'early';
+  /**
+   * The critic's forward tail as one mlp_chain_forward launch (DevicePpoLearnerInit.chain; default
+   * true; a number: rows per workgroup).
+   */
+  chain?: boolean | number;
   /** Skip the validation backtest (large settings: it does not depend on N). */
   validate?: boolean;
   /** Repeats when timing each launch of one step alone (default 20). */
@@ -151,6 +170,7 @@ export async function benchPpoTrain(o: BenchTrainOptions): Promise<BenchTrainRes
     dwSplit: o.dwSplit,
     gatherRows: o.gatherRows,
     pdl: o.pdl,
+    chain: o.chain,
   });
   let collector: PpoDeviceCollector | null = null;
   let rollout: DevicePpoRollout;
@@ -184,6 +204,7 @@ export async function benchPpoTrain(o: BenchTrainOptions): Promise<BenchTrainRes
   const perEpoch = learner.minibatchesPerEpoch(samples);
   const minibatchSteps = cfg.ppo.updateEpochs * perEpoch;
   const dispatches = learner.updateDispatches(rollout);
+  const chained = dispatches.some((d) => d.kernel.name === 'mlp_chain_forward');
   const sum = { collect: 0, update: 0, validate: 0, policy: 0, value: 0, entropy: 0, gradNorm: 0 };
   try {
     for (let epoch = 0; epoch <= o.repeats; epoch++) {
@@ -248,6 +269,8 @@ export async function benchPpoTrain(o: BenchTrainOptions): Promise<BenchTrainRes
       updateEpochs: cfg.ppo.updateEpochs,
       minibatchSteps,
       launchesPerStep: dispatches.length / minibatchSteps,
+      chain: chained,
+      chainRows: chained ? learner.plan.chainRows : 0,
       collectNote,
       times,
       updateFlops: flops,

@@ -9,7 +9,9 @@
  *   deltas         each layer's dLoss/d(pre-activation) rows `[batch, out]`;
  *   partials       one float per dW tile of every layer (mlp_backward's sums of squares).
  * Stage s of the forward pairs layer s of the first two networks in one launch; backward stage s
- * pairs their layers counted from the output.
+ * pairs their layers counted from the output. With `chain` (true, or rows per workgroup), a
+ * network's tail that no other network's layer shares a launch with (the PPO critic's layers 3..5)
+ * runs as one mlp_chain_forward launch instead of one mlp_forward launch per layer.
  */
 import type { Backend, DeviceBuffer, Dispatch } from '../backend/types.js';
 import {
@@ -22,6 +24,14 @@ import {
   mlpBackwardSpec,
   NO_DX,
 } from '../kernels/mlp_backward.js';
+import {
+  CHAIN_ROWS,
+  type ChainLayer,
+  chainFits,
+  MAX_CHAIN_LAYERS,
+  mlpChainForwardDispatch,
+  mlpChainForwardSpecFor,
+} from '../kernels/mlp_chain_forward.js';
 import {
   type ForwardJob,
   forwardSliceLen,
@@ -49,6 +59,11 @@ export interface NetPlan {
    */
   fwdSplits: number[];
   fwdScratchAt: number[];
+  /**
+   * First layer of the network's forward tail that runs as one mlp_chain_forward launch (its
+   * layers from here on share no launch with another network's); layers.length: none.
+   */
+  chainFrom: number;
 }
 
 export interface MlpPlan {
@@ -73,6 +88,8 @@ export interface MlpPlan {
    * plan); 'waves', the fewest waves x rounds by waveCost (WebGPU's default).
    */
   splitPolicy: SplitPolicy;
+  /** Rows per workgroup of the chain launches (0: no chain; planMlps' `chain`). */
+  chainRows: number;
   inDim: number;
   /** Floats of params / grads (and of each half of the Adam moments). */
   paramFloats: number;
@@ -91,7 +108,10 @@ export function planMlps(
   splitBudget = 0,
   dwHandoff: 'last' | 'later' = 'last',
   splitPolicy: SplitPolicy = dwHandoff === 'later' ? 'waves' : 'most',
+  chain: boolean | number = false,
 ): MlpPlan {
+  const chainRows = chain === true ? CHAIN_ROWS : chain === false ? 0 : chain;
+  if (chainRows > 0) mlpChainForwardSpecFor(chainRows); // checks the value
   if (!Number.isInteger(batch) || batch < 1) throw new Error(`learner: minibatch must be >= 1, got ${batch}`);
   const inDim = layouts[0].layers[0].in;
   let params = 0;
@@ -111,6 +131,7 @@ export function planMlps(
       partialAt: [],
       fwdSplits: layout.layers.map(() => 1),
       fwdScratchAt: layout.layers.map(() => 0),
+      chainFrom: layout.layers.length,
     };
     layout.layers.forEach((layer, l) => {
       if (l > 0 && layer.in !== layout.layers[l - 1].out) {
@@ -127,6 +148,11 @@ export function planMlps(
     params += layout.size;
     return plan;
   });
+  if (chainRows > 0) {
+    nets.forEach((net, n) => {
+      net.chainFrom = chainStart(nets, n);
+    });
+  }
   // The forward's budget: WebGPU's split budget; on CUDA half the dW budget, one block per SM
   // (mlp_forward takes ~100 registers: one 512-thread block per SM, so only launches that still fit
   // one wave split: at 512 rows the critic's 256- and 128-input layers, 4 and 2 slices).
@@ -134,7 +160,7 @@ export function planMlps(
   if (fwdBudget > 0) {
     // Forward K slices per launch (same pairing as forwardDispatches), their scratch after the rows.
     for (let s = 0; s < Math.max(...nets.map((n) => n.layout.layers.length)); s++) {
-      const stage = nets.filter((n) => s < n.layout.layers.length);
+      const stage = nets.filter((n) => s < Math.min(n.layout.layers.length, n.chainFrom));
       for (let p = 0; p < stage.length; p += 2) {
         const pair = stage.slice(p, p + 2);
         const splits = forwardSplitsFor(pair, s, batch, kSplit, fwdBudget, splitPolicy);
@@ -158,12 +184,33 @@ export function planMlps(
     scratchAt,
     dwHandoff,
     splitPolicy,
+    chainRows,
     inDim,
     paramFloats: params,
     actFloats: acts,
     deltaFloats: splitBudget > 0 ? scratchAt + partials * DW_SLOT_FLOATS : deltas,
     partialCount: partials,
   };
+}
+
+/**
+ * First layer of network `n`'s chain tail: from there on each of its layers runs alone in its
+ * forward stage (an odd network out of the stage's pairs), at least 2 layers (else nothing is
+ * saved), at most MAX_CHAIN_LAYERS, widths within mlp_chain_forward's; layers.length: none.
+ */
+function chainStart(nets: NetPlan[], n: number): number {
+  const layers = nets[n].layout.layers;
+  const alone = (s: number) => {
+    const stage = nets.map((net, i) => (s < net.layout.layers.length ? i : -1)).filter((i) => i >= 0);
+    return stage.length % 2 === 1 && stage[stage.length - 1] === n;
+  };
+  let from = layers.length;
+  while (from > 0 && alone(from - 1)) from--;
+  for (; from <= layers.length - 2; from++) {
+    const tail = layers.slice(from);
+    if (tail.length <= MAX_CHAIN_LAYERS && chainFits(tail)) return from;
+  }
+  return layers.length;
 }
 
 /**
@@ -181,7 +228,8 @@ function forwardSplitsFor(
 ): number[] {
   const layers = nets.map((n) => n.layout.layers[s]);
   const caps = nets.map((n, j) => {
-    if (s === n.layout.layers.length - 1) return 1;
+    // Output layers (the loss head reads them) and a chain's input (it reads plain rows) never split.
+    if (s === n.layout.layers.length - 1 || s === n.chainFrom - 1) return 1;
     return Math.max(1, Math.min(MAX_K_SPLITS, Math.floor(Math.ceil(layers[j].in / TILE_K) / kSplit)));
   });
   const tiles = layers.map((l) => forwardTiles(l.out, batch));
@@ -338,12 +386,23 @@ function depth(plan: MlpPlan): number {
   return Math.max(...plan.nets.map((n) => n.layout.layers.length));
 }
 
-/** Forward of every network on the `batch` input rows at acts[0..]: one launch per stage. */
+/**
+ * Forward of every network on the `batch` input rows at acts[0..]: one launch per stage, and one
+ * for each chain tail (NetPlan.chainFrom) after the launch of the layer before it.
+ */
 export function forwardDispatches(plan: MlpPlan, b: MlpBuffers): Dispatch[] {
   const out: Dispatch[] = [];
   for (let s = 0; s < depth(plan); s++) {
-    const jobs = plan.nets.filter((n) => s < n.layout.layers.length).map((n) => forwardJob(n, s));
+    const jobs = plan.nets
+      .filter((n) => s < Math.min(n.layout.layers.length, n.chainFrom))
+      .map((n) => forwardJob(n, s));
     for (const p of pairs(jobs)) out.push(mlpForwardDispatch(b.params, b.acts, plan.batch, p, plan.kSplit));
+    for (const net of plan.nets.filter((n) => n.chainFrom === s && s < n.layout.layers.length)) {
+      const layers: ChainLayer[] = net.layout.layers
+        .slice(s)
+        .map((layer, c) => ({ layer, netBase: net.base, yOff: net.outputAt[s + c] }));
+      out.push(mlpChainForwardDispatch(b.params, b.acts, plan.batch, net.inputAt[s], layers, plan.chainRows));
+    }
   }
   return out;
 }

@@ -171,14 +171,21 @@ function gatherCase(
 /** Forward then backward of actor + critic through the plan's launches, against mlp.ts. */
 /**
  * The paired forward or backward launches of two chain networks reading the same input, against
- * mlp.ts (default: the PPO actor and critic; tests pass smaller layouts).
+ * mlp.ts (default: the PPO actor and critic; tests pass smaller layouts). 'mlp_chain_forward': the
+ * forward with the learner's chain plan, the deeper network's unpaired tail (the PPO critic's
+ * layers 3..5) in one mlp_chain_forward launch (`chainRows` rows per workgroup, default 8); every
+ * layer's output is checked either way.
  */
 export function mlpParityCase(
-  kernel: 'mlp_forward' | 'mlp_backward',
+  kernel: 'mlp_forward' | 'mlp_backward' | 'mlp_chain_forward',
   batch: number,
   layouts: [NetLayout, NetLayout] = [ppoActorLayout(), ppoCriticLayout()],
+  chainRows?: number,
 ): ParityCase {
-  const plan = planMlps(layouts, batch);
+  const chain = kernel === 'mlp_chain_forward' ? (chainRows ?? true) : false;
+  const plan = planMlps(layouts, batch, 1, 0, 'last', 'most', chain);
+  const tail = plan.nets.find((n) => n.chainFrom < n.layout.layers.length);
+  if (chain && !tail) throw new Error(`mlp_chain_forward case: ${layouts[1].kind} has no chain tail`);
   const inputs = memo(() => {
     const params = layouts.map((l, n) => initParams(l, n === 0 ? NetId.Actor : NetId.Critic, 3));
     const x = floats(20, batch * plan.inDim, -2, 2);
@@ -201,7 +208,12 @@ export function mlpParityCase(
   const what =
     kernel === 'mlp_forward'
       ? 'every layer output (paired launches)'
-      : 'dW, db, dX of every layer (paired launches)';
+      : chain
+        ? `every layer output (paired launches, ${tail!.layout.layers
+            .slice(tail!.chainFrom)
+            .map((l) => l.name)
+            .join(' -> ')} in one chain launch of ${plan.chainRows} rows per workgroup)`
+        : 'dW, db, dX of every layer (paired launches)';
   return {
     name: `${kernel} ${layouts[0].kind} + ${layouts[1].kind} B=${batch}: ${what}`,
     kernel,
@@ -210,7 +222,7 @@ export function mlpParityCase(
       const out: Outputs = {};
       reference().forEach(({ cache, grad }, n) => {
         const net = layouts[n].kind;
-        if (kernel === 'mlp_forward') {
+        if (kernel !== 'mlp_backward') {
           cache.acts.slice(1).forEach((a, l) => {
             out[`${net}.out${l}`] = a as Float32Array;
           });
@@ -239,6 +251,7 @@ export function mlpParityCase(
           // The most slices the budget allows (the plan's default may take fewer): every split
           // path of the kernels runs.
           'most',
+          chain,
         );
         const b = createMlpBuffers(backend, plan, 'parity');
         try {
@@ -247,8 +260,12 @@ export function mlpParityCase(
           });
           backend.upload(b.acts, x);
           const out: Outputs = {};
-          if (kernel === 'mlp_forward') {
-            backend.run(forwardDispatches(plan, b));
+          if (kernel !== 'mlp_backward') {
+            const launches = forwardDispatches(plan, b);
+            const chained = launches.filter((d) => d.kernel.name === 'mlp_chain_forward').length;
+            if (chained !== (chain !== false ? 1 : 0))
+              throw new Error(`${chained} mlp_chain_forward launches`);
+            backend.run(launches);
             for (const net of plan.nets) {
               for (const [l, layer] of net.layout.layers.entries()) {
                 out[`${net.layout.kind}.out${l}`] = await readF32(
@@ -576,7 +593,8 @@ const statsArray = (s: PpoUpdateStats) =>
 /**
  * DevicePpoLearner.update against ppoUpdateReference on the same synthetic rollout. `check`
  * 'grads': the gradients of a single-step update (left in the grads buffer; no clipping, so they
- * equal the reference's); 'params': params after Adam and the update's statistics.
+ * equal the reference's); 'params': params after Adam and the update's statistics. `chain`: the
+ * learner's option (default on: the critic's layers 3..5 in one mlp_chain_forward launch).
  */
 function learnerCase(
   check: 'grads' | 'params',
@@ -584,6 +602,7 @@ function learnerCase(
   cfg: PpoConfig,
   update: number,
   what: string,
+  chain?: boolean,
 ): ParityCase {
   const actorLayout = ppoActorLayout();
   const criticLayout = ppoCriticLayout();
@@ -620,7 +639,16 @@ function learnerCase(
     }),
     actual: async (backend): Promise<Outputs> => {
       const { actor, critic } = init();
-      const dev = new DevicePpoLearner({ backend, actorLayout, criticLayout, actor, critic, cfg, seed });
+      const dev = new DevicePpoLearner({
+        backend,
+        actorLayout,
+        criticLayout,
+        actor,
+        critic,
+        cfg,
+        seed,
+        chain,
+      });
       const r = uploadPpoRollout(backend, rollout(), actorLayout.layers[0].in);
       try {
         const stats = await dev.update(r, update);
@@ -804,6 +832,7 @@ export function learnParityCases(): ParityCase[] {
     gatherCase(64, 64, 0, 0),
     gatherCase(1000, 102, 3, 2, 4),
     mlpParityCase('mlp_forward', 70),
+    mlpParityCase('mlp_chain_forward', 70),
     mlpParityCase('mlp_backward', 70),
     lossCase(300, true),
     lossCase(1, true),
@@ -824,6 +853,22 @@ export function learnParityCases(): ParityCase[] {
     curiosityLearnerCase(4, 30, 48),
     learnerCase('grads', 24, oneStep, 0, 'one minibatch step'),
     learnerCase('params', 24, oneStep, 0, 'one minibatch step'),
+    learnerCase(
+      'grads',
+      24,
+      oneStep,
+      0,
+      'one minibatch step, critic tail in one chain launch (--chain on)',
+      true,
+    ),
+    learnerCase(
+      'grads',
+      24,
+      oneStep,
+      0,
+      'one minibatch step, critic tail as 3 mlp_forward launches (--chain off)',
+      false,
+    ),
     learnerCase(
       'params',
       50,

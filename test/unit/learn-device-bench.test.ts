@@ -51,17 +51,18 @@ describe('bench train', () => {
       expect(r.collectNote).toBeUndefined();
       expect(r.samples).toBe(32);
       expect(r.minibatchSteps).toBe(2);
-      // gather, 6 forward stages, loss, 6 backward stages, adam.
-      expect(r.launchesPerStep).toBe(15);
+      // gather, 3 paired forward stages, the critic's tail in one chain launch, loss, 6 backward
+      // stages, adam.
+      expect(r.chain).toBe(true);
+      expect(r.chainRows).toBe(8);
+      expect(r.launchesPerStep).toBe(13);
       for (const ms of Object.values(r.times)) expect(ms).toBeGreaterThan(0);
       expect(r.stepKernels.map((k) => k.launch)).toEqual([
         'ppo_gather',
         'mlp_forward policy_layer_0 + value_layer_0',
         'mlp_forward policy_layer_1 + value_layer_1',
         'mlp_forward policy_output + value_layer_2',
-        'mlp_forward value_layer_3',
-        'mlp_forward value_layer_4',
-        'mlp_forward value_output',
+        'mlp_chain_forward value_layer_3 -> value_layer_4 -> value_output',
         'ppo_loss',
         'mlp_backward policy_output + value_output',
         'mlp_backward policy_layer_1 + value_layer_4',
@@ -74,6 +75,27 @@ describe('bench train', () => {
       expect(r.stepKernels.every((k) => k.ms > 0 && k.groups > 0)).toBe(true);
       expect(r.updateFlopsPerSec).toBeCloseTo(r.updateFlops / (r.times.updateMs / 1000), 0);
       expect(Number.isFinite(r.losses.policy) && r.losses.gradNorm > 0).toBe(true);
+      // --chain off: the earlier 15 launches, value_layer_3 .. value_output one launch each.
+      const off = await benchPpoTrain({
+        backend,
+        cfg,
+        market: data.market,
+        splits: data.splits,
+        barsPerYear: data.barsPerYear,
+        repeats: 1,
+        kernelRepeats: 1,
+        validate: false,
+        chain: false,
+      });
+      expect(off.chain).toBe(false);
+      expect(off.launchesPerStep).toBe(15);
+      expect(off.stepKernels.slice(4, 7).map((k) => k.launch)).toEqual([
+        'mlp_forward value_layer_3',
+        'mlp_forward value_layer_4',
+        'mlp_forward value_output',
+      ]);
+      // The TS twin adds as mlp_forward does: the same losses either way on the CPU.
+      expect(off.losses).toEqual(r.losses);
     } finally {
       backend.destroy();
     }
@@ -87,6 +109,10 @@ describe('bench train', () => {
     expect(err.at(-1)).toBe(
       'foxhunt bench train: --algo dqn: bench train measures the PPO learner only (--algo ppo)',
     );
+    expect(await main(['bench', 'train', '--chain', 'maybe'])).toBe(1);
+    expect(err.at(-1)).toBe('foxhunt bench train: --chain must be on, off or both, got "maybe"');
+    expect(await main(['bench', 'train', '--chain-rows', '32'])).toBe(1);
+    expect(err.at(-1)).toBe('foxhunt bench train: --chain-rows must be one of 2, 4, 8, 16, got "32"');
     expect(await main(['bench', 'train', '--backend', 'cpu', '--episodes', '2', '--steps', '8'])).toBe(1);
     expect(err.at(-1)).toBe(
       'foxhunt bench train: config: ppo.minibatch: must not exceed rollout.episodes * rollout.steps',

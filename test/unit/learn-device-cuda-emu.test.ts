@@ -6,6 +6,10 @@
  * minute on one real-size minibatch step), and the matmul cases run on smaller networks of the same
  * shape (several tiles in every dimension, ragged edges, k split between groups); every kernel is
  * covered, and the curiosity learner case chains gather, forward, loss, backward and AdamW.
+ * mlp_chain_forward runs on three critics whose tails take each of its load paths: ragged widths
+ * (scalar loads), the PPO tail's widths 256 -> 128 -> 64 -> 1 at an odd params offset (float4
+ * input reads, scalar weight loads, as the PPO critic), and aligned weights (float4 both); and
+ * with 16 and 2 rows per block besides the default 8.
  */
 import { describe, expect, it } from 'vitest';
 import { buildLayout } from '../../src/nets/layout.js';
@@ -28,10 +32,40 @@ describe.skipIf(unavailable !== null)(
       { name: 'c1', in: 100, out: 70, act: 'leaky' },
       { name: 'c2', in: 70, out: 1, act: 'none' },
     ]);
+    // Critics with a chain tail after the actor's 2 layers (layers 2.. of each run as one launch).
+    const raggedCritic = buildLayout('ragged_tail_critic', [
+      { name: 'c0', in: 54, out: 100, act: 'relu' },
+      { name: 'c1', in: 100, out: 70, act: 'leaky' },
+      { name: 'c2', in: 70, out: 37, act: 'relu' },
+      { name: 'c3', in: 37, out: 1, act: 'none' },
+    ]);
+    const ppoTailCritic = buildLayout('ppo_tail_critic', [
+      { name: 'c0', in: 54, out: 100, act: 'relu' },
+      { name: 'c1', in: 100, out: 256, act: 'relu' },
+      { name: 'c2', in: 256, out: 128, act: 'relu' },
+      { name: 'c3', in: 128, out: 64, act: 'relu' },
+      { name: 'c4', in: 64, out: 1, act: 'none' },
+    ]);
+    // 4,004 actor floats: the critic's tail weights start at multiples of 4.
+    const alignedActor = buildLayout('aligned_actor', [
+      { name: 'a0', in: 54, out: 40, act: 'relu' },
+      { name: 'a1', in: 40, out: 44, act: 'none' },
+    ]);
+    const alignedCritic = buildLayout('aligned_tail_critic', [
+      { name: 'c0', in: 54, out: 100, act: 'relu' },
+      { name: 'c1', in: 100, out: 72, act: 'relu' },
+      { name: 'c2', in: 72, out: 40, act: 'leaky' },
+      { name: 'c3', in: 40, out: 1, act: 'none' },
+    ]);
     const cases = [
       ...learnParityCases().filter((c) => c.kernel !== 'ppo_learner' && !c.kernel.startsWith('mlp_')),
       mlpParityCase('mlp_forward', 70, [actor, critic]),
       mlpParityCase('mlp_backward', 70, [actor, critic]),
+      mlpParityCase('mlp_chain_forward', 70, [actor, raggedCritic]),
+      mlpParityCase('mlp_chain_forward', 70, [actor, ppoTailCritic]),
+      mlpParityCase('mlp_chain_forward', 70, [actor, ppoTailCritic], 16),
+      mlpParityCase('mlp_chain_forward', 70, [actor, raggedCritic], 2),
+      mlpParityCase('mlp_chain_forward', 70, [alignedActor, alignedCritic]),
     ];
     for (const c of cases) {
       it(c.name, async () => {

@@ -1,0 +1,190 @@
+/**
+ * mlp_chain_forward: the forward of consecutive layers l0..l1 of ONE chain network in one launch,
+ * for a tile of ROWS minibatch rows per workgroup. The tile's activations stay in workgroup memory
+ * from layer to layer (widths <= MAX_WIDTH in and out); weights are read from global memory (small
+ * layers: they stay in L2). Each layer's outputs are also stored in `acts`, where the backward pass
+ * (and, for an output layer, the loss head) reads them. Layer c of the chain (c < layers) computes
+ *   acts[yOff_c + b * out_c + o] = act_c(bias[o] + sum_i W[o, i] * x_c[b, i])
+ * for b < batch, o < out_c, with x_0 the rows at acts[xOff] (`in0` wide) and x_c the previous
+ * layer's outputs (in_c = out_{c-1}); W `[out_c, in_c]` at params[wOff_c], bias at params[bOff_c].
+ *
+ * The learner runs it for the critic's tail (value_layer_3 -> value_layer_4 -> value_output),
+ * which no actor layer shares a launch with: one launch instead of three (src/learn/device_mlp.ts).
+ *
+ * Grid: ceil(batch / ROWS) workgroups (grid1d), workgroup w owns rows w * ROWS ... Each layer's
+ * R x out dot products go to 256 threads as G k-groups of `out` threads (G the largest power of two
+ * with G * out <= 256 and at most one group per CHUNK inputs): thread (g, o) adds the products of
+ * output o over inputs slice g (whole CHUNKs, increasing i) for every row of the tile, weights read
+ * once per row tile. Group 0 starts from the bias; the groups' sums are then added in group order.
+ *
+ * Numerics: f32. This reference adds from the bias in increasing i in one running sum, as
+ * src/learn/mlp.ts and mlp_forward's reference do (so the CPU backend gives the same bits as three
+ * mlp_forward launches); the GPU twins split K into the groups above and fuse multiply-adds, so
+ * they agree to a tolerance (fixed order: the same bits on every run).
+ */
+import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+import type { Layer } from '../nets/layout.js';
+import { ActCode, activate } from './dense_forward.js';
+import { grid1d } from './grid.js';
+import type { Kernel, TypedArray } from './reference.js';
+
+/** Most layers of one chain launch (the uniforms hold this many). */
+export const MAX_CHAIN_LAYERS = 4;
+
+const LAYER_FIELDS = ['out', 'wOff', 'bOff', 'yOff', 'act'] as const;
+
+const variants = new Map<number, KernelSpec>();
+
+/** Rows per workgroup a chain launch may take (the tile is rows x MAX_WIDTH floats: <= 16 KiB). */
+export const CHAIN_ROWS_CHOICES = [2, 4, 8, 16] as const;
+
+/**
+ * The kernel with `rows` rows per workgroup (the ROWS constant: the threads' accumulators are
+ * arrays of it), one spec object per value so backends cache one pipeline each.
+ */
+export function mlpChainForwardSpecFor(rows: number): KernelSpec {
+  if (!(CHAIN_ROWS_CHOICES as readonly number[]).includes(rows)) {
+    throw new Error(
+      `mlp_chain_forward: rows per workgroup must be one of ${CHAIN_ROWS_CHOICES.join(', ')}, got ${rows}`,
+    );
+  }
+  let spec = variants.get(rows);
+  if (!spec) {
+    spec = { ...mlpChainForwardSpec, constants: { ...mlpChainForwardSpec.constants, ROWS: rows } };
+    variants.set(rows, spec);
+  }
+  return spec;
+}
+
+/** The default variant (8 rows: 64 workgroups for a 512-row minibatch), as the registry lists it. */
+export const mlpChainForwardSpec: KernelSpec = {
+  name: 'mlp_chain_forward',
+  bindings: [
+    { name: 'params', type: 'f32', access: 'read' },
+    { name: 'acts', type: 'f32', access: 'read_write' },
+  ],
+  uniforms: [
+    { name: 'batch', type: 'u32' },
+    { name: 'layers', type: 'u32' },
+    { name: 'xOff', type: 'u32' },
+    { name: 'in0', type: 'u32' },
+    ...Array.from({ length: MAX_CHAIN_LAYERS }, (_, c) =>
+      LAYER_FIELDS.map((f) => ({ name: `${f}${c}`, type: 'u32' as const })),
+    ).flat(),
+  ],
+  workgroupSize: [256, 1, 1],
+  // ROWS rows per workgroup: 64 workgroups for a 512-row minibatch; MAX_WIDTH: widest layer
+  // (the workgroup's tile is ROWS x MAX_WIDTH floats: 8 KiB); CHUNK: inputs per unrolled step, its
+  // weights loaded while the previous chunk multiplies (16 loads in flight per thread: one
+  // workgroup per SM leaves the L2 latency to hide to each thread's own loads).
+  constants: { ROWS: 8, MAX_WIDTH: 256, CHUNK: 16 },
+};
+variants.set(8, mlpChainForwardSpec);
+
+const C = mlpChainForwardSpec.constants!;
+
+/** Rows per workgroup by default. */
+export const CHAIN_ROWS = C.ROWS;
+/** Widest layer input or output a chain launch takes. */
+export const CHAIN_MAX_WIDTH = C.MAX_WIDTH;
+
+/**
+ * k-groups the GPU twins split a layer's inputs into (the TS reference does not split): the largest
+ * power of two G with G * nOut <= MAX_WIDTH threads and G <= the input's CHUNKs.
+ */
+export function chainGroups(nIn: number, nOut: number): number {
+  const chunks = Math.ceil(nIn / C.CHUNK);
+  let g = 1;
+  while (2 * g * nOut <= C.MAX_WIDTH && 2 * g <= chunks) g *= 2;
+  return g;
+}
+
+/** One layer of the chain: its shape, params offsets (network base added), output rows in acts. */
+export interface ChainLayer {
+  layer: Pick<Layer, 'in' | 'out' | 'wOffset' | 'bOffset' | 'act'>;
+  netBase: number;
+  /** Offset in `acts` (floats) of the layer's output rows `[batch, out]`. */
+  yOff: number;
+}
+
+/** Whether `layers` (a chain: each layer's input is the previous one's output) fit one launch. */
+export function chainFits(layers: Pick<Layer, 'in' | 'out'>[]): boolean {
+  return (
+    layers.length >= 1 &&
+    layers.length <= MAX_CHAIN_LAYERS &&
+    layers.every(
+      (l, c) =>
+        l.in >= 1 &&
+        l.out >= 1 &&
+        l.in <= C.MAX_WIDTH &&
+        l.out <= C.MAX_WIDTH &&
+        (c === 0 || l.in === layers[c - 1].out),
+    )
+  );
+}
+
+/**
+ * The launch of `layers` over `batch` rows whose first input rows are at acts[xOff], `rows` rows
+ * per workgroup (CHAIN_ROWS_CHOICES).
+ */
+export function mlpChainForwardDispatch(
+  params: DeviceBuffer,
+  acts: DeviceBuffer,
+  batch: number,
+  xOff: number,
+  layers: ChainLayer[],
+  rows: number = CHAIN_ROWS,
+): Dispatch {
+  if (!chainFits(layers.map((l) => l.layer))) {
+    throw new Error(
+      `mlp_chain_forward: 1-${MAX_CHAIN_LAYERS} chained layers of widths <= ${C.MAX_WIDTH}, got ${layers
+        .map((l) => `${l.layer.in}->${l.layer.out}`)
+        .join(', ')}`,
+    );
+  }
+  const uniforms: Record<string, number> = {
+    batch,
+    layers: layers.length,
+    xOff,
+    in0: layers[0].layer.in,
+  };
+  for (let c = 0; c < MAX_CHAIN_LAYERS; c++) {
+    const l = layers[c];
+    uniforms[`out${c}`] = l?.layer.out ?? 0;
+    uniforms[`wOff${c}`] = l ? l.netBase + l.layer.wOffset : 0;
+    uniforms[`bOff${c}`] = l ? l.netBase + l.layer.bOffset : 0;
+    uniforms[`yOff${c}`] = l?.yOff ?? 0;
+    uniforms[`act${c}`] = l ? ActCode[l.layer.act] : 0;
+  }
+  return {
+    kernel: mlpChainForwardSpecFor(rows),
+    buffers: [params, acts],
+    uniforms,
+    groups: grid1d(Math.ceil(batch / rows)),
+  };
+}
+
+/** Every row of the batch (mlpChainForwardDispatch's grid always covers it). */
+function mlpChainForwardReference(buffers: TypedArray[], u: Record<string, number>): void {
+  const [params, acts] = buffers;
+  const f = Math.fround;
+  const rows = u.batch;
+  let nIn = u.in0;
+  let xOff = u.xOff;
+  for (let c = 0; c < u.layers; c++) {
+    const [nOut, wOff, bOff, yOff, act] = LAYER_FIELDS.map((k) => u[`${k}${c}`]);
+    for (let b = 0; b < rows; b++) {
+      const x = xOff + b * nIn;
+      for (let o = 0; o < nOut; o++) {
+        const w = wOff + o * nIn;
+        let acc = params[bOff + o];
+        for (let i = 0; i < nIn; i++) acc = f(acc + f(params[w + i] * acts[x + i]));
+        acts[yOff + b * nOut + o] = activate(acc, act);
+      }
+    }
+    nIn = nOut;
+    xOff = yOff;
+  }
+}
+
+export const mlpChainForward: Kernel = { spec: mlpChainForwardSpec, reference: mlpChainForwardReference };
