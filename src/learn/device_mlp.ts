@@ -73,6 +73,8 @@ export interface MlpPlan {
    * plan); 'waves', the fewest waves x rounds by waveCost (WebGPU's default).
    */
   splitPolicy: SplitPolicy;
+  /** The matmuls' CUDA TF32 tensor-core build (constant TF32 = 1; default false: exact f32). */
+  tf32?: boolean;
   inDim: number;
   /** Floats of params / grads (and of each half of the Adam moments). */
   paramFloats: number;
@@ -343,7 +345,8 @@ export function forwardDispatches(plan: MlpPlan, b: MlpBuffers): Dispatch[] {
   const out: Dispatch[] = [];
   for (let s = 0; s < depth(plan); s++) {
     const jobs = plan.nets.filter((n) => s < n.layout.layers.length).map((n) => forwardJob(n, s));
-    for (const p of pairs(jobs)) out.push(mlpForwardDispatch(b.params, b.acts, plan.batch, p, plan.kSplit));
+    for (const p of pairs(jobs))
+      out.push(mlpForwardDispatch(b.params, b.acts, plan.batch, p, plan.kSplit, plan.tf32));
   }
   return out;
 }
@@ -367,14 +370,28 @@ export function backwardDispatches(plan: MlpPlan, b: MlpBuffers): Dispatch[] {
         : 0;
       const splits = splitsFor(plan, p, sumGroups);
       out.push(
-        mlpBackwardDispatch(b, plan.batch, p, plan.kSplit, { splits, scratchAt, handoff, sum: pending }),
+        mlpBackwardDispatch(
+          b,
+          plan.batch,
+          p,
+          plan.kSplit,
+          { splits, scratchAt, handoff, sum: pending },
+          plan.tf32,
+        ),
       );
       pending = handoff === 'later' && splits > 1 ? { jobs: p, splits } : undefined;
     }
   }
   if (pending) {
     out.push(
-      mlpBackwardDispatch(b, plan.batch, [], plan.kSplit, { splits: 1, scratchAt, handoff, sum: pending }),
+      mlpBackwardDispatch(
+        b,
+        plan.batch,
+        [],
+        plan.kSplit,
+        { splits: 1, scratchAt, handoff, sum: pending },
+        plan.tf32,
+      ),
     );
   }
   return out;
