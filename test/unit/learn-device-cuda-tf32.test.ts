@@ -11,9 +11,13 @@
  * (split layers reading split inputs too) and split dW (last-arriving hand-off) are covered.
  */
 import { describe, expect, it } from 'vitest';
+import { createCpuBackend } from '../../src/backend/cpu/index.js';
 import type { Backend } from '../../src/backend/types.js';
+import { defaultConfig, loadConfig } from '../../src/config.js';
 import { mlpBackwardSpecFor } from '../../src/kernels/mlp_backward.js';
 import { mlpForwardSpecFor } from '../../src/kernels/mlp_forward.js';
+import { DevicePpoLearner } from '../../src/learn/device.js';
+import { createDevicePpoEngine } from '../../src/learn/device_engine.js';
 import {
   backwardDispatches,
   createMlpBuffers,
@@ -26,7 +30,15 @@ import {
 } from '../../src/learn/device_mlp.js';
 import { createMlpCache, forwardMlpBatch } from '../../src/learn/mlp.js';
 import { initParams } from '../../src/nets/forward.js';
-import { type Activation, buildLayout, LEAKY_SLOPE, NetId } from '../../src/nets/layout.js';
+import {
+  type Activation,
+  buildLayout,
+  LEAKY_SLOPE,
+  NetId,
+  ppoActorLayout,
+  ppoCriticLayout,
+} from '../../src/nets/layout.js';
+import { prepareData } from '../../src/train/run.js';
 import { CudaEmuBackend, emuUnavailable } from './learn-device-cuda/emu_backend.js';
 
 const unavailable = emuUnavailable();
@@ -171,6 +183,48 @@ describe('the TF32 matmul builds', () => {
     }
     expect(mlpForwardSpecFor(4, 0, 0)).toBe(mlpForwardSpecFor(4, 0));
     expect(mlpBackwardSpecFor(4, 0)).toBe(mlpBackwardSpecFor(4));
+  });
+
+  it('the device learner refuses tf32 off CUDA, saying what to use', () => {
+    const backend = createCpuBackend();
+    try {
+      const actorLayout = ppoActorLayout();
+      const criticLayout = ppoCriticLayout();
+      expect(
+        () =>
+          new DevicePpoLearner({
+            backend,
+            actorLayout,
+            criticLayout,
+            actor: new Float32Array(actorLayout.size),
+            critic: new Float32Array(criticLayout.size),
+            cfg: defaultConfig.ppo,
+            seed: 1,
+            precision: 'tf32',
+          }),
+      ).toThrow(
+        "device ppo learner: precision 'tf32' (tensor cores) needs the CUDA backend, not cpu; use precision 'exact'",
+      );
+    } finally {
+      backend.destroy();
+    }
+  });
+
+  it('the device engine refuses train.precision tf32 on a backend other than CUDA, saying what to use', async () => {
+    const cfg = loadConfig(undefined, {
+      'data.synthBars': '3000',
+      'train.backend': 'cuda',
+      'train.precision': 'tf32',
+    });
+    const { market, splits } = await prepareData(cfg);
+    const backend = createCpuBackend();
+    try {
+      expect(() => createDevicePpoEngine(backend, cfg, market, splits.train)).toThrow(
+        "train.precision tf32 runs on CUDA tensor cores only, this run's backend is cpu: use train.precision exact, or --backend cuda",
+      );
+    } finally {
+      backend.destroy();
+    }
   });
 
   it('plans pass tf32 to every matmul launch, and only when asked', () => {
