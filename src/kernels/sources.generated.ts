@@ -8638,8 +8638,8 @@ __device__ __forceinline__ void mma_k_tile(float (&acc)[4][4], const float* xs, 
 #pragma unroll Unroll
   for (unsigned int k8 = 0; k8 < TILE_K; k8 += 8u) {
     const unsigned int k = k8 + 2u * t;
-    const float4 ylo = *reinterpret_cast<const float4*>(yw + k * sy);
-    const float4 yhi = *reinterpret_cast<const float4*>(yw + (k + 1u) * sy);
+    const float4 ylo = lds4(yw + k * sy);  // 16-byte aligned (the emulator checks)
+    const float4 yhi = lds4(yw + (k + 1u) * sy);
     const float2 xlo = *reinterpret_cast<const float2*>(xw + k * sx);
     const float2 xhi = *reinterpret_cast<const float2*>(xw + (k + 1u) * sx);
     const unsigned int a[2][4] = {
