@@ -28,6 +28,7 @@ import {
   type MlpPlan,
   planMlps,
 } from '../../src/learn/device_mlp.js';
+import { syntheticPpoRollout, uploadPpoRollout } from '../../src/learn/device_rollout.js';
 import { createMlpCache, forwardMlpBatch } from '../../src/learn/mlp.js';
 import { initParams } from '../../src/nets/forward.js';
 import {
@@ -206,6 +207,50 @@ describe('the TF32 matmul builds', () => {
         "device ppo learner: precision 'tf32' (tensor cores) needs the CUDA backend, not cpu; use precision 'exact'",
       );
     } finally {
+      backend.destroy();
+    }
+  });
+
+  it("the device learner's update launches its matmuls as TF32 builds with precision tf32 (launches only)", () => {
+    // The learner takes tf32 only on CUDA: a CPU backend presenting itself as CUDA builds the same
+    // launches (nothing runs here).
+    const backend = createCpuBackend();
+    Object.defineProperty(backend, 'kind', { value: 'cuda' });
+    const actorLayout = ppoActorLayout();
+    const criticLayout = ppoCriticLayout();
+    const cfg = { ...defaultConfig.ppo, minibatch: 64, updateEpochs: 1 };
+    const rollout = uploadPpoRollout(backend, syntheticPpoRollout(128, actorLayout.layers[0].in, 45, 1), 54);
+    try {
+      const matmuls = (precision: 'exact' | 'tf32') => {
+        const learner = new DevicePpoLearner({
+          backend,
+          actorLayout,
+          criticLayout,
+          actor: new Float32Array(actorLayout.size),
+          critic: new Float32Array(criticLayout.size),
+          cfg,
+          seed: 1,
+          precision,
+        });
+        try {
+          const ds = learner.updateDispatches(rollout);
+          const names = new Set(ds.map((d) => d.kernel.name));
+          expect(names).toContain('ppo_loss');
+          expect(names).toContain('adam_step');
+          const mm = ds.filter((d) => d.kernel.name === 'mlp_forward' || d.kernel.name === 'mlp_backward');
+          for (const d of ds.filter((d) => !mm.includes(d))) expect(d.kernel.constants?.TF32).toBeUndefined();
+          return mm;
+        } finally {
+          learner.destroy();
+        }
+      };
+      const tf32 = matmuls('tf32');
+      expect(tf32.length).toBe(2 * 12);
+      expect(tf32.every((d) => d.kernel.constants?.TF32 === 1)).toBe(true);
+      expect(matmuls('exact').every((d) => d.kernel.constants?.TF32 === undefined)).toBe(true);
+    } finally {
+      backend.destroyBuffer(rollout.f);
+      backend.destroyBuffer(rollout.i);
       backend.destroy();
     }
   });
