@@ -31,9 +31,10 @@
 // the TS reference's single running sum); the partial is a fixed-order tree, deterministic.
 // TF32 = 1 (spec constant; absent or 0: the exact f32 path above): each k-group's 4 warps compute
 // its partial tile with mma.sync m16n8k8 TF32 from the same staged tiles (learn_mma.cuh), each
-// thread ending with the accumulators of one 4 x 4 block as before (ix, iy below), so the k-group
-// sums, the split dW hand-off, the stores and the sums of squares are the same code. Tolerance:
-// operands rounded to 10-bit mantissas, |err| <= ~2^-10 * sum over k of |x| |y|.
+// thread ending with the accumulators of one 4 x 4 block as before (owners permuted: mma_owner_x
+// and _y give ix, iy below), so the k-group sums, the split dW hand-off, the stores and the sums
+// of squares are the same code. Tolerance: operands rounded to 10-bit mantissas,
+// |err| <= ~2^-10 * sum over k of |x| |y|.
 #include "grid.cuh"
 #include "learn_common.cuh"
 #if TF32

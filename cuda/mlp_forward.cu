@@ -25,8 +25,9 @@
 // against the TS reference's single running sum).
 // TF32 = 1 (spec constant; absent or 0: the exact f32 path above): each k-group's 4 warps compute
 // its partial tile with mma.sync m16n8k8 TF32 from the same staged tiles (learn_mma.cuh), each
-// thread ending with the accumulators of one 4 x 4 block as before, so everything after the k loop
-// is the same code. Tolerance: operands rounded to 10-bit mantissas, |err| <= ~2^-10 * sum |w| |x|.
+// thread ending with the accumulators of one 4 x 4 block as before (which thread owns which block
+// is permuted: mma_owner_x / _y give ox, ry), so everything after the k loop is the same code.
+// Tolerance: operands rounded to 10-bit mantissas, |err| <= ~2^-10 * sum |w| |x|.
 #include "grid.cuh"
 #include "learn_common.cuh"
 #if TF32

@@ -8696,9 +8696,10 @@ __device__ __forceinline__ void mma_k_tile(float (&acc)[4][4], const float* xs, 
 // the TS reference's single running sum); the partial is a fixed-order tree, deterministic.
 // TF32 = 1 (spec constant; absent or 0: the exact f32 path above): each k-group's 4 warps compute
 // its partial tile with mma.sync m16n8k8 TF32 from the same staged tiles (learn_mma.cuh), each
-// thread ending with the accumulators of one 4 x 4 block as before (ix, iy below), so the k-group
-// sums, the split dW hand-off, the stores and the sums of squares are the same code. Tolerance:
-// operands rounded to 10-bit mantissas, |err| <= ~2^-10 * sum over k of |x| |y|.
+// thread ending with the accumulators of one 4 x 4 block as before (owners permuted: mma_owner_x
+// and _y give ix, iy below), so the k-group sums, the split dW hand-off, the stores and the sums
+// of squares are the same code. Tolerance: operands rounded to 10-bit mantissas,
+// |err| <= ~2^-10 * sum over k of |x| |y|.
 #include "grid.cuh"
 #include "learn_common.cuh"
 #if TF32
@@ -9020,8 +9021,9 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z, 2) mlp_backward
 // against the TS reference's single running sum).
 // TF32 = 1 (spec constant; absent or 0: the exact f32 path above): each k-group's 4 warps compute
 // its partial tile with mma.sync m16n8k8 TF32 from the same staged tiles (learn_mma.cuh), each
-// thread ending with the accumulators of one 4 x 4 block as before, so everything after the k loop
-// is the same code. Tolerance: operands rounded to 10-bit mantissas, |err| <= ~2^-10 * sum |w| |x|.
+// thread ending with the accumulators of one 4 x 4 block as before (which thread owns which block
+// is permuted: mma_owner_x / _y give ox, ry), so everything after the k loop is the same code.
+// Tolerance: operands rounded to 10-bit mantissas, |err| <= ~2^-10 * sum |w| |x|.
 #include "grid.cuh"
 #include "learn_common.cuh"
 #if TF32
