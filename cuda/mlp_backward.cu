@@ -29,8 +29,17 @@
 // Numerics: f32; each group adds its k in increasing order from 0 and the groups' sums are added in
 // order, then a split tile's slices in slice order (NVRTC fuses multiply-adds: tolerance against
 // the TS reference's single running sum); the partial is a fixed-order tree, deterministic.
+// TF32 = 1 (spec constant; absent or 0: the exact f32 path above): each k-group's 4 warps compute
+// its partial tile with mma.sync m16n8k8 TF32 from the same staged tiles (learn_mma.cuh), each
+// thread ending with the accumulators of one 4 x 4 block as before (owners permuted: mma_owner_x
+// and _y give ix, iy below), so the k-group sums, the split dW hand-off, the stores and the sums
+// of squares are the same code. Tolerance: operands rounded to 10-bit mantissas,
+// |err| <= ~2^-10 * sum over k of |x| |y|.
 #include "grid.cuh"
 #include "learn_common.cuh"
+#if TF32
+#include "learn_mma.cuh"
+#endif
 
 #define THREADS (WG_X * WG_Y)
 #define SX (TILE_X + 4)
@@ -103,8 +112,10 @@ __device__ __forceinline__ void tile_product(float (&acc)[4][4], const float* __
     }
   };
 
+#if !TF32
   const unsigned int ix = 4u * threadIdx.x;
   const unsigned int iy = 4u * threadIdx.y;
+#endif
   const unsigned int rounds = ceil_div(ceil_div(k_end - k_begin, TILE_K), WG_Z);
   fetch(k_begin + z * TILE_K);
   for (unsigned int round = 0; round < rounds; round++) {
@@ -125,6 +136,10 @@ __device__ __forceinline__ void tile_product(float (&acc)[4][4], const float* __
     }
     __syncthreads();
     if (round + 1u < rounds) fetch(k0 + WG_Z * TILE_K);
+#if TF32
+    // The whole k-tile: rows past k_end are staged as zeros.
+    mma_k_tile<1u>(acc, x_tile, SX, y_tile, SY, tid);
+#else
     const unsigned int valid = min((unsigned int)TILE_K, k_end - min(k0, k_end));
     auto multiply = [&](unsigned int k) {
       const float4 xv = *reinterpret_cast<const float4*>(&x_tile[k * SX + ix]);
@@ -145,6 +160,7 @@ __device__ __forceinline__ void tile_product(float (&acc)[4][4], const float* __
     } else {
       for (unsigned int k = 0; k < valid; k++) multiply(k);
     }
+#endif
     __syncthreads();
   }
 }
@@ -189,8 +205,13 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z, 2) mlp_backward
   const unsigned int y0 = (t / tx) * TILE_Y;
   const unsigned int z = threadIdx.z;
   const unsigned int tid = threadIdx.x + WG_X * threadIdx.y;
+#if TF32
+  const unsigned int ix = 4u * mma_owner_x(tid);
+  const unsigned int iy = 4u * mma_owner_y(tid);
+#else
   const unsigned int ix = 4u * threadIdx.x;
   const unsigned int iy = 4u * threadIdx.y;
+#endif
   float* x_tile = stage + z * STAGE;
   float* y_tile = x_tile + TILE_K * SX;
   float acc[4][4] = {};  // [X r][Y c]

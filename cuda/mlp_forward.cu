@@ -23,8 +23,16 @@
 // + slice 0 + slice 1 + ... in that order, as the TS reference), each group adds its products in increasing i, and the
 // groups' sums are added in order; NVRTC fuses multiply-adds (tolerance, not bit-exactness,
 // against the TS reference's single running sum).
+// TF32 = 1 (spec constant; absent or 0: the exact f32 path above): each k-group's 4 warps compute
+// its partial tile with mma.sync m16n8k8 TF32 from the same staged tiles (learn_mma.cuh), each
+// thread ending with the accumulators of one 4 x 4 block as before (which thread owns which block
+// is permuted: mma_owner_x / _y give ox, ry), so everything after the k loop is the same code.
+// Tolerance: operands rounded to 10-bit mantissas, |err| <= ~2^-10 * sum |w| |x|.
 #include "grid.cuh"
 #include "learn_common.cuh"
+#if TF32
+#include "learn_mma.cuh"
+#endif
 
 #define THREADS (WG_X * WG_Y)
 #define SX (TILE_X + 4)
@@ -70,8 +78,13 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KER
   const unsigned int row0 = (t / tx) * TILE_Y;
   const unsigned int z = threadIdx.z;
   const unsigned int tid = threadIdx.x + WG_X * threadIdx.y;
+#if TF32
+  const unsigned int ox = 4u * mma_owner_x(tid);
+  const unsigned int ry = 4u * mma_owner_y(tid);
+#else
   const unsigned int ox = 4u * threadIdx.x;
   const unsigned int ry = 4u * threadIdx.y;
+#endif
   float* w_tile = stage + z * STAGE;
   float* x_tile = w_tile + TILE_K * SX;
 
@@ -133,6 +146,10 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KER
     for (unsigned int q = 0; q < XN; q++) x_tile[kq * SY + mq + q * step] = xr[q];
     __syncthreads();
     if (round + 1u < rounds) fetch(k0 + WG_Z * TILE_K);
+#if TF32
+    // The whole k-tile: rows past k_end are staged as zeros.
+    mma_k_tile<TILE_K / 8u>(acc, w_tile, SX, x_tile, SY, tid);
+#else
     const unsigned int valid = min((unsigned int)TILE_K, k_end - min(k0, k_end));
     auto multiply = [&](unsigned int k) {
       const float4 wv = *reinterpret_cast<const float4*>(&w_tile[k * SX + ox]);
@@ -153,6 +170,7 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_forward(KER
     } else {
       for (unsigned int k = 0; k < valid; k++) multiply(k);
     }
+#endif
     __syncthreads();
   }
 

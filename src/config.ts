@@ -6,6 +6,8 @@
 
 export type Algo = 'ppo' | 'dqn' | 'c51' | 'iqn';
 export type BackendName = 'auto' | 'cpu' | 'webgpu' | 'cuda';
+/** Matmul arithmetic (train.precision): exact f32, or TF32 tensor cores (CUDA). */
+export type Precision = 'exact' | 'tf32';
 
 export interface DataConfig {
   /** Fraction of bars (after warm-up) in the training split. */
@@ -155,6 +157,11 @@ export interface TrainConfig {
   algo: Algo;
   /** Compute backend; `auto` picks CUDA, then hardware WebGPU, then CPU. */
   backend: BackendName;
+  /**
+   * Matmul arithmetic of the PPO learner and collector: `exact` (f32, the parity mode) or `tf32`
+   * (CUDA tensor cores, operands rounded to 10-bit mantissas; needs backend `cuda`).
+   */
+  precision: Precision;
   /** Epochs to run. */
   epochs: number;
   /** Run seed: the Philox key (low and high u32 of this integer). */
@@ -245,6 +252,7 @@ export const defaultConfig: Readonly<Config> = Object.freeze({
   train: {
     algo: 'ppo',
     backend: 'auto',
+    precision: 'exact',
     epochs: 20,
     seed: 1,
     outDir: 'runs/latest',
@@ -456,6 +464,16 @@ export function validateConfig(c: Config): Config {
     ['auto', 'cpu', 'webgpu', 'cuda'].includes(t.backend),
     'train.backend',
     `unknown backend "${t.backend}" (use auto, cpu, webgpu or cuda)`,
+  );
+  check(
+    t.precision === 'exact' || t.precision === 'tf32',
+    'train.precision',
+    `unknown precision "${t.precision}" (use exact or tf32)`,
+  );
+  check(
+    t.precision !== 'tf32' || t.backend === 'cuda',
+    'train.precision',
+    `tf32 runs on CUDA tensor cores only, and train.backend is "${t.backend}": use train.precision exact, or --backend cuda`,
   );
   check(isInt(t.epochs) && t.epochs >= 1, 'train.epochs', 'must be an integer >= 1');
   check(

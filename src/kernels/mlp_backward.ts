@@ -23,7 +23,8 @@
  *
  * Numerics: f32; every sum adds in increasing k (b for dW, o for dX) from 0, as src/learn/mlp.ts;
  * multiply-adds may fuse on GPUs, so twins agree to a tolerance. Partials are per-tile sums in the
- * twins' fixed tree order (deterministic per backend).
+ * twins' fixed tree order (deterministic per backend). The CUDA TF32 build (constant TF32 = 1)
+ * rounds every product's operands to TF32: |err| <= ~2^-10 * sum_k |a_k| |b_k| per output.
  */
 import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import { type Activation, type Layer, LEAKY_SLOPE } from '../nets/layout.js';
@@ -38,11 +39,15 @@ const FIELDS = ['in', 'out', 'wOff', 'bOff', 'xOff', 'dOff', 'pOff', 'pAct', 'pa
 /** A job whose split dW tiles a launch finishes (sumOut_j = 0: none). */
 const SUM_FIELDS = ['sumIn', 'sumOut', 'sumWOff', 'sumBOff', 'sumPartBase'] as const;
 
-const variants = new Map<number, KernelSpec>();
+const variants = new Map<string, KernelSpec>();
 
-/** The kernel with `kSplit` k-groups of 8 x 16 threads per workgroup (see mlpForwardSpecFor). */
-export function mlpBackwardSpecFor(kSplit: number): KernelSpec {
-  let spec = variants.get(kSplit);
+/**
+ * The kernel with `kSplit` k-groups of 8 x 16 threads per workgroup; `tf32` 1 (CUDA only) its TF32
+ * tensor-core build (see mlpForwardSpecFor).
+ */
+export function mlpBackwardSpecFor(kSplit: number, tf32: 0 | 1 = 0): KernelSpec {
+  const key = `${kSplit}|${tf32}`;
+  let spec = variants.get(key);
   if (!spec) {
     spec = {
       name: 'mlp_backward',
@@ -67,9 +72,9 @@ export function mlpBackwardSpecFor(kSplit: number): KernelSpec {
         ...[0, 1].flatMap((j) => SUM_FIELDS.map((f) => ({ name: `${f}${j}`, type: 'u32' as const }))),
       ],
       workgroupSize: [8, 16, kSplit],
-      constants: { TILE_X: 32, TILE_Y: 64, TILE_K: 16 },
+      constants: { TILE_X: 32, TILE_Y: 64, TILE_K: 16, ...(tf32 ? { TF32: 1 } : {}) },
     };
-    variants.set(kSplit, spec);
+    variants.set(key, spec);
   }
   return spec;
 }
@@ -175,6 +180,7 @@ export function mlpBackwardDispatch(
   jobs: readonly BackwardJob[],
   kSplit = 1,
   split: DwSplit = { splits: 1, scratchAt: 0 },
+  tf32 = false,
 ): Dispatch {
   const validSplits = (n: number) => Number.isInteger(n) && n >= 1 && n <= MAX_DW_SPLITS;
   if (!validSplits(split.splits)) {
@@ -199,7 +205,7 @@ export function mlpBackwardDispatch(
   }
   const { params, acts, deltas, grads, partials } = buffers;
   return {
-    kernel: mlpBackwardSpecFor(kSplit),
+    kernel: mlpBackwardSpecFor(kSplit, tf32 ? 1 : 0),
     buffers: [params, acts, deltas, grads, partials],
     uniforms: {
       batch,

@@ -23,7 +23,9 @@
  *
  * Numerics: f32; each sum starts at the bias and adds products in increasing i, as
  * src/learn/mlp.ts (a split layer: each slice from 0 in increasing i, then bias + slice 0 + ...);
- * GPUs fuse multiply-adds, so twins agree to a tolerance.
+ * GPUs fuse multiply-adds, so twins agree to a tolerance. The CUDA TF32 build (constant TF32 = 1,
+ * train.precision 'tf32') rounds every product's operands to TF32 (10-bit mantissas): per output
+ * |err| <= ~2^-10 * (|bias| + sum_i |W[o, i]| |x[b, i]|) plus f32 accumulation.
  */
 import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import type { Layer } from '../nets/layout.js';
@@ -43,11 +45,12 @@ const variants = new Map<string, KernelSpec>();
  * SPLIT_IN constant) is 1 only for launches with a job whose input was split: with 0 the staging
  * loads are plain reads of `acts`, the slice-summing branch folded away when the pipeline is built
  * (on WebGPU that branch in every staged load kept the loads from issuing together and made every
- * forward launch ~1.8x slower on the H200). One spec object per (kSplit, splitIn), so backends
- * cache one pipeline each.
+ * forward launch ~1.8x slower on the H200). `tf32` 1 (CUDA only: the TF32 constant) computes the
+ * tiles with TF32 tensor cores (cuda/learn_mma.cuh); 0 leaves the constant out (the exact path).
+ * One spec object per (kSplit, splitIn, tf32), so backends cache one pipeline each.
  */
-export function mlpForwardSpecFor(kSplit: number, splitIn: 0 | 1 = 0): KernelSpec {
-  const key = `${kSplit}|${splitIn}`;
+export function mlpForwardSpecFor(kSplit: number, splitIn: 0 | 1 = 0, tf32: 0 | 1 = 0): KernelSpec {
+  const key = `${kSplit}|${splitIn}|${tf32}`;
   let spec = variants.get(key);
   if (!spec) {
     spec = {
@@ -62,7 +65,7 @@ export function mlpForwardSpecFor(kSplit: number, splitIn: 0 | 1 = 0): KernelSpe
         ...[0, 1].flatMap((j) => SPLIT_FIELDS.map((f) => ({ name: `${f}${j}`, type: 'u32' as const }))),
       ],
       workgroupSize: [8, 16, kSplit],
-      constants: { TILE_X: 32, TILE_Y: 64, TILE_K: 16, SPLIT_IN: splitIn },
+      constants: { TILE_X: 32, TILE_Y: 64, TILE_K: 16, SPLIT_IN: splitIn, ...(tf32 ? { TF32: 1 } : {}) },
     };
     variants.set(key, spec);
   }
@@ -117,13 +120,14 @@ function jobUniforms(job: ForwardJob | undefined, j: number): Record<string, num
   };
 }
 
-/** The launch of one or two layers over `batch` rows. */
+/** The launch of one or two layers over `batch` rows (`tf32`: the CUDA tensor-core build). */
 export function mlpForwardDispatch(
   params: DeviceBuffer,
   acts: DeviceBuffer,
   batch: number,
   jobs: [ForwardJob] | [ForwardJob, ForwardJob],
   kSplit = 1,
+  tf32 = false,
 ): Dispatch {
   for (const job of jobs) {
     for (const n of [job.split?.splits ?? 1, job.xSplit?.splits ?? 1]) {
@@ -135,7 +139,7 @@ export function mlpForwardDispatch(
   const tiles = jobs.reduce((t, job) => t + tilesOf(job.layer.out, batch) * (job.split?.splits ?? 1), 0);
   const splitIn = jobs.some((job) => (job.xSplit?.splits ?? 1) > 1) ? 1 : 0;
   return {
-    kernel: mlpForwardSpecFor(kSplit, splitIn),
+    kernel: mlpForwardSpecFor(kSplit, splitIn, tf32 ? 1 : 0),
     buffers: [params, acts],
     uniforms: { batch, ...jobUniforms(jobs[0], 0), ...jobUniforms(jobs[1], 1) },
     groups: grid1d(tiles),

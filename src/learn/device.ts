@@ -27,7 +27,7 @@
  * the same way, so `copyParamsTo` refreshes a collector with one device copy).
  */
 import type { Backend, DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
-import type { PpoConfig } from '../config.js';
+import type { PpoConfig, Precision } from '../config.js';
 import { type AdamHyper, adamBiasCorrection, adamStepDispatch } from '../kernels/adam_step.js';
 import {
   type PpoGatherArgs,
@@ -113,6 +113,12 @@ export interface DevicePpoLearnerInit {
    * default 8); false: one mlp_forward launch per layer.
    */
   chain?: boolean | number;
+  /**
+   * Arithmetic of the matmul launches (mlp_forward, mlp_backward): 'exact' (default) f32, the parity
+   * mode; 'tf32' (CUDA only) their TF32 tensor-core build, operands rounded to 10-bit mantissas
+   * (|err| <= ~2^-10 * sum |a| |b| per output), the loss head and Adam still f32.
+   */
+  precision?: Precision;
 }
 
 /** The kernels of the update whose CUDA source begins with LEARN_GRID_DEP_WAIT, so PDL is safe. */
@@ -167,6 +173,8 @@ export class DevicePpoLearner {
   private readonly graphs: boolean;
   /** DevicePpoLearnerInit.pdl. */
   readonly pdl: boolean | 'early';
+  /** DevicePpoLearnerInit.precision. */
+  readonly precision: Precision;
   /** ppo_gather samples per workgroup (DevicePpoLearnerInit.gatherRows). */
   private readonly gatherRows: number;
   private cached: {
@@ -184,6 +192,17 @@ export class DevicePpoLearner {
     }
     if (outputs[1].out !== 1)
       throw new Error(`device ppo learner: the critic outputs ${outputs[1].out} values, not 1`);
+    this.precision = init.precision ?? 'exact';
+    if (this.precision !== 'exact' && this.precision !== 'tf32') {
+      throw new Error(
+        `device ppo learner: precision must be 'exact' or 'tf32', got '${String(this.precision)}'`,
+      );
+    }
+    if (this.precision === 'tf32' && backend.kind !== 'cuda') {
+      throw new Error(
+        `device ppo learner: precision 'tf32' (tensor cores) needs the CUDA backend, not ${backend.kind}; use precision 'exact'`,
+      );
+    }
     this.backend = backend;
     this.cfg = cfg;
     this.gatherRows = init.gatherRows ?? ppoGatherRowsFor(backend.kind);
@@ -202,6 +221,7 @@ export class DevicePpoLearner {
       init.dwSplit === 'most' ? 'most' : undefined,
       init.chain ?? true,
     );
+    if (this.precision === 'tf32') this.plan.tf32 = true;
     this.key = seedToKey(init.seed);
     this.hyper = { lr: cfg.lr, maxGradNorm: cfg.maxGradNorm };
     this.graphs = init.graphs ?? true;

@@ -12,10 +12,12 @@
  * timed alone (backend.time over repeats).
  * The first epoch is a warm-up (kernel compilation, graph capture) and is not counted. FLOPs
  * count the matmuls of the update (forward, dW, dX): 2 multiply-adds' worth per product.
+ * `precision` 'tf32' (CUDA) runs the collector and the learner's matmuls on TF32 tensor cores, as
+ * train.precision tf32 does.
  */
 import type { Backend, Dispatch } from '../backend/types.js';
 import { PpoDeviceCollector } from '../collect/device.js';
-import type { Config } from '../config.js';
+import type { Config, Precision } from '../config.js';
 import type { Market, Splits } from '../data/types.js';
 import { initParams } from '../nets/forward.js';
 import { curiosityLayout, NetId, ppoActorLayout, ppoCriticLayout } from '../nets/layout.js';
@@ -92,6 +94,8 @@ function launchLabel(d: Dispatch, plan: MlpPlan): string {
 }
 
 export interface BenchTrainResult {
+  /** The matmul arithmetic measured (BenchTrainOptions.precision). */
+  precision: Precision;
   episodes: number;
   steps: number;
   samples: number;
@@ -142,6 +146,11 @@ export interface BenchTrainOptions {
    * true; a number: rows per workgroup).
    */
   chain?: boolean | number;
+  /**
+   * 'exact' (default) or 'tf32' (CUDA: TF32 tensor cores in the collector, its TF32 constant, and in
+   * the learner's matmuls, DevicePpoLearnerInit.precision).
+   */
+  precision?: Precision;
   /** Skip the validation backtest (large settings: it does not depend on N). */
   validate?: boolean;
   /** Repeats when timing each launch of one step alone (default 20). */
@@ -159,6 +168,7 @@ export async function benchPpoTrain(o: BenchTrainOptions): Promise<BenchTrainRes
   const seed = cfg.train.seed;
   const actorLayout = ppoActorLayout();
   const criticLayout = ppoCriticLayout();
+  const precision = o.precision ?? 'exact';
   const learner = new DevicePpoLearner({
     backend,
     actorLayout,
@@ -171,6 +181,7 @@ export async function benchPpoTrain(o: BenchTrainOptions): Promise<BenchTrainRes
     gatherRows: o.gatherRows,
     pdl: o.pdl,
     chain: o.chain,
+    precision,
   });
   let collector: PpoDeviceCollector | null = null;
   let rollout: DevicePpoRollout;
@@ -183,6 +194,7 @@ export async function benchPpoTrain(o: BenchTrainOptions): Promise<BenchTrainRes
       split: o.splits.train,
       cfg,
       algo: 'ppo',
+      ...(precision === 'tf32' ? { constants: { TF32: 1 } } : {}),
     });
     collector.setWeights({ curiosity: initParams(curiosityLayout(), NetId.Curiosity, seed) });
     learner.copyParamsTo(collector.deviceBuffers[4]);
@@ -262,6 +274,7 @@ export async function benchPpoTrain(o: BenchTrainOptions): Promise<BenchTrainRes
     const flops = minibatchSteps * stepFlops(learner.plan);
     const epochMs = times.collectMs + times.updateMs + times.validateMs;
     return {
+      precision,
       episodes,
       steps,
       samples,

@@ -8,6 +8,10 @@
  * verbs return: per-rollout reward sums (one readback of four sections), the update's statistics,
  * the curiosity MSE, and params / snapshots when asked.
  *
+ * train.precision 'tf32' (CUDA only) runs the collector's layers (its TF32 constant) and the
+ * learner's matmuls (DevicePpoLearnerInit.precision) on TF32 tensor cores; the curiosity learner
+ * stays exact. 'exact' (default) is the parity mode.
+ *
  * Same seed, same schedule as the CPU engine: launch r collects with Philox step base r * L, update
  * r shuffles with epochs r * updateEpochs + e, curiosity round r with epoch r * updateEpochs.
  */
@@ -47,6 +51,13 @@ export function createDevicePpoEngine(
   const criticLayout = ppoCriticLayout();
   const curLayout = curiosityLayout();
   const curiosityOn = cfg.env.curiosityScale > 0 && cfg.env.curiosityMaxReward > 0;
+  // train.precision tf32: tensor cores in the collector (its TF32 constant) and the learner's matmuls.
+  const tf32 = cfg.train.precision === 'tf32';
+  if (tf32 && backend.kind !== 'cuda') {
+    throw new Error(
+      `train.precision tf32 runs on CUDA tensor cores only, this run's backend is ${backend.kind}: use train.precision exact, or --backend cuda`,
+    );
+  }
   const collector = new PpoDeviceCollector({
     backend,
     market,
@@ -54,6 +65,7 @@ export function createDevicePpoEngine(
     cfg,
     algo: 'ppo',
     curiosity: curiosityOn,
+    ...(tf32 ? { constants: { TF32: 1 } } : {}),
   });
   const learner = new DevicePpoLearner({
     backend,
@@ -63,6 +75,7 @@ export function createDevicePpoEngine(
     critic: initParams(criticLayout, NetId.Critic, seed),
     cfg: cfg.ppo,
     seed,
+    precision: cfg.train.precision,
   });
   const curiosity = new DeviceCuriosityLearner({
     backend,

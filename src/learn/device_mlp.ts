@@ -90,6 +90,8 @@ export interface MlpPlan {
   splitPolicy: SplitPolicy;
   /** Rows per workgroup of the chain launches (0: no chain; planMlps' `chain`). */
   chainRows: number;
+  /** The matmuls' CUDA TF32 tensor-core build (constant TF32 = 1; default false: exact f32). */
+  tf32?: boolean;
   inDim: number;
   /** Floats of params / grads (and of each half of the Adam moments). */
   paramFloats: number;
@@ -396,7 +398,8 @@ export function forwardDispatches(plan: MlpPlan, b: MlpBuffers): Dispatch[] {
     const jobs = plan.nets
       .filter((n) => s < Math.min(n.layout.layers.length, n.chainFrom))
       .map((n) => forwardJob(n, s));
-    for (const p of pairs(jobs)) out.push(mlpForwardDispatch(b.params, b.acts, plan.batch, p, plan.kSplit));
+    for (const p of pairs(jobs))
+      out.push(mlpForwardDispatch(b.params, b.acts, plan.batch, p, plan.kSplit, plan.tf32));
     for (const net of plan.nets.filter((n) => n.chainFrom === s && s < n.layout.layers.length)) {
       const layers: ChainLayer[] = net.layout.layers
         .slice(s)
@@ -426,14 +429,28 @@ export function backwardDispatches(plan: MlpPlan, b: MlpBuffers): Dispatch[] {
         : 0;
       const splits = splitsFor(plan, p, sumGroups);
       out.push(
-        mlpBackwardDispatch(b, plan.batch, p, plan.kSplit, { splits, scratchAt, handoff, sum: pending }),
+        mlpBackwardDispatch(
+          b,
+          plan.batch,
+          p,
+          plan.kSplit,
+          { splits, scratchAt, handoff, sum: pending },
+          plan.tf32,
+        ),
       );
       pending = handoff === 'later' && splits > 1 ? { jobs: p, splits } : undefined;
     }
   }
   if (pending) {
     out.push(
-      mlpBackwardDispatch(b, plan.batch, [], plan.kSplit, { splits: 1, scratchAt, handoff, sum: pending }),
+      mlpBackwardDispatch(
+        b,
+        plan.batch,
+        [],
+        plan.kSplit,
+        { splits: 1, scratchAt, handoff, sum: pending },
+        plan.tf32,
+      ),
     );
   }
   return out;

@@ -65,6 +65,29 @@ describe('config', () => {
     });
   }
 
+  it('train.precision: exact by default; tf32 only with --backend cuda, else a message saying what to use', () => {
+    expect(defaultConfig.train.precision).toBe('exact');
+    expect(
+      loadConfig(undefined, { 'train.precision': 'tf32', 'train.backend': 'cuda' }).train.precision,
+    ).toBe('tf32');
+    expect(
+      loadConfig(undefined, { 'train.precision': 'exact', 'train.backend': 'cpu' }).train.precision,
+    ).toBe('exact');
+    for (const backend of ['auto', 'cpu', 'webgpu']) {
+      const err = configError(() =>
+        loadConfig(undefined, { 'train.precision': 'tf32', 'train.backend': backend }),
+      );
+      expect(err.field).toBe('train.precision');
+      expect(err.message).toContain(`train.backend is "${backend}"`);
+      expect(err.message).toContain('use train.precision exact, or --backend cuda');
+    }
+    const bad = configError(() =>
+      loadConfig(undefined, { 'train.precision': 'fp16', 'train.backend': 'cuda' }),
+    );
+    expect(bad.field).toBe('train.precision');
+    expect(bad.message).toContain('use exact or tf32');
+  });
+
   it('rejects unknown fields and sections from JSON and flags', () => {
     expect(
       configError(() => loadConfig({ text: '{"env": {"feeBsp": 1}}', path: 'c.json' })).message,

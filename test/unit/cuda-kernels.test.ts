@@ -12,6 +12,8 @@ import { compileOptions, findCompiler, nvccCandidates, nvccVersion } from '../..
 import { loadNative, packageRoot } from '../../src/backend/cuda/native.js';
 import { cudaPreamble } from '../../src/backend/cuda/preamble.js';
 import { kernelSource } from '../../src/backend/cuda/sources.js';
+import { mlpBackwardSpecFor } from '../../src/kernels/mlp_backward.js';
+import { mlpForwardSpecFor } from '../../src/kernels/mlp_forward.js';
 import { kernels } from '../../src/kernels/registry.js';
 
 const root = packageRoot();
@@ -50,6 +52,45 @@ describe('CUDA kernel sources', () => {
       expect(res.status, `${res.stderr}${res.stdout}`).toBe(0);
       // The exported entry point has the kernel's unmangled name (extern "C"), as cuModuleGetFunction needs.
       expect(readFileSync(out).includes(Buffer.from(`\0${name}\0`))).toBe(true);
+    });
+    // The learner's TF32 tensor-core builds (constant TF32 = 1, train.precision tf32): they compile
+    // for sm_90 without warnings, keep their register budgets without spilling (mlp_backward: 64
+    // registers, 2 blocks of 512 threads per SM), and really issue TF32 mma.sync.
+    it.each([
+      ['mlp_forward', mlpForwardSpecFor(4, 0, 1)],
+      ['mlp_forward SPLIT_IN', mlpForwardSpecFor(4, 1, 1)],
+      ['mlp_backward', mlpBackwardSpecFor(4, 1)],
+    ] as const)('%s, TF32 build', (tag, spec) => {
+      const file = `${tag.replace(/\W/g, '_')}_tf32`;
+      const src = join(dir, `${file}.cu`);
+      writeFileSync(src, cudaPreamble(spec) + readFileSync(join(cudaDir, `${spec.name}.cu`), 'utf8'));
+      const build = (kind: 'cubin' | 'ptx') => {
+        const out = join(dir, `${file}.${kind}`);
+        const res = spawnSync(
+          nvcc!,
+          [
+            `-${kind}`,
+            ...compileOptions(9, 0),
+            '-Xptxas',
+            '-v',
+            '-Werror',
+            'all-warnings',
+            '-I',
+            dir,
+            '-o',
+            out,
+            src,
+          ],
+          { encoding: 'utf8' },
+        );
+        expect(res.status, `${res.stderr}${res.stdout}`).toBe(0);
+        return { out, log: `${res.stderr}${res.stdout}` };
+      };
+      const cubin = build('cubin');
+      expect(readFileSync(cubin.out).includes(Buffer.from(`\0${spec.name}\0`))).toBe(true);
+      expect(cubin.log).toMatch(/0 bytes spill stores, 0 bytes spill loads/);
+      const ptx = readFileSync(build('ptx').out, 'utf8');
+      expect(ptx).toMatch(/mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32\.tf32\.f32/);
     });
     it('adam_step begins with the PDL wait, and with LEARN_PDL_TRIGGER (--pdl early) also triggers its dependents', () => {
       const ptxOf = (constants: Record<string, number>) => {

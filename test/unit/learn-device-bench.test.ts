@@ -118,4 +118,18 @@ describe('bench train', () => {
       'foxhunt bench train: config: ppo.minibatch: must not exceed rollout.episodes * rollout.steps',
     );
   });
+
+  it('refuses --precision tf32 or both off CUDA, and an unknown precision, with one line', async () => {
+    const err: string[] = [];
+    vi.spyOn(console, 'error').mockImplementation((...a) => void err.push(a.join(' ')));
+    vi.spyOn(console, 'log').mockImplementation(() => {});
+    for (const p of ['tf32', 'both']) {
+      expect(await main(['bench', 'train', '--backend', 'cpu', '--precision', p])).toBe(1);
+      expect(err.at(-1)).toBe(
+        `foxhunt bench train: --precision ${p}: tf32 runs on CUDA tensor cores only; use --precision exact, or --backend cuda`,
+      );
+    }
+    expect(await main(['bench', 'train', '--backend', 'cpu', '--precision', 'fp16'])).toBe(1);
+    expect(err.at(-1)).toBe('foxhunt bench train: --precision must be exact, tf32 or both, got "fp16"');
+  });
 });

@@ -6,7 +6,7 @@
  */
 import { type BackendRequest, chooseBackend, describeChoice } from '../../backend/index.js';
 import { BackendUnavailableError } from '../../backend/types.js';
-import { loadConfig } from '../../config.js';
+import { loadConfig, type Precision } from '../../config.js';
 import { CHAIN_ROWS, CHAIN_ROWS_CHOICES } from '../../kernels/mlp_chain_forward.js';
 import { type BenchTrainResult, benchPpoTrain } from '../../learn/device_bench.js';
 import { prepareData } from '../../train/run.js';
@@ -16,7 +16,7 @@ import { type Command, UserError } from '../main.js';
 const usage = `usage: foxhunt bench train --algo ppo [--backend auto|cuda|webgpu|cpu] [--episodes N] [--steps L]
                            [--large-episodes N2] [--repeats R] [--seed S] [--dw-split on|off|most|W]
                            [--gather-rows G] [--pdl on|off|early] [--chain on|off|both]
-                           [--chain-rows R] [--json]
+                           [--chain-rows R] [--precision exact|tf32|both] [--json]
 
 Times a PPO epoch per phase on the built-in synthetic market: collect (collect_ppo on the device),
 update (the device learner: every minibatch step of the update in one submission, a CUDA graph
@@ -51,6 +51,9 @@ kernels' TS references); pass --episodes, --steps or --large-episodes to overrid
                          both, each setting measured with the chain on then off
   --chain-rows R         minibatch rows per mlp_chain_forward workgroup: 2, 4, 8 (default: 64
                          workgroups at 512 rows) or 16
+  --precision P          exact (f32, the parity mode; default), tf32 (CUDA: TF32 tensor cores in
+                         collect_ppo and the learner's matmuls, as train.precision tf32), or both:
+                         each setting measured exact then tf32 in one invocation, a row each
   --json                 one JSON object on stdout instead of the table`;
 
 const BACKENDS = ['auto', 'cuda', 'webgpu', 'cpu'];
@@ -62,6 +65,7 @@ function table(results: BenchTrainResult[]): string[] {
   const rows = [
     [
       'N x L',
+      'precision',
       'chain',
       'samples',
       'steps',
@@ -77,6 +81,7 @@ function table(results: BenchTrainResult[]): string[] {
     ],
     ...results.map((r) => [
       `${r.episodes} x ${r.steps}`,
+      r.precision,
       r.chain ? `on (${r.chainRows} rows)` : 'off',
       String(r.samples),
       String(r.minibatchSteps),
@@ -113,6 +118,7 @@ async function run(args: string[]): Promise<number> {
       pdl: { type: 'string' },
       chain: { type: 'string' },
       'chain-rows': { type: 'string' },
+      precision: { type: 'string' },
       json: { type: 'boolean' },
     },
     usage,
@@ -157,6 +163,16 @@ async function run(args: string[]): Promise<number> {
   if (gatherRows !== undefined && (!/^\d+$/.test(gatherRowsFlag!) || gatherRows < 1 || gatherRows > 64)) {
     throw new UserError(`--gather-rows must be an integer from 1 to 64, got "${gatherRowsFlag}"`);
   }
+  const precisionFlag = (values.precision as string | undefined) ?? 'exact';
+  if (!['exact', 'tf32', 'both'].includes(precisionFlag)) {
+    throw new UserError(`--precision must be exact, tf32 or both, got "${precisionFlag}"`);
+  }
+  const precisions: Precision[] = precisionFlag === 'both' ? ['exact', 'tf32'] : [precisionFlag as Precision];
+  if (precisionFlag !== 'exact' && request !== 'cuda' && request !== 'auto') {
+    throw new UserError(
+      `--precision ${precisionFlag}: tf32 runs on CUDA tensor cores only; use --precision exact, or --backend cuda`,
+    );
+  }
   let choice: Awaited<ReturnType<typeof chooseBackend>>;
   try {
     choice = await chooseBackend(request as BackendRequest);
@@ -171,6 +187,11 @@ async function run(args: string[]): Promise<number> {
   };
   for (const line of describeChoice(choice)) log(line);
   try {
+    if (precisionFlag !== 'exact' && backend.kind !== 'cuda') {
+      throw new UserError(
+        `--precision ${precisionFlag}: tf32 runs on CUDA tensor cores only, and the backend is ${backend.kind}; use --precision exact, or --backend cuda`,
+      );
+    }
     const cpu = backend.kind === 'cpu';
     const episodes = intFlag(values.episodes as string | undefined, 'episodes', cpu ? 8 : 128, 1);
     const steps = intFlag(values.steps as string | undefined, 'steps', cpu ? 64 : 500, 1);
@@ -192,14 +213,15 @@ async function run(args: string[]): Promise<number> {
     );
     const data = await prepareData(settings[0]);
     const results: BenchTrainResult[] = [];
-    for (const cfg of settings) {
+    for (const [cfg, precision] of settings.flatMap((c) => precisions.map((p) => [c, p] as const))) {
       const n = cfg.rollout.episodes;
       log(
-        `setting ${n} x ${steps}: ${cfg.ppo.updateEpochs} epochs x ${Math.floor((n * steps) / cfg.ppo.minibatch)} minibatches of ${cfg.ppo.minibatch}`,
+        `setting ${n} x ${steps}, ${precision}: ${cfg.ppo.updateEpochs} epochs x ${Math.floor((n * steps) / cfg.ppo.minibatch)} minibatches of ${cfg.ppo.minibatch}`,
       );
       for (const chain of chains) {
         if (chains.length > 1) log(`  --chain ${chain ? `on (${chain} rows per workgroup)` : 'off'}`);
         const r = await benchPpoTrain({
+          precision,
           backend,
           cfg,
           market: data.market,
@@ -225,13 +247,13 @@ async function run(args: string[]): Promise<number> {
       return 0;
     }
     console.log(
-      `bench train ppo on ${backend.kind}: ${backend.info.device} (${backend.info.driver}), --pdl ${pdlFlag}, --chain ${chainFlag}${chainFlag === 'off' ? '' : ` (${chainRows} rows per workgroup)`}`,
+      `bench train ppo on ${backend.kind}: ${backend.info.device} (${backend.info.driver}), --pdl ${pdlFlag}, --precision ${precisionFlag}, --chain ${chainFlag}${chainFlag === 'off' ? '' : ` (${chainRows} rows per workgroup)`}`,
     );
     for (const line of table(results)) console.log(`  ${line}`);
     for (const r of results) {
       const stepMs = r.stepKernels.reduce((t, k) => t + k.ms, 0);
       console.log(
-        `  one minibatch step of ${r.episodes} x ${r.steps}, chain ${r.chain ? 'on' : 'off'}, each launch timed alone (sum ${(stepMs * 1000).toFixed(1)} us):`,
+        `  one minibatch step of ${r.episodes} x ${r.steps} (${r.precision}), chain ${r.chain ? 'on' : 'off'}, each launch timed alone (sum ${(stepMs * 1000).toFixed(1)} us):`,
       );
       const width = Math.max(...r.stepKernels.map((k) => k.launch.length));
       for (const k of r.stepKernels) {
@@ -244,7 +266,7 @@ async function run(args: string[]): Promise<number> {
       if (target === undefined) break;
       const s = at64k.times.updateMs / 1000;
       console.log(
-        `  update of 64,000 samples${chains.length > 1 ? `, chain ${at64k.chain ? 'on' : 'off'}` : ''}: ${s.toFixed(3)} s (target <= ${target} s on one H200: ${s <= target ? 'met' : 'not met'})`,
+        `  update of 64,000 samples (${at64k.precision}${chains.length > 1 ? `, chain ${at64k.chain ? 'on' : 'off'}` : ''}): ${s.toFixed(3)} s (target <= ${target} s on one H200: ${s <= target ? 'met' : 'not met'})`,
       );
     }
     return 0;
