@@ -7,8 +7,8 @@
  *   node scripts/sweep.mjs [--foxhunt CMD] [--jobs J] [--out DIR] [--time-limit S] [--only A,B]
  *                          [--min-trades K] [--json FILE] [--summarize] SWEEP.json
  *
- * SWEEP.json: `{ "flags": {...}, "seeds": [1, 2, 3], "configs": [{ "name", "flags", "seeds" }] }`
- * (or just the array of configs). A flag object maps a `foxhunt train` option without its dashes
+ * SWEEP.json: `{ "description", "flags": {...}, "seeds": [1, 2, 3], "configs": [{ "name", "note",
+ * "flags", "seeds" }] }` (or just the array of configs; description and note are for people). A flag object maps a `foxhunt train` option without its dashes
  * ("epochs", "backend", "rollout.episodes", ...) to its value; a config's flags override the
  * sweep's. Run (config, seed) trains with `--seed S --out DIR/<name>/seed<S>`, its output going to
  * DIR/<name>/seed<S>.out. `--time-limit` stops the runs still going after S seconds (SIGTERM) and
@@ -45,6 +45,7 @@ export function parseSweep(spec, where = 'sweep') {
   if (!top || typeof top !== 'object' || !Array.isArray(top.configs)) {
     throw new Error(`${where}: expected { "configs": [...] } or an array of configs`);
   }
+  unknownKeys(top, ['description', 'flags', 'seeds', 'configs'], where);
   const common = checkFlags(top.flags ?? {}, `${where}: flags`);
   const seeds = top.seeds ?? [1, 2, 3];
   const names = new Set();
@@ -53,6 +54,7 @@ export function parseSweep(spec, where = 'sweep') {
     if (!c || typeof c.name !== 'string' || !/^[\w.-]+$/.test(c.name)) {
       throw new Error(`${at}: needs a "name" of letters, digits, '.', '_' or '-'`);
     }
+    unknownKeys(c, ['name', 'note', 'flags', 'seeds'], at);
     if (names.has(c.name)) throw new Error(`${at}: the name "${c.name}" is used twice`);
     names.add(c.name);
     const s = c.seeds ?? seeds;
@@ -65,6 +67,12 @@ export function parseSweep(spec, where = 'sweep') {
     }
     return { name: c.name, flags, seeds: s };
   });
+}
+
+function unknownKeys(obj, known, at) {
+  for (const k of Object.keys(obj)) {
+    if (!known.includes(k)) throw new Error(`${at}: unknown key "${k}" (known: ${known.join(', ')})`);
+  }
 }
 
 function checkFlags(flags, at) {

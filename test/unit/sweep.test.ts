@@ -126,6 +126,8 @@ describe('parseSweep and trainArgs', () => {
       /string, number/,
     );
     expect(() => parseSweep({ runs: [] })).toThrow(/configs/);
+    expect(() => parseSweep({ configs: [{ name: 'a', flag: {} }] })).toThrow(/unknown key "flag"/);
+    expect(() => parseSweep({ configs: [], seed: [1] })).toThrow(/unknown key "seed"/);
   });
 });
 
