@@ -6,8 +6,16 @@
 
 export type Algo = 'ppo' | 'dqn' | 'c51' | 'iqn';
 export type BackendName = 'auto' | 'cpu' | 'webgpu' | 'cuda';
-/** Matmul arithmetic (train.precision): exact f32, or TF32 tensor cores (CUDA). */
+/** Matmul arithmetic: exact f32, or TF32 tensor cores (CUDA). */
 export type Precision = 'exact' | 'tf32';
+/** train.precision: a Precision, or `auto` (tf32 on CUDA, exact elsewhere; resolvePrecision). */
+export type PrecisionSetting = Precision | 'auto';
+
+/** The arithmetic a run on `backendKind` uses for train.precision `setting`. */
+export function resolvePrecision(setting: PrecisionSetting, backendKind: string): Precision {
+  if (setting === 'auto') return backendKind === 'cuda' ? 'tf32' : 'exact';
+  return setting;
+}
 
 export interface DataConfig {
   /** Fraction of bars (after warm-up) in the training split. */
@@ -158,10 +166,11 @@ export interface TrainConfig {
   /** Compute backend; `auto` picks CUDA, then hardware WebGPU, then CPU. */
   backend: BackendName;
   /**
-   * Matmul arithmetic of the PPO learner and collector: `exact` (f32, the parity mode) or `tf32`
-   * (CUDA tensor cores, operands rounded to 10-bit mantissas; needs backend `cuda`).
+   * Matmul arithmetic of the PPO learner and collector: `exact` (f32, the parity mode), `tf32`
+   * (CUDA tensor cores, operands rounded to 10-bit mantissas; needs backend `cuda`) or `auto`
+   * (the default: tf32 when the run lands on CUDA, exact on WebGPU and the CPU).
    */
-  precision: Precision;
+  precision: PrecisionSetting;
   /** Epochs to run. */
   epochs: number;
   /** Run seed: the Philox key (low and high u32 of this integer). */
@@ -252,7 +261,7 @@ export const defaultConfig: Readonly<Config> = Object.freeze({
   train: {
     algo: 'ppo',
     backend: 'auto',
-    precision: 'exact',
+    precision: 'auto',
     epochs: 20,
     seed: 1,
     outDir: 'runs/latest',
@@ -466,9 +475,9 @@ export function validateConfig(c: Config): Config {
     `unknown backend "${t.backend}" (use auto, cpu, webgpu or cuda)`,
   );
   check(
-    t.precision === 'exact' || t.precision === 'tf32',
+    t.precision === 'auto' || t.precision === 'exact' || t.precision === 'tf32',
     'train.precision',
-    `unknown precision "${t.precision}" (use exact or tf32)`,
+    `unknown precision "${t.precision}" (use auto, exact or tf32)`,
   );
   check(
     t.precision !== 'tf32' || t.backend === 'cuda',

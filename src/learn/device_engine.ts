@@ -10,14 +10,14 @@
  *
  * train.precision 'tf32' (CUDA only) runs the collector's layers (its TF32 constant) and the
  * learner's matmuls (DevicePpoLearnerInit.precision) on TF32 tensor cores; the curiosity learner
- * stays exact. 'exact' (default) is the parity mode.
+ * stays exact. 'exact' is the parity mode; 'auto' (the default) is tf32 on CUDA, exact elsewhere.
  *
  * Same seed, same schedule as the CPU engine: launch r collects with Philox step base r * L, update
  * r shuffles with epochs r * updateEpochs + e, curiosity round r with epoch r * updateEpochs.
  */
 import type { Backend } from '../backend/types.js';
 import { PpoDeviceCollector } from '../collect/device.js';
-import type { Config } from '../config.js';
+import { type Config, resolvePrecision } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
 import { PPO_OUTPUT } from '../kernels/collect_ppo.js';
 import { initParams } from '../nets/forward.js';
@@ -51,8 +51,10 @@ export function createDevicePpoEngine(
   const criticLayout = ppoCriticLayout();
   const curLayout = curiosityLayout();
   const curiosityOn = cfg.env.curiosityScale > 0 && cfg.env.curiosityMaxReward > 0;
-  // train.precision tf32: tensor cores in the collector (its TF32 constant) and the learner's matmuls.
-  const tf32 = cfg.train.precision === 'tf32';
+  // train.precision tf32 (or auto on CUDA): tensor cores in the collector (its TF32 constant) and
+  // the learner's matmuls.
+  const precision = resolvePrecision(cfg.train.precision, backend.kind);
+  const tf32 = precision === 'tf32';
   if (tf32 && backend.kind !== 'cuda') {
     throw new Error(
       `train.precision tf32 runs on CUDA tensor cores only, this run's backend is ${backend.kind}: use train.precision exact, or --backend cuda`,
@@ -75,7 +77,7 @@ export function createDevicePpoEngine(
     critic: initParams(criticLayout, NetId.Critic, seed),
     cfg: cfg.ppo,
     seed,
-    precision: cfg.train.precision,
+    precision,
   });
   const curiosity = new DeviceCuriosityLearner({
     backend,

@@ -6,7 +6,7 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { type Phase, trainPpo } from '../algo/ppo.js';
 import { type Backend, type BackendKind, chooseBackend, describeChoice } from '../backend/index.js';
-import type { Config } from '../config.js';
+import { type Config, resolvePrecision } from '../config.js';
 import { loadBars } from '../data/load.js';
 import { buildMarket } from '../data/market.js';
 import { makeSplits } from '../data/splits.js';
@@ -150,6 +150,12 @@ export async function runTraining(opts: RunOptions): Promise<RunResult> {
       throw new RunError(
         `the checkpoint was trained on the ${was} backend, this run would use ${backend.kind}; ` +
           `pass --backend ${was} to resume it exactly`,
+      );
+    }
+    if (backend.kind !== 'cpu') {
+      const precision = resolvePrecision(cfg.train.precision, backend.kind);
+      opts.onInfo?.(
+        `precision: ${precision}${precision === 'tf32' ? ' (TF32 tensor cores in the collector and learner; --train.precision exact for f32)' : ''}`,
       );
     }
     const engine = ppoEngines[backend.kind](backend, cfg, data.market, data.splits);

@@ -7,6 +7,7 @@ import {
   defaultConfig,
   loadConfig,
   mergeConfig,
+  resolvePrecision,
   validateConfig,
 } from '../../src/config.js';
 
@@ -65,8 +66,16 @@ describe('config', () => {
     });
   }
 
-  it('train.precision: exact by default; tf32 only with --backend cuda, else a message saying what to use', () => {
-    expect(defaultConfig.train.precision).toBe('exact');
+  it('train.precision: auto by default (tf32 on CUDA, exact elsewhere); tf32 only with --backend cuda, else a message saying what to use', () => {
+    expect(defaultConfig.train.precision).toBe('auto');
+    expect(resolvePrecision('auto', 'cuda')).toBe('tf32');
+    expect(resolvePrecision('auto', 'webgpu')).toBe('exact');
+    expect(resolvePrecision('auto', 'cpu')).toBe('exact');
+    expect(resolvePrecision('exact', 'cuda')).toBe('exact');
+    expect(resolvePrecision('tf32', 'cuda')).toBe('tf32');
+    for (const backend of ['auto', 'cpu', 'webgpu', 'cuda']) {
+      expect(loadConfig(undefined, { 'train.backend': backend }).train.precision).toBe('auto');
+    }
     expect(
       loadConfig(undefined, { 'train.precision': 'tf32', 'train.backend': 'cuda' }).train.precision,
     ).toBe('tf32');
@@ -85,7 +94,7 @@ describe('config', () => {
       loadConfig(undefined, { 'train.precision': 'fp16', 'train.backend': 'cuda' }),
     );
     expect(bad.field).toBe('train.precision');
-    expect(bad.message).toContain('use exact or tf32');
+    expect(bad.message).toContain('use auto, exact or tf32');
   });
 
   it('rejects unknown fields and sections from JSON and flags', () => {
