@@ -130,6 +130,6 @@ describe('bench train', () => {
       );
     }
     expect(await main(['bench', 'train', '--backend', 'cpu', '--precision', 'fp16'])).toBe(1);
-    expect(err.at(-1)).toBe('foxhunt bench train: --precision must be exact, tf32 or both, got "fp16"');
+    expect(err.at(-1)).toBe('foxhunt bench train: --precision must be auto, exact, tf32 or both, got "fp16"');
   });
 });

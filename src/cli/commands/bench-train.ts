@@ -6,7 +6,7 @@
  */
 import { type BackendRequest, chooseBackend, describeChoice } from '../../backend/index.js';
 import { BackendUnavailableError } from '../../backend/types.js';
-import { loadConfig, type Precision } from '../../config.js';
+import { loadConfig, type Precision, resolvePrecision } from '../../config.js';
 import { CHAIN_ROWS, CHAIN_ROWS_CHOICES } from '../../kernels/mlp_chain_forward.js';
 import { type BenchTrainResult, benchPpoTrain } from '../../learn/device_bench.js';
 import { prepareData } from '../../train/run.js';
@@ -16,7 +16,7 @@ import { type Command, UserError } from '../main.js';
 const usage = `usage: foxhunt bench train --algo ppo [--backend auto|cuda|webgpu|cpu] [--episodes N] [--steps L]
                            [--large-episodes N2] [--repeats R] [--seed S] [--dw-split on|off|most|W]
                            [--gather-rows G] [--pdl on|off|early] [--chain on|off|both]
-                           [--chain-rows R] [--precision exact|tf32|both] [--json]
+                           [--chain-rows R] [--precision auto|exact|tf32|both] [--json]
 
 Times a PPO epoch per phase on the built-in synthetic market: collect (collect_ppo on the device),
 update (the device learner: every minibatch step of the update in one submission, a CUDA graph
@@ -51,9 +51,10 @@ kernels' TS references); pass --episodes, --steps or --large-episodes to overrid
                          both, each setting measured with the chain on then off
   --chain-rows R         minibatch rows per mlp_chain_forward workgroup: 2, 4, 8 (default: 64
                          workgroups at 512 rows) or 16
-  --precision P          exact (f32, the parity mode; default), tf32 (CUDA: TF32 tensor cores in
-                         collect_ppo and the learner's matmuls, as train.precision tf32), or both:
-                         each setting measured exact then tf32 in one invocation, a row each
+  --precision P          auto (default: as train.precision auto, tf32 on CUDA, exact elsewhere),
+                         exact (f32, the parity mode), tf32 (CUDA: TF32 tensor cores in collect_ppo
+                         and the learner's matmuls), or both: each setting measured exact then tf32
+                         in one invocation, a row each
   --json                 one JSON object on stdout instead of the table`;
 
 const BACKENDS = ['auto', 'cuda', 'webgpu', 'cpu'];
@@ -163,12 +164,12 @@ async function run(args: string[]): Promise<number> {
   if (gatherRows !== undefined && (!/^\d+$/.test(gatherRowsFlag!) || gatherRows < 1 || gatherRows > 64)) {
     throw new UserError(`--gather-rows must be an integer from 1 to 64, got "${gatherRowsFlag}"`);
   }
-  const precisionFlag = (values.precision as string | undefined) ?? 'exact';
-  if (!['exact', 'tf32', 'both'].includes(precisionFlag)) {
-    throw new UserError(`--precision must be exact, tf32 or both, got "${precisionFlag}"`);
+  const precisionFlag = (values.precision as string | undefined) ?? 'auto';
+  if (!['auto', 'exact', 'tf32', 'both'].includes(precisionFlag)) {
+    throw new UserError(`--precision must be auto, exact, tf32 or both, got "${precisionFlag}"`);
   }
-  const precisions: Precision[] = precisionFlag === 'both' ? ['exact', 'tf32'] : [precisionFlag as Precision];
-  if (precisionFlag !== 'exact' && request !== 'cuda' && request !== 'auto') {
+  const needsCuda = precisionFlag === 'tf32' || precisionFlag === 'both';
+  if (needsCuda && request !== 'cuda' && request !== 'auto') {
     throw new UserError(
       `--precision ${precisionFlag}: tf32 runs on CUDA tensor cores only; use --precision exact, or --backend cuda`,
     );
@@ -187,11 +188,16 @@ async function run(args: string[]): Promise<number> {
   };
   for (const line of describeChoice(choice)) log(line);
   try {
-    if (precisionFlag !== 'exact' && backend.kind !== 'cuda') {
+    if (needsCuda && backend.kind !== 'cuda') {
       throw new UserError(
         `--precision ${precisionFlag}: tf32 runs on CUDA tensor cores only, and the backend is ${backend.kind}; use --precision exact, or --backend cuda`,
       );
     }
+    // auto: what train.precision auto runs on this backend (tf32 on CUDA, exact elsewhere).
+    const precisions: Precision[] =
+      precisionFlag === 'both'
+        ? ['exact', 'tf32']
+        : [resolvePrecision(precisionFlag as Precision | 'auto', backend.kind)];
     const cpu = backend.kind === 'cpu';
     const episodes = intFlag(values.episodes as string | undefined, 'episodes', cpu ? 8 : 128, 1);
     const steps = intFlag(values.steps as string | undefined, 'steps', cpu ? 64 : 500, 1);
