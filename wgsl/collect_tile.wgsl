@@ -54,7 +54,7 @@ const ME = (ROWS + TE - 1) / TE;
 const KT4 = KT / 4;
 // ACT_W4 vec4s per activation row.
 const ACT_W4 = ACT_W / 4;
-//!if ENGINE == 0, 3
+//!if ENGINE == 0
 // Outputs sharing a 128-byte bank line (8 quads); the swizzle mask (none when KT4 is not a power
 // of two: XOR could leave the output's quads).
 const SWZ_DIV = max(8 / KT4, 1);
@@ -81,7 +81,17 @@ var<workgroup> act_s: array<f32, select(1, ROWS * ACT_W, SCALAR)>;
 //!if ENGINE == 1, 2
 var<workgroup> act_v: array<vec4<f32>, select(1, ROWS * ACT_W4, !SCALAR)>;
 //!endif
-var<workgroup> ws: array<vec4<f32>, WS_OUT * KT4>;
+// Staged weights: vec4 quads (engines 0-2); engine 3 stages scalars, KT + 1 per output (the
+// padding word keeps a warp's 32 outputs on 32 banks). Unresolved, the unused one is one element.
+//!if ENGINE == 0, 1, 2
+var<workgroup> ws: array<vec4<f32>, select(WS_OUT * KT4, 1, ENGINE == 3)>;
+//!endif
+//!if ENGINE == 3
+const KTP = KT + 1;
+// Staged weights per invocation and slice (engine 3).
+const PREFETCH_S = (WS_OUT * KT + WG_X - 1) / WG_X;
+var<workgroup> ws_s: array<f32, select(1, WS_OUT * (KT + 1), ENGINE == 3)>;
+//!endif
 var<workgroup> qv: array<f32, ROWS * QW>;
 
 struct Block {
@@ -179,7 +189,7 @@ fn layer_bias(b0: Block, b1: Block, j: u32) -> f32 {
   return nets[b1.b + j - b0.rows];
 }
 
-//!if ENGINE == 0, 3
+//!if ENGINE == 0
 // Slot of quad k4 (inputs 4 * k4 .. 4 * k4 + 3 of the slice) of output j in ws.
 fn ws_index(j: u32, k4: u32) -> u32 {
   return j * KT4 + (k4 ^ ((j / SWZ_DIV) & SWZ_MASK));
@@ -305,55 +315,51 @@ fn dense_scalar(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: b
 
 //!if ENGINE == 3
 // ---- engine 3: engine 0 for latency-bound small tiles ----
-// Engine 0's thread shape, ws layout and per-output order (bias, then w * x for increasing input
-// of the output's own block), with three changes:
+// Engine 0's thread shape and per-output order (bias, then w * x for increasing input of the
+// output's own block), with four changes:
 // - block-relative slices: slice s stages inputs [s * KT, s * KT + KT) of each block's own
 //   columns, so a layer of two blocks over different input columns (the plain heads: advantage
 //   from columns [128, 256), value from [0, 128)) takes ceil(max k_len / KT) slices (4) instead
 //   of covering every column (8); the products it leaves out had zero weights and added exactly
 //   0. Each output reads the activations at its block's k_lo (one set when the blocks share it);
-// - weights prefetched two slices ahead (two register buffers taken by slice parity: no copies
-//   that would wait on a load), so a slice's L2 latency spans two slices of work;
-// - a staged quad inside its block's columns is read with one bounds decision.
-// Threads' outputs, ws and act are as in engine 0, so it runs where engine 0 runs (TILE_E = 1:
-// one output a thread, 128 workgroups at N = 128).
+// - coalesced staging: invocation lid stages scalars lid + p * WG_X of the slice (output e / KT,
+//   input e % KT), so a warp's load reads 32 consecutive weights of one row (KT = 32) instead of
+//   four rows at a stride of 16 bytes (engine 0: a quarter of the sectors per load); `ws_s` holds
+//   them as scalars, KT + 1 per output;
+// - weights prefetched two slices ahead (two register buffers taken by slice parity, so no copy
+//   waits on a load): a slice's L2 latency spans two slices of work;
+// - one bounds decision per staged weight (inside its block's row or zero).
+// It runs where engine 0 runs (TILE_E = 1: one output a thread, 128 workgroups at N = 128).
 
-// Weights of output j at block-relative inputs kr .. kr + 3 (zero past the block's columns).
-fn layer_quad_rel(b0: Block, b1: Block, j: u32, kr: u32) -> vec4<f32> {
-  var blk = b0;
-  var jr = j;
-  if (j >= b0.rows) {
-    blk = b1;
-    jr = j - b0.rows;
-  }
-  let o = blk.w + jr * blk.k_len + kr;
-  if (kr + 3u < blk.k_len) {
-    return vec4<f32>(nets[o], nets[o + 1u], nets[o + 2u], nets[o + 3u]);
-  }
-  var v = vec4<f32>(0.0);
-  for (var c = 0u; c < 4u; c++) {
-    if (kr + c < blk.k_len) {
-      v[c] = nets[o + c];
-    }
-  }
-  return v;
-}
-
-// Engine 0's load_slice on block-relative inputs.
-fn load_slice_rel(dst: ptr<function, array<vec4<f32>, PREFETCH>>, b0: Block, b1: Block, s: u32, staged: u32, lid: u32) {
-  for (var p = 0u; p < PREFETCH; p++) {
-    let q = lid + p * WG_X;
-    if (q < staged) {
-      (*dst)[p] = layer_quad_rel(b0, b1, q / KT4, s * KT + (q % KT4) * 4u);
+// Weights of slice s (block-relative inputs) this invocation stages: scalar e = lid + p * WG_X is
+// output e / KT at input s * KT + e % KT, zero past its block's columns.
+fn load_slice_s(dst: ptr<function, array<f32, PREFETCH_S>>, b0: Block, b1: Block, s: u32, n_out: u32, lid: u32) {
+  for (var p = 0u; p < PREFETCH_S; p++) {
+    let e = lid + p * WG_X;
+    let j = e / KT;
+    if (j < n_out) {
+      var blk = b0;
+      var jr = j;
+      if (j >= b0.rows) {
+        blk = b1;
+        jr = j - b0.rows;
+      }
+      let kr = s * KT + e % KT;
+      var w = 0.0;
+      if (kr < blk.k_len) {
+        w = nets[blk.w + jr * blk.k_len + kr];
+      }
+      (*dst)[p] = w;
     }
   }
 }
 
-fn stage_slice(src: ptr<function, array<vec4<f32>, PREFETCH>>, staged: u32, lid: u32) {
-  for (var p = 0u; p < PREFETCH; p++) {
-    let q = lid + p * WG_X;
-    if (q < staged) {
-      ws[ws_index(q / KT4, q % KT4)] = (*src)[p];
+fn stage_slice_s(src: ptr<function, array<f32, PREFETCH_S>>, n_out: u32, lid: u32) {
+  for (var p = 0u; p < PREFETCH_S; p++) {
+    let e = lid + p * WG_X;
+    let j = e / KT;
+    if (j < n_out) {
+      ws_s[j * KTP + e % KT] = (*src)[p];
     }
   }
 }
@@ -376,26 +382,25 @@ fn dense_lat(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32
   // One set of input columns where every output's block starts at the same column.
   let one_col = b1.rows == 0u || b1.k_lo == b0.k_lo;
   let slices = (max(b0.k_len, b1.k_len) + KT - 1u) / KT;
-  let staged = n_out * KT4;
-  var buf0: array<vec4<f32>, PREFETCH>;
-  var buf1: array<vec4<f32>, PREFETCH>;
-  load_slice_rel(&buf0, b0, b1, 0u, staged, lid);
+  var buf0: array<f32, PREFETCH_S>;
+  var buf1: array<f32, PREFETCH_S>;
+  load_slice_s(&buf0, b0, b1, 0u, n_out, lid);
   if (slices > 1u) {
-    load_slice_rel(&buf1, b0, b1, 1u, staged, lid);
+    load_slice_s(&buf1, b0, b1, 1u, n_out, lid);
   }
   for (var s = 0u; s < slices; s++) {
     let even = (s & 1u) == 0u;
     if (even) {
-      stage_slice(&buf0, staged, lid);
+      stage_slice_s(&buf0, n_out, lid);
     } else {
-      stage_slice(&buf1, staged, lid);
+      stage_slice_s(&buf1, n_out, lid);
     }
     workgroupBarrier();
     if (s + 2u < slices) {
       if (even) {
-        load_slice_rel(&buf0, b0, b1, s + 2u, staged, lid);
+        load_slice_s(&buf0, b0, b1, s + 2u, n_out, lid);
       } else {
-        load_slice_rel(&buf1, b0, b1, s + 2u, staged, lid);
+        load_slice_s(&buf1, b0, b1, s + 2u, n_out, lid);
       }
     }
     let k0 = s * KT;
@@ -415,7 +420,8 @@ fn dense_lat(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32
       }
       for (var m = 0u; m < MJ_MAX; m++) {
         let j = tj + TJ * m;
-        let w = ws[ws_index(j, kk / 4u)];
+        let wo = j * KTP + kk;
+        let w = vec4<f32>(ws_s[wo], ws_s[wo + 1u], ws_s[wo + 2u], ws_s[wo + 3u]);
         let in1 = !one_col && j >= b0.rows;
         for (var i = 0u; i < ME; i++) {
           let xi = select(x[i], y[i], in1);

@@ -28,7 +28,7 @@ import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import { collectDqn, type DqnNets } from '../collect/dqn.js';
 import type { DqnRollout } from '../collect/rollout.js';
 import { curiosityLayout, duelingLayout, NUM_ACTIONS, type QHead } from '../nets/layout.js';
-import { checkEngine, isQuadEngine, tileEngineConstants } from './collect_engine.js';
+import { checkEngine, isQuadEngine, tileEngineConstants, wsFloats } from './collect_engine.js';
 import {
   COLLECT_BINDINGS,
   commonConstants,
@@ -137,7 +137,7 @@ export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
   const floats =
     c.ROWS * c.ACT_W +
     (isQuadEngine(c.ENGINE) ? 1 : 4) +
-    c.KT * c.WS_OUT +
+    wsFloats(c.ENGINE, c.KT, c.WS_OUT) +
     c.ROWS * c.QW +
     e * 7 +
     (head !== 'plain' ? e * 48 : 1) +

@@ -16,6 +16,14 @@ export const QUAD2_MAX_ROWS = 4;
 /** The engines collect_tile.wgsl has. */
 export const ENGINES = [0, 1, 2, 3] as const;
 
+/**
+ * Floats of the staged-weight arrays a tile engine declares (collect_tile.wgsl): KT weights per
+ * output as vec4 quads (engines 0-2), KT + 1 scalars per output (engine 3's padded rows, plus the
+ * one-element vec4 `ws` of a module that keeps every engine's blocks).
+ */
+export const wsFloats = (engine: number, kt: number, wsOut: number): number =>
+  engine === 3 ? (kt + 1) * wsOut + 4 : kt * wsOut;
+
 /** Whether an engine is one of the quad-block engines (1, 2: vec4 activations) rather than scalar (0, 3). */
 export const isQuadEngine = (engine: number): boolean => engine === 1 || engine === 2;
 

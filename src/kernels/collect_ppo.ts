@@ -19,7 +19,7 @@ import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import { collectPpo, type PpoNets } from '../collect/ppo.js';
 import type { PpoRollout } from '../collect/rollout.js';
 import { curiosityLayout, NUM_ACTIONS, ppoActorLayout, ppoCriticLayout, STATE_DIM } from '../nets/layout.js';
-import { checkEngine, isQuadEngine, tileEngineConstants } from './collect_engine.js';
+import { checkEngine, isQuadEngine, tileEngineConstants, wsFloats } from './collect_engine.js';
 import {
   COLLECT_BINDINGS,
   commonConstants,
@@ -87,7 +87,13 @@ export function ppoWorkgroupBytes(o: CollectPpoOptions): number {
   const e = o.variant === 'seed' ? o.threads : o.tileEpisodes;
   // The engine's activation array, plus the other engine's one-element array (a vec4 or a f32).
   return (
-    (c.ROWS * c.ACT_W + (isQuadEngine(c.ENGINE) ? 1 : 4) + c.KT * c.WS_OUT + c.ROWS * c.QW + e * 8 + 1) * 4
+    (c.ROWS * c.ACT_W +
+      (isQuadEngine(c.ENGINE) ? 1 : 4) +
+      wsFloats(c.ENGINE, c.KT, c.WS_OUT) +
+      c.ROWS * c.QW +
+      e * 8 +
+      1) *
+    4
   );
 }
 

@@ -81,6 +81,22 @@ describe('WGSL quad engine', () => {
     expect(collectDqnSpec(dqn(32, 0)).constants).toMatchObject({ ENGINE: 0, ROWS: 32 });
   });
 
+  it("engine 3 (small tiles) keeps engine 0's rows and gets the same long slices at N = 128 and 1,024", () => {
+    const gpu = backendOf('webgpu');
+    const fits = (t: { tileEpisodes: number; tj: number; kt: number; engine?: number }) =>
+      dqnWorkgroupBytes({ ...dqn(t.tileEpisodes, t.engine ?? 0), tj: t.tj, kt: t.kt }) <= 48 * 1024;
+    for (const n of [128, 1024]) {
+      const e0 = chooseTile('dqn', n, gpu, 32, { engine: 0 }, fits);
+      const e3 = chooseTile('dqn', n, gpu, 32, { engine: 3 }, fits);
+      expect({ ...e3, engine: 0 }).toEqual(e0);
+      expect(e3.kt).toBe(32);
+    }
+    // Its scalar slices hold KT + 1 floats per output (the padding word), KT per output in engine 0.
+    const o = { ...dqn(1, 0), tj: 256, kt: 32 };
+    expect(dqnWorkgroupBytes({ ...o, engine: 3 }) - dqnWorkgroupBytes(o)).toBe((256 + 4) * 4);
+    expect(dqnTileConstants({ ...o, engine: 3 })).toMatchObject({ ROWS: 1, ENGINE: 3 });
+  });
+
   it('rejects engines it does not have and thread counts its quads cannot divide', () => {
     expect(() => collectDqnSpec(dqn(32, 4))).toThrow(/engine 4 must be 0, 1, 2, 3/);
     expect(() => collectDqnSpec({ ...dqn(4, 1), threads: 48, tj: 48 })).toThrow(/multiple of 32/);

@@ -97,7 +97,7 @@ describe('collection modules', () => {
       0: ['fn dense_scalar(', 'var<workgroup> act_s', 'fn ws_index(', 'fn layer_quad('],
       1: ['fn dense_quad(', 'var<workgroup> act_v', 'fn wsq_index(', 'fn load_slice_quad('],
       2: ['fn dense_quad2(', 'var<workgroup> act_v', 'fn wsq_index(', 'fn quad_weights('],
-      3: ['fn dense_lat(', 'var<workgroup> act_s', 'fn ws_index(', 'fn layer_quad_rel('],
+      3: ['fn dense_lat(', 'var<workgroup> act_s', 'var<workgroup> ws_s', 'fn load_slice_s('],
     };
     for (const engine of [0, 1, 2, 3]) {
       const m = module(engine);
