@@ -28,7 +28,7 @@ import {
   dqnWorkgroupBytes,
   HeadCode,
 } from '../kernels/collect_dqn.js';
-import { QUAD_MQ, QUAD2_MAX_ROWS } from '../kernels/collect_engine.js';
+import { QUAD_MQ, QUAD2_MAX_ROWS, sliceCandidates } from '../kernels/collect_engine.js';
 import { envUniforms, type OutputLayout, outputBytes, sectionViews } from '../kernels/collect_layout.js';
 import {
   type CollectPpoOptions,
@@ -204,7 +204,7 @@ export function chooseTile(
       for (let r = Math.min(actTaus, pow2floor(32 / e)); r >= 1; r /= 2)
         if (actTaus % r === 0) tauCandidates.push(r);
     for (const tauRows of tauCandidates) {
-      for (const kt of override.kt !== undefined ? [override.kt] : [32, 16, 8, 4]) {
+      for (const kt of override.kt !== undefined ? [override.kt] : sliceCandidates(override.engine ?? 0)) {
         // The unrolled quad engine (2) where it measured fastest: the plain DQN head and PPO on a
         // GPU with the rows for it (QUAD_ENGINE_MIN_ROWS) and at most QUAD2_MAX_ROWS rows per
         // thread. H200 at ff1baad, N = 65,536: DQN 18.1M env-steps/s (engine 1 17.1M, engine 0

@@ -28,7 +28,7 @@ import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import { collectDqn, type DqnNets } from '../collect/dqn.js';
 import type { DqnRollout } from '../collect/rollout.js';
 import { curiosityLayout, duelingLayout, NUM_ACTIONS, type QHead } from '../nets/layout.js';
-import { checkEngine, isQuadEngine, tileEngineConstants, wsFloats } from './collect_engine.js';
+import { actWidth, checkEngine, isQuadEngine, tileEngineConstants, wsFloats } from './collect_engine.js';
 import {
   COLLECT_BINDINGS,
   commonConstants,
@@ -120,7 +120,7 @@ export function dqnTileConstants(o: CollectDqnOptions): Record<string, number> {
     TJ: o.tj,
     KT: o.kt,
     ...tileEngineConstants(o.engine ?? 0, rows, o.threads, o.tj, 256),
-    ACT_W: 256,
+    ACT_W: actWidth(o.engine ?? 0, o.kt, 256),
     QW: o.head === 'c51' ? 256 : 48,
     WS_OUT: 256,
     MJ_MAX: Math.ceil(256 / o.tj),

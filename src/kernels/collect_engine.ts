@@ -24,6 +24,22 @@ export const ENGINES = [0, 1, 2, 3] as const;
 export const wsFloats = (engine: number, kt: number, wsOut: number): number =>
   engine === 3 ? (kt + 1) * wsOut + 4 : kt * wsOut;
 
+/**
+ * Row stride of the activations (constant ACT_W) for a network `width` wide: the width, except
+ * that engine 3 reads whole slices past a layer's last input (zero weights), so its rows reach
+ * the next multiple of KT (KT = 44 at N = 128: 264).
+ */
+export const actWidth = (engine: number, kt: number, width: number): number =>
+  engine === 3 ? Math.ceil(width / kt) * kt : width;
+
+/**
+ * Weight-slice lengths (KT) tried for an engine, longest first: engine 3 also takes slices that do
+ * not divide 256 (44: 6 slices of a 256-input layer instead of 8 at 32, where its padded scalar
+ * slice fits the workgroup memory: one episode per workgroup on 48 KiB).
+ */
+export const sliceCandidates = (engine: number): number[] =>
+  engine === 3 ? [44, 40, 32, 16, 8, 4] : [32, 16, 8, 4];
+
 /** Whether an engine is one of the quad-block engines (1, 2: vec4 activations) rather than scalar (0, 3). */
 export const isQuadEngine = (engine: number): boolean => engine === 1 || engine === 2;
 

@@ -19,7 +19,7 @@ import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import { collectPpo, type PpoNets } from '../collect/ppo.js';
 import type { PpoRollout } from '../collect/rollout.js';
 import { curiosityLayout, NUM_ACTIONS, ppoActorLayout, ppoCriticLayout, STATE_DIM } from '../nets/layout.js';
-import { checkEngine, isQuadEngine, tileEngineConstants, wsFloats } from './collect_engine.js';
+import { actWidth, checkEngine, isQuadEngine, tileEngineConstants, wsFloats } from './collect_engine.js';
 import {
   COLLECT_BINDINGS,
   commonConstants,
@@ -74,7 +74,7 @@ export function ppoTileConstants(o: CollectPpoOptions): Record<string, number> {
     TJ: o.tj,
     KT: o.kt,
     ...tileEngineConstants(o.engine ?? 0, o.tileEpisodes, o.threads, o.tj, 512),
-    ACT_W: 512,
+    ACT_W: actWidth(o.engine ?? 0, o.kt, 512),
     QW: 48,
     WS_OUT: 512,
     MJ_MAX: Math.ceil(512 / o.tj),

@@ -79,11 +79,12 @@ const QUAD: Partial<TileShape> = { ...TILE, engine: 1 };
 const QUAD2_DQN: Partial<TileShape> = { ...TILE, tileEpisodes: 8, engine: 2 };
 const QUAD2_PPO: Partial<TileShape> = { ...TILE, tileEpisodes: 4, engine: 2 };
 /**
- * The small-tile engine (ENGINE 3: block-relative slices, two-slice prefetch) on the same tile:
- * 2 rows x 4 outputs a thread, so a thread's outputs span both blocks of the fused heads, and
- * the 54-input layer ends in a partial slice.
+ * The small-tile engine (ENGINE 3: block-relative slices, coalesced scalar staging, two-slice
+ * prefetch) on the same tile: 2 rows x 4 outputs a thread, so a thread's outputs span both blocks
+ * of the fused heads; slices of 12 inputs, which divide no DQN layer width (as 44 at N = 128 on
+ * a GPU), so those layers end in a partial slice read past their last input.
  */
-const LAT: Partial<TileShape> = { ...TILE, engine: 3 };
+const LAT: Partial<TileShape> = { ...TILE, kt: 12, engine: 3 };
 const engineName = (engine: number | undefined) =>
   engine === 1 ? ' quad engine' : engine === 2 ? ' quad2 engine' : engine === 3 ? ' lat engine' : '';
 

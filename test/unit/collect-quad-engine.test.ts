@@ -81,16 +81,22 @@ describe('WGSL quad engine', () => {
     expect(collectDqnSpec(dqn(32, 0)).constants).toMatchObject({ ENGINE: 0, ROWS: 32 });
   });
 
-  it("engine 3 (small tiles) keeps engine 0's rows and gets the same long slices at N = 128 and 1,024", () => {
+  it("engine 3 (small tiles) keeps engine 0's rows, with 44-input slices where one episode's tile fits them", () => {
     const gpu = backendOf('webgpu');
     const fits = (t: { tileEpisodes: number; tj: number; kt: number; engine?: number }) =>
       dqnWorkgroupBytes({ ...dqn(t.tileEpisodes, t.engine ?? 0), tj: t.tj, kt: t.kt }) <= 48 * 1024;
-    for (const n of [128, 1024]) {
+    for (const [n, kt] of [
+      [128, 44],
+      [1024, 32],
+    ]) {
       const e0 = chooseTile('dqn', n, gpu, 32, { engine: 0 }, fits);
       const e3 = chooseTile('dqn', n, gpu, 32, { engine: 3 }, fits);
-      expect({ ...e3, engine: 0 }).toEqual(e0);
-      expect(e3.kt).toBe(32);
+      expect({ ...e3, engine: 0, kt: 32 }).toEqual(e0);
+      expect(e3.kt).toBe(kt);
     }
+    // Rows reach the next multiple of KT: a slice read past a layer's last input stays in the row.
+    expect(dqnTileConstants({ ...dqn(1, 3), tj: 256, kt: 44 }).ACT_W).toBe(264);
+    expect(dqnWorkgroupBytes({ ...dqn(1, 3), tj: 256, kt: 44 })).toBeLessThanOrEqual(48 * 1024);
     // Its scalar slices hold KT + 1 floats per output (the padding word), KT per output in engine 0.
     const o = { ...dqn(1, 0), tj: 256, kt: 32 };
     expect(dqnWorkgroupBytes({ ...o, engine: 3 }) - dqnWorkgroupBytes(o)).toBe((256 + 4) * 4);
