@@ -7,16 +7,39 @@
 //   acts: float*: the first input rows at xOff, each layer's output rows at yOff_c (disjoint)
 //   u: Uniforms { batch, layers, xOff, in0, then per layer c < 4: out, wOff, bOff, yOff, act }
 //      (act: 0 none, 1 relu, 2 leaky 0.01; widths <= MAX_WIDTH)
-// Block b owns rows b * ROWS ..; its THREADS = MAX_WIDTH threads take each layer as G k-groups of
-// out_c threads (G the largest power of two with G * out_c <= THREADS and G <= the input's CHUNKs):
-// thread (g, o) adds output o's products over input slice g (whole CHUNKs of inputs, increasing i)
-// for all ROWS rows, reading each weight once from global memory (the small layers stay in L2;
-// the next CHUNK of weights is loaded while this one multiplies) and the rows' inputs from shared
-// memory (one address for the whole warp: a broadcast). Group 0 starts at the bias; groups 1.. park
-// their sums in the tile (free once every thread has read it) and group 0 adds them in group order,
+// Two builds (Numerics: f32, a fixed order, the same bits every run; NVRTC fuses multiply-adds and
+// the sums are split by k-groups, so the twins agree with the TS reference's single running sum to a
+// tolerance):
+//
+// STAGED = 1 (CUDA's chain launch; 512 threads, dynamic shared memory): the block first copies the
+// whole tail's parameters, params[wOff0 - WSHIFT .. + STAGE_FLOATS) (WSHIFT = wOff0 % 4, so the
+// copy is whole aligned float4s; STAGE_FLOATS a multiple of 4 that covers every layer's W and bias),
+// into shared memory, every thread issuing all its 16-byte loads (STAGE_BATCH at a time) before it
+// stores any, together with the first input rows; then computes the layers from shared memory
+// only. Layer c goes to G k-groups x out_c threads (G the largest power of two <= 32 with
+// G * out_c <= THREADS and G <= the input's float4 chunks), thread (g, o) = (tid % G, tid / G):
+// it adds output o's products over the chunks g, g + G, g + 2G, .. (increasing; odd outputs take
+// each pair of its chunks swapped when that is regular, so the two outputs of a quarter-warp read
+// different banks) for all ROWS rows, the weight chunk read once (two aligned float4 reads when
+// the rows keep the params' misalignment WSHIFT) and each row's 4 inputs read by the G groups of
+// the warp (4 to 8 addresses: one wavefront). The G lanes of an output then add their sums in a
+// fixed xor-butterfly (every lane ends with the same bits), group 0 adds the bias first,
+// activates, writes the row tile of the next layer (double-buffered: no barrier between reading
+// and writing) and acts.
+//
+// STAGED undefined (the WGSL twin's shape, and CUDA's fallback when the tail does not fit shared
+// memory): 256 = MAX_WIDTH threads take each layer as G k-groups of out_c threads (G the largest
+// power of two with G * out_c <= THREADS and G <= the input's CHUNKs): thread (g, o) adds output
+// o's products over input slice g (whole CHUNKs of inputs, increasing i) for all ROWS rows,
+// reading each weight once from global memory (the small layers stay in L2; the next CHUNK of
+// weights is loaded while this one multiplies) and the rows' inputs from shared memory (one
+// address for the whole warp: a broadcast). Group 0 starts at the bias; groups 1.. park their sums
+// in the tile (free once every thread has read it) and group 0 adds them in group order,
 // activates, and writes the outputs to the tile (the next layer's input) and to acts.
-// Numerics: f32, a fixed order (the same bits every run); NVRTC fuses multiply-adds and the sum is
-// split by groups, so the twins agree with the TS reference's single running sum to a tolerance.
+#if defined(STAGED) && STAGED
+#define COLLECT_DYN_SMEM  // the staged build's shared memory is the launch's (KernelSpec.sharedBytes)
+#endif
+#include "collect_port.cuh"
 #include "grid.cuh"
 #include "learn_common.cuh"
 
@@ -32,6 +55,185 @@ __device__ __forceinline__ ChainLayer chain_layer(const Uniforms& u, unsigned in
   if (c == 2u) return ChainLayer{u.out2, u.wOff2, u.bOff2, u.yOff2, u.act2};
   return ChainLayer{u.out3, u.wOff3, u.bOff3, u.yOff3, u.act3};
 }
+
+
+#if defined(STAGED) && STAGED
+
+#define STAGE_CHUNKS (STAGE_FLOATS / 4)
+#define STAGE_PER_THREAD ((STAGE_CHUNKS + THREADS - 1) / THREADS)
+#define TILE_FLOATS (ROWS * MAX_WIDTH)
+#define IN_PER_THREAD ((TILE_FLOATS + THREADS - 1) / THREADS)
+// float4 loads a thread has in flight while staging (the PPO tail: 21, all at once).
+#define STAGE_BATCH (STAGE_PER_THREAD < 24 ? STAGE_PER_THREAD : 24)
+
+// k-groups of a layer in the staged build (src/kernels/mlp_chain_forward.ts: chainStagedGroups).
+__device__ __forceinline__ unsigned int chain_staged_groups(unsigned int n_in, unsigned int n_out) {
+  const unsigned int chunks = (n_in + 3u) / 4u;
+  unsigned int g = 1u;
+  while (2u * g * n_out <= THREADS && 2u * g <= chunks && 2u * g <= 32u) g *= 2u;
+  return g;
+}
+
+// acc[r] += w[4c + q] * x[r * n_in + 4c + q] over the chunks c = g + G * p (p increasing, or each
+// pair swapped: `swap`), q increasing. w: the weight row in shared memory, at an address that is
+// WSHIFT floats past a 16-byte boundary; x: the tile (rows 16-byte aligned: n_in % 4 == 0).
+__device__ __forceinline__ void chain_staged_dot4(float (&acc)[ROWS], const float* w_aligned, const float* x,
+                                                  unsigned int n_in, unsigned int g, unsigned int G,
+                                                  unsigned int swap) {
+  const unsigned int chunks = n_in / 4u;
+  for (unsigned int p = 0; g + G * p < chunks; p++) {
+    const unsigned int c = g + G * (p ^ swap);
+    const float4 lo = lds4(w_aligned + 4u * c);
+    float w0, w1, w2, w3;
+#if WSHIFT == 0
+    w0 = lo.x;
+    w1 = lo.y;
+    w2 = lo.z;
+    w3 = lo.w;
+#else
+    const float4 hi = lds4(w_aligned + 4u * c + 4u);
+#if WSHIFT == 1
+    w0 = lo.y;
+    w1 = lo.z;
+    w2 = lo.w;
+    w3 = hi.x;
+#elif WSHIFT == 2
+    w0 = lo.z;
+    w1 = lo.w;
+    w2 = hi.x;
+    w3 = hi.y;
+#else
+    w0 = lo.w;
+    w1 = hi.x;
+    w2 = hi.y;
+    w3 = hi.z;
+#endif
+#endif
+#pragma unroll
+    for (unsigned int r = 0; r < ROWS; r++) {
+      const float4 xv = lds4(x + r * n_in + 4u * c);
+      acc[r] += w0 * xv.x;
+      acc[r] += w1 * xv.y;
+      acc[r] += w2 * xv.z;
+      acc[r] += w3 * xv.w;
+    }
+  }
+}
+
+// The same with scalar reads (ragged widths, or a layer whose weights sit at another misalignment).
+__device__ __forceinline__ void chain_staged_dot1(float (&acc)[ROWS], const float* w, const float* x,
+                                                  unsigned int n_in, unsigned int g, unsigned int G) {
+  const unsigned int chunks = (n_in + 3u) / 4u;
+  for (unsigned int c = g; c < chunks; c += G) {
+    const unsigned int i_end = min(4u * c + 4u, n_in);
+    for (unsigned int i = 4u * c; i < i_end; i++) {
+      const float wi = w[i];
+#pragma unroll
+      for (unsigned int r = 0; r < ROWS; r++) acc[r] += wi * x[r * n_in + i];
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_chain_forward(KERNEL_ARGS) {
+  LEARN_GRID_DEP_WAIT();  // first: a PDL launch may start before the previous kernel ends
+  static_assert(STAGE_FLOATS % 4 == 0, "whole float4 chunks");
+  static_assert(THREADS % 32 == 0, "whole warps (the k-groups' butterfly)");
+  COLLECT_SMEM(smem, STAGE_FLOATS + 2 * TILE_FLOATS);
+  const unsigned long long block = flat_block_id();
+  if (block * ROWS >= u.batch) return;  // the whole block: no barrier is skipped by part of it
+  const unsigned int row0 = (unsigned int)block * ROWS;
+  const unsigned int rows = min((unsigned int)ROWS, u.batch - row0);
+  const unsigned int tid = threadIdx.x + WG_X * (threadIdx.y + WG_Y * threadIdx.z);
+  float* const staged = smem;  // params[base + j] at staged[j]
+  float* tile_x = smem + STAGE_FLOATS;
+  float* tile_y = tile_x + TILE_FLOATS;
+  const unsigned int base = u.wOff0 - WSHIFT;  // 16-byte aligned
+  // End of the tail's parameters (the last float4 is read in floats up to it, not past the buffer).
+  unsigned int end = 0u;
+  {
+    unsigned int n_in = u.in0;
+    for (unsigned int c = 0; c < u.layers; c++) {
+      const ChainLayer L = chain_layer(u, c);
+      end = max(end, max(L.w_off + L.n_out * n_in, L.b_off + L.n_out));
+      n_in = L.n_out;
+    }
+  }
+
+  // Stage the first input rows (contiguous in acts; zeros past the batch) and every parameter: all
+  // loads of a batch are issued before any store.
+  float xin[IN_PER_THREAD];
+  const unsigned int in_floats = ROWS * u.in0;
+#pragma unroll
+  for (unsigned int q = 0; q < IN_PER_THREAD; q++) {
+    const unsigned int e = tid + THREADS * q;
+    xin[q] = e < rows * u.in0 ? acts[u.xOff + row0 * u.in0 + e] : 0.0f;
+  }
+  const unsigned int whole = (end - base) / 4u;  // whole float4 chunks of the tail
+  for (unsigned int j0 = 0; j0 < STAGE_PER_THREAD; j0 += STAGE_BATCH) {
+    float4 v[STAGE_BATCH];
+#pragma unroll
+    for (unsigned int j = 0; j < STAGE_BATCH; j++) {
+      const unsigned int t = tid + THREADS * (j0 + j);
+      if (j0 + j < STAGE_PER_THREAD && t < whole) v[j] = ldg4(params + base + 4u * t);
+    }
+#pragma unroll
+    for (unsigned int j = 0; j < STAGE_BATCH; j++) {
+      const unsigned int t = tid + THREADS * (j0 + j);
+      if (j0 + j < STAGE_PER_THREAD && t < whole) *reinterpret_cast<float4*>(staged + 4u * t) = v[j];
+    }
+  }
+  // The last 1-3 floats (not read past: the buffer may end there).
+  if (tid < end - base - 4u * whole) staged[4u * whole + tid] = params[base + 4u * whole + tid];
+#pragma unroll
+  for (unsigned int q = 0; q < IN_PER_THREAD; q++) {
+    const unsigned int e = tid + THREADS * q;
+    if (e < in_floats) tile_x[e] = xin[q];
+  }
+  __syncthreads();
+
+  unsigned int n_in = u.in0;
+  for (unsigned int c = 0; c < u.layers; c++) {
+    const ChainLayer L = chain_layer(u, c);
+    const unsigned int G = chain_staged_groups(n_in, L.n_out);
+    const unsigned int g = tid & (G - 1u);
+    const unsigned int o = tid / G;
+    const bool active = o < L.n_out;
+    float acc[ROWS];
+    const float bias = active && g == 0u ? staged[L.b_off - base + o] : 0.0f;
+#pragma unroll
+    for (unsigned int r = 0; r < ROWS; r++) acc[r] = bias;
+    if (active) {
+      const unsigned int w_rel = L.w_off - base + o * n_in;  // staged index of W[o, 0]
+      if (n_in % 4u == 0u && (L.w_off - u.wOff0) % 4u == 0u) {
+        // Swap pairs of chunks for odd outputs when every thread of the layer has an even count.
+        const unsigned int swap = (n_in / 4u) % (2u * G) == 0u ? (o & 1u) : 0u;
+        chain_staged_dot4(acc, staged + (w_rel - WSHIFT), tile_x, n_in, g, G, swap);
+      } else {
+        chain_staged_dot1(acc, staged + w_rel, tile_x, n_in, g, G);
+      }
+    }
+    // The G lanes of output o (G <= 32 divides the warp; every lane of it takes part).
+    for (unsigned int s = 1u; s < G; s <<= 1) {
+#pragma unroll
+      for (unsigned int r = 0; r < ROWS; r++) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], (int)s);
+    }
+    if (active && g == 0u) {
+#pragma unroll
+      for (unsigned int r = 0; r < ROWS; r++) {
+        const float v = learn_activate(acc[r], L.act);
+        tile_y[r * L.n_out + o] = v;
+        if (r < rows) acts[L.y_off + (row0 + r) * L.n_out + o] = v;
+      }
+    }
+    __syncthreads();
+    float* const t = tile_x;
+    tile_x = tile_y;
+    tile_y = t;
+    n_in = L.n_out;
+  }
+}
+
+#else  // the tiled build (STAGED undefined)
 
 // k-groups of a layer (src/kernels/mlp_chain_forward.ts: chainGroups).
 __device__ __forceinline__ unsigned int chain_groups(unsigned int n_in, unsigned int n_out) {
@@ -159,3 +361,5 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_chain_forwa
     n_in = L.n_out;
   }
 }
+
+#endif  // STAGED

@@ -17,6 +17,14 @@
  * output o over inputs slice g (whole CHUNKs, increasing i) for every row of the tile, weights read
  * once per row tile. Group 0 starts from the bias; the groups' sums are then added in group order.
  *
+ * CUDA's chain launch is the staged build (mlpChainForwardDispatch with `staged`; the learner's
+ * plan asks for it on CUDA): 512 threads per block first copy the whole tail's parameters (the PPO
+ * critic's: 41,217 floats, 161 KiB) into dynamic shared memory, every thread issuing all its float4
+ * loads before storing any, then compute every layer from shared memory (k-groups of up to 32 lanes
+ * per output, summed in a fixed xor-butterfly; chainStagedGroups). A tail whose parameters and two
+ * row tiles do not fit 227 KiB (sm_90's shared memory per block) falls back to the 256-thread build
+ * above, which reads the weights from global memory.
+ *
  * Numerics: f32. This reference adds from the bias in increasing i in one running sum, as
  * src/learn/mlp.ts and mlp_forward's reference do (so the CPU backend gives the same bits as three
  * mlp_forward launches); the GPU twins split K into the groups above and fuse multiply-adds, so
@@ -99,6 +107,77 @@ export function chainGroups(nIn: number, nOut: number): number {
   return g;
 }
 
+/** Threads per block of CUDA's staged build. */
+export const CHAIN_STAGED_THREADS = 512;
+/** Shared memory one block of the staged build may take (sm_90: 227 KiB). */
+export const CHAIN_STAGED_SHARED_LIMIT = 227 * 1024;
+
+/**
+ * k-groups of a layer in the staged build (cuda/mlp_chain_forward.cu: chain_staged_groups): the
+ * largest power of two G <= 32 with G * nOut <= 512 threads and G <= the input's float4 chunks.
+ */
+export function chainStagedGroups(nIn: number, nOut: number): number {
+  const chunks = Math.ceil(nIn / 4);
+  let g = 1;
+  while (2 * g * nOut <= CHAIN_STAGED_THREADS && 2 * g <= chunks && 2 * g <= 32) g *= 2;
+  return g;
+}
+
+/** What the staged build copies: params[wOff0 - wShift ..+ stageFloats), and its shared memory. */
+export interface ChainStaging {
+  /** wOff0 % 4: the copy starts at the 16-byte boundary at or before the first layer's weights. */
+  wShift: number;
+  /** Floats copied (a multiple of 4) covering every layer's weights and bias. */
+  stageFloats: number;
+  /** The copy and two row tiles (rows x MAX_WIDTH floats each). */
+  sharedBytes: number;
+}
+
+/**
+ * The staged build's copy of `layers`' parameters with `rows` rows per block, or undefined when it
+ * does not fit CHAIN_STAGED_SHARED_LIMIT (or a layer's parameters lie before the first layer's
+ * weights, where the copy starts): then the launch takes the 256-thread build.
+ */
+export function chainStaging(layers: ChainLayer[], rows: number): ChainStaging | undefined {
+  const w0 = layers[0].netBase + layers[0].layer.wOffset;
+  const wShift = w0 % 4;
+  let end = 0;
+  for (const { layer, netBase } of layers) {
+    const w = netBase + layer.wOffset;
+    const b = netBase + layer.bOffset;
+    if (w < w0 || b < w0) return undefined;
+    end = Math.max(end, w + layer.in * layer.out, b + layer.out);
+  }
+  const stageFloats = Math.ceil((end - (w0 - wShift)) / 4) * 4;
+  const sharedBytes = 4 * (stageFloats + 2 * rows * C.MAX_WIDTH);
+  return sharedBytes <= CHAIN_STAGED_SHARED_LIMIT ? { wShift, stageFloats, sharedBytes } : undefined;
+}
+
+const stagedVariants = new Map<string, KernelSpec>();
+
+/** The staged build for `rows` rows per block and the copy `s` (one spec object per shape). */
+export function mlpChainForwardStagedSpecFor(rows: number, s: ChainStaging): KernelSpec {
+  mlpChainForwardSpecFor(rows); // checks the value
+  const key = `${rows}|${s.wShift}|${s.stageFloats}`;
+  let spec = stagedVariants.get(key);
+  if (!spec) {
+    spec = {
+      ...mlpChainForwardSpec,
+      workgroupSize: [CHAIN_STAGED_THREADS, 1, 1],
+      constants: {
+        ROWS: rows,
+        MAX_WIDTH: C.MAX_WIDTH,
+        STAGED: 1,
+        WSHIFT: s.wShift,
+        STAGE_FLOATS: s.stageFloats,
+      },
+      sharedBytes: s.sharedBytes,
+    };
+    stagedVariants.set(key, spec);
+  }
+  return spec;
+}
+
 /** One layer of the chain: its shape, params offsets (network base added), output rows in acts. */
 export interface ChainLayer {
   layer: Pick<Layer, 'in' | 'out' | 'wOffset' | 'bOffset' | 'act'>;
@@ -125,7 +204,8 @@ export function chainFits(layers: Pick<Layer, 'in' | 'out'>[]): boolean {
 
 /**
  * The launch of `layers` over `batch` rows whose first input rows are at acts[xOff], `rows` rows
- * per workgroup (CHAIN_ROWS_CHOICES).
+ * per workgroup (CHAIN_ROWS_CHOICES). `staged` (CUDA only): the staged build when the tail fits
+ * its shared memory (chainStaging), else the 256-thread build.
  */
 export function mlpChainForwardDispatch(
   params: DeviceBuffer,
@@ -134,6 +214,7 @@ export function mlpChainForwardDispatch(
   xOff: number,
   layers: ChainLayer[],
   rows: number = CHAIN_ROWS,
+  staged = false,
 ): Dispatch {
   if (!chainFits(layers.map((l) => l.layer))) {
     throw new Error(
@@ -156,8 +237,9 @@ export function mlpChainForwardDispatch(
     uniforms[`yOff${c}`] = l?.yOff ?? 0;
     uniforms[`act${c}`] = l ? ActCode[l.layer.act] : 0;
   }
+  const staging = staged ? chainStaging(layers, rows) : undefined;
   return {
-    kernel: mlpChainForwardSpecFor(rows),
+    kernel: staging ? mlpChainForwardStagedSpecFor(rows, staging) : mlpChainForwardSpecFor(rows),
     buffers: [params, acts],
     uniforms,
     groups: grid1d(Math.ceil(batch / rows)),

@@ -90,6 +90,12 @@ export interface MlpPlan {
   splitPolicy: SplitPolicy;
   /** Rows per workgroup of the chain launches (0: no chain; planMlps' `chain`). */
   chainRows: number;
+  /**
+   * The chain launches take mlp_chain_forward's staged build (CUDA: the tail's weights copied into
+   * shared memory by 512 threads) where it fits: the 'last' hand-off's plans (CUDA, and the CPU,
+   * whose TS reference ignores the launch shape); WebGPU keeps the 256-thread build.
+   */
+  chainStaged: boolean;
   /** The matmuls' CUDA TF32 tensor-core build (constant TF32 = 1; default false: exact f32). */
   tf32?: boolean;
   inDim: number;
@@ -187,6 +193,7 @@ export function planMlps(
     dwHandoff,
     splitPolicy,
     chainRows,
+    chainStaged: chainRows > 0 && dwHandoff === 'last',
     inDim,
     paramFloats: params,
     actFloats: acts,
@@ -404,7 +411,17 @@ export function forwardDispatches(plan: MlpPlan, b: MlpBuffers): Dispatch[] {
       const layers: ChainLayer[] = net.layout.layers
         .slice(s)
         .map((layer, c) => ({ layer, netBase: net.base, yOff: net.outputAt[s + c] }));
-      out.push(mlpChainForwardDispatch(b.params, b.acts, plan.batch, net.inputAt[s], layers, plan.chainRows));
+      out.push(
+        mlpChainForwardDispatch(
+          b.params,
+          b.acts,
+          plan.batch,
+          net.inputAt[s],
+          layers,
+          plan.chainRows,
+          plan.chainStaged,
+        ),
+      );
     }
   }
   return out;

@@ -21,11 +21,15 @@ import { defaultConfig, type PpoConfig } from '../../src/config.js';
 import {
   CHAIN_MAX_WIDTH,
   CHAIN_ROWS,
+  CHAIN_STAGED_SHARED_LIMIT,
   chainGroups,
+  chainStagedGroups,
+  chainStaging,
   MAX_CHAIN_LAYERS,
   mlpChainForwardDispatch,
   mlpChainForwardSpec,
   mlpChainForwardSpecFor,
+  mlpChainForwardStagedSpecFor,
 } from '../../src/kernels/mlp_chain_forward.js';
 import { DevicePpoLearner } from '../../src/learn/device.js';
 import { createMlpBuffers, forwardDispatches, planMlps } from '../../src/learn/device_mlp.js';
@@ -175,25 +179,34 @@ describe('mlp_chain_forward', () => {
 
   const nvcc = nvccCandidates().find((p) => nvccVersion(p) !== undefined);
   it.skipIf(!nvcc)(
-    'CUDA twin: every rows variant compiles for sm_90 without spills, the PDL wait first (skipped without nvcc)',
+    'CUDA twin: every rows variant of both builds compiles for sm_90 without spills, the PDL wait first (skipped without nvcc)',
     () => {
       const dir = mkdtempSync(join(tmpdir(), 'foxhunt-chain-'));
       const cuda = join(packageRoot(), 'cuda');
-      for (const h of ['grid.cuh', 'learn_common.cuh'])
-        writeFileSync(join(dir, h), readFileSync(join(cuda, h)));
-      for (const rows of [2, 4, 8, 16]) {
-        const spec = mlpChainForwardSpecFor(rows);
-        const src = join(dir, `chain${rows}.cu`);
+      // The staged build at the PPO critic's tail in the learner's layout (an odd params offset).
+      const plan = planMlps([ppoActorLayout(), ppoCriticLayout()], 512, 1, 0, 'last', 'most', true);
+      const critic = plan.nets[1];
+      const tailLayers = critic.layout.layers
+        .slice(critic.chainFrom)
+        .map((layer) => ({ layer, netBase: critic.base, yOff: 0 }));
+      const specs = [2, 4, 8, 16].flatMap((rows) => {
+        const staging = chainStaging(tailLayers, rows)!;
+        expect(staging.wShift, 'the critic starts at an odd float').toBeOneOf([1, 3]);
+        return [mlpChainForwardSpecFor(rows), mlpChainForwardStagedSpecFor(rows, staging)];
+      });
+      for (const [n, spec] of specs.entries()) {
+        const what = `${spec.constants?.STAGED ? 'staged' : 'tiled'}, ${spec.constants?.ROWS} rows`;
+        const src = join(dir, `chain${n}.cu`);
         writeFileSync(src, cudaPreamble(spec) + readFileSync(join(cuda, 'mlp_chain_forward.cu'), 'utf8'));
-        const out = join(dir, `chain${rows}.ptx`);
-        const args = [...compileOptions(9, 0), '-Werror', 'all-warnings', '-I', dir];
+        const out = join(dir, `chain${n}.ptx`);
+        const args = [...compileOptions(9, 0), '-Werror', 'all-warnings', '-I', cuda];
         const ptx = spawnSync(nvcc!, ['-ptx', ...args, '-o', out, src], { encoding: 'utf8' });
         expect(ptx.status, ptx.stderr).toBe(0);
         const text = readFileSync(out, 'utf8');
         const body = text.slice(text.indexOf('.entry mlp_chain_forward'));
         // The wait comes before the first global load.
-        expect(body.indexOf('griddepcontrol.wait')).toBeGreaterThan(0);
-        expect(body.indexOf('griddepcontrol.wait')).toBeLessThan(body.indexOf('ld.global'));
+        expect(body.indexOf('griddepcontrol.wait'), what).toBeGreaterThan(0);
+        expect(body.indexOf('griddepcontrol.wait'), what).toBeLessThan(body.indexOf('ld.global'));
         const cubin = spawnSync(
           nvcc!,
           ['-cubin', '-Xptxas', '-v', ...args, '-o', join(dir, 'c.cubin'), src],
@@ -202,7 +215,11 @@ describe('mlp_chain_forward', () => {
           },
         );
         expect(cubin.status, cubin.stderr).toBe(0);
-        expect(cubin.stderr, `${rows} rows`).toMatch(/0 bytes spill stores, 0 bytes spill loads/);
+        expect(cubin.stderr, what).toMatch(/0 bytes spill stores, 0 bytes spill loads/);
+        // 512 threads per block: at most 128 registers each.
+        const regs = Number(/Used (\d+) registers/.exec(cubin.stderr)?.[1]);
+        expect(regs, what).toBeLessThanOrEqual(65536 / spec.workgroupSize[0]);
+        if (process.env.FOXHUNT_CHAIN_PTXAS) console.log(what, src, cubin.stderr.trim());
       }
     },
   );
@@ -268,17 +285,72 @@ describe('the chain plan', () => {
   });
 
   it('takes 2, 4, 8 or 16 rows per workgroup (one pipeline each), nothing else', () => {
-    const plan = planMlps(layouts, 512, 1, 0, 'last', 'most', 16);
-    const launches = forwardDispatches(plan, createMlpBuffers(createCpuBackend(), plan, 'plan'));
-    const chain = launches.at(-1)!;
-    expect([chain.kernel.name, chain.kernel.constants?.ROWS, chain.groups[0]]).toEqual([
-      'mlp_chain_forward',
-      16,
-      32,
-    ]);
-    expect(mlpChainForwardSpecFor(16)).toBe(chain.kernel);
+    // 'later' (WebGPU): the 256-thread build; 'last' (CUDA): the staged build.
+    for (const handoff of ['later', 'last'] as const) {
+      const plan = planMlps(layouts, 512, 1, 0, handoff, 'most', 16);
+      expect(plan.chainStaged).toBe(handoff === 'last');
+      const launches = forwardDispatches(plan, createMlpBuffers(createCpuBackend(), plan, 'plan'));
+      const chain = launches.at(-1)!;
+      expect([chain.kernel.name, chain.kernel.constants?.ROWS, chain.groups[0]]).toEqual([
+        'mlp_chain_forward',
+        16,
+        32,
+      ]);
+      if (handoff === 'later') expect(mlpChainForwardSpecFor(16)).toBe(chain.kernel);
+      else expect(chain.kernel.workgroupSize).toEqual([512, 1, 1]);
+    }
     expect(mlpChainForwardSpecFor(CHAIN_ROWS)).toBe(mlpChainForwardSpec);
     expect(() => planMlps(layouts, 512, 1, 0, 'last', 'most', 32)).toThrow(/2, 4, 8, 16/);
+  });
+
+  it("CUDA's staged build copies the PPO critic's whole tail (161 KiB) into shared memory for every rows choice", () => {
+    const plan = planMlps(layouts, 512, 1, 0, 'last', 'most', true);
+    const critic = plan.nets[1];
+    const tailLayers = critic.layout.layers
+      .slice(critic.chainFrom)
+      .map((layer) => ({ layer, netBase: critic.base, yOff: 0 }));
+    const w0 = critic.base + critic.layout.layers[3].wOffset;
+    const tailFloats = tailLayers.reduce((n, l) => n + l.layer.in * l.layer.out + l.layer.out, 0);
+    expect(tailFloats).toBe(41217);
+    for (const rows of [2, 4, 8, 16]) {
+      const s = chainStaging(tailLayers, rows)!;
+      expect(s.wShift).toBe(w0 % 4);
+      expect(s.stageFloats).toBe(Math.ceil((tailFloats + (w0 % 4)) / 4) * 4);
+      expect(s.sharedBytes).toBe(4 * (s.stageFloats + 2 * rows * CHAIN_MAX_WIDTH));
+      expect(s.sharedBytes).toBeLessThanOrEqual(CHAIN_STAGED_SHARED_LIMIT);
+      const spec = mlpChainForwardStagedSpecFor(rows, s);
+      expect(spec.constants).toMatchObject({ STAGED: 1, ROWS: rows, WSHIFT: w0 % 4 });
+      expect(spec.sharedBytes).toBe(s.sharedBytes);
+      expect(mlpChainForwardStagedSpecFor(rows, { ...s })).toBe(spec); // one pipeline per shape
+    }
+    const d = forwardDispatches(plan, createMlpBuffers(createCpuBackend(), plan, 'plan')).at(-1)!;
+    expect([d.kernel.constants?.STAGED, d.kernel.workgroupSize[0], d.groups[0]]).toEqual([1, 512, 64]);
+    // The k-groups: 128 x 4, 64 x 8 and 1 x 16 threads; every width within 512 threads, <= 32 lanes.
+    expect([chainStagedGroups(256, 128), chainStagedGroups(128, 64), chainStagedGroups(64, 1)]).toEqual([
+      4, 8, 16,
+    ]);
+    for (let nIn = 1; nIn <= CHAIN_MAX_WIDTH; nIn++) {
+      for (let nOut = 1; nOut <= CHAIN_MAX_WIDTH; nOut++) {
+        const g = chainStagedGroups(nIn, nOut);
+        expect(g * nOut <= 512 && g <= 32 && g <= Math.ceil(nIn / 4) && (g & (g - 1)) === 0).toBe(true);
+      }
+    }
+  });
+
+  it('a tail too large for shared memory takes the 256-thread build on CUDA too', () => {
+    const wide = buildLayout('wide', [
+      { name: 'w0', in: 256, out: 256, act: 'relu' },
+      { name: 'w1', in: 256, out: 256, act: 'relu' },
+      { name: 'w2', in: 256, out: 1, act: 'none' },
+    ]);
+    const layers = wide.layers.map((layer) => ({ layer, netBase: 3, yOff: 0 }));
+    expect(chainStaging(layers, 8)).toBeUndefined();
+    const fits = tail.layers.map((layer) => ({ layer, netBase: 3, yOff: 0 }));
+    expect(chainStaging(fits, 8)).toBeDefined();
+    const buf = createCpuBackend().createBuffer(4, 'x');
+    expect(mlpChainForwardDispatch(buf, buf, 64, 0, layers, 8, true).kernel).toBe(mlpChainForwardSpec);
+    expect(mlpChainForwardDispatch(buf, buf, 64, 0, fits, 8, true).kernel.constants?.STAGED).toBe(1);
+    expect(mlpChainForwardDispatch(buf, buf, 64, 0, fits, 8).kernel).toBe(mlpChainForwardSpec);
   });
 
   it('DevicePpoLearner: 13 launches per minibatch step with the chain (default), 15 without', () => {

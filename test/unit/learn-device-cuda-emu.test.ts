@@ -6,12 +6,15 @@
  * minute on one real-size minibatch step), and the matmul cases run on smaller networks of the same
  * shape (several tiles in every dimension, ragged edges, k split between groups); every kernel is
  * covered, and the curiosity learner case chains gather, forward, loss, backward and AdamW.
- * mlp_chain_forward runs on three critics whose tails take each of its load paths: ragged widths
- * (scalar loads), the PPO tail's widths 256 -> 128 -> 64 -> 1 at an odd params offset (float4
- * input reads, scalar weight loads, as the PPO critic), and aligned weights (float4 both); and
- * with 16 and 2 rows per block besides the default 8.
+ * mlp_chain_forward runs as CUDA's staged build (the tail's parameters copied into shared memory,
+ * 512 threads) on three critics whose tails take each of its read paths: ragged widths (scalar
+ * reads), the PPO tail's widths 256 -> 128 -> 64 -> 1 at an odd params offset (as the PPO critic:
+ * two aligned float4 reads per weight chunk, chunk pairs swapped for odd outputs), and aligned
+ * weights (one float4 read, ragged chunk counts per k-group); with 16 and 2 rows per block besides
+ * the default 8; and as the 256-thread build on a tail too large for shared memory (the fallback).
  */
 import { describe, expect, it } from 'vitest';
+import type { Dispatch, KernelSpec } from '../../src/backend/types.js';
 import { buildLayout } from '../../src/nets/layout.js';
 import { learnParityCases, mlpParityCase } from '../../src/parity/learn_cases.js';
 import { describeFailure, runCase } from '../../src/parity/run.js';
@@ -23,6 +26,13 @@ describe.skipIf(unavailable !== null)(
   `learner CUDA twins on the emulator${unavailable ? ` (skipped: ${unavailable})` : ''}`,
   () => {
     const backend = new CudaEmuBackend();
+    // The kernels each case launched (which build of mlp_chain_forward ran).
+    const ran: KernelSpec[] = [];
+    const run = backend.run.bind(backend);
+    backend.run = (dispatches: Dispatch[]) => {
+      ran.push(...dispatches.map((d) => d.kernel));
+      run(dispatches);
+    };
     const actor = buildLayout('small_actor', [
       { name: 'a0', in: 54, out: 40, act: 'relu' },
       { name: 'a1', in: 40, out: 45, act: 'none' },
@@ -57,6 +67,14 @@ describe.skipIf(unavailable !== null)(
       { name: 'c2', in: 72, out: 40, act: 'leaky' },
       { name: 'c3', in: 40, out: 1, act: 'none' },
     ]);
+    // 131,841 tail floats (515 KiB): more than a block's shared memory, so the 256-thread build.
+    const wideCritic = buildLayout('wide_tail_critic', [
+      { name: 'c0', in: 54, out: 100, act: 'relu' },
+      { name: 'c1', in: 100, out: 256, act: 'relu' },
+      { name: 'c2', in: 256, out: 256, act: 'leaky' },
+      { name: 'c3', in: 256, out: 256, act: 'relu' },
+      { name: 'c4', in: 256, out: 1, act: 'none' },
+    ]);
     const cases = [
       ...learnParityCases().filter((c) => c.kernel !== 'ppo_learner' && !c.kernel.startsWith('mlp_')),
       mlpParityCase('mlp_forward', 70, [actor, critic]),
@@ -66,13 +84,23 @@ describe.skipIf(unavailable !== null)(
       mlpParityCase('mlp_chain_forward', 70, [actor, ppoTailCritic], 16),
       mlpParityCase('mlp_chain_forward', 70, [actor, raggedCritic], 2),
       mlpParityCase('mlp_chain_forward', 70, [alignedActor, alignedCritic]),
+      mlpParityCase('mlp_chain_forward', 70, [actor, wideCritic]),
     ];
     for (const c of cases) {
       it(c.name, async () => {
         const before = backend.launches;
+        ran.length = 0;
         const r = await runCase(backend, c);
         expect(r.pass, describeFailure(r)).toBe(true);
         expect(backend.launches).toBeGreaterThan(before);
+        if (c.kernel === 'mlp_chain_forward') {
+          const chain = ran.filter((k) => k.name === 'mlp_chain_forward');
+          const staged = !c.name.includes('wide_tail');
+          expect(chain.length).toBeGreaterThan(0);
+          for (const k of chain) {
+            expect([k.constants?.STAGED ?? 0, k.workgroupSize[0]]).toEqual(staged ? [1, 512] : [0, 256]);
+          }
+        }
       });
     }
   },

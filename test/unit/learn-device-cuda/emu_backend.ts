@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
   if (!ok) return 3;
   std::fclose(in);
   std::memcpy(&g_u, u.data(), sizeof(Uniforms));
-  emu::launch({grid[0], grid[1], grid[2]}, {WG_X, WG_Y, WG_Z}, 0, entry, nullptr);
+  emu::launch({grid[0], grid[1], grid[2]}, {WG_X, WG_Y, WG_Z}, ${spec.sharedBytes ?? 0}, entry, nullptr);
   FILE* out = std::fopen(argv[2], "wb");
   for (auto& b : g_bufs) std::fwrite(b.data(), 1, b.size() - 16, out);
   std::fclose(out);
@@ -95,7 +95,7 @@ export class CudaEmuBackend extends CpuBackend {
   launches = 0;
 
   private binary(spec: KernelSpec): string {
-    const key = `${spec.name}|${spec.workgroupSize}|${JSON.stringify(spec.constants ?? {})}`;
+    const key = `${spec.name}|${spec.workgroupSize}|${JSON.stringify(spec.constants ?? {})}|${spec.sharedBytes ?? 0}`;
     const known = this.binaries.get(key);
     if (known) return known;
     const tag = `${spec.name}_${this.binaries.size}`;
