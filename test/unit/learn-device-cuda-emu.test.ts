@@ -10,7 +10,8 @@
  * 512 threads) on three critics whose tails take each of its read paths: ragged widths (scalar
  * reads), the PPO tail's widths 256 -> 128 -> 64 -> 1 at an odd params offset (as the PPO critic:
  * two aligned float4 reads per weight chunk, chunk pairs swapped for odd outputs), and aligned
- * weights (one float4 read, ragged chunk counts per k-group); with 16 and 2 rows per block besides
+ * weights (one float4 read, ragged chunk counts per k-group; and at 2 and 3 floats past a 16-byte
+ * boundary); with 16 and 2 rows per block besides
  * the default 8; and as the 256-thread build on a tail too large for shared memory (the fallback).
  */
 import { describe, expect, it } from 'vitest';
@@ -67,6 +68,13 @@ describe.skipIf(unavailable !== null)(
       { name: 'c2', in: 72, out: 40, act: 'leaky' },
       { name: 'c3', in: 40, out: 1, act: 'none' },
     ]);
+    // 4,086 and 4,127 actor floats: the aligned critic's tail at 2 and 3 floats past a 16-byte
+    // boundary (the staged build's WSHIFT 2 and 3; the small actor gives the PPO tail WSHIFT 1).
+    const shiftedActor = (out: number) =>
+      buildLayout(`actor_${out}`, [
+        { name: 'a0', in: 54, out: 40, act: 'relu' },
+        { name: 'a1', in: 40, out, act: 'none' },
+      ]);
     // 131,841 tail floats (515 KiB): more than a block's shared memory, so the 256-thread build.
     const wideCritic = buildLayout('wide_tail_critic', [
       { name: 'c0', in: 54, out: 100, act: 'relu' },
@@ -84,6 +92,8 @@ describe.skipIf(unavailable !== null)(
       mlpParityCase('mlp_chain_forward', 70, [actor, ppoTailCritic], 16),
       mlpParityCase('mlp_chain_forward', 70, [actor, raggedCritic], 2),
       mlpParityCase('mlp_chain_forward', 70, [alignedActor, alignedCritic]),
+      mlpParityCase('mlp_chain_forward', 70, [shiftedActor(46), alignedCritic]),
+      mlpParityCase('mlp_chain_forward', 70, [shiftedActor(47), alignedCritic]),
       mlpParityCase('mlp_chain_forward', 70, [actor, wideCritic]),
     ];
     for (const c of cases) {
@@ -100,6 +110,8 @@ describe.skipIf(unavailable !== null)(
           for (const k of chain) {
             expect([k.constants?.STAGED ?? 0, k.workgroupSize[0]]).toEqual(staged ? [1, 512] : [0, 256]);
           }
+          const shift = /actor_4([67])/.exec(c.name);
+          if (shift) expect(chain[0].constants?.WSHIFT).toBe(Number(shift[1]) - 4);
         }
       });
     }
