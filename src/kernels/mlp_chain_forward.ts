@@ -123,11 +123,14 @@ export function chainStagedGroups(nIn: number, nOut: number): number {
   return g;
 }
 
-/** What the staged build copies: params[wOff0 - wShift ..+ stageFloats), and its shared memory. */
+/** What the staged build copies: params[wOff0 ..+ stageFloats), and its shared memory. */
 export interface ChainStaging {
-  /** wOff0 % 4: the copy starts at the 16-byte boundary at or before the first layer's weights. */
+  /**
+   * wOff0 % 4: the copy loads aligned float4s from the 16-byte boundary before the first layer's
+   * weights and shifts them by wShift floats (a warp shuffle) so that they start the copy.
+   */
   wShift: number;
-  /** Floats copied (a multiple of 4) covering every layer's weights and bias. */
+  /** Floats of the copy (a multiple of 4) covering every layer's weights and bias. */
   stageFloats: number;
   /** The copy and two row tiles (rows x MAX_WIDTH floats each). */
   sharedBytes: number;
@@ -148,7 +151,7 @@ export function chainStaging(layers: ChainLayer[], rows: number): ChainStaging |
     if (w < w0 || b < w0) return undefined;
     end = Math.max(end, w + layer.in * layer.out, b + layer.out);
   }
-  const stageFloats = Math.ceil((end - (w0 - wShift)) / 4) * 4;
+  const stageFloats = Math.ceil((end - w0) / 4) * 4;
   const sharedBytes = 4 * (stageFloats + 2 * rows * C.MAX_WIDTH);
   return sharedBytes <= CHAIN_STAGED_SHARED_LIMIT ? { wShift, stageFloats, sharedBytes } : undefined;
 }

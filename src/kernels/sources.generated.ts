@@ -9822,20 +9822,21 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z, 2) mlp_backward
 // tolerance):
 //
 // STAGED = 1 (CUDA's chain launch; 512 threads, dynamic shared memory): the block first copies the
-// whole tail's parameters, params[wOff0 - WSHIFT .. + STAGE_FLOATS) (WSHIFT = wOff0 % 4, so the
-// copy is whole aligned float4s; STAGE_FLOATS a multiple of 4 that covers every layer's W and bias),
-// into shared memory, every thread issuing all its 16-byte loads (STAGE_BATCH at a time) before it
-// stores any, together with the first input rows; then computes the layers from shared memory
-// only. Layer c goes to G k-groups x out_c threads (G the largest power of two <= 32 with
-// G * out_c <= THREADS and G <= the input's float4 chunks), thread (g, o) = (tid % G, tid / G):
-// it adds output o's products over the chunks g, g + G, g + 2G, .. (increasing; odd outputs take
-// each pair of its chunks swapped when that is regular, so the two outputs of a quarter-warp read
-// different banks) for all ROWS rows, the weight chunk read once (two aligned float4 reads when
-// the rows keep the params' misalignment WSHIFT) and each row's 4 inputs read by the G groups of
-// the warp (4 to 8 addresses: one wavefront). The G lanes of an output then add their sums in a
-// fixed xor-butterfly (every lane ends with the same bits), group 0 adds the bias first,
-// activates, writes the row tile of the next layer (double-buffered: no barrier between reading
-// and writing) and acts.
+// whole tail's parameters, params[wOff0 .. + STAGE_FLOATS) (STAGE_FLOATS a multiple of 4 that
+// covers every layer's W and bias), into shared memory, every thread issuing all its 16-byte loads
+// (STAGE_BATCH at a time) before it stores any, together with the first input rows. The loads are
+// the aligned float4s from the 16-byte boundary before wOff0 (the PPO critic starts at an odd
+// float); each copy float4 is one of them shifted by WSHIFT = wOff0 % 4 floats, the missing ones
+// taken from the next lane (a shuffle), so the copy's rows are 16-byte aligned. Then it computes
+// the layers from shared memory only. Layer c goes to G k-groups x out_c threads (G the largest
+// power of two <= 32 with G * out_c <= THREADS and G <= the input's float4 chunks), thread (g, o) =
+// (tid % G, tid / G): it adds output o's products over the chunks g, g + G, g + 2G, .. (increasing;
+// odd outputs take each pair of its chunks swapped when that is regular, so the two outputs of a
+// quarter-warp read different banks) for all ROWS rows, the weight float4 read once and each row's
+// 4 inputs read by the G groups of the warp (4 to 8 addresses: one wavefront). The G lanes of an
+// output then add their sums in a fixed xor-butterfly (every lane ends with the same bits), group
+// 0 adds the bias first, activates, writes the row tile of the next layer (double-buffered: no
+// barrier between reading and writing) and acts.
 //
 // STAGED undefined (the WGSL twin's shape, and CUDA's fallback when the tail does not fit shared
 // memory): 256 = MAX_WIDTH threads take each layer as G k-groups of out_c threads (G the largest
@@ -9869,12 +9870,30 @@ __device__ __forceinline__ ChainLayer chain_layer(const Uniforms& u, unsigned in
 
 #if defined(STAGED) && STAGED
 
-#define STAGE_CHUNKS (STAGE_FLOATS / 4)
-#define STAGE_PER_THREAD ((STAGE_CHUNKS + THREADS - 1) / THREADS)
+#define WARPS (THREADS / 32)
+// Staging rounds: each warp fills 31 float4s of the copy per round (its 32nd lane only lends floats).
+#define STAGE_PER_THREAD ((STAGE_FLOATS / 4 + 31 * WARPS - 1) / (31 * WARPS))
 #define TILE_FLOATS (ROWS * MAX_WIDTH)
 #define IN_PER_THREAD ((TILE_FLOATS + THREADS - 1) / THREADS)
 // float4 loads a thread has in flight while staging (the PPO tail: 21, all at once).
 #define STAGE_BATCH (STAGE_PER_THREAD < 24 ? STAGE_PER_THREAD : 24)
+
+// The next lane's v (lane 31: its own), as __shfl_down_sync(~0, v, 1).
+#ifdef FOXHUNT_EMU
+static inline float chain_next_lane(float v) {
+  const unsigned int tid = emu::flat_tid();
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  emu::g_block->shuffle[tid] = bits;
+  emu::warp_wait();
+  bits = emu::g_block->shuffle[(tid & 31u) == 31u ? tid : tid + 1u];
+  emu::warp_wait();
+  std::memcpy(&v, &bits, 4);
+  return v;
+}
+#else
+__device__ __forceinline__ float chain_next_lane(float v) { return __shfl_down_sync(0xffffffffu, v, 1); }
+#endif
 
 // k-groups of a layer in the staged build (src/kernels/mlp_chain_forward.ts: chainStagedGroups).
 __device__ __forceinline__ unsigned int chain_staged_groups(unsigned int n_in, unsigned int n_out) {
@@ -9885,47 +9904,22 @@ __device__ __forceinline__ unsigned int chain_staged_groups(unsigned int n_in, u
 }
 
 // acc[r] += w[4c + q] * x[r * n_in + 4c + q] over the chunks c = g + G * p (p increasing, or each
-// pair swapped: \`swap\`), q increasing. w: the weight row in shared memory, at an address that is
-// WSHIFT floats past a 16-byte boundary; x: the tile (rows 16-byte aligned: n_in % 4 == 0).
-__device__ __forceinline__ void chain_staged_dot4(float (&acc)[ROWS], const float* w_aligned, const float* x,
+// pair swapped: \`swap\`), q increasing. w: the weight row in shared memory and x: the tile, both
+// 16-byte aligned (n_in % 4 == 0).
+__device__ __forceinline__ void chain_staged_dot4(float (&acc)[ROWS], const float* w, const float* x,
                                                   unsigned int n_in, unsigned int g, unsigned int G,
                                                   unsigned int swap) {
   const unsigned int chunks = n_in / 4u;
   for (unsigned int p = 0; g + G * p < chunks; p++) {
     const unsigned int c = g + G * (p ^ swap);
-    const float4 lo = lds4(w_aligned + 4u * c);
-    float w0, w1, w2, w3;
-#if WSHIFT == 0
-    w0 = lo.x;
-    w1 = lo.y;
-    w2 = lo.z;
-    w3 = lo.w;
-#else
-    const float4 hi = lds4(w_aligned + 4u * c + 4u);
-#if WSHIFT == 1
-    w0 = lo.y;
-    w1 = lo.z;
-    w2 = lo.w;
-    w3 = hi.x;
-#elif WSHIFT == 2
-    w0 = lo.z;
-    w1 = lo.w;
-    w2 = hi.x;
-    w3 = hi.y;
-#else
-    w0 = lo.w;
-    w1 = hi.x;
-    w2 = hi.y;
-    w3 = hi.z;
-#endif
-#endif
+    const float4 wv = lds4(w + 4u * c);
 #pragma unroll
     for (unsigned int r = 0; r < ROWS; r++) {
       const float4 xv = lds4(x + r * n_in + 4u * c);
-      acc[r] += w0 * xv.x;
-      acc[r] += w1 * xv.y;
-      acc[r] += w2 * xv.z;
-      acc[r] += w3 * xv.w;
+      acc[r] += wv.x * xv.x;
+      acc[r] += wv.y * xv.y;
+      acc[r] += wv.z * xv.z;
+      acc[r] += wv.w * xv.w;
     }
   }
 }
@@ -9954,7 +9948,7 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_chain_forwa
   const unsigned int row0 = (unsigned int)block * ROWS;
   const unsigned int rows = min((unsigned int)ROWS, u.batch - row0);
   const unsigned int tid = threadIdx.x + WG_X * (threadIdx.y + WG_Y * threadIdx.z);
-  float* const staged = smem;  // params[base + j] at staged[j]
+  float* const staged = smem;  // params[wOff0 + j] at staged[j]
   float* tile_x = smem + STAGE_FLOATS;
   float* tile_y = tile_x + TILE_FLOATS;
   const unsigned int base = u.wOff0 - WSHIFT;  // 16-byte aligned
@@ -9978,22 +9972,46 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_chain_forwa
     const unsigned int e = tid + THREADS * q;
     xin[q] = e < rows * u.in0 ? acts[u.xOff + row0 * u.in0 + e] : 0.0f;
   }
-  const unsigned int whole = (end - base) / 4u;  // whole float4 chunks of the tail
-  for (unsigned int j0 = 0; j0 < STAGE_PER_THREAD; j0 += STAGE_BATCH) {
+  // Aligned chunk t = params[base + 4t ..+ 4) (whole while base + 4t + 4 <= end); copy
+  // chunk t = staged[4t ..+ 4) = params[wOff0 + 4t ..+ 4): chunk t's last 4 - WSHIFT floats and
+  // chunk t + 1's first WSHIFT, from the next lane. Round j of warp w loads chunks 31 (w + WARPS j)
+  // + lane: lanes 0..30 store copy chunks, lane 31's chunk is the next warp's lane 0's. The copy
+  // chunks both of whose aligned chunks are whole: t < fast; the 4 to 7 floats after them are
+  // copied one by one (not read past the tail: the buffer may end there).
+  const unsigned int lane = tid & 31u;
+  const unsigned int warp = tid / 32u;
+  // Loads past the last whole aligned chunk read that one again (unpredicated: all in flight).
+  const unsigned int fast = end - base >= 8u ? (end - base - 4u) / 4u : 0u;
+  const unsigned int last = base + 4u * fast;  // the last whole aligned chunk (when fast > 0)
+  for (unsigned int j0 = 0; fast > 0u && j0 < STAGE_PER_THREAD; j0 += STAGE_BATCH) {
     float4 v[STAGE_BATCH];
 #pragma unroll
     for (unsigned int j = 0; j < STAGE_BATCH; j++) {
-      const unsigned int t = tid + THREADS * (j0 + j);
-      if (j0 + j < STAGE_PER_THREAD && t < whole) v[j] = ldg4(params + base + 4u * t);
+      const unsigned int t = 31u * (warp + WARPS * (j0 + j)) + lane;
+      v[j] = ldg4(params + min(base + 4u * t, last));
     }
 #pragma unroll
     for (unsigned int j = 0; j < STAGE_BATCH; j++) {
-      const unsigned int t = tid + THREADS * (j0 + j);
-      if (j0 + j < STAGE_PER_THREAD && t < whole) *reinterpret_cast<float4*>(staged + 4u * t) = v[j];
+      if (j0 + j < STAGE_PER_THREAD) {  // the same for the whole warp: every lane shuffles
+        const unsigned int t = 31u * (warp + WARPS * (j0 + j)) + lane;
+#if WSHIFT == 0
+        const float4 out = v[j];
+#elif WSHIFT == 1
+        const float4 out = make_float4(v[j].y, v[j].z, v[j].w, chain_next_lane(v[j].x));
+#elif WSHIFT == 2
+        const float n0 = chain_next_lane(v[j].x);
+        const float4 out = make_float4(v[j].z, v[j].w, n0, chain_next_lane(v[j].y));
+#else
+        const float n0 = chain_next_lane(v[j].x);
+        const float n1 = chain_next_lane(v[j].y);
+        const float4 out = make_float4(v[j].w, n0, n1, chain_next_lane(v[j].z));
+#endif
+        if (lane < 31u && t < fast) *reinterpret_cast<float4*>(staged + 4u * t) = out;
+      }
     }
   }
-  // The last 1-3 floats (not read past: the buffer may end there).
-  if (tid < end - base - 4u * whole) staged[4u * whole + tid] = params[base + 4u * whole + tid];
+  const unsigned int rest = end - u.wOff0 - 4u * fast;
+  if (tid < rest) staged[4u * fast + tid] = params[u.wOff0 + 4u * fast + tid];
 #pragma unroll
   for (unsigned int q = 0; q < IN_PER_THREAD; q++) {
     const unsigned int e = tid + THREADS * q;
@@ -10009,15 +10027,15 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_chain_forwa
     const unsigned int o = tid / G;
     const bool active = o < L.n_out;
     float acc[ROWS];
-    const float bias = active && g == 0u ? staged[L.b_off - base + o] : 0.0f;
+    const float bias = active && g == 0u ? staged[L.b_off - u.wOff0 + o] : 0.0f;
 #pragma unroll
     for (unsigned int r = 0; r < ROWS; r++) acc[r] = bias;
     if (active) {
-      const unsigned int w_rel = L.w_off - base + o * n_in;  // staged index of W[o, 0]
+      const unsigned int w_rel = L.w_off - u.wOff0 + o * n_in;  // staged index of W[o, 0]
       if (n_in % 4u == 0u && (L.w_off - u.wOff0) % 4u == 0u) {
         // Swap pairs of chunks for odd outputs when every thread of the layer has an even count.
         const unsigned int swap = (n_in / 4u) % (2u * G) == 0u ? (o & 1u) : 0u;
-        chain_staged_dot4(acc, staged + (w_rel - WSHIFT), tile_x, n_in, g, G, swap);
+        chain_staged_dot4(acc, staged + w_rel, tile_x, n_in, g, G, swap);
       } else {
         chain_staged_dot1(acc, staged + w_rel, tile_x, n_in, g, G);
       }

@@ -11,7 +11,7 @@
  * reads), the PPO tail's widths 256 -> 128 -> 64 -> 1 at an odd params offset (as the PPO critic:
  * two aligned float4 reads per weight chunk, chunk pairs swapped for odd outputs), and aligned
  * weights (one float4 read, ragged chunk counts per k-group; and at 2 and 3 floats past a 16-byte
- * boundary); with 16 and 2 rows per block besides
+ * boundary), and a 189 KiB tail (two batches of loads per thread); with 16 and 2 rows per block besides
  * the default 8; and as the 256-thread build on a tail too large for shared memory (the fallback).
  */
 import { describe, expect, it } from 'vitest';
@@ -75,6 +75,14 @@ describe.skipIf(unavailable !== null)(
         { name: 'a0', in: 54, out: 40, act: 'relu' },
         { name: 'a1', in: 40, out, act: 'none' },
       ]);
+    // 48,445 tail floats (189 KiB): the staged build's copy takes two batches of loads per thread.
+    const bigTailCritic = buildLayout('big_tail_critic', [
+      { name: 'c0', in: 54, out: 100, act: 'relu' },
+      { name: 'c1', in: 100, out: 256, act: 'relu' },
+      { name: 'c2', in: 256, out: 180, act: 'relu' },
+      { name: 'c3', in: 180, out: 12, act: 'leaky' },
+      { name: 'c4', in: 12, out: 1, act: 'none' },
+    ]);
     // 131,841 tail floats (515 KiB): more than a block's shared memory, so the 256-thread build.
     const wideCritic = buildLayout('wide_tail_critic', [
       { name: 'c0', in: 54, out: 100, act: 'relu' },
@@ -94,6 +102,7 @@ describe.skipIf(unavailable !== null)(
       mlpParityCase('mlp_chain_forward', 70, [alignedActor, alignedCritic]),
       mlpParityCase('mlp_chain_forward', 70, [shiftedActor(46), alignedCritic]),
       mlpParityCase('mlp_chain_forward', 70, [shiftedActor(47), alignedCritic]),
+      mlpParityCase('mlp_chain_forward', 70, [actor, bigTailCritic]),
       mlpParityCase('mlp_chain_forward', 70, [actor, wideCritic]),
     ];
     for (const c of cases) {
