@@ -170,15 +170,16 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_chain_forwa
   // copied one by one (not read past the tail: the buffer may end there).
   const unsigned int lane = tid & 31u;
   const unsigned int warp = tid / 32u;
-  // Loads past the last whole aligned chunk read that one again (unpredicated: all in flight).
+  // Aligned chunks t <= fast are whole; past them a lane loads nothing, and what it lends is not
+  // stored (t >= fast). Predicated loads, so that ptxas keeps them all in flight (issued before the
+  // shuffles and stores) rather than interleaving them with the stores.
   const unsigned int fast = end - base >= 8u ? (end - base - 4u) / 4u : 0u;
-  const unsigned int last = base + 4u * fast;  // the last whole aligned chunk (when fast > 0)
-  for (unsigned int j0 = 0; fast > 0u && j0 < STAGE_PER_THREAD; j0 += STAGE_BATCH) {
+  for (unsigned int j0 = 0; j0 < STAGE_PER_THREAD; j0 += STAGE_BATCH) {
     float4 v[STAGE_BATCH];
 #pragma unroll
     for (unsigned int j = 0; j < STAGE_BATCH; j++) {
       const unsigned int t = 31u * (warp + WARPS * (j0 + j)) + lane;
-      v[j] = ldg4(params + min(base + 4u * t, last));
+      if (j0 + j < STAGE_PER_THREAD && fast > 0u && t <= fast) v[j] = ldg4(params + base + 4u * t);
     }
 #pragma unroll
     for (unsigned int j = 0; j < STAGE_BATCH; j++) {

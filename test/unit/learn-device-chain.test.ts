@@ -207,6 +207,14 @@ describe('mlp_chain_forward', () => {
         // The wait comes before the first global load.
         expect(body.indexOf('griddepcontrol.wait'), what).toBeGreaterThan(0);
         expect(body.indexOf('griddepcontrol.wait'), what).toBeLessThan(body.indexOf('ld.global'));
+        if (spec.constants?.STAGED) {
+          // Every float4 load of the copy (21 per thread at the PPO tail: 31 per warp and round)
+          // is issued before the first store to shared memory.
+          const perThread = Math.ceil(spec.constants.STAGE_FLOATS / 4 / (31 * 16));
+          expect(perThread).toBe(21);
+          const before = body.slice(0, body.indexOf('st.shared'));
+          expect(before.match(/ld\.global\.nc\.v4\.f32/g)?.length, what).toBe(perThread);
+        }
         const cubin = spawnSync(
           nvcc!,
           ['-cubin', '-Xptxas', '-v', ...args, '-o', join(dir, 'c.cubin'), src],
