@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KernelSpec } from '../../src/backend/types.js';
-import { wgslModule, wgslPreamble } from '../../src/backend/webgpu/preamble.js';
+import { wgslPreamble } from '../../src/backend/webgpu/preamble.js';
 import { type CollectDqnOptions, collectDqnSpec } from '../../src/kernels/collect_dqn.js';
 import { type CollectPpoOptions, collectPpoSpec } from '../../src/kernels/collect_ppo.js';
 import { wgslSources } from '../../src/kernels/sources.generated.js';
@@ -67,33 +67,11 @@ const shapes: [string, KernelSpec][] = [
       ['ppo seed', { variant: 'seed', tileEpisodes: 64, threads: 64, tj: 64, kt: 4 }],
     ] as [string, CollectPpoOptions][]
   ).map(([name, o]): [string, KernelSpec] => [name, collectPpoSpec(o)]),
-  // Every tile engine's module (ENGINE selects its //!if blocks).
-  ...[1, 2, 3].flatMap((engine): [string, KernelSpec][] => [
-    [
-      `dqn plain, engine ${engine}`,
-      collectDqnSpec({ ...dqnBase, head: 'plain', tileEpisodes: 32, tj: 32, kt: 8, engine }),
-    ],
-    [
-      `ppo, engine ${engine}`,
-      collectPpoSpec({ variant: 'tiled', tileEpisodes: 16, threads: 256, tj: 64, kt: 4, engine }),
-    ],
-  ]),
 ];
 
 describe('collection WGSL', () => {
   for (const [name, spec] of shapes) {
     it(`${spec.name} compiles: ${name}`, async (ctx) => {
-      if (!device)
-        return ctx.skip(`WebGPU unavailable: ${unavailable} (FOXHUNT_REQUIRE_WEBGPU=1 fails instead)`);
-      const module = device.createShaderModule({ code: wgslModule(spec, wgslSources[spec.name]) });
-      const info = await module.getCompilationInfo();
-      const errors = info.messages.filter((m) => m.type === 'error').map((m) => `${m.lineNum}: ${m.message}`);
-      expect(errors).toEqual([]);
-    });
-  }
-  // The source with every //!if block kept (FOXHUNT_WGSL_ALL_BLOCKS=1) is one valid module too.
-  for (const [name, spec] of [shapes[0], shapes[shapes.length - 1]]) {
-    it(`${spec.name} compiles with every engine's blocks: ${name}`, async (ctx) => {
       if (!device)
         return ctx.skip(`WebGPU unavailable: ${unavailable} (FOXHUNT_REQUIRE_WEBGPU=1 fails instead)`);
       const module = device.createShaderModule({ code: wgslPreamble(spec) + wgslSources[spec.name] });

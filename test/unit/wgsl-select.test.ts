@@ -1,8 +1,9 @@
 /**
  * `//!if` blocks of the WGSL sources (src/backend/webgpu/preamble.ts selectWgsl): a module keeps
  * the code its constants select and nothing else, with every line where the source has it; the
- * collection kernels' modules hold their own tile engine only. (That each module compiles, with
- * and without its blocks resolved, is test/unit/collect-wgsl.test.ts.)
+ * collection kernels' modules hold their own tile engine only. (That the unresolved sources
+ * compile is test/unit/collect-wgsl.test.ts; the parity cases of each engine compile and run its
+ * resolved module.)
  */
 import { describe, expect, it } from 'vitest';
 import { selectWgsl, wgslModule } from '../../src/backend/webgpu/preamble.js';
