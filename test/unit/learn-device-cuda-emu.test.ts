@@ -7,12 +7,13 @@
  * shape (several tiles in every dimension, ragged edges, k split between groups); every kernel is
  * covered, and the curiosity learner case chains gather, forward, loss, backward and AdamW.
  * mlp_chain_forward runs as CUDA's staged build (the tail's parameters copied into shared memory,
- * 512 threads) on three critics whose tails take each of its read paths: ragged widths (scalar
- * reads), the PPO tail's widths 256 -> 128 -> 64 -> 1 at an odd params offset (as the PPO critic:
- * two aligned float4 reads per weight chunk, chunk pairs swapped for odd outputs), and aligned
- * weights (one float4 read, ragged chunk counts per k-group; and at 2 and 3 floats past a 16-byte
- * boundary), and a 189 KiB tail (two batches of loads per thread); with 16 and 2 rows per block besides
- * the default 8; and as the 256-thread build on a tail too large for shared memory (the fallback).
+ * 512 threads) on critics whose tails take each of its paths: ragged widths (scalar reads), the
+ * PPO tail's widths 256 -> 128 -> 64 -> 1 at an odd params offset (the copy shifted by 1 float
+ * through a shuffle, chunk pairs swapped for odd outputs), aligned weights (no shift, ragged chunk
+ * counts per k-group) and the same at 2 and 3 floats past a 16-byte boundary, a 189 KiB tail (two
+ * batches of loads per thread), and the PPO actor and critic themselves (the tail at its real odd
+ * offset); with 16 and 2 rows per block besides the default 8; and as the 256-thread build on a
+ * tail too large for shared memory (the fallback). Each case checks which build ran.
  */
 import { describe, expect, it } from 'vitest';
 import type { Dispatch, KernelSpec } from '../../src/backend/types.js';
@@ -103,6 +104,8 @@ describe.skipIf(unavailable !== null)(
       mlpParityCase('mlp_chain_forward', 70, [shiftedActor(46), alignedCritic]),
       mlpParityCase('mlp_chain_forward', 70, [shiftedActor(47), alignedCritic]),
       mlpParityCase('mlp_chain_forward', 70, [actor, bigTailCritic]),
+      // The PPO actor and critic themselves: the critic's tail at its real params offset.
+      mlpParityCase('mlp_chain_forward', 24),
       mlpParityCase('mlp_chain_forward', 70, [actor, wideCritic]),
     ];
     for (const c of cases) {
