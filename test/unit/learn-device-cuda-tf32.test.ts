@@ -221,7 +221,7 @@ describe('the TF32 matmul builds', () => {
     const cfg = { ...defaultConfig.ppo, minibatch: 64, updateEpochs: 1 };
     const rollout = uploadPpoRollout(backend, syntheticPpoRollout(128, actorLayout.layers[0].in, 45, 1), 54);
     try {
-      const matmuls = (precision: 'exact' | 'tf32') => {
+      const matmuls = (precision: 'exact' | 'tf32', chain = true) => {
         const learner = new DevicePpoLearner({
           backend,
           actorLayout,
@@ -231,6 +231,7 @@ describe('the TF32 matmul builds', () => {
           cfg,
           seed: 1,
           precision,
+          chain,
         });
         try {
           const ds = learner.updateDispatches(rollout);
@@ -244,9 +245,14 @@ describe('the TF32 matmul builds', () => {
           learner.destroy();
         }
       };
+      // Two steps of 3 paired forward + 6 backward launches with the critic's tail in one (f32)
+      // mlp_chain_forward launch (the default), 6 + 6 without it.
       const tf32 = matmuls('tf32');
-      expect(tf32.length).toBe(2 * 12);
+      expect(tf32.length).toBe(2 * 9);
       expect(tf32.every((d) => d.kernel.constants?.TF32 === 1)).toBe(true);
+      const unchained = matmuls('tf32', false);
+      expect(unchained.length).toBe(2 * 12);
+      expect(unchained.every((d) => d.kernel.constants?.TF32 === 1)).toBe(true);
       expect(matmuls('exact').every((d) => d.kernel.constants?.TF32 === undefined)).toBe(true);
     } finally {
       backend.destroyBuffer(rollout.f);
