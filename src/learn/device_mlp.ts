@@ -26,6 +26,7 @@ import {
 } from '../kernels/mlp_backward.js';
 import {
   CHAIN_ROWS,
+  CHAIN_ROWS_STAGED,
   type ChainLayer,
   chainFits,
   MAX_CHAIN_LAYERS,
@@ -118,7 +119,8 @@ export function planMlps(
   splitPolicy: SplitPolicy = dwHandoff === 'later' ? 'waves' : 'most',
   chain: boolean | number = false,
 ): MlpPlan {
-  const chainRows = chain === true ? CHAIN_ROWS : chain === false ? 0 : chain;
+  const staged = dwHandoff === 'last';
+  const chainRows = chain === true ? (staged ? CHAIN_ROWS_STAGED : CHAIN_ROWS) : chain === false ? 0 : chain;
   if (chainRows > 0) mlpChainForwardSpecFor(chainRows); // checks the value
   if (!Number.isInteger(batch) || batch < 1) throw new Error(`learner: minibatch must be >= 1, got ${batch}`);
   const inDim = layouts[0].layers[0].in;
@@ -193,7 +195,7 @@ export function planMlps(
     dwHandoff,
     splitPolicy,
     chainRows,
-    chainStaged: chainRows > 0 && dwHandoff === 'last',
+    chainStaged: chainRows > 0 && staged,
     inDim,
     paramFloats: params,
     actFloats: acts,

@@ -21,6 +21,7 @@ import { defaultConfig, type PpoConfig } from '../../src/config.js';
 import {
   CHAIN_MAX_WIDTH,
   CHAIN_ROWS,
+  CHAIN_ROWS_STAGED,
   CHAIN_STAGED_SHARED_LIMIT,
   chainGroups,
   chainStagedGroups,
@@ -332,7 +333,13 @@ describe('the chain plan', () => {
       expect(mlpChainForwardStagedSpecFor(rows, { ...s })).toBe(spec); // one pipeline per shape
     }
     const d = forwardDispatches(plan, createMlpBuffers(createCpuBackend(), plan, 'plan')).at(-1)!;
-    expect([d.kernel.constants?.STAGED, d.kernel.workgroupSize[0], d.groups[0]]).toEqual([1, 512, 64]);
+    // The default rows of the staged build (CHAIN_ROWS_STAGED = 4, measured fastest): 128 blocks.
+    expect([d.kernel.constants?.STAGED, d.kernel.workgroupSize[0], d.groups[0]]).toEqual([
+      1,
+      512,
+      512 / CHAIN_ROWS_STAGED,
+    ]);
+    expect(CHAIN_ROWS_STAGED).toBe(4);
     // The k-groups: 128 x 4, 64 x 8 and 1 x 16 threads; every width within 512 threads, <= 32 lanes.
     expect([chainStagedGroups(256, 128), chainStagedGroups(128, 64), chainStagedGroups(64, 1)]).toEqual([
       4, 8, 16,

@@ -7,7 +7,7 @@
 import { type BackendRequest, chooseBackend, describeChoice } from '../../backend/index.js';
 import { BackendUnavailableError } from '../../backend/types.js';
 import { loadConfig, type Precision, resolvePrecision } from '../../config.js';
-import { CHAIN_ROWS, CHAIN_ROWS_CHOICES } from '../../kernels/mlp_chain_forward.js';
+import { CHAIN_ROWS, CHAIN_ROWS_CHOICES, CHAIN_ROWS_STAGED } from '../../kernels/mlp_chain_forward.js';
 import { type BenchTrainResult, benchPpoTrain } from '../../learn/device_bench.js';
 import { prepareData } from '../../train/run.js';
 import { intFlag, parseFlags } from '../args.js';
@@ -49,8 +49,8 @@ kernels' TS references); pass --episodes, --steps or --large-episodes to overrid
                          value_layer_4 -> value_output) as one mlp_chain_forward launch (on, the
                          default: 13 launches per step), as three mlp_forward launches (off: 15), or
                          both, each setting measured with the chain on then off
-  --chain-rows R         minibatch rows per mlp_chain_forward workgroup: 2, 4, 8 (default: 64
-                         workgroups at 512 rows) or 16
+  --chain-rows R         minibatch rows per mlp_chain_forward workgroup: 2, 4, 8 or 16 (default:
+                         ${CHAIN_ROWS_STAGED} on CUDA's staged build, ${CHAIN_ROWS} elsewhere)
   --precision P          auto (default: as train.precision auto, tf32 on CUDA, exact elsewhere),
                          exact (f32, the parity mode), tf32 (CUDA: TF32 tensor cores in collect_ppo
                          and the learner's matmuls), or both: each setting measured exact then tf32
@@ -150,15 +150,17 @@ async function run(args: string[]): Promise<number> {
   if (!['on', 'off', 'both'].includes(chainFlag)) {
     throw new UserError(`--chain must be on, off or both, got "${chainFlag}"`);
   }
-  const chainRowsFlag = (values['chain-rows'] as string | undefined) ?? String(CHAIN_ROWS);
-  if (!CHAIN_ROWS_CHOICES.map(String).includes(chainRowsFlag)) {
+  const chainRowsGiven = values['chain-rows'] as string | undefined;
+  const chainRowsFlag = chainRowsGiven ?? 'default';
+  if (chainRowsGiven !== undefined && !CHAIN_ROWS_CHOICES.map(String).includes(chainRowsGiven)) {
     throw new UserError(
       `--chain-rows must be one of ${CHAIN_ROWS_CHOICES.join(', ')}, got "${chainRowsFlag}"`,
     );
   }
-  const chainRows = Number(chainRowsFlag);
-  const chains =
-    chainFlag === 'both' ? [chainRows, false as const] : [chainFlag === 'on' ? chainRows : (false as const)];
+  // true: the plan's default rows (CHAIN_ROWS_STAGED on CUDA, CHAIN_ROWS elsewhere).
+  const chainRows: number | true = chainRowsGiven === undefined ? true : Number(chainRowsGiven);
+  const chains: (number | boolean)[] =
+    chainFlag === 'both' ? [chainRows, false] : [chainFlag === 'on' ? chainRows : false];
   const gatherRowsFlag = values['gather-rows'] as string | undefined;
   const gatherRows = gatherRowsFlag === undefined ? undefined : Number(gatherRowsFlag);
   if (gatherRows !== undefined && (!/^\d+$/.test(gatherRowsFlag!) || gatherRows < 1 || gatherRows > 64)) {
@@ -225,7 +227,8 @@ async function run(args: string[]): Promise<number> {
         `setting ${n} x ${steps}, ${precision}: ${cfg.ppo.updateEpochs} epochs x ${Math.floor((n * steps) / cfg.ppo.minibatch)} minibatches of ${cfg.ppo.minibatch}`,
       );
       for (const chain of chains) {
-        if (chains.length > 1) log(`  --chain ${chain ? `on (${chain} rows per workgroup)` : 'off'}`);
+        if (chains.length > 1)
+          log(`  --chain ${chain ? `on (rows per workgroup: ${chainRowsFlag})` : 'off'}`);
         const r = await benchPpoTrain({
           precision,
           backend,
@@ -253,7 +256,7 @@ async function run(args: string[]): Promise<number> {
       return 0;
     }
     console.log(
-      `bench train ppo on ${backend.kind}: ${backend.info.device} (${backend.info.driver}), --pdl ${pdlFlag}, --precision ${precisionFlag}, --chain ${chainFlag}${chainFlag === 'off' ? '' : ` (${chainRows} rows per workgroup)`}`,
+      `bench train ppo on ${backend.kind}: ${backend.info.device} (${backend.info.driver}), --pdl ${pdlFlag}, --precision ${precisionFlag}, --chain ${chainFlag}${chainFlag === 'off' ? '' : ` (rows per workgroup: ${chainRowsFlag})`}`,
     );
     for (const line of table(results)) console.log(`  ${line}`);
     for (const r of results) {
