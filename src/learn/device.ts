@@ -110,7 +110,8 @@ export interface DevicePpoLearnerInit {
   /**
    * Run the critic's forward tail that no actor layer pairs with (value_layer_3 .. value_output) as
    * one mlp_chain_forward launch (default true; a number: its rows per workgroup, 2, 4, 8 or 16,
-   * default 8); false: one mlp_forward launch per layer.
+   * default CHAIN_ROWS_STAGED on CUDA's staged build, CHAIN_ROWS elsewhere); false: one
+   * mlp_forward launch per layer.
    */
   chain?: boolean | number;
   /**

@@ -79,6 +79,8 @@ export function resumeConfig(
 ): { cfg: Config; checkpoint: PpoCheckpoint } {
   const checkpoint = loadPpoCheckpoint(checkpointDir(outDir));
   const { state } = checkpoint;
+  // Checkpoints written before train.precision existed trained in exact f32: resume them so.
+  state.config.train.precision ??= 'exact';
   const cfg = override(structuredClone(state.config));
   const changed = configDiff(state.config, cfg).filter((p) => !RESUMABLE.has(p) && p !== 'train.outDir');
   if (changed.length) {

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -82,6 +82,23 @@ describe('checkpoint and resume (cpu)', () => {
     );
     await runTraining({ cfg, resume: checkpoint });
     expect(readLog(dir).map((r) => r.epoch)).toEqual([1, 2]);
+  });
+
+  it('resumes a checkpoint written before train.precision existed in exact f32, as it trained', async () => {
+    const dir = join(root, 'old-precision');
+    await runTraining({ cfg: config(dir, { 'train.epochs': '1' }), resume: null });
+    const statePath = join(checkpointDir(dir), STATE_FILE);
+    const record = JSON.parse(readFileSync(statePath, 'utf8'));
+    expect(record.state.config.train.precision).toBe('auto');
+    delete record.state.config.train.precision;
+    writeFileSync(statePath, JSON.stringify(record));
+    const { cfg } = resumeConfig(dir, (base) => validateConfig(applyFlags(base, { 'train.epochs': '2' })));
+    expect(cfg.train.precision).toBe('exact');
+    expect(() =>
+      resumeConfig(dir, (base) =>
+        validateConfig(applyFlags(base, { 'train.epochs': '2', 'train.precision': 'auto' })),
+      ),
+    ).toThrow(/train\.precision differs/);
   });
 
   it('refuses a resume that changes the run', async () => {
