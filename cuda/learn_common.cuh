@@ -6,7 +6,7 @@
 
 // Programmatic Dependent Launch (KernelSpec.pdl): a kernel launched with it may start while the
 // previous kernel of the stream is still finishing, so every learner kernel runs this first, before
-// any global read or write. griddepcontrol.wait returns once the previous grid has completed and
+// any global read or write (ppo_gather: before any store and any read of what the update writes). griddepcontrol.wait returns once the previous grid has completed and
 // its memory is visible, which is plain stream order; without PDL it returns at once. Below sm_90
 // (and in the host emulator, which has no __CUDA_ARCH__) it is nothing.
 // LEARN_PDL_TRIGGER (a spec constant, --pdl early) also lets the next PDL kernel launch at once

@@ -131,6 +131,13 @@ const PDL_KERNELS = new Set([
   'ppo_loss',
   'adam_step',
 ]);
+/**
+ * Kernels that, on CUDA, trigger the next PDL launch as soon as all their blocks are past the wait
+ * (LEARN_PDL_TRIGGER) in the default mode too, because the kernel after them works before its own
+ * wait: adam_step -> ppo_gather, which loads its rollout rows (nothing in an update writes them)
+ * while Adam runs and only stores after it.
+ */
+const EARLY_TRIGGER = new Set(['adam_step']);
 const pdlSpecs = {
   wait: new WeakMap<KernelSpec, KernelSpec>(),
   early: new WeakMap<KernelSpec, KernelSpec>(),
@@ -370,8 +377,11 @@ export class DevicePpoLearner {
         );
       }
     }
-    const early = this.pdl === 'early' && this.backend.kind === 'cuda';
-    const launched = this.pdl ? dispatches.map((d) => withPdl(d, early)) : dispatches;
+    const cuda = this.backend.kind === 'cuda';
+    const early = this.pdl === 'early' && cuda;
+    const launched = this.pdl
+      ? dispatches.map((d) => withPdl(d, early || (cuda && EARLY_TRIGGER.has(d.kernel.name))))
+      : dispatches;
     this.cached = { rollout: { ...rollout, sections: { ...rollout.sections } }, dispatches: launched };
     return launched;
   }
