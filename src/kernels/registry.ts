@@ -12,6 +12,7 @@ import { denseForward } from './dense_forward.js';
 import { exclusiveScan } from './exclusive_scan.js';
 import { mlpBackward } from './mlp_backward.js';
 import { mlpChainForward } from './mlp_chain_forward.js';
+import { mlpDeltaChain } from './mlp_delta_chain.js';
 import { mlpForward } from './mlp_forward.js';
 import { philoxStream } from './philox_stream.js';
 import { ppoGather } from './ppo_gather.js';
@@ -25,6 +26,7 @@ const learnerKernels = [
   mlpChainForward,
   ppoLoss,
   mlpBackward,
+  mlpDeltaChain,
   adamStep,
   curiosityGather,
   curiosityLoss,
