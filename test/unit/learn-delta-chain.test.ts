@@ -215,13 +215,17 @@ describe('mlp_delta_chain', () => {
         const k = await check(ppo, rows, true, `PPO staged ${rows} rows`);
         expect([k.constants?.STAGED, k.constants?.ROWS, k.workgroupSize[0]]).toEqual([1, rows, 512]);
       }
+      // The longer chain first (the actor's starts a step later), the actor's range at an odd offset.
+      const reversed = learnerCase([ppoCriticLayout(), ppoActorLayout()], [3, 1], 5);
+      expect(reversed.plan.nets[1].base % 4).toBe(1);
+      expect((await check(reversed, 4, true, 'PPO critic first, staged 4 rows')).constants?.STAGED).toBe(1);
       const tiled = await check(ppo, 8, false, 'PPO 256-thread build, 8 rows');
       expect([tiled.constants?.STAGED, tiled.workgroupSize[0]]).toEqual([undefined, 256]);
       // One network: all the threads are its; a ragged chain at 16 rows (one partial block).
       const ragged = raggedCase(19);
       expect((await check(ragged, 16, true, 'ragged staged 16 rows')).constants?.STAGED).toBe(1);
       await check(ragged, 4, false, 'ragged 256-thread build');
-      expect(emu.launches).toBe(5);
+      expect(emu.launches).toBe(6);
     },
   );
 
