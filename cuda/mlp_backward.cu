@@ -1,5 +1,6 @@
-// mlp_backward: backward through one dense layer of up to two networks per launch, from the
-// layer's delta = dLoss/d(pre-activation) rows at deltas[dOff_j], b < batch, o < out_j:
+// mlp_backward: backward through up to MAX_JOBS (8) dense layers per launch (job j: one layer of
+// any network), from each layer's delta = dLoss/d(pre-activation) rows at deltas[dOff_j],
+// b < batch, o < out_j:
 //   dW[o, i] = sum_b delta[b, o] * x[b, i], db[o] = sum_b delta[b, o]   -> grads (params' layout)
 //   dX[b, i] = (sum_o delta[b, o] * W[o, i]) * act'(x[b, i])            -> deltas[pOff_j] (if pAct_j != 3)
 // with x = acts[xOff_j + b * in_j + i], the layer's input. Each dW tile also writes the sum of
@@ -10,18 +11,19 @@
 //   deltas: float*: this layer's rows (read) and the previous layer's (written)
 //   grads: float*, written: dW at wOff_j, db at bOff_j
 //   partials: float*, written: one float per dW tile
-//   u: Uniforms { batch, then per job j in 0, 1: in, out, wOff, bOff, xOff, dOff, pOff, pAct, partBase,
-//      then splits, scratchAt } (pAct: 0 none, 1 relu, 2 leaky 0.01, 3 no dX; out_j = 0: job absent)
+//   u: Uniforms { batch, then per job j in 0..7: in, out, wOff, bOff, xOff, dOff, pOff, pAct, partBase,
+//      then splits, scratchAt, ... } (pAct: 0 none, 1 relu, 2 leaky 0.01, 3 no dX; out_j = 0: job absent)
 // Split dW (splits > 1): each dW tile is `splits` blocks over slices of the batch (whole k-tiles);
 // each stores its partial tile in the tile's slot at deltas[scratchAt + partial slot * SLOT_FLOATS],
 // and the block that arrives last at the slot's integer counter adds the slices in slice order
 // and finishes the tile (gradients, sum of squares), then re-arms the counter. Which block is
 // last varies; the sum's order does not, so results stay deterministic (no float atomics).
 // Block: WG_X x WG_Y x WG_Z threads own a TILE_X x TILE_Y tile; flat block id = job 0's dW tiles
-// (x splits: tile t slice s is block t * splits + s), its dX tiles, then job 1's. Thread (x, y) of
-// k-group z computes the 4 x 4 block at X 4x.., Y 4y.. over the k-tiles z, z + WG_Z, ..., and the
-// WG_Z partial tiles are summed in group order through shared memory (splitting the long K loops —
-// the whole batch for dW — inside the block, with no extra launch).
+// (x splits: tile t slice s is block t * splits + s), its dX tiles, then job 1's, ..., then job
+// 7's (find_job). Thread (x, y) of k-group z computes the 4 x 4 block at X 4x.., Y 4y.. over the
+// k-tiles z, z + WG_Z, ..., and the WG_Z partial tiles are summed in group order through shared
+// memory (splitting the long K loops — the whole batch for dW — inside the block, with no extra
+// launch).
 // dW tile: X = inputs i (plus the ones column i = in for db), Y = outputs o, K = batch rows.
 // dX tile: X = inputs i, Y = batch rows b, K = outputs o. Operands are staged k-major in shared
 // memory, rows padded by 4 floats (transposing stores spread over banks; the inner loop's two
@@ -53,13 +55,19 @@
 #define XN (TILE_K * TILE_X / THREADS)
 #define YN (TILE_K * TILE_Y / THREADS)
 
+#define MAX_JOBS 8u
+
 struct BackwardJob {
   unsigned int n_in, n_out, w_off, b_off, x_off, d_off, p_off, p_act, part_base;
 };
 
+// Job j's uniforms. The Uniforms struct (generated from the spec, src/kernels/mlp_backward.ts) holds
+// batch, then the 9 fields of job 0, of job 1, ..., of job 7, 4-byte words without padding, so job
+// j's are words 1 + 9 j .. 9 + 9 j (test/unit/learn-backward-jobs.test.ts checks that order). A
+// constant j reads the parameter bank at fixed offsets, a variable one at a register offset.
 __device__ __forceinline__ BackwardJob backward_job(const Uniforms& v, unsigned int j) {
-  if (j == 0u) return BackwardJob{v.in0, v.out0, v.wOff0, v.bOff0, v.xOff0, v.dOff0, v.pOff0, v.pAct0, v.partBase0};
-  return BackwardJob{v.in1, v.out1, v.wOff1, v.bOff1, v.xOff1, v.dOff1, v.pOff1, v.pAct1, v.partBase1};
+  const unsigned int* w = reinterpret_cast<const unsigned int*>(&v) + 1u + 9u * j;
+  return BackwardJob{w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8]};
 }
 
 __device__ __forceinline__ unsigned int ceil_div(unsigned int a, unsigned int b) { return (a + b - 1u) / b; }
@@ -70,6 +78,43 @@ __device__ __forceinline__ unsigned int grad_tiles(const BackwardJob& job) {
 
 __device__ __forceinline__ unsigned int dx_tiles(const BackwardJob& job, unsigned int batch) {
   return job.n_out == 0u || job.p_act == 3u ? 0u : ceil_div(job.n_in, TILE_X) * ceil_div(batch, TILE_Y);
+}
+
+// The job of flat block t (job j's blocks: its dW tiles x splits, then its dX tiles), MAX_JOBS for
+// none; t becomes the block's index within its job. The loop is unrolled (each job's uniforms at
+// fixed offsets) and stops at the first job whose blocks reach past t: a block of job 0 reads job
+// 0's uniforms only.
+__device__ __forceinline__ unsigned int find_job(const Uniforms& v, unsigned int& t, bool& is_dw) {
+#pragma unroll
+  for (unsigned int j = 0; j < MAX_JOBS; j++) {
+    const BackwardJob job = backward_job(v, j);
+    const unsigned int gw = grad_tiles(job) * v.splits;
+    const unsigned int gx = dx_tiles(job, v.batch);
+    if (t < gw + gx) {
+      is_dw = t < gw;
+      if (!is_dw) t -= gw;
+      return j;
+    }
+    t -= gw + gx;
+  }
+  return MAX_JOBS;
+}
+
+// flat_block_id() read anew from the special registers (volatile, so never merged with an earlier
+// read): find_job(u, ...) on it gives the block's job again after the tile loop, where holding the
+// job index across the loop would take one register more than the TF32 build's 64 and spill.
+__device__ __forceinline__ unsigned int block_id_again() {
+#ifdef __CUDA_ARCH__
+  unsigned int x, y, z, nx, ny;
+  asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(x));
+  asm volatile("mov.u32 %0, %%ctaid.y;" : "=r"(y));
+  asm volatile("mov.u32 %0, %%ctaid.z;" : "=r"(z));
+  asm volatile("mov.u32 %0, %%nctaid.x;" : "=r"(nx));
+  asm volatile("mov.u32 %0, %%nctaid.y;" : "=r"(ny));
+  return x + nx * (y + ny * z);
+#else
+  return (unsigned int)flat_block_id();
+#endif
 }
 
 // This k-group's partial tile of a dW (DW) or dX tile at (x0, y0): the rounds z, z + WG_Z, ... of
@@ -173,26 +218,13 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z, 2) mlp_backward
   __shared__ __align__(16) float stage[WG_Z * STAGE];
   __shared__ float red[THREADS];
 
-  // Which job and which kind of tile this block computes.
+  // Which job and which kind of tile this block computes. Of the job's fields only those of the tile
+  // loop are read here; the others after it, where the job is found again (block_id_again).
   unsigned int t = (unsigned int)flat_block_id();
-  BackwardJob job = backward_job(u, 0u);
   bool is_dw = true;
-  bool found = false;
-  for (unsigned int j = 0; j < 2u && !found; j++) {
-    job = backward_job(u, j);
-    const unsigned int gw = grad_tiles(job) * u.splits;
-    const unsigned int gx = dx_tiles(job, u.batch);
-    if (t < gw) {
-      found = true;
-    } else if (t < gw + gx) {
-      t -= gw;
-      is_dw = false;
-      found = true;
-    } else {
-      t -= gw + gx;
-    }
-  }
-  if (!found) return;
+  const unsigned int j = find_job(u, t, is_dw);
+  if (j == MAX_JOBS) return;
+  const BackwardJob job = backward_job(u, j);
   // A dW tile is u.splits blocks, each over one slice of the batch (whole k-tiles).
   const unsigned int slice = is_dw ? t % u.splits : 0u;
   if (is_dw) t /= u.splits;
@@ -242,12 +274,17 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z, 2) mlp_backward
     }
   }
 
+  // The job's other fields (b_off, p_off, p_act, part_base), read after the tile loop.
+  unsigned int t_again = block_id_again();
+  bool dw_again;
+  const BackwardJob late = backward_job(u, find_job(u, t_again, dw_again));
+
   if (is_dw && u.splits > 1u) {
     // Split dW: every slice stores its tile in the tile's scratch slot; the block that arrives last
     // (an integer counter: which block that is varies, the sum does not) adds the slices in slice
     // order and finishes the tile below, then re-arms the counter for the next launch.
     __shared__ unsigned int last;
-    float* slot = deltas + u.scratchAt + (job.part_base + t) * SLOT_FLOATS;
+    float* slot = deltas + u.scratchAt + (late.part_base + t) * SLOT_FLOATS;
     float4* data = reinterpret_cast<float4*>(slot + 4);
     if (z == 0u) {
 #pragma unroll
@@ -290,7 +327,7 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z, 2) mlp_backward
           const unsigned int i = x0 + ix + r;
           if (o < job.n_out && i <= job.n_in) {
             const float g = acc[r][c];
-            grads[i < job.n_in ? job.w_off + o * job.n_in + i : job.b_off + o] = g;
+            grads[i < job.n_in ? job.w_off + o * job.n_in + i : late.b_off + o] = g;
             ss += g * g;
           }
         }
@@ -309,7 +346,7 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z, 2) mlp_backward
       float v = red[tid];
 #pragma unroll
       for (unsigned int s = 16u; s > 0u; s >>= 1) v += __shfl_xor_sync(0xffffffffu, v, (int)s);
-      if (tid == 0u) partials[job.part_base + t] = v;
+      if (tid == 0u) partials[late.part_base + t] = v;
     }
     return;
   }
@@ -323,7 +360,7 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z, 2) mlp_backward
       const unsigned int i = x0 + ix + r;
       if (b < u.batch && i < job.n_in) {
         const float y = acts[job.x_off + b * job.n_in + i];
-        deltas[job.p_off + b * job.n_in + i] = acc[r][c] * learn_act_derivative(y, job.p_act);
+        deltas[late.p_off + b * job.n_in + i] = acc[r][c] * learn_act_derivative(y, late.p_act);
       }
     }
   }

@@ -1,5 +1,6 @@
-// mlp_backward: backward through one dense layer of up to two networks per launch, from the
-// layer's delta = dLoss/d(pre-activation) rows at deltas[dOff_j], b < batch, o < out_j:
+// mlp_backward: backward through up to MAX_JOBS (8) dense layers per launch (job j: one layer of
+// any network), from each layer's delta = dLoss/d(pre-activation) rows at deltas[dOff_j],
+// b < batch, o < out_j:
 //   dW[o, i] = sum_b delta[b, o] * x[b, i], db[o] = sum_b delta[b, o]   -> grads (params' layout)
 //   dX[b, i] = (sum_o delta[b, o] * W[o, i]) * act'(x[b, i])            -> deltas[pOff_j] (if pAct_j != 3)
 // with x = acts[xOff_j + b * in_j + i], the layer's input. Each dW tile also writes the sum of
@@ -10,9 +11,9 @@
 //   deltas: array<f32>, read_write: this layer's rows (read) and the previous layer's (written)
 //   grads: array<f32>, read_write: dW at wOff_j, db at bOff_j
 //   partials: array<f32>, read_write: one float per dW tile
-//   u: Uniforms { batch, then per job j in 0, 1: in, out, wOff, bOff, xOff, dOff, pOff, pAct, partBase,
-//      then splits, scratchAt, sliceOnly, sumSplits, then per j: sumIn, sumOut, sumWOff, sumBOff,
-//      sumPartBase } (pAct: 0 none, 1 relu, 2 leaky 0.01, 3 no dX; out_j = 0: job absent)
+//   u: Uniforms { batch, then per job j in 0..7: in, out, wOff, bOff, xOff, dOff, pOff, pAct, partBase,
+//      then splits, scratchAt, sliceOnly, sumSplits, then per j in 0, 1: sumIn, sumOut, sumWOff,
+//      sumBOff, sumPartBase } (pAct: 0 none, 1 relu, 2 leaky 0.01, 3 no dX; out_j = 0: job absent)
 // Split dW (splits > 1, sliceOnly = 1): each dW tile is `splits` workgroups over slices of the batch
 // (whole k-tiles); each stores its partial tile in the tile's slot at deltas[scratchAt + partial
 // slot * SLOT_FLOATS + 4] and nothing else. WGSL's atomics are relaxed and its barriers are
@@ -23,10 +24,10 @@
 // gradients and the tile's sum of squares.
 // Workgroup: WG_X x WG_Y x WG_Z threads own a TILE_X x TILE_Y tile; flat workgroup id = the split
 // tiles to finish (sum job 0's, sum job 1's), then job 0's dW tiles (x splits: tile t slice s is
-// workgroup t * splits + s), its dX tiles, then job 1's. Thread (x, y) of k-group z computes the 4 x 4 block at
-// X 4x.., Y 4y.. over the k-tiles z, z + WG_Z, ..., and the WG_Z partial tiles are summed in group
-// order through workgroup memory (splitting the long K loops — the whole batch for dW — inside the
-// workgroup, with no extra launch).
+// workgroup t * splits + s), its dX tiles, then job 1's, ..., then job 7's. Thread (x, y) of
+// k-group z computes the 4 x 4 block at X 4x.., Y 4y.. over the k-tiles z, z + WG_Z, ..., and the
+// WG_Z partial tiles are summed in group order through workgroup memory (splitting the long K
+// loops — the whole batch for dW — inside the workgroup, with no extra launch).
 // dW tile: X = inputs i (plus the ones column i = in for db), Y = outputs o, K = batch rows.
 // dX tile: X = inputs i, Y = batch rows b, K = outputs o. Operands are staged k-major in
 // workgroup memory as vec4 rows padded by one vec4 (two vec4 reads per k for 16 multiply-adds).
@@ -70,11 +71,36 @@ struct Job {
   part_base: u32,
 }
 
+// Most jobs of a launch (src/kernels/mlp_backward.ts MAX_BACKWARD_JOBS).
+const MAX_JOBS = 8u;
+
 fn job_of(j: u32) -> Job {
-  if (j == 0u) {
-    return Job(u.in0, u.out0, u.wOff0, u.bOff0, u.xOff0, u.dOff0, u.pOff0, u.pAct0, u.partBase0);
+  switch (j) {
+    case 0u: {
+      return Job(u.in0, u.out0, u.wOff0, u.bOff0, u.xOff0, u.dOff0, u.pOff0, u.pAct0, u.partBase0);
+    }
+    case 1u: {
+      return Job(u.in1, u.out1, u.wOff1, u.bOff1, u.xOff1, u.dOff1, u.pOff1, u.pAct1, u.partBase1);
+    }
+    case 2u: {
+      return Job(u.in2, u.out2, u.wOff2, u.bOff2, u.xOff2, u.dOff2, u.pOff2, u.pAct2, u.partBase2);
+    }
+    case 3u: {
+      return Job(u.in3, u.out3, u.wOff3, u.bOff3, u.xOff3, u.dOff3, u.pOff3, u.pAct3, u.partBase3);
+    }
+    case 4u: {
+      return Job(u.in4, u.out4, u.wOff4, u.bOff4, u.xOff4, u.dOff4, u.pOff4, u.pAct4, u.partBase4);
+    }
+    case 5u: {
+      return Job(u.in5, u.out5, u.wOff5, u.bOff5, u.xOff5, u.dOff5, u.pOff5, u.pAct5, u.partBase5);
+    }
+    case 6u: {
+      return Job(u.in6, u.out6, u.wOff6, u.bOff6, u.xOff6, u.dOff6, u.pOff6, u.pAct6, u.partBase6);
+    }
+    default: {
+      return Job(u.in7, u.out7, u.wOff7, u.bOff7, u.xOff7, u.dOff7, u.pOff7, u.pAct7, u.partBase7);
+    }
   }
-  return Job(u.in1, u.out1, u.wOff1, u.bOff1, u.xOff1, u.dOff1, u.pOff1, u.pAct1, u.partBase1);
 }
 
 fn sum_job_of(j: u32) -> Job {
@@ -281,20 +307,19 @@ fn mlp_backward(
       }
     }
   }
-  for (var j = 0u; j < 2u; j++) {
-    if (!found) {
-      job = job_of(j);
-      let gw = grad_tiles(job) * u.splits;
-      let gx = dx_tiles(job);
-      if (t < gw) {
-        found = true;
-      } else if (t < gw + gx) {
-        t = t - gw;
-        is_dw = false;
-        found = true;
-      } else {
-        t = t - gw - gx;
-      }
+  // The first job whose tiles reach past t (the loop stops there).
+  for (var j = 0u; j < MAX_JOBS && !found; j++) {
+    job = job_of(j);
+    let gw = grad_tiles(job) * u.splits;
+    let gx = dx_tiles(job);
+    if (t < gw) {
+      found = true;
+    } else if (t < gw + gx) {
+      t = t - gw;
+      is_dw = false;
+      found = true;
+    } else {
+      t = t - gw - gx;
     }
   }
   if (!found) {

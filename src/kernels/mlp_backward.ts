@@ -1,6 +1,8 @@
 /**
- * mlp_backward: the backward pass through one dense layer of up to two networks in one launch,
- * given delta = dLoss/d(pre-activation) of the layer's outputs `[batch, out]`:
+ * mlp_backward: the backward pass through up to MAX_BACKWARD_JOBS (8) dense layers in one launch
+ * (one job each: a layer of any network, e.g. one of the actor and one of the critic, or every
+ * layer whose deltas a delta chain computed), given for each job its layer's
+ * delta = dLoss/d(pre-activation) of the layer's outputs `[batch, out]`:
  *   dW[o, i] = sum_b delta[b, o] * x[b, i]       (batched outer products, reduced over the batch)
  *   db[o]    = sum_b delta[b, o]                 (the same sum against an input column of ones)
  *   dX[b, i] = (sum_o delta[b, o] * W[o, i]) * act'(x[b, i])   -> the previous layer's delta
@@ -11,15 +13,17 @@
  * launch of its own is needed for it.
  *
  * Grid: per job, its dW tiles (over (in + 1) inputs x out outputs) then its dX tiles (over in
- * inputs x batch rows); job 0's before job 1's, flat over x. Every tile is TILE_X x TILE_Y with a
- * K loop (batch for dW, out for dX), 8 x 16 threads each owning a contiguous 4 x 4 block, times
- * kSplit k-groups that split the K loop between them and add their tiles in group order. A dW
- * tile's batch can also be split over `splits` workgroups (DwSplit; device_mlp.ts decides per
- * launch). On CUDA the last of them to arrive adds the slices in slice order (hand-off 'last');
+ * inputs x batch rows); job 0's before job 1's, ..., before job 7's, flat over x (jobs past the
+ * launch's have out_j = 0 and no tiles). Every tile is TILE_X x TILE_Y with a K loop (batch for
+ * dW, out for dX), 8 x 16 threads each owning a contiguous 4 x 4 block, times kSplit k-groups
+ * that split the K loop between them and add their tiles in group order. A dW tile's batch can
+ * also be split over `splits` workgroups (DwSplit, one value per launch; device_mlp.ts decides
+ * it). On CUDA the last of them to arrive adds the slices in slice order (hand-off 'last');
  * WGSL has no device-scope fence, so there the slice workgroups only store their slices
  * (hand-off 'later', `sliceOnly` = 1) and a later launch adds them: its first workgroups, one per
- * split tile of the jobs in `sumIn0..`, sum the slices in slice order and finish the tiles (grads,
- * sums of squares). Launches are ordered, so the slices are visible to it.
+ * split tile of the (at most MAX_SUM_JOBS = 2) jobs in `sumIn0..`, sum the slices in slice order
+ * and finish the tiles (grads, sums of squares). Launches are ordered, so the slices are visible
+ * to it.
  *
  * Numerics: f32; every sum adds in increasing k (b for dW, o for dX) from 0, as src/learn/mlp.ts;
  * multiply-adds may fuse on GPUs, so twins agree to a tolerance. Partials are per-tile sums in the
@@ -34,6 +38,13 @@ import type { Kernel, TypedArray } from './reference.js';
 
 /** pAct value of a first layer: no input gradient is computed. */
 export const NO_DX = 3;
+
+/** Most jobs (layers) of one launch; the uniforms hold FIELDS for each (in0 .. partBase7). */
+export const MAX_BACKWARD_JOBS = 8;
+/** Most jobs whose split dW tiles one launch finishes (WGSL hand-off 'later'). */
+export const MAX_SUM_JOBS = 2;
+
+const jobIndices = (n: number) => Array.from({ length: n }, (_, j) => j);
 
 const FIELDS = ['in', 'out', 'wOff', 'bOff', 'xOff', 'dOff', 'pOff', 'pAct', 'partBase'] as const;
 /** A job whose split dW tiles a launch finishes (sumOut_j = 0: none). */
@@ -60,7 +71,10 @@ export function mlpBackwardSpecFor(kSplit: number, tf32: 0 | 1 = 0): KernelSpec 
       ],
       uniforms: [
         { name: 'batch', type: 'u32' },
-        ...[0, 1].flatMap((j) => FIELDS.map((f) => ({ name: `${f}${j}`, type: 'u32' as const }))),
+        // Job j's fields at word 1 + 9 j + field (absent jobs: out_j = 0).
+        ...jobIndices(MAX_BACKWARD_JOBS).flatMap((j) =>
+          FIELDS.map((f) => ({ name: `${f}${j}`, type: 'u32' as const })),
+        ),
         // Split dW: slices per dW tile and where the scratch slots start.
         { name: 'splits', type: 'u32' },
         { name: 'scratchAt', type: 'u32' },
@@ -69,7 +83,9 @@ export function mlpBackwardSpecFor(kSplit: number, tf32: 0 | 1 = 0): KernelSpec 
         // workgroups add the slices (sumSplits of them) of an earlier launch's split tiles.
         { name: 'sliceOnly', type: 'u32' },
         { name: 'sumSplits', type: 'u32' },
-        ...[0, 1].flatMap((j) => SUM_FIELDS.map((f) => ({ name: `${f}${j}`, type: 'u32' as const }))),
+        ...jobIndices(MAX_SUM_JOBS).flatMap((j) =>
+          SUM_FIELDS.map((f) => ({ name: `${f}${j}`, type: 'u32' as const })),
+        ),
       ],
       workgroupSize: [8, 16, kSplit],
       constants: { TILE_X: 32, TILE_Y: 64, TILE_K: 16, ...(tf32 ? { TF32: 1 } : {}) },
@@ -168,6 +184,10 @@ function jobUniforms(job: BackwardJob | undefined, j: number): Record<string, nu
   };
 }
 
+/** The uniforms of jobs 0 .. n - 1 in one record. */
+const perJob = (n: number, of: (j: number) => Record<string, number>): Record<string, number> =>
+  Object.fromEntries(jobIndices(n).flatMap((j) => Object.entries(of(j))));
+
 export function mlpBackwardDispatch(
   buffers: {
     params: DeviceBuffer;
@@ -192,9 +212,14 @@ export function mlpBackwardDispatch(
       `mlp_backward: sum splits must be an integer in [2, ${MAX_DW_SPLITS}], got ${sum.splits}`,
     );
   }
-  if (jobs.length > 2 || (sum?.jobs.length ?? 0) > 2 || (jobs.length === 0 && !sum)) {
+  if (
+    jobs.length > MAX_BACKWARD_JOBS ||
+    (sum?.jobs.length ?? 0) > MAX_SUM_JOBS ||
+    (jobs.length === 0 && !sum)
+  ) {
     throw new Error(
-      "mlp_backward: a launch takes one or two jobs and finishes at most two jobs' split tiles",
+      `mlp_backward: a launch takes 1 to ${MAX_BACKWARD_JOBS} jobs (none only to finish split tiles), ` +
+        `got ${jobs.length}, and finishes at most ${MAX_SUM_JOBS} jobs' split tiles, got ${sum?.jobs.length ?? 0}`,
     );
   }
   let tiles = 0;
@@ -209,14 +234,12 @@ export function mlpBackwardDispatch(
     buffers: [params, acts, deltas, grads, partials],
     uniforms: {
       batch,
-      ...jobUniforms(jobs[0], 0),
-      ...jobUniforms(jobs[1], 1),
+      ...perJob(MAX_BACKWARD_JOBS, (j) => jobUniforms(jobs[j], j)),
       splits: split.splits,
       scratchAt: split.scratchAt,
       sliceOnly: split.splits > 1 && split.handoff === 'later' ? 1 : 0,
       sumSplits: sum?.splits ?? 0,
-      ...sumUniforms(sum?.jobs[0], 0),
-      ...sumUniforms(sum?.jobs[1], 1),
+      ...perJob(MAX_SUM_JOBS, (j) => sumUniforms(sum?.jobs[j], j)),
     },
     groups: grid1d(tiles),
   };
@@ -264,7 +287,7 @@ function mlpBackwardReference(
   };
   // An earlier launch's split dW tiles (WGSL hand-off): their slices added in slice order.
   if (u.sumSplits > 1) {
-    for (const j of [0, 1]) {
+    for (const j of jobIndices(MAX_SUM_JOBS)) {
       const [nIn, nOut, wOff, bOff, partBase] = SUM_FIELDS.map((f) => u[`${f}${j}`]);
       if (nOut === 0) continue;
       const tx = ceilDiv(nIn + 1, C.TILE_X);
@@ -282,7 +305,8 @@ function mlpBackwardReference(
       budget -= sTiles;
     }
   }
-  for (const j of [0, 1]) {
+  // The jobs in grid order, each its dW tiles (x splits) then its dX tiles.
+  for (const j of jobIndices(MAX_BACKWARD_JOBS)) {
     const [nIn, nOut, wOff, bOff, xOff, dOff, pOff, pAct, partBase] = FIELDS.map((f) => u[`${f}${j}`]);
     if (nOut === 0) continue;
     // dW and db, tile by tile (a tile's partial is the f32 sum of its squares, row by row).
