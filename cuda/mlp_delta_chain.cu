@@ -29,7 +29,7 @@
 // into shared memory, from the 16-byte boundary at or before pFrom_n, in float4s (the ranges one
 // after the other, each rounded out to whole float4s; STAGE_FLOATS in all), every thread issuing a
 // round's loads (STAGE_BATCH of them) before it stores any, the networks' top deltas and first act'
-// inputs loaded with the first round; the last 1 to 3 floats of a range are copied one by one (not
+// inputs loaded before the first round; the last 1 to 3 floats of a range are copied one by one (not
 // read past pEnd: the buffer may end there). Rows are read at any float offset (one float per
 // thread), so the ranges need no shift. Then every weight comes from shared memory.
 // STAGED undefined (the WGSL twin's shape; CUDA's build when the copy does not fit): 256 threads
@@ -164,9 +164,11 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_delta_chain
   for (unsigned int q = 0; q < DIN_PER_THREAD; q++) {
     const unsigned int e = tid + THREADS * q;
     const bool second = e >= e0;
-    const unsigned int n_out = second ? top1.n_out : top0.n_out;  // fields, not a reference: no stack
+    // Fields, not a reference to top0 or top1 (that put them on the stack).
+    const unsigned int n_out = second ? top1.n_out : top0.n_out;
+    const unsigned int d_off = second ? top1.d_off : top0.d_off;
     const unsigned int k = second ? e - e0 : e;
-    din[q] = e < e_all && k < rows * n_out ? deltas[(second ? top1.d_off : top0.d_off) + row0 * n_out + k] : 0.0f;
+    din[q] = e < e_all && k < rows * n_out ? deltas[d_off + row0 * n_out + k] : 0.0f;
   }
   // This thread's first act' inputs (its network's layer 0, input t).
   float x_next[ROWS];
