@@ -5607,8 +5607,9 @@ fn exclusive_scan(
   }
 }
 `,
-  mlp_backward: `// mlp_backward: backward through one dense layer of up to two networks per launch, from the
-// layer's delta = dLoss/d(pre-activation) rows at deltas[dOff_j], b < batch, o < out_j:
+  mlp_backward: `// mlp_backward: backward through up to MAX_JOBS (8) dense layers per launch (job j: one layer of
+// any network), from each layer's delta = dLoss/d(pre-activation) rows at deltas[dOff_j],
+// b < batch, o < out_j:
 //   dW[o, i] = sum_b delta[b, o] * x[b, i], db[o] = sum_b delta[b, o]   -> grads (params' layout)
 //   dX[b, i] = (sum_o delta[b, o] * W[o, i]) * act'(x[b, i])            -> deltas[pOff_j] (if pAct_j != 3)
 // with x = acts[xOff_j + b * in_j + i], the layer's input. Each dW tile also writes the sum of
@@ -5619,9 +5620,9 @@ fn exclusive_scan(
 //   deltas: array<f32>, read_write: this layer's rows (read) and the previous layer's (written)
 //   grads: array<f32>, read_write: dW at wOff_j, db at bOff_j
 //   partials: array<f32>, read_write: one float per dW tile
-//   u: Uniforms { batch, then per job j in 0, 1: in, out, wOff, bOff, xOff, dOff, pOff, pAct, partBase,
-//      then splits, scratchAt, sliceOnly, sumSplits, then per j: sumIn, sumOut, sumWOff, sumBOff,
-//      sumPartBase } (pAct: 0 none, 1 relu, 2 leaky 0.01, 3 no dX; out_j = 0: job absent)
+//   u: Uniforms { batch, then per job j in 0..7: in, out, wOff, bOff, xOff, dOff, pOff, pAct, partBase,
+//      then splits, scratchAt, sliceOnly, sumSplits, then per j in 0, 1: sumIn, sumOut, sumWOff,
+//      sumBOff, sumPartBase } (pAct: 0 none, 1 relu, 2 leaky 0.01, 3 no dX; out_j = 0: job absent)
 // Split dW (splits > 1, sliceOnly = 1): each dW tile is \`splits\` workgroups over slices of the batch
 // (whole k-tiles); each stores its partial tile in the tile's slot at deltas[scratchAt + partial
 // slot * SLOT_FLOATS + 4] and nothing else. WGSL's atomics are relaxed and its barriers are
@@ -5632,10 +5633,10 @@ fn exclusive_scan(
 // gradients and the tile's sum of squares.
 // Workgroup: WG_X x WG_Y x WG_Z threads own a TILE_X x TILE_Y tile; flat workgroup id = the split
 // tiles to finish (sum job 0's, sum job 1's), then job 0's dW tiles (x splits: tile t slice s is
-// workgroup t * splits + s), its dX tiles, then job 1's. Thread (x, y) of k-group z computes the 4 x 4 block at
-// X 4x.., Y 4y.. over the k-tiles z, z + WG_Z, ..., and the WG_Z partial tiles are summed in group
-// order through workgroup memory (splitting the long K loops — the whole batch for dW — inside the
-// workgroup, with no extra launch).
+// workgroup t * splits + s), its dX tiles, then job 1's, ..., then job 7's. Thread (x, y) of
+// k-group z computes the 4 x 4 block at X 4x.., Y 4y.. over the k-tiles z, z + WG_Z, ..., and the
+// WG_Z partial tiles are summed in group order through workgroup memory (splitting the long K
+// loops — the whole batch for dW — inside the workgroup, with no extra launch).
 // dW tile: X = inputs i (plus the ones column i = in for db), Y = outputs o, K = batch rows.
 // dX tile: X = inputs i, Y = batch rows b, K = outputs o. Operands are staged k-major in
 // workgroup memory as vec4 rows padded by one vec4 (two vec4 reads per k for 16 multiply-adds).
@@ -5679,11 +5680,36 @@ struct Job {
   part_base: u32,
 }
 
+// Most jobs of a launch (src/kernels/mlp_backward.ts MAX_BACKWARD_JOBS).
+const MAX_JOBS = 8u;
+
 fn job_of(j: u32) -> Job {
-  if (j == 0u) {
-    return Job(u.in0, u.out0, u.wOff0, u.bOff0, u.xOff0, u.dOff0, u.pOff0, u.pAct0, u.partBase0);
+  switch (j) {
+    case 0u: {
+      return Job(u.in0, u.out0, u.wOff0, u.bOff0, u.xOff0, u.dOff0, u.pOff0, u.pAct0, u.partBase0);
+    }
+    case 1u: {
+      return Job(u.in1, u.out1, u.wOff1, u.bOff1, u.xOff1, u.dOff1, u.pOff1, u.pAct1, u.partBase1);
+    }
+    case 2u: {
+      return Job(u.in2, u.out2, u.wOff2, u.bOff2, u.xOff2, u.dOff2, u.pOff2, u.pAct2, u.partBase2);
+    }
+    case 3u: {
+      return Job(u.in3, u.out3, u.wOff3, u.bOff3, u.xOff3, u.dOff3, u.pOff3, u.pAct3, u.partBase3);
+    }
+    case 4u: {
+      return Job(u.in4, u.out4, u.wOff4, u.bOff4, u.xOff4, u.dOff4, u.pOff4, u.pAct4, u.partBase4);
+    }
+    case 5u: {
+      return Job(u.in5, u.out5, u.wOff5, u.bOff5, u.xOff5, u.dOff5, u.pOff5, u.pAct5, u.partBase5);
+    }
+    case 6u: {
+      return Job(u.in6, u.out6, u.wOff6, u.bOff6, u.xOff6, u.dOff6, u.pOff6, u.pAct6, u.partBase6);
+    }
+    default: {
+      return Job(u.in7, u.out7, u.wOff7, u.bOff7, u.xOff7, u.dOff7, u.pOff7, u.pAct7, u.partBase7);
+    }
   }
-  return Job(u.in1, u.out1, u.wOff1, u.bOff1, u.xOff1, u.dOff1, u.pOff1, u.pAct1, u.partBase1);
 }
 
 fn sum_job_of(j: u32) -> Job {
@@ -5890,20 +5916,19 @@ fn mlp_backward(
       }
     }
   }
-  for (var j = 0u; j < 2u; j++) {
-    if (!found) {
-      job = job_of(j);
-      let gw = grad_tiles(job) * u.splits;
-      let gx = dx_tiles(job);
-      if (t < gw) {
-        found = true;
-      } else if (t < gw + gx) {
-        t = t - gw;
-        is_dw = false;
-        found = true;
-      } else {
-        t = t - gw - gx;
-      }
+  // The first job whose tiles reach past t (the loop stops there).
+  for (var j = 0u; j < MAX_JOBS && !found; j++) {
+    job = job_of(j);
+    let gw = grad_tiles(job) * u.splits;
+    let gx = dx_tiles(job);
+    if (t < gw) {
+      found = true;
+    } else if (t < gw + gx) {
+      t = t - gw;
+      is_dw = false;
+      found = true;
+    } else {
+      t = t - gw - gx;
     }
   }
   if (!found) {
@@ -6183,6 +6208,176 @@ fn mlp_chain_forward(
     }
     workgroupBarrier();
     n_in = L.n_out;
+  }
+}
+`,
+  mlp_delta_chain: `// mlp_delta_chain: the input gradients (deltas) of consecutive layers of up to two chain networks
+// in one launch, ROWS rows per workgroup, the rows' deltas kept in workgroup memory from layer to
+// layer. Net n's layer c (c = 0 the top), for b < batch, i < in_c:
+//   deltas[pOff_c + b * in_c + i] = (sum_o deltas[dOff_c + b * out_c + o] * W[o, i]) * act'(acts[xOff_c + b * in_c + i])
+// the sum over o increasing from 0, W [out_c, in_c] at params[wOff_c]; layer c + 1 starts from the
+// delta layer c wrote (out_{c+1} = in_c, dOff_{c+1} = pOff_c; the dispatch checks it).
+// Bindings (declared by the preamble generated from src/kernels/mlp_delta_chain.ts):
+//   params: array<f32>, read: the networks' flat parameters (W [out, in] row-major, then bias)
+//   acts: array<f32>, read: each layer's input rows at xOff_c (the previous layer's outputs)
+//   deltas: array<f32>, read_write: each network's top delta rows at dOff_0, every dX at pOff_c
+//   u: Uniforms { batch, nets, then per net n < 2: layers, pFrom, pEnd (unused here: the CUDA
+//      staged build's copy), then per layer c < 4: in, out, wOff, dOff, xOff, pOff, pAct }
+//      (pAct: 0 none, 1 relu, 2 leaky 0.01; widths <= MAX_WIDTH)
+// The THREADS invocations split in \`nets\` equal parts, one per network; the networks run at once,
+// in steps with a barrier between them, a shorter chain starting later (its last layer in the last
+// step). In its part, invocation t takes the inputs i = t, t + part, ..: it adds delta[r][o] *
+// W[o, i] over o increasing for all ROWS rows (each weight read once from global memory, the
+// rows' deltas from the tile, kept as [unit][ROWS]), multiplies by act', and writes the result to
+// the next tile and to deltas. Each network has two tiles that the steps alternate between (tile
+// A holds its deltas out_0, in_1, ..; tile B in_0, in_2, ..): TILE_FLOATS = ROWS * the sum of the
+// networks' widest deltas of each.
+// Numerics: f32, each sum from +0 in increasing o as the TS reference; the compiler may fuse
+// multiply-adds, so the twins agree to a tolerance (fixed order: the same bits every run).
+
+const THREADS = WG_X * WG_Y * WG_Z;
+
+var<workgroup> tile: array<f32, TILE_FLOATS>;
+
+struct DeltaLayer {
+  n_in: u32,
+  n_out: u32,
+  w_off: u32,
+  d_off: u32,
+  x_off: u32,
+  p_off: u32,
+  p_act: u32,
+}
+
+fn delta_layer(n: u32, c: u32) -> DeltaLayer {
+  if (n == 0u) {
+    if (c == 0u) {
+      return DeltaLayer(u.in0_0, u.out0_0, u.wOff0_0, u.dOff0_0, u.xOff0_0, u.pOff0_0, u.pAct0_0);
+    }
+    if (c == 1u) {
+      return DeltaLayer(u.in0_1, u.out0_1, u.wOff0_1, u.dOff0_1, u.xOff0_1, u.pOff0_1, u.pAct0_1);
+    }
+    if (c == 2u) {
+      return DeltaLayer(u.in0_2, u.out0_2, u.wOff0_2, u.dOff0_2, u.xOff0_2, u.pOff0_2, u.pAct0_2);
+    }
+    return DeltaLayer(u.in0_3, u.out0_3, u.wOff0_3, u.dOff0_3, u.xOff0_3, u.pOff0_3, u.pAct0_3);
+  }
+  if (c == 0u) {
+    return DeltaLayer(u.in1_0, u.out1_0, u.wOff1_0, u.dOff1_0, u.xOff1_0, u.pOff1_0, u.pAct1_0);
+  }
+  if (c == 1u) {
+    return DeltaLayer(u.in1_1, u.out1_1, u.wOff1_1, u.dOff1_1, u.xOff1_1, u.pOff1_1, u.pAct1_1);
+  }
+  if (c == 2u) {
+    return DeltaLayer(u.in1_2, u.out1_2, u.wOff1_2, u.dOff1_2, u.xOff1_2, u.pOff1_2, u.pAct1_2);
+  }
+  return DeltaLayer(u.in1_3, u.out1_3, u.wOff1_3, u.dOff1_3, u.xOff1_3, u.pOff1_3, u.pAct1_3);
+}
+
+fn delta_layers(n: u32) -> u32 {
+  return select(u.layers0, u.layers1, n == 1u);
+}
+
+// act' read from the activation's output: relu' = y > 0, leaky' = y > 0 ? 1 : 0.01.
+fn act_derivative(y: f32, act: u32) -> f32 {
+  if (act == 1u) {
+    return select(0.0, 1.0, y > 0.0);
+  }
+  if (act == 2u) {
+    return select(0.01, 1.0, y > 0.0);
+  }
+  return 1.0;
+}
+
+// Floats per row of net n's tiles A (its deltas out_0, in_1, in_3) and B (in_0, in_2): the widest
+// of each (src/kernels/mlp_delta_chain.ts: tileWidths).
+fn tile_widths(n: u32) -> vec2<u32> {
+  var w = vec2<u32>(delta_layer(n, 0u).n_out, 0u);
+  for (var c = 0u; c < delta_layers(n); c++) {
+    let width = delta_layer(n, c).n_in;
+    if (c % 2u == 0u) {
+      w.y = max(w.y, width);
+    } else {
+      w.x = max(w.x, width);
+    }
+  }
+  return w;
+}
+
+@compute @workgroup_size(WG_X, WG_Y, WG_Z)
+fn mlp_delta_chain(
+  @builtin(workgroup_id) wid: vec3<u32>,
+  @builtin(num_workgroups) nwg: vec3<u32>,
+  @builtin(local_invocation_index) tid: u32,
+) {
+  let block = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
+  // The whole workgroup leaves (uniform: no barrier is skipped by part of it).
+  if (block * ROWS >= u.batch) {
+    return;
+  }
+  let row0 = block * ROWS;
+  let rows = min(u32(ROWS), u.batch - row0);
+  let nets = u.nets;
+  let part = THREADS / nets;
+  let net = tid / part;
+  let t = tid - net * part;
+  var steps = u.layers0;
+  if (nets > 1u) {
+    steps = max(steps, u.layers1);
+  }
+  let first_step = steps - delta_layers(net);
+
+  // The tiles: net 0's A and B, then net 1's.
+  let w0 = tile_widths(0u);
+  let tile_a1 = ROWS * (w0.x + w0.y);
+  var tile_in = select(0u, tile_a1, net == 1u);  // this step's layer reads its deltas here
+  var tile_out = tile_in + ROWS * select(w0.x, tile_widths(1u).x, net == 1u);
+
+  // Both networks' top delta rows (contiguous in deltas; zeros past the batch) into tile A.
+  for (var n = 0u; n < nets; n++) {
+    let top = delta_layer(n, 0u);
+    let at = select(0u, tile_a1, n == 1u);
+    for (var e = tid; e < ROWS * top.n_out; e += THREADS) {
+      var v = 0.0;
+      if (e < rows * top.n_out) {
+        v = deltas[top.d_off + row0 * top.n_out + e];
+      }
+      tile[at + (e % top.n_out) * ROWS + e / top.n_out] = v;
+    }
+  }
+  workgroupBarrier();
+
+  for (var s = 0u; s < steps; s++) {
+    if (s >= first_step) {
+      let L = delta_layer(net, s - first_step);
+      for (var i = t; i < L.n_in; i += part) {
+        var acc: array<f32, ROWS>;
+        for (var r = 0u; r < ROWS; r++) {
+          acc[r] = 0.0;  // explicitly: on lavapipe the bare declaration kept the last input's sums
+        }
+        for (var o = 0u; o < L.n_out; o++) {
+          let wv = params[L.w_off + o * L.n_in + i];
+          for (var r = 0u; r < ROWS; r++) {
+            acc[r] = acc[r] + tile[tile_in + o * ROWS + r] * wv;
+          }
+        }
+        for (var r = 0u; r < ROWS; r++) {
+          var x = 0.0;
+          if (r < rows) {
+            x = acts[L.x_off + (row0 + r) * L.n_in + i];
+          }
+          let v = acc[r] * act_derivative(x, L.p_act);
+          tile[tile_out + i * ROWS + r] = v;
+          if (r < rows) {
+            deltas[L.p_off + (row0 + r) * L.n_in + i] = v;
+          }
+        }
+      }
+      let swap = tile_in;
+      tile_in = tile_out;
+      tile_out = swap;
+    }
+    workgroupBarrier();
   }
 }
 `,
@@ -9347,7 +9542,7 @@ __device__ __forceinline__ unsigned long long flat_thread_id() {
 
 // Programmatic Dependent Launch (KernelSpec.pdl): a kernel launched with it may start while the
 // previous kernel of the stream is still finishing, so every learner kernel runs this first, before
-// any global read or write. griddepcontrol.wait returns once the previous grid has completed and
+// any global read or write (ppo_gather: before any store and any read of what the update writes). griddepcontrol.wait returns once the previous grid has completed and
 // its memory is visible, which is plain stream order; without PDL it returns at once. Below sm_90
 // (and in the host emulator, which has no __CUDA_ARCH__) it is nothing.
 // LEARN_PDL_TRIGGER (a spec constant, --pdl early) also lets the next PDL kernel launch at once
@@ -9477,8 +9672,9 @@ __device__ __forceinline__ void mma_k_tile(float (&acc)[4][4], const float* xs, 
   }
 }
 `,
-  'mlp_backward.cu': `// mlp_backward: backward through one dense layer of up to two networks per launch, from the
-// layer's delta = dLoss/d(pre-activation) rows at deltas[dOff_j], b < batch, o < out_j:
+  'mlp_backward.cu': `// mlp_backward: backward through up to MAX_JOBS (8) dense layers per launch (job j: one layer of
+// any network), from each layer's delta = dLoss/d(pre-activation) rows at deltas[dOff_j],
+// b < batch, o < out_j:
 //   dW[o, i] = sum_b delta[b, o] * x[b, i], db[o] = sum_b delta[b, o]   -> grads (params' layout)
 //   dX[b, i] = (sum_o delta[b, o] * W[o, i]) * act'(x[b, i])            -> deltas[pOff_j] (if pAct_j != 3)
 // with x = acts[xOff_j + b * in_j + i], the layer's input. Each dW tile also writes the sum of
@@ -9489,18 +9685,19 @@ __device__ __forceinline__ void mma_k_tile(float (&acc)[4][4], const float* xs, 
 //   deltas: float*: this layer's rows (read) and the previous layer's (written)
 //   grads: float*, written: dW at wOff_j, db at bOff_j
 //   partials: float*, written: one float per dW tile
-//   u: Uniforms { batch, then per job j in 0, 1: in, out, wOff, bOff, xOff, dOff, pOff, pAct, partBase,
-//      then splits, scratchAt } (pAct: 0 none, 1 relu, 2 leaky 0.01, 3 no dX; out_j = 0: job absent)
+//   u: Uniforms { batch, then per job j in 0..7: in, out, wOff, bOff, xOff, dOff, pOff, pAct, partBase,
+//      then splits, scratchAt, ... } (pAct: 0 none, 1 relu, 2 leaky 0.01, 3 no dX; out_j = 0: job absent)
 // Split dW (splits > 1): each dW tile is \`splits\` blocks over slices of the batch (whole k-tiles);
 // each stores its partial tile in the tile's slot at deltas[scratchAt + partial slot * SLOT_FLOATS],
 // and the block that arrives last at the slot's integer counter adds the slices in slice order
 // and finishes the tile (gradients, sum of squares), then re-arms the counter. Which block is
 // last varies; the sum's order does not, so results stay deterministic (no float atomics).
 // Block: WG_X x WG_Y x WG_Z threads own a TILE_X x TILE_Y tile; flat block id = job 0's dW tiles
-// (x splits: tile t slice s is block t * splits + s), its dX tiles, then job 1's. Thread (x, y) of
-// k-group z computes the 4 x 4 block at X 4x.., Y 4y.. over the k-tiles z, z + WG_Z, ..., and the
-// WG_Z partial tiles are summed in group order through shared memory (splitting the long K loops —
-// the whole batch for dW — inside the block, with no extra launch).
+// (x splits: tile t slice s is block t * splits + s), its dX tiles, then job 1's, ..., then job
+// 7's (find_job). Thread (x, y) of k-group z computes the 4 x 4 block at X 4x.., Y 4y.. over the
+// k-tiles z, z + WG_Z, ..., and the WG_Z partial tiles are summed in group order through shared
+// memory (splitting the long K loops — the whole batch for dW — inside the block, with no extra
+// launch).
 // dW tile: X = inputs i (plus the ones column i = in for db), Y = outputs o, K = batch rows.
 // dX tile: X = inputs i, Y = batch rows b, K = outputs o. Operands are staged k-major in shared
 // memory, rows padded by 4 floats (transposing stores spread over banks; the inner loop's two
@@ -9532,13 +9729,19 @@ __device__ __forceinline__ void mma_k_tile(float (&acc)[4][4], const float* xs, 
 #define XN (TILE_K * TILE_X / THREADS)
 #define YN (TILE_K * TILE_Y / THREADS)
 
+#define MAX_JOBS 8u
+
 struct BackwardJob {
   unsigned int n_in, n_out, w_off, b_off, x_off, d_off, p_off, p_act, part_base;
 };
 
+// Job j's uniforms. The Uniforms struct (generated from the spec, src/kernels/mlp_backward.ts) holds
+// batch, then the 9 fields of job 0, of job 1, ..., of job 7, 4-byte words without padding, so job
+// j's are words 1 + 9 j .. 9 + 9 j (test/unit/learn-backward-jobs.test.ts checks that order). A
+// constant j reads the parameter bank at fixed offsets, a variable one at a register offset.
 __device__ __forceinline__ BackwardJob backward_job(const Uniforms& v, unsigned int j) {
-  if (j == 0u) return BackwardJob{v.in0, v.out0, v.wOff0, v.bOff0, v.xOff0, v.dOff0, v.pOff0, v.pAct0, v.partBase0};
-  return BackwardJob{v.in1, v.out1, v.wOff1, v.bOff1, v.xOff1, v.dOff1, v.pOff1, v.pAct1, v.partBase1};
+  const unsigned int* w = reinterpret_cast<const unsigned int*>(&v) + 1u + 9u * j;
+  return BackwardJob{w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8]};
 }
 
 __device__ __forceinline__ unsigned int ceil_div(unsigned int a, unsigned int b) { return (a + b - 1u) / b; }
@@ -9549,6 +9752,43 @@ __device__ __forceinline__ unsigned int grad_tiles(const BackwardJob& job) {
 
 __device__ __forceinline__ unsigned int dx_tiles(const BackwardJob& job, unsigned int batch) {
   return job.n_out == 0u || job.p_act == 3u ? 0u : ceil_div(job.n_in, TILE_X) * ceil_div(batch, TILE_Y);
+}
+
+// The job of flat block t (job j's blocks: its dW tiles x splits, then its dX tiles), MAX_JOBS for
+// none; t becomes the block's index within its job. The loop is unrolled (each job's uniforms at
+// fixed offsets) and stops at the first job whose blocks reach past t: a block of job 0 reads job
+// 0's uniforms only.
+__device__ __forceinline__ unsigned int find_job(const Uniforms& v, unsigned int& t, bool& is_dw) {
+#pragma unroll
+  for (unsigned int j = 0; j < MAX_JOBS; j++) {
+    const BackwardJob job = backward_job(v, j);
+    const unsigned int gw = grad_tiles(job) * v.splits;
+    const unsigned int gx = dx_tiles(job, v.batch);
+    if (t < gw + gx) {
+      is_dw = t < gw;
+      if (!is_dw) t -= gw;
+      return j;
+    }
+    t -= gw + gx;
+  }
+  return MAX_JOBS;
+}
+
+// flat_block_id() read anew from the special registers (volatile, so never merged with an earlier
+// read): find_job(u, ...) on it gives the block's job again after the tile loop, where holding the
+// job index across the loop would take one register more than the TF32 build's 64 and spill.
+__device__ __forceinline__ unsigned int block_id_again() {
+#ifdef __CUDA_ARCH__
+  unsigned int x, y, z, nx, ny;
+  asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(x));
+  asm volatile("mov.u32 %0, %%ctaid.y;" : "=r"(y));
+  asm volatile("mov.u32 %0, %%ctaid.z;" : "=r"(z));
+  asm volatile("mov.u32 %0, %%nctaid.x;" : "=r"(nx));
+  asm volatile("mov.u32 %0, %%nctaid.y;" : "=r"(ny));
+  return x + nx * (y + ny * z);
+#else
+  return (unsigned int)flat_block_id();
+#endif
 }
 
 // This k-group's partial tile of a dW (DW) or dX tile at (x0, y0): the rounds z, z + WG_Z, ... of
@@ -9652,26 +9892,13 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z, 2) mlp_backward
   __shared__ __align__(16) float stage[WG_Z * STAGE];
   __shared__ float red[THREADS];
 
-  // Which job and which kind of tile this block computes.
+  // Which job and which kind of tile this block computes. Of the job's fields only those of the tile
+  // loop are read here; the others after it, where the job is found again (block_id_again).
   unsigned int t = (unsigned int)flat_block_id();
-  BackwardJob job = backward_job(u, 0u);
   bool is_dw = true;
-  bool found = false;
-  for (unsigned int j = 0; j < 2u && !found; j++) {
-    job = backward_job(u, j);
-    const unsigned int gw = grad_tiles(job) * u.splits;
-    const unsigned int gx = dx_tiles(job, u.batch);
-    if (t < gw) {
-      found = true;
-    } else if (t < gw + gx) {
-      t -= gw;
-      is_dw = false;
-      found = true;
-    } else {
-      t -= gw + gx;
-    }
-  }
-  if (!found) return;
+  const unsigned int j = find_job(u, t, is_dw);
+  if (j == MAX_JOBS) return;
+  const BackwardJob job = backward_job(u, j);
   // A dW tile is u.splits blocks, each over one slice of the batch (whole k-tiles).
   const unsigned int slice = is_dw ? t % u.splits : 0u;
   if (is_dw) t /= u.splits;
@@ -9721,12 +9948,17 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z, 2) mlp_backward
     }
   }
 
+  // The job's other fields (b_off, p_off, p_act, part_base), read after the tile loop.
+  unsigned int t_again = block_id_again();
+  bool dw_again;
+  const BackwardJob late = backward_job(u, find_job(u, t_again, dw_again));
+
   if (is_dw && u.splits > 1u) {
     // Split dW: every slice stores its tile in the tile's scratch slot; the block that arrives last
     // (an integer counter: which block that is varies, the sum does not) adds the slices in slice
     // order and finishes the tile below, then re-arms the counter for the next launch.
     __shared__ unsigned int last;
-    float* slot = deltas + u.scratchAt + (job.part_base + t) * SLOT_FLOATS;
+    float* slot = deltas + u.scratchAt + (late.part_base + t) * SLOT_FLOATS;
     float4* data = reinterpret_cast<float4*>(slot + 4);
     if (z == 0u) {
 #pragma unroll
@@ -9769,7 +10001,7 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z, 2) mlp_backward
           const unsigned int i = x0 + ix + r;
           if (o < job.n_out && i <= job.n_in) {
             const float g = acc[r][c];
-            grads[i < job.n_in ? job.w_off + o * job.n_in + i : job.b_off + o] = g;
+            grads[i < job.n_in ? job.w_off + o * job.n_in + i : late.b_off + o] = g;
             ss += g * g;
           }
         }
@@ -9788,7 +10020,7 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z, 2) mlp_backward
       float v = red[tid];
 #pragma unroll
       for (unsigned int s = 16u; s > 0u; s >>= 1) v += __shfl_xor_sync(0xffffffffu, v, (int)s);
-      if (tid == 0u) partials[job.part_base + t] = v;
+      if (tid == 0u) partials[late.part_base + t] = v;
     }
     return;
   }
@@ -9802,7 +10034,7 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z, 2) mlp_backward
       const unsigned int i = x0 + ix + r;
       if (b < u.batch && i < job.n_in) {
         const float y = acts[job.x_off + b * job.n_in + i];
-        deltas[job.p_off + b * job.n_in + i] = acc[r][c] * learn_act_derivative(y, job.p_act);
+        deltas[late.p_off + b * job.n_in + i] = acc[r][c] * learn_act_derivative(y, late.p_act);
       }
     }
   }
@@ -10192,6 +10424,292 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_chain_forwa
 }
 
 #endif  // STAGED
+`,
+  'mlp_delta_chain.cu': `// mlp_delta_chain: the input gradients (deltas) of consecutive layers of up to two chain networks
+// in one launch, ROWS rows per block, the rows' deltas kept in shared memory from layer to layer.
+// Net n's layer c (c = 0 the top), for b < batch, i < in_c:
+//   deltas[pOff_c + b * in_c + i] = (sum_o deltas[dOff_c + b * out_c + o] * W[o, i]) * act'(acts[xOff_c + b * in_c + i])
+// the sum over o increasing from 0, W [out_c, in_c] at params[wOff_c]; layer c + 1 starts from the
+// delta layer c wrote (out_{c+1} = in_c, dOff_{c+1} = pOff_c; the dispatch checks it).
+// Bindings (declared by the preamble generated from src/kernels/mlp_delta_chain.ts):
+//   params: const float*: the networks' flat parameters (W [out, in] row-major, then bias)
+//   acts: const float*: each layer's input rows at xOff_c (the previous layer's outputs)
+//   deltas: float*: each network's top delta rows at dOff_0, every layer's dX rows at pOff_c
+//   u: Uniforms { batch, nets, then per net n < 2: layers, pFrom, pEnd (its chain's weights and
+//      biases: params[pFrom .. pEnd)), then per layer c < 4: in, out, wOff, dOff, xOff, pOff, pAct }
+//      (pAct: 0 none, 1 relu, 2 leaky 0.01; widths <= MAX_WIDTH)
+// The block's threads split in \`nets\` equal parts, one per network; the networks run at once, in
+// steps with a barrier between them, a shorter chain starting later (its last layer in the last
+// step). In its part, thread t takes the inputs i = t, t + part, ..: it loads the ROWS rows' act'
+// inputs (for its first input, during the previous step), adds delta[r][o] * W[o, i] over o
+// increasing for all ROWS rows (the weight read once, consecutive threads at consecutive
+// addresses: no bank conflicts; each row's delta a broadcast from the tile, kept as [o][ROWS] so
+// one 16-byte read serves 4 rows), multiplies by act', and writes the result to the next tile
+// ([i][ROWS]) and to deltas. Each network has two tiles that the steps alternate between (tile A
+// holds its deltas out_0, in_1, ..; tile B in_0, in_2, ..: TILE_FLOATS = ROWS * the sum of the
+// networks' widest deltas of each), after the copy in shared memory.
+// Numerics: f32, each sum from +0 in increasing o as the TS reference (the same bits on the
+// emulator, which does not fuse); NVRTC fuses multiply-adds, so the GPU agrees to a tolerance
+// (fixed order: the same bits on every run).
+//
+// STAGED = 1 (CUDA's launch; 512 threads): the block first copies every network's weight range
+// into shared memory, from the 16-byte boundary at or before pFrom_n, in float4s (the ranges one
+// after the other, each rounded out to whole float4s; STAGE_FLOATS in all), every thread issuing a
+// round's loads (STAGE_BATCH of them) before it stores any, the networks' top deltas and first act'
+// inputs loaded before the first round; the last 1 to 3 floats of a range are copied one by one (not
+// read past pEnd: the buffer may end there). Rows are read at any float offset (one float per
+// thread), so the ranges need no shift. Then every weight comes from shared memory.
+// STAGED undefined (the WGSL twin's shape; CUDA's build when the copy does not fit): 256 threads
+// read the weights from global memory (the small layers stay in L2), unrolled so that several
+// rows of W are in flight.
+#define COLLECT_DYN_SMEM  // the tiles (and the copy) are the launch's dynamic shared memory
+#include "collect_port.cuh"
+#include "grid.cuh"
+#include "learn_common.cuh"
+
+#define THREADS (WG_X * WG_Y * WG_Z)
+#if !defined(STAGED) || !STAGED
+#define STAGE_FLOATS 0
+#endif
+// Top delta floats (both networks' ROWS x out_0) a thread loads before storing them.
+#define DIN_PER_THREAD ((ROWS * 2 * MAX_WIDTH + THREADS - 1) / THREADS)
+// Outputs o per unrolled step of the dX loop: about 32 delta reads in flight (16 rows: 2, or the
+// 256-thread build spills).
+constexpr unsigned int delta_unroll_o = ROWS >= 16 ? 2u : ROWS >= 8 ? 4u : 8u;
+
+struct DeltaLayer {
+  unsigned int n_in, n_out, w_off, d_off, x_off, p_off, p_act;
+};
+
+__device__ __forceinline__ DeltaLayer delta_layer(const Uniforms& u, unsigned int n, unsigned int c) {
+  if (n == 0u) {
+    if (c == 0u) return DeltaLayer{u.in0_0, u.out0_0, u.wOff0_0, u.dOff0_0, u.xOff0_0, u.pOff0_0, u.pAct0_0};
+    if (c == 1u) return DeltaLayer{u.in0_1, u.out0_1, u.wOff0_1, u.dOff0_1, u.xOff0_1, u.pOff0_1, u.pAct0_1};
+    if (c == 2u) return DeltaLayer{u.in0_2, u.out0_2, u.wOff0_2, u.dOff0_2, u.xOff0_2, u.pOff0_2, u.pAct0_2};
+    return DeltaLayer{u.in0_3, u.out0_3, u.wOff0_3, u.dOff0_3, u.xOff0_3, u.pOff0_3, u.pAct0_3};
+  }
+  if (c == 0u) return DeltaLayer{u.in1_0, u.out1_0, u.wOff1_0, u.dOff1_0, u.xOff1_0, u.pOff1_0, u.pAct1_0};
+  if (c == 1u) return DeltaLayer{u.in1_1, u.out1_1, u.wOff1_1, u.dOff1_1, u.xOff1_1, u.pOff1_1, u.pAct1_1};
+  if (c == 2u) return DeltaLayer{u.in1_2, u.out1_2, u.wOff1_2, u.dOff1_2, u.xOff1_2, u.pOff1_2, u.pAct1_2};
+  return DeltaLayer{u.in1_3, u.out1_3, u.wOff1_3, u.dOff1_3, u.xOff1_3, u.pOff1_3, u.pAct1_3};
+}
+
+__device__ __forceinline__ unsigned int delta_layers(const Uniforms& u, unsigned int n) {
+  return n == 0u ? u.layers0 : u.layers1;
+}
+
+// Floats per row of net n's tiles A (its deltas out_0, in_1, in_3) and B (in_0, in_2): the widest
+// of each (src/kernels/mlp_delta_chain.ts: tileWidths).
+__device__ __forceinline__ void delta_tile_widths(const Uniforms& u, unsigned int n, unsigned int& a,
+                                                  unsigned int& b) {
+  a = delta_layer(u, n, 0u).n_out;
+  b = 0u;
+  for (unsigned int c = 0; c < delta_layers(u, n); c++) {
+    const unsigned int w = delta_layer(u, n, c).n_in;
+    if (c % 2u == 0u) b = max(b, w);
+    else a = max(a, w);
+  }
+}
+
+// v[r] = tile[r] for r < ROWS (16- or 8-byte aligned: a broadcast when the warp reads one address).
+__device__ __forceinline__ void delta_tile_load(float (&v)[ROWS], const float* tile) {
+#if ROWS % 4 == 0
+#pragma unroll
+  for (unsigned int r = 0; r < ROWS; r += 4) {
+    const float4 q = lds4(tile + r);
+    v[r] = q.x;
+    v[r + 1] = q.y;
+    v[r + 2] = q.z;
+    v[r + 3] = q.w;
+  }
+#else
+  static_assert(ROWS == 2, "ROWS: 2 or a multiple of 4");
+  const float2 q = *reinterpret_cast<const float2*>(tile);
+  v[0] = q.x;
+  v[1] = q.y;
+#endif
+}
+
+__device__ __forceinline__ void delta_tile_store(float* tile, const float (&v)[ROWS]) {
+#if ROWS % 4 == 0
+#pragma unroll
+  for (unsigned int r = 0; r < ROWS; r += 4) {
+    *reinterpret_cast<float4*>(tile + r) = make_float4(v[r], v[r + 1], v[r + 2], v[r + 3]);
+  }
+#else
+  float2 q;
+  q.x = v[0];
+  q.y = v[1];
+  *reinterpret_cast<float2*>(tile) = q;
+#endif
+}
+
+// The act' inputs of input i of layer L for the block's rows (zeros past the batch or the layer).
+__device__ __forceinline__ void delta_load_x(float (&x)[ROWS], const float* acts, const DeltaLayer& L,
+                                             unsigned int i, unsigned int row0, unsigned int rows) {
+#pragma unroll
+  for (unsigned int r = 0; r < ROWS; r++) {
+    x[r] = i < L.n_in && r < rows ? acts[L.x_off + (row0 + r) * L.n_in + i] : 0.0f;
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_delta_chain(KERNEL_ARGS) {
+  LEARN_GRID_DEP_WAIT();  // first: a PDL launch may start before the previous kernel ends
+  static_assert(STAGE_FLOATS % 4 == 0 && TILE_FLOATS % 2 == 0, "16-byte aligned tiles");
+  COLLECT_SMEM(smem, STAGE_FLOATS + TILE_FLOATS);
+  const unsigned long long block = flat_block_id();
+  if (block * ROWS >= u.batch) return;  // the whole block: no barrier is skipped by part of it
+  const unsigned int row0 = (unsigned int)block * ROWS;
+  const unsigned int rows = min((unsigned int)ROWS, u.batch - row0);
+  const unsigned int tid = threadIdx.x + WG_X * (threadIdx.y + WG_Y * threadIdx.z);
+  const unsigned int nets = u.nets;
+  const unsigned int part = THREADS / nets;  // threads per network (whole warps)
+  const unsigned int net = tid / part;
+  const unsigned int t = tid - net * part;
+  const unsigned int layers = delta_layers(u, net);
+  const unsigned int steps = max(u.layers0, nets > 1u ? u.layers1 : 0u);
+  const unsigned int first_step = steps - layers;  // this network's layer 0 runs then
+
+  // The tiles: net 0's A and B, then net 1's.
+  unsigned int wa0, wb0, wa1 = 0u, wb1 = 0u;
+  delta_tile_widths(u, 0u, wa0, wb0);
+  if (nets > 1u) delta_tile_widths(u, 1u, wa1, wb1);
+  float* const tiles = smem + STAGE_FLOATS;
+  float* const tile_a0 = tiles;
+  float* const tile_a1 = tiles + ROWS * (wa0 + wb0);
+  float* tile_in = net == 0u ? tile_a0 : tile_a1;  // this step's layer reads its deltas here
+  float* tile_out = tile_in + ROWS * (net == 0u ? wa0 : wa1);
+
+  // Both networks' top delta rows (contiguous in deltas; zeros past the batch): element e of net
+  // n's is row e / out_0, unit e % out_0, and goes to tile A as [unit][ROWS].
+  const DeltaLayer top0 = delta_layer(u, 0u, 0u);
+  const DeltaLayer top1 = delta_layer(u, 1u, 0u);
+  const unsigned int e0 = ROWS * top0.n_out;
+  const unsigned int e_all = e0 + (nets > 1u ? ROWS * top1.n_out : 0u);
+  float din[DIN_PER_THREAD];
+#pragma unroll
+  for (unsigned int q = 0; q < DIN_PER_THREAD; q++) {
+    const unsigned int e = tid + THREADS * q;
+    const bool second = e >= e0;
+    // Fields, not a reference to top0 or top1 (that put them on the stack).
+    const unsigned int n_out = second ? top1.n_out : top0.n_out;
+    const unsigned int d_off = second ? top1.d_off : top0.d_off;
+    const unsigned int k = second ? e - e0 : e;
+    din[q] = e < e_all && k < rows * n_out ? deltas[d_off + row0 * n_out + k] : 0.0f;
+  }
+  // This thread's first act' inputs (its network's layer 0, input t).
+  float x_next[ROWS];
+  delta_load_x(x_next, acts, delta_layer(u, net, 0u), t, row0, rows);
+
+#if STAGED
+  // The copy: net n's range from a_n = pFrom_n rounded down to 16 bytes; whole float4 chunks k <
+  // whole_n are loaded as they are, the last span_n % 4 floats one by one. Net 0's copy is at 0,
+  // net 1's after net 0's chunks (ceil(span_0 / 4) of them).
+  const unsigned int a0 = u.pFrom0 & ~3u;
+  const unsigned int a1 = u.pFrom1 & ~3u;
+  const unsigned int span0 = u.pEnd0 - a0;
+  const unsigned int span1 = nets > 1u ? u.pEnd1 - a1 : 0u;
+  const unsigned int chunks0 = (span0 + 3u) / 4u;
+  const unsigned int whole0 = span0 / 4u;
+  const unsigned int whole1 = span1 / 4u;
+  float* const staged = smem;
+#define STAGE_PER_THREAD ((STAGE_FLOATS / 4 + THREADS - 1) / THREADS)
+#define STAGE_ROUNDS ((STAGE_PER_THREAD + 15) / 16)
+#define STAGE_BATCH ((STAGE_PER_THREAD + STAGE_ROUNDS - 1) / STAGE_ROUNDS)
+  // Chunk k = tid + THREADS * j (j < STAGE_PER_THREAD): net 0's chunk k, or net 1's k - chunks0.
+  // Predicated loads, so that ptxas keeps a round's loads all in flight before its stores.
+  for (unsigned int j0 = 0; j0 < STAGE_PER_THREAD; j0 += STAGE_BATCH) {
+    float4 v[STAGE_BATCH];
+#pragma unroll
+    for (unsigned int j = 0; j < STAGE_BATCH; j++) {
+      const unsigned int k = tid + THREADS * (j0 + j);
+      const bool second = k >= chunks0;
+      const unsigned int c = second ? k - chunks0 : k;
+      if (j0 + j < STAGE_PER_THREAD && c < (second ? whole1 : whole0)) {
+        v[j] = ldg4(params + (second ? a1 : a0) + 4u * c);
+      }
+    }
+#pragma unroll
+    for (unsigned int j = 0; j < STAGE_BATCH; j++) {
+      const unsigned int k = tid + THREADS * (j0 + j);
+      const bool second = k >= chunks0;
+      const unsigned int c = second ? k - chunks0 : k;
+      if (j0 + j < STAGE_PER_THREAD && c < (second ? whole1 : whole0)) {
+        *reinterpret_cast<float4*>(staged + 4u * k) = v[j];
+      }
+    }
+  }
+  if (tid < 8u) {
+    const bool second = tid >= 4u;
+    const unsigned int whole = second ? whole1 : whole0;
+    const unsigned int q = tid % 4u;
+    if (q < (second ? span1 : span0) % 4u) {
+      staged[(second ? 4u * chunks0 : 0u) + 4u * whole + q] = params[(second ? a1 : a0) + 4u * whole + q];
+    }
+  }
+  // params[p] of this thread's network's range is at w_base[p - w_from].
+  const float* const w_base = net == 0u ? staged : staged + 4u * chunks0;
+  const unsigned int w_from = net == 0u ? a0 : a1;
+#else
+  const float* const w_base = params;
+  const unsigned int w_from = 0u;
+#endif
+#pragma unroll
+  for (unsigned int q = 0; q < DIN_PER_THREAD; q++) {
+    const unsigned int e = tid + THREADS * q;
+    if (e < e_all) {
+      const bool second = e >= e0;
+      const unsigned int n_out = second ? top1.n_out : top0.n_out;
+      const unsigned int k = second ? e - e0 : e;
+      (second ? tile_a1 : tile_a0)[(k % n_out) * ROWS + k / n_out] = din[q];
+    }
+  }
+  __syncthreads();
+
+  for (unsigned int s = 0; s < steps; s++) {
+    if (s >= first_step) {
+      const unsigned int c = s - first_step;
+      const DeltaLayer L = delta_layer(u, net, c);
+      float x_first[ROWS];
+#pragma unroll
+      for (unsigned int r = 0; r < ROWS; r++) x_first[r] = x_next[r];
+      if (c + 1u < layers) delta_load_x(x_next, acts, delta_layer(u, net, c + 1u), t, row0, rows);
+      for (unsigned int i = t; i < L.n_in; i += part) {
+        float x[ROWS];
+        if (i == t) {
+#pragma unroll
+          for (unsigned int r = 0; r < ROWS; r++) x[r] = x_first[r];
+        } else {
+          delta_load_x(x, acts, L, i, row0, rows);
+        }
+        const float* w = w_base + (L.w_off - w_from) + i;  // W[o, i] at w[o * n_in]
+        float acc[ROWS];
+#pragma unroll
+        for (unsigned int r = 0; r < ROWS; r++) acc[r] = 0.0f;
+#pragma unroll delta_unroll_o
+        for (unsigned int o = 0; o < L.n_out; o++) {
+          const float wv = w[o * L.n_in];
+          float d[ROWS];
+          delta_tile_load(d, tile_in + o * ROWS);
+#pragma unroll
+          for (unsigned int r = 0; r < ROWS; r++) acc[r] += d[r] * wv;
+        }
+        float v[ROWS];
+#pragma unroll
+        for (unsigned int r = 0; r < ROWS; r++) v[r] = acc[r] * learn_act_derivative(x[r], L.p_act);
+        delta_tile_store(tile_out + i * ROWS, v);
+#pragma unroll
+        for (unsigned int r = 0; r < ROWS; r++) {
+          if (r < rows) deltas[L.p_off + (row0 + r) * L.n_in + i] = v[r];
+        }
+      }
+      float* const swap = tile_in;
+      tile_in = tile_out;
+      tile_out = swap;
+    }
+    __syncthreads();
+  }
+}
 `,
   'mlp_forward.cu': `// mlp_forward: one dense layer of up to two networks per launch (grouped GEMM), outputs kept as
 // the activations the backward pass reads. Job j: for b < batch, o < out_j
@@ -11035,38 +11553,59 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) philox_stream(K
 #define COPY_BATCH 8u
 
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) ppo_gather(KERNEL_ARGS) {
-  LEARN_GRID_DEP_WAIT();  // first: a PDL launch may start before the previous kernel ends
+  // Loads before the PDL wait: nothing in an update writes the rollout or the schedule (they are
+  // written before it), so a block may load its rows while the previous kernel finishes (adam_step
+  // triggers its dependents early, LEARN_PDL_TRIGGER: the learner's EARLY_TRIGGER); the stores,
+  // which the previous step's launches read, wait for it. Without PDL the wait returns at once.
   __shared__ unsigned int rows[WG_X];
   const unsigned int lid = threadIdx.x;
   const unsigned int per = u.rows;
   const unsigned int b0 = (unsigned int)flat_block_id() * per;
   const unsigned int j = b0 + lid;
-  if (lid < per && j < u.batch) {
+  const bool mine = lid < per && j < u.batch;
+  float m0 = 0.0f, m1 = 0.0f, m2 = 0.0f, m3 = 0.0f;
+  if (mine) {
     const unsigned int s =
         shuffle_index(u.minibatch * u.batch + j, u.count, sched[0] + u.epochSlot, SHUFFLE_STREAM, u.key0, u.key1);
     rows[lid] = s;
-    mb[j] = (float)rolloutI[u.actOff + s];
-    mb[u.batch + j] = rolloutF[u.logpOff + s];
-    mb[2u * u.batch + j] = rolloutF[u.advOff + s];
-    mb[3u * u.batch + j] = rolloutF[u.retOff + s];
+    m0 = (float)rolloutI[u.actOff + s];
+    m1 = rolloutF[u.logpOff + s];
+    m2 = rolloutF[u.advOff + s];
+    m3 = rolloutF[u.retOff + s];
   }
   __syncthreads();
   const unsigned int n = min(per, u.batch - min(b0, u.batch));
   // COPY_BATCH loads in flight per thread before their stores: the copy waits on one trip to memory
-  // per COPY_BATCH floats instead of one per float.
+  // per COPY_BATCH floats instead of one per float. The first batch (all of it at 4 rows) is loaded
+  // before the wait.
   const unsigned int total = n * u.stateDim;
-  for (unsigned int e0 = 0; e0 < total; e0 += COPY_BATCH * WG_X) {
-    float v[COPY_BATCH];
+  float v[COPY_BATCH];
+  auto load = [&](unsigned int e0) {
 #pragma unroll
     for (unsigned int q = 0; q < COPY_BATCH; q++) {
       const unsigned int e = e0 + q * WG_X + lid;
       v[q] = e < total ? rolloutF[u.statesOff + rows[e / u.stateDim] * u.stateDim + e % u.stateDim] : 0.0f;
     }
+  };
+  load(0u);
+  LEARN_GRID_DEP_WAIT();
+  auto store = [&](unsigned int e0) {
 #pragma unroll
     for (unsigned int q = 0; q < COPY_BATCH; q++) {
       const unsigned int e = e0 + q * WG_X + lid;
       if (e < total) acts[b0 * u.stateDim + e] = v[q];
     }
+  };
+  if (mine) {
+    mb[j] = m0;
+    mb[u.batch + j] = m1;
+    mb[2u * u.batch + j] = m2;
+    mb[3u * u.batch + j] = m3;
+  }
+  store(0u);
+  for (unsigned int e0 = COPY_BATCH * WG_X; e0 < total; e0 += COPY_BATCH * WG_X) {
+    load(e0);
+    store(e0);
   }
 }
 `,

@@ -7,7 +7,8 @@
  * the next — with no readback inside; the loss statistics accumulate in a device buffer read back
  * once.
  *
- * One minibatch step is 13 launches (15 with `chain: false`):
+ * One minibatch step is 13 launches (15 with `chain: false`; 11 with the delta chain, the default on
+ * CUDA: mlp_delta_chain + 3 mlp_backward instead of 6 mlp_backward):
  *   ppo_gather                 1  shuffled rows of the rollout -> input rows + per-sample scalars
  *   mlp_forward                3  stage s: actor layer s and critic layer s together
  *   mlp_chain_forward          1  the critic's layers 3..5, which no actor layer pairs with (with
@@ -47,6 +48,7 @@ import {
   kSplitFor,
   type MlpBuffers,
   type MlpPlan,
+  planDeltaChain,
   planMlps,
 } from './device_mlp.js';
 import type { PpoUpdateStats } from './ppo_update.js';
@@ -120,6 +122,13 @@ export interface DevicePpoLearnerInit {
    * (|err| <= ~2^-10 * sum |a| |b| per output), the loss head and Adam still f32.
    */
   precision?: Precision;
+  /**
+   * The backward's input deltas of the networks' top layers in one mlp_delta_chain launch, then one
+   * mlp_backward launch for every layer whose deltas are known (planDeltaChain: at the PPO networks
+   * 4 launches instead of 6, 11 per step). Default: on with CUDA (the staged build), off elsewhere;
+   * a number: rows per workgroup.
+   */
+  deltaChain?: boolean | number;
 }
 
 /** The kernels of the update whose CUDA source begins with LEARN_GRID_DEP_WAIT, so PDL is safe. */
@@ -128,6 +137,7 @@ const PDL_KERNELS = new Set([
   'mlp_forward',
   'mlp_chain_forward',
   'mlp_backward',
+  'mlp_delta_chain',
   'ppo_loss',
   'adam_step',
 ]);
@@ -230,6 +240,10 @@ export class DevicePpoLearner {
       init.chain ?? true,
     );
     if (this.precision === 'tf32') this.plan.tf32 = true;
+    const deltaChain = init.deltaChain ?? backend.kind === 'cuda';
+    if (deltaChain !== false) {
+      this.plan.deltaChain = planDeltaChain(this.plan, deltaChain === true ? undefined : deltaChain);
+    }
     this.key = seedToKey(init.seed);
     this.hyper = { lr: cfg.lr, maxGradNorm: cfg.maxGradNorm };
     this.graphs = init.graphs ?? true;

@@ -19,6 +19,7 @@ import type { Backend, Dispatch } from '../backend/types.js';
 import { PpoDeviceCollector } from '../collect/device.js';
 import type { Config, Precision } from '../config.js';
 import type { Market, Splits } from '../data/types.js';
+import { MAX_BACKWARD_JOBS } from '../kernels/mlp_backward.js';
 import { initParams } from '../nets/forward.js';
 import { curiosityLayout, NetId, ppoActorLayout, ppoCriticLayout } from '../nets/layout.js';
 import { backtest } from '../train/backtest.js';
@@ -70,10 +71,23 @@ function launchLabel(d: Dispatch, plan: MlpPlan): string {
     });
     return `${d.kernel.name} ${names.join(' -> ')}`;
   }
+  if (d.kernel.name === 'mlp_delta_chain' && plan.deltaChain) {
+    const from = plan.deltaChain.from;
+    const nets = plan.nets
+      .map((net, n) =>
+        net.layout.layers
+          .slice(Math.max(1, from[n]))
+          .reverse()
+          .map((l) => l.name)
+          .join(', '),
+      )
+      .filter((s) => s.length > 0);
+    return `${d.kernel.name} dX of ${nets.join(' + ')}`;
+  }
   if (d.kernel.name !== 'mlp_forward' && d.kernel.name !== 'mlp_backward') return d.kernel.name;
   const layerNames = (prefix: string) => {
     const names: string[] = [];
-    for (const j of [0, 1]) {
+    for (let j = 0; j < MAX_BACKWARD_JOBS; j++) {
       if (!u[`${prefix}${prefix ? 'O' : 'o'}ut${j}`]) continue;
       const wOff = u[`${prefix}${prefix ? 'W' : 'w'}Off${j}`];
       for (const net of plan.nets) {
@@ -108,6 +122,8 @@ export interface BenchTrainResult {
   chain: boolean;
   /** Its rows per workgroup (0 without the chain). */
   chainRows: number;
+  /** Whether the backward ran a mlp_delta_chain launch (DevicePpoLearnerInit.deltaChain). */
+  deltaChain: boolean;
   /** Why the collect phase used a synthetic rollout, when it did. */
   collectNote?: string;
   times: PhaseTimes;
@@ -146,6 +162,8 @@ export interface BenchTrainOptions {
    * true; a number: rows per workgroup).
    */
   chain?: boolean | number;
+  /** The backward's delta chain (DevicePpoLearnerInit.deltaChain; default: the learner's). */
+  deltaChain?: boolean | number;
   /**
    * 'exact' (default) or 'tf32' (CUDA: TF32 tensor cores in the collector, its TF32 constant, and in
    * the learner's matmuls, DevicePpoLearnerInit.precision).
@@ -181,6 +199,7 @@ export async function benchPpoTrain(o: BenchTrainOptions): Promise<BenchTrainRes
     gatherRows: o.gatherRows,
     pdl: o.pdl,
     chain: o.chain,
+    deltaChain: o.deltaChain,
     precision,
   });
   let collector: PpoDeviceCollector | null = null;
@@ -284,6 +303,7 @@ export async function benchPpoTrain(o: BenchTrainOptions): Promise<BenchTrainRes
       launchesPerStep: dispatches.length / minibatchSteps,
       chain: chained,
       chainRows: chained ? learner.plan.chainRows : 0,
+      deltaChain: dispatches.some((d) => d.kernel.name === 'mlp_delta_chain'),
       collectNote,
       times,
       updateFlops: flops,

@@ -19,6 +19,7 @@ import {
   DW_SLOT_FLOATS,
   dxTiles,
   gradTiles,
+  MAX_BACKWARD_JOBS,
   MAX_DW_SPLITS,
   mlpBackwardDispatch,
   mlpBackwardSpec,
@@ -33,6 +34,16 @@ import {
   mlpChainForwardDispatch,
   mlpChainForwardSpecFor,
 } from '../kernels/mlp_chain_forward.js';
+import {
+  DELTA_MAX_WIDTH,
+  DELTA_ROWS,
+  type DeltaChainLayer,
+  type DeltaChainNet,
+  deltaChainStaging,
+  MAX_DELTA_LAYERS,
+  MAX_DELTA_NETS,
+  mlpDeltaChainDispatch,
+} from '../kernels/mlp_delta_chain.js';
 import {
   type ForwardJob,
   forwardSliceLen,
@@ -99,6 +110,13 @@ export interface MlpPlan {
   chainStaged: boolean;
   /** The matmuls' CUDA TF32 tensor-core build (constant TF32 = 1; default false: exact f32). */
   tf32?: boolean;
+  /**
+   * The backward's input deltas of the networks' top layers in one mlp_delta_chain launch
+   * (planDeltaChain; network n's layers from[n] .. output, the rows' deltas kept on chip from layer
+   * to layer), then mlp_backward launches of every layer whose deltas are known
+   * (deltaChainGroups). Undefined: one mlp_backward launch per stage.
+   */
+  deltaChain?: { from: number[]; rows: number; staged: boolean };
   inDim: number;
   /** Floats of params / grads (and of each half of the Adam moments). */
   paramFloats: number;
@@ -431,34 +449,54 @@ export function forwardDispatches(plan: MlpPlan, b: MlpBuffers): Dispatch[] {
 
 /**
  * Backward of every network from its output layer's deltas (written by a loss head): gradients
- * into `grads`, per-tile sums of squares into `partials`. One launch per stage.
+ * into `grads`, per-tile sums of squares into `partials`. Without a delta chain one launch per
+ * stage (the networks' layers counted from the output, paired); with one (MlpPlan.deltaChain) the
+ * mlp_delta_chain launch first, then the launches of deltaChainGroups.
  */
 export function backwardDispatches(plan: MlpPlan, b: MlpBuffers): Dispatch[] {
   const out: Dispatch[] = [];
-  const { scratchAt, dwHandoff: handoff } = plan;
-  // Hand-off 'later': the split tiles each launch leaves for the next one to finish.
-  let pending: { jobs: BackwardJob[]; splits: number } | undefined;
-  for (let s = 0; s < depth(plan); s++) {
-    const jobs = plan.nets
-      .filter((n) => s < n.layout.layers.length)
-      .map((n) => backwardJob(n, n.layout.layers.length - 1 - s));
-    for (const p of pairs(jobs)) {
-      const sumGroups = pending
-        ? pending.jobs.reduce((n, j) => n + gradTiles(j.layer.in, j.layer.out), 0)
-        : 0;
-      const splits = splitsFor(plan, p, sumGroups);
-      out.push(
-        mlpBackwardDispatch(
-          b,
-          plan.batch,
-          p,
-          plan.kSplit,
-          { splits, scratchAt, handoff, sum: pending },
-          plan.tf32,
-        ),
-      );
-      pending = handoff === 'later' && splits > 1 ? { jobs: p, splits } : undefined;
+  let groups: BackwardJob[][];
+  if (plan.deltaChain) {
+    const dc = plan.deltaChain;
+    out.push(
+      mlpDeltaChainDispatch(
+        b.params,
+        b.acts,
+        b.deltas,
+        plan.batch,
+        deltaChainNets(plan, dc.from),
+        dc.rows,
+        dc.staged,
+      ),
+    );
+    groups = deltaChainGroups(plan);
+  } else {
+    groups = [];
+    for (let s = 0; s < depth(plan); s++) {
+      const jobs = plan.nets
+        .filter((n) => s < n.layout.layers.length)
+        .map((n) => backwardJob(n, n.layout.layers.length - 1 - s));
+      groups.push(...pairs(jobs));
     }
+  }
+  const { scratchAt, dwHandoff: handoff } = plan;
+  // Hand-off 'later': the split tiles each launch leaves for the next one to finish (at most two
+  // jobs' worth, so a launch of more jobs does not split there).
+  let pending: { jobs: BackwardJob[]; splits: number } | undefined;
+  for (const jobs of groups) {
+    const sumGroups = pending ? pending.jobs.reduce((n, j) => n + gradTiles(j.layer.in, j.layer.out), 0) : 0;
+    const splits = handoff === 'later' && jobs.length > 2 ? 1 : splitsFor(plan, jobs, sumGroups);
+    out.push(
+      mlpBackwardDispatch(
+        b,
+        plan.batch,
+        jobs,
+        plan.kSplit,
+        { splits, scratchAt, handoff, sum: pending },
+        plan.tf32,
+      ),
+    );
+    pending = handoff === 'later' && splits > 1 ? { jobs, splits } : undefined;
   }
   if (pending) {
     out.push(
@@ -473,6 +511,145 @@ export function backwardDispatches(plan: MlpPlan, b: MlpBuffers): Dispatch[] {
     );
   }
   return out;
+}
+
+/**
+ * The mlp_delta_chain jobs of `from` (per network, the lowest layer whose input deltas the chain
+ * computes; layers.length: none): each network's layers from the output down to from[n], each
+ * writing the deltas of the layer below it.
+ */
+export function deltaChainNets(plan: MlpPlan, from: readonly number[]): DeltaChainNet[] {
+  return plan.nets.flatMap((net, n) => {
+    const layers = net.layout.layers;
+    const chain: DeltaChainLayer[] = [];
+    for (let l = layers.length - 1; l >= Math.max(1, from[n]); l--) {
+      chain.push({
+        layer: layers[l],
+        netBase: net.base,
+        xOff: net.inputAt[l],
+        dOff: net.deltaAt[l],
+        pOff: net.deltaAt[l - 1],
+        pAct: layers[l - 1].act,
+      });
+    }
+    return chain.length > 0 ? [{ layers: chain }] : [];
+  });
+}
+
+/**
+ * The mlp_backward launches after a delta chain. Launch k computes the dX each network needs next
+ * (with that layer's dW: a job always does its dW): with the chain's lowest layer low_n, layer
+ * low_n - k. The layers whose dX is already known (the chain's, and a first layer, which has
+ * none) are dW-only jobs that may run in any launch from the one after their deltas exist: the
+ * plan puts them where they cost least by a latency model of these launches (costOfLaunch: a fixed
+ * cost per launch plus its longest K loop in rounds, times its waves), trying every placement when
+ * there are few (<= 4^8), else each at its first chance (also on plans without a split budget: the
+ * CPU, where the model means nothing). At most MAX_BACKWARD_JOBS jobs a launch. The PPO networks
+ * on CUDA at 512 rows: value_layer_2 (dW, dX) with the dW of value_layer_3, value_layer_4,
+ * policy_layer_0 and value_output (dW in 2 slices: 260 workgroups, 4 rounds), value_layer_1 (dW,
+ * dX) with policy_layer_1 and policy_output (238 workgroups, 8 rounds), value_layer_0 (8 slices,
+ * 1 round): 3 launches instead of 6. Within
+ * a launch the jobs with a dX go first, then the others by size (the grid's first workgroups start
+ * first).
+ */
+export function deltaChainGroups(plan: MlpPlan): BackwardJob[][] {
+  const from = plan.deltaChain?.from ?? plan.nets.map((n) => n.layout.layers.length);
+  const fixed: { job: BackwardJob; at: number }[] = [];
+  const free: { job: BackwardJob; from: number }[] = [];
+  plan.nets.forEach((net, n) => {
+    const layers = net.layout.layers;
+    const low = Math.min(from[n], layers.length) - 1;
+    for (let l = layers.length - 1; l > low; l--)
+      free.push({ job: { ...backwardJob(net, l), prev: null }, from: 0 });
+    for (let l = low; l >= 1; l--) fixed.push({ job: backwardJob(net, l), at: low - l });
+    if (low >= 0) free.push({ job: backwardJob(net, 0), from: Math.max(0, low) });
+  });
+  const launches = Math.max(0, ...fixed.map((f) => f.at + 1), ...free.map((f) => f.from + 1));
+  const groupsOf = (place: number[]) => {
+    const groups: BackwardJob[][] = Array.from({ length: launches }, () => []);
+    for (const f of fixed) groups[f.at].push(f.job);
+    free.forEach((f, i) => {
+      groups[place[i]].push(f.job);
+    });
+    return groups.filter((g) => g.length > 0);
+  };
+  let best = free.map((f) => f.from);
+  const choices = free.reduce((n, f) => n * (launches - f.from), 1);
+  if (plan.splitBudget > 0 && plan.splitPolicy === 'most' && choices <= 4 ** 8) {
+    let bestCost = Number.POSITIVE_INFINITY;
+    const place = free.map((f) => f.from);
+    for (let c = 0; c < choices; c++) {
+      let rest = c;
+      free.forEach((f, i) => {
+        const span = launches - f.from;
+        place[i] = f.from + (rest % span);
+        rest = Math.floor(rest / span);
+      });
+      const cost = groupsOf(place).reduce((t, g) => t + costOfLaunch(plan, g), 0);
+      if (cost < bestCost) {
+        bestCost = cost;
+        best = [...place];
+      }
+    }
+  }
+  const size = (j: BackwardJob) => gradTiles(j.layer.in, j.layer.out);
+  return groupsOf(best).flatMap((jobs) => {
+    jobs.sort((a, c) => Number(c.prev !== null) - Number(a.prev !== null) || size(c) - size(a));
+    const out: BackwardJob[][] = [];
+    for (let i = 0; i < jobs.length; i += MAX_BACKWARD_JOBS) out.push(jobs.slice(i, i + MAX_BACKWARD_JOBS));
+    return out;
+  });
+}
+
+/**
+ * Fixed cost of one matmul launch in rounds of its K loop: on the H200 (bench train, Nsight Compute
+ * at ff1baad and c513783) a backward launch took about 9 us plus 1.2 us per round.
+ */
+const LAUNCH_ROUNDS = 8;
+
+/** costOfLaunch: the latency model of one mlp_backward launch of `jobs` (deltaChainGroups). */
+function costOfLaunch(plan: MlpPlan, jobs: BackwardJob[]): number {
+  if (jobs.length > MAX_BACKWARD_JOBS) return Number.POSITIVE_INFINITY;
+  const s = splitsFor(plan, jobs);
+  const dw = jobs.reduce((n, j) => n + gradTiles(j.layer.in, j.layer.out), 0);
+  const dx = jobs.reduce((n, j) => n + dxTiles(j.layer.in, plan.batch, j.prev ? 0 : NO_DX), 0);
+  const dwRounds = rounds(Math.ceil(Math.ceil(plan.batch / TILE_K) / s) * TILE_K, plan.kSplit);
+  const dxRounds = Math.max(0, ...jobs.filter((j) => j.prev).map((j) => rounds(j.layer.out, plan.kSplit)));
+  const waves = Math.ceil((s * dw + dx) / plan.splitBudget);
+  return LAUNCH_ROUNDS + waves * Math.max(dwRounds, dxRounds);
+}
+
+/**
+ * MlpPlan.deltaChain for `plan`: grows each network's chain down from its output layer, one layer
+ * per network in turn, while the layer has an input delta to compute (not a first layer), its
+ * widths are within DELTA_MAX_WIDTH, the chain within MAX_DELTA_LAYERS, and (staged build: the
+ * 'last' hand-off's plans, as MlpPlan.chainStaged) the layers' weights and row tiles fit shared
+ * memory (deltaChainStaging). The PPO actor's policy_output and policy_layer_1 and the critic's
+ * value_output, value_layer_4 and value_layer_3 (52,398 floats); value_layer_2 is 512 wide.
+ * Undefined when no layer qualifies.
+ */
+export function planDeltaChain(plan: MlpPlan, rows?: number): MlpPlan['deltaChain'] {
+  const staged = plan.dwHandoff === 'last';
+  const r = rows ?? DELTA_ROWS;
+  const from = plan.nets.map((n) => n.layout.layers.length);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (let n = 0; n < plan.nets.length; n++) {
+      const layers = plan.nets[n].layout.layers;
+      const l = from[n] - 1;
+      if (l < 1 || layers.length - l > MAX_DELTA_LAYERS) continue;
+      if (layers[l].in > DELTA_MAX_WIDTH || layers[l].out > DELTA_MAX_WIDTH) continue;
+      const next = [...from];
+      next[n] = l;
+      const nets = deltaChainNets(plan, next);
+      if (nets.length > MAX_DELTA_NETS) continue;
+      if (staged && !deltaChainStaging(nets, r)) continue;
+      from[n] = l;
+      grew = true;
+    }
+  }
+  if (from.every((f, n) => f >= plan.nets[n].layout.layers.length)) return undefined;
+  return { from, rows: r, staged };
 }
 
 /**

@@ -12,6 +12,7 @@ import { category } from '../env/actions.js';
 import { type AdamHyper, adamBiasCorrection, adamStepDispatch } from '../kernels/adam_step.js';
 import { curiosityGatherDispatch } from '../kernels/curiosity_gather.js';
 import { curiosityLossDispatch } from '../kernels/curiosity_loss.js';
+import { MAX_BACKWARD_JOBS } from '../kernels/mlp_backward.js';
 import { ppoGatherDispatch } from '../kernels/ppo_gather.js';
 import { LOSS_PARTS, lossGroups, ppoLossDispatch, STAT, STAT_COUNT } from '../kernels/ppo_loss.js';
 import type { TypedArray } from '../kernels/reference.js';
@@ -25,6 +26,7 @@ import {
   dwSplitBudgetFor,
   forwardDispatches,
   kSplitFor,
+  planDeltaChain,
   planMlps,
 } from '../learn/device_mlp.js';
 import { syntheticPpoRollout, uploadPpoRollout } from '../learn/device_rollout.js';
@@ -187,12 +189,13 @@ function gatherCase(
  * layer's output is checked either way.
  */
 export function mlpParityCase(
-  kernel: 'mlp_forward' | 'mlp_backward' | 'mlp_chain_forward',
+  kernel: 'mlp_forward' | 'mlp_backward' | 'mlp_chain_forward' | 'mlp_delta_chain',
   batch: number,
   layouts: [NetLayout, NetLayout] = [ppoActorLayout(), ppoCriticLayout()],
   chainRows?: number,
 ): ParityCase {
   const chain = kernel === 'mlp_chain_forward' ? (chainRows ?? true) : false;
+  const backward = kernel === 'mlp_backward' || kernel === 'mlp_delta_chain';
   const plan = planMlps(layouts, batch, 1, 0, 'last', 'most', chain);
   const tail = plan.nets.find((n) => n.chainFrom < n.layout.layers.length);
   if (chain && !tail) throw new Error(`mlp_chain_forward case: ${layouts[1].kind} has no chain tail`);
@@ -223,7 +226,9 @@ export function mlpParityCase(
             .slice(tail!.chainFrom)
             .map((l) => l.name)
             .join(' -> ')} in one chain launch of ${plan.chainRows} rows per workgroup)`
-        : 'dW, db, dX of every layer (paired launches)';
+        : kernel === 'mlp_delta_chain'
+          ? `dW, db, dX of every layer (the top layers' dX in one mlp_delta_chain launch${chainRows ? ` of ${chainRows} rows per workgroup` : ''}, then mlp_backward launches of up to ${MAX_BACKWARD_JOBS} layers)`
+          : 'dW, db, dX of every layer (paired launches)';
   return {
     name: `${kernel} ${layouts[0].kind} + ${layouts[1].kind} B=${batch}: ${what}`,
     kernel,
@@ -232,7 +237,7 @@ export function mlpParityCase(
       const out: Outputs = {};
       reference().forEach(({ cache, grad }, n) => {
         const net = layouts[n].kind;
-        if (kernel !== 'mlp_backward') {
+        if (!backward) {
           cache.acts.slice(1).forEach((a, l) => {
             out[`${net}.out${l}`] = a as Float32Array;
           });
@@ -243,7 +248,7 @@ export function mlpParityCase(
           });
         }
       });
-      if (kernel === 'mlp_backward') {
+      if (backward) {
         const norm2 = globalGradNorm(reference().map((r) => r.grad)) ** 2;
         out.sumOfSquares = Float32Array.of(norm2);
       }
@@ -263,6 +268,11 @@ export function mlpParityCase(
           'most',
           chain,
         );
+        if (kernel === 'mlp_delta_chain') {
+          plan.deltaChain = planDeltaChain(plan, chainRows);
+          if (!plan.deltaChain)
+            throw new Error('mlp_delta_chain case: no layer qualifies for the delta chain');
+        }
         const b = createMlpBuffers(backend, plan, 'parity');
         try {
           plan.nets.forEach((net, n) => {
@@ -270,7 +280,7 @@ export function mlpParityCase(
           });
           backend.upload(b.acts, x);
           const out: Outputs = {};
-          if (kernel !== 'mlp_backward') {
+          if (!backward) {
             const launches = forwardDispatches(plan, b);
             const chained = launches.filter((d) => d.kernel.name === 'mlp_chain_forward').length;
             if (chained !== (chain !== false ? 1 : 0))
@@ -604,7 +614,8 @@ const statsArray = (s: PpoUpdateStats) =>
  * DevicePpoLearner.update against ppoUpdateReference on the same synthetic rollout. `check`
  * 'grads': the gradients of a single-step update (left in the grads buffer; no clipping, so they
  * equal the reference's); 'params': params after Adam and the update's statistics. `chain`: the
- * learner's option (default on: the critic's layers 3..5 in one mlp_chain_forward launch).
+ * learner's option (default on: the critic's layers 3..5 in one mlp_chain_forward launch);
+ * `deltaChain` too (default: the backend's, on with CUDA).
  */
 function learnerCase(
   check: 'grads' | 'params',
@@ -614,6 +625,7 @@ function learnerCase(
   what: string,
   chain?: boolean,
   precision: Precision = 'exact',
+  deltaChain?: boolean,
 ): ParityCase {
   const actorLayout = ppoActorLayout();
   const criticLayout = ppoCriticLayout();
@@ -664,8 +676,12 @@ function learnerCase(
         cfg,
         seed,
         chain,
+        deltaChain,
         ...(tf32 ? { precision } : {}),
       });
+      if (deltaChain !== undefined && (dev.plan.deltaChain !== undefined) !== deltaChain) {
+        throw new Error(`the learner's plan has ${dev.plan.deltaChain ? 'a' : 'no'} delta chain`);
+      }
       const r = uploadPpoRollout(backend, rollout(), actorLayout.layers[0].in);
       try {
         const stats = await dev.update(r, update);
@@ -851,6 +867,8 @@ export function learnParityCases(): ParityCase[] {
     mlpParityCase('mlp_forward', 70),
     mlpParityCase('mlp_chain_forward', 70),
     mlpParityCase('mlp_backward', 70),
+    mlpParityCase('mlp_delta_chain', 70),
+    mlpParityCase('mlp_delta_chain', 70, undefined, 2),
     lossCase(300, true),
     lossCase(1, true),
     lossCase(40, false),
@@ -886,6 +904,36 @@ export function learnParityCases(): ParityCase[] {
       0,
       'one minibatch step, critic tail as 3 mlp_forward launches (--chain off)',
       false,
+    ),
+    learnerCase(
+      'grads',
+      24,
+      oneStep,
+      0,
+      "one minibatch step, top layers' deltas in one mlp_delta_chain launch (--delta-chain on)",
+      undefined,
+      'exact',
+      true,
+    ),
+    learnerCase(
+      'grads',
+      24,
+      oneStep,
+      0,
+      'one minibatch step, one mlp_backward launch per stage (--delta-chain off)',
+      undefined,
+      'exact',
+      false,
+    ),
+    learnerCase(
+      'params',
+      50,
+      { ...ppo, minibatch: 16, updateEpochs: 2 },
+      3,
+      'short update (shuffle, clip, 6 steps), delta chain (--delta-chain on)',
+      undefined,
+      'exact',
+      true,
     ),
     learnerCase(
       'params',

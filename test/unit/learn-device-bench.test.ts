@@ -96,6 +96,30 @@ describe('bench train', () => {
       ]);
       // The TS twin adds as mlp_forward does: the same losses either way on the CPU.
       expect(off.losses).toEqual(r.losses);
+      // --delta-chain on: the top layers' dX in one mlp_delta_chain launch, then 3 mlp_backward
+      // launches (on the CPU, without a split budget, each layer's dW at its first chance).
+      const dc = await benchPpoTrain({
+        backend,
+        cfg,
+        market: data.market,
+        splits: data.splits,
+        barsPerYear: data.barsPerYear,
+        repeats: 1,
+        kernelRepeats: 1,
+        validate: false,
+        deltaChain: true,
+      });
+      expect(r.deltaChain).toBe(false);
+      expect(dc.deltaChain).toBe(true);
+      expect(dc.launchesPerStep).toBe(11);
+      expect(dc.stepKernels.slice(6, 10).map((k) => k.launch)).toEqual([
+        'mlp_delta_chain dX of policy_output, policy_layer_1 + value_output, value_layer_4, value_layer_3',
+        'mlp_backward value_layer_2 + value_layer_3 + policy_layer_1 + value_layer_4 + policy_layer_0 + policy_output + value_output',
+        'mlp_backward value_layer_1',
+        'mlp_backward value_layer_0',
+      ]);
+      // Its TS twin adds as mlp_backward's dX does: the same losses on the CPU.
+      expect(dc.losses).toEqual(r.losses);
     } finally {
       backend.destroy();
     }
@@ -113,6 +137,8 @@ describe('bench train', () => {
     expect(err.at(-1)).toBe('foxhunt bench train: --chain must be on, off or both, got "maybe"');
     expect(await main(['bench', 'train', '--chain-rows', '32'])).toBe(1);
     expect(err.at(-1)).toBe('foxhunt bench train: --chain-rows must be one of 2, 4, 8, 16, got "32"');
+    expect(await main(['bench', 'train', '--delta-chain', 'maybe'])).toBe(1);
+    expect(err.at(-1)).toBe('foxhunt bench train: --delta-chain must be on, off or both, got "maybe"');
     expect(await main(['bench', 'train', '--backend', 'cpu', '--episodes', '2', '--steps', '8'])).toBe(1);
     expect(err.at(-1)).toBe(
       'foxhunt bench train: config: ppo.minibatch: must not exceed rollout.episodes * rollout.steps',

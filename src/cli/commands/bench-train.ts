@@ -16,7 +16,8 @@ import { type Command, UserError } from '../main.js';
 const usage = `usage: foxhunt bench train --algo ppo [--backend auto|cuda|webgpu|cpu] [--episodes N] [--steps L]
                            [--large-episodes N2] [--repeats R] [--seed S] [--dw-split on|off|most|W]
                            [--gather-rows G] [--pdl on|off|early] [--chain on|off|both]
-                           [--chain-rows R] [--precision auto|exact|tf32|both] [--json]
+                           [--chain-rows R] [--delta-chain on|off|both]
+                           [--precision auto|exact|tf32|both] [--json]
 
 Times a PPO epoch per phase on the built-in synthetic market: collect (collect_ppo on the device),
 update (the device learner: every minibatch step of the update in one submission, a CUDA graph
@@ -51,6 +52,12 @@ kernels' TS references); pass --episodes, --steps or --large-episodes to overrid
                          both, each setting measured with the chain on then off
   --chain-rows R         minibatch rows per mlp_chain_forward workgroup: 2, 4, 8 or 16 (default:
                          ${CHAIN_ROWS_STAGED} on CUDA's staged build, ${CHAIN_ROWS} elsewhere)
+  --delta-chain on|off|both
+                         CUDA, WebGPU, CPU: the backward's input deltas of the actor's top two and
+                         the critic's top three layers in one mlp_delta_chain launch, then one
+                         mlp_backward launch for every layer whose deltas are known (on: 11 launches
+                         per step, the default on CUDA), or one mlp_backward launch per stage (off:
+                         13, the default elsewhere), or both, measured in that order
   --precision P          auto (default: as train.precision auto, tf32 on CUDA, exact elsewhere),
                          exact (f32, the parity mode), tf32 (CUDA: TF32 tensor cores in collect_ppo
                          and the learner's matmuls), or both: each setting measured exact then tf32
@@ -68,6 +75,7 @@ function table(results: BenchTrainResult[]): string[] {
       'N x L',
       'precision',
       'chain',
+      'delta chain',
       'samples',
       'steps',
       'launches',
@@ -84,6 +92,7 @@ function table(results: BenchTrainResult[]): string[] {
       `${r.episodes} x ${r.steps}`,
       r.precision,
       r.chain ? `on (${r.chainRows} rows)` : 'off',
+      r.deltaChain ? 'on' : 'off',
       String(r.samples),
       String(r.minibatchSteps),
       String(r.minibatchSteps * r.launchesPerStep),
@@ -119,6 +128,7 @@ async function run(args: string[]): Promise<number> {
       pdl: { type: 'string' },
       chain: { type: 'string' },
       'chain-rows': { type: 'string' },
+      'delta-chain': { type: 'string' },
       precision: { type: 'string' },
       json: { type: 'boolean' },
     },
@@ -161,6 +171,12 @@ async function run(args: string[]): Promise<number> {
   const chainRows: number | true = chainRowsGiven === undefined ? true : Number(chainRowsGiven);
   const chains: (number | boolean)[] =
     chainFlag === 'both' ? [chainRows, false] : [chainFlag === 'on' ? chainRows : false];
+  const deltaFlag = (values['delta-chain'] as string | undefined) ?? 'default';
+  if (!['on', 'off', 'both', 'default'].includes(deltaFlag)) {
+    throw new UserError(`--delta-chain must be on, off or both, got "${deltaFlag}"`);
+  }
+  const deltas: (boolean | undefined)[] =
+    deltaFlag === 'both' ? [true, false] : [deltaFlag === 'default' ? undefined : deltaFlag === 'on'];
   const gatherRowsFlag = values['gather-rows'] as string | undefined;
   const gatherRows = gatherRowsFlag === undefined ? undefined : Number(gatherRowsFlag);
   if (gatherRows !== undefined && (!/^\d+$/.test(gatherRowsFlag!) || gatherRows < 1 || gatherRows > 64)) {
@@ -226,10 +242,12 @@ async function run(args: string[]): Promise<number> {
       log(
         `setting ${n} x ${steps}, ${precision}: ${cfg.ppo.updateEpochs} epochs x ${Math.floor((n * steps) / cfg.ppo.minibatch)} minibatches of ${cfg.ppo.minibatch}`,
       );
-      for (const chain of chains) {
+      for (const [chain, deltaChain] of chains.flatMap((c) => deltas.map((d) => [c, d] as const))) {
         if (chains.length > 1)
           log(`  --chain ${chain ? `on (rows per workgroup: ${chainRowsFlag})` : 'off'}`);
+        if (deltas.length > 1) log(`  --delta-chain ${deltaChain ? 'on' : 'off'}`);
         const r = await benchPpoTrain({
+          deltaChain,
           precision,
           backend,
           cfg,
@@ -256,13 +274,13 @@ async function run(args: string[]): Promise<number> {
       return 0;
     }
     console.log(
-      `bench train ppo on ${backend.kind}: ${backend.info.device} (${backend.info.driver}), --pdl ${pdlFlag}, --precision ${precisionFlag}, --chain ${chainFlag}${chainFlag === 'off' ? '' : ` (rows per workgroup: ${chainRowsFlag})`}`,
+      `bench train ppo on ${backend.kind}: ${backend.info.device} (${backend.info.driver}), --pdl ${pdlFlag}, --precision ${precisionFlag}, --chain ${chainFlag}${chainFlag === 'off' ? '' : ` (rows per workgroup: ${chainRowsFlag})`}, --delta-chain ${deltaFlag}`,
     );
     for (const line of table(results)) console.log(`  ${line}`);
     for (const r of results) {
       const stepMs = r.stepKernels.reduce((t, k) => t + k.ms, 0);
       console.log(
-        `  one minibatch step of ${r.episodes} x ${r.steps} (${r.precision}), chain ${r.chain ? 'on' : 'off'}, each launch timed alone (sum ${(stepMs * 1000).toFixed(1)} us):`,
+        `  one minibatch step of ${r.episodes} x ${r.steps} (${r.precision}), chain ${r.chain ? 'on' : 'off'}, delta chain ${r.deltaChain ? 'on' : 'off'}, each launch timed alone (sum ${(stepMs * 1000).toFixed(1)} us):`,
       );
       const width = Math.max(...r.stepKernels.map((k) => k.launch.length));
       for (const k of r.stepKernels) {
@@ -275,7 +293,7 @@ async function run(args: string[]): Promise<number> {
       if (target === undefined) break;
       const s = at64k.times.updateMs / 1000;
       console.log(
-        `  update of 64,000 samples (${at64k.precision}${chains.length > 1 ? `, chain ${at64k.chain ? 'on' : 'off'}` : ''}): ${s.toFixed(3)} s (target <= ${target} s on one H200: ${s <= target ? 'met' : 'not met'})`,
+        `  update of 64,000 samples (${at64k.precision}${chains.length > 1 ? `, chain ${at64k.chain ? 'on' : 'off'}` : ''}${deltas.length > 1 ? `, delta chain ${at64k.deltaChain ? 'on' : 'off'}` : ''}): ${s.toFixed(3)} s (target <= ${target} s on one H200: ${s <= target ? 'met' : 'not met'})`,
       );
     }
     return 0;
