@@ -81,9 +81,9 @@ __device__ __forceinline__ unsigned int dx_tiles(const BackwardJob& job, unsigne
 }
 
 // The job of flat block t (job j's blocks: its dW tiles x splits, then its dX tiles), MAX_JOBS for
-// none; t becomes the block's index within its job. The loop is unrolled (each job's uniforms at
-// fixed offsets) and stops at the first job whose blocks reach past t: a block of job 0 reads job
-// 0's uniforms only.
+// none; t becomes the block's index among the job's dW blocks (is_dw) or its dX tiles. The loop is
+// unrolled (each job's uniforms at fixed offsets) and stops at the first job whose blocks reach
+// past t: a block of job 0 reads job 0's uniforms only.
 __device__ __forceinline__ unsigned int find_job(const Uniforms& v, unsigned int& t, bool& is_dw) {
 #pragma unroll
   for (unsigned int j = 0; j < MAX_JOBS; j++) {
