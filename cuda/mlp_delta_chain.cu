@@ -8,8 +8,11 @@
 //   params: const float*: the networks' flat parameters (W [out, in] row-major, then bias)
 //   acts: const float*: each layer's input rows at xOff_c (the previous layer's outputs)
 //   deltas: float*: each network's top delta rows at dOff_0, every layer's dX rows at pOff_c
-//   u: Uniforms { batch, nets, then per net n < 2: layers, pFrom, pEnd (its chain's weights and
-//      biases: params[pFrom .. pEnd)), then per layer c < 4: in, out, wOff, dOff, xOff, pOff, pAct }
+//   mb: const float*: ppo_gather's action, old log-prob, advantage, return (loss mode only)
+//   partials: float*: the loss mode's LOSS_PARTS sums per block at lossAt
+//   u: Uniforms { batch, nets, the loss mode's loss, rows and ppo_loss's nActions .. lossAt, then
+//      per net n < 2: layers, pFrom, pEnd (its chain's weights and biases: params[pFrom .. pEnd)),
+//      then per layer c < 4: in, out, wOff, dOff, xOff, pOff, pAct }
 //      (pAct: 0 none, 1 relu, 2 leaky 0.01; widths <= MAX_WIDTH)
 // The block's threads split in `nets` equal parts, one per network; the networks run at once, in
 // steps with a barrier between them, a shorter chain starting later (its last layer in the last
@@ -35,6 +38,17 @@
 // STAGED undefined (the WGSL twin's shape; CUDA's build when the copy does not fit): 256 threads
 // read the weights from global memory (the small layers stay in L2), unrolled so that several
 // rows of W are in flight.
+//
+// LOSS = 1 (the loss mode's build; the launch sets u.loss = 1): before the chain, the block
+// computes the PPO loss head for its rows (ppo_loss.cuh, the code ppo_loss runs, so the same bits
+// per sample): the minibatch's advantage statistics (ppo_loss's 256-thread tree; a staged block's
+// threads 256.. add +0), then warp w takes rows w, w + THREADS / 32, .. (team code as ppo_loss),
+// writing dLogits / dValue to deltas at dLogitsOff / dValueOff and into the top tiles (net 0's
+// top is the policy output, net 1's the value: the dispatch checks it; rows past the batch get
+// zeros), and the block's LOSS_PARTS sums (the warps' in warp order) to partials[lossAt + block *
+// LOSS_PARTS + part]. The staged build issues the copy's first round of loads, runs the loss while
+// they are in flight, then stores them. LOSS_FLOATS (= THREADS) floats of shared memory after the
+// tiles hold the sums' trees.
 #define COLLECT_DYN_SMEM  // the tiles (and the copy) are the launch's dynamic shared memory
 #include "collect_port.cuh"
 #include "grid.cuh"
@@ -43,6 +57,15 @@
 #define THREADS (WG_X * WG_Y * WG_Z)
 #if !defined(STAGED) || !STAGED
 #define STAGE_FLOATS 0
+#endif
+#ifndef LOSS
+#define LOSS 0
+#endif
+#ifndef LOSS_FLOATS
+#define LOSS_FLOATS 0
+#endif
+#if LOSS
+#include "ppo_loss.cuh"
 #endif
 // Top delta floats (both networks' ROWS x out_0) a thread loads before storing them.
 #define DIN_PER_THREAD ((ROWS * 2 * MAX_WIDTH + THREADS - 1) / THREADS)
@@ -126,10 +149,48 @@ __device__ __forceinline__ void delta_load_x(float (&x)[ROWS], const float* acts
   }
 }
 
+#if LOSS
+// The loss head of the block's rows (LOSS: see the header); every thread calls it (barriers).
+// Leaves the top tiles written (no barrier after the tiles' stores: the caller's comes next).
+__device__ __forceinline__ void delta_loss(const Uniforms& u, const float* acts, const float* mb, float* deltas,
+                                           float* partials, float* red, float* tile_a0, float* tile_a1,
+                                           unsigned int block, unsigned int row0, unsigned int rows,
+                                           unsigned int tid) {
+  static_assert(LOSS_FLOATS >= THREADS && THREADS % 32 == 0 && THREADS >= PPO_STAT_THREADS, "loss scratch");
+  constexpr unsigned int warps = THREADS / 32u;
+  static_assert(warps * LOSS_PARTS <= THREADS, "the warps' sums fit the scratch");
+  float mean, scale;
+  ppo_advantage_stats(u, mb, red, tid, THREADS, mean, scale);
+  const unsigned int lane = tid % 32u;
+  const unsigned int warp = tid / 32u;
+  float sums[LOSS_PARTS] = {};
+  for (unsigned int r = warp; r < ROWS; r += warps) {
+    const bool valid = r < rows;
+    ppo_loss_sample(u, acts, mb, deltas, row0 + r, valid, lane, mean, scale, sums, tile_a0 + r, ROWS,
+                    tile_a1 + r);
+    if (!valid) {  // rows past the batch: zero deltas in the tiles (as the plain build loads them)
+      for (unsigned int k = lane; k < u.nActions; k += 32u) tile_a0[k * ROWS + r] = 0.0f;
+      if (lane == 0u) tile_a1[r] = 0.0f;
+    }
+  }
+  // The block's sums: warp w's at red[p * warps + w], added in warp order.
+  if (lane == 0u) {
+#pragma unroll
+    for (unsigned int p = 0; p < LOSS_PARTS; p++) red[p * warps + warp] = sums[p];
+  }
+  __syncthreads();
+  if (tid < LOSS_PARTS) {
+    float total = 0.0f;
+    for (unsigned int w = 0; w < warps; w++) total += red[tid * warps + w];
+    partials[u.lossAt + block * LOSS_PARTS + tid] = total;
+  }
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_delta_chain(KERNEL_ARGS) {
   LEARN_GRID_DEP_WAIT();  // first: a PDL launch may start before the previous kernel ends
   static_assert(STAGE_FLOATS % 4 == 0 && TILE_FLOATS % 2 == 0, "16-byte aligned tiles");
-  COLLECT_SMEM(smem, STAGE_FLOATS + TILE_FLOATS);
+  COLLECT_SMEM(smem, STAGE_FLOATS + TILE_FLOATS + LOSS_FLOATS);
   const unsigned long long block = flat_block_id();
   if (block * ROWS >= u.batch) return;  // the whole block: no barrier is skipped by part of it
   const unsigned int row0 = (unsigned int)block * ROWS;
@@ -152,7 +213,10 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_delta_chain
   float* const tile_a1 = tiles + ROWS * (wa0 + wb0);
   float* tile_in = net == 0u ? tile_a0 : tile_a1;  // this step's layer reads its deltas here
   float* tile_out = tile_in + ROWS * (net == 0u ? wa0 : wa1);
-
+#if LOSS
+  // The loss mode computes the top deltas itself (u.loss = 1: the dispatch builds LOSS only then).
+  float* const loss_red = tiles + TILE_FLOATS;
+#else
   // Both networks' top delta rows (contiguous in deltas; zeros past the batch): element e of net
   // n's is row e / out_0, unit e % out_0, and goes to tile A as [unit][ROWS].
   const DeltaLayer top0 = delta_layer(u, 0u, 0u);
@@ -170,6 +234,7 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_delta_chain
     const unsigned int k = second ? e - e0 : e;
     din[q] = e < e_all && k < rows * n_out ? deltas[d_off + row0 * n_out + k] : 0.0f;
   }
+#endif
   // This thread's first act' inputs (its network's layer 0, input t).
   float x_next[ROWS];
   delta_load_x(x_next, acts, delta_layer(u, net, 0u), t, row0, rows);
@@ -191,6 +256,7 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_delta_chain
 #define STAGE_BATCH ((STAGE_PER_THREAD + STAGE_ROUNDS - 1) / STAGE_ROUNDS)
   // Chunk k = tid + THREADS * j (j < STAGE_PER_THREAD): net 0's chunk k, or net 1's k - chunks0.
   // Predicated loads, so that ptxas keeps a round's loads all in flight before its stores.
+#if !LOSS
   for (unsigned int j0 = 0; j0 < STAGE_PER_THREAD; j0 += STAGE_BATCH) {
     float4 v[STAGE_BATCH];
 #pragma unroll
@@ -212,6 +278,43 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_delta_chain
       }
     }
   }
+#else
+  // The same rounds, the first one's loads issued before the loss head and stored after it.
+  auto stage_load = [&](unsigned int j0, float4 (&v)[STAGE_BATCH]) {
+#pragma unroll
+    for (unsigned int j = 0; j < STAGE_BATCH; j++) {
+      const unsigned int k = tid + THREADS * (j0 + j);
+      const bool second = k >= chunks0;
+      const unsigned int c = second ? k - chunks0 : k;
+      if (j0 + j < STAGE_PER_THREAD && c < (second ? whole1 : whole0)) {
+        v[j] = ldg4(params + (second ? a1 : a0) + 4u * c);
+      }
+    }
+  };
+  auto stage_store = [&](unsigned int j0, const float4 (&v)[STAGE_BATCH]) {
+#pragma unroll
+    for (unsigned int j = 0; j < STAGE_BATCH; j++) {
+      const unsigned int k = tid + THREADS * (j0 + j);
+      const bool second = k >= chunks0;
+      const unsigned int c = second ? k - chunks0 : k;
+      if (j0 + j < STAGE_PER_THREAD && c < (second ? whole1 : whole0)) {
+        *reinterpret_cast<float4*>(staged + 4u * k) = v[j];
+      }
+    }
+  };
+  {
+    float4 v[STAGE_BATCH];
+    stage_load(0u, v);
+    // The loss head while the first round's loads are in flight (it needs no weights).
+    delta_loss(u, acts, mb, deltas, partials, loss_red, tile_a0, tile_a1, (unsigned int)block, row0, rows, tid);
+    stage_store(0u, v);
+  }
+  for (unsigned int j0 = STAGE_BATCH; j0 < STAGE_PER_THREAD; j0 += STAGE_BATCH) {
+    float4 v[STAGE_BATCH];
+    stage_load(j0, v);
+    stage_store(j0, v);
+  }
+#endif
   if (tid < 8u) {
     const bool second = tid >= 4u;
     const unsigned int whole = second ? whole1 : whole0;
@@ -224,9 +327,13 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_delta_chain
   const float* const w_base = net == 0u ? staged : staged + 4u * chunks0;
   const unsigned int w_from = net == 0u ? a0 : a1;
 #else
+#if LOSS
+  delta_loss(u, acts, mb, deltas, partials, loss_red, tile_a0, tile_a1, (unsigned int)block, row0, rows, tid);
+#endif
   const float* const w_base = params;
   const unsigned int w_from = 0u;
 #endif
+#if !LOSS
 #pragma unroll
   for (unsigned int q = 0; q < DIN_PER_THREAD; q++) {
     const unsigned int e = tid + THREADS * q;
@@ -237,6 +344,7 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_delta_chain
       (second ? tile_a1 : tile_a0)[(k % n_out) * ROWS + k / n_out] = din[q];
     }
   }
+#endif
   __syncthreads();
 
   for (unsigned int s = 0; s < steps; s++) {

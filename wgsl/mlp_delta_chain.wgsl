@@ -8,8 +8,11 @@
 //   params: array<f32>, read: the networks' flat parameters (W [out, in] row-major, then bias)
 //   acts: array<f32>, read: each layer's input rows at xOff_c (the previous layer's outputs)
 //   deltas: array<f32>, read_write: each network's top delta rows at dOff_0, every dX at pOff_c
-//   u: Uniforms { batch, nets, then per net n < 2: layers, pFrom, pEnd (unused here: the CUDA
-//      staged build's copy), then per layer c < 4: in, out, wOff, dOff, xOff, pOff, pAct }
+//   mb: array<f32>, read: ppo_gather's action, old log-prob, advantage, return (loss mode only)
+//   partials: array<f32>, read_write: the loss mode's LOSS_PARTS sums per workgroup at lossAt
+//   u: Uniforms { batch, nets, the loss mode's loss, rows and ppo_loss's nActions .. lossAt, then
+//      per net n < 2: layers, pFrom, pEnd (unused here: the CUDA staged build's copy), then per
+//      layer c < 4: in, out, wOff, dOff, xOff, pOff, pAct }
 //      (pAct: 0 none, 1 relu, 2 leaky 0.01; widths <= MAX_WIDTH)
 // The THREADS invocations split in `nets` equal parts, one per network; the networks run at once,
 // in steps with a barrier between them, a shorter chain starting later (its last layer in the last
@@ -19,12 +22,20 @@
 // the next tile and to deltas. Each network has two tiles that the steps alternate between (tile
 // A holds its deltas out_0, in_1, ..; tile B in_0, in_2, ..): TILE_FLOATS = ROWS * the sum of the
 // networks' widest deltas of each.
+// LOSS = 1 (the loss mode's build; u.loss = 1): the workgroup first computes the PPO loss head of
+// its rows (ppo_loss_head.wgsl, the code ppo_loss runs), writing the output deltas (the chain's
+// top deltas: net 0 the policy output, net 1 the value) to `deltas` and its LOSS_PARTS sums to
+// partials[lossAt + block * LOSS_PARTS ..]; mb holds ppo_gather's per-sample floats.
 // Numerics: f32, each sum from +0 in increasing o as the TS reference; the compiler may fuse
 // multiply-adds, so the twins agree to a tolerance (fixed order: the same bits every run).
 
 const THREADS = WG_X * WG_Y * WG_Z;
 
 var<workgroup> tile: array<f32, TILE_FLOATS>;
+
+//!if LOSS == 1
+//!include ppo_loss_head.wgsl
+//!endif
 
 struct DeltaLayer {
   n_in: u32,
@@ -119,6 +130,31 @@ fn mlp_delta_chain(
   let tile_a1 = ROWS * (w0.x + w0.y);
   var tile_in = select(0u, tile_a1, net == 1u);  // this step's layer reads its deltas here
   var tile_out = tile_in + ROWS * select(w0.x, tile_widths(1u).x, net == 1u);
+
+//!if LOSS == 1
+  // The loss mode: the PPO loss head of the workgroup's rows first (ppo_loss_head.wgsl, ppo_loss's
+  // code): team t of the THREADS / 32 takes rows t, t + THREADS / 32, .. (every team runs every
+  // round: the trees' barriers stay uniform), writing the output deltas to `deltas`, which the
+  // chain then loads as its top deltas below; the workgroup's loss sums to partials.
+  if (u.loss != 0u) {
+    let stats = advantage_stats(tid);
+    let lane = tid % LOSS_TEAM;
+    let team = tid / LOSS_TEAM;
+    let teams = u32(THREADS) / LOSS_TEAM;
+    var sums: array<f32, LOSS_PARTS>;
+    for (var j = 0u; j < (u32(ROWS) + teams - 1u) / teams; j++) {
+      let r = j * teams + team;
+      loss_sample(row0 + r, r < rows, lane, team, stats, &sums);
+    }
+    for (var p = 0u; p < LOSS_PARTS; p++) {
+      let total = block_sum(sums[p], tid);
+      if (tid == 0u) {
+        partials[u.lossAt + block * LOSS_PARTS + p] = total;
+      }
+    }
+    storageBarrier();  // the top deltas just written are read back by other invocations
+  }
+//!endif
 
   // Both networks' top delta rows (contiguous in deltas; zeros past the batch) into tile A.
   for (var n = 0u; n < nets; n++) {

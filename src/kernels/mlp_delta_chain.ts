@@ -32,6 +32,19 @@
  * row. A pair whose copy and tiles do not fit 227 KiB (sm_90's shared memory per block) takes the
  * 256-thread build, which reads the weights from global memory (as WGSL does).
  *
+ * Loss mode (`loss`: the dispatch's `io.loss`; uniform loss = 1, spec constant LOSS = 1): before the
+ * chain, each workgroup computes the PPO loss head (ppo_loss: src/kernels/ppo_loss.ts, the same
+ * per-sample function) for ITS rows: the minibatch's advantage statistics (every workgroup computes
+ * them itself, as ppo_loss's workgroups do), then per row the output deltas dLogits and dValue,
+ * written to `deltas` at dLogitsOff and dValueOff, which must be the chain's top delta rows (net
+ * 0's the actor's policy output, nActions wide; net 1's the critic's value, 1 wide: the dispatch
+ * checks it), and the rows' LOSS_PARTS sums to partials[lossAt + w * LOSS_PARTS + part] for
+ * workgroup w (adam_step then adds ceil(batch / rows) such groups). So one launch does what
+ * ppo_loss and mlp_delta_chain did. The loss head needs no weights: CUDA's staged build issues the
+ * weight copy's loads first, computes the loss while they are in flight, then stores the copy.
+ * `mb` holds the gathered samples (ppo_gather: action, old log-prob, advantage, return; batch
+ * floats each). Without the loss mode `mb` and `partials` are bound but not read or written.
+ *
  * Numerics: f32. This reference adds each dX sum from +0 in increasing o, then multiplies by act'
  * once, exactly as src/learn/mlp.ts's backward and mlp_backward's reference (mlp.ts skips the
  * terms whose delta is 0, which leaves the sum's bits unchanged for finite weights: a sum from +0
@@ -46,6 +59,7 @@ import { ActCode } from './dense_forward.js';
 import { grid1d } from './grid.js';
 import { actDerivative } from './mlp_backward.js';
 import { CHAIN_STAGED_SHARED_LIMIT } from './mlp_chain_forward.js';
+import { advantageStats, LOSS_PARTS, type LossHeadUniforms, ppoLossSample } from './ppo_loss.js';
 import type { Kernel, TypedArray } from './reference.js';
 
 /** Most networks of one launch, and most layers of each (the uniforms hold this many). */
@@ -143,6 +157,14 @@ function paramRange(net: DeltaChainNet): { from: number; end: number } {
   return { from, end };
 }
 
+/**
+ * Floats of the loss mode's scratch (the advantage sums' tree and the rows' loss parts), after the
+ * tiles in CUDA's dynamic shared memory: one per thread.
+ */
+export function deltaChainLossScratch(threads: number): number {
+  return threads;
+}
+
 /** What the staged build copies into shared memory, and its shared memory. */
 export interface DeltaChainStaging {
   /**
@@ -154,7 +176,9 @@ export interface DeltaChainStaging {
   stageFloats: number;
   /** Floats of the delta tiles (deltaChainTileFloats). */
   tileFloats: number;
-  /** The copy and the tiles, in bytes. */
+  /** Floats of the loss mode's scratch (0 without the loss mode). */
+  lossFloats: number;
+  /** The copy, the tiles and the loss scratch, in bytes. */
   sharedBytes: number;
 }
 
@@ -165,6 +189,7 @@ export interface DeltaChainStaging {
 export function deltaChainStaging(
   nets: readonly DeltaChainNet[],
   rows: number,
+  loss = false,
 ): DeltaChainStaging | undefined {
   const ranges = nets.map(paramRange);
   const stageFloats = ranges.reduce(
@@ -172,9 +197,10 @@ export function deltaChainStaging(
     0,
   );
   const tileFloats = deltaChainTileFloats(nets, rows);
-  const sharedBytes = 4 * (stageFloats + tileFloats);
+  const lossFloats = loss ? deltaChainLossScratch(DELTA_STAGED_THREADS) : 0;
+  const sharedBytes = 4 * (stageFloats + tileFloats + lossFloats);
   return sharedBytes <= DELTA_STAGED_SHARED_LIMIT
-    ? { ranges, stageFloats, tileFloats, sharedBytes }
+    ? { ranges, stageFloats, tileFloats, lossFloats, sharedBytes }
     : undefined;
 }
 
@@ -192,10 +218,26 @@ const base: Omit<KernelSpec, 'workgroupSize' | 'constants'> = {
     { name: 'params', type: 'f32', access: 'read' },
     { name: 'acts', type: 'f32', access: 'read' },
     { name: 'deltas', type: 'f32', access: 'read_write' },
+    { name: 'mb', type: 'f32', access: 'read' },
+    { name: 'partials', type: 'f32', access: 'read_write' },
   ],
   uniforms: [
     { name: 'batch', type: 'u32' },
     { name: 'nets', type: 'u32' },
+    // The loss mode (loss = 1; rows: rows per workgroup, for the reference's loss groups) and
+    // ppo_loss's uniforms.
+    { name: 'loss', type: 'u32' },
+    { name: 'rows', type: 'u32' },
+    { name: 'nActions', type: 'u32' },
+    { name: 'logitsOff', type: 'u32' },
+    { name: 'valuesOff', type: 'u32' },
+    { name: 'dLogitsOff', type: 'u32' },
+    { name: 'dValueOff', type: 'u32' },
+    { name: 'clip', type: 'f32' },
+    { name: 'valueCoef', type: 'f32' },
+    { name: 'entropyCoef', type: 'f32' },
+    { name: 'normalize', type: 'u32' },
+    { name: 'lossAt', type: 'u32' },
     ...Array.from({ length: MAX_DELTA_NETS }, (_, n) => [
       ...NET_FIELDS.map((f) => ({ name: `${f}${n}`, type: 'u32' as const })),
       ...Array.from({ length: MAX_DELTA_LAYERS }, (_, c) =>
@@ -210,28 +252,40 @@ const variants = new Map<string, KernelSpec>();
 /**
  * The 256-thread build (WGSL; CUDA when the weights do not fit shared memory) with `rows` rows
  * per workgroup and `tileFloats` floats of delta tiles (one spec object per shape, so backends
- * cache one pipeline each). CUDA takes the tiles as dynamic shared memory (sharedBytes).
+ * cache one pipeline each); `loss`: the loss mode's build (LOSS = 1). CUDA takes the tiles (and
+ * the loss scratch, LOSS_FLOATS) as dynamic shared memory (sharedBytes).
  */
-export function mlpDeltaChainSpecFor(rows: number, tileFloats: number): KernelSpec {
+export function mlpDeltaChainSpecFor(rows: number, tileFloats: number, loss = false): KernelSpec {
   checkRows(rows);
-  const key = `${rows}|${tileFloats}`;
+  const key = `${rows}|${tileFloats}|${loss ? 1 : 0}`;
   let spec = variants.get(key);
   if (!spec) {
+    const lossFloats = loss ? deltaChainLossScratch(DELTA_THREADS) : 0;
     spec = {
       ...base,
       workgroupSize: [DELTA_THREADS, 1, 1],
-      constants: { ROWS: rows, MAX_WIDTH: DELTA_MAX_WIDTH, TILE_FLOATS: tileFloats },
-      sharedBytes: 4 * tileFloats,
+      constants: {
+        ROWS: rows,
+        MAX_WIDTH: DELTA_MAX_WIDTH,
+        TILE_FLOATS: tileFloats,
+        LOSS: loss ? 1 : 0,
+        LOSS_FLOATS: lossFloats,
+        LOSS_PARTS,
+      },
+      sharedBytes: 4 * (tileFloats + lossFloats),
     };
     variants.set(key, spec);
   }
   return spec;
 }
 
-/** The staged build (CUDA only) for `rows` rows per block and the copy `s`. */
+/**
+ * The staged build (CUDA only) for `rows` rows per block and the copy `s` (its loss scratch:
+ * the loss mode's build).
+ */
 export function mlpDeltaChainStagedSpecFor(rows: number, s: DeltaChainStaging): KernelSpec {
   checkRows(rows);
-  const key = `staged|${rows}|${s.stageFloats}|${s.tileFloats}`;
+  const key = `staged|${rows}|${s.stageFloats}|${s.tileFloats}|${s.lossFloats}`;
   let spec = variants.get(key);
   if (!spec) {
     spec = {
@@ -243,6 +297,9 @@ export function mlpDeltaChainStagedSpecFor(rows: number, s: DeltaChainStaging): 
         TILE_FLOATS: s.tileFloats,
         STAGED: 1,
         STAGE_FLOATS: s.stageFloats,
+        LOSS: s.lossFloats > 0 ? 1 : 0,
+        LOSS_FLOATS: s.lossFloats,
+        LOSS_PARTS,
       },
       sharedBytes: s.sharedBytes,
     };
@@ -260,10 +317,60 @@ export const mlpDeltaChainSpec = mlpDeltaChainSpecFor(
   DELTA_ROWS * MAX_DELTA_NETS * 2 * DELTA_MAX_WIDTH,
 );
 
+/** The loss mode's arguments: ppo_loss's (PpoLossArgs) without its buffers and batch. */
+export interface DeltaChainLoss {
+  nActions: number;
+  logitsOff: number;
+  valuesOff: number;
+  /** Must be net 0's top delta rows (its dOff), net 0's top layer nActions wide. */
+  dLogitsOff: number;
+  /** Must be net 1's top delta rows (its dOff), net 1's top layer 1 wide. */
+  dValueOff: number;
+  clip: number;
+  valueCoef: number;
+  entropyCoef: number;
+  normalize: boolean;
+  /** First float of the ceil(batch / rows) x LOSS_PARTS partials. */
+  lossAt: number;
+}
+
+/** The buffers a launch binds besides params, acts and deltas, and the loss mode. */
+export interface DeltaChainIo {
+  /** ppo_gather's per-sample floats (read in the loss mode only). */
+  mb: DeviceBuffer;
+  /** The loss sums (written in the loss mode only); a buffer other than `deltas`. */
+  partials: DeviceBuffer;
+  /** The loss mode: the PPO loss head first, its output deltas the chain's top deltas. */
+  loss?: DeltaChainLoss;
+}
+
+/** Loss groups (rows of LOSS_PARTS partials) of the loss mode: its workgroups. */
+export function deltaChainLossGroups(batch: number, rows: number): number {
+  return Math.ceil(batch / rows);
+}
+
+function checkLoss(nets: readonly DeltaChainNet[], loss: DeltaChainLoss): void {
+  const top = nets.map((n) => n.layers[0]);
+  if (
+    nets.length !== 2 ||
+    top[0].dOff !== loss.dLogitsOff ||
+    top[0].layer.out !== loss.nActions ||
+    top[1].dOff !== loss.dValueOff ||
+    top[1].layer.out !== 1
+  ) {
+    throw new Error(
+      `mlp_delta_chain: the loss mode needs net 0's top layer to be the policy output (${loss.nActions} ` +
+        `wide, deltas at ${loss.dLogitsOff}) and net 1's the value output (1 wide, deltas at ${loss.dValueOff}); ` +
+        `got ${nets.length} networks, tops ${top.map((l) => `${l.layer.out} wide at ${l.dOff}`).join(', ')}`,
+    );
+  }
+}
+
 /**
  * The launch of `nets` (checkDeltaChain) over `batch` rows, `rows` rows per workgroup
  * (DELTA_ROWS_CHOICES). `staged` (CUDA only): the staged build when the weights fit its shared
- * memory (deltaChainStaging), else the 256-thread build.
+ * memory (deltaChainStaging), else the 256-thread build. `io`: the mb and partials buffers, and
+ * the loss mode (io.loss).
  */
 export function mlpDeltaChainDispatch(
   params: DeviceBuffer,
@@ -271,12 +378,30 @@ export function mlpDeltaChainDispatch(
   deltas: DeviceBuffer,
   batch: number,
   nets: DeltaChainNet[],
-  rows: number = DELTA_ROWS,
-  staged = false,
+  rows: number,
+  staged: boolean,
+  io: DeltaChainIo,
 ): Dispatch {
   checkDeltaChain(nets);
   checkRows(rows);
-  const uniforms: Record<string, number> = { batch, nets: nets.length };
+  const { loss } = io;
+  if (loss) checkLoss(nets, loss);
+  const uniforms: Record<string, number> = {
+    batch,
+    nets: nets.length,
+    loss: loss ? 1 : 0,
+    rows,
+    nActions: loss?.nActions ?? 0,
+    logitsOff: loss?.logitsOff ?? 0,
+    valuesOff: loss?.valuesOff ?? 0,
+    dLogitsOff: loss?.dLogitsOff ?? 0,
+    dValueOff: loss?.dValueOff ?? 0,
+    clip: Math.fround(loss?.clip ?? 0),
+    valueCoef: Math.fround(loss?.valueCoef ?? 0),
+    entropyCoef: Math.fround(loss?.entropyCoef ?? 0),
+    normalize: loss?.normalize ? 1 : 0,
+    lossAt: loss?.lossAt ?? 0,
+  };
   for (let n = 0; n < MAX_DELTA_NETS; n++) {
     const net = nets[n];
     const range = net ? paramRange(net) : { from: 0, end: 0 };
@@ -295,12 +420,12 @@ export function mlpDeltaChainDispatch(
       uniforms[`pAct${at}`] = l ? ActCode[l.pAct] : 0;
     }
   }
-  const staging = staged ? deltaChainStaging(nets, rows) : undefined;
+  const staging = staged ? deltaChainStaging(nets, rows, loss !== undefined) : undefined;
   return {
     kernel: staging
       ? mlpDeltaChainStagedSpecFor(rows, staging)
-      : mlpDeltaChainSpecFor(rows, deltaChainTileFloats(nets, rows)),
-    buffers: [params, acts, deltas],
+      : mlpDeltaChainSpecFor(rows, deltaChainTileFloats(nets, rows), loss !== undefined),
+    buffers: [params, acts, deltas, io.mb, io.partials],
     uniforms,
     groups: grid1d(Math.ceil(batch / rows)),
   };
@@ -308,9 +433,27 @@ export function mlpDeltaChainDispatch(
 
 const f = Math.fround;
 
-/** Every row of the batch (mlpDeltaChainDispatch's grid always covers it), layer by layer. */
+/**
+ * Every row of the batch (mlpDeltaChainDispatch's grid always covers it), layer by layer; in the
+ * loss mode first the loss head of every workgroup's rows (ppoLossSample, as ppo_loss's reference:
+ * the same bits per sample, so the chain then gets the bits ppo_loss would have written; the loss
+ * sums, f64 per workgroup rounded to f32, group `rows` samples instead of ppo_loss's
+ * LOSS_PER_GROUP, so adam_step's statistics may differ from the unfused launches' in their last
+ * bits).
+ */
 function mlpDeltaChainReference(buffers: TypedArray[], u: Record<string, number>): void {
-  const [params, acts, deltas] = buffers;
+  const [params, acts, deltas, mb, partials] = buffers;
+  if (u.loss) {
+    const lu = u as LossHeadUniforms;
+    const stats = advantageStats(mb, lu);
+    for (let g = 0; g < deltaChainLossGroups(u.batch, u.rows); g++) {
+      const sums = new Float64Array(LOSS_PARTS);
+      for (let b = g * u.rows; b < Math.min(u.batch, (g + 1) * u.rows); b++) {
+        ppoLossSample(acts, mb, deltas, lu, stats, b, sums);
+      }
+      for (let p = 0; p < LOSS_PARTS; p++) partials[u.lossAt + g * LOSS_PARTS + p] = sums[p];
+    }
+  }
   for (let n = 0; n < u.nets; n++) {
     for (let c = 0; c < u[`layers${n}`]; c++) {
       const [nIn, nOut, wOff, dOff, xOff, pOff, pAct] = LAYER_FIELDS.map((k) => u[`${k}${n}_${c}`]);

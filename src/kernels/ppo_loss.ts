@@ -105,6 +105,91 @@ export function ppoLossDispatch(a: PpoLossArgs): Dispatch {
   };
 }
 
+/** The uniforms of the loss head (ppo_loss's, and mlp_delta_chain's in its loss mode). */
+export type LossHeadUniforms = Record<
+  | 'batch'
+  | 'nActions'
+  | 'logitsOff'
+  | 'valuesOff'
+  | 'dLogitsOff'
+  | 'dValueOff'
+  | 'clip'
+  | 'valueCoef'
+  | 'entropyCoef'
+  | 'normalize',
+  number
+>;
+
+/** The minibatch's advantage normalisation: A = (adv - mean) * scale (identity unless `normalize`). */
+export interface AdvantageStats {
+  mean: number;
+  scale: number;
+}
+
+export function advantageStats(mb: TypedArray, u: LossHeadUniforms): AdvantageStats {
+  const n = u.batch;
+  let mean = 0;
+  let scale = 1;
+  if (u.normalize) {
+    for (let b = 0; b < n; b++) mean += mb[2 * n + b];
+    mean /= n;
+    let ss = 0;
+    for (let b = 0; b < n; b++) ss += (mb[2 * n + b] - mean) ** 2;
+    scale = 1 / ((n > 1 ? Math.sqrt(ss / (n - 1)) : 0) + 1e-8);
+  }
+  return { mean, scale };
+}
+
+/**
+ * The loss head of sample b: writes its output deltas (dLogits, dValue) to `deltas` and adds its
+ * LOSS_PARTS parts to `sums` (f64). ppo_loss and mlp_delta_chain's loss mode both call it, so they
+ * give the same bits per sample.
+ */
+export function ppoLossSample(
+  acts: TypedArray,
+  mb: TypedArray,
+  deltas: TypedArray,
+  u: LossHeadUniforms,
+  stats: AdvantageStats,
+  b: number,
+  sums: Float64Array,
+): void {
+  const n = u.batch;
+  const nA = u.nActions;
+  const { clip, valueCoef, entropyCoef } = u;
+  const base = u.logitsOff + b * nA;
+  let max = Number.NEGATIVE_INFINITY;
+  for (let k = 0; k < nA; k++) max = Math.max(max, acts[base + k]);
+  let sumExp = 0;
+  for (let k = 0; k < nA; k++) sumExp += Math.exp(acts[base + k] - max);
+  const lse = max + Math.log(sumExp);
+  let h = 0;
+  for (let k = 0; k < nA; k++) {
+    const lp = acts[base + k] - lse;
+    h -= Math.exp(lp) * lp;
+  }
+  const action = Math.min(Math.max(Math.trunc(mb[b]), 0), nA - 1);
+  const logRatio = acts[base + action] - lse - mb[n + b];
+  const ratio = Math.exp(logRatio);
+  const a = (mb[2 * n + b] - stats.mean) * stats.scale;
+  const unclipped = -a * ratio;
+  const clippedTerm = -a * Math.min(Math.max(ratio, 1 - clip), 1 + clip);
+  const dNewLp = unclipped >= clippedTerm ? (-a * ratio) / n : 0;
+  for (let k = 0; k < nA; k++) {
+    const lp = acts[base + k] - lse;
+    const p = Math.exp(lp);
+    deltas[u.dLogitsOff + b * nA + k] =
+      dNewLp * ((k === action ? 1 : 0) - p) + (entropyCoef * p * (lp + h)) / n;
+  }
+  const err = acts[u.valuesOff + b] - mb[3 * n + b];
+  deltas[u.dValueOff + b] = (valueCoef * err) / n;
+  sums[0] += Math.max(unclipped, clippedTerm);
+  sums[1] += 0.5 * err * err;
+  sums[2] += h;
+  sums[3] += ratio - 1 - logRatio;
+  sums[4] += Math.abs(ratio - 1) > clip ? 1 : 0;
+}
+
 function ppoLossReference(
   buffers: TypedArray[],
   u: Record<string, number>,
@@ -112,53 +197,12 @@ function ppoLossReference(
 ): void {
   const [acts, mb, deltas, partials] = buffers;
   const n = u.batch;
-  const nA = u.nActions;
-  const adv = (b: number) => mb[2 * n + b];
-  let mean = 0;
-  let scale = 1;
-  if (u.normalize) {
-    for (let b = 0; b < n; b++) mean += adv(b);
-    mean /= n;
-    let ss = 0;
-    for (let b = 0; b < n; b++) ss += (adv(b) - mean) ** 2;
-    scale = 1 / ((n > 1 ? Math.sqrt(ss / (n - 1)) : 0) + 1e-8);
-  }
-  const { clip, valueCoef, entropyCoef } = u;
+  const stats = advantageStats(mb, u as LossHeadUniforms);
   const wgs = Math.min(lossGroups(n), groupCount(groups));
   for (let g = 0; g < wgs; g++) {
     const sums = new Float64Array(LOSS_PARTS);
     for (let b = g * LOSS_PER_GROUP; b < Math.min(n, (g + 1) * LOSS_PER_GROUP); b++) {
-      const base = u.logitsOff + b * nA;
-      let max = Number.NEGATIVE_INFINITY;
-      for (let k = 0; k < nA; k++) max = Math.max(max, acts[base + k]);
-      let sumExp = 0;
-      for (let k = 0; k < nA; k++) sumExp += Math.exp(acts[base + k] - max);
-      const lse = max + Math.log(sumExp);
-      let h = 0;
-      for (let k = 0; k < nA; k++) {
-        const lp = acts[base + k] - lse;
-        h -= Math.exp(lp) * lp;
-      }
-      const action = Math.min(Math.max(Math.trunc(mb[b]), 0), nA - 1);
-      const logRatio = acts[base + action] - lse - mb[n + b];
-      const ratio = Math.exp(logRatio);
-      const a = (adv(b) - mean) * scale;
-      const unclipped = -a * ratio;
-      const clippedTerm = -a * Math.min(Math.max(ratio, 1 - clip), 1 + clip);
-      const dNewLp = unclipped >= clippedTerm ? (-a * ratio) / n : 0;
-      for (let k = 0; k < nA; k++) {
-        const lp = acts[base + k] - lse;
-        const p = Math.exp(lp);
-        deltas[u.dLogitsOff + b * nA + k] =
-          dNewLp * ((k === action ? 1 : 0) - p) + (entropyCoef * p * (lp + h)) / n;
-      }
-      const err = acts[u.valuesOff + b] - mb[3 * n + b];
-      deltas[u.dValueOff + b] = (valueCoef * err) / n;
-      sums[0] += Math.max(unclipped, clippedTerm);
-      sums[1] += 0.5 * err * err;
-      sums[2] += h;
-      sums[3] += ratio - 1 - logRatio;
-      sums[4] += Math.abs(ratio - 1) > clip ? 1 : 0;
+      ppoLossSample(acts, mb, deltas, u as LossHeadUniforms, stats, b, sums);
     }
     for (let p = 0; p < LOSS_PARTS; p++) partials[u.lossAt + g * LOSS_PARTS + p] = sums[p];
   }

@@ -6221,8 +6221,11 @@ fn mlp_chain_forward(
 //   params: array<f32>, read: the networks' flat parameters (W [out, in] row-major, then bias)
 //   acts: array<f32>, read: each layer's input rows at xOff_c (the previous layer's outputs)
 //   deltas: array<f32>, read_write: each network's top delta rows at dOff_0, every dX at pOff_c
-//   u: Uniforms { batch, nets, then per net n < 2: layers, pFrom, pEnd (unused here: the CUDA
-//      staged build's copy), then per layer c < 4: in, out, wOff, dOff, xOff, pOff, pAct }
+//   mb: array<f32>, read: ppo_gather's action, old log-prob, advantage, return (loss mode only)
+//   partials: array<f32>, read_write: the loss mode's LOSS_PARTS sums per workgroup at lossAt
+//   u: Uniforms { batch, nets, the loss mode's loss, rows and ppo_loss's nActions .. lossAt, then
+//      per net n < 2: layers, pFrom, pEnd (unused here: the CUDA staged build's copy), then per
+//      layer c < 4: in, out, wOff, dOff, xOff, pOff, pAct }
 //      (pAct: 0 none, 1 relu, 2 leaky 0.01; widths <= MAX_WIDTH)
 // The THREADS invocations split in \`nets\` equal parts, one per network; the networks run at once,
 // in steps with a barrier between them, a shorter chain starting later (its last layer in the last
@@ -6232,12 +6235,160 @@ fn mlp_chain_forward(
 // the next tile and to deltas. Each network has two tiles that the steps alternate between (tile
 // A holds its deltas out_0, in_1, ..; tile B in_0, in_2, ..): TILE_FLOATS = ROWS * the sum of the
 // networks' widest deltas of each.
+// LOSS = 1 (the loss mode's build; u.loss = 1): the workgroup first computes the PPO loss head of
+// its rows (ppo_loss_head.wgsl, the code ppo_loss runs), writing the output deltas (the chain's
+// top deltas: net 0 the policy output, net 1 the value) to \`deltas\` and its LOSS_PARTS sums to
+// partials[lossAt + block * LOSS_PARTS ..]; mb holds ppo_gather's per-sample floats.
 // Numerics: f32, each sum from +0 in increasing o as the TS reference; the compiler may fuse
 // multiply-adds, so the twins agree to a tolerance (fixed order: the same bits every run).
 
 const THREADS = WG_X * WG_Y * WG_Z;
 
 var<workgroup> tile: array<f32, TILE_FLOATS>;
+
+//!if LOSS == 1
+// ---- begin ppo_loss_head.wgsl ----
+// The PPO loss head's shared code (included by ppo_loss.wgsl and, in its loss mode,
+// mlp_delta_chain.wgsl): the workgroup trees, the minibatch's advantage statistics and one
+// sample's loss head by a team of LOSS_TEAM = 32 invocations, so both kernels give the same bits
+// per sample. The including kernel defines THREADS (256: 8 teams), the Uniforms with ppo_loss's
+// loss fields, and the bindings acts, mb and deltas; LOSS_PARTS is a spec constant of both.
+// Every function has barriers: the whole workgroup calls it, in uniform control flow.
+
+const LOSS_TEAM = 32u;
+
+var<workgroup> red: array<f32, THREADS>;
+
+fn block_sum(v: f32, tid: u32) -> f32 {
+  red[tid] = v;
+  workgroupBarrier();
+  for (var s = u32(THREADS) / 2u; s > 0u; s = s >> 1u) {
+    if (tid < s) {
+      red[tid] = red[tid] + red[tid + s];
+    }
+    workgroupBarrier();
+  }
+  let total = red[0];
+  workgroupBarrier();
+  return total;
+}
+
+// Team trees over the LOSS_TEAM lanes of team \`team\` (max when \`take_max\`, else sum).
+fn team_reduce(v: f32, lane: u32, team: u32, take_max: bool) -> f32 {
+  let at = team * LOSS_TEAM + lane;
+  red[at] = v;
+  workgroupBarrier();
+  for (var s = LOSS_TEAM / 2u; s > 0u; s = s >> 1u) {
+    if (lane < s) {
+      if (take_max) {
+        red[at] = max(red[at], red[at + s]);
+      } else {
+        red[at] = red[at] + red[at + s];
+      }
+    }
+    workgroupBarrier();
+  }
+  let total = red[team * LOSS_TEAM];
+  workgroupBarrier();
+  return total;
+}
+
+// The minibatch's advantage (mean, 1 / (std + 1e-8)) (unbiased std, 0 for one sample), or (0, 1)
+// without normalize; invocation tid adds advantages tid, tid + THREADS, ...
+fn advantage_stats(tid: u32) -> vec2<f32> {
+  let n = u.batch;
+  var mean = 0.0;
+  var scale = 1.0;
+  if (u.normalize != 0u) {
+    var s = 0.0;
+    for (var b = tid; b < n; b += THREADS) {
+      s = s + mb[2u * n + b];
+    }
+    mean = block_sum(s, tid) / f32(n);
+    var q = 0.0;
+    for (var b = tid; b < n; b += THREADS) {
+      let d = mb[2u * n + b] - mean;
+      q = q + d * d;
+    }
+    let ss = block_sum(q, tid);
+    var sd = 0.0;
+    if (n > 1u) {
+      sd = sqrt(ss / f32(n - 1u));
+    }
+    scale = 1.0 / (sd + 1e-8);
+  }
+  return vec2<f32>(mean, scale);
+}
+
+// The loss head of sample b by team \`team\` (lanes split the logits): writes dLogits to
+// deltas[dLogitsOff + b nActions + k] and dValue to deltas[dValueOff + b]; lane 0 adds the
+// sample's LOSS_PARTS parts to \`sums\`. Every team calls it (an invalid sample only joins the trees).
+fn loss_sample(
+  b: u32,
+  valid: bool,
+  lane: u32,
+  team: u32,
+  stats: vec2<f32>,
+  sums: ptr<function, array<f32, LOSS_PARTS>>,
+) {
+  let n = u.batch;
+  let nf = f32(n);
+  let na = u.nActions;
+  let mean = stats.x;
+  let scale = stats.y;
+  let base = u.logitsOff + b * na;
+  var mx = -3.4028234e38;  // -FLT_MAX: below every finite logit
+  if (valid) {
+    for (var k = lane; k < na; k += LOSS_TEAM) {
+      mx = max(mx, acts[base + k]);
+    }
+  }
+  mx = team_reduce(mx, lane, team, true);
+  var se = 0.0;
+  if (valid) {
+    for (var k = lane; k < na; k += LOSS_TEAM) {
+      se = se + exp(acts[base + k] - mx);
+    }
+  }
+  let lse = mx + log(team_reduce(se, lane, team, false));
+  var h = 0.0;
+  if (valid) {
+    for (var k = lane; k < na; k += LOSS_TEAM) {
+      let lp = acts[base + k] - lse;
+      h = h - exp(lp) * lp;
+    }
+  }
+  h = team_reduce(h, lane, team, false);
+  if (valid) {
+    let action = min(u32(max(mb[b], 0.0)), na - 1u);
+    let log_ratio = acts[base + action] - lse - mb[n + b];
+    let ratio = exp(log_ratio);
+    let a = (mb[2u * n + b] - mean) * scale;
+    let unclipped = -a * ratio;
+    let clipped_term = -a * clamp(ratio, 1.0 - u.clip, 1.0 + u.clip);
+    var d_new_lp = 0.0;
+    if (unclipped >= clipped_term) {
+      d_new_lp = -a * ratio / nf;
+    }
+    for (var k = lane; k < na; k += LOSS_TEAM) {
+      let lp = acts[base + k] - lse;
+      let p = exp(lp);
+      let onehot = select(0.0, 1.0, k == action);
+      deltas[u.dLogitsOff + b * na + k] = d_new_lp * (onehot - p) + u.entropyCoef * p * (lp + h) / nf;
+    }
+    if (lane == 0u) {
+      let err = acts[u.valuesOff + b] - mb[3u * n + b];
+      deltas[u.dValueOff + b] = u.valueCoef * err / nf;
+      (*sums)[0] = (*sums)[0] + max(unclipped, clipped_term);
+      (*sums)[1] = (*sums)[1] + 0.5 * err * err;
+      (*sums)[2] = (*sums)[2] + h;
+      (*sums)[3] = (*sums)[3] + (ratio - 1.0 - log_ratio);
+      (*sums)[4] = (*sums)[4] + select(0.0, 1.0, abs(ratio - 1.0) > u.clip);
+    }
+  }
+}
+// ---- end ppo_loss_head.wgsl ----
+//!endif
 
 struct DeltaLayer {
   n_in: u32,
@@ -6332,6 +6483,31 @@ fn mlp_delta_chain(
   let tile_a1 = ROWS * (w0.x + w0.y);
   var tile_in = select(0u, tile_a1, net == 1u);  // this step's layer reads its deltas here
   var tile_out = tile_in + ROWS * select(w0.x, tile_widths(1u).x, net == 1u);
+
+//!if LOSS == 1
+  // The loss mode: the PPO loss head of the workgroup's rows first (ppo_loss_head.wgsl, ppo_loss's
+  // code): team t of the THREADS / 32 takes rows t, t + THREADS / 32, .. (every team runs every
+  // round: the trees' barriers stay uniform), writing the output deltas to \`deltas\`, which the
+  // chain then loads as its top deltas below; the workgroup's loss sums to partials.
+  if (u.loss != 0u) {
+    let stats = advantage_stats(tid);
+    let lane = tid % LOSS_TEAM;
+    let team = tid / LOSS_TEAM;
+    let teams = u32(THREADS) / LOSS_TEAM;
+    var sums: array<f32, LOSS_PARTS>;
+    for (var j = 0u; j < (u32(ROWS) + teams - 1u) / teams; j++) {
+      let r = j * teams + team;
+      loss_sample(row0 + r, r < rows, lane, team, stats, &sums);
+    }
+    for (var p = 0u; p < LOSS_PARTS; p++) {
+      let total = block_sum(sums[p], tid);
+      if (tid == 0u) {
+        partials[u.lossAt + block * LOSS_PARTS + p] = total;
+      }
+    }
+    storageBarrier();  // the top deltas just written are read back by other invocations
+  }
+//!endif
 
   // Both networks' top delta rows (contiguous in deltas; zeros past the batch) into tile A.
   for (var n = 0u; n < nets; n++) {
@@ -6933,12 +7109,23 @@ fn ppo_gather(
 // (j < PER_TEAM), its lanes splitting the logits (k = lane, lane + 32, ...). Each workgroup computes
 // the minibatch's advantage statistics itself (the same tree everywhere). Max, sum of exponentials
 // and entropy are team trees in workgroup memory; every thread runs every round (samples past the
-// batch contribute neutral values), so all barriers are in uniform control flow.
+// batch contribute neutral values), so all barriers are in uniform control flow. The trees and the
+// per-sample code are ppo_loss_head.wgsl's, which mlp_delta_chain's loss mode runs too.
 // Numerics: f32 throughout (the TS reference uses f64 between f32 loads and stores: tolerance);
 // an action outside [0, nActions) is clamped.
 
 const THREADS = WG_X * WG_Y;
 const PER_GROUP = WG_Y * PER_TEAM;
+
+// ---- begin ppo_loss_head.wgsl ----
+// The PPO loss head's shared code (included by ppo_loss.wgsl and, in its loss mode,
+// mlp_delta_chain.wgsl): the workgroup trees, the minibatch's advantage statistics and one
+// sample's loss head by a team of LOSS_TEAM = 32 invocations, so both kernels give the same bits
+// per sample. The including kernel defines THREADS (256: 8 teams), the Uniforms with ppo_loss's
+// loss fields, and the bindings acts, mb and deltas; LOSS_PARTS is a spec constant of both.
+// Every function has barriers: the whole workgroup calls it, in uniform control flow.
+
+const LOSS_TEAM = 32u;
 
 var<workgroup> red: array<f32, THREADS>;
 
@@ -6956,12 +7143,12 @@ fn block_sum(v: f32, tid: u32) -> f32 {
   return total;
 }
 
-// Team trees over the WG_X lanes of team \`team\` (max when \`take_max\`, else sum).
+// Team trees over the LOSS_TEAM lanes of team \`team\` (max when \`take_max\`, else sum).
 fn team_reduce(v: f32, lane: u32, team: u32, take_max: bool) -> f32 {
-  let at = team * WG_X + lane;
+  let at = team * LOSS_TEAM + lane;
   red[at] = v;
   workgroupBarrier();
-  for (var s = u32(WG_X) / 2u; s > 0u; s = s >> 1u) {
+  for (var s = LOSS_TEAM / 2u; s > 0u; s = s >> 1u) {
     if (lane < s) {
       if (take_max) {
         red[at] = max(red[at], red[at + s]);
@@ -6971,23 +7158,15 @@ fn team_reduce(v: f32, lane: u32, team: u32, take_max: bool) -> f32 {
     }
     workgroupBarrier();
   }
-  let total = red[team * WG_X];
+  let total = red[team * LOSS_TEAM];
   workgroupBarrier();
   return total;
 }
 
-@compute @workgroup_size(WG_X, WG_Y, WG_Z)
-fn ppo_loss(
-  @builtin(workgroup_id) wid: vec3<u32>,
-  @builtin(num_workgroups) nwg: vec3<u32>,
-  @builtin(local_invocation_id) lid: vec3<u32>,
-  @builtin(local_invocation_index) tid: u32,
-) {
-  let g = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
-  let lane = lid.x;
-  let team = lid.y;
+// The minibatch's advantage (mean, 1 / (std + 1e-8)) (unbiased std, 0 for one sample), or (0, 1)
+// without normalize; invocation tid adds advantages tid, tid + THREADS, ...
+fn advantage_stats(tid: u32) -> vec2<f32> {
   let n = u.batch;
-  let nf = f32(n);
   var mean = 0.0;
   var scale = 1.0;
   if (u.normalize != 0u) {
@@ -6995,7 +7174,7 @@ fn ppo_loss(
     for (var b = tid; b < n; b += THREADS) {
       s = s + mb[2u * n + b];
     }
-    mean = block_sum(s, tid) / nf;
+    mean = block_sum(s, tid) / f32(n);
     var q = 0.0;
     for (var b = tid; b < n; b += THREADS) {
       let d = mb[2u * n + b] - mean;
@@ -7008,68 +7187,240 @@ fn ppo_loss(
     }
     scale = 1.0 / (sd + 1e-8);
   }
+  return vec2<f32>(mean, scale);
+}
 
-  var sums: array<f32, LOSS_PARTS>;
+// The loss head of sample b by team \`team\` (lanes split the logits): writes dLogits to
+// deltas[dLogitsOff + b nActions + k] and dValue to deltas[dValueOff + b]; lane 0 adds the
+// sample's LOSS_PARTS parts to \`sums\`. Every team calls it (an invalid sample only joins the trees).
+fn loss_sample(
+  b: u32,
+  valid: bool,
+  lane: u32,
+  team: u32,
+  stats: vec2<f32>,
+  sums: ptr<function, array<f32, LOSS_PARTS>>,
+) {
+  let n = u.batch;
+  let nf = f32(n);
   let na = u.nActions;
+  let mean = stats.x;
+  let scale = stats.y;
+  let base = u.logitsOff + b * na;
+  var mx = -3.4028234e38;  // -FLT_MAX: below every finite logit
+  if (valid) {
+    for (var k = lane; k < na; k += LOSS_TEAM) {
+      mx = max(mx, acts[base + k]);
+    }
+  }
+  mx = team_reduce(mx, lane, team, true);
+  var se = 0.0;
+  if (valid) {
+    for (var k = lane; k < na; k += LOSS_TEAM) {
+      se = se + exp(acts[base + k] - mx);
+    }
+  }
+  let lse = mx + log(team_reduce(se, lane, team, false));
+  var h = 0.0;
+  if (valid) {
+    for (var k = lane; k < na; k += LOSS_TEAM) {
+      let lp = acts[base + k] - lse;
+      h = h - exp(lp) * lp;
+    }
+  }
+  h = team_reduce(h, lane, team, false);
+  if (valid) {
+    let action = min(u32(max(mb[b], 0.0)), na - 1u);
+    let log_ratio = acts[base + action] - lse - mb[n + b];
+    let ratio = exp(log_ratio);
+    let a = (mb[2u * n + b] - mean) * scale;
+    let unclipped = -a * ratio;
+    let clipped_term = -a * clamp(ratio, 1.0 - u.clip, 1.0 + u.clip);
+    var d_new_lp = 0.0;
+    if (unclipped >= clipped_term) {
+      d_new_lp = -a * ratio / nf;
+    }
+    for (var k = lane; k < na; k += LOSS_TEAM) {
+      let lp = acts[base + k] - lse;
+      let p = exp(lp);
+      let onehot = select(0.0, 1.0, k == action);
+      deltas[u.dLogitsOff + b * na + k] = d_new_lp * (onehot - p) + u.entropyCoef * p * (lp + h) / nf;
+    }
+    if (lane == 0u) {
+      let err = acts[u.valuesOff + b] - mb[3u * n + b];
+      deltas[u.dValueOff + b] = u.valueCoef * err / nf;
+      (*sums)[0] = (*sums)[0] + max(unclipped, clipped_term);
+      (*sums)[1] = (*sums)[1] + 0.5 * err * err;
+      (*sums)[2] = (*sums)[2] + h;
+      (*sums)[3] = (*sums)[3] + (ratio - 1.0 - log_ratio);
+      (*sums)[4] = (*sums)[4] + select(0.0, 1.0, abs(ratio - 1.0) > u.clip);
+    }
+  }
+}
+// ---- end ppo_loss_head.wgsl ----
+
+@compute @workgroup_size(WG_X, WG_Y, WG_Z)
+fn ppo_loss(
+  @builtin(workgroup_id) wid: vec3<u32>,
+  @builtin(num_workgroups) nwg: vec3<u32>,
+  @builtin(local_invocation_id) lid: vec3<u32>,
+  @builtin(local_invocation_index) tid: u32,
+) {
+  let g = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
+  let lane = lid.x;
+  let team = lid.y;
+  let n = u.batch;
+  let stats = advantage_stats(tid);
+  var sums: array<f32, LOSS_PARTS>;
   for (var j = 0u; j < PER_TEAM; j++) {
     let b = g * PER_GROUP + j * WG_Y + team;
-    let valid = b < n;
-    let base = u.logitsOff + b * na;
-    var mx = -3.4028234e38;  // -FLT_MAX: below every finite logit
-    if (valid) {
-      for (var k = lane; k < na; k += WG_X) {
-        mx = max(mx, acts[base + k]);
-      }
-    }
-    mx = team_reduce(mx, lane, team, true);
-    var se = 0.0;
-    if (valid) {
-      for (var k = lane; k < na; k += WG_X) {
-        se = se + exp(acts[base + k] - mx);
-      }
-    }
-    let lse = mx + log(team_reduce(se, lane, team, false));
-    var h = 0.0;
-    if (valid) {
-      for (var k = lane; k < na; k += WG_X) {
-        let lp = acts[base + k] - lse;
-        h = h - exp(lp) * lp;
-      }
-    }
-    h = team_reduce(h, lane, team, false);
-    if (valid) {
-      let action = min(u32(max(mb[b], 0.0)), na - 1u);
-      let log_ratio = acts[base + action] - lse - mb[n + b];
-      let ratio = exp(log_ratio);
-      let a = (mb[2u * n + b] - mean) * scale;
-      let unclipped = -a * ratio;
-      let clipped_term = -a * clamp(ratio, 1.0 - u.clip, 1.0 + u.clip);
-      var d_new_lp = 0.0;
-      if (unclipped >= clipped_term) {
-        d_new_lp = -a * ratio / nf;
-      }
-      for (var k = lane; k < na; k += WG_X) {
-        let lp = acts[base + k] - lse;
-        let p = exp(lp);
-        let onehot = select(0.0, 1.0, k == action);
-        deltas[u.dLogitsOff + b * na + k] = d_new_lp * (onehot - p) + u.entropyCoef * p * (lp + h) / nf;
-      }
-      if (lane == 0u) {
-        let err = acts[u.valuesOff + b] - mb[3u * n + b];
-        deltas[u.dValueOff + b] = u.valueCoef * err / nf;
-        sums[0] = sums[0] + max(unclipped, clipped_term);
-        sums[1] = sums[1] + 0.5 * err * err;
-        sums[2] = sums[2] + h;
-        sums[3] = sums[3] + (ratio - 1.0 - log_ratio);
-        sums[4] = sums[4] + select(0.0, 1.0, abs(ratio - 1.0) > u.clip);
-      }
-    }
+    loss_sample(b, b < n, lane, team, stats, &sums);
   }
 
   for (var p = 0u; p < LOSS_PARTS; p++) {
     let total = block_sum(sums[p], tid);
     if (tid == 0u) {
       partials[u.lossAt + g * LOSS_PARTS + p] = total;
+    }
+  }
+}
+`,
+  ppo_loss_head: `// The PPO loss head's shared code (included by ppo_loss.wgsl and, in its loss mode,
+// mlp_delta_chain.wgsl): the workgroup trees, the minibatch's advantage statistics and one
+// sample's loss head by a team of LOSS_TEAM = 32 invocations, so both kernels give the same bits
+// per sample. The including kernel defines THREADS (256: 8 teams), the Uniforms with ppo_loss's
+// loss fields, and the bindings acts, mb and deltas; LOSS_PARTS is a spec constant of both.
+// Every function has barriers: the whole workgroup calls it, in uniform control flow.
+
+const LOSS_TEAM = 32u;
+
+var<workgroup> red: array<f32, THREADS>;
+
+fn block_sum(v: f32, tid: u32) -> f32 {
+  red[tid] = v;
+  workgroupBarrier();
+  for (var s = u32(THREADS) / 2u; s > 0u; s = s >> 1u) {
+    if (tid < s) {
+      red[tid] = red[tid] + red[tid + s];
+    }
+    workgroupBarrier();
+  }
+  let total = red[0];
+  workgroupBarrier();
+  return total;
+}
+
+// Team trees over the LOSS_TEAM lanes of team \`team\` (max when \`take_max\`, else sum).
+fn team_reduce(v: f32, lane: u32, team: u32, take_max: bool) -> f32 {
+  let at = team * LOSS_TEAM + lane;
+  red[at] = v;
+  workgroupBarrier();
+  for (var s = LOSS_TEAM / 2u; s > 0u; s = s >> 1u) {
+    if (lane < s) {
+      if (take_max) {
+        red[at] = max(red[at], red[at + s]);
+      } else {
+        red[at] = red[at] + red[at + s];
+      }
+    }
+    workgroupBarrier();
+  }
+  let total = red[team * LOSS_TEAM];
+  workgroupBarrier();
+  return total;
+}
+
+// The minibatch's advantage (mean, 1 / (std + 1e-8)) (unbiased std, 0 for one sample), or (0, 1)
+// without normalize; invocation tid adds advantages tid, tid + THREADS, ...
+fn advantage_stats(tid: u32) -> vec2<f32> {
+  let n = u.batch;
+  var mean = 0.0;
+  var scale = 1.0;
+  if (u.normalize != 0u) {
+    var s = 0.0;
+    for (var b = tid; b < n; b += THREADS) {
+      s = s + mb[2u * n + b];
+    }
+    mean = block_sum(s, tid) / f32(n);
+    var q = 0.0;
+    for (var b = tid; b < n; b += THREADS) {
+      let d = mb[2u * n + b] - mean;
+      q = q + d * d;
+    }
+    let ss = block_sum(q, tid);
+    var sd = 0.0;
+    if (n > 1u) {
+      sd = sqrt(ss / f32(n - 1u));
+    }
+    scale = 1.0 / (sd + 1e-8);
+  }
+  return vec2<f32>(mean, scale);
+}
+
+// The loss head of sample b by team \`team\` (lanes split the logits): writes dLogits to
+// deltas[dLogitsOff + b nActions + k] and dValue to deltas[dValueOff + b]; lane 0 adds the
+// sample's LOSS_PARTS parts to \`sums\`. Every team calls it (an invalid sample only joins the trees).
+fn loss_sample(
+  b: u32,
+  valid: bool,
+  lane: u32,
+  team: u32,
+  stats: vec2<f32>,
+  sums: ptr<function, array<f32, LOSS_PARTS>>,
+) {
+  let n = u.batch;
+  let nf = f32(n);
+  let na = u.nActions;
+  let mean = stats.x;
+  let scale = stats.y;
+  let base = u.logitsOff + b * na;
+  var mx = -3.4028234e38;  // -FLT_MAX: below every finite logit
+  if (valid) {
+    for (var k = lane; k < na; k += LOSS_TEAM) {
+      mx = max(mx, acts[base + k]);
+    }
+  }
+  mx = team_reduce(mx, lane, team, true);
+  var se = 0.0;
+  if (valid) {
+    for (var k = lane; k < na; k += LOSS_TEAM) {
+      se = se + exp(acts[base + k] - mx);
+    }
+  }
+  let lse = mx + log(team_reduce(se, lane, team, false));
+  var h = 0.0;
+  if (valid) {
+    for (var k = lane; k < na; k += LOSS_TEAM) {
+      let lp = acts[base + k] - lse;
+      h = h - exp(lp) * lp;
+    }
+  }
+  h = team_reduce(h, lane, team, false);
+  if (valid) {
+    let action = min(u32(max(mb[b], 0.0)), na - 1u);
+    let log_ratio = acts[base + action] - lse - mb[n + b];
+    let ratio = exp(log_ratio);
+    let a = (mb[2u * n + b] - mean) * scale;
+    let unclipped = -a * ratio;
+    let clipped_term = -a * clamp(ratio, 1.0 - u.clip, 1.0 + u.clip);
+    var d_new_lp = 0.0;
+    if (unclipped >= clipped_term) {
+      d_new_lp = -a * ratio / nf;
+    }
+    for (var k = lane; k < na; k += LOSS_TEAM) {
+      let lp = acts[base + k] - lse;
+      let p = exp(lp);
+      let onehot = select(0.0, 1.0, k == action);
+      deltas[u.dLogitsOff + b * na + k] = d_new_lp * (onehot - p) + u.entropyCoef * p * (lp + h) / nf;
+    }
+    if (lane == 0u) {
+      let err = acts[u.valuesOff + b] - mb[3u * n + b];
+      deltas[u.dValueOff + b] = u.valueCoef * err / nf;
+      (*sums)[0] = (*sums)[0] + max(unclipped, clipped_term);
+      (*sums)[1] = (*sums)[1] + 0.5 * err * err;
+      (*sums)[2] = (*sums)[2] + h;
+      (*sums)[3] = (*sums)[3] + (ratio - 1.0 - log_ratio);
+      (*sums)[4] = (*sums)[4] + select(0.0, 1.0, abs(ratio - 1.0) > u.clip);
     }
   }
 }
@@ -9755,9 +10106,9 @@ __device__ __forceinline__ unsigned int dx_tiles(const BackwardJob& job, unsigne
 }
 
 // The job of flat block t (job j's blocks: its dW tiles x splits, then its dX tiles), MAX_JOBS for
-// none; t becomes the block's index within its job. The loop is unrolled (each job's uniforms at
-// fixed offsets) and stops at the first job whose blocks reach past t: a block of job 0 reads job
-// 0's uniforms only.
+// none; t becomes the block's index among the job's dW blocks (is_dw) or its dX tiles. The loop is
+// unrolled (each job's uniforms at fixed offsets) and stops at the first job whose blocks reach
+// past t: a block of job 0 reads job 0's uniforms only.
 __device__ __forceinline__ unsigned int find_job(const Uniforms& v, unsigned int& t, bool& is_dw) {
 #pragma unroll
   for (unsigned int j = 0; j < MAX_JOBS; j++) {
@@ -10435,8 +10786,11 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_chain_forwa
 //   params: const float*: the networks' flat parameters (W [out, in] row-major, then bias)
 //   acts: const float*: each layer's input rows at xOff_c (the previous layer's outputs)
 //   deltas: float*: each network's top delta rows at dOff_0, every layer's dX rows at pOff_c
-//   u: Uniforms { batch, nets, then per net n < 2: layers, pFrom, pEnd (its chain's weights and
-//      biases: params[pFrom .. pEnd)), then per layer c < 4: in, out, wOff, dOff, xOff, pOff, pAct }
+//   mb: const float*: ppo_gather's action, old log-prob, advantage, return (loss mode only)
+//   partials: float*: the loss mode's LOSS_PARTS sums per block at lossAt
+//   u: Uniforms { batch, nets, the loss mode's loss, rows and ppo_loss's nActions .. lossAt, then
+//      per net n < 2: layers, pFrom, pEnd (its chain's weights and biases: params[pFrom .. pEnd)),
+//      then per layer c < 4: in, out, wOff, dOff, xOff, pOff, pAct }
 //      (pAct: 0 none, 1 relu, 2 leaky 0.01; widths <= MAX_WIDTH)
 // The block's threads split in \`nets\` equal parts, one per network; the networks run at once, in
 // steps with a barrier between them, a shorter chain starting later (its last layer in the last
@@ -10462,6 +10816,17 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_chain_forwa
 // STAGED undefined (the WGSL twin's shape; CUDA's build when the copy does not fit): 256 threads
 // read the weights from global memory (the small layers stay in L2), unrolled so that several
 // rows of W are in flight.
+//
+// LOSS = 1 (the loss mode's build; the launch sets u.loss = 1): before the chain, the block
+// computes the PPO loss head for its rows (ppo_loss.cuh, the code ppo_loss runs, so the same bits
+// per sample): the minibatch's advantage statistics (ppo_loss's 256-thread tree; a staged block's
+// threads 256.. add +0), then warp w takes rows w, w + THREADS / 32, .. (team code as ppo_loss),
+// writing dLogits / dValue to deltas at dLogitsOff / dValueOff and into the top tiles (net 0's
+// top is the policy output, net 1's the value: the dispatch checks it; rows past the batch get
+// zeros), and the block's LOSS_PARTS sums (the warps' in warp order) to partials[lossAt + block *
+// LOSS_PARTS + part]. The staged build issues the copy's first round of loads, runs the loss while
+// they are in flight, then stores them. LOSS_FLOATS (= THREADS) floats of shared memory after the
+// tiles hold the sums' trees.
 #define COLLECT_DYN_SMEM  // the tiles (and the copy) are the launch's dynamic shared memory
 #include "collect_port.cuh"
 #include "grid.cuh"
@@ -10470,6 +10835,15 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_chain_forwa
 #define THREADS (WG_X * WG_Y * WG_Z)
 #if !defined(STAGED) || !STAGED
 #define STAGE_FLOATS 0
+#endif
+#ifndef LOSS
+#define LOSS 0
+#endif
+#ifndef LOSS_FLOATS
+#define LOSS_FLOATS 0
+#endif
+#if LOSS
+#include "ppo_loss.cuh"
 #endif
 // Top delta floats (both networks' ROWS x out_0) a thread loads before storing them.
 #define DIN_PER_THREAD ((ROWS * 2 * MAX_WIDTH + THREADS - 1) / THREADS)
@@ -10553,10 +10927,48 @@ __device__ __forceinline__ void delta_load_x(float (&x)[ROWS], const float* acts
   }
 }
 
+#if LOSS
+// The loss head of the block's rows (LOSS: see the header); every thread calls it (barriers).
+// Leaves the top tiles written (no barrier after the tiles' stores: the caller's comes next).
+__device__ __forceinline__ void delta_loss(const Uniforms& u, const float* acts, const float* mb, float* deltas,
+                                           float* partials, float* red, float* tile_a0, float* tile_a1,
+                                           unsigned int block, unsigned int row0, unsigned int rows,
+                                           unsigned int tid) {
+  static_assert(LOSS_FLOATS >= THREADS && THREADS % 32 == 0 && THREADS >= PPO_STAT_THREADS, "loss scratch");
+  constexpr unsigned int warps = THREADS / 32u;
+  static_assert(warps * LOSS_PARTS <= THREADS, "the warps' sums fit the scratch");
+  float mean, scale;
+  ppo_advantage_stats(u, mb, red, tid, THREADS, mean, scale);
+  const unsigned int lane = tid % 32u;
+  const unsigned int warp = tid / 32u;
+  float sums[LOSS_PARTS] = {};
+  for (unsigned int r = warp; r < ROWS; r += warps) {
+    const bool valid = r < rows;
+    ppo_loss_sample(u, acts, mb, deltas, row0 + r, valid, lane, mean, scale, sums, tile_a0 + r, ROWS,
+                    tile_a1 + r);
+    if (!valid) {  // rows past the batch: zero deltas in the tiles (as the plain build loads them)
+      for (unsigned int k = lane; k < u.nActions; k += 32u) tile_a0[k * ROWS + r] = 0.0f;
+      if (lane == 0u) tile_a1[r] = 0.0f;
+    }
+  }
+  // The block's sums: warp w's at red[p * warps + w], added in warp order.
+  if (lane == 0u) {
+#pragma unroll
+    for (unsigned int p = 0; p < LOSS_PARTS; p++) red[p * warps + warp] = sums[p];
+  }
+  __syncthreads();
+  if (tid < LOSS_PARTS) {
+    float total = 0.0f;
+    for (unsigned int w = 0; w < warps; w++) total += red[tid * warps + w];
+    partials[u.lossAt + block * LOSS_PARTS + tid] = total;
+  }
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_delta_chain(KERNEL_ARGS) {
   LEARN_GRID_DEP_WAIT();  // first: a PDL launch may start before the previous kernel ends
   static_assert(STAGE_FLOATS % 4 == 0 && TILE_FLOATS % 2 == 0, "16-byte aligned tiles");
-  COLLECT_SMEM(smem, STAGE_FLOATS + TILE_FLOATS);
+  COLLECT_SMEM(smem, STAGE_FLOATS + TILE_FLOATS + LOSS_FLOATS);
   const unsigned long long block = flat_block_id();
   if (block * ROWS >= u.batch) return;  // the whole block: no barrier is skipped by part of it
   const unsigned int row0 = (unsigned int)block * ROWS;
@@ -10579,7 +10991,10 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_delta_chain
   float* const tile_a1 = tiles + ROWS * (wa0 + wb0);
   float* tile_in = net == 0u ? tile_a0 : tile_a1;  // this step's layer reads its deltas here
   float* tile_out = tile_in + ROWS * (net == 0u ? wa0 : wa1);
-
+#if LOSS
+  // The loss mode computes the top deltas itself (u.loss = 1: the dispatch builds LOSS only then).
+  float* const loss_red = tiles + TILE_FLOATS;
+#else
   // Both networks' top delta rows (contiguous in deltas; zeros past the batch): element e of net
   // n's is row e / out_0, unit e % out_0, and goes to tile A as [unit][ROWS].
   const DeltaLayer top0 = delta_layer(u, 0u, 0u);
@@ -10597,6 +11012,7 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_delta_chain
     const unsigned int k = second ? e - e0 : e;
     din[q] = e < e_all && k < rows * n_out ? deltas[d_off + row0 * n_out + k] : 0.0f;
   }
+#endif
   // This thread's first act' inputs (its network's layer 0, input t).
   float x_next[ROWS];
   delta_load_x(x_next, acts, delta_layer(u, net, 0u), t, row0, rows);
@@ -10618,6 +11034,7 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_delta_chain
 #define STAGE_BATCH ((STAGE_PER_THREAD + STAGE_ROUNDS - 1) / STAGE_ROUNDS)
   // Chunk k = tid + THREADS * j (j < STAGE_PER_THREAD): net 0's chunk k, or net 1's k - chunks0.
   // Predicated loads, so that ptxas keeps a round's loads all in flight before its stores.
+#if !LOSS
   for (unsigned int j0 = 0; j0 < STAGE_PER_THREAD; j0 += STAGE_BATCH) {
     float4 v[STAGE_BATCH];
 #pragma unroll
@@ -10639,6 +11056,43 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_delta_chain
       }
     }
   }
+#else
+  // The same rounds, the first one's loads issued before the loss head and stored after it.
+  auto stage_load = [&](unsigned int j0, float4 (&v)[STAGE_BATCH]) {
+#pragma unroll
+    for (unsigned int j = 0; j < STAGE_BATCH; j++) {
+      const unsigned int k = tid + THREADS * (j0 + j);
+      const bool second = k >= chunks0;
+      const unsigned int c = second ? k - chunks0 : k;
+      if (j0 + j < STAGE_PER_THREAD && c < (second ? whole1 : whole0)) {
+        v[j] = ldg4(params + (second ? a1 : a0) + 4u * c);
+      }
+    }
+  };
+  auto stage_store = [&](unsigned int j0, const float4 (&v)[STAGE_BATCH]) {
+#pragma unroll
+    for (unsigned int j = 0; j < STAGE_BATCH; j++) {
+      const unsigned int k = tid + THREADS * (j0 + j);
+      const bool second = k >= chunks0;
+      const unsigned int c = second ? k - chunks0 : k;
+      if (j0 + j < STAGE_PER_THREAD && c < (second ? whole1 : whole0)) {
+        *reinterpret_cast<float4*>(staged + 4u * k) = v[j];
+      }
+    }
+  };
+  {
+    float4 v[STAGE_BATCH];
+    stage_load(0u, v);
+    // The loss head while the first round's loads are in flight (it needs no weights).
+    delta_loss(u, acts, mb, deltas, partials, loss_red, tile_a0, tile_a1, (unsigned int)block, row0, rows, tid);
+    stage_store(0u, v);
+  }
+  for (unsigned int j0 = STAGE_BATCH; j0 < STAGE_PER_THREAD; j0 += STAGE_BATCH) {
+    float4 v[STAGE_BATCH];
+    stage_load(j0, v);
+    stage_store(j0, v);
+  }
+#endif
   if (tid < 8u) {
     const bool second = tid >= 4u;
     const unsigned int whole = second ? whole1 : whole0;
@@ -10651,9 +11105,13 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_delta_chain
   const float* const w_base = net == 0u ? staged : staged + 4u * chunks0;
   const unsigned int w_from = net == 0u ? a0 : a1;
 #else
+#if LOSS
+  delta_loss(u, acts, mb, deltas, partials, loss_red, tile_a0, tile_a1, (unsigned int)block, row0, rows, tid);
+#endif
   const float* const w_base = params;
   const unsigned int w_from = 0u;
 #endif
+#if !LOSS
 #pragma unroll
   for (unsigned int q = 0; q < DIN_PER_THREAD; q++) {
     const unsigned int e = tid + THREADS * q;
@@ -10664,6 +11122,7 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) mlp_delta_chain
       (second ? tile_a1 : tile_a0)[(k % n_out) * ROWS + k / n_out] = din[q];
     }
   }
+#endif
   __syncthreads();
 
   for (unsigned int s = 0; s < steps; s++) {
@@ -11631,98 +12090,34 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) ppo_gather(KERN
 // (j < PER_TEAM), its lanes splitting the logits (k = lane, lane + 32, ...). Each block computes the
 // minibatch's advantage statistics itself (the same tree everywhere). Max, sum of exponentials and
 // entropy are the WGSL twin's team trees, here as warp shuffles (a team is one warp). Every thread
-// runs every round, so no shuffle or barrier is divergent.
+// runs every round, so no shuffle or barrier is divergent. The per-sample code and the advantage
+// statistics are ppo_loss.cuh's, which mlp_delta_chain's loss mode runs too (the same bits).
 // Numerics: f32 with the accurate expf/logf (no fast-math) (the TS reference uses f64 between f32
 // loads and stores: tolerance); an action outside [0, nActions) is clamped.
 #include "grid.cuh"
 #include "learn_common.cuh"
+#include "ppo_loss.cuh"
 
 #define THREADS (WG_X * WG_Y)
 #define PER_GROUP (WG_Y * PER_TEAM)
 
-// Team tree over the WG_X lanes of one warp (max when \`take_max\`, else sum), as register shuffles.
-// The xor butterfly adds exactly the pairs of the WGSL twin's shared-memory tree (level s: lane l
-// with lane l + s), and max and + are commutative, so every lane gets the tree's bits.
-__device__ __forceinline__ float team_reduce(float v, bool take_max) {
-#pragma unroll
-  for (unsigned int s = WG_X / 2u; s > 0u; s >>= 1) {
-    const float o = __shfl_xor_sync(0xffffffffu, v, (int)s);
-    v = take_max ? fmaxf(v, o) : v + o;
-  }
-  return v;
-}
-
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) ppo_loss(KERNEL_ARGS) {
   LEARN_GRID_DEP_WAIT();  // first: a PDL launch may start before the previous kernel ends
   static_assert(WG_X == 32, "a team is one warp");
+  static_assert(THREADS == PPO_STAT_THREADS, "the advantage sums' tree is over 256 threads");
   __shared__ float red[THREADS];
   const unsigned int g = (unsigned int)flat_block_id();
   const unsigned int lane = threadIdx.x;
   const unsigned int team = threadIdx.y;
   const unsigned int tid = lane + WG_X * team;
   const unsigned int n = u.batch;
-  const float nf = (float)n;
-  float mean = 0.0f;
-  float scale = 1.0f;
-  if (u.normalize != 0u) {
-    float s = 0.0f;
-    for (unsigned int b = tid; b < n; b += THREADS) s += mb[2u * n + b];
-    mean = learn_block_sum(s, red, tid, THREADS) / nf;
-    float q = 0.0f;
-    for (unsigned int b = tid; b < n; b += THREADS) {
-      const float d = mb[2u * n + b] - mean;
-      q += d * d;
-    }
-    const float ss = learn_block_sum(q, red, tid, THREADS);
-    const float sd = n > 1u ? sqrtf(ss / (float)(n - 1u)) : 0.0f;
-    scale = 1.0f / (sd + 1e-8f);
-  }
+  float mean, scale;
+  ppo_advantage_stats(u, mb, red, tid, THREADS, mean, scale);
 
   float sums[LOSS_PARTS] = {};
-  const unsigned int na = u.nActions;
   for (unsigned int j = 0; j < PER_TEAM; j++) {
     const unsigned int b = g * PER_GROUP + j * WG_Y + team;
-    const bool valid = b < n;
-    const float* logits = acts + u.logitsOff + b * na;
-    float mx = -3.4028234e38f;  // -FLT_MAX: below every finite logit
-    if (valid)
-      for (unsigned int k = lane; k < na; k += WG_X) mx = fmaxf(mx, logits[k]);
-    mx = team_reduce(mx, true);
-    float se = 0.0f;
-    if (valid)
-      for (unsigned int k = lane; k < na; k += WG_X) se += expf(logits[k] - mx);
-    const float lse = mx + logf(team_reduce(se, false));
-    float h = 0.0f;
-    if (valid)
-      for (unsigned int k = lane; k < na; k += WG_X) {
-        const float lp = logits[k] - lse;
-        h -= expf(lp) * lp;
-      }
-    h = team_reduce(h, false);
-    if (!valid) continue;
-    const unsigned int action = min((unsigned int)fmaxf(mb[b], 0.0f), na - 1u);
-    const float log_ratio = logits[action] - lse - mb[n + b];
-    const float ratio = expf(log_ratio);
-    const float a = (mb[2u * n + b] - mean) * scale;
-    const float unclipped = -a * ratio;
-    const float clipped_term = -a * fminf(fmaxf(ratio, 1.0f - u.clip), 1.0f + u.clip);
-    const float d_new_lp = unclipped >= clipped_term ? -a * ratio / nf : 0.0f;
-    float* d_logits = deltas + u.dLogitsOff + b * na;
-    for (unsigned int k = lane; k < na; k += WG_X) {
-      const float lp = logits[k] - lse;
-      const float p = expf(lp);
-      const float onehot = k == action ? 1.0f : 0.0f;
-      d_logits[k] = d_new_lp * (onehot - p) + u.entropyCoef * p * (lp + h) / nf;
-    }
-    if (lane == 0u) {
-      const float err = acts[u.valuesOff + b] - mb[3u * n + b];
-      deltas[u.dValueOff + b] = u.valueCoef * err / nf;
-      sums[0] += fmaxf(unclipped, clipped_term);
-      sums[1] += 0.5f * err * err;
-      sums[2] += h;
-      sums[3] += ratio - 1.0f - log_ratio;
-      sums[4] += fabsf(ratio - 1.0f) > u.clip ? 1.0f : 0.0f;
-    }
+    ppo_loss_sample(u, acts, mb, deltas, b, b < n, lane, mean, scale, sums, nullptr, 0u, nullptr);
   }
 
   // The LOSS_PARTS block sums in one pass of learn_block_sum's tree (same pairs, same order).
@@ -11738,6 +12133,119 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) ppo_loss(KERNEL
     __syncthreads();
   }
   if (tid < LOSS_PARTS) partials[u.lossAt + g * LOSS_PARTS + tid] = parts[tid][0];
+}
+`,
+  'ppo_loss.cuh': `// The PPO loss head's per-sample team code and the minibatch's advantage statistics, shared by
+// ppo_loss.cu and mlp_delta_chain.cu's loss mode, so the two give the same bits per sample
+// (src/kernels/ppo_loss.ts: ppoLossSample, advantageStats). The kernels' Uniforms both hold the
+// loss fields (batch, nActions, logitsOff, valuesOff, dLogitsOff, dValueOff, clip, valueCoef,
+// entropyCoef, normalize), so the functions take either struct.
+// Numerics: f32 with the accurate expf/logf (no fast-math); an action outside [0, nActions) is
+// clamped.
+#pragma once
+#include "learn_common.cuh"
+
+// Threads that add the advantages (ppo_loss's whole block: 8 warps); a larger block's other
+// threads add +0.
+#define PPO_STAT_THREADS 256u
+
+// Team tree over the 32 lanes of one warp (max when \`take_max\`, else sum), as register shuffles.
+// The xor butterfly adds exactly the pairs of the WGSL twin's shared-memory tree (level s: lane l
+// with lane l + s), and max and + are commutative, so every lane gets the tree's bits.
+__device__ __forceinline__ float ppo_team_reduce(float v, bool take_max) {
+#pragma unroll
+  for (unsigned int s = 16u; s > 0u; s >>= 1) {
+    const float o = __shfl_xor_sync(0xffffffffu, v, (int)s);
+    v = take_max ? fmaxf(v, o) : v + o;
+  }
+  return v;
+}
+
+// The minibatch's advantage mean and 1 / (std + 1e-8) (unbiased std, 0 for one sample), or 0 and 1
+// without normalize. Thread tid < PPO_STAT_THREADS adds advantages tid, tid + 256, ..; then
+// learn_block_sum's tree over the block's \`threads\` (a power of two >= 256: the threads past 256
+// add +0 at the first levels, which leaves every sum's bits as ppo_loss's 256-thread tree, since
+// a sum from +0 is never -0). Every thread of the block calls it (barriers); \`red\`: \`threads\`
+// floats of shared memory.
+template <class U>
+__device__ __forceinline__ void ppo_advantage_stats(const U& u, const float* mb, float* red, unsigned int tid,
+                                                    unsigned int threads, float& mean, float& scale) {
+  mean = 0.0f;
+  scale = 1.0f;
+  if (u.normalize == 0u) return;
+  const unsigned int n = u.batch;
+  float s = 0.0f;
+  if (tid < PPO_STAT_THREADS)
+    for (unsigned int b = tid; b < n; b += PPO_STAT_THREADS) s += mb[2u * n + b];
+  mean = learn_block_sum(s, red, tid, threads) / (float)n;
+  float q = 0.0f;
+  if (tid < PPO_STAT_THREADS)
+    for (unsigned int b = tid; b < n; b += PPO_STAT_THREADS) {
+      const float d = mb[2u * n + b] - mean;
+      q += d * d;
+    }
+  const float ss = learn_block_sum(q, red, tid, threads);
+  const float sd = n > 1u ? sqrtf(ss / (float)(n - 1u)) : 0.0f;
+  scale = 1.0f / (sd + 1e-8f);
+}
+
+// The loss head of sample b by one warp (all 32 lanes call it; \`valid\` the same on every lane):
+// its lanes split the logits (k = lane, lane + 32, ..); writes dLogits to deltas[dLogitsOff + b *
+// nActions + k] and dValue to deltas[dValueOff + b], and lane 0 adds the sample's LOSS_PARTS parts
+// to \`sums\`. With \`tile\` (not null) the deltas also go to tile[k * tile_stride] (dLogits) and
+// value_tile[0] (dValue): the delta chain's top tiles.
+template <class U>
+__device__ __forceinline__ void ppo_loss_sample(const U& u, const float* acts, const float* mb, float* deltas,
+                                                unsigned int b, bool valid, unsigned int lane, float mean,
+                                                float scale, float (&sums)[LOSS_PARTS], float* tile,
+                                                unsigned int tile_stride, float* value_tile) {
+  const unsigned int n = u.batch;
+  const float nf = (float)n;
+  const unsigned int na = u.nActions;
+  const float* logits = acts + u.logitsOff + b * na;
+  float mx = -3.4028234e38f;  // -FLT_MAX: below every finite logit
+  if (valid)
+    for (unsigned int k = lane; k < na; k += 32u) mx = fmaxf(mx, logits[k]);
+  mx = ppo_team_reduce(mx, true);
+  float se = 0.0f;
+  if (valid)
+    for (unsigned int k = lane; k < na; k += 32u) se += expf(logits[k] - mx);
+  const float lse = mx + logf(ppo_team_reduce(se, false));
+  float h = 0.0f;
+  if (valid)
+    for (unsigned int k = lane; k < na; k += 32u) {
+      const float lp = logits[k] - lse;
+      h -= expf(lp) * lp;
+    }
+  h = ppo_team_reduce(h, false);
+  if (!valid) return;
+  const unsigned int action = min((unsigned int)fmaxf(mb[b], 0.0f), na - 1u);
+  const float log_ratio = logits[action] - lse - mb[n + b];
+  const float ratio = expf(log_ratio);
+  const float a = (mb[2u * n + b] - mean) * scale;
+  const float unclipped = -a * ratio;
+  const float clipped_term = -a * fminf(fmaxf(ratio, 1.0f - u.clip), 1.0f + u.clip);
+  const float d_new_lp = unclipped >= clipped_term ? -a * ratio / nf : 0.0f;
+  float* d_logits = deltas + u.dLogitsOff + b * na;
+  for (unsigned int k = lane; k < na; k += 32u) {
+    const float lp = logits[k] - lse;
+    const float p = expf(lp);
+    const float onehot = k == action ? 1.0f : 0.0f;
+    const float d = d_new_lp * (onehot - p) + u.entropyCoef * p * (lp + h) / nf;
+    d_logits[k] = d;
+    if (tile != nullptr) tile[k * tile_stride] = d;
+  }
+  if (lane == 0u) {
+    const float err = acts[u.valuesOff + b] - mb[3u * n + b];
+    const float dv = u.valueCoef * err / nf;
+    deltas[u.dValueOff + b] = dv;
+    if (value_tile != nullptr) value_tile[0] = dv;
+    sums[0] += fmaxf(unclipped, clipped_term);
+    sums[1] += 0.5f * err * err;
+    sums[2] += h;
+    sums[3] += ratio - 1.0f - log_ratio;
+    sums[4] += fabsf(ratio - 1.0f) > u.clip ? 1.0f : 0.0f;
+  }
 }
 `,
   'shuffle.cuh': `// The minibatch shuffle of src/learn/shuffle.ts: a keyed bijection of [0, count) each thread

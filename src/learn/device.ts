@@ -8,7 +8,8 @@
  * once.
  *
  * One minibatch step is 13 launches (15 with `chain: false`; 11 with the delta chain, the default on
- * CUDA: mlp_delta_chain + 3 mlp_backward instead of 6 mlp_backward):
+ * CUDA: mlp_delta_chain + 3 mlp_backward instead of 6 mlp_backward; 10 with the delta chain and
+ * `fuseLoss`, the default with it: the delta chain launch computes the loss head, no ppo_loss):
  *   ppo_gather                 1  shuffled rows of the rollout -> input rows + per-sample scalars
  *   mlp_forward                3  stage s: actor layer s and critic layer s together
  *   mlp_chain_forward          1  the critic's layers 3..5, which no actor layer pairs with (with
@@ -30,6 +31,7 @@
 import type { Backend, DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import type { PpoConfig, Precision } from '../config.js';
 import { type AdamHyper, adamBiasCorrection, adamStepDispatch } from '../kernels/adam_step.js';
+import { deltaChainLossGroups } from '../kernels/mlp_delta_chain.js';
 import {
   type PpoGatherArgs,
   ppoGatherDispatch,
@@ -129,6 +131,15 @@ export interface DevicePpoLearnerInit {
    * a number: rows per workgroup.
    */
   deltaChain?: boolean | number;
+  /**
+   * With a delta chain (deltaChain): compute the PPO loss head inside the mlp_delta_chain launch
+   * (its loss mode) instead of a ppo_loss launch of its own: 10 launches per step instead of 11
+   * (default true; without a delta chain, or when the chain does not start at both networks'
+   * output layers, the ppo_loss launch stays). The gradients and params are the same bits on the
+   * CPU; the loss statistics group their sums by the chain's workgroups (ceil(batch / rows)), so
+   * they may differ in their last bits.
+   */
+  fuseLoss?: boolean;
 }
 
 /** The kernels of the update whose CUDA source begins with LEARN_GRID_DEP_WAIT, so PDL is safe. */
@@ -195,6 +206,8 @@ export class DevicePpoLearner {
   readonly precision: Precision;
   /** ppo_gather samples per workgroup (DevicePpoLearnerInit.gatherRows). */
   private readonly gatherRows: number;
+  /** The loss head runs inside the delta chain launch (DevicePpoLearnerInit.fuseLoss, when it applies). */
+  readonly fuseLoss: boolean;
   private cached: {
     rollout: DevicePpoRollout;
     dispatches: Dispatch[];
@@ -241,21 +254,32 @@ export class DevicePpoLearner {
     );
     if (this.precision === 'tf32') this.plan.tf32 = true;
     const deltaChain = init.deltaChain ?? backend.kind === 'cuda';
+    const fuse = init.fuseLoss ?? true;
     if (deltaChain !== false) {
-      this.plan.deltaChain = planDeltaChain(this.plan, deltaChain === true ? undefined : deltaChain);
+      this.plan.deltaChain = planDeltaChain(this.plan, deltaChain === true ? undefined : deltaChain, fuse);
     }
+    // The loss mode needs a chain from both networks' output layers (net 0 the actor).
+    this.fuseLoss =
+      fuse &&
+      (this.plan.deltaChain?.from.every((f, n) => f < this.plan.nets[n].layout.layers.length) ?? false);
     this.key = seedToKey(init.seed);
     this.hyper = { lr: cfg.lr, maxGradNorm: cfg.maxGradNorm };
     this.graphs = init.graphs ?? true;
     this.pdl = init.pdl ?? true;
     const p = this.plan;
     this.buffers = {
-      ...createMlpBuffers(backend, p, 'ppo', LOSS_PARTS * lossGroups(p.batch)),
+      ...createMlpBuffers(backend, p, 'ppo', LOSS_PARTS * this.lossGroupCount),
       moments: backend.createBuffer(8 * p.paramFloats, 'ppo.moments'),
       mb: backend.createBuffer(16 * p.batch, 'ppo.minibatch'),
       stats: backend.createBuffer(4 * STAT_COUNT, 'ppo.stats'),
     };
     this.writeParams(init.actor, init.critic);
+  }
+
+  /** Rows of loss sums per step: ppo_loss's workgroups, or the fused loss's delta chain blocks. */
+  private get lossGroupCount(): number {
+    const dc = this.plan.deltaChain;
+    return this.fuseLoss && dc ? deltaChainLossGroups(this.plan.batch, dc.rows) : lossGroups(this.plan.batch);
   }
 
   private get actorPlan() {
@@ -347,13 +371,8 @@ export class DevicePpoLearner {
     const critic = this.criticPlan;
     const lastA = actor.layout.layers.length - 1;
     const lastC = critic.layout.layers.length - 1;
-    const loss = ppoLossDispatch({
-      acts: b.acts,
-      mb: b.mb,
-      deltas: b.deltas,
-      partials: b.partials,
+    const head = {
       lossAt: plan.partialCount,
-      batch: plan.batch,
       nActions: actor.layout.layers[lastA].out,
       logitsOff: actor.outputAt[lastA],
       valuesOff: critic.outputAt[lastC],
@@ -363,9 +382,26 @@ export class DevicePpoLearner {
       valueCoef: cfg.valueCoef,
       entropyCoef: cfg.entropyCoef,
       normalize: cfg.normalizeAdvantages,
-    });
+    };
+    // Fused: the delta chain launch computes the loss head (no ppo_loss launch).
+    const loss = this.fuseLoss
+      ? []
+      : [
+          ppoLossDispatch({
+            ...head,
+            acts: b.acts,
+            mb: b.mb,
+            deltas: b.deltas,
+            partials: b.partials,
+            batch: plan.batch,
+          }),
+        ];
     const forward = forwardDispatches(plan, b);
-    const backward = backwardDispatches(plan, b);
+    const backward = backwardDispatches(
+      plan,
+      b,
+      this.fuseLoss ? { mb: b.mb, partials: b.partials, loss: head } : undefined,
+    );
     const adamArgs = {
       params: b.params,
       grads: b.grads,
@@ -376,7 +412,7 @@ export class DevicePpoLearner {
       n: plan.paramFloats,
       nPartials: plan.partialCount,
       normAt: STAT.gradNorm,
-      loss: { at: plan.partialCount, groups: lossGroups(plan.batch), count: plan.batch },
+      loss: { at: plan.partialCount, groups: this.lossGroupCount, count: plan.batch },
     };
     const dispatches: Dispatch[] = [];
     let s = 0;
@@ -385,7 +421,7 @@ export class DevicePpoLearner {
         dispatches.push(
           ppoGatherDispatch(gather, e, k),
           ...forward,
-          loss,
+          ...loss,
           ...backward,
           adamStepDispatch(adamArgs, this.hyper, 1 + 2 * s),
         );

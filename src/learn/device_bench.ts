@@ -82,7 +82,7 @@ function launchLabel(d: Dispatch, plan: MlpPlan): string {
           .join(', '),
       )
       .filter((s) => s.length > 0);
-    return `${d.kernel.name} dX of ${nets.join(' + ')}`;
+    return `${d.kernel.name} ${d.uniforms.loss ? 'loss head + ' : ''}dX of ${nets.join(' + ')}`;
   }
   if (d.kernel.name !== 'mlp_forward' && d.kernel.name !== 'mlp_backward') return d.kernel.name;
   const layerNames = (prefix: string) => {
@@ -124,6 +124,8 @@ export interface BenchTrainResult {
   chainRows: number;
   /** Whether the backward ran a mlp_delta_chain launch (DevicePpoLearnerInit.deltaChain). */
   deltaChain: boolean;
+  /** Whether that launch computed the loss head, no ppo_loss launch (DevicePpoLearnerInit.fuseLoss). */
+  fuseLoss: boolean;
   /** Why the collect phase used a synthetic rollout, when it did. */
   collectNote?: string;
   times: PhaseTimes;
@@ -164,6 +166,8 @@ export interface BenchTrainOptions {
   chain?: boolean | number;
   /** The backward's delta chain (DevicePpoLearnerInit.deltaChain; default: the learner's). */
   deltaChain?: boolean | number;
+  /** The loss head inside the delta chain launch (DevicePpoLearnerInit.fuseLoss; default true). */
+  fuseLoss?: boolean;
   /**
    * 'exact' (default) or 'tf32' (CUDA: TF32 tensor cores in the collector, its TF32 constant, and in
    * the learner's matmuls, DevicePpoLearnerInit.precision).
@@ -200,6 +204,7 @@ export async function benchPpoTrain(o: BenchTrainOptions): Promise<BenchTrainRes
     pdl: o.pdl,
     chain: o.chain,
     deltaChain: o.deltaChain,
+    fuseLoss: o.fuseLoss,
     precision,
   });
   let collector: PpoDeviceCollector | null = null;
@@ -304,6 +309,7 @@ export async function benchPpoTrain(o: BenchTrainOptions): Promise<BenchTrainRes
       chain: chained,
       chainRows: chained ? learner.plan.chainRows : 0,
       deltaChain: dispatches.some((d) => d.kernel.name === 'mlp_delta_chain'),
+      fuseLoss: learner.fuseLoss,
       collectNote,
       times,
       updateFlops: flops,

@@ -37,6 +37,7 @@ import {
 import {
   DELTA_MAX_WIDTH,
   DELTA_ROWS,
+  type DeltaChainIo,
   type DeltaChainLayer,
   type DeltaChainNet,
   deltaChainStaging,
@@ -451,9 +452,12 @@ export function forwardDispatches(plan: MlpPlan, b: MlpBuffers): Dispatch[] {
  * Backward of every network from its output layer's deltas (written by a loss head): gradients
  * into `grads`, per-tile sums of squares into `partials`. Without a delta chain one launch per
  * stage (the networks' layers counted from the output, paired); with one (MlpPlan.deltaChain) the
- * mlp_delta_chain launch first, then the launches of deltaChainGroups.
+ * mlp_delta_chain launch first, then the launches of deltaChainGroups. `chainIo`: the delta
+ * chain's mb and partials bindings and its loss mode (the PPO learner's fused loss head: then no
+ * loss launch precedes these); default: no loss mode, mb bound to acts and partials to b.partials
+ * (neither read nor written then).
  */
-export function backwardDispatches(plan: MlpPlan, b: MlpBuffers): Dispatch[] {
+export function backwardDispatches(plan: MlpPlan, b: MlpBuffers, chainIo?: DeltaChainIo): Dispatch[] {
   const out: Dispatch[] = [];
   let groups: BackwardJob[][];
   if (plan.deltaChain) {
@@ -467,6 +471,7 @@ export function backwardDispatches(plan: MlpPlan, b: MlpBuffers): Dispatch[] {
         deltaChainNets(plan, dc.from),
         dc.rows,
         dc.staged,
+        chainIo ?? { mb: b.acts, partials: b.partials },
       ),
     );
     groups = deltaChainGroups(plan);
@@ -626,9 +631,10 @@ function costOfLaunch(plan: MlpPlan, jobs: BackwardJob[]): number {
  * 'last' hand-off's plans, as MlpPlan.chainStaged) the layers' weights and row tiles fit shared
  * memory (deltaChainStaging). The PPO actor's policy_output and policy_layer_1 and the critic's
  * value_output, value_layer_4 and value_layer_3 (52,398 floats); value_layer_2 is 512 wide.
+ * `loss`: the launch takes the loss mode (its scratch counts in the staged build's shared memory).
  * Undefined when no layer qualifies.
  */
-export function planDeltaChain(plan: MlpPlan, rows?: number): MlpPlan['deltaChain'] {
+export function planDeltaChain(plan: MlpPlan, rows?: number, loss = false): MlpPlan['deltaChain'] {
   const staged = plan.dwHandoff === 'last';
   const r = rows ?? DELTA_ROWS;
   const from = plan.nets.map((n) => n.layout.layers.length);
@@ -643,7 +649,7 @@ export function planDeltaChain(plan: MlpPlan, rows?: number): MlpPlan['deltaChai
       next[n] = l;
       const nets = deltaChainNets(plan, next);
       if (nets.length > MAX_DELTA_NETS) continue;
-      if (staged && !deltaChainStaging(nets, r)) continue;
+      if (staged && !deltaChainStaging(nets, r, loss)) continue;
       from[n] = l;
       grew = true;
     }

@@ -615,7 +615,8 @@ const statsArray = (s: PpoUpdateStats) =>
  * 'grads': the gradients of a single-step update (left in the grads buffer; no clipping, so they
  * equal the reference's); 'params': params after Adam and the update's statistics. `chain`: the
  * learner's option (default on: the critic's layers 3..5 in one mlp_chain_forward launch);
- * `deltaChain` too (default: the backend's, on with CUDA).
+ * `deltaChain` too (default: the backend's, on with CUDA), and `fuseLoss` (default: on with the
+ * delta chain: the loss head inside its launch).
  */
 function learnerCase(
   check: 'grads' | 'params',
@@ -626,6 +627,7 @@ function learnerCase(
   chain?: boolean,
   precision: Precision = 'exact',
   deltaChain?: boolean,
+  fuseLoss?: boolean,
 ): ParityCase {
   const actorLayout = ppoActorLayout();
   const criticLayout = ppoCriticLayout();
@@ -677,10 +679,14 @@ function learnerCase(
         seed,
         chain,
         deltaChain,
+        fuseLoss,
         ...(tf32 ? { precision } : {}),
       });
       if (deltaChain !== undefined && (dev.plan.deltaChain !== undefined) !== deltaChain) {
         throw new Error(`the learner's plan has ${dev.plan.deltaChain ? 'a' : 'no'} delta chain`);
+      }
+      if (fuseLoss !== undefined && dev.fuseLoss !== fuseLoss) {
+        throw new Error(`the learner ${dev.fuseLoss ? 'fuses' : 'does not fuse'} the loss head`);
       }
       const r = uploadPpoRollout(backend, rollout(), actorLayout.layers[0].in);
       try {
@@ -910,9 +916,21 @@ export function learnParityCases(): ParityCase[] {
       24,
       oneStep,
       0,
-      "one minibatch step, top layers' deltas in one mlp_delta_chain launch (--delta-chain on)",
+      "one minibatch step, top layers' deltas in one mlp_delta_chain launch (--delta-chain on --fuse-loss off)",
       undefined,
       'exact',
+      true,
+      false,
+    ),
+    learnerCase(
+      'grads',
+      24,
+      oneStep,
+      0,
+      "one minibatch step, the loss head and top layers' deltas in one mlp_delta_chain launch (--delta-chain on --fuse-loss on)",
+      undefined,
+      'exact',
+      true,
       true,
     ),
     learnerCase(
@@ -930,9 +948,21 @@ export function learnParityCases(): ParityCase[] {
       50,
       { ...ppo, minibatch: 16, updateEpochs: 2 },
       3,
-      'short update (shuffle, clip, 6 steps), delta chain (--delta-chain on)',
+      'short update (shuffle, clip, 6 steps), delta chain (--delta-chain on --fuse-loss off)',
       undefined,
       'exact',
+      true,
+      false,
+    ),
+    learnerCase(
+      'params',
+      50,
+      { ...ppo, minibatch: 16, updateEpochs: 2 },
+      3,
+      'short update (shuffle, clip, 6 steps), loss head in the delta chain launch (--delta-chain on --fuse-loss on)',
+      undefined,
+      'exact',
+      true,
       true,
     ),
     learnerCase(

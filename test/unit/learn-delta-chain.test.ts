@@ -22,7 +22,9 @@ import { type Backend, BackendUnavailableError, type KernelSpec } from '../../sr
 import {
   DELTA_ROWS,
   DELTA_STAGED_SHARED_LIMIT,
+  type DeltaChainLoss,
   type DeltaChainNet,
+  deltaChainLossGroups,
   deltaChainStaging,
   deltaChainTileFloats,
   MAX_DELTA_LAYERS,
@@ -30,6 +32,7 @@ import {
   mlpDeltaChainSpecFor,
   mlpDeltaChainStagedSpecFor,
 } from '../../src/kernels/mlp_delta_chain.js';
+import { LOSS_PARTS, lossGroups, ppoLossDispatch } from '../../src/kernels/ppo_loss.js';
 import { kernels } from '../../src/kernels/registry.js';
 import { type MlpPlan, planMlps } from '../../src/learn/device_mlp.js';
 import { backwardMlp, createMlpCache, forwardMlpBatch } from '../../src/learn/mlp.js';
@@ -125,24 +128,117 @@ const raggedLayout = buildLayout('ragged', [
 ]);
 const raggedCase = (batch: number) => learnerCase([raggedLayout], [1], batch);
 
-/** Runs the case's launch on `backend`; returns the deltas buffer and the dispatched kernel. */
-async function runCase(backend: Backend, c: Case, rows: number, staged: boolean) {
+/** Floats of the partials buffer of the loss cases (more rows than any launch here writes). */
+const PARTIAL_FLOATS = LOSS_PARTS * 64 + 3;
+/** Where the loss sums go in it (not 0: a launch that ignores lossAt shows it). */
+const LOSS_AT = 3;
+
+/**
+ * The loss mode's inputs for a PPO case: ppo_gather's per-sample floats (action, old log-prob,
+ * advantage, return; actions in range, clipped and unclipped ratios) and the loss head's
+ * arguments (net 0 the actor, net 1 the critic, as the learner has them).
+ */
+function lossInputs(c: Case, normalize = true) {
+  const n = c.batch;
+  const [actor, critic] = c.plan.nets;
+  const lastA = actor.layout.layers.length - 1;
+  const lastC = critic.layout.layers.length - 1;
+  const nActions = actor.layout.layers[lastA].out;
+  const mb = new Float32Array(4 * n);
+  const noise = inputs(4 * n, 31, 1);
+  for (let b = 0; b < n; b++) {
+    mb[b] = (b * 7) % nActions;
+    mb[n + b] = -Math.log(nActions) + 0.4 * noise[b];
+    mb[2 * n + b] = 2 * noise[n + b] + 0.3;
+    mb[3 * n + b] = noise[2 * n + b];
+  }
+  const loss: DeltaChainLoss = {
+    nActions,
+    logitsOff: actor.outputAt[lastA],
+    valuesOff: critic.outputAt[lastC],
+    dLogitsOff: actor.deltaAt[lastA],
+    dValueOff: critic.deltaAt[lastC],
+    clip: 0.2,
+    valueCoef: 0.5,
+    entropyCoef: 0.01,
+    normalize,
+    lossAt: LOSS_AT,
+  };
+  return { mb, loss };
+}
+
+type LossInputs = ReturnType<typeof lossInputs>;
+
+/**
+ * Runs the case's launch on `backend` (with `loss`: the loss mode; `unfused`: a ppo_loss launch
+ * then the plain chain launch instead); returns the deltas and partials buffers and the chain's
+ * kernel.
+ */
+async function runCase(
+  backend: Backend,
+  c: Case,
+  rows: number,
+  staged: boolean,
+  loss?: LossInputs,
+  unfused = false,
+) {
   const pBuf = backend.createBuffer(4 * c.params.length, 'delta.params');
   const aBuf = backend.createBuffer(4 * c.acts.length, 'delta.acts');
   const dBuf = backend.createBuffer(4 * c.deltas.length, 'delta.deltas');
+  const mBuf = backend.createBuffer(4 * Math.max(1, loss?.mb.length ?? 0), 'delta.mb');
+  const sBuf = backend.createBuffer(4 * PARTIAL_FLOATS, 'delta.partials');
   try {
     backend.upload(pBuf, c.params);
     backend.upload(aBuf, c.acts);
     backend.upload(dBuf, c.deltas);
-    const d = mlpDeltaChainDispatch(pBuf, aBuf, dBuf, c.batch, c.nets, rows, staged);
+    if (loss) backend.upload(mBuf, loss.mb);
+    backend.upload(sBuf, new Float32Array(PARTIAL_FLOATS).fill(UNWRITTEN));
+    const fused = loss && !unfused ? loss.loss : undefined;
+    const io = { mb: mBuf, partials: sBuf, loss: fused };
+    const d = mlpDeltaChainDispatch(pBuf, aBuf, dBuf, c.batch, c.nets, rows, staged, io);
     expect(d.groups[0]).toBe(Math.ceil(c.batch / rows));
-    backend.run([d]);
-    return { got: new Float32Array(await backend.download(dBuf)), kernel: d.kernel };
+    const head =
+      loss && unfused
+        ? [
+            ppoLossDispatch({
+              ...loss.loss,
+              acts: aBuf,
+              mb: mBuf,
+              deltas: dBuf,
+              partials: sBuf,
+              batch: c.batch,
+            }),
+          ]
+        : [];
+    backend.run([...head, d]);
+    return {
+      got: new Float32Array(await backend.download(dBuf)),
+      partials: new Float32Array(await backend.download(sBuf)),
+      kernel: d.kernel,
+    };
   } finally {
-    backend.destroyBuffer(pBuf);
-    backend.destroyBuffer(aBuf);
-    backend.destroyBuffer(dBuf);
+    for (const b of [pBuf, aBuf, dBuf, mBuf, sBuf]) backend.destroyBuffer(b);
   }
+}
+
+/** The column sums of `groups` rows of loss parts at LOSS_AT (f64), checking the rows after are unwritten. */
+function lossTotals(partials: Float32Array, groups: number): number[] {
+  const totals = Array.from({ length: LOSS_PARTS }, (_, p) => {
+    let t = 0;
+    for (let g = 0; g < groups; g++) t += partials[LOSS_AT + g * LOSS_PARTS + p];
+    return t;
+  });
+  expect(partials[LOSS_AT - 1]).toBe(UNWRITTEN);
+  expect(partials[LOSS_AT + groups * LOSS_PARTS]).toBe(UNWRITTEN);
+  return totals;
+}
+
+function expectTotalsClose(got: number[], want: number[], rel: number, what: string) {
+  got.forEach((g, p) => {
+    expect(Math.abs(g - want[p]), `${what}: loss part ${p}: ${g} vs ${want[p]}`).toBeLessThanOrEqual(
+      rel * (1 + Math.abs(want[p])),
+    );
+  });
 }
 
 /** Every delta row of the case's networks: [net, layer, offset, floats]. */
@@ -193,6 +289,36 @@ describe('mlp_delta_chain', () => {
     expectSameBits(got, c.want, c, 'ragged');
   });
 
+  it("TS twin loss mode: ppo_loss's deltas then the plain chain's, bit for bit; the loss sums per workgroup", async () => {
+    const backend = createCpuBackend();
+    backends.push(backend);
+    for (const [batch, normalize] of [
+      [13, true],
+      [9, false],
+    ] as const) {
+      const c = ppoCase(batch);
+      const li = lossInputs(c, normalize);
+      for (const rows of [DELTA_ROWS, 2, 16]) {
+        const what = `B=${batch} ${rows} rows${normalize ? '' : ' raw advantages'}`;
+        const fused = await runCase(backend, c, rows, false, li);
+        const unfused = await runCase(backend, c, rows, false, li, true);
+        expectSameBits(fused.got, unfused.got, c, what);
+        // The top deltas are the loss head's (not the case's dOut), the chain's below them.
+        const top = c.plan.nets[0].deltaAt[2];
+        expect(fused.got[top]).not.toBe(c.deltas[top]);
+        expect(fused.got[c.plan.nets[1].deltaAt[2]]).not.toBe(UNWRITTEN);
+        // ceil(batch / rows) rows of sums; ppo_loss's 16-sample groups coincide at 16 rows.
+        const groups = deltaChainLossGroups(batch, rows);
+        const got = lossTotals(fused.partials, groups);
+        const want = lossTotals(unfused.partials, lossGroups(batch));
+        expectTotalsClose(got, want, 1e-6, what);
+        if (rows === 16) {
+          expect(Array.from(fused.partials)).toEqual(Array.from(unfused.partials));
+        }
+      }
+    }
+  });
+
   const unavailable = emuUnavailable();
   it.skipIf(unavailable !== null)(
     `CUDA twin on the emulator: the TS twin's bits, staged at 2 and 4 rows and the 256-thread build${unavailable ? ` (skipped: ${unavailable})` : ''}`,
@@ -229,6 +355,43 @@ describe('mlp_delta_chain', () => {
     },
   );
 
+  it.skipIf(unavailable !== null)(
+    `CUDA twin loss mode on the emulator: the bits of the emulator's ppo_loss then plain chain, staged at 4 and 2 rows and the 256-thread build${unavailable ? ` (skipped: ${unavailable})` : ''}`,
+    async () => {
+      const emu = new CudaEmuBackend();
+      const cpu = createCpuBackend();
+      backends.push(emu, cpu);
+      for (const [batch, rows, staged, normalize] of [
+        [6, 4, true, true],
+        [5, 2, true, false],
+        [13, 8, false, true],
+        [19, 16, true, true],
+      ] as const) {
+        const c = ppoCase(batch);
+        const li = lossInputs(c, normalize);
+        const what = `B=${batch} ${rows} rows ${staged ? 'staged' : '256-thread'}`;
+        const fused = await runCase(emu, c, rows, staged, li);
+        const unfused = await runCase(emu, c, rows, staged, li, true);
+        // 16 rows do not fit the staged build's shared memory: the 256-thread build, 2 rows a warp.
+        const build = staged && rows < 16 ? 1 : undefined;
+        expect([fused.kernel.constants?.STAGED, fused.kernel.constants?.LOSS], what).toEqual([build, 1]);
+        expect(unfused.kernel.constants?.LOSS).toBe(0);
+        expectSameBits(fused.got, unfused.got, c, what);
+        const got = lossTotals(fused.partials, deltaChainLossGroups(batch, rows));
+        expectTotalsClose(got, lossTotals(unfused.partials, lossGroups(batch)), 1e-5, what);
+        // And the TS twin's loss sums to f32 rounding (its loss head computes in f64).
+        const ts = await runCase(cpu, c, rows, false, li);
+        expectTotalsClose(
+          got,
+          lossTotals(ts.partials, deltaChainLossGroups(batch, rows)),
+          1e-5,
+          `${what} vs TS`,
+        );
+      }
+      expect(emu.launches).toBe(12);
+    },
+  );
+
   it('WGSL twin on WebGPU: within the matmul tolerance of the TS twin (1e-6 + 1e-4 |x|)', async (ctx) => {
     let backend: Backend;
     try {
@@ -258,6 +421,48 @@ describe('mlp_delta_chain', () => {
     }
   });
 
+  it('WGSL twin loss mode on WebGPU: within tolerance of the TS twin (deltas 1e-6 + 1e-4 |x|, loss sums 1e-5)', async (ctx) => {
+    let backend: Backend;
+    try {
+      backend = await createBackend('webgpu');
+    } catch (err) {
+      if (err instanceof BackendUnavailableError && process.env.FOXHUNT_REQUIRE_WEBGPU !== '1') {
+        ctx.skip(`WebGPU unavailable: ${err.message}`);
+      }
+      throw err;
+    }
+    const cpu = createCpuBackend();
+    backends.push(backend, cpu);
+    for (const [batch, rows, normalize] of [
+      [5, DELTA_ROWS, true],
+      [3, 2, false],
+      // 8 rows: 2 rounds of the 8 teams over 20 rows (16 rows' PPO tiles pass lavapipe's 32 KiB).
+      [20, 8, true],
+    ] as const) {
+      const c = ppoCase(batch);
+      const li = lossInputs(c, normalize);
+      const want = await runCase(cpu, c, rows, false, li);
+      const got = await runCase(backend, c, rows, false, li);
+      for (const [n, k, at, len] of regions(c)) {
+        let worst = 0;
+        for (let i = at; i < at + len; i++) {
+          worst = Math.max(worst, Math.abs(got.got[i] - want.got[i]) / (1e-6 + 1e-4 * Math.abs(want.got[i])));
+        }
+        expect(
+          worst,
+          `B=${batch} ${rows} rows net ${n} layer ${k}: worst |diff| / tolerance`,
+        ).toBeLessThanOrEqual(1);
+      }
+      const groups = deltaChainLossGroups(batch, rows);
+      expectTotalsClose(
+        lossTotals(got.partials, groups),
+        lossTotals(want.partials, groups),
+        1e-5,
+        `B=${batch}`,
+      );
+    }
+  });
+
   it("the staged build copies the PPO chains' 52,404 floats (205 KiB) at 2, 4 and 8 rows; 16 rows take the 256-thread build", () => {
     const c = ppoCase(512);
     const [actor, critic] = c.plan.nets;
@@ -282,10 +487,24 @@ describe('mlp_delta_chain', () => {
       expect(mlpDeltaChainStagedSpecFor(rows, { ...staging })).toBe(spec); // one pipeline per shape
     }
     expect(deltaChainStaging(c.nets, 16)).toBeUndefined();
+    // The loss mode's scratch: one float per thread (512) after the tiles; 8 rows still fit.
+    for (const rows of [2, 4, 8]) {
+      const staging = deltaChainStaging(c.nets, rows, true)!;
+      expect(staging.lossFloats).toBe(512);
+      expect(staging.sharedBytes).toBe(4 * (52404 + rows * 576 + 512));
+      expect(staging.sharedBytes).toBeLessThanOrEqual(DELTA_STAGED_SHARED_LIMIT);
+      const spec = mlpDeltaChainStagedSpecFor(rows, staging);
+      expect(spec).not.toBe(mlpDeltaChainStagedSpecFor(rows, deltaChainStaging(c.nets, rows)!));
+      expect([spec.constants?.LOSS, spec.constants?.LOSS_FLOATS]).toEqual([1, 512]);
+    }
+    expect(deltaChainStaging(c.nets, 8, true)!.sharedBytes).toBe(230096);
+    expect(deltaChainStaging(c.nets, 16, true)).toBeUndefined();
+    expect(mlpDeltaChainSpecFor(4, 4 * 576, true).sharedBytes).toBe(4 * (4 * 576 + 256));
     const buf = createCpuBackend().createBuffer(4, 'x');
-    const d16 = mlpDeltaChainDispatch(buf, buf, buf, 512, c.nets, 16, true);
+    const io = { mb: buf, partials: buf };
+    const d16 = mlpDeltaChainDispatch(buf, buf, buf, 512, c.nets, 16, true, io);
     expect(d16.kernel).toBe(mlpDeltaChainSpecFor(16, 16 * 576));
-    const d4 = mlpDeltaChainDispatch(buf, buf, buf, 512, c.nets, DELTA_ROWS, true);
+    const d4 = mlpDeltaChainDispatch(buf, buf, buf, 512, c.nets, DELTA_ROWS, true, io);
     expect([d4.kernel.constants?.STAGED, d4.kernel.workgroupSize[0], d4.groups[0]]).toEqual([1, 512, 128]);
     expect(d4.uniforms).toMatchObject({
       batch: 512,
@@ -318,7 +537,7 @@ describe('mlp_delta_chain', () => {
     const run =
       (nets: DeltaChainNet[], rows = DELTA_ROWS) =>
       () =>
-        mlpDeltaChainDispatch(buf, buf, buf, 8, nets, rows);
+        mlpDeltaChainDispatch(buf, buf, buf, 8, nets, rows, false, { mb: buf, partials: buf });
     expect(run([{ layers: [l(8, 4, 0, 100), l(6, 8, 100, 200)] }])).not.toThrow();
     expect(run([{ layers: [l(8, 4, 0, 100), l(6, 7, 100, 200)] }])).toThrow(/not chained below/);
     expect(run([{ layers: [l(8, 4, 0, 100), l(6, 8, 101, 200)] }])).toThrow(/its dOff the upper/);
@@ -329,6 +548,21 @@ describe('mlp_delta_chain', () => {
     expect(run([])).toThrow(/1-2 networks/);
     expect(run([{ layers: [l(300, 4, 0, 0)] }])).toThrow(/widths 1-256/);
     expect(run([{ layers: [l(4, 4, 0, 0)] }], 3)).toThrow(/2, 4, 8, 16/);
+    // The loss mode: net 0's top must be the policy output, net 1's the value output.
+    const c = ppoCase(8);
+    const { loss } = lossInputs(c);
+    const io = { mb: buf, partials: buf, loss };
+    const fused = mlpDeltaChainDispatch(buf, buf, buf, 8, c.nets, 4, true, io);
+    expect(fused.uniforms).toMatchObject({ loss: 1, rows: 4, nActions: 45, lossAt: LOSS_AT, normalize: 1 });
+    expect(fused.uniforms.clip).toBe(Math.fround(0.2));
+    expect(fused.kernel.constants?.LOSS).toBe(1);
+    const reversed = [c.nets[1], c.nets[0]];
+    expect(() => mlpDeltaChainDispatch(buf, buf, buf, 8, reversed, 4, true, io)).toThrow(/loss mode needs/);
+    expect(() => mlpDeltaChainDispatch(buf, buf, buf, 8, [c.nets[0]], 4, true, io)).toThrow(
+      /loss mode needs/,
+    );
+    const plain = mlpDeltaChainDispatch(buf, buf, buf, 8, c.nets, 4, true, { mb: buf, partials: buf });
+    expect([plain.uniforms.loss, plain.kernel.constants?.LOSS]).toEqual([0, 0]);
   });
 
   const nvcc = nvccCandidates().find((p) => nvccVersion(p) !== undefined);
@@ -375,6 +609,47 @@ describe('mlp_delta_chain', () => {
         expect(cubin.stderr, what).toMatch(/0 bytes spill stores, 0 bytes spill loads/);
         const regs = Number(/Used (\d+) registers/.exec(cubin.stderr)?.[1]);
         expect(regs, what).toBeLessThanOrEqual(65536 / spec.workgroupSize[0]);
+      }
+      // The loss mode's builds: the staged one at 2, 4 and 8 rows (16 take the 256-thread build),
+      // its copy's first 13 loads issued before the loss head's first barrier (they are in flight
+      // while it runs) and its first store to shared memory after the loss head's trees.
+      const lossSpecs: KernelSpec[] = [];
+      for (const rows of [2, 4, 8, 16]) {
+        lossSpecs.push(mlpDeltaChainSpecFor(rows, deltaChainTileFloats(c.nets, rows), true));
+        const staging = deltaChainStaging(c.nets, rows, true);
+        if (staging) lossSpecs.push(mlpDeltaChainStagedSpecFor(rows, staging));
+      }
+      expect(lossSpecs).toHaveLength(7);
+      for (const [n, spec] of lossSpecs.entries()) {
+        const what = `loss mode ${spec.constants?.STAGED ? 'staged' : '256-thread'}, ${spec.constants?.ROWS} rows`;
+        expect(spec.constants?.LOSS, what).toBe(1);
+        const src = join(dir, `loss${n}.cu`);
+        writeFileSync(src, cudaPreamble(spec) + readFileSync(join(cuda, 'mlp_delta_chain.cu'), 'utf8'));
+        const out = join(dir, `loss${n}.ptx`);
+        const args = [...compileOptions(9, 0), '-Werror', 'all-warnings', '-I', cuda];
+        const ptx = spawnSync(nvcc!, ['-ptx', ...args, '-o', out, src], { encoding: 'utf8' });
+        expect(ptx.status, ptx.stderr).toBe(0);
+        const text = readFileSync(out, 'utf8');
+        const body = text.slice(text.indexOf('.entry mlp_delta_chain'));
+        expect(body.indexOf('griddepcontrol.wait'), what).toBeGreaterThan(0);
+        expect(body.indexOf('griddepcontrol.wait'), what).toBeLessThan(body.indexOf('ld.global'));
+        if (spec.constants?.STAGED) {
+          const barrier = body.indexOf('bar.sync');
+          expect(body.slice(0, barrier).match(/ld\.global\.nc\.v4\.f32/g)?.length, what).toBe(13);
+          // The first float4 store of the copy comes after the loss head's shuffles (its team trees).
+          expect(body.indexOf('st.shared.v4.f32'), what).toBeGreaterThan(body.indexOf('shfl.sync'));
+        }
+        const cubin = spawnSync(
+          nvcc!,
+          ['-cubin', '-Xptxas', '-v', ...args, '-o', join(dir, 'c.cubin'), src],
+          { encoding: 'utf8' },
+        );
+        expect(cubin.status, cubin.stderr).toBe(0);
+        if (process.env.FOXHUNT_DELTA_PTXAS) console.log(what, src, cubin.stderr.trim());
+        expect(cubin.stderr, what).toMatch(/0 bytes spill stores, 0 bytes spill loads/);
+        const regs = Number(/Used (\d+) registers/.exec(cubin.stderr)?.[1]);
+        expect(regs, what).toBeLessThanOrEqual(65536 / spec.workgroupSize[0]);
+        expect(spec.sharedBytes ?? 0, what).toBeLessThanOrEqual(DELTA_STAGED_SHARED_LIMIT);
       }
     },
   );

@@ -2,8 +2,10 @@
  * The learner's delta-chain plan (src/learn/device_mlp.ts planDeltaChain, deltaChainGroups): at the
  * PPO networks one mlp_delta_chain launch computes the input deltas of the actor's top two and the
  * critic's top three layers, then three mlp_backward launches take every layer whose deltas are
- * known (11 launches per minibatch step instead of 13); on the CPU the learner gives the same bits
- * with the delta chain on and off (its TS twin adds as mlp_backward's dX does). The kernel itself:
+ * known (11 launches per minibatch step instead of 13; 10 with the loss head fused into the delta
+ * chain launch, fuseLoss, the default with the chain); on the CPU the learner gives the same bits
+ * with the delta chain on and off (its TS twin adds as mlp_backward's dX does), and the same params
+ * with the fused loss (its loss statistics to f32 rounding). The kernel itself:
  * learn-delta-chain.test.ts; on every backend: the parity cases `mlp_delta_chain` and
  * `--delta-chain on`.
  */
@@ -98,12 +100,12 @@ describe('the delta-chain plan', () => {
     expect(groups.flat().filter((j) => j.prev !== null)).toHaveLength(0);
   });
 
-  it('DevicePpoLearner: 11 launches per minibatch step with the delta chain, 13 without; on by default on CUDA only', () => {
+  it('DevicePpoLearner: 10 launches per minibatch step with the delta chain and the fused loss, 11 with fuseLoss false, 13 without the chain; on by default on CUDA only', () => {
     const backend = createCpuBackend();
     backends.push(backend);
     const cfg: PpoConfig = { ...defaultConfig.ppo, minibatch: 64, updateEpochs: 1 };
     const rollout = uploadPpoRollout(backend, syntheticPpoRollout(128, 54, 45, 1), 54);
-    const perStep = (deltaChain?: boolean) => {
+    const perStep = (deltaChain?: boolean, fuseLoss?: boolean) => {
       const dev = new DevicePpoLearner({
         backend,
         actorLayout: layouts[0],
@@ -113,21 +115,38 @@ describe('the delta-chain plan', () => {
         cfg,
         seed: 1,
         deltaChain,
+        fuseLoss,
       });
+      const fused = deltaChain === true && fuseLoss !== false;
+      expect(dev.fuseLoss).toBe(fused);
       const launches = dev.updateDispatches(rollout);
       const chains = launches.filter((d) => d.kernel.name === 'mlp_delta_chain');
       expect(chains).toHaveLength(deltaChain ? 2 : 0);
       // Launched with PDL like the other update kernels (its CUDA source begins with the wait).
       expect(chains.every((d) => d.kernel.pdl === true)).toBe(true);
+      // Fused: no ppo_loss launch; the chain runs the loss head (its loss sums after the
+      // backward's partials) and adam_step adds its ceil(64 / 4) groups of sums.
+      expect(launches.filter((d) => d.kernel.name === 'ppo_loss')).toHaveLength(fused ? 0 : 2);
+      expect(chains.every((d) => d.uniforms.loss === (fused ? 1 : 0))).toBe(true);
+      const adam = launches.filter((d) => d.kernel.name === 'adam_step');
+      expect(adam.map((d) => d.uniforms.lossGroups)).toEqual(fused ? [16, 16] : [4, 4]);
+      if (fused) {
+        expect(chains[0].uniforms).toMatchObject({ lossAt: dev.plan.partialCount, rows: DELTA_ROWS });
+        expect(chains[0].buffers[3]).toBe(dev.buffers.mb);
+        expect(chains[0].buffers[4]).toBe(dev.buffers.partials);
+      }
       dev.destroy();
       return launches.length / 2;
     };
-    expect(perStep(true)).toBe(11);
+    expect(perStep(true)).toBe(10);
+    expect(perStep(true, true)).toBe(10);
+    expect(perStep(true, false)).toBe(11);
     expect(perStep(false)).toBe(13);
+    expect(perStep(false, true)).toBe(13);
     expect(perStep(undefined)).toBe(13);
   });
 
-  it('the learner on the CPU gives the same bits with the delta chain on and off', async () => {
+  it('the learner on the CPU gives the same bits with the delta chain on and off, and the same params with the fused loss (its loss statistics to f32 rounding)', async () => {
     const backend = createCpuBackend();
     backends.push(backend);
     const actorLayout = buildLayout('small_actor', [
@@ -143,7 +162,7 @@ describe('the delta-chain plan', () => {
     ]);
     const cfg: PpoConfig = { ...defaultConfig.ppo, minibatch: 10, updateEpochs: 2 };
     const rollout = uploadPpoRollout(backend, syntheticPpoRollout(34, 6, 5, 2), 6);
-    const run = async (deltaChain: boolean) => {
+    const run = async (deltaChain: boolean, fuseLoss = false) => {
       const dev = new DevicePpoLearner({
         backend,
         actorLayout,
@@ -153,8 +172,10 @@ describe('the delta-chain plan', () => {
         cfg,
         seed: 4,
         deltaChain,
+        fuseLoss,
       });
       expect(dev.plan.deltaChain?.from).toEqual(deltaChain ? [1, 1] : undefined);
+      expect(dev.fuseLoss).toBe(fuseLoss);
       const stats = await dev.update(rollout, 1);
       const params = await dev.readParams();
       dev.destroy();
@@ -165,5 +186,17 @@ describe('the delta-chain plan', () => {
     expect(on.stats).toEqual(off.stats);
     expect(Buffer.from(on.params.critic.buffer).equals(Buffer.from(off.params.critic.buffer))).toBe(true);
     expect(Buffer.from(on.params.actor.buffer).equals(Buffer.from(off.params.actor.buffer))).toBe(true);
+    // The fused loss: the same gradients, so the same params bit for bit; the loss statistics sum
+    // the same per-sample parts grouped by the chain's workgroups (3 of 4 rows, not 1 of 16), so
+    // they may differ in their last bits.
+    const fused = await run(true, true);
+    expect(Buffer.from(fused.params.critic.buffer).equals(Buffer.from(off.params.critic.buffer))).toBe(true);
+    expect(Buffer.from(fused.params.actor.buffer).equals(Buffer.from(off.params.actor.buffer))).toBe(true);
+    expect(fused.stats.gradNorm).toBe(off.stats.gradNorm);
+    expect(fused.stats.minibatches).toBe(off.stats.minibatches);
+    for (const key of ['total', 'policyLoss', 'valueLoss', 'entropy', 'approxKl', 'clipFrac'] as const) {
+      const [f, o] = [fused.stats[key], off.stats[key]];
+      expect(Math.abs(f - o), `${key}: ${f} vs ${o}`).toBeLessThanOrEqual(1e-6 + 1e-6 * Math.abs(o));
+    }
   });
 });

@@ -96,23 +96,30 @@ describe('bench train', () => {
       ]);
       // The TS twin adds as mlp_forward does: the same losses either way on the CPU.
       expect(off.losses).toEqual(r.losses);
-      // --delta-chain on: the top layers' dX in one mlp_delta_chain launch, then 3 mlp_backward
-      // launches (on the CPU, without a split budget, each layer's dW at its first chance).
-      const dc = await benchPpoTrain({
-        backend,
-        cfg,
-        market: data.market,
-        splits: data.splits,
-        barsPerYear: data.barsPerYear,
-        repeats: 1,
-        kernelRepeats: 1,
-        validate: false,
-        deltaChain: true,
-      });
+      // --delta-chain on --fuse-loss off: the top layers' dX in one mlp_delta_chain launch, then 3
+      // mlp_backward launches (on the CPU, without a split budget, each layer's dW at its first
+      // chance).
+      const dcRun = (fuseLoss?: boolean) =>
+        benchPpoTrain({
+          backend,
+          cfg,
+          market: data.market,
+          splits: data.splits,
+          barsPerYear: data.barsPerYear,
+          repeats: 1,
+          kernelRepeats: 1,
+          validate: false,
+          deltaChain: true,
+          fuseLoss,
+        });
+      const dc = await dcRun(false);
       expect(r.deltaChain).toBe(false);
+      expect(r.fuseLoss).toBe(false);
       expect(dc.deltaChain).toBe(true);
+      expect(dc.fuseLoss).toBe(false);
       expect(dc.launchesPerStep).toBe(11);
-      expect(dc.stepKernels.slice(6, 10).map((k) => k.launch)).toEqual([
+      expect(dc.stepKernels.slice(5, 10).map((k) => k.launch)).toEqual([
+        'ppo_loss',
         'mlp_delta_chain dX of policy_output, policy_layer_1 + value_output, value_layer_4, value_layer_3',
         'mlp_backward value_layer_2 + value_layer_3 + policy_layer_1 + value_layer_4 + policy_layer_0 + policy_output + value_output',
         'mlp_backward value_layer_1',
@@ -120,6 +127,21 @@ describe('bench train', () => {
       ]);
       // Its TS twin adds as mlp_backward's dX does: the same losses on the CPU.
       expect(dc.losses).toEqual(r.losses);
+      // --fuse-loss on (the default with the delta chain): no ppo_loss launch, 10 per step; the
+      // same gradients (so the same grad norm), the loss sums grouped by the chain's workgroups.
+      const fused = await dcRun(undefined);
+      expect(fused.fuseLoss).toBe(true);
+      expect(fused.launchesPerStep).toBe(10);
+      expect(fused.stepKernels.map((k) => k.launch)).not.toContain('ppo_loss');
+      expect(fused.stepKernels[5].launch).toBe(
+        'mlp_delta_chain loss head + dX of policy_output, policy_layer_1 + value_output, value_layer_4, value_layer_3',
+      );
+      expect(fused.losses.gradNorm).toBe(r.losses.gradNorm);
+      for (const [k, v] of Object.entries(r.losses)) {
+        const got = fused.losses[k as keyof typeof r.losses];
+        // Means of f32 sums of O(1) per-sample terms: absolute 1e-6 (a mean near 0 has no relative scale).
+        expect(Math.abs(got - v), `${k}: ${got} vs ${v}`).toBeLessThanOrEqual(1e-6 + 1e-6 * Math.abs(v));
+      }
     } finally {
       backend.destroy();
     }
@@ -139,6 +161,8 @@ describe('bench train', () => {
     expect(err.at(-1)).toBe('foxhunt bench train: --chain-rows must be one of 2, 4, 8, 16, got "32"');
     expect(await main(['bench', 'train', '--delta-chain', 'maybe'])).toBe(1);
     expect(err.at(-1)).toBe('foxhunt bench train: --delta-chain must be on, off or both, got "maybe"');
+    expect(await main(['bench', 'train', '--fuse-loss', 'maybe'])).toBe(1);
+    expect(err.at(-1)).toBe('foxhunt bench train: --fuse-loss must be on, off or both, got "maybe"');
     expect(await main(['bench', 'train', '--backend', 'cpu', '--episodes', '2', '--steps', '8'])).toBe(1);
     expect(err.at(-1)).toBe(
       'foxhunt bench train: config: ppo.minibatch: must not exceed rollout.episodes * rollout.steps',

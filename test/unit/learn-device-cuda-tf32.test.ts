@@ -236,7 +236,8 @@ describe('the TF32 matmul builds', () => {
         try {
           const ds = learner.updateDispatches(rollout);
           const names = new Set(ds.map((d) => d.kernel.name));
-          expect(names).toContain('ppo_loss');
+          // The loss head: its own launch, or inside the delta chain's (fuseLoss, the default with it).
+          expect(names).toContain(learner.fuseLoss ? 'mlp_delta_chain' : 'ppo_loss');
           expect(names).toContain('adam_step');
           const mm = ds.filter((d) => d.kernel.name === 'mlp_forward' || d.kernel.name === 'mlp_backward');
           for (const d of ds.filter((d) => !mm.includes(d))) expect(d.kernel.constants?.TF32).toBeUndefined();
@@ -245,13 +246,14 @@ describe('the TF32 matmul builds', () => {
           learner.destroy();
         }
       };
-      // Two steps of 3 paired forward + 6 backward launches with the critic's tail in one (f32)
-      // mlp_chain_forward launch (the default), 6 + 6 without it.
+      // Two steps of 3 paired forward + 3 backward launches with the critic's tail in one (f32)
+      // mlp_chain_forward launch and the top layers' deltas in one (f32) mlp_delta_chain launch
+      // (the defaults on CUDA), 6 + 3 without the chain launch.
       const tf32 = matmuls('tf32');
-      expect(tf32.length).toBe(2 * 9);
+      expect(tf32.length).toBe(2 * 6);
       expect(tf32.every((d) => d.kernel.constants?.TF32 === 1)).toBe(true);
       const unchained = matmuls('tf32', false);
-      expect(unchained.length).toBe(2 * 12);
+      expect(unchained.length).toBe(2 * 9);
       expect(unchained.every((d) => d.kernel.constants?.TF32 === 1)).toBe(true);
       expect(matmuls('exact').every((d) => d.kernel.constants?.TF32 === undefined)).toBe(true);
     } finally {

@@ -16,7 +16,7 @@ import { type Command, UserError } from '../main.js';
 const usage = `usage: foxhunt bench train --algo ppo [--backend auto|cuda|webgpu|cpu] [--episodes N] [--steps L]
                            [--large-episodes N2] [--repeats R] [--seed S] [--dw-split on|off|most|W]
                            [--gather-rows G] [--pdl on|off|early] [--chain on|off|both]
-                           [--chain-rows R] [--delta-chain on|off|both]
+                           [--chain-rows R] [--delta-chain on|off|both] [--fuse-loss on|off|both]
                            [--precision auto|exact|tf32|both] [--json]
 
 Times a PPO epoch per phase on the built-in synthetic market: collect (collect_ppo on the device),
@@ -58,6 +58,11 @@ kernels' TS references); pass --episodes, --steps or --large-episodes to overrid
                          mlp_backward launch for every layer whose deltas are known (on: 11 launches
                          per step, the default on CUDA), or one mlp_backward launch per stage (off:
                          13, the default elsewhere), or both, measured in that order
+  --fuse-loss on|off|both
+                         with the delta chain: compute the PPO loss head inside the mlp_delta_chain
+                         launch (on, the default: 10 launches per step, no ppo_loss launch), or in a
+                         ppo_loss launch of its own (off: 11), or both, measured in that order
+                         (without the delta chain the ppo_loss launch stays either way)
   --precision P          auto (default: as train.precision auto, tf32 on CUDA, exact elsewhere),
                          exact (f32, the parity mode), tf32 (CUDA: TF32 tensor cores in collect_ppo
                          and the learner's matmuls), or both: each setting measured exact then tf32
@@ -76,6 +81,7 @@ function table(results: BenchTrainResult[]): string[] {
       'precision',
       'chain',
       'delta chain',
+      'fused loss',
       'samples',
       'steps',
       'launches',
@@ -93,6 +99,7 @@ function table(results: BenchTrainResult[]): string[] {
       r.precision,
       r.chain ? `on (${r.chainRows} rows)` : 'off',
       r.deltaChain ? 'on' : 'off',
+      r.fuseLoss ? 'on' : 'off',
       String(r.samples),
       String(r.minibatchSteps),
       String(r.minibatchSteps * r.launchesPerStep),
@@ -129,6 +136,7 @@ async function run(args: string[]): Promise<number> {
       chain: { type: 'string' },
       'chain-rows': { type: 'string' },
       'delta-chain': { type: 'string' },
+      'fuse-loss': { type: 'string' },
       precision: { type: 'string' },
       json: { type: 'boolean' },
     },
@@ -177,6 +185,11 @@ async function run(args: string[]): Promise<number> {
   }
   const deltas: (boolean | undefined)[] =
     deltaFlag === 'both' ? [true, false] : [deltaFlag === 'default' ? undefined : deltaFlag === 'on'];
+  const fuseFlag = (values['fuse-loss'] as string | undefined) ?? 'on';
+  if (!['on', 'off', 'both'].includes(fuseFlag)) {
+    throw new UserError(`--fuse-loss must be on, off or both, got "${fuseFlag}"`);
+  }
+  const fuses: boolean[] = fuseFlag === 'both' ? [true, false] : [fuseFlag === 'on'];
   const gatherRowsFlag = values['gather-rows'] as string | undefined;
   const gatherRows = gatherRowsFlag === undefined ? undefined : Number(gatherRowsFlag);
   if (gatherRows !== undefined && (!/^\d+$/.test(gatherRowsFlag!) || gatherRows < 1 || gatherRows > 64)) {
@@ -242,12 +255,15 @@ async function run(args: string[]): Promise<number> {
       log(
         `setting ${n} x ${steps}, ${precision}: ${cfg.ppo.updateEpochs} epochs x ${Math.floor((n * steps) / cfg.ppo.minibatch)} minibatches of ${cfg.ppo.minibatch}`,
       );
-      for (const [chain, deltaChain] of chains.flatMap((c) => deltas.map((d) => [c, d] as const))) {
+      const grid = chains.flatMap((c) => deltas.flatMap((d) => fuses.map((f) => [c, d, f] as const)));
+      for (const [chain, deltaChain, fuseLoss] of grid) {
         if (chains.length > 1)
           log(`  --chain ${chain ? `on (rows per workgroup: ${chainRowsFlag})` : 'off'}`);
         if (deltas.length > 1) log(`  --delta-chain ${deltaChain ? 'on' : 'off'}`);
+        if (fuses.length > 1) log(`  --fuse-loss ${fuseLoss ? 'on' : 'off'}`);
         const r = await benchPpoTrain({
           deltaChain,
+          fuseLoss,
           precision,
           backend,
           cfg,
@@ -274,13 +290,13 @@ async function run(args: string[]): Promise<number> {
       return 0;
     }
     console.log(
-      `bench train ppo on ${backend.kind}: ${backend.info.device} (${backend.info.driver}), --pdl ${pdlFlag}, --precision ${precisionFlag}, --chain ${chainFlag}${chainFlag === 'off' ? '' : ` (rows per workgroup: ${chainRowsFlag})`}, --delta-chain ${deltaFlag}`,
+      `bench train ppo on ${backend.kind}: ${backend.info.device} (${backend.info.driver}), --pdl ${pdlFlag}, --precision ${precisionFlag}, --chain ${chainFlag}${chainFlag === 'off' ? '' : ` (rows per workgroup: ${chainRowsFlag})`}, --delta-chain ${deltaFlag}, --fuse-loss ${fuseFlag}`,
     );
     for (const line of table(results)) console.log(`  ${line}`);
     for (const r of results) {
       const stepMs = r.stepKernels.reduce((t, k) => t + k.ms, 0);
       console.log(
-        `  one minibatch step of ${r.episodes} x ${r.steps} (${r.precision}), chain ${r.chain ? 'on' : 'off'}, delta chain ${r.deltaChain ? 'on' : 'off'}, each launch timed alone (sum ${(stepMs * 1000).toFixed(1)} us):`,
+        `  one minibatch step of ${r.episodes} x ${r.steps} (${r.precision}), chain ${r.chain ? 'on' : 'off'}, delta chain ${r.deltaChain ? `on${r.fuseLoss ? ' with the loss head' : ''}` : 'off'}, each launch timed alone (sum ${(stepMs * 1000).toFixed(1)} us):`,
       );
       const width = Math.max(...r.stepKernels.map((k) => k.launch.length));
       for (const k of r.stepKernels) {
@@ -293,7 +309,7 @@ async function run(args: string[]): Promise<number> {
       if (target === undefined) break;
       const s = at64k.times.updateMs / 1000;
       console.log(
-        `  update of 64,000 samples (${at64k.precision}${chains.length > 1 ? `, chain ${at64k.chain ? 'on' : 'off'}` : ''}${deltas.length > 1 ? `, delta chain ${at64k.deltaChain ? 'on' : 'off'}` : ''}): ${s.toFixed(3)} s (target <= ${target} s on one H200: ${s <= target ? 'met' : 'not met'})`,
+        `  update of 64,000 samples (${at64k.precision}${chains.length > 1 ? `, chain ${at64k.chain ? 'on' : 'off'}` : ''}${deltas.length > 1 ? `, delta chain ${at64k.deltaChain ? 'on' : 'off'}` : ''}${fuses.length > 1 ? `, fused loss ${at64k.fuseLoss ? 'on' : 'off'}` : ''}): ${s.toFixed(3)} s (target <= ${target} s on one H200: ${s <= target ? 'met' : 'not met'})`,
       );
     }
     return 0;
