@@ -7,6 +7,12 @@
  * staged build (the PPO weights copied into shared memory from the critic's odd params offset) at
  * 2 and 4 rows and as the 256-thread build; the WGSL twin on WebGPU (lavapipe here) agrees to the
  * matmul tolerance; the CUDA source compiles for sm_90 without spills with the PDL wait first.
+ * The loss mode (the PPO loss head inside the launch): the TS twin gives the bits of a ppo_loss
+ * launch then the plain chain for every delta (and its loss sums to f32 rounding; the same partials
+ * where the groups coincide), the CUDA twin on the emulator the bits of the emulator's ppo_loss then
+ * plain chain (staged and 256-thread builds, up to 300 rows), the WGSL twin the TS twin's within
+ * tolerance; its CUDA builds compile without spills, the staged one with the copy's first loads
+ * issued before the loss head.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -366,6 +372,9 @@ describe('mlp_delta_chain', () => {
         [5, 2, true, false],
         [13, 8, false, true],
         [19, 16, true, true],
+        // More than 256 samples: the advantage sums' strided loop (threads 0..255 take 2 each; the
+        // staged block's threads 256..511 add +0), ppo_loss's bits all the same.
+        [300, 8, true, true],
       ] as const) {
         const c = ppoCase(batch);
         const li = lossInputs(c, normalize);
@@ -388,7 +397,7 @@ describe('mlp_delta_chain', () => {
           `${what} vs TS`,
         );
       }
-      expect(emu.launches).toBe(12);
+      expect(emu.launches).toBe(15);
     },
   );
 
