@@ -84,6 +84,23 @@ describe('WebGPU backend (Dawn on lavapipe)', () => {
     expect(await u32(backend, c)).toEqual(philoxWords(100, 7, 3));
   });
 
+  it('runs the same dispatch object again with its uniforms (checked and packed once), and checks a new uniforms object', async () => {
+    const words = backend.createBuffer(4 * 16, 'words');
+    const d = philoxStreamDispatch(words, philox(16, 0, 5));
+    backend.run([d]);
+    backend.upload(words, new Uint32Array(16));
+    backend.run([d]);
+    expect(await u32(backend, words)).toEqual(philoxWords(16, 0, 5));
+    // The same dispatch carrying another uniforms object is a new dispatch to check and pack.
+    const again = { ...d, uniforms: { ...d.uniforms } };
+    backend.run([again]);
+    again.uniforms = { ...d.uniforms, n: -1 };
+    expect(() => backend.run([again])).toThrow(/uniform n must be a u32/);
+    again.uniforms = philoxStreamDispatch(words, philox(16, 3, 9)).uniforms;
+    backend.run([again]);
+    expect(await u32(backend, words)).toEqual(philoxWords(16, 3, 9));
+  });
+
   it('keeps many runs without a readback correct and in order', async () => {
     const words = backend.createBuffer(4 * 8, 'words');
     const steps = 200; // several automatic submits of the pending encoder

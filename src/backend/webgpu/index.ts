@@ -176,6 +176,16 @@ export class WebGpuBackend implements Backend {
   private compiling: Promise<void>[] = [];
   private destroyed = false;
   private readonly uniformAlign: number;
+  /**
+   * Dispatches already validated, with their packed uniforms: an update runs the same dispatch
+   * objects every time (17,500 per default PPO update, mlp_backward with 88 uniforms), so each is
+   * checked and packed once per uniforms/buffers/kernel objects it carries (dispatches are not
+   * mutated in place; a new uniforms object is checked again). Buffers are still checked per run.
+   */
+  private readonly checked = new WeakMap<
+    Dispatch,
+    { uniforms: Dispatch['uniforms']; buffers: Dispatch['buffers']; kernel: KernelSpec; bytes: Uint8Array }
+  >();
   private readonly maxBinding: number;
 
   constructor(
@@ -395,7 +405,13 @@ export class WebGpuBackend implements Backend {
     this.check();
     // Everything is checked before anything is encoded, so a bad dispatch leaves nothing behind.
     for (const d of dispatches) {
-      validateDispatch(d);
+      const seen = this.checked.get(d);
+      if (!seen || seen.uniforms !== d.uniforms || seen.buffers !== d.buffers || seen.kernel !== d.kernel) {
+        validateDispatch(d);
+        const bytes = new Uint8Array(uniformBytes(d.kernel));
+        packUniforms(d, new DataView(bytes.buffer));
+        this.checked.set(d, { uniforms: d.uniforms, buffers: d.buffers, kernel: d.kernel, bytes });
+      }
       rejectCluster(d, 'WebGPU');
       for (const b of d.buffers) {
         const buf = this.own(b);
@@ -429,10 +445,9 @@ export class WebGpuBackend implements Backend {
     }
     let uniforms: { buf: GPUBuffer; id: number } | null = null;
     if (total > 0) {
-      const staging = new ArrayBuffer(total);
-      const view = new DataView(staging);
+      const staging = new Uint8Array(total);
       dispatches.forEach((d, i) => {
-        packUniforms(d, view, offsets[i]);
+        staging.set(this.checked.get(d)!.bytes, offsets[i]);
       });
       uniforms = this.takeUniformBuffer(total);
       this.device.queue.writeBuffer(uniforms.buf, 0, staging);
