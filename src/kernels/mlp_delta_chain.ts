@@ -59,7 +59,13 @@ import { ActCode } from './dense_forward.js';
 import { grid1d } from './grid.js';
 import { actDerivative } from './mlp_backward.js';
 import { CHAIN_STAGED_SHARED_LIMIT } from './mlp_chain_forward.js';
-import { advantageStats, LOSS_PARTS, type LossHeadUniforms, ppoLossSample } from './ppo_loss.js';
+import {
+  advantageStats,
+  LOSS_PARTS,
+  type LossHeadUniforms,
+  PPO_LOSS_UNIFORMS,
+  ppoLossSample,
+} from './ppo_loss.js';
 import type { Kernel, TypedArray } from './reference.js';
 
 /** Most networks of one launch, and most layers of each (the uniforms hold this many). */
@@ -228,16 +234,7 @@ const base: Omit<KernelSpec, 'workgroupSize' | 'constants'> = {
     // ppo_loss's uniforms.
     { name: 'loss', type: 'u32' },
     { name: 'rows', type: 'u32' },
-    { name: 'nActions', type: 'u32' },
-    { name: 'logitsOff', type: 'u32' },
-    { name: 'valuesOff', type: 'u32' },
-    { name: 'dLogitsOff', type: 'u32' },
-    { name: 'dValueOff', type: 'u32' },
-    { name: 'clip', type: 'f32' },
-    { name: 'valueCoef', type: 'f32' },
-    { name: 'entropyCoef', type: 'f32' },
-    { name: 'normalize', type: 'u32' },
-    { name: 'lossAt', type: 'u32' },
+    ...PPO_LOSS_UNIFORMS,
     ...Array.from({ length: MAX_DELTA_NETS }, (_, n) => [
       ...NET_FIELDS.map((f) => ({ name: `${f}${n}`, type: 'u32' as const })),
       ...Array.from({ length: MAX_DELTA_LAYERS }, (_, c) =>

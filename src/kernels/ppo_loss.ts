@@ -32,6 +32,20 @@ export const STAT_COUNT = 6;
 /** Loss parts per workgroup partial: STAT.policy .. STAT.clipFrac. */
 export const LOSS_PARTS = 5;
 
+/** The loss head's uniforms after `batch` (ppo_loss's; mlp_delta_chain's loss mode carries them too). */
+export const PPO_LOSS_UNIFORMS: KernelSpec['uniforms'] = [
+  { name: 'nActions', type: 'u32' },
+  { name: 'logitsOff', type: 'u32' },
+  { name: 'valuesOff', type: 'u32' },
+  { name: 'dLogitsOff', type: 'u32' },
+  { name: 'dValueOff', type: 'u32' },
+  { name: 'clip', type: 'f32' },
+  { name: 'valueCoef', type: 'f32' },
+  { name: 'entropyCoef', type: 'f32' },
+  { name: 'normalize', type: 'u32' },
+  { name: 'lossAt', type: 'u32' },
+];
+
 export const ppoLossSpec: KernelSpec = {
   name: 'ppo_loss',
   bindings: [
@@ -40,19 +54,7 @@ export const ppoLossSpec: KernelSpec = {
     { name: 'deltas', type: 'f32', access: 'read_write' },
     { name: 'partials', type: 'f32', access: 'read_write' },
   ],
-  uniforms: [
-    { name: 'batch', type: 'u32' },
-    { name: 'nActions', type: 'u32' },
-    { name: 'logitsOff', type: 'u32' },
-    { name: 'valuesOff', type: 'u32' },
-    { name: 'dLogitsOff', type: 'u32' },
-    { name: 'dValueOff', type: 'u32' },
-    { name: 'clip', type: 'f32' },
-    { name: 'valueCoef', type: 'f32' },
-    { name: 'entropyCoef', type: 'f32' },
-    { name: 'normalize', type: 'u32' },
-    { name: 'lossAt', type: 'u32' },
-  ],
+  uniforms: [{ name: 'batch', type: 'u32' }, ...PPO_LOSS_UNIFORMS],
   workgroupSize: [32, 8, 1],
   constants: { PER_TEAM: 2, LOSS_PARTS },
 };

@@ -1,28 +1,10 @@
-/**
- * mlp_delta_chain (the input gradients of the networks' top layers in one launch): the TS twin
- * gives the same bits as mlp.ts's backward on the PPO actor and critic (the deltas of
- * policy_layer_1, policy_layer_0, value_layer_4, value_layer_3 and value_layer_2 from the output
- * deltas), and on a ragged single chain with every activation; the CUDA twin on the fiber emulator
- * gives the TS twin's bits (it adds in the same order, and the emulator does not fuse), as the
- * staged build (the PPO weights copied into shared memory from the critic's odd params offset) at
- * 2 and 4 rows and as the 256-thread build; the WGSL twin on WebGPU (lavapipe here) agrees to the
- * matmul tolerance; the CUDA source compiles for sm_90 without spills with the PDL wait first.
- * The loss mode (the PPO loss head inside the launch): the TS twin gives the bits of a ppo_loss
- * launch then the plain chain for every delta (and its loss sums to f32 rounding; the same partials
- * where the groups coincide), the CUDA twin on the emulator the bits of the emulator's ppo_loss then
- * plain chain (staged and 256-thread builds, up to 300 rows), the WGSL twin the TS twin's within
- * tolerance; its CUDA builds compile without spills, the staged one with the copy's first loads
- * issued before the loss head.
- */
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createCpuBackend } from '../../src/backend/cpu/index.js';
-import { compileOptions, nvccCandidates, nvccVersion } from '../../src/backend/cuda/compile.js';
+import { nvccCandidates, nvccVersion } from '../../src/backend/cuda/compile.js';
 import { packageRoot } from '../../src/backend/cuda/native.js';
-import { cudaPreamble } from '../../src/backend/cuda/preamble.js';
 import { createBackend } from '../../src/backend/index.js';
 import { type Backend, BackendUnavailableError, type KernelSpec } from '../../src/backend/types.js';
 import {
@@ -51,6 +33,7 @@ import {
   ppoCriticLayout,
 } from '../../src/nets/layout.js';
 import { CudaEmuBackend, emuUnavailable } from './learn-device-cuda/emu_backend.js';
+import { ptxEntry } from './learn-helpers.js';
 
 const backends: Backend[] = [];
 afterEach(() => {
@@ -579,7 +562,7 @@ describe('mlp_delta_chain', () => {
     'CUDA twin: both builds compile for sm_90 without spills, the PDL wait first, the copy loads in flight before its stores (skipped without nvcc)',
     () => {
       const dir = mkdtempSync(join(tmpdir(), 'foxhunt-delta-'));
-      const cuda = join(packageRoot(), 'cuda');
+      const _cuda = join(packageRoot(), 'cuda');
       const c = ppoCase(512);
       const specs: KernelSpec[] = [kernels.mlp_delta_chain.spec];
       for (const rows of [2, 4, 8, 16]) {
@@ -590,14 +573,9 @@ describe('mlp_delta_chain', () => {
       expect(specs).toHaveLength(8);
       for (const [n, spec] of specs.entries()) {
         const what = `${spec.constants?.STAGED ? 'staged' : '256-thread'}, ${spec.constants?.ROWS} rows`;
-        const src = join(dir, `delta${n}.cu`);
-        writeFileSync(src, cudaPreamble(spec) + readFileSync(join(cuda, 'mlp_delta_chain.cu'), 'utf8'));
-        const out = join(dir, `delta${n}.ptx`);
-        const args = [...compileOptions(9, 0), '-Werror', 'all-warnings', '-I', cuda];
-        const ptx = spawnSync(nvcc!, ['-ptx', ...args, '-o', out, src], { encoding: 'utf8' });
-        expect(ptx.status, ptx.stderr).toBe(0);
-        const text = readFileSync(out, 'utf8');
-        const body = text.slice(text.indexOf('.entry mlp_delta_chain'));
+        const ptx = ptxEntry(nvcc!, dir, spec, `delta${n}`);
+        expect(ptx.ok, ptx.log).toBe(true);
+        const body = ptx.body;
         expect(body.indexOf('griddepcontrol.wait'), what).toBeGreaterThan(0);
         expect(body.indexOf('griddepcontrol.wait'), what).toBeLessThan(body.indexOf('ld.global'));
         if (spec.constants?.STAGED) {
@@ -608,15 +586,11 @@ describe('mlp_delta_chain', () => {
           const before = body.slice(0, body.indexOf('st.shared'));
           expect(before.match(/ld\.global\.nc\.v4\.f32/g)?.length, what).toBe(13);
         }
-        const cubin = spawnSync(
-          nvcc!,
-          ['-cubin', '-Xptxas', '-v', ...args, '-o', join(dir, 'c.cubin'), src],
-          { encoding: 'utf8' },
-        );
-        expect(cubin.status, cubin.stderr).toBe(0);
-        if (process.env.FOXHUNT_DELTA_PTXAS) console.log(what, src, cubin.stderr.trim());
-        expect(cubin.stderr, what).toMatch(/0 bytes spill stores, 0 bytes spill loads/);
-        const regs = Number(/Used (\d+) registers/.exec(cubin.stderr)?.[1]);
+        const cubin = ptx.ptxas();
+        expect(cubin.ok, cubin.log).toBe(true);
+        if (process.env.FOXHUNT_DELTA_PTXAS) console.log(what, cubin.log.trim());
+        expect(cubin.log, what).toMatch(/0 bytes spill stores, 0 bytes spill loads/);
+        const regs = Number(/Used (\d+) registers/.exec(cubin.log)?.[1]);
         expect(regs, what).toBeLessThanOrEqual(65536 / spec.workgroupSize[0]);
       }
       // The loss mode's builds: the staged one at 2, 4 and 8 rows (16 take the 256-thread build),
@@ -632,14 +606,9 @@ describe('mlp_delta_chain', () => {
       for (const [n, spec] of lossSpecs.entries()) {
         const what = `loss mode ${spec.constants?.STAGED ? 'staged' : '256-thread'}, ${spec.constants?.ROWS} rows`;
         expect(spec.constants?.LOSS, what).toBe(1);
-        const src = join(dir, `loss${n}.cu`);
-        writeFileSync(src, cudaPreamble(spec) + readFileSync(join(cuda, 'mlp_delta_chain.cu'), 'utf8'));
-        const out = join(dir, `loss${n}.ptx`);
-        const args = [...compileOptions(9, 0), '-Werror', 'all-warnings', '-I', cuda];
-        const ptx = spawnSync(nvcc!, ['-ptx', ...args, '-o', out, src], { encoding: 'utf8' });
-        expect(ptx.status, ptx.stderr).toBe(0);
-        const text = readFileSync(out, 'utf8');
-        const body = text.slice(text.indexOf('.entry mlp_delta_chain'));
+        const ptx = ptxEntry(nvcc!, dir, spec, `loss${n}`);
+        expect(ptx.ok, ptx.log).toBe(true);
+        const body = ptx.body;
         expect(body.indexOf('griddepcontrol.wait'), what).toBeGreaterThan(0);
         expect(body.indexOf('griddepcontrol.wait'), what).toBeLessThan(body.indexOf('ld.global'));
         if (spec.constants?.STAGED) {
@@ -648,15 +617,11 @@ describe('mlp_delta_chain', () => {
           // The first float4 store of the copy comes after the loss head's shuffles (its team trees).
           expect(body.indexOf('st.shared.v4.f32'), what).toBeGreaterThan(body.indexOf('shfl.sync'));
         }
-        const cubin = spawnSync(
-          nvcc!,
-          ['-cubin', '-Xptxas', '-v', ...args, '-o', join(dir, 'c.cubin'), src],
-          { encoding: 'utf8' },
-        );
-        expect(cubin.status, cubin.stderr).toBe(0);
-        if (process.env.FOXHUNT_DELTA_PTXAS) console.log(what, src, cubin.stderr.trim());
-        expect(cubin.stderr, what).toMatch(/0 bytes spill stores, 0 bytes spill loads/);
-        const regs = Number(/Used (\d+) registers/.exec(cubin.stderr)?.[1]);
+        const cubin = ptx.ptxas();
+        expect(cubin.ok, cubin.log).toBe(true);
+        if (process.env.FOXHUNT_DELTA_PTXAS) console.log(what, cubin.log.trim());
+        expect(cubin.log, what).toMatch(/0 bytes spill stores, 0 bytes spill loads/);
+        const regs = Number(/Used (\d+) registers/.exec(cubin.log)?.[1]);
         expect(regs, what).toBeLessThanOrEqual(65536 / spec.workgroupSize[0]);
         expect(spec.sharedBytes ?? 0, what).toBeLessThanOrEqual(DELTA_STAGED_SHARED_LIMIT);
       }

@@ -1,20 +1,10 @@
-/**
- * mlp_chain_forward (the critic's forward tail in one launch) and the learner's chain plan: the TS
- * twin gives the same bits as mlp.ts layer by layer (it adds in the same order); the WGSL twin on
- * WebGPU (lavapipe here) agrees to the matmul tolerance; the plan runs the PPO critic's layers 3..5
- * as one launch (13 launches per step instead of 15) and never splits the layers it reads; the
- * learner on the CPU gives the same bits with the chain on and off. The CUDA twin runs on the
- * emulator in learn-device-cuda-emu.test.ts.
- */
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createCpuBackend } from '../../src/backend/cpu/index.js';
-import { compileOptions, nvccCandidates, nvccVersion } from '../../src/backend/cuda/compile.js';
+import { nvccCandidates, nvccVersion } from '../../src/backend/cuda/compile.js';
 import { packageRoot } from '../../src/backend/cuda/native.js';
-import { cudaPreamble } from '../../src/backend/cuda/preamble.js';
 import { createBackend } from '../../src/backend/index.js';
 import { type Backend, BackendUnavailableError, type Dispatch } from '../../src/backend/types.js';
 import { defaultConfig, type PpoConfig } from '../../src/config.js';
@@ -44,6 +34,7 @@ import {
   ppoActorLayout,
   ppoCriticLayout,
 } from '../../src/nets/layout.js';
+import { ptxEntry } from './learn-helpers.js';
 
 const backends: Backend[] = [];
 afterEach(() => {
@@ -183,7 +174,7 @@ describe('mlp_chain_forward', () => {
     'CUDA twin: every rows variant of both builds compiles for sm_90 without spills, the PDL wait first (skipped without nvcc)',
     () => {
       const dir = mkdtempSync(join(tmpdir(), 'foxhunt-chain-'));
-      const cuda = join(packageRoot(), 'cuda');
+      const _cuda = join(packageRoot(), 'cuda');
       // The staged build at the PPO critic's tail in the learner's layout (an odd params offset).
       const plan = planMlps([ppoActorLayout(), ppoCriticLayout()], 512, 1, 0, 'last', 'most', true);
       const critic = plan.nets[1];
@@ -197,14 +188,9 @@ describe('mlp_chain_forward', () => {
       });
       for (const [n, spec] of specs.entries()) {
         const what = `${spec.constants?.STAGED ? 'staged' : 'tiled'}, ${spec.constants?.ROWS} rows`;
-        const src = join(dir, `chain${n}.cu`);
-        writeFileSync(src, cudaPreamble(spec) + readFileSync(join(cuda, 'mlp_chain_forward.cu'), 'utf8'));
-        const out = join(dir, `chain${n}.ptx`);
-        const args = [...compileOptions(9, 0), '-Werror', 'all-warnings', '-I', cuda];
-        const ptx = spawnSync(nvcc!, ['-ptx', ...args, '-o', out, src], { encoding: 'utf8' });
-        expect(ptx.status, ptx.stderr).toBe(0);
-        const text = readFileSync(out, 'utf8');
-        const body = text.slice(text.indexOf('.entry mlp_chain_forward'));
+        const ptx = ptxEntry(nvcc!, dir, spec, `chain${n}`);
+        expect(ptx.ok, ptx.log).toBe(true);
+        const body = ptx.body;
         // The wait comes before the first global load.
         expect(body.indexOf('griddepcontrol.wait'), what).toBeGreaterThan(0);
         expect(body.indexOf('griddepcontrol.wait'), what).toBeLessThan(body.indexOf('ld.global'));
@@ -216,19 +202,13 @@ describe('mlp_chain_forward', () => {
           const before = body.slice(0, body.indexOf('st.shared'));
           expect(before.match(/ld\.global\.nc\.v4\.f32/g)?.length, what).toBe(perThread);
         }
-        const cubin = spawnSync(
-          nvcc!,
-          ['-cubin', '-Xptxas', '-v', ...args, '-o', join(dir, 'c.cubin'), src],
-          {
-            encoding: 'utf8',
-          },
-        );
-        expect(cubin.status, cubin.stderr).toBe(0);
-        expect(cubin.stderr, what).toMatch(/0 bytes spill stores, 0 bytes spill loads/);
+        const cubin = ptx.ptxas();
+        expect(cubin.ok, cubin.log).toBe(true);
+        expect(cubin.log, what).toMatch(/0 bytes spill stores, 0 bytes spill loads/);
         // 512 threads per block: at most 128 registers each.
-        const regs = Number(/Used (\d+) registers/.exec(cubin.stderr)?.[1]);
+        const regs = Number(/Used (\d+) registers/.exec(cubin.log)?.[1]);
         expect(regs, what).toBeLessThanOrEqual(65536 / spec.workgroupSize[0]);
-        if (process.env.FOXHUNT_CHAIN_PTXAS) console.log(what, src, cubin.stderr.trim());
+        if (process.env.FOXHUNT_CHAIN_PTXAS) console.log(what, cubin.log.trim());
       }
     },
   );
