@@ -64,6 +64,7 @@ import {
   LOSS_PARTS,
   type LossHeadUniforms,
   PPO_LOSS_UNIFORMS,
+  type PpoLossArgs,
   ppoLossSample,
 } from './ppo_loss.js';
 import type { Kernel, TypedArray } from './reference.js';
@@ -314,22 +315,12 @@ export const mlpDeltaChainSpec = mlpDeltaChainSpecFor(
   DELTA_ROWS * MAX_DELTA_NETS * 2 * DELTA_MAX_WIDTH,
 );
 
-/** The loss mode's arguments: ppo_loss's (PpoLossArgs) without its buffers and batch. */
-export interface DeltaChainLoss {
-  nActions: number;
-  logitsOff: number;
-  valuesOff: number;
-  /** Must be net 0's top delta rows (its dOff), net 0's top layer nActions wide. */
-  dLogitsOff: number;
-  /** Must be net 1's top delta rows (its dOff), net 1's top layer 1 wide. */
-  dValueOff: number;
-  clip: number;
-  valueCoef: number;
-  entropyCoef: number;
-  normalize: boolean;
-  /** First float of the ceil(batch / rows) x LOSS_PARTS partials. */
-  lossAt: number;
-}
+/**
+ * The loss mode's arguments: ppo_loss's (PpoLossArgs) without its buffers and batch. dLogitsOff must
+ * be net 0's top delta rows (its dOff, a top layer nActions wide), dValueOff net 1's (1 wide);
+ * lossAt is the first float of the ceil(batch / rows) x LOSS_PARTS partials.
+ */
+export type DeltaChainLoss = Omit<PpoLossArgs, 'acts' | 'mb' | 'deltas' | 'partials' | 'batch'>;
 
 /** The buffers a launch binds besides params, acts and deltas, and the loss mode. */
 export interface DeltaChainIo {

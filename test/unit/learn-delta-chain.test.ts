@@ -22,7 +22,7 @@ import {
 } from '../../src/kernels/mlp_delta_chain.js';
 import { LOSS_PARTS, lossGroups, ppoLossDispatch } from '../../src/kernels/ppo_loss.js';
 import { kernels } from '../../src/kernels/registry.js';
-import { type MlpPlan, planMlps } from '../../src/learn/device_mlp.js';
+import { deltaChainNets, type MlpPlan, planMlps } from '../../src/learn/device_mlp.js';
 import { backwardMlp, createMlpCache, forwardMlpBatch } from '../../src/learn/mlp.js';
 import { initParams } from '../../src/nets/forward.js';
 import {
@@ -68,7 +68,7 @@ function learnerCase(layouts: NetLayout[], from: number[], batch: number) {
   const want = new Float32Array(plan.deltaFloats).fill(UNWRITTEN);
   const x = inputs(batch * plan.inDim, 11);
   acts.set(x, 0);
-  const nets: DeltaChainNet[] = plan.nets.map((net, n) => {
+  plan.nets.forEach((net, n) => {
     const layers = net.layout.layers;
     const last = layers.length - 1;
     const p = initParams(net.layout, n === 0 ? NetId.Actor : NetId.Critic, 5 + n);
@@ -86,19 +86,12 @@ function learnerCase(layouts: NetLayout[], from: number[], batch: number) {
       want.set(cache.deltas[k].subarray(0, batch * layers[k].out), net.deltaAt[k]);
     }
     want.set(cache.deltas[last].subarray(0, batch * layers[last].out), net.deltaAt[last]);
-    const chain = [];
-    for (let k = last; k >= from[n]; k--) {
-      chain.push({
-        layer: layers[k],
-        netBase: net.base,
-        xOff: net.inputAt[k],
-        dOff: net.deltaAt[k],
-        pOff: net.deltaAt[k - 1],
-        pAct: layers[k - 1].act,
-      });
-    }
-    return { layers: chain };
   });
+  // The launch's networks as the learner's plan builds them: layers `from[n]` .. last, top first.
+  const nets: DeltaChainNet[] = deltaChainNets(plan, from);
+  expect(nets.map((c) => c.layers.length)).toEqual(
+    plan.nets.map((net, n) => net.layout.layers.length - from[n]),
+  );
   return { plan, params, acts, deltas, want, nets, batch };
 }
 
