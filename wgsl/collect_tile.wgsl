@@ -34,6 +34,10 @@
 // through act_set4 (whole quads) for that reason. 2, engine 1 unrolled (MQ = 2, MR <= 4: named
 // accumulators, see dense_quad2), on act_v like engine 1.
 //
+// 4, tensor cores (`dense_mma`, the f16 precision mode): activations as f16 (`act_h`), weights
+// as an f16 copy in subgroup-matrix tiles (`nets16`, packed by pack_half), each subgroup
+// multiplying 16 x 16 x 16 tiles with f32 accumulation; not the same bits (see dense_mma).
+//
 // Each engine's functions, workgroup arrays and branches sit in `//!if ENGINE == ...` blocks: the
 // WebGPU backend compiles a module with its own engine's code only (src/backend/webgpu/preamble.ts
 // selectWgsl), so a shader compiler never sees the other engines' dead code. Unresolved, the
@@ -92,6 +96,13 @@ const KTP = KT + 1;
 const PREFETCH_S = (WS_OUT * KT + WG_X - 1) / WG_X;
 var<workgroup> ws_s: array<f32, select(1, WS_OUT * (KT + 1), ENGINE == 3)>;
 //!endif
+//!if ENGINE == 4
+// Engine 4: f16 activations (rows of ACT_W halves, a multiple of 8 so every tile row starts on
+// 16 bytes) and one 16 x 16 f32 result tile per subgroup for the epilogue.
+const NSG = WG_X / 32;
+var<workgroup> act_h: array<f16, ROWS * ACT_W>;
+var<workgroup> res_s: array<f32, NSG * 256>;
+//!endif
 var<workgroup> qv: array<f32, ROWS * QW>;
 
 struct Block {
@@ -120,6 +131,11 @@ fn activate(a: f32, kind: u32) -> f32 {
 }
 
 fn act_get(r: u32, k: u32) -> f32 {
+//!if ENGINE == 4
+  if (ENGINE == 4) {
+    return f32(act_h[r * ACT_W + k]);
+  }
+//!endif
 //!if ENGINE == 1, 2
   if (!SCALAR) {
     return act_v[r * ACT_W4 + k / 4u][k % 4u];
@@ -137,6 +153,16 @@ fn act_get(r: u32, k: u32) -> f32 {
 // shared vector may be compiled as a read-modify-write of the whole vector (HLSL), a race
 // between invocations writing neighbours.
 fn act_set4(r: u32, k4: u32, v: vec4<f32>) {
+//!if ENGINE == 4
+  if (ENGINE == 4) {
+    let o = r * ACT_W + 4u * k4;
+    act_h[o] = to_half(v.x);
+    act_h[o + 1u] = to_half(v.y);
+    act_h[o + 2u] = to_half(v.z);
+    act_h[o + 3u] = to_half(v.w);
+    return;
+  }
+//!endif
 //!if ENGINE == 1, 2
   if (!SCALAR) {
     act_v[r * ACT_W4 + k4] = v;
@@ -235,6 +261,11 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
 //!if ENGINE == 3
   if (ENGINE == 3) {
     dense_lat(b0, b1, kind, to_q, out_col, lid);
+  }
+//!endif
+//!if ENGINE == 4
+  if (ENGINE == 4) {
+    dense_mma(b0, b1, n_k, kind, to_q, out_col, lid);
   }
 //!endif
 }
@@ -775,6 +806,103 @@ fn dense_quad2(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bo
   }
 }
 
+//!endif
+
+//!if ENGINE == 4
+// ---- engine 4: tensor cores through subgroup matrices (f16 operands, f32 accumulation) ----
+// The layer's weights are a packed f16 matrix in nets16 (src/kernels/collect_half.ts: one
+// matrix per op, both blocks of a fused layer in their output order, zero outside a block's
+// columns, outputs and inputs padded to multiples of 16), found by the op's first block
+// (mma_offset). Subgroup sg owns the output tiles 2 sg and 2 sg + 1 (16 outputs each; a
+// 256-wide layer has 16, so 8 subgroups cover it; a narrower layer's spare subgroups repeat its
+// last tile and drop it) for all MT row tiles: per 16 inputs it loads its 2 weight tiles from
+// nets16 (column-major: W is [out, in]) and MT activation tiles from act_h, and issues 2 MT
+// multiply-accumulates. After a barrier (every subgroup has read the input) each result tile
+// goes through res_s: bias, activation, then f16 into act_h (in place) or f32 into qv.
+// Numerics: the products of f16-rounded weights and activations summed in f32 in the tensor
+// core's order, the bias added last; activations are clamped to the f16 range (+-65504) when
+// stored. Q-values (qv) stay f32. Not bit-identical to the reference: a tolerance mode, like
+// the CUDA kernels' TF32.
+alias MmA = subgroup_matrix_left<f16, 16, 16>;
+alias MmB = subgroup_matrix_right<f16, 16, 16>;
+alias MmC = subgroup_matrix_result<f32, 16, 16>;
+
+fn to_half(x: f32) -> f16 {
+  return f16(clamp(x, -65504.0, 65504.0));
+}
+
+// Offset in nets16 of the packed matrix of the layer whose first block starts at nets[w].
+fn mma_offset(w: u32) -> u32 {
+  if (w == MMH_KEY_0) { return MMH_OFF_0; }
+  if (w == MMH_KEY_1) { return MMH_OFF_1; }
+  if (w == MMH_KEY_2) { return MMH_OFF_2; }
+  if (w == MMH_KEY_3) { return MMH_OFF_3; }
+  if (w == MMH_KEY_4) { return MMH_OFF_4; }
+  if (w == MMH_KEY_5) { return MMH_OFF_5; }
+  if (w == MMH_KEY_6) { return MMH_OFF_6; }
+  if (w == MMH_KEY_7) { return MMH_OFF_7; }
+  if (w == MMH_KEY_8) { return MMH_OFF_8; }
+  return MMH_OFF_9;
+}
+
+// Result tile c (rows 16 mt.., outputs 16 t..) through this subgroup's res_s slot into act_h or
+// qv; `keep` is false for a spare subgroup's repeated tile. Every invocation calls it (barriers).
+fn mma_out(c: MmC, mt: u32, t: u32, keep: bool, b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+  let sg = lid / 32u;
+  subgroupMatrixStore(&res_s, sg * 256u, c, false, 16u);
+  workgroupBarrier();
+  if (keep) {
+    let n_out = b0.rows + b1.rows;
+    for (var e = lid % 32u; e < 256u; e += 32u) {
+      let r = mt * 16u + e / 16u;
+      let j = t * 16u + e % 16u;
+      if (j < n_out) {
+        let y = activate(res_s[sg * 256u + e] + layer_bias(b0, b1, j), kind);
+        if (to_q) {
+          qv[r * QW + out_col + j] = y;
+        } else {
+          act_h[r * ACT_W + out_col + j] = to_half(y);
+        }
+      }
+    }
+  }
+  workgroupBarrier();
+}
+
+fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+  let n_out = b0.rows + b1.rows;
+  let kp = (n_k + 15u) / 16u * 16u;
+  let tiles = (n_out + 15u) / 16u;
+  let off = mma_offset(b0.w);
+  let sg = lid / 32u;
+  let t0 = min(2u * sg, tiles - 1u);
+  let t1 = min(2u * sg + 1u, tiles - 1u);
+  let w0 = off + t0 * 16u * kp;
+  let w1 = off + t1 * 16u * kp;
+  var c00 = MmC();
+  var c01 = MmC();
+  var c10 = MmC();
+  var c11 = MmC();
+  for (var k = 0u; k < kp; k += 16u) {
+    let b_0 = subgroupMatrixLoad<MmB>(&nets16, w0 + k, true, kp);
+    let b_1 = subgroupMatrixLoad<MmB>(&nets16, w1 + k, true, kp);
+    let a0 = subgroupMatrixLoad<MmA>(&act_h, k, false, ACT_W);
+    c00 = subgroupMatrixMultiplyAccumulate(a0, b_0, c00);
+    c01 = subgroupMatrixMultiplyAccumulate(a0, b_1, c01);
+    if (MT > 1) {
+      let a1 = subgroupMatrixLoad<MmA>(&act_h, 16u * ACT_W + k, false, ACT_W);
+      c10 = subgroupMatrixMultiplyAccumulate(a1, b_0, c10);
+      c11 = subgroupMatrixMultiplyAccumulate(a1, b_1, c11);
+    }
+  }
+  workgroupBarrier();
+  mma_out(c00, 0u, t0, 2u * sg < tiles, b0, b1, kind, to_q, out_col, lid);
+  mma_out(c01, 0u, t1, 2u * sg + 1u < tiles, b0, b1, kind, to_q, out_col, lid);
+  if (MT > 1) {
+    mma_out(c10, 1u, t0, 2u * sg < tiles, b0, b1, kind, to_q, out_col, lid);
+    mma_out(c11, 1u, t1, 2u * sg + 1u < tiles, b0, b1, kind, to_q, out_col, lid);
+  }
+}
 //!endif
 
 // One op of a kernel's per-step program (see collect_dqn.wgsl): a DENSE layer of the tile

@@ -11,6 +11,7 @@
  * collectors (src/kernels/collect_*.ts), so a trainer written against it is backend-agnostic.
  */
 import type { Backend, DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+import { SUBGROUP_MATRIX_FEATURE } from '../backend/webgpu/gpu.js';
 import type { Config } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
 import { envParams } from '../env/params.js';
@@ -28,7 +29,8 @@ import {
   dqnWorkgroupBytes,
   HeadCode,
 } from '../kernels/collect_dqn.js';
-import { QUAD_MQ, QUAD2_MAX_ROWS, sliceCandidates } from '../kernels/collect_engine.js';
+import { MMA_ENGINE, QUAD_MQ, QUAD2_MAX_ROWS, sliceCandidates } from '../kernels/collect_engine.js';
+import { type HalfNetsLayout, halfNetsLayout, halfTable, packHalfDispatch } from '../kernels/collect_half.js';
 import { envUniforms, type OutputLayout, outputBytes, sectionViews } from '../kernels/collect_layout.js';
 import {
   type CollectPpoOptions,
@@ -384,10 +386,25 @@ export interface DqnWeights {
   curiosity?: Float32Array;
 }
 
+/**
+ * Whether a backend can run the tensor-core tile engine (4): WebGPU with the subgroup-matrix
+ * feature requested and granted (createBackend(..., { subgroupMatrix: true })).
+ */
+export function hasSubgroupMatrix(backend: Backend): boolean {
+  return (
+    backend.kind === 'webgpu' &&
+    String(backend.info.limits.features ?? '')
+      .split(',')
+      .includes(SUBGROUP_MATRIX_FEATURE)
+  );
+}
+
 /** collect_dqn on a backend (plain, C51 or IQN head). */
 export class DqnDeviceCollector extends DeviceCollector {
   readonly head: QHead;
   readonly options: CollectDqnOptions;
+  /** Engine 4: the f16 copy of the nets (binding 10), pack_half's table and the layout. */
+  private readonly half?: { layout: HalfNetsLayout; table: DeviceBuffer; nets16: DeviceBuffer };
 
   constructor(init: DeviceCollectorInit) {
     if (init.algo === 'ppo') throw new Error('DqnDeviceCollector: use PpoDeviceCollector for ppo');
@@ -408,10 +425,37 @@ export class DqnDeviceCollector extends DeviceCollector {
       );
       return { ...base, ...shape, tileEpisodes: variant === 'seed' ? shape.threads : shape.tileEpisodes };
     };
+    if (init.tile?.engine === MMA_ENGINE && !hasSubgroupMatrix(init.backend))
+      throw new Error(
+        `collect dqn: the tensor-core engine (4, f16) needs a WebGPU device with ${SUBGROUP_MATRIX_FEATURE} ` +
+          `(Dawn on a GPU with cooperative matrices, backend created with subgroupMatrix: true); ${init.backend.kind === 'webgpu' ? `this adapter (${init.backend.info.device}) does not offer it` : `not ${init.backend.kind}`}: use --precision exact`,
+      );
     const options = variant === 'cluster' ? clusterOptions(base, init) : tiled();
     super(init, withConstants(collectDqnSpec(options), init.constants), dqnNetsSize(options), DQN_OUTPUT);
     this.head = head;
     this.options = options;
+    if (variant === 'tiled' && options.engine === MMA_ENGINE) {
+      const layout = halfNetsLayout();
+      const tableData = halfTable(layout);
+      const table = init.backend.createBuffer(tableData.byteLength, 'collect nets16 table');
+      init.backend.upload(table, tableData);
+      const nets16 = init.backend.createBuffer(layout.words * 4, 'collect nets16');
+      this.half = { layout, table, nets16 };
+    }
+  }
+
+  /** Engine 4: the dispatch that refreshes the f16 copy of the nets from the nets buffer. */
+  private packDispatch(): Dispatch[] {
+    const h = this.half;
+    return h ? [packHalfDispatch(this.buffers[4], h.table, h.nets16, h.layout)] : [];
+  }
+
+  override destroy(): void {
+    if (this.half) {
+      this.backend.destroyBuffer(this.half.table);
+      this.backend.destroyBuffer(this.half.nets16);
+    }
+    super.destroy();
   }
 
   /** Uploads whichever networks are given (flat buffers in duelingLayout / curiosityLayout). */
@@ -420,9 +464,14 @@ export class DqnDeviceCollector extends DeviceCollector {
     this.uploadNet(w.online, 0, q, 'online');
     this.uploadNet(w.target, q, q, 'target');
     this.uploadNet(w.curiosity, 2 * q, curiosityLayout().size, 'curiosity');
+    if (this.half) this.backend.run(this.packDispatch());
   }
 
-  /** The dispatch of one launch at the current stepBase (for timing; does not advance). */
+  /**
+   * The dispatch of one launch at the current stepBase (for timing; does not advance). Engine 4
+   * reads the f16 copy setWeights (and launch) refresh; run packDispatch first if the nets buffer
+   * was changed on the device.
+   */
   dispatch(epsilon: number): Dispatch {
     const q = this.cfg.dqn;
     const uniforms: Record<string, number> = {
@@ -439,12 +488,16 @@ export class DqnDeviceCollector extends DeviceCollector {
     };
     for (const u of DQN_UNIFORMS)
       if (!(u.name in uniforms)) throw new Error(`collect_dqn: uniform ${u.name} unset`);
-    return collectDqnDispatch(this.spec, [...this.buffers], uniforms);
+    const buffers = this.half ? [...this.buffers, this.half.nets16] : [...this.buffers];
+    return collectDqnDispatch(this.spec, buffers, uniforms);
   }
 
-  /** One launch: N x L experiences into the rollout buffers; advances stepBase by L. */
+  /**
+   * One launch: N x L experiences into the rollout buffers; advances stepBase by L. Engine 4 first
+   * refreshes its f16 copy of the nets (a learner may have written the nets buffer on the device).
+   */
   launch(epsilon: number): void {
-    this.backend.run([this.dispatch(epsilon)]);
+    this.backend.run([...this.packDispatch(), this.dispatch(epsilon)]);
     this.stepBase += this.steps;
   }
 

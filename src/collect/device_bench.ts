@@ -14,6 +14,7 @@ import type { Backend } from '../backend/types.js';
 import type { Config } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
 import { DQN_OUTPUT } from '../kernels/collect_dqn.js';
+import { MMA_ENGINE } from '../kernels/collect_engine.js';
 import { outputBytes } from '../kernels/collect_layout.js';
 import { PPO_OUTPUT } from '../kernels/collect_ppo.js';
 import { denseForwardDispatch } from '../kernels/dense_forward.js';
@@ -102,8 +103,11 @@ export interface CollectBenchOptions {
   steps: number;
   repeats: number;
   tile?: Partial<TileShape>;
-  /** `tf32`: the CUDA kernels' tensor-core mode (constant TF32 = 1); `exact` otherwise. */
-  precision?: 'exact' | 'tf32';
+  /**
+   * `tf32`: the CUDA kernels' tensor-core mode (constant TF32 = 1); `f16`: WebGPU's tensor-core
+   * tile engine (4; the tile's engine is set to it); `exact` otherwise.
+   */
+  precision?: 'exact' | 'tf32' | 'f16';
   /** Cluster variant: pull the peers' outputs instead of pushing them (constant CLUSTER_PULL = 1). */
   clusterPull?: boolean;
   /**
@@ -117,7 +121,7 @@ export interface CollectBenchOptions {
 export interface CollectBenchResult {
   algo: CollectAlgo;
   variant: CollectVariant;
-  precision: 'exact' | 'tf32';
+  precision: 'exact' | 'tf32' | 'f16';
   episodes: number;
   steps: number;
   /** Episodes per workgroup (1 for the seed variant: one per thread), threads per workgroup. */
@@ -175,7 +179,7 @@ export async function benchCollect(o: CollectBenchOptions): Promise<CollectBench
     algo: o.algo,
     variant: o.variant,
     cluster: o.cluster,
-    tile: o.tile,
+    tile: precision === 'f16' ? { ...o.tile, engine: MMA_ENGINE } : o.tile,
     constants: kernelConstants,
   };
   const seed = cfg.train.seed;

@@ -28,7 +28,16 @@ import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import { collectDqn, type DqnNets } from '../collect/dqn.js';
 import type { DqnRollout } from '../collect/rollout.js';
 import { curiosityLayout, duelingLayout, NUM_ACTIONS, type QHead } from '../nets/layout.js';
-import { actWidth, checkEngine, isQuadEngine, tileEngineConstants, wsFloats } from './collect_engine.js';
+import {
+  actWidth,
+  checkEngine,
+  isQuadEngine,
+  MMA_ENGINE,
+  MMA_THREADS,
+  tileEngineConstants,
+  wsFloats,
+} from './collect_engine.js';
+import { HALF_MMA_DIRECTIVES, halfConstants } from './collect_half.js';
 import {
   COLLECT_BINDINGS,
   commonConstants,
@@ -133,10 +142,12 @@ export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
   const c = dqnTileConstants(o);
   const e = episodesPerGroup(o);
   const head = o.head;
-  // The engine's activation array, plus the other engine's one-element array (a vec4 or a f32).
+  // The engine's activation array, plus the other engine's one-element array (a vec4 or a f32);
+  // engine 4: f16 activations and a 16 x 16 f32 result tile per subgroup.
+  const mma = c.ENGINE === MMA_ENGINE;
   const floats =
-    c.ROWS * c.ACT_W +
-    (isQuadEngine(c.ENGINE) ? 1 : 4) +
+    (mma ? (c.ROWS * c.ACT_W) / 2 + (MMA_THREADS / 32) * 256 : c.ROWS * c.ACT_W) +
+    (mma ? 0 : isQuadEngine(c.ENGINE) ? 1 : 4) +
     wsFloats(c.ENGINE, c.KT, c.WS_OUT) +
     c.ROWS * c.QW +
     e * 7 +
@@ -172,6 +183,8 @@ export function checkDqnOptions(o: CollectDqnOptions): void {
     if (o.head === 'c51' && o.atoms > 256) bad(`C51 with ${o.atoms} atoms > 256 is not supported`);
     if (o.head === 'iqn' && o.actTaus % o.tauRows !== 0) bad(`tauRows ${o.tauRows} must divide ${o.actTaus}`);
     checkEngine('collect_dqn', o.engine ?? 0, o.threads, 256);
+    if (o.engine === MMA_ENGINE && o.head !== 'plain')
+      bad(`the tensor-core engine (4) has the plain head only, not ${o.head}`);
   }
 }
 
@@ -286,10 +299,16 @@ export function collectDqnSpec(o: CollectDqnOptions): KernelSpec {
   // gets such a tile: its workgroup memory limit rejects it first).
   const shared = cudaDqnSharedBytes(o);
   const dynamic: Record<string, number> = shared > CUDA_STATIC_SHARED ? { DYN_SMEM_BYTES: shared } : {};
+  // Engine 4 (WebGPU tensor cores) reads an f16 copy of the nets (collect_half.ts) as an 11th
+  // binding, and its module opens with the f16 and subgroup-matrix enables.
+  const mma = o.variant === 'tiled' && o.engine === MMA_ENGINE;
   return {
     name: 'collect_dqn',
     ...(shared > CUDA_STATIC_SHARED ? { sharedBytes: shared } : {}),
-    bindings: COLLECT_BINDINGS,
+    ...(mma ? { wgslDirectives: HALF_MMA_DIRECTIVES } : {}),
+    bindings: mma
+      ? [...COLLECT_BINDINGS, { name: 'nets16', type: 'u32', access: 'read', wgslType: 'f16' }]
+      : COLLECT_BINDINGS,
     uniforms: [...DQN_UNIFORMS],
     workgroupSize: [o.threads, 1, 1],
     constants: {
@@ -310,6 +329,7 @@ export function collectDqnSpec(o: CollectDqnOptions): KernelSpec {
       ...netConstants('NET_C', c, 2 * q.size),
       ...outputConstants(DQN_OUTPUT),
       ...dynamic,
+      ...(mma ? halfConstants() : {}),
     },
   };
 }

@@ -4,7 +4,9 @@
  * activations, MQ quads of 4 consecutive outputs per thread), 2 the quad blocks unrolled (named
  * accumulators, at most QUAD2_MAX_ROWS rows per thread), 3 engine 0 for latency-bound small tiles
  * (block-relative weight slices, weights prefetched two slices ahead). All compute the same bits;
- * the CUDA twins ignore these constants.
+ * the CUDA twins ignore these constants. 4 is the tensor-core engine (subgroup matrices, f16
+ * operands, f32 sums: src/kernels/collect_half.ts), the WebGPU f16 precision mode, not the same
+ * bits; plain DQN head only.
  */
 
 /** Output quads per thread of the WGSL quad engines (constant MQ; engine 2 is written for 2). */
@@ -14,7 +16,19 @@ export const QUAD_MQ = 2;
 export const QUAD2_MAX_ROWS = 4;
 
 /** The engines collect_tile.wgsl has. */
-export const ENGINES = [0, 1, 2, 3] as const;
+export const ENGINES = [0, 1, 2, 3, 4] as const;
+
+/** The tensor-core engine (needs the WebGPU feature chromium-experimental-subgroup-matrix). */
+export const MMA_ENGINE = 4;
+
+/** Rows of one subgroup-matrix tile: engine 4 pads a tile's rows to a multiple of it. */
+export const MMA_TILE = 16;
+
+/** Row tiles engine 4 is written for (its accumulators: 2 output tiles x MT row tiles). */
+export const MMA_MAX_ROW_TILES = 2;
+
+/** Threads engine 4 runs: 8 subgroups of 32, two 16-output tiles each, cover a 256-wide layer. */
+export const MMA_THREADS = 256;
 
 /**
  * Floats of the staged-weight arrays a tile engine declares (collect_tile.wgsl): KT weights per
@@ -22,7 +36,7 @@ export const ENGINES = [0, 1, 2, 3] as const;
  * one-element vec4 `ws` of a module that keeps every engine's blocks).
  */
 export const wsFloats = (engine: number, kt: number, wsOut: number): number =>
-  engine === 3 ? (kt + 1) * wsOut + 4 : kt * wsOut;
+  engine === 4 ? 0 : engine === 3 ? (kt + 1) * wsOut + 4 : kt * wsOut;
 
 /**
  * Row stride of the activations (constant ACT_W) for a network `width` wide: the width, except
@@ -30,7 +44,7 @@ export const wsFloats = (engine: number, kt: number, wsOut: number): number =>
  * the next multiple of KT (KT = 44 at N = 128: 264).
  */
 export const actWidth = (engine: number, kt: number, width: number): number =>
-  engine === 3 ? Math.ceil(width / kt) * kt : width;
+  engine === 4 ? width + 8 : engine === 3 ? Math.ceil(width / kt) * kt : width;
 
 /**
  * Weight-slice lengths (KT) tried for an engine, longest first: engine 3 also takes slices that do
@@ -55,7 +69,15 @@ export function tileEngineConstants(
   threads: number,
   tj: number,
   width: number,
-): { ROWS: number; ENGINE: number; MQ: number } {
+): { ROWS: number; ENGINE: number; MQ: number; MT?: number } {
+  if (engine === MMA_ENGINE) {
+    const mt = Math.ceil(rows / MMA_TILE);
+    if (mt > MMA_MAX_ROW_TILES)
+      throw new Error(
+        `tile engine 4 holds at most ${MMA_MAX_ROW_TILES * MMA_TILE} rows per workgroup, this tile has ${rows}; use fewer episodes per workgroup`,
+      );
+    return { ROWS: mt * MMA_TILE, ENGINE: engine, MQ: QUAD_MQ, MT: mt };
+  }
   const groups = isQuadEngine(engine) ? threads / (width / (4 * QUAD_MQ)) : threads / tj;
   const perThread = Math.ceil(rows / groups);
   if (engine === 2 && perThread > QUAD2_MAX_ROWS)
@@ -69,6 +91,8 @@ export function tileEngineConstants(
 export function checkEngine(what: string, engine: number, threads: number, width: number): void {
   if (!(ENGINES as readonly number[]).includes(engine))
     throw new Error(`${what}: engine ${engine} must be ${ENGINES.join(', ')}`);
+  if (engine === MMA_ENGINE && threads !== MMA_THREADS)
+    throw new Error(`${what}: engine 4 runs ${MMA_THREADS} threads (8 subgroups of 32), got ${threads}`);
   const tq = width / (4 * QUAD_MQ);
   if (isQuadEngine(engine) && threads % tq !== 0)
     throw new Error(`${what}: engine ${engine} needs threads a multiple of ${tq}, got ${threads}`);

@@ -5,6 +5,7 @@
 import type { KernelSpec } from '../backend/types.js';
 import { adamStep } from './adam_step.js';
 import { collectDqnClusterKernel, collectDqnKernel } from './collect_dqn.js';
+import { packHalf } from './collect_half.js';
 import { collectPpoKernel } from './collect_ppo.js';
 import { curiosityGather } from './curiosity_gather.js';
 import { curiosityLoss } from './curiosity_loss.js';
@@ -40,6 +41,7 @@ export const kernels: Readonly<Record<string, Kernel>> = Object.fromEntries(
     collectDqnKernel,
     collectDqnClusterKernel,
     collectPpoKernel,
+    packHalf,
     ...learnerKernels,
   ].map((k) => [k.spec.name, k]),
 );

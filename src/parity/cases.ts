@@ -41,6 +41,11 @@ export interface ParityCase {
   kernel: string;
   /** The backends that have the kernel (default: all); others skip the case. */
   backends?: BackendKind[];
+  /**
+   * Why this backend cannot run the case (a device feature it lacks), or null when it can: the
+   * case is then skipped with that reason instead of failing.
+   */
+  requires?: (backend: Backend) => string | null;
   tolerance: Tolerance;
   /** What the outputs must be, computed in plain TS without a backend (memoised). */
   expected(): Outputs;

@@ -20,10 +20,12 @@
  * Browser-safe.
  */
 import type { Backend } from '../backend/types.js';
+import { SUBGROUP_MATRIX_FEATURE } from '../backend/webgpu/gpu.js';
 import {
   type CollectAlgo,
   type CollectVariant,
   DqnDeviceCollector,
+  hasSubgroupMatrix,
   PpoDeviceCollector,
   type TileShape,
 } from '../collect/device.js';
@@ -433,6 +435,81 @@ function ppoCase(variant: CollectVariant, tile = TILE): ParityCase {
   };
 }
 
+// ---- collect_dqn on tensor cores (WebGPU engine 4, f16) ---------------------------------------
+
+/** Float tolerance of the f16 engine: f16 operands (11-bit significands) through four layers. */
+export const HALF_ATOL = 2e-2;
+export const HALF_RTOL = 2e-2;
+
+/**
+ * The tensor-core engine (4) against the reference, `n` episodes at `tileEpisodes` per
+ * workgroup (16 rows: one row tile; more: two). Epsilon 1 in both launches: every action is the
+ * Philox draw, so trajectories cannot fork where f16 Q-values reorder near-ties, and actions,
+ * dones, truncations, states and the episode state must match as in f32; the Q-derived floats
+ * (TD errors) and the curiosity bonus inside rewards and components within HALF_ATOL + HALF_RTOL.
+ * Runs only on a WebGPU device with the subgroup-matrix feature (lavapipe has none).
+ */
+function dqnHalfCase(n: number, tileEpisodes: number): ParityCase {
+  const cfg = parityConfig('dqn');
+  cfg.rollout.episodes = n;
+  const nets = memo(() => dqnNets('plain', cfg));
+  const epsilons = [1, 1];
+  const reference = memo((): DqnRun => {
+    const params = envParams(cfg.env);
+    const env = createEnv(market(), SPLIT, params, n, SEED);
+    const curiosity: CuriosityModel = { layout: curiosityLayout(), params: curiosityNet() };
+    const rollouts = epsilons.map((epsilon, k) =>
+      collectDqn(env, market(), params, nets(), curiosity, {
+        steps: L,
+        epsilon,
+        stepBase: k * L,
+        gamma: cfg.dqn.gamma,
+      }),
+    ) as [DqnRollout, DqnRollout];
+    return { rollouts, env };
+  });
+  const none = new Int32Array(n).fill(L);
+  const outputs = (run: DqnRun): Outputs => ({
+    ...dqnOutputs(run.rollouts[0], none, '1:'),
+    ...dqnOutputs(run.rollouts[1], none, '2:'),
+    env_f: run.env.f,
+    env_i: run.env.i,
+    div_window: run.env.window,
+  });
+  return {
+    name: `collect_dqn plain tiled f16 tensor-core engine N=${n} L=${L} (${tileEpisodes} per workgroup), epsilon 1, two launches`,
+    kernel: 'collect_dqn',
+    backends: ['webgpu'],
+    requires: (backend) =>
+      hasSubgroupMatrix(backend)
+        ? null
+        : `needs ${SUBGROUP_MATRIX_FEATURE} (tensor cores from WGSL; Dawn exposes it on NVIDIA with allow_unsafe_apis), which ${backend.info.device} does not offer`,
+    tolerance: { kind: 'close', atol: HALF_ATOL, rtol: HALF_RTOL },
+    expected: memo(() => outputs(reference())),
+    actual: async (backend: Backend) => {
+      const c = new DqnDeviceCollector({
+        backend,
+        market: market(),
+        split: SPLIT,
+        cfg,
+        algo: 'dqn',
+        variant: 'tiled',
+        tile: { tileEpisodes, threads: 256, engine: 4 },
+      });
+      try {
+        c.setWeights({ online: nets().online, target: nets().target, curiosity: curiosityNet() });
+        c.launch(epsilons[0]);
+        const first = await c.readDqn();
+        c.launch(epsilons[1]);
+        const second = await c.readDqn();
+        return outputs({ rollouts: [first, second], env: await c.readEnv() });
+      } finally {
+        c.destroy();
+      }
+    },
+  };
+}
+
 /** The collection kernels' cases, tiled first, then the seed variants the benchmark compares. */
 export function collectParityCases(): ParityCase[] {
   return [
@@ -450,6 +527,8 @@ export function collectParityCases(): ParityCase[] {
     dqnCase('c51', 'tiled', LAT),
     dqnCase('iqn', 'tiled', LAT),
     ppoCase('tiled', LAT),
+    dqnHalfCase(N, 4),
+    dqnHalfCase(40, 32),
     dqnCase('dqn', 'seed'),
     dqnCase('dqn', 'cluster'),
     ppoCase('seed'),

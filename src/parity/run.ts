@@ -74,12 +74,23 @@ export interface RunOptions {
   commit?: string;
   /** Called after each case, e.g. to print progress. */
   onResult?: (r: CaseResult) => void;
+  /** Called for each case the backend cannot run (ParityCase.requires), with the reason. */
+  onSkip?: (name: string, reason: string) => void;
+}
+
+/** A case's `requires` reason on this backend, reported through opts.onSkip; null if it runs. */
+function skipReason(c: ParityCase, backend: Backend, opts: RunOptions): string | null {
+  const reason = c.requires?.(backend) ?? null;
+  if (reason) opts.onSkip?.(c.name, reason);
+  return reason;
 }
 
 export async function runParity(backend: Backend, opts: RunOptions = {}): Promise<ParityReport> {
   const cases = parityCases().filter(
     (c) =>
-      (!opts.filter || c.name.includes(opts.filter)) && (!c.backends || c.backends.includes(backend.kind)),
+      (!opts.filter || c.name.includes(opts.filter)) &&
+      (!c.backends || c.backends.includes(backend.kind)) &&
+      !skipReason(c, backend, opts),
   );
   const results: CaseResult[] = [];
   for (const c of cases) {

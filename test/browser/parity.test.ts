@@ -61,6 +61,8 @@ describe('parity on webgpu in Chromium', () => {
       // A kernel that exists on other backends only (e.g. CUDA thread-block clusters) says so.
       if (c.backends && !c.backends.includes('webgpu'))
         return ctx.skip(`${c.kernel} exists on ${c.backends.join(', ')} only`);
+      const missing = c.requires?.(backend);
+      if (missing) return ctx.skip(missing);
       const r = await runCase(backend, c);
       results.push(r);
       expect(r.pass, describeFailure(r)).toBe(true);

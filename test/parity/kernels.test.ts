@@ -46,6 +46,8 @@ for (const kind of KINDS.filter((k) => wanted.includes(k))) {
           return ctx.skip(`${unavailable} (set FOXHUNT_REQUIRE_${kind.toUpperCase()}=1 to fail instead)`);
         if (c.backends && !c.backends.includes(kind))
           return ctx.skip(`${c.kernel} exists on ${c.backends.join(', ')} only`);
+        const missing = c.requires?.(backend);
+        if (missing) return ctx.skip(missing);
         const r = await runCase(backend, c);
         expect(r.pass, describeFailure(r)).toBe(true);
       });

@@ -6,7 +6,7 @@
  * resolved module.)
  */
 import { describe, expect, it } from 'vitest';
-import { selectWgsl, wgslModule } from '../../src/backend/webgpu/preamble.js';
+import { selectWgsl, wgslModule, withoutBlocks } from '../../src/backend/webgpu/preamble.js';
 import { type CollectDqnOptions, collectDqnSpec } from '../../src/kernels/collect_dqn.js';
 import { collectPpoSpec } from '../../src/kernels/collect_ppo.js';
 import { wgslSources } from '../../src/kernels/sources.generated.js';
@@ -99,11 +99,12 @@ describe('collection modules', () => {
       1: ['fn dense_quad(', 'var<workgroup> act_v', 'fn wsq_index(', 'fn load_slice_quad('],
       2: ['fn dense_quad2(', 'var<workgroup> act_v', 'fn wsq_index(', 'fn quad_weights('],
       3: ['fn dense_lat(', 'var<workgroup> act_s', 'var<workgroup> ws_s', 'fn load_slice_s('],
+      4: ['fn dense_mma(', 'var<workgroup> act_h', 'var<workgroup> res_s', 'subgroupMatrixLoad'],
     };
-    for (const engine of [0, 1, 2, 3]) {
+    for (const engine of [0, 1, 2, 3, 4]) {
       const m = module(engine);
       for (const s of own[engine]) expect(m, `engine ${engine}`).toContain(s);
-      for (const other of [0, 1, 2, 3].filter((e) => e !== engine))
+      for (const other of [0, 1, 2, 3, 4].filter((e) => e !== engine))
         for (const s of own[other].filter((x) => !own[engine].includes(x)))
           expect(m, `engine ${engine} without ${s}`).not.toContain(s);
     }
@@ -114,6 +115,30 @@ describe('collection modules', () => {
     );
     expect(ppo).toContain('fn dense_quad2(');
     expect(ppo).not.toContain('fn dense_scalar(');
+  });
+
+  it('open the tensor-core engine with its enables and its f16 binding, and only that engine', () => {
+    const m = module(4);
+    expect(m.startsWith('enable f16;\nenable chromium_experimental_subgroup_matrix;\n')).toBe(true);
+    expect(m).toContain('diagnostic(off, chromium_experimental.subgroup_matrix_uniformity);');
+    expect(m).toContain('@group(0) @binding(10) var<storage, read> nets16: array<f16>;');
+    expect(m).toContain('@group(0) @binding(11) var<uniform> u: Uniforms;');
+    expect(m).toMatch(/const MT = 2;/);
+    expect(m).toMatch(/const ACT_W = 264;/);
+    for (const engine of [0, 1, 2, 3]) {
+      expect(module(engine)).not.toContain('enable');
+      expect(module(engine)).not.toContain('var<storage, read> nets16');
+    }
+  });
+
+  it('drop the tensor-core engine from unresolved modules of the other engines (it needs a device feature)', () => {
+    const spec = collectDqnSpec(dqn(0));
+    const raw = withoutBlocks(wgslSources.collect_dqn, 'ENGINE', 4);
+    expect(raw).not.toContain('fn dense_mma(');
+    expect(raw).toContain('fn dense_scalar(');
+    expect(raw).toContain('fn dense_quad2(');
+    expect(raw.split('\n').length).toBe(wgslSources.collect_dqn.split('\n').length);
+    expect(spec.constants?.ENGINE).toBe(0);
   });
 
   it('keep every line where the source has it (compiler messages keep their line numbers)', () => {

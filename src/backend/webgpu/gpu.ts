@@ -22,17 +22,51 @@ export const DAWN_NODE_FLAGS = [
  * `enable-dawn-features=disable_robustness` to measure Dawn without its bounds-checking
  * rewrites). Read once, when the process's instance is created.
  */
-export function dawnNodeFlags(env: Record<string, string | undefined> = process.env): string[] {
+export function dawnNodeFlags(
+  env: Record<string, string | undefined> = process.env,
+  unsafeApis = false,
+): string[] {
   const extra = (env.FOXHUNT_DAWN_FLAGS ?? '').split(/\s+/).filter((f) => f.length > 0);
-  return [...DAWN_NODE_FLAGS, ...extra];
+  return mergeDawnFlags([
+    ...DAWN_NODE_FLAGS,
+    ...(unsafeApis ? ['enable-dawn-features=allow_unsafe_apis'] : []),
+    ...extra,
+  ]);
 }
+
+/**
+ * One `enable-dawn-features=` and one `disable-dawn-features=` flag holding every toggle named in
+ * any of them (Dawn's Node bindings keep only the last flag of a name); other flags as given.
+ */
+export function mergeDawnFlags(flags: string[]): string[] {
+  const lists = new Map<string, string[]>();
+  const other: string[] = [];
+  for (const f of flags) {
+    const m = /^(enable-dawn-features|disable-dawn-features)=(.*)$/.exec(f);
+    if (!m) {
+      other.push(f);
+      continue;
+    }
+    const list = lists.get(m[1]) ?? [];
+    for (const t of m[2].split(',').filter((x) => x.length > 0)) if (!list.includes(t)) list.push(t);
+    lists.set(m[1], list);
+  }
+  return [...[...lists].map(([k, v]) => `${k}=${v.join(',')}`), ...other];
+}
+
+/** The WebGPU feature of tensor cores from WGSL (Dawn, experimental; the collection kernel's engine 4). */
+export const SUBGROUP_MATRIX_FEATURE = 'chromium-experimental-subgroup-matrix';
 
 interface DawnModule {
   create(flags: string[]): GPU;
 }
 
-/** The caller's GPU, else navigator.gpu, else a Dawn instance; throws BackendUnavailableError. */
-export async function findGpu(gpu?: GPU): Promise<GPU> {
+/**
+ * The caller's GPU, else navigator.gpu, else a Dawn instance; throws BackendUnavailableError.
+ * `unsafeApis`: a Dawn instance created with `allow_unsafe_apis`, which exposes experimental
+ * features such as chromium-experimental-subgroup-matrix (the tensor-core collection engine).
+ */
+export async function findGpu(gpu?: GPU, unsafeApis = false): Promise<GPU> {
   if (gpu) return gpu;
   const nav = (globalThis as { navigator?: { gpu?: GPU } }).navigator;
   if (nav?.gpu) return nav.gpu;
@@ -55,11 +89,17 @@ export async function findGpu(gpu?: GPU): Promise<GPU> {
   }
   // One Dawn instance per process: creating and dropping instances repeatedly has crashed Dawn's
   // Node bindings at teardown, and an instance is cheap to share between backends.
-  dawnGpu ??= mod.create(dawnNodeFlags());
-  return dawnGpu;
+  // (At most two: with and without allow_unsafe_apis.)
+  const key = unsafeApis ? 'unsafe' : 'safe';
+  let found = dawnGpus.get(key);
+  if (!found) {
+    found = mod.create(dawnNodeFlags(process.env, unsafeApis));
+    dawnGpus.set(key, found);
+  }
+  return found;
 }
 
-let dawnGpu: GPU | undefined;
+const dawnGpus = new Map<string, GPU>();
 
 /** Adapter facts that routing and reports need. */
 export interface AdapterSummary {

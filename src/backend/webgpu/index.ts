@@ -28,7 +28,13 @@ import {
   type KernelSpec,
 } from '../types.js';
 import { packUniforms, rejectCluster, uniformBytes, validateDispatch } from '../uniforms.js';
-import { type AdapterSummary, adapterName, findGpu, summarizeAdapter } from './gpu.js';
+import {
+  type AdapterSummary,
+  adapterName,
+  findGpu,
+  SUBGROUP_MATRIX_FEATURE,
+  summarizeAdapter,
+} from './gpu.js';
 import { wgslModule } from './preamble.js';
 
 // The WebGPU flag values (GPUBufferUsage, GPUMapMode, GPUShaderStage), spelled out because Dawn's
@@ -83,6 +89,12 @@ export interface WebGpuOptions {
   gpu?: GPU;
   /** Refuse a software adapter (llvmpipe, SwiftShader) with BackendUnavailableError: `auto` routing. */
   requireHardware?: boolean;
+  /**
+   * Also request chromium-experimental-subgroup-matrix (tensor cores from WGSL, the collection
+   * kernel's f16 engine) where the adapter has it; in Node the Dawn instance is then created with
+   * allow_unsafe_apis, without which Dawn does not expose it.
+   */
+  subgroupMatrix?: boolean;
 }
 
 const align = (n: number, a: number) => Math.ceil(n / a) * a;
@@ -109,7 +121,7 @@ interface Pipeline {
 }
 
 export async function createWebGpuBackend(opts: WebGpuOptions = {}): Promise<WebGpuBackend> {
-  const gpu = await findGpu(opts.gpu);
+  const gpu = await findGpu(opts.gpu, opts.subgroupMatrix === true);
   let adapter: GPUAdapter | null;
   try {
     adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
@@ -134,7 +146,10 @@ export async function createWebGpuBackend(opts: WebGpuOptions = {}): Promise<Web
     const v = (adapter.limits as unknown as Record<string, unknown>)[key];
     if (typeof v === 'number') requiredLimits[key] = v;
   }
-  const features = OPTIONAL_FEATURES.filter((f) => adapter.features.has(f));
+  const features = [
+    ...OPTIONAL_FEATURES,
+    ...(opts.subgroupMatrix ? [SUBGROUP_MATRIX_FEATURE as GPUFeatureName] : []),
+  ].filter((f) => adapter.features.has(f));
   let device: GPUDevice;
   try {
     device = await adapter.requestDevice({ label: 'foxhunt', requiredLimits, requiredFeatures: features });

@@ -23,6 +23,7 @@ function wgslNumber(name: string, value: number): string {
 export function wgslPreamble(spec: KernelSpec): string {
   const [x, y, z] = spec.workgroupSize;
   const lines = [
+    ...(spec.wgslDirectives ?? []),
     `// ---- generated from the KernelSpec of ${spec.name} ----`,
     `const WG_X = ${x};`,
     `const WG_Y = ${y};`,
@@ -36,7 +37,9 @@ export function wgslPreamble(spec: KernelSpec): string {
     lines.push(`@group(0) @binding(${spec.bindings.length}) var<uniform> u: Uniforms;`);
   }
   spec.bindings.forEach((b, i) => {
-    lines.push(`@group(0) @binding(${i}) var<storage, ${b.access}> ${b.name}: array<${b.type}>;`);
+    lines.push(
+      `@group(0) @binding(${i}) var<storage, ${b.access}> ${b.name}: array<${b.wgslType ?? b.type}>;`,
+    );
   });
   lines.push(`// ---- wgsl/${spec.name}.wgsl ----`, '');
   return lines.join('\n');
@@ -93,7 +96,37 @@ function resolveBlocks(): boolean {
   return env?.FOXHUNT_WGSL_ALL_BLOCKS !== '1';
 }
 
-/** The module compiled for `spec`: preamble, then `source` with its `//!if` blocks resolved. */
+/**
+ * `source` with the blocks of `//!if NAME == VALUE` (that single value) blanked, the rest as it
+ * stands: the unresolved module of a kernel whose other blocks compile everywhere, without the
+ * blocks that need a device feature (the collection kernels' tensor-core engine, ENGINE 4).
+ */
+export function withoutBlocks(source: string, name: string, value: number): string {
+  const open = new RegExp(`^\\s*//!if\\s+${name}\\s*==\\s*${value}\\s*$`);
+  let depth = 0;
+  return source
+    .split('\n')
+    .map((line) => {
+      if (depth === 0) {
+        if (open.test(line)) {
+          depth = 1;
+          return '';
+        }
+        return line;
+      }
+      if (/^\s*\/\/!if\b/.test(line)) depth++;
+      else if (/^\s*\/\/!endif\s*$/.test(line)) depth--;
+      return '';
+    })
+    .join('\n');
+}
+
+/**
+ * The module compiled for `spec`: preamble, then `source` with its `//!if` blocks resolved
+ * (unresolved under FOXHUNT_WGSL_ALL_BLOCKS=1, except the tensor-core engine's blocks in a module
+ * of another engine: they need a device feature).
+ */
 export function wgslModule(spec: KernelSpec, source: string): string {
-  return wgslPreamble(spec) + (resolveBlocks() ? selectWgsl(source, spec.constants) : source);
+  if (resolveBlocks()) return wgslPreamble(spec) + selectWgsl(source, spec.constants);
+  return wgslPreamble(spec) + (spec.constants?.ENGINE === 4 ? source : withoutBlocks(source, 'ENGINE', 4));
 }

@@ -14,14 +14,14 @@ import {
   stepsThatFit,
 } from '../../collect/device_bench.js';
 import { loadConfig } from '../../config.js';
-import { ENGINES } from '../../kernels/collect_engine.js';
+import { ENGINES, MMA_ENGINE } from '../../kernels/collect_engine.js';
 import { prepareData } from '../../train/run.js';
 import { intFlag, parseFlags } from '../args.js';
 import { type Command, UserError } from '../main.js';
 
 const usage = `usage: foxhunt bench collect --algo dqn|c51|iqn|ppo [--backend auto|cuda|webgpu|cpu]
                              [--episodes N[,N...]] [--steps L] [--variant tiled|seed|cluster|both|all]
-                             [--precision exact|tf32|both] [--engine auto|0|1|2|both|all|E,E...]
+                             [--precision exact|tf32|f16|both] [--engine auto|0|1|2|both|all|E,E...]
                              [--tile E] [--threads T]
                              [--cluster C] [--exchange push|pull|both] [--splitk] [--env-only]
                              [--repeats R] [--seed S] [--json]
@@ -45,8 +45,12 @@ per episode are measured in the same run (--variant both, the default for dqn an
                     cluster (default: ~128 CTAs in all), --threads its threads per CTA (default 256)
   --exchange X      cluster variant: push (each CTA stores its outputs into every CTA), pull (each
                     CTA loads the others' outputs as float4 after the barrier) or both (default)
-  --precision P     cuda only: exact (f32, the parity mode), tf32 (tensor cores, constant TF32 = 1)
-                    or both (default) for the tiled kernel; WebGPU and the CPU are f32 only
+  --precision P     the tiled kernel's arithmetic: exact (f32, the parity mode; the default except
+                    on cuda), tf32 (cuda: tensor cores, constant TF32 = 1), f16 (webgpu, plain dqn
+                    head: tensor cores through Dawn's experimental subgroup matrices, tile engine
+                    4, f16 weights and activations with f32 sums; needs an adapter with
+                    chromium-experimental-subgroup-matrix) or both (cuda: exact and tf32, the cuda
+                    default; webgpu: exact and f16)
   --engine E        webgpu only: the tiled kernel's WGSL tile engine, 0 (scalar activations,
                     outputs strided over threads), 1 (quad blocks: vec4 activations, 4 x 2
                     outputs per thread), 2 (quad blocks unrolled: named accumulators), 3 (engine
@@ -88,7 +92,7 @@ const si = (x: number, unit: string) => {
 const label = (r: CollectBenchResult) =>
   r.build
     ? `${r.variant}-${r.build}`
-    : `${r.variant}${r.precision === 'tf32' ? '-tf32' : ''}${r.engine === 1 ? '-quad' : r.engine === 2 ? '-quad2' : r.engine === 3 ? '-lat' : ''}${r.clusterPull ? '-pull' : ''}`;
+    : `${r.variant}${r.precision === 'tf32' ? '-tf32' : r.precision === 'f16' ? '-f16' : ''}${r.engine === 1 ? '-quad' : r.engine === 2 ? '-quad2' : r.engine === 3 ? '-lat' : ''}${r.clusterPull ? '-pull' : ''}`;
 
 function table(results: CollectBenchResult[], ceiling: CeilingResult | null): string[] {
   const rows = [
@@ -205,9 +209,14 @@ async function run(args: string[]): Promise<number> {
   const repeats = intFlag(values.repeats as string | undefined, 'repeats', 5, 1);
   const seed = intFlag(values.seed as string | undefined, 'seed', 1, 0);
 
+  const precisionArg = values.precision as string | undefined;
+  if (precisionArg !== undefined && !['exact', 'tf32', 'f16', 'both'].includes(precisionArg))
+    throw new UserError('--precision must be exact, tf32, f16 or both');
+  // f16 runs Dawn's experimental subgroup matrices: the WebGPU device must ask for them.
+  const wantF16 = request === 'webgpu' && (precisionArg === 'f16' || precisionArg === 'both');
   let choice: Awaited<ReturnType<typeof chooseBackend>>;
   try {
-    choice = await chooseBackend(request as BackendRequest);
+    choice = await chooseBackend(request as BackendRequest, { subgroupMatrix: wantF16 });
   } catch (err) {
     if (err instanceof BackendUnavailableError) throw new UserError(err.message);
     throw err;
@@ -218,17 +227,23 @@ async function run(args: string[]): Promise<number> {
     throw new UserError(
       `the cluster variant needs --backend cuda on an sm_90 GPU (H100 / H200), not ${backend.kind}; use --variant tiled, seed or both`,
     );
-  const precisionFlag =
-    (values.precision as string | undefined) ?? (backend.kind === 'cuda' ? 'both' : 'exact');
-  if (!['exact', 'tf32', 'both'].includes(precisionFlag))
-    throw new UserError('--precision must be exact, tf32 or both');
-  if (precisionFlag !== 'exact' && backend.kind !== 'cuda') {
+  const precisionFlag = precisionArg ?? (backend.kind === 'cuda' ? 'both' : 'exact');
+  if (precisionFlag === 'tf32' && backend.kind !== 'cuda')
     throw new UserError(
-      `--precision ${precisionFlag} needs --backend cuda (WebGPU and the CPU compute in f32)`,
+      '--precision tf32 needs --backend cuda (WebGPU has f16 tensor cores: --precision f16)',
     );
-  }
-  const precisions: ('exact' | 'tf32')[] =
-    precisionFlag === 'both' ? ['exact', 'tf32'] : [precisionFlag as 'exact' | 'tf32'];
+  if (precisionFlag === 'f16' && backend.kind !== 'webgpu')
+    throw new UserError(
+      '--precision f16 needs --backend webgpu (CUDA has tf32 tensor cores: --precision tf32)',
+    );
+  if (precisionFlag === 'both' && backend.kind === 'cpu')
+    throw new UserError('--precision both needs --backend cuda or webgpu (the CPU computes in f32)');
+  if ((precisionFlag === 'f16' || (precisionFlag === 'both' && backend.kind === 'webgpu')) && algo !== 'dqn')
+    throw new UserError(`--precision f16 (tile engine 4) runs the plain dqn head only, not ${algo}`);
+  const precisions: ('exact' | 'tf32' | 'f16')[] =
+    precisionFlag === 'both'
+      ? ['exact', backend.kind === 'cuda' ? 'tf32' : 'f16']
+      : [precisionFlag as 'exact' | 'tf32' | 'f16'];
   const engineFlag = (values.engine as string | undefined) ?? 'auto';
   const engineList =
     engineFlag === 'both' ? ['0', '1'] : engineFlag === 'all' ? ENGINES.map(String) : engineFlag.split(',');
@@ -252,7 +267,7 @@ async function run(args: string[]): Promise<number> {
   const pulls = exchangeFlag === 'both' ? [false, true] : [exchangeFlag === 'pull'];
   type Run = {
     variant: CollectVariant;
-    precision: 'exact' | 'tf32';
+    precision: 'exact' | 'tf32' | 'f16';
     engine?: number;
     pull?: boolean;
     build?: 'splitk' | 'env-only';
@@ -262,7 +277,12 @@ async function run(args: string[]): Promise<number> {
       ? pulls.map((pull) => ({ variant: v, precision: 'exact', pull }))
       : v === 'seed'
         ? [{ variant: v, precision: 'exact' }]
-        : precisions.flatMap((p) => engines.map((engine) => ({ variant: v, precision: p, engine }))),
+        : precisions.flatMap((p): Run[] =>
+            // f16 is tile engine 4 (tensor cores); the engine list applies to the f32 runs.
+            p === 'f16'
+              ? [{ variant: v, precision: p, engine: MMA_ENGINE }]
+              : engines.map((engine) => ({ variant: v, precision: p, engine })),
+          ),
   );
   const builds = [
     ...(values.splitk ? (['splitk'] as const) : []),

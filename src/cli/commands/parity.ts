@@ -56,7 +56,9 @@ async function run(args: string[]): Promise<number> {
   }
   let choice: Awaited<ReturnType<typeof chooseBackend>>;
   try {
-    choice = await chooseBackend(request as BackendRequest);
+    // WebGPU asks for the subgroup-matrix feature too, so the tensor-core collect cases run where
+    // the adapter has it (they are skipped, with the reason, where it has not).
+    choice = await chooseBackend(request as BackendRequest, { subgroupMatrix: request === 'webgpu' });
   } catch (err) {
     if (err instanceof BackendUnavailableError) throw new UserError(err.message);
     throw err;
@@ -67,6 +69,7 @@ async function run(args: string[]): Promise<number> {
     const report = await runParity(backend, {
       filter: values.case as string | undefined,
       commit: (values.commit as string | undefined) ?? currentCommit(),
+      onSkip: (name, reason) => console.log(`skip  ${name}  (${reason})`),
       onResult: (r) => {
         const errs = Object.values(r.outputs).map((c) => c.maxAbsErr);
         const max = Math.max(0, ...errs);

@@ -1,0 +1,216 @@
+/**
+ * The f16 weight copy of the tensor-core collection engine (src/kernels/collect_half.ts): the
+ * packed layout (one matrix per layer op, 16-aligned, zero padding, fused blocks in op order), the
+ * host's f32 -> f16 conversion, pack_half's CPU twin against the layout, and the WGSL pack_half on
+ * lavapipe against the twin (it uses core WGSL only: pack2x16float). The engine itself needs
+ * chromium-experimental-subgroup-matrix, which lavapipe lacks: its parity cases run on a GPU
+ * (`foxhunt parity --backend webgpu`); here its options, plan and refusal are checked.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCpuBackend } from '../../src/backend/cpu/index.js';
+import { createWebGpuBackend, type WebGpuBackend } from '../../src/backend/webgpu/index.js';
+import { DqnDeviceCollector, hasSubgroupMatrix } from '../../src/collect/device.js';
+import { cloneDefaults } from '../../src/config.js';
+import { collectDqnSpec, dqnWorkgroupBytes } from '../../src/kernels/collect_dqn.js';
+import {
+  fromHalfBits,
+  HALF_ENTRIES,
+  halfConstants,
+  halfNetsLayout,
+  halfTable,
+  packHalf,
+  packHalfDispatch,
+  toHalfBits,
+} from '../../src/kernels/collect_half.js';
+import { initParams } from '../../src/nets/forward.js';
+import { curiosityLayout, duelingLayout, layerByName, NetId } from '../../src/nets/layout.js';
+import { randomMarket } from './env.fixtures.js';
+
+const q = duelingLayout('plain');
+const c = curiosityLayout();
+const netsFloats = 2 * q.size + c.size;
+
+/** Nets with distinct, mostly non-zero values, some outside the f16 range. */
+function testNets(): Float32Array {
+  const nets = new Float32Array(netsFloats);
+  nets.set(initParams(q, NetId.QOnline, 3), 0);
+  nets.set(initParams(q, NetId.QOnline + 1, 3), q.size);
+  nets.set(initParams(c, NetId.Curiosity, 3), 2 * q.size);
+  nets[5] = 1e6;
+  nets[q.size + 7] = -7e4;
+  return nets;
+}
+
+/** Half (row j, input k) of entry e, straight from the layout's definition. */
+function expectedHalf(
+  nets: Float32Array,
+  e: ReturnType<typeof halfNetsLayout>['entries'][number],
+  j: number,
+  k: number,
+) {
+  const [b0, b1] = e.blocks;
+  const b = j < b0.rows ? b0 : b1;
+  const jr = j < b0.rows ? j : j - b0.rows;
+  if (jr >= b.rows || k < b.kLo || k >= b.kLo + b.kLen) return 0;
+  return nets[b.w + jr * b.kLen + (k - b.kLo)];
+}
+
+describe('f16 nets layout', () => {
+  const layout = halfNetsLayout();
+  it('has one 16-aligned, 16-padded matrix per op, keyed by the first block', () => {
+    expect(layout.entries).toHaveLength(HALF_ENTRIES);
+    let end = 0;
+    for (const e of layout.entries) {
+      expect(e.off % 16, e.name).toBe(0);
+      expect(e.off, e.name).toBe(end);
+      expect(e.outPad % 16).toBe(0);
+      expect(e.kPad % 16).toBe(0);
+      expect(e.outPad).toBeGreaterThanOrEqual(e.blocks[0].rows + e.blocks[1].rows);
+      expect(e.outPad - (e.blocks[0].rows + e.blocks[1].rows)).toBeLessThan(16);
+      end = e.off + e.outPad * e.kPad;
+    }
+    expect(layout.halves).toBe(end);
+    expect(new Set(layout.entries.map((e) => e.key)).size).toBe(HALF_ENTRIES);
+    const heads = layout.entries.find((e) => e.name === 'target heads')!;
+    expect(heads.key).toBe(q.size + layerByName(q, 'advantage_stream.1').wOffset);
+    expect(heads.blocks[0]).toMatchObject({ rows: 45, kLo: 128, kLen: 128 });
+    expect(heads.blocks[1]).toMatchObject({ rows: 1, kLo: 0, kLen: 128 });
+    expect([heads.outPad, heads.kPad]).toEqual([48, 256]);
+    const trunk0 = layout.entries[0];
+    expect([trunk0.outPad, trunk0.kPad]).toEqual([256, 64]);
+    const constants = halfConstants(layout);
+    expect(constants.MMH_KEY_8).toBe(2 * q.size + layerByName(c, 'fc1').wOffset);
+    expect(constants.MMH_OFF_9).toBe(layout.entries[9].off);
+  });
+
+  it('converts to f16 by rounding to nearest even, clamping to +-65504, keeping subnormals', () => {
+    expect(toHalfBits(1)).toBe(0x3c00);
+    expect(toHalfBits(-2)).toBe(0xc000);
+    expect(toHalfBits(65504)).toBe(0x7bff);
+    expect(toHalfBits(1e9)).toBe(0x7bff);
+    expect(toHalfBits(-1e9)).toBe(0xfbff);
+    expect(toHalfBits(1 + 2 ** -11)).toBe(0x3c00); // tie: to even
+    expect(toHalfBits(1 + 3 * 2 ** -11)).toBe(0x3c02); // tie: to even (up)
+    expect(toHalfBits(2 ** -24)).toBe(1);
+    expect(toHalfBits(2 ** -26)).toBe(0);
+    for (const x of [0.1, -0.37, 3.3, 1e-3, 6.2e-5, 2e-6, 1234.5]) {
+      const back = fromHalfBits(toHalfBits(x));
+      const ulp = Math.max(2 ** -24, 2 ** (Math.floor(Math.log2(Math.abs(x))) - 10));
+      expect(Math.abs(back - x), String(x)).toBeLessThanOrEqual(ulp / 2);
+    }
+  });
+
+  it("pack_half's CPU twin writes every entry's matrix and zeros around it", () => {
+    const nets = testNets();
+    const cpu = createCpuBackend();
+    const bNets = cpu.createBuffer(nets.byteLength, 'nets');
+    cpu.upload(bNets, nets);
+    const table = halfTable(layout);
+    const bTable = cpu.createBuffer(table.byteLength, 'table');
+    cpu.upload(bTable, table);
+    const bOut = cpu.createBuffer(layout.words * 4, 'nets16');
+    cpu.run([packHalfDispatch(bNets, bTable, bOut, layout)]);
+    return cpu.download(bOut).then((buf) => {
+      const words = new Uint32Array(buf);
+      const half = (h: number) => (h & 1 ? words[h >> 1] >>> 16 : words[h >> 1] & 0xffff);
+      for (const e of layout.entries) {
+        // Every row's first, last and a middle input, plus the padding row and column.
+        for (let j = 0; j < e.outPad; j += j < 2 || j > e.outPad - 3 ? 1 : 37)
+          for (const k of [0, 1, e.blocks[0].kLo, 53, 54, 127, 128, e.kPad - 1].filter((x) => x < e.kPad))
+            expect(half(e.off + j * e.kPad + k), `${e.name} (${j}, ${k})`).toBe(
+              toHalfBits(expectedHalf(nets, e, j, k)),
+            );
+      }
+      expect(half(5)).toBe(0x7bff); // 1e6 clamped
+      cpu.destroy();
+    });
+  });
+});
+
+describe('pack_half on WebGPU (lavapipe)', () => {
+  let backend: WebGpuBackend;
+  beforeAll(async () => {
+    backend = await createWebGpuBackend();
+  });
+  afterAll(() => backend?.destroy());
+
+  it('writes the same halves as the CPU twin (flushing only f16 subnormals, if at all)', async () => {
+    const layout = halfNetsLayout();
+    const nets = testNets();
+    const table = halfTable(layout);
+    const bNets = backend.createBuffer(nets.byteLength, 'nets');
+    backend.upload(bNets, nets);
+    const bTable = backend.createBuffer(table.byteLength, 'table');
+    backend.upload(bTable, table);
+    const bOut = backend.createBuffer(layout.words * 4, 'nets16');
+    backend.run([packHalfDispatch(bNets, bTable, bOut, layout)]);
+    const gpu = new Uint32Array(await backend.download(bOut));
+    const cpu = new Uint32Array(layout.words);
+    packHalf.reference([nets, table, cpu], { words: layout.words, entries: layout.entries.length }, [
+      Math.ceil(layout.words / 256),
+      1,
+      1,
+    ]);
+    let differ = 0;
+    for (let i = 0; i < layout.words; i++) {
+      if (gpu[i] === cpu[i]) continue;
+      for (const shift of [0, 16]) {
+        const g = (gpu[i] >>> shift) & 0xffff;
+        const h = (cpu[i] >>> shift) & 0xffff;
+        if (g === h) continue;
+        differ++;
+        // A flushed f16 subnormal is the only difference allowed.
+        expect((h & 0x7c00) === 0 && (g & 0x7fff) === 0, `word ${i}: ${g} vs ${h}`).toBe(true);
+      }
+    }
+    expect(differ).toBeLessThan(50);
+  });
+});
+
+describe('collect_dqn tensor-core engine (4): plan and refusal', () => {
+  const base = {
+    head: 'plain' as const,
+    atoms: 51,
+    iqnEmbed: 64,
+    actTaus: 32,
+    variant: 'tiled' as const,
+    threads: 256,
+    tj: 32,
+    kt: 32,
+    tauRows: 1,
+    engine: 4,
+  };
+  it('pads rows to 16-row tiles (at most two), binds nets16 as f16 and fits 48 KiB at 32 episodes', () => {
+    const one = collectDqnSpec({ ...base, tileEpisodes: 4 });
+    expect(one.constants).toMatchObject({ ENGINE: 4, ROWS: 16, MT: 1, ACT_W: 264 });
+    const two = collectDqnSpec({ ...base, tileEpisodes: 32 });
+    expect(two.constants).toMatchObject({ ROWS: 32, MT: 2 });
+    expect(two.bindings[10]).toEqual({ name: 'nets16', type: 'u32', access: 'read', wgslType: 'f16' });
+    expect(two.wgslDirectives?.[0]).toBe('enable f16;');
+    expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 32 })).toBeLessThanOrEqual(48 * 1024);
+    expect(() => collectDqnSpec({ ...base, tileEpisodes: 33 })).toThrow(/at most 32 rows/);
+    expect(() => collectDqnSpec({ ...base, tileEpisodes: 8, threads: 128 })).toThrow(/runs 256 threads/);
+    expect(() => collectDqnSpec({ ...base, head: 'c51', tileEpisodes: 8 })).toThrow(/plain head only/);
+  });
+
+  it('is refused with one clear error on a backend without subgroup matrices', () => {
+    const cpu = createCpuBackend();
+    expect(hasSubgroupMatrix(cpu)).toBe(false);
+    const cfg = cloneDefaults();
+    cfg.rollout.episodes = 4;
+    cfg.rollout.steps = 2;
+    const market = randomMarket(400, 4);
+    expect(
+      () =>
+        new DqnDeviceCollector({
+          backend: cpu,
+          market,
+          split: { start: 100, end: 390 },
+          cfg,
+          algo: 'dqn',
+          tile: { engine: 4 },
+        }),
+    ).toThrow(/needs a WebGPU device with chromium-experimental-subgroup-matrix/);
+    cpu.destroy();
+  });
+});
