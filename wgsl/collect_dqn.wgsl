@@ -375,7 +375,7 @@ fn write_step(e: u32, l: u32, a: i32, out: StepOut, bonus: f32) {
   write_components(i, out, bonus);
 }
 
-fn tiled_collect(group: u32, lid: u32) {
+fn tiled_collect(group: u32, lid: u32, sg: u32) {
   let e0 = group * TILE_E;
   let e = e0 + lid;
   let mine = lid < TILE_E && e < u.n;
@@ -397,7 +397,7 @@ fn tiled_collect(group: u32, lid: u32) {
       let o = op_at(i);
       switch (o.kind) {
         case OP_DENSE: {
-          dense(o.b0, o.b1, o.k_start, o.n_k, o.act, o.to_q, o.out_col, lid);
+          dense(o.b0, o.b1, o.k_start, o.n_k, o.act, o.to_q, o.out_col, lid, sg);
         }
         case OP_TAUS: {
           for (var idx = lid; idx < TILE_E * ACT_TAUS; idx += WG_X) {
@@ -558,11 +558,22 @@ fn collect_dqn(
   @builtin(workgroup_id) wid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
   @builtin(local_invocation_index) lid: u32,
+//!if ENGINE == 4
+  // The tensor-core engine's subgroup index: subgroup-uniform for the uniformity analysis, as
+  // its subgroup-matrix builtins require of their offsets (lid / 32 is not).
+  @builtin(subgroup_id) sgid: u32,
+//!endif
 ) {
   let group = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
   if (SEED_VARIANT == 1) {
     seed_collect(group * WG_X + lid);
     return;
   }
-  tiled_collect(group, lid);
+//!if ENGINE == 4
+  if (ENGINE == 4) {
+    tiled_collect(group, lid, sgid);
+    return;
+  }
+//!endif
+  tiled_collect(group, lid, lid / 32u);
 }

@@ -823,7 +823,8 @@ fn load_slice(dst: ptr<function, array<vec4<f32>, PREFETCH>>, b0: Block, b1: Blo
 // Y = act(X W^T + b) over input columns [k_start, n_k) (k_start a multiple of KT: the blocks
 // have no weight before it) for all ROWS rows; Y goes to columns [out_col, out_col + n_out) of
 // act (to_q false, in place) or of qv (to_q true).
-fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+// \`sg\` is the invocation's subgroup (engine 4 only: the subgroup_id builtin; others pass lid / 32).
+fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32, sg: u32) {
 //!if ENGINE == 0
   if (ENGINE == 0) {
     dense_scalar(b0, b1, k_start, n_k, kind, to_q, out_col, lid);
@@ -846,7 +847,7 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
 //!endif
 //!if ENGINE == 4
   if (ENGINE == 4) {
-    dense_mma(b0, b1, n_k, kind, to_q, out_col, lid);
+    dense_mma(b0, b1, n_k, kind, to_q, out_col, lid, sg);
   }
 //!endif
 }
@@ -1428,9 +1429,8 @@ fn mma_offset(w: u32) -> u32 {
 
 // Result tile c (rows 16 mt.., outputs 16 t..) through this subgroup's res_s slot into act_h or
 // qv; \`keep\` is false for a spare subgroup's repeated tile. Every invocation calls it (barriers).
-fn mma_out(c: MmC, mt: u32, t: u32, keep: bool, b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
-  let sg = lid / 32u;
-  subgroupMatrixStore(&res_s, sg * 256u, c, false, 16u);
+fn mma_out(c: MmC, mt: u32, t: u32, keep: bool, b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32, sg: u32) {
+  subgroupMatrixStore<row_major>(&res_s, sg * 256u, c, 16u);
   workgroupBarrier();
   if (keep) {
     let n_out = b0.rows + b1.rows;
@@ -1450,12 +1450,11 @@ fn mma_out(c: MmC, mt: u32, t: u32, keep: bool, b0: Block, b1: Block, kind: u32,
   workgroupBarrier();
 }
 
-fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32, sg: u32) {
   let n_out = b0.rows + b1.rows;
   let kp = (n_k + 15u) / 16u * 16u;
   let tiles = (n_out + 15u) / 16u;
   let off = mma_offset(b0.w);
-  let sg = lid / 32u;
   let t0 = min(2u * sg, tiles - 1u);
   let t1 = min(2u * sg + 1u, tiles - 1u);
   let w0 = off + t0 * 16u * kp;
@@ -1465,23 +1464,23 @@ fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32
   var c10 = MmC();
   var c11 = MmC();
   for (var k = 0u; k < kp; k += 16u) {
-    let b_0 = subgroupMatrixLoad<MmB>(&nets16, w0 + k, true, kp);
-    let b_1 = subgroupMatrixLoad<MmB>(&nets16, w1 + k, true, kp);
-    let a0 = subgroupMatrixLoad<MmA>(&act_h, k, false, ACT_W);
+    let b_0 = subgroupMatrixLoad<MmB, col_major>(&nets16, w0 + k, kp);
+    let b_1 = subgroupMatrixLoad<MmB, col_major>(&nets16, w1 + k, kp);
+    let a0 = subgroupMatrixLoad<MmA, row_major>(&act_h, k, ACT_W);
     c00 = subgroupMatrixMultiplyAccumulate(a0, b_0, c00);
     c01 = subgroupMatrixMultiplyAccumulate(a0, b_1, c01);
     if (MT > 1) {
-      let a1 = subgroupMatrixLoad<MmA>(&act_h, 16u * ACT_W + k, false, ACT_W);
+      let a1 = subgroupMatrixLoad<MmA, row_major>(&act_h, 16u * ACT_W + k, ACT_W);
       c10 = subgroupMatrixMultiplyAccumulate(a1, b_0, c10);
       c11 = subgroupMatrixMultiplyAccumulate(a1, b_1, c11);
     }
   }
   workgroupBarrier();
-  mma_out(c00, 0u, t0, 2u * sg < tiles, b0, b1, kind, to_q, out_col, lid);
-  mma_out(c01, 0u, t1, 2u * sg + 1u < tiles, b0, b1, kind, to_q, out_col, lid);
+  mma_out(c00, 0u, t0, 2u * sg < tiles, b0, b1, kind, to_q, out_col, lid, sg);
+  mma_out(c01, 0u, t1, 2u * sg + 1u < tiles, b0, b1, kind, to_q, out_col, lid, sg);
   if (MT > 1) {
-    mma_out(c10, 1u, t0, 2u * sg < tiles, b0, b1, kind, to_q, out_col, lid);
-    mma_out(c11, 1u, t1, 2u * sg + 1u < tiles, b0, b1, kind, to_q, out_col, lid);
+    mma_out(c10, 1u, t0, 2u * sg < tiles, b0, b1, kind, to_q, out_col, lid, sg);
+    mma_out(c11, 1u, t1, 2u * sg + 1u < tiles, b0, b1, kind, to_q, out_col, lid, sg);
   }
 }
 //!endif
@@ -2001,7 +2000,7 @@ fn write_step(e: u32, l: u32, a: i32, out: StepOut, bonus: f32) {
   write_components(i, out, bonus);
 }
 
-fn tiled_collect(group: u32, lid: u32) {
+fn tiled_collect(group: u32, lid: u32, sg: u32) {
   let e0 = group * TILE_E;
   let e = e0 + lid;
   let mine = lid < TILE_E && e < u.n;
@@ -2023,7 +2022,7 @@ fn tiled_collect(group: u32, lid: u32) {
       let o = op_at(i);
       switch (o.kind) {
         case OP_DENSE: {
-          dense(o.b0, o.b1, o.k_start, o.n_k, o.act, o.to_q, o.out_col, lid);
+          dense(o.b0, o.b1, o.k_start, o.n_k, o.act, o.to_q, o.out_col, lid, sg);
         }
         case OP_TAUS: {
           for (var idx = lid; idx < TILE_E * ACT_TAUS; idx += WG_X) {
@@ -2184,13 +2183,24 @@ fn collect_dqn(
   @builtin(workgroup_id) wid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
   @builtin(local_invocation_index) lid: u32,
+//!if ENGINE == 4
+  // The tensor-core engine's subgroup index: subgroup-uniform for the uniformity analysis, as
+  // its subgroup-matrix builtins require of their offsets (lid / 32 is not).
+  @builtin(subgroup_id) sgid: u32,
+//!endif
 ) {
   let group = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
   if (SEED_VARIANT == 1) {
     seed_collect(group * WG_X + lid);
     return;
   }
-  tiled_collect(group, lid);
+//!if ENGINE == 4
+  if (ENGINE == 4) {
+    tiled_collect(group, lid, sgid);
+    return;
+  }
+//!endif
+  tiled_collect(group, lid, lid / 32u);
 }
 `,
   collect_env: `// The simulator step of one episode (SPEC 3-6), a line-by-line port of src/env/ (step.ts,
@@ -3521,7 +3531,8 @@ fn load_slice(dst: ptr<function, array<vec4<f32>, PREFETCH>>, b0: Block, b1: Blo
 // Y = act(X W^T + b) over input columns [k_start, n_k) (k_start a multiple of KT: the blocks
 // have no weight before it) for all ROWS rows; Y goes to columns [out_col, out_col + n_out) of
 // act (to_q false, in place) or of qv (to_q true).
-fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+// \`sg\` is the invocation's subgroup (engine 4 only: the subgroup_id builtin; others pass lid / 32).
+fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32, sg: u32) {
 //!if ENGINE == 0
   if (ENGINE == 0) {
     dense_scalar(b0, b1, k_start, n_k, kind, to_q, out_col, lid);
@@ -3544,7 +3555,7 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
 //!endif
 //!if ENGINE == 4
   if (ENGINE == 4) {
-    dense_mma(b0, b1, n_k, kind, to_q, out_col, lid);
+    dense_mma(b0, b1, n_k, kind, to_q, out_col, lid, sg);
   }
 //!endif
 }
@@ -4126,9 +4137,8 @@ fn mma_offset(w: u32) -> u32 {
 
 // Result tile c (rows 16 mt.., outputs 16 t..) through this subgroup's res_s slot into act_h or
 // qv; \`keep\` is false for a spare subgroup's repeated tile. Every invocation calls it (barriers).
-fn mma_out(c: MmC, mt: u32, t: u32, keep: bool, b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
-  let sg = lid / 32u;
-  subgroupMatrixStore(&res_s, sg * 256u, c, false, 16u);
+fn mma_out(c: MmC, mt: u32, t: u32, keep: bool, b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32, sg: u32) {
+  subgroupMatrixStore<row_major>(&res_s, sg * 256u, c, 16u);
   workgroupBarrier();
   if (keep) {
     let n_out = b0.rows + b1.rows;
@@ -4148,12 +4158,11 @@ fn mma_out(c: MmC, mt: u32, t: u32, keep: bool, b0: Block, b1: Block, kind: u32,
   workgroupBarrier();
 }
 
-fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32, sg: u32) {
   let n_out = b0.rows + b1.rows;
   let kp = (n_k + 15u) / 16u * 16u;
   let tiles = (n_out + 15u) / 16u;
   let off = mma_offset(b0.w);
-  let sg = lid / 32u;
   let t0 = min(2u * sg, tiles - 1u);
   let t1 = min(2u * sg + 1u, tiles - 1u);
   let w0 = off + t0 * 16u * kp;
@@ -4163,23 +4172,23 @@ fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32
   var c10 = MmC();
   var c11 = MmC();
   for (var k = 0u; k < kp; k += 16u) {
-    let b_0 = subgroupMatrixLoad<MmB>(&nets16, w0 + k, true, kp);
-    let b_1 = subgroupMatrixLoad<MmB>(&nets16, w1 + k, true, kp);
-    let a0 = subgroupMatrixLoad<MmA>(&act_h, k, false, ACT_W);
+    let b_0 = subgroupMatrixLoad<MmB, col_major>(&nets16, w0 + k, kp);
+    let b_1 = subgroupMatrixLoad<MmB, col_major>(&nets16, w1 + k, kp);
+    let a0 = subgroupMatrixLoad<MmA, row_major>(&act_h, k, ACT_W);
     c00 = subgroupMatrixMultiplyAccumulate(a0, b_0, c00);
     c01 = subgroupMatrixMultiplyAccumulate(a0, b_1, c01);
     if (MT > 1) {
-      let a1 = subgroupMatrixLoad<MmA>(&act_h, 16u * ACT_W + k, false, ACT_W);
+      let a1 = subgroupMatrixLoad<MmA, row_major>(&act_h, 16u * ACT_W + k, ACT_W);
       c10 = subgroupMatrixMultiplyAccumulate(a1, b_0, c10);
       c11 = subgroupMatrixMultiplyAccumulate(a1, b_1, c11);
     }
   }
   workgroupBarrier();
-  mma_out(c00, 0u, t0, 2u * sg < tiles, b0, b1, kind, to_q, out_col, lid);
-  mma_out(c01, 0u, t1, 2u * sg + 1u < tiles, b0, b1, kind, to_q, out_col, lid);
+  mma_out(c00, 0u, t0, 2u * sg < tiles, b0, b1, kind, to_q, out_col, lid, sg);
+  mma_out(c01, 0u, t1, 2u * sg + 1u < tiles, b0, b1, kind, to_q, out_col, lid, sg);
   if (MT > 1) {
-    mma_out(c10, 1u, t0, 2u * sg < tiles, b0, b1, kind, to_q, out_col, lid);
-    mma_out(c11, 1u, t1, 2u * sg + 1u < tiles, b0, b1, kind, to_q, out_col, lid);
+    mma_out(c10, 1u, t0, 2u * sg < tiles, b0, b1, kind, to_q, out_col, lid, sg);
+    mma_out(c11, 1u, t1, 2u * sg + 1u < tiles, b0, b1, kind, to_q, out_col, lid, sg);
   }
 }
 //!endif
@@ -4503,7 +4512,7 @@ fn write_ppo_step(i: u32, a: i32, log_prob: f32, value: f32, out: StepOut, bonus
   write_components(i, out, bonus);
 }
 
-fn tiled_collect(group: u32, lid: u32) {
+fn tiled_collect(group: u32, lid: u32, sg: u32) {
   let e0 = group * TILE_E;
   let e = e0 + lid;
   let mine = lid < TILE_E && e < u.n;
@@ -4526,7 +4535,7 @@ fn tiled_collect(group: u32, lid: u32) {
       let o = op_at(i);
       switch (o.kind) {
         case OP_DENSE: {
-          dense(o.b0, o.b1, o.k_start, o.n_k, o.act, o.to_q, o.out_col, lid);
+          dense(o.b0, o.b1, o.k_start, o.n_k, o.act, o.to_q, o.out_col, lid, sg);
         }
         case OP_FILL: {
           if (o.arg == FILL_STATE && lid < TILE_E) {
@@ -4667,7 +4676,7 @@ fn collect_ppo(
     seed_collect(group * WG_X + lid);
     return;
   }
-  tiled_collect(group, lid);
+  tiled_collect(group, lid, lid / 32u);
 }
 `,
   collect_tile: `// Tile engine of the collection kernels: a workgroup computes dense layers for the ROWS rows it
@@ -4914,7 +4923,8 @@ fn load_slice(dst: ptr<function, array<vec4<f32>, PREFETCH>>, b0: Block, b1: Blo
 // Y = act(X W^T + b) over input columns [k_start, n_k) (k_start a multiple of KT: the blocks
 // have no weight before it) for all ROWS rows; Y goes to columns [out_col, out_col + n_out) of
 // act (to_q false, in place) or of qv (to_q true).
-fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+// \`sg\` is the invocation's subgroup (engine 4 only: the subgroup_id builtin; others pass lid / 32).
+fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32, sg: u32) {
 //!if ENGINE == 0
   if (ENGINE == 0) {
     dense_scalar(b0, b1, k_start, n_k, kind, to_q, out_col, lid);
@@ -4937,7 +4947,7 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
 //!endif
 //!if ENGINE == 4
   if (ENGINE == 4) {
-    dense_mma(b0, b1, n_k, kind, to_q, out_col, lid);
+    dense_mma(b0, b1, n_k, kind, to_q, out_col, lid, sg);
   }
 //!endif
 }
@@ -5519,9 +5529,8 @@ fn mma_offset(w: u32) -> u32 {
 
 // Result tile c (rows 16 mt.., outputs 16 t..) through this subgroup's res_s slot into act_h or
 // qv; \`keep\` is false for a spare subgroup's repeated tile. Every invocation calls it (barriers).
-fn mma_out(c: MmC, mt: u32, t: u32, keep: bool, b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
-  let sg = lid / 32u;
-  subgroupMatrixStore(&res_s, sg * 256u, c, false, 16u);
+fn mma_out(c: MmC, mt: u32, t: u32, keep: bool, b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32, sg: u32) {
+  subgroupMatrixStore<row_major>(&res_s, sg * 256u, c, 16u);
   workgroupBarrier();
   if (keep) {
     let n_out = b0.rows + b1.rows;
@@ -5541,12 +5550,11 @@ fn mma_out(c: MmC, mt: u32, t: u32, keep: bool, b0: Block, b1: Block, kind: u32,
   workgroupBarrier();
 }
 
-fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32, sg: u32) {
   let n_out = b0.rows + b1.rows;
   let kp = (n_k + 15u) / 16u * 16u;
   let tiles = (n_out + 15u) / 16u;
   let off = mma_offset(b0.w);
-  let sg = lid / 32u;
   let t0 = min(2u * sg, tiles - 1u);
   let t1 = min(2u * sg + 1u, tiles - 1u);
   let w0 = off + t0 * 16u * kp;
@@ -5556,23 +5564,23 @@ fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32
   var c10 = MmC();
   var c11 = MmC();
   for (var k = 0u; k < kp; k += 16u) {
-    let b_0 = subgroupMatrixLoad<MmB>(&nets16, w0 + k, true, kp);
-    let b_1 = subgroupMatrixLoad<MmB>(&nets16, w1 + k, true, kp);
-    let a0 = subgroupMatrixLoad<MmA>(&act_h, k, false, ACT_W);
+    let b_0 = subgroupMatrixLoad<MmB, col_major>(&nets16, w0 + k, kp);
+    let b_1 = subgroupMatrixLoad<MmB, col_major>(&nets16, w1 + k, kp);
+    let a0 = subgroupMatrixLoad<MmA, row_major>(&act_h, k, ACT_W);
     c00 = subgroupMatrixMultiplyAccumulate(a0, b_0, c00);
     c01 = subgroupMatrixMultiplyAccumulate(a0, b_1, c01);
     if (MT > 1) {
-      let a1 = subgroupMatrixLoad<MmA>(&act_h, 16u * ACT_W + k, false, ACT_W);
+      let a1 = subgroupMatrixLoad<MmA, row_major>(&act_h, 16u * ACT_W + k, ACT_W);
       c10 = subgroupMatrixMultiplyAccumulate(a1, b_0, c10);
       c11 = subgroupMatrixMultiplyAccumulate(a1, b_1, c11);
     }
   }
   workgroupBarrier();
-  mma_out(c00, 0u, t0, 2u * sg < tiles, b0, b1, kind, to_q, out_col, lid);
-  mma_out(c01, 0u, t1, 2u * sg + 1u < tiles, b0, b1, kind, to_q, out_col, lid);
+  mma_out(c00, 0u, t0, 2u * sg < tiles, b0, b1, kind, to_q, out_col, lid, sg);
+  mma_out(c01, 0u, t1, 2u * sg + 1u < tiles, b0, b1, kind, to_q, out_col, lid, sg);
   if (MT > 1) {
-    mma_out(c10, 1u, t0, 2u * sg < tiles, b0, b1, kind, to_q, out_col, lid);
-    mma_out(c11, 1u, t1, 2u * sg + 1u < tiles, b0, b1, kind, to_q, out_col, lid);
+    mma_out(c10, 1u, t0, 2u * sg < tiles, b0, b1, kind, to_q, out_col, lid, sg);
+    mma_out(c11, 1u, t1, 2u * sg + 1u < tiles, b0, b1, kind, to_q, out_col, lid, sg);
   }
 }
 //!endif

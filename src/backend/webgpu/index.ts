@@ -91,8 +91,9 @@ export interface WebGpuOptions {
   requireHardware?: boolean;
   /**
    * Also request chromium-experimental-subgroup-matrix (tensor cores from WGSL, the collection
-   * kernel's f16 engine) where the adapter has it; in Node the Dawn instance is then created with
-   * allow_unsafe_apis, without which Dawn does not expose it.
+   * kernel's f16 engine) where the adapter has it and its subgroups are 32 lanes wide (the engine
+   * is written for that); in Node the Dawn instance is then created with allow_unsafe_apis,
+   * without which Dawn does not expose it.
    */
   subgroupMatrix?: boolean;
 }
@@ -146,9 +147,12 @@ export async function createWebGpuBackend(opts: WebGpuOptions = {}): Promise<Web
     const v = (adapter.limits as unknown as Record<string, unknown>)[key];
     if (typeof v === 'number') requiredLimits[key] = v;
   }
+  // The tensor-core engine is written for 32-lane subgroups (8 per 256-invocation workgroup).
+  const sizes = adapter.info as unknown as { subgroupMinSize?: number; subgroupMaxSize?: number };
+  const lanes32 = sizes.subgroupMinSize === 32 && sizes.subgroupMaxSize === 32;
   const features = [
     ...OPTIONAL_FEATURES,
-    ...(opts.subgroupMatrix ? [SUBGROUP_MATRIX_FEATURE as GPUFeatureName] : []),
+    ...(opts.subgroupMatrix && lanes32 ? [SUBGROUP_MATRIX_FEATURE as GPUFeatureName] : []),
   ].filter((f) => adapter.features.has(f));
   let device: GPUDevice;
   try {
