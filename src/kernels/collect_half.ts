@@ -237,8 +237,4 @@ export function packHalfDispatch(
 }
 
 /** The WGSL global directives of a module using engine 4. */
-export const HALF_MMA_DIRECTIVES = [
-  'enable f16;',
-  'enable chromium_experimental_subgroup_matrix;',
-  'diagnostic(off, chromium_experimental.subgroup_matrix_uniformity);',
-];
+export const HALF_MMA_DIRECTIVES = ['enable f16;', 'enable chromium_experimental_subgroup_matrix;'];

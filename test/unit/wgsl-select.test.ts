@@ -120,7 +120,7 @@ describe('collection modules', () => {
   it('open the tensor-core engine with its enables and its f16 binding, and only that engine', () => {
     const m = module(4);
     expect(m.startsWith('enable f16;\nenable chromium_experimental_subgroup_matrix;\n')).toBe(true);
-    expect(m).toContain('diagnostic(off, chromium_experimental.subgroup_matrix_uniformity);');
+    expect(m).toContain('@builtin(subgroup_id) sgid: u32');
     expect(m).toContain('@group(0) @binding(10) var<storage, read> nets16: array<f16>;');
     expect(m).toContain('@group(0) @binding(11) var<uniform> u: Uniforms;');
     expect(m).toMatch(/const MT = 2;/);
