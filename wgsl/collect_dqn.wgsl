@@ -570,10 +570,9 @@ fn collect_dqn(
     return;
   }
 //!if ENGINE == 4
-  if (ENGINE == 4) {
-    tiled_collect(group, lid, sgid);
-    return;
-  }
+  tiled_collect(group, lid, sgid);
 //!endif
+//!if ENGINE != 4
   tiled_collect(group, lid, lid / 32u);
+//!endif
 }

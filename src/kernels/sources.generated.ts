@@ -2195,12 +2195,11 @@ fn collect_dqn(
     return;
   }
 //!if ENGINE == 4
-  if (ENGINE == 4) {
-    tiled_collect(group, lid, sgid);
-    return;
-  }
+  tiled_collect(group, lid, sgid);
 //!endif
+//!if ENGINE != 4
   tiled_collect(group, lid, lid / 32u);
+//!endif
 }
 `,
   collect_env: `// The simulator step of one episode (SPEC 3-6), a line-by-line port of src/env/ (step.ts,

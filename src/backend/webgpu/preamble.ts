@@ -124,9 +124,12 @@ export function withoutBlocks(source: string, name: string, value: number): stri
 /**
  * The module compiled for `spec`: preamble, then `source` with its `//!if` blocks resolved
  * (unresolved under FOXHUNT_WGSL_ALL_BLOCKS=1, except the tensor-core engine's blocks in a module
- * of another engine: they need a device feature).
+ * of another engine, which need a device feature, and the tensor-core engine's own module).
  */
 export function wgslModule(spec: KernelSpec, source: string): string {
-  if (resolveBlocks()) return wgslPreamble(spec) + selectWgsl(source, spec.constants);
-  return wgslPreamble(spec) + (spec.constants?.ENGINE === 4 ? source : withoutBlocks(source, 'ENGINE', 4));
+  // The tensor-core engine's module is always resolved: its entry point calls the step loop with
+  // the subgroup_id builtin, the others' with lid / 32, and the uniformity analysis rejects the latter.
+  if (resolveBlocks() || spec.constants?.ENGINE === 4)
+    return wgslPreamble(spec) + selectWgsl(source, spec.constants);
+  return wgslPreamble(spec) + withoutBlocks(source, 'ENGINE', 4);
 }
