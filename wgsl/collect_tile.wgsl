@@ -98,10 +98,10 @@ var<workgroup> ws_s: array<f32, select(1, WS_OUT * (KT + 1), ENGINE == 3)>;
 //!endif
 //!if ENGINE == 4
 // Engine 4: f16 activations (rows of ACT_W halves, a multiple of 8 so every tile row starts on
-// 16 bytes) and one 16 x 16 f32 result tile per subgroup for the epilogue.
+// 16 bytes) and two 16 x 16 f32 result tiles per subgroup for the epilogue.
 const NSG = WG_X / 32;
 var<workgroup> act_h: array<f16, ROWS * ACT_W>;
-var<workgroup> res_s: array<f32, NSG * 256>;
+var<workgroup> res_s: array<f32, NSG * 512>;
 //!endif
 var<workgroup> qv: array<f32, ROWS * QW>;
 
@@ -818,8 +818,8 @@ fn dense_quad2(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bo
 // 256-wide layer has 16, so 8 subgroups cover it; a narrower layer's spare subgroups repeat its
 // last tile and drop it) for all MT row tiles: per 16 inputs it loads its 2 weight tiles from
 // nets16 (column-major: W is [out, in]) and MT activation tiles from act_h, and issues 2 MT
-// multiply-accumulates. After a barrier (every subgroup has read the input) each result tile
-// goes through res_s: bias, activation, then f16 into act_h (in place) or f32 into qv.
+// multiply-accumulates. After a barrier (every subgroup has read the input) each row tile's two
+// result tiles go through res_s: bias, activation, then f16 into act_h (in place) or f32 into qv.
 // Numerics: the products of f16-rounded weights and activations summed in f32 in the tensor
 // core's order, the bias added last; activations are clamped to the f16 range (+-65504) when
 // stored. Q-values (qv) stay f32. Not bit-identical to the reference: a tolerance mode, like
@@ -846,29 +846,32 @@ fn mma_offset(w: u32) -> u32 {
   return MMH_OFF_9;
 }
 
-// Result tile c (rows 16 mt.., outputs 16 t..) through this subgroup's res_s slot into act_h or
-// qv; `keep` is false for a spare subgroup's repeated tile. Every invocation calls it (barriers).
-fn mma_out(c: MmC, mt: u32, t: u32, keep: bool, b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32, sg: u32) {
-  subgroupMatrixStore<row_major>(&res_s, sg * 256u, c, 16u);
+// Result tiles ca (outputs 16 ta..) and cb (16 tb..) of row tile mt through this subgroup's two
+// res_s slots into act_h or qv; keep_a / keep_b are false for a spare subgroup's repeated tile.
+// Every invocation calls it (barriers).
+fn mma_out(ca: MmC, cb: MmC, mt: u32, ta: u32, tb: u32, keep_a: bool, keep_b: bool, b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32, sg: u32) {
+  subgroupMatrixStore<row_major>(&res_s, sg * 512u, ca, 16u);
+  subgroupMatrixStore<row_major>(&res_s, sg * 512u + 256u, cb, 16u);
   workgroupBarrier();
-  if (keep) {
-    let n_out = b0.rows + b1.rows;
-    for (var e = lid % 32u; e < 256u; e += 32u) {
-      let r = mt * 16u + e / 16u;
-      let j = t * 16u + e % 16u;
-      if (j < n_out) {
-        let y = activate(res_s[sg * 256u + e] + layer_bias(b0, b1, j), kind);
-        if (to_q) {
-          qv[r * QW + out_col + j] = y;
-        } else {
-          act_h[r * ACT_W + out_col + j] = to_half(y);
-        }
+  let n_out = b0.rows + b1.rows;
+  for (var e = lid % 32u; e < 512u; e += 32u) {
+    let second = e >= 256u;
+    let r = mt * 16u + (e % 256u) / 16u;
+    let j = select(ta, tb, second) * 16u + e % 16u;
+    if (select(keep_a, keep_b, second) && j < n_out) {
+      let y = activate(res_s[sg * 512u + e] + layer_bias(b0, b1, j), kind);
+      if (to_q) {
+        qv[r * QW + out_col + j] = y;
+      } else {
+        act_h[r * ACT_W + out_col + j] = to_half(y);
       }
     }
   }
   workgroupBarrier();
 }
 
+// The weight tiles of the next 16 inputs are loaded before this step's multiplies (software
+// pipelining: the L2 latency of a load overlaps the previous tiles' math).
 fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32, sg: u32) {
   let n_out = b0.rows + b1.rows;
   let kp = (n_k + 15u) / 16u * 16u;
@@ -882,9 +885,15 @@ fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32
   var c01 = MmC();
   var c10 = MmC();
   var c11 = MmC();
+  var n0 = subgroupMatrixLoad<MmB, col_major>(&nets16, w0, kp);
+  var n1 = subgroupMatrixLoad<MmB, col_major>(&nets16, w1, kp);
   for (var k = 0u; k < kp; k += 16u) {
-    let b_0 = subgroupMatrixLoad<MmB, col_major>(&nets16, w0 + k, kp);
-    let b_1 = subgroupMatrixLoad<MmB, col_major>(&nets16, w1 + k, kp);
+    let b_0 = n0;
+    let b_1 = n1;
+    // The last step reloads its own tiles (in bounds, unused).
+    let kn = min(k + 16u, kp - 16u);
+    n0 = subgroupMatrixLoad<MmB, col_major>(&nets16, w0 + kn, kp);
+    n1 = subgroupMatrixLoad<MmB, col_major>(&nets16, w1 + kn, kp);
     let a0 = subgroupMatrixLoad<MmA, row_major>(&act_h, k, ACT_W);
     c00 = subgroupMatrixMultiplyAccumulate(a0, b_0, c00);
     c01 = subgroupMatrixMultiplyAccumulate(a0, b_1, c01);
@@ -895,11 +904,11 @@ fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32
     }
   }
   workgroupBarrier();
-  mma_out(c00, 0u, t0, 2u * sg < tiles, b0, b1, kind, to_q, out_col, lid, sg);
-  mma_out(c01, 0u, t1, 2u * sg + 1u < tiles, b0, b1, kind, to_q, out_col, lid, sg);
+  let keep0 = 2u * sg < tiles;
+  let keep1 = 2u * sg + 1u < tiles;
+  mma_out(c00, c01, 0u, t0, t1, keep0, keep1, b0, b1, kind, to_q, out_col, lid, sg);
   if (MT > 1) {
-    mma_out(c10, 1u, t0, 2u * sg < tiles, b0, b1, kind, to_q, out_col, lid, sg);
-    mma_out(c11, 1u, t1, 2u * sg + 1u < tiles, b0, b1, kind, to_q, out_col, lid, sg);
+    mma_out(c10, c11, 1u, t0, t1, keep0, keep1, b0, b1, kind, to_q, out_col, lid, sg);
   }
 }
 //!endif

@@ -143,10 +143,10 @@ export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
   const e = episodesPerGroup(o);
   const head = o.head;
   // The engine's activation array, plus the other engine's one-element array (a vec4 or a f32);
-  // engine 4: f16 activations and a 16 x 16 f32 result tile per subgroup.
+  // engine 4: f16 activations and two 16 x 16 f32 result tiles per subgroup.
   const mma = c.ENGINE === MMA_ENGINE;
   const floats =
-    (mma ? (c.ROWS * c.ACT_W) / 2 + (MMA_THREADS / 32) * 256 : c.ROWS * c.ACT_W) +
+    (mma ? (c.ROWS * c.ACT_W) / 2 + (MMA_THREADS / 32) * 512 : c.ROWS * c.ACT_W) +
     (mma ? 0 : isQuadEngine(c.ENGINE) ? 1 : 4) +
     wsFloats(c.ENGINE, c.KT, c.WS_OUT) +
     c.ROWS * c.QW +
