@@ -870,8 +870,9 @@ fn mma_out(ca: MmC, cb: MmC, mt: u32, ta: u32, tb: u32, keep_a: bool, keep_b: bo
   workgroupBarrier();
 }
 
-// The weight tiles of the next 16 inputs are loaded before this step's multiplies (software
-// pipelining: the L2 latency of a load overlaps the previous tiles' math).
+// MMA_PIPE 1 (default): the weight tiles of the next 16 inputs are loaded before this step's
+// multiplies (software pipelining: the L2 latency of a load overlaps the current tiles' math);
+// 0: each step loads its own tiles.
 fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32, sg: u32) {
   let n_out = b0.rows + b1.rows;
   let kp = (n_k + 15u) / 16u * 16u;
@@ -888,12 +889,17 @@ fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32
   var n0 = subgroupMatrixLoad<MmB, col_major>(&nets16, w0, kp);
   var n1 = subgroupMatrixLoad<MmB, col_major>(&nets16, w1, kp);
   for (var k = 0u; k < kp; k += 16u) {
-    let b_0 = n0;
-    let b_1 = n1;
-    // The last step reloads its own tiles (in bounds, unused).
-    let kn = min(k + 16u, kp - 16u);
-    n0 = subgroupMatrixLoad<MmB, col_major>(&nets16, w0 + kn, kp);
-    n1 = subgroupMatrixLoad<MmB, col_major>(&nets16, w1 + kn, kp);
+    var b_0 = n0;
+    var b_1 = n1;
+    if (MMA_PIPE == 1) {
+      // The last step reloads its own tiles (in bounds, unused).
+      let kn = min(k + 16u, kp - 16u);
+      n0 = subgroupMatrixLoad<MmB, col_major>(&nets16, w0 + kn, kp);
+      n1 = subgroupMatrixLoad<MmB, col_major>(&nets16, w1 + kn, kp);
+    } else {
+      b_0 = subgroupMatrixLoad<MmB, col_major>(&nets16, w0 + k, kp);
+      b_1 = subgroupMatrixLoad<MmB, col_major>(&nets16, w1 + k, kp);
+    }
     let a0 = subgroupMatrixLoad<MmA, row_major>(&act_h, k, ACT_W);
     c00 = subgroupMatrixMultiplyAccumulate(a0, b_0, c00);
     c01 = subgroupMatrixMultiplyAccumulate(a0, b_1, c01);

@@ -116,6 +116,8 @@ export interface CollectBenchOptions {
    * constant SKIP_NETS = 1: what the simulator, outputs and barriers alone cost per step).
    */
   build?: 'splitk' | 'env-only';
+  /** Extra kernel constants merged over the ones the options imply (bench collect --constants). */
+  constants?: Record<string, number>;
 }
 
 export interface CollectBenchResult {
@@ -133,6 +135,8 @@ export interface CollectBenchResult {
   clusterPull?: boolean;
   /** CollectBenchOptions.build, when set. */
   build?: 'splitk' | 'env-only';
+  /** CollectBenchOptions.constants, when set. */
+  constants?: Record<string, number>;
   /** The tile engine's threads across outputs and weight slice (WGSL). */
   tj: number;
   kt: number;
@@ -171,6 +175,7 @@ export async function benchCollect(o: CollectBenchOptions): Promise<CollectBench
           : o.clusterPull
             ? { CLUSTER_PULL: 1 }
             : undefined;
+  const constants = o.constants ? { ...kernelConstants, ...o.constants } : kernelConstants;
   const init = {
     backend: o.backend,
     market: o.market,
@@ -180,7 +185,7 @@ export async function benchCollect(o: CollectBenchOptions): Promise<CollectBench
     variant: o.variant,
     cluster: o.cluster,
     tile: precision === 'f16' ? { ...o.tile, engine: MMA_ENGINE } : o.tile,
-    constants: kernelConstants,
+    constants,
   };
   const seed = cfg.train.seed;
   const curiosity = initParams(curiosityLayout(), NetId.Curiosity, seed);
@@ -229,6 +234,7 @@ export async function benchCollect(o: CollectBenchOptions): Promise<CollectBench
         ? { cluster: collector.options.cluster, clusterPull: o.clusterPull === true }
         : {}),
       ...(o.build ? { build: o.build } : {}),
+      ...(o.constants ? { constants: o.constants } : {}),
       tj: shape.tj,
       kt: shape.kt,
       engine: o.backend.kind === 'webgpu' ? (shape.engine ?? 0) : 0,

@@ -329,7 +329,7 @@ export function collectDqnSpec(o: CollectDqnOptions): KernelSpec {
       ...netConstants('NET_C', c, 2 * q.size),
       ...outputConstants(DQN_OUTPUT),
       ...dynamic,
-      ...(mma ? halfConstants() : {}),
+      ...(mma ? { MMA_PIPE: 1, ...halfConstants() } : {}),
     },
   };
 }

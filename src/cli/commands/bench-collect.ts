@@ -24,7 +24,7 @@ const usage = `usage: foxhunt bench collect --algo dqn|c51|iqn|ppo [--backend au
                              [--precision exact|tf32|f16|both] [--engine auto|0|1|2|both|all|E,E...]
                              [--tile E] [--threads T]
                              [--cluster C] [--exchange push|pull|both] [--splitk] [--env-only]
-                             [--repeats R] [--seed S] [--json]
+                             [--constants JSON] [--repeats R] [--seed S] [--json]
 
 Times one launch of collect_dqn (online + target dueling nets; --algo c51 / iqn for those heads)
 or collect_ppo (actor + critic) over N episodes x L steps on the built-in synthetic market, for
@@ -67,6 +67,9 @@ per episode are measured in the same run (--variant both, the default for dqn an
   --env-only        cuda, dqn: also time the tiled kernel with its layer phases skipped (bench-only
                     constant SKIP_NETS = 1; row tiled-env-only, same tile as the tiled row): what
                     the simulator, the outputs and the barriers alone cost per step
+  --constants JSON  extra kernel constants merged into the tiled kernel's spec, for timing a
+                    build variant (e.g. '{"MMA_PIPE":0}': the tensor-core engine without its
+                    weight prefetch); constants a kernel does not use are ignored
   --repeats R       timed launches per setting after one warm-up (default 5)
   --seed S          run seed (market, networks)
   --json            one JSON object on stdout instead of the table`;
@@ -92,7 +95,13 @@ const si = (x: number, unit: string) => {
 const label = (r: CollectBenchResult) =>
   r.build
     ? `${r.variant}-${r.build}`
-    : `${r.variant}${r.precision === 'tf32' ? '-tf32' : r.precision === 'f16' ? '-f16' : ''}${r.engine === 1 ? '-quad' : r.engine === 2 ? '-quad2' : r.engine === 3 ? '-lat' : ''}${r.clusterPull ? '-pull' : ''}`;
+    : `${r.variant}${r.precision === 'tf32' ? '-tf32' : r.precision === 'f16' ? '-f16' : ''}${r.engine === 1 ? '-quad' : r.engine === 2 ? '-quad2' : r.engine === 3 ? '-lat' : ''}${r.clusterPull ? '-pull' : ''}${
+        r.constants
+          ? Object.entries(r.constants)
+              .map(([k, v]) => ` ${k}=${v}`)
+              .join('')
+          : ''
+      }`;
 
 function table(results: CollectBenchResult[], ceiling: CeilingResult | null): string[] {
   const rows = [
@@ -168,6 +177,7 @@ async function run(args: string[]): Promise<number> {
       tile: { type: 'string' },
       threads: { type: 'string' },
       repeats: { type: 'string' },
+      constants: { type: 'string' },
       seed: { type: 'string' },
       json: { type: 'boolean', default: false },
       splitk: { type: 'boolean', default: false },
@@ -207,6 +217,20 @@ async function run(args: string[]): Promise<number> {
   if (values.tile !== undefined) tile.tileEpisodes = intFlag(values.tile as string, 'tile', 1, 1);
   if (values.threads !== undefined) tile.threads = intFlag(values.threads as string, 'threads', 256, 32);
   const repeats = intFlag(values.repeats as string | undefined, 'repeats', 5, 1);
+  let extraConstants: Record<string, number> | undefined;
+  if (values.constants !== undefined) {
+    try {
+      extraConstants = JSON.parse(values.constants as string);
+    } catch {
+      throw new UserError(`--constants must be a JSON object of numbers, got ${values.constants}`);
+    }
+    if (
+      typeof extraConstants !== 'object' ||
+      extraConstants === null ||
+      Object.values(extraConstants).some((v) => typeof v !== 'number' || !Number.isFinite(v))
+    )
+      throw new UserError(`--constants must be a JSON object of numbers, got ${values.constants}`);
+  }
   const seed = intFlag(values.seed as string | undefined, 'seed', 1, 0);
 
   const precisionArg = values.precision as string | undefined;
@@ -336,6 +360,7 @@ async function run(args: string[]): Promise<number> {
           repeats,
           tile: build === 'splitk' ? splitkTile(n, tile) : engine === undefined ? tile : { ...tile, engine },
           build,
+          constants: variant === 'tiled' ? extraConstants : undefined,
         });
         results.push(r);
         if (!values.json)
