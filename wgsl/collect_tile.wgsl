@@ -98,12 +98,18 @@ var<workgroup> ws_s: array<f32, select(1, WS_OUT * (KT + 1), ENGINE == 3)>;
 //!endif
 //!if ENGINE == 4
 // Engine 4: f16 activations (rows of ACT_W halves, a multiple of 8 so every tile row starts on
-// 16 bytes) and two 16 x 16 f32 result tiles per subgroup for the epilogue.
+// 16 bytes). Its epilogue scratch (RES_SLOTS 16 x 16 f32 result tiles per subgroup) shares qv's
+// memory: Q-values live from a heads op to the action / TD op after it, with no other layer in
+// between, and a heads op stores its tiles straight into qv (16 spare rows past ROWS take the
+// repeated tiles of subgroups without one of their own).
 const NSG = WG_X / 32;
 var<workgroup> act_h: array<f16, ROWS * ACT_W>;
-var<workgroup> res_s: array<f32, NSG * 512>;
+const QV_LEN = max((ROWS + 16) * QW, NSG * 256 * RES_SLOTS);
 //!endif
-var<workgroup> qv: array<f32, ROWS * QW>;
+//!if ENGINE != 4
+const QV_LEN = ROWS * QW;
+//!endif
+var<workgroup> qv: array<f32, QV_LEN>;
 
 struct Block {
   // Offsets of the weight [rows, k_len] and bias [rows] in nets.
@@ -819,7 +825,8 @@ fn dense_quad2(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bo
 // last tile and drop it) for all MT row tiles: per 16 inputs it loads its 2 weight tiles from
 // nets16 (column-major: W is [out, in]) and MT activation tiles from act_h, and issues 2 MT
 // multiply-accumulates. After a barrier (every subgroup has read the input) each row tile's two
-// result tiles go through res_s: bias, activation, then f16 into act_h (in place) or f32 into qv.
+// result tiles go through the subgroup's scratch: bias, activation, then f16 into act_h (in
+// place); a heads op stores its f32 tiles into qv directly and adds the bias there.
 // Numerics: the products of f16-rounded weights and activations summed in f32 in the tensor
 // core's order, the bias added last; activations are clamped to the f16 range (+-65504) when
 // stored. Q-values (qv) stay f32. Not bit-identical to the reference: a tolerance mode, like
@@ -846,33 +853,46 @@ fn mma_offset(w: u32) -> u32 {
   return MMH_OFF_9;
 }
 
-// Result tiles ca (outputs 16 ta..) and cb (16 tb..) of row tile mt through this subgroup's two
-// res_s slots into act_h or qv; keep_a / keep_b are false for a spare subgroup's repeated tile.
-// Every invocation calls it (barriers).
-fn mma_out(ca: MmC, cb: MmC, mt: u32, ta: u32, tb: u32, keep_a: bool, keep_b: bool, b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32, sg: u32) {
-  subgroupMatrixStore<row_major>(&res_s, sg * 512u, ca, 16u);
-  subgroupMatrixStore<row_major>(&res_s, sg * 512u + 256u, cb, 16u);
+// Result tiles ca (outputs 16 ta..) and, with RES_SLOTS 2, cb (16 tb..) of row tile mt through
+// this subgroup's scratch slots (in qv) into act_h; keep_a / keep_b are false for a spare
+// subgroup's repeated tile. Every invocation calls it (barriers).
+fn mma_out(ca: MmC, cb: MmC, mt: u32, ta: u32, tb: u32, keep_a: bool, keep_b: bool, b0: Block, b1: Block, kind: u32, out_col: u32, lid: u32, sg: u32) {
+  let slot = sg * 256u * RES_SLOTS;
+  subgroupMatrixStore<row_major>(&qv, slot, ca, 16u);
+  if (RES_SLOTS > 1) {
+    subgroupMatrixStore<row_major>(&qv, slot + 256u, cb, 16u);
+  }
   workgroupBarrier();
   let n_out = b0.rows + b1.rows;
-  for (var e = lid % 32u; e < 512u; e += 32u) {
+  for (var e = lid % 32u; e < 256u * RES_SLOTS; e += 32u) {
     let second = e >= 256u;
     let r = mt * 16u + (e % 256u) / 16u;
     let j = select(ta, tb, second) * 16u + e % 16u;
     if (select(keep_a, keep_b, second) && j < n_out) {
-      let y = activate(res_s[sg * 512u + e] + layer_bias(b0, b1, j), kind);
-      if (to_q) {
-        qv[r * QW + out_col + j] = y;
-      } else {
-        act_h[r * ACT_W + out_col + j] = to_half(y);
-      }
+      act_h[r * ACT_W + out_col + j] = to_half(activate(qv[slot + e] + layer_bias(b0, b1, j), kind));
     }
   }
   workgroupBarrier();
 }
 
-// MMA_PIPE 1 (default): the weight tiles of the next 16 inputs are loaded before this step's
-// multiplies (software pipelining: the L2 latency of a load overlaps the current tiles' math);
-// 0: each step loads its own tiles.
+// Row tile mt's two result tiles into act_h (one round with RES_SLOTS 2, else two).
+fn mma_rows(ca: MmC, cb: MmC, mt: u32, ta: u32, tb: u32, keep_a: bool, keep_b: bool, b0: Block, b1: Block, kind: u32, out_col: u32, lid: u32, sg: u32) {
+  mma_out(ca, cb, mt, ta, tb, keep_a, keep_b, b0, b1, kind, out_col, lid, sg);
+  if (RES_SLOTS == 1) {
+    mma_out(cb, cb, mt, tb, tb, keep_b, keep_b, b0, b1, kind, out_col, lid, sg);
+  }
+}
+
+// A heads op's tile c (rows 16 mt.., outputs 16 t..) straight into qv (row stride QW); a spare
+// subgroup's repeated tile goes to the spare rows past ROWS.
+fn mma_q(c: MmC, mt: u32, t: u32, keep: bool) {
+  let at = select(ROWS * QW, mt * 16u * QW + t * 16u, keep);
+  subgroupMatrixStore<row_major>(&qv, at, c, QW);
+}
+
+// MMA_PIPE 1: the weight tiles of the next 16 inputs are loaded before this step's multiplies
+// (software pipelining); 0 (the default: faster on the H200): each step loads its own tiles.
+// Accumulators: 2 output tiles x MT row tiles (MT <= 3).
 fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32, sg: u32) {
   let n_out = b0.rows + b1.rows;
   let kp = (n_k + 15u) / 16u * 16u;
@@ -886,6 +906,8 @@ fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32
   var c01 = MmC();
   var c10 = MmC();
   var c11 = MmC();
+  var c20 = MmC();
+  var c21 = MmC();
   var n0 = subgroupMatrixLoad<MmB, col_major>(&nets16, w0, kp);
   var n1 = subgroupMatrixLoad<MmB, col_major>(&nets16, w1, kp);
   for (var k = 0u; k < kp; k += 16u) {
@@ -908,13 +930,41 @@ fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32
       c10 = subgroupMatrixMultiplyAccumulate(a1, b_0, c10);
       c11 = subgroupMatrixMultiplyAccumulate(a1, b_1, c11);
     }
+    if (MT > 2) {
+      let a2 = subgroupMatrixLoad<MmA, row_major>(&act_h, 32u * ACT_W + k, ACT_W);
+      c20 = subgroupMatrixMultiplyAccumulate(a2, b_0, c20);
+      c21 = subgroupMatrixMultiplyAccumulate(a2, b_1, c21);
+    }
   }
   workgroupBarrier();
   let keep0 = 2u * sg < tiles;
   let keep1 = 2u * sg + 1u < tiles;
-  mma_out(c00, c01, 0u, t0, t1, keep0, keep1, b0, b1, kind, to_q, out_col, lid, sg);
+  if (to_q) {
+    // Heads: f32 Q-values straight into qv, then the bias (no activation: ACT_NONE).
+    mma_q(c00, 0u, t0, keep0);
+    mma_q(c01, 0u, t1, keep1);
+    if (MT > 1) {
+      mma_q(c10, 1u, t0, keep0);
+      mma_q(c11, 1u, t1, keep1);
+    }
+    if (MT > 2) {
+      mma_q(c20, 2u, t0, keep0);
+      mma_q(c21, 2u, t1, keep1);
+    }
+    workgroupBarrier();
+    for (var e = lid; e < ROWS * n_out; e += WG_X) {
+      let r = e / n_out;
+      let j = e % n_out;
+      qv[r * QW + out_col + j] = activate(qv[r * QW + out_col + j] + layer_bias(b0, b1, j), kind);
+    }
+    return;
+  }
+  mma_rows(c00, c01, 0u, t0, t1, keep0, keep1, b0, b1, kind, out_col, lid, sg);
   if (MT > 1) {
-    mma_out(c10, c11, 1u, t0, t1, keep0, keep1, b0, b1, kind, to_q, out_col, lid, sg);
+    mma_rows(c10, c11, 1u, t0, t1, keep0, keep1, b0, b1, kind, out_col, lid, sg);
+  }
+  if (MT > 2) {
+    mma_rows(c20, c21, 2u, t0, t1, keep0, keep1, b0, b1, kind, out_col, lid, sg);
   }
 }
 //!endif

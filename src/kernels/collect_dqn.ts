@@ -143,13 +143,15 @@ export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
   const e = episodesPerGroup(o);
   const head = o.head;
   // The engine's activation array, plus the other engine's one-element array (a vec4 or a f32);
-  // engine 4: f16 activations and two 16 x 16 f32 result tiles per subgroup.
+  // engine 4: f16 activations.
+  // Engine 4's qv also holds 16 spare rows and its epilogue scratch (collect_tile.wgsl QV_LEN).
   const mma = c.ENGINE === MMA_ENGINE;
+  const qv = mma ? Math.max((c.ROWS + 16) * c.QW, (MMA_THREADS / 32) * 256 * c.RES_SLOTS) : c.ROWS * c.QW;
   const floats =
-    (mma ? (c.ROWS * c.ACT_W) / 2 + (MMA_THREADS / 32) * 512 : c.ROWS * c.ACT_W) +
+    (mma ? (c.ROWS * c.ACT_W) / 2 : c.ROWS * c.ACT_W) +
     (mma ? 0 : isQuadEngine(c.ENGINE) ? 1 : 4) +
     wsFloats(c.ENGINE, c.KT, c.WS_OUT) +
-    c.ROWS * c.QW +
+    qv +
     e * 7 +
     (head !== 'plain' ? e * 48 : 1) +
     (head === 'iqn' ? e * 256 + e * o.actTaus : 2) +
@@ -329,7 +331,7 @@ export function collectDqnSpec(o: CollectDqnOptions): KernelSpec {
       ...netConstants('NET_C', c, 2 * q.size),
       ...outputConstants(DQN_OUTPUT),
       ...dynamic,
-      ...(mma ? { MMA_PIPE: 1, ...halfConstants() } : {}),
+      ...(mma ? { MMA_PIPE: 0, ...halfConstants() } : {}),
     },
   };
 }

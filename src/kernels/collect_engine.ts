@@ -24,8 +24,14 @@ export const MMA_ENGINE = 4;
 /** Rows of one subgroup-matrix tile: engine 4 pads a tile's rows to a multiple of it. */
 export const MMA_TILE = 16;
 
-/** Row tiles engine 4 is written for (its accumulators: 2 output tiles x MT row tiles). */
-export const MMA_MAX_ROW_TILES = 2;
+/**
+ * Row tiles engine 4 is written for (its accumulators: 2 output tiles x MT row tiles); 48 rows
+ * with two scratch tiles per subgroup fit 48 KiB of workgroup memory (64 rows would not).
+ */
+export const MMA_MAX_ROW_TILES = 3;
+
+/** Scratch result tiles per subgroup of engine 4's epilogue (one round per row tile). */
+export const MMA_RES_SLOTS = 2;
 
 /** Threads engine 4 runs: 8 subgroups of 32, two 16-output tiles each, cover a 256-wide layer. */
 export const MMA_THREADS = 256;
@@ -69,14 +75,14 @@ export function tileEngineConstants(
   threads: number,
   tj: number,
   width: number,
-): { ROWS: number; ENGINE: number; MQ: number; MT?: number } {
+): { ROWS: number; ENGINE: number; MQ: number; MT?: number; RES_SLOTS?: number } {
   if (engine === MMA_ENGINE) {
     const mt = Math.ceil(rows / MMA_TILE);
     if (mt > MMA_MAX_ROW_TILES)
       throw new Error(
         `tile engine 4 holds at most ${MMA_MAX_ROW_TILES * MMA_TILE} rows per workgroup, this tile has ${rows}; use fewer episodes per workgroup`,
       );
-    return { ROWS: mt * MMA_TILE, ENGINE: engine, MQ: QUAD_MQ, MT: mt };
+    return { ROWS: mt * MMA_TILE, ENGINE: engine, MQ: QUAD_MQ, MT: mt, RES_SLOTS: MMA_RES_SLOTS };
   }
   const groups = isQuadEngine(engine) ? threads / (width / (4 * QUAD_MQ)) : threads / tj;
   const perThread = Math.ceil(rows / groups);

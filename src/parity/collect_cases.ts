@@ -443,7 +443,7 @@ export const HALF_RTOL = 2e-2;
 
 /**
  * The tensor-core engine (4) against the reference, `n` episodes at `tileEpisodes` per
- * workgroup (16 rows: one row tile; more: two). Epsilon 1 in both launches: every action is the
+ * workgroup (up to 16: one row tile; 32: two; 48: three). Epsilon 1 in both launches: every action is the
  * Philox draw, so trajectories cannot fork where f16 Q-values reorder near-ties, and actions,
  * dones, truncations, states and the episode state must match as in f32; the Q-derived floats
  * (TD errors) and the curiosity bonus inside rewards and components within HALF_ATOL + HALF_RTOL.
@@ -529,6 +529,7 @@ export function collectParityCases(): ParityCase[] {
     ppoCase('tiled', LAT),
     dqnHalfCase(N, 4),
     dqnHalfCase(40, 32),
+    dqnHalfCase(40, 48),
     dqnCase('dqn', 'seed'),
     dqnCase('dqn', 'cluster'),
     ppoCase('seed'),

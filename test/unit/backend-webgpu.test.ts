@@ -42,7 +42,8 @@ describe('WebGPU backend (Dawn on lavapipe)', () => {
   afterEach(() => backend.destroy());
 
   it("requests the adapter's real limits and its optional features", async () => {
-    const adapter = (await create(DAWN_NODE_FLAGS).requestAdapter({ powerPreference: 'high-performance' }))!;
+    const gpu = create(DAWN_NODE_FLAGS);
+    const adapter = (await gpu.requestAdapter({ powerPreference: 'high-performance' }))!;
     for (const key of [
       'maxBufferSize',
       'maxStorageBufferBindingSize',

@@ -180,15 +180,17 @@ describe('collect_dqn tensor-core engine (4): plan and refusal', () => {
     tauRows: 1,
     engine: 4,
   };
-  it('pads rows to 16-row tiles (at most two), binds nets16 as f16 and fits 48 KiB at 32 episodes', () => {
+  it('pads rows to 16-row tiles (at most three), binds nets16 as f16 and fits 48 KiB at 48 episodes', () => {
     const one = collectDqnSpec({ ...base, tileEpisodes: 4 });
     expect(one.constants).toMatchObject({ ENGINE: 4, ROWS: 16, MT: 1, ACT_W: 264 });
     const two = collectDqnSpec({ ...base, tileEpisodes: 32 });
     expect(two.constants).toMatchObject({ ROWS: 32, MT: 2 });
     expect(two.bindings[10]).toEqual({ name: 'nets16', type: 'u32', access: 'read', wgslType: 'f16' });
     expect(two.wgslDirectives?.[0]).toBe('enable f16;');
-    expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 32 })).toBeLessThanOrEqual(48 * 1024);
-    expect(() => collectDqnSpec({ ...base, tileEpisodes: 33 })).toThrow(/at most 32 rows/);
+    expect(two.constants).toMatchObject({ RES_SLOTS: 2, MMA_PIPE: 0 });
+    expect(collectDqnSpec({ ...base, tileEpisodes: 48 }).constants).toMatchObject({ ROWS: 48, MT: 3 });
+    expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 48 })).toBeLessThanOrEqual(48 * 1024);
+    expect(() => collectDqnSpec({ ...base, tileEpisodes: 49 })).toThrow(/at most 48 rows/);
     expect(() => collectDqnSpec({ ...base, tileEpisodes: 8, threads: 128 })).toThrow(/runs 256 threads/);
     expect(() => collectDqnSpec({ ...base, head: 'c51', tileEpisodes: 8 })).toThrow(/plain head only/);
   });

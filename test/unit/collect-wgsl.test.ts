@@ -6,19 +6,23 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KernelSpec } from '../../src/backend/types.js';
-import { withoutBlocks, wgslPreamble } from '../../src/backend/webgpu/preamble.js';
+import { wgslPreamble, withoutBlocks } from '../../src/backend/webgpu/preamble.js';
 import { type CollectDqnOptions, collectDqnSpec } from '../../src/kernels/collect_dqn.js';
 import { type CollectPpoOptions, collectPpoSpec } from '../../src/kernels/collect_ppo.js';
 import { wgslSources } from '../../src/kernels/sources.generated.js';
 
 let device: GPUDevice | undefined;
+let gpu: GPU | undefined;
 let unavailable = '';
 
 beforeAll(async () => {
   try {
     const { create, globals } = await import('webgpu');
     Object.assign(globalThis, globals);
-    const adapter = await create([]).requestAdapter();
+    // The instance is kept: Dawn aborts (std::system_error in its threads) when a GPU instance
+    // is garbage-collected while its device compiles.
+    gpu = create([]);
+    const adapter = await gpu.requestAdapter();
     if (!adapter) throw new Error('no WebGPU adapter');
     device = await adapter.requestDevice();
   } catch (err) {

@@ -99,7 +99,7 @@ describe('collection modules', () => {
       1: ['fn dense_quad(', 'var<workgroup> act_v', 'fn wsq_index(', 'fn load_slice_quad('],
       2: ['fn dense_quad2(', 'var<workgroup> act_v', 'fn wsq_index(', 'fn quad_weights('],
       3: ['fn dense_lat(', 'var<workgroup> act_s', 'var<workgroup> ws_s', 'fn load_slice_s('],
-      4: ['fn dense_mma(', 'var<workgroup> act_h', 'var<workgroup> res_s', 'subgroupMatrixLoad'],
+      4: ['fn dense_mma(', 'var<workgroup> act_h', 'fn mma_q(', 'subgroupMatrixLoad'],
     };
     for (const engine of [0, 1, 2, 3, 4]) {
       const m = module(engine);
