@@ -29,7 +29,13 @@ import {
   dqnWorkgroupBytes,
   HeadCode,
 } from '../kernels/collect_dqn.js';
-import { MMA_ENGINE, QUAD_MQ, QUAD2_MAX_ROWS, sliceCandidates } from '../kernels/collect_engine.js';
+import {
+  MMA_ENGINE,
+  MMA_MAX_ROW_TILES,
+  QUAD_MQ,
+  QUAD2_MAX_ROWS,
+  sliceCandidates,
+} from '../kernels/collect_engine.js';
 import { type HalfNetsLayout, halfNetsLayout, halfTable, packHalfDispatch } from '../kernels/collect_half.js';
 import { envUniforms, type OutputLayout, outputBytes, sectionViews } from '../kernels/collect_layout.js';
 import {
@@ -72,6 +78,9 @@ export interface TileShape {
  * which spreads single outputs over every thread.
  */
 export const QUAD_ENGINE_MIN_ROWS = 16;
+
+/** N from which the tensor-core engine (4) takes its widest tile, 48 episodes per workgroup. */
+export const MMA_WIDE_FROM = 32768;
 
 export interface DeviceCollectorInit {
   backend: Backend;
@@ -194,7 +203,13 @@ export function chooseTile(
     override.threads ?? CUDA_TF32_WIDE_THREADS,
     algo === 'iqn' ? 2 : cudaWide ? 2 * staticMax : staticMax,
   );
-  const first = override.tileEpisodes ?? Math.min(maxE, pow2floor(n / 128));
+  // The tensor-core engine (4) takes 48 episodes (three 16-row tiles) at large N: H200,
+  // N = 65,536: 33.2M env-steps/s against 27.1M at 32; at N = 8,192 the 171 workgroups of 48
+  // leave SMs idle (22.8M against 26.8M at 32), so 32 below MMA_WIDE_FROM.
+  const mma = override.engine === MMA_ENGINE;
+  const first =
+    override.tileEpisodes ??
+    (mma && n >= MMA_WIDE_FROM ? MMA_MAX_ROW_TILES * 16 : Math.min(maxE, pow2floor(n / 128)));
   for (let e = first; e >= 1; e = override.tileEpisodes === undefined ? e / 2 : 0) {
     const threads =
       override.threads ?? (cuda && tf32 && e >= cudaTf32WideFrom(algo) ? CUDA_TF32_WIDE_THREADS : 256);

@@ -2,7 +2,12 @@ import { describe, expect, it, vi } from 'vitest';
 import { createCpuBackend } from '../../src/backend/cpu/index.js';
 import type { Backend } from '../../src/backend/types.js';
 import { main } from '../../src/cli/main.js';
-import { chooseTile, DqnDeviceCollector, PpoDeviceCollector } from '../../src/collect/device.js';
+import {
+  chooseTile,
+  DqnDeviceCollector,
+  MMA_WIDE_FROM,
+  PpoDeviceCollector,
+} from '../../src/collect/device.js';
 import { collectFlopsPerStep, stepsThatFit } from '../../src/collect/device_bench.js';
 import { collectDqn, type DqnNets } from '../../src/collect/dqn.js';
 import { collectPpo } from '../../src/collect/ppo.js';
@@ -168,6 +173,11 @@ describe('tile shapes', () => {
     // Fewer episodes per workgroup leave more threads per episode across the layer's outputs.
     expect(chooseTile('dqn', 128, big, 32).tj).toBe(256);
     expect(chooseTile('dqn', 65536, big, 32).tj).toBe(32);
+    // The tensor-core engine: 48 episodes (three 16-row tiles) from MMA_WIDE_FROM, 32 below.
+    expect(chooseTile('dqn', 65536, big, 32, { engine: 4 }).tileEpisodes).toBe(48);
+    expect(chooseTile('dqn', MMA_WIDE_FROM, big, 32, { engine: 4 }).tileEpisodes).toBe(48);
+    expect(chooseTile('dqn', 8192, big, 32, { engine: 4 }).tileEpisodes).toBe(32);
+    expect(chooseTile('dqn', 128, big, 32, { engine: 4 }).tileEpisodes).toBe(1);
   });
 
   it('the chosen shapes fit the workgroup memory they were chosen for', () => {
