@@ -11,7 +11,9 @@ Object.assign(globalThis, webgpu.globals);
 const gpu = webgpu.create(['enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia']);
 const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
 console.log('wgslLanguageFeatures:', [...(gpu.wgslLanguageFeatures ?? [])].join(' '));
-const want = ['chromium-experimental-subgroup-matrix', 'subgroups', 'shader-f16'].filter((f) => adapter.features.has(f));
+const want = ['chromium-experimental-subgroup-matrix', 'subgroups', 'shader-f16'].filter((f) =>
+  adapter.features.has(f),
+);
 const device = await adapter.requestDevice({ requiredFeatures: want });
 const body = (id, load, store) => `
 alias A = subgroup_matrix_left<f16, 16, 16>;
@@ -33,28 +35,42 @@ fn main(${id.param}) {
   o[sg] = r[sg * 256u];
 }`;
 const oldLoad = (T, p, off, cm, st) => `subgroupMatrixLoad<${T}>(${p}, ${off}, ${cm}, ${st})`;
-const newLoad = (T, p, off, cm, st) => `subgroupMatrixLoad<${T}, ${cm === 'true' ? 'col_major' : 'row_major'}>(${p}, ${off}, ${st})`;
+const newLoad = (T, p, off, cm, st) =>
+  `subgroupMatrixLoad<${T}, ${cm === 'true' ? 'col_major' : 'row_major'}>(${p}, ${off}, ${st})`;
 const oldStore = (p, off, v, cm, st) => `subgroupMatrixStore(${p}, ${off}, ${v}, ${cm}, ${st})`;
-const newStore = (p, off, v, cm, st) => `subgroupMatrixStore<${cm === 'true' ? 'col_major' : 'row_major'}>(${p}, ${off}, ${v}, ${st})`;
+const newStore = (p, off, v, cm, st) =>
+  `subgroupMatrixStore<${cm === 'true' ? 'col_major' : 'row_major'}>(${p}, ${off}, ${v}, ${st})`;
 const ids = {
   lid: { param: '@builtin(local_invocation_index) lid: u32', expr: 'lid / 32u' },
   subgroup_id: { param: '@builtin(subgroup_id) sid: u32', expr: 'sid' },
-  broadcastFirst: { param: '@builtin(local_invocation_index) lid: u32', expr: 'subgroupBroadcastFirst(lid / 32u)' },
+  broadcastFirst: {
+    param: '@builtin(local_invocation_index) lid: u32',
+    expr: 'subgroupBroadcastFirst(lid / 32u)',
+  },
 };
 const heads = {
   plain: 'enable f16;\nenable chromium_experimental_subgroup_matrix;\n',
   subgroups: 'enable f16;\nenable subgroups;\nenable chromium_experimental_subgroup_matrix;\n',
-  diagOff: 'enable f16;\nenable subgroups;\nenable chromium_experimental_subgroup_matrix;\ndiagnostic(off, chromium_experimental.subgroup_matrix_uniformity);\ndiagnostic(off, subgroup_uniformity);\n',
-  requires: 'enable f16;\nenable subgroups;\nenable chromium_experimental_subgroup_matrix;\nrequires subgroup_uniformity;\n',
+  diagOff:
+    'enable f16;\nenable subgroups;\nenable chromium_experimental_subgroup_matrix;\ndiagnostic(off, chromium_experimental.subgroup_matrix_uniformity);\ndiagnostic(off, subgroup_uniformity);\n',
+  requires:
+    'enable f16;\nenable subgroups;\nenable chromium_experimental_subgroup_matrix;\nrequires subgroup_uniformity;\n',
 };
 for (const [hn, head] of Object.entries(heads))
   for (const [idn, id] of Object.entries(ids))
-    for (const [sn, [load, store]] of Object.entries({ old: [oldLoad, oldStore], new: [newLoad, newStore] })) {
+    for (const [sn, [load, store]] of Object.entries({
+      old: [oldLoad, oldStore],
+      new: [newLoad, newStore],
+    })) {
       const code = head + body(id, load, store);
       const m = device.createShaderModule({ code });
       const info = await m.getCompilationInfo();
-      const errs = info.messages.filter((x) => x.type === 'error').map((x) => `${x.lineNum}:${x.message.split('\n')[0]}`);
+      const errs = info.messages
+        .filter((x) => x.type === 'error')
+        .map((x) => `${x.lineNum}:${x.message.split('\n')[0]}`);
       const warns = info.messages.filter((x) => x.type === 'warning').length;
-      console.log(`${hn} ${idn} ${sn}: ${errs.length ? `ERR ${errs.join(' | ').slice(0, 300)}` : 'ok'} (${warns} warnings)`);
+      console.log(
+        `${hn} ${idn} ${sn}: ${errs.length ? `ERR ${errs.join(' | ').slice(0, 300)}` : 'ok'} (${warns} warnings)`,
+      );
     }
 process.exit(0);
