@@ -146,7 +146,13 @@ export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
   // engine 4: f16 activations.
   // Engine 4's qv also holds 16 spare rows and its epilogue scratch (collect_tile.wgsl QV_LEN).
   const mma = c.ENGINE === MMA_ENGINE;
-  const qv = mma ? Math.max((c.ROWS + 16) * c.QW, (MMA_THREADS / 32) * 256 * c.RES_SLOTS) : c.ROWS * c.QW;
+  // With the K split (512 threads) the scratch is its own array (res_k, 16 subgroups x 2 tiles).
+  const ksplit = mma && o.threads === 2 * MMA_THREADS;
+  const qv = !mma
+    ? c.ROWS * c.QW
+    : ksplit
+      ? c.ROWS * c.QW + (o.threads / 32) * 512
+      : Math.max((c.ROWS + 16) * c.QW, (MMA_THREADS / 32) * 256 * c.RES_SLOTS);
   const floats =
     (mma ? (c.ROWS * c.ACT_W) / 2 : c.ROWS * c.ACT_W) +
     (mma ? 0 : isQuadEngine(c.ENGINE) ? 1 : 4) +

@@ -78,6 +78,10 @@ export function tileEngineConstants(
 ): { ROWS: number; ENGINE: number; MQ: number; MT?: number; RES_SLOTS?: number } {
   if (engine === MMA_ENGINE) {
     const mt = Math.ceil(rows / MMA_TILE);
+    if (threads === 2 * MMA_THREADS && mt > 1)
+      throw new Error(
+        `tile engine 4 splits K (${threads} threads) for one 16-row tile only, this tile has ${rows} rows; use 256 threads`,
+      );
     if (mt > MMA_MAX_ROW_TILES)
       throw new Error(
         `tile engine 4 holds at most ${MMA_MAX_ROW_TILES * MMA_TILE} rows per workgroup, this tile has ${rows}; use fewer episodes per workgroup`,
@@ -97,8 +101,10 @@ export function tileEngineConstants(
 export function checkEngine(what: string, engine: number, threads: number, width: number): void {
   if (!(ENGINES as readonly number[]).includes(engine))
     throw new Error(`${what}: engine ${engine} must be ${ENGINES.join(', ')}`);
-  if (engine === MMA_ENGINE && threads !== MMA_THREADS)
-    throw new Error(`${what}: engine 4 runs ${MMA_THREADS} threads (8 subgroups of 32), got ${threads}`);
+  if (engine === MMA_ENGINE && threads !== MMA_THREADS && threads !== 2 * MMA_THREADS)
+    throw new Error(
+      `${what}: engine 4 runs ${MMA_THREADS} threads (8 subgroups of 32) or ${2 * MMA_THREADS} (the K split), got ${threads}`,
+    );
   const tq = width / (4 * QUAD_MQ);
   if (isQuadEngine(engine) && threads % tq !== 0)
     throw new Error(`${what}: engine ${engine} needs threads a multiple of ${tq}, got ${threads}`);

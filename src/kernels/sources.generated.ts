@@ -684,8 +684,12 @@ var<workgroup> ws_s: array<f32, select(1, WS_OUT * (KT + 1), ENGINE == 3)>;
 // between, and a heads op stores its tiles straight into qv (16 spare rows past ROWS take the
 // repeated tiles of subgroups without one of their own).
 const NSG = WG_X / 32;
+// K split (512 threads, one row tile): subgroups sg and sg + 8 take alternate 16-input steps of the
+// same output tiles, and the epilogue adds their partial tiles from \`res_k\` (not shared with qv).
+const KSPLIT = WG_X / 256;
 var<workgroup> act_h: array<f16, ROWS * ACT_W>;
-const QV_LEN = max((ROWS + 16) * QW, NSG * 256 * RES_SLOTS);
+var<workgroup> res_k: array<f32, select(1, NSG * 512, KSPLIT > 1)>;
+const QV_LEN = select(max((ROWS + 16) * QW, NSG * 256 * RES_SLOTS), ROWS * QW, KSPLIT > 1);
 //!endif
 //!if ENGINE != 4
 const QV_LEN = ROWS * QW;
@@ -1471,10 +1475,61 @@ fn mma_q(c: MmC, mt: u32, t: u32, keep: bool) {
   subgroupMatrixStore<row_major>(&qv, at, c, QW);
 }
 
+// The K split (KSPLIT 2, 512 threads, MT 1: small tiles, where a layer is a latency chain of
+// 16-input steps): subgroup sg works on output tiles 2 (sg % 8) and 2 (sg % 8) + 1 over the input
+// steps s = sg / 8, sg / 8 + 2, ..., so each chain is half as long; both halves store their
+// partial tiles into res_k and the whole workgroup adds them (half 0 first), then the bias and
+// activation, into act_h (f16) or qv (f32).
+fn dense_mma_ksplit(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32, sg: u32) {
+  let n_out = b0.rows + b1.rows;
+  let steps = (n_k + 15u) / 16u;
+  let kp = steps * 16u;
+  let tiles = (n_out + 15u) / 16u;
+  let off = mma_offset(b0.w);
+  let pair = sg % 8u;
+  let t0 = min(2u * pair, tiles - 1u);
+  let t1 = min(2u * pair + 1u, tiles - 1u);
+  let w0 = off + t0 * 16u * kp;
+  let w1 = off + t1 * 16u * kp;
+  var c0 = MmC();
+  var c1 = MmC();
+  for (var st = sg / 8u; st < steps; st += KSPLIT) {
+    let k = st * 16u;
+    let b_0 = subgroupMatrixLoad<MmB, col_major>(&nets16, w0 + k, kp);
+    let b_1 = subgroupMatrixLoad<MmB, col_major>(&nets16, w1 + k, kp);
+    let a0 = subgroupMatrixLoad<MmA, row_major>(&act_h, k, ACT_W);
+    c0 = subgroupMatrixMultiplyAccumulate(a0, b_0, c0);
+    c1 = subgroupMatrixMultiplyAccumulate(a0, b_1, c1);
+  }
+  subgroupMatrixStore<row_major>(&res_k, sg * 512u, c0, 16u);
+  subgroupMatrixStore<row_major>(&res_k, sg * 512u + 256u, c1, 16u);
+  workgroupBarrier();
+  // Element e of pair p's two tiles: res_k[p * 512 + e] (steps 0, 2, ..) + res_k[(p + 8) * 512 + e].
+  for (var i = lid; i < 8u * 512u; i += WG_X) {
+    let p = i / 512u;
+    let e = i % 512u;
+    let t = 2u * p + e / 256u;
+    let r = (e % 256u) / 16u;
+    let j = t * 16u + e % 16u;
+    if (t < tiles && j < n_out) {
+      let y = activate((res_k[i] + res_k[i + 8u * 512u]) + layer_bias(b0, b1, j), kind);
+      if (to_q) {
+        qv[r * QW + out_col + j] = y;
+      } else {
+        act_h[r * ACT_W + out_col + j] = to_half(y);
+      }
+    }
+  }
+}
+
 // MMA_PIPE 1: the weight tiles of the next 16 inputs are loaded before this step's multiplies
 // (software pipelining); 0 (the default: faster on the H200): each step loads its own tiles.
 // Accumulators: 2 output tiles x MT row tiles (MT <= 3).
 fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32, sg: u32) {
+  if (KSPLIT > 1) {
+    dense_mma_ksplit(b0, b1, n_k, kind, to_q, out_col, lid, sg);
+    return;
+  }
   let n_out = b0.rows + b1.rows;
   let kp = (n_k + 15u) / 16u * 16u;
   let tiles = (n_out + 15u) / 16u;
@@ -3456,8 +3511,12 @@ var<workgroup> ws_s: array<f32, select(1, WS_OUT * (KT + 1), ENGINE == 3)>;
 // between, and a heads op stores its tiles straight into qv (16 spare rows past ROWS take the
 // repeated tiles of subgroups without one of their own).
 const NSG = WG_X / 32;
+// K split (512 threads, one row tile): subgroups sg and sg + 8 take alternate 16-input steps of the
+// same output tiles, and the epilogue adds their partial tiles from \`res_k\` (not shared with qv).
+const KSPLIT = WG_X / 256;
 var<workgroup> act_h: array<f16, ROWS * ACT_W>;
-const QV_LEN = max((ROWS + 16) * QW, NSG * 256 * RES_SLOTS);
+var<workgroup> res_k: array<f32, select(1, NSG * 512, KSPLIT > 1)>;
+const QV_LEN = select(max((ROWS + 16) * QW, NSG * 256 * RES_SLOTS), ROWS * QW, KSPLIT > 1);
 //!endif
 //!if ENGINE != 4
 const QV_LEN = ROWS * QW;
@@ -4243,10 +4302,61 @@ fn mma_q(c: MmC, mt: u32, t: u32, keep: bool) {
   subgroupMatrixStore<row_major>(&qv, at, c, QW);
 }
 
+// The K split (KSPLIT 2, 512 threads, MT 1: small tiles, where a layer is a latency chain of
+// 16-input steps): subgroup sg works on output tiles 2 (sg % 8) and 2 (sg % 8) + 1 over the input
+// steps s = sg / 8, sg / 8 + 2, ..., so each chain is half as long; both halves store their
+// partial tiles into res_k and the whole workgroup adds them (half 0 first), then the bias and
+// activation, into act_h (f16) or qv (f32).
+fn dense_mma_ksplit(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32, sg: u32) {
+  let n_out = b0.rows + b1.rows;
+  let steps = (n_k + 15u) / 16u;
+  let kp = steps * 16u;
+  let tiles = (n_out + 15u) / 16u;
+  let off = mma_offset(b0.w);
+  let pair = sg % 8u;
+  let t0 = min(2u * pair, tiles - 1u);
+  let t1 = min(2u * pair + 1u, tiles - 1u);
+  let w0 = off + t0 * 16u * kp;
+  let w1 = off + t1 * 16u * kp;
+  var c0 = MmC();
+  var c1 = MmC();
+  for (var st = sg / 8u; st < steps; st += KSPLIT) {
+    let k = st * 16u;
+    let b_0 = subgroupMatrixLoad<MmB, col_major>(&nets16, w0 + k, kp);
+    let b_1 = subgroupMatrixLoad<MmB, col_major>(&nets16, w1 + k, kp);
+    let a0 = subgroupMatrixLoad<MmA, row_major>(&act_h, k, ACT_W);
+    c0 = subgroupMatrixMultiplyAccumulate(a0, b_0, c0);
+    c1 = subgroupMatrixMultiplyAccumulate(a0, b_1, c1);
+  }
+  subgroupMatrixStore<row_major>(&res_k, sg * 512u, c0, 16u);
+  subgroupMatrixStore<row_major>(&res_k, sg * 512u + 256u, c1, 16u);
+  workgroupBarrier();
+  // Element e of pair p's two tiles: res_k[p * 512 + e] (steps 0, 2, ..) + res_k[(p + 8) * 512 + e].
+  for (var i = lid; i < 8u * 512u; i += WG_X) {
+    let p = i / 512u;
+    let e = i % 512u;
+    let t = 2u * p + e / 256u;
+    let r = (e % 256u) / 16u;
+    let j = t * 16u + e % 16u;
+    if (t < tiles && j < n_out) {
+      let y = activate((res_k[i] + res_k[i + 8u * 512u]) + layer_bias(b0, b1, j), kind);
+      if (to_q) {
+        qv[r * QW + out_col + j] = y;
+      } else {
+        act_h[r * ACT_W + out_col + j] = to_half(y);
+      }
+    }
+  }
+}
+
 // MMA_PIPE 1: the weight tiles of the next 16 inputs are loaded before this step's multiplies
 // (software pipelining); 0 (the default: faster on the H200): each step loads its own tiles.
 // Accumulators: 2 output tiles x MT row tiles (MT <= 3).
 fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32, sg: u32) {
+  if (KSPLIT > 1) {
+    dense_mma_ksplit(b0, b1, n_k, kind, to_q, out_col, lid, sg);
+    return;
+  }
   let n_out = b0.rows + b1.rows;
   let kp = (n_k + 15u) / 16u * 16u;
   let tiles = (n_out + 15u) / 16u;
@@ -4913,8 +5023,12 @@ var<workgroup> ws_s: array<f32, select(1, WS_OUT * (KT + 1), ENGINE == 3)>;
 // between, and a heads op stores its tiles straight into qv (16 spare rows past ROWS take the
 // repeated tiles of subgroups without one of their own).
 const NSG = WG_X / 32;
+// K split (512 threads, one row tile): subgroups sg and sg + 8 take alternate 16-input steps of the
+// same output tiles, and the epilogue adds their partial tiles from \`res_k\` (not shared with qv).
+const KSPLIT = WG_X / 256;
 var<workgroup> act_h: array<f16, ROWS * ACT_W>;
-const QV_LEN = max((ROWS + 16) * QW, NSG * 256 * RES_SLOTS);
+var<workgroup> res_k: array<f32, select(1, NSG * 512, KSPLIT > 1)>;
+const QV_LEN = select(max((ROWS + 16) * QW, NSG * 256 * RES_SLOTS), ROWS * QW, KSPLIT > 1);
 //!endif
 //!if ENGINE != 4
 const QV_LEN = ROWS * QW;
@@ -5700,10 +5814,61 @@ fn mma_q(c: MmC, mt: u32, t: u32, keep: bool) {
   subgroupMatrixStore<row_major>(&qv, at, c, QW);
 }
 
+// The K split (KSPLIT 2, 512 threads, MT 1: small tiles, where a layer is a latency chain of
+// 16-input steps): subgroup sg works on output tiles 2 (sg % 8) and 2 (sg % 8) + 1 over the input
+// steps s = sg / 8, sg / 8 + 2, ..., so each chain is half as long; both halves store their
+// partial tiles into res_k and the whole workgroup adds them (half 0 first), then the bias and
+// activation, into act_h (f16) or qv (f32).
+fn dense_mma_ksplit(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32, sg: u32) {
+  let n_out = b0.rows + b1.rows;
+  let steps = (n_k + 15u) / 16u;
+  let kp = steps * 16u;
+  let tiles = (n_out + 15u) / 16u;
+  let off = mma_offset(b0.w);
+  let pair = sg % 8u;
+  let t0 = min(2u * pair, tiles - 1u);
+  let t1 = min(2u * pair + 1u, tiles - 1u);
+  let w0 = off + t0 * 16u * kp;
+  let w1 = off + t1 * 16u * kp;
+  var c0 = MmC();
+  var c1 = MmC();
+  for (var st = sg / 8u; st < steps; st += KSPLIT) {
+    let k = st * 16u;
+    let b_0 = subgroupMatrixLoad<MmB, col_major>(&nets16, w0 + k, kp);
+    let b_1 = subgroupMatrixLoad<MmB, col_major>(&nets16, w1 + k, kp);
+    let a0 = subgroupMatrixLoad<MmA, row_major>(&act_h, k, ACT_W);
+    c0 = subgroupMatrixMultiplyAccumulate(a0, b_0, c0);
+    c1 = subgroupMatrixMultiplyAccumulate(a0, b_1, c1);
+  }
+  subgroupMatrixStore<row_major>(&res_k, sg * 512u, c0, 16u);
+  subgroupMatrixStore<row_major>(&res_k, sg * 512u + 256u, c1, 16u);
+  workgroupBarrier();
+  // Element e of pair p's two tiles: res_k[p * 512 + e] (steps 0, 2, ..) + res_k[(p + 8) * 512 + e].
+  for (var i = lid; i < 8u * 512u; i += WG_X) {
+    let p = i / 512u;
+    let e = i % 512u;
+    let t = 2u * p + e / 256u;
+    let r = (e % 256u) / 16u;
+    let j = t * 16u + e % 16u;
+    if (t < tiles && j < n_out) {
+      let y = activate((res_k[i] + res_k[i + 8u * 512u]) + layer_bias(b0, b1, j), kind);
+      if (to_q) {
+        qv[r * QW + out_col + j] = y;
+      } else {
+        act_h[r * ACT_W + out_col + j] = to_half(y);
+      }
+    }
+  }
+}
+
 // MMA_PIPE 1: the weight tiles of the next 16 inputs are loaded before this step's multiplies
 // (software pipelining); 0 (the default: faster on the H200): each step loads its own tiles.
 // Accumulators: 2 output tiles x MT row tiles (MT <= 3).
 fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32, sg: u32) {
+  if (KSPLIT > 1) {
+    dense_mma_ksplit(b0, b1, n_k, kind, to_q, out_col, lid, sg);
+    return;
+  }
   let n_out = b0.rows + b1.rows;
   let kp = (n_k + 15u) / 16u * 16u;
   let tiles = (n_out + 15u) / 16u;

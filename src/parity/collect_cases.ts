@@ -449,7 +449,7 @@ export const HALF_RTOL = 2e-2;
  * (TD errors) and the curiosity bonus inside rewards and components within HALF_ATOL + HALF_RTOL.
  * Runs only on a WebGPU device with the subgroup-matrix feature (lavapipe has none).
  */
-function dqnHalfCase(n: number, tileEpisodes: number): ParityCase {
+function dqnHalfCase(n: number, tileEpisodes: number, threads = 256): ParityCase {
   const cfg = parityConfig('dqn');
   cfg.rollout.episodes = n;
   const nets = memo(() => dqnNets('plain', cfg));
@@ -477,7 +477,7 @@ function dqnHalfCase(n: number, tileEpisodes: number): ParityCase {
     div_window: run.env.window,
   });
   return {
-    name: `collect_dqn plain tiled f16 tensor-core engine N=${n} L=${L} (${tileEpisodes} per workgroup), epsilon 1, two launches`,
+    name: `collect_dqn plain tiled f16 tensor-core engine N=${n} L=${L} (${tileEpisodes} per workgroup${threads > 256 ? `, ${threads} threads: K split` : ''}), epsilon 1, two launches`,
     kernel: 'collect_dqn',
     backends: ['webgpu'],
     requires: (backend) =>
@@ -494,7 +494,7 @@ function dqnHalfCase(n: number, tileEpisodes: number): ParityCase {
         cfg,
         algo: 'dqn',
         variant: 'tiled',
-        tile: { tileEpisodes, threads: 256, engine: 4 },
+        tile: { tileEpisodes, threads, engine: 4 },
       });
       try {
         c.setWeights({ online: nets().online, target: nets().target, curiosity: curiosityNet() });
@@ -530,6 +530,7 @@ export function collectParityCases(): ParityCase[] {
     dqnHalfCase(N, 4),
     dqnHalfCase(40, 32),
     dqnHalfCase(40, 48),
+    dqnHalfCase(N, 4, 512),
     dqnCase('dqn', 'seed'),
     dqnCase('dqn', 'cluster'),
     ppoCase('seed'),

@@ -192,6 +192,11 @@ describe('collect_dqn tensor-core engine (4): plan and refusal', () => {
     expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 48 })).toBeLessThanOrEqual(48 * 1024);
     expect(() => collectDqnSpec({ ...base, tileEpisodes: 49 })).toThrow(/at most 48 rows/);
     expect(() => collectDqnSpec({ ...base, tileEpisodes: 8, threads: 128 })).toThrow(/runs 256 threads/);
+    // The K split: 512 threads for one 16-row tile, its scratch apart from qv, within 48 KiB.
+    const split = collectDqnSpec({ ...base, tileEpisodes: 8, threads: 512 });
+    expect(split.constants).toMatchObject({ ROWS: 16, MT: 1 });
+    expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 16, threads: 512 })).toBeLessThanOrEqual(48 * 1024);
+    expect(() => collectDqnSpec({ ...base, tileEpisodes: 17, threads: 512 })).toThrow(/one 16-row tile only/);
     expect(() => collectDqnSpec({ ...base, head: 'c51', tileEpisodes: 8 })).toThrow(/plain head only/);
   });
 
