@@ -105,9 +105,11 @@ var<workgroup> ws_s: array<f32, select(1, WS_OUT * (KT + 1), ENGINE == 3)>;
 const NSG = WG_X / 32;
 // K split (512 threads, one row tile): subgroups sg and sg + 8 take alternate 16-input steps of the
 // same output tiles, and the epilogue adds their partial tiles from `res_k` (not shared with qv).
-const KSPLIT = WG_X / 256;
+const KSPLIT = MMA_KSPLIT;
 var<workgroup> act_h: array<f16, ROWS * ACT_W>;
-var<workgroup> res_k: array<f32, select(1, NSG * 512, KSPLIT > 1)>;
+//!if MMA_KSPLIT == 2
+var<workgroup> res_k: array<f32, NSG * 512>;
+//!endif
 const QV_LEN = select(max((ROWS + 16) * QW, NSG * 256 * RES_SLOTS), ROWS * QW, KSPLIT > 1);
 //!endif
 //!if ENGINE != 4
@@ -894,6 +896,7 @@ fn mma_q(c: MmC, mt: u32, t: u32, keep: bool) {
   subgroupMatrixStore<row_major>(&qv, at, c, QW);
 }
 
+//!if MMA_KSPLIT == 2
 // The K split (KSPLIT 2, 512 threads, MT 1: small tiles, where a layer is a latency chain of
 // 16-input steps): subgroup sg works on output tiles 2 (sg % 8) and 2 (sg % 8) + 1 over the input
 // steps s = sg / 8, sg / 8 + 2, ..., so each chain is half as long; both halves store their
@@ -940,15 +943,18 @@ fn dense_mma_ksplit(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_c
     }
   }
 }
+//!endif
 
 // MMA_PIPE 1: the weight tiles of the next 16 inputs are loaded before this step's multiplies
 // (software pipelining); 0 (the default: faster on the H200): each step loads its own tiles.
 // Accumulators: 2 output tiles x MT row tiles (MT <= 3).
 fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32, sg: u32) {
+//!if MMA_KSPLIT == 2
   if (KSPLIT > 1) {
     dense_mma_ksplit(b0, b1, n_k, kind, to_q, out_col, lid, sg);
     return;
   }
+//!endif
   let n_out = b0.rows + b1.rows;
   let kp = (n_k + 15u) / 16u * 16u;
   let tiles = (n_out + 15u) / 16u;

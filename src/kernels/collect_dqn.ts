@@ -123,6 +123,7 @@ export function dqnTileConstants(o: CollectDqnOptions): Record<string, number> {
       TAU_ROWS: 1,
       ENGINE: 0,
       MQ: 1,
+      MMA_KSPLIT: 1,
     };
   const rows = o.tileEpisodes * (o.head === 'iqn' ? o.tauRows : 1);
   return {

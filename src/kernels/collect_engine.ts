@@ -75,7 +75,7 @@ export function tileEngineConstants(
   threads: number,
   tj: number,
   width: number,
-): { ROWS: number; ENGINE: number; MQ: number; MT?: number; RES_SLOTS?: number } {
+): { ROWS: number; ENGINE: number; MQ: number; MMA_KSPLIT: number; MT?: number; RES_SLOTS?: number } {
   if (engine === MMA_ENGINE) {
     const mt = Math.ceil(rows / MMA_TILE);
     if (threads === 2 * MMA_THREADS && mt > 1)
@@ -86,7 +86,14 @@ export function tileEngineConstants(
       throw new Error(
         `tile engine 4 holds at most ${MMA_MAX_ROW_TILES * MMA_TILE} rows per workgroup, this tile has ${rows}; use fewer episodes per workgroup`,
       );
-    return { ROWS: mt * MMA_TILE, ENGINE: engine, MQ: QUAD_MQ, MT: mt, RES_SLOTS: MMA_RES_SLOTS };
+    return {
+      ROWS: mt * MMA_TILE,
+      ENGINE: engine,
+      MQ: QUAD_MQ,
+      MT: mt,
+      RES_SLOTS: MMA_RES_SLOTS,
+      MMA_KSPLIT: threads / MMA_THREADS,
+    };
   }
   const groups = isQuadEngine(engine) ? threads / (width / (4 * QUAD_MQ)) : threads / tj;
   const perThread = Math.ceil(rows / groups);
@@ -94,7 +101,8 @@ export function tileEngineConstants(
     throw new Error(
       `tile engine 2 holds at most ${QUAD2_MAX_ROWS} rows per thread, this tile needs ${perThread}; use more threads or fewer episodes per workgroup`,
     );
-  return { ROWS: perThread * groups, ENGINE: engine, MQ: QUAD_MQ };
+  // MMA_KSPLIT names engine 4's K split in every module (its //!if blocks test it); 1 elsewhere.
+  return { ROWS: perThread * groups, ENGINE: engine, MQ: QUAD_MQ, MMA_KSPLIT: 1 };
 }
 
 /** Throws unless the engine can take this shape (`what` names the kernel). */

@@ -69,7 +69,18 @@ export interface CollectPpoOptions {
 /** The WGSL tile engine's shape (collect_tile.wgsl): rows, strides, widest layer, accumulators. */
 export function ppoTileConstants(o: CollectPpoOptions): Record<string, number> {
   if (o.variant === 'seed')
-    return { TJ: o.threads, KT: 4, ROWS: 1, ACT_W: 4, QW: 4, WS_OUT: 4, MJ_MAX: 1, ENGINE: 0, MQ: 1 };
+    return {
+      TJ: o.threads,
+      KT: 4,
+      ROWS: 1,
+      ACT_W: 4,
+      QW: 4,
+      WS_OUT: 4,
+      MJ_MAX: 1,
+      ENGINE: 0,
+      MQ: 1,
+      MMA_KSPLIT: 1,
+    };
   return {
     TJ: o.tj,
     KT: o.kt,
@@ -104,6 +115,10 @@ export function checkPpoOptions(o: CollectPpoOptions): void {
   if (o.tileEpisodes > o.threads)
     throw new Error('collect_ppo: a tile cannot own more episodes than threads');
   checkEngine('collect_ppo', o.engine ?? 0, o.threads, 512);
+  if ((o.engine ?? 0) === 4)
+    throw new Error(
+      'collect_ppo: the tensor-core engine (4) runs the plain DQN head only; use engine 0, 1 or 2',
+    );
 }
 
 export const PPO_UNIFORMS = [

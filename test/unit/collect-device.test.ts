@@ -177,7 +177,8 @@ describe('tile shapes', () => {
     expect(chooseTile('dqn', 65536, big, 32, { engine: 4 }).tileEpisodes).toBe(48);
     expect(chooseTile('dqn', MMA_WIDE_FROM, big, 32, { engine: 4 }).tileEpisodes).toBe(48);
     expect(chooseTile('dqn', 8192, big, 32, { engine: 4 }).tileEpisodes).toBe(32);
-    expect(chooseTile('dqn', 128, big, 32, { engine: 4 }).tileEpisodes).toBe(1);
+    expect(chooseTile('dqn', 128, big, 32, { engine: 4 })).toMatchObject({ tileEpisodes: 1, threads: 512 });
+    expect(chooseTile('dqn', 8192, big, 32, { engine: 4 }).threads).toBe(256);
   });
 
   it('the chosen shapes fit the workgroup memory they were chosen for', () => {

@@ -104,7 +104,11 @@ describe('WGSL quad engine', () => {
   });
 
   it('rejects engines it does not have and thread counts its quads cannot divide', () => {
-    expect(() => collectDqnSpec(dqn(32, 4))).toThrow(/engine 4 must be 0, 1, 2, 3/);
+    expect(() => collectDqnSpec(dqn(32, 5))).toThrow(/engine 5 must be 0, 1, 2, 3, 4/);
+    // Engine 4 (tensor cores) is the plain DQN head's only: PPO refuses it.
+    expect(() =>
+      collectPpoSpec({ variant: 'tiled', tileEpisodes: 4, threads: 256, tj: 64, kt: 4, engine: 4 }),
+    ).toThrow(/tensor-core engine \(4\) runs the plain DQN head only/);
     expect(() => collectDqnSpec({ ...dqn(4, 1), threads: 48, tj: 48 })).toThrow(/multiple of 32/);
     expect(() =>
       collectPpoSpec({ variant: 'tiled', tileEpisodes: 4, threads: 32, tj: 32, kt: 4, engine: 1 }),
