@@ -24,6 +24,7 @@ import { SUBGROUP_MATRIX_FEATURE } from '../backend/webgpu/gpu.js';
 import {
   type CollectAlgo,
   type CollectVariant,
+  type DeviceCollectorInit,
   DqnDeviceCollector,
   hasSubgroupMatrix,
   PpoDeviceCollector,
@@ -248,26 +249,48 @@ function dqnOutputs(r: DqnRollout, ties: TieSteps, prefix: string): Outputs {
   };
 }
 
+/** The reference collector's two launches of `n` episodes at the given epsilons, and the state after. */
+function dqnReference(cfg: Config, nets: DqnNets, n: number, epsilons: readonly [number, number]): DqnRun {
+  const params = envParams(cfg.env);
+  const env = createEnv(market(), SPLIT, params, n, SEED);
+  const curiosity: CuriosityModel = { layout: curiosityLayout(), params: curiosityNet() };
+  const rollouts = epsilons.map((epsilon, k) =>
+    collectDqn(env, market(), params, nets, curiosity, {
+      steps: L,
+      epsilon,
+      stepBase: k * L,
+      gamma: cfg.dqn.gamma,
+    }),
+  ) as [DqnRollout, DqnRollout];
+  return { rollouts, env };
+}
+
+/** The same two launches through a backend's collector (built from `init`), read back. */
+async function dqnDeviceRun(
+  init: Omit<DeviceCollectorInit, 'market' | 'split'>,
+  nets: DqnNets,
+  epsilons: readonly [number, number],
+): Promise<DqnRun> {
+  const c = new DqnDeviceCollector({ ...init, market: market(), split: SPLIT });
+  try {
+    c.setWeights({ online: nets.online, target: nets.target, curiosity: curiosityNet() });
+    c.launch(epsilons[0]);
+    const first = await c.readDqn();
+    c.launch(epsilons[1]);
+    const second = await c.readDqn();
+    return { rollouts: [first, second], env: await c.readEnv() };
+  } finally {
+    c.destroy();
+  }
+}
+
 const EPSILONS: [number, number] = [0.3, 0.1];
 
 function dqnCase(algo: Exclude<CollectAlgo, 'ppo'>, variant: CollectVariant, tile = TILE): ParityCase {
   const head: QHead = algo === 'dqn' ? 'plain' : algo;
   const cfg = parityConfig(algo);
   const nets = memo(() => dqnNets(head, cfg));
-  const reference = memo((): DqnRun => {
-    const params = envParams(cfg.env);
-    const env = createEnv(market(), SPLIT, params, N, SEED);
-    const curiosity: CuriosityModel = { layout: curiosityLayout(), params: curiosityNet() };
-    const rollouts = EPSILONS.map((epsilon, k) =>
-      collectDqn(env, market(), params, nets(), curiosity, {
-        steps: L,
-        epsilon,
-        stepBase: k * L,
-        gamma: cfg.dqn.gamma,
-      }),
-    ) as [DqnRollout, DqnRollout];
-    return { rollouts, env };
-  });
+  const reference = memo(() => dqnReference(cfg, nets(), N, EPSILONS));
   const ties = memo((): [TieSteps, TieSteps] => {
     const { rollouts, env } = reference();
     const first = dqnTies(rollouts[0], nets(), EPSILONS[0], 0, env.key);
@@ -288,29 +311,22 @@ function dqnCase(algo: Exclude<CollectAlgo, 'ppo'>, variant: CollectVariant, til
     ...(variant === 'cluster' ? { backends: ['cuda' as const] } : {}),
     tolerance: TOLERANCE,
     expected: memo(() => outputs(reference())),
-    actual: async (backend: Backend) => {
-      const c = new DqnDeviceCollector({
-        backend,
-        market: market(),
-        split: SPLIT,
-        cfg,
-        algo,
-        variant,
-        // Clusters of 8 CTAs x 2 episodes (the tile's): N = 5 leaves the last cluster half empty.
-        ...(variant === 'cluster' ? { cluster: 8 } : {}),
-        tile,
-      });
-      try {
-        c.setWeights({ online: nets().online, target: nets().target, curiosity: curiosityNet() });
-        c.launch(EPSILONS[0]);
-        const first = await c.readDqn();
-        c.launch(EPSILONS[1]);
-        const second = await c.readDqn();
-        return outputs({ rollouts: [first, second], env: await c.readEnv() });
-      } finally {
-        c.destroy();
-      }
-    },
+    actual: async (backend: Backend) =>
+      outputs(
+        await dqnDeviceRun(
+          {
+            backend,
+            cfg,
+            algo,
+            variant,
+            // Clusters of 8 CTAs x 2 episodes (the tile's): N = 5 leaves the last cluster half empty.
+            ...(variant === 'cluster' ? { cluster: 8 } : {}),
+            tile,
+          },
+          nets(),
+          EPSILONS,
+        ),
+      ),
   };
 }
 
@@ -453,21 +469,8 @@ function dqnHalfCase(n: number, tileEpisodes: number, threads = 256): ParityCase
   const cfg = parityConfig('dqn');
   cfg.rollout.episodes = n;
   const nets = memo(() => dqnNets('plain', cfg));
-  const epsilons = [1, 1];
-  const reference = memo((): DqnRun => {
-    const params = envParams(cfg.env);
-    const env = createEnv(market(), SPLIT, params, n, SEED);
-    const curiosity: CuriosityModel = { layout: curiosityLayout(), params: curiosityNet() };
-    const rollouts = epsilons.map((epsilon, k) =>
-      collectDqn(env, market(), params, nets(), curiosity, {
-        steps: L,
-        epsilon,
-        stepBase: k * L,
-        gamma: cfg.dqn.gamma,
-      }),
-    ) as [DqnRollout, DqnRollout];
-    return { rollouts, env };
-  });
+  const epsilons = [1, 1] as const;
+  const reference = memo(() => dqnReference(cfg, nets(), n, epsilons));
   const none = new Int32Array(n).fill(L);
   const outputs = (run: DqnRun): Outputs => ({
     ...dqnOutputs(run.rollouts[0], none, '1:'),
@@ -486,27 +489,14 @@ function dqnHalfCase(n: number, tileEpisodes: number, threads = 256): ParityCase
         : `needs ${SUBGROUP_MATRIX_FEATURE} (tensor cores from WGSL; Dawn exposes it on NVIDIA with allow_unsafe_apis), which ${backend.info.device} does not offer`,
     tolerance: { kind: 'close', atol: HALF_ATOL, rtol: HALF_RTOL },
     expected: memo(() => outputs(reference())),
-    actual: async (backend: Backend) => {
-      const c = new DqnDeviceCollector({
-        backend,
-        market: market(),
-        split: SPLIT,
-        cfg,
-        algo: 'dqn',
-        variant: 'tiled',
-        tile: { tileEpisodes, threads, engine: 4 },
-      });
-      try {
-        c.setWeights({ online: nets().online, target: nets().target, curiosity: curiosityNet() });
-        c.launch(epsilons[0]);
-        const first = await c.readDqn();
-        c.launch(epsilons[1]);
-        const second = await c.readDqn();
-        return outputs({ rollouts: [first, second], env: await c.readEnv() });
-      } finally {
-        c.destroy();
-      }
-    },
+    actual: async (backend: Backend) =>
+      outputs(
+        await dqnDeviceRun(
+          { backend, cfg, algo: 'dqn', variant: 'tiled', tile: { tileEpisodes, threads, engine: 4 } },
+          nets(),
+          epsilons,
+        ),
+      ),
   };
 }
 
