@@ -462,8 +462,12 @@ export class DqnDeviceCollector extends DeviceCollector {
     }
   }
 
-  /** Engine 4: the dispatch that refreshes the f16 copy of the nets from the nets buffer. */
-  private packDispatch(): Dispatch[] {
+  /**
+   * Engine 4: the dispatch that refreshes the f16 copy of the nets from the nets buffer (none for
+   * the other engines). `setWeights` and `launch` run it; a caller timing `dispatch()` alone after
+   * writing the nets buffer on the device runs it first.
+   */
+  packDispatch(): Dispatch[] {
     const h = this.half;
     return h ? [packHalfDispatch(this.buffers[4], h.table, h.nets16, h.layout)] : [];
   }
@@ -487,8 +491,7 @@ export class DqnDeviceCollector extends DeviceCollector {
 
   /**
    * The dispatch of one launch at the current stepBase (for timing; does not advance). Engine 4
-   * reads the f16 copy setWeights (and launch) refresh; run packDispatch first if the nets buffer
-   * was changed on the device.
+   * reads the f16 copy that setWeights and launch refresh (packDispatch).
    */
   dispatch(epsilon: number): Dispatch {
     const q = this.cfg.dqn;
