@@ -153,7 +153,7 @@ export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
     ? c.ROWS * c.QW
     : ksplit
       ? c.ROWS * c.QW + (o.threads / 32) * 512
-      : Math.max((c.ROWS + 16) * c.QW, (MMA_THREADS / 32) * 256 * c.RES_SLOTS);
+      : Math.max((c.ROWS + 16) * c.QW, (MMA_THREADS / 32) * 512);
   const floats =
     (mma ? (c.ROWS * c.ACT_W) / 2 : c.ROWS * c.ACT_W) +
     (mma ? 0 : isQuadEngine(c.ENGINE) ? 1 : 4) +

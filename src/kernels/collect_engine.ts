@@ -30,9 +30,6 @@ export const MMA_TILE = 16;
  */
 export const MMA_MAX_ROW_TILES = 3;
 
-/** Scratch result tiles per subgroup of engine 4's epilogue (one round per row tile). */
-export const MMA_RES_SLOTS = 2;
-
 /** Threads engine 4 runs: 8 subgroups of 32, two 16-output tiles each, cover a 256-wide layer. */
 export const MMA_THREADS = 256;
 
@@ -75,7 +72,7 @@ export function tileEngineConstants(
   threads: number,
   tj: number,
   width: number,
-): { ROWS: number; ENGINE: number; MQ: number; MMA_KSPLIT: number; MT?: number; RES_SLOTS?: number } {
+): { ROWS: number; ENGINE: number; MQ: number; MMA_KSPLIT: number; MT?: number } {
   if (engine === MMA_ENGINE) {
     const mt = Math.ceil(rows / MMA_TILE);
     if (threads === 2 * MMA_THREADS && mt > 1)
@@ -91,7 +88,6 @@ export function tileEngineConstants(
       ENGINE: engine,
       MQ: QUAD_MQ,
       MT: mt,
-      RES_SLOTS: MMA_RES_SLOTS,
       MMA_KSPLIT: threads / MMA_THREADS,
     };
   }

@@ -679,7 +679,7 @@ var<workgroup> ws_s: array<f32, select(1, WS_OUT * (KT + 1), ENGINE == 3)>;
 //!endif
 //!if ENGINE == 4
 // Engine 4: f16 activations (rows of ACT_W halves, a multiple of 8 so every tile row starts on
-// 16 bytes). Its epilogue scratch (RES_SLOTS 16 x 16 f32 result tiles per subgroup) shares qv's
+// 16 bytes). Its epilogue scratch (two 16 x 16 f32 result tiles per subgroup) shares qv's
 // memory: Q-values live from a heads op to the action / TD op after it, with no other layer in
 // between, and a heads op stores its tiles straight into qv (16 spare rows past ROWS take the
 // repeated tiles of subgroups without one of their own).
@@ -691,7 +691,7 @@ var<workgroup> act_h: array<f16, ROWS * ACT_W>;
 //!if MMA_KSPLIT == 2
 var<workgroup> res_k: array<f32, NSG * 512>;
 //!endif
-const QV_LEN = select(max((ROWS + 16) * QW, NSG * 256 * RES_SLOTS), ROWS * QW, KSPLIT > 1);
+const QV_LEN = select(max((ROWS + 16) * QW, NSG * 512), ROWS * QW, KSPLIT > 1);
 //!endif
 //!if ENGINE != 4
 const QV_LEN = ROWS * QW;
@@ -1440,18 +1440,16 @@ fn mma_offset(w: u32) -> u32 {
   return MMH_OFF_9;
 }
 
-// Result tiles ca (outputs 16 ta..) and, with RES_SLOTS 2, cb (16 tb..) of row tile mt through
-// this subgroup's scratch slots (in qv) into act_h; keep_a / keep_b are false for a spare
+// Result tiles ca (outputs 16 ta..) and cb (16 tb..) of row tile mt through this subgroup's two
+// scratch slots (in qv) into act_h; keep_a / keep_b are false for a spare
 // subgroup's repeated tile. Every invocation calls it (barriers).
 fn mma_out(ca: MmC, cb: MmC, mt: u32, ta: u32, tb: u32, keep_a: bool, keep_b: bool, b0: Block, b1: Block, kind: u32, out_col: u32, lid: u32, sg: u32) {
-  let slot = sg * 256u * RES_SLOTS;
+  let slot = sg * 512u;
   subgroupMatrixStore<row_major>(&qv, slot, ca, 16u);
-  if (RES_SLOTS > 1) {
-    subgroupMatrixStore<row_major>(&qv, slot + 256u, cb, 16u);
-  }
+  subgroupMatrixStore<row_major>(&qv, slot + 256u, cb, 16u);
   workgroupBarrier();
   let n_out = b0.rows + b1.rows;
-  for (var e = lid % 32u; e < 256u * RES_SLOTS; e += 32u) {
+  for (var e = lid % 32u; e < 512u; e += 32u) {
     let second = e >= 256u;
     let r = mt * 16u + (e % 256u) / 16u;
     let j = select(ta, tb, second) * 16u + e % 16u;
@@ -1460,14 +1458,6 @@ fn mma_out(ca: MmC, cb: MmC, mt: u32, ta: u32, tb: u32, keep_a: bool, keep_b: bo
     }
   }
   workgroupBarrier();
-}
-
-// Row tile mt's two result tiles into act_h (one round with RES_SLOTS 2, else two).
-fn mma_rows(ca: MmC, cb: MmC, mt: u32, ta: u32, tb: u32, keep_a: bool, keep_b: bool, b0: Block, b1: Block, kind: u32, out_col: u32, lid: u32, sg: u32) {
-  mma_out(ca, cb, mt, ta, tb, keep_a, keep_b, b0, b1, kind, out_col, lid, sg);
-  if (RES_SLOTS == 1) {
-    mma_out(cb, cb, mt, tb, tb, keep_b, keep_b, b0, b1, kind, out_col, lid, sg);
-  }
 }
 
 // A heads op's tile c (rows 16 mt.., outputs 16 t..) straight into qv (row stride QW); a spare
@@ -1601,12 +1591,12 @@ fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32
     }
     return;
   }
-  mma_rows(c00, c01, 0u, t0, t1, keep0, keep1, b0, b1, kind, out_col, lid, sg);
+  mma_out(c00, c01, 0u, t0, t1, keep0, keep1, b0, b1, kind, out_col, lid, sg);
   if (MT > 1) {
-    mma_rows(c10, c11, 1u, t0, t1, keep0, keep1, b0, b1, kind, out_col, lid, sg);
+    mma_out(c10, c11, 1u, t0, t1, keep0, keep1, b0, b1, kind, out_col, lid, sg);
   }
   if (MT > 2) {
-    mma_rows(c20, c21, 2u, t0, t1, keep0, keep1, b0, b1, kind, out_col, lid, sg);
+    mma_out(c20, c21, 2u, t0, t1, keep0, keep1, b0, b1, kind, out_col, lid, sg);
   }
 }
 //!endif
@@ -3512,7 +3502,7 @@ var<workgroup> ws_s: array<f32, select(1, WS_OUT * (KT + 1), ENGINE == 3)>;
 //!endif
 //!if ENGINE == 4
 // Engine 4: f16 activations (rows of ACT_W halves, a multiple of 8 so every tile row starts on
-// 16 bytes). Its epilogue scratch (RES_SLOTS 16 x 16 f32 result tiles per subgroup) shares qv's
+// 16 bytes). Its epilogue scratch (two 16 x 16 f32 result tiles per subgroup) shares qv's
 // memory: Q-values live from a heads op to the action / TD op after it, with no other layer in
 // between, and a heads op stores its tiles straight into qv (16 spare rows past ROWS take the
 // repeated tiles of subgroups without one of their own).
@@ -3524,7 +3514,7 @@ var<workgroup> act_h: array<f16, ROWS * ACT_W>;
 //!if MMA_KSPLIT == 2
 var<workgroup> res_k: array<f32, NSG * 512>;
 //!endif
-const QV_LEN = select(max((ROWS + 16) * QW, NSG * 256 * RES_SLOTS), ROWS * QW, KSPLIT > 1);
+const QV_LEN = select(max((ROWS + 16) * QW, NSG * 512), ROWS * QW, KSPLIT > 1);
 //!endif
 //!if ENGINE != 4
 const QV_LEN = ROWS * QW;
@@ -4273,18 +4263,16 @@ fn mma_offset(w: u32) -> u32 {
   return MMH_OFF_9;
 }
 
-// Result tiles ca (outputs 16 ta..) and, with RES_SLOTS 2, cb (16 tb..) of row tile mt through
-// this subgroup's scratch slots (in qv) into act_h; keep_a / keep_b are false for a spare
+// Result tiles ca (outputs 16 ta..) and cb (16 tb..) of row tile mt through this subgroup's two
+// scratch slots (in qv) into act_h; keep_a / keep_b are false for a spare
 // subgroup's repeated tile. Every invocation calls it (barriers).
 fn mma_out(ca: MmC, cb: MmC, mt: u32, ta: u32, tb: u32, keep_a: bool, keep_b: bool, b0: Block, b1: Block, kind: u32, out_col: u32, lid: u32, sg: u32) {
-  let slot = sg * 256u * RES_SLOTS;
+  let slot = sg * 512u;
   subgroupMatrixStore<row_major>(&qv, slot, ca, 16u);
-  if (RES_SLOTS > 1) {
-    subgroupMatrixStore<row_major>(&qv, slot + 256u, cb, 16u);
-  }
+  subgroupMatrixStore<row_major>(&qv, slot + 256u, cb, 16u);
   workgroupBarrier();
   let n_out = b0.rows + b1.rows;
-  for (var e = lid % 32u; e < 256u * RES_SLOTS; e += 32u) {
+  for (var e = lid % 32u; e < 512u; e += 32u) {
     let second = e >= 256u;
     let r = mt * 16u + (e % 256u) / 16u;
     let j = select(ta, tb, second) * 16u + e % 16u;
@@ -4293,14 +4281,6 @@ fn mma_out(ca: MmC, cb: MmC, mt: u32, ta: u32, tb: u32, keep_a: bool, keep_b: bo
     }
   }
   workgroupBarrier();
-}
-
-// Row tile mt's two result tiles into act_h (one round with RES_SLOTS 2, else two).
-fn mma_rows(ca: MmC, cb: MmC, mt: u32, ta: u32, tb: u32, keep_a: bool, keep_b: bool, b0: Block, b1: Block, kind: u32, out_col: u32, lid: u32, sg: u32) {
-  mma_out(ca, cb, mt, ta, tb, keep_a, keep_b, b0, b1, kind, out_col, lid, sg);
-  if (RES_SLOTS == 1) {
-    mma_out(cb, cb, mt, tb, tb, keep_b, keep_b, b0, b1, kind, out_col, lid, sg);
-  }
 }
 
 // A heads op's tile c (rows 16 mt.., outputs 16 t..) straight into qv (row stride QW); a spare
@@ -4434,12 +4414,12 @@ fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32
     }
     return;
   }
-  mma_rows(c00, c01, 0u, t0, t1, keep0, keep1, b0, b1, kind, out_col, lid, sg);
+  mma_out(c00, c01, 0u, t0, t1, keep0, keep1, b0, b1, kind, out_col, lid, sg);
   if (MT > 1) {
-    mma_rows(c10, c11, 1u, t0, t1, keep0, keep1, b0, b1, kind, out_col, lid, sg);
+    mma_out(c10, c11, 1u, t0, t1, keep0, keep1, b0, b1, kind, out_col, lid, sg);
   }
   if (MT > 2) {
-    mma_rows(c20, c21, 2u, t0, t1, keep0, keep1, b0, b1, kind, out_col, lid, sg);
+    mma_out(c20, c21, 2u, t0, t1, keep0, keep1, b0, b1, kind, out_col, lid, sg);
   }
 }
 //!endif
@@ -5030,7 +5010,7 @@ var<workgroup> ws_s: array<f32, select(1, WS_OUT * (KT + 1), ENGINE == 3)>;
 //!endif
 //!if ENGINE == 4
 // Engine 4: f16 activations (rows of ACT_W halves, a multiple of 8 so every tile row starts on
-// 16 bytes). Its epilogue scratch (RES_SLOTS 16 x 16 f32 result tiles per subgroup) shares qv's
+// 16 bytes). Its epilogue scratch (two 16 x 16 f32 result tiles per subgroup) shares qv's
 // memory: Q-values live from a heads op to the action / TD op after it, with no other layer in
 // between, and a heads op stores its tiles straight into qv (16 spare rows past ROWS take the
 // repeated tiles of subgroups without one of their own).
@@ -5042,7 +5022,7 @@ var<workgroup> act_h: array<f16, ROWS * ACT_W>;
 //!if MMA_KSPLIT == 2
 var<workgroup> res_k: array<f32, NSG * 512>;
 //!endif
-const QV_LEN = select(max((ROWS + 16) * QW, NSG * 256 * RES_SLOTS), ROWS * QW, KSPLIT > 1);
+const QV_LEN = select(max((ROWS + 16) * QW, NSG * 512), ROWS * QW, KSPLIT > 1);
 //!endif
 //!if ENGINE != 4
 const QV_LEN = ROWS * QW;
@@ -5791,18 +5771,16 @@ fn mma_offset(w: u32) -> u32 {
   return MMH_OFF_9;
 }
 
-// Result tiles ca (outputs 16 ta..) and, with RES_SLOTS 2, cb (16 tb..) of row tile mt through
-// this subgroup's scratch slots (in qv) into act_h; keep_a / keep_b are false for a spare
+// Result tiles ca (outputs 16 ta..) and cb (16 tb..) of row tile mt through this subgroup's two
+// scratch slots (in qv) into act_h; keep_a / keep_b are false for a spare
 // subgroup's repeated tile. Every invocation calls it (barriers).
 fn mma_out(ca: MmC, cb: MmC, mt: u32, ta: u32, tb: u32, keep_a: bool, keep_b: bool, b0: Block, b1: Block, kind: u32, out_col: u32, lid: u32, sg: u32) {
-  let slot = sg * 256u * RES_SLOTS;
+  let slot = sg * 512u;
   subgroupMatrixStore<row_major>(&qv, slot, ca, 16u);
-  if (RES_SLOTS > 1) {
-    subgroupMatrixStore<row_major>(&qv, slot + 256u, cb, 16u);
-  }
+  subgroupMatrixStore<row_major>(&qv, slot + 256u, cb, 16u);
   workgroupBarrier();
   let n_out = b0.rows + b1.rows;
-  for (var e = lid % 32u; e < 256u * RES_SLOTS; e += 32u) {
+  for (var e = lid % 32u; e < 512u; e += 32u) {
     let second = e >= 256u;
     let r = mt * 16u + (e % 256u) / 16u;
     let j = select(ta, tb, second) * 16u + e % 16u;
@@ -5811,14 +5789,6 @@ fn mma_out(ca: MmC, cb: MmC, mt: u32, ta: u32, tb: u32, keep_a: bool, keep_b: bo
     }
   }
   workgroupBarrier();
-}
-
-// Row tile mt's two result tiles into act_h (one round with RES_SLOTS 2, else two).
-fn mma_rows(ca: MmC, cb: MmC, mt: u32, ta: u32, tb: u32, keep_a: bool, keep_b: bool, b0: Block, b1: Block, kind: u32, out_col: u32, lid: u32, sg: u32) {
-  mma_out(ca, cb, mt, ta, tb, keep_a, keep_b, b0, b1, kind, out_col, lid, sg);
-  if (RES_SLOTS == 1) {
-    mma_out(cb, cb, mt, tb, tb, keep_b, keep_b, b0, b1, kind, out_col, lid, sg);
-  }
 }
 
 // A heads op's tile c (rows 16 mt.., outputs 16 t..) straight into qv (row stride QW); a spare
@@ -5952,12 +5922,12 @@ fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32
     }
     return;
   }
-  mma_rows(c00, c01, 0u, t0, t1, keep0, keep1, b0, b1, kind, out_col, lid, sg);
+  mma_out(c00, c01, 0u, t0, t1, keep0, keep1, b0, b1, kind, out_col, lid, sg);
   if (MT > 1) {
-    mma_rows(c10, c11, 1u, t0, t1, keep0, keep1, b0, b1, kind, out_col, lid, sg);
+    mma_out(c10, c11, 1u, t0, t1, keep0, keep1, b0, b1, kind, out_col, lid, sg);
   }
   if (MT > 2) {
-    mma_rows(c20, c21, 2u, t0, t1, keep0, keep1, b0, b1, kind, out_col, lid, sg);
+    mma_out(c20, c21, 2u, t0, t1, keep0, keep1, b0, b1, kind, out_col, lid, sg);
   }
 }
 //!endif

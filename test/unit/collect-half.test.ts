@@ -187,7 +187,7 @@ describe('collect_dqn tensor-core engine (4): plan and refusal', () => {
     expect(two.constants).toMatchObject({ ROWS: 32, MT: 2 });
     expect(two.bindings[10]).toEqual({ name: 'nets16', type: 'u32', access: 'read', wgslType: 'f16' });
     expect(two.wgslDirectives?.[0]).toBe('enable f16;');
-    expect(two.constants).toMatchObject({ RES_SLOTS: 2, MMA_PIPE: 0 });
+    expect(two.constants).toMatchObject({ MMA_PIPE: 0, MMA_KSPLIT: 1 });
     expect(collectDqnSpec({ ...base, tileEpisodes: 48 }).constants).toMatchObject({ ROWS: 48, MT: 3 });
     expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 48 })).toBeLessThanOrEqual(48 * 1024);
     expect(() => collectDqnSpec({ ...base, tileEpisodes: 49 })).toThrow(/at most 48 rows/);
