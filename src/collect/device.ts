@@ -267,26 +267,38 @@ function clusterOptions(
     );
   const cluster = init.cluster ?? DEFAULT_CLUSTER;
   const n = init.cfg.rollout.episodes;
-  const e = clusterEpisodes(n, cluster, init.tile?.tileEpisodes);
+  const tf32 = tensorCores(init);
+  const threads = init.tile?.threads ?? CLUSTER_THREADS;
+  const e = clusterEpisodes(n, cluster, init.tile?.tileEpisodes, tf32, threads);
   if (Math.ceil(n / e) * cluster > MAX_GROUPS_PER_DIM)
     throw new Error(
       `collect dqn: the cluster variant would launch ${Math.ceil(n / e) * cluster} blocks (> ${MAX_GROUPS_PER_DIM}) for ${n} episodes; it is meant for small N: use the tiled variant`,
     );
-  const threads = init.tile?.threads ?? CLUSTER_THREADS;
-  return { ...base, tileEpisodes: e, threads, tj: 32, kt: 8, tauRows: 1, cluster };
+  return { ...base, tileEpisodes: e, threads, tj: 32, kt: 8, tauRows: 1, cluster, tf32 };
 }
 
-/** Episodes per cluster of the cluster variant for N episodes (see clusterOptions). */
-export function clusterEpisodes(n: number, cluster = DEFAULT_CLUSTER, override?: number): number {
+/**
+ * Episodes per cluster of the cluster variant for N episodes (see clusterOptions); the TF32 build
+ * (`tf32`, one m16 tile of rows) takes at most 16.
+ */
+export function clusterEpisodes(
+  n: number,
+  cluster = DEFAULT_CLUSTER,
+  override?: number,
+  tf32 = false,
+  threads = CLUSTER_THREADS,
+): number {
   if (override !== undefined) return override;
   let e = Math.ceil(n / Math.max(1, Math.floor(128 / cluster)));
-  while (e > 1 && cudaClusterSharedBytes({ tileEpisodes: e, cluster }) > SM90_SHARED) e = Math.ceil(e / 2);
+  if (tf32) e = Math.min(e, 16);
+  while (e > 1 && cudaClusterSharedBytes({ tileEpisodes: e, cluster, tf32, threads }) > SM90_SHARED)
+    e = Math.ceil(e / 2);
   return e;
 }
 
 /** Whether the cluster variant can take N episodes in one launch (its grid fits one dimension). */
-export function clusterFits(n: number, cluster = DEFAULT_CLUSTER, override?: number): boolean {
-  return Math.ceil(n / clusterEpisodes(n, cluster, override)) * cluster <= MAX_GROUPS_PER_DIM;
+export function clusterFits(n: number, cluster = DEFAULT_CLUSTER, override?: number, tf32 = false): boolean {
+  return Math.ceil(n / clusterEpisodes(n, cluster, override, tf32)) * cluster <= MAX_GROUPS_PER_DIM;
 }
 
 /** Common state and buffers of both collectors. */

@@ -170,11 +170,9 @@ export async function benchCollect(o: CollectBenchOptions): Promise<CollectBench
       ? { TF32: 1, SPLITK: 1 }
       : o.build === 'env-only'
         ? { SKIP_NETS: 1, ...(precision === 'tf32' ? { TF32: 1 } : {}) }
-        : precision === 'tf32'
-          ? { TF32: 1 }
-          : o.clusterPull
-            ? { CLUSTER_PULL: 1 }
-            : undefined;
+        : precision === 'tf32' || o.clusterPull
+          ? { ...(precision === 'tf32' ? { TF32: 1 } : {}), ...(o.clusterPull ? { CLUSTER_PULL: 1 } : {}) }
+          : undefined;
   const constants = o.constants ? { ...kernelConstants, ...o.constants } : kernelConstants;
   const init = {
     backend: o.backend,

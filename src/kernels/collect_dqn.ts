@@ -86,6 +86,12 @@ export interface CollectDqnOptions {
   variant: 'tiled' | 'seed' | 'cluster';
   /** Cluster variant: CTAs per cluster (1..16; above 8 needs the non-portable cluster size). Default 8. */
   cluster?: number;
+  /**
+   * Cluster variant: the tensor-core build (constant TF32 = 1: TF32-rounded slices padded to whole
+   * m16n8k8 tiles, split-K partial sums; at most 16 episodes per cluster). Its shared-memory plan
+   * differs from the exact build's, so the descriptor must know it.
+   */
+  tf32?: boolean;
   /** Episodes per workgroup (tiled); the seed variant has one per thread. */
   tileEpisodes: number;
   /** Threads per workgroup. */
@@ -178,6 +184,10 @@ export function checkDqnOptions(o: CollectDqnOptions): void {
     if (!Number.isInteger(c) || c < 1 || c > 16) bad(`cluster ${c} must be an integer from 1 to 16 CTAs`);
     if (o.threads % 32 !== 0) bad(`threads ${o.threads} must be a multiple of 32`);
     if (Math.ceil(o.tileEpisodes / c) > o.threads) bad('a CTA runs one owned episode per thread');
+    if (o.tf32 && o.tileEpisodes > 16)
+      bad(
+        `the TF32 cluster build holds one m16 tile: at most 16 episodes per cluster, not ${o.tileEpisodes}`,
+      );
     const bytes = cudaClusterSharedBytes(o);
     if (bytes > CUDA_MAX_SHARED)
       bad(
@@ -241,13 +251,21 @@ export const DEFAULT_CLUSTER = 8;
  * Q, the curiosity input, hidden and output rows, bars and actions; then the owned episodes'
  * 20-word simulator state.
  */
-export function cudaClusterSharedBytes(o: Pick<CollectDqnOptions, 'tileEpisodes' | 'cluster'>): number {
+export function cudaClusterSharedBytes(
+  o: Pick<CollectDqnOptions, 'tileEpisodes' | 'cluster' | 'tf32'> & { threads?: number },
+): number {
   const c = o.cluster ?? DEFAULT_CLUSTER;
   const e = o.tileEpisodes;
   const rows = (out: number) => Math.ceil(out / c);
   const ldw = (inp: number) => (align4(inp) % 32 === 0 ? align4(inp) + 4 : align4(inp));
-  const slice = (inp: number, out: number) => rows(out) * ldw(inp) + align4(rows(out));
-  const net = slice(54, 256) + slice(256, 256) + slice(256, 256) + slice(128, 1 + NUM_ACTIONS);
+  // TF32: rows padded to n8 tiles, K = round16(in) per row, then the biases.
+  const mmaRows = (out: number) => Math.ceil(rows(out) / 8) * 8;
+  const mmaK = (inp: number) => Math.ceil(inp / 16) * 16;
+  const slice = (inp: number, out: number) =>
+    o.tf32 ? mmaRows(out) * mmaK(inp) + mmaRows(out) : rows(out) * ldw(inp) + align4(rows(out));
+  // The fused output layer: 128 inputs per row (exact), 256 block-structured ones (TF32).
+  const outIn = o.tf32 ? 256 : 128;
+  const net = slice(54, 256) + slice(256, 256) + slice(256, 256) + slice(outIn, 1 + NUM_ACTIONS);
   let at = 2 * net + slice(35, 64) + slice(64, 32);
   // Online and target: states, two trunk buffers, value ++ advantages each.
   for (let net = 0; net < 2; net++)
@@ -256,7 +274,38 @@ export function cudaClusterSharedBytes(o: Pick<CollectDqnOptions, 'tileEpisodes'
   const q = tileStride(NUM_ACTIONS);
   for (const width of [q, q, tileStride(64), tileStride(64), tileStride(32), 1, 1])
     at = align4(at + e * width);
+  if (o.tf32) {
+    // Partial sums of the online and the target layer of a phase: the largest split-K plan.
+    const warps = Math.floor((o.threads ?? 256) / 32);
+    const part = (inp: number, out: number) => {
+      const plan = splitkPlan(mmaRows(out) / 8, mmaK(inp) / 16, warps);
+      return (plan % 16) * e * mmaRows(out);
+    };
+    const parts = [part(54, 256), part(256, 256), part(outIn, 1 + NUM_ACTIONS), part(35, 64), part(64, 32)];
+    at = align4(at + 2 * Math.max(...parts));
+  }
   return align4(at + Math.ceil(e / c) * 20) * 4;
+}
+
+/**
+ * cuda/mlp_splitk.cuh splitk_plan: the warp task plan of a tensor-core layer with `nt` n8 column
+ * tiles and `k16` k16 steps on `warps` warps, as WN * 16 + KSPLIT (0: no plan fits).
+ */
+export function splitkPlan(nt: number, k16: number, warps: number): number {
+  let best = 0;
+  let cost = 1 << 30;
+  for (let wn = 1; wn <= 4; wn *= 2) {
+    const ng = Math.ceil(nt / wn);
+    for (let ks = 1; ks <= k16 && ks <= 8; ks++) {
+      if (k16 % ks !== 0 || ng * ks > warps) continue;
+      const c = wn * (k16 / ks) + 2 * ks;
+      if (c < cost) {
+        cost = c;
+        best = wn * 16 + ks;
+      }
+    }
+  }
+  return best;
 }
 
 /**
@@ -293,6 +342,7 @@ export function collectDqnSpec(o: CollectDqnOptions): KernelSpec {
       constants: {
         HEAD: HeadCode.plain,
         CLUSTER: cluster,
+        TF32: o.tf32 ? 1 : 0,
         TILE_E: o.tileEpisodes,
         DYN_SMEM_BYTES: bytes,
         ...commonConstants(),

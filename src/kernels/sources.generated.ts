@@ -8789,9 +8789,24 @@ extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
 // cluster barrier, every CTA pulls the other CTAs' columns with 16-byte remote loads (4x fewer
 // remote transactions, a local barrier more). Same values either way.
 //
-// Numerics: f32 exact only: acc = bias, then acc = f32(acc + f32(w * x)) for i ascending, exactly
-// the exact path of mlp_tile.cuh, so every output is bit-identical to the TS reference.
-#define COLLECT_TF32 0
+// Numerics (constant TF32): 0 (default) f32 exact: acc = bias, then acc = f32(acc + f32(w * x)) for i
+// ascending, exactly the exact path of mlp_tile.cuh, so every output is bit-identical to the TS
+// reference. 1: tensor cores (mma.sync m16n8k8, TF32 operands, f32 sums; at most 16 episodes per
+// cluster, one m16 tile): each CTA keeps its slices TF32-rounded, zero-padded to 8-row column tiles
+// and 16-input steps; a layer's column tiles and K steps are split over the CTA's warps as the split-K
+// engine does (mlp_splitk.cuh splitk_plan), the partial sums meet in shared memory (SM_PART) and are
+// added in slice order with the bias before the push. ~1e-3 relative error per layer, as the tiled
+// TF32 build.
+//
+// SKIP_NETS 1 (bench only, TF32 build): every layer phase keeps its barriers but computes and pushes
+// nothing, so a launch times the simulator, the states, the outputs and the cluster barriers alone.
+#ifndef TF32
+#define TF32 0
+#endif
+#ifndef SKIP_NETS
+#define SKIP_NETS 0
+#endif
+#define COLLECT_TF32 TF32
 #define COLLECT_THREADS WG_X
 #define COLLECT_DYN_SMEM
 #define COLLECT_CLUSTER
@@ -8802,6 +8817,7 @@ extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
 #include "collect_io.cuh"
 #include "collect_dqn_step.cuh"
 #include "collect_nets.cuh"
+#include "mlp_splitk.cuh"
 #include "grid.cuh"
 
 static_assert(HEAD == HEAD_PLAIN, "collect_dqn_cluster implements the plain dueling head");
@@ -8830,6 +8846,19 @@ __host__ __device__ constexpr int slice_ldw(int in) { return align4(in) % 32 == 
 __host__ __device__ constexpr int slice_floats(int in, int out) {
   return slice_rows(out) * slice_ldw(in) + align4(slice_rows(out));
 }
+// TF32 build: the slice's rows padded with zero rows to whole n8 column tiles (NTP), each K = round16(In)
+// TF32-rounded weights (zero past In), no padding: where K is a multiple of 32 floats, odd rows hold
+// their float4s XOR 4 (the 8 lanes of one float4 load phase read rows g, g + 1 at 4 consecutive
+// float4s: 8 distinct bank quads); then NTP biases.
+__host__ __device__ constexpr int mma_rows(int out) { return (slice_rows(out) + 7) / 8 * 8; }
+__host__ __device__ constexpr int mma_k(int in) { return (in + 15) / 16 * 16; }
+__host__ __device__ constexpr int mma_floats(int in, int out) { return mma_rows(out) * mma_k(in) + mma_rows(out); }
+// Float offset of weight (row r, input k) in a TF32 slice of K inputs per row.
+__host__ __device__ constexpr int mma_at(int K, int r, int k) {
+  return r * K + ((((k >> 2) ^ (K % 32 == 0 ? 4 * (r & 1) : 0)) << 2) | (k & 3));
+}
+__host__ __device__ constexpr int wslice_floats(int in, int out) { return TF32 ? mma_floats(in, out) : slice_floats(in, out); }
+
 // Row groups of a layer task: the most (a power of two dividing E) that keep every (output, group)
 // task on its own thread; a thread accumulates E / groups rows of one output.
 __host__ __device__ constexpr int slice_groups(int out) {
@@ -8839,20 +8868,42 @@ __host__ __device__ constexpr int slice_groups(int out) {
 }
 
 // The fused layers: hidden = value.0 (outputs 0..127) ++ advantage.0 (128..255), both on the trunk
-// row; out = value.1 (output 0, reading hidden 0..127) ++ advantage.1 (1..45, reading 128..255).
+// row; out = value.1 (output 0, reading hidden 0..127) ++ advantage.1 (1..45, reading 128..255). The
+// TF32 build runs \`out\` over K = 256 with block-structured weights (zeros outside a row's half).
 constexpr int OUT_Q = 1 + NUM_ACTIONS;
+constexpr int OUT_IN = TF32 ? 256 : 128;
+
+#if TF32
+static_assert(E <= 16, "collect_dqn_cluster TF32: at most 16 episodes per cluster (one m16 tile of rows)");
+// A layer on tensor cores: this CTA's NTP slice rows over K inputs, split-K plan for its warps.
+template <int In, int Out>
+struct ClusterMma {
+  static constexpr int K = mma_k(In), NTP = mma_rows(Out), SL = slice_rows(Out);
+  static constexpr int NT = NTP / 8, K16 = K / 16, WARPS = T / 32;
+  static constexpr int PLAN = splitk_plan(NT, K16, WARPS);
+  static_assert(PLAN != 0, "collect_dqn_cluster TF32: too few warps for a slice's column tiles (more threads)");
+  static constexpr int WN = PLAN / 16, KSPLIT = PLAN % 16, NG = (NT + WN - 1) / WN, KS = K16 / KSPLIT;
+  static constexpr int PART = KSPLIT * E * NTP;
+};
+__host__ __device__ constexpr int max2(int a, int b) { return a > b ? a : b; }
+constexpr int PART_MAX =
+    max2(max2(max2(ClusterMma<STATE_DIM, 256>::PART, ClusterMma<256, 256>::PART), ClusterMma<OUT_IN, OUT_Q>::PART),
+         max2(ClusterMma<CNet::IN, CNet::HIDDEN>::PART, ClusterMma<CNet::HIDDEN, CNet::OUT>::PART));
+#else
+constexpr int PART_MAX = 0;
+#endif
 
 // Shared-memory plan (floats). Weight slices: one dueling net (trunk 0, trunk 1, hidden, out).
 constexpr int NW_S0 = 0;
-constexpr int NW_S1 = NW_S0 + slice_floats(STATE_DIM, 256);
-constexpr int NW_H = NW_S1 + slice_floats(256, 256);
-constexpr int NW_O = NW_H + slice_floats(256, 256);
-constexpr int NW_SIZE = NW_O + slice_floats(128, OUT_Q);
+constexpr int NW_S1 = NW_S0 + wslice_floats(STATE_DIM, 256);
+constexpr int NW_H = NW_S1 + wslice_floats(256, 256);
+constexpr int NW_O = NW_H + wslice_floats(256, 256);
+constexpr int NW_SIZE = NW_O + wslice_floats(OUT_IN, OUT_Q);
 constexpr int SM_WQ = 0;
 constexpr int SM_WT = SM_WQ + NW_SIZE;
 constexpr int SM_WC0 = SM_WT + NW_SIZE;
-constexpr int SM_WC1 = SM_WC0 + slice_floats(CNet::IN, CNet::HIDDEN);
-constexpr int SM_END_W = SM_WC1 + slice_floats(CNet::HIDDEN, CNet::OUT);
+constexpr int SM_WC1 = SM_WC0 + wslice_floats(CNet::IN, CNet::HIDDEN);
+constexpr int SM_END_W = SM_WC1 + wslice_floats(CNet::HIDDEN, CNet::OUT);
 // Activations of all E episodes, complete in every CTA: states, two ping-pong trunk buffers, value
 // ++ advantages, Q (local), curiosity input (local), hidden and output.
 constexpr int LD_VQ = LD_Q;
@@ -8877,7 +8928,9 @@ constexpr int SM_CO = align4(SM_CH + E * LD_CH);
 // Integers stored in float slots: each episode's decision bar (broadcast) and action (local).
 constexpr int SM_BAR = align4(SM_CO + E * LD_CO);
 constexpr int SM_ACTION = align4(SM_BAR + E);
-constexpr int SM_EPISODES = align4(SM_ACTION + E);
+// TF32 build: the partial sums of the online and the target layer of a phase.
+constexpr int SM_PART = align4(SM_ACTION + E);
+constexpr int SM_EPISODES = align4(SM_PART + 2 * PART_MAX);
 constexpr int SM_FLOATS = align4(SM_EPISODES + EPC * (int)(sizeof(Episode) / 4));
 static_assert(sizeof(Episode) % 4 == 0, "Episode is 4-byte fields");
 // The descriptor (src/kernels/collect_dqn.ts cudaClusterSharedBytes) sizes the launch from the same plan.
@@ -8887,18 +8940,51 @@ static_assert(DYN_SMEM_BYTES <= 227 * 1024,
               "collect_dqn_cluster: the plan exceeds 227 KiB of shared memory (more CTAs per cluster or fewer episodes)");
 #endif
 
-// Copies this CTA's slice of a layer (rows j < SPLIT from W1/B1, the rest from W2/B2 at j - SPLIT).
-template <int In, int Out, int SPLIT, int W1, int B1, int W2, int B2>
+// Copies this CTA's slice of a layer: rows j < SPLIT from W1/B1 (IN1 inputs from column K1), the rest
+// from W2/B2 at j - SPLIT (IN2 inputs from column K2); exact: In inputs per row from column 0. Each
+// thread keeps 8 loads in flight before it stores them (the copy runs once per launch).
+template <int In, int Out, int SPLIT, int W1, int B1, int W2, int B2, int IN1 = In, int K1 = 0, int IN2 = In,
+          int K2 = 0>
 COLLECT_FN void load_slice(const float* __restrict__ nets, float* ws, unsigned rank) {
-  constexpr int SL = slice_rows(Out), LDW = slice_ldw(In);
+  constexpr int SL = slice_rows(Out);
+#if TF32
+  constexpr int ROWS = mma_rows(Out), K = mma_k(In);
+#else
+  constexpr int ROWS = SL, K = In;
+#endif
+  constexpr int B = 8;
   const int j0 = (int)rank * SL;
-  for (int task = threadIdx.x; task < SL * In; task += T) {
-    const int jj = task / In, i = task % In, j = j0 + jj;
-    if (j < Out) ws[jj * LDW + i] = ldg1(nets + (j < SPLIT ? W1 + j * In : W2 + (j - SPLIT) * In) + i);
+  for (int t0 = threadIdx.x; t0 < ROWS * K; t0 += B * T) {
+    float v[B];
+#pragma unroll
+    for (int b = 0; b < B; b++) {
+      const int task = t0 + b * T, jj = task / K, k = task % K, j = j0 + jj;
+      v[b] = 0.0f;
+      if (task < ROWS * K && jj < SL && j < Out) {
+        const bool first = j < SPLIT;
+        const int lo = first ? K1 : K2, len = first ? IN1 : IN2;
+        if (k >= lo && k < lo + len) v[b] = ldg1(nets + (first ? W1 + j * IN1 : W2 + (j - SPLIT) * IN2) + k - lo);
+      }
+    }
+#pragma unroll
+    for (int b = 0; b < B; b++) {
+      const int task = t0 + b * T;
+      if (task >= ROWS * K) break;
+#if TF32
+      ws[mma_at(K, task / K, task % K)] = tf32_round(v[b]);
+#else
+      ws[task / K * slice_ldw(In) + task % K] = v[b];
+#endif
+    }
   }
-  for (int jj = threadIdx.x; jj < SL; jj += T) {
+#if TF32
+  float* bias = ws + ROWS * K;
+#else
+  float* bias = ws + SL * slice_ldw(In);
+#endif
+  for (int jj = threadIdx.x; jj < ROWS; jj += T) {
     const int j = j0 + jj;
-    if (j < Out) ws[SL * LDW + jj] = ldg1(nets + (j < SPLIT ? B1 + j : B2 + j - SPLIT));
+    bias[jj] = jj < SL && j < Out ? ldg1(nets + (j < SPLIT ? B1 + j : B2 + j - SPLIT)) : 0.0f;
   }
 }
 
@@ -8908,8 +8994,88 @@ COLLECT_FN void load_dueling(const float* __restrict__ nets, float* ws, unsigned
   load_slice<STATE_DIM, 256, 256, L::S0_W, L::S0_B, 0, 0>(nets, ws + NW_S0, rank);
   load_slice<256, 256, 256, L::S1_W, L::S1_B, 0, 0>(nets, ws + NW_S1, rank);
   load_slice<256, 256, 128, L::V0_W, L::V0_B, L::A0_W, L::A0_B>(nets, ws + NW_H, rank);
-  load_slice<128, OUT_Q, 1, L::V1_W, L::V1_B, L::A1_W, L::A1_B>(nets, ws + NW_O, rank);
+  // TF32: value.1 on inputs 0..127, advantage.1 on 128..255 of one 256-input layer.
+  load_slice<OUT_IN, OUT_Q, 1, L::V1_W, L::V1_B, L::A1_W, L::A1_B, 128, 0, 128, OUT_IN - 128>(nets, ws + NW_O, rank);
 }
+
+// One output value into column j of row r of y in every CTA (pull mode: this CTA's y only), starting
+// with a different peer per CTA so the pushes spread over the cluster.
+COLLECT_DEVICE void put(float* y, int at, float v, unsigned rank) {
+#if CLUSTER_PULL
+  (void)rank;
+  y[at] = v;
+#else
+  for (int k = 0; k < C; k++) cluster_map(y, (rank + (unsigned)k) % C)[at] = v;
+#endif
+}
+
+#if TF32
+// This warp's share of a tensor-core layer: its column tiles x K slice of x [E, ldx] (zero-padded
+// columns up to K) times the slice ws, partial sums into part [KSPLIT][E][NTP]. Two accumulator sets
+// (even and odd k16 steps) halve the dependent mma chain; they are added before the store.
+template <int In, int Out>
+COLLECT_FN void mma_compute(const float* ws, const float* x, int ldx, float* part) {
+  using L = ClusterMma<In, Out>;
+  const int warp = (int)(threadIdx.x >> 5);
+  if (SKIP_NETS || warp >= L::NG * L::KSPLIT) return;
+  const int ng = warp % L::NG, ks = warp / L::NG;
+  const int n0 = ng * L::WN * 8;
+  const int lane = lane_id();
+  const int g = lane >> 2, t = lane & 3;
+  float c[2][L::WN][4];
+#pragma unroll
+  for (int h = 0; h < 2; h++)
+#pragma unroll
+    for (int n = 0; n < L::WN; n++)
+#pragma unroll
+      for (int i = 0; i < 4; i++) c[h][n][i] = 0.0f;
+  const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+  for (int s = 0; s < L::KS; s++) {
+    const int kk = (ks * L::KS + s) * 16 + 4 * t;
+    const float4 lo = g < E ? lds4(x + g * ldx + kk) : zero;
+    const float4 hi = g + 8 < E ? lds4(x + (g + 8) * ldx + kk) : zero;
+    const unsigned a0[4] = {tf32_operand(lo.x), tf32_operand(hi.x), tf32_operand(lo.y), tf32_operand(hi.y)};
+    const unsigned a1[4] = {tf32_operand(lo.z), tf32_operand(hi.z), tf32_operand(lo.w), tf32_operand(hi.w)};
+#pragma unroll
+    for (int n = 0; n < L::WN; n++) {
+      const int row = n0 + n * 8 + g;
+      if (n0 + n * 8 >= L::NTP) break;
+      const float4 w = lds4(ws + mma_at(L::K, row, kk));
+      const unsigned b0[2] = {__float_as_uint(w.x), __float_as_uint(w.y)};
+      const unsigned b1[2] = {__float_as_uint(w.z), __float_as_uint(w.w)};
+      mma_tf32_16x8x8(c[s & 1][n], a0, b0);
+      mma_tf32_16x8x8(c[s & 1][n], a1, b1);
+    }
+  }
+#pragma unroll
+  for (int n = 0; n < L::WN; n++)
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      const int row = g + (i >= 2 ? 8 : 0);
+      const int col = n0 + n * 8 + 2 * t + (i & 1);
+      if (row < E && col < L::NTP) part[(ks * E + row) * L::NTP + col] = c[0][n][i] + c[1][n][i];
+    }
+}
+
+// After the barrier that completes part: slices added in order, bias, activation, pushed as column
+// rank * SL + jj of every CTA's y.
+template <int In, int Out, int Act>
+COLLECT_FN void mma_store(const float* ws, const float* part, float* y, int ldy, unsigned rank) {
+  using L = ClusterMma<In, Out>;
+  if (SKIP_NETS) return;
+  const float* bias = ws + L::NTP * L::K;
+  const int j0 = (int)rank * L::SL;
+  for (int task = threadIdx.x; task < E * L::SL; task += T) {
+    const int r = task / L::SL, jj = task % L::SL, j = j0 + jj;
+    if (j >= Out) continue;
+    float s = part[r * L::NTP + jj];
+#pragma unroll
+    for (int k = 1; k < L::KSPLIT; k++) s += part[(k * E + r) * L::NTP + jj];
+    put(y, r * ldy + j, activate<Act>(s + bias[jj]), rank);
+  }
+}
+#endif
 
 // One layer over the cluster: this CTA's outputs for all E rows of x (rows j >= SPLIT read the
 // input from column XOFF2), pushed into y of every CTA (pull mode: into its own y only). The caller
@@ -8994,27 +9160,84 @@ COLLECT_FN void end_phase(float* y, int ldy, unsigned rank, float* y2 = nullptr)
 #endif
 }
 
-// Layer \`k\` (0..3) of one dueling net: states x -> a -> b -> a -> value ++ advantages va, every row
-// in every CTA once the phase's cluster barrier has passed.
-COLLECT_FN void dueling_layer(int k, const float* ws, float* x, float* a, float* b, float* va, unsigned rank) {
-  if (k == 0) cluster_layer<STATE_DIM, 256, ACT_LEAKY, 256, 0>(ws + NW_S0, x, LD_STATE, a, LD_TRUNK, rank);
-  if (k == 1) cluster_layer<256, 256, ACT_LEAKY, 256, 0>(ws + NW_S1, a, LD_TRUNK, b, LD_TRUNK, rank);
-  if (k == 2) cluster_layer<256, 256, ACT_LEAKY, 256, 0>(ws + NW_H, b, LD_TRUNK, a, LD_TRUNK, rank);
-  if (k == 3) cluster_layer<128, OUT_Q, ACT_NONE, 1, 128>(ws + NW_O, a, LD_TRUNK, va, LD_VQ, rank);
+// One layer phase of up to two layers with the same shape (the online net and, if ws2, the target
+// net), ended by the cluster barrier: exact, each thread's outputs pushed as it finishes them; TF32,
+// both layers' partial sums, one block barrier, both layers' sums pushed.
+template <int In, int Out, int Act, int SPLIT, int XOFF2>
+COLLECT_FN void layer_phase(const float* ws, const float* x, int ldx, float* y, int ldy, const float* ws2,
+                            const float* x2, float* y2, float* smem, unsigned rank) {
+#if TF32
+  (void)smem;
+  mma_compute<In, Out>(ws, x, ldx, smem + SM_PART);
+  if (ws2) mma_compute<In, Out>(ws2, x2, ldx, smem + SM_PART + PART_MAX);
+  block_sync();
+  mma_store<In, Out, Act>(ws, smem + SM_PART, y, ldy, rank);
+  if (ws2) mma_store<In, Out, Act>(ws2, smem + SM_PART + PART_MAX, y2, ldy, rank);
+#else
+  (void)smem;
+  if (ws2) cluster_layer<In, Out, Act, SPLIT, XOFF2>(ws2, x2, ldx, y2, ldy, rank);
+  cluster_layer<In, Out, Act, SPLIT, XOFF2>(ws, x, ldx, y, ldy, rank);
+#endif
+  end_phase<Out>(y, ldy, rank, ws2 ? y2 : nullptr);
 }
 
 // The online net on SM_X0 -> SM_VA and, if \`target\`, the target net on SM_XT -> SM_VT, phase by
-// phase (4 cluster barriers).
-COLLECT_FN void dueling_va(float* smem, bool target, unsigned rank) {
-  for (int k = 0; k < 4; k++) {
-    if (target) dueling_layer(k, smem + SM_WT, smem + SM_XT, smem + SM_AT, smem + SM_BT, smem + SM_VT, rank);
-    dueling_layer(k, smem + SM_WQ, smem + SM_X0, smem + SM_A, smem + SM_B, smem + SM_VA, rank);
-    const int out = k == 1 ? SM_B : k == 3 ? SM_VA : SM_A;
-    const int tout = k == 1 ? SM_BT : k == 3 ? SM_VT : SM_AT;
-    if (k < 3)
-      end_phase<256>(smem + out, LD_TRUNK, rank, target ? smem + tout : nullptr);
-    else
-      end_phase<OUT_Q>(smem + out, LD_VQ, rank, target ? smem + tout : nullptr);
+// phase (4 cluster barriers): states x -> a -> b -> a -> value ++ advantages va, every row in every
+// CTA once the phase's cluster barrier has passed.
+COLLECT_FN void dueling_va(float* s, bool target, unsigned rank) {
+  const float* wt = target ? s + SM_WT : nullptr;
+  layer_phase<STATE_DIM, 256, ACT_LEAKY, 256, 0>(s + SM_WQ + NW_S0, s + SM_X0, LD_STATE, s + SM_A, LD_TRUNK,
+                                                 wt ? wt + NW_S0 : nullptr, s + SM_XT, s + SM_AT, s, rank);
+  layer_phase<256, 256, ACT_LEAKY, 256, 0>(s + SM_WQ + NW_S1, s + SM_A, LD_TRUNK, s + SM_B, LD_TRUNK,
+                                           wt ? wt + NW_S1 : nullptr, s + SM_AT, s + SM_BT, s, rank);
+  layer_phase<256, 256, ACT_LEAKY, 256, 0>(s + SM_WQ + NW_H, s + SM_B, LD_TRUNK, s + SM_A, LD_TRUNK,
+                                           wt ? wt + NW_H : nullptr, s + SM_BT, s + SM_AT, s, rank);
+  layer_phase<OUT_IN, OUT_Q, ACT_NONE, 1, 128>(s + SM_WQ + NW_O, s + SM_A, LD_TRUNK, s + SM_VA, LD_VQ,
+                                               wt ? wt + NW_O : nullptr, s + SM_AT, s + SM_VT, s, rank);
+}
+
+// Q rows of all E episodes from value ++ advantages (forward.ts forwardDueling): f32(f32(V + A[a]) -
+// mean(A)), one (row, action) per task; each task sums its row's mean itself (same order, same bits).
+COLLECT_FN void q_rows(const float* va, float* q) {
+  for (int task = threadIdx.x; task < E * NUM_ACTIONS; task += T) {
+    const int r = task / NUM_ACTIONS, k = task % NUM_ACTIONS;
+    const float* row = va + r * LD_VQ;
+    q[r * LD_Q + k] = fsub(fadd(row[0], row[1 + k]), advantage_mean(row + 1));
+  }
+}
+
+// An owned episode's state row into buffer \`at\` (SM_X0 or SM_XT) of this CTA (zeros for episodes
+// past N), with the decision bar for SM_X0; share_states then copies the rows to the peers.
+COLLECT_DEVICE void build_row(float* smem, int at, int i, const Episode& ep, const Market& m, bool active) {
+  float* row = smem + at + i * LD_STATE;
+  if (active) build_state(ep, m, row);
+  for (int k = active ? STATE_DIM : 0; k < LD_STATE; k++) row[k] = 0.0f;
+  if (at == SM_X0) reinterpret_cast<int*>(smem + SM_BAR)[i] = active ? ep.bar : 0;
+}
+
+// After a block barrier that follows build_row: the whole CTA copies the rows of its owned episodes in
+// the NB buffers \`at\` (and the decision bars with SM_X0) into every peer, and writes each active
+// episode's row of buffer b to the output section \`sec[b]\` at step \`step[b]\` of the launch (not where
+// step[b] is negative). Task slot c == C is the global copy.
+template <int NB>
+COLLECT_FN void share_states(float* smem, const int (&at)[NB], const int (&sec)[NB], const int (&step)[NB],
+                             const Out& o, unsigned long long base, unsigned n, unsigned steps, unsigned rank) {
+  constexpr int PER = STATE_DIM + 1, DST = C + 1;
+  for (int task = threadIdx.x; task < EPC * NB * DST * PER; task += T) {
+    const int k = task % PER, c = task / PER % DST, b = task / (PER * DST) % NB, slot = task / (PER * DST * NB);
+    const int i = slot * C + (int)rank;
+    if (i >= E || c == (int)rank) continue;
+    const unsigned long long e = base + (unsigned long long)i;
+    if (c == C) {
+      if (k < STATE_DIM && step[b] >= 0 && e < n)
+        o.f[sec[b] * o.nl + (e * steps + (unsigned)step[b]) * STATE_DIM + k] = smem[at[b] + i * LD_STATE + k];
+      continue;
+    }
+    float* peer = cluster_map(smem, (unsigned)c);
+    if (k < STATE_DIM)
+      peer[at[b] + i * LD_STATE + k] = smem[at[b] + i * LD_STATE + k];
+    else if (at[b] == SM_X0)
+      reinterpret_cast<int*>(peer + SM_BAR)[i] = reinterpret_cast<int*>(smem + SM_BAR)[i];
   }
 }
 
@@ -9022,24 +9245,6 @@ COLLECT_FN void dueling_va(float* smem, bool target, unsigned rank) {
 COLLECT_DEVICE void q_row(const float* va, float* q) {
   const float mean = advantage_mean(va + 1);
   for (int k = 0; k < NUM_ACTIONS; k++) q[k] = fsub(fadd(va[0], va[1 + k]), mean);
-}
-
-// An episode's state row into buffer \`at\` (SM_X0 or SM_XT) of every CTA (zeros for episodes past N),
-// with the decision bar for SM_X0; \`out_states\`, if not null, receives the 54 floats.
-COLLECT_DEVICE void broadcast_state(float* smem, int at, int i, const Episode& ep, const Market& m, bool active,
-                                    float* out_states) {
-  float* row = smem + at + i * LD_STATE;
-  if (active) build_state(ep, m, row);
-  for (int k = active ? STATE_DIM : 0; k < LD_STATE; k++) row[k] = 0.0f;
-  if (active && out_states)
-    for (int k = 0; k < STATE_DIM; k++) out_states[k] = row[k];
-  const int bar = active ? ep.bar : 0;
-  for (int c = 0; c < C; c++) {
-    float* peer = cluster_map(smem, (unsigned)c);
-    if (peer != smem)
-      for (int k = 0; k < STATE_DIM; k++) peer[at + i * LD_STATE + k] = row[k];
-    if (at == SM_X0) reinterpret_cast<int*>(peer + SM_BAR)[i] = bar;
-  }
 }
 
 extern "C" __global__ void collect_dqn_cluster(KERNEL_ARGS) {
@@ -9054,6 +9259,9 @@ extern "C" __global__ void collect_dqn_cluster(KERNEL_ARGS) {
   const unsigned long long e64 = base + (owner ? i : 0);
   const bool active = owner && e64 < u.n;
   const unsigned e = (unsigned)e64;
+  // The activations start zero: the padding columns the TF32 layers read past a row's inputs (the
+  // peers copy only the 54 state floats) stay zero for the whole launch.
+  for (int k = SM_X0 + (int)threadIdx.x; k < SM_EPISODES; k += T) smem[k] = 0.0f;
   Episode& ep = reinterpret_cast<Episode*>(smem + SM_EPISODES)[owner ? threadIdx.x : 0];
   int* window = div_window + (unsigned long long)e * p.diversity_window;
   if (active) load_episode(ep, env_f, env_i, e);
@@ -9069,13 +9277,15 @@ extern "C" __global__ void collect_dqn_cluster(KERNEL_ARGS) {
 
   Out o = {out_f, out_i, (unsigned long long)u.n * u.steps, (unsigned long long)e * u.steps};
   // The first decision's states and their online Q.
-  if (owner) broadcast_state(smem, SM_X0, i, ep, m, active, active ? out_f_at(o, OUT_F_STATES, STATE_DIM) : nullptr);
+  if (owner) build_row(smem, SM_X0, i, ep, m, active);
+  block_sync();
+  share_states<1>(smem, {SM_X0}, {OUT_F_STATES}, {0}, o, base, u.n, u.steps, rank);
   cluster_sync();
   dueling_va(smem, false, rank);
   for (unsigned l = 0; l < u.steps; l++, o.idx++) {
     const unsigned g = u.stepBase + l;
     // Every CTA: Q rows, actions and curiosity inputs of all E episodes (identical in each CTA).
-    for (int r = threadIdx.x; r < E; r += T) q_row(smem + SM_VA + r * LD_VQ, smem + SM_Q + r * LD_Q);
+    q_rows(smem + SM_VA, smem + SM_Q);
     block_sync();
     for (int r = threadIdx.x; r < E; r += T) {
       const bool on = base + r < u.n;
@@ -9085,12 +9295,10 @@ extern "C" __global__ void collect_dqn_cluster(KERNEL_ARGS) {
     }
     block_sync();
     if (u.curiosity) {
-      cluster_layer<CNet::IN, CNet::HIDDEN, ACT_LEAKY, CNet::HIDDEN, 0>(smem + SM_WC0, smem + SM_CI, LD_CURIOSITY,
-                                                                       smem + SM_CH, LD_CH, rank);
-      end_phase<CNet::HIDDEN>(smem + SM_CH, LD_CH, rank);
-      cluster_layer<CNet::HIDDEN, CNet::OUT, ACT_NONE, CNet::OUT, 0>(smem + SM_WC1, smem + SM_CH, LD_CH, smem + SM_CO,
-                                                                     LD_CO, rank);
-      end_phase<CNet::OUT>(smem + SM_CO, LD_CO, rank);
+      layer_phase<CNet::IN, CNet::HIDDEN, ACT_LEAKY, CNet::HIDDEN, 0>(
+          smem + SM_WC0, smem + SM_CI, LD_CURIOSITY, smem + SM_CH, LD_CH, nullptr, nullptr, nullptr, smem, rank);
+      layer_phase<CNet::HIDDEN, CNet::OUT, ACT_NONE, CNet::OUT, 0>(smem + SM_WC1, smem + SM_CH, LD_CH, smem + SM_CO,
+                                                                   LD_CO, nullptr, nullptr, nullptr, smem, rank);
     }
 
     StepOut so;
@@ -9103,17 +9311,17 @@ extern "C" __global__ void collect_dqn_cluster(KERNEL_ARGS) {
       env_step(ep, m, p, window, action, mse, u.curiosity != 0, so);
     }
     if (owner) {
-      broadcast_state(smem, SM_XT, i, ep, m, active, active ? out_f_at(o, OUT_F_NEXT_STATES, STATE_DIM) : nullptr);
+      build_row(smem, SM_XT, i, ep, m, active);
       if (active) {
         write_step(o, so, action);
         restart_if_ended(ep, m, p, window, e, so);
       }
       // The next decision's state (the restarted episode's first, or s' again).
-      Out next = o;
-      next.idx++;
-      const bool more = active && l + 1 < u.steps;
-      broadcast_state(smem, SM_X0, i, ep, m, active, more ? out_f_at(next, OUT_F_STATES, STATE_DIM) : nullptr);
+      build_row(smem, SM_X0, i, ep, m, active);
     }
+    block_sync();
+    share_states<2>(smem, {SM_XT, SM_X0}, {OUT_F_NEXT_STATES, OUT_F_STATES},
+                    {(int)l, l + 1 < u.steps ? (int)l + 1 : -1}, o, base, u.n, u.steps, rank);
     cluster_sync();
     dueling_va(smem, true, rank);
 

@@ -33,7 +33,7 @@ import type { TypedArray } from '../../src/kernels/reference.js';
 import { kernels } from '../../src/kernels/registry.js';
 import { initParams } from '../../src/nets/forward.js';
 import { curiosityLayout, duelingLayout } from '../../src/nets/layout.js';
-import { buildEmu, emuUnavailable, runEmu, writeGenerated } from './cuda-collect/emu.js';
+import { buildEmu, compare, emuUnavailable, runEmu, writeGenerated } from './cuda-collect/emu.js';
 import { randomMarket } from './env.fixtures.js';
 
 const SEED = 77;
@@ -49,8 +49,9 @@ cfg.profitTargetBps = 40;
 cfg.stopLossBps = 30;
 const params = envParams(cfg);
 
-function clusterSpec(cluster: number, tileEpisodes: number, threads: number): KernelSpec {
+function clusterSpec(cluster: number, tileEpisodes: number, threads: number, tf32 = false): KernelSpec {
   return collectDqnSpec({
+    tf32,
     head: 'plain',
     atoms: 51,
     iqnEmbed: 64,
@@ -81,11 +82,11 @@ function nets(): Float32Array {
   return out;
 }
 
-const uniforms = (launch: number): Record<string, number> => ({
+const uniforms = (launch: number, steps = STEPS, epsilon = 0.3): Record<string, number> => ({
   n: N,
-  steps: STEPS,
-  stepBase: launch * STEPS,
-  epsilon: 0.3,
+  steps,
+  stepBase: launch * steps,
+  epsilon,
   gamma: 0.99,
   vMin: -10,
   vMax: 10,
@@ -125,10 +126,13 @@ describe.skipIf(!nvcc)(
     // NVRTC where the toolkit has it (the GPU machine's path), for sm_90 as an H100 / H200 gets it,
     // at the 16-CTA cluster of N = 128 and the portable 8-CTA one.
     it.each([
-      [16, 16, 128],
-      [8, 8, 128],
-    ])('compiles %i CTAs x %i episodes x %i threads for sm_90', (cluster, e, threads) => {
-      const spec = clusterSpec(cluster, e, threads);
+      [16, 16, 128, false],
+      [8, 8, 128, false],
+      [8, 8, 256, true],
+      [8, 8, 512, true],
+      [16, 16, 256, true],
+    ])('compiles %i CTAs x %i episodes x %i threads (TF32 %s) for sm_90', (cluster, e, threads, tf32) => {
+      const spec = clusterSpec(cluster, e, threads, tf32);
       const compiler = findCompiler(loadNative());
       const { source, headers } = kernelSource(spec.name);
       const cubin = compiler.compile(spec.name, cudaPreamble(spec) + source, headers, compileOptions(9, 0));
@@ -263,6 +267,104 @@ describe.skipIf(unavailable !== null)(
           dones: true,
           truncateds: true,
         });
+      });
+    }
+  },
+);
+
+const TD = DQN_OUTPUT.sections.find((s) => s.name === 'tdErrors')!;
+
+describe.skipIf(unavailable !== null)(
+  `collect_dqn_cluster TF32 build on the CPU emulator${unavailable ? ` (skipped: ${unavailable})` : ''}`,
+  () => {
+    // Epsilon 1 makes every action the Philox draw, so TF32 Q-values cannot fork the trajectories
+    // on near ties: the simulator state and every integer output must match the reference bit for
+    // bit, the states too; the TD errors (TF32 Q) and, with curiosity, the rewards (TF32 model)
+    // within TF32 rounding. [name, CTAs, episodes per cluster, threads]: 8 x 8 at 256 threads is
+    // the N = 128 plan (one episode per CTA, 2 K slices per 256-wide layer); 64 threads give each
+    // warp two column tiles (WN = 2); 16 CTAs x 4 episodes leave most CTAs without an episode.
+    const steps = 12;
+    const launches = 2;
+    const cases: [string, number, number, number][] = [
+      ['8 CTAs x 8 episodes x 256 threads (the second cluster partly empty)', 8, 8, 256],
+      ['8 CTAs x 6 episodes x 64 threads', 8, 6, 64],
+      ['16 CTAs x 4 episodes x 64 threads', 16, 4, 64],
+    ];
+    for (const [name, cluster, e, threads] of cases) {
+      it(`${name}: matches the TS reference over ${launches} launches at epsilon 1`, () => {
+        const spec = clusterSpec(cluster, e, threads, true);
+        expect(spec.constants?.TF32).toBe(1);
+        const source = readFileSync(new URL('../../cuda/collect_dqn_cluster.cu', import.meta.url), 'utf8');
+        const gen = writeGenerated(`cluster_tf32_${cluster}_${e}_${threads}.cu`, cudaPreamble(spec) + source);
+        const binary = buildEmu('kernel_harness.cpp', { KERNEL_SOURCE: `"${gen}"`, KERNEL_NAME: spec.name });
+        const env = createEnv(market, split, params, N, SEED);
+        const ro = [market.features, market.ohlc, market.spreadBps, params.entropyTable, nets()];
+        const bytes = outputBytes(DQN_OUTPUT, N, steps);
+        const fresh = (): TypedArray[] => [
+          env.f.slice(),
+          env.i.slice(),
+          env.window.slice(),
+          new Float32Array(bytes.f / 4),
+          new Int32Array(bytes.i / 4),
+        ];
+        let ref = fresh();
+        let emu = fresh();
+        let truncated = false;
+        let tdErr = 0;
+        const tdLo = TD.offset * N * steps;
+        const tdHi = tdLo + N * steps;
+        for (let launch = 0; launch < launches; launch++) {
+          // Curiosity on in the first launch, off in the second.
+          const u = { ...uniforms(launch, steps, 1), curiosity: launch === 0 ? 1 : 0 };
+          ref = ref.map((b, i) => (i >= 3 ? b.fill(0) : b));
+          emu = emu.map((b, i) => (i >= 3 ? b.fill(0) : b));
+          kernels.collect_dqn_cluster.reference([...ro, ...ref], u, [1, 1, 1]);
+          const raw = new Uint8Array(runEmu(binary, ['@in', '@out'], pack(spec, [...ro, ...emu], u)).buffer);
+          let at = 0;
+          emu = emu.map((b) => {
+            const ctor = b.constructor as Float32ArrayConstructor | Int32ArrayConstructor;
+            const copy = new ctor(raw.slice(at, at + b.byteLength).buffer);
+            at += b.byteLength;
+            return copy;
+          });
+          truncated ||= sectionView(DQN_OUTPUT, ref[4] as Int32Array, 'truncateds', N, steps).includes(1);
+          for (let b = 0; b < NAMES.length; b++) {
+            const r = ref[b];
+            const x = emu[b];
+            if (b !== 3) {
+              const bad = r.findIndex((v, k) => !Object.is(v, x[k]));
+              expect(
+                bad,
+                `launch ${launch} ${NAMES[b]}: first mismatch at ${bad}: ${x[bad]} vs ${r[bad]}`,
+              ).toBe(-1);
+              continue;
+            }
+            const rf = r as Float32Array;
+            const ef = x as Float32Array;
+            // Without curiosity only the TD errors come from the networks.
+            const exact = (k: number) => (k < tdLo || k >= tdHi) && u.curiosity === 0;
+            const bad = rf.findIndex((v, k) => exact(k) && !Object.is(v, ef[k]));
+            expect(bad, `launch ${launch} out_f: first mismatch at ${bad}: ${ef[bad]} vs ${rf[bad]}`).toBe(
+              -1,
+            );
+            const scale = rf.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+            const all = compare(ef, rf, 1e-2 * scale, 1e-2);
+            expect(all.firstBad, `launch ${launch} out_f: ${ef[all.firstBad]} vs ${rf[all.firstBad]}`).toBe(
+              -1,
+            );
+            const td = rf.subarray(tdLo, tdHi);
+            const tdScale = td.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+            const t = compare(ef.subarray(tdLo, tdHi), td, 1e-2 * tdScale, 1e-2);
+            expect(
+              t.firstBad,
+              `launch ${launch} TD error ${t.firstBad}: max err ${t.maxErr} (scale ${tdScale})`,
+            ).toBe(-1);
+            tdErr = Math.max(tdErr, t.maxErr);
+          }
+        }
+        expect(truncated, 'the launches truncate episodes').toBe(true);
+        // TF32 drops 13 mantissa bits: TD errors equal to the f32 reference's would mean no mma ran.
+        expect(tdErr).toBeGreaterThan(0);
       });
     }
   },

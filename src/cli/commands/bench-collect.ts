@@ -39,14 +39,15 @@ per episode are measured in the same run (--variant both, the default for dqn an
   --steps L         steps per launch (default 64; cpu: 8); lowered where the outputs would not
                     fit one storage binding of the device
   --variant V       tiled, seed, cluster, both (tiled and seed) or all (the three); seed runs the
-                    plain DQN head and PPO only, cluster (CUDA sm_90+, f32 exact) the plain DQN head
+                    plain DQN head and PPO only, cluster (CUDA sm_90+, exact or tf32) the plain DQN head
   --cluster C       cluster variant: CTAs per thread-block cluster (default 8; 16 is non-portable),
                     each holding 1/C of every layer in shared memory; --tile sets its episodes per
                     cluster (default: ~128 CTAs in all), --threads its threads per CTA (default 256)
   --exchange X      cluster variant: push (each CTA stores its outputs into every CTA), pull (each
                     CTA loads the others' outputs as float4 after the barrier) or both (default)
-  --precision P     the tiled kernel's arithmetic: exact (f32, the parity mode; the default except
-                    on cuda), tf32 (cuda: tensor cores, constant TF32 = 1), f16 (webgpu, plain dqn
+  --precision P     the tiled and cluster kernels' arithmetic: exact (f32, the parity mode; the
+                    default except on cuda), tf32 (cuda: tensor cores, constant TF32 = 1; the
+                    cluster variant then takes at most 16 episodes per cluster), f16 (webgpu, plain dqn
                     head: tensor cores through Dawn's experimental subgroup matrices, tile engine
                     4, f16 weights and activations with f32 sums; needs an adapter with
                     chromium-experimental-subgroup-matrix) or both (cuda: exact and tf32, the cuda
@@ -67,9 +68,11 @@ per episode are measured in the same run (--variant both, the default for dqn an
   --env-only        cuda, dqn: also time the tiled kernel with its layer phases skipped (bench-only
                     constant SKIP_NETS = 1; row tiled-env-only, same tile as the tiled row): what
                     the simulator, the outputs and the barriers alone cost per step
-  --constants JSON  extra kernel constants merged into the tiled kernel's spec, for timing a
-                    build variant (e.g. '{"MMA_PIPE":0}': the tensor-core engine without its
-                    weight prefetch); constants a kernel does not use are ignored
+  --constants JSON  extra kernel constants merged into the tiled and cluster kernels' specs, for
+                    timing a build variant (e.g. '{"MMA_PIPE":0}': the tensor-core engine without
+                    its weight prefetch; '{"SKIP_NETS":1}' with --variant cluster --precision tf32:
+                    the cluster kernel without its layer math); constants a kernel does not use
+                    are ignored
   --repeats R       timed launches per setting after one warm-up (default 5)
   --seed S          run seed (market, networks)
   --json            one JSON object on stdout instead of the table`;
@@ -298,7 +301,9 @@ async function run(args: string[]): Promise<number> {
   };
   const runs = variants.flatMap((v): Run[] =>
     v === 'cluster'
-      ? pulls.map((pull) => ({ variant: v, precision: 'exact', pull }))
+      ? precisions
+          .filter((p) => p !== 'f16')
+          .flatMap((p) => pulls.map((pull): Run => ({ variant: v, precision: p, pull })))
       : v === 'seed'
         ? [{ variant: v, precision: 'exact' }]
         : precisions.flatMap((p): Run[] =>
@@ -340,7 +345,7 @@ async function run(args: string[]): Promise<number> {
     for (const n of episodes) {
       const l = typeof maxBinding === 'number' ? stepsThatFit(algo, n, steps, maxBinding) : steps;
       for (const { variant, precision, engine, pull, build } of runs) {
-        if (variant === 'cluster' && !clusterFits(n, clusterSize, tile.tileEpisodes)) {
+        if (variant === 'cluster' && !clusterFits(n, clusterSize, tile.tileEpisodes, precision === 'tf32')) {
           if (!values.json)
             console.error(`  cluster N=${n}: skipped (its grid would exceed 65535 blocks: small N only)`);
           continue;
@@ -360,7 +365,7 @@ async function run(args: string[]): Promise<number> {
           repeats,
           tile: build === 'splitk' ? splitkTile(n, tile) : engine === undefined ? tile : { ...tile, engine },
           build,
-          constants: variant === 'tiled' ? extraConstants : undefined,
+          constants: variant !== 'seed' ? extraConstants : undefined,
         });
         results.push(r);
         if (!values.json)
