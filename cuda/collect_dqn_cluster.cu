@@ -54,6 +54,21 @@
 #ifndef SKIP_NETS
 #define SKIP_NETS 0
 #endif
+// Further bench-only knobs on top of SKIP_NETS, to split what the rest of a step costs: PHASE_BLOCK 1
+// ends the layer phases with a block barrier instead of the cluster barrier (nothing is exchanged
+// there), SKIP_ENV 1 leaves out the simulator step and the restart, SKIP_SHARE 1 the copies of the
+// state rows to the peers and the outputs.
+#ifndef PHASE_BLOCK
+#define PHASE_BLOCK 0
+#endif
+#ifndef SKIP_ENV
+#define SKIP_ENV 0
+#endif
+#ifndef SKIP_SHARE
+#define SKIP_SHARE 0
+#endif
+static_assert(SKIP_NETS || (!PHASE_BLOCK && !SKIP_ENV && !SKIP_SHARE),
+              "PHASE_BLOCK, SKIP_ENV and SKIP_SHARE time the SKIP_NETS build only");
 #define COLLECT_TF32 TF32
 #define COLLECT_THREADS WG_X
 #define COLLECT_DYN_SMEM
@@ -400,7 +415,10 @@ COLLECT_FN void gather(float* y, int ldy, unsigned rank) {
 // Ends a layer phase: the cluster barrier, then in pull mode the copy of the peers' outputs.
 template <int Out>
 COLLECT_FN void end_phase(float* y, int ldy, unsigned rank, float* y2 = nullptr) {
-  cluster_sync();
+  if (PHASE_BLOCK)
+    block_sync();
+  else
+    cluster_sync();
 #if CLUSTER_PULL
   gather<Out>(y, ldy, rank);
   if (y2) gather<Out>(y2, ldy, rank);
@@ -470,6 +488,7 @@ COLLECT_DEVICE void build_row(float* smem, int at, int i, const Episode& ep, con
 template <int NB>
 COLLECT_FN void share_states(float* smem, const int (&at)[NB], const int (&sec)[NB], const int (&step)[NB],
                              const Out& o, unsigned long long base, unsigned n, unsigned steps, unsigned rank) {
+  if (SKIP_SHARE) return;
   constexpr int PER = STATE_DIM + 1, DST = C + 1;
   for (int task = threadIdx.x; task < EPC * NB * DST * PER; task += T) {
     const int k = task % PER, c = task / PER % DST, b = task / (PER * DST) % NB, slot = task / (PER * DST * NB);
@@ -495,7 +514,7 @@ COLLECT_DEVICE void q_row(const float* va, float* q) {
   for (int k = 0; k < NUM_ACTIONS; k++) q[k] = fsub(fadd(va[0], va[1 + k]), mean);
 }
 
-extern "C" __global__ void collect_dqn_cluster(KERNEL_ARGS) {
+extern "C" __global__ void __launch_bounds__(WG_X, 1) collect_dqn_cluster(KERNEL_ARGS) {
   COLLECT_SMEM(smem, SM_FLOATS);
   const EnvScalars p = env_scalars(u);
   const Market m = {features, ohlc, spread, entropy};
@@ -549,20 +568,20 @@ extern "C" __global__ void collect_dqn_cluster(KERNEL_ARGS) {
                                                                    LD_CO, nullptr, nullptr, nullptr, smem, rank);
     }
 
-    StepOut so;
+    StepOut so{};
     int action = 0;
     float q_sel = 0.0f;
     if (active) {
       action = actions[i];
       q_sel = smem[SM_Q + i * LD_Q + action];
       const float mse = u.curiosity ? curiosity_mse(smem + SM_CO + i * LD_CO, features, ep.bar) : 0.0f;
-      env_step(ep, m, p, window, action, mse, u.curiosity != 0, so);
+      if (!SKIP_ENV) env_step(ep, m, p, window, action, mse, u.curiosity != 0, so);
     }
     if (owner) {
       build_row(smem, SM_XT, i, ep, m, active);
       if (active) {
         write_step(o, so, action);
-        restart_if_ended(ep, m, p, window, e, so);
+        if (!SKIP_ENV) restart_if_ended(ep, m, p, window, e, so);
       }
       // The next decision's state (the restarted episode's first, or s' again).
       build_row(smem, SM_X0, i, ep, m, active);
