@@ -4,8 +4,9 @@
 //
 // Why: at N = 128 the tiled kernel runs 128 blocks of one episode and each block streams all 1.2 MB of
 // online + target weights from L2 every step. Here a cluster of CLUSTER CTAs owns TILE_E episodes and
-// every CTA keeps a 1/CLUSTER slice of every layer's OUTPUT neurons (weights + bias of online, target
-// and curiosity) in its shared memory, loaded once per launch: no weight traffic per step.
+// every CTA keeps a 1/CLUSTER slice of every layer's OUTPUT neurons (weights + bias of the online and
+// target nets) in its shared memory, loaded once per launch: no weight traffic per step. The
+// curiosity model (17 KB) runs in each CTA on its own episodes only, weights read through the cache.
 //
 // Per layer: CTA c computes outputs [c * SL, c * SL + SL) (SL = ceil(Out / CLUSTER)) for all TILE_E
 // episodes from the full input rows in its own shared memory, pushes them into every CTA's output
@@ -13,20 +14,20 @@
 // buffers, so a buffer is rewritten only after a barrier that follows its last read. The two
 // dueling streams' hidden layers run as one 256-output layer, their output layers as one 46-output
 // layer (column 0 value, 1..45 advantages, each reading its own half of the hidden row).
-// Every CTA has every episode's value and advantages, so each computes all Q rows, actions and
-// curiosity inputs itself (same arithmetic, same bits) instead of waiting for another barrier.
+// Every CTA has every episode's value and advantages, so each computes all Q rows and actions itself
+// (one thread per episode; same arithmetic, same bits) instead of waiting for another barrier.
 //
 // Pipeline: the target net on step t's next states and the online net on step t + 1's states
 // need only the simulator step, so they run in the same phases: right after its step an owner
 // restarts a finished episode (restart_if_ended reads only the step's outcome) and broadcasts both
 // the next state s' (target input) and the state the next decision sees (online input; s' unless
-// the episode restarted). Cluster barriers per step: 2 (curiosity) + 1 (states) + 4 (both nets) =
-// 7 (5 without curiosity); one online forward before the loop (5 barriers), and the last step's
-// online forward is spare.
+// the episode restarted). Cluster barriers per step: 1 (states) + 4 (both nets) = 5; one online
+// forward before the loop (5 barriers), and the last step's online forward is spare.
 //
 // Episodes: episode i of the cluster lives in CTA i % CLUSTER, run by its thread i / CLUSTER, with
 // its simulator state in that CTA's shared memory: the serial simulator work is spread over the
-// cluster's SMs instead of queueing on one. Owners broadcast the state rows (and the decision bar).
+// cluster's SMs instead of queueing on one. Owners build the state rows (and the decision bar), the
+// whole CTA copies them to the peers and the outputs.
 //
 // Bindings, uniforms and outputs: as collect_dqn.cu. Launch: 1-D grid of CLUSTER * ceil(N /
 // TILE_E) blocks of WG_X threads in clusters of (CLUSTER, 1, 1), DYN_SMEM_BYTES of dynamic shared
@@ -150,8 +151,7 @@ struct ClusterMma {
 };
 __host__ __device__ constexpr int max2(int a, int b) { return a > b ? a : b; }
 constexpr int PART_MAX =
-    max2(max2(max2(ClusterMma<STATE_DIM, 256>::PART, ClusterMma<256, 256>::PART), ClusterMma<OUT_IN, OUT_Q>::PART),
-         max2(ClusterMma<CNet::IN, CNet::HIDDEN>::PART, ClusterMma<CNet::HIDDEN, CNet::OUT>::PART));
+    max2(max2(ClusterMma<STATE_DIM, 256>::PART, ClusterMma<256, 256>::PART), ClusterMma<OUT_IN, OUT_Q>::PART);
 #else
 constexpr int PART_MAX = 0;
 #endif
@@ -164,9 +164,7 @@ constexpr int NW_O = NW_H + wslice_floats(256, 256);
 constexpr int NW_SIZE = NW_O + wslice_floats(OUT_IN, OUT_Q);
 constexpr int SM_WQ = 0;
 constexpr int SM_WT = SM_WQ + NW_SIZE;
-constexpr int SM_WC0 = SM_WT + NW_SIZE;
-constexpr int SM_WC1 = SM_WC0 + wslice_floats(CNet::IN, CNet::HIDDEN);
-constexpr int SM_END_W = SM_WC1 + wslice_floats(CNet::HIDDEN, CNet::OUT);
+constexpr int SM_END_W = SM_WT + NW_SIZE;
 // Activations of all E episodes, complete in every CTA: states, two ping-pong trunk buffers, value
 // ++ advantages, Q (local), curiosity input (local), hidden and output.
 constexpr int LD_VQ = LD_Q;
@@ -185,11 +183,13 @@ constexpr int SM_VT = align4(SM_BT + E * LD_TRUNK);
 constexpr int SM_Q = align4(SM_VT + E * LD_VQ);
 // The owners' target Q rows (apart from SM_Q, which the next step's first phase rewrites unsynchronised).
 constexpr int SM_QT = align4(SM_Q + E * LD_Q);
+// The curiosity model's input, hidden and output rows of the CTA's owned episodes (slot s: episode
+// s * C + rank).
 constexpr int SM_CI = align4(SM_QT + E * LD_Q);
-constexpr int SM_CH = align4(SM_CI + E * LD_CURIOSITY);
-constexpr int SM_CO = align4(SM_CH + E * LD_CH);
+constexpr int SM_CH = align4(SM_CI + EPC * LD_CURIOSITY);
+constexpr int SM_CO = align4(SM_CH + EPC * LD_CH);
 // Integers stored in float slots: each episode's decision bar (broadcast) and action (local).
-constexpr int SM_BAR = align4(SM_CO + E * LD_CO);
+constexpr int SM_BAR = align4(SM_CO + EPC * LD_CO);
 constexpr int SM_ACTION = align4(SM_BAR + E);
 // TF32 build: the partial sums of the online and the target layer of a phase.
 constexpr int SM_PART = align4(SM_ACTION + E);
@@ -462,14 +462,51 @@ COLLECT_FN void dueling_va(float* s, bool target, unsigned rank) {
                                                wt ? wt + NW_O : nullptr, s + SM_AT, s + SM_VT, s, rank);
 }
 
-// Q rows of all E episodes from value ++ advantages (forward.ts forwardDueling): f32(f32(V + A[a]) -
-// mean(A)), one (row, action) per task; each task sums its row's mean itself (same order, same bits).
-COLLECT_FN void q_rows(const float* va, float* q) {
-  for (int task = threadIdx.x; task < E * NUM_ACTIONS; task += T) {
-    const int r = task / NUM_ACTIONS, k = task % NUM_ACTIONS;
-    const float* row = va + r * LD_VQ;
-    q[r * LD_Q + k] = fsub(fadd(row[0], row[1 + k]), advantage_mean(row + 1));
+// mean(A) of a value ++ advantages row (collect_nets.cuh advantage_mean: the same sum in action order),
+// every load issued before the first add.
+COLLECT_DEVICE float row_mean(const float* a) {
+  float v[NUM_ACTIONS];
+#pragma unroll
+  for (int k = 0; k < NUM_ACTIONS; k++) v[k] = a[k];
+  float sum = 0.0f;
+#pragma unroll
+  for (int k = 0; k < NUM_ACTIONS; k++) sum = fadd(sum, v[k]);
+  return fdiv(sum, (float)NUM_ACTIONS);
+}
+
+// Q of one row from value ++ advantages (forward.ts forwardDueling): f32(f32(V + A[a]) - mean(A)).
+COLLECT_DEVICE void q_row(const float* va, float* q) {
+  const float mean = row_mean(va + 1);
+#pragma unroll
+  for (int k = 0; k < NUM_ACTIONS; k++) q[k] = fsub(fadd(va[0], va[1 + k]), mean);
+}
+
+// The curiosity model on the CTA's owned rows (SM_CI -> SM_CH -> SM_CO), exact f32 as the reference
+// (bias, then f32(acc + f32(w * x)) in input order) in both builds, weights straight from the nets
+// buffer (17 KB that every CTA reads: cache hits): no cluster exchange, as only an episode's owner
+// needs its prediction. Called by the whole CTA after the inputs are complete; outputs complete on
+// return.
+COLLECT_FN void curiosity_local(const float* __restrict__ nets, float* smem) {
+  for (int task = threadIdx.x; task < EPC * CNet::HIDDEN; task += T) {
+    const int s = task / CNet::HIDDEN, j = task % CNet::HIDDEN;
+    const float* w = nets + CNet::L0_W + j * CNet::IN;
+    const float* x = smem + SM_CI + s * LD_CURIOSITY;
+    float acc = ldg1(nets + CNet::L0_B + j);
+#pragma unroll
+    for (int k = 0; k < CNet::IN; k++) acc = fadd(acc, fmul(ldg1(w + k), x[k]));
+    smem[SM_CH + s * LD_CH + j] = activate<ACT_LEAKY>(acc);
   }
+  block_sync();
+  for (int task = threadIdx.x; task < EPC * CNet::OUT; task += T) {
+    const int s = task / CNet::OUT, j = task % CNet::OUT;
+    const float* w = nets + CNet::L1_W + j * CNet::HIDDEN;
+    const float* h = smem + SM_CH + s * LD_CH;
+    float acc = ldg1(nets + CNet::L1_B + j);
+#pragma unroll
+    for (int k = 0; k < CNet::HIDDEN; k++) acc = fadd(acc, fmul(ldg1(w + k), h[k]));
+    smem[SM_CO + s * LD_CO + j] = acc;
+  }
+  block_sync();
 }
 
 // An owned episode's state row into buffer `at` (SM_X0 or SM_XT) of this CTA (zeros for episodes
@@ -508,13 +545,15 @@ COLLECT_FN void share_states(float* smem, const int (&at)[NB], const int (&sec)[
   }
 }
 
-// Q of one row from value ++ advantages (forward.ts forwardDueling): f32(f32(V + A[a]) - mean(A)).
-COLLECT_DEVICE void q_row(const float* va, float* q) {
-  const float mean = advantage_mean(va + 1);
-  for (int k = 0; k < NUM_ACTIONS; k++) q[k] = fsub(fadd(va[0], va[1 + k]), mean);
-}
 
-extern "C" __global__ void __launch_bounds__(WG_X, 1) collect_dqn_cluster(KERNEL_ARGS) {
+// One CTA per SM (its plan takes most of the shared memory): the registers of WG_X threads.
+#ifdef FOXHUNT_EMU
+#define CLUSTER_LAUNCH_BOUNDS
+#else
+#define CLUSTER_LAUNCH_BOUNDS __launch_bounds__(WG_X, 1)
+#endif
+
+extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS) {
   COLLECT_SMEM(smem, SM_FLOATS);
   const EnvScalars p = env_scalars(u);
   const Market m = {features, ohlc, spread, entropy};
@@ -537,8 +576,6 @@ extern "C" __global__ void __launch_bounds__(WG_X, 1) collect_dqn_cluster(KERNEL
 
   load_dueling<NET_Q_BASE>(nets, smem + SM_WQ, rank);
   load_dueling<NET_T_BASE>(nets, smem + SM_WT, rank);
-  load_slice<CNet::IN, CNet::HIDDEN, CNet::HIDDEN, CNet::L0_W, CNet::L0_B, 0, 0>(nets, smem + SM_WC0, rank);
-  load_slice<CNet::HIDDEN, CNet::OUT, CNet::OUT, CNet::L1_W, CNet::L1_B, 0, 0>(nets, smem + SM_WC1, rank);
   // Every CTA of the cluster is running (its shared memory may be written) past this barrier.
   cluster_sync();
 
@@ -551,22 +588,19 @@ extern "C" __global__ void __launch_bounds__(WG_X, 1) collect_dqn_cluster(KERNEL
   dueling_va(smem, false, rank);
   for (unsigned l = 0; l < u.steps; l++, o.idx++) {
     const unsigned g = u.stepBase + l;
-    // Every CTA: Q rows, actions and curiosity inputs of all E episodes (identical in each CTA).
-    q_rows(smem + SM_VA, smem + SM_Q);
-    block_sync();
+    // Every CTA, one thread per episode: its Q row and action (identical in each CTA), and for the
+    // CTA's own episodes the curiosity input.
     for (int r = threadIdx.x; r < E; r += T) {
       const bool on = base + r < u.n;
-      const int a = on ? choose_action(smem + SM_Q + r * LD_Q, (unsigned)(base + r), g, u.epsilon, p.key0, p.key1) : 0;
+      float* q = smem + SM_Q + r * LD_Q;
+      q_row(smem + SM_VA + r * LD_VQ, q);
+      const int a = on ? choose_action(q, (unsigned)(base + r), g, u.epsilon, p.key0, p.key1) : 0;
       actions[r] = a;
-      if (u.curiosity) curiosity_input(smem + SM_CI + r * LD_CURIOSITY, LD_CURIOSITY, features, bars[r], action_category(a));
+      if (u.curiosity && r % C == (int)rank)
+        curiosity_input(smem + SM_CI + r / C * LD_CURIOSITY, LD_CURIOSITY, features, bars[r], action_category(a));
     }
     block_sync();
-    if (u.curiosity) {
-      layer_phase<CNet::IN, CNet::HIDDEN, ACT_LEAKY, CNet::HIDDEN, 0>(
-          smem + SM_WC0, smem + SM_CI, LD_CURIOSITY, smem + SM_CH, LD_CH, nullptr, nullptr, nullptr, smem, rank);
-      layer_phase<CNet::HIDDEN, CNet::OUT, ACT_NONE, CNet::OUT, 0>(smem + SM_WC1, smem + SM_CH, LD_CH, smem + SM_CO,
-                                                                   LD_CO, nullptr, nullptr, nullptr, smem, rank);
-    }
+    if (u.curiosity) curiosity_local(nets, smem);
 
     StepOut so{};
     int action = 0;
@@ -574,7 +608,7 @@ extern "C" __global__ void __launch_bounds__(WG_X, 1) collect_dqn_cluster(KERNEL
     if (active) {
       action = actions[i];
       q_sel = smem[SM_Q + i * LD_Q + action];
-      const float mse = u.curiosity ? curiosity_mse(smem + SM_CO + i * LD_CO, features, ep.bar) : 0.0f;
+      const float mse = u.curiosity ? curiosity_mse(smem + SM_CO + (int)threadIdx.x * LD_CO, features, ep.bar) : 0.0f;
       if (!SKIP_ENV) env_step(ep, m, p, window, action, mse, u.curiosity != 0, so);
     }
     if (owner) {

@@ -245,11 +245,12 @@ export const DEFAULT_CLUSTER = 8;
 /**
  * Bytes of cuda/collect_dqn_cluster.cu's shared-memory plan per CTA (the kernel asserts its own sum
  * equals this): the CTA's slices (ceil(Out / C) rows of every layer, rows padded to a multiple of 4
- * floats and off a multiple of 32, then the biases) of the online and target dueling nets (trunk 0,
- * trunk 1, both streams' hidden layers as one, both output layers as one) and the curiosity model;
- * then for all E episodes, per net, states, two trunk buffers and value ++ advantages, then Q, target
- * Q, the curiosity input, hidden and output rows, bars and actions; then the owned episodes'
- * 20-word simulator state.
+ * floats and off a multiple of 32, then the biases; TF32: rows padded to 8, 16-padded inputs) of the
+ * online and target dueling nets (trunk 0, trunk 1, both streams' hidden layers as one, both output
+ * layers as one); then for all E episodes, per net, states, two trunk buffers and value ++
+ * advantages, then Q and target Q; the curiosity input, hidden and output rows of the CTA's own
+ * episodes; bars and actions; TF32: the split-K partial sums of two layers; then the owned
+ * episodes' 20-word simulator state.
  */
 export function cudaClusterSharedBytes(
   o: Pick<CollectDqnOptions, 'tileEpisodes' | 'cluster' | 'tf32'> & { threads?: number },
@@ -266,14 +267,24 @@ export function cudaClusterSharedBytes(
   // The fused output layer: 128 inputs per row (exact), 256 block-structured ones (TF32).
   const outIn = o.tf32 ? 256 : 128;
   const net = slice(54, 256) + slice(256, 256) + slice(256, 256) + slice(outIn, 1 + NUM_ACTIONS);
-  let at = 2 * net + slice(35, 64) + slice(64, 32);
+  let at = 2 * net;
   // Online and target: states, two trunk buffers, value ++ advantages each.
   for (let net = 0; net < 2; net++)
     for (const width of [tileStride(54), tileStride(256), tileStride(256), tileStride(NUM_ACTIONS)])
       at = align4(at + e * width);
   const q = tileStride(NUM_ACTIONS);
-  for (const width of [q, q, tileStride(64), tileStride(64), tileStride(32), 1, 1])
-    at = align4(at + e * width);
+  const owned = Math.ceil(e / c);
+  for (const [rows, width] of [
+    [e, q],
+    [e, q],
+    // The curiosity input, hidden and output rows of the CTA's own episodes.
+    [owned, tileStride(64)],
+    [owned, tileStride(64)],
+    [owned, tileStride(32)],
+    [e, 1],
+    [e, 1],
+  ])
+    at = align4(at + rows * width);
   if (o.tf32) {
     // Partial sums of the online and the target layer of a phase: the largest split-K plan.
     const warps = Math.floor((o.threads ?? 256) / 32);
@@ -281,7 +292,7 @@ export function cudaClusterSharedBytes(
       const plan = splitkPlan(mmaRows(out) / 8, mmaK(inp) / 16, warps);
       return (plan % 16) * e * mmaRows(out);
     };
-    const parts = [part(54, 256), part(256, 256), part(outIn, 1 + NUM_ACTIONS), part(35, 64), part(64, 32)];
+    const parts = [part(54, 256), part(256, 256), part(outIn, 1 + NUM_ACTIONS)];
     at = align4(at + 2 * Math.max(...parts));
   }
   return align4(at + Math.ceil(e / c) * 20) * 4;
