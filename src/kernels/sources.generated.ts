@@ -8833,7 +8833,7 @@ static_assert(SKIP_NETS || (!PHASE_BLOCK && !SKIP_ENV && !SKIP_SHARE),
 #include "collect_io.cuh"
 #include "collect_dqn_step.cuh"
 #include "collect_nets.cuh"
-#include "mlp_splitk.cuh"
+#include "collect_splitk.cuh"
 #include "grid.cuh"
 
 static_assert(HEAD == HEAD_PLAIN, "collect_dqn_cluster implements the plain dueling head");
@@ -9226,19 +9226,89 @@ COLLECT_DEVICE float row_mean(const float* a) {
   return fdiv(sum, (float)NUM_ACTIONS);
 }
 
-// Q of one row from value ++ advantages (forward.ts forwardDueling): f32(f32(V + A[a]) - mean(A)).
-COLLECT_DEVICE void q_row(const float* va, float* q) {
+// Q row of value ++ advantages row va into q by the 32 lanes of a warp (forward.ts forwardDueling:
+// f32(f32(V + A[a]) - mean(A)); every lane takes the mean itself, the same bits); the lanes read q
+// only after a __syncwarp.
+COLLECT_DEVICE void q_row_warp(const float* va, float* q, int lane) {
   const float mean = row_mean(va + 1);
-#pragma unroll
-  for (int k = 0; k < NUM_ACTIONS; k++) q[k] = fsub(fadd(va[0], va[1 + k]), mean);
+  for (int k = lane; k < NUM_ACTIONS; k += 32) q[k] = fsub(fadd(va[0], va[1 + k]), mean);
 }
 
-// The curiosity model on the CTA's owned rows (SM_CI -> SM_CH -> SM_CO), exact f32 as the reference
-// (bias, then f32(acc + f32(w * x)) in input order) in both builds, weights straight from the nets
-// buffer (17 KB that every CTA reads: cache hits): no cluster exchange, as only an episode's owner
-// needs its prediction. Called by the whole CTA after the inputs are complete; outputs complete on
-// return.
+// argmax_q (the first index of the largest Q: its strict running max from index 0, which keeps index 0
+// when Q[0] is NaN and never moves to a NaN) taken by the 32 lanes of a warp; every lane returns it.
+COLLECT_DEVICE int warp_argmax(const float* q, int lane) {
+  float best = -INFINITY;
+  int idx = NUM_ACTIONS;
+  for (int a = lane; a < NUM_ACTIONS; a += 32) {
+    const float v = q[a];
+    if (v > best) {
+      best = v;
+      idx = a;
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ob = __shfl_xor_sync(0xffffffffu, best, o);
+    const int oi = __shfl_xor_sync(0xffffffffu, idx, o);
+    if (ob > best || (ob == best && oi < idx)) {
+      best = ob;
+      idx = oi;
+    }
+  }
+  // Nothing above -inf (every Q -inf or NaN), or Q[0] NaN: the running max stays at 0.
+  return idx == NUM_ACTIONS || q[0] != q[0] ? 0 : idx;
+}
+
+// The decisions of all E episodes in every CTA (identical bits in each), one warp per episode: its Q
+// row, its epsilon-greedy action (choose_action with the argmax over the warp) and, for the CTA's own
+// episodes, the curiosity input.
+COLLECT_FN void decide(float* smem, const float* __restrict__ features, unsigned long long base, unsigned n,
+                       unsigned g, float epsilon, unsigned k0, unsigned k1, bool curiosity, unsigned rank) {
+  const int lane = lane_id();
+  int* actions = reinterpret_cast<int*>(smem + SM_ACTION);
+  const int* bars = reinterpret_cast<const int*>(smem + SM_BAR);
+  for (int r = (int)(threadIdx.x >> 5); r < E; r += T / 32) {
+    float* q = smem + SM_Q + r * LD_Q;
+    q_row_warp(smem + SM_VA + r * LD_VQ, q, lane);
+    __syncwarp();
+    const unsigned e = (unsigned)(base + (unsigned long long)r);
+    const uint4 w = philox4x32_10(make_uint4(STREAM_ACTION, e, g, 0u), k0, k1);
+    const int greedy = warp_argmax(q, lane);
+    const int a = base + (unsigned long long)r >= n     ? 0
+                  : philox_unit_float(w.x) < epsilon ? (int)(w.y % NUM_ACTIONS)
+                                                     : greedy;
+    if (lane == 0) actions[r] = a;
+    if (curiosity && r % C == (int)rank) {
+      // curiosity_input's row: features[bar][0..32) ++ one-hot(category), then zeros.
+      float* x = smem + SM_CI + r / C * LD_CURIOSITY;
+      const float* src = features + bars[r] * MARKET_FEATURES;
+      const int cat = action_category(a);
+      for (int k = lane; k < LD_CURIOSITY; k += 32)
+        x[k] = k < CURIOSITY_OUT ? ldg1(src + k) : k < CURIOSITY_OUT + 3 && k - CURIOSITY_OUT == cat ? 1.0f : 0.0f;
+    }
+  }
+}
+
+// The curiosity model on the CTA's owned rows (SM_CI -> SM_CH -> SM_CO), weights straight from the
+// nets buffer (17 KB that every CTA reads: cache hits): no cluster exchange, as only an episode's
+// owner needs its prediction. Exact build: f32 as the reference (bias, then f32(acc + f32(w * x)) in
+// input order). TF32 build: the split-K engine's layers (mlp_splitk.cuh) on the EPC rows, in place in
+// SM_CI (CPRED names where the predictions are). Called by the whole CTA after the inputs are complete; outputs
+// complete on return.
+#if TF32
+using CurSplitK = SplitkNets<NET_Q_BASE, EPC>;
+static_assert(CurSplitK::Cur0::PART <= 2 * PART_MAX && CurSplitK::Cur1::PART <= 2 * PART_MAX,
+              "collect_dqn_cluster TF32: the curiosity layers' partial sums fit SM_PART");
+#endif
+constexpr int SM_CPRED = TF32 ? SM_CI : SM_CO;
+constexpr int LD_CPRED = TF32 ? LD_CURIOSITY : LD_CO;
 COLLECT_FN void curiosity_local(const float* __restrict__ nets, float* smem) {
+#if TF32
+  float* x = smem + SM_CI;
+  splitk_layer<CurSplitK::Cur0>(nets, x, LD_CURIOSITY, x, LD_CURIOSITY, smem + SM_PART);
+  block_sync();
+  splitk_layer<CurSplitK::Cur1>(nets, x, LD_CURIOSITY, x, LD_CURIOSITY, smem + SM_PART);
+  block_sync();
+#else
   for (int task = threadIdx.x; task < EPC * CNet::HIDDEN; task += T) {
     const int s = task / CNet::HIDDEN, j = task % CNet::HIDDEN;
     const float* w = nets + CNet::L0_W + j * CNet::IN;
@@ -9259,6 +9329,7 @@ COLLECT_FN void curiosity_local(const float* __restrict__ nets, float* smem) {
     smem[SM_CO + s * LD_CO + j] = acc;
   }
   block_sync();
+#endif
 }
 
 // An owned episode's state row into buffer \`at\` (SM_X0 or SM_XT) of this CTA (zeros for episodes
@@ -9323,8 +9394,7 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
   Episode& ep = reinterpret_cast<Episode*>(smem + SM_EPISODES)[owner ? threadIdx.x : 0];
   int* window = div_window + (unsigned long long)e * p.diversity_window;
   if (active) load_episode(ep, env_f, env_i, e);
-  int* bars = reinterpret_cast<int*>(smem + SM_BAR);
-  int* actions = reinterpret_cast<int*>(smem + SM_ACTION);
+  const int* actions = reinterpret_cast<const int*>(smem + SM_ACTION);
 
   load_dueling<NET_Q_BASE>(nets, smem + SM_WQ, rank);
   load_dueling<NET_T_BASE>(nets, smem + SM_WT, rank);
@@ -9340,17 +9410,7 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
   dueling_va(smem, false, rank);
   for (unsigned l = 0; l < u.steps; l++, o.idx++) {
     const unsigned g = u.stepBase + l;
-    // Every CTA, one thread per episode: its Q row and action (identical in each CTA), and for the
-    // CTA's own episodes the curiosity input.
-    for (int r = threadIdx.x; r < E; r += T) {
-      const bool on = base + r < u.n;
-      float* q = smem + SM_Q + r * LD_Q;
-      q_row(smem + SM_VA + r * LD_VQ, q);
-      const int a = on ? choose_action(q, (unsigned)(base + r), g, u.epsilon, p.key0, p.key1) : 0;
-      actions[r] = a;
-      if (u.curiosity && r % C == (int)rank)
-        curiosity_input(smem + SM_CI + r / C * LD_CURIOSITY, LD_CURIOSITY, features, bars[r], action_category(a));
-    }
+    decide(smem, features, base, u.n, g, u.epsilon, p.key0, p.key1, u.curiosity != 0, rank);
     block_sync();
     if (u.curiosity) curiosity_local(nets, smem);
 
@@ -9360,7 +9420,7 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
     if (active) {
       action = actions[i];
       q_sel = smem[SM_Q + i * LD_Q + action];
-      const float mse = u.curiosity ? curiosity_mse(smem + SM_CO + (int)threadIdx.x * LD_CO, features, ep.bar) : 0.0f;
+      const float mse = u.curiosity ? curiosity_mse(smem + SM_CPRED + (int)threadIdx.x * LD_CPRED, features, ep.bar) : 0.0f;
       if (!SKIP_ENV) env_step(ep, m, p, window, action, mse, u.curiosity != 0, so);
     }
     if (owner) {
@@ -9378,10 +9438,22 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
     cluster_sync();
     dueling_va(smem, true, rank);
 
-    if (active) {
-      float* q = smem + SM_QT + i * LD_Q;
-      q_row(smem + SM_VT + i * LD_VQ, q);
-      *out_f_at(o, OUT_F_TD_ERRORS, 1) = td_error(so, q, u.gamma, q_sel);
+    // TD errors of the owned episodes: the owner's warp takes each target-Q row and its argmax together
+    // (slot s is thread s: warp s / 32, lane s % 32).
+    const int warp = (int)(threadIdx.x >> 5), lane = lane_id();
+    for (int s = 32 * warp; s < EPC && s < 32 * warp + 32; s++) {
+      const int r = s * C + (int)rank;
+      if (r >= E) break;
+      float* q = smem + SM_QT + r * LD_Q;
+      q_row_warp(smem + SM_VT + r * LD_VQ, q, lane);
+      __syncwarp();
+      const int best = warp_argmax(q, lane);
+      if (lane == s % 32 && active) {
+        // td_error with the argmax taken above: a done step uses r alone.
+        const float target = so.done ? so.total : fadd(so.total, fmul(u.gamma, q[best]));
+        *out_f_at(o, OUT_F_TD_ERRORS, 1) = fabsf(fsub(target, q_sel));
+      }
+      __syncwarp();
     }
   }
   if (active) store_episode(ep, env_f, env_i, e);
