@@ -485,7 +485,7 @@ COLLECT_DEVICE void q_row_warp(const float* va, float* q, int lane) {
 // argmax_q (the first index of the largest Q: its strict running max from index 0, which keeps index 0
 // when Q[0] is NaN and never moves to a NaN) taken by the 32 lanes of a warp; every lane returns it.
 COLLECT_DEVICE int warp_argmax(const float* q, int lane) {
-  float best = -INFINITY;
+  float best = __uint_as_float(0xff800000u);  // -inf (NVRTC has no INFINITY)
   int idx = NUM_ACTIONS;
   for (int a = lane; a < NUM_ACTIONS; a += 32) {
     const float v = q[a];
