@@ -329,13 +329,35 @@ COLLECT_FN void mma_store(const float* ws, const float* part, float* y, int ldy,
   if (SKIP_NETS) return;
   const float* bias = ws + L::NTP * L::K;
   const int j0 = (int)rank * L::SL;
-  for (int task = threadIdx.x; task < E * L::SL; task += T) {
-    const int r = task / L::SL, jj = task % L::SL, j = j0 + jj;
-    if (j >= Out) continue;
-    float s = part[r * L::NTP + jj];
+  if constexpr (L::SL % 4 == 0 && Out % L::SL == 0) {
+    // Whole quads (the 256-wide layers): 4 consecutive outputs a task, one 16-byte store per CTA.
+    constexpr int Q = L::SL / 4;
+    for (int task = threadIdx.x; task < E * Q; task += T) {
+      const int r = task / Q, jj = task % Q * 4;
+      float v[4];
 #pragma unroll
-    for (int k = 1; k < L::KSPLIT; k++) s += part[(k * E + r) * L::NTP + jj];
-    put(y, r * ldy + j, activate<Act>(s + bias[jj]), rank);
+      for (int c = 0; c < 4; c++) {
+        float s = part[r * L::NTP + jj + c];
+#pragma unroll
+        for (int k = 1; k < L::KSPLIT; k++) s += part[(k * E + r) * L::NTP + jj + c];
+        v[c] = activate<Act>(s + bias[jj + c]);
+      }
+      const float4 q = make_float4(v[0], v[1], v[2], v[3]);
+#if CLUSTER_PULL
+      sts4(y + r * ldy + j0 + jj, q);
+#else
+      for (int k = 0; k < C; k++) sts4(cluster_map(y, (rank + (unsigned)k) % C) + r * ldy + j0 + jj, q);
+#endif
+    }
+  } else {
+    for (int task = threadIdx.x; task < E * L::SL; task += T) {
+      const int r = task / L::SL, jj = task % L::SL, j = j0 + jj;
+      if (j >= Out) continue;
+      float s = part[r * L::NTP + jj];
+#pragma unroll
+      for (int k = 1; k < L::KSPLIT; k++) s += part[(k * E + r) * L::NTP + jj];
+      put(y, r * ldy + j, activate<Act>(s + bias[jj]), rank);
+    }
   }
 }
 #endif
@@ -658,6 +680,16 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
   dueling_va(smem, false, rank);
   for (unsigned l = 0; l < u.steps; l++, o.idx++) {
     const unsigned g = u.stepBase + l;
+    // The owner's market lines of this step (bar t + 1: OHLC, spread, features; the diversity
+    // window's slot) into L1 while the decisions run, so the simulator's loads hit L1, not L2.
+    if (active) {
+      const int t1 = ep.bar + 1;
+      prefetch_l1(ohlc + t1 * 4);
+      prefetch_l1(spread + t1);
+      for (int k = 0; k < MARKET_FEATURES; k += 32) prefetch_l1(features + t1 * MARKET_FEATURES + k);
+      prefetch_l1(features + t1 * MARKET_FEATURES + MARKET_FEATURES - 1);
+      prefetch_l1(window + ep.div_head);
+    }
     decide(smem, features, base, u.n, g, u.epsilon, p.key0, p.key1, u.curiosity != 0, rank);
     block_sync();
     if (u.curiosity) curiosity_local(nets, smem);

@@ -45,6 +45,10 @@ COLLECT_DEVICE float ldg1(const float* p) { return __ldg(p); }
 COLLECT_DEVICE float2 ldg2(const float* p) { return __ldg(reinterpret_cast<const float2*>(p)); }
 // A 16-byte shared-memory load (p must be 16-byte aligned; the emulator checks).
 COLLECT_DEVICE float4 lds4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+// A 16-byte store to shared memory, this CTA's or a peer's (p 16-byte aligned; the emulator checks).
+COLLECT_DEVICE void sts4(float* p, float4 v) { *reinterpret_cast<float4*>(p) = v; }
+// Asks for the line holding p in L1 ahead of its load (a hint: no value, no fault).
+COLLECT_DEVICE void prefetch_l1(const void* p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
 
 // f32 -> tf32 with round-to-nearest (ties away), as the tensor-core path feeds its operands.
 COLLECT_DEVICE unsigned to_tf32(float x) {

@@ -334,6 +334,14 @@ COLLECT_DEVICE float4 load16(const float* p, const char* what) {
 COLLECT_DEVICE float4 ldg4(const float* p) { return load16(p, "global"); }
 COLLECT_DEVICE float4 lds4(const float* p) { return load16(p, "shared"); }
 COLLECT_DEVICE float ldg1(const float* p) { return *p; }
+COLLECT_DEVICE void sts4(float* p, float4 v) {
+  if (reinterpret_cast<uintptr_t>(p) % 16 != 0) {
+    std::fprintf(stderr, "emu: misaligned 16-byte shared store at %p\n", static_cast<const void*>(p));
+    std::abort();
+  }
+  std::memcpy(p, &v, 16);
+}
+COLLECT_DEVICE void prefetch_l1(const void*) {}
 COLLECT_DEVICE float2 ldg2(const float* p) {
   if (reinterpret_cast<uintptr_t>(p) % 8 != 0) {
     std::fprintf(stderr, "emu: misaligned 8-byte global load at %p\n", static_cast<const void*>(p));
