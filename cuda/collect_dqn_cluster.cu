@@ -77,6 +77,16 @@ static_assert(SKIP_NETS || (!PHASE_BLOCK && !SKIP_ENV && !SKIP_SHARE),
 #ifndef CLUSTER_PULL
 #define CLUSTER_PULL 0
 #endif
+// Exchange completion (constant CLUSTER_MBAR): 0 (default) every exchange ends with a barrier over the
+// whole cluster; 1 the pushes are asynchronous stores (st.async) that count their bytes on the
+// receiver's transaction barrier (mbarrier), one per exchange (the states, each dueling layer), and
+// each CTA waits only until all the bytes it receives have landed: no GPU-scope memory barrier, no
+// wait for the slowest CTA's unrelated work. Push mode only.
+#ifndef CLUSTER_MBAR
+#define CLUSTER_MBAR 0
+#endif
+static_assert(!(CLUSTER_MBAR && CLUSTER_PULL), "CLUSTER_MBAR pushes: it excludes CLUSTER_PULL");
+static_assert(!(CLUSTER_MBAR && PHASE_BLOCK), "PHASE_BLOCK times the cluster-barrier exchange");
 
 #include "collect_io.cuh"
 #include "collect_dqn_step.cuh"
@@ -193,7 +203,10 @@ constexpr int SM_BAR = align4(SM_CO + EPC * LD_CO);
 constexpr int SM_ACTION = align4(SM_BAR + E);
 // TF32 build: the partial sums of the online and the target layer of a phase.
 constexpr int SM_PART = align4(SM_ACTION + E);
-constexpr int SM_EPISODES = align4(SM_PART + 2 * PART_MAX);
+// The exchanges' transaction barriers (CLUSTER_MBAR; 8 bytes each): the states, then dueling layer k.
+constexpr int MB_STATES = 0, MB_LAYER0 = 1, MB_COUNT = 5;
+constexpr int SM_MBAR = align4(SM_PART + 2 * PART_MAX);
+constexpr int SM_EPISODES = align4(SM_MBAR + 2 * MB_COUNT);
 constexpr int SM_FLOATS = align4(SM_EPISODES + EPC * (int)(sizeof(Episode) / 4));
 static_assert(sizeof(Episode) % 4 == 0, "Episode is 4-byte fields");
 // The descriptor (src/kernels/collect_dqn.ts cudaClusterSharedBytes) sizes the launch from the same plan.
@@ -263,12 +276,30 @@ COLLECT_FN void load_dueling(const float* __restrict__ nets, float* ws, unsigned
 
 // One output value into column j of row r of y in every CTA (pull mode: this CTA's y only), starting
 // with a different peer per CTA so the pushes spread over the cluster.
-COLLECT_DEVICE void put(float* y, int at, float v, unsigned rank) {
+// With CLUSTER_MBAR each store is asynchronous and counts its bytes on the receiver's mbarrier `bar`.
+COLLECT_DEVICE void put(float* y, int at, float v, unsigned rank, float* bar) {
 #if CLUSTER_PULL
   (void)rank;
+  (void)bar;
   y[at] = v;
+#elif CLUSTER_MBAR
+  for (int k = 0; k < C; k++) st_async1(y + at, (rank + (unsigned)k) % C, v, bar);
 #else
+  (void)bar;
   for (int k = 0; k < C; k++) cluster_map(y, (rank + (unsigned)k) % C)[at] = v;
+#endif
+}
+// Four consecutive values (16-byte aligned) the same way.
+COLLECT_DEVICE void put4(float* y, int at, float4 v, unsigned rank, float* bar) {
+#if CLUSTER_PULL
+  (void)rank;
+  (void)bar;
+  sts4(y + at, v);
+#elif CLUSTER_MBAR
+  for (int k = 0; k < C; k++) st_async4(y + at, (rank + (unsigned)k) % C, v, bar);
+#else
+  (void)bar;
+  for (int k = 0; k < C; k++) sts4(cluster_map(y, (rank + (unsigned)k) % C) + at, v);
 #endif
 }
 
@@ -324,7 +355,7 @@ COLLECT_FN void mma_compute(const float* ws, const float* x, int ldx, float* par
 // After the barrier that completes part: slices added in order, bias, activation, pushed as column
 // rank * SL + jj of every CTA's y.
 template <int In, int Out, int Act>
-COLLECT_FN void mma_store(const float* ws, const float* part, float* y, int ldy, unsigned rank) {
+COLLECT_FN void mma_store(const float* ws, const float* part, float* y, int ldy, unsigned rank, float* bar) {
   using L = ClusterMma<In, Out>;
   if (SKIP_NETS) return;
   const float* bias = ws + L::NTP * L::K;
@@ -342,12 +373,7 @@ COLLECT_FN void mma_store(const float* ws, const float* part, float* y, int ldy,
         for (int k = 1; k < L::KSPLIT; k++) s += part[(k * E + r) * L::NTP + jj + c];
         v[c] = activate<Act>(s + bias[jj + c]);
       }
-      const float4 q = make_float4(v[0], v[1], v[2], v[3]);
-#if CLUSTER_PULL
-      sts4(y + r * ldy + j0 + jj, q);
-#else
-      for (int k = 0; k < C; k++) sts4(cluster_map(y, (rank + (unsigned)k) % C) + r * ldy + j0 + jj, q);
-#endif
+      put4(y, r * ldy + j0 + jj, make_float4(v[0], v[1], v[2], v[3]), rank, bar);
     }
   } else {
     for (int task = threadIdx.x; task < E * L::SL; task += T) {
@@ -356,7 +382,7 @@ COLLECT_FN void mma_store(const float* ws, const float* part, float* y, int ldy,
       float s = part[r * L::NTP + jj];
 #pragma unroll
       for (int k = 1; k < L::KSPLIT; k++) s += part[(k * E + r) * L::NTP + jj];
-      put(y, r * ldy + j, activate<Act>(s + bias[jj]), rank);
+      put(y, r * ldy + j, activate<Act>(s + bias[jj]), rank, bar);
     }
   }
 }
@@ -366,7 +392,7 @@ COLLECT_FN void mma_store(const float* ws, const float* part, float* y, int ldy,
 // input from column XOFF2), pushed into y of every CTA (pull mode: into its own y only). The caller
 // ends the phase with end_phase.
 template <int In, int Out, int Act, int SPLIT, int XOFF2>
-COLLECT_FN void cluster_layer(const float* ws, const float* x, int ldx, float* y, int ldy, unsigned rank) {
+COLLECT_FN void cluster_layer(const float* ws, const float* x, int ldx, float* y, int ldy, unsigned rank, float* bar) {
   constexpr int SL = slice_rows(Out), LDW = slice_ldw(In);
   constexpr int G = slice_groups(Out), RPG = E / G;
   constexpr int IN4 = In / 4 * 4;
@@ -396,17 +422,8 @@ COLLECT_FN void cluster_layer(const float* ws, const float* x, int ldx, float* y
 #pragma unroll
       for (int r = 0; r < RPG; r++) acc[r] = fadd(acc[r], fmul(w[i], xr[r * ldx + i]));
     }
-#if CLUSTER_PULL
 #pragma unroll
-    for (int r = 0; r < RPG; r++) y[(r0 + r) * ldy + j] = activate<Act>(acc[r]);
-#else
-    // Start with a different peer per CTA so the pushes spread over the cluster.
-    for (int k = 0; k < C; k++) {
-      float* yd = cluster_map(y, (rank + (unsigned)k) % C);
-#pragma unroll
-      for (int r = 0; r < RPG; r++) yd[(r0 + r) * ldy + j] = activate<Act>(acc[r]);
-    }
-#endif
+    for (int r = 0; r < RPG; r++) put(y, (r0 + r) * ldy + j, activate<Act>(acc[r]), rank, bar);
   }
 }
 
@@ -453,35 +470,45 @@ COLLECT_FN void end_phase(float* y, int ldy, unsigned rank, float* y2 = nullptr)
 // both layers' partial sums, one block barrier, both layers' sums pushed.
 template <int In, int Out, int Act, int SPLIT, int XOFF2>
 COLLECT_FN void layer_phase(const float* ws, const float* x, int ldx, float* y, int ldy, const float* ws2,
-                            const float* x2, float* y2, float* smem, unsigned rank) {
+                            const float* x2, float* y2, float* smem, unsigned rank, int layer, unsigned& phases) {
+  float* bar = smem + SM_MBAR + 2 * (MB_LAYER0 + layer);
+#if CLUSTER_MBAR
+  // Every CTA receives every row's Out columns of each net: this phase's bytes.
+  if (threadIdx.x == 0) mbar_expect(bar, SKIP_NETS ? 0u : (unsigned)(E * Out * 4 * (ws2 ? 2 : 1)));
+#endif
 #if TF32
-  (void)smem;
   mma_compute<In, Out>(ws, x, ldx, smem + SM_PART);
   if (ws2) mma_compute<In, Out>(ws2, x2, ldx, smem + SM_PART + PART_MAX);
   block_sync();
-  mma_store<In, Out, Act>(ws, smem + SM_PART, y, ldy, rank);
-  if (ws2) mma_store<In, Out, Act>(ws2, smem + SM_PART + PART_MAX, y2, ldy, rank);
+  mma_store<In, Out, Act>(ws, smem + SM_PART, y, ldy, rank, bar);
+  if (ws2) mma_store<In, Out, Act>(ws2, smem + SM_PART + PART_MAX, y2, ldy, rank, bar);
 #else
-  (void)smem;
-  if (ws2) cluster_layer<In, Out, Act, SPLIT, XOFF2>(ws2, x2, ldx, y2, ldy, rank);
-  cluster_layer<In, Out, Act, SPLIT, XOFF2>(ws, x, ldx, y, ldy, rank);
+  if (ws2) cluster_layer<In, Out, Act, SPLIT, XOFF2>(ws2, x2, ldx, y2, ldy, rank, bar);
+  cluster_layer<In, Out, Act, SPLIT, XOFF2>(ws, x, ldx, y, ldy, rank, bar);
 #endif
+#if CLUSTER_MBAR
+  // Each thread waits for the phase itself: past it, every row is complete here.
+  mbar_wait(bar, (phases >> (MB_LAYER0 + layer)) & 1u);
+  phases ^= 1u << (MB_LAYER0 + layer);
+#else
+  (void)phases;
   end_phase<Out>(y, ldy, rank, ws2 ? y2 : nullptr);
+#endif
 }
 
 // The online net on SM_X0 -> SM_VA and, if `target`, the target net on SM_XT -> SM_VT, phase by
 // phase (4 cluster barriers): states x -> a -> b -> a -> value ++ advantages va, every row in every
 // CTA once the phase's cluster barrier has passed.
-COLLECT_FN void dueling_va(float* s, bool target, unsigned rank) {
+COLLECT_FN void dueling_va(float* s, bool target, unsigned rank, unsigned& ph) {
   const float* wt = target ? s + SM_WT : nullptr;
   layer_phase<STATE_DIM, 256, ACT_LEAKY, 256, 0>(s + SM_WQ + NW_S0, s + SM_X0, LD_STATE, s + SM_A, LD_TRUNK,
-                                                 wt ? wt + NW_S0 : nullptr, s + SM_XT, s + SM_AT, s, rank);
+                                                 wt ? wt + NW_S0 : nullptr, s + SM_XT, s + SM_AT, s, rank, 0, ph);
   layer_phase<256, 256, ACT_LEAKY, 256, 0>(s + SM_WQ + NW_S1, s + SM_A, LD_TRUNK, s + SM_B, LD_TRUNK,
-                                           wt ? wt + NW_S1 : nullptr, s + SM_AT, s + SM_BT, s, rank);
+                                           wt ? wt + NW_S1 : nullptr, s + SM_AT, s + SM_BT, s, rank, 1, ph);
   layer_phase<256, 256, ACT_LEAKY, 256, 0>(s + SM_WQ + NW_H, s + SM_B, LD_TRUNK, s + SM_A, LD_TRUNK,
-                                           wt ? wt + NW_H : nullptr, s + SM_BT, s + SM_AT, s, rank);
+                                           wt ? wt + NW_H : nullptr, s + SM_BT, s + SM_AT, s, rank, 2, ph);
   layer_phase<OUT_IN, OUT_Q, ACT_NONE, 1, 128>(s + SM_WQ + NW_O, s + SM_A, LD_TRUNK, s + SM_VA, LD_VQ,
-                                               wt ? wt + NW_O : nullptr, s + SM_AT, s + SM_VT, s, rank);
+                                               wt ? wt + NW_O : nullptr, s + SM_AT, s + SM_VT, s, rank, 3, ph);
 }
 
 // mean(A) of a value ++ advantages row (collect_nets.cuh advantage_mean: the same sum in action order),
@@ -611,33 +638,69 @@ COLLECT_DEVICE void build_row(float* smem, int at, int i, const Episode& ep, con
   if (at == SM_X0) reinterpret_cast<int*>(smem + SM_BAR)[i] = active ? ep.bar : 0;
 }
 
+// Owned rows of cluster episode slots: episodes i = slot * C + rank < E.
+__host__ __device__ constexpr int owned_rows(int rank) { return rank < E ? (E - 1 - rank) / C + 1 : 0; }
+// Quads of a state row the exchange copies (its 54 floats and 2 zero padding columns).
+constexpr int STATE_QUADS = (STATE_DIM + 3) / 4;
+static_assert(STATE_QUADS * 4 <= LD_STATE, "a state row's quads stay inside its stride");
+
 // After a block barrier that follows build_row: the whole CTA copies the rows of its owned episodes in
 // the NB buffers `at` (and the decision bars with SM_X0) into every peer, and writes each active
 // episode's row of buffer b to the output section `sec[b]` at step `step[b]` of the launch (not where
-// step[b] is negative). Task slot c == C is the global copy.
+// step[b] is negative). Then every CTA has every row: a cluster barrier, or (CLUSTER_MBAR) the wait
+// for the bytes of the other CTAs' rows on the states mbarrier.
 template <int NB>
 COLLECT_FN void share_states(float* smem, const int (&at)[NB], const int (&sec)[NB], const int (&step)[NB],
-                             const Out& o, unsigned long long base, unsigned n, unsigned steps, unsigned rank) {
-  if (SKIP_SHARE) return;
-  constexpr int PER = STATE_DIM + 1, DST = C + 1;
-  for (int task = threadIdx.x; task < EPC * NB * DST * PER; task += T) {
-    const int k = task % PER, c = task / PER % DST, b = task / (PER * DST) % NB, slot = task / (PER * DST * NB);
-    const int i = slot * C + (int)rank;
-    if (i >= E || c == (int)rank) continue;
-    const unsigned long long e = base + (unsigned long long)i;
-    if (c == C) {
-      if (k < STATE_DIM && step[b] >= 0 && e < n)
-        o.f[sec[b] * o.nl + (e * steps + (unsigned)step[b]) * STATE_DIM + k] = smem[at[b] + i * LD_STATE + k];
-      continue;
+                             const Out& o, unsigned long long base, unsigned n, unsigned steps, unsigned rank,
+                             unsigned& phases) {
+  float* bar = smem + SM_MBAR + 2 * MB_STATES;
+  bool x0 = false;
+  for (int b = 0; b < NB; b++) x0 = x0 || at[b] == SM_X0;
+#if CLUSTER_MBAR
+  if (threadIdx.x == 0)
+    mbar_expect(bar, SKIP_SHARE ? 0u
+                                : (unsigned)((E - owned_rows((int)rank)) * (NB * STATE_QUADS * 16 + (x0 ? 4 : 0))));
+#endif
+  if (!SKIP_SHARE) {
+    // Peers: a row's quads and, with SM_X0, its decision bar (task q == STATE_QUADS).
+    constexpr int PER = STATE_QUADS + 1;
+    for (int task = threadIdx.x; task < EPC * NB * C * PER; task += T) {
+      const int q = task % PER, c = task / PER % C, b = task / (PER * C) % NB, slot = task / (PER * C * NB);
+      const int i = slot * C + (int)rank;
+      if (i >= E || c == (int)rank) continue;
+      if (q < STATE_QUADS) {
+        const int k = at[b] + i * LD_STATE + 4 * q;
+#if CLUSTER_MBAR
+        st_async4(smem + k, (unsigned)c, lds4(smem + k), bar);
+#else
+        sts4(cluster_map(smem, (unsigned)c) + k, lds4(smem + k));
+#endif
+      } else if (at[b] == SM_X0) {
+#if CLUSTER_MBAR
+        st_async1(smem + SM_BAR + i, (unsigned)c, smem[SM_BAR + i], bar);
+#else
+        cluster_map(smem, (unsigned)c)[SM_BAR + i] = smem[SM_BAR + i];
+#endif
+      }
     }
-    float* peer = cluster_map(smem, (unsigned)c);
-    if (k < STATE_DIM)
-      peer[at[b] + i * LD_STATE + k] = smem[at[b] + i * LD_STATE + k];
-    else if (at[b] == SM_X0)
-      reinterpret_cast<int*>(peer + SM_BAR)[i] = reinterpret_cast<int*>(smem + SM_BAR)[i];
+    // The outputs: the active episodes' rows.
+    for (int task = threadIdx.x; task < EPC * NB * STATE_DIM; task += T) {
+      const int k = task % STATE_DIM, b = task / STATE_DIM % NB, slot = task / (STATE_DIM * NB);
+      const int i = slot * C + (int)rank;
+      const unsigned long long e = base + (unsigned long long)i;
+      if (i < E && step[b] >= 0 && e < n)
+        o.f[sec[b] * o.nl + (e * steps + (unsigned)step[b]) * STATE_DIM + k] = smem[at[b] + i * LD_STATE + k];
+    }
   }
+#if CLUSTER_MBAR
+  mbar_wait(bar, (phases >> MB_STATES) & 1u);
+  phases ^= 1u << MB_STATES;
+#else
+  (void)phases;
+  (void)x0;
+  cluster_sync();
+#endif
 }
-
 
 // One CTA per SM (its plan takes most of the shared memory): the registers of WG_X threads.
 #ifdef FOXHUNT_EMU
@@ -668,16 +731,24 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
 
   load_dueling<NET_Q_BASE>(nets, smem + SM_WQ, rank);
   load_dueling<NET_T_BASE>(nets, smem + SM_WT, rank);
-  // Every CTA of the cluster is running (its shared memory may be written) past this barrier.
+#if CLUSTER_MBAR
+  // One arrival per phase (thread 0's expect_tx); the bytes do the rest.
+  if (threadIdx.x == 0) {
+    for (int k = 0; k < MB_COUNT; k++) mbar_init(smem + SM_MBAR + 2 * k, 1);
+    mbar_init_fence();
+  }
+#endif
+  // Every CTA of the cluster is running (its shared memory may be written, its mbarriers are
+  // initialised) past this barrier.
   cluster_sync();
 
   Out o = {out_f, out_i, (unsigned long long)u.n * u.steps, (unsigned long long)e * u.steps};
   // The first decision's states and their online Q.
   if (owner) build_row(smem, SM_X0, i, ep, m, active);
   block_sync();
-  share_states<1>(smem, {SM_X0}, {OUT_F_STATES}, {0}, o, base, u.n, u.steps, rank);
-  cluster_sync();
-  dueling_va(smem, false, rank);
+  unsigned phases = 0;
+  share_states<1>(smem, {SM_X0}, {OUT_F_STATES}, {0}, o, base, u.n, u.steps, rank, phases);
+  dueling_va(smem, false, rank, phases);
   for (unsigned l = 0; l < u.steps; l++, o.idx++) {
     const unsigned g = u.stepBase + l;
     // The owner's market lines of this step (bar t + 1: OHLC, spread, features; the diversity
@@ -714,9 +785,8 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
     }
     block_sync();
     share_states<2>(smem, {SM_XT, SM_X0}, {OUT_F_NEXT_STATES, OUT_F_STATES},
-                    {(int)l, l + 1 < u.steps ? (int)l + 1 : -1}, o, base, u.n, u.steps, rank);
-    cluster_sync();
-    dueling_va(smem, true, rank);
+                    {(int)l, l + 1 < u.steps ? (int)l + 1 : -1}, o, base, u.n, u.steps, rank, phases);
+    dueling_va(smem, true, rank, phases);
 
     // TD errors of the owned episodes: the owner's warp takes each target-Q row and its argmax together
     // (slot s is thread s: warp s / 32, lane s % 32).

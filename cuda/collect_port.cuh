@@ -88,5 +88,52 @@ COLLECT_DEVICE float* cluster_map(float* p, unsigned rank) {
 COLLECT_DEVICE void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
+// Transaction barriers (mbarrier objects, 8 bytes of shared memory each) and asynchronous stores into
+// a peer CTA's shared memory that complete bytes on the peer's mbarrier at the same offset: a CTA
+// waits for exactly the data it receives instead of for a barrier over the whole cluster (whose
+// release is a GPU-scope memory barrier). `bar` and `p` are this CTA's addresses; the peer's are
+// its rank's mapping of them.
+COLLECT_DEVICE unsigned smem_addr(const void* p) {
+  unsigned r;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
+  return r;
+}
+COLLECT_DEVICE unsigned cluster_addr(const void* p, unsigned rank) {
+  unsigned r;
+  asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(smem_addr(p)), "r"(rank));
+  return r;
+}
+COLLECT_DEVICE void mbar_init(float* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+// Makes the initialised mbarriers visible to the cluster's asynchronous stores (then a cluster barrier).
+COLLECT_DEVICE void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+// One arrival, and `bytes` more transaction bytes due in the current phase.
+COLLECT_DEVICE void mbar_expect(float* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+// Returns once the phase of parity `parity` has completed (its stores are then visible).
+COLLECT_DEVICE void mbar_wait(float* bar, unsigned parity) {
+  const unsigned a = smem_addr(bar);
+  unsigned done = 0;
+  while (!done)
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                 : "=r"(done)
+                 : "r"(a), "r"(parity)
+                 : "memory");
+}
+COLLECT_DEVICE void st_async4(float* p, unsigned rank, float4 v, float* bar) {
+  asm volatile("st.async.weak.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];" ::"r"(
+                   cluster_addr(p, rank)),
+               "r"(__float_as_uint(v.x)), "r"(__float_as_uint(v.y)), "r"(__float_as_uint(v.z)), "r"(__float_as_uint(v.w)),
+               "r"(cluster_addr(bar, rank))
+               : "memory");
+}
+COLLECT_DEVICE void st_async1(float* p, unsigned rank, float v, float* bar) {
+  asm volatile("st.async.weak.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(
+                   cluster_addr(p, rank)),
+               "r"(__float_as_uint(v)), "r"(cluster_addr(bar, rank))
+               : "memory");
+}
 #endif
 #endif

@@ -249,8 +249,8 @@ export const DEFAULT_CLUSTER = 8;
  * online and target dueling nets (trunk 0, trunk 1, both streams' hidden layers as one, both output
  * layers as one); then for all E episodes, per net, states, two trunk buffers and value ++
  * advantages, then Q and target Q; the curiosity input, hidden and output rows of the CTA's own
- * episodes; bars and actions; TF32: the split-K partial sums of two layers; then the owned
- * episodes' 20-word simulator state.
+ * episodes; bars and actions; TF32: the split-K partial sums of two layers; the exchanges' five
+ * mbarriers; then the owned episodes' 20-word simulator state.
  */
 export function cudaClusterSharedBytes(
   o: Pick<CollectDqnOptions, 'tileEpisodes' | 'cluster' | 'tf32'> & { threads?: number },
@@ -295,6 +295,8 @@ export function cudaClusterSharedBytes(
     const parts = [part(54, 256), part(256, 256), part(outIn, 1 + NUM_ACTIONS)];
     at = align4(at + 2 * Math.max(...parts));
   }
+  // The exchanges' five mbarriers (8 bytes each; used by the CLUSTER_MBAR build).
+  at = align4(at + 10);
   return align4(at + Math.ceil(e / c) * 20) * 4;
 }
 

@@ -207,22 +207,25 @@ describe('collect_dqn cluster variant descriptor', () => {
 describe.skipIf(unavailable !== null)(
   `collect_dqn_cluster on the CPU emulator${unavailable ? ` (skipped: ${unavailable})` : ''}`,
   () => {
-    const cases: [string, number, number, number, number?][] = [
-      // [name, CTAs per cluster, episodes per cluster, threads, CLUSTER_PULL]
+    const cases: [string, number, number, number, number?, number?][] = [
+      // [name, CTAs per cluster, episodes per cluster, threads, CLUSTER_PULL, CLUSTER_MBAR]
       ['8 CTAs x 8 episodes (one each, the second cluster partly empty)', 8, 8, 32],
       ['8 CTAs x 10 episodes (CTAs 0 and 1 own two)', 8, 10, 64],
       ['16 CTAs x 4 episodes (idle owners, output slices of 0 rows)', 16, 4, 32],
       // Pull exchange: float4 gathers of whole-quad slices, scalar ones of the others.
       ['pull, 8 CTAs x 10 episodes', 8, 10, 64, 1],
       ['pull, 16 CTAs x 4 episodes', 16, 4, 32, 1],
+      // Asynchronous stores counted on the receivers' mbarriers instead of cluster barriers.
+      ['mbarrier exchange, 8 CTAs x 10 episodes', 8, 10, 64, 0, 1],
+      ['mbarrier exchange, 16 CTAs x 4 episodes', 16, 4, 32, 0, 1],
     ];
-    for (const [name, cluster, e, threads, pull = 0] of cases) {
+    for (const [name, cluster, e, threads, pull = 0, mbar = 0] of cases) {
       it(`${name}: bit-identical to the TS reference over ${LAUNCHES} launches`, () => {
         const base = clusterSpec(cluster, e, threads);
-        const spec = { ...base, constants: { ...base.constants, CLUSTER_PULL: pull } };
+        const spec = { ...base, constants: { ...base.constants, CLUSTER_PULL: pull, CLUSTER_MBAR: mbar } };
         const source = readFileSync(new URL('../../cuda/collect_dqn_cluster.cu', import.meta.url), 'utf8');
         const gen = writeGenerated(
-          `cluster_${cluster}_${e}_${threads}_${pull}.cu`,
+          `cluster_${cluster}_${e}_${threads}_${pull}_${mbar}.cu`,
           cudaPreamble(spec) + source,
         );
         const binary = buildEmu('kernel_harness.cpp', { KERNEL_SOURCE: `"${gen}"`, KERNEL_NAME: spec.name });
@@ -285,17 +288,22 @@ describe.skipIf(unavailable !== null)(
     // warp two column tiles (WN = 2); 16 CTAs x 4 episodes leave most CTAs without an episode.
     const steps = 12;
     const launches = 2;
-    const cases: [string, number, number, number][] = [
+    const cases: [string, number, number, number, number?][] = [
       ['8 CTAs x 8 episodes x 256 threads (the second cluster partly empty)', 8, 8, 256],
       ['8 CTAs x 6 episodes x 64 threads', 8, 6, 64],
       ['16 CTAs x 4 episodes x 64 threads', 16, 4, 64],
+      ['mbarrier exchange, 8 CTAs x 8 episodes x 256 threads', 8, 8, 256, 1],
     ];
-    for (const [name, cluster, e, threads] of cases) {
+    for (const [name, cluster, e, threads, mbar = 0] of cases) {
       it(`${name}: matches the TS reference over ${launches} launches at epsilon 1`, () => {
-        const spec = clusterSpec(cluster, e, threads, true);
-        expect(spec.constants?.TF32).toBe(1);
+        const base = clusterSpec(cluster, e, threads, true);
+        const spec: KernelSpec = { ...base, constants: { ...base.constants, CLUSTER_MBAR: mbar } };
+        expect(base.constants?.TF32).toBe(1);
         const source = readFileSync(new URL('../../cuda/collect_dqn_cluster.cu', import.meta.url), 'utf8');
-        const gen = writeGenerated(`cluster_tf32_${cluster}_${e}_${threads}.cu`, cudaPreamble(spec) + source);
+        const gen = writeGenerated(
+          `cluster_tf32_${cluster}_${e}_${threads}_${mbar}.cu`,
+          cudaPreamble(spec) + source,
+        );
         const binary = buildEmu('kernel_harness.cpp', { KERNEL_SOURCE: `"${gen}"`, KERNEL_NAME: spec.name });
         const env = createEnv(market, split, params, N, SEED);
         const ro = [market.features, market.ohlc, market.spreadBps, params.entropyTable, nets()];

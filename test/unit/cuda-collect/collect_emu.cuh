@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <vector>
 
 #define __global__
@@ -96,9 +97,19 @@ struct Block {
   dim3 idx;
 };
 
+// An mbarrier (PTX mbarrier object) of a cluster's shared memory: arrivals expected per phase, those
+// still pending, the transaction bytes still due (negative while bytes arrive before their
+// expect_tx), the phase count.
+struct Mbar {
+  int count = 0, pending = 0;
+  long long tx = 0;
+  unsigned phase = 0;
+};
+
 struct Cluster {
   std::vector<Block>* blocks = nullptr;
   Barrier barrier;
+  std::map<const float*, Mbar> mbars;
 };
 
 inline Block* g_block = nullptr;
@@ -284,6 +295,55 @@ inline float* cluster_map(float* p, unsigned rank) {
   return (*g_cluster->blocks)[rank].smem + at;
 }
 
+inline Mbar& mbar_at(const float* bar) {
+  auto it = g_cluster->mbars.find(bar);
+  if (it == g_cluster->mbars.end()) {
+    std::fprintf(stderr, "emu: mbarrier at %p used before mbarrier.init\n", static_cast<const void*>(bar));
+    std::abort();
+  }
+  return it->second;
+}
+inline void mbar_check(Mbar& m) {
+  if (m.pending == 0 && m.tx == 0) {
+    m.phase++;
+    m.pending = m.count;
+  }
+}
+inline void mbar_init(float* bar, unsigned count) {
+  Mbar& m = g_cluster->mbars[bar];
+  m = Mbar();
+  m.count = m.pending = static_cast<int>(count);
+}
+inline void mbar_expect(float* bar, unsigned bytes) {
+  Mbar& m = mbar_at(bar);
+  if (m.pending <= 0) {
+    std::fprintf(stderr, "emu: mbarrier arrive with no arrival pending\n");
+    std::abort();
+  }
+  g_block->events++;
+  m.tx += bytes;
+  m.pending--;
+  mbar_check(m);
+}
+// try_wait.parity in a loop: returns once the phase of that parity has completed.
+inline void mbar_wait(float* bar, unsigned parity) {
+  while ((mbar_at(bar).phase & 1u) == (parity & 1u)) yield();
+}
+// st.async: the bytes land in the peer's shared memory and complete that many transaction bytes of the
+// peer's mbarrier (same offsets in the peer's shared memory).
+inline void st_async(float* p, unsigned rank, const float* v, int n, float* bar) {
+  float* dst = cluster_map(p, rank);
+  if (reinterpret_cast<uintptr_t>(dst) % (4u * static_cast<unsigned>(n)) != 0) {
+    std::fprintf(stderr, "emu: misaligned %d-byte st.async at %p\n", 4 * n, static_cast<const void*>(dst));
+    std::abort();
+  }
+  std::memcpy(dst, v, 4u * static_cast<unsigned>(n));
+  g_block->events++;
+  Mbar& m = mbar_at(cluster_map(bar, rank));
+  m.tx -= 4 * n;
+  mbar_check(m);
+}
+
 }  // namespace emu
 
 #define threadIdx (emu::g_block->current->tid)
@@ -363,3 +423,12 @@ COLLECT_DEVICE int lane_id() { return static_cast<int>(emu::flat_tid() & 31u); }
 COLLECT_DEVICE unsigned cluster_rank() { return emu::g_block->rank; }
 COLLECT_DEVICE float* cluster_map(float* p, unsigned rank) { return emu::cluster_map(p, rank); }
 COLLECT_DEVICE void cluster_sync() { emu::cluster_sync(); }
+COLLECT_DEVICE void mbar_init(float* bar, unsigned count) { emu::mbar_init(bar, count); }
+COLLECT_DEVICE void mbar_init_fence() {}
+COLLECT_DEVICE void mbar_expect(float* bar, unsigned bytes) { emu::mbar_expect(bar, bytes); }
+COLLECT_DEVICE void mbar_wait(float* bar, unsigned parity) { emu::mbar_wait(bar, parity); }
+COLLECT_DEVICE void st_async4(float* p, unsigned rank, float4 v, float* bar) {
+  const float w[4] = {v.x, v.y, v.z, v.w};
+  emu::st_async(p, rank, w, 4, bar);
+}
+COLLECT_DEVICE void st_async1(float* p, unsigned rank, float v, float* bar) { emu::st_async(p, rank, &v, 1, bar); }
