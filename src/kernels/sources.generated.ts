@@ -8809,7 +8809,7 @@ extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
 #endif
 // Further bench-only knobs on top of SKIP_NETS, to split what the rest of a step costs: PHASE_BLOCK 1
 // ends the layer phases with a block barrier instead of the cluster barrier (nothing is exchanged
-// there), SKIP_ENV 1 leaves out the simulator step and the restart, SKIP_SHARE 1 the copies of the
+// there; with CLUSTER_MBAR 0), SKIP_ENV 1 leaves out the simulator step and the restart, SKIP_SHARE 1 the copies of the
 // state rows to the peers and the outputs.
 #ifndef PHASE_BLOCK
 #define PHASE_BLOCK 0
@@ -8829,13 +8829,14 @@ static_assert(SKIP_NETS || (!PHASE_BLOCK && !SKIP_ENV && !SKIP_SHARE),
 #ifndef CLUSTER_PULL
 #define CLUSTER_PULL 0
 #endif
-// Exchange completion (constant CLUSTER_MBAR): 0 (default) every exchange ends with a barrier over the
-// whole cluster; 1 the pushes are asynchronous stores (st.async) that count their bytes on the
-// receiver's transaction barrier (mbarrier), one per exchange (the states, each dueling layer), and
-// each CTA waits only until all the bytes it receives have landed: no GPU-scope memory barrier, no
-// wait for the slowest CTA's unrelated work. Push mode only.
+// Exchange completion (constant CLUSTER_MBAR): 1 (the default in push mode) the pushes are
+// asynchronous stores (st.async) that count their bytes on the receiver's transaction barrier
+// (mbarrier), one per exchange (the states, each dueling layer), and each CTA waits only until all
+// the bytes it receives have landed: no GPU-scope memory barrier, no wait for the slowest CTA's
+// unrelated work (H200, N = 128, TF32: 5.03M env-steps/s against 4.43M); 0 every exchange ends with
+// a barrier over the whole cluster (the pull mode's only way).
 #ifndef CLUSTER_MBAR
-#define CLUSTER_MBAR 0
+#define CLUSTER_MBAR (!CLUSTER_PULL)
 #endif
 static_assert(!(CLUSTER_MBAR && CLUSTER_PULL), "CLUSTER_MBAR pushes: it excludes CLUSTER_PULL");
 static_assert(!(CLUSTER_MBAR && PHASE_BLOCK), "PHASE_BLOCK times the cluster-barrier exchange");
@@ -8914,8 +8915,12 @@ struct ClusterMma {
 __host__ __device__ constexpr int max2(int a, int b) { return a > b ? a : b; }
 constexpr int PART_MAX =
     max2(max2(ClusterMma<STATE_DIM, 256>::PART, ClusterMma<256, 256>::PART), ClusterMma<OUT_IN, OUT_Q>::PART);
+// The curiosity model's split-K layers on the CTA's EPC own rows (their partial sums: SM_CPART).
+using CurSplitK = SplitkNets<NET_Q_BASE, EPC>;
+constexpr int CPART = max2(CurSplitK::Cur0::PART, CurSplitK::Cur1::PART);
 #else
 constexpr int PART_MAX = 0;
+constexpr int CPART = 0;
 #endif
 
 // Shared-memory plan (floats). Weight slices: one dueling net (trunk 0, trunk 1, hidden, out).
@@ -8957,7 +8962,8 @@ constexpr int SM_ACTION = align4(SM_BAR + E);
 constexpr int SM_PART = align4(SM_ACTION + E);
 // The exchanges' transaction barriers (CLUSTER_MBAR; 8 bytes each): the states, then dueling layer k.
 constexpr int MB_STATES = 0, MB_LAYER0 = 1, MB_COUNT = 5;
-constexpr int SM_MBAR = align4(SM_PART + 2 * PART_MAX);
+constexpr int SM_CPART = align4(SM_PART + 2 * PART_MAX);
+constexpr int SM_MBAR = align4(SM_CPART + CPART);
 constexpr int SM_EPISODES = align4(SM_MBAR + 2 * MB_COUNT);
 constexpr int SM_FLOATS = align4(SM_EPISODES + EPC * (int)(sizeof(Episode) / 4));
 static_assert(sizeof(Episode) % 4 == 0, "Episode is 4-byte fields");
@@ -9217,12 +9223,59 @@ COLLECT_FN void end_phase(float* y, int ldy, unsigned rank, float* y2 = nullptr)
 #endif
 }
 
+// Layer k (0, 1) of the curiosity model on the CTA's owned rows (SM_CI -> SM_CH -> SM_CO), weights
+// straight from the nets buffer (17 KB that every CTA reads: cache hits): no cluster exchange, as only
+// an episode's owner needs its prediction, and not on a step's critical path: the simulator step
+// leaves the bonus out and the layers run inside the next two layer phases, between a CTA's pushes
+// and its wait for the peers'. Exact build: f32 as the reference (bias, then f32(acc + f32(w * x)) in
+// input order). TF32 build: the split-K engine's layers (mlp_splitk.cuh) on the EPC rows, in place in
+// SM_CI (SM_CPRED names where the predictions are), partial sums in SM_CPART. Called by the whole CTA;
+// its outputs are complete on return.
+constexpr int SM_CPRED = TF32 ? SM_CI : SM_CO;
+constexpr int LD_CPRED = TF32 ? LD_CURIOSITY : LD_CO;
+COLLECT_FN void curiosity_layer(int k, const float* __restrict__ nets, float* smem) {
+#if TF32
+  float* x = smem + SM_CI;
+  if (k == 0)
+    splitk_layer<CurSplitK::Cur0>(nets, x, LD_CURIOSITY, x, LD_CURIOSITY, smem + SM_CPART);
+  else
+    splitk_layer<CurSplitK::Cur1>(nets, x, LD_CURIOSITY, x, LD_CURIOSITY, smem + SM_CPART);
+  block_sync();
+#else
+  if (k == 0) {
+    for (int task = threadIdx.x; task < EPC * CNet::HIDDEN; task += T) {
+      const int s = task / CNet::HIDDEN, j = task % CNet::HIDDEN;
+      const float* w = nets + CNet::L0_W + j * CNet::IN;
+      const float* x = smem + SM_CI + s * LD_CURIOSITY;
+      float acc = ldg1(nets + CNet::L0_B + j);
+#pragma unroll
+      for (int i = 0; i < CNet::IN; i++) acc = fadd(acc, fmul(ldg1(w + i), x[i]));
+      smem[SM_CH + s * LD_CH + j] = activate<ACT_LEAKY>(acc);
+    }
+  } else {
+    for (int task = threadIdx.x; task < EPC * CNet::OUT; task += T) {
+      const int s = task / CNet::OUT, j = task % CNet::OUT;
+      const float* w = nets + CNet::L1_W + j * CNet::HIDDEN;
+      const float* h = smem + SM_CH + s * LD_CH;
+      float acc = ldg1(nets + CNet::L1_B + j);
+#pragma unroll
+      for (int i = 0; i < CNet::HIDDEN; i++) acc = fadd(acc, fmul(ldg1(w + i), h[i]));
+      smem[SM_CO + s * LD_CO + j] = acc;
+    }
+  }
+  block_sync();
+#endif
+}
+
 // One layer phase of up to two layers with the same shape (the online net and, if ws2, the target
-// net), ended by the cluster barrier: exact, each thread's outputs pushed as it finishes them; TF32,
-// both layers' partial sums, one block barrier, both layers' sums pushed.
+// net), ended by the cluster barrier (CLUSTER_MBAR: the wait for this phase's bytes): exact, each
+// thread's outputs pushed as it finishes them; TF32, both layers' partial sums, one block barrier,
+// both layers' sums pushed. \`curiosity\` 1 or 2 runs that curiosity layer between the pushes and the
+// wait.
 template <int In, int Out, int Act, int SPLIT, int XOFF2>
 COLLECT_FN void layer_phase(const float* ws, const float* x, int ldx, float* y, int ldy, const float* ws2,
-                            const float* x2, float* y2, float* smem, unsigned rank, int layer, unsigned& phases) {
+                            const float* x2, float* y2, float* smem, unsigned rank, int layer, unsigned& phases,
+                            const float* __restrict__ nets, int curiosity) {
   float* bar = smem + SM_MBAR + 2 * (MB_LAYER0 + layer);
 #if CLUSTER_MBAR
   // Every CTA receives every row's Out columns of each net: this phase's bytes.
@@ -9238,6 +9291,8 @@ COLLECT_FN void layer_phase(const float* ws, const float* x, int ldx, float* y, 
   if (ws2) cluster_layer<In, Out, Act, SPLIT, XOFF2>(ws2, x2, ldx, y2, ldy, rank, bar);
   cluster_layer<In, Out, Act, SPLIT, XOFF2>(ws, x, ldx, y, ldy, rank, bar);
 #endif
+  // Curiosity layer curiosity - 1 (if any) while the peers' outputs travel.
+  if (curiosity) curiosity_layer(curiosity - 1, nets, smem);
 #if CLUSTER_MBAR
   // Each thread waits for the phase itself: past it, every row is complete here.
   mbar_wait(bar, (phases >> (MB_LAYER0 + layer)) & 1u);
@@ -9251,16 +9306,19 @@ COLLECT_FN void layer_phase(const float* ws, const float* x, int ldx, float* y, 
 // The online net on SM_X0 -> SM_VA and, if \`target\`, the target net on SM_XT -> SM_VT, phase by
 // phase (4 cluster barriers): states x -> a -> b -> a -> value ++ advantages va, every row in every
 // CTA once the phase's cluster barrier has passed.
-COLLECT_FN void dueling_va(float* s, bool target, unsigned rank, unsigned& ph) {
+COLLECT_FN void dueling_va(float* s, bool target, unsigned rank, unsigned& ph, const float* __restrict__ nets,
+                           bool curiosity) {
   const float* wt = target ? s + SM_WT : nullptr;
   layer_phase<STATE_DIM, 256, ACT_LEAKY, 256, 0>(s + SM_WQ + NW_S0, s + SM_X0, LD_STATE, s + SM_A, LD_TRUNK,
-                                                 wt ? wt + NW_S0 : nullptr, s + SM_XT, s + SM_AT, s, rank, 0, ph);
+                                                 wt ? wt + NW_S0 : nullptr, s + SM_XT, s + SM_AT, s, rank, 0, ph,
+                                                 nets, curiosity ? 1 : 0);
   layer_phase<256, 256, ACT_LEAKY, 256, 0>(s + SM_WQ + NW_S1, s + SM_A, LD_TRUNK, s + SM_B, LD_TRUNK,
-                                           wt ? wt + NW_S1 : nullptr, s + SM_AT, s + SM_BT, s, rank, 1, ph);
+                                           wt ? wt + NW_S1 : nullptr, s + SM_AT, s + SM_BT, s, rank, 1, ph,
+                                           nets, curiosity ? 2 : 0);
   layer_phase<256, 256, ACT_LEAKY, 256, 0>(s + SM_WQ + NW_H, s + SM_B, LD_TRUNK, s + SM_A, LD_TRUNK,
-                                           wt ? wt + NW_H : nullptr, s + SM_BT, s + SM_AT, s, rank, 2, ph);
+                                           wt ? wt + NW_H : nullptr, s + SM_BT, s + SM_AT, s, rank, 2, ph, nets, 0);
   layer_phase<OUT_IN, OUT_Q, ACT_NONE, 1, 128>(s + SM_WQ + NW_O, s + SM_A, LD_TRUNK, s + SM_VA, LD_VQ,
-                                               wt ? wt + NW_O : nullptr, s + SM_AT, s + SM_VT, s, rank, 3, ph);
+                                               wt ? wt + NW_O : nullptr, s + SM_AT, s + SM_VT, s, rank, 3, ph, nets, 0);
 }
 
 // mean(A) of a value ++ advantages row (collect_nets.cuh advantage_mean: the same sum in action order),
@@ -9335,50 +9393,6 @@ COLLECT_FN void decide(float* smem, const float* __restrict__ features, unsigned
         x[k] = k < CURIOSITY_OUT ? ldg1(src + k) : k < CURIOSITY_OUT + 3 && k - CURIOSITY_OUT == cat ? 1.0f : 0.0f;
     }
   }
-}
-
-// The curiosity model on the CTA's owned rows (SM_CI -> SM_CH -> SM_CO), weights straight from the
-// nets buffer (17 KB that every CTA reads: cache hits): no cluster exchange, as only an episode's
-// owner needs its prediction. Exact build: f32 as the reference (bias, then f32(acc + f32(w * x)) in
-// input order). TF32 build: the split-K engine's layers (mlp_splitk.cuh) on the EPC rows, in place in
-// SM_CI (CPRED names where the predictions are). Called by the whole CTA after the inputs are complete; outputs
-// complete on return.
-#if TF32
-using CurSplitK = SplitkNets<NET_Q_BASE, EPC>;
-static_assert(CurSplitK::Cur0::PART <= 2 * PART_MAX && CurSplitK::Cur1::PART <= 2 * PART_MAX,
-              "collect_dqn_cluster TF32: the curiosity layers' partial sums fit SM_PART");
-#endif
-constexpr int SM_CPRED = TF32 ? SM_CI : SM_CO;
-constexpr int LD_CPRED = TF32 ? LD_CURIOSITY : LD_CO;
-COLLECT_FN void curiosity_local(const float* __restrict__ nets, float* smem) {
-#if TF32
-  float* x = smem + SM_CI;
-  splitk_layer<CurSplitK::Cur0>(nets, x, LD_CURIOSITY, x, LD_CURIOSITY, smem + SM_PART);
-  block_sync();
-  splitk_layer<CurSplitK::Cur1>(nets, x, LD_CURIOSITY, x, LD_CURIOSITY, smem + SM_PART);
-  block_sync();
-#else
-  for (int task = threadIdx.x; task < EPC * CNet::HIDDEN; task += T) {
-    const int s = task / CNet::HIDDEN, j = task % CNet::HIDDEN;
-    const float* w = nets + CNet::L0_W + j * CNet::IN;
-    const float* x = smem + SM_CI + s * LD_CURIOSITY;
-    float acc = ldg1(nets + CNet::L0_B + j);
-#pragma unroll
-    for (int k = 0; k < CNet::IN; k++) acc = fadd(acc, fmul(ldg1(w + k), x[k]));
-    smem[SM_CH + s * LD_CH + j] = activate<ACT_LEAKY>(acc);
-  }
-  block_sync();
-  for (int task = threadIdx.x; task < EPC * CNet::OUT; task += T) {
-    const int s = task / CNet::OUT, j = task % CNet::OUT;
-    const float* w = nets + CNet::L1_W + j * CNet::HIDDEN;
-    const float* h = smem + SM_CH + s * LD_CH;
-    float acc = ldg1(nets + CNet::L1_B + j);
-#pragma unroll
-    for (int k = 0; k < CNet::HIDDEN; k++) acc = fadd(acc, fmul(ldg1(w + k), h[k]));
-    smem[SM_CO + s * LD_CO + j] = acc;
-  }
-  block_sync();
-#endif
 }
 
 // An owned episode's state row into buffer \`at\` (SM_X0 or SM_XT) of this CTA (zeros for episodes
@@ -9500,7 +9514,7 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
   block_sync();
   unsigned phases = 0;
   share_states<1>(smem, {SM_X0}, {OUT_F_STATES}, {0}, o, base, u.n, u.steps, rank, phases);
-  dueling_va(smem, false, rank, phases);
+  dueling_va(smem, false, rank, phases, nets, false);
   for (unsigned l = 0; l < u.steps; l++, o.idx++) {
     const unsigned g = u.stepBase + l;
     // The owner's market lines of this step (bar t + 1: OHLC, spread, features; the diversity
@@ -9515,30 +9529,35 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
     }
     decide(smem, features, base, u.n, g, u.epsilon, p.key0, p.key1, u.curiosity != 0, rank);
     block_sync();
-    if (u.curiosity) curiosity_local(nets, smem);
 
+    // The simulator step without the curiosity bonus (it only adds to the reward, after the model has
+    // run inside the layer phases below).
     StepOut so{};
     int action = 0;
     float q_sel = 0.0f;
     if (active) {
       action = actions[i];
       q_sel = smem[SM_Q + i * LD_Q + action];
-      const float mse = u.curiosity ? curiosity_mse(smem + SM_CPRED + (int)threadIdx.x * LD_CPRED, features, ep.bar) : 0.0f;
-      if (!SKIP_ENV) env_step(ep, m, p, window, action, mse, u.curiosity != 0, so);
+      if (!SKIP_ENV) env_step(ep, m, p, window, action, 0.0f, false, so);
     }
     if (owner) {
       build_row(smem, SM_XT, i, ep, m, active);
-      if (active) {
-        write_step(o, so, action);
-        if (!SKIP_ENV) restart_if_ended(ep, m, p, window, e, so);
-      }
+      if (active && !SKIP_ENV) restart_if_ended(ep, m, p, window, e, so);
       // The next decision's state (the restarted episode's first, or s' again).
       build_row(smem, SM_X0, i, ep, m, active);
     }
     block_sync();
     share_states<2>(smem, {SM_XT, SM_X0}, {OUT_F_NEXT_STATES, OUT_F_STATES},
                     {(int)l, l + 1 < u.steps ? (int)l + 1 : -1}, o, base, u.n, u.steps, rank, phases);
-    dueling_va(smem, true, rank, phases);
+    dueling_va(smem, true, rank, phases, nets, u.curiosity != 0);
+    if (active) {
+      if (u.curiosity) {
+        // env_step's bonus and total (the same operations) from the model's error on decision bar t.
+        so.curiosity = curiosity_bonus(p, curiosity_mse(smem + SM_CPRED + (int)threadIdx.x * LD_CPRED, features, so.bar));
+        so.total = fadd(fadd(fadd(fadd(so.pnl, so.barrier), so.risk), so.diversity), so.curiosity);
+      }
+      write_step(o, so, action);
+    }
 
     // TD errors of the owned episodes: the owner's warp takes each target-Q row and its argmax together
     // (slot s is thread s: warp s / 32, lane s % 32).
