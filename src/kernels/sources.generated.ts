@@ -8976,7 +8976,7 @@ static_assert(DYN_SMEM_BYTES <= 227 * 1024,
 
 // Copies this CTA's slice of a layer: rows j < SPLIT from W1/B1 (IN1 inputs from column K1), the rest
 // from W2/B2 at j - SPLIT (IN2 inputs from column K2); exact: In inputs per row from column 0. Each
-// thread keeps 8 loads in flight before it stores them (the copy runs once per launch).
+// thread keeps 32 loads in flight before it stores them (the copy runs once per launch).
 template <int In, int Out, int SPLIT, int W1, int B1, int W2, int B2, int IN1 = In, int K1 = 0, int IN2 = In,
           int K2 = 0>
 COLLECT_FN void load_slice(const float* __restrict__ nets, float* ws, unsigned rank) {
@@ -8986,7 +8986,7 @@ COLLECT_FN void load_slice(const float* __restrict__ nets, float* ws, unsigned r
 #else
   constexpr int ROWS = SL, K = In;
 #endif
-  constexpr int B = 8;
+  constexpr int B = 32;
   const int j0 = (int)rank * SL;
   for (int t0 = threadIdx.x; t0 < ROWS * K; t0 += B * T) {
     float v[B];
