@@ -500,6 +500,51 @@ function dqnHalfCase(n: number, tileEpisodes: number, threads = 256): ParityCase
   };
 }
 
+/**
+ * The CUDA tensor-core builds (constant TF32 = 1: TF32 operands, f32 sums) against the reference, as
+ * the f16 cases: epsilon 1 in both launches, so integers, states and the episode state must match
+ * exactly and the TF32 Q-values' TD errors and curiosity bonus within HALF_ATOL + HALF_RTOL. `cluster`
+ * runs the thread-block cluster kernel (8 CTAs x 8 episodes: N = 5 leaves 3 rows of the m16 tile and
+ * 3 CTAs without an episode), else the tiled kernel at the parity tile.
+ */
+function dqnTf32Case(variant: 'tiled' | 'cluster'): ParityCase {
+  const cfg = parityConfig('dqn');
+  cfg.rollout.episodes = N;
+  const nets = memo(() => dqnNets('plain', cfg));
+  const epsilons = [1, 1] as const;
+  const reference = memo(() => dqnReference(cfg, nets(), N, epsilons));
+  const none = new Int32Array(N).fill(L);
+  const outputs = (run: DqnRun): Outputs => ({
+    ...dqnOutputs(run.rollouts[0], none, '1:'),
+    ...dqnOutputs(run.rollouts[1], none, '2:'),
+    env_f: run.env.f,
+    env_i: run.env.i,
+    div_window: run.env.window,
+  });
+  return {
+    name: `collect_dqn plain ${variant} TF32 tensor cores N=${N} L=${L}${variant === 'cluster' ? ' (8 CTAs x 8 episodes)' : ''}, epsilon 1, two launches`,
+    kernel: variant === 'cluster' ? 'collect_dqn_cluster' : 'collect_dqn',
+    backends: ['cuda'],
+    tolerance: { kind: 'close', atol: HALF_ATOL, rtol: HALF_RTOL },
+    expected: memo(() => outputs(reference())),
+    actual: async (backend: Backend) =>
+      outputs(
+        await dqnDeviceRun(
+          {
+            backend,
+            cfg,
+            algo: 'dqn',
+            variant,
+            constants: { TF32: 1 },
+            ...(variant === 'cluster' ? { cluster: 8, tile: { tileEpisodes: 8 } } : { tile: TILE }),
+          },
+          nets(),
+          epsilons,
+        ),
+      ),
+  };
+}
+
 /** The collection kernels' cases, tiled first, then the seed variants the benchmark compares. */
 export function collectParityCases(): ParityCase[] {
   return [
@@ -523,6 +568,8 @@ export function collectParityCases(): ParityCase[] {
     dqnHalfCase(N, 4, 512),
     dqnCase('dqn', 'seed'),
     dqnCase('dqn', 'cluster'),
+    dqnTf32Case('tiled'),
+    dqnTf32Case('cluster'),
     ppoCase('seed'),
   ];
 }
