@@ -9368,11 +9368,11 @@ COLLECT_DEVICE int warp_argmax(const float* q, int lane) {
 // The decisions of all E episodes in every CTA (identical bits in each), one warp per episode: its Q
 // row, its epsilon-greedy action (choose_action with the argmax over the warp) and, for the CTA's own
 // episodes, the curiosity input.
-COLLECT_FN void decide(float* smem, const float* __restrict__ features, unsigned long long base, unsigned n,
-                       unsigned g, float epsilon, unsigned k0, unsigned k1, bool curiosity, unsigned rank) {
+static_assert(CURIOSITY_OUT <= MARKET_FEATURES, "a state row begins with the bar's market features");
+COLLECT_FN void decide(float* smem, unsigned long long base, unsigned n, unsigned g, float epsilon, unsigned k0,
+                       unsigned k1, bool curiosity, unsigned rank) {
   const int lane = lane_id();
   int* actions = reinterpret_cast<int*>(smem + SM_ACTION);
-  const int* bars = reinterpret_cast<const int*>(smem + SM_BAR);
   for (int r = (int)(threadIdx.x >> 5); r < E; r += T / 32) {
     float* q = smem + SM_Q + r * LD_Q;
     q_row_warp(smem + SM_VA + r * LD_VQ, q, lane);
@@ -9385,12 +9385,14 @@ COLLECT_FN void decide(float* smem, const float* __restrict__ features, unsigned
                                                      : greedy;
     if (lane == 0) actions[r] = a;
     if (curiosity && r % C == (int)rank) {
-      // curiosity_input's row: features[bar][0..32) ++ one-hot(category), then zeros.
+      // curiosity_input's row: features[bar][0..32) ++ one-hot(category), then zeros. The decision's
+      // state row (SM_X0, built here by the owner) begins with features[bar]: the same floats, read
+      // from shared memory instead of L2.
       float* x = smem + SM_CI + r / C * LD_CURIOSITY;
-      const float* src = features + bars[r] * MARKET_FEATURES;
+      const float* src = smem + SM_X0 + r * LD_STATE;
       const int cat = action_category(a);
       for (int k = lane; k < LD_CURIOSITY; k += 32)
-        x[k] = k < CURIOSITY_OUT ? ldg1(src + k) : k < CURIOSITY_OUT + 3 && k - CURIOSITY_OUT == cat ? 1.0f : 0.0f;
+        x[k] = k < CURIOSITY_OUT ? src[k] : k < CURIOSITY_OUT + 3 && k - CURIOSITY_OUT == cat ? 1.0f : 0.0f;
     }
   }
 }
@@ -9527,7 +9529,7 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
       prefetch_l1(features + t1 * MARKET_FEATURES + MARKET_FEATURES - 1);
       prefetch_l1(window + ep.div_head);
     }
-    decide(smem, features, base, u.n, g, u.epsilon, p.key0, p.key1, u.curiosity != 0, rank);
+    decide(smem, base, u.n, g, u.epsilon, p.key0, p.key1, u.curiosity != 0, rank);
     block_sync();
 
     // The simulator step without the curiosity bonus (it only adds to the reward, after the model has
@@ -9542,9 +9544,15 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
     }
     if (owner) {
       build_row(smem, SM_XT, i, ep, m, active);
-      if (active && !SKIP_ENV) restart_if_ended(ep, m, p, window, e, so);
-      // The next decision's state (the restarted episode's first, or s' again).
-      build_row(smem, SM_X0, i, ep, m, active);
+      const bool restarts = active && !SKIP_ENV && (so.done || so.truncated);
+      if (restarts) restart_if_ended(ep, m, p, window, e, so);
+      // The next decision's state: the restarted episode's first, or s' again (its row copied).
+      if (restarts) {
+        build_row(smem, SM_X0, i, ep, m, active);
+      } else {
+        for (int k = 0; k < LD_STATE; k += 4) sts4(smem + SM_X0 + i * LD_STATE + k, lds4(smem + SM_XT + i * LD_STATE + k));
+        reinterpret_cast<int*>(smem + SM_BAR)[i] = active ? ep.bar : 0;
+      }
     }
     block_sync();
     share_states<2>(smem, {SM_XT, SM_X0}, {OUT_F_NEXT_STATES, OUT_F_STATES},
@@ -9553,7 +9561,15 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
     if (active) {
       if (u.curiosity) {
         // env_step's bonus and total (the same operations) from the model's error on decision bar t.
-        so.curiosity = curiosity_bonus(p, curiosity_mse(smem + SM_CPRED + (int)threadIdx.x * LD_CPRED, features, so.bar));
+        // curiosity_mse against features[t + 1][0..32): the first floats of the next-state row s'.
+        const float* pred = smem + SM_CPRED + (int)threadIdx.x * LD_CPRED;
+        const float* next = smem + SM_XT + i * LD_STATE;
+        float acc = 0.0f;
+        for (int k = 0; k < CURIOSITY_OUT; k++) {
+          const float d = fsub(pred[k], next[k]);
+          acc = fadd(acc, fmul(d, d));
+        }
+        so.curiosity = curiosity_bonus(p, fmul(acc, 1.0f / CURIOSITY_OUT));
         so.total = fadd(fadd(fadd(fadd(so.pnl, so.barrier), so.risk), so.diversity), so.curiosity);
       }
       write_step(o, so, action);
