@@ -471,6 +471,22 @@ COLLECT_FN void end_phase(float* y, int ldy, unsigned rank, float* y2 = nullptr)
 #endif
 }
 
+#if !TF32
+// One exact f32 layer on the CTA's EPC own rows (x [EPC, ldx] -> y [EPC, ldy]), one output a thread,
+// weights from the nets buffer: bias, then f32(acc + f32(w * x)) in input order, as the reference.
+template <int In, int Out, int Act, int W, int B>
+COLLECT_FN void local_layer(const float* __restrict__ nets, const float* x, int ldx, float* y, int ldy) {
+  for (int task = threadIdx.x; task < EPC * Out; task += T) {
+    const int s = task / Out, j = task % Out;
+    const float* w = nets + W + j * In;
+    float acc = ldg1(nets + B + j);
+#pragma unroll
+    for (int i = 0; i < In; i++) acc = fadd(acc, fmul(ldg1(w + i), x[s * ldx + i]));
+    y[s * ldy + j] = activate<Act>(acc);
+  }
+}
+#endif
+
 // Layer k (0, 1) of the curiosity model on the CTA's owned rows (SM_CI -> SM_CH -> SM_CO), weights
 // straight from the nets buffer (17 KB that every CTA reads: cache hits): no cluster exchange, as only
 // an episode's owner needs its prediction, and not on a step's critical path: the simulator step
@@ -490,27 +506,12 @@ COLLECT_FN void curiosity_layer(int k, const float* __restrict__ nets, float* sm
     splitk_layer<CurSplitK::Cur1>(nets, x, LD_CURIOSITY, x, LD_CURIOSITY, smem + SM_CPART);
   block_sync();
 #else
-  if (k == 0) {
-    for (int task = threadIdx.x; task < EPC * CNet::HIDDEN; task += T) {
-      const int s = task / CNet::HIDDEN, j = task % CNet::HIDDEN;
-      const float* w = nets + CNet::L0_W + j * CNet::IN;
-      const float* x = smem + SM_CI + s * LD_CURIOSITY;
-      float acc = ldg1(nets + CNet::L0_B + j);
-#pragma unroll
-      for (int i = 0; i < CNet::IN; i++) acc = fadd(acc, fmul(ldg1(w + i), x[i]));
-      smem[SM_CH + s * LD_CH + j] = activate<ACT_LEAKY>(acc);
-    }
-  } else {
-    for (int task = threadIdx.x; task < EPC * CNet::OUT; task += T) {
-      const int s = task / CNet::OUT, j = task % CNet::OUT;
-      const float* w = nets + CNet::L1_W + j * CNet::HIDDEN;
-      const float* h = smem + SM_CH + s * LD_CH;
-      float acc = ldg1(nets + CNet::L1_B + j);
-#pragma unroll
-      for (int i = 0; i < CNet::HIDDEN; i++) acc = fadd(acc, fmul(ldg1(w + i), h[i]));
-      smem[SM_CO + s * LD_CO + j] = acc;
-    }
-  }
+  if (k == 0)
+    local_layer<CNet::IN, CNet::HIDDEN, ACT_LEAKY, CNet::L0_W, CNet::L0_B>(nets, smem + SM_CI, LD_CURIOSITY,
+                                                                           smem + SM_CH, LD_CH);
+  else
+    local_layer<CNet::HIDDEN, CNet::OUT, ACT_NONE, CNet::L1_W, CNet::L1_B>(nets, smem + SM_CH, LD_CH, smem + SM_CO,
+                                                                           LD_CO);
   block_sync();
 #endif
 }

@@ -458,14 +458,17 @@ export const HALF_ATOL = 2e-2;
 export const HALF_RTOL = 2e-2;
 
 /**
- * The tensor-core engine (4) against the reference, `n` episodes at `tileEpisodes` per
- * workgroup (up to 16: one row tile; 32: two; 48: three). Epsilon 1 in both launches: every action is the
- * Philox draw, so trajectories cannot fork where f16 Q-values reorder near-ties, and actions,
- * dones, truncations, states and the episode state must match as in f32; the Q-derived floats
- * (TD errors) and the curiosity bonus inside rewards and components within HALF_ATOL + HALF_RTOL.
- * Runs only on a WebGPU device with the subgroup-matrix feature (lavapipe has none).
+ * A tensor-core build of the plain DQN collector against the reference: `n` episodes, epsilon 1 in
+ * both launches, so every action is the Philox draw and trajectories cannot fork where the reduced
+ * precision Q-values reorder near-ties: actions, dones, truncations, states and the episode state
+ * must match as in f32; the Q-derived floats (TD errors) and the curiosity bonus inside rewards and
+ * components within HALF_ATOL + HALF_RTOL. `init` picks the build (backend, variant, tile, constants).
  */
-function dqnHalfCase(n: number, tileEpisodes: number, threads = 256): ParityCase {
+function dqnEpsilonOneCase(
+  n: number,
+  head: Pick<ParityCase, 'name' | 'kernel' | 'backends' | 'requires'>,
+  init: Omit<DeviceCollectorInit, 'market' | 'split' | 'backend' | 'cfg' | 'algo'>,
+): ParityCase {
   const cfg = parityConfig('dqn');
   cfg.rollout.episodes = n;
   const nets = memo(() => dqnNets('plain', cfg));
@@ -480,69 +483,54 @@ function dqnHalfCase(n: number, tileEpisodes: number, threads = 256): ParityCase
     div_window: run.env.window,
   });
   return {
-    name: `collect_dqn plain tiled f16 tensor-core engine N=${n} L=${L} (${tileEpisodes} per workgroup${threads > 256 ? `, ${threads} threads: K split` : ''}), epsilon 1, two launches`,
-    kernel: 'collect_dqn',
-    backends: ['webgpu'],
-    requires: (backend) =>
-      hasSubgroupMatrix(backend)
-        ? null
-        : `needs ${SUBGROUP_MATRIX_FEATURE} (tensor cores from WGSL; Dawn exposes it on NVIDIA with allow_unsafe_apis), which ${backend.info.device} does not offer`,
+    ...head,
     tolerance: { kind: 'close', atol: HALF_ATOL, rtol: HALF_RTOL },
     expected: memo(() => outputs(reference())),
     actual: async (backend: Backend) =>
-      outputs(
-        await dqnDeviceRun(
-          { backend, cfg, algo: 'dqn', variant: 'tiled', tile: { tileEpisodes, threads, engine: 4 } },
-          nets(),
-          epsilons,
-        ),
-      ),
+      outputs(await dqnDeviceRun({ ...init, backend, cfg, algo: 'dqn' }, nets(), epsilons)),
   };
 }
 
 /**
- * The CUDA tensor-core builds (constant TF32 = 1: TF32 operands, f32 sums) against the reference, as
- * the f16 cases: epsilon 1 in both launches, so integers, states and the episode state must match
- * exactly and the TF32 Q-values' TD errors and curiosity bonus within HALF_ATOL + HALF_RTOL. `cluster`
- * runs the thread-block cluster kernel (8 CTAs x 8 episodes: N = 5 leaves 3 rows of the m16 tile and
- * 3 CTAs without an episode), else the tiled kernel at the parity tile.
+ * The WebGPU tensor-core engine (4, f16), `n` episodes at `tileEpisodes` per workgroup (up to 16: one
+ * row tile; 32: two; 48: three). Runs only on a WebGPU device with the subgroup-matrix feature
+ * (lavapipe has none).
+ */
+function dqnHalfCase(n: number, tileEpisodes: number, threads = 256): ParityCase {
+  return dqnEpsilonOneCase(
+    n,
+    {
+      name: `collect_dqn plain tiled f16 tensor-core engine N=${n} L=${L} (${tileEpisodes} per workgroup${threads > 256 ? `, ${threads} threads: K split` : ''}), epsilon 1, two launches`,
+      kernel: 'collect_dqn',
+      backends: ['webgpu'],
+      requires: (backend) =>
+        hasSubgroupMatrix(backend)
+          ? null
+          : `needs ${SUBGROUP_MATRIX_FEATURE} (tensor cores from WGSL; Dawn exposes it on NVIDIA with allow_unsafe_apis), which ${backend.info.device} does not offer`,
+    },
+    { variant: 'tiled', tile: { tileEpisodes, threads, engine: 4 } },
+  );
+}
+
+/**
+ * The CUDA tensor-core builds (constant TF32 = 1: TF32 operands, f32 sums). `cluster` runs the
+ * thread-block cluster kernel (8 CTAs x 8 episodes: N = 5 leaves 3 rows of the m16 tile and 3 CTAs
+ * without an episode), else the tiled kernel at the parity tile.
  */
 function dqnTf32Case(variant: 'tiled' | 'cluster'): ParityCase {
-  const cfg = parityConfig('dqn');
-  cfg.rollout.episodes = N;
-  const nets = memo(() => dqnNets('plain', cfg));
-  const epsilons = [1, 1] as const;
-  const reference = memo(() => dqnReference(cfg, nets(), N, epsilons));
-  const none = new Int32Array(N).fill(L);
-  const outputs = (run: DqnRun): Outputs => ({
-    ...dqnOutputs(run.rollouts[0], none, '1:'),
-    ...dqnOutputs(run.rollouts[1], none, '2:'),
-    env_f: run.env.f,
-    env_i: run.env.i,
-    div_window: run.env.window,
-  });
-  return {
-    name: `collect_dqn plain ${variant} TF32 tensor cores N=${N} L=${L}${variant === 'cluster' ? ' (8 CTAs x 8 episodes)' : ''}, epsilon 1, two launches`,
-    kernel: variant === 'cluster' ? 'collect_dqn_cluster' : 'collect_dqn',
-    backends: ['cuda'],
-    tolerance: { kind: 'close', atol: HALF_ATOL, rtol: HALF_RTOL },
-    expected: memo(() => outputs(reference())),
-    actual: async (backend: Backend) =>
-      outputs(
-        await dqnDeviceRun(
-          {
-            backend,
-            cfg,
-            algo: 'dqn',
-            variant,
-            constants: { TF32: 1 },
-            ...(variant === 'cluster' ? { cluster: 8, tile: { tileEpisodes: 8 } } : { tile: TILE }),
-          },
-          nets(),
-          epsilons,
-        ),
-      ),
-  };
+  return dqnEpsilonOneCase(
+    N,
+    {
+      name: `collect_dqn plain ${variant} TF32 tensor cores N=${N} L=${L}${variant === 'cluster' ? ' (8 CTAs x 8 episodes)' : ''}, epsilon 1, two launches`,
+      kernel: variant === 'cluster' ? 'collect_dqn_cluster' : 'collect_dqn',
+      backends: ['cuda'],
+    },
+    {
+      variant,
+      constants: { TF32: 1 },
+      ...(variant === 'cluster' ? { cluster: 8, tile: { tileEpisodes: 8 } } : { tile: TILE }),
+    },
+  );
 }
 
 /** The collection kernels' cases, tiled first, then the seed variants the benchmark compares. */

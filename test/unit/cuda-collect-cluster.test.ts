@@ -142,6 +142,52 @@ describe.skipIf(!nvcc)(
 );
 const unavailable = emuUnavailable();
 
+/**
+ * Builds `spec` for the emulator and runs `launches` launches of `steps` steps beside the TS reference
+ * on the same fresh bindings (episodes persisting between launches); `check` sees each launch's
+ * reference and emulator buffers (env_f, env_i, div_window, out_f, out_i).
+ */
+function emuLaunches(
+  spec: KernelSpec,
+  tag: string,
+  steps: number,
+  launches: number,
+  u: (launch: number) => Record<string, number>,
+  check: (launch: number, ref: TypedArray[], emu: TypedArray[], u: Record<string, number>) => void,
+): void {
+  const source = readFileSync(new URL('../../cuda/collect_dqn_cluster.cu', import.meta.url), 'utf8');
+  const gen = writeGenerated(`${tag}.cu`, cudaPreamble(spec) + source);
+  const binary = buildEmu('kernel_harness.cpp', { KERNEL_SOURCE: `"${gen}"`, KERNEL_NAME: spec.name });
+  const env = createEnv(market, split, params, N, SEED);
+  const ro = [market.features, market.ohlc, market.spreadBps, params.entropyTable, nets()];
+  expect(ro[4].length).toBe(dqnNetsSize({ head: 'plain', atoms: 51, iqnEmbed: 64 }));
+  const bytes = outputBytes(DQN_OUTPUT, N, steps);
+  const fresh = (): TypedArray[] => [
+    env.f.slice(),
+    env.i.slice(),
+    env.window.slice(),
+    new Float32Array(bytes.f / 4),
+    new Int32Array(bytes.i / 4),
+  ];
+  let ref = fresh();
+  let emu = fresh();
+  for (let launch = 0; launch < launches; launch++) {
+    const ul = u(launch);
+    ref = ref.map((b, i) => (i >= 3 ? b.fill(0) : b));
+    emu = emu.map((b, i) => (i >= 3 ? b.fill(0) : b));
+    kernels.collect_dqn_cluster.reference([...ro, ...ref], ul, [1, 1, 1]);
+    const raw = new Uint8Array(runEmu(binary, ['@in', '@out'], pack(spec, [...ro, ...emu], ul)).buffer);
+    let at = 0;
+    emu = emu.map((b) => {
+      const ctor = b.constructor as Float32ArrayConstructor | Int32ArrayConstructor;
+      const copy = new ctor(raw.slice(at, at + b.byteLength).buffer);
+      at += b.byteLength;
+      return copy;
+    });
+    check(launch, ref, emu, ul);
+  }
+}
+
 describe('collect_dqn cluster variant descriptor', () => {
   it('launches CLUSTER blocks per TILE_E episodes in clusters along x, with the plan as dynamic shared memory', () => {
     const spec = clusterSpec(8, 4, 64);
@@ -223,49 +269,25 @@ describe.skipIf(unavailable !== null)(
       it(`${name}: bit-identical to the TS reference over ${LAUNCHES} launches`, () => {
         const base = clusterSpec(cluster, e, threads);
         const spec = { ...base, constants: { ...base.constants, CLUSTER_PULL: pull, CLUSTER_MBAR: mbar } };
-        const source = readFileSync(new URL('../../cuda/collect_dqn_cluster.cu', import.meta.url), 'utf8');
-        const gen = writeGenerated(
-          `cluster_${cluster}_${e}_${threads}_${pull}_${mbar}.cu`,
-          cudaPreamble(spec) + source,
-        );
-        const binary = buildEmu('kernel_harness.cpp', { KERNEL_SOURCE: `"${gen}"`, KERNEL_NAME: spec.name });
-        const env = createEnv(market, split, params, N, SEED);
-        const ro = [market.features, market.ohlc, market.spreadBps, params.entropyTable, nets()];
-        expect(ro[4].length).toBe(dqnNetsSize({ head: 'plain', atoms: 51, iqnEmbed: 64 }));
-        const bytes = outputBytes(DQN_OUTPUT, N, STEPS);
-        const fresh = (): TypedArray[] => [
-          env.f.slice(),
-          env.i.slice(),
-          env.window.slice(),
-          new Float32Array(bytes.f / 4),
-          new Int32Array(bytes.i / 4),
-        ];
-        let ref = fresh();
-        let emu = fresh();
         const ends = { dones: false, truncateds: false };
-        for (let launch = 0; launch < LAUNCHES; launch++) {
-          const u = uniforms(launch);
-          ref = ref.map((b, i) => (i >= 3 ? b.fill(0) : b));
-          emu = emu.map((b, i) => (i >= 3 ? b.fill(0) : b));
-          kernels.collect_dqn_cluster.reference([...ro, ...ref], u, [1, 1, 1]);
-          const raw = new Uint8Array(runEmu(binary, ['@in', '@out'], pack(spec, [...ro, ...emu], u)).buffer);
-          let at = 0;
-          emu = emu.map((b) => {
-            const ctor = b.constructor as Float32ArrayConstructor | Int32ArrayConstructor;
-            const copy = new ctor(raw.slice(at, at + b.byteLength).buffer);
-            at += b.byteLength;
-            return copy;
-          });
-          for (const k of ['dones', 'truncateds'] as const)
-            ends[k] ||= sectionView(DQN_OUTPUT, ref[4] as Int32Array, k, N, STEPS).includes(1);
-          for (let b = 0; b < NAMES.length; b++) {
-            const bad = ref[b].findIndex((x, i) => !Object.is(x, emu[b][i]));
-            expect(
-              bad,
-              `launch ${launch} ${NAMES[b]}: first mismatch at ${bad}: emu ${emu[b][bad]} vs ref ${ref[b][bad]}`,
-            ).toBe(-1);
-          }
-        }
+        emuLaunches(
+          spec,
+          `cluster_${cluster}_${e}_${threads}_${pull}_${mbar}`,
+          STEPS,
+          LAUNCHES,
+          uniforms,
+          (launch, ref, emu) => {
+            for (const k of ['dones', 'truncateds'] as const)
+              ends[k] ||= sectionView(DQN_OUTPUT, ref[4] as Int32Array, k, N, STEPS).includes(1);
+            for (let b = 0; b < NAMES.length; b++) {
+              const bad = ref[b].findIndex((x, i) => !Object.is(x, emu[b][i]));
+              expect(
+                bad,
+                `launch ${launch} ${NAMES[b]}: first mismatch at ${bad}: emu ${emu[b][bad]} vs ref ${ref[b][bad]}`,
+              ).toBe(-1);
+            }
+          },
+        );
         expect(ends, 'the launches exercise episode ends of both kinds').toEqual({
           dones: true,
           truncateds: true,
@@ -299,77 +321,55 @@ describe.skipIf(unavailable !== null)(
         const base = clusterSpec(cluster, e, threads, true);
         const spec: KernelSpec = { ...base, constants: { ...base.constants, CLUSTER_MBAR: mbar } };
         expect(base.constants?.TF32).toBe(1);
-        const source = readFileSync(new URL('../../cuda/collect_dqn_cluster.cu', import.meta.url), 'utf8');
-        const gen = writeGenerated(
-          `cluster_tf32_${cluster}_${e}_${threads}_${mbar}.cu`,
-          cudaPreamble(spec) + source,
-        );
-        const binary = buildEmu('kernel_harness.cpp', { KERNEL_SOURCE: `"${gen}"`, KERNEL_NAME: spec.name });
-        const env = createEnv(market, split, params, N, SEED);
-        const ro = [market.features, market.ohlc, market.spreadBps, params.entropyTable, nets()];
-        const bytes = outputBytes(DQN_OUTPUT, N, steps);
-        const fresh = (): TypedArray[] => [
-          env.f.slice(),
-          env.i.slice(),
-          env.window.slice(),
-          new Float32Array(bytes.f / 4),
-          new Int32Array(bytes.i / 4),
-        ];
-        let ref = fresh();
-        let emu = fresh();
         let truncated = false;
         let tdErr = 0;
         const tdLo = TD.offset * N * steps;
         const tdHi = tdLo + N * steps;
-        for (let launch = 0; launch < launches; launch++) {
-          // Curiosity on in the first launch, off in the second.
-          const u = { ...uniforms(launch, steps, 1), curiosity: launch === 0 ? 1 : 0 };
-          ref = ref.map((b, i) => (i >= 3 ? b.fill(0) : b));
-          emu = emu.map((b, i) => (i >= 3 ? b.fill(0) : b));
-          kernels.collect_dqn_cluster.reference([...ro, ...ref], u, [1, 1, 1]);
-          const raw = new Uint8Array(runEmu(binary, ['@in', '@out'], pack(spec, [...ro, ...emu], u)).buffer);
-          let at = 0;
-          emu = emu.map((b) => {
-            const ctor = b.constructor as Float32ArrayConstructor | Int32ArrayConstructor;
-            const copy = new ctor(raw.slice(at, at + b.byteLength).buffer);
-            at += b.byteLength;
-            return copy;
-          });
-          truncated ||= sectionView(DQN_OUTPUT, ref[4] as Int32Array, 'truncateds', N, steps).includes(1);
-          for (let b = 0; b < NAMES.length; b++) {
-            const r = ref[b];
-            const x = emu[b];
-            if (b !== 3) {
-              const bad = r.findIndex((v, k) => !Object.is(v, x[k]));
+        // Curiosity on in the first launch, off in the second.
+        const u = (launch: number) => ({ ...uniforms(launch, steps, 1), curiosity: launch === 0 ? 1 : 0 });
+        emuLaunches(
+          spec,
+          `cluster_tf32_${cluster}_${e}_${threads}_${mbar}`,
+          steps,
+          launches,
+          u,
+          (launch, ref, emu, u) => {
+            truncated ||= sectionView(DQN_OUTPUT, ref[4] as Int32Array, 'truncateds', N, steps).includes(1);
+            for (let b = 0; b < NAMES.length; b++) {
+              const r = ref[b];
+              const x = emu[b];
+              if (b !== 3) {
+                const bad = r.findIndex((v, k) => !Object.is(v, x[k]));
+                expect(
+                  bad,
+                  `launch ${launch} ${NAMES[b]}: first mismatch at ${bad}: ${x[bad]} vs ${r[bad]}`,
+                ).toBe(-1);
+                continue;
+              }
+              const rf = r as Float32Array;
+              const ef = x as Float32Array;
+              // Without curiosity only the TD errors come from the networks.
+              const exact = (k: number) => (k < tdLo || k >= tdHi) && u.curiosity === 0;
+              const bad = rf.findIndex((v, k) => exact(k) && !Object.is(v, ef[k]));
+              expect(bad, `launch ${launch} out_f: first mismatch at ${bad}: ${ef[bad]} vs ${rf[bad]}`).toBe(
+                -1,
+              );
+              const scale = rf.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+              const all = compare(ef, rf, 1e-2 * scale, 1e-2);
+              expect(all.firstBad, `launch ${launch} out_f: ${ef[all.firstBad]} vs ${rf[all.firstBad]}`).toBe(
+                -1,
+              );
+              const td = rf.subarray(tdLo, tdHi);
+              const tdScale = td.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+              const t = compare(ef.subarray(tdLo, tdHi), td, 1e-2 * tdScale, 1e-2);
               expect(
-                bad,
-                `launch ${launch} ${NAMES[b]}: first mismatch at ${bad}: ${x[bad]} vs ${r[bad]}`,
+                t.firstBad,
+                `launch ${launch} TD error ${t.firstBad}: max err ${t.maxErr} (scale ${tdScale})`,
               ).toBe(-1);
-              continue;
+              tdErr = Math.max(tdErr, t.maxErr);
             }
-            const rf = r as Float32Array;
-            const ef = x as Float32Array;
-            // Without curiosity only the TD errors come from the networks.
-            const exact = (k: number) => (k < tdLo || k >= tdHi) && u.curiosity === 0;
-            const bad = rf.findIndex((v, k) => exact(k) && !Object.is(v, ef[k]));
-            expect(bad, `launch ${launch} out_f: first mismatch at ${bad}: ${ef[bad]} vs ${rf[bad]}`).toBe(
-              -1,
-            );
-            const scale = rf.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
-            const all = compare(ef, rf, 1e-2 * scale, 1e-2);
-            expect(all.firstBad, `launch ${launch} out_f: ${ef[all.firstBad]} vs ${rf[all.firstBad]}`).toBe(
-              -1,
-            );
-            const td = rf.subarray(tdLo, tdHi);
-            const tdScale = td.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
-            const t = compare(ef.subarray(tdLo, tdHi), td, 1e-2 * tdScale, 1e-2);
-            expect(
-              t.firstBad,
-              `launch ${launch} TD error ${t.firstBad}: max err ${t.maxErr} (scale ${tdScale})`,
-            ).toBe(-1);
-            tdErr = Math.max(tdErr, t.maxErr);
-          }
-        }
+          },
+        );
         expect(truncated, 'the launches truncate episodes').toBe(true);
         // TF32 drops 13 mantissa bits: TD errors equal to the f32 reference's would mean no mma ran.
         expect(tdErr).toBeGreaterThan(0);
