@@ -26,8 +26,8 @@
 //
 // Episodes: episode i of the cluster lives in CTA i % CLUSTER, run by its thread i / CLUSTER, with
 // its simulator state in that CTA's shared memory: the serial simulator work is spread over the
-// cluster's SMs instead of queueing on one. Owners build the state rows (and the decision bar), the
-// whole CTA copies them to the peers and the outputs.
+// cluster's SMs instead of queueing on one. Owners build the state rows, the whole CTA copies them to
+// the peers and the outputs.
 //
 // Bindings, uniforms and outputs: as collect_dqn.cu. Launch: 1-D grid of CLUSTER * ceil(N /
 // TILE_E) blocks of WG_X threads in clusters of (CLUSTER, 1, 1), DYN_SMEM_BYTES of dynamic shared
@@ -203,9 +203,8 @@ constexpr int SM_QT = align4(SM_Q + E * LD_Q);
 constexpr int SM_CI = align4(SM_QT + E * LD_Q);
 constexpr int SM_CH = align4(SM_CI + EPC * LD_CURIOSITY);
 constexpr int SM_CO = align4(SM_CH + EPC * LD_CH);
-// Integers stored in float slots: each episode's decision bar (broadcast) and action (local).
-constexpr int SM_BAR = align4(SM_CO + EPC * LD_CO);
-constexpr int SM_ACTION = align4(SM_BAR + E);
+// Each episode's action (an integer in a float slot; local).
+constexpr int SM_ACTION = align4(SM_CO + EPC * LD_CO);
 // TF32 build: the partial sums of the online and the target layer of a phase.
 constexpr int SM_PART = align4(SM_ACTION + E);
 // The exchanges' transaction barriers (CLUSTER_MBAR; 8 bytes each): the states, then dueling layer k.
@@ -647,12 +646,11 @@ COLLECT_FN void decide(float* smem, unsigned long long base, unsigned n, unsigne
 }
 
 // An owned episode's state row into buffer `at` (SM_X0 or SM_XT) of this CTA (zeros for episodes
-// past N), with the decision bar for SM_X0; share_states then copies the rows to the peers.
+// past N); share_states then copies the rows to the peers.
 COLLECT_DEVICE void build_row(float* smem, int at, int i, const Episode& ep, const Market& m, bool active) {
   float* row = smem + at + i * LD_STATE;
   if (active) build_state(ep, m, row);
   for (int k = active ? STATE_DIM : 0; k < LD_STATE; k++) row[k] = 0.0f;
-  if (at == SM_X0) reinterpret_cast<int*>(smem + SM_BAR)[i] = active ? ep.bar : 0;
 }
 
 // Owned rows of cluster episode slots: episodes i = slot * C + rank < E.
@@ -662,7 +660,7 @@ constexpr int STATE_QUADS = (STATE_DIM + 3) / 4;
 static_assert(STATE_QUADS * 4 <= LD_STATE, "a state row's quads stay inside its stride");
 
 // After a block barrier that follows build_row: the whole CTA copies the rows of its owned episodes in
-// the NB buffers `at` (and the decision bars with SM_X0) into every peer, and writes each active
+// the NB buffers `at` into every peer, and writes each active
 // episode's row of buffer b to the output section `sec[b]` at step `step[b]` of the launch (not where
 // step[b] is negative). Then every CTA has every row: a cluster barrier, or (CLUSTER_MBAR) the wait
 // for the bytes of the other CTAs' rows on the states mbarrier.
@@ -671,34 +669,23 @@ COLLECT_FN void share_states(float* smem, const int (&at)[NB], const int (&sec)[
                              const Out& o, unsigned long long base, unsigned n, unsigned steps, unsigned rank,
                              unsigned& phases) {
   float* bar = smem + SM_MBAR + 2 * MB_STATES;
-  bool x0 = false;
-  for (int b = 0; b < NB; b++) x0 = x0 || at[b] == SM_X0;
 #if CLUSTER_MBAR
   if (threadIdx.x == 0)
-    mbar_expect(bar, SKIP_SHARE ? 0u
-                                : (unsigned)((E - owned_rows((int)rank)) * (NB * STATE_QUADS * 16 + (x0 ? 4 : 0))));
+    mbar_expect(bar, SKIP_SHARE ? 0u : (unsigned)((E - owned_rows((int)rank)) * NB * STATE_QUADS * 16));
 #endif
   if (!SKIP_SHARE) {
-    // Peers: a row's quads and, with SM_X0, its decision bar (task q == STATE_QUADS).
-    constexpr int PER = STATE_QUADS + 1;
-    for (int task = threadIdx.x; task < EPC * NB * C * PER; task += T) {
-      const int q = task % PER, c = task / PER % C, b = task / (PER * C) % NB, slot = task / (PER * C * NB);
+    // Peers: a row's quads.
+    for (int task = threadIdx.x; task < EPC * NB * C * STATE_QUADS; task += T) {
+      const int q = task % STATE_QUADS, c = task / STATE_QUADS % C, b = task / (STATE_QUADS * C) % NB,
+                slot = task / (STATE_QUADS * C * NB);
       const int i = slot * C + (int)rank;
       if (i >= E || c == (int)rank) continue;
-      if (q < STATE_QUADS) {
-        const int k = at[b] + i * LD_STATE + 4 * q;
+      const int k = at[b] + i * LD_STATE + 4 * q;
 #if CLUSTER_MBAR
-        st_async4(smem + k, (unsigned)c, lds4(smem + k), bar);
+      st_async4(smem + k, (unsigned)c, lds4(smem + k), bar);
 #else
-        sts4(cluster_map(smem, (unsigned)c) + k, lds4(smem + k));
+      sts4(cluster_map(smem, (unsigned)c) + k, lds4(smem + k));
 #endif
-      } else if (at[b] == SM_X0) {
-#if CLUSTER_MBAR
-        st_async1(smem + SM_BAR + i, (unsigned)c, smem[SM_BAR + i], bar);
-#else
-        cluster_map(smem, (unsigned)c)[SM_BAR + i] = smem[SM_BAR + i];
-#endif
-      }
     }
     // The outputs: the active episodes' rows.
     for (int task = threadIdx.x; task < EPC * NB * STATE_DIM; task += T) {
@@ -714,7 +701,6 @@ COLLECT_FN void share_states(float* smem, const int (&at)[NB], const int (&sec)[
   phases ^= 1u << MB_STATES;
 #else
   (void)phases;
-  (void)x0;
   cluster_sync();
 #endif
 }
@@ -800,7 +786,6 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
         build_row(smem, SM_X0, i, ep, m, active);
       } else {
         for (int k = 0; k < LD_STATE; k += 4) sts4(smem + SM_X0 + i * LD_STATE + k, lds4(smem + SM_XT + i * LD_STATE + k));
-        reinterpret_cast<int*>(smem + SM_BAR)[i] = active ? ep.bar : 0;
       }
     }
     block_sync();

@@ -249,7 +249,7 @@ export const DEFAULT_CLUSTER = 8;
  * online and target dueling nets (trunk 0, trunk 1, both streams' hidden layers as one, both output
  * layers as one); then for all E episodes, per net, states, two trunk buffers and value ++
  * advantages, then Q and target Q; the curiosity input, hidden and output rows of the CTA's own
- * episodes; bars and actions; TF32: the split-K partial sums of two layers and of the curiosity
+ * episodes; actions; TF32: the split-K partial sums of two layers and of the curiosity
  * model's; the exchanges' five
  * mbarriers; then the owned episodes' 20-word simulator state.
  */
@@ -282,7 +282,7 @@ export function cudaClusterSharedBytes(
     [owned, tileStride(64)],
     [owned, tileStride(64)],
     [owned, tileStride(32)],
-    [e, 1],
+    // Actions.
     [e, 1],
   ])
     at = align4(at + rows * width);
