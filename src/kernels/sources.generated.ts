@@ -8762,19 +8762,21 @@ extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
 //
 // Per layer: CTA c computes outputs [c * SL, c * SL + SL) (SL = ceil(Out / CLUSTER)) for all TILE_E
 // episodes from the full input rows in its own shared memory, pushes them into every CTA's output
-// buffer through distributed shared memory, then one cluster barrier. Layers ping-pong between two
-// buffers, so a buffer is rewritten only after a barrier that follows its last read. The two
+// buffer through distributed shared memory, then waits until every CTA's columns are in (the
+// exchange, CLUSTER_MBAR below). Layers ping-pong between two buffers: a CTA's pushes of a layer
+// follow its reads of that layer's input, and no peer computes the next layer before it has them,
+// so a buffer is rewritten only after its last read. The two
 // dueling streams' hidden layers run as one 256-output layer, their output layers as one 46-output
 // layer (column 0 value, 1..45 advantages, each reading its own half of the hidden row).
 // Every CTA has every episode's value and advantages, so each computes all Q rows and actions itself
-// (one thread per episode; same arithmetic, same bits) instead of waiting for another barrier.
+// (one warp per episode; same arithmetic, same bits) instead of waiting for another exchange.
 //
 // Pipeline: the target net on step t's next states and the online net on step t + 1's states
 // need only the simulator step, so they run in the same phases: right after its step an owner
 // restarts a finished episode (restart_if_ended reads only the step's outcome) and broadcasts both
 // the next state s' (target input) and the state the next decision sees (online input; s' unless
-// the episode restarted). Cluster barriers per step: 1 (states) + 4 (both nets) = 5; one online
-// forward before the loop (5 barriers), and the last step's online forward is spare.
+// the episode restarted). Exchanges per step: 1 (states) + 4 (both nets) = 5; one online forward
+// before the loop (5 exchanges), and the last step's online forward is spare.
 //
 // Episodes: episode i of the cluster lives in CTA i % CLUSTER, run by its thread i / CLUSTER, with
 // its simulator state in that CTA's shared memory: the serial simulator work is spread over the
@@ -8786,9 +8788,9 @@ extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
 // memory (the plan below; the descriptor computes the same number).
 //
 // Exchange (constant CLUSTER_PULL): 0 (default) a CTA pushes each output it computes into every
-// CTA's buffer (4-byte remote stores); 1 it writes its outputs locally and, after the phase's
-// cluster barrier, every CTA pulls the other CTAs' columns with 16-byte remote loads (4x fewer
-// remote transactions, a local barrier more). Same values either way.
+// CTA's buffer (16-byte remote stores where its slice is whole quads, else 4-byte ones); 1 it writes
+// its outputs locally and, after the phase's cluster barrier, every CTA pulls the other CTAs'
+// columns with 16-byte remote loads (a local barrier more). Same values either way.
 //
 // Numerics (constant TF32): 0 (default) f32 exact: acc = bias, then acc = f32(acc + f32(w * x)) for i
 // ascending, exactly the exact path of mlp_tile.cuh, so every output is bit-identical to the TS
