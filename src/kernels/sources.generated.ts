@@ -8822,6 +8822,12 @@ extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
 #ifndef SKIP_SHARE
 #define SKIP_SHARE 0
 #endif
+// TIMING 1 (bench only, GPU builds): thread 0 of every CTA of the first cluster sums clock64() cycles per
+// step segment (decisions, simulator and rows, states exchange, each layer phase, outputs, TD errors)
+// and prints the per-step means with printf at the end of the launch.
+#ifndef TIMING
+#define TIMING 0
+#endif
 static_assert(SKIP_NETS || (!PHASE_BLOCK && !SKIP_ENV && !SKIP_SHARE),
               "PHASE_BLOCK, SKIP_ENV and SKIP_SHARE time the SKIP_NETS build only");
 #define COLLECT_TF32 TF32
@@ -9308,19 +9314,40 @@ COLLECT_FN void layer_phase(const float* ws, const float* x, int ldx, float* y, 
 // The online net on SM_X0 -> SM_VA and, if \`target\`, the target net on SM_XT -> SM_VT, phase by
 // phase (4 cluster barriers): states x -> a -> b -> a -> value ++ advantages va, every row in every
 // CTA once the phase's cluster barrier has passed.
+#if TIMING
+#define TMARK(k)                         \\
+  do {                                   \\
+    const long long now_ = clock64();    \\
+    tsum[k] += now_ - tlast;             \\
+    tlast = now_;                        \\
+  } while (0)
+#define TIMING_ARGS , long long* tsum, long long& tlast
+#define TIMING_PASS , tsum, tlast
+constexpr int TSEG = 10;
+#else
+#define TMARK(k) \\
+  do {          \\
+  } while (0)
+#define TIMING_ARGS
+#define TIMING_PASS
+#endif
 COLLECT_FN void dueling_va(float* s, bool target, unsigned rank, unsigned& ph, const float* __restrict__ nets,
-                           bool curiosity) {
+                           bool curiosity TIMING_ARGS) {
   const float* wt = target ? s + SM_WT : nullptr;
   layer_phase<STATE_DIM, 256, ACT_LEAKY, 256, 0>(s + SM_WQ + NW_S0, s + SM_X0, LD_STATE, s + SM_A, LD_TRUNK,
                                                  wt ? wt + NW_S0 : nullptr, s + SM_XT, s + SM_AT, s, rank, 0, ph,
                                                  nets, curiosity ? 1 : 0);
+  TMARK(3);
   layer_phase<256, 256, ACT_LEAKY, 256, 0>(s + SM_WQ + NW_S1, s + SM_A, LD_TRUNK, s + SM_B, LD_TRUNK,
                                            wt ? wt + NW_S1 : nullptr, s + SM_AT, s + SM_BT, s, rank, 1, ph,
                                            nets, curiosity ? 2 : 0);
+  TMARK(4);
   layer_phase<256, 256, ACT_LEAKY, 256, 0>(s + SM_WQ + NW_H, s + SM_B, LD_TRUNK, s + SM_A, LD_TRUNK,
                                            wt ? wt + NW_H : nullptr, s + SM_BT, s + SM_AT, s, rank, 2, ph, nets, 0);
+  TMARK(5);
   layer_phase<OUT_IN, OUT_Q, ACT_NONE, 1, 128>(s + SM_WQ + NW_O, s + SM_A, LD_TRUNK, s + SM_VA, LD_VQ,
                                                wt ? wt + NW_O : nullptr, s + SM_AT, s + SM_VT, s, rank, 3, ph, nets, 0);
+  TMARK(6);
 }
 
 // mean(A) of a value ++ advantages row (collect_nets.cuh advantage_mean: the same sum in action order),
@@ -9505,7 +9532,14 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
   block_sync();
   unsigned phases = 0;
   share_states<1>(smem, {SM_X0}, {OUT_F_STATES}, {0}, o, base, u.n, u.steps, rank, phases);
-  dueling_va(smem, false, rank, phases, nets, false);
+#if TIMING
+  long long tsum[TSEG] = {}, tlast = 0;
+#endif
+  dueling_va(smem, false, rank, phases, nets, false TIMING_PASS);
+#if TIMING
+  for (int k = 0; k < TSEG; k++) tsum[k] = 0;
+  tlast = (long long)clock64();
+#endif
   for (unsigned l = 0; l < u.steps; l++, o.idx++) {
     const unsigned g = u.stepBase + l;
     // The owner's market lines of this step (bar t + 1: OHLC, spread, features; the diversity
@@ -9520,6 +9554,7 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
     }
     decide(smem, base, u.n, g, u.epsilon, p.key0, p.key1, u.curiosity != 0, rank);
     block_sync();
+    TMARK(0);
 
     // The simulator step without the curiosity bonus (it only adds to the reward, after the model has
     // run inside the layer phases below).
@@ -9543,9 +9578,11 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
       }
     }
     block_sync();
+    TMARK(1);
     share_states<2>(smem, {SM_XT, SM_X0}, {OUT_F_NEXT_STATES, OUT_F_STATES},
                     {(int)l, l + 1 < u.steps ? (int)l + 1 : -1}, o, base, u.n, u.steps, rank, phases);
-    dueling_va(smem, true, rank, phases, nets, u.curiosity != 0);
+    TMARK(2);
+    dueling_va(smem, true, rank, phases, nets, u.curiosity != 0 TIMING_PASS);
     if (active) {
       if (u.curiosity) {
         // env_step's bonus and total (the same operations) from the model's error on decision bar t.
@@ -9562,6 +9599,7 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
       }
       write_step(o, so, action);
     }
+    TMARK(7);
 
     // TD errors of the owned episodes: the owner's warp takes each target-Q row and its argmax together
     // (slot s is thread s: warp s / 32, lane s % 32).
@@ -9580,7 +9618,14 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
       }
       __syncwarp();
     }
+    TMARK(8);
   }
+#if TIMING
+  if (flat_block_id() < C && threadIdx.x == 0)
+    printf("timing rank %u cycles/step: decide %lld sim %lld states %lld L0 %lld L1 %lld L2 %lld L3 %lld out %lld td %lld\\n",
+           rank, tsum[0] / u.steps, tsum[1] / u.steps, tsum[2] / u.steps, tsum[3] / u.steps, tsum[4] / u.steps,
+           tsum[5] / u.steps, tsum[6] / u.steps, tsum[7] / u.steps, tsum[8] / u.steps);
+#endif
   if (active) store_episode(ep, env_f, env_i, e);
   // No CTA leaves while a peer may still write into its shared memory.
   cluster_sync();
