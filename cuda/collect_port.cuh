@@ -32,6 +32,11 @@ COLLECT_DEVICE float fdiv(float a, float b) { return __fdiv_rn(a, b); }
 #endif
 
 COLLECT_DEVICE void block_sync() { __syncthreads(); }
+// A barrier over `threads` threads (whole warps) of the block, hardware barrier `id` (1 .. 15; 0 is
+// __syncthreads'): lets a group of warps meet while the others run something else.
+COLLECT_DEVICE void named_sync(unsigned id, unsigned threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
 
 COLLECT_DEVICE float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, o));

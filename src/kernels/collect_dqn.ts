@@ -249,9 +249,9 @@ export const DEFAULT_CLUSTER = 8;
  * online and target dueling nets (trunk 0, trunk 1, both streams' hidden layers as one, both output
  * layers as one); then for all E episodes, per net, states, two trunk buffers and value ++
  * advantages, then Q and target Q; the curiosity input, hidden and output rows of the CTA's own
- * episodes; actions; TF32: the split-K partial sums of two layers and of the curiosity
- * model's; the exchanges' five
- * mbarriers; then the owned episodes' 20-word simulator state.
+ * episodes; actions; what the owned episodes' TD errors need (4 floats each); TF32: the split-K
+ * partial sums of two layers; the exchanges' five mbarriers; then the owned episodes' 20-word
+ * simulator state.
  */
 export function cudaClusterSharedBytes(
   o: Pick<CollectDqnOptions, 'tileEpisodes' | 'cluster' | 'tf32'> & { threads?: number },
@@ -284,6 +284,8 @@ export function cudaClusterSharedBytes(
     [owned, tileStride(32)],
     // Actions.
     [e, 1],
+    // What each owned episode's TD error needs (total, done, Q(s, a)).
+    [owned, 4],
   ])
     at = align4(at + rows * width);
   if (o.tf32) {
@@ -295,10 +297,6 @@ export function cudaClusterSharedBytes(
     };
     const parts = [part(54, 256), part(256, 256), part(outIn, 1 + NUM_ACTIONS)];
     at = align4(at + 2 * Math.max(...parts));
-    // The curiosity model's split-K layers (cuda/mlp_splitk.cuh) on the CTA's own rows.
-    const curPart = (inp: number, out: number) =>
-      (splitkPlan(Math.ceil(out / 8), Math.ceil(inp / 16), warps) % 16) * owned * Math.ceil(out / 8) * 8;
-    at = align4(at + Math.max(curPart(35, 64), curPart(64, 32)));
   }
   // The exchanges' five mbarriers (8 bytes each; used by the CLUSTER_MBAR build).
   at = align4(at + 10);

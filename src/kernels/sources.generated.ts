@@ -8923,12 +8923,8 @@ struct ClusterMma {
 __host__ __device__ constexpr int max2(int a, int b) { return a > b ? a : b; }
 constexpr int PART_MAX =
     max2(max2(ClusterMma<STATE_DIM, 256>::PART, ClusterMma<256, 256>::PART), ClusterMma<OUT_IN, OUT_Q>::PART);
-// The curiosity model's split-K layers on the CTA's EPC own rows (their partial sums: SM_CPART).
-using CurSplitK = SplitkNets<NET_Q_BASE, EPC>;
-constexpr int CPART = max2(CurSplitK::Cur0::PART, CurSplitK::Cur1::PART);
 #else
 constexpr int PART_MAX = 0;
-constexpr int CPART = 0;
 #endif
 
 // Shared-memory plan (floats). Weight slices: one dueling net (trunk 0, trunk 1, hidden, out).
@@ -8965,12 +8961,14 @@ constexpr int SM_CH = align4(SM_CI + EPC * LD_CURIOSITY);
 constexpr int SM_CO = align4(SM_CH + EPC * LD_CH);
 // Each episode's action (an integer in a float slot; local).
 constexpr int SM_ACTION = align4(SM_CO + EPC * LD_CO);
+// What the TD error of an owned episode's step needs from its owner (slot s: total reward, done, the
+// chosen action's Q; written in the step's layer phases, read in the next step's simulator phase).
+constexpr int SM_TDIN = align4(SM_ACTION + E);
 // TF32 build: the partial sums of the online and the target layer of a phase.
-constexpr int SM_PART = align4(SM_ACTION + E);
+constexpr int SM_PART = align4(SM_TDIN + 4 * EPC);
 // The exchanges' transaction barriers (CLUSTER_MBAR; 8 bytes each): the states, then dueling layer k.
 constexpr int MB_STATES = 0, MB_LAYER0 = 1, MB_COUNT = 5;
-constexpr int SM_CPART = align4(SM_PART + 2 * PART_MAX);
-constexpr int SM_MBAR = align4(SM_CPART + CPART);
+constexpr int SM_MBAR = align4(SM_PART + 2 * PART_MAX);
 constexpr int SM_EPISODES = align4(SM_MBAR + 2 * MB_COUNT);
 constexpr int SM_FLOATS = align4(SM_EPISODES + EPC * (int)(sizeof(Episode) / 4));
 static_assert(sizeof(Episode) % 4 == 0, "Episode is 4-byte fields");
@@ -9230,12 +9228,13 @@ COLLECT_FN void end_phase(float* y, int ldy, unsigned rank, float* y2 = nullptr)
 #endif
 }
 
-#if !TF32
-// One exact f32 layer on the CTA's EPC own rows (x [EPC, ldx] -> y [EPC, ldy]), one output a thread,
-// weights from the nets buffer: bias, then f32(acc + f32(w * x)) in input order, as the reference.
+// One exact f32 layer on the CTA's EPC own rows (x [EPC, ldx] -> y [EPC, ldy]), one output a thread
+// (thread t of nt), weights from the nets buffer: bias, then f32(acc + f32(w * x)) in input order,
+// as the reference.
 template <int In, int Out, int Act, int W, int B>
-COLLECT_FN void local_layer(const float* __restrict__ nets, const float* x, int ldx, float* y, int ldy) {
-  for (int task = threadIdx.x; task < EPC * Out; task += T) {
+COLLECT_FN void local_layer(const float* __restrict__ nets, const float* x, int ldx, float* y, int ldy, int t,
+                            int nt) {
+  for (int task = t; task < EPC * Out; task += nt) {
     const int s = task / Out, j = task % Out;
     const float* w = nets + W + j * In;
     float acc = ldg1(nets + B + j);
@@ -9244,46 +9243,64 @@ COLLECT_FN void local_layer(const float* __restrict__ nets, const float* x, int 
     y[s * ldy + j] = activate<Act>(acc);
   }
 }
-#endif
 
-// Layer k (0, 1) of the curiosity model on the CTA's owned rows (SM_CI -> SM_CH -> SM_CO), weights
-// straight from the nets buffer (17 KB that every CTA reads: cache hits): no cluster exchange, as only
-// an episode's owner needs its prediction, and not on a step's critical path: the simulator step
-// leaves the bonus out and the layers run inside the next two layer phases, between a CTA's pushes
-// and its wait for the peers'. Exact build: f32 as the reference (bias, then f32(acc + f32(w * x)) in
-// input order). TF32 build: the split-K engine's layers (mlp_splitk.cuh) on the EPC rows, in place in
-// SM_CI (SM_CPRED names where the predictions are), partial sums in SM_CPART. Called by the whole CTA;
-// its outputs are complete on return.
-constexpr int SM_CPRED = TF32 ? SM_CI : SM_CO;
-constexpr int LD_CPRED = TF32 ? LD_CURIOSITY : LD_CO;
-COLLECT_FN void curiosity_layer(int k, const float* __restrict__ nets, float* smem) {
-#if TF32
-  float* x = smem + SM_CI;
-  if (k == 0)
-    splitk_layer<CurSplitK::Cur0>(nets, x, LD_CURIOSITY, x, LD_CURIOSITY, smem + SM_CPART);
-  else
-    splitk_layer<CurSplitK::Cur1>(nets, x, LD_CURIOSITY, x, LD_CURIOSITY, smem + SM_CPART);
-  block_sync();
-#else
-  if (k == 0)
-    local_layer<CNet::IN, CNet::HIDDEN, ACT_LEAKY, CNet::L0_W, CNet::L0_B>(nets, smem + SM_CI, LD_CURIOSITY,
-                                                                           smem + SM_CH, LD_CH);
-  else
-    local_layer<CNet::HIDDEN, CNet::OUT, ACT_NONE, CNet::L1_W, CNet::L1_B>(nets, smem + SM_CH, LD_CH, smem + SM_CO,
-                                                                           LD_CO);
-  block_sync();
-#endif
+// The curiosity model on the CTA's owned rows (SM_CI -> SM_CH -> SM_CO) by threads t of nt, \`sync\`
+// between its two layers (a barrier over exactly those threads); its outputs are complete once the
+// caller's next barrier over them has passed. Weights straight from the nets buffer (17 KB that every
+// CTA reads: cache hits); no cluster exchange, as only an episode's owner needs its prediction. Exact
+// f32 in both builds (the TF32 build's tolerance covers it; the model is 0.7% of a step's
+// multiply-adds), and off the step's critical path: it runs on helper warps while the owners step the
+// simulator (see the step loop).
+template <class Sync>
+COLLECT_FN void curiosity_model(const float* __restrict__ nets, float* smem, int t, int nt, Sync sync) {
+  local_layer<CNet::IN, CNet::HIDDEN, ACT_LEAKY, CNet::L0_W, CNet::L0_B>(nets, smem + SM_CI, LD_CURIOSITY,
+                                                                         smem + SM_CH, LD_CH, t, nt);
+  sync();
+  local_layer<CNet::HIDDEN, CNet::OUT, ACT_NONE, CNet::L1_W, CNet::L1_B>(nets, smem + SM_CH, LD_CH, smem + SM_CO,
+                                                                         LD_CO, t, nt);
 }
+
+#if TIMING
+#define TMARK(k)                         \\
+  do {                                   \\
+    const long long now_ = clock64();    \\
+    tsum[k] += now_ - tlast;             \\
+    tlast = now_;                        \\
+  } while (0)
+// The same, the delta also added to segment j (a layer phase's total).
+#define TMARK2(k, j)                     \\
+  do {                                   \\
+    const long long now_ = clock64();    \\
+    tsum[k] += now_ - tlast;             \\
+    tsum[j] += now_ - tlast;             \\
+    tlast = now_;                        \\
+  } while (0)
+#define TIMING_ARGS , long long *tsum, long long &tlast
+#define TIMING_PASS , tsum, tlast
+// Segments: decisions, simulator phase, states exchange, layer phases 0-3, the rest; then, summed over
+// the four layer phases, their partial sums (with the block barrier), their pushes, the phase's extra
+// work and the wait for the peers' bytes.
+constexpr int TSEG = 12;
+#else
+#define TMARK(k) \\
+  do {           \\
+  } while (0)
+#define TMARK2(k, j) \\
+  do {               \\
+  } while (0)
+#define TIMING_ARGS
+#define TIMING_PASS
+#endif
 
 // One layer phase of up to two layers with the same shape (the online net and, if ws2, the target
 // net), ended by the cluster barrier (CLUSTER_MBAR: the wait for this phase's bytes): exact, each
 // thread's outputs pushed as it finishes them; TF32, both layers' partial sums, one block barrier,
-// both layers' sums pushed. \`curiosity\` 1 or 2 runs that curiosity layer between the pushes and the
-// wait.
-template <int In, int Out, int Act, int SPLIT, int XOFF2>
+// both layers' sums pushed. \`extra(layer)\` runs between the pushes and the wait (work that reads no
+// output of this phase: it overlaps the exchange).
+template <int In, int Out, int Act, int SPLIT, int XOFF2, class Extra>
 COLLECT_FN void layer_phase(const float* ws, const float* x, int ldx, float* y, int ldy, const float* ws2,
                             const float* x2, float* y2, float* smem, unsigned rank, int layer, unsigned& phases,
-                            const float* __restrict__ nets, int curiosity) {
+                            Extra& extra TIMING_ARGS) {
   float* bar = smem + SM_MBAR + 2 * (MB_LAYER0 + layer);
 #if CLUSTER_MBAR
   // Every CTA receives every row's Out columns of each net: this phase's bytes.
@@ -9293,14 +9310,16 @@ COLLECT_FN void layer_phase(const float* ws, const float* x, int ldx, float* y, 
   mma_compute<In, Out>(ws, x, ldx, smem + SM_PART);
   if (ws2) mma_compute<In, Out>(ws2, x2, ldx, smem + SM_PART + PART_MAX);
   block_sync();
+  TMARK2(8, 3 + layer);
   mma_store<In, Out, Act>(ws, smem + SM_PART, y, ldy, rank, bar);
   if (ws2) mma_store<In, Out, Act>(ws2, smem + SM_PART + PART_MAX, y2, ldy, rank, bar);
 #else
   if (ws2) cluster_layer<In, Out, Act, SPLIT, XOFF2>(ws2, x2, ldx, y2, ldy, rank, bar);
   cluster_layer<In, Out, Act, SPLIT, XOFF2>(ws, x, ldx, y, ldy, rank, bar);
 #endif
-  // Curiosity layer curiosity - 1 (if any) while the peers' outputs travel.
-  if (curiosity) curiosity_layer(curiosity - 1, nets, smem);
+  TMARK2(9, 3 + layer);
+  extra(layer);
+  TMARK2(10, 3 + layer);
 #if CLUSTER_MBAR
   // Each thread waits for the phase itself: past it, every row is complete here.
   mbar_wait(bar, (phases >> (MB_LAYER0 + layer)) & 1u);
@@ -9309,45 +9328,27 @@ COLLECT_FN void layer_phase(const float* ws, const float* x, int ldx, float* y, 
   (void)phases;
   end_phase<Out>(y, ldy, rank, ws2 ? y2 : nullptr);
 #endif
+  TMARK2(11, 3 + layer);
 }
 
 // The online net on SM_X0 -> SM_VA and, if \`target\`, the target net on SM_XT -> SM_VT, phase by
-// phase (4 cluster barriers): states x -> a -> b -> a -> value ++ advantages va, every row in every
-// CTA once the phase's cluster barrier has passed.
-#if TIMING
-#define TMARK(k)                         \\
-  do {                                   \\
-    const long long now_ = clock64();    \\
-    tsum[k] += now_ - tlast;             \\
-    tlast = now_;                        \\
-  } while (0)
-#define TIMING_ARGS , long long* tsum, long long& tlast
-#define TIMING_PASS , tsum, tlast
-constexpr int TSEG = 10;
-#else
-#define TMARK(k) \\
-  do {          \\
-  } while (0)
-#define TIMING_ARGS
-#define TIMING_PASS
-#endif
-COLLECT_FN void dueling_va(float* s, bool target, unsigned rank, unsigned& ph, const float* __restrict__ nets,
-                           bool curiosity TIMING_ARGS) {
+// phase (4 exchanges): states x -> a -> b -> a -> value ++ advantages va, every row in every CTA once
+// the phase's exchange has completed; \`extra(k)\` inside layer phase k (layer_phase).
+template <class Extra>
+COLLECT_FN void dueling_va(float* s, bool target, unsigned rank, unsigned& ph, Extra& extra TIMING_ARGS) {
   const float* wt = target ? s + SM_WT : nullptr;
   layer_phase<STATE_DIM, 256, ACT_LEAKY, 256, 0>(s + SM_WQ + NW_S0, s + SM_X0, LD_STATE, s + SM_A, LD_TRUNK,
                                                  wt ? wt + NW_S0 : nullptr, s + SM_XT, s + SM_AT, s, rank, 0, ph,
-                                                 nets, curiosity ? 1 : 0);
-  TMARK(3);
+                                                 extra TIMING_PASS);
   layer_phase<256, 256, ACT_LEAKY, 256, 0>(s + SM_WQ + NW_S1, s + SM_A, LD_TRUNK, s + SM_B, LD_TRUNK,
                                            wt ? wt + NW_S1 : nullptr, s + SM_AT, s + SM_BT, s, rank, 1, ph,
-                                           nets, curiosity ? 2 : 0);
-  TMARK(4);
+                                           extra TIMING_PASS);
   layer_phase<256, 256, ACT_LEAKY, 256, 0>(s + SM_WQ + NW_H, s + SM_B, LD_TRUNK, s + SM_A, LD_TRUNK,
-                                           wt ? wt + NW_H : nullptr, s + SM_BT, s + SM_AT, s, rank, 2, ph, nets, 0);
-  TMARK(5);
+                                           wt ? wt + NW_H : nullptr, s + SM_BT, s + SM_AT, s, rank, 2, ph,
+                                           extra TIMING_PASS);
   layer_phase<OUT_IN, OUT_Q, ACT_NONE, 1, 128>(s + SM_WQ + NW_O, s + SM_A, LD_TRUNK, s + SM_VA, LD_VQ,
-                                               wt ? wt + NW_O : nullptr, s + SM_AT, s + SM_VT, s, rank, 3, ph, nets, 0);
-  TMARK(6);
+                                               wt ? wt + NW_O : nullptr, s + SM_AT, s + SM_VT, s, rank, 3, ph,
+                                               extra TIMING_PASS);
 }
 
 // mean(A) of a value ++ advantages row (collect_nets.cuh advantage_mean: the same sum in action order),
@@ -9486,6 +9487,37 @@ COLLECT_FN void share_states(float* smem, const int (&at)[NB], const int (&sec)[
 #endif
 }
 
+// TD errors of step l's owned episodes, by one whole warp (after the barrier that follows the step's
+// layer phases; before the next step's third layer phase rewrites SM_VT): each target-Q row from
+// SM_VT and its argmax together (scratch row SM_QT), then |target - Q(s, a)| from what the owner left
+// in SM_TDIN; a done step uses r alone (td_error).
+COLLECT_FN void td_errors(float* smem, float* out_f, unsigned long long nl, unsigned long long base, unsigned n,
+                          unsigned steps, unsigned l, float gamma, unsigned rank) {
+  const int lane = lane_id();
+  for (int s = 0; s < EPC; s++) {
+    const int r = s * C + (int)rank;
+    const unsigned long long e = base + (unsigned long long)r;
+    if (r >= E || e >= n) break;
+    float* q = smem + SM_QT + r * LD_Q;
+    q_row_warp(smem + SM_VT + r * LD_VQ, q, lane);
+    __syncwarp();
+    const int best = warp_argmax(q, lane);
+    if (lane == 0) {
+      const float* in = smem + SM_TDIN + 4 * s;
+      const float total = in[0];
+      const float target = in[1] != 0.0f ? total : fadd(total, fmul(gamma, q[best]));
+      out_f[OUT_F_TD_ERRORS * nl + e * steps + l] = fabsf(fsub(target, in[2]));
+    }
+    __syncwarp();
+  }
+}
+
+// Warps of the simulator phase: with at least 3 warps (and every owner in warp 0), warp 0's owners
+// step the simulator while warp W - 1 takes the previous step's TD errors and warps 1 .. W - 2 run the
+// curiosity model (named barrier 1 between its layers); with fewer, warp 0 does all three in turn.
+constexpr int WARPS = T / 32;
+constexpr bool HELPERS = WARPS >= 3 && EPC <= 32;
+
 // One CTA per SM (its plan takes most of the shared memory): the registers of WG_X threads.
 #ifdef FOXHUNT_EMU
 #define CLUSTER_LAUNCH_BOUNDS
@@ -9505,6 +9537,7 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
   const unsigned long long e64 = base + (owner ? i : 0);
   const bool active = owner && e64 < u.n;
   const unsigned e = (unsigned)e64;
+  const int warp = (int)(threadIdx.x >> 5);
   // The activations start zero: the padding columns the TF32 layers read past a row's inputs (the
   // peers copy only the 54 state floats) stay zero for the whole launch.
   for (int k = SM_X0 + (int)threadIdx.x; k < SM_EPISODES; k += T) smem[k] = 0.0f;
@@ -9535,7 +9568,8 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
 #if TIMING
   long long tsum[TSEG] = {}, tlast = 0;
 #endif
-  dueling_va(smem, false, rank, phases, nets, false TIMING_PASS);
+  auto none = [](int) {};
+  dueling_va(smem, false, rank, phases, none TIMING_PASS);
 #if TIMING
   for (int k = 0; k < TSEG; k++) tsum[k] = 0;
   tlast = (long long)clock64();
@@ -9556,38 +9590,53 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
     block_sync();
     TMARK(0);
 
-    // The simulator step without the curiosity bonus (it only adds to the reward, after the model has
-    // run inside the layer phases below).
+    // The simulator phase. The step leaves the curiosity bonus out (it only adds to the reward; the
+    // model runs beside the simulator and the owner adds bonus and total in the layer phases below).
     StepOut so{};
     int action = 0;
     float q_sel = 0.0f;
-    if (active) {
-      action = actions[i];
-      q_sel = smem[SM_Q + i * LD_Q + action];
-      if (!SKIP_ENV) env_step(ep, m, p, window, action, 0.0f, false, so);
-    }
-    if (owner) {
-      build_row(smem, SM_XT, i, ep, m, active);
-      const bool restarts = active && !SKIP_ENV && (so.done || so.truncated);
-      if (restarts) restart_if_ended(ep, m, p, window, e, so);
-      // The next decision's state: the restarted episode's first, or s' again (its row copied).
-      if (restarts) {
-        build_row(smem, SM_X0, i, ep, m, active);
-      } else {
-        for (int k = 0; k < LD_STATE; k += 4) sts4(smem + SM_X0 + i * LD_STATE + k, lds4(smem + SM_XT + i * LD_STATE + k));
+    if (!HELPERS || warp == 0) {
+      if (active) {
+        action = actions[i];
+        q_sel = smem[SM_Q + i * LD_Q + action];
+        if (!SKIP_ENV) env_step(ep, m, p, window, action, 0.0f, false, so);
       }
+      if (owner) {
+        build_row(smem, SM_XT, i, ep, m, active);
+        const bool restarts = active && !SKIP_ENV && (so.done || so.truncated);
+        if (restarts) restart_if_ended(ep, m, p, window, e, so);
+        // The next decision's state: the restarted episode's first, or s' again (its row copied).
+        if (restarts) {
+          build_row(smem, SM_X0, i, ep, m, active);
+        } else {
+          for (int k = 0; k < LD_STATE; k += 4)
+            sts4(smem + SM_X0 + i * LD_STATE + k, lds4(smem + SM_XT + i * LD_STATE + k));
+        }
+      }
+    }
+    if (HELPERS) {
+      if (warp == WARPS - 1) {
+        if (l > 0) td_errors(smem, out_f, o.nl, base, u.n, u.steps, l - 1, u.gamma, rank);
+      } else if (warp > 0 && u.curiosity) {
+        curiosity_model(nets, smem, (int)threadIdx.x - 32, T - 64, [] { named_sync(1, T - 64); });
+      }
+    } else {
+      if (warp == 0 && l > 0) td_errors(smem, out_f, o.nl, base, u.n, u.steps, l - 1, u.gamma, rank);
+      if (u.curiosity) curiosity_model(nets, smem, (int)threadIdx.x, T, [] { block_sync(); });
     }
     block_sync();
     TMARK(1);
     share_states<2>(smem, {SM_XT, SM_X0}, {OUT_F_NEXT_STATES, OUT_F_STATES},
                     {(int)l, l + 1 < u.steps ? (int)l + 1 : -1}, o, base, u.n, u.steps, rank, phases);
     TMARK(2);
-    dueling_va(smem, true, rank, phases, nets, u.curiosity != 0 TIMING_PASS);
-    if (active) {
+    // In the second layer phase, while the peers' outputs travel: the owner's curiosity bonus and total
+    // (env_step's operations, from the model's error on decision bar t: curiosity_mse against
+    // features[t + 1][0..32), the first floats of the next-state row s'), the step's outputs, and what
+    // the TD error needs.
+    auto finish = [&](int layer) {
+      if (layer != 1 || !active) return;
       if (u.curiosity) {
-        // env_step's bonus and total (the same operations) from the model's error on decision bar t.
-        // curiosity_mse against features[t + 1][0..32): the first floats of the next-state row s'.
-        const float* pred = smem + SM_CPRED + (int)threadIdx.x * LD_CPRED;
+        const float* pred = smem + SM_CO + (int)threadIdx.x * LD_CO;
         const float* next = smem + SM_XT + i * LD_STATE;
         float acc = 0.0f;
         for (int k = 0; k < CURIOSITY_OUT; k++) {
@@ -9598,33 +9647,26 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
         so.total = fadd(fadd(fadd(fadd(so.pnl, so.barrier), so.risk), so.diversity), so.curiosity);
       }
       write_step(o, so, action);
-    }
+      float* in = smem + SM_TDIN + 4 * (int)threadIdx.x;
+      in[0] = so.total;
+      in[1] = so.done ? 1.0f : 0.0f;
+      in[2] = q_sel;
+    };
+    dueling_va(smem, true, rank, phases, finish TIMING_PASS);
     TMARK(7);
-
-    // TD errors of the owned episodes: the owner's warp takes each target-Q row and its argmax together
-    // (slot s is thread s: warp s / 32, lane s % 32).
-    const int warp = (int)(threadIdx.x >> 5), lane = lane_id();
-    for (int s = 32 * warp; s < EPC && s < 32 * warp + 32; s++) {
-      const int r = s * C + (int)rank;
-      if (r >= E) break;
-      float* q = smem + SM_QT + r * LD_Q;
-      q_row_warp(smem + SM_VT + r * LD_VQ, q, lane);
-      __syncwarp();
-      const int best = warp_argmax(q, lane);
-      if (lane == s % 32 && active) {
-        // td_error with the argmax taken above: a done step uses r alone.
-        const float target = so.done ? so.total : fadd(so.total, fmul(u.gamma, q[best]));
-        *out_f_at(o, OUT_F_TD_ERRORS, 1) = fabsf(fsub(target, q_sel));
-      }
-      __syncwarp();
-    }
-    TMARK(8);
   }
+  // The last step's TD errors (its target rows are complete past the last layer phase; the barrier
+  // orders the owners' SM_TDIN writes before the reads).
+  block_sync();
+  if (u.steps > 0 && warp == (HELPERS ? WARPS - 1 : 0))
+    td_errors(smem, out_f, o.nl, base, u.n, u.steps, u.steps - 1, u.gamma, rank);
 #if TIMING
   if (flat_block_id() < C && threadIdx.x == 0)
-    printf("timing rank %u cycles/step: decide %lld sim %lld states %lld L0 %lld L1 %lld L2 %lld L3 %lld out %lld td %lld\\n",
+    printf("timing rank %u cycles/step: decide %lld sim %lld states %lld L0 %lld L1 %lld L2 %lld L3 %lld rest %lld"
+           " | layers: sums %lld push %lld extra %lld wait %lld\\n",
            rank, tsum[0] / u.steps, tsum[1] / u.steps, tsum[2] / u.steps, tsum[3] / u.steps, tsum[4] / u.steps,
-           tsum[5] / u.steps, tsum[6] / u.steps, tsum[7] / u.steps, tsum[8] / u.steps);
+           tsum[5] / u.steps, tsum[6] / u.steps, tsum[7] / u.steps, tsum[8] / u.steps, tsum[9] / u.steps,
+           tsum[10] / u.steps, tsum[11] / u.steps);
 #endif
   if (active) store_episode(ep, env_f, env_i, e);
   // No CTA leaves while a peer may still write into its shared memory.
@@ -10504,6 +10546,11 @@ COLLECT_DEVICE float fdiv(float a, float b) { return __fdiv_rn(a, b); }
 #endif
 
 COLLECT_DEVICE void block_sync() { __syncthreads(); }
+// A barrier over \`threads\` threads (whole warps) of the block, hardware barrier \`id\` (1 .. 15; 0 is
+// __syncthreads'): lets a group of warps meet while the others run something else.
+COLLECT_DEVICE void named_sync(unsigned id, unsigned threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
 
 COLLECT_DEVICE float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, o));

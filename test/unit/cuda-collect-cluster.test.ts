@@ -264,6 +264,9 @@ describe.skipIf(unavailable !== null)(
       // Asynchronous stores counted on the receivers' mbarriers instead of cluster barriers.
       ['mbarrier exchange, 8 CTAs x 10 episodes', 8, 10, 64, 0, 1],
       ['mbarrier exchange, 16 CTAs x 4 episodes', 16, 4, 32, 0, 1],
+      // 4 warps: the owners' simulator step beside the curiosity model (warps 1-2) and the previous
+      // step's TD errors (warp 3), as at 256 threads on the GPU.
+      ['mbarrier exchange, helper warps, 8 CTAs x 10 episodes x 128 threads', 8, 10, 128, 0, 1],
     ];
     for (const [name, cluster, e, threads, pull = 0, mbar = 0] of cases) {
       it(`${name}: bit-identical to the TS reference over ${LAUNCHES} launches`, () => {

@@ -84,6 +84,8 @@ struct Block {
   ucontext_t scheduler;
   Fiber* current = nullptr;
   Barrier block_barrier;
+  // bar.sync id, threads (id 1 .. 15): each barrier's participant count is fixed per use.
+  std::map<unsigned, Barrier> named_barriers;
   std::vector<Barrier> warp_barriers;
   // Per-warp exchange slots for shuffles (one word per lane) and mma fragments.
   std::vector<uint32_t> shuffle;
@@ -377,6 +379,13 @@ COLLECT_DEVICE float fsub(float a, float b) { return a - b; }
 COLLECT_DEVICE float fmul(float a, float b) { return a * b; }
 COLLECT_DEVICE float fdiv(float a, float b) { return a / b; }
 COLLECT_DEVICE void block_sync() { __syncthreads(); }
+COLLECT_DEVICE void named_sync(unsigned id, unsigned threads) {
+  if (id == 0 || id > 15 || threads % 32 != 0 || threads == 0) {
+    std::fprintf(stderr, "emu: named barrier %u over %u threads (ids 1..15, whole warps)\n", id, threads);
+    std::abort();
+  }
+  emu::wait(emu::g_block->named_barriers[id], threads);
+}
 COLLECT_DEVICE float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v = v + emu::shfl_xor(v, o);
   return v;
