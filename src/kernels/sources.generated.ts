@@ -9280,7 +9280,9 @@ COLLECT_FN void curiosity_model(const float* __restrict__ nets, float* smem, int
 // Segments: decisions, simulator phase, states exchange, layer phases 0-3, the rest; then, summed over
 // the four layer phases, their partial sums (with the block barrier), their pushes, the phase's extra
 // work and the wait for the peers' bytes.
-constexpr int TSEG = 12;
+// Segment 12: the thread's own work in the simulator phase (thread 0: the owner's step; thread 32: the
+// curiosity model; thread WG_X - 32: the TD errors), before the phase's closing barrier.
+constexpr int TSEG = 13;
 #else
 #define TMARK(k) \\
   do {           \\
@@ -9624,6 +9626,7 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
       if (warp == 0 && l > 0) td_errors(smem, out_f, o.nl, base, u.n, u.steps, l - 1, u.gamma, rank);
       if (u.curiosity) curiosity_model(nets, smem, (int)threadIdx.x, T, [] { block_sync(); });
     }
+    TMARK(12);
     block_sync();
     TMARK(1);
     share_states<2>(smem, {SM_XT, SM_X0}, {OUT_F_NEXT_STATES, OUT_F_STATES},
@@ -9661,10 +9664,12 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
   if (u.steps > 0 && warp == (HELPERS ? WARPS - 1 : 0))
     td_errors(smem, out_f, o.nl, base, u.n, u.steps, u.steps - 1, u.gamma, rank);
 #if TIMING
+  if (flat_block_id() == 0 && (threadIdx.x == 32 || threadIdx.x == T - 32))
+    printf("timing thread %u: own work in the simulator phase %lld cycles/step\\n", threadIdx.x, tsum[12] / u.steps);
   if (flat_block_id() < C && threadIdx.x == 0)
-    printf("timing rank %u cycles/step: decide %lld sim %lld states %lld L0 %lld L1 %lld L2 %lld L3 %lld rest %lld"
+    printf("timing rank %u cycles/step: owner %lld decide %lld sim %lld states %lld L0 %lld L1 %lld L2 %lld L3 %lld rest %lld"
            " | layers: sums %lld push %lld extra %lld wait %lld\\n",
-           rank, tsum[0] / u.steps, tsum[1] / u.steps, tsum[2] / u.steps, tsum[3] / u.steps, tsum[4] / u.steps,
+           rank, tsum[12] / u.steps, tsum[0] / u.steps, tsum[1] / u.steps, tsum[2] / u.steps, tsum[3] / u.steps, tsum[4] / u.steps,
            tsum[5] / u.steps, tsum[6] / u.steps, tsum[7] / u.steps, tsum[8] / u.steps, tsum[9] / u.steps,
            tsum[10] / u.steps, tsum[11] / u.steps);
 #endif
