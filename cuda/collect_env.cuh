@@ -339,14 +339,18 @@ COLLECT_DEVICE int draw_start_bar(const EnvScalars& p, unsigned e, unsigned rest
 }
 
 // state.ts buildState: the 54-float state of the episode's current bar into s[0 .. 54).
+// Its last three floats (value, position, spread) into s[0 .. 3).
+COLLECT_DEVICE void state_portfolio(const Episode& ep, float* s) {
+  const float value = portfolio_value(ep);
+  const float vn = fsub(fdiv(value, ep.v0), 1.0f);
+  s[0] = vn > 5.0f ? 5.0f : vn < -5.0f ? -5.0f : vn;
+  s[1] = position_norm(ep.units, ep.last, value);
+  s[2] = fdiv(ep.spread, 10.0f);
+}
 COLLECT_DEVICE void build_state(const Episode& ep, const Market& m, float* s) {
   const float* src = m.features + ep.bar * MARKET_FEATURES;
   for (int k = 0; k < MARKET_FEATURES; k++) s[k] = ldg1(src + k);
-  const float value = portfolio_value(ep);
-  const float vn = fsub(fdiv(value, ep.v0), 1.0f);
-  s[MARKET_FEATURES] = vn > 5.0f ? 5.0f : vn < -5.0f ? -5.0f : vn;
-  s[MARKET_FEATURES + 1] = position_norm(ep.units, ep.last, value);
-  s[MARKET_FEATURES + 2] = fdiv(ep.spread, 10.0f);
+  state_portfolio(ep, s + MARKET_FEATURES);
 }
 
 // curiosity.ts curiosityBonus from the model's mse.

@@ -38,6 +38,8 @@ COLLECT_DEVICE void named_sync(unsigned id, unsigned threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// Lane src's v (every lane of the warp takes part).
+COLLECT_DEVICE float warp_bcast(float v, int src) { return __shfl_sync(0xffffffffu, v, src); }
 COLLECT_DEVICE float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;

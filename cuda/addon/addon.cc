@@ -390,6 +390,34 @@ Napi::Value FuncAllowNonPortableCluster(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// maxActiveClusters(fn, bx, by, bz, sharedBytes, cx, cy, cz): the most clusters of cx x cy x cz
+// blocks of this shape that the device can hold at once (cuOccupancyMaxActiveClusters), or -1 where
+// the driver has no such query. A grid of more clusters runs in waves.
+Napi::Value MaxActiveClusters(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  requireReady(env);
+  if (drv.cuOccupancyMaxActiveClusters == nullptr) return Napi::Number::New(env, -1);
+  cuapi::CUlaunchAttribute attr = {};
+  attr.id = cuapi::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = u32Arg(info, 5);
+  attr.value.clusterDim.y = u32Arg(info, 6);
+  attr.value.clusterDim.z = u32Arg(info, 7);
+  cuapi::CUlaunchConfig config = {attr.value.clusterDim.x,
+                                  attr.value.clusterDim.y,
+                                  attr.value.clusterDim.z,
+                                  u32Arg(info, 1),
+                                  u32Arg(info, 2),
+                                  u32Arg(info, 3),
+                                  u32Arg(info, 4),
+                                  nullptr,
+                                  &attr,
+                                  1};
+  int clusters = 0;
+  check(env, drv.cuOccupancyMaxActiveClusters(&clusters, handleArg<CUfunction>(info, 0), &config),
+        "cuOccupancyMaxActiveClusters");
+  return Napi::Number::New(env, clusters);
+}
+
 // ---- memory ----
 
 Napi::Value MemAlloc(const Napi::CallbackInfo& info) {
@@ -657,6 +685,7 @@ Napi::Object Register(Napi::Env env, Napi::Object exports) {
       {"moduleGetFunction", ModuleGetFunction},
       {"funcSetMaxDynamicShared", FuncSetMaxDynamicShared},
       {"funcAllowNonPortableCluster", FuncAllowNonPortableCluster},
+      {"maxActiveClusters", MaxActiveClusters},
       {"launchKernelCluster", LaunchKernelCluster},
       {"launchKernelPdl", LaunchKernelPdl},
       {"memAlloc", MemAlloc},

@@ -118,6 +118,8 @@ struct Driver {
   CUresult (*cuGraphExecDestroy)(CUgraphExec);
   // Optional (null on drivers without it): thread-block cluster and PDL launches.
   CUresult (*cuLaunchKernelEx)(const CUlaunchConfig*, CUfunction, void**, void**);
+  // Optional too (CUDA 12+): how many clusters of a launch's shape can be resident at once.
+  CUresult (*cuOccupancyMaxActiveClusters)(int*, CUfunction, const CUlaunchConfig*);
 };
 
 using nvrtcResult = int;

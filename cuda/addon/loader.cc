@@ -71,6 +71,8 @@ std::string loadDriver(const char* path, Driver& d, void*& handle) {
     // (PDL launches fall back to cuLaunchKernel).
     std::string absent;
     if (!bind(handle, d.cuLaunchKernelEx, {"cuLaunchKernelEx"}, absent)) d.cuLaunchKernelEx = nullptr;
+    if (!bind(handle, d.cuOccupancyMaxActiveClusters, {"cuOccupancyMaxActiveClusters"}, absent))
+      d.cuOccupancyMaxActiveClusters = nullptr;
     return "";
   }
   dlclose(handle);

@@ -10,6 +10,8 @@
  * The same object runs on every backend: on the CPU backend the dispatch runs the reference
  * collectors (src/kernels/collect_*.ts), so a trainer written against it is backend-agnostic.
  */
+
+import type { CudaBackend } from '../backend/cuda/index.js';
 import type { Backend, DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import { SUBGROUP_MATRIX_FEATURE } from '../backend/webgpu/gpu.js';
 import type { Config } from '../config.js';
@@ -269,12 +271,40 @@ function clusterOptions(
   const n = init.cfg.rollout.episodes;
   const tf32 = tensorCores(init);
   const threads = init.tile?.threads ?? CLUSTER_THREADS;
-  const e = clusterEpisodes(n, cluster, init.tile?.tileEpisodes, tf32, threads);
+  let e = clusterEpisodes(n, cluster, init.tile?.tileEpisodes, tf32, threads);
+  const shape = { ...base, threads, tj: 32, kt: 8, tauRows: 1, cluster, tf32 };
+  const backend = init.backend as Partial<Pick<CudaBackend, 'maxActiveClusters'>>;
+  if (init.tile?.tileEpisodes === undefined && backend.maxActiveClusters) {
+    const resident = backend.maxActiveClusters(collectDqnSpec({ ...shape, tileEpisodes: e }));
+    e = residentClusterEpisodes(n, e, resident, cluster, tf32, threads);
+  }
   if (Math.ceil(n / e) * cluster > MAX_GROUPS_PER_DIM)
     throw new Error(
       `collect dqn: the cluster variant would launch ${Math.ceil(n / e) * cluster} blocks (> ${MAX_GROUPS_PER_DIM}) for ${n} episodes; it is meant for small N: use the tiled variant`,
     );
-  return { ...base, tileEpisodes: e, threads, tj: 32, kt: 8, tauRows: 1, cluster, tf32 };
+  return { ...shape, tileEpisodes: e };
+}
+
+/**
+ * Episodes per cluster once the GPU has said how many clusters it holds at once (`resident`, from
+ * cuOccupancyMaxActiveClusters): more clusters than that run in waves (H200, 8-CTA clusters: 15 at a
+ * time, so N = 128 as 16 clusters of 8 takes two waves, twice the time of one), so where
+ * ceil(n / resident) episodes per cluster still fit (TF32: one m16 tile; the shared-memory plan),
+ * that is the choice; otherwise `e` stands.
+ */
+export function residentClusterEpisodes(
+  n: number,
+  e: number,
+  resident: number | undefined,
+  cluster = DEFAULT_CLUSTER,
+  tf32 = false,
+  threads = CLUSTER_THREADS,
+): number {
+  if (resident === undefined || resident <= 0 || Math.ceil(n / e) <= resident) return e;
+  const fewer = Math.ceil(n / resident);
+  if (tf32 && fewer > 16) return e;
+  if (cudaClusterSharedBytes({ tileEpisodes: fewer, cluster, tf32, threads }) > SM90_SHARED) return e;
+  return fewer;
 }
 
 /**

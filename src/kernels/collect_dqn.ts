@@ -247,11 +247,12 @@ export const DEFAULT_CLUSTER = 8;
  * equals this): the CTA's slices (ceil(Out / C) rows of every layer, rows padded to a multiple of 4
  * floats and off a multiple of 32, then the biases; TF32: rows padded to 8, 16-padded inputs) of the
  * online and target dueling nets (trunk 0, trunk 1, both streams' hidden layers as one, both output
- * layers as one); then for all E episodes, per net, states, two trunk buffers and value ++
- * advantages, then Q and target Q; the curiosity input, hidden and output rows of the CTA's own
- * episodes; actions; what the owned episodes' TD errors need (4 floats each); TF32: the split-K
- * partial sums of two layers; the exchanges' five mbarriers; then the owned episodes' 20-word
- * simulator state.
+ * layers as one, TF32: the advantage layer alone); then for all E episodes, per net, states, two
+ * trunk buffers and value ++ advantages, then each episode's Q(s, a); the curiosity input, hidden
+ * and output rows of the CTA's own episodes; actions; what the owned episodes' TD errors need (4
+ * floats each); TF32: the split-K partial sums of two layers; the exchanges' five mbarriers; the
+ * curiosity model's weights where the whole plan still fits 227 KiB; then the owned episodes'
+ * 20-word simulator state.
  */
 export function cudaClusterSharedBytes(
   o: Pick<CollectDqnOptions, 'tileEpisodes' | 'cluster' | 'tf32'> & { threads?: number },
@@ -265,19 +266,19 @@ export function cudaClusterSharedBytes(
   const mmaK = (inp: number) => Math.ceil(inp / 16) * 16;
   const slice = (inp: number, out: number) =>
     o.tf32 ? mmaRows(out) * mmaK(inp) + mmaRows(out) : rows(out) * ldw(inp) + align4(rows(out));
-  // The fused output layer: 128 inputs per row (exact), 256 block-structured ones (TF32).
-  const outIn = o.tf32 ? 256 : 128;
-  const net = slice(54, 256) + slice(256, 256) + slice(256, 256) + slice(outIn, 1 + NUM_ACTIONS);
+  // The sliced output layer: value ++ advantages (exact), advantages alone (TF32: each CTA takes the
+  // value column itself).
+  const outs = o.tf32 ? NUM_ACTIONS : 1 + NUM_ACTIONS;
+  const net = slice(54, 256) + slice(256, 256) + slice(256, 256) + slice(128, outs);
   let at = 2 * net;
   // Online and target: states, two trunk buffers, value ++ advantages each.
   for (let net = 0; net < 2; net++)
     for (const width of [tileStride(54), tileStride(256), tileStride(256), tileStride(NUM_ACTIONS)])
       at = align4(at + e * width);
-  const q = tileStride(NUM_ACTIONS);
   const owned = Math.ceil(e / c);
   for (const [rows, width] of [
-    [e, q],
-    [e, q],
+    // Each episode's Q(s, a).
+    [e, 1],
     // The curiosity input, hidden and output rows of the CTA's own episodes.
     [owned, tileStride(64)],
     [owned, tileStride(64)],
@@ -295,12 +296,17 @@ export function cudaClusterSharedBytes(
       const plan = splitkPlan(mmaRows(out) / 8, mmaK(inp) / 16, warps);
       return (plan % 16) * e * mmaRows(out);
     };
-    const parts = [part(54, 256), part(256, 256), part(outIn, 1 + NUM_ACTIONS)];
+    const parts = [part(54, 256), part(256, 256), part(128, outs)];
     at = align4(at + 2 * Math.max(...parts));
   }
   // The exchanges' five mbarriers (8 bytes each; used by the CLUSTER_MBAR build).
   at = align4(at + 10);
-  return align4(at + Math.ceil(e / c) * 20) * 4;
+  // The curiosity model's weights where they fit (rows at odd strides): 35 -> 64 -> 32.
+  const odd = (n: number) => (n % 2 ? n : n + 1);
+  const curiosity = 64 * odd(35) + 64 + 32 * odd(64) + 32;
+  const episodes = owned * 20;
+  if (align4(align4(at + curiosity) + episodes) * 4 <= CUDA_MAX_SHARED) at = align4(at + curiosity);
+  return align4(at + episodes) * 4;
 }
 
 /**

@@ -8903,10 +8903,13 @@ __host__ __device__ constexpr int slice_groups(int out) {
 }
 
 // The fused layers: hidden = value.0 (outputs 0..127) ++ advantage.0 (128..255), both on the trunk
-// row; out = value.1 (output 0, reading hidden 0..127) ++ advantage.1 (1..45, reading 128..255). The
-// TF32 build runs \`out\` over K = 256 with block-structured weights (zeros outside a row's half).
+// row; exact build: out = value.1 (output 0, reading hidden 0..127) ++ advantage.1 (1..45, reading
+// 128..255), sliced like the others. TF32 build: the sliced output layer is advantage.1 alone (45
+// outputs over hidden 128..255, pushed into columns 1..45), and every CTA takes value.1 (128 -> 1)
+// for every row itself (value_rows), so no slice holds a half of zero weights.
 constexpr int OUT_Q = 1 + NUM_ACTIONS;
-constexpr int OUT_IN = TF32 ? 256 : 128;
+constexpr int OUT_IN = 128;
+constexpr int OUT_L = TF32 ? NUM_ACTIONS : OUT_Q;
 
 #if TF32
 static_assert(E <= 16, "collect_dqn_cluster TF32: at most 16 episodes per cluster (one m16 tile of rows)");
@@ -8922,7 +8925,7 @@ struct ClusterMma {
 };
 __host__ __device__ constexpr int max2(int a, int b) { return a > b ? a : b; }
 constexpr int PART_MAX =
-    max2(max2(ClusterMma<STATE_DIM, 256>::PART, ClusterMma<256, 256>::PART), ClusterMma<OUT_IN, OUT_Q>::PART);
+    max2(max2(ClusterMma<STATE_DIM, 256>::PART, ClusterMma<256, 256>::PART), ClusterMma<OUT_IN, OUT_L>::PART);
 #else
 constexpr int PART_MAX = 0;
 #endif
@@ -8932,7 +8935,7 @@ constexpr int NW_S0 = 0;
 constexpr int NW_S1 = NW_S0 + wslice_floats(STATE_DIM, 256);
 constexpr int NW_H = NW_S1 + wslice_floats(256, 256);
 constexpr int NW_O = NW_H + wslice_floats(256, 256);
-constexpr int NW_SIZE = NW_O + wslice_floats(OUT_IN, OUT_Q);
+constexpr int NW_SIZE = NW_O + wslice_floats(OUT_IN, OUT_L);
 constexpr int SM_WQ = 0;
 constexpr int SM_WT = SM_WQ + NW_SIZE;
 constexpr int SM_END_W = SM_WT + NW_SIZE;
@@ -8951,12 +8954,11 @@ constexpr int SM_XT = align4(SM_VA + E * LD_VQ);
 constexpr int SM_AT = align4(SM_XT + E * LD_STATE);
 constexpr int SM_BT = align4(SM_AT + E * LD_TRUNK);
 constexpr int SM_VT = align4(SM_BT + E * LD_TRUNK);
-constexpr int SM_Q = align4(SM_VT + E * LD_VQ);
-// The owners' target Q rows (apart from SM_Q, which the next step's first phase rewrites unsynchronised).
-constexpr int SM_QT = align4(SM_Q + E * LD_Q);
+// Each episode's Q(s, a) of its decision (local).
+constexpr int SM_QSEL = align4(SM_VT + E * LD_VQ);
 // The curiosity model's input, hidden and output rows of the CTA's owned episodes (slot s: episode
 // s * C + rank).
-constexpr int SM_CI = align4(SM_QT + E * LD_Q);
+constexpr int SM_CI = align4(SM_QSEL + E);
 constexpr int SM_CH = align4(SM_CI + EPC * LD_CURIOSITY);
 constexpr int SM_CO = align4(SM_CH + EPC * LD_CH);
 // Each episode's action (an integer in a float slot; local).
@@ -8969,8 +8971,17 @@ constexpr int SM_PART = align4(SM_TDIN + 4 * EPC);
 // The exchanges' transaction barriers (CLUSTER_MBAR; 8 bytes each): the states, then dueling layer k.
 constexpr int MB_STATES = 0, MB_LAYER0 = 1, MB_COUNT = 5;
 constexpr int SM_MBAR = align4(SM_PART + 2 * PART_MAX);
-constexpr int SM_EPISODES = align4(SM_MBAR + 2 * MB_COUNT);
-constexpr int SM_FLOATS = align4(SM_EPISODES + EPC * (int)(sizeof(Episode) / 4));
+// The curiosity model's weights, where they fit beside the rest (CUR_SMEM): layer 0's rows of IN
+// floats, its biases, layer 1's rows, its biases; each row stride odd (a warp reading one weight of 32
+// consecutive rows hits 32 banks).
+__host__ __device__ constexpr int odd_stride(int in) { return in % 2 ? in : in + 1; }
+constexpr int CW_W0 = 0, CW_B0 = CW_W0 + CNet::HIDDEN * odd_stride(CNet::IN), CW_W1 = CW_B0 + CNet::HIDDEN,
+              CW_B1 = CW_W1 + CNet::OUT * odd_stride(CNet::HIDDEN), CW_FLOATS = CW_B1 + CNet::OUT;
+constexpr int SM_CW = align4(SM_MBAR + 2 * MB_COUNT);
+constexpr int EP_WORDS = (int)(sizeof(Episode) / 4);
+constexpr bool CUR_SMEM = align4(align4(SM_CW + CW_FLOATS) + EPC * EP_WORDS) * 4 <= 227 * 1024;
+constexpr int SM_EPISODES = align4(SM_CW + (CUR_SMEM ? CW_FLOATS : 0));
+constexpr int SM_FLOATS = align4(SM_EPISODES + EPC * EP_WORDS);
 static_assert(sizeof(Episode) % 4 == 0, "Episode is 4-byte fields");
 // The descriptor (src/kernels/collect_dqn.ts cudaClusterSharedBytes) sizes the launch from the same plan.
 static_assert(SM_FLOATS * 4 == DYN_SMEM_BYTES, "collect_dqn_cluster: DYN_SMEM_BYTES differs from the shared-memory plan");
@@ -9033,8 +9044,10 @@ COLLECT_FN void load_dueling(const float* __restrict__ nets, float* ws, unsigned
   load_slice<STATE_DIM, 256, 256, L::S0_W, L::S0_B, 0, 0>(nets, ws + NW_S0, rank);
   load_slice<256, 256, 256, L::S1_W, L::S1_B, 0, 0>(nets, ws + NW_S1, rank);
   load_slice<256, 256, 128, L::V0_W, L::V0_B, L::A0_W, L::A0_B>(nets, ws + NW_H, rank);
-  // TF32: value.1 on inputs 0..127, advantage.1 on 128..255 of one 256-input layer.
-  load_slice<OUT_IN, OUT_Q, 1, L::V1_W, L::V1_B, L::A1_W, L::A1_B, 128, 0, 128, OUT_IN - 128>(nets, ws + NW_O, rank);
+  if (TF32)
+    load_slice<OUT_IN, OUT_L, 0, 0, 0, L::A1_W, L::A1_B>(nets, ws + NW_O, rank);
+  else
+    load_slice<OUT_IN, OUT_L, 1, L::V1_W, L::V1_B, L::A1_W, L::A1_B>(nets, ws + NW_O, rank);
 }
 
 // One output value into column j of row r of y in every CTA (pull mode: this CTA's y only), starting
@@ -9229,35 +9242,58 @@ COLLECT_FN void end_phase(float* y, int ldy, unsigned rank, float* y2 = nullptr)
 }
 
 // One exact f32 layer on the CTA's EPC own rows (x [EPC, ldx] -> y [EPC, ldy]), one output a thread
-// (thread t of nt), weights from the nets buffer: bias, then f32(acc + f32(w * x)) in input order,
-// as the reference.
-template <int In, int Out, int Act, int W, int B>
-COLLECT_FN void local_layer(const float* __restrict__ nets, const float* x, int ldx, float* y, int ldy, int t,
-                            int nt) {
+// (thread t of nt): bias, then f32(acc + f32(w * x)) in input order, as the reference. Weights w
+// (rows of LDW floats) and biases b in shared memory (CUR_SMEM) or the nets buffer.
+template <int In, int Out, int Act, int LDW>
+COLLECT_FN void local_layer(const float* __restrict__ w, const float* __restrict__ b, const float* x, int ldx, float* y,
+                            int ldy, int t, int nt) {
   for (int task = t; task < EPC * Out; task += nt) {
     const int s = task / Out, j = task % Out;
-    const float* w = nets + W + j * In;
-    float acc = ldg1(nets + B + j);
+    const float* wj = w + j * LDW;
+    float acc = CUR_SMEM ? b[j] : ldg1(b + j);
 #pragma unroll
-    for (int i = 0; i < In; i++) acc = fadd(acc, fmul(ldg1(w + i), x[s * ldx + i]));
+    for (int i = 0; i < In; i++) acc = fadd(acc, fmul(CUR_SMEM ? wj[i] : ldg1(wj + i), x[s * ldx + i]));
     y[s * ldy + j] = activate<Act>(acc);
   }
 }
 
+// CUR_SMEM: the curiosity model's weights into SM_CW (once per launch, whole CTA).
+COLLECT_FN void load_curiosity(const float* __restrict__ nets, float* cw) {
+  constexpr int L0 = CNet::HIDDEN * CNet::IN, L1 = CNet::OUT * CNet::HIDDEN;
+  for (int k = threadIdx.x; k < CNet::SIZE; k += T) {
+    const float v = ldg1(nets + CNet::L0_W + k);
+    if (k < L0)
+      cw[CW_W0 + k / CNet::IN * odd_stride(CNet::IN) + k % CNet::IN] = v;
+    else if (k < L0 + CNet::HIDDEN)
+      cw[CW_B0 + k - L0] = v;
+    else if (k < L0 + CNet::HIDDEN + L1)
+      cw[CW_W1 + (k - L0 - CNet::HIDDEN) / CNet::HIDDEN * odd_stride(CNet::HIDDEN) + (k - L0 - CNet::HIDDEN) % CNet::HIDDEN] = v;
+    else
+      cw[CW_B1 + k - L0 - CNet::HIDDEN - L1] = v;
+  }
+}
+static_assert(CNet::L0_B == CNet::L0_W + CNet::HIDDEN * CNet::IN && CNet::L1_W == CNet::L0_B + CNet::HIDDEN &&
+                  CNet::L1_B == CNet::L1_W + CNet::OUT * CNet::HIDDEN,
+              "the curiosity model is W0, B0, W1, B1 in the nets buffer");
+
 // The curiosity model on the CTA's owned rows (SM_CI -> SM_CH -> SM_CO) by threads t of nt, \`sync\`
 // between its two layers (a barrier over exactly those threads); its outputs are complete once the
-// caller's next barrier over them has passed. Weights straight from the nets buffer (17 KB that every
-// CTA reads: cache hits); no cluster exchange, as only an episode's owner needs its prediction. Exact
-// f32 in both builds (the TF32 build's tolerance covers it; the model is 0.7% of a step's
-// multiply-adds), and off the step's critical path: it runs on helper warps while the owners step the
-// simulator (see the step loop).
+// caller's next barrier over them has passed. Weights from SM_CW (CUR_SMEM) or the nets buffer (17 KB
+// that every CTA reads: cache hits, but each warp load touches 32 rows); no cluster exchange, as only
+// an episode's owner needs its prediction. Exact f32 in both builds (the TF32 build's tolerance covers
+// it; the model is 0.7% of a step's multiply-adds), and off the step's critical path: it runs on
+// helper warps while the owners step the simulator (see the step loop).
 template <class Sync>
 COLLECT_FN void curiosity_model(const float* __restrict__ nets, float* smem, int t, int nt, Sync sync) {
-  local_layer<CNet::IN, CNet::HIDDEN, ACT_LEAKY, CNet::L0_W, CNet::L0_B>(nets, smem + SM_CI, LD_CURIOSITY,
-                                                                         smem + SM_CH, LD_CH, t, nt);
+  constexpr int LD0 = CUR_SMEM ? odd_stride(CNet::IN) : CNet::IN;
+  constexpr int LD1 = CUR_SMEM ? odd_stride(CNet::HIDDEN) : CNet::HIDDEN;
+  const float* w0 = CUR_SMEM ? smem + SM_CW + CW_W0 : nets + CNet::L0_W;
+  const float* b0 = CUR_SMEM ? smem + SM_CW + CW_B0 : nets + CNet::L0_B;
+  const float* w1 = CUR_SMEM ? smem + SM_CW + CW_W1 : nets + CNet::L1_W;
+  const float* b1 = CUR_SMEM ? smem + SM_CW + CW_B1 : nets + CNet::L1_B;
+  local_layer<CNet::IN, CNet::HIDDEN, ACT_LEAKY, LD0>(w0, b0, smem + SM_CI, LD_CURIOSITY, smem + SM_CH, LD_CH, t, nt);
   sync();
-  local_layer<CNet::HIDDEN, CNet::OUT, ACT_NONE, CNet::L1_W, CNet::L1_B>(nets, smem + SM_CH, LD_CH, smem + SM_CO,
-                                                                         LD_CO, t, nt);
+  local_layer<CNet::HIDDEN, CNet::OUT, ACT_NONE, LD1>(w1, b1, smem + SM_CH, LD_CH, smem + SM_CO, LD_CO, t, nt);
 }
 
 #if TIMING
@@ -9333,24 +9369,55 @@ COLLECT_FN void layer_phase(const float* ws, const float* x, int ldx, float* y, 
   TMARK2(11, 3 + layer);
 }
 
+// TF32 build: value.1 of every row, column 0 of va, from the hidden rows a (columns 0..127) by this
+// CTA itself: one warp per row (row r on warp r % WARPS, the warp that takes its decision), f32 sum
+// over lanes. Weights through the cache (129 floats).
+template <int Base>
+COLLECT_FN void value_rows(const float* __restrict__ nets, const float* a, float* va) {
+  using L = Dueling<HEAD_PLAIN, Base>;
+  if (SKIP_NETS) return;
+  const int lane = lane_id();
+  for (int r = (int)(threadIdx.x >> 5); r < E; r += T / 32) {
+    const float* x = a + r * LD_TRUNK;
+    float acc = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 128; k += 32) acc = __fmaf_rn(ldg1(nets + L::V1_W + k + lane), x[k + lane], acc);
+    acc = warp_sum(acc);
+    if (lane == 0) va[r * LD_VQ] = fadd(ldg1(nets + L::V1_B), acc);
+    __syncwarp();
+  }
+}
+
 // The online net on SM_X0 -> SM_VA and, if \`target\`, the target net on SM_XT -> SM_VT, phase by
 // phase (4 exchanges): states x -> a -> b -> a -> value ++ advantages va, every row in every CTA once
-// the phase's exchange has completed; \`extra(k)\` inside layer phase k (layer_phase).
+// the phase's exchange has completed (TF32: the value column by the row's warp); \`extra(k)\` inside
+// layer phase k (layer_phase).
 template <class Extra>
-COLLECT_FN void dueling_va(float* s, bool target, unsigned rank, unsigned& ph, Extra& extra TIMING_ARGS) {
+COLLECT_FN void dueling_va(float* s, bool target, unsigned rank, unsigned& ph, const float* __restrict__ nets,
+                           Extra& extra TIMING_ARGS) {
   const float* wt = target ? s + SM_WT : nullptr;
+  // TF32: the value column while the advantages travel.
+  auto extra3 = [&](int layer) {
+    extra(layer);
+    if (TF32 && layer == 3) {
+      value_rows<NET_Q_BASE>(nets, s + SM_A, s + SM_VA);
+      if (target) value_rows<NET_T_BASE>(nets, s + SM_AT, s + SM_VT);
+    }
+  };
   layer_phase<STATE_DIM, 256, ACT_LEAKY, 256, 0>(s + SM_WQ + NW_S0, s + SM_X0, LD_STATE, s + SM_A, LD_TRUNK,
                                                  wt ? wt + NW_S0 : nullptr, s + SM_XT, s + SM_AT, s, rank, 0, ph,
-                                                 extra TIMING_PASS);
+                                                 extra3 TIMING_PASS);
   layer_phase<256, 256, ACT_LEAKY, 256, 0>(s + SM_WQ + NW_S1, s + SM_A, LD_TRUNK, s + SM_B, LD_TRUNK,
                                            wt ? wt + NW_S1 : nullptr, s + SM_AT, s + SM_BT, s, rank, 1, ph,
-                                           extra TIMING_PASS);
+                                           extra3 TIMING_PASS);
   layer_phase<256, 256, ACT_LEAKY, 256, 0>(s + SM_WQ + NW_H, s + SM_B, LD_TRUNK, s + SM_A, LD_TRUNK,
                                            wt ? wt + NW_H : nullptr, s + SM_BT, s + SM_AT, s, rank, 2, ph,
-                                           extra TIMING_PASS);
-  layer_phase<OUT_IN, OUT_Q, ACT_NONE, 1, 128>(s + SM_WQ + NW_O, s + SM_A, LD_TRUNK, s + SM_VA, LD_VQ,
-                                               wt ? wt + NW_O : nullptr, s + SM_AT, s + SM_VT, s, rank, 3, ph,
-                                               extra TIMING_PASS);
+                                           extra3 TIMING_PASS);
+  // TF32: advantages from hidden columns 128..255 into columns 1..45; exact: value ++ advantages.
+  constexpr int XO = TF32 ? 128 : 0, YO = TF32 ? 1 : 0;
+  layer_phase<OUT_IN, OUT_L, ACT_NONE, TF32 ? 0 : 1, 128>(s + SM_WQ + NW_O, s + SM_A + XO, LD_TRUNK, s + SM_VA + YO,
+                                                          LD_VQ, wt ? wt + NW_O : nullptr, s + SM_AT + XO,
+                                                          s + SM_VT + YO, s, rank, 3, ph, extra3 TIMING_PASS);
 }
 
 // mean(A) of a value ++ advantages row (collect_nets.cuh advantage_mean: the same sum in action order),
@@ -9365,25 +9432,33 @@ COLLECT_DEVICE float row_mean(const float* a) {
   return fdiv(sum, (float)NUM_ACTIONS);
 }
 
-// Q row of value ++ advantages row va into q by the 32 lanes of a warp (forward.ts forwardDueling:
-// f32(f32(V + A[a]) - mean(A)); every lane takes the mean itself, the same bits); the lanes read q
-// only after a __syncwarp.
-COLLECT_DEVICE void q_row_warp(const float* va, float* q, int lane) {
+// Q of value ++ advantages row va held by the 32 lanes of a warp (forward.ts forwardDueling:
+// f32(f32(V + A[a]) - mean(A)); every lane takes the mean itself, the same bits): lane k has Q[k] in
+// lo and, where k + 32 < NUM_ACTIONS, Q[k + 32] in hi.
+static_assert(NUM_ACTIONS > 32 && NUM_ACTIONS <= 64, "a warp holds Q in two values per lane");
+struct QLanes {
+  float lo, hi;
+};
+COLLECT_DEVICE QLanes q_lanes(const float* va, int lane) {
   const float mean = row_mean(va + 1);
-  for (int k = lane; k < NUM_ACTIONS; k += 32) q[k] = fsub(fadd(va[0], va[1 + k]), mean);
+  QLanes q;
+  q.lo = fsub(fadd(va[0], va[1 + lane]), mean);
+  q.hi = lane + 32 < NUM_ACTIONS ? fsub(fadd(va[0], va[33 + lane]), mean) : 0.0f;
+  return q;
 }
 
 // argmax_q (the first index of the largest Q: its strict running max from index 0, which keeps index 0
 // when Q[0] is NaN and never moves to a NaN) taken by the 32 lanes of a warp; every lane returns it.
-COLLECT_DEVICE int warp_argmax(const float* q, int lane) {
+COLLECT_DEVICE int warp_argmax(const QLanes& q, int lane) {
   float best = __uint_as_float(0xff800000u);  // -inf (NVRTC has no INFINITY)
   int idx = NUM_ACTIONS;
-  for (int a = lane; a < NUM_ACTIONS; a += 32) {
-    const float v = q[a];
-    if (v > best) {
-      best = v;
-      idx = a;
-    }
+  if (q.lo > best) {
+    best = q.lo;
+    idx = lane;
+  }
+  if (lane + 32 < NUM_ACTIONS && q.hi > best) {
+    best = q.hi;
+    idx = lane + 32;
   }
   for (int o = 16; o > 0; o >>= 1) {
     const float ob = __shfl_xor_sync(0xffffffffu, best, o);
@@ -9394,7 +9469,14 @@ COLLECT_DEVICE int warp_argmax(const float* q, int lane) {
     }
   }
   // Nothing above -inf (every Q -inf or NaN), or Q[0] NaN: the running max stays at 0.
-  return idx == NUM_ACTIONS || q[0] != q[0] ? 0 : idx;
+  const float q0 = warp_bcast(q.lo, 0);
+  return idx == NUM_ACTIONS || q0 != q0 ? 0 : idx;
+}
+
+// Q[a] to every lane (a the same in every lane).
+COLLECT_DEVICE float q_at(const QLanes& q, int a) {
+  const float lo = warp_bcast(q.lo, a & 31), hi = warp_bcast(q.hi, a & 31);
+  return a < 32 ? lo : hi;
 }
 
 // The decisions of all E episodes in every CTA (identical bits in each), one warp per episode: its Q
@@ -9406,16 +9488,18 @@ COLLECT_FN void decide(float* smem, unsigned long long base, unsigned n, unsigne
   const int lane = lane_id();
   int* actions = reinterpret_cast<int*>(smem + SM_ACTION);
   for (int r = (int)(threadIdx.x >> 5); r < E; r += T / 32) {
-    float* q = smem + SM_Q + r * LD_Q;
-    q_row_warp(smem + SM_VA + r * LD_VQ, q, lane);
-    __syncwarp();
+    const QLanes q = q_lanes(smem + SM_VA + r * LD_VQ, lane);
     const unsigned e = (unsigned)(base + (unsigned long long)r);
     const uint4 w = philox4x32_10(make_uint4(STREAM_ACTION, e, g, 0u), k0, k1);
     const int greedy = warp_argmax(q, lane);
     const int a = base + (unsigned long long)r >= n     ? 0
                   : philox_unit_float(w.x) < epsilon ? (int)(w.y % NUM_ACTIONS)
                                                      : greedy;
-    if (lane == 0) actions[r] = a;
+    const float qa = q_at(q, a);
+    if (lane == 0) {
+      actions[r] = a;
+      smem[SM_QSEL + r] = qa;
+    }
     if (curiosity && r % C == (int)rank) {
       // curiosity_input's row: features[bar][0..32) ++ one-hot(category), then zeros. The decision's
       // state row (SM_X0, built here by the owner) begins with features[bar]: the same floats, read
@@ -9489,36 +9573,78 @@ COLLECT_FN void share_states(float* smem, const int (&at)[NB], const int (&sec)[
 #endif
 }
 
-// TD errors of step l's owned episodes, by one whole warp (after the barrier that follows the step's
-// layer phases; before the next step's third layer phase rewrites SM_VT): each target-Q row from
-// SM_VT and its argmax together (scratch row SM_QT), then |target - Q(s, a)| from what the owner left
-// in SM_TDIN; a done step uses r alone (td_error).
-COLLECT_FN void td_errors(float* smem, float* out_f, unsigned long long nl, unsigned long long base, unsigned n,
-                          unsigned steps, unsigned l, float gamma, unsigned rank) {
+// TD errors of step l's owned episodes s0, s0 + ds, ..., by one whole warp (after the barrier that
+// follows the step's layer phases; before the next step's third layer phase rewrites SM_VT): each
+// target-Q row from SM_VT and its argmax, then |target - Q(s, a)| from what the owner left in SM_TDIN;
+// a done step uses r alone (td_error).
+COLLECT_FN void td_errors(const float* smem, float* out_f, unsigned long long nl, unsigned long long base, unsigned n,
+                          unsigned steps, unsigned l, float gamma, unsigned rank, int s0, int ds) {
   const int lane = lane_id();
-  for (int s = 0; s < EPC; s++) {
+  for (int s = s0; s < EPC; s += ds) {
     const int r = s * C + (int)rank;
     const unsigned long long e = base + (unsigned long long)r;
     if (r >= E || e >= n) break;
-    float* q = smem + SM_QT + r * LD_Q;
-    q_row_warp(smem + SM_VT + r * LD_VQ, q, lane);
-    __syncwarp();
-    const int best = warp_argmax(q, lane);
+    const QLanes q = q_lanes(smem + SM_VT + r * LD_VQ, lane);
+    const float qbest = q_at(q, warp_argmax(q, lane));
     if (lane == 0) {
       const float* in = smem + SM_TDIN + 4 * s;
       const float total = in[0];
-      const float target = in[1] != 0.0f ? total : fadd(total, fmul(gamma, q[best]));
+      const float target = in[1] != 0.0f ? total : fadd(total, fmul(gamma, qbest));
       out_f[OUT_F_TD_ERRORS * nl + e * steps + l] = fabsf(fsub(target, in[2]));
     }
-    __syncwarp();
   }
 }
 
-// Warps of the simulator phase: with at least 3 warps (and every owner in warp 0), warp 0's owners
-// step the simulator while warp W - 1 takes the previous step's TD errors and warps 1 .. W - 2 run the
-// curiosity model (named barrier 1 between its layers); with fewer, warp 0 does all three in turn.
+// Roles in the simulator phase. With enough warps (HELPERS) each owned episode slot s has a warp of
+// its own (its lane 0 the owner, the other lanes build the state rows), warps EPC .. WARPS - NTD - 1
+// run the curiosity model (named barrier 1 between its layers) and the last NTD warps the previous
+// step's TD errors, all at once; otherwise owner s is thread s and warp 0 does the TD errors and the
+// whole CTA the curiosity model after the simulator step.
 constexpr int WARPS = T / 32;
-constexpr bool HELPERS = WARPS >= 3 && EPC <= 32;
+constexpr bool HELPERS = WARPS >= EPC + 2;
+constexpr int NTD = HELPERS ? (EPC < WARPS - EPC - 1 ? EPC : WARPS - EPC - 1) : 1;
+constexpr int CUR_WARP0 = HELPERS ? EPC : 0;
+constexpr int CUR_THREADS = HELPERS ? 32 * (WARPS - EPC - NTD) : T;
+// The owned slot of this thread (EPC or more: none).
+COLLECT_DEVICE int owner_slot() {
+  const int t = (int)threadIdx.x;
+  return HELPERS ? (t % 32 == 0 ? t / 32 : EPC) : t;
+}
+
+// HELPERS: the warp of owned slot s steps its episode (lane 0, with action a) and writes both state
+// rows of cluster episode i: s' into SM_XT (features of bar t + 1 loaded by the lanes before the step,
+// the portfolio floats after it), then the next decision's row into SM_X0 (the restarted episode's
+// first state, or a copy of s'). Same values as build_row.
+COLLECT_FN void owner_step(float* smem, Episode& ep, const Market& m, const EnvScalars& p, int* window, int a,
+                           unsigned e, int i, StepOut& so) {
+  const int lane = lane_id();
+  float* xt = smem + SM_XT + i * LD_STATE;
+  float* x0 = smem + SM_X0 + i * LD_STATE;
+  const float* f1 = m.features + (ep.bar + 1) * MARKET_FEATURES;
+  const float v0 = ldg1(f1 + lane);
+  const float v1 = lane + 32 < MARKET_FEATURES ? ldg1(f1 + lane + 32) : 0.0f;
+  __syncwarp();  // every lane has read ep.bar before lane 0 moves it
+  int restarts = 0;
+  if (lane == 0) {
+    if (!SKIP_ENV) env_step(ep, m, p, window, a, 0.0f, false, so);
+    state_portfolio(ep, xt + MARKET_FEATURES);
+    restarts = !SKIP_ENV && (so.done || so.truncated);
+    if (restarts) restart_if_ended(ep, m, p, window, e, so);
+  }
+  xt[lane] = v0;
+  if (lane + 32 < MARKET_FEATURES) xt[lane + 32] = v1;
+  restarts = __shfl_sync(0xffffffffu, restarts, 0);
+  __syncwarp();
+  if (restarts) {
+    // The restarted episode's first state (lane 0 moved ep).
+    const float* f0 = m.features + ep.bar * MARKET_FEATURES;
+    x0[lane] = ldg1(f0 + lane);
+    if (lane + 32 < MARKET_FEATURES) x0[lane + 32] = ldg1(f0 + lane + 32);
+    if (lane == 0) state_portfolio(ep, x0 + MARKET_FEATURES);
+  } else if (lane < STATE_QUADS) {
+    sts4(x0 + 4 * lane, lds4(xt + 4 * lane));
+  }
+}
 
 // One CTA per SM (its plan takes most of the shared memory): the registers of WG_X threads.
 #ifdef FOXHUNT_EMU
@@ -9533,23 +9659,32 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
   const Market m = {features, ohlc, spread, entropy};
   const unsigned rank = cluster_rank();
   const unsigned long long base = flat_block_id() / C * E;
-  // This thread's episode, if it owns one: cluster episode i = thread * C + rank.
-  const int i = (int)threadIdx.x * C + (int)rank;
-  const bool owner = (int)threadIdx.x < EPC && i < E;
+  const int warp = (int)(threadIdx.x >> 5);
+  // This thread's episode, if it owns one: cluster episode i = slot * C + rank.
+  const int slot = owner_slot();
+  const int i = slot * C + (int)rank;
+  const bool owner = slot < EPC && i < E;
   const unsigned long long e64 = base + (owner ? i : 0);
   const bool active = owner && e64 < u.n;
   const unsigned e = (unsigned)e64;
-  const int warp = (int)(threadIdx.x >> 5);
+  // HELPERS: the episode of this thread's warp, if the warp steps one.
+  const int wi = warp * C + (int)rank;
+  const bool warp_active = HELPERS && warp < EPC && wi < E && base + (unsigned long long)wi < u.n;
   // The activations start zero: the padding columns the TF32 layers read past a row's inputs (the
-  // peers copy only the 54 state floats) stay zero for the whole launch.
+  // peers copy only the 54 state floats) stay zero for the whole launch, as do the rows of episodes
+  // past N.
   for (int k = SM_X0 + (int)threadIdx.x; k < SM_EPISODES; k += T) smem[k] = 0.0f;
-  Episode& ep = reinterpret_cast<Episode*>(smem + SM_EPISODES)[owner ? threadIdx.x : 0];
+  Episode* episodes = reinterpret_cast<Episode*>(smem + SM_EPISODES);
+  Episode& ep = episodes[owner ? slot : 0];
   int* window = div_window + (unsigned long long)e * p.diversity_window;
   if (active) load_episode(ep, env_f, env_i, e);
   const int* actions = reinterpret_cast<const int*>(smem + SM_ACTION);
 
+  // Every zero is in before the curiosity weights and the mbarriers go into the same range.
+  block_sync();
   load_dueling<NET_Q_BASE>(nets, smem + SM_WQ, rank);
   load_dueling<NET_T_BASE>(nets, smem + SM_WT, rank);
+  if (CUR_SMEM) load_curiosity(nets, smem + SM_CW);
 #if CLUSTER_MBAR
   // One arrival per phase (thread 0's expect_tx); the bytes do the rest.
   if (threadIdx.x == 0) {
@@ -9571,7 +9706,7 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
   long long tsum[TSEG] = {}, tlast = 0;
 #endif
   auto none = [](int) {};
-  dueling_va(smem, false, rank, phases, none TIMING_PASS);
+  dueling_va(smem, false, rank, phases, nets, none TIMING_PASS);
 #if TIMING
   for (int k = 0; k < TSEG; k++) tsum[k] = 0;
   tlast = (long long)clock64();
@@ -9595,14 +9730,21 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
     // The simulator phase. The step leaves the curiosity bonus out (it only adds to the reward; the
     // model runs beside the simulator and the owner adds bonus and total in the layer phases below).
     StepOut so{};
-    int action = 0;
-    float q_sel = 0.0f;
-    if (!HELPERS || warp == 0) {
-      if (active) {
-        action = actions[i];
-        q_sel = smem[SM_Q + i * LD_Q + action];
-        if (!SKIP_ENV) env_step(ep, m, p, window, action, 0.0f, false, so);
+    const int action = active ? actions[i] : 0;
+    const float q_sel = active ? smem[SM_QSEL + i] : 0.0f;
+    if (HELPERS) {
+      if (warp < EPC) {
+        if (warp_active)
+          owner_step(smem, episodes[warp], m, p, div_window + (unsigned long long)(base + wi) * p.diversity_window,
+                     actions[wi], (unsigned)(base + wi), wi, so);
+      } else if (warp >= WARPS - NTD) {
+        if (l > 0) td_errors(smem, out_f, o.nl, base, u.n, u.steps, l - 1, u.gamma, rank, warp - (WARPS - NTD), NTD);
+      } else if (u.curiosity) {
+        curiosity_model(nets, smem, (int)threadIdx.x - 32 * CUR_WARP0, CUR_THREADS,
+                        [] { named_sync(1, CUR_THREADS); });
       }
+    } else {
+      if (active && !SKIP_ENV) env_step(ep, m, p, window, action, 0.0f, false, so);
       if (owner) {
         build_row(smem, SM_XT, i, ep, m, active);
         const bool restarts = active && !SKIP_ENV && (so.done || so.truncated);
@@ -9615,15 +9757,7 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
             sts4(smem + SM_X0 + i * LD_STATE + k, lds4(smem + SM_XT + i * LD_STATE + k));
         }
       }
-    }
-    if (HELPERS) {
-      if (warp == WARPS - 1) {
-        if (l > 0) td_errors(smem, out_f, o.nl, base, u.n, u.steps, l - 1, u.gamma, rank);
-      } else if (warp > 0 && u.curiosity) {
-        curiosity_model(nets, smem, (int)threadIdx.x - 32, T - 64, [] { named_sync(1, T - 64); });
-      }
-    } else {
-      if (warp == 0 && l > 0) td_errors(smem, out_f, o.nl, base, u.n, u.steps, l - 1, u.gamma, rank);
+      if (warp == WARPS - 1 && l > 0) td_errors(smem, out_f, o.nl, base, u.n, u.steps, l - 1, u.gamma, rank, 0, 1);
       if (u.curiosity) curiosity_model(nets, smem, (int)threadIdx.x, T, [] { block_sync(); });
     }
     TMARK(12);
@@ -9639,7 +9773,7 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
     auto finish = [&](int layer) {
       if (layer != 1 || !active) return;
       if (u.curiosity) {
-        const float* pred = smem + SM_CO + (int)threadIdx.x * LD_CO;
+        const float* pred = smem + SM_CO + slot * LD_CO;
         const float* next = smem + SM_XT + i * LD_STATE;
         float acc = 0.0f;
         for (int k = 0; k < CURIOSITY_OUT; k++) {
@@ -9650,28 +9784,28 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
         so.total = fadd(fadd(fadd(fadd(so.pnl, so.barrier), so.risk), so.diversity), so.curiosity);
       }
       write_step(o, so, action);
-      float* in = smem + SM_TDIN + 4 * (int)threadIdx.x;
+      float* in = smem + SM_TDIN + 4 * slot;
       in[0] = so.total;
       in[1] = so.done ? 1.0f : 0.0f;
       in[2] = q_sel;
     };
-    dueling_va(smem, true, rank, phases, finish TIMING_PASS);
+    dueling_va(smem, true, rank, phases, nets, finish TIMING_PASS);
     TMARK(7);
   }
   // The last step's TD errors (its target rows are complete past the last layer phase; the barrier
   // orders the owners' SM_TDIN writes before the reads).
   block_sync();
-  if (u.steps > 0 && warp == (HELPERS ? WARPS - 1 : 0))
-    td_errors(smem, out_f, o.nl, base, u.n, u.steps, u.steps - 1, u.gamma, rank);
+  if (u.steps > 0 && warp >= WARPS - NTD)
+    td_errors(smem, out_f, o.nl, base, u.n, u.steps, u.steps - 1, u.gamma, rank, warp - (WARPS - NTD), NTD);
 #if TIMING
-  if (flat_block_id() == 0 && (threadIdx.x == 32 || threadIdx.x == T - 32))
+  if (flat_block_id() == 0 && (threadIdx.x == 32 * CUR_WARP0 || threadIdx.x == T - 32))
     printf("timing thread %u: own work in the simulator phase %lld cycles/step\\n", threadIdx.x, tsum[12] / u.steps);
   if (flat_block_id() < C && threadIdx.x == 0)
-    printf("timing rank %u cycles/step: owner %lld decide %lld sim %lld states %lld L0 %lld L1 %lld L2 %lld L3 %lld rest %lld"
-           " | layers: sums %lld push %lld extra %lld wait %lld\\n",
-           rank, tsum[12] / u.steps, tsum[0] / u.steps, tsum[1] / u.steps, tsum[2] / u.steps, tsum[3] / u.steps, tsum[4] / u.steps,
-           tsum[5] / u.steps, tsum[6] / u.steps, tsum[7] / u.steps, tsum[8] / u.steps, tsum[9] / u.steps,
-           tsum[10] / u.steps, tsum[11] / u.steps);
+    printf("timing rank %u cycles/step: owner %lld decide %lld sim %lld states %lld L0 %lld L1 %lld L2 %lld L3 %lld"
+           " rest %lld | layers: sums %lld push %lld extra %lld wait %lld\\n",
+           rank, tsum[12] / u.steps, tsum[0] / u.steps, tsum[1] / u.steps, tsum[2] / u.steps, tsum[3] / u.steps,
+           tsum[4] / u.steps, tsum[5] / u.steps, tsum[6] / u.steps, tsum[7] / u.steps, tsum[8] / u.steps,
+           tsum[9] / u.steps, tsum[10] / u.steps, tsum[11] / u.steps);
 #endif
   if (active) store_episode(ep, env_f, env_i, e);
   // No CTA leaves while a peer may still write into its shared memory.
@@ -10046,14 +10180,18 @@ COLLECT_DEVICE int draw_start_bar(const EnvScalars& p, unsigned e, unsigned rest
 }
 
 // state.ts buildState: the 54-float state of the episode's current bar into s[0 .. 54).
+// Its last three floats (value, position, spread) into s[0 .. 3).
+COLLECT_DEVICE void state_portfolio(const Episode& ep, float* s) {
+  const float value = portfolio_value(ep);
+  const float vn = fsub(fdiv(value, ep.v0), 1.0f);
+  s[0] = vn > 5.0f ? 5.0f : vn < -5.0f ? -5.0f : vn;
+  s[1] = position_norm(ep.units, ep.last, value);
+  s[2] = fdiv(ep.spread, 10.0f);
+}
 COLLECT_DEVICE void build_state(const Episode& ep, const Market& m, float* s) {
   const float* src = m.features + ep.bar * MARKET_FEATURES;
   for (int k = 0; k < MARKET_FEATURES; k++) s[k] = ldg1(src + k);
-  const float value = portfolio_value(ep);
-  const float vn = fsub(fdiv(value, ep.v0), 1.0f);
-  s[MARKET_FEATURES] = vn > 5.0f ? 5.0f : vn < -5.0f ? -5.0f : vn;
-  s[MARKET_FEATURES + 1] = position_norm(ep.units, ep.last, value);
-  s[MARKET_FEATURES + 2] = fdiv(ep.spread, 10.0f);
+  state_portfolio(ep, s + MARKET_FEATURES);
 }
 
 // curiosity.ts curiosityBonus from the model's mse.
@@ -10557,6 +10695,8 @@ COLLECT_DEVICE void named_sync(unsigned id, unsigned threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// Lane src's v (every lane of the warp takes part).
+COLLECT_DEVICE float warp_bcast(float v, int src) { return __shfl_sync(0xffffffffu, v, src); }
 COLLECT_DEVICE float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;

@@ -15,7 +15,12 @@ import { cudaPreamble } from '../../src/backend/cuda/preamble.js';
 import { kernelSource } from '../../src/backend/cuda/sources.js';
 import type { KernelSpec } from '../../src/backend/types.js';
 import { packUniforms, uniformBytes } from '../../src/backend/uniforms.js';
-import { clusterEpisodes, clusterFits, DqnDeviceCollector } from '../../src/collect/device.js';
+import {
+  clusterEpisodes,
+  clusterFits,
+  DqnDeviceCollector,
+  residentClusterEpisodes,
+} from '../../src/collect/device.js';
 import { cloneDefaults } from '../../src/config.js';
 import type { Market } from '../../src/data/types.js';
 import { envParams } from '../../src/env/params.js';
@@ -189,6 +194,17 @@ function emuLaunches(
 }
 
 describe('collect_dqn cluster variant descriptor', () => {
+  it('takes more episodes per cluster where the GPU holds fewer clusters at once than N needs', () => {
+    // H200, 8-CTA clusters: 15 resident, so N = 128 runs as 15 clusters of 9, not 16 of 8 (two waves).
+    expect(residentClusterEpisodes(128, 8, 15, 8, true, 256)).toBe(9);
+    expect(residentClusterEpisodes(128, 8, 16, 8, true, 256)).toBe(8);
+    expect(residentClusterEpisodes(128, 8, undefined, 8, true, 256)).toBe(8);
+    // Not where the rows outgrow one m16 tile (TF32) or the shared-memory plan (exact, 13 rows).
+    expect(residentClusterEpisodes(256, 16, 15, 8, true, 256)).toBe(16);
+    expect(residentClusterEpisodes(128, 8, 10, 8, false, 256)).toBe(13);
+    expect(residentClusterEpisodes(128, 8, 9, 8, false, 256)).toBe(8);
+  });
+
   it('launches CLUSTER blocks per TILE_E episodes in clusters along x, with the plan as dynamic shared memory', () => {
     const spec = clusterSpec(8, 4, 64);
     expect(spec.name).toBe('collect_dqn_cluster');
@@ -318,6 +334,8 @@ describe.skipIf(unavailable !== null)(
       ['8 CTAs x 6 episodes x 64 threads', 8, 6, 64],
       ['16 CTAs x 4 episodes x 64 threads', 16, 4, 64],
       ['mbarrier exchange, 8 CTAs x 8 episodes x 256 threads', 8, 8, 256, 1],
+      // N = 128 in 15 clusters: CTAs 0 and 1 own two episodes (two owner warps, two TD warps).
+      ['mbarrier exchange, 8 CTAs x 10 episodes x 256 threads', 8, 10, 256, 1],
     ];
     for (const [name, cluster, e, threads, mbar = 0] of cases) {
       it(`${name}: matches the TS reference over ${launches} launches at epsilon 1`, () => {

@@ -311,6 +311,20 @@ export class CudaBackend implements Backend, GraphCapable {
     this.native.shutdown();
   }
 
+  /**
+   * How many thread-block clusters of `spec`'s shape (block, dynamic shared memory, cluster) this GPU
+   * holds at once (cuOccupancyMaxActiveClusters; compiles the kernel if it is not yet); undefined for
+   * a kernel without clusters or a driver that cannot say. A grid of more clusters runs in waves.
+   */
+  maxActiveClusters(spec: KernelSpec): number | undefined {
+    if (!spec.cluster) return undefined;
+    const fn = this.functionFor(spec);
+    const [bx, by, bz] = spec.workgroupSize;
+    const [cx, cy, cz] = spec.cluster;
+    const n = guarded(() => this.native.maxActiveClusters(fn, bx, by, bz, spec.sharedBytes ?? 0, cx, cy, cz));
+    return n >= 0 ? n : undefined;
+  }
+
   /** The kernel's function handle: compiled (or read from the cache) and loaded on first use. */
   private functionFor(spec: KernelSpec): Handle {
     const known = this.bySpec.get(spec);

@@ -57,6 +57,20 @@ export interface CudaNative {
   funcSetMaxDynamicShared(fn: Handle, bytes: number): void;
   /** cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1): clusters of more than 8 blocks. */
   funcAllowNonPortableCluster(fn: Handle): void;
+  /**
+   * cuOccupancyMaxActiveClusters: how many clusters of cx x cy x cz blocks of bx x by x bz threads with
+   * `sharedBytes` of dynamic shared memory the device holds at once (-1: the driver cannot say).
+   */
+  maxActiveClusters(
+    fn: Handle,
+    bx: number,
+    by: number,
+    bz: number,
+    sharedBytes: number,
+    cx: number,
+    cy: number,
+    cz: number,
+  ): number;
   memAlloc(bytes: number): DevicePtr;
   memFree(ptr: DevicePtr): void;
   memsetD8Async(ptr: DevicePtr, value: number, bytes: number, stream: Handle): void;

@@ -244,6 +244,21 @@ inline T shfl_xor(T v, int mask) {
   return v;
 }
 
+template <class T>
+inline T shfl_idx(T v, int src) {
+  static_assert(sizeof(T) == 4, "32-bit shuffles only");
+  const unsigned tid = flat_tid();
+  const unsigned base = tid & ~31u;
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  g_block->shuffle[tid] = bits;
+  warp_wait();
+  bits = g_block->shuffle[base + (static_cast<unsigned>(src) & 31u)];
+  warp_wait();
+  std::memcpy(&v, &bits, 4);
+  return v;
+}
+
 inline void mma_tf32(float d[4], const unsigned a[4], const unsigned b[2]) {
   const unsigned tid = flat_tid();
   const unsigned base = tid & ~31u;
@@ -367,6 +382,10 @@ template <class T>
 static inline T __shfl_xor_sync(unsigned, T v, int mask) {
   return emu::shfl_xor(v, mask);
 }
+template <class T>
+static inline T __shfl_sync(unsigned, T v, int src) {
+  return emu::shfl_idx(v, src);
+}
 
 static inline float __fadd_rn(float a, float b) { return a + b; }
 static inline float __fsub_rn(float a, float b) { return a - b; }
@@ -386,6 +405,7 @@ COLLECT_DEVICE void named_sync(unsigned id, unsigned threads) {
   }
   emu::wait(emu::g_block->named_barriers[id], threads);
 }
+COLLECT_DEVICE float warp_bcast(float v, int src) { return emu::shfl_idx(v, src); }
 COLLECT_DEVICE float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v = v + emu::shfl_xor(v, o);
   return v;
