@@ -8758,18 +8758,21 @@ extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
 // online + target weights from L2 every step. Here a cluster of CLUSTER CTAs owns TILE_E episodes and
 // every CTA keeps a 1/CLUSTER slice of every layer's OUTPUT neurons (weights + bias of the online and
 // target nets) in its shared memory, loaded once per launch: no weight traffic per step. The
-// curiosity model (17 KB) runs in each CTA on its own episodes only, weights read through the cache.
+// curiosity model (17 KB) runs in each CTA on its own episodes only, its weights in shared memory
+// where the plan leaves room (CUR_SMEM), else read through the cache.
 //
 // Per layer: CTA c computes outputs [c * SL, c * SL + SL) (SL = ceil(Out / CLUSTER)) for all TILE_E
 // episodes from the full input rows in its own shared memory, pushes them into every CTA's output
 // buffer through distributed shared memory, then waits until every CTA's columns are in (the
 // exchange, CLUSTER_MBAR below). Layers ping-pong between two buffers: a CTA's pushes of a layer
 // follow its reads of that layer's input, and no peer computes the next layer before it has them,
-// so a buffer is rewritten only after its last read. The two
-// dueling streams' hidden layers run as one 256-output layer, their output layers as one 46-output
-// layer (column 0 value, 1..45 advantages, each reading its own half of the hidden row).
-// Every CTA has every episode's value and advantages, so each computes all Q rows and actions itself
-// (one warp per episode; same arithmetic, same bits) instead of waiting for another exchange.
+// so a buffer is rewritten only after its last read. The two dueling streams' hidden layers run as
+// one 256-output layer; exact build: their output layers as one 46-output layer (column 0 value,
+// 1..45 advantages, each reading its own half of the hidden row); TF32 build: the 45 advantages are
+// the sliced layer and every CTA takes the value column (128 -> 1) for every row itself. Every CTA
+// has every episode's value and advantages, so each computes all Q values and actions itself (one
+// warp per episode, Q in registers; same arithmetic, same bits) instead of waiting for another
+// exchange.
 //
 // Pipeline: the target net on step t's next states and the online net on step t + 1's states
 // need only the simulator step, so they run in the same phases: right after its step an owner
@@ -8778,10 +8781,18 @@ extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
 // the episode restarted). Exchanges per step: 1 (states) + 4 (both nets) = 5; one online forward
 // before the loop (5 exchanges), and the last step's online forward is spare.
 //
-// Episodes: episode i of the cluster lives in CTA i % CLUSTER, run by its thread i / CLUSTER, with
-// its simulator state in that CTA's shared memory: the serial simulator work is spread over the
-// cluster's SMs instead of queueing on one. Owners build the state rows, the whole CTA copies them to
-// the peers and the outputs.
+// Episodes: episode i of the cluster lives in CTA i % CLUSTER (slot i / CLUSTER), with its simulator
+// state in that CTA's shared memory: the serial simulator work is spread over the cluster's SMs
+// instead of queueing on one. The simulator phase of a step runs three things at once on different
+// warps (HELPERS, with enough warps): each owned slot's warp steps its episode (lane 0) and builds its
+// state rows (all lanes), other warps run the curiosity model on the CTA's rows, and the last warps
+// take the previous step's TD errors; the owner adds the curiosity bonus and writes the step's
+// outputs inside the next layer phase, while the peers' outputs travel. The whole CTA copies the
+// state rows to the peers and the outputs.
+//
+// How many episodes per cluster: the descriptor's default fills ~128 CTAs, and the collector raises
+// it (cuOccupancyMaxActiveClusters) until the clusters fit on the GPU at once: an H200 holds 15
+// 8-CTA clusters, so N = 128 runs as 15 clusters of 9 in one wave instead of 16 of 8 in two.
 //
 // Bindings, uniforms and outputs: as collect_dqn.cu. Launch: 1-D grid of CLUSTER * ceil(N /
 // TILE_E) blocks of WG_X threads in clusters of (CLUSTER, 1, 1), DYN_SMEM_BYTES of dynamic shared
@@ -8802,7 +8813,8 @@ extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
 // TF32 build.
 //
 // SKIP_NETS 1 (bench only, TF32 build): every layer phase keeps its barriers but computes and pushes
-// nothing, so a launch times the simulator, the states, the outputs and the cluster barriers alone.
+// nothing, so a launch times the simulator, the states, the outputs and the cluster barriers alone;
+// TIMING 1 (bench only) prints cycles per step segment.
 #ifndef TF32
 #define TF32 0
 #endif
@@ -9369,21 +9381,34 @@ COLLECT_FN void layer_phase(const float* ws, const float* x, int ldx, float* y, 
   TMARK2(11, 3 + layer);
 }
 
+// TF32 build: a lane's share of value.1 (inputs lane, lane + 32, lane + 64, lane + 96) and its bias,
+// held in registers for the whole launch.
+struct ValueLane {
+  float w[4];
+  float b;
+};
+template <int Base>
+COLLECT_DEVICE ValueLane value_lane(const float* __restrict__ nets) {
+  using L = Dueling<HEAD_PLAIN, Base>;
+  ValueLane v;
+  for (int k = 0; k < 4; k++) v.w[k] = TF32 ? ldg1(nets + L::V1_W + 32 * k + lane_id()) : 0.0f;
+  v.b = TF32 ? ldg1(nets + L::V1_B) : 0.0f;
+  return v;
+}
+
 // TF32 build: value.1 of every row, column 0 of va, from the hidden rows a (columns 0..127) by this
 // CTA itself: one warp per row (row r on warp r % WARPS, the warp that takes its decision), f32 sum
-// over lanes. Weights through the cache (129 floats).
-template <int Base>
-COLLECT_FN void value_rows(const float* __restrict__ nets, const float* a, float* va) {
-  using L = Dueling<HEAD_PLAIN, Base>;
+// over lanes.
+COLLECT_FN void value_rows(const ValueLane& v, const float* a, float* va) {
   if (SKIP_NETS) return;
   const int lane = lane_id();
   for (int r = (int)(threadIdx.x >> 5); r < E; r += T / 32) {
     const float* x = a + r * LD_TRUNK;
     float acc = 0.0f;
 #pragma unroll
-    for (int k = 0; k < 128; k += 32) acc = __fmaf_rn(ldg1(nets + L::V1_W + k + lane), x[k + lane], acc);
+    for (int k = 0; k < 4; k++) acc = __fmaf_rn(v.w[k], x[32 * k + lane], acc);
     acc = warp_sum(acc);
-    if (lane == 0) va[r * LD_VQ] = fadd(ldg1(nets + L::V1_B), acc);
+    if (lane == 0) va[r * LD_VQ] = fadd(v.b, acc);
     __syncwarp();
   }
 }
@@ -9393,15 +9418,15 @@ COLLECT_FN void value_rows(const float* __restrict__ nets, const float* a, float
 // the phase's exchange has completed (TF32: the value column by the row's warp); \`extra(k)\` inside
 // layer phase k (layer_phase).
 template <class Extra>
-COLLECT_FN void dueling_va(float* s, bool target, unsigned rank, unsigned& ph, const float* __restrict__ nets,
-                           Extra& extra TIMING_ARGS) {
+COLLECT_FN void dueling_va(float* s, bool target, unsigned rank, unsigned& ph, const ValueLane& vq,
+                           const ValueLane& vt, Extra& extra TIMING_ARGS) {
   const float* wt = target ? s + SM_WT : nullptr;
   // TF32: the value column while the advantages travel.
   auto extra3 = [&](int layer) {
     extra(layer);
     if (TF32 && layer == 3) {
-      value_rows<NET_Q_BASE>(nets, s + SM_A, s + SM_VA);
-      if (target) value_rows<NET_T_BASE>(nets, s + SM_AT, s + SM_VT);
+      value_rows(vq, s + SM_A, s + SM_VA);
+      if (target) value_rows(vt, s + SM_AT, s + SM_VT);
     }
   };
   layer_phase<STATE_DIM, 256, ACT_LEAKY, 256, 0>(s + SM_WQ + NW_S0, s + SM_X0, LD_STATE, s + SM_A, LD_TRUNK,
@@ -9706,7 +9731,8 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
   long long tsum[TSEG] = {}, tlast = 0;
 #endif
   auto none = [](int) {};
-  dueling_va(smem, false, rank, phases, nets, none TIMING_PASS);
+  const ValueLane vq = value_lane<NET_Q_BASE>(nets), vt = value_lane<NET_T_BASE>(nets);
+  dueling_va(smem, false, rank, phases, vq, vt, none TIMING_PASS);
 #if TIMING
   for (int k = 0; k < TSEG; k++) tsum[k] = 0;
   tlast = (long long)clock64();
@@ -9789,7 +9815,7 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
       in[1] = so.done ? 1.0f : 0.0f;
       in[2] = q_sel;
     };
-    dueling_va(smem, true, rank, phases, nets, finish TIMING_PASS);
+    dueling_va(smem, true, rank, phases, vq, vt, finish TIMING_PASS);
     TMARK(7);
   }
   // The last step's TD errors (its target rows are complete past the last layer phase; the barrier
