@@ -256,8 +256,9 @@ const SM90_SHARED = 227 * 1024;
 
 /**
  * The cluster variant's shape: `cluster` CTAs per cluster (default 8, the portable maximum) and
- * episodes per cluster so that the clusters fill ~128 CTAs (132 SMs on an H200; N = 128 with 8
- * CTAs: 16 clusters of 8 episodes, one per CTA), halved while the shared-memory plan does not fit.
+ * episodes per cluster so that the clusters fill ~128 CTAs, halved while the shared-memory plan does
+ * not fit; then, on CUDA, raised where the GPU holds fewer such clusters at once than N needs
+ * (residentClusterEpisodes: an H200 holds 15 clusters of 8 CTAs, so N = 128 runs as 15 clusters of 9).
  */
 function clusterOptions(
   base: Pick<CollectDqnOptions, 'head' | 'atoms' | 'iqnEmbed' | 'actTaus' | 'variant'>,
