@@ -12,7 +12,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CudaBackend, createCudaBackend } from '../../src/backend/cuda/index.js';
 import { ADDON_PATH, packageRoot } from '../../src/backend/cuda/native.js';
 import { DeviceLostError, type Dispatch, type KernelSpec } from '../../src/backend/types.js';
+import { DqnDeviceCollector } from '../../src/collect/device.js';
+import { cloneDefaults } from '../../src/config.js';
+import { cudaClusterSharedBytes } from '../../src/kernels/collect_dqn.js';
 import { philoxStreamSpec } from '../../src/kernels/philox_stream.js';
+import { randomMarket } from './env.fixtures.js';
 
 const root = packageRoot();
 const cc = spawnSync('cc', ['--version']).status === 0;
@@ -122,6 +126,35 @@ describe.skipIf(!cc)('CUDA backend over the mock driver (skipped: no C compiler 
     expect(Array.from(got.subarray(18, 21))).toEqual([4, 1, 1]);
     seq.destroy();
     backend.destroyBuffer(words);
+  });
+
+  it('asks the driver how many clusters of a kernel fit at once, and the cluster collector fills one wave', () => {
+    // The mock's 8 GPCs (18, 18, 18, 18, 16, 16, 16, 12 SMs) at one block per SM.
+    const spec = (cluster: number): KernelSpec => ({
+      ...philoxStreamSpec,
+      constants: { CLUSTER_CASE: cluster },
+      cluster: [cluster, 1, 1],
+      sharedBytes: 200 * 1024,
+    });
+    expect(backend.maxActiveClusters(spec(8))).toBe(15);
+    expect(backend.maxActiveClusters(spec(16))).toBe(7);
+    expect(backend.maxActiveClusters({ ...philoxStreamSpec })).toBeUndefined();
+    // N = 128 in 16 clusters of 8 would take two waves: the collector takes 9 episodes per cluster.
+    const cfg = cloneDefaults();
+    cfg.rollout.episodes = 128;
+    cfg.rollout.steps = 4;
+    cfg.env.episodeBars = 12;
+    const market = randomMarket(400, 5);
+    const split = { start: 0, end: 400 };
+    const init = { backend, market, split, cfg, algo: 'dqn' as const, variant: 'cluster' as const };
+    const tf32 = new DqnDeviceCollector({ ...init, constants: { TF32: 1 } });
+    expect(tf32.options.tileEpisodes).toBe(9);
+    expect(tf32.spec.sharedBytes).toBe(cudaClusterSharedBytes({ tileEpisodes: 9, cluster: 8, tf32: true }));
+    tf32.destroy();
+    // An explicit tile stands.
+    const eight = new DqnDeviceCollector({ ...init, constants: { TF32: 1 }, tile: { tileEpisodes: 8 } });
+    expect(eight.options.tileEpisodes).toBe(8);
+    eight.destroy();
   });
 
   it('launches a pdl kernel with cuLaunchKernelEx and programmatic stream serialization, also in graphs', async () => {

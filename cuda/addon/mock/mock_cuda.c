@@ -15,6 +15,9 @@
  * non-portable sizes (then at most 16), and writes the cluster dimensions as three more u32 after
  * the parameter block; a PDL launch writes the u32 pair 6, 1 (the attribute and its value) there. Setting
  * FOXHUNT_MOCK_FAULT makes cuStreamSynchronize fail with CUDA_ERROR_ILLEGAL_ADDRESS.
+ * cuOccupancyMaxActiveClusters models 132 SMs in 8 GPCs of 18, 18, 18, 18, 16, 16, 16 and 12 SMs
+ * (a made-up layout with the H200's count: 15 clusters of 8 blocks at one block per SM, 7 of 16), one
+ * block per SM past 114 KiB of dynamic shared memory, else two.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -259,6 +262,19 @@ CUresult cuLaunchKernelEx(const LaunchConfig* c, Function* fn, void** kernelPara
     const size_t size_bytes = *(size_t*)extra[3];
     memcpy((unsigned char*)(uintptr_t)first + 40 + size_bytes, cl, sizeof(unsigned) * 3);
   }
+  return OK;
+}
+
+CUresult cuOccupancyMaxActiveClusters(int* n, Function* fn, const LaunchConfig* c) {
+  static const int gpcs[8] = {18, 18, 18, 18, 16, 16, 16, 12};
+  if (c->numAttrs != 1 || c->attrs[0].id != 4) return INVALID_VALUE;
+  const unsigned* cl = &c->attrs[0].value.clusterDim.x;
+  const unsigned size = cl[0] * cl[1] * cl[2];
+  if (size == 0 || size > (fn->non_portable_cluster ? 16u : 8u)) return INVALID_VALUE;
+  if (c->shared > (unsigned)fn->max_dynamic_shared) return INVALID_VALUE;
+  const int per_sm = c->shared > 114 * 1024 ? 1 : 2;
+  *n = 0;
+  for (int g = 0; g < 8; g++) *n += gpcs[g] * per_sm / (int)size;
   return OK;
 }
 
