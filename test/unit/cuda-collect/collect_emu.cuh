@@ -229,8 +229,9 @@ inline void launch(dim3 grid, dim3 block, size_t smem_bytes, void (*entry)(void*
       }
 }
 
-template <class T>
-inline T shfl_xor(T v, int mask) {
+// A warp shuffle: every lane deposits v, the warp meets, each lane takes lane src_of(its lane)'s.
+template <class T, class Src>
+inline T shfl(T v, Src src_of) {
   static_assert(sizeof(T) == 4, "32-bit shuffles only");
   const unsigned tid = flat_tid();
   const unsigned base = tid & ~31u;
@@ -238,25 +239,18 @@ inline T shfl_xor(T v, int mask) {
   std::memcpy(&bits, &v, 4);
   g_block->shuffle[tid] = bits;
   warp_wait();
-  bits = g_block->shuffle[base + ((tid & 31u) ^ static_cast<unsigned>(mask))];
+  bits = g_block->shuffle[base + (src_of(tid & 31u) & 31u)];
   warp_wait();
   std::memcpy(&v, &bits, 4);
   return v;
 }
-
+template <class T>
+inline T shfl_xor(T v, int mask) {
+  return shfl(v, [mask](unsigned lane) { return lane ^ static_cast<unsigned>(mask); });
+}
 template <class T>
 inline T shfl_idx(T v, int src) {
-  static_assert(sizeof(T) == 4, "32-bit shuffles only");
-  const unsigned tid = flat_tid();
-  const unsigned base = tid & ~31u;
-  uint32_t bits;
-  std::memcpy(&bits, &v, 4);
-  g_block->shuffle[tid] = bits;
-  warp_wait();
-  bits = g_block->shuffle[base + (static_cast<unsigned>(src) & 31u)];
-  warp_wait();
-  std::memcpy(&v, &bits, 4);
-  return v;
+  return shfl(v, [src](unsigned) { return static_cast<unsigned>(src); });
 }
 
 inline void mma_tf32(float d[4], const unsigned a[4], const unsigned b[2]) {
