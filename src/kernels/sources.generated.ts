@@ -9330,7 +9330,9 @@ COLLECT_FN void curiosity_model(const float* __restrict__ nets, float* smem, int
 // work and the wait for the peers' bytes.
 // Segment 12: the thread's own work in the simulator phase (thread 0: the owner's step; thread 32: the
 // curiosity model; thread WG_X - 32: the TD errors), before the phase's closing barrier.
-constexpr int TSEG = 13;
+// 13: the thread's own decisions (before their closing barrier); 14, 15: the curiosity model's first
+// layer and the wait at the barrier after it (its second layer is then segment 12).
+constexpr int TSEG = 16;
 #else
 #define TMARK(k) \\
   do {           \\
@@ -9750,6 +9752,7 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
       prefetch_l1(window + ep.div_head);
     }
     decide(smem, base, u.n, g, u.epsilon, p.key0, p.key1, u.curiosity != 0, rank);
+    TMARK(13);
     block_sync();
     TMARK(0);
 
@@ -9767,7 +9770,11 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
         if (l > 0) td_errors(smem, out_f, o.nl, base, u.n, u.steps, l - 1, u.gamma, rank, warp - (WARPS - NTD), NTD);
       } else if (u.curiosity) {
         curiosity_model(nets, smem, (int)threadIdx.x - 32 * CUR_WARP0, CUR_THREADS,
-                        [] { named_sync(1, CUR_THREADS); });
+                        [&] {
+                          TMARK(14);
+                          named_sync(1, CUR_THREADS);
+                          TMARK(15);
+                        });
       }
     } else {
       if (active && !SKIP_ENV) env_step(ep, m, p, window, action, 0.0f, false, so);
@@ -9825,7 +9832,11 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
     td_errors(smem, out_f, o.nl, base, u.n, u.steps, u.steps - 1, u.gamma, rank, warp - (WARPS - NTD), NTD);
 #if TIMING
   if (flat_block_id() == 0 && (threadIdx.x == 32 * CUR_WARP0 || threadIdx.x == T - 32))
-    printf("timing thread %u: own work in the simulator phase %lld cycles/step\\n", threadIdx.x, tsum[12] / u.steps);
+    printf("timing thread %u: own work in the simulator phase %lld cycles/step (curiosity: layer 0 %lld, wait %lld)\\n",
+           threadIdx.x, tsum[12] / u.steps, tsum[14] / u.steps, tsum[15] / u.steps);
+  if (flat_block_id() == 0 && threadIdx.x % 32 == 0)
+    printf("timing thread %u: own decisions %lld cycles/step, then the barrier %lld\\n", threadIdx.x, tsum[13] / u.steps,
+           tsum[0] / u.steps);
   if (flat_block_id() < C && threadIdx.x == 0)
     printf("timing rank %u cycles/step: owner %lld decide %lld sim %lld states %lld L0 %lld L1 %lld L2 %lld L3 %lld"
            " rest %lld | layers: sums %lld push %lld extra %lld wait %lld\\n",
