@@ -18,6 +18,7 @@ import { packUniforms, uniformBytes } from '../../src/backend/uniforms.js';
 import {
   clusterEpisodes,
   clusterFits,
+  clusterThreads,
   DqnDeviceCollector,
   residentClusterEpisodes,
 } from '../../src/collect/device.js';
@@ -136,6 +137,7 @@ describe.skipIf(!nvcc)(
       [8, 8, 256, true],
       [8, 8, 512, true],
       [16, 16, 256, true],
+      [8, 9, 288, true],
     ])('compiles %i CTAs x %i episodes x %i threads (TF32 %s) for sm_90', (cluster, e, threads, tf32) => {
       const spec = clusterSpec(cluster, e, threads, tf32);
       const compiler = findCompiler(loadNative());
@@ -194,6 +196,13 @@ function emuLaunches(
 }
 
 describe('collect_dqn cluster variant descriptor', () => {
+  it('gives each of up to 10 episodes per cluster a warp of its own for the decisions', () => {
+    expect(clusterThreads(8)).toBe(256);
+    expect(clusterThreads(9)).toBe(288);
+    expect(clusterThreads(10)).toBe(320);
+    expect(clusterThreads(16)).toBe(320);
+  });
+
   it('takes more episodes per cluster where the GPU holds fewer clusters at once than N needs', () => {
     // H200, 8-CTA clusters: 15 resident, so N = 128 runs as 15 clusters of 9, not 16 of 8 (two waves).
     expect(residentClusterEpisodes(128, 8, 15, 8, true, 256)).toBe(9);
@@ -334,8 +343,10 @@ describe.skipIf(unavailable !== null)(
       ['8 CTAs x 6 episodes x 64 threads', 8, 6, 64],
       ['16 CTAs x 4 episodes x 64 threads', 16, 4, 64],
       ['mbarrier exchange, 8 CTAs x 8 episodes x 256 threads', 8, 8, 256, 1],
-      // N = 128 in 15 clusters: CTAs 0 and 1 own two episodes (two owner warps, two TD warps).
+      // CTAs 0 and 1 own two episodes (two owner warps, two TD warps).
       ['mbarrier exchange, 8 CTAs x 10 episodes x 256 threads', 8, 10, 256, 1],
+      // N = 128 on an H200: 15 clusters of 9, a warp per episode (9 warps).
+      ['mbarrier exchange, 8 CTAs x 9 episodes x 288 threads', 8, 9, 288, 1],
     ];
     for (const [name, cluster, e, threads, mbar = 0] of cases) {
       it(`${name}: matches the TS reference over ${launches} launches at epsilon 1`, () => {

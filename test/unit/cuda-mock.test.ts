@@ -149,11 +149,17 @@ describe.skipIf(!cc)('CUDA backend over the mock driver (skipped: no C compiler 
     const init = { backend, market, split, cfg, algo: 'dqn' as const, variant: 'cluster' as const };
     const tf32 = new DqnDeviceCollector({ ...init, constants: { TF32: 1 } });
     expect(tf32.options.tileEpisodes).toBe(9);
-    expect(tf32.spec.sharedBytes).toBe(cudaClusterSharedBytes({ tileEpisodes: 9, cluster: 8, tf32: true }));
+    // A warp for each episode's decision.
+    expect(tf32.options.threads).toBe(288);
+    expect(tf32.spec.workgroupSize).toEqual([288, 1, 1]);
+    expect(tf32.spec.sharedBytes).toBe(
+      cudaClusterSharedBytes({ tileEpisodes: 9, cluster: 8, tf32: true, threads: 288 }),
+    );
     tf32.destroy();
     // An explicit tile stands.
     const eight = new DqnDeviceCollector({ ...init, constants: { TF32: 1 }, tile: { tileEpisodes: 8 } });
     expect(eight.options.tileEpisodes).toBe(8);
+    expect(eight.options.threads).toBe(256);
     eight.destroy();
   });
 
