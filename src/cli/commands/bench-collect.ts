@@ -43,7 +43,8 @@ per episode are measured in the same run (--variant both, the default for dqn an
   --cluster C       cluster variant: CTAs per thread-block cluster (default 8; 16 is non-portable),
                     each holding 1/C of every layer in shared memory; --tile sets its episodes per
                     cluster (default: ~128 CTAs in all, more episodes per cluster where the GPU
-                    cannot hold that many clusters at once), --threads its threads per CTA (default 256)
+                    cannot hold that many clusters at once), --threads its threads per CTA (default
+                    256, or a warp for each of 9 or 10 episodes per cluster)
   --exchange X      cluster variant: push (each CTA stores its outputs into every CTA), pull (each
                     CTA loads the others' outputs as float4 after the barrier) or both (default)
   --precision P     the tiled and cluster kernels' arithmetic: exact (f32, the parity mode; the
