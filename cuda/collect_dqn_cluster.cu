@@ -71,8 +71,8 @@
 #endif
 // Further bench-only knobs on top of SKIP_NETS, to split what the rest of a step costs: PHASE_BLOCK 1
 // ends the layer phases with a block barrier instead of the cluster barrier (nothing is exchanged
-// there; with CLUSTER_MBAR 0), SKIP_ENV 1 leaves out the simulator step and the restart, SKIP_SHARE 1 the copies of the
-// state rows to the peers and the outputs.
+// there; with CLUSTER_MBAR 0), SKIP_ENV 1 leaves out the simulator step and the restart, SKIP_SHARE 1
+// the copies of the state rows to the peers and the outputs.
 #ifndef PHASE_BLOCK
 #define PHASE_BLOCK 0
 #endif
@@ -82,9 +82,8 @@
 #ifndef SKIP_SHARE
 #define SKIP_SHARE 0
 #endif
-// TIMING 1 (bench only, GPU builds): thread 0 of every CTA of the first cluster sums clock64() cycles per
-// step segment (decisions, simulator and rows, states exchange, each layer phase, outputs, TD errors)
-// and prints the per-step means with printf at the end of the launch.
+// TIMING 1 (bench only, GPU builds): some threads of the first cluster's CTAs sum clock64() cycles per
+// step segment (TSEG below) and print the per-step means with printf at the end of the launch.
 #ifndef TIMING
 #define TIMING 0
 #endif
@@ -112,7 +111,7 @@ static_assert(!(CLUSTER_MBAR && PHASE_BLOCK), "PHASE_BLOCK times the cluster-bar
 #include "collect_io.cuh"
 #include "collect_dqn_step.cuh"
 #include "collect_nets.cuh"
-#include "collect_splitk.cuh"
+#include "mlp_splitk.cuh"
 #include "grid.cuh"
 
 static_assert(HEAD == HEAD_PLAIN, "collect_dqn_cluster implements the plain dueling head");
@@ -527,7 +526,8 @@ COLLECT_FN void load_curiosity(const float* __restrict__ nets, float* cw) {
     else if (k < L0 + CNet::HIDDEN)
       cw[CW_B0 + k - L0] = v;
     else if (k < L0 + CNet::HIDDEN + L1)
-      cw[CW_W1 + (k - L0 - CNet::HIDDEN) / CNet::HIDDEN * odd_stride(CNet::HIDDEN) + (k - L0 - CNet::HIDDEN) % CNet::HIDDEN] = v;
+      cw[CW_W1 + (k - L0 - CNet::HIDDEN) / CNet::HIDDEN * odd_stride(CNet::HIDDEN) +
+         (k - L0 - CNet::HIDDEN) % CNet::HIDDEN] = v;
     else
       cw[CW_B1 + k - L0 - CNet::HIDDEN - L1] = v;
   }
@@ -576,8 +576,9 @@ COLLECT_FN void curiosity_model(const float* __restrict__ nets, float* smem, int
 // Segments: decisions, simulator phase, states exchange, layer phases 0-3, the rest; then, summed over
 // the four layer phases, their partial sums (with the block barrier), their pushes, the phase's extra
 // work and the wait for the peers' bytes.
-// Segment 12: the thread's own work in the simulator phase (thread 0: the owner's step; thread 32: the
-// curiosity model; thread WG_X - 32: the TD errors), before the phase's closing barrier.
+// Segment 12: the thread's own work in the simulator phase (thread 0: the owner's step; the first
+// curiosity warp's thread 0: the curiosity model; thread WG_X - 32: the TD errors), before the phase's
+// closing barrier.
 // 13: the thread's own decisions (before their closing barrier); 14, 15: the curiosity model's first
 // layer and the wait at the barrier after it (its second layer is then segment 12).
 constexpr int TSEG = 16;
@@ -1054,15 +1055,9 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
     auto finish = [&](int layer) {
       if (layer != 1 || !active) return;
       if (u.curiosity) {
-        const float* pred = smem + SM_CO + slot * LD_CO;
-        const float* next = smem + SM_XT + i * LD_STATE;
-        float acc = 0.0f;
-        for (int k = 0; k < CURIOSITY_OUT; k++) {
-          const float d = fsub(pred[k], next[k]);
-          acc = fadd(acc, fmul(d, d));
-        }
-        so.curiosity = curiosity_bonus(p, fmul(acc, 1.0f / CURIOSITY_OUT));
-        so.total = fadd(fadd(fadd(fadd(so.pnl, so.barrier), so.risk), so.diversity), so.curiosity);
+        so.curiosity =
+            curiosity_bonus(p, curiosity_mse_next<false>(smem + SM_CO + slot * LD_CO, smem + SM_XT + i * LD_STATE));
+        so.total = step_total(so);
       }
       write_step(o, so, action);
       float* in = smem + SM_TDIN + 4 * slot;

@@ -353,6 +353,11 @@ COLLECT_DEVICE void build_state(const Episode& ep, const Market& m, float* s) {
   state_portfolio(ep, s + MARKET_FEATURES);
 }
 
+// step.ts's total reward from the step's components (the same order of additions everywhere).
+COLLECT_DEVICE float step_total(const StepOut& s) {
+  return fadd(fadd(fadd(fadd(s.pnl, s.barrier), s.risk), s.diversity), s.curiosity);
+}
+
 // curiosity.ts curiosityBonus from the model's mse.
 COLLECT_DEVICE float curiosity_bonus(const EnvScalars& p, float mse) {
   return fminf(fmul(p.curiosity_scale, mse), p.curiosity_max);
@@ -411,7 +416,7 @@ COLLECT_DEVICE void env_step(Episode& ep, const Market& m, const EnvScalars& p, 
   out.risk = risk;
   out.diversity = diversity;
   out.curiosity = bonus;
-  out.total = fadd(fadd(fadd(fadd(pnl, barrier), risk), diversity), bonus);
+  out.total = step_total(out);
   out.done = done;
   out.truncated = done == 0 && step >= p.episode_bars ? 1 : 0;
 }

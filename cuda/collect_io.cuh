@@ -14,15 +14,21 @@ struct Out {
 COLLECT_DEVICE float* out_f_at(const Out& o, int section, int width) { return o.f + section * o.nl + o.idx * width; }
 COLLECT_DEVICE int* out_i_at(const Out& o, int section) { return o.i + section * o.nl + o.idx; }
 
-// curiosity.ts curiosityMse from the model's prediction `pred` for decision bar t.
-COLLECT_DEVICE float curiosity_mse(const float* pred, const float* features, int t) {
-  const float* next = features + (t + 1) * MARKET_FEATURES;
+// curiosity.ts curiosityMse of the model's prediction `pred` against `next`, the features of bar
+// t + 1 (in global memory, read through the read-only path, or not: GLOBAL false, e.g. a state row
+// in shared memory, which begins with them).
+template <bool GLOBAL = true>
+COLLECT_DEVICE float curiosity_mse_next(const float* pred, const float* next) {
   float acc = 0.0f;
   for (int k = 0; k < CURIOSITY_OUT; k++) {
-    const float d = fsub(pred[k], ldg1(next + k));
+    const float d = fsub(pred[k], GLOBAL ? ldg1(next + k) : next[k]);
     acc = fadd(acc, fmul(d, d));
   }
   return fmul(acc, 1.0f / CURIOSITY_OUT);
+}
+// The same for decision bar t.
+COLLECT_DEVICE float curiosity_mse(const float* pred, const float* features, int t) {
+  return curiosity_mse_next(pred, features + (t + 1) * MARKET_FEATURES);
 }
 
 // The curiosity input of decision bar t: features[t][0..32) ++ one-hot(category), then zeros.

@@ -8823,8 +8823,8 @@ extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
 #endif
 // Further bench-only knobs on top of SKIP_NETS, to split what the rest of a step costs: PHASE_BLOCK 1
 // ends the layer phases with a block barrier instead of the cluster barrier (nothing is exchanged
-// there; with CLUSTER_MBAR 0), SKIP_ENV 1 leaves out the simulator step and the restart, SKIP_SHARE 1 the copies of the
-// state rows to the peers and the outputs.
+// there; with CLUSTER_MBAR 0), SKIP_ENV 1 leaves out the simulator step and the restart, SKIP_SHARE 1
+// the copies of the state rows to the peers and the outputs.
 #ifndef PHASE_BLOCK
 #define PHASE_BLOCK 0
 #endif
@@ -8834,9 +8834,8 @@ extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
 #ifndef SKIP_SHARE
 #define SKIP_SHARE 0
 #endif
-// TIMING 1 (bench only, GPU builds): thread 0 of every CTA of the first cluster sums clock64() cycles per
-// step segment (decisions, simulator and rows, states exchange, each layer phase, outputs, TD errors)
-// and prints the per-step means with printf at the end of the launch.
+// TIMING 1 (bench only, GPU builds): some threads of the first cluster's CTAs sum clock64() cycles per
+// step segment (TSEG below) and print the per-step means with printf at the end of the launch.
 #ifndef TIMING
 #define TIMING 0
 #endif
@@ -8864,7 +8863,7 @@ static_assert(!(CLUSTER_MBAR && PHASE_BLOCK), "PHASE_BLOCK times the cluster-bar
 #include "collect_io.cuh"
 #include "collect_dqn_step.cuh"
 #include "collect_nets.cuh"
-#include "collect_splitk.cuh"
+#include "mlp_splitk.cuh"
 #include "grid.cuh"
 
 static_assert(HEAD == HEAD_PLAIN, "collect_dqn_cluster implements the plain dueling head");
@@ -9279,7 +9278,8 @@ COLLECT_FN void load_curiosity(const float* __restrict__ nets, float* cw) {
     else if (k < L0 + CNet::HIDDEN)
       cw[CW_B0 + k - L0] = v;
     else if (k < L0 + CNet::HIDDEN + L1)
-      cw[CW_W1 + (k - L0 - CNet::HIDDEN) / CNet::HIDDEN * odd_stride(CNet::HIDDEN) + (k - L0 - CNet::HIDDEN) % CNet::HIDDEN] = v;
+      cw[CW_W1 + (k - L0 - CNet::HIDDEN) / CNet::HIDDEN * odd_stride(CNet::HIDDEN) +
+         (k - L0 - CNet::HIDDEN) % CNet::HIDDEN] = v;
     else
       cw[CW_B1 + k - L0 - CNet::HIDDEN - L1] = v;
   }
@@ -9328,8 +9328,9 @@ COLLECT_FN void curiosity_model(const float* __restrict__ nets, float* smem, int
 // Segments: decisions, simulator phase, states exchange, layer phases 0-3, the rest; then, summed over
 // the four layer phases, their partial sums (with the block barrier), their pushes, the phase's extra
 // work and the wait for the peers' bytes.
-// Segment 12: the thread's own work in the simulator phase (thread 0: the owner's step; thread 32: the
-// curiosity model; thread WG_X - 32: the TD errors), before the phase's closing barrier.
+// Segment 12: the thread's own work in the simulator phase (thread 0: the owner's step; the first
+// curiosity warp's thread 0: the curiosity model; thread WG_X - 32: the TD errors), before the phase's
+// closing barrier.
 // 13: the thread's own decisions (before their closing barrier); 14, 15: the curiosity model's first
 // layer and the wait at the barrier after it (its second layer is then segment 12).
 constexpr int TSEG = 16;
@@ -9806,15 +9807,9 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
     auto finish = [&](int layer) {
       if (layer != 1 || !active) return;
       if (u.curiosity) {
-        const float* pred = smem + SM_CO + slot * LD_CO;
-        const float* next = smem + SM_XT + i * LD_STATE;
-        float acc = 0.0f;
-        for (int k = 0; k < CURIOSITY_OUT; k++) {
-          const float d = fsub(pred[k], next[k]);
-          acc = fadd(acc, fmul(d, d));
-        }
-        so.curiosity = curiosity_bonus(p, fmul(acc, 1.0f / CURIOSITY_OUT));
-        so.total = fadd(fadd(fadd(fadd(so.pnl, so.barrier), so.risk), so.diversity), so.curiosity);
+        so.curiosity =
+            curiosity_bonus(p, curiosity_mse_next<false>(smem + SM_CO + slot * LD_CO, smem + SM_XT + i * LD_STATE));
+        so.total = step_total(so);
       }
       write_step(o, so, action);
       float* in = smem + SM_TDIN + 4 * slot;
@@ -10231,6 +10226,11 @@ COLLECT_DEVICE void build_state(const Episode& ep, const Market& m, float* s) {
   state_portfolio(ep, s + MARKET_FEATURES);
 }
 
+// step.ts's total reward from the step's components (the same order of additions everywhere).
+COLLECT_DEVICE float step_total(const StepOut& s) {
+  return fadd(fadd(fadd(fadd(s.pnl, s.barrier), s.risk), s.diversity), s.curiosity);
+}
+
 // curiosity.ts curiosityBonus from the model's mse.
 COLLECT_DEVICE float curiosity_bonus(const EnvScalars& p, float mse) {
   return fminf(fmul(p.curiosity_scale, mse), p.curiosity_max);
@@ -10289,7 +10289,7 @@ COLLECT_DEVICE void env_step(Episode& ep, const Market& m, const EnvScalars& p, 
   out.risk = risk;
   out.diversity = diversity;
   out.curiosity = bonus;
-  out.total = fadd(fadd(fadd(fadd(pnl, barrier), risk), diversity), bonus);
+  out.total = step_total(out);
   out.done = done;
   out.truncated = done == 0 && step >= p.episode_bars ? 1 : 0;
 }
@@ -10318,15 +10318,21 @@ struct Out {
 COLLECT_DEVICE float* out_f_at(const Out& o, int section, int width) { return o.f + section * o.nl + o.idx * width; }
 COLLECT_DEVICE int* out_i_at(const Out& o, int section) { return o.i + section * o.nl + o.idx; }
 
-// curiosity.ts curiosityMse from the model's prediction \`pred\` for decision bar t.
-COLLECT_DEVICE float curiosity_mse(const float* pred, const float* features, int t) {
-  const float* next = features + (t + 1) * MARKET_FEATURES;
+// curiosity.ts curiosityMse of the model's prediction \`pred\` against \`next\`, the features of bar
+// t + 1 (in global memory, read through the read-only path, or not: GLOBAL false, e.g. a state row
+// in shared memory, which begins with them).
+template <bool GLOBAL = true>
+COLLECT_DEVICE float curiosity_mse_next(const float* pred, const float* next) {
   float acc = 0.0f;
   for (int k = 0; k < CURIOSITY_OUT; k++) {
-    const float d = fsub(pred[k], ldg1(next + k));
+    const float d = fsub(pred[k], GLOBAL ? ldg1(next + k) : next[k]);
     acc = fadd(acc, fmul(d, d));
   }
   return fmul(acc, 1.0f / CURIOSITY_OUT);
+}
+// The same for decision bar t.
+COLLECT_DEVICE float curiosity_mse(const float* pred, const float* features, int t) {
+  return curiosity_mse_next(pred, features + (t + 1) * MARKET_FEATURES);
 }
 
 // The curiosity input of decision bar t: features[t][0..32) ++ one-hot(category), then zeros.
