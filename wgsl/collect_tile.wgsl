@@ -82,7 +82,7 @@ const SCALAR = ENGINE == 0 || ENGINE == 3;
 //!if ENGINE == 0, 3
 var<workgroup> act_s: array<f32, select(1, ROWS * ACT_W, SCALAR)>;
 //!endif
-//!if ENGINE == 1, 2
+//!if ENGINE == 1, 2, 5
 var<workgroup> act_v: array<vec4<f32>, select(1, ROWS * ACT_W4, !SCALAR)>;
 //!endif
 // Staged weights: vec4 quads (engines 0-2); engine 3 stages scalars, KT + 1 per output (the
@@ -148,7 +148,7 @@ fn act_get(r: u32, k: u32) -> f32 {
     return f32(act_h[r * ACT_W + k]);
   }
 //!endif
-//!if ENGINE == 1, 2
+//!if ENGINE == 1, 2, 5
   if (!SCALAR) {
     return act_v[r * ACT_W4 + k / 4u][k % 4u];
   }
@@ -175,7 +175,7 @@ fn act_set4(r: u32, k4: u32, v: vec4<f32>) {
     return;
   }
 //!endif
-//!if ENGINE == 1, 2
+//!if ENGINE == 1, 2, 5
   if (!SCALAR) {
     act_v[r * ACT_W4 + k4] = v;
   }
@@ -279,6 +279,11 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
 //!if ENGINE == 4
   if (ENGINE == 4) {
     dense_mma(b0, b1, n_k, kind, to_q, out_col, lid, sg);
+  }
+//!endif
+//!if ENGINE == 5
+  if (ENGINE == 5) {
+    dense_gv(b0, b1, kind, to_q, out_col, lid);
   }
 //!endif
 }
@@ -821,6 +826,23 @@ fn dense_quad2(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bo
 
 //!endif
 
+//!if ENGINE == 4, 5
+// Offset in nets16, in halves, of the packed matrix of the layer whose first block starts at
+// nets[w] (engines 4 and 5: src/kernels/collect_half.ts).
+fn mma_offset(w: u32) -> u32 {
+  if (w == MMH_KEY_0) { return MMH_OFF_0; }
+  if (w == MMH_KEY_1) { return MMH_OFF_1; }
+  if (w == MMH_KEY_2) { return MMH_OFF_2; }
+  if (w == MMH_KEY_3) { return MMH_OFF_3; }
+  if (w == MMH_KEY_4) { return MMH_OFF_4; }
+  if (w == MMH_KEY_5) { return MMH_OFF_5; }
+  if (w == MMH_KEY_6) { return MMH_OFF_6; }
+  if (w == MMH_KEY_7) { return MMH_OFF_7; }
+  if (w == MMH_KEY_8) { return MMH_OFF_8; }
+  return MMH_OFF_9;
+}
+//!endif
+
 //!if ENGINE == 4
 // ---- engine 4: tensor cores through subgroup matrices (f16 operands, f32 accumulation) ----
 // The layer's weights are a packed f16 matrix in nets16 (src/kernels/collect_half.ts: one
@@ -843,20 +865,6 @@ alias MmC = subgroup_matrix_result<f32, 16, 16>;
 
 fn to_half(x: f32) -> f16 {
   return f16(clamp(x, -65504.0, 65504.0));
-}
-
-// Offset in nets16 of the packed matrix of the layer whose first block starts at nets[w].
-fn mma_offset(w: u32) -> u32 {
-  if (w == MMH_KEY_0) { return MMH_OFF_0; }
-  if (w == MMH_KEY_1) { return MMH_OFF_1; }
-  if (w == MMH_KEY_2) { return MMH_OFF_2; }
-  if (w == MMH_KEY_3) { return MMH_OFF_3; }
-  if (w == MMH_KEY_4) { return MMH_OFF_4; }
-  if (w == MMH_KEY_5) { return MMH_OFF_5; }
-  if (w == MMH_KEY_6) { return MMH_OFF_6; }
-  if (w == MMH_KEY_7) { return MMH_OFF_7; }
-  if (w == MMH_KEY_8) { return MMH_OFF_8; }
-  return MMH_OFF_9;
 }
 
 // Result tiles ca (outputs 16 ta..) and cb (16 tb..) of row tile mt through this subgroup's two
@@ -1016,6 +1024,116 @@ fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32
   }
   if (MT > 2) {
     mma_out(c20, c21, 2u, t0, t1, keep0, keep1, b0, b1, kind, out_col, lid, sg);
+  }
+}
+//!endif
+
+//!if ENGINE == 5
+// ---- engine 5: weight streaming for latency-bound small tiles (f16 weights, f32 math) ----
+// A small tile (N = 128: one to a few episodes per workgroup) computes each layer as a few
+// matrix-vector products: its time is the time to bring the layer's weights from L2, not the
+// multiply-adds. Engines 0-3 stage the weights through workgroup memory slice by slice, two
+// barriers per slice; engine 5 has no staging: thread (p, j) of a layer reads output j's f16
+// weights straight from nets16 into registers, GV_UNROLL 16-byte words (8 inputs each) in flight
+// before it multiplies, and keeps ROWS f32 sums. The weights are pack_half's k-group layout
+// (src/kernels/collect_half.ts, order 1): word g * outPad + j of a matrix holds inputs 8 g .. 8 g + 7
+// of output j, so a warp's 32 consecutive outputs read 512 consecutive bytes. A layer narrower than
+// the workgroup splits its input groups over `parts` threads per output (WG_X / outputs rounded to
+// 32: the heads' 46 outputs take 4 parts at 256 threads), which add their partial sums through
+// gv_part after the layer's barrier. An output reads only its own block's input groups (the heads:
+// advantages from columns 128-255, the value from 0-127; k_lo a multiple of 8), activations as vec4
+// broadcasts from act_v.
+// Numerics: f16-rounded weights (as engine 4), f32 activations and sums: y = act(b + sum over the
+// parts in order of each part's sum over its groups in increasing input). Not bit-identical to the
+// reference: the f16 precision mode.
+var<workgroup> gv_part: array<f32, WG_X * ROWS>;
+
+// Adds the products of one weight word (inputs 8 g .. 8 g + 7) with those inputs of every row.
+fn gv_fma(acc: ptr<function, array<f32, ROWS>>, w: vec4<u32>, g: u32) {
+  let w01 = unpack2x16float(w.x);
+  let w23 = unpack2x16float(w.y);
+  let w45 = unpack2x16float(w.z);
+  let w67 = unpack2x16float(w.w);
+  for (var i = 0u; i < ROWS; i++) {
+    let xa = act_v[i * ACT_W4 + 2u * g];
+    let xb = act_v[i * ACT_W4 + 2u * g + 1u];
+    var a = (*acc)[i];
+    a = a + w01.x * xa.x;
+    a = a + w01.y * xa.y;
+    a = a + w23.x * xa.z;
+    a = a + w23.y * xa.w;
+    a = a + w45.x * xb.x;
+    a = a + w45.y * xb.y;
+    a = a + w67.x * xb.z;
+    a = a + w67.y * xb.w;
+    (*acc)[i] = a;
+  }
+}
+
+fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+  let n_out = b0.rows + b1.rows;
+  let nj = (n_out + 31u) / 32u * 32u;
+  let parts = WG_X / nj;
+  let j = lid % nj;
+  let p = lid / nj;
+  let out_pad = (n_out + 15u) / 16u * 16u;
+  let base = mma_offset(b0.w) / 8u + j;
+  var blk = b0;
+  if (j >= b0.rows) {
+    blk = b1;
+  }
+  let g_lo = blk.k_lo / 8u;
+  let g_hi = (blk.k_lo + blk.k_len + 7u) / 8u;
+  let busy = p < parts && j < n_out;
+  var acc: array<f32, ROWS>;
+  if (busy) {
+    for (var g = g_lo + p; g < g_hi; g += parts * GV_UNROLL) {
+      // Every load of the batch first (GV_UNROLL in flight), then the multiply-adds in order.
+      var w: array<vec4<u32>, GV_UNROLL>;
+      for (var u = 0u; u < GV_UNROLL; u++) {
+        if (g + u * parts < g_hi) {
+          w[u] = nets16[base + (g + u * parts) * out_pad];
+        }
+      }
+      for (var u = 0u; u < GV_UNROLL; u++) {
+        if (g + u * parts < g_hi) {
+          gv_fma(&acc, w[u], g + u * parts);
+        }
+      }
+    }
+  }
+  if (p < parts) {
+    for (var i = 0u; i < ROWS; i++) {
+      gv_part[(p * ROWS + i) * nj + j] = acc[i];
+    }
+  }
+  // Every thread has read the layer's input: outputs may overwrite it. Then thread (i, quad)
+  // sums 4 outputs of row i and writes them as one vec4 (act_set4: whole quads only); a quad's
+  // outputs past n_out are 0, as engine 2 writes them.
+  workgroupBarrier();
+  let nq = nj / 4u;
+  for (var e = lid; e < ROWS * nq; e += WG_X) {
+    let i = e / nq;
+    let j0 = (e % nq) * 4u;
+    var y = vec4<f32>(0.0);
+    for (var c = 0u; c < 4u; c++) {
+      if (j0 + c < n_out) {
+        var s = layer_bias(b0, b1, j0 + c);
+        for (var q = 0u; q < parts; q++) {
+          s = s + gv_part[(q * ROWS + i) * nj + j0 + c];
+        }
+        y[c] = activate(s, kind);
+      }
+    }
+    if (to_q) {
+      for (var c = 0u; c < 4u; c++) {
+        if (j0 + c < n_out) {
+          qv[i * QW + out_col + j0 + c] = y[c];
+        }
+      }
+    } else if (j0 < n_out) {
+      act_set4(i, out_col / 4u + j0 / 4u, y);
+    }
   }
 }
 //!endif

@@ -5,8 +5,10 @@
 // row j < rows0 is block 0's output j, then block 1's; input k of a block row is
 // nets[w + jr * kLen + k - kLo] inside [kLo, kLo + kLen), zero elsewhere; halves outside every
 // entry are zero. Values are clamped to +-65504 before the conversion (pack2x16float).
+// u.order 1 (engine 5) stores each matrix in k-groups instead: half i of an entry is input
+// 8 (i / (8 outPad)) + i % 8 of row (i / 8) % outPad (the 8 inputs of a group, then the next row).
 // Bindings (preamble from src/kernels/collect_half.ts): nets (f32, read), table (u32, read),
-// nets16 (u32, read_write); u: { words, entries }. One invocation per word; grid1d.
+// nets16 (u32, read_write); u: { words, entries, order }. One invocation per word; grid1d.
 
 const STRIDE = 11u;
 
@@ -42,9 +44,17 @@ fn pack_half(
     let t = e * STRIDE;
     let off = table[t];
     let kp = table[t + 2u];
-    if (h >= off && h < off + table[t + 1u] * kp) {
+    let op = table[t + 1u];
+    if (h >= off && h < off + op * kp) {
       let i = h - off;
-      v = vec2<f32>(packed_value(t, i / kp, i % kp), packed_value(t, (i + 1u) / kp, (i + 1u) % kp));
+      if (u.order == 1u) {
+        // Halves i and i + 1 share a row and a group (i even, groups of 8).
+        let j = (i / 8u) % op;
+        let k = (i / (8u * op)) * 8u + i % 8u;
+        v = vec2<f32>(packed_value(t, j, k), packed_value(t, j, k + 1u));
+      } else {
+        v = vec2<f32>(packed_value(t, i / kp, i % kp), packed_value(t, (i + 1u) / kp, (i + 1u) % kp));
+      }
       break;
     }
   }

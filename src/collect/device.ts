@@ -32,13 +32,22 @@ import {
   HeadCode,
 } from '../kernels/collect_dqn.js';
 import {
+  GV_ENGINE,
+  GV_MAX_ROWS,
+  isHalfEngine,
   MMA_ENGINE,
   MMA_MAX_ROW_TILES,
   QUAD_MQ,
   QUAD2_MAX_ROWS,
   sliceCandidates,
 } from '../kernels/collect_engine.js';
-import { type HalfNetsLayout, halfNetsLayout, halfTable, packHalfDispatch } from '../kernels/collect_half.js';
+import {
+  type HalfNetsLayout,
+  type HalfOrder,
+  halfNetsLayout,
+  halfTable,
+  packHalfDispatch,
+} from '../kernels/collect_half.js';
 import { envUniforms, type OutputLayout, outputBytes, sectionViews } from '../kernels/collect_layout.js';
 import {
   type CollectPpoOptions,
@@ -204,6 +213,7 @@ export function chooseTile(
   const maxE = Math.min(
     override.threads ?? CUDA_TF32_WIDE_THREADS,
     algo === 'iqn' ? 2 : cudaWide ? 2 * staticMax : staticMax,
+    override.engine === GV_ENGINE ? GV_MAX_ROWS : Number.POSITIVE_INFINITY,
   );
   // The tensor-core engine (4) takes 48 episodes (three 16-row tiles) at large N: H200,
   // N = 65,536: 33.2M env-steps/s against 27.1M at 32; at N = 8,192 the 171 workgroups of 48
@@ -479,8 +489,13 @@ export function hasSubgroupMatrix(backend: Backend): boolean {
 export class DqnDeviceCollector extends DeviceCollector {
   readonly head: QHead;
   readonly options: CollectDqnOptions;
-  /** Engine 4: the f16 copy of the nets (binding 10), pack_half's table and the layout. */
-  private readonly half?: { layout: HalfNetsLayout; table: DeviceBuffer; nets16: DeviceBuffer };
+  /** Engines 4 and 5: the f16 copy of the nets (binding 10), pack_half's table, layout and order. */
+  private readonly half?: {
+    layout: HalfNetsLayout;
+    table: DeviceBuffer;
+    nets16: DeviceBuffer;
+    order: HalfOrder;
+  };
 
   constructor(init: DeviceCollectorInit) {
     if (init.algo === 'ppo') throw new Error('DqnDeviceCollector: use PpoDeviceCollector for ppo');
@@ -506,28 +521,32 @@ export class DqnDeviceCollector extends DeviceCollector {
         `collect dqn: the tensor-core engine (4, f16) needs a WebGPU device with ${SUBGROUP_MATRIX_FEATURE} ` +
           `(Dawn on a GPU with cooperative matrices, backend created with subgroupMatrix: true); ${init.backend.kind === 'webgpu' ? `this adapter (${init.backend.info.device}) does not offer it` : `not ${init.backend.kind}`}: use --precision exact`,
       );
+    if (init.tile?.engine === GV_ENGINE && init.backend.kind !== 'webgpu')
+      throw new Error(
+        `collect dqn: the weight-streaming engine (5, f16 weights) is a WebGPU tile engine, not ${init.backend.kind}'s: use --precision exact (CUDA: --precision tf32)`,
+      );
     const options = variant === 'cluster' ? clusterOptions(base, init) : tiled();
     super(init, withConstants(collectDqnSpec(options), init.constants), dqnNetsSize(options), DQN_OUTPUT);
     this.head = head;
     this.options = options;
-    if (variant === 'tiled' && options.engine === MMA_ENGINE) {
+    if (variant === 'tiled' && isHalfEngine(options.engine ?? 0)) {
       const layout = halfNetsLayout();
       const tableData = halfTable(layout);
       const table = init.backend.createBuffer(tableData.byteLength, 'collect nets16 table');
       init.backend.upload(table, tableData);
       const nets16 = init.backend.createBuffer(layout.words * 4, 'collect nets16');
-      this.half = { layout, table, nets16 };
+      this.half = { layout, table, nets16, order: options.engine === GV_ENGINE ? 1 : 0 };
     }
   }
 
   /**
-   * Engine 4: the dispatch that refreshes the f16 copy of the nets from the nets buffer (none for
-   * the other engines). `setWeights` and `launch` run it; a caller timing `dispatch()` alone after
+   * Engines 4 and 5: the dispatch that refreshes the f16 copy of the nets from the nets buffer (none
+   * for the other engines). `setWeights` and `launch` run it; a caller timing `dispatch()` alone after
    * writing the nets buffer on the device runs it first.
    */
   packDispatch(): Dispatch[] {
     const h = this.half;
-    return h ? [packHalfDispatch(this.buffers[4], h.table, h.nets16, h.layout)] : [];
+    return h ? [packHalfDispatch(this.buffers[4], h.table, h.nets16, h.layout, h.order)] : [];
   }
 
   override destroy(): void {

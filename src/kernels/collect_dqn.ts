@@ -31,6 +31,7 @@ import { curiosityLayout, duelingLayout, NUM_ACTIONS, type QHead } from '../nets
 import {
   actWidth,
   checkEngine,
+  GV_ENGINE,
   isQuadEngine,
   MMA_ENGINE,
   MMA_THREADS,
@@ -160,9 +161,11 @@ export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
     : ksplit
       ? c.ROWS * c.QW + (o.threads / 32) * 512
       : Math.max((c.ROWS + 16) * c.QW, (MMA_THREADS / 32) * 512);
+  // Engine 5: no other engine's array, and the parts' sums (gv_part, threads x rows).
+  const gv = c.ENGINE === GV_ENGINE;
   const floats =
     (mma ? (c.ROWS * c.ACT_W) / 2 : c.ROWS * c.ACT_W) +
-    (mma ? 0 : isQuadEngine(c.ENGINE) ? 1 : 4) +
+    (mma ? 0 : gv ? o.threads * c.ROWS : isQuadEngine(c.ENGINE) ? 1 : 4) +
     wsFloats(c.ENGINE, c.KT, c.WS_OUT) +
     qv +
     e * 7 +
@@ -204,6 +207,8 @@ export function checkDqnOptions(o: CollectDqnOptions): void {
     checkEngine('collect_dqn', o.engine ?? 0, o.threads, 256);
     if (o.engine === MMA_ENGINE && o.head !== 'plain')
       bad(`the tensor-core engine (4) has the plain head only, not ${o.head}`);
+    if (o.engine === GV_ENGINE && o.head !== 'plain')
+      bad(`the weight-streaming engine (5) has the plain head only, not ${o.head}`);
   }
 }
 
@@ -382,14 +387,18 @@ export function collectDqnSpec(o: CollectDqnOptions): KernelSpec {
   const dynamic: Record<string, number> = shared > CUDA_STATIC_SHARED ? { DYN_SMEM_BYTES: shared } : {};
   // Engine 4 (WebGPU tensor cores) reads an f16 copy of the nets (collect_half.ts) as an 11th
   // binding, and its module opens with the f16 and subgroup-matrix enables.
+  // Engine 5 reads the same copy in pack_half's k-group layout, as 16-byte words (8 halves).
   const mma = o.variant === 'tiled' && o.engine === MMA_ENGINE;
+  const gv = o.variant === 'tiled' && o.engine === GV_ENGINE;
   return {
     name: 'collect_dqn',
     ...(shared > CUDA_STATIC_SHARED ? { sharedBytes: shared } : {}),
     ...(mma ? { wgslDirectives: HALF_MMA_DIRECTIVES } : {}),
     bindings: mma
       ? [...COLLECT_BINDINGS, { name: 'nets16', type: 'u32', access: 'read', wgslType: 'f16' }]
-      : COLLECT_BINDINGS,
+      : gv
+        ? [...COLLECT_BINDINGS, { name: 'nets16', type: 'u32', access: 'read', wgslType: 'vec4<u32>' }]
+        : COLLECT_BINDINGS,
     uniforms: [...DQN_UNIFORMS],
     workgroupSize: [o.threads, 1, 1],
     constants: {
@@ -411,6 +420,7 @@ export function collectDqnSpec(o: CollectDqnOptions): KernelSpec {
       ...outputConstants(DQN_OUTPUT),
       ...dynamic,
       ...(mma ? { MMA_PIPE: 0, ...halfConstants() } : {}),
+      ...(gv ? halfConstants() : {}),
     },
   };
 }

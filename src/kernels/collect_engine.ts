@@ -6,7 +6,9 @@
  * (block-relative weight slices, weights prefetched two slices ahead). All compute the same bits;
  * the CUDA twins ignore these constants. 4 is the tensor-core engine (subgroup matrices, f16
  * operands, f32 sums: src/kernels/collect_half.ts), the WebGPU f16 precision mode, not the same
- * bits; plain DQN head only.
+ * bits; plain DQN head only. 5 streams f16 weights from L2 straight into registers for small
+ * tiles (no workgroup-memory staging, f32 activations and sums: the f16 precision mode of small N;
+ * plain DQN head only, no device feature).
  */
 
 /** Output quads per thread of the WGSL quad engines (constant MQ; engine 2 is written for 2). */
@@ -16,10 +18,22 @@ export const QUAD_MQ = 2;
 export const QUAD2_MAX_ROWS = 4;
 
 /** The engines collect_tile.wgsl has. */
-export const ENGINES = [0, 1, 2, 3, 4] as const;
+export const ENGINES = [0, 1, 2, 3, 4, 5] as const;
 
 /** The tensor-core engine (needs the WebGPU feature chromium-experimental-subgroup-matrix). */
 export const MMA_ENGINE = 4;
+
+/** The weight-streaming engine (f16 weights in pack_half's k-group layout, f32 math). */
+export const GV_ENGINE = 5;
+
+/** Rows engine 5 takes (its per-thread sums: one per row). */
+export const GV_MAX_ROWS = 8;
+
+/** 16-byte weight words engine 5 keeps in flight per thread unless chosen (constant GV_UNROLL). */
+export const GV_UNROLL = 8;
+
+/** Whether an engine reads the f16 copy of the nets (nets16, src/kernels/collect_half.ts). */
+export const isHalfEngine = (engine: number): boolean => engine === 4 || engine === 5;
 
 /** Rows of one subgroup-matrix tile: engine 4 pads a tile's rows to a multiple of it. */
 export const MMA_TILE = 16;
@@ -39,7 +53,7 @@ export const MMA_THREADS = 256;
  * one-element vec4 `ws` of a module that keeps every engine's blocks).
  */
 export const wsFloats = (engine: number, kt: number, wsOut: number): number =>
-  engine === 4 ? 0 : engine === 3 ? (kt + 1) * wsOut + 4 : kt * wsOut;
+  isHalfEngine(engine) ? 0 : engine === 3 ? (kt + 1) * wsOut + 4 : kt * wsOut;
 
 /**
  * Row stride of the activations (constant ACT_W) for a network `width` wide: the width, except
@@ -60,6 +74,9 @@ export const sliceCandidates = (engine: number): number[] =>
 /** Whether an engine is one of the quad-block engines (1, 2: vec4 activations) rather than scalar (0, 3). */
 export const isQuadEngine = (engine: number): boolean => engine === 1 || engine === 2;
 
+/** Whether an engine keeps its activations as vec4 quads (act_v: 1, 2, 5) rather than scalars or f16. */
+export const vecActivations = (engine: number): boolean => isQuadEngine(engine) || engine === GV_ENGINE;
+
 /**
  * Rows and the engine constants of the WGSL tile engine for a layer width `width` (the widest
  * layer): engine 0 pads the rows to a multiple of the threads / tj row groups, engines 1 and 2
@@ -72,7 +89,14 @@ export function tileEngineConstants(
   threads: number,
   tj: number,
   width: number,
-): { ROWS: number; ENGINE: number; MQ: number; MMA_KSPLIT: number; MT?: number } {
+): { ROWS: number; ENGINE: number; MQ: number; MMA_KSPLIT: number; MT?: number; GV_UNROLL?: number } {
+  if (engine === GV_ENGINE) {
+    if (rows > GV_MAX_ROWS)
+      throw new Error(
+        `tile engine 5 holds at most ${GV_MAX_ROWS} rows per workgroup, this tile has ${rows}; use fewer episodes per workgroup or engine 4`,
+      );
+    return { ROWS: rows, ENGINE: engine, MQ: QUAD_MQ, MMA_KSPLIT: 1, GV_UNROLL };
+  }
   if (engine === MMA_ENGINE) {
     const mt = Math.ceil(rows / MMA_TILE);
     if (threads === 2 * MMA_THREADS && mt > 1)
@@ -108,6 +132,10 @@ export function checkEngine(what: string, engine: number, threads: number, width
   if (engine === MMA_ENGINE && threads !== MMA_THREADS && threads !== 2 * MMA_THREADS)
     throw new Error(
       `${what}: engine 4 runs ${MMA_THREADS} threads (8 subgroups of 32) or ${2 * MMA_THREADS} (the K split), got ${threads}`,
+    );
+  if (engine === GV_ENGINE && (threads % width !== 0 || threads > 1024))
+    throw new Error(
+      `${what}: engine 5 needs threads a multiple of the layer width ${width} (at most 1024), got ${threads}`,
     );
   const tq = width / (4 * QUAD_MQ);
   if (isQuadEngine(engine) && threads % tq !== 0)

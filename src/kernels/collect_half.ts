@@ -12,6 +12,10 @@
  * only its own input columns [kLo, kLo + kLen), zero elsewhere. The shader finds a matrix by its
  * first block's weight offset in `nets` (constants MMH_KEY_i / MMH_OFF_i).
  *
+ * Order 1 (engine 5, `dense_gv`): the same matrices at the same offsets, stored in groups of 8
+ * inputs: half i of a matrix is input 8 floor(i / (8 outPad)) + i % 8 of row floor(i / 8) % outPad,
+ * so 16-byte word g outPad + j holds inputs 8 g .. 8 g + 7 of output j.
+ *
  * Buffer: u32 words, two halves each (low half first, as WGSL's pack2x16float and a little-endian
  * array<f16> agree), `words` in all. Values are clamped to the f16 range (+-65504) and rounded to
  * nearest even.
@@ -138,6 +142,7 @@ export const packHalfSpec: KernelSpec = {
   uniforms: [
     { name: 'words', type: 'u32' },
     { name: 'entries', type: 'u32' },
+    { name: 'order', type: 'u32' },
   ],
   workgroupSize: [256, 1, 1],
 };
@@ -209,9 +214,17 @@ function packHalfReference(
       const size = table[t + 1] * table[t + 2];
       if (h >= off && h < off + size) {
         const kp = table[t + 2];
+        const op = table[t + 1];
         const i = h - off;
-        v0 = packedValue(nets, table, t, Math.floor(i / kp), i % kp);
-        v1 = packedValue(nets, table, t, Math.floor((i + 1) / kp), (i + 1) % kp);
+        if (u.order === 1) {
+          const j = Math.floor(i / 8) % op;
+          const k = Math.floor(i / (8 * op)) * 8 + (i % 8);
+          v0 = packedValue(nets, table, t, j, k);
+          v1 = packedValue(nets, table, t, j, k + 1);
+        } else {
+          v0 = packedValue(nets, table, t, Math.floor(i / kp), i % kp);
+          v1 = packedValue(nets, table, t, Math.floor((i + 1) / kp), (i + 1) % kp);
+        }
         break;
       }
     }
@@ -221,17 +234,24 @@ function packHalfReference(
 
 export const packHalf: Kernel = { spec: packHalfSpec, reference: packHalfReference };
 
-/** The dispatch that packs `nets` into `nets16` (buffers: nets, table, nets16). */
+/** The order of the packed matrices: 0 row-major (engine 4's tiles), 1 k-groups (engine 5). */
+export type HalfOrder = 0 | 1;
+
+/**
+ * The dispatch that packs `nets` into `nets16` (buffers: nets, table, nets16) in `order`
+ * (0 row-major for engine 4, 1 k-groups for engine 5).
+ */
 export function packHalfDispatch(
   nets: DeviceBuffer,
   table: DeviceBuffer,
   nets16: DeviceBuffer,
   layout: HalfNetsLayout = halfNetsLayout(),
+  order: HalfOrder = 0,
 ): Dispatch {
   return {
     kernel: packHalfSpec,
     buffers: [nets, table, nets16],
-    uniforms: { words: layout.words, entries: layout.entries.length },
+    uniforms: { words: layout.words, entries: layout.entries.length, order },
     groups: grid1d(Math.ceil(layout.words / 256)),
   };
 }

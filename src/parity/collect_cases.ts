@@ -513,6 +513,24 @@ function dqnHalfCase(n: number, tileEpisodes: number, threads = 256): ParityCase
 }
 
 /**
+ * The WebGPU weight-streaming engine (5: f16 weights read straight into registers, f32 activations
+ * and sums), `n` episodes at `tileEpisodes` per workgroup (at most 8), `threads` per workgroup (a
+ * multiple of 256: the input groups of a layer split over threads / 256 parts, more for the narrow
+ * layers). No device feature: it runs on lavapipe and SwiftShader too.
+ */
+function dqnStreamCase(n: number, tileEpisodes: number, threads: number): ParityCase {
+  return dqnEpsilonOneCase(
+    n,
+    {
+      name: `collect_dqn plain tiled f16 weight-streaming engine N=${n} L=${L} (${tileEpisodes} per workgroup, ${threads} threads), epsilon 1, two launches`,
+      kernel: 'collect_dqn',
+      backends: ['webgpu'],
+    },
+    { variant: 'tiled', tile: { tileEpisodes, threads, engine: 5 } },
+  );
+}
+
+/**
  * The CUDA tensor-core builds (constant TF32 = 1: TF32 operands, f32 sums). `cluster` runs the
  * thread-block cluster kernel (8 CTAs x 8 episodes: N = 5 leaves 3 rows of the m16 tile and 3 CTAs
  * without an episode), else the tiled kernel at the parity tile.
@@ -554,6 +572,8 @@ export function collectParityCases(): ParityCase[] {
     dqnHalfCase(40, 32),
     dqnHalfCase(40, 48),
     dqnHalfCase(N, 4, 512),
+    dqnStreamCase(N, 2, 256),
+    dqnStreamCase(16, 8, 512),
     dqnCase('dqn', 'seed'),
     dqnCase('dqn', 'cluster'),
     dqnTf32Case('tiled'),

@@ -11,10 +11,12 @@ import { createCpuBackend } from '../../src/backend/cpu/index.js';
 import { createWebGpuBackend, type WebGpuBackend } from '../../src/backend/webgpu/index.js';
 import { DqnDeviceCollector, hasSubgroupMatrix } from '../../src/collect/device.js';
 import { cloneDefaults } from '../../src/config.js';
-import { collectDqnSpec, dqnWorkgroupBytes } from '../../src/kernels/collect_dqn.js';
+import { checkDqnOptions, collectDqnSpec, dqnWorkgroupBytes } from '../../src/kernels/collect_dqn.js';
 import {
   fromHalfBits,
   HALF_ENTRIES,
+  type HalfEntry,
+  type HalfOrder,
   halfConstants,
   halfNetsLayout,
   halfTable,
@@ -100,31 +102,38 @@ describe('f16 nets layout', () => {
     }
   });
 
-  it("pack_half's CPU twin writes every entry's matrix and zeros around it", () => {
-    const nets = testNets();
-    const cpu = createCpuBackend();
-    const bNets = cpu.createBuffer(nets.byteLength, 'nets');
-    cpu.upload(bNets, nets);
-    const table = halfTable(layout);
-    const bTable = cpu.createBuffer(table.byteLength, 'table');
-    cpu.upload(bTable, table);
-    const bOut = cpu.createBuffer(layout.words * 4, 'nets16');
-    cpu.run([packHalfDispatch(bNets, bTable, bOut, layout)]);
-    return cpu.download(bOut).then((buf) => {
-      const words = new Uint32Array(buf);
-      const half = (h: number) => (h & 1 ? words[h >> 1] >>> 16 : words[h >> 1] & 0xffff);
-      for (const e of layout.entries) {
-        // Every row's first, last and a middle input, plus the padding row and column.
-        for (let j = 0; j < e.outPad; j += j < 2 || j > e.outPad - 3 ? 1 : 37)
-          for (const k of [0, 1, e.blocks[0].kLo, 53, 54, 127, 128, e.kPad - 1].filter((x) => x < e.kPad))
-            expect(half(e.off + j * e.kPad + k), `${e.name} (${j}, ${k})`).toBe(
-              toHalfBits(expectedHalf(nets, e, j, k)),
-            );
-      }
-      expect(half(5)).toBe(0x7bff); // 1e6 clamped
-      cpu.destroy();
-    });
-  });
+  // Order 0 (engine 4): row-major [outPad, kPad]; order 1 (engine 5): groups of 8 inputs, word
+  // g outPad + j of a matrix holding inputs 8 g .. 8 g + 7 of output j.
+  const at = (order: HalfOrder, e: HalfEntry, j: number, k: number) =>
+    order === 0 ? e.off + j * e.kPad + k : e.off + (Math.floor(k / 8) * e.outPad + j) * 8 + (k % 8);
+  it.each([0, 1] as const)(
+    "pack_half's CPU twin writes every entry's matrix and zeros around it (order %i)",
+    (order) => {
+      const nets = testNets();
+      const cpu = createCpuBackend();
+      const bNets = cpu.createBuffer(nets.byteLength, 'nets');
+      cpu.upload(bNets, nets);
+      const table = halfTable(layout);
+      const bTable = cpu.createBuffer(table.byteLength, 'table');
+      cpu.upload(bTable, table);
+      const bOut = cpu.createBuffer(layout.words * 4, 'nets16');
+      cpu.run([packHalfDispatch(bNets, bTable, bOut, layout, order)]);
+      return cpu.download(bOut).then((buf) => {
+        const words = new Uint32Array(buf);
+        const half = (h: number) => (h & 1 ? words[h >> 1] >>> 16 : words[h >> 1] & 0xffff);
+        for (const e of layout.entries) {
+          // Every row's first, last and a middle input, plus the padding row and column.
+          for (let j = 0; j < e.outPad; j += j < 2 || j > e.outPad - 3 ? 1 : 37)
+            for (const k of [0, 1, e.blocks[0].kLo, 53, 54, 127, 128, e.kPad - 1].filter((x) => x < e.kPad))
+              expect(half(at(order, e, j, k)), `${e.name} (${j}, ${k})`).toBe(
+                toHalfBits(expectedHalf(nets, e, j, k)),
+              );
+        }
+        expect(half(5)).toBe(0x7bff); // 1e6 clamped
+        cpu.destroy();
+      });
+    },
+  );
 });
 
 describe('pack_half on WebGPU (lavapipe)', () => {
@@ -134,37 +143,40 @@ describe('pack_half on WebGPU (lavapipe)', () => {
   });
   afterAll(() => backend?.destroy());
 
-  it('writes the same halves as the CPU twin (flushing only f16 subnormals, if at all)', async () => {
-    const layout = halfNetsLayout();
-    const nets = testNets();
-    const table = halfTable(layout);
-    const bNets = backend.createBuffer(nets.byteLength, 'nets');
-    backend.upload(bNets, nets);
-    const bTable = backend.createBuffer(table.byteLength, 'table');
-    backend.upload(bTable, table);
-    const bOut = backend.createBuffer(layout.words * 4, 'nets16');
-    backend.run([packHalfDispatch(bNets, bTable, bOut, layout)]);
-    const gpu = new Uint32Array(await backend.download(bOut));
-    const cpu = new Uint32Array(layout.words);
-    packHalf.reference([nets, table, cpu], { words: layout.words, entries: layout.entries.length }, [
-      Math.ceil(layout.words / 256),
-      1,
-      1,
-    ]);
-    let differ = 0;
-    for (let i = 0; i < layout.words; i++) {
-      if (gpu[i] === cpu[i]) continue;
-      for (const shift of [0, 16]) {
-        const g = (gpu[i] >>> shift) & 0xffff;
-        const h = (cpu[i] >>> shift) & 0xffff;
-        if (g === h) continue;
-        differ++;
-        // A flushed f16 subnormal is the only difference allowed.
-        expect((h & 0x7c00) === 0 && (g & 0x7fff) === 0, `word ${i}: ${g} vs ${h}`).toBe(true);
+  it.each([0, 1] as const)(
+    'writes the same halves as the CPU twin (flushing only f16 subnormals, if at all; order %i)',
+    async (order) => {
+      const layout = halfNetsLayout();
+      const nets = testNets();
+      const table = halfTable(layout);
+      const bNets = backend.createBuffer(nets.byteLength, 'nets');
+      backend.upload(bNets, nets);
+      const bTable = backend.createBuffer(table.byteLength, 'table');
+      backend.upload(bTable, table);
+      const bOut = backend.createBuffer(layout.words * 4, 'nets16');
+      backend.run([packHalfDispatch(bNets, bTable, bOut, layout, order)]);
+      const gpu = new Uint32Array(await backend.download(bOut));
+      const cpu = new Uint32Array(layout.words);
+      packHalf.reference([nets, table, cpu], { words: layout.words, entries: layout.entries.length, order }, [
+        Math.ceil(layout.words / 256),
+        1,
+        1,
+      ]);
+      let differ = 0;
+      for (let i = 0; i < layout.words; i++) {
+        if (gpu[i] === cpu[i]) continue;
+        for (const shift of [0, 16]) {
+          const g = (gpu[i] >>> shift) & 0xffff;
+          const h = (cpu[i] >>> shift) & 0xffff;
+          if (g === h) continue;
+          differ++;
+          // A flushed f16 subnormal is the only difference allowed.
+          expect((h & 0x7c00) === 0 && (g & 0x7fff) === 0, `word ${i}: ${g} vs ${h}`).toBe(true);
+        }
       }
-    }
-    expect(differ).toBeLessThan(50);
-  });
+      expect(differ).toBeLessThan(50);
+    },
+  );
 });
 
 describe('collect_dqn tensor-core engine (4): plan and refusal', () => {
@@ -218,6 +230,55 @@ describe('collect_dqn tensor-core engine (4): plan and refusal', () => {
           tile: { engine: 4 },
         }),
     ).toThrow(/needs a WebGPU device with chromium-experimental-subgroup-matrix/);
+    cpu.destroy();
+  });
+});
+
+describe('collect_dqn weight-streaming engine (5): plan and refusal', () => {
+  const base = {
+    head: 'plain' as const,
+    atoms: 51,
+    iqnEmbed: 64,
+    actTaus: 32,
+    variant: 'tiled' as const,
+    threads: 256,
+    tj: 256,
+    kt: 32,
+    tauRows: 1,
+    engine: 5,
+  };
+  it('keeps the rows, binds nets16 as 16-byte words with the lookup constants, and needs no feature', () => {
+    const one = collectDqnSpec({ ...base, tileEpisodes: 1 });
+    expect(one.constants).toMatchObject({ ENGINE: 5, ROWS: 1, ACT_W: 256, GV_UNROLL: 8 });
+    expect(one.constants?.MMH_OFF_9).toBe(halfNetsLayout().entries[9].off);
+    expect(one.bindings[10]).toEqual({ name: 'nets16', type: 'u32', access: 'read', wgslType: 'vec4<u32>' });
+    expect(one.wgslDirectives).toBeUndefined();
+    expect(collectDqnSpec({ ...base, tileEpisodes: 8, threads: 1024 }).constants).toMatchObject({ ROWS: 8 });
+    // act_v (rows x 256 floats) and the parts' sums (threads x rows) within 48 KiB at 8 rows.
+    expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 8, threads: 1024 })).toBeLessThanOrEqual(48 * 1024);
+    expect(() => collectDqnSpec({ ...base, tileEpisodes: 9 })).toThrow(/at most 8 rows/);
+    expect(() => checkDqnOptions({ ...base, tileEpisodes: 2, threads: 384, tj: 128 })).toThrow(
+      /multiple of the layer width/,
+    );
+    expect(() => checkDqnOptions({ ...base, head: 'c51', tileEpisodes: 2 })).toThrow(/plain head only/);
+  });
+
+  it('is refused with one clear error off WebGPU', () => {
+    const cpu = createCpuBackend();
+    const cfg = cloneDefaults();
+    cfg.rollout.episodes = 4;
+    cfg.rollout.steps = 2;
+    expect(
+      () =>
+        new DqnDeviceCollector({
+          backend: cpu,
+          market: randomMarket(400, 4),
+          split: { start: 100, end: 390 },
+          cfg,
+          algo: 'dqn',
+          tile: { engine: 5 },
+        }),
+    ).toThrow(/weight-streaming engine \(5, f16 weights\) is a WebGPU tile engine, not cpu/);
     cpu.destroy();
   });
 });

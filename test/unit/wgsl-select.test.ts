@@ -6,7 +6,7 @@
  * resolved module.)
  */
 import { describe, expect, it } from 'vitest';
-import { selectWgsl, wgslModule, withoutBlocks } from '../../src/backend/webgpu/preamble.js';
+import { HALF_ENGINES, selectWgsl, wgslModule, withoutBlocks } from '../../src/backend/webgpu/preamble.js';
 import { type CollectDqnOptions, collectDqnSpec } from '../../src/kernels/collect_dqn.js';
 import { collectPpoSpec } from '../../src/kernels/collect_ppo.js';
 import { wgslSources } from '../../src/kernels/sources.generated.js';
@@ -86,7 +86,8 @@ describe('collection modules', () => {
     variant: 'tiled',
     threads: 256,
     tauRows: 1,
-    tileEpisodes: 32,
+    // Engine 5 holds at most 8 rows.
+    tileEpisodes: engine === 5 ? 8 : 32,
     tj: 32,
     kt: 8,
     engine,
@@ -99,12 +100,13 @@ describe('collection modules', () => {
       1: ['fn dense_quad(', 'var<workgroup> act_v', 'fn wsq_index(', 'fn load_slice_quad('],
       2: ['fn dense_quad2(', 'var<workgroup> act_v', 'fn wsq_index(', 'fn quad_weights('],
       3: ['fn dense_lat(', 'var<workgroup> act_s', 'var<workgroup> ws_s', 'fn load_slice_s('],
-      4: ['fn dense_mma(', 'var<workgroup> act_h', 'fn mma_q(', 'subgroupMatrixLoad'],
+      4: ['fn dense_mma(', 'var<workgroup> act_h', 'fn mma_q(', 'subgroupMatrixLoad', 'fn mma_offset('],
+      5: ['fn dense_gv(', 'var<workgroup> act_v', 'var<workgroup> gv_part', 'fn gv_fma(', 'fn mma_offset('],
     };
-    for (const engine of [0, 1, 2, 3, 4]) {
+    for (const engine of [0, 1, 2, 3, 4, 5]) {
       const m = module(engine);
       for (const s of own[engine]) expect(m, `engine ${engine}`).toContain(s);
-      for (const other of [0, 1, 2, 3, 4].filter((e) => e !== engine))
+      for (const other of [0, 1, 2, 3, 4, 5].filter((e) => e !== engine))
         for (const s of own[other].filter((x) => !own[engine].includes(x)))
           expect(m, `engine ${engine} without ${s}`).not.toContain(s);
     }
@@ -131,10 +133,21 @@ describe('collection modules', () => {
     }
   });
 
-  it('drop the tensor-core engine from unresolved modules of the other engines (it needs a device feature)', () => {
+  it('bind nets16 as 16-byte words in the weight-streaming engine (5), with no enables', () => {
+    const m = module(5);
+    expect(m).toContain('@group(0) @binding(10) var<storage, read> nets16: array<vec4<u32>>;');
+    expect(m).not.toContain('enable');
+    expect(m).not.toContain('@builtin(subgroup_id)');
+  });
+
+  it('drop the f16 engines from unresolved modules of the other engines (a device feature, the nets16 binding)', () => {
     const spec = collectDqnSpec(dqn(0));
-    const raw = withoutBlocks(wgslSources.collect_dqn, 'ENGINE', 4);
+    const raw = withoutBlocks(wgslSources.collect_dqn, 'ENGINE', HALF_ENGINES);
     expect(raw).not.toContain('fn dense_mma(');
+    expect(raw).not.toContain('fn dense_gv(');
+    expect(raw).not.toContain('fn mma_offset(');
+    // A block listing another engine beside them stays.
+    expect(raw).toContain('var<workgroup> act_v');
     expect(raw).toContain('fn dense_scalar(');
     expect(raw).toContain('fn dense_quad2(');
     expect(raw.split('\n').length).toBe(wgslSources.collect_dqn.split('\n').length);

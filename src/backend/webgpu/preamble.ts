@@ -97,18 +97,21 @@ function resolveBlocks(): boolean {
 }
 
 /**
- * `source` with the blocks of `//!if NAME == VALUE` (that single value) blanked, the rest as it
- * stands: the unresolved module of a kernel whose other blocks compile everywhere, without the
- * blocks that need a device feature (the collection kernels' tensor-core engine, ENGINE 4).
+ * `source` with the blocks of `//!if NAME == V1, V2, ...` whose values are all in `values` blanked,
+ * the rest as it stands: the unresolved module of a kernel whose other blocks compile everywhere,
+ * without the blocks that only some engines need (the collection kernels' f16 engines, ENGINE 4
+ * and 5: a device feature, an extra binding).
  */
-export function withoutBlocks(source: string, name: string, value: number): string {
-  const open = new RegExp(`^\\s*//!if\\s+${name}\\s*==\\s*${value}\\s*$`);
+export function withoutBlocks(source: string, name: string, values: number | readonly number[]): string {
+  const drop = new Set(typeof values === 'number' ? [values] : values);
+  const open = new RegExp(`^\\s*//!if\\s+${name}\\s*==\\s*([0-9 ,]+?)\\s*$`);
   let depth = 0;
   return source
     .split('\n')
     .map((line) => {
       if (depth === 0) {
-        if (open.test(line)) {
+        const m = open.exec(line);
+        if (m?.[1].split(',').every((v) => drop.has(Number(v.trim())))) {
           depth = 1;
           return '';
         }
@@ -121,15 +124,19 @@ export function withoutBlocks(source: string, name: string, value: number): stri
     .join('\n');
 }
 
+/** The collection kernels' engines whose blocks an unresolved module leaves out (withoutBlocks). */
+export const HALF_ENGINES = [4, 5] as const;
+
 /**
  * The module compiled for `spec`: preamble, then `source` with its `//!if` blocks resolved
- * (unresolved under FOXHUNT_WGSL_ALL_BLOCKS=1, except the tensor-core engine's blocks in a module
- * of another engine, which need a device feature, and the tensor-core engine's own module).
+ * (unresolved under FOXHUNT_WGSL_ALL_BLOCKS=1, except the f16 engines' blocks in a module of
+ * another engine, which need a device feature or the nets16 binding, and those engines' own
+ * modules).
  */
 export function wgslModule(spec: KernelSpec, source: string): string {
   // The tensor-core engine's module is always resolved: its entry point calls the step loop with
   // the subgroup_id builtin, the others' with lid / 32, and the uniformity analysis rejects the latter.
-  if (resolveBlocks() || spec.constants?.ENGINE === 4)
+  if (resolveBlocks() || (HALF_ENGINES as readonly number[]).includes(spec.constants?.ENGINE ?? -1))
     return wgslPreamble(spec) + selectWgsl(source, spec.constants);
-  return wgslPreamble(spec) + withoutBlocks(source, 'ENGINE', 4);
+  return wgslPreamble(spec) + withoutBlocks(source, 'ENGINE', HALF_ENGINES);
 }

@@ -14,7 +14,7 @@ import {
   stepsThatFit,
 } from '../../collect/device_bench.js';
 import { loadConfig } from '../../config.js';
-import { ENGINES, MMA_ENGINE } from '../../kernels/collect_engine.js';
+import { ENGINES, isHalfEngine, MMA_ENGINE } from '../../kernels/collect_engine.js';
 import { prepareData } from '../../train/run.js';
 import { intFlag, parseFlags } from '../args.js';
 import { type Command, UserError } from '../main.js';
@@ -52,14 +52,17 @@ per episode are measured in the same run (--variant both, the default for dqn an
                     cluster variant then takes at most 16 episodes per cluster), f16 (webgpu, plain dqn
                     head: tensor cores through Dawn's experimental subgroup matrices, tile engine
                     4, f16 weights and activations with f32 sums; needs an adapter with
-                    chromium-experimental-subgroup-matrix) or both (cuda: exact and tf32, the cuda
-                    default; webgpu: exact and f16)
+                    chromium-experimental-subgroup-matrix; or with --engine 5 the weight-streaming
+                    engine: f16 weights, f32 activations and sums, any adapter) or both (cuda: exact
+                    and tf32, the cuda default; webgpu: exact and f16)
   --engine E        webgpu only: the tiled kernel's WGSL tile engine, 0 (scalar activations,
                     outputs strided over threads), 1 (quad blocks: vec4 activations, 4 x 2
                     outputs per thread), 2 (quad blocks unrolled: named accumulators), 3 (engine
-                    0 for small tiles: block-relative slices, weights two slices ahead), a list
-                    (0,3), both (0,1), all (0,1,2,3), each in the same sweep, or auto (default:
-                    the collectors' choice, src/collect/device.ts chooseTile)
+                    0 for small tiles: block-relative slices, weights two slices ahead), 4 and 5
+                    (the f16 engines: tensor cores, weight streaming into registers; the f16 runs
+                    take these, the exact runs the others), a list (0,3), both (0,1), all, each in
+                    the same sweep, or auto (default: the collectors' choice, src/collect/device.ts
+                    chooseTile)
   --tile E          episodes per workgroup of the tiled kernel (default: chosen from N and the
                     device's workgroup memory)
   --threads T       threads per workgroup (default 256; cuda tf32: 512 for 64 dqn / 32 ppo episodes)
@@ -100,7 +103,7 @@ const si = (x: number, unit: string) => {
 const label = (r: CollectBenchResult) =>
   r.build
     ? `${r.variant}-${r.build}`
-    : `${r.variant}${r.precision === 'tf32' ? '-tf32' : r.precision === 'f16' ? '-f16' : ''}${r.engine === 1 ? '-quad' : r.engine === 2 ? '-quad2' : r.engine === 3 ? '-lat' : ''}${r.clusterPull ? '-pull' : ''}${
+    : `${r.variant}${r.precision === 'tf32' ? '-tf32' : r.precision === 'f16' ? '-f16' : ''}${r.engine === 1 ? '-quad' : r.engine === 2 ? '-quad2' : r.engine === 3 ? '-lat' : r.engine === 5 ? '-stream' : ''}${r.clusterPull ? '-pull' : ''}${
         r.constants
           ? Object.entries(r.constants)
               .map(([k, v]) => ` ${k}=${v}`)
@@ -268,7 +271,7 @@ async function run(args: string[]): Promise<number> {
   if (precisionFlag === 'both' && backend.kind === 'cpu')
     throw new UserError('--precision both needs --backend cuda or webgpu (the CPU computes in f32)');
   if ((precisionFlag === 'f16' || (precisionFlag === 'both' && backend.kind === 'webgpu')) && algo !== 'dqn')
-    throw new UserError(`--precision f16 (tile engine 4) runs the plain dqn head only, not ${algo}`);
+    throw new UserError(`--precision f16 (tile engines 4 and 5) runs the plain dqn head only, not ${algo}`);
   const precisions: ('exact' | 'tf32' | 'f16')[] =
     precisionFlag === 'both'
       ? ['exact', backend.kind === 'cuda' ? 'tf32' : 'f16']
@@ -288,6 +291,15 @@ async function run(args: string[]): Promise<number> {
     throw new UserError(`--engine ${engineFlag} picks the WGSL tile engine: it needs --backend webgpu`);
   // undefined: the collector chooses.
   const engines: (number | undefined)[] = engineFlag === 'auto' ? [undefined] : engineList.map(Number);
+  // The f16 runs take the list's f16 engines (4 unless one is listed), the exact runs the others.
+  const halfEngines = engines.filter((e): e is number => e !== undefined && isHalfEngine(e));
+  const f32Engines = engines.filter((e) => e === undefined || !isHalfEngine(e));
+  if (precisions.includes('exact') && f32Engines.length === 0)
+    throw new UserError(`--engine ${engineFlag}: engines 4 and 5 are the f16 precision; use --precision f16`);
+  if (halfEngines.length > 0 && !precisions.includes('f16') && engineFlag !== 'all')
+    throw new UserError(
+      `--engine ${engineFlag}: engines 4 and 5 run the f16 precision; add --precision f16 or both`,
+    );
   // Each tiled run in every precision and engine, then the seed variant (exact: it has no
   // tensor-core path, and no tile engine).
   const exchangeFlag = (values.exchange as string | undefined) ?? 'both';
@@ -309,10 +321,11 @@ async function run(args: string[]): Promise<number> {
       : v === 'seed'
         ? [{ variant: v, precision: 'exact' }]
         : precisions.flatMap((p): Run[] =>
-            // f16 is tile engine 4 (tensor cores); the engine list applies to the f32 runs.
             p === 'f16'
-              ? [{ variant: v, precision: p, engine: MMA_ENGINE }]
-              : engines.map((engine) => ({ variant: v, precision: p, engine })),
+              ? (halfEngines.length > 0 ? halfEngines : [MMA_ENGINE]).map(
+                  (engine): Run => ({ variant: v, precision: p, engine }),
+                )
+              : f32Engines.map((engine) => ({ variant: v, precision: p, engine })),
           ),
   );
   const builds = [
