@@ -395,6 +395,12 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         continue;
       }
       let o = op_at(i);
+      // Bench only: ABLATE bit k skips every op of kind k (its barrier kept), so a sweep over the
+      // bits times each phase by difference; the outputs are then meaningless.
+      if ((ABLATE & (1u << o.kind)) != 0u) {
+        workgroupBarrier();
+        continue;
+      }
       switch (o.kind) {
         case OP_DENSE: {
           dense(o.b0, o.b1, o.k_start, o.n_k, o.act, o.to_q, o.out_col, lid, sg);

@@ -407,6 +407,8 @@ export function collectDqnSpec(o: CollectDqnOptions): KernelSpec {
       IQN_EMBED: o.iqnEmbed,
       ACT_TAUS: o.actTaus,
       SEED_VARIANT: o.variant === 'seed' ? 1 : 0,
+      // Bench only (WGSL tiled kernel): a mask of op kinds to skip (--constants '{"ABLATE":1}').
+      ABLATE: 0,
       TILE_E: episodesPerGroup(o),
       ...dqnTileConstants(o),
       ...commonConstants(),
