@@ -212,8 +212,29 @@ fn op_at(i: u32) -> Op {
 }
 
 // Plain dueling combination of every row of qv: A in columns [0, 45), V in column 45;
-// Q[a] = (V + A[a]) - mean(A) written over A.
+// Q[a] = (V + A[a]) - mean(A) written over A. Where the workgroup has a thread for every row and
+// action, thread (r, a) sums row r's advantages in action order itself (the same sum, from
+// broadcast reads) and writes its own Q[a] after a barrier; else a thread per row does all.
 fn combine_dueling(lid: u32) {
+  if (ROWS * NUM_ACTIONS <= WG_X) {
+    let r = lid / NUM_ACTIONS;
+    let a = lid % NUM_ACTIONS;
+    var q = 0.0;
+    if (r < ROWS) {
+      let o = r * QW;
+      var sum = 0.0;
+      for (var k = 0u; k < NUM_ACTIONS; k++) {
+        sum = sum + qv[o + k];
+      }
+      let mean = sum / 45.0;
+      q = (qv[o + NUM_ACTIONS] + qv[o + a]) - mean;
+    }
+    workgroupBarrier();
+    if (r < ROWS) {
+      qv[r * QW + a] = q;
+    }
+    return;
+  }
   for (var r = lid; r < ROWS; r += WG_X) {
     let o = r * QW;
     var sum = 0.0;

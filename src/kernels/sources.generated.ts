@@ -1666,15 +1666,24 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   let g_lo = blk.k_lo / 8u;
   let g_hi = (blk.k_lo + blk.k_len + 7u) / 8u;
   let busy = p < parts && j < n_out;
+  // The epilogue's biases (its first quad of outputs), loaded before the weights so that their
+  // latency hides behind the layer.
+  let nq = nj / 4u;
+  let qb = (lid % nq) * 4u;
+  var bias = vec4<f32>(0.0);
+  for (var c = 0u; c < 4u; c++) {
+    if (qb + c < n_out) {
+      bias[c] = layer_bias(b0, b1, qb + c);
+    }
+  }
   var acc: array<f32, ROWS>;
   if (busy) {
     for (var g = g_lo + p; g < g_hi; g += parts * GV_UNROLL) {
-      // Every load of the batch first (GV_UNROLL in flight), then the multiply-adds in order.
+      // Every load of the batch first (GV_UNROLL in flight; past the block's last group a load
+      // repeats it, unused), then the multiply-adds in order.
       var w: array<vec4<u32>, GV_UNROLL>;
       for (var u = 0u; u < GV_UNROLL; u++) {
-        if (g + u * parts < g_hi) {
-          w[u] = nets16[base + (g + u * parts) * out_pad];
-        }
+        w[u] = nets16[base + min(g + u * parts, g_hi - 1u) * out_pad];
       }
       for (var u = 0u; u < GV_UNROLL; u++) {
         if (g + u * parts < g_hi) {
@@ -1692,14 +1701,13 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   // sums 4 outputs of row i and writes them as one vec4 (act_set4: whole quads only); a quad's
   // outputs past n_out are 0, as engine 2 writes them.
   workgroupBarrier();
-  let nq = nj / 4u;
   for (var e = lid; e < ROWS * nq; e += WG_X) {
     let i = e / nq;
     let j0 = (e % nq) * 4u;
     var y = vec4<f32>(0.0);
     for (var c = 0u; c < 4u; c++) {
       if (j0 + c < n_out) {
-        var s = layer_bias(b0, b1, j0 + c);
+        var s = select(layer_bias(b0, b1, j0 + c), bias[c], j0 == qb);
         for (var q = 0u; q < parts; q++) {
           s = s + gv_part[(q * ROWS + i) * nj + j0 + c];
         }
@@ -2071,8 +2079,29 @@ fn op_at(i: u32) -> Op {
 }
 
 // Plain dueling combination of every row of qv: A in columns [0, 45), V in column 45;
-// Q[a] = (V + A[a]) - mean(A) written over A.
+// Q[a] = (V + A[a]) - mean(A) written over A. Where the workgroup has a thread for every row and
+// action, thread (r, a) sums row r's advantages in action order itself (the same sum, from
+// broadcast reads) and writes its own Q[a] after a barrier; else a thread per row does all.
 fn combine_dueling(lid: u32) {
+  if (ROWS * NUM_ACTIONS <= WG_X) {
+    let r = lid / NUM_ACTIONS;
+    let a = lid % NUM_ACTIONS;
+    var q = 0.0;
+    if (r < ROWS) {
+      let o = r * QW;
+      var sum = 0.0;
+      for (var k = 0u; k < NUM_ACTIONS; k++) {
+        sum = sum + qv[o + k];
+      }
+      let mean = sum / 45.0;
+      q = (qv[o + NUM_ACTIONS] + qv[o + a]) - mean;
+    }
+    workgroupBarrier();
+    if (r < ROWS) {
+      qv[r * QW + a] = q;
+    }
+    return;
+  }
   for (var r = lid; r < ROWS; r += WG_X) {
     let o = r * QW;
     var sum = 0.0;
@@ -4613,15 +4642,24 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   let g_lo = blk.k_lo / 8u;
   let g_hi = (blk.k_lo + blk.k_len + 7u) / 8u;
   let busy = p < parts && j < n_out;
+  // The epilogue's biases (its first quad of outputs), loaded before the weights so that their
+  // latency hides behind the layer.
+  let nq = nj / 4u;
+  let qb = (lid % nq) * 4u;
+  var bias = vec4<f32>(0.0);
+  for (var c = 0u; c < 4u; c++) {
+    if (qb + c < n_out) {
+      bias[c] = layer_bias(b0, b1, qb + c);
+    }
+  }
   var acc: array<f32, ROWS>;
   if (busy) {
     for (var g = g_lo + p; g < g_hi; g += parts * GV_UNROLL) {
-      // Every load of the batch first (GV_UNROLL in flight), then the multiply-adds in order.
+      // Every load of the batch first (GV_UNROLL in flight; past the block's last group a load
+      // repeats it, unused), then the multiply-adds in order.
       var w: array<vec4<u32>, GV_UNROLL>;
       for (var u = 0u; u < GV_UNROLL; u++) {
-        if (g + u * parts < g_hi) {
-          w[u] = nets16[base + (g + u * parts) * out_pad];
-        }
+        w[u] = nets16[base + min(g + u * parts, g_hi - 1u) * out_pad];
       }
       for (var u = 0u; u < GV_UNROLL; u++) {
         if (g + u * parts < g_hi) {
@@ -4639,14 +4677,13 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   // sums 4 outputs of row i and writes them as one vec4 (act_set4: whole quads only); a quad's
   // outputs past n_out are 0, as engine 2 writes them.
   workgroupBarrier();
-  let nq = nj / 4u;
   for (var e = lid; e < ROWS * nq; e += WG_X) {
     let i = e / nq;
     let j0 = (e % nq) * 4u;
     var y = vec4<f32>(0.0);
     for (var c = 0u; c < 4u; c++) {
       if (j0 + c < n_out) {
-        var s = layer_bias(b0, b1, j0 + c);
+        var s = select(layer_bias(b0, b1, j0 + c), bias[c], j0 == qb);
         for (var q = 0u; q < parts; q++) {
           s = s + gv_part[(q * ROWS + i) * nj + j0 + c];
         }
@@ -6239,15 +6276,24 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   let g_lo = blk.k_lo / 8u;
   let g_hi = (blk.k_lo + blk.k_len + 7u) / 8u;
   let busy = p < parts && j < n_out;
+  // The epilogue's biases (its first quad of outputs), loaded before the weights so that their
+  // latency hides behind the layer.
+  let nq = nj / 4u;
+  let qb = (lid % nq) * 4u;
+  var bias = vec4<f32>(0.0);
+  for (var c = 0u; c < 4u; c++) {
+    if (qb + c < n_out) {
+      bias[c] = layer_bias(b0, b1, qb + c);
+    }
+  }
   var acc: array<f32, ROWS>;
   if (busy) {
     for (var g = g_lo + p; g < g_hi; g += parts * GV_UNROLL) {
-      // Every load of the batch first (GV_UNROLL in flight), then the multiply-adds in order.
+      // Every load of the batch first (GV_UNROLL in flight; past the block's last group a load
+      // repeats it, unused), then the multiply-adds in order.
       var w: array<vec4<u32>, GV_UNROLL>;
       for (var u = 0u; u < GV_UNROLL; u++) {
-        if (g + u * parts < g_hi) {
-          w[u] = nets16[base + (g + u * parts) * out_pad];
-        }
+        w[u] = nets16[base + min(g + u * parts, g_hi - 1u) * out_pad];
       }
       for (var u = 0u; u < GV_UNROLL; u++) {
         if (g + u * parts < g_hi) {
@@ -6265,14 +6311,13 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   // sums 4 outputs of row i and writes them as one vec4 (act_set4: whole quads only); a quad's
   // outputs past n_out are 0, as engine 2 writes them.
   workgroupBarrier();
-  let nq = nj / 4u;
   for (var e = lid; e < ROWS * nq; e += WG_X) {
     let i = e / nq;
     let j0 = (e % nq) * 4u;
     var y = vec4<f32>(0.0);
     for (var c = 0u; c < 4u; c++) {
       if (j0 + c < n_out) {
-        var s = layer_bias(b0, b1, j0 + c);
+        var s = select(layer_bias(b0, b1, j0 + c), bias[c], j0 == qb);
         for (var q = 0u; q < parts; q++) {
           s = s + gv_part[(q * ROWS + i) * nj + j0 + c];
         }
