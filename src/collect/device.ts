@@ -179,6 +179,20 @@ function rowGroups(e: number, threads: number, width: number): number {
   return best;
 }
 
+/** Engine 5's tile: N / this many episodes per workgroup (two workgroups per SM of an H200 at N = 1,024). */
+const GV_EPISODES_PER_WORKGROUP_DIVISOR = 256;
+
+/**
+ * Up to this N the WebGPU f16 precision runs the weight-streaming engine (5), above it the tensor
+ * cores (4). H200 (docs/BENCHMARKS.md, eighth session): N = 128 2.90M env-steps/s against 1.17M,
+ * N = 1,024 15.7M against 9.17M, N = 8,192 11.7M against 26.8M (fifth session); 2,048 and 4,096
+ * are not measured.
+ */
+export const GV_MAX_EPISODES = 2048;
+
+/** The WebGPU f16 precision's tile engine for N episodes (see GV_MAX_EPISODES). */
+export const halfEngineFor = (n: number): number => (n <= GV_MAX_EPISODES ? GV_ENGINE : MMA_ENGINE);
+
 /**
  * The tile shape. Episodes per workgroup: at most 32 (PPO 16, its critic is twice as wide; IQN
  * 2, its rows are episode x tau pairs; the CUDA plain head 64), fewer when N is small so that
@@ -219,9 +233,14 @@ export function chooseTile(
   // N = 65,536: 33.2M env-steps/s against 27.1M at 32; at N = 8,192 the 171 workgroups of 48
   // leave SMs idle (22.8M against 26.8M at 32), so 32 below MMA_WIDE_FROM.
   const mma = override.engine === MMA_ENGINE;
+  // The weight-streaming engine (5) takes N / 256 episodes per workgroup: H200, N = 1,024: 15.7M
+  // env-steps/s at 4 (256 workgroups) against 11.8M at 8; N = 128: 2.90M at 1 against 2.38M at 2.
+  const gv = override.engine === GV_ENGINE;
   const first =
     override.tileEpisodes ??
-    (mma && n >= MMA_WIDE_FROM ? MMA_MAX_ROW_TILES * 16 : Math.min(maxE, pow2floor(n / 128)));
+    (mma && n >= MMA_WIDE_FROM
+      ? MMA_MAX_ROW_TILES * 16
+      : Math.min(maxE, pow2floor(n / (gv ? GV_EPISODES_PER_WORKGROUP_DIVISOR : 128))));
   for (let e = first; e >= 1; e = override.tileEpisodes === undefined ? e / 2 : 0) {
     // The tensor-core engine splits K over 512 threads for one-row-tile workgroups (H200, N = 1,024:
     // 9.17M env-steps/s against 8.6M at 256; N = 128: 1.17M against 1.09M).

@@ -14,7 +14,7 @@ import type { Backend } from '../backend/types.js';
 import type { Config } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
 import { DQN_OUTPUT } from '../kernels/collect_dqn.js';
-import { isHalfEngine, MMA_ENGINE } from '../kernels/collect_engine.js';
+import { isHalfEngine } from '../kernels/collect_engine.js';
 import { outputBytes } from '../kernels/collect_layout.js';
 import { PPO_OUTPUT } from '../kernels/collect_ppo.js';
 import { denseForwardDispatch } from '../kernels/dense_forward.js';
@@ -33,6 +33,7 @@ import {
   type CollectAlgo,
   type CollectVariant,
   DqnDeviceCollector,
+  halfEngineFor,
   PpoDeviceCollector,
   type TileShape,
 } from './device.js';
@@ -105,8 +106,8 @@ export interface CollectBenchOptions {
   tile?: Partial<TileShape>;
   /**
    * `tf32`: the CUDA kernels' tensor-core mode (constant TF32 = 1); `f16`: WebGPU's f16 tile
-   * engines (the tile's engine if it is 5, the weight-streaming engine, else 4, tensor cores);
-   * `exact` otherwise.
+   * engines (the tile's engine if it is 4, tensor cores, or 5, weight streaming; else the one
+   * halfEngineFor picks for N); `exact` otherwise.
    */
   precision?: 'exact' | 'tf32' | 'f16';
   /** Cluster variant: pull the peers' outputs instead of pushing them (constant CLUSTER_PULL = 1). */
@@ -185,7 +186,10 @@ export async function benchCollect(o: CollectBenchOptions): Promise<CollectBench
     cluster: o.cluster,
     tile:
       precision === 'f16'
-        ? { ...o.tile, engine: isHalfEngine(o.tile?.engine ?? -1) ? o.tile?.engine : MMA_ENGINE }
+        ? {
+            ...o.tile,
+            engine: isHalfEngine(o.tile?.engine ?? -1) ? o.tile?.engine : halfEngineFor(o.episodes),
+          }
         : o.tile,
     constants,
   };

@@ -114,6 +114,10 @@ export function checkPpoOptions(o: CollectPpoOptions): void {
   if (o.kt % 4 !== 0) throw new Error(`collect_ppo: kt ${o.kt} must be a multiple of 4`);
   if (o.tileEpisodes > o.threads)
     throw new Error('collect_ppo: a tile cannot own more episodes than threads');
+  if ((o.engine ?? 0) === 5)
+    throw new Error(
+      'collect_ppo: the weight-streaming engine (5) runs the plain DQN head only; use engine 0, 1 or 2',
+    );
   checkEngine('collect_ppo', o.engine ?? 0, o.threads, 512);
   if ((o.engine ?? 0) === 4)
     throw new Error(

@@ -14,7 +14,7 @@ import {
   stepsThatFit,
 } from '../../collect/device_bench.js';
 import { loadConfig } from '../../config.js';
-import { ENGINES, isHalfEngine, MMA_ENGINE } from '../../kernels/collect_engine.js';
+import { ENGINES, isHalfEngine } from '../../kernels/collect_engine.js';
 import { prepareData } from '../../train/run.js';
 import { intFlag, parseFlags } from '../args.js';
 import { type Command, UserError } from '../main.js';
@@ -50,11 +50,11 @@ per episode are measured in the same run (--variant both, the default for dqn an
   --precision P     the tiled and cluster kernels' arithmetic: exact (f32, the parity mode; the
                     default except on cuda), tf32 (cuda: tensor cores, constant TF32 = 1; the
                     cluster variant then takes at most 16 episodes per cluster), f16 (webgpu, plain dqn
-                    head: tensor cores through Dawn's experimental subgroup matrices, tile engine
-                    4, f16 weights and activations with f32 sums; needs an adapter with
-                    chromium-experimental-subgroup-matrix; or with --engine 5 the weight-streaming
-                    engine: f16 weights, f32 activations and sums, any adapter) or both (cuda: exact
-                    and tf32, the cuda default; webgpu: exact and f16)
+                    head: f16 weights with f32 sums; up to N = 2,048 tile engine 5, weights streamed
+                    from L2 into registers, f32 activations, any adapter; above it tile engine 4,
+                    tensor cores through Dawn's experimental subgroup matrices, f16 activations,
+                    needs chromium-experimental-subgroup-matrix; --engine 4 or 5 forces one) or
+                    both (cuda: exact and tf32, the cuda default; webgpu: exact and f16)
   --engine E        webgpu only: the tiled kernel's WGSL tile engine, 0 (scalar activations,
                     outputs strided over threads), 1 (quad blocks: vec4 activations, 4 x 2
                     outputs per thread), 2 (quad blocks unrolled: named accumulators), 3 (engine
@@ -322,7 +322,8 @@ async function run(args: string[]): Promise<number> {
         ? [{ variant: v, precision: 'exact' }]
         : precisions.flatMap((p): Run[] =>
             p === 'f16'
-              ? (halfEngines.length > 0 ? halfEngines : [MMA_ENGINE]).map(
+              ? // The collector picks the f16 engine for N (halfEngineFor) unless the list names one.
+                (halfEngines.length > 0 ? halfEngines : [undefined]).map(
                   (engine): Run => ({ variant: v, precision: p, engine }),
                 )
               : f32Engines.map((engine) => ({ variant: v, precision: p, engine })),
