@@ -525,6 +525,12 @@ function dqnStreamCase(n: number, tileEpisodes: number, threads: number): Parity
       name: `collect_dqn plain tiled f16 weight-streaming engine N=${n} L=${L} (${tileEpisodes} per workgroup, ${threads} threads), epsilon 1, two launches`,
       kernel: 'collect_dqn',
       backends: ['webgpu'],
+      requires: (backend) => {
+        const max = Number(backend.info.limits.maxComputeInvocationsPerWorkgroup ?? 256);
+        return max >= threads
+          ? null
+          : `needs ${threads} invocations per workgroup, ${backend.info.device} allows ${max}`;
+      },
     },
     { variant: 'tiled', tile: { tileEpisodes, threads, engine: 5 } },
   );
@@ -573,6 +579,7 @@ export function collectParityCases(): ParityCase[] {
     dqnHalfCase(40, 48),
     dqnHalfCase(N, 4, 512),
     dqnStreamCase(N, 2, 256),
+    dqnStreamCase(16, 8, 256),
     dqnStreamCase(16, 8, 512),
     dqnCase('dqn', 'seed'),
     dqnCase('dqn', 'cluster'),
