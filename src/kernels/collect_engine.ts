@@ -89,21 +89,13 @@ export function tileEngineConstants(
   threads: number,
   tj: number,
   width: number,
-): {
-  ROWS: number;
-  ENGINE: number;
-  MQ: number;
-  MMA_KSPLIT: number;
-  MT?: number;
-  GV_UNROLL?: number;
-  GV_NAMED?: number;
-} {
+): { ROWS: number; ENGINE: number; MQ: number; MMA_KSPLIT: number; MT?: number; GV_UNROLL?: number } {
   if (engine === GV_ENGINE) {
     if (rows > GV_MAX_ROWS)
       throw new Error(
         `tile engine 5 holds at most ${GV_MAX_ROWS} rows per workgroup, this tile has ${rows}; use fewer episodes per workgroup or engine 4`,
       );
-    return { ROWS: rows, ENGINE: engine, MQ: QUAD_MQ, MMA_KSPLIT: 1, GV_UNROLL, GV_NAMED: 1 };
+    return { ROWS: rows, ENGINE: engine, MQ: QUAD_MQ, MMA_KSPLIT: 1, GV_UNROLL };
   }
   if (engine === MMA_ENGINE) {
     const mt = Math.ceil(rows / MMA_TILE);

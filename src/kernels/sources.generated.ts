@@ -1677,46 +1677,7 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
     }
   }
   var acc: array<f32, ROWS>;
-  if (busy && GV_NAMED == 1) {
-    // Eight loads in flight as named values (registers: an array of them may live in local
-    // memory, where each store waits for its load and so serialises the loads).
-    let last = g_hi - 1u;
-    let sp = parts * out_pad;
-    for (var g = g_lo + p; g < g_hi; g += 8u * parts) {
-      let o = base + g * out_pad;
-      let w0 = nets16[o];
-      let w1 = nets16[select(o, o + sp, g + parts <= last)];
-      let w2 = nets16[select(o, o + 2u * sp, g + 2u * parts <= last)];
-      let w3 = nets16[select(o, o + 3u * sp, g + 3u * parts <= last)];
-      let w4 = nets16[select(o, o + 4u * sp, g + 4u * parts <= last)];
-      let w5 = nets16[select(o, o + 5u * sp, g + 5u * parts <= last)];
-      let w6 = nets16[select(o, o + 6u * sp, g + 6u * parts <= last)];
-      let w7 = nets16[select(o, o + 7u * sp, g + 7u * parts <= last)];
-      gv_fma(&acc, w0, g);
-      if (g + parts <= last) {
-        gv_fma(&acc, w1, g + parts);
-      }
-      if (g + 2u * parts <= last) {
-        gv_fma(&acc, w2, g + 2u * parts);
-      }
-      if (g + 3u * parts <= last) {
-        gv_fma(&acc, w3, g + 3u * parts);
-      }
-      if (g + 4u * parts <= last) {
-        gv_fma(&acc, w4, g + 4u * parts);
-      }
-      if (g + 5u * parts <= last) {
-        gv_fma(&acc, w5, g + 5u * parts);
-      }
-      if (g + 6u * parts <= last) {
-        gv_fma(&acc, w6, g + 6u * parts);
-      }
-      if (g + 7u * parts <= last) {
-        gv_fma(&acc, w7, g + 7u * parts);
-      }
-    }
-  }
-  if (busy && GV_NAMED == 0) {
+  if (busy) {
     for (var g = g_lo + p; g < g_hi; g += parts * GV_UNROLL) {
       // Every load of the batch first (GV_UNROLL in flight; past the block's last group a load
       // repeats it, unused), then the multiply-adds in order.
@@ -4692,46 +4653,7 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
     }
   }
   var acc: array<f32, ROWS>;
-  if (busy && GV_NAMED == 1) {
-    // Eight loads in flight as named values (registers: an array of them may live in local
-    // memory, where each store waits for its load and so serialises the loads).
-    let last = g_hi - 1u;
-    let sp = parts * out_pad;
-    for (var g = g_lo + p; g < g_hi; g += 8u * parts) {
-      let o = base + g * out_pad;
-      let w0 = nets16[o];
-      let w1 = nets16[select(o, o + sp, g + parts <= last)];
-      let w2 = nets16[select(o, o + 2u * sp, g + 2u * parts <= last)];
-      let w3 = nets16[select(o, o + 3u * sp, g + 3u * parts <= last)];
-      let w4 = nets16[select(o, o + 4u * sp, g + 4u * parts <= last)];
-      let w5 = nets16[select(o, o + 5u * sp, g + 5u * parts <= last)];
-      let w6 = nets16[select(o, o + 6u * sp, g + 6u * parts <= last)];
-      let w7 = nets16[select(o, o + 7u * sp, g + 7u * parts <= last)];
-      gv_fma(&acc, w0, g);
-      if (g + parts <= last) {
-        gv_fma(&acc, w1, g + parts);
-      }
-      if (g + 2u * parts <= last) {
-        gv_fma(&acc, w2, g + 2u * parts);
-      }
-      if (g + 3u * parts <= last) {
-        gv_fma(&acc, w3, g + 3u * parts);
-      }
-      if (g + 4u * parts <= last) {
-        gv_fma(&acc, w4, g + 4u * parts);
-      }
-      if (g + 5u * parts <= last) {
-        gv_fma(&acc, w5, g + 5u * parts);
-      }
-      if (g + 6u * parts <= last) {
-        gv_fma(&acc, w6, g + 6u * parts);
-      }
-      if (g + 7u * parts <= last) {
-        gv_fma(&acc, w7, g + 7u * parts);
-      }
-    }
-  }
-  if (busy && GV_NAMED == 0) {
+  if (busy) {
     for (var g = g_lo + p; g < g_hi; g += parts * GV_UNROLL) {
       // Every load of the batch first (GV_UNROLL in flight; past the block's last group a load
       // repeats it, unused), then the multiply-adds in order.
@@ -6365,46 +6287,7 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
     }
   }
   var acc: array<f32, ROWS>;
-  if (busy && GV_NAMED == 1) {
-    // Eight loads in flight as named values (registers: an array of them may live in local
-    // memory, where each store waits for its load and so serialises the loads).
-    let last = g_hi - 1u;
-    let sp = parts * out_pad;
-    for (var g = g_lo + p; g < g_hi; g += 8u * parts) {
-      let o = base + g * out_pad;
-      let w0 = nets16[o];
-      let w1 = nets16[select(o, o + sp, g + parts <= last)];
-      let w2 = nets16[select(o, o + 2u * sp, g + 2u * parts <= last)];
-      let w3 = nets16[select(o, o + 3u * sp, g + 3u * parts <= last)];
-      let w4 = nets16[select(o, o + 4u * sp, g + 4u * parts <= last)];
-      let w5 = nets16[select(o, o + 5u * sp, g + 5u * parts <= last)];
-      let w6 = nets16[select(o, o + 6u * sp, g + 6u * parts <= last)];
-      let w7 = nets16[select(o, o + 7u * sp, g + 7u * parts <= last)];
-      gv_fma(&acc, w0, g);
-      if (g + parts <= last) {
-        gv_fma(&acc, w1, g + parts);
-      }
-      if (g + 2u * parts <= last) {
-        gv_fma(&acc, w2, g + 2u * parts);
-      }
-      if (g + 3u * parts <= last) {
-        gv_fma(&acc, w3, g + 3u * parts);
-      }
-      if (g + 4u * parts <= last) {
-        gv_fma(&acc, w4, g + 4u * parts);
-      }
-      if (g + 5u * parts <= last) {
-        gv_fma(&acc, w5, g + 5u * parts);
-      }
-      if (g + 6u * parts <= last) {
-        gv_fma(&acc, w6, g + 6u * parts);
-      }
-      if (g + 7u * parts <= last) {
-        gv_fma(&acc, w7, g + 7u * parts);
-      }
-    }
-  }
-  if (busy && GV_NAMED == 0) {
+  if (busy) {
     for (var g = g_lo + p; g < g_hi; g += parts * GV_UNROLL) {
       // Every load of the batch first (GV_UNROLL in flight; past the block's last group a load
       // repeats it, unused), then the multiply-adds in order.
