@@ -41,6 +41,12 @@ var<workgroup> trunk: array<f32, TRUNK_LEN>;
 var<workgroup> c51_v: array<f32, C51_LEN>;
 var<workgroup> c51_mean: array<f32, C51_LEN>;
 var<workgroup> tile_tau: array<f32, TAU_LEN>;
+//!if ENGINE == 5
+// GV_DUAL 1: whether each episode of the tile restarted at the last step (its next state is not
+// the s' the dual pass saw), and the tile's verdict for this step's online pass.
+var<workgroup> gv_restart: array<u32, TILE_E>;
+var<workgroup> gv_need: u32;
+//!endif
 
 // ---- the tiled kernel: a per-step program of ops ----
 //
@@ -411,10 +417,32 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
     var a = 0;
     var q_sa = 0.0;
     var out: StepOut;
+//!if ENGINE == 5
+    // GV_DUAL 1: the last step's target pass also ran the online net on s', which is this step's
+    // state unless an episode of the tile restarted: then (and at a launch's first step) the
+    // online pass runs.
+    var need = 1u;
+    if (GV_DUAL == 1) {
+      if (lid == 0u) {
+        var any = select(0u, 1u, l == 0u);
+        for (var r = 0u; r < TILE_E; r++) {
+          any = any | gv_restart[r];
+        }
+        gv_need = any;
+      }
+      need = workgroupUniformLoad(&gv_need);
+    }
+//!endif
     for (var i = 0u; i < PROGRAM_LEN; i++) {
       if (u.curiosity == 0u && i >= CUR_AT && i < ENV_AT) {
         continue;
       }
+//!if ENGINE == 5
+      if (need == 0u && i >= PRE && i < ACT_AT) {
+        continue;
+      }
+      gv_delta = select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1 && i >= TARGET_AT && i < TARGET_AT + NET_LEN);
+//!endif
       let o = op_at(i);
       // Bench only: ABLATE bit k skips every op of kind k (its barrier kept), so a sweep over the
       // bits times each phase by difference; the outputs are then meaningless.
@@ -441,6 +469,17 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
           }
           workgroupBarrier();
           fill_states(e0, l, select(u32(OUT_F_NEXT_STATES), u32(OUT_F_STATES), o.arg == 0u), true, lid);
+//!if ENGINE == 5
+          if (GV_DUAL == 1 && o.arg == 1u) {
+            // s' also into the target net's rows of the dual pass.
+            workgroupBarrier();
+            for (var idx = lid; idx < TILE_E * (STATE_PAD / 4u); idx += WG_X) {
+              let r = idx / (STATE_PAD / 4u);
+              let k4 = idx % (STATE_PAD / 4u);
+              act_v[(r + TILE_E) * ACT_W4 + k4] = act_v[r * ACT_W4 + k4];
+            }
+          }
+//!endif
         }
         case OP_COMBINE: {
           combine_dueling(lid);
@@ -471,6 +510,9 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
             tile_bar[lid] = ep.bar;
             tile_pf[lid] = vec4<f32>(portfolio_features(ep), 0.0);
             write_step(e, l, a, out, bonus);
+//!if ENGINE == 5
+            gv_restart[lid] = select(0u, 1u, out.done != 0 || out.truncated != 0);
+//!endif
             finish_step(e, &ep, out);
           }
         }
@@ -478,7 +520,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
           if (mine) {
             var td_target = out.total;
             if (out.done == 0) {
-              td_target = out.total + u.gamma * final_q(lid, argmax_q(lid));
+              td_target = out.total + u.gamma * final_q(lid + TD_ROW0, argmax_q(lid + TD_ROW0));
             }
             out_f[OUT_F_TD_ERRORS * nl + e * u.steps + l] = abs(td_target - q_sa);
           }

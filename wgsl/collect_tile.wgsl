@@ -115,6 +115,14 @@ const QV_LEN = select(max((ROWS + 16) * QW, NSG * 512), ROWS * QW, KSPLIT > 1);
 //!if ENGINE != 4
 const QV_LEN = ROWS * QW;
 //!endif
+// The tile row of an episode's target-net Q-values: TILE_E + its own row in engine 5's dual pass
+// (GV_DUAL 1), else its own.
+//!if ENGINE == 5
+const TD_ROW0 = select(0u, TILE_E, GV_DUAL == 1);
+//!endif
+//!if ENGINE != 5
+const TD_ROW0 = 0u;
+//!endif
 var<workgroup> qv: array<f32, QV_LEN>;
 
 struct Block {
@@ -1046,17 +1054,24 @@ fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32
 // Numerics: f16-rounded weights (as engine 4), f32 activations and sums: y = act(b + sum over the
 // parts in order of each part's sum over its groups in increasing input). Not bit-identical to the
 // reference: the f16 precision mode.
-var<workgroup> gv_part: array<f32, WG_X * ROWS>;
+// GV_DUAL 1 (the DQN kernel): a target-net op (gv_delta, the nets offset from the online net to the
+// target, nonzero) runs the online net's same layer beside it on the same input: rows [0, TILE_E)
+// through the online weights, rows [TILE_E, 2 TILE_E) through the target's (ROWS = 2 TILE_E); half the
+// threads take each net. The online Q-values of s' so computed are next step's Q(s_t+1) unless an
+// episode of the tile restarted (collect_dqn.wgsl skips its online pass then).
+var<workgroup> gv_part: array<f32, WG_X * TILE_E>;
+var<private> gv_delta: u32 = 0u;
 
-// Adds the products of one weight word (inputs 8 g .. 8 g + 7) with those inputs of every row.
-fn gv_fma(acc: ptr<function, array<f32, ROWS>>, w: vec4<u32>, g: u32) {
+// Adds the products of one weight word (inputs 8 g .. 8 g + 7) with those inputs of rows r0 ..
+// r0 + TILE_E - 1.
+fn gv_fma(acc: ptr<function, array<f32, TILE_E>>, w: vec4<u32>, g: u32, r0: u32) {
   let w01 = unpack2x16float(w.x);
   let w23 = unpack2x16float(w.y);
   let w45 = unpack2x16float(w.z);
   let w67 = unpack2x16float(w.w);
-  for (var i = 0u; i < ROWS; i++) {
-    let xa = act_v[i * ACT_W4 + 2u * g];
-    let xb = act_v[i * ACT_W4 + 2u * g + 1u];
+  for (var i = 0u; i < TILE_E; i++) {
+    let xa = act_v[(r0 + i) * ACT_W4 + 2u * g];
+    let xb = act_v[(r0 + i) * ACT_W4 + 2u * g + 1u];
     var a = (*acc)[i];
     a = a + w01.x * xa.x;
     a = a + w01.y * xa.y;
@@ -1070,32 +1085,37 @@ fn gv_fma(acc: ptr<function, array<f32, ROWS>>, w: vec4<u32>, g: u32) {
   }
 }
 
+// Block b of net n (0 the online net, 1 the op's own) of a dual op; b itself outside one (gv_delta 0).
+fn gv_block(b: Block, n: u32) -> Block {
+  if (n == 1u || b.rows == 0u) {
+    return b;
+  }
+  return Block(b.w - gv_delta, b.b - gv_delta, b.rows, b.k_lo, b.k_len);
+}
+
 fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
   let n_out = b0.rows + b1.rows;
   let nj = (n_out + 31u) / 32u * 32u;
-  let parts = WG_X / nj;
-  let j = lid % nj;
-  let p = lid / nj;
+  let nets = select(1u, 2u, gv_delta != 0u);
+  let per_net = WG_X / nets;
+  let parts = per_net / nj;
+  let n = lid / per_net;
+  let j = (lid % per_net) % nj;
+  let p = (lid % per_net) / nj;
+  // This thread's net (the op's own, or the online net's twin layer) and its rows.
+  let c0 = gv_block(b0, n);
+  let c1 = gv_block(b1, n);
+  let r0 = select(0u, n * TILE_E, nets == 2u);
   let out_pad = (n_out + 15u) / 16u * 16u;
-  let base = mma_offset(b0.w) / 8u + j;
-  var blk = b0;
-  if (j >= b0.rows) {
-    blk = b1;
+  let base = mma_offset(c0.w) / 8u + j;
+  var blk = c0;
+  if (j >= c0.rows) {
+    blk = c1;
   }
   let g_lo = blk.k_lo / 8u;
   let g_hi = (blk.k_lo + blk.k_len + 7u) / 8u;
   let busy = p < parts && j < n_out;
-  // The epilogue's biases (its first quad of outputs), loaded before the weights so that their
-  // latency hides behind the layer.
-  let nq = nj / 4u;
-  let qb = (lid % nq) * 4u;
-  var bias = vec4<f32>(0.0);
-  for (var c = 0u; c < 4u; c++) {
-    if (qb + c < n_out) {
-      bias[c] = layer_bias(b0, b1, qb + c);
-    }
-  }
-  var acc: array<f32, ROWS>;
+  var acc: array<f32, TILE_E>;
   if (busy) {
     for (var g = g_lo + p; g < g_hi; g += parts * GV_UNROLL) {
       // Every load of the batch first (GV_UNROLL in flight; past the block's last group a load
@@ -1106,29 +1126,34 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       }
       for (var u = 0u; u < GV_UNROLL; u++) {
         if (g + u * parts < g_hi) {
-          gv_fma(&acc, w[u], g + u * parts);
+          gv_fma(&acc, w[u], g + u * parts, r0);
         }
       }
     }
   }
   if (p < parts) {
-    for (var i = 0u; i < ROWS; i++) {
-      gv_part[(p * ROWS + i) * nj + j] = acc[i];
+    for (var i = 0u; i < TILE_E; i++) {
+      gv_part[((n * parts + p) * TILE_E + i) * nj + j] = acc[i];
     }
   }
-  // Every thread has read the layer's input: outputs may overwrite it. Then thread (i, quad)
-  // sums 4 outputs of row i and writes them as one vec4 (act_set4: whole quads only); a quad's
-  // outputs past n_out are 0, as engine 2 writes them.
+  // Every thread has read the layer's input: outputs may overwrite it. Then thread (net, row,
+  // quad) sums 4 outputs of a row and writes them as one vec4 (act_set4: whole quads only); a
+  // quad's outputs past n_out are 0, as engine 2 writes them.
   workgroupBarrier();
-  for (var e = lid; e < ROWS * nq; e += WG_X) {
-    let i = e / nq;
+  let nq = nj / 4u;
+  for (var e = lid; e < nets * TILE_E * nq; e += WG_X) {
+    let en = e / (TILE_E * nq);
+    let i = (e / nq) % TILE_E;
     let j0 = (e % nq) * 4u;
+    let d0 = gv_block(b0, en);
+    let d1 = gv_block(b1, en);
+    let r = select(i, en * TILE_E + i, nets == 2u);
     var y = vec4<f32>(0.0);
     for (var c = 0u; c < 4u; c++) {
       if (j0 + c < n_out) {
-        var s = select(layer_bias(b0, b1, j0 + c), bias[c], j0 == qb);
+        var s = layer_bias(d0, d1, j0 + c);
         for (var q = 0u; q < parts; q++) {
-          s = s + gv_part[(q * ROWS + i) * nj + j0 + c];
+          s = s + gv_part[((en * parts + q) * TILE_E + i) * nj + j0 + c];
         }
         y[c] = activate(s, kind);
       }
@@ -1136,11 +1161,11 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
     if (to_q) {
       for (var c = 0u; c < 4u; c++) {
         if (j0 + c < n_out) {
-          qv[i * QW + out_col + j0 + c] = y[c];
+          qv[r * QW + out_col + j0 + c] = y[c];
         }
       }
     } else if (j0 < n_out) {
-      act_set4(i, out_col / 4u + j0 / 4u, y);
+      act_set4(r, out_col / 4u + j0 / 4u, y);
     }
   }
 }

@@ -244,9 +244,15 @@ export function chooseTile(
   for (let e = first; e >= 1; e = override.tileEpisodes === undefined ? e / 2 : 0) {
     // The tensor-core engine splits K over 512 threads for one-row-tile workgroups (H200, N = 1,024:
     // 9.17M env-steps/s against 8.6M at 256; N = 128: 1.17M against 1.09M).
+    // Engine 5 runs 512 threads: its target pass then carries the online net's layers on s' too
+    // (GV_DUAL), half the threads each.
     const threads =
       override.threads ??
-      (mma && e <= 16 ? 512 : cuda && tf32 && e >= cudaTf32WideFrom(algo) ? CUDA_TF32_WIDE_THREADS : 256);
+      ((mma && e <= 16) || gv
+        ? 512
+        : cuda && tf32 && e >= cudaTf32WideFrom(algo)
+          ? CUDA_TF32_WIDE_THREADS
+          : 256);
     const tj = override.tj ?? threads / rowGroups(e, threads, algo === 'ppo' ? 512 : 256);
     const tauCandidates: number[] = [];
     if (override.tauRows !== undefined) tauCandidates.push(override.tauRows);

@@ -161,11 +161,12 @@ export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
     : ksplit
       ? c.ROWS * c.QW + (o.threads / 32) * 512
       : Math.max((c.ROWS + 16) * c.QW, (MMA_THREADS / 32) * 512);
-  // Engine 5: no other engine's array, and the parts' sums (gv_part, threads x rows).
+  // Engine 5: no other engine's array; the parts' sums (gv_part, threads x episodes), the dual
+  // pass's restart flags and verdict.
   const gv = c.ENGINE === GV_ENGINE;
   const floats =
     (mma ? (c.ROWS * c.ACT_W) / 2 : c.ROWS * c.ACT_W) +
-    (mma ? 0 : gv ? o.threads * c.ROWS : isQuadEngine(c.ENGINE) ? 1 : 4) +
+    (mma ? 0 : gv ? o.threads * o.tileEpisodes + e + 1 : isQuadEngine(c.ENGINE) ? 1 : 4) +
     wsFloats(c.ENGINE, c.KT, c.WS_OUT) +
     qv +
     e * 7 +

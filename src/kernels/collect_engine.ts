@@ -89,13 +89,23 @@ export function tileEngineConstants(
   threads: number,
   tj: number,
   width: number,
-): { ROWS: number; ENGINE: number; MQ: number; MMA_KSPLIT: number; MT?: number; GV_UNROLL?: number } {
+): {
+  ROWS: number;
+  ENGINE: number;
+  MQ: number;
+  MMA_KSPLIT: number;
+  MT?: number;
+  GV_UNROLL?: number;
+  GV_DUAL?: number;
+} {
   if (engine === GV_ENGINE) {
     if (rows > GV_MAX_ROWS)
       throw new Error(
         `tile engine 5 holds at most ${GV_MAX_ROWS} rows per workgroup, this tile has ${rows}; use fewer episodes per workgroup or engine 4`,
       );
-    return { ROWS: rows, ENGINE: engine, MQ: QUAD_MQ, MMA_KSPLIT: 1, GV_UNROLL };
+    // GV_DUAL: the target pass also runs the online net on s' (rows doubled), with 2 x width threads.
+    const dual = threads >= 2 * width ? 1 : 0;
+    return { ROWS: (1 + dual) * rows, ENGINE: engine, MQ: QUAD_MQ, MMA_KSPLIT: 1, GV_UNROLL, GV_DUAL: dual };
   }
   if (engine === MMA_ENGINE) {
     const mt = Math.ceil(rows / MMA_TILE);

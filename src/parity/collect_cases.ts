@@ -580,7 +580,7 @@ export function collectParityCases(): ParityCase[] {
     dqnHalfCase(N, 4, 512),
     dqnStreamCase(N, 2, 256),
     dqnStreamCase(16, 8, 256),
-    dqnStreamCase(16, 8, 512),
+    dqnStreamCase(10, 4, 512),
     dqnCase('dqn', 'seed'),
     dqnCase('dqn', 'cluster'),
     dqnTf32Case('tiled'),

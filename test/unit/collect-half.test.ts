@@ -253,9 +253,11 @@ describe('collect_dqn weight-streaming engine (5): plan and refusal', () => {
     expect(one.constants?.MMH_OFF_9).toBe(halfNetsLayout().entries[9].off);
     expect(one.bindings[10]).toEqual({ name: 'nets16', type: 'u32', access: 'read', wgslType: 'vec4<u32>' });
     expect(one.wgslDirectives).toBeUndefined();
-    expect(collectDqnSpec({ ...base, tileEpisodes: 8, threads: 1024 }).constants).toMatchObject({ ROWS: 8 });
-    // act_v (rows x 256 floats) and the parts' sums (threads x rows) within 48 KiB at 8 rows.
-    expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 8, threads: 1024 })).toBeLessThanOrEqual(48 * 1024);
+    expect(one.constants).toMatchObject({ GV_DUAL: 0 });
+    // 512 threads: the dual pass (online and target rows), within 48 KiB at 8 episodes.
+    const dual = collectDqnSpec({ ...base, tileEpisodes: 8, threads: 512 });
+    expect(dual.constants).toMatchObject({ ROWS: 16, GV_DUAL: 1 });
+    expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 8, threads: 512 })).toBeLessThanOrEqual(48 * 1024);
     expect(() => collectDqnSpec({ ...base, tileEpisodes: 9 })).toThrow(/at most 8 rows/);
     expect(() => checkDqnOptions({ ...base, tileEpisodes: 2, threads: 384, tj: 128 })).toThrow(
       /multiple of the layer width/,

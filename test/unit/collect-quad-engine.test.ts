@@ -147,13 +147,13 @@ describe('WGSL f16 engines: which one, and engine 5 tiles', () => {
     expect(halfEngineFor(65536)).toBe(4);
   });
 
-  it('gives engine 5 N / 256 episodes per workgroup (1 to 8) on 256 threads', () => {
+  it('gives engine 5 N / 256 episodes per workgroup (1 to 8) on 512 threads (the dual pass)', () => {
     const gpu = backendOf('webgpu');
     const fits = (t: { tileEpisodes: number; kt: number; engine?: number; threads: number }) =>
       dqnWorkgroupBytes({ ...dqn(t.tileEpisodes, t.engine ?? 0), kt: t.kt, threads: t.threads }) <= 48 * 1024;
     const tile = (n: number) => chooseTile('dqn', n, gpu, 32, { engine: 5 }, fits);
-    expect(tile(128)).toMatchObject({ tileEpisodes: 1, threads: 256, engine: 5 });
-    expect(tile(1024)).toMatchObject({ tileEpisodes: 4, threads: 256, engine: 5 });
+    expect(tile(128)).toMatchObject({ tileEpisodes: 1, threads: 512, engine: 5 });
+    expect(tile(1024)).toMatchObject({ tileEpisodes: 4, threads: 512, engine: 5 });
     expect(tile(2048).tileEpisodes).toBe(8);
     // Never more rows than engine 5 has sums for.
     expect(tile(65536).tileEpisodes).toBe(8);
