@@ -190,6 +190,14 @@ const GV_EPISODES_PER_WORKGROUP_DIVISOR = 256;
  */
 export const GV_MAX_EPISODES = 2048;
 
+/**
+ * Up to this N engine 5 runs the dual pass (512 threads, GV_DUAL 1: the online net's layers on s'
+ * beside the target's, so a step has 6 dependent layers instead of 10), one workgroup per SM. H200 at
+ * 94b256a: N = 128 3.70M env-steps/s against 3.03M; with two workgroups per SM the single pass is
+ * faster (N = 1,024: 15.86M against 11.04M; N = 2,048: 19.24M at 72c8ad1 against 12.09M).
+ */
+export const GV_DUAL_MAX_EPISODES = 128;
+
 /** The WebGPU f16 precision's tile engine for N episodes (see GV_MAX_EPISODES). */
 export const halfEngineFor = (n: number): number => (n <= GV_MAX_EPISODES ? GV_ENGINE : MMA_ENGINE);
 
@@ -244,11 +252,11 @@ export function chooseTile(
   for (let e = first; e >= 1; e = override.tileEpisodes === undefined ? e / 2 : 0) {
     // The tensor-core engine splits K over 512 threads for one-row-tile workgroups (H200, N = 1,024:
     // 9.17M env-steps/s against 8.6M at 256; N = 128: 1.17M against 1.09M).
-    // Engine 5 runs 512 threads: its target pass then carries the online net's layers on s' too
-    // (GV_DUAL), half the threads each.
+    // Engine 5 runs 512 threads up to GV_DUAL_MAX_EPISODES: its target pass then carries the online
+    // net's layers on s' too (GV_DUAL), half the threads each.
     const threads =
       override.threads ??
-      ((mma && e <= 16) || gv
+      ((mma && e <= 16) || (gv && n <= GV_DUAL_MAX_EPISODES)
         ? 512
         : cuda && tf32 && e >= cudaTf32WideFrom(algo)
           ? CUDA_TF32_WIDE_THREADS

@@ -8,6 +8,7 @@ import { createCpuBackend } from '../../src/backend/cpu/index.js';
 import type { Backend } from '../../src/backend/types.js';
 import {
   chooseTile,
+  GV_DUAL_MAX_EPISODES,
   GV_MAX_EPISODES,
   halfEngineFor,
   QUAD_ENGINE_MIN_ROWS,
@@ -147,13 +148,15 @@ describe('WGSL f16 engines: which one, and engine 5 tiles', () => {
     expect(halfEngineFor(65536)).toBe(4);
   });
 
-  it('gives engine 5 N / 256 episodes per workgroup (1 to 8) on 512 threads (the dual pass)', () => {
+  it('gives engine 5 N / 256 episodes per workgroup (1 to 8), 512 threads (the dual pass) up to GV_DUAL_MAX_EPISODES', () => {
     const gpu = backendOf('webgpu');
     const fits = (t: { tileEpisodes: number; kt: number; engine?: number; threads: number }) =>
       dqnWorkgroupBytes({ ...dqn(t.tileEpisodes, t.engine ?? 0), kt: t.kt, threads: t.threads }) <= 48 * 1024;
     const tile = (n: number) => chooseTile('dqn', n, gpu, 32, { engine: 5 }, fits);
     expect(tile(128)).toMatchObject({ tileEpisodes: 1, threads: 512, engine: 5 });
-    expect(tile(1024)).toMatchObject({ tileEpisodes: 4, threads: 512, engine: 5 });
+    expect(tile(GV_DUAL_MAX_EPISODES).threads).toBe(512);
+    expect(tile(GV_DUAL_MAX_EPISODES * 2).threads).toBe(256);
+    expect(tile(1024)).toMatchObject({ tileEpisodes: 4, threads: 256, engine: 5 });
     expect(tile(2048).tileEpisodes).toBe(8);
     // Never more rows than engine 5 has sums for.
     expect(tile(65536).tileEpisodes).toBe(8);
