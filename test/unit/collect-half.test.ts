@@ -179,19 +179,20 @@ describe('pack_half on WebGPU (lavapipe)', () => {
   );
 });
 
+/** A plain-head tiled DQN collector's options on 256 threads, for the f16 engines' plan tests. */
+const plainTiled = {
+  head: 'plain' as const,
+  atoms: 51,
+  iqnEmbed: 64,
+  actTaus: 32,
+  variant: 'tiled' as const,
+  threads: 256,
+  kt: 32,
+  tauRows: 1,
+};
+
 describe('collect_dqn tensor-core engine (4): plan and refusal', () => {
-  const base = {
-    head: 'plain' as const,
-    atoms: 51,
-    iqnEmbed: 64,
-    actTaus: 32,
-    variant: 'tiled' as const,
-    threads: 256,
-    tj: 32,
-    kt: 32,
-    tauRows: 1,
-    engine: 4,
-  };
+  const base = { ...plainTiled, tj: 32, engine: 4 };
   it('pads rows to 16-row tiles (at most three), binds nets16 as f16 and fits 48 KiB at 48 episodes', () => {
     const one = collectDqnSpec({ ...base, tileEpisodes: 4 });
     expect(one.constants).toMatchObject({ ENGINE: 4, ROWS: 16, MT: 1, ACT_W: 264 });
@@ -235,18 +236,7 @@ describe('collect_dqn tensor-core engine (4): plan and refusal', () => {
 });
 
 describe('collect_dqn weight-streaming engine (5): plan and refusal', () => {
-  const base = {
-    head: 'plain' as const,
-    atoms: 51,
-    iqnEmbed: 64,
-    actTaus: 32,
-    variant: 'tiled' as const,
-    threads: 256,
-    tj: 256,
-    kt: 32,
-    tauRows: 1,
-    engine: 5,
-  };
+  const base = { ...plainTiled, tj: 256, engine: 5 };
   it('keeps the rows, binds nets16 as 16-byte words with the lookup constants, and needs no feature', () => {
     const one = collectDqnSpec({ ...base, tileEpisodes: 1 });
     expect(one.constants).toMatchObject({ ENGINE: 5, ROWS: 1, ACT_W: 256, GV_UNROLL: 8 });
