@@ -97,7 +97,6 @@ export function tileEngineConstants(
   MT?: number;
   GV_UNROLL?: number;
   GV_DUAL?: number;
-  GV_BIAS?: number;
 } {
   if (engine === GV_ENGINE) {
     if (rows > GV_MAX_ROWS)
@@ -106,15 +105,7 @@ export function tileEngineConstants(
       );
     // GV_DUAL: the target pass also runs the online net on s' (rows doubled), with 2 x width threads.
     const dual = threads >= 2 * width ? 1 : 0;
-    return {
-      ROWS: (1 + dual) * rows,
-      ENGINE: engine,
-      MQ: QUAD_MQ,
-      MMA_KSPLIT: 1,
-      GV_UNROLL,
-      GV_DUAL: dual,
-      GV_BIAS: 1,
-    };
+    return { ROWS: (1 + dual) * rows, ENGINE: engine, MQ: QUAD_MQ, MMA_KSPLIT: 1, GV_UNROLL, GV_DUAL: dual };
   }
   if (engine === MMA_ENGINE) {
     const mt = Math.ceil(rows / MMA_TILE);

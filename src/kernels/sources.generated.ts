@@ -1696,19 +1696,6 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   let g_lo = blk.k_lo / 8u;
   let g_hi = (blk.k_lo + blk.k_len + 7u) / 8u;
   let busy = p < parts && j < n_out;
-  // The biases of this thread's first epilogue item (GV_BIAS 1), loaded before the weights so that
-  // their latency hides behind the layer.
-  let nq = nj / 4u;
-  var bias0 = vec4<f32>(0.0);
-  if (GV_BIAS == 1 && lid < nets * TILE_E * nq) {
-    let en0 = lid / (TILE_E * nq);
-    let q0 = (lid % nq) * 4u;
-    for (var c = 0u; c < 4u; c++) {
-      if (q0 + c < n_out) {
-        bias0[c] = layer_bias(gv_block(b0, en0), gv_block(b1, en0), q0 + c);
-      }
-    }
-  }
   var acc: array<f32, TILE_E>;
   if (busy) {
     for (var g = g_lo + p; g < g_hi; g += parts * GV_UNROLL) {
@@ -1734,6 +1721,7 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   // quad) sums 4 outputs of a row and writes them as one vec4 (act_set4: whole quads only); a
   // quad's outputs past n_out are 0, as engine 2 writes them.
   workgroupBarrier();
+  let nq = nj / 4u;
   for (var e = lid; e < nets * TILE_E * nq; e += WG_X) {
     let en = e / (TILE_E * nq);
     let i = (e / nq) % TILE_E;
@@ -1744,12 +1732,7 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
     var y = vec4<f32>(0.0);
     for (var c = 0u; c < 4u; c++) {
       if (j0 + c < n_out) {
-        var s = 0.0;
-        if (GV_BIAS == 1 && e == lid) {
-          s = bias0[c];
-        } else {
-          s = layer_bias(d0, d1, j0 + c);
-        }
+        var s = layer_bias(d0, d1, j0 + c);
         for (var q = 0u; q < parts; q++) {
           s = s + gv_part[((en * parts + q) * TILE_E + i) * nj + j0 + c];
         }
@@ -4756,19 +4739,6 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   let g_lo = blk.k_lo / 8u;
   let g_hi = (blk.k_lo + blk.k_len + 7u) / 8u;
   let busy = p < parts && j < n_out;
-  // The biases of this thread's first epilogue item (GV_BIAS 1), loaded before the weights so that
-  // their latency hides behind the layer.
-  let nq = nj / 4u;
-  var bias0 = vec4<f32>(0.0);
-  if (GV_BIAS == 1 && lid < nets * TILE_E * nq) {
-    let en0 = lid / (TILE_E * nq);
-    let q0 = (lid % nq) * 4u;
-    for (var c = 0u; c < 4u; c++) {
-      if (q0 + c < n_out) {
-        bias0[c] = layer_bias(gv_block(b0, en0), gv_block(b1, en0), q0 + c);
-      }
-    }
-  }
   var acc: array<f32, TILE_E>;
   if (busy) {
     for (var g = g_lo + p; g < g_hi; g += parts * GV_UNROLL) {
@@ -4794,6 +4764,7 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   // quad) sums 4 outputs of a row and writes them as one vec4 (act_set4: whole quads only); a
   // quad's outputs past n_out are 0, as engine 2 writes them.
   workgroupBarrier();
+  let nq = nj / 4u;
   for (var e = lid; e < nets * TILE_E * nq; e += WG_X) {
     let en = e / (TILE_E * nq);
     let i = (e / nq) % TILE_E;
@@ -4804,12 +4775,7 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
     var y = vec4<f32>(0.0);
     for (var c = 0u; c < 4u; c++) {
       if (j0 + c < n_out) {
-        var s = 0.0;
-        if (GV_BIAS == 1 && e == lid) {
-          s = bias0[c];
-        } else {
-          s = layer_bias(d0, d1, j0 + c);
-        }
+        var s = layer_bias(d0, d1, j0 + c);
         for (var q = 0u; q < parts; q++) {
           s = s + gv_part[((en * parts + q) * TILE_E + i) * nj + j0 + c];
         }
@@ -6432,19 +6398,6 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   let g_lo = blk.k_lo / 8u;
   let g_hi = (blk.k_lo + blk.k_len + 7u) / 8u;
   let busy = p < parts && j < n_out;
-  // The biases of this thread's first epilogue item (GV_BIAS 1), loaded before the weights so that
-  // their latency hides behind the layer.
-  let nq = nj / 4u;
-  var bias0 = vec4<f32>(0.0);
-  if (GV_BIAS == 1 && lid < nets * TILE_E * nq) {
-    let en0 = lid / (TILE_E * nq);
-    let q0 = (lid % nq) * 4u;
-    for (var c = 0u; c < 4u; c++) {
-      if (q0 + c < n_out) {
-        bias0[c] = layer_bias(gv_block(b0, en0), gv_block(b1, en0), q0 + c);
-      }
-    }
-  }
   var acc: array<f32, TILE_E>;
   if (busy) {
     for (var g = g_lo + p; g < g_hi; g += parts * GV_UNROLL) {
@@ -6470,6 +6423,7 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   // quad) sums 4 outputs of a row and writes them as one vec4 (act_set4: whole quads only); a
   // quad's outputs past n_out are 0, as engine 2 writes them.
   workgroupBarrier();
+  let nq = nj / 4u;
   for (var e = lid; e < nets * TILE_E * nq; e += WG_X) {
     let en = e / (TILE_E * nq);
     let i = (e / nq) % TILE_E;
@@ -6480,12 +6434,7 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
     var y = vec4<f32>(0.0);
     for (var c = 0u; c < 4u; c++) {
       if (j0 + c < n_out) {
-        var s = 0.0;
-        if (GV_BIAS == 1 && e == lid) {
-          s = bias0[c];
-        } else {
-          s = layer_bias(d0, d1, j0 + c);
-        }
+        var s = layer_bias(d0, d1, j0 + c);
         for (var q = 0u; q < parts; q++) {
           s = s + gv_part[((en * parts + q) * TILE_E + i) * nj + j0 + c];
         }
