@@ -198,6 +198,16 @@ export const GV_MAX_EPISODES = 2048;
  */
 export const GV_DUAL_MAX_EPISODES = 128;
 
+/** Storage buffers per shader stage a WebGPU backend allows (8, WebGPU's default, where it does not say). */
+export const storageBuffersPerStage = (backend: Backend): number =>
+  Number(backend.info.limits.maxStorageBuffersPerShaderStage ?? 8);
+
+/**
+ * Whether the f16 engines' collection kernel fits the backend: it binds an 11th storage buffer
+ * (nets16), one more than some adapters allow (Chromium's SwiftShader: 10).
+ */
+export const halfBindingFits = (backend: Backend): boolean => storageBuffersPerStage(backend) >= 11;
+
 /** The WebGPU f16 precision's tile engine for N episodes (see GV_MAX_EPISODES). */
 export const halfEngineFor = (n: number): number => (n <= GV_MAX_EPISODES ? GV_ENGINE : MMA_ENGINE);
 
@@ -557,6 +567,10 @@ export class DqnDeviceCollector extends DeviceCollector {
     if (init.tile?.engine === GV_ENGINE && init.backend.kind !== 'webgpu')
       throw new Error(
         `collect dqn: the weight-streaming engine (5, f16 weights) is a WebGPU tile engine, not ${init.backend.kind}'s: use --precision exact (CUDA: --precision tf32)`,
+      );
+    if (init.tile?.engine === GV_ENGINE && !halfBindingFits(init.backend))
+      throw new Error(
+        `collect dqn: the weight-streaming engine (5, f16 weights) reads an 11th storage buffer (the f16 nets); ${init.backend.info.device} allows ${storageBuffersPerStage(init.backend)} per shader stage: use --precision exact`,
       );
     const options = variant === 'cluster' ? clusterOptions(base, init) : tiled();
     super(init, withConstants(collectDqnSpec(options), init.constants), dqnNetsSize(options), DQN_OUTPUT);

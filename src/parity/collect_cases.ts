@@ -26,8 +26,10 @@ import {
   type CollectVariant,
   type DeviceCollectorInit,
   DqnDeviceCollector,
+  halfBindingFits,
   hasSubgroupMatrix,
   PpoDeviceCollector,
+  storageBuffersPerStage,
   type TileShape,
 } from '../collect/device.js';
 import { argmaxQ, collectDqn, type DqnNets } from '../collect/dqn.js';
@@ -526,6 +528,8 @@ function dqnStreamCase(n: number, tileEpisodes: number, threads: number): Parity
       kernel: 'collect_dqn',
       backends: ['webgpu'],
       requires: (backend) => {
+        if (!halfBindingFits(backend))
+          return `needs 11 storage buffers per shader stage (the f16 nets), ${backend.info.device} allows ${storageBuffersPerStage(backend)}`;
         const max = Number(backend.info.limits.maxComputeInvocationsPerWorkgroup ?? 256);
         return max >= threads
           ? null
