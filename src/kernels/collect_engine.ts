@@ -97,6 +97,7 @@ export function tileEngineConstants(
   MT?: number;
   GV_UNROLL?: number;
   GV_DUAL?: number;
+  GV_PROBE?: number;
 } {
   if (engine === GV_ENGINE) {
     if (rows > GV_MAX_ROWS)
@@ -105,7 +106,16 @@ export function tileEngineConstants(
       );
     // GV_DUAL: the target pass also runs the online net on s' (rows doubled), with 2 x width threads.
     const dual = threads >= 2 * width ? 1 : 0;
-    return { ROWS: (1 + dual) * rows, ENGINE: engine, MQ: QUAD_MQ, MMA_KSPLIT: 1, GV_UNROLL, GV_DUAL: dual };
+    // GV_PROBE: bench only (collect_tile.wgsl dense_gv), 0 in every real build.
+    return {
+      ROWS: (1 + dual) * rows,
+      ENGINE: engine,
+      MQ: QUAD_MQ,
+      MMA_KSPLIT: 1,
+      GV_UNROLL,
+      GV_DUAL: dual,
+      GV_PROBE: 0,
+    };
   }
   if (engine === MMA_ENGINE) {
     const mt = Math.ceil(rows / MMA_TILE);

@@ -1703,11 +1703,19 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       // repeats it, unused), then the multiply-adds in order.
       var w: array<vec4<u32>, GV_UNROLL>;
       for (var u = 0u; u < GV_UNROLL; u++) {
-        w[u] = nets16[base + min(g + u * parts, g_hi - 1u) * out_pad];
+        // Bench only, GV_PROBE 1: no weight loads (zero words), to time the rest of a layer.
+        if (GV_PROBE != 1) {
+          w[u] = nets16[base + min(g + u * parts, g_hi - 1u) * out_pad];
+        }
       }
       for (var u = 0u; u < GV_UNROLL; u++) {
         if (g + u * parts < g_hi) {
-          gv_fma(&acc, w[u], g + u * parts, r0);
+          if (GV_PROBE == 2) {
+            // Bench only, GV_PROBE 2: the loads alone (one integer add per word keeps them).
+            acc[0] = acc[0] + f32(w[u].x & 1u);
+          } else {
+            gv_fma(&acc, w[u], g + u * parts, r0);
+          }
         }
       }
     }
@@ -4746,11 +4754,19 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       // repeats it, unused), then the multiply-adds in order.
       var w: array<vec4<u32>, GV_UNROLL>;
       for (var u = 0u; u < GV_UNROLL; u++) {
-        w[u] = nets16[base + min(g + u * parts, g_hi - 1u) * out_pad];
+        // Bench only, GV_PROBE 1: no weight loads (zero words), to time the rest of a layer.
+        if (GV_PROBE != 1) {
+          w[u] = nets16[base + min(g + u * parts, g_hi - 1u) * out_pad];
+        }
       }
       for (var u = 0u; u < GV_UNROLL; u++) {
         if (g + u * parts < g_hi) {
-          gv_fma(&acc, w[u], g + u * parts, r0);
+          if (GV_PROBE == 2) {
+            // Bench only, GV_PROBE 2: the loads alone (one integer add per word keeps them).
+            acc[0] = acc[0] + f32(w[u].x & 1u);
+          } else {
+            gv_fma(&acc, w[u], g + u * parts, r0);
+          }
         }
       }
     }
@@ -6405,11 +6421,19 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       // repeats it, unused), then the multiply-adds in order.
       var w: array<vec4<u32>, GV_UNROLL>;
       for (var u = 0u; u < GV_UNROLL; u++) {
-        w[u] = nets16[base + min(g + u * parts, g_hi - 1u) * out_pad];
+        // Bench only, GV_PROBE 1: no weight loads (zero words), to time the rest of a layer.
+        if (GV_PROBE != 1) {
+          w[u] = nets16[base + min(g + u * parts, g_hi - 1u) * out_pad];
+        }
       }
       for (var u = 0u; u < GV_UNROLL; u++) {
         if (g + u * parts < g_hi) {
-          gv_fma(&acc, w[u], g + u * parts, r0);
+          if (GV_PROBE == 2) {
+            // Bench only, GV_PROBE 2: the loads alone (one integer add per word keeps them).
+            acc[0] = acc[0] + f32(w[u].x & 1u);
+          } else {
+            gv_fma(&acc, w[u], g + u * parts, r0);
+          }
         }
       }
     }
