@@ -260,33 +260,22 @@ describe('collect_dqn weight-streaming engine (5): plan and refusal', () => {
     const cfg = cloneDefaults();
     cfg.rollout.episodes = 4;
     cfg.rollout.steps = 2;
-    expect(
-      () =>
-        new DqnDeviceCollector({
-          backend: cpu,
-          market: randomMarket(400, 4),
-          split: { start: 100, end: 390 },
-          cfg,
-          algo: 'dqn',
-          tile: { engine: 5 },
-        }),
-    ).toThrow(/weight-streaming engine \(5, f16 weights\) is a WebGPU tile engine, not cpu/);
+    const collector = () =>
+      new DqnDeviceCollector({
+        backend: cpu,
+        market: randomMarket(400, 4),
+        split: { start: 100, end: 390 },
+        cfg,
+        algo: 'dqn',
+        tile: { engine: 5 },
+      });
+    expect(collector).toThrow(/weight-streaming engine \(5, f16 weights\) is a WebGPU tile engine, not cpu/);
     // A WebGPU adapter with 10 storage buffers per stage (Chromium's SwiftShader) cannot bind nets16.
     Object.defineProperty(cpu, 'kind', { value: 'webgpu' });
     Object.defineProperty(cpu, 'info', {
       value: { ...cpu.info, kind: 'webgpu', limits: { maxStorageBuffersPerShaderStage: 10 } },
     });
-    expect(
-      () =>
-        new DqnDeviceCollector({
-          backend: cpu,
-          market: randomMarket(400, 4),
-          split: { start: 100, end: 390 },
-          cfg,
-          algo: 'dqn',
-          tile: { engine: 5 },
-        }),
-    ).toThrow(
+    expect(collector).toThrow(
       /reads an 11th storage buffer \(the f16 nets\); .* allows 10 per shader stage: use --precision exact/,
     );
     cpu.destroy();
