@@ -51,10 +51,11 @@ per episode are measured in the same run (--variant both, the default for dqn an
                     default except on cuda), tf32 (cuda: tensor cores, constant TF32 = 1; the
                     cluster variant then takes at most 16 episodes per cluster), f16 (webgpu, plain dqn
                     head: f16 weights with f32 sums; up to N = 2,048 tile engine 5, weights streamed
-                    from L2 into registers, f32 activations, any adapter; above it tile engine 4,
-                    tensor cores through Dawn's experimental subgroup matrices, f16 activations,
-                    needs chromium-experimental-subgroup-matrix; --engine 4 or 5 forces one) or
-                    both (cuda: exact and tf32, the cuda default; webgpu: exact and f16)
+                    from L2 into registers, f32 activations, needs 11 storage buffers per shader
+                    stage; above it tile engine 4, tensor cores through Dawn's experimental subgroup
+                    matrices, f16 activations, needs chromium-experimental-subgroup-matrix;
+                    --engine 4 or 5 forces one) or both (cuda: exact and tf32, the cuda default;
+                    webgpu: exact and f16)
   --engine E        webgpu only: the tiled kernel's WGSL tile engine, 0 (scalar activations,
                     outputs strided over threads), 1 (quad blocks: vec4 activations, 4 x 2
                     outputs per thread), 2 (quad blocks unrolled: named accumulators), 3 (engine
