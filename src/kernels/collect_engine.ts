@@ -74,9 +74,6 @@ export const sliceCandidates = (engine: number): number[] =>
 /** Whether an engine is one of the quad-block engines (1, 2: vec4 activations) rather than scalar (0, 3). */
 export const isQuadEngine = (engine: number): boolean => engine === 1 || engine === 2;
 
-/** Whether an engine keeps its activations as vec4 quads (act_v: 1, 2, 5) rather than scalars or f16. */
-export const vecActivations = (engine: number): boolean => isQuadEngine(engine) || engine === GV_ENGINE;
-
 /**
  * Rows and the engine constants of the WGSL tile engine for a layer width `width` (the widest
  * layer): engine 0 pads the rows to a multiple of the threads / tj row groups, engines 1 and 2
