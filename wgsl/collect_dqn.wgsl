@@ -46,6 +46,10 @@ var<workgroup> tile_tau: array<f32, TAU_LEN>;
 // the s' the dual pass saw), and the tile's verdict for this step's online pass.
 var<workgroup> gv_restart: array<u32, TILE_E>;
 var<workgroup> gv_need: u32;
+// GV_TABLE 1: the step program, decoded once per launch (op_at of every index); an op is then one
+// workgroupUniformLoad, whose barrier also closes the op before it, instead of all the
+// workgroup's warps decoding it again (op_at's branches and block offsets, every op of every step).
+var<workgroup> gv_prog: array<Op, select(1u, PROGRAM_LEN, GV_TABLE == 1)>;
 //!endif
 
 // ---- the tiled kernel: a per-step program of ops ----
@@ -216,6 +220,25 @@ fn op_at(i: u32) -> Op {
   }
   return phase(OP_TD, 0u);
 }
+
+// Op i of a step's program as the workgroup runs it: from the table (engine 5, GV_TABLE 1) or decoded.
+fn step_op(i: u32) -> Op {
+//!if ENGINE == 5
+  if (ENGINE == 5 && GV_TABLE == 1) {
+    return workgroupUniformLoad(&gv_prog[i]);
+  }
+//!endif
+  return op_at(i);
+}
+
+// Whether an op ends with its own barrier: not where the next op's table load is one (engine 5,
+// GV_TABLE 1; the table's loads are the only ops' boundaries then).
+//!if ENGINE == 5
+const OP_BARRIER = GV_TABLE == 0;
+//!endif
+//!if ENGINE != 5
+const OP_BARRIER = true;
+//!endif
 
 // Plain dueling combination of every row of qv: A in columns [0, 45), V in column 45;
 // Q[a] = (V + A[a]) - mean(A) written over A. Where the workgroup has a thread for every row and
@@ -412,6 +435,14 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
   if (mine) {
     ep = load_episode(e);
   }
+//!if ENGINE == 5
+  if (GV_TABLE == 1) {
+    for (var i = lid; i < PROGRAM_LEN; i += WG_X) {
+      gv_prog[i] = op_at(i);
+    }
+    workgroupBarrier();
+  }
+//!endif
   for (var l = 0u; l < u.steps; l++) {
     let g = u.stepBase + l;
     var a = 0;
@@ -443,7 +474,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       }
       gv_delta = select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1 && i >= TARGET_AT && i < TARGET_AT + NET_LEN);
 //!endif
-      let o = op_at(i);
+      let o = step_op(i);
       // Bench only: ABLATE bit k skips every op of kind k (its barrier kept), so a sweep over the
       // bits times each phase by difference; the outputs are then meaningless.
       if ((ABLATE & (1u << o.kind)) != 0u) {
@@ -532,7 +563,9 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
           iqn_phase(o.kind, o.arg, lid);
         }
       }
-      workgroupBarrier();
+      if (OP_BARRIER) {
+        workgroupBarrier();
+      }
     }
   }
   if (mine) {

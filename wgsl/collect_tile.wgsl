@@ -1051,9 +1051,10 @@ fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32
 // gv_part after the layer's barrier. An output reads only its own block's input groups (the heads:
 // advantages from columns 128-255, the value from 0-127; k_lo a multiple of 8), activations as vec4
 // broadcasts from act_v.
-// Numerics: f16-rounded weights (as engine 4), f32 activations and sums: y = act(b + sum over the
-// parts in order of each part's sum over its groups in increasing input). Not bit-identical to the
-// reference: the f16 precision mode.
+// Numerics: f16-rounded weights (as engine 4), f32 activations and sums: y = act(sum over the parts
+// in order of each part's sum over its groups in increasing input, part 0's starting at the bias
+// b; GV_BIAS 0: b + that sum with every part's starting at 0). Not bit-identical to the reference:
+// the f16 precision mode.
 // GV_DUAL 1 (the DQN kernel): a target-net op (gv_delta, the nets offset from the online net to the
 // target, nonzero) runs the online net's same layer beside it on the same input: rows [0, TILE_E)
 // through the online weights, rows [TILE_E, 2 TILE_E) through the target's (ROWS = 2 TILE_E); half the
@@ -1093,19 +1094,35 @@ fn gv_block(b: Block, n: u32) -> Block {
   return Block(b.w - gv_delta, b.b - gv_delta, b.rows, b.k_lo, b.k_len);
 }
 
+// Loads the GV_UNROLL words of output base's groups g, g + parts, ...: past the block's last group
+// a load repeats it (unused). Bench only, GV_PROBE 1: no loads (zero words), to time the rest.
+fn gv_load(w: ptr<function, array<vec4<u32>, GV_UNROLL>>, base: u32, g: u32, parts: u32, g_hi: u32, out_pad: u32) {
+  for (var u = 0u; u < GV_UNROLL; u++) {
+    if (GV_PROBE != 1) {
+      (*w)[u] = nets16[base + min(g + u * parts, g_hi - 1u) * out_pad];
+    }
+  }
+}
+
 fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
   let n_out = b0.rows + b1.rows;
-  let nj = (n_out + 31u) / 32u * 32u;
-  let nets = select(1u, 2u, gv_delta != 0u);
-  let per_net = WG_X / nets;
-  let parts = per_net / nj;
-  let n = lid / per_net;
-  let j = (lid % per_net) % nj;
-  let p = (lid % per_net) / nj;
+  // Threads per net and part: nj = 2^sh >= 32 covering the outputs, so the thread split is
+  // shifts and masks (every layer of the plain head is 32, 64 or 256 wide: the same parts as
+  // rounding up to 32).
+  let sh = max(5u, 32u - countLeadingZeros(n_out - 1u));
+  let nj = 1u << sh;
+  let dual = gv_delta != 0u;
+  let nets = select(1u, 2u, dual);
+  let per_net = select(WG_X, WG_X / 2u, dual);
+  let parts = per_net >> sh;
+  let n = select(0u, lid / (WG_X / 2u), dual);
+  let x = select(lid, lid % (WG_X / 2u), dual);
+  let j = x & (nj - 1u);
+  let p = x >> sh;
   // This thread's net (the op's own, or the online net's twin layer) and its rows.
   let c0 = gv_block(b0, n);
   let c1 = gv_block(b1, n);
-  let r0 = select(0u, n * TILE_E, nets == 2u);
+  let r0 = select(0u, n * TILE_E, dual);
   let out_pad = (n_out + 15u) / 16u * 16u;
   let base = mma_offset(c0.w) / 8u + j;
   var blk = c0;
@@ -1116,16 +1133,30 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   let g_hi = (blk.k_lo + blk.k_len + 7u) / 8u;
   let busy = p < parts && j < n_out;
   var acc: array<f32, TILE_E>;
+  // GV_BIAS 1: part 0's sums start at the bias, loaded beside the first weights (not after the
+  // layer's barrier).
+  if (GV_BIAS == 1 && busy && p == 0u) {
+    let bias = layer_bias(c0, c1, j);
+    for (var i = 0u; i < TILE_E; i++) {
+      acc[i] = bias;
+    }
+  }
   if (busy) {
-    for (var g = g_lo + p; g < g_hi; g += parts * GV_UNROLL) {
-      // Every load of the batch first (GV_UNROLL in flight; past the block's last group a load
-      // repeats it, unused), then the multiply-adds in order.
+    // GV_PIPE 1: the next batch's loads are issued before this batch's multiply-adds.
+    let stride = parts * GV_UNROLL;
+    var next: array<vec4<u32>, GV_UNROLL>;
+    if (GV_PIPE == 1) {
+      gv_load(&next, base, g_lo + p, parts, g_hi, out_pad);
+    }
+    for (var g = g_lo + p; g < g_hi; g += stride) {
       var w: array<vec4<u32>, GV_UNROLL>;
-      for (var u = 0u; u < GV_UNROLL; u++) {
-        // Bench only, GV_PROBE 1: no weight loads (zero words), to time the rest of a layer.
-        if (GV_PROBE != 1) {
-          w[u] = nets16[base + min(g + u * parts, g_hi - 1u) * out_pad];
+      if (GV_PIPE == 1) {
+        w = next;
+        if (g + stride < g_hi) {
+          gv_load(&next, base, g + stride, parts, g_hi, out_pad);
         }
+      } else {
+        gv_load(&w, base, g, parts, g_hi, out_pad);
       }
       for (var u = 0u; u < GV_UNROLL; u++) {
         if (g + u * parts < g_hi) {
@@ -1148,18 +1179,22 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   // quad) sums 4 outputs of a row and writes them as one vec4 (act_set4: whole quads only); a
   // quad's outputs past n_out are 0, as engine 2 writes them.
   workgroupBarrier();
-  let nq = nj / 4u;
+  let qsh = sh - 2u;
+  let nq = 1u << qsh;
   for (var e = lid; e < nets * TILE_E * nq; e += WG_X) {
-    let en = e / (TILE_E * nq);
-    let i = (e / nq) % TILE_E;
-    let j0 = (e % nq) * 4u;
+    let en = (e >> qsh) / TILE_E;
+    let i = (e >> qsh) % TILE_E;
+    let j0 = (e & (nq - 1u)) * 4u;
     let d0 = gv_block(b0, en);
     let d1 = gv_block(b1, en);
-    let r = select(i, en * TILE_E + i, nets == 2u);
+    let r = select(i, en * TILE_E + i, dual);
     var y = vec4<f32>(0.0);
     for (var c = 0u; c < 4u; c++) {
       if (j0 + c < n_out) {
-        var s = layer_bias(d0, d1, j0 + c);
+        var s = 0.0;
+        if (GV_BIAS == 0) {
+          s = layer_bias(d0, d1, j0 + c);
+        }
         for (var q = 0u; q < parts; q++) {
           s = s + gv_part[((en * parts + q) * TILE_E + i) * nj + j0 + c];
         }

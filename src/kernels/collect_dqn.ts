@@ -145,6 +145,12 @@ export function dqnTileConstants(o: CollectDqnOptions): Record<string, number> {
   };
 }
 
+/**
+ * Words of engine 5's step-program table (collect_dqn.wgsl gv_prog): the plain head's 19 ops (fill,
+ * 5 online, action, 4 curiosity, env, fill, 5 target, TD) of 17 words (an Op).
+ */
+const GV_PROGRAM_WORDS = 19 * 17;
+
 /** Workgroup memory the WGSL kernel declares for these options, in bytes. */
 export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
   const c = dqnTileConstants(o);
@@ -162,11 +168,11 @@ export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
       ? c.ROWS * c.QW + (o.threads / 32) * 512
       : Math.max((c.ROWS + 16) * c.QW, (MMA_THREADS / 32) * 512);
   // Engine 5: no other engine's array; the parts' sums (gv_part, threads x episodes), the dual
-  // pass's restart flags and verdict.
+  // pass's restart flags and verdict, the step program's table (gv_prog).
   const gv = c.ENGINE === GV_ENGINE;
   const floats =
     (mma ? (c.ROWS * c.ACT_W) / 2 : c.ROWS * c.ACT_W) +
-    (mma ? 0 : gv ? o.threads * o.tileEpisodes + e + 1 : isQuadEngine(c.ENGINE) ? 1 : 4) +
+    (mma ? 0 : gv ? o.threads * o.tileEpisodes + e + 1 + GV_PROGRAM_WORDS : isQuadEngine(c.ENGINE) ? 1 : 4) +
     wsFloats(c.ENGINE, c.KT, c.WS_OUT) +
     qv +
     e * 7 +

@@ -95,6 +95,9 @@ export function tileEngineConstants(
   GV_UNROLL?: number;
   GV_DUAL?: number;
   GV_PROBE?: number;
+  GV_TABLE?: number;
+  GV_BIAS?: number;
+  GV_PIPE?: number;
 } {
   if (engine === GV_ENGINE) {
     if (rows > GV_MAX_ROWS)
@@ -103,7 +106,8 @@ export function tileEngineConstants(
       );
     // GV_DUAL: the target pass also runs the online net on s' (rows doubled), with 2 x width threads.
     const dual = threads >= 2 * width ? 1 : 0;
-    // GV_PROBE: bench only (collect_tile.wgsl dense_gv), 0 in every real build.
+    // GV_PROBE: bench only (collect_tile.wgsl dense_gv), 0 in every real build. GV_TABLE, GV_BIAS,
+    // GV_PIPE: 1 in every real build, 0 for the bench to time each against the older form.
     return {
       ROWS: (1 + dual) * rows,
       ENGINE: engine,
@@ -112,6 +116,9 @@ export function tileEngineConstants(
       GV_UNROLL,
       GV_DUAL: dual,
       GV_PROBE: 0,
+      GV_TABLE: 1,
+      GV_BIAS: 1,
+      GV_PIPE: 1,
     };
   }
   if (engine === MMA_ENGINE) {
