@@ -231,6 +231,17 @@ fn step_op(i: u32) -> Op {
   return op_at(i);
 }
 
+//!if ENGINE == 5
+// GV_NEXT 1: op i + 1 is the layer after op i when both are layers (ops are skipped in whole
+// networks: the next layer of a layer that runs runs too), so dense_gv may load its first weights.
+fn gv_set_next(i: u32) {
+  gv_next = phase(OP_FILL, 0u);
+  if (GV_TABLE == 1 && i + 1u < PROGRAM_LEN) {
+    gv_next = gv_prog[i + 1u];
+  }
+}
+//!endif
+
 // Whether an op ends with its own barrier: not where the next op's table load is one (engine 5,
 // GV_TABLE 1; the table's loads are the only ops' boundaries then).
 //!if ENGINE == 5
@@ -478,11 +489,17 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       // Bench only: ABLATE bit k skips every op of kind k (its barrier kept), so a sweep over the
       // bits times each phase by difference; the outputs are then meaningless.
       if ((ABLATE & (1u << o.kind)) != 0u) {
+//!if ENGINE == 5
+        gv_pre_ok = false;
+//!endif
         workgroupBarrier();
         continue;
       }
       switch (o.kind) {
         case OP_DENSE: {
+//!if ENGINE == 5
+          gv_set_next(i);
+//!endif
           dense(o.b0, o.b1, o.k_start, o.n_k, o.act, o.to_q, o.out_col, lid, sg);
         }
         case OP_TAUS: {

@@ -1104,49 +1104,90 @@ fn gv_load(w: ptr<function, array<vec4<u32>, GV_UNROLL>>, base: u32, g: u32, par
   }
 }
 
-fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+// A thread's share of a layer: its net n (0 the online net, 1 the op's own), output j and part p of
+// `parts`, and where its weights are (word base + g * out_pad for input groups g in [g_lo, g_hi)).
+struct GvThread {
+  sh: u32,
+  parts: u32,
+  n: u32,
+  j: u32,
+  p: u32,
+  c0: Block,
+  c1: Block,
+  base: u32,
+  out_pad: u32,
+  g_lo: u32,
+  g_hi: u32,
+  busy: bool,
+}
+
+fn gv_thread(b0: Block, b1: Block, lid: u32) -> GvThread {
   let n_out = b0.rows + b1.rows;
   // Threads per net and part: nj = 2^sh >= 32 covering the outputs, so the thread split is
   // shifts and masks (every layer of the plain head is 32, 64 or 256 wide: the same parts as
   // rounding up to 32).
   let sh = max(5u, 32u - countLeadingZeros(n_out - 1u));
-  let nj = 1u << sh;
   let dual = gv_delta != 0u;
-  let nets = select(1u, 2u, dual);
   let per_net = select(WG_X, WG_X / 2u, dual);
   let parts = per_net >> sh;
   let n = select(0u, lid / (WG_X / 2u), dual);
   let x = select(lid, lid % (WG_X / 2u), dual);
-  let j = x & (nj - 1u);
+  let j = x & ((1u << sh) - 1u);
   let p = x >> sh;
-  // This thread's net (the op's own, or the online net's twin layer) and its rows.
   let c0 = gv_block(b0, n);
   let c1 = gv_block(b1, n);
-  let r0 = select(0u, n * TILE_E, dual);
-  let out_pad = (n_out + 15u) / 16u * 16u;
-  let base = mma_offset(c0.w) / 8u + j;
   var blk = c0;
   if (j >= c0.rows) {
     blk = c1;
   }
-  let g_lo = blk.k_lo / 8u;
-  let g_hi = (blk.k_lo + blk.k_len + 7u) / 8u;
-  let busy = p < parts && j < n_out;
+  return GvThread(sh, parts, n, j, p, c0, c1, mma_offset(c0.w) / 8u + j, (n_out + 15u) / 16u * 16u,
+    blk.k_lo / 8u, (blk.k_lo + blk.k_len + 7u) / 8u, p < parts && j < n_out);
+}
+
+// GV_NEXT 1: the next op when it is a layer (set by the DQN kernel before each layer; kind OP_DENSE
+// or not), and its first weight batch, loaded before this layer's barrier (gv_pre_ok).
+var<private> gv_next: Op;
+var<private> gv_pre: array<vec4<u32>, GV_UNROLL>;
+var<private> gv_pre_ok: bool = false;
+
+fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+  let n_out = b0.rows + b1.rows;
+  let t = gv_thread(b0, b1, lid);
+  let sh = t.sh;
+  let nj = 1u << sh;
+  let dual = gv_delta != 0u;
+  let nets = select(1u, 2u, dual);
+  let parts = t.parts;
+  let n = t.n;
+  let j = t.j;
+  let p = t.p;
+  let r0 = select(0u, n * TILE_E, dual);
+  let base = t.base;
+  let out_pad = t.out_pad;
+  let g_lo = t.g_lo;
+  let g_hi = t.g_hi;
+  let busy = t.busy;
   var acc: array<f32, TILE_E>;
   // GV_BIAS 1: part 0's sums start at the bias, loaded beside the first weights (not after the
   // layer's barrier).
   if (GV_BIAS == 1 && busy && p == 0u) {
-    let bias = layer_bias(c0, c1, j);
+    let bias = layer_bias(t.c0, t.c1, j);
     for (var i = 0u; i < TILE_E; i++) {
       acc[i] = bias;
     }
   }
+  let pre = gv_pre_ok;
+  gv_pre_ok = false;
   if (busy) {
     // GV_PIPE 1: the next batch's loads are issued before this batch's multiply-adds.
     let stride = parts * GV_UNROLL;
     var next: array<vec4<u32>, GV_UNROLL>;
     if (GV_PIPE == 1) {
-      gv_load(&next, base, g_lo + p, parts, g_hi, out_pad);
+      if (pre) {
+        next = gv_pre;
+      } else {
+        gv_load(&next, base, g_lo + p, parts, g_hi, out_pad);
+      }
     }
     for (var g = g_lo + p; g < g_hi; g += stride) {
       var w: array<vec4<u32>, GV_UNROLL>;
@@ -1169,6 +1210,16 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
         }
       }
     }
+  }
+  // GV_NEXT 1: the next layer's first batch, in flight across this layer's barriers and epilogue.
+  if (GV_NEXT == 1 && GV_PIPE == 1 && gv_next.kind == OP_DENSE) {
+    let tn = gv_thread(gv_next.b0, gv_next.b1, lid);
+    if (tn.busy) {
+      var first: array<vec4<u32>, GV_UNROLL>;
+      gv_load(&first, tn.base, tn.g_lo + tn.p, tn.parts, tn.g_hi, tn.out_pad);
+      gv_pre = first;
+    }
+    gv_pre_ok = true;
   }
   if (p < parts) {
     for (var i = 0u; i < TILE_E; i++) {

@@ -29,8 +29,12 @@ export const GV_ENGINE = 5;
 /** Rows engine 5 takes (its per-thread sums: one per row). */
 export const GV_MAX_ROWS = 8;
 
-/** 16-byte weight words engine 5 keeps in flight per thread unless chosen (constant GV_UNROLL). */
-export const GV_UNROLL = 8;
+/**
+ * 16-byte weight words per batch of engine 5 unless chosen (constant GV_UNROLL): a batch's loads are
+ * in flight while the batch before it multiplies (GV_PIPE). H200, N = 128 at af4c5a6: 4 4.12M
+ * env-steps/s, 8 3.79M (3.99M unpipelined), 16 2.89M.
+ */
+export const GV_UNROLL = 4;
 
 /** Whether an engine reads the f16 copy of the nets (nets16, src/kernels/collect_half.ts). */
 export const isHalfEngine = (engine: number): boolean => engine === 4 || engine === 5;
@@ -98,6 +102,7 @@ export function tileEngineConstants(
   GV_TABLE?: number;
   GV_BIAS?: number;
   GV_PIPE?: number;
+  GV_NEXT?: number;
 } {
   if (engine === GV_ENGINE) {
     if (rows > GV_MAX_ROWS)
@@ -107,7 +112,7 @@ export function tileEngineConstants(
     // GV_DUAL: the target pass also runs the online net on s' (rows doubled), with 2 x width threads.
     const dual = threads >= 2 * width ? 1 : 0;
     // GV_PROBE: bench only (collect_tile.wgsl dense_gv), 0 in every real build. GV_TABLE, GV_BIAS,
-    // GV_PIPE: 1 in every real build, 0 for the bench to time each against the older form.
+    // GV_PIPE, GV_NEXT: 1 in every real build, 0 for the bench to time each against the older form.
     return {
       ROWS: (1 + dual) * rows,
       ENGINE: engine,
@@ -119,6 +124,7 @@ export function tileEngineConstants(
       GV_TABLE: 1,
       GV_BIAS: 1,
       GV_PIPE: 1,
+      GV_NEXT: 1,
     };
   }
   if (engine === MMA_ENGINE) {
