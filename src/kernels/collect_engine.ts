@@ -124,7 +124,7 @@ export function tileEngineConstants(
       GV_TABLE: 1,
       GV_BIAS: 1,
       GV_PIPE: 1,
-      GV_NEXT: 1,
+      GV_NEXT: 2,
     };
   }
   if (engine === MMA_ENGINE) {
