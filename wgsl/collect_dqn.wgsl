@@ -232,16 +232,6 @@ fn step_op(i: u32) -> Op {
 }
 
 //!if ENGINE == 5
-// GV_NEXT 1: op i + 1 is the layer after op i when both are layers (ops are skipped in whole
-// networks: the next layer of a layer that runs runs too), so dense_gv may load its first weights.
-fn gv_set_next(i: u32) {
-  gv_next = phase(OP_FILL, 0u);
-  if (GV_TABLE == 1 && i + 1u < PROGRAM_LEN) {
-    gv_next = gv_prog[i + 1u];
-    gv_next_delta = gv_delta_at(i + 1u);
-  }
-}
-
 // gv_delta of op i: the target net's offset from the online net for the dual pass's ops.
 fn gv_delta_at(i: u32) -> u32 {
   return select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1 && i >= TARGET_AT && i < TARGET_AT + NET_LEN);
@@ -483,14 +473,10 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
 //!endif
     for (var i = 0u; i < PROGRAM_LEN; i++) {
       if (u.curiosity == 0u && i >= CUR_AT && i < ENV_AT) {
-//!if ENGINE == 5
-        gv_pre_ok = false;
-//!endif
         continue;
       }
 //!if ENGINE == 5
       if (need == 0u && i >= PRE && i < ACT_AT) {
-        gv_pre_ok = false;
         continue;
       }
       gv_delta = gv_delta_at(i);
@@ -499,17 +485,11 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       // Bench only: ABLATE bit k skips every op of kind k (its barrier kept), so a sweep over the
       // bits times each phase by difference; the outputs are then meaningless.
       if ((ABLATE & (1u << o.kind)) != 0u) {
-//!if ENGINE == 5
-        gv_pre_ok = false;
-//!endif
         workgroupBarrier();
         continue;
       }
       switch (o.kind) {
         case OP_DENSE: {
-//!if ENGINE == 5
-          gv_set_next(i);
-//!endif
           dense(o.b0, o.b1, o.k_start, o.n_k, o.act, o.to_q, o.out_col, lid, sg);
         }
         case OP_TAUS: {
@@ -520,12 +500,6 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
           }
         }
         case OP_FILL: {
-//!if ENGINE == 5
-          if (GV_NEXT == 2) {
-            gv_set_next(i);
-            gv_prefetch_next(lid);
-          }
-//!endif
           // arg 0: the state s_t of each episode; arg 1: the next state the env op left.
           if (o.arg == 0u && lid < TILE_E) {
             tile_bar[lid] = select(u.splitStart, ep.bar, mine);
@@ -562,12 +536,6 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
           }
         }
         case OP_CUR_FILL: {
-//!if ENGINE == 5
-          if (GV_NEXT == 2) {
-            gv_set_next(i);
-            gv_prefetch_next(lid);
-          }
-//!endif
           curiosity_fill(lid);
         }
         case OP_CUR_MSE: {

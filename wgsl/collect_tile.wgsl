@@ -1144,30 +1144,6 @@ fn gv_thread(b0: Block, b1: Block, lid: u32) -> GvThread {
     blk.k_lo / 8u, (blk.k_lo + blk.k_len + 7u) / 8u, p < parts && j < n_out);
 }
 
-// GV_NEXT 1: the next op when it is a layer (set by the DQN kernel before each layer; kind OP_DENSE
-// or not), and its first weight batch, loaded before this layer's barrier (gv_pre_ok); GV_NEXT 2
-// also at the start of the op before a network's first layer (the states' fill, curiosity's).
-var<private> gv_next: Op;
-var<private> gv_next_delta: u32 = 0u;
-var<private> gv_pre: array<vec4<u32>, GV_UNROLL>;
-var<private> gv_pre_ok: bool = false;
-
-// GV_NEXT >= 1: when gv_next is a layer, its first weight batch into gv_pre (used by its dense_gv).
-fn gv_prefetch_next(lid: u32) {
-  if (GV_NEXT >= 1 && GV_PIPE == 1 && gv_next.kind == OP_DENSE) {
-    let d = gv_delta;
-    gv_delta = gv_next_delta;
-    let tn = gv_thread(gv_next.b0, gv_next.b1, lid);
-    gv_delta = d;
-    if (tn.busy) {
-      var first: array<vec4<u32>, GV_UNROLL>;
-      gv_load(&first, tn.base, tn.g_lo + tn.p, tn.parts, tn.g_hi, tn.out_pad);
-      gv_pre = first;
-    }
-    gv_pre_ok = true;
-  }
-}
-
 fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
   let n_out = b0.rows + b1.rows;
   let t = gv_thread(b0, b1, lid);
@@ -1194,18 +1170,12 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       acc[i] = bias;
     }
   }
-  let pre = gv_pre_ok;
-  gv_pre_ok = false;
   if (busy) {
     // GV_PIPE 1: the next batch's loads are issued before this batch's multiply-adds.
     let stride = parts * GV_UNROLL;
     var next: array<vec4<u32>, GV_UNROLL>;
     if (GV_PIPE == 1) {
-      if (pre) {
-        next = gv_pre;
-      } else {
-        gv_load(&next, base, g_lo + p, parts, g_hi, out_pad);
-      }
+      gv_load(&next, base, g_lo + p, parts, g_hi, out_pad);
     }
     for (var g = g_lo + p; g < g_hi; g += stride) {
       var w: array<vec4<u32>, GV_UNROLL>;
@@ -1229,8 +1199,6 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       }
     }
   }
-  // The next layer's first batch, in flight across this layer's barriers and epilogue.
-  gv_prefetch_next(lid);
   if (p < parts) {
     for (var i = 0u; i < TILE_E; i++) {
       gv_part[((n * parts + p) * TILE_E + i) * nj + j] = acc[i];

@@ -102,7 +102,6 @@ export function tileEngineConstants(
   GV_TABLE?: number;
   GV_BIAS?: number;
   GV_PIPE?: number;
-  GV_NEXT?: number;
 } {
   if (engine === GV_ENGINE) {
     if (rows > GV_MAX_ROWS)
@@ -112,7 +111,7 @@ export function tileEngineConstants(
     // GV_DUAL: the target pass also runs the online net on s' (rows doubled), with 2 x width threads.
     const dual = threads >= 2 * width ? 1 : 0;
     // GV_PROBE: bench only (collect_tile.wgsl dense_gv), 0 in every real build. GV_TABLE, GV_BIAS,
-    // GV_PIPE, GV_NEXT: 1 in every real build, 0 for the bench to time each against the older form.
+    // GV_PIPE: 1 in every real build, 0 for the bench to time each against the older form.
     return {
       ROWS: (1 + dual) * rows,
       ENGINE: engine,
@@ -124,7 +123,6 @@ export function tileEngineConstants(
       GV_TABLE: 1,
       GV_BIAS: 1,
       GV_PIPE: 1,
-      GV_NEXT: 2,
     };
   }
   if (engine === MMA_ENGINE) {

@@ -1725,30 +1725,6 @@ fn gv_thread(b0: Block, b1: Block, lid: u32) -> GvThread {
     blk.k_lo / 8u, (blk.k_lo + blk.k_len + 7u) / 8u, p < parts && j < n_out);
 }
 
-// GV_NEXT 1: the next op when it is a layer (set by the DQN kernel before each layer; kind OP_DENSE
-// or not), and its first weight batch, loaded before this layer's barrier (gv_pre_ok); GV_NEXT 2
-// also at the start of the op before a network's first layer (the states' fill, curiosity's).
-var<private> gv_next: Op;
-var<private> gv_next_delta: u32 = 0u;
-var<private> gv_pre: array<vec4<u32>, GV_UNROLL>;
-var<private> gv_pre_ok: bool = false;
-
-// GV_NEXT >= 1: when gv_next is a layer, its first weight batch into gv_pre (used by its dense_gv).
-fn gv_prefetch_next(lid: u32) {
-  if (GV_NEXT >= 1 && GV_PIPE == 1 && gv_next.kind == OP_DENSE) {
-    let d = gv_delta;
-    gv_delta = gv_next_delta;
-    let tn = gv_thread(gv_next.b0, gv_next.b1, lid);
-    gv_delta = d;
-    if (tn.busy) {
-      var first: array<vec4<u32>, GV_UNROLL>;
-      gv_load(&first, tn.base, tn.g_lo + tn.p, tn.parts, tn.g_hi, tn.out_pad);
-      gv_pre = first;
-    }
-    gv_pre_ok = true;
-  }
-}
-
 fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
   let n_out = b0.rows + b1.rows;
   let t = gv_thread(b0, b1, lid);
@@ -1775,18 +1751,12 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       acc[i] = bias;
     }
   }
-  let pre = gv_pre_ok;
-  gv_pre_ok = false;
   if (busy) {
     // GV_PIPE 1: the next batch's loads are issued before this batch's multiply-adds.
     let stride = parts * GV_UNROLL;
     var next: array<vec4<u32>, GV_UNROLL>;
     if (GV_PIPE == 1) {
-      if (pre) {
-        next = gv_pre;
-      } else {
-        gv_load(&next, base, g_lo + p, parts, g_hi, out_pad);
-      }
+      gv_load(&next, base, g_lo + p, parts, g_hi, out_pad);
     }
     for (var g = g_lo + p; g < g_hi; g += stride) {
       var w: array<vec4<u32>, GV_UNROLL>;
@@ -1810,8 +1780,6 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       }
     }
   }
-  // The next layer's first batch, in flight across this layer's barriers and epilogue.
-  gv_prefetch_next(lid);
   if (p < parts) {
     for (var i = 0u; i < TILE_E; i++) {
       gv_part[((n * parts + p) * TILE_E + i) * nj + j] = acc[i];
@@ -2228,16 +2196,6 @@ fn step_op(i: u32) -> Op {
 }
 
 //!if ENGINE == 5
-// GV_NEXT 1: op i + 1 is the layer after op i when both are layers (ops are skipped in whole
-// networks: the next layer of a layer that runs runs too), so dense_gv may load its first weights.
-fn gv_set_next(i: u32) {
-  gv_next = phase(OP_FILL, 0u);
-  if (GV_TABLE == 1 && i + 1u < PROGRAM_LEN) {
-    gv_next = gv_prog[i + 1u];
-    gv_next_delta = gv_delta_at(i + 1u);
-  }
-}
-
 // gv_delta of op i: the target net's offset from the online net for the dual pass's ops.
 fn gv_delta_at(i: u32) -> u32 {
   return select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1 && i >= TARGET_AT && i < TARGET_AT + NET_LEN);
@@ -2479,14 +2437,10 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
 //!endif
     for (var i = 0u; i < PROGRAM_LEN; i++) {
       if (u.curiosity == 0u && i >= CUR_AT && i < ENV_AT) {
-//!if ENGINE == 5
-        gv_pre_ok = false;
-//!endif
         continue;
       }
 //!if ENGINE == 5
       if (need == 0u && i >= PRE && i < ACT_AT) {
-        gv_pre_ok = false;
         continue;
       }
       gv_delta = gv_delta_at(i);
@@ -2495,17 +2449,11 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       // Bench only: ABLATE bit k skips every op of kind k (its barrier kept), so a sweep over the
       // bits times each phase by difference; the outputs are then meaningless.
       if ((ABLATE & (1u << o.kind)) != 0u) {
-//!if ENGINE == 5
-        gv_pre_ok = false;
-//!endif
         workgroupBarrier();
         continue;
       }
       switch (o.kind) {
         case OP_DENSE: {
-//!if ENGINE == 5
-          gv_set_next(i);
-//!endif
           dense(o.b0, o.b1, o.k_start, o.n_k, o.act, o.to_q, o.out_col, lid, sg);
         }
         case OP_TAUS: {
@@ -2516,12 +2464,6 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
           }
         }
         case OP_FILL: {
-//!if ENGINE == 5
-          if (GV_NEXT == 2) {
-            gv_set_next(i);
-            gv_prefetch_next(lid);
-          }
-//!endif
           // arg 0: the state s_t of each episode; arg 1: the next state the env op left.
           if (o.arg == 0u && lid < TILE_E) {
             tile_bar[lid] = select(u.splitStart, ep.bar, mine);
@@ -2558,12 +2500,6 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
           }
         }
         case OP_CUR_FILL: {
-//!if ENGINE == 5
-          if (GV_NEXT == 2) {
-            gv_set_next(i);
-            gv_prefetch_next(lid);
-          }
-//!endif
           curiosity_fill(lid);
         }
         case OP_CUR_MSE: {
@@ -4944,30 +4880,6 @@ fn gv_thread(b0: Block, b1: Block, lid: u32) -> GvThread {
     blk.k_lo / 8u, (blk.k_lo + blk.k_len + 7u) / 8u, p < parts && j < n_out);
 }
 
-// GV_NEXT 1: the next op when it is a layer (set by the DQN kernel before each layer; kind OP_DENSE
-// or not), and its first weight batch, loaded before this layer's barrier (gv_pre_ok); GV_NEXT 2
-// also at the start of the op before a network's first layer (the states' fill, curiosity's).
-var<private> gv_next: Op;
-var<private> gv_next_delta: u32 = 0u;
-var<private> gv_pre: array<vec4<u32>, GV_UNROLL>;
-var<private> gv_pre_ok: bool = false;
-
-// GV_NEXT >= 1: when gv_next is a layer, its first weight batch into gv_pre (used by its dense_gv).
-fn gv_prefetch_next(lid: u32) {
-  if (GV_NEXT >= 1 && GV_PIPE == 1 && gv_next.kind == OP_DENSE) {
-    let d = gv_delta;
-    gv_delta = gv_next_delta;
-    let tn = gv_thread(gv_next.b0, gv_next.b1, lid);
-    gv_delta = d;
-    if (tn.busy) {
-      var first: array<vec4<u32>, GV_UNROLL>;
-      gv_load(&first, tn.base, tn.g_lo + tn.p, tn.parts, tn.g_hi, tn.out_pad);
-      gv_pre = first;
-    }
-    gv_pre_ok = true;
-  }
-}
-
 fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
   let n_out = b0.rows + b1.rows;
   let t = gv_thread(b0, b1, lid);
@@ -4994,18 +4906,12 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       acc[i] = bias;
     }
   }
-  let pre = gv_pre_ok;
-  gv_pre_ok = false;
   if (busy) {
     // GV_PIPE 1: the next batch's loads are issued before this batch's multiply-adds.
     let stride = parts * GV_UNROLL;
     var next: array<vec4<u32>, GV_UNROLL>;
     if (GV_PIPE == 1) {
-      if (pre) {
-        next = gv_pre;
-      } else {
-        gv_load(&next, base, g_lo + p, parts, g_hi, out_pad);
-      }
+      gv_load(&next, base, g_lo + p, parts, g_hi, out_pad);
     }
     for (var g = g_lo + p; g < g_hi; g += stride) {
       var w: array<vec4<u32>, GV_UNROLL>;
@@ -5029,8 +4935,6 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       }
     }
   }
-  // The next layer's first batch, in flight across this layer's barriers and epilogue.
-  gv_prefetch_next(lid);
   if (p < parts) {
     for (var i = 0u; i < TILE_E; i++) {
       gv_part[((n * parts + p) * TILE_E + i) * nj + j] = acc[i];
@@ -6707,30 +6611,6 @@ fn gv_thread(b0: Block, b1: Block, lid: u32) -> GvThread {
     blk.k_lo / 8u, (blk.k_lo + blk.k_len + 7u) / 8u, p < parts && j < n_out);
 }
 
-// GV_NEXT 1: the next op when it is a layer (set by the DQN kernel before each layer; kind OP_DENSE
-// or not), and its first weight batch, loaded before this layer's barrier (gv_pre_ok); GV_NEXT 2
-// also at the start of the op before a network's first layer (the states' fill, curiosity's).
-var<private> gv_next: Op;
-var<private> gv_next_delta: u32 = 0u;
-var<private> gv_pre: array<vec4<u32>, GV_UNROLL>;
-var<private> gv_pre_ok: bool = false;
-
-// GV_NEXT >= 1: when gv_next is a layer, its first weight batch into gv_pre (used by its dense_gv).
-fn gv_prefetch_next(lid: u32) {
-  if (GV_NEXT >= 1 && GV_PIPE == 1 && gv_next.kind == OP_DENSE) {
-    let d = gv_delta;
-    gv_delta = gv_next_delta;
-    let tn = gv_thread(gv_next.b0, gv_next.b1, lid);
-    gv_delta = d;
-    if (tn.busy) {
-      var first: array<vec4<u32>, GV_UNROLL>;
-      gv_load(&first, tn.base, tn.g_lo + tn.p, tn.parts, tn.g_hi, tn.out_pad);
-      gv_pre = first;
-    }
-    gv_pre_ok = true;
-  }
-}
-
 fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
   let n_out = b0.rows + b1.rows;
   let t = gv_thread(b0, b1, lid);
@@ -6757,18 +6637,12 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       acc[i] = bias;
     }
   }
-  let pre = gv_pre_ok;
-  gv_pre_ok = false;
   if (busy) {
     // GV_PIPE 1: the next batch's loads are issued before this batch's multiply-adds.
     let stride = parts * GV_UNROLL;
     var next: array<vec4<u32>, GV_UNROLL>;
     if (GV_PIPE == 1) {
-      if (pre) {
-        next = gv_pre;
-      } else {
-        gv_load(&next, base, g_lo + p, parts, g_hi, out_pad);
-      }
+      gv_load(&next, base, g_lo + p, parts, g_hi, out_pad);
     }
     for (var g = g_lo + p; g < g_hi; g += stride) {
       var w: array<vec4<u32>, GV_UNROLL>;
@@ -6792,8 +6666,6 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       }
     }
   }
-  // The next layer's first batch, in flight across this layer's barriers and epilogue.
-  gv_prefetch_next(lid);
   if (p < parts) {
     for (var i = 0u; i < TILE_E; i++) {
       gv_part[((n * parts + p) * TILE_E + i) * nj + j] = acc[i];
