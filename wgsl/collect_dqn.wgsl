@@ -447,12 +447,8 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
     for (var i = lid; i < PROGRAM_LEN; i += WG_X) {
       gv_prog[i] = op_at(i);
     }
+    workgroupBarrier();
   }
-  for (var r = lid; r < TILE_E; r += WG_X) {
-    gv_feat_bar[r] = -1;
-  }
-  gv_res_load(lid);
-  workgroupBarrier();
 //!endif
   for (var l = 0u; l < u.steps; l++) {
     let g = u.stepBase + l;

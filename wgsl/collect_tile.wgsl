@@ -1096,27 +1096,10 @@ fn gv_block(b: Block, n: u32) -> Block {
 
 // Loads the GV_UNROLL words of output base's groups g, g + parts, ...: past the block's last group
 // a load repeats it (unused). Bench only, GV_PROBE 1: no loads (zero words), to time the rest.
-// GV_RES 1: words from GV_RES_LO on (the curiosity layers) come from gv_res.
 fn gv_load(w: ptr<function, array<vec4<u32>, GV_UNROLL>>, base: u32, g: u32, parts: u32, g_hi: u32, out_pad: u32) {
   for (var u = 0u; u < GV_UNROLL; u++) {
     if (GV_PROBE != 1) {
-      let k = base + min(g + u * parts, g_hi - 1u) * out_pad;
-      if (GV_RES == 1 && k >= GV_RES_LO) {
-        (*w)[u] = gv_res[k - GV_RES_LO];
-      } else {
-        (*w)[u] = nets16[k];
-      }
-    }
-  }
-}
-
-// GV_RES 1: the curiosity layers' weights, resident for the launch (gv_res_load at its start).
-var<workgroup> gv_res: array<vec4<u32>, select(1, GV_RES_WORDS, GV_RES == 1)>;
-
-fn gv_res_load(lid: u32) {
-  if (GV_RES == 1) {
-    for (var i = lid; i < GV_RES_WORDS; i += WG_X) {
-      gv_res[i] = nets16[GV_RES_LO + i];
+      (*w)[u] = nets16[base + min(g + u * parts, g_hi - 1u) * out_pad];
     }
   }
 }

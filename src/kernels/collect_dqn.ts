@@ -27,7 +27,7 @@
 import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import { collectDqn, type DqnNets } from '../collect/dqn.js';
 import type { DqnRollout } from '../collect/rollout.js';
-import { curiosityLayout, duelingLayout, MARKET_FEATURES, NUM_ACTIONS, type QHead } from '../nets/layout.js';
+import { curiosityLayout, duelingLayout, NUM_ACTIONS, type QHead } from '../nets/layout.js';
 import {
   actWidth,
   checkEngine,
@@ -38,7 +38,7 @@ import {
   tileEngineConstants,
   wsFloats,
 } from './collect_engine.js';
-import { gvResidentConstants, HALF_MMA_DIRECTIVES, halfConstants } from './collect_half.js';
+import { HALF_MMA_DIRECTIVES, halfConstants } from './collect_half.js';
 import {
   COLLECT_BINDINGS,
   commonConstants,
@@ -168,23 +168,11 @@ export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
       ? c.ROWS * c.QW + (o.threads / 32) * 512
       : Math.max((c.ROWS + 16) * c.QW, (MMA_THREADS / 32) * 512);
   // Engine 5: no other engine's array; the parts' sums (gv_part, threads x episodes), the dual
-  // pass's restart flags and verdict, the step program's table (gv_prog), the tile's features of one
-  // bar (gv_feat, gv_feat_bar), the curiosity layers' resident weights (gv_res, GV_RES 1).
+  // pass's restart flags and verdict, the step program's table (gv_prog).
   const gv = c.ENGINE === GV_ENGINE;
   const floats =
     (mma ? (c.ROWS * c.ACT_W) / 2 : c.ROWS * c.ACT_W) +
-    (mma
-      ? 0
-      : gv
-        ? o.threads * o.tileEpisodes +
-          e +
-          1 +
-          GV_PROGRAM_WORDS +
-          e * (MARKET_FEATURES + 1) +
-          (c.GV_RES ? 4 * gvResidentConstants().GV_RES_WORDS : 0)
-        : isQuadEngine(c.ENGINE)
-          ? 1
-          : 4) +
+    (mma ? 0 : gv ? o.threads * o.tileEpisodes + e + 1 + GV_PROGRAM_WORDS : isQuadEngine(c.ENGINE) ? 1 : 4) +
     wsFloats(c.ENGINE, c.KT, c.WS_OUT) +
     qv +
     e * 7 +
@@ -441,7 +429,7 @@ export function collectDqnSpec(o: CollectDqnOptions): KernelSpec {
       ...outputConstants(DQN_OUTPUT),
       ...dynamic,
       ...(mma ? { MMA_PIPE: 0, ...halfConstants() } : {}),
-      ...(gv ? { ...halfConstants(), ...gvResidentConstants() } : {}),
+      ...(gv ? halfConstants() : {}),
     },
   };
 }

@@ -26,13 +26,6 @@ export const MMA_ENGINE = 4;
 /** The weight-streaming engine (f16 weights in pack_half's k-group layout, f32 math). */
 export const GV_ENGINE = 5;
 
-/**
- * Engine 5 keeps the curiosity layers' weights resident (GV_RES 1, 10 KiB) where its parts' sums
- * (threads x episodes floats) are at most this many: every default tile (N / 256 episodes x 256
- * threads up to 8 x 256; 1 x 512 at N = 128) then stays within 32 KiB of workgroup memory.
- */
-export const GV_RES_MAX_PARTS = 2048;
-
 /** Rows engine 5 takes (its per-thread sums: one per row). */
 export const GV_MAX_ROWS = 8;
 
@@ -109,8 +102,6 @@ export function tileEngineConstants(
   GV_TABLE?: number;
   GV_BIAS?: number;
   GV_PIPE?: number;
-  GV_FEAT?: number;
-  GV_RES?: number;
 } {
   if (engine === GV_ENGINE) {
     if (rows > GV_MAX_ROWS)
@@ -120,7 +111,7 @@ export function tileEngineConstants(
     // GV_DUAL: the target pass also runs the online net on s' (rows doubled), with 2 x width threads.
     const dual = threads >= 2 * width ? 1 : 0;
     // GV_PROBE: bench only (collect_tile.wgsl dense_gv), 0 in every real build. GV_TABLE, GV_BIAS,
-    // GV_PIPE, GV_FEAT, GV_RES: 1 in every real build, 0 for the bench to time each against the older form.
+    // GV_PIPE: 1 in every real build, 0 for the bench to time each against the older form.
     return {
       ROWS: (1 + dual) * rows,
       ENGINE: engine,
@@ -132,8 +123,6 @@ export function tileEngineConstants(
       GV_TABLE: 1,
       GV_BIAS: 1,
       GV_PIPE: 1,
-      GV_FEAT: 1,
-      GV_RES: threads * rows <= GV_RES_MAX_PARTS ? 1 : 0,
     };
   }
   if (engine === MMA_ENGINE) {

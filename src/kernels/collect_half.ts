@@ -120,21 +120,6 @@ export function halfConstants(layout: HalfNetsLayout = halfNetsLayout()): Record
   return c;
 }
 
-/**
- * Engine 5's resident weights (constant GV_RES 1): the curiosity layers' packed words (the layout's
- * last two entries), which a workgroup copies into workgroup memory once per launch: 16-byte word
- * GV_RES_LO + i of nets16 is gv_res[i] for i < GV_RES_WORDS.
- */
-export function gvResidentConstants(layout: HalfNetsLayout = halfNetsLayout()): {
-  GV_RES_LO: number;
-  GV_RES_WORDS: number;
-} {
-  const first = layout.entries[HALF_ENTRIES - 2];
-  if (!first.name.startsWith('curiosity'))
-    throw new Error('halfNetsLayout: the curiosity layers are no longer last');
-  return { GV_RES_LO: first.off / 8, GV_RES_WORDS: (layout.halves - first.off) / 8 };
-}
-
 /** pack_half's table: HALF_TABLE_STRIDE words per entry. */
 export function halfTable(layout: HalfNetsLayout = halfNetsLayout()): Uint32Array {
   const t = new Uint32Array(layout.entries.length * HALF_TABLE_STRIDE);

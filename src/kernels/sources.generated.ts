@@ -1677,27 +1677,10 @@ fn gv_block(b: Block, n: u32) -> Block {
 
 // Loads the GV_UNROLL words of output base's groups g, g + parts, ...: past the block's last group
 // a load repeats it (unused). Bench only, GV_PROBE 1: no loads (zero words), to time the rest.
-// GV_RES 1: words from GV_RES_LO on (the curiosity layers) come from gv_res.
 fn gv_load(w: ptr<function, array<vec4<u32>, GV_UNROLL>>, base: u32, g: u32, parts: u32, g_hi: u32, out_pad: u32) {
   for (var u = 0u; u < GV_UNROLL; u++) {
     if (GV_PROBE != 1) {
-      let k = base + min(g + u * parts, g_hi - 1u) * out_pad;
-      if (GV_RES == 1 && k >= GV_RES_LO) {
-        (*w)[u] = gv_res[k - GV_RES_LO];
-      } else {
-        (*w)[u] = nets16[k];
-      }
-    }
-  }
-}
-
-// GV_RES 1: the curiosity layers' weights, resident for the launch (gv_res_load at its start).
-var<workgroup> gv_res: array<vec4<u32>, select(1, GV_RES_WORDS, GV_RES == 1)>;
-
-fn gv_res_load(lid: u32) {
-  if (GV_RES == 1) {
-    for (var i = lid; i < GV_RES_WORDS; i += WG_X) {
-      gv_res[i] = nets16[GV_RES_LO + i];
+      (*w)[u] = nets16[base + min(g + u * parts, g_hi - 1u) * out_pad];
     }
   }
 }
@@ -1885,24 +1868,6 @@ var<workgroup> tile_bar: array<i32, TILE_E>;
 var<workgroup> tile_pf: array<vec4<f32>, TILE_E>;
 var<workgroup> tile_cat: array<i32, TILE_E>;
 var<workgroup> tile_bonus: array<f32, TILE_E>;
-//!if ENGINE == 5
-// Engine 5, GV_FEAT 1: the market features of bar gv_feat_bar[r] for tile row r (-1: none yet),
-// loaded once a step by the curiosity error (the next bar, its target) and read from workgroup
-// memory by the fill of s', and by the next step's fill of s and curiosity input unless the
-// episode restarted elsewhere: one round trip to global memory a step for them instead of four.
-var<workgroup> gv_feat: array<f32, TILE_E * MARKET_FEATURES>;
-var<workgroup> gv_feat_bar: array<i32, TILE_E>;
-//!endif
-
-// Feature k of bar \`bar\` for tile row r.
-fn tile_feature(r: u32, bar: i32, k: u32) -> f32 {
-//!if ENGINE == 5
-  if (GV_FEAT == 1 && gv_feat_bar[r] == bar) {
-    return gv_feat[r * MARKET_FEATURES + k];
-  }
-//!endif
-  return features[u32(bar) * MARKET_FEATURES + k];
-}
 
 // Rows [0, TILE_E) of act <- the tile's states (bar tile_bar[r], portfolio tile_pf[r]); the
 // padding columns up to STATE_PAD are zero. With write_out, also to out_f section \`section\`.
@@ -1916,7 +1881,7 @@ fn fill_states(e0: u32, l: u32, section: u32, write_out: bool, lid: u32) {
     for (var c = 0u; c < 4u; c++) {
       let k = k4 * 4u + c;
       if (k < MARKET_FEATURES) {
-        v[c] = tile_feature(r, tile_bar[r], k);
+        v[c] = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
       } else if (k < STATE_DIM) {
         v[c] = tile_pf[r][k - MARKET_FEATURES];
       }
@@ -1938,7 +1903,7 @@ fn curiosity_fill(lid: u32) {
     for (var c = 0u; c < 4u; c++) {
       let k = k4 * 4u + c;
       if (k < CURIOSITY_OUT) {
-        v[c] = tile_feature(r, tile_bar[r], k);
+        v[c] = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
       } else if (k < CURIOSITY_IN) {
         v[c] = select(0.0, 1.0, i32(k - CURIOSITY_OUT) == tile_cat[r]);
       }
@@ -1950,28 +1915,6 @@ fn curiosity_fill(lid: u32) {
 // The bonus from the model's prediction in act (after its two layers) against the first 32
 // features of the next bar: mse summed in index order, min(scale * mse, max).
 fn curiosity_mse(lid: u32) {
-//!if ENGINE == 5
-  if (GV_FEAT == 1) {
-    // Every feature of the next bars into gv_feat first (the same sum, from workgroup memory).
-    for (var idx = lid; idx < TILE_E * MARKET_FEATURES; idx += WG_X) {
-      let r = idx / MARKET_FEATURES;
-      gv_feat[idx] = features[u32(tile_bar[r] + 1) * MARKET_FEATURES + idx % MARKET_FEATURES];
-    }
-    if (lid < TILE_E) {
-      gv_feat_bar[lid] = tile_bar[lid] + 1;
-    }
-    workgroupBarrier();
-    if (lid < TILE_E) {
-      var acc = 0.0;
-      for (var k = 0u; k < CURIOSITY_OUT; k++) {
-        let d = act_get(lid, k) - gv_feat[lid * MARKET_FEATURES + k];
-        acc = acc + d * d;
-      }
-      tile_bonus[lid] = min(u.curiosityScale * (acc * (1.0 / 32.0)), u.curiosityMax);
-    }
-    return;
-  }
-//!endif
   if (lid < TILE_E) {
     let next = u32(tile_bar[lid] + 1) * MARKET_FEATURES;
     var acc = 0.0;
@@ -2468,12 +2411,8 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
     for (var i = lid; i < PROGRAM_LEN; i += WG_X) {
       gv_prog[i] = op_at(i);
     }
+    workgroupBarrier();
   }
-  for (var r = lid; r < TILE_E; r += WG_X) {
-    gv_feat_bar[r] = -1;
-  }
-  gv_res_load(lid);
-  workgroupBarrier();
 //!endif
   for (var l = 0u; l < u.steps; l++) {
     let g = u.stepBase + l;
@@ -3193,24 +3132,6 @@ var<workgroup> tile_bar: array<i32, TILE_E>;
 var<workgroup> tile_pf: array<vec4<f32>, TILE_E>;
 var<workgroup> tile_cat: array<i32, TILE_E>;
 var<workgroup> tile_bonus: array<f32, TILE_E>;
-//!if ENGINE == 5
-// Engine 5, GV_FEAT 1: the market features of bar gv_feat_bar[r] for tile row r (-1: none yet),
-// loaded once a step by the curiosity error (the next bar, its target) and read from workgroup
-// memory by the fill of s', and by the next step's fill of s and curiosity input unless the
-// episode restarted elsewhere: one round trip to global memory a step for them instead of four.
-var<workgroup> gv_feat: array<f32, TILE_E * MARKET_FEATURES>;
-var<workgroup> gv_feat_bar: array<i32, TILE_E>;
-//!endif
-
-// Feature k of bar \`bar\` for tile row r.
-fn tile_feature(r: u32, bar: i32, k: u32) -> f32 {
-//!if ENGINE == 5
-  if (GV_FEAT == 1 && gv_feat_bar[r] == bar) {
-    return gv_feat[r * MARKET_FEATURES + k];
-  }
-//!endif
-  return features[u32(bar) * MARKET_FEATURES + k];
-}
 
 // Rows [0, TILE_E) of act <- the tile's states (bar tile_bar[r], portfolio tile_pf[r]); the
 // padding columns up to STATE_PAD are zero. With write_out, also to out_f section \`section\`.
@@ -3224,7 +3145,7 @@ fn fill_states(e0: u32, l: u32, section: u32, write_out: bool, lid: u32) {
     for (var c = 0u; c < 4u; c++) {
       let k = k4 * 4u + c;
       if (k < MARKET_FEATURES) {
-        v[c] = tile_feature(r, tile_bar[r], k);
+        v[c] = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
       } else if (k < STATE_DIM) {
         v[c] = tile_pf[r][k - MARKET_FEATURES];
       }
@@ -3246,7 +3167,7 @@ fn curiosity_fill(lid: u32) {
     for (var c = 0u; c < 4u; c++) {
       let k = k4 * 4u + c;
       if (k < CURIOSITY_OUT) {
-        v[c] = tile_feature(r, tile_bar[r], k);
+        v[c] = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
       } else if (k < CURIOSITY_IN) {
         v[c] = select(0.0, 1.0, i32(k - CURIOSITY_OUT) == tile_cat[r]);
       }
@@ -3258,28 +3179,6 @@ fn curiosity_fill(lid: u32) {
 // The bonus from the model's prediction in act (after its two layers) against the first 32
 // features of the next bar: mse summed in index order, min(scale * mse, max).
 fn curiosity_mse(lid: u32) {
-//!if ENGINE == 5
-  if (GV_FEAT == 1) {
-    // Every feature of the next bars into gv_feat first (the same sum, from workgroup memory).
-    for (var idx = lid; idx < TILE_E * MARKET_FEATURES; idx += WG_X) {
-      let r = idx / MARKET_FEATURES;
-      gv_feat[idx] = features[u32(tile_bar[r] + 1) * MARKET_FEATURES + idx % MARKET_FEATURES];
-    }
-    if (lid < TILE_E) {
-      gv_feat_bar[lid] = tile_bar[lid] + 1;
-    }
-    workgroupBarrier();
-    if (lid < TILE_E) {
-      var acc = 0.0;
-      for (var k = 0u; k < CURIOSITY_OUT; k++) {
-        let d = act_get(lid, k) - gv_feat[lid * MARKET_FEATURES + k];
-        acc = acc + d * d;
-      }
-      tile_bonus[lid] = min(u.curiosityScale * (acc * (1.0 / 32.0)), u.curiosityMax);
-    }
-    return;
-  }
-//!endif
   if (lid < TILE_E) {
     let next = u32(tile_bar[lid] + 1) * MARKET_FEATURES;
     var acc = 0.0;
@@ -4933,27 +4832,10 @@ fn gv_block(b: Block, n: u32) -> Block {
 
 // Loads the GV_UNROLL words of output base's groups g, g + parts, ...: past the block's last group
 // a load repeats it (unused). Bench only, GV_PROBE 1: no loads (zero words), to time the rest.
-// GV_RES 1: words from GV_RES_LO on (the curiosity layers) come from gv_res.
 fn gv_load(w: ptr<function, array<vec4<u32>, GV_UNROLL>>, base: u32, g: u32, parts: u32, g_hi: u32, out_pad: u32) {
   for (var u = 0u; u < GV_UNROLL; u++) {
     if (GV_PROBE != 1) {
-      let k = base + min(g + u * parts, g_hi - 1u) * out_pad;
-      if (GV_RES == 1 && k >= GV_RES_LO) {
-        (*w)[u] = gv_res[k - GV_RES_LO];
-      } else {
-        (*w)[u] = nets16[k];
-      }
-    }
-  }
-}
-
-// GV_RES 1: the curiosity layers' weights, resident for the launch (gv_res_load at its start).
-var<workgroup> gv_res: array<vec4<u32>, select(1, GV_RES_WORDS, GV_RES == 1)>;
-
-fn gv_res_load(lid: u32) {
-  if (GV_RES == 1) {
-    for (var i = lid; i < GV_RES_WORDS; i += WG_X) {
-      gv_res[i] = nets16[GV_RES_LO + i];
+      (*w)[u] = nets16[base + min(g + u * parts, g_hi - 1u) * out_pad];
     }
   }
 }
@@ -5141,24 +5023,6 @@ var<workgroup> tile_bar: array<i32, TILE_E>;
 var<workgroup> tile_pf: array<vec4<f32>, TILE_E>;
 var<workgroup> tile_cat: array<i32, TILE_E>;
 var<workgroup> tile_bonus: array<f32, TILE_E>;
-//!if ENGINE == 5
-// Engine 5, GV_FEAT 1: the market features of bar gv_feat_bar[r] for tile row r (-1: none yet),
-// loaded once a step by the curiosity error (the next bar, its target) and read from workgroup
-// memory by the fill of s', and by the next step's fill of s and curiosity input unless the
-// episode restarted elsewhere: one round trip to global memory a step for them instead of four.
-var<workgroup> gv_feat: array<f32, TILE_E * MARKET_FEATURES>;
-var<workgroup> gv_feat_bar: array<i32, TILE_E>;
-//!endif
-
-// Feature k of bar \`bar\` for tile row r.
-fn tile_feature(r: u32, bar: i32, k: u32) -> f32 {
-//!if ENGINE == 5
-  if (GV_FEAT == 1 && gv_feat_bar[r] == bar) {
-    return gv_feat[r * MARKET_FEATURES + k];
-  }
-//!endif
-  return features[u32(bar) * MARKET_FEATURES + k];
-}
 
 // Rows [0, TILE_E) of act <- the tile's states (bar tile_bar[r], portfolio tile_pf[r]); the
 // padding columns up to STATE_PAD are zero. With write_out, also to out_f section \`section\`.
@@ -5172,7 +5036,7 @@ fn fill_states(e0: u32, l: u32, section: u32, write_out: bool, lid: u32) {
     for (var c = 0u; c < 4u; c++) {
       let k = k4 * 4u + c;
       if (k < MARKET_FEATURES) {
-        v[c] = tile_feature(r, tile_bar[r], k);
+        v[c] = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
       } else if (k < STATE_DIM) {
         v[c] = tile_pf[r][k - MARKET_FEATURES];
       }
@@ -5194,7 +5058,7 @@ fn curiosity_fill(lid: u32) {
     for (var c = 0u; c < 4u; c++) {
       let k = k4 * 4u + c;
       if (k < CURIOSITY_OUT) {
-        v[c] = tile_feature(r, tile_bar[r], k);
+        v[c] = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
       } else if (k < CURIOSITY_IN) {
         v[c] = select(0.0, 1.0, i32(k - CURIOSITY_OUT) == tile_cat[r]);
       }
@@ -5206,28 +5070,6 @@ fn curiosity_fill(lid: u32) {
 // The bonus from the model's prediction in act (after its two layers) against the first 32
 // features of the next bar: mse summed in index order, min(scale * mse, max).
 fn curiosity_mse(lid: u32) {
-//!if ENGINE == 5
-  if (GV_FEAT == 1) {
-    // Every feature of the next bars into gv_feat first (the same sum, from workgroup memory).
-    for (var idx = lid; idx < TILE_E * MARKET_FEATURES; idx += WG_X) {
-      let r = idx / MARKET_FEATURES;
-      gv_feat[idx] = features[u32(tile_bar[r] + 1) * MARKET_FEATURES + idx % MARKET_FEATURES];
-    }
-    if (lid < TILE_E) {
-      gv_feat_bar[lid] = tile_bar[lid] + 1;
-    }
-    workgroupBarrier();
-    if (lid < TILE_E) {
-      var acc = 0.0;
-      for (var k = 0u; k < CURIOSITY_OUT; k++) {
-        let d = act_get(lid, k) - gv_feat[lid * MARKET_FEATURES + k];
-        acc = acc + d * d;
-      }
-      tile_bonus[lid] = min(u.curiosityScale * (acc * (1.0 / 32.0)), u.curiosityMax);
-    }
-    return;
-  }
-//!endif
   if (lid < TILE_E) {
     let next = u32(tile_bar[lid] + 1) * MARKET_FEATURES;
     var acc = 0.0;
@@ -6721,27 +6563,10 @@ fn gv_block(b: Block, n: u32) -> Block {
 
 // Loads the GV_UNROLL words of output base's groups g, g + parts, ...: past the block's last group
 // a load repeats it (unused). Bench only, GV_PROBE 1: no loads (zero words), to time the rest.
-// GV_RES 1: words from GV_RES_LO on (the curiosity layers) come from gv_res.
 fn gv_load(w: ptr<function, array<vec4<u32>, GV_UNROLL>>, base: u32, g: u32, parts: u32, g_hi: u32, out_pad: u32) {
   for (var u = 0u; u < GV_UNROLL; u++) {
     if (GV_PROBE != 1) {
-      let k = base + min(g + u * parts, g_hi - 1u) * out_pad;
-      if (GV_RES == 1 && k >= GV_RES_LO) {
-        (*w)[u] = gv_res[k - GV_RES_LO];
-      } else {
-        (*w)[u] = nets16[k];
-      }
-    }
-  }
-}
-
-// GV_RES 1: the curiosity layers' weights, resident for the launch (gv_res_load at its start).
-var<workgroup> gv_res: array<vec4<u32>, select(1, GV_RES_WORDS, GV_RES == 1)>;
-
-fn gv_res_load(lid: u32) {
-  if (GV_RES == 1) {
-    for (var i = lid; i < GV_RES_WORDS; i += WG_X) {
-      gv_res[i] = nets16[GV_RES_LO + i];
+      (*w)[u] = nets16[base + min(g + u * parts, g_hi - 1u) * out_pad];
     }
   }
 }

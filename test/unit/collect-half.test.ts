@@ -249,12 +249,6 @@ describe('collect_dqn weight-streaming engine (5): plan and refusal', () => {
     const dual = collectDqnSpec({ ...base, tileEpisodes: 8, threads: 512 });
     expect(dual.constants).toMatchObject({ ROWS: 16, GV_DUAL: 1 });
     expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 8, threads: 512 })).toBeLessThanOrEqual(48 * 1024);
-    // The curiosity layers' weights stay resident where the tile keeps within 32 KiB (GV_RES).
-    expect(dual.constants).toMatchObject({ GV_RES: 0 });
-    const wide = collectDqnSpec({ ...base, tileEpisodes: 8 });
-    expect(wide.constants).toMatchObject({ GV_RES: 1, GV_FEAT: 1, GV_RES_WORDS: 640 });
-    expect(wide.constants?.GV_RES_LO).toBe(halfNetsLayout().entries[8].off / 8);
-    expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 8 })).toBeLessThanOrEqual(32 * 1024);
     expect(() => collectDqnSpec({ ...base, tileEpisodes: 9 })).toThrow(/at most 8 rows/);
     expect(() => checkDqnOptions({ ...base, tileEpisodes: 2, threads: 384, tj: 128 })).toThrow(
       /multiple of the layer width/,
