@@ -184,9 +184,9 @@ const GV_EPISODES_PER_WORKGROUP_DIVISOR = 256;
 
 /**
  * Up to this N the WebGPU f16 precision runs the weight-streaming engine (5), above it the tensor
- * cores (4). H200 (docs/BENCHMARKS.md, eighth session): N = 128 2.90M env-steps/s against 1.17M,
- * N = 1,024 15.7M against 9.17M, N = 2,048 19.2M against 18.2M (72c8ad1), N = 8,192 11.7M against
- * 26.8M (fifth session); 4,096 is not measured.
+ * cores (4). H200 (docs/BENCHMARKS.md, eighth and ninth sessions): N = 128 2.90M env-steps/s against
+ * 1.17M, N = 1,024 15.7M against 9.17M, N = 2,048 19.2M against 18.2M (72c8ad1), N = 4,096 20.8M
+ * against 26.7M (8b1748f), N = 8,192 11.7M against 26.8M (fifth session).
  */
 export const GV_MAX_EPISODES = 2048;
 
