@@ -1042,12 +1042,12 @@ fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32
 // matrix-vector products: its time is the time to bring the layer's weights from L2, not the
 // multiply-adds. Engines 0-3 stage the weights through workgroup memory slice by slice, two
 // barriers per slice; engine 5 has no staging: thread (p, j) of a layer reads output j's f16
-// weights straight from nets16 into registers, GV_UNROLL 16-byte words (8 inputs each) in flight
-// before it multiplies, and keeps ROWS f32 sums. The weights are pack_half's k-group layout
+// weights straight from nets16 into registers in batches of GV_UNROLL 16-byte words (8 inputs each),
+// the next batch in flight while this one multiplies (GV_PIPE), and keeps ROWS f32 sums. The weights are pack_half's k-group layout
 // (src/kernels/collect_half.ts, order 1): word g * outPad + j of a matrix holds inputs 8 g .. 8 g + 7
 // of output j, so a warp's 32 consecutive outputs read 512 consecutive bytes. A layer narrower than
-// the workgroup splits its input groups over `parts` threads per output (WG_X / outputs rounded to
-// 32: the heads' 46 outputs take 4 parts at 256 threads), which add their partial sums through
+// the workgroup splits its input groups over `parts` threads per output (WG_X / outputs rounded up to
+// a power of two >= 32: the heads' 46 outputs take 4 parts at 256 threads), which add their sums through
 // gv_part after the layer's barrier. An output reads only its own block's input groups (the heads:
 // advantages from columns 128-255, the value from 0-127; k_lo a multiple of 8), activations as vec4
 // broadcasts from act_v.

@@ -464,7 +464,8 @@ export const HALF_RTOL = 2e-2;
  * both launches, so every action is the Philox draw and trajectories cannot fork where the reduced
  * precision Q-values reorder near-ties: actions, dones, truncations, states and the episode state
  * must match as in f32; the Q-derived floats (TD errors) and the curiosity bonus inside rewards and
- * components (unclipped: the bonus carries the curiosity layers) within HALF_ATOL + HALF_RTOL. `init` picks the build (backend, variant, tile, constants).
+ * components (unclipped: the bonus carries the curiosity layers) within HALF_ATOL + HALF_RTOL.
+ * `init` picks the build (backend, variant, tile, constants).
  */
 function dqnEpsilonOneCase(
   n: number,
