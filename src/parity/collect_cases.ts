@@ -148,14 +148,15 @@ type TieSteps = Int32Array;
 /** Steps at and after the episode's first tie are zeroed (both sides), so they compare equal. */
 function maskSteps(buf: TypedArray, width: number, ties: TieSteps): TypedArray {
   const out = buf.slice();
-  for (let e = 0; e < N; e++) out.fill(0, (e * L + ties[e]) * width, (e + 1) * L * width);
+  // Every episode of the run (ties holds one entry per episode: N, or a case's own count).
+  for (let e = 0; e < ties.length; e++) out.fill(0, (e * L + ties[e]) * width, (e + 1) * L * width);
   return out;
 }
 
 /** Whole episodes with a tie in either launch are zeroed. */
 function maskEpisodes(buf: TypedArray, width: number, ties: TieSteps): TypedArray {
   const out = buf.slice();
-  for (let e = 0; e < N; e++) if (ties[e] < L) out.fill(0, e * L * width, (e + 1) * L * width);
+  for (let e = 0; e < ties.length; e++) if (ties[e] < L) out.fill(0, e * L * width, (e + 1) * L * width);
   return out;
 }
 
@@ -163,7 +164,7 @@ function maskEnv(env: EnvState, ties: [TieSteps, TieSteps]): Outputs {
   const f = env.f.slice();
   const i = env.i.slice();
   const w = env.window.slice();
-  for (let e = 0; e < N; e++) {
+  for (let e = 0; e < ties[0].length; e++) {
     if (ties[0][e] < L || ties[1][e] < L) {
       f.fill(0, e * ENV_F, (e + 1) * ENV_F);
       i.fill(0, e * ENV_I, (e + 1) * ENV_I);
@@ -522,13 +523,15 @@ function dqnHalfCase(n: number, tileEpisodes: number, threads = 256): ParityCase
  * The WebGPU weight-streaming engine (5: f16 weights read straight into registers, f32 activations
  * and sums), `n` episodes at `tileEpisodes` per workgroup (at most 8), `threads` per workgroup (a
  * multiple of 256: the input groups of a layer split over threads / 256 parts, more for the narrow
- * layers). No device feature: it runs on lavapipe and SwiftShader too.
+ * layers). At 512 threads: the dual pass (4 per workgroup) or the target batch (GV_TB: at most 2
+ * per workgroup; `batch` steps a batch, forced so that a launch can end mid-batch). No device feature.
  */
-function dqnStreamCase(n: number, tileEpisodes: number, threads: number): ParityCase {
+function dqnStreamCase(n: number, tileEpisodes: number, threads: number, batch = 0): ParityCase {
+  const mode = threads < 512 ? '' : batch ? `, target batch of ${batch} steps` : ', dual pass';
   return dqnEpsilonOneCase(
     n,
     {
-      name: `collect_dqn plain tiled f16 weight-streaming engine N=${n} L=${L} (${tileEpisodes} per workgroup, ${threads} threads), epsilon 1, two launches`,
+      name: `collect_dqn plain tiled f16 weight-streaming engine N=${n} L=${L} (${tileEpisodes} per workgroup, ${threads} threads${mode}), epsilon 1, two launches`,
       kernel: 'collect_dqn',
       backends: ['webgpu'],
       requires: (backend) => {
@@ -540,7 +543,11 @@ function dqnStreamCase(n: number, tileEpisodes: number, threads: number): Parity
           : `needs ${threads} invocations per workgroup, ${backend.info.device} allows ${max}`;
       },
     },
-    { variant: 'tiled', tile: { tileEpisodes, threads, engine: 5 } },
+    {
+      variant: 'tiled',
+      tile: { tileEpisodes, threads, engine: 5 },
+      ...(batch ? { constants: { GV_TB: batch } } : {}),
+    },
   );
 }
 
@@ -589,6 +596,9 @@ export function collectParityCases(): ParityCase[] {
     dqnStreamCase(N, 2, 256),
     dqnStreamCase(16, 8, 256),
     dqnStreamCase(10, 4, 512),
+    dqnStreamCase(N, 1, 512, 8),
+    // 3 steps a batch at 2 episodes (room for 4): L = 40 ends on a batch of one step.
+    dqnStreamCase(6, 2, 512, 3),
     dqnCase('dqn', 'seed'),
     dqnCase('dqn', 'cluster'),
     dqnTf32Case('tiled'),
