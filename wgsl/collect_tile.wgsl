@@ -1060,11 +1060,7 @@ fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32
 // through the online weights, rows [TILE_E, 2 TILE_E) through the target's (ROWS = 2 TILE_E); half the
 // threads take each net. The online Q-values of s' so computed are next step's Q(s_t+1) unless an
 // episode of the tile restarted (collect_dqn.wgsl skips its online pass then).
-// GV_TB = K > 1 (the DQN kernel, instead of GV_DUAL): the target net runs every K steps over the K
-// next states of each episode at once, rows [TILE_E, TILE_E + TB_ROWS) (dense_gv_b), so its weights
-// come from L2 once per K steps.
-const TB_ROWS = max(1, GV_TB * TILE_E);
-var<workgroup> gv_part: array<f32, WG_X * max(TILE_E, TB_ROWS)>;
+var<workgroup> gv_part: array<f32, WG_X * TILE_E>;
 var<private> gv_delta: u32 = 0u;
 
 // Adds the products of one weight word (inputs 8 g .. 8 g + 7) with those inputs of rows r0 ..
@@ -1230,93 +1226,6 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
         }
         for (var q = 0u; q < parts; q++) {
           s = s + gv_part[((en * parts + q) * TILE_E + i) * nj + j0 + c];
-        }
-        y[c] = activate(s, kind);
-      }
-    }
-    if (to_q) {
-      for (var c = 0u; c < 4u; c++) {
-        if (j0 + c < n_out) {
-          qv[r * QW + out_col + j0 + c] = y[c];
-        }
-      }
-    } else if (j0 < n_out) {
-      act_set4(r, out_col / 4u + j0 / 4u, y);
-    }
-  }
-}
-// gv_fma for the target batch's TB_ROWS rows (from row TILE_E).
-fn gv_fma_b(acc: ptr<function, array<f32, TB_ROWS>>, w: vec4<u32>, g: u32) {
-  let w01 = unpack2x16float(w.x);
-  let w23 = unpack2x16float(w.y);
-  let w45 = unpack2x16float(w.z);
-  let w67 = unpack2x16float(w.w);
-  for (var i = 0u; i < TB_ROWS; i++) {
-    let xa = act_v[(TILE_E + i) * ACT_W4 + 2u * g];
-    let xb = act_v[(TILE_E + i) * ACT_W4 + 2u * g + 1u];
-    var a = (*acc)[i];
-    a = a + w01.x * xa.x;
-    a = a + w01.y * xa.y;
-    a = a + w23.x * xa.z;
-    a = a + w23.y * xa.w;
-    a = a + w45.x * xb.x;
-    a = a + w45.y * xb.y;
-    a = a + w67.x * xb.z;
-    a = a + w67.y * xb.w;
-    (*acc)[i] = a;
-  }
-}
-
-// dense_gv of one net (gv_delta 0) over the target batch's rows [TILE_E, TILE_E + TB_ROWS): the same
-// thread split, loads and numerics with TB_ROWS sums per thread.
-fn dense_gv_b(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
-  let n_out = b0.rows + b1.rows;
-  let t = gv_thread(b0, b1, lid);
-  let nj = 1u << t.sh;
-  var acc: array<f32, TB_ROWS>;
-  if (GV_BIAS == 1 && t.busy && t.p == 0u) {
-    let bias = layer_bias(t.c0, t.c1, t.j);
-    for (var i = 0u; i < TB_ROWS; i++) {
-      acc[i] = bias;
-    }
-  }
-  if (t.busy) {
-    let stride = t.parts * GV_UNROLL;
-    var next: array<vec4<u32>, GV_UNROLL>;
-    gv_load(&next, t.base, t.g_lo + t.p, t.parts, t.g_hi, t.out_pad);
-    for (var g = t.g_lo + t.p; g < t.g_hi; g += stride) {
-      let w = next;
-      if (g + stride < t.g_hi) {
-        gv_load(&next, t.base, g + stride, t.parts, t.g_hi, t.out_pad);
-      }
-      for (var u = 0u; u < GV_UNROLL; u++) {
-        if (g + u * t.parts < t.g_hi) {
-          gv_fma_b(&acc, w[u], g + u * t.parts);
-        }
-      }
-    }
-  }
-  if (t.p < t.parts) {
-    for (var i = 0u; i < TB_ROWS; i++) {
-      gv_part[((t.p * TB_ROWS) + i) * nj + t.j] = acc[i];
-    }
-  }
-  workgroupBarrier();
-  let qsh = t.sh - 2u;
-  let nq = 1u << qsh;
-  for (var e = lid; e < TB_ROWS * nq; e += WG_X) {
-    let i = e >> qsh;
-    let j0 = (e & (nq - 1u)) * 4u;
-    let r = TILE_E + i;
-    var y = vec4<f32>(0.0);
-    for (var c = 0u; c < 4u; c++) {
-      if (j0 + c < n_out) {
-        var s = 0.0;
-        if (GV_BIAS == 0) {
-          s = layer_bias(b0, b1, j0 + c);
-        }
-        for (var q = 0u; q < t.parts; q++) {
-          s = s + gv_part[(q * TB_ROWS + i) * nj + j0 + c];
         }
         y[c] = activate(s, kind);
       }

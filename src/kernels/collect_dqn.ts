@@ -151,15 +151,6 @@ export function dqnTileConstants(o: CollectDqnOptions): Record<string, number> {
  */
 const GV_PROGRAM_WORDS = 19 * 17;
 
-/**
- * Engine 5's own workgroup floats: the parts' sums (threads x rows a thread sums), the restart flags
- * and verdict, the step program (GV_TB: 6 more ops) and GV_TB's stored TD inputs (3 per batch row).
- */
-function gvFloats(threads: number, e: number, k: number): number {
-  const batchRows = k > 1 ? k * e : 0;
-  return threads * Math.max(e, batchRows) + e + 1 + GV_PROGRAM_WORDS + (k > 1 ? 6 * 17 + 3 * batchRows : 0);
-}
-
 /** Workgroup memory the WGSL kernel declares for these options, in bytes. */
 export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
   const c = dqnTileConstants(o);
@@ -181,7 +172,7 @@ export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
   const gv = c.ENGINE === GV_ENGINE;
   const floats =
     (mma ? (c.ROWS * c.ACT_W) / 2 : c.ROWS * c.ACT_W) +
-    (mma ? 0 : gv ? gvFloats(o.threads, e, c.GV_TB ?? 0) : isQuadEngine(c.ENGINE) ? 1 : 4) +
+    (mma ? 0 : gv ? o.threads * o.tileEpisodes + e + 1 + GV_PROGRAM_WORDS : isQuadEngine(c.ENGINE) ? 1 : 4) +
     wsFloats(c.ENGINE, c.KT, c.WS_OUT) +
     qv +
     e * 7 +

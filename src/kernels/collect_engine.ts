@@ -26,9 +26,6 @@ export const MMA_ENGINE = 4;
 /** The weight-streaming engine (f16 weights in pack_half's k-group layout, f32 math). */
 export const GV_ENGINE = 5;
 
-/** Whether engine 5's 512-thread tiles batch the target net over steps (GV_TB) instead of the dual pass. */
-export const GV_TARGET_BATCH = true;
-
 /** Rows engine 5 takes (its per-thread sums: one per row). */
 export const GV_MAX_ROWS = 8;
 
@@ -101,7 +98,6 @@ export function tileEngineConstants(
   MT?: number;
   GV_UNROLL?: number;
   GV_DUAL?: number;
-  GV_TB?: number;
   GV_PROBE?: number;
   GV_TABLE?: number;
   GV_BIAS?: number;
@@ -113,22 +109,16 @@ export function tileEngineConstants(
         `tile engine 5 holds at most ${GV_MAX_ROWS} rows per workgroup, this tile has ${rows}; use fewer episodes per workgroup or engine 4`,
       );
     // GV_DUAL: the target pass also runs the online net on s' (rows doubled), with 2 x width threads.
-    // GV_TB (instead, where 2 x width threads and at most 2 episodes: K >= 4 slots): the online net on s'
-    // every step, the target net every K = GV_MAX_ROWS / rows steps over the K next states.
-    const twice = threads >= 2 * width;
-    const k = Math.floor(GV_MAX_ROWS / rows);
-    const tb = twice && GV_TARGET_BATCH && k >= 4 ? k : 0;
-    const dual = twice && tb === 0 ? 1 : 0;
+    const dual = threads >= 2 * width ? 1 : 0;
     // GV_PROBE: bench only (collect_tile.wgsl dense_gv), 0 in every real build. GV_TABLE, GV_BIAS,
     // GV_PIPE: 1 in every real build, 0 for the bench to time each against the older form.
     return {
-      ROWS: (1 + (tb || dual)) * rows,
+      ROWS: (1 + dual) * rows,
       ENGINE: engine,
       MQ: QUAD_MQ,
       MMA_KSPLIT: 1,
       GV_UNROLL,
       GV_DUAL: dual,
-      GV_TB: tb,
       GV_PROBE: 0,
       GV_TABLE: 1,
       GV_BIAS: 1,

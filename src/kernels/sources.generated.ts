@@ -1641,11 +1641,7 @@ fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32
 // through the online weights, rows [TILE_E, 2 TILE_E) through the target's (ROWS = 2 TILE_E); half the
 // threads take each net. The online Q-values of s' so computed are next step's Q(s_t+1) unless an
 // episode of the tile restarted (collect_dqn.wgsl skips its online pass then).
-// GV_TB = K > 1 (the DQN kernel, instead of GV_DUAL): the target net runs every K steps over the K
-// next states of each episode at once, rows [TILE_E, TILE_E + TB_ROWS) (dense_gv_b), so its weights
-// come from L2 once per K steps.
-const TB_ROWS = max(1, GV_TB * TILE_E);
-var<workgroup> gv_part: array<f32, WG_X * max(TILE_E, TB_ROWS)>;
+var<workgroup> gv_part: array<f32, WG_X * TILE_E>;
 var<private> gv_delta: u32 = 0u;
 
 // Adds the products of one weight word (inputs 8 g .. 8 g + 7) with those inputs of rows r0 ..
@@ -1811,93 +1807,6 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
         }
         for (var q = 0u; q < parts; q++) {
           s = s + gv_part[((en * parts + q) * TILE_E + i) * nj + j0 + c];
-        }
-        y[c] = activate(s, kind);
-      }
-    }
-    if (to_q) {
-      for (var c = 0u; c < 4u; c++) {
-        if (j0 + c < n_out) {
-          qv[r * QW + out_col + j0 + c] = y[c];
-        }
-      }
-    } else if (j0 < n_out) {
-      act_set4(r, out_col / 4u + j0 / 4u, y);
-    }
-  }
-}
-// gv_fma for the target batch's TB_ROWS rows (from row TILE_E).
-fn gv_fma_b(acc: ptr<function, array<f32, TB_ROWS>>, w: vec4<u32>, g: u32) {
-  let w01 = unpack2x16float(w.x);
-  let w23 = unpack2x16float(w.y);
-  let w45 = unpack2x16float(w.z);
-  let w67 = unpack2x16float(w.w);
-  for (var i = 0u; i < TB_ROWS; i++) {
-    let xa = act_v[(TILE_E + i) * ACT_W4 + 2u * g];
-    let xb = act_v[(TILE_E + i) * ACT_W4 + 2u * g + 1u];
-    var a = (*acc)[i];
-    a = a + w01.x * xa.x;
-    a = a + w01.y * xa.y;
-    a = a + w23.x * xa.z;
-    a = a + w23.y * xa.w;
-    a = a + w45.x * xb.x;
-    a = a + w45.y * xb.y;
-    a = a + w67.x * xb.z;
-    a = a + w67.y * xb.w;
-    (*acc)[i] = a;
-  }
-}
-
-// dense_gv of one net (gv_delta 0) over the target batch's rows [TILE_E, TILE_E + TB_ROWS): the same
-// thread split, loads and numerics with TB_ROWS sums per thread.
-fn dense_gv_b(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
-  let n_out = b0.rows + b1.rows;
-  let t = gv_thread(b0, b1, lid);
-  let nj = 1u << t.sh;
-  var acc: array<f32, TB_ROWS>;
-  if (GV_BIAS == 1 && t.busy && t.p == 0u) {
-    let bias = layer_bias(t.c0, t.c1, t.j);
-    for (var i = 0u; i < TB_ROWS; i++) {
-      acc[i] = bias;
-    }
-  }
-  if (t.busy) {
-    let stride = t.parts * GV_UNROLL;
-    var next: array<vec4<u32>, GV_UNROLL>;
-    gv_load(&next, t.base, t.g_lo + t.p, t.parts, t.g_hi, t.out_pad);
-    for (var g = t.g_lo + t.p; g < t.g_hi; g += stride) {
-      let w = next;
-      if (g + stride < t.g_hi) {
-        gv_load(&next, t.base, g + stride, t.parts, t.g_hi, t.out_pad);
-      }
-      for (var u = 0u; u < GV_UNROLL; u++) {
-        if (g + u * t.parts < t.g_hi) {
-          gv_fma_b(&acc, w[u], g + u * t.parts);
-        }
-      }
-    }
-  }
-  if (t.p < t.parts) {
-    for (var i = 0u; i < TB_ROWS; i++) {
-      gv_part[((t.p * TB_ROWS) + i) * nj + t.j] = acc[i];
-    }
-  }
-  workgroupBarrier();
-  let qsh = t.sh - 2u;
-  let nq = 1u << qsh;
-  for (var e = lid; e < TB_ROWS * nq; e += WG_X) {
-    let i = e >> qsh;
-    let j0 = (e & (nq - 1u)) * 4u;
-    let r = TILE_E + i;
-    var y = vec4<f32>(0.0);
-    for (var c = 0u; c < 4u; c++) {
-      if (j0 + c < n_out) {
-        var s = 0.0;
-        if (GV_BIAS == 0) {
-          s = layer_bias(b0, b1, j0 + c);
-        }
-        for (var q = 0u; q < t.parts; q++) {
-          s = s + gv_part[(q * TB_ROWS + i) * nj + j0 + c];
         }
         y[c] = activate(s, kind);
       }
@@ -2104,12 +2013,7 @@ var<workgroup> gv_need: u32;
 // GV_TABLE 1: the step program, decoded once per launch (op_at of every index); an op is then one
 // workgroupUniformLoad, whose barrier also closes the op before it, instead of all the
 // workgroup's warps decoding it again (op_at's branches and block offsets, every op of every step).
-var<workgroup> gv_prog: array<Op, select(1u, STEP_LEN, GV_TABLE == 1)>;
-// GV_TB = K > 1: each step's total reward, done flag and Q(s, a) until the target batch's TD errors,
-// slot l % K of the launch's step l (row slot * TILE_E + episode).
-var<workgroup> gv_tb_r: array<f32, TB_ROWS>;
-var<workgroup> gv_tb_q: array<f32, TB_ROWS>;
-var<workgroup> gv_tb_done: array<i32, TB_ROWS>;
+var<workgroup> gv_prog: array<Op, select(1u, PROGRAM_LEN, GV_TABLE == 1)>;
 //!endif
 
 // ---- the tiled kernel: a per-step program of ops ----
@@ -2281,59 +2185,6 @@ fn op_at(i: u32) -> Op {
   return phase(OP_TD, 0u);
 }
 
-//!if ENGINE == 5
-// GV_TB = K > 1: after the env op and the fill of s', the online net on s' (its Q-values are the next
-// step's Q(s) unless an episode restarts), the store of the step's TD inputs, then, every K steps
-// and at the launch's last, the target net over the batch's rows and the batch's TD errors.
-const TB = GV_TB > 1;
-const TB_K = max(GV_TB, 1u);
-const STORE_AT = TARGET_AT + NET_LEN;
-const TB_AT = STORE_AT + 1u;
-const STEP_LEN = select(PROGRAM_LEN, TB_AT + NET_LEN + 1u, TB);
-const OP_STORE = 18u;
-
-// Op i of the step program of engine 5 (op_at, or GV_TB's program).
-fn op_at_step(i: u32) -> Op {
-  if (!TB || i < TARGET_AT) {
-    return op_at(i);
-  }
-  if (i < STORE_AT) {
-    return net_op(i - TARGET_AT, 0u);
-  }
-  if (i == STORE_AT) {
-    return phase(OP_STORE, 0u);
-  }
-  if (i < TB_AT + NET_LEN) {
-    return net_op(i - TB_AT, NET_T_BASE - NET_Q_BASE);
-  }
-  return phase(OP_TD, 0u);
-}
-
-// Whether op i is a layer or combination of GV_TB's target batch.
-fn gv_batch_op(i: u32) -> bool {
-  return TB && i >= TB_AT && i < TB_AT + NET_LEN;
-}
-
-fn dense_b(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
-  dense_gv_b(b0, b1, kind, to_q, out_col, lid);
-}
-//!endif
-//!if ENGINE != 5
-const STEP_LEN = PROGRAM_LEN;
-const TB = false;
-const TB_ROWS = 1u;
-
-fn op_at_step(i: u32) -> Op {
-  return op_at(i);
-}
-
-fn gv_batch_op(i: u32) -> bool {
-  return false;
-}
-
-fn dense_b(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {}
-//!endif
-
 // Op i of a step's program as the workgroup runs it: from the table (engine 5, GV_TABLE 1) or decoded.
 fn step_op(i: u32) -> Op {
 //!if ENGINE == 5
@@ -2341,7 +2192,7 @@ fn step_op(i: u32) -> Op {
     return workgroupUniformLoad(&gv_prog[i]);
   }
 //!endif
-  return op_at_step(i);
+  return op_at(i);
 }
 
 //!if ENGINE == 5
@@ -2365,16 +2216,11 @@ const OP_BARRIER = true;
 // action, thread (r, a) sums row r's advantages in action order itself (the same sum, from
 // broadcast reads) and writes its own Q[a] after a barrier; else a thread per row does all.
 fn combine_dueling(lid: u32) {
-  combine_rows(lid, 0u, ROWS);
-}
-
-// combine_dueling of rows [r0, r0 + n).
-fn combine_rows(lid: u32, r0: u32, n: u32) {
-  if (n * NUM_ACTIONS <= WG_X) {
-    let r = r0 + lid / NUM_ACTIONS;
+  if (ROWS * NUM_ACTIONS <= WG_X) {
+    let r = lid / NUM_ACTIONS;
     let a = lid % NUM_ACTIONS;
     var q = 0.0;
-    if (r < r0 + n) {
+    if (r < ROWS) {
       let o = r * QW;
       var sum = 0.0;
       for (var k = 0u; k < NUM_ACTIONS; k++) {
@@ -2384,12 +2230,12 @@ fn combine_rows(lid: u32, r0: u32, n: u32) {
       q = (qv[o + NUM_ACTIONS] + qv[o + a]) - mean;
     }
     workgroupBarrier();
-    if (r < r0 + n) {
+    if (r < ROWS) {
       qv[r * QW + a] = q;
     }
     return;
   }
-  for (var r = r0 + lid; r < r0 + n; r += WG_X) {
+  for (var r = lid; r < ROWS; r += WG_X) {
     let o = r * QW;
     var sum = 0.0;
     for (var a = 0u; a < NUM_ACTIONS; a++) {
@@ -2562,8 +2408,8 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
   }
 //!if ENGINE == 5
   if (GV_TABLE == 1) {
-    for (var i = lid; i < STEP_LEN; i += WG_X) {
-      gv_prog[i] = op_at_step(i);
+    for (var i = lid; i < PROGRAM_LEN; i += WG_X) {
+      gv_prog[i] = op_at(i);
     }
     workgroupBarrier();
   }
@@ -2578,7 +2424,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
     // state unless an episode of the tile restarted: then (and at a launch's first step) the
     // online pass runs.
     var need = 1u;
-    if (GV_DUAL == 1 || TB) {
+    if (GV_DUAL == 1) {
       if (lid == 0u) {
         var any = select(0u, 1u, l == 0u);
         for (var r = 0u; r < TILE_E; r++) {
@@ -2589,16 +2435,12 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       need = workgroupUniformLoad(&gv_need);
     }
 //!endif
-    for (var i = 0u; i < STEP_LEN; i++) {
+    for (var i = 0u; i < PROGRAM_LEN; i++) {
       if (u.curiosity == 0u && i >= CUR_AT && i < ENV_AT) {
         continue;
       }
 //!if ENGINE == 5
       if (need == 0u && i >= PRE && i < ACT_AT) {
-        continue;
-      }
-      // GV_TB: the target batch and its TD errors only at the batch's last step or the launch's.
-      if (TB && i >= TB_AT && (l + 1u) % TB_K != 0u && l + 1u != u.steps) {
         continue;
       }
       gv_delta = gv_delta_at(i);
@@ -2612,11 +2454,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       }
       switch (o.kind) {
         case OP_DENSE: {
-          if (gv_batch_op(i)) {
-            dense_b(o.b0, o.b1, o.act, o.to_q, o.out_col, lid);
-          } else {
-            dense(o.b0, o.b1, o.k_start, o.n_k, o.act, o.to_q, o.out_col, lid, sg);
-          }
+          dense(o.b0, o.b1, o.k_start, o.n_k, o.act, o.to_q, o.out_col, lid, sg);
         }
         case OP_TAUS: {
           for (var idx = lid; idx < TILE_E * ACT_TAUS; idx += WG_X) {
@@ -2634,26 +2472,19 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
           workgroupBarrier();
           fill_states(e0, l, select(u32(OUT_F_NEXT_STATES), u32(OUT_F_STATES), o.arg == 0u), true, lid);
 //!if ENGINE == 5
-          if ((GV_DUAL == 1 || TB) && o.arg == 1u) {
-            // s' also into the target net's rows: the dual pass's, or the batch's slot l % K.
-            let to = select(TILE_E, TILE_E + (l % TB_K) * TILE_E, TB);
+          if (GV_DUAL == 1 && o.arg == 1u) {
+            // s' also into the target net's rows of the dual pass.
             workgroupBarrier();
             for (var idx = lid; idx < TILE_E * (STATE_PAD / 4u); idx += WG_X) {
               let r = idx / (STATE_PAD / 4u);
               let k4 = idx % (STATE_PAD / 4u);
-              act_v[(r + to) * ACT_W4 + k4] = act_v[r * ACT_W4 + k4];
+              act_v[(r + TILE_E) * ACT_W4 + k4] = act_v[r * ACT_W4 + k4];
             }
           }
 //!endif
         }
         case OP_COMBINE: {
-          if (gv_batch_op(i)) {
-            combine_rows(lid, TILE_E, TB_ROWS);
-          } else if (TB) {
-            combine_rows(lid, 0u, TILE_E);
-          } else {
-            combine_dueling(lid);
-          }
+          combine_dueling(lid);
         }
         case OP_ACT: {
           if (mine) {
@@ -2688,24 +2519,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
           }
         }
         case OP_TD: {
-//!if ENGINE == 5
-          if (TB) {
-            // The batch's TD errors: slots 0 .. l % K hold steps l - l % K .. l.
-            let slot = l % TB_K;
-            if (mine) {
-              for (var k = 0u; k <= slot; k++) {
-                let row = TILE_E + k * TILE_E + lid;
-                let s = k * TILE_E + lid;
-                var td_target = gv_tb_r[s];
-                if (gv_tb_done[s] == 0) {
-                  td_target = gv_tb_r[s] + u.gamma * final_q(row, argmax_q(row));
-                }
-                out_f[OUT_F_TD_ERRORS * nl + e * u.steps + l - slot + k] = abs(td_target - gv_tb_q[s]);
-              }
-            }
-          }
-//!endif
-          if (mine && !TB) {
+          if (mine) {
             var td_target = out.total;
             if (out.done == 0) {
               td_target = out.total + u.gamma * final_q(lid + TD_ROW0, argmax_q(lid + TD_ROW0));
@@ -2713,16 +2527,6 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
             out_f[OUT_F_TD_ERRORS * nl + e * u.steps + l] = abs(td_target - q_sa);
           }
         }
-//!if ENGINE == 5
-        case OP_STORE: {
-          if (mine) {
-            let s = (l % TB_K) * TILE_E + lid;
-            gv_tb_r[s] = out.total;
-            gv_tb_q[s] = q_sa;
-            gv_tb_done[s] = out.done;
-          }
-        }
-//!endif
         case OP_C51_V, OP_C51_SUM, OP_C51_DIV, OP_C51_Q: {
           c51_phase(o.kind, o.arg, lid);
         }
@@ -4992,11 +4796,7 @@ fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32
 // through the online weights, rows [TILE_E, 2 TILE_E) through the target's (ROWS = 2 TILE_E); half the
 // threads take each net. The online Q-values of s' so computed are next step's Q(s_t+1) unless an
 // episode of the tile restarted (collect_dqn.wgsl skips its online pass then).
-// GV_TB = K > 1 (the DQN kernel, instead of GV_DUAL): the target net runs every K steps over the K
-// next states of each episode at once, rows [TILE_E, TILE_E + TB_ROWS) (dense_gv_b), so its weights
-// come from L2 once per K steps.
-const TB_ROWS = max(1, GV_TB * TILE_E);
-var<workgroup> gv_part: array<f32, WG_X * max(TILE_E, TB_ROWS)>;
+var<workgroup> gv_part: array<f32, WG_X * TILE_E>;
 var<private> gv_delta: u32 = 0u;
 
 // Adds the products of one weight word (inputs 8 g .. 8 g + 7) with those inputs of rows r0 ..
@@ -5162,93 +4962,6 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
         }
         for (var q = 0u; q < parts; q++) {
           s = s + gv_part[((en * parts + q) * TILE_E + i) * nj + j0 + c];
-        }
-        y[c] = activate(s, kind);
-      }
-    }
-    if (to_q) {
-      for (var c = 0u; c < 4u; c++) {
-        if (j0 + c < n_out) {
-          qv[r * QW + out_col + j0 + c] = y[c];
-        }
-      }
-    } else if (j0 < n_out) {
-      act_set4(r, out_col / 4u + j0 / 4u, y);
-    }
-  }
-}
-// gv_fma for the target batch's TB_ROWS rows (from row TILE_E).
-fn gv_fma_b(acc: ptr<function, array<f32, TB_ROWS>>, w: vec4<u32>, g: u32) {
-  let w01 = unpack2x16float(w.x);
-  let w23 = unpack2x16float(w.y);
-  let w45 = unpack2x16float(w.z);
-  let w67 = unpack2x16float(w.w);
-  for (var i = 0u; i < TB_ROWS; i++) {
-    let xa = act_v[(TILE_E + i) * ACT_W4 + 2u * g];
-    let xb = act_v[(TILE_E + i) * ACT_W4 + 2u * g + 1u];
-    var a = (*acc)[i];
-    a = a + w01.x * xa.x;
-    a = a + w01.y * xa.y;
-    a = a + w23.x * xa.z;
-    a = a + w23.y * xa.w;
-    a = a + w45.x * xb.x;
-    a = a + w45.y * xb.y;
-    a = a + w67.x * xb.z;
-    a = a + w67.y * xb.w;
-    (*acc)[i] = a;
-  }
-}
-
-// dense_gv of one net (gv_delta 0) over the target batch's rows [TILE_E, TILE_E + TB_ROWS): the same
-// thread split, loads and numerics with TB_ROWS sums per thread.
-fn dense_gv_b(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
-  let n_out = b0.rows + b1.rows;
-  let t = gv_thread(b0, b1, lid);
-  let nj = 1u << t.sh;
-  var acc: array<f32, TB_ROWS>;
-  if (GV_BIAS == 1 && t.busy && t.p == 0u) {
-    let bias = layer_bias(t.c0, t.c1, t.j);
-    for (var i = 0u; i < TB_ROWS; i++) {
-      acc[i] = bias;
-    }
-  }
-  if (t.busy) {
-    let stride = t.parts * GV_UNROLL;
-    var next: array<vec4<u32>, GV_UNROLL>;
-    gv_load(&next, t.base, t.g_lo + t.p, t.parts, t.g_hi, t.out_pad);
-    for (var g = t.g_lo + t.p; g < t.g_hi; g += stride) {
-      let w = next;
-      if (g + stride < t.g_hi) {
-        gv_load(&next, t.base, g + stride, t.parts, t.g_hi, t.out_pad);
-      }
-      for (var u = 0u; u < GV_UNROLL; u++) {
-        if (g + u * t.parts < t.g_hi) {
-          gv_fma_b(&acc, w[u], g + u * t.parts);
-        }
-      }
-    }
-  }
-  if (t.p < t.parts) {
-    for (var i = 0u; i < TB_ROWS; i++) {
-      gv_part[((t.p * TB_ROWS) + i) * nj + t.j] = acc[i];
-    }
-  }
-  workgroupBarrier();
-  let qsh = t.sh - 2u;
-  let nq = 1u << qsh;
-  for (var e = lid; e < TB_ROWS * nq; e += WG_X) {
-    let i = e >> qsh;
-    let j0 = (e & (nq - 1u)) * 4u;
-    let r = TILE_E + i;
-    var y = vec4<f32>(0.0);
-    for (var c = 0u; c < 4u; c++) {
-      if (j0 + c < n_out) {
-        var s = 0.0;
-        if (GV_BIAS == 0) {
-          s = layer_bias(b0, b1, j0 + c);
-        }
-        for (var q = 0u; q < t.parts; q++) {
-          s = s + gv_part[(q * TB_ROWS + i) * nj + j0 + c];
         }
         y[c] = activate(s, kind);
       }
@@ -6814,11 +6527,7 @@ fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32
 // through the online weights, rows [TILE_E, 2 TILE_E) through the target's (ROWS = 2 TILE_E); half the
 // threads take each net. The online Q-values of s' so computed are next step's Q(s_t+1) unless an
 // episode of the tile restarted (collect_dqn.wgsl skips its online pass then).
-// GV_TB = K > 1 (the DQN kernel, instead of GV_DUAL): the target net runs every K steps over the K
-// next states of each episode at once, rows [TILE_E, TILE_E + TB_ROWS) (dense_gv_b), so its weights
-// come from L2 once per K steps.
-const TB_ROWS = max(1, GV_TB * TILE_E);
-var<workgroup> gv_part: array<f32, WG_X * max(TILE_E, TB_ROWS)>;
+var<workgroup> gv_part: array<f32, WG_X * TILE_E>;
 var<private> gv_delta: u32 = 0u;
 
 // Adds the products of one weight word (inputs 8 g .. 8 g + 7) with those inputs of rows r0 ..
@@ -6984,93 +6693,6 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
         }
         for (var q = 0u; q < parts; q++) {
           s = s + gv_part[((en * parts + q) * TILE_E + i) * nj + j0 + c];
-        }
-        y[c] = activate(s, kind);
-      }
-    }
-    if (to_q) {
-      for (var c = 0u; c < 4u; c++) {
-        if (j0 + c < n_out) {
-          qv[r * QW + out_col + j0 + c] = y[c];
-        }
-      }
-    } else if (j0 < n_out) {
-      act_set4(r, out_col / 4u + j0 / 4u, y);
-    }
-  }
-}
-// gv_fma for the target batch's TB_ROWS rows (from row TILE_E).
-fn gv_fma_b(acc: ptr<function, array<f32, TB_ROWS>>, w: vec4<u32>, g: u32) {
-  let w01 = unpack2x16float(w.x);
-  let w23 = unpack2x16float(w.y);
-  let w45 = unpack2x16float(w.z);
-  let w67 = unpack2x16float(w.w);
-  for (var i = 0u; i < TB_ROWS; i++) {
-    let xa = act_v[(TILE_E + i) * ACT_W4 + 2u * g];
-    let xb = act_v[(TILE_E + i) * ACT_W4 + 2u * g + 1u];
-    var a = (*acc)[i];
-    a = a + w01.x * xa.x;
-    a = a + w01.y * xa.y;
-    a = a + w23.x * xa.z;
-    a = a + w23.y * xa.w;
-    a = a + w45.x * xb.x;
-    a = a + w45.y * xb.y;
-    a = a + w67.x * xb.z;
-    a = a + w67.y * xb.w;
-    (*acc)[i] = a;
-  }
-}
-
-// dense_gv of one net (gv_delta 0) over the target batch's rows [TILE_E, TILE_E + TB_ROWS): the same
-// thread split, loads and numerics with TB_ROWS sums per thread.
-fn dense_gv_b(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
-  let n_out = b0.rows + b1.rows;
-  let t = gv_thread(b0, b1, lid);
-  let nj = 1u << t.sh;
-  var acc: array<f32, TB_ROWS>;
-  if (GV_BIAS == 1 && t.busy && t.p == 0u) {
-    let bias = layer_bias(t.c0, t.c1, t.j);
-    for (var i = 0u; i < TB_ROWS; i++) {
-      acc[i] = bias;
-    }
-  }
-  if (t.busy) {
-    let stride = t.parts * GV_UNROLL;
-    var next: array<vec4<u32>, GV_UNROLL>;
-    gv_load(&next, t.base, t.g_lo + t.p, t.parts, t.g_hi, t.out_pad);
-    for (var g = t.g_lo + t.p; g < t.g_hi; g += stride) {
-      let w = next;
-      if (g + stride < t.g_hi) {
-        gv_load(&next, t.base, g + stride, t.parts, t.g_hi, t.out_pad);
-      }
-      for (var u = 0u; u < GV_UNROLL; u++) {
-        if (g + u * t.parts < t.g_hi) {
-          gv_fma_b(&acc, w[u], g + u * t.parts);
-        }
-      }
-    }
-  }
-  if (t.p < t.parts) {
-    for (var i = 0u; i < TB_ROWS; i++) {
-      gv_part[((t.p * TB_ROWS) + i) * nj + t.j] = acc[i];
-    }
-  }
-  workgroupBarrier();
-  let qsh = t.sh - 2u;
-  let nq = 1u << qsh;
-  for (var e = lid; e < TB_ROWS * nq; e += WG_X) {
-    let i = e >> qsh;
-    let j0 = (e & (nq - 1u)) * 4u;
-    let r = TILE_E + i;
-    var y = vec4<f32>(0.0);
-    for (var c = 0u; c < 4u; c++) {
-      if (j0 + c < n_out) {
-        var s = 0.0;
-        if (GV_BIAS == 0) {
-          s = layer_bias(b0, b1, j0 + c);
-        }
-        for (var q = 0u; q < t.parts; q++) {
-          s = s + gv_part[(q * TB_ROWS + i) * nj + j0 + c];
         }
         y[c] = activate(s, kind);
       }
