@@ -126,6 +126,9 @@ function parityConfig(algo: CollectAlgo): Config {
   cfg.rollout.episodes = N;
   cfg.rollout.steps = L;
   cfg.env.episodeBars = 12;
+  // An unclipped curiosity bonus (the untrained model's error is ~1, above the default cap of 0.1), so
+  // that the rewards carry the curiosity layers' numerics (clipped, no case saw them).
+  cfg.env.curiosityMaxReward = 1e3;
   cfg.train.seed = SEED;
   if (algo === 'iqn') cfg.dqn.iqnActTau = 8;
   return cfg;
@@ -465,7 +468,7 @@ export const HALF_RTOL = 2e-2;
  * both launches, so every action is the Philox draw and trajectories cannot fork where the reduced
  * precision Q-values reorder near-ties: actions, dones, truncations, states and the episode state
  * must match as in f32; the Q-derived floats (TD errors) and the curiosity bonus inside rewards and
- * components (unclipped: the bonus carries the curiosity layers) within HALF_ATOL + HALF_RTOL.
+ * components (unclipped, parityConfig: the bonus carries the curiosity layers) within HALF_ATOL + HALF_RTOL.
  * `init` picks the build (backend, variant, tile, constants).
  */
 function dqnEpsilonOneCase(
@@ -475,9 +478,6 @@ function dqnEpsilonOneCase(
 ): ParityCase {
   const cfg = parityConfig('dqn');
   cfg.rollout.episodes = n;
-  // An unclipped curiosity bonus (the model's untrained error is ~1, above the default cap of 0.1),
-  // so the rewards carry the curiosity layers' numerics.
-  cfg.env.curiosityMaxReward = 1e3;
   const nets = memo(() => dqnNets('plain', cfg));
   const epsilons = [1, 1] as const;
   const reference = memo(() => dqnReference(cfg, nets(), n, epsilons));
