@@ -292,9 +292,19 @@ async function dqnDeviceRun(
 
 const EPSILONS: [number, number] = [0.3, 0.1];
 
-function dqnCase(algo: Exclude<CollectAlgo, 'ppo'>, variant: CollectVariant, tile = TILE): ParityCase {
+/**
+ * A DQN-family collector against the reference. `clipped`: the curiosity bonus at its default cap, so
+ * the cap's branch (every step's bonus clipped) is compared too.
+ */
+function dqnCase(
+  algo: Exclude<CollectAlgo, 'ppo'>,
+  variant: CollectVariant,
+  tile = TILE,
+  clipped = false,
+): ParityCase {
   const head: QHead = algo === 'dqn' ? 'plain' : algo;
   const cfg = parityConfig(algo);
+  if (clipped) cfg.env.curiosityMaxReward = cloneDefaults().env.curiosityMaxReward;
   const nets = memo(() => dqnNets(head, cfg));
   const reference = memo(() => dqnReference(cfg, nets(), N, EPSILONS));
   const ties = memo((): [TieSteps, TieSteps] => {
@@ -311,7 +321,7 @@ function dqnCase(algo: Exclude<CollectAlgo, 'ppo'>, variant: CollectVariant, til
     };
   };
   return {
-    name: `collect_dqn ${head} ${variant}${engineName(tile.engine)} N=${N} L=${L}, two launches`,
+    name: `collect_dqn ${head} ${variant}${engineName(tile.engine)} N=${N} L=${L}, two launches${clipped ? ', curiosity bonus at its default cap' : ''}`,
     kernel: variant === 'cluster' ? 'collect_dqn_cluster' : 'collect_dqn',
     // Thread-block clusters exist on CUDA only.
     ...(variant === 'cluster' ? { backends: ['cuda' as const] } : {}),
@@ -592,6 +602,8 @@ export function collectParityCases(): ParityCase[] {
     dqnStreamCase(10, 4, 512),
     dqnCase('dqn', 'seed'),
     dqnCase('dqn', 'cluster'),
+    dqnCase('dqn', 'tiled', TILE, true),
+    dqnCase('dqn', 'cluster', TILE, true),
     dqnTf32Case('tiled'),
     dqnTf32Case('cluster'),
     ppoCase('seed'),
