@@ -231,13 +231,6 @@ fn step_op(i: u32) -> Op {
   return op_at(i);
 }
 
-//!if ENGINE == 5
-// gv_delta of op i: the target net's offset from the online net for the dual pass's ops.
-fn gv_delta_at(i: u32) -> u32 {
-  return select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1 && i >= TARGET_AT && i < TARGET_AT + NET_LEN);
-}
-//!endif
-
 // Whether an op ends with its own barrier: not where the next op's table load is one (engine 5,
 // GV_TABLE 1; the table's loads are the only ops' boundaries then).
 //!if ENGINE == 5
@@ -479,7 +472,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       if (need == 0u && i >= PRE && i < ACT_AT) {
         continue;
       }
-      gv_delta = gv_delta_at(i);
+      gv_delta = select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1 && i >= TARGET_AT && i < TARGET_AT + NET_LEN);
 //!endif
       let o = step_op(i);
       // Bench only: ABLATE bit k skips every op of kind k (its barrier kept), so a sweep over the

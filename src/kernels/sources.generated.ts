@@ -1623,15 +1623,15 @@ fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32
 // matrix-vector products: its time is the time to bring the layer's weights from L2, not the
 // multiply-adds. Engines 0-3 stage the weights through workgroup memory slice by slice, two
 // barriers per slice; engine 5 has no staging: thread (p, j) of a layer reads output j's f16
-// weights straight from nets16 into registers in batches of GV_UNROLL 16-byte words (8 inputs each),
-// the next batch in flight while this one multiplies (GV_PIPE), and keeps ROWS f32 sums. The weights are pack_half's k-group layout
-// (src/kernels/collect_half.ts, order 1): word g * outPad + j of a matrix holds inputs 8 g .. 8 g + 7
-// of output j, so a warp's 32 consecutive outputs read 512 consecutive bytes. A layer narrower than
-// the workgroup splits its input groups over \`parts\` threads per output (WG_X / outputs rounded up to
-// a power of two >= 32: the heads' 46 outputs take 4 parts at 256 threads), which add their sums through
-// gv_part after the layer's barrier. An output reads only its own block's input groups (the heads:
-// advantages from columns 128-255, the value from 0-127; k_lo a multiple of 8), activations as vec4
-// broadcasts from act_v.
+// weights straight from nets16 into registers in batches of GV_UNROLL 16-byte words (8 inputs
+// each), the next batch in flight while this one multiplies (GV_PIPE), and keeps ROWS f32 sums. The
+// weights are pack_half's k-group layout (src/kernels/collect_half.ts, order 1): word g * outPad +
+// j of a matrix holds inputs 8 g .. 8 g + 7 of output j, so a warp's 32 consecutive outputs read
+// 512 consecutive bytes. A layer narrower than the workgroup splits its input groups over \`parts\`
+// threads per output (WG_X / outputs rounded up to a power of two >= 32: the heads' 46 outputs take
+// 4 parts at 256 threads), which add their sums through gv_part after the layer's barrier. An
+// output reads only its own block's input groups (the heads: advantages from columns 128-255, the
+// value from 0-127; k_lo a multiple of 8), activations as vec4 broadcasts from act_v.
 // Numerics: f16-rounded weights (as engine 4), f32 activations and sums: y = act(sum over the parts
 // in order of each part's sum over its groups in increasing input, part 0's starting at the bias
 // b; GV_BIAS 0: b + that sum with every part's starting at 0). Not bit-identical to the reference:
@@ -1685,68 +1685,38 @@ fn gv_load(w: ptr<function, array<vec4<u32>, GV_UNROLL>>, base: u32, g: u32, par
   }
 }
 
-// A thread's share of a layer: its net n (0 the online net, 1 the op's own), output j and part p of
-// \`parts\`, and where its weights are (word base + g * out_pad for input groups g in [g_lo, g_hi)).
-struct GvThread {
-  sh: u32,
-  parts: u32,
-  n: u32,
-  j: u32,
-  p: u32,
-  c0: Block,
-  c1: Block,
-  base: u32,
-  out_pad: u32,
-  g_lo: u32,
-  g_hi: u32,
-  busy: bool,
-}
-
-fn gv_thread(b0: Block, b1: Block, lid: u32) -> GvThread {
+fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
   let n_out = b0.rows + b1.rows;
-  // Threads per net and part: nj = 2^sh >= 32 covering the outputs, so the thread split is
-  // shifts and masks (every layer of the plain head is 32, 64 or 256 wide: the same parts as
-  // rounding up to 32).
+  // Threads per net and part: nj = 2^sh >= 32 covering the outputs, so the thread split is shifts
+  // and masks (every layer of the plain head is 32, 64 or 256 wide: the same parts as rounding up
+  // to 32).
   let sh = max(5u, 32u - countLeadingZeros(n_out - 1u));
+  let nj = 1u << sh;
   let dual = gv_delta != 0u;
-  let per_net = select(WG_X, WG_X / 2u, dual);
-  let parts = per_net >> sh;
+  let nets = select(1u, 2u, dual);
+  let parts = select(WG_X, WG_X / 2u, dual) >> sh;
   let n = select(0u, lid / (WG_X / 2u), dual);
   let x = select(lid, lid % (WG_X / 2u), dual);
-  let j = x & ((1u << sh) - 1u);
+  let j = x & (nj - 1u);
   let p = x >> sh;
+  // This thread's net (the op's own, or the online net's twin layer) and its rows.
   let c0 = gv_block(b0, n);
   let c1 = gv_block(b1, n);
+  let r0 = select(0u, n * TILE_E, dual);
+  let out_pad = (n_out + 15u) / 16u * 16u;
+  let base = mma_offset(c0.w) / 8u + j;
   var blk = c0;
   if (j >= c0.rows) {
     blk = c1;
   }
-  return GvThread(sh, parts, n, j, p, c0, c1, mma_offset(c0.w) / 8u + j, (n_out + 15u) / 16u * 16u,
-    blk.k_lo / 8u, (blk.k_lo + blk.k_len + 7u) / 8u, p < parts && j < n_out);
-}
-
-fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
-  let n_out = b0.rows + b1.rows;
-  let t = gv_thread(b0, b1, lid);
-  let sh = t.sh;
-  let nj = 1u << sh;
-  let dual = gv_delta != 0u;
-  let nets = select(1u, 2u, dual);
-  let parts = t.parts;
-  let n = t.n;
-  let j = t.j;
-  let p = t.p;
-  let r0 = select(0u, n * TILE_E, dual);
-  let base = t.base;
-  let out_pad = t.out_pad;
-  let g_lo = t.g_lo;
-  let g_hi = t.g_hi;
-  let busy = t.busy;
+  let g_lo = blk.k_lo / 8u;
+  let g_hi = (blk.k_lo + blk.k_len + 7u) / 8u;
+  let busy = p < parts && j < n_out;
   var acc: array<f32, TILE_E>;
   // GV_BIAS 1: part 0's sums start at the bias, loaded beside the first weights (not after the
   // layer's barrier).
   if (GV_BIAS == 1 && busy && p == 0u) {
-    let bias = layer_bias(t.c0, t.c1, j);
+    let bias = layer_bias(c0, c1, j);
     for (var i = 0u; i < TILE_E; i++) {
       acc[i] = bias;
     }
@@ -2195,13 +2165,6 @@ fn step_op(i: u32) -> Op {
   return op_at(i);
 }
 
-//!if ENGINE == 5
-// gv_delta of op i: the target net's offset from the online net for the dual pass's ops.
-fn gv_delta_at(i: u32) -> u32 {
-  return select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1 && i >= TARGET_AT && i < TARGET_AT + NET_LEN);
-}
-//!endif
-
 // Whether an op ends with its own barrier: not where the next op's table load is one (engine 5,
 // GV_TABLE 1; the table's loads are the only ops' boundaries then).
 //!if ENGINE == 5
@@ -2443,7 +2406,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       if (need == 0u && i >= PRE && i < ACT_AT) {
         continue;
       }
-      gv_delta = gv_delta_at(i);
+      gv_delta = select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1 && i >= TARGET_AT && i < TARGET_AT + NET_LEN);
 //!endif
       let o = step_op(i);
       // Bench only: ABLATE bit k skips every op of kind k (its barrier kept), so a sweep over the
@@ -4778,15 +4741,15 @@ fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32
 // matrix-vector products: its time is the time to bring the layer's weights from L2, not the
 // multiply-adds. Engines 0-3 stage the weights through workgroup memory slice by slice, two
 // barriers per slice; engine 5 has no staging: thread (p, j) of a layer reads output j's f16
-// weights straight from nets16 into registers in batches of GV_UNROLL 16-byte words (8 inputs each),
-// the next batch in flight while this one multiplies (GV_PIPE), and keeps ROWS f32 sums. The weights are pack_half's k-group layout
-// (src/kernels/collect_half.ts, order 1): word g * outPad + j of a matrix holds inputs 8 g .. 8 g + 7
-// of output j, so a warp's 32 consecutive outputs read 512 consecutive bytes. A layer narrower than
-// the workgroup splits its input groups over \`parts\` threads per output (WG_X / outputs rounded up to
-// a power of two >= 32: the heads' 46 outputs take 4 parts at 256 threads), which add their sums through
-// gv_part after the layer's barrier. An output reads only its own block's input groups (the heads:
-// advantages from columns 128-255, the value from 0-127; k_lo a multiple of 8), activations as vec4
-// broadcasts from act_v.
+// weights straight from nets16 into registers in batches of GV_UNROLL 16-byte words (8 inputs
+// each), the next batch in flight while this one multiplies (GV_PIPE), and keeps ROWS f32 sums. The
+// weights are pack_half's k-group layout (src/kernels/collect_half.ts, order 1): word g * outPad +
+// j of a matrix holds inputs 8 g .. 8 g + 7 of output j, so a warp's 32 consecutive outputs read
+// 512 consecutive bytes. A layer narrower than the workgroup splits its input groups over \`parts\`
+// threads per output (WG_X / outputs rounded up to a power of two >= 32: the heads' 46 outputs take
+// 4 parts at 256 threads), which add their sums through gv_part after the layer's barrier. An
+// output reads only its own block's input groups (the heads: advantages from columns 128-255, the
+// value from 0-127; k_lo a multiple of 8), activations as vec4 broadcasts from act_v.
 // Numerics: f16-rounded weights (as engine 4), f32 activations and sums: y = act(sum over the parts
 // in order of each part's sum over its groups in increasing input, part 0's starting at the bias
 // b; GV_BIAS 0: b + that sum with every part's starting at 0). Not bit-identical to the reference:
@@ -4840,68 +4803,38 @@ fn gv_load(w: ptr<function, array<vec4<u32>, GV_UNROLL>>, base: u32, g: u32, par
   }
 }
 
-// A thread's share of a layer: its net n (0 the online net, 1 the op's own), output j and part p of
-// \`parts\`, and where its weights are (word base + g * out_pad for input groups g in [g_lo, g_hi)).
-struct GvThread {
-  sh: u32,
-  parts: u32,
-  n: u32,
-  j: u32,
-  p: u32,
-  c0: Block,
-  c1: Block,
-  base: u32,
-  out_pad: u32,
-  g_lo: u32,
-  g_hi: u32,
-  busy: bool,
-}
-
-fn gv_thread(b0: Block, b1: Block, lid: u32) -> GvThread {
+fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
   let n_out = b0.rows + b1.rows;
-  // Threads per net and part: nj = 2^sh >= 32 covering the outputs, so the thread split is
-  // shifts and masks (every layer of the plain head is 32, 64 or 256 wide: the same parts as
-  // rounding up to 32).
+  // Threads per net and part: nj = 2^sh >= 32 covering the outputs, so the thread split is shifts
+  // and masks (every layer of the plain head is 32, 64 or 256 wide: the same parts as rounding up
+  // to 32).
   let sh = max(5u, 32u - countLeadingZeros(n_out - 1u));
+  let nj = 1u << sh;
   let dual = gv_delta != 0u;
-  let per_net = select(WG_X, WG_X / 2u, dual);
-  let parts = per_net >> sh;
+  let nets = select(1u, 2u, dual);
+  let parts = select(WG_X, WG_X / 2u, dual) >> sh;
   let n = select(0u, lid / (WG_X / 2u), dual);
   let x = select(lid, lid % (WG_X / 2u), dual);
-  let j = x & ((1u << sh) - 1u);
+  let j = x & (nj - 1u);
   let p = x >> sh;
+  // This thread's net (the op's own, or the online net's twin layer) and its rows.
   let c0 = gv_block(b0, n);
   let c1 = gv_block(b1, n);
+  let r0 = select(0u, n * TILE_E, dual);
+  let out_pad = (n_out + 15u) / 16u * 16u;
+  let base = mma_offset(c0.w) / 8u + j;
   var blk = c0;
   if (j >= c0.rows) {
     blk = c1;
   }
-  return GvThread(sh, parts, n, j, p, c0, c1, mma_offset(c0.w) / 8u + j, (n_out + 15u) / 16u * 16u,
-    blk.k_lo / 8u, (blk.k_lo + blk.k_len + 7u) / 8u, p < parts && j < n_out);
-}
-
-fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
-  let n_out = b0.rows + b1.rows;
-  let t = gv_thread(b0, b1, lid);
-  let sh = t.sh;
-  let nj = 1u << sh;
-  let dual = gv_delta != 0u;
-  let nets = select(1u, 2u, dual);
-  let parts = t.parts;
-  let n = t.n;
-  let j = t.j;
-  let p = t.p;
-  let r0 = select(0u, n * TILE_E, dual);
-  let base = t.base;
-  let out_pad = t.out_pad;
-  let g_lo = t.g_lo;
-  let g_hi = t.g_hi;
-  let busy = t.busy;
+  let g_lo = blk.k_lo / 8u;
+  let g_hi = (blk.k_lo + blk.k_len + 7u) / 8u;
+  let busy = p < parts && j < n_out;
   var acc: array<f32, TILE_E>;
   // GV_BIAS 1: part 0's sums start at the bias, loaded beside the first weights (not after the
   // layer's barrier).
   if (GV_BIAS == 1 && busy && p == 0u) {
-    let bias = layer_bias(t.c0, t.c1, j);
+    let bias = layer_bias(c0, c1, j);
     for (var i = 0u; i < TILE_E; i++) {
       acc[i] = bias;
     }
@@ -6509,15 +6442,15 @@ fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32
 // matrix-vector products: its time is the time to bring the layer's weights from L2, not the
 // multiply-adds. Engines 0-3 stage the weights through workgroup memory slice by slice, two
 // barriers per slice; engine 5 has no staging: thread (p, j) of a layer reads output j's f16
-// weights straight from nets16 into registers in batches of GV_UNROLL 16-byte words (8 inputs each),
-// the next batch in flight while this one multiplies (GV_PIPE), and keeps ROWS f32 sums. The weights are pack_half's k-group layout
-// (src/kernels/collect_half.ts, order 1): word g * outPad + j of a matrix holds inputs 8 g .. 8 g + 7
-// of output j, so a warp's 32 consecutive outputs read 512 consecutive bytes. A layer narrower than
-// the workgroup splits its input groups over \`parts\` threads per output (WG_X / outputs rounded up to
-// a power of two >= 32: the heads' 46 outputs take 4 parts at 256 threads), which add their sums through
-// gv_part after the layer's barrier. An output reads only its own block's input groups (the heads:
-// advantages from columns 128-255, the value from 0-127; k_lo a multiple of 8), activations as vec4
-// broadcasts from act_v.
+// weights straight from nets16 into registers in batches of GV_UNROLL 16-byte words (8 inputs
+// each), the next batch in flight while this one multiplies (GV_PIPE), and keeps ROWS f32 sums. The
+// weights are pack_half's k-group layout (src/kernels/collect_half.ts, order 1): word g * outPad +
+// j of a matrix holds inputs 8 g .. 8 g + 7 of output j, so a warp's 32 consecutive outputs read
+// 512 consecutive bytes. A layer narrower than the workgroup splits its input groups over \`parts\`
+// threads per output (WG_X / outputs rounded up to a power of two >= 32: the heads' 46 outputs take
+// 4 parts at 256 threads), which add their sums through gv_part after the layer's barrier. An
+// output reads only its own block's input groups (the heads: advantages from columns 128-255, the
+// value from 0-127; k_lo a multiple of 8), activations as vec4 broadcasts from act_v.
 // Numerics: f16-rounded weights (as engine 4), f32 activations and sums: y = act(sum over the parts
 // in order of each part's sum over its groups in increasing input, part 0's starting at the bias
 // b; GV_BIAS 0: b + that sum with every part's starting at 0). Not bit-identical to the reference:
@@ -6571,68 +6504,38 @@ fn gv_load(w: ptr<function, array<vec4<u32>, GV_UNROLL>>, base: u32, g: u32, par
   }
 }
 
-// A thread's share of a layer: its net n (0 the online net, 1 the op's own), output j and part p of
-// \`parts\`, and where its weights are (word base + g * out_pad for input groups g in [g_lo, g_hi)).
-struct GvThread {
-  sh: u32,
-  parts: u32,
-  n: u32,
-  j: u32,
-  p: u32,
-  c0: Block,
-  c1: Block,
-  base: u32,
-  out_pad: u32,
-  g_lo: u32,
-  g_hi: u32,
-  busy: bool,
-}
-
-fn gv_thread(b0: Block, b1: Block, lid: u32) -> GvThread {
+fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
   let n_out = b0.rows + b1.rows;
-  // Threads per net and part: nj = 2^sh >= 32 covering the outputs, so the thread split is
-  // shifts and masks (every layer of the plain head is 32, 64 or 256 wide: the same parts as
-  // rounding up to 32).
+  // Threads per net and part: nj = 2^sh >= 32 covering the outputs, so the thread split is shifts
+  // and masks (every layer of the plain head is 32, 64 or 256 wide: the same parts as rounding up
+  // to 32).
   let sh = max(5u, 32u - countLeadingZeros(n_out - 1u));
+  let nj = 1u << sh;
   let dual = gv_delta != 0u;
-  let per_net = select(WG_X, WG_X / 2u, dual);
-  let parts = per_net >> sh;
+  let nets = select(1u, 2u, dual);
+  let parts = select(WG_X, WG_X / 2u, dual) >> sh;
   let n = select(0u, lid / (WG_X / 2u), dual);
   let x = select(lid, lid % (WG_X / 2u), dual);
-  let j = x & ((1u << sh) - 1u);
+  let j = x & (nj - 1u);
   let p = x >> sh;
+  // This thread's net (the op's own, or the online net's twin layer) and its rows.
   let c0 = gv_block(b0, n);
   let c1 = gv_block(b1, n);
+  let r0 = select(0u, n * TILE_E, dual);
+  let out_pad = (n_out + 15u) / 16u * 16u;
+  let base = mma_offset(c0.w) / 8u + j;
   var blk = c0;
   if (j >= c0.rows) {
     blk = c1;
   }
-  return GvThread(sh, parts, n, j, p, c0, c1, mma_offset(c0.w) / 8u + j, (n_out + 15u) / 16u * 16u,
-    blk.k_lo / 8u, (blk.k_lo + blk.k_len + 7u) / 8u, p < parts && j < n_out);
-}
-
-fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
-  let n_out = b0.rows + b1.rows;
-  let t = gv_thread(b0, b1, lid);
-  let sh = t.sh;
-  let nj = 1u << sh;
-  let dual = gv_delta != 0u;
-  let nets = select(1u, 2u, dual);
-  let parts = t.parts;
-  let n = t.n;
-  let j = t.j;
-  let p = t.p;
-  let r0 = select(0u, n * TILE_E, dual);
-  let base = t.base;
-  let out_pad = t.out_pad;
-  let g_lo = t.g_lo;
-  let g_hi = t.g_hi;
-  let busy = t.busy;
+  let g_lo = blk.k_lo / 8u;
+  let g_hi = (blk.k_lo + blk.k_len + 7u) / 8u;
+  let busy = p < parts && j < n_out;
   var acc: array<f32, TILE_E>;
   // GV_BIAS 1: part 0's sums start at the bias, loaded beside the first weights (not after the
   // layer's barrier).
   if (GV_BIAS == 1 && busy && p == 0u) {
-    let bias = layer_bias(t.c0, t.c1, j);
+    let bias = layer_bias(c0, c1, j);
     for (var i = 0u; i < TILE_E; i++) {
       acc[i] = bias;
     }
