@@ -1060,8 +1060,24 @@ fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32
 // through the online weights, rows [TILE_E, 2 TILE_E) through the target's (ROWS = 2 TILE_E); half the
 // threads take each net. The online Q-values of s' so computed are next step's Q(s_t+1) unless an
 // episode of the tile restarted (collect_dqn.wgsl skips its online pass then).
+// GV_CUR 1 (the DQN kernel): a side layer rides along with an op (gv_side, blk.rows 0: none): a
+// small layer on its own rows of gv_cx (64 floats a row; set src, then dst, TILE_E rows each),
+// one 16-byte weight word per thread (its words <= WG_X, checked by the host), loaded beside the
+// op's first batch and multiplied after its own; gv_spart holds the words' sums, added after the
+// op's barrier in group order, group 0's starting at the bias. The DQN kernel runs the curiosity
+// model's two layers so beside the next-state pass's first two, off the step's chain.
 var<workgroup> gv_part: array<f32, WG_X * TILE_E>;
 var<private> gv_delta: u32 = 0u;
+struct GvSide {
+  blk: Block,
+  kind: u32,
+  src: u32,
+  dst: u32,
+}
+var<private> gv_side: GvSide;
+var<workgroup> gv_cx: array<vec4<f32>, select(1u, 2u * TILE_E * 16u, GV_CUR == 1)>;
+var<workgroup> gv_spart: array<f32, select(1u, GV_SIDE_WORDS * TILE_E, GV_CUR == 1)>;
+const_assert GV_CUR == 0 || GV_SIDE_WORDS <= WG_X;
 
 // Adds the products of one weight word (inputs 8 g .. 8 g + 7) with those inputs of rows r0 ..
 // r0 + TILE_E - 1.
@@ -1140,6 +1156,26 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       acc[i] = bias;
     }
   }
+  // GV_CUR 1: this thread's word of the side layer (group sq of output sj), loaded now.
+  let sd = gv_side;
+  let s_rows = sd.blk.rows;
+  let s_groups = (sd.blk.k_len + 7u) / 8u;
+  let s_busy = GV_CUR == 1 && s_rows != 0u && lid < s_rows * s_groups;
+  let sj = lid % max(s_rows, 1u);
+  let sq = lid / max(s_rows, 1u);
+  var s_w = vec4<u32>(0u);
+  var s_acc: array<f32, TILE_E>;
+  if (s_busy) {
+    if (GV_PROBE != 1) {
+      s_w = nets16[mma_offset(sd.blk.w) / 8u + sq * ((s_rows + 15u) / 16u * 16u) + sj];
+    }
+    if (sq == 0u) {
+      let bias = layer_bias(sd.blk, NO_BLOCK, sj);
+      for (var i = 0u; i < TILE_E; i++) {
+        s_acc[i] = bias;
+      }
+    }
+  }
   if (busy) {
     // GV_PIPE 1: the next batch's loads are issued before this batch's multiply-adds.
     let stride = parts * GV_UNROLL;
@@ -1172,6 +1208,26 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   if (p < parts) {
     for (var i = 0u; i < TILE_E; i++) {
       gv_part[((n * parts + p) * TILE_E + i) * nj + j] = acc[i];
+    }
+  }
+  if (s_busy) {
+    let w01 = unpack2x16float(s_w.x);
+    let w23 = unpack2x16float(s_w.y);
+    let w45 = unpack2x16float(s_w.z);
+    let w67 = unpack2x16float(s_w.w);
+    for (var i = 0u; i < TILE_E; i++) {
+      let xa = gv_cx[(sd.src + i) * 16u + 2u * sq];
+      let xb = gv_cx[(sd.src + i) * 16u + 2u * sq + 1u];
+      var a = s_acc[i];
+      a = a + w01.x * xa.x;
+      a = a + w01.y * xa.y;
+      a = a + w23.x * xa.z;
+      a = a + w23.y * xa.w;
+      a = a + w45.x * xb.x;
+      a = a + w45.y * xb.y;
+      a = a + w67.x * xb.z;
+      a = a + w67.y * xb.w;
+      gv_spart[(sq * TILE_E + i) * s_rows + sj] = a;
     }
   }
   // Every thread has read the layer's input: outputs may overwrite it. Then thread (net, row,
@@ -1208,6 +1264,27 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       }
     } else if (j0 < n_out) {
       act_set4(r, out_col / 4u + j0 / 4u, y);
+    }
+  }
+  // The side layer's outputs, a quad a thread, on the workgroup's last threads (the layer's own
+  // sums take the first).
+  if (GV_CUR == 1 && s_rows != 0u) {
+    let t = WG_X - 1u - lid;
+    let sq4 = (s_rows + 3u) / 4u;
+    if (t < TILE_E * sq4) {
+      let i = t / sq4;
+      let j0 = (t % sq4) * 4u;
+      var y = vec4<f32>(0.0);
+      for (var c = 0u; c < 4u; c++) {
+        if (j0 + c < s_rows) {
+          var s = 0.0;
+          for (var q = 0u; q < s_groups; q++) {
+            s = s + gv_spart[(q * TILE_E + i) * s_rows + j0 + c];
+          }
+          y[c] = activate(s, sd.kind);
+        }
+      }
+      gv_cx[(sd.dst + i) * 16u + j0 / 4u] = y;
     }
   }
 }

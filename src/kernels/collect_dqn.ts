@@ -27,7 +27,15 @@
 import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import { collectDqn, type DqnNets } from '../collect/dqn.js';
 import type { DqnRollout } from '../collect/rollout.js';
-import { curiosityLayout, duelingLayout, NUM_ACTIONS, type QHead } from '../nets/layout.js';
+import {
+  CURIOSITY_HIDDEN,
+  CURIOSITY_IN,
+  CURIOSITY_OUT,
+  curiosityLayout,
+  duelingLayout,
+  NUM_ACTIONS,
+  type QHead,
+} from '../nets/layout.js';
 import {
   actWidth,
   checkEngine,
@@ -133,10 +141,17 @@ export function dqnTileConstants(o: CollectDqnOptions): Record<string, number> {
       MMA_KSPLIT: 1,
     };
   const rows = o.tileEpisodes * (o.head === 'iqn' ? o.tauRows : 1);
+  const engine = tileEngineConstants(o.engine ?? 0, rows, o.threads, o.tj, 256);
   return {
     TJ: o.tj,
     KT: o.kt,
-    ...tileEngineConstants(o.engine ?? 0, rows, o.threads, o.tj, 256),
+    ...engine,
+    // Engine 5 with the dual pass (512 threads): the curiosity model's two layers ride beside the
+    // next-state pass's first two (GV_CUR, collect_dqn.wgsl), one weight word a thread, up to
+    // GV_CUR_MAX_EPISODES episodes a workgroup (its arrays grow with the tile).
+    ...(engine.ENGINE === GV_ENGINE
+      ? { GV_CUR: engine.GV_DUAL === 1 && rows <= GV_CUR_MAX_EPISODES ? 1 : 0, GV_SIDE_WORDS }
+      : {}),
     ACT_W: actWidth(o.engine ?? 0, o.kt, 256),
     QW: o.head === 'c51' ? 256 : 48,
     WS_OUT: 256,
@@ -147,9 +162,31 @@ export function dqnTileConstants(o: CollectDqnOptions): Record<string, number> {
 
 /**
  * Words of engine 5's step-program table (collect_dqn.wgsl gv_prog): the plain head's 19 ops (fill,
- * 5 online, action, 4 curiosity, env, fill, 5 target, TD) of 17 words (an Op).
+ * 5 online, action, 4 curiosity, env, fill, 5 target, TD) of 17 words (an Op); 15 with GV_CUR
+ * (no curiosity ops).
  */
-const GV_PROGRAM_WORDS = 19 * 17;
+const gvProgramWords = (cur: boolean) => (cur ? 15 : 19) * 17;
+
+/**
+ * Engine 5 runs the curiosity layers beside the next-state pass (GV_CUR) up to this many episodes a
+ * workgroup: at 8 its arrays (14 KiB) would take the 512-thread tile past 48 KiB.
+ */
+export const GV_CUR_MAX_EPISODES = 4;
+
+/**
+ * Engine 5's side layers (GV_CUR): 16-byte weight words (8 inputs of one output) of the widest
+ * curiosity layer, one a thread: fc1 64 outputs x 5 groups of its 35 inputs.
+ */
+export const GV_SIDE_WORDS = Math.max(
+  CURIOSITY_HIDDEN * Math.ceil(CURIOSITY_IN / 8),
+  CURIOSITY_OUT * (CURIOSITY_HIDDEN / 8),
+);
+
+/**
+ * Floats of engine 5's GV_CUR arrays: the model's two rows of 64 floats (gv_cx) and the side
+ * words' sums (gv_spart) per episode, or their one-element stand-ins; and tile_cbar.
+ */
+const gvCurFloats = (cur: boolean, e: number) => (cur ? e * 128 + GV_SIDE_WORDS * e : 4 + 1) + e;
 
 /** Workgroup memory the WGSL kernel declares for these options, in bytes. */
 export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
@@ -172,7 +209,13 @@ export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
   const gv = c.ENGINE === GV_ENGINE;
   const floats =
     (mma ? (c.ROWS * c.ACT_W) / 2 : c.ROWS * c.ACT_W) +
-    (mma ? 0 : gv ? o.threads * o.tileEpisodes + e + 1 + GV_PROGRAM_WORDS : isQuadEngine(c.ENGINE) ? 1 : 4) +
+    (mma
+      ? 0
+      : gv
+        ? o.threads * o.tileEpisodes + e + 1 + gvProgramWords(c.GV_CUR === 1) + gvCurFloats(c.GV_CUR === 1, e)
+        : isQuadEngine(c.ENGINE)
+          ? 1
+          : 4) +
     wsFloats(c.ENGINE, c.KT, c.WS_OUT) +
     qv +
     e * 7 +

@@ -1641,8 +1641,24 @@ fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32
 // through the online weights, rows [TILE_E, 2 TILE_E) through the target's (ROWS = 2 TILE_E); half the
 // threads take each net. The online Q-values of s' so computed are next step's Q(s_t+1) unless an
 // episode of the tile restarted (collect_dqn.wgsl skips its online pass then).
+// GV_CUR 1 (the DQN kernel): a side layer rides along with an op (gv_side, blk.rows 0: none): a
+// small layer on its own rows of gv_cx (64 floats a row; set src, then dst, TILE_E rows each),
+// one 16-byte weight word per thread (its words <= WG_X, checked by the host), loaded beside the
+// op's first batch and multiplied after its own; gv_spart holds the words' sums, added after the
+// op's barrier in group order, group 0's starting at the bias. The DQN kernel runs the curiosity
+// model's two layers so beside the next-state pass's first two, off the step's chain.
 var<workgroup> gv_part: array<f32, WG_X * TILE_E>;
 var<private> gv_delta: u32 = 0u;
+struct GvSide {
+  blk: Block,
+  kind: u32,
+  src: u32,
+  dst: u32,
+}
+var<private> gv_side: GvSide;
+var<workgroup> gv_cx: array<vec4<f32>, select(1u, 2u * TILE_E * 16u, GV_CUR == 1)>;
+var<workgroup> gv_spart: array<f32, select(1u, GV_SIDE_WORDS * TILE_E, GV_CUR == 1)>;
+const_assert GV_CUR == 0 || GV_SIDE_WORDS <= WG_X;
 
 // Adds the products of one weight word (inputs 8 g .. 8 g + 7) with those inputs of rows r0 ..
 // r0 + TILE_E - 1.
@@ -1721,6 +1737,26 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       acc[i] = bias;
     }
   }
+  // GV_CUR 1: this thread's word of the side layer (group sq of output sj), loaded now.
+  let sd = gv_side;
+  let s_rows = sd.blk.rows;
+  let s_groups = (sd.blk.k_len + 7u) / 8u;
+  let s_busy = GV_CUR == 1 && s_rows != 0u && lid < s_rows * s_groups;
+  let sj = lid % max(s_rows, 1u);
+  let sq = lid / max(s_rows, 1u);
+  var s_w = vec4<u32>(0u);
+  var s_acc: array<f32, TILE_E>;
+  if (s_busy) {
+    if (GV_PROBE != 1) {
+      s_w = nets16[mma_offset(sd.blk.w) / 8u + sq * ((s_rows + 15u) / 16u * 16u) + sj];
+    }
+    if (sq == 0u) {
+      let bias = layer_bias(sd.blk, NO_BLOCK, sj);
+      for (var i = 0u; i < TILE_E; i++) {
+        s_acc[i] = bias;
+      }
+    }
+  }
   if (busy) {
     // GV_PIPE 1: the next batch's loads are issued before this batch's multiply-adds.
     let stride = parts * GV_UNROLL;
@@ -1753,6 +1789,26 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   if (p < parts) {
     for (var i = 0u; i < TILE_E; i++) {
       gv_part[((n * parts + p) * TILE_E + i) * nj + j] = acc[i];
+    }
+  }
+  if (s_busy) {
+    let w01 = unpack2x16float(s_w.x);
+    let w23 = unpack2x16float(s_w.y);
+    let w45 = unpack2x16float(s_w.z);
+    let w67 = unpack2x16float(s_w.w);
+    for (var i = 0u; i < TILE_E; i++) {
+      let xa = gv_cx[(sd.src + i) * 16u + 2u * sq];
+      let xb = gv_cx[(sd.src + i) * 16u + 2u * sq + 1u];
+      var a = s_acc[i];
+      a = a + w01.x * xa.x;
+      a = a + w01.y * xa.y;
+      a = a + w23.x * xa.z;
+      a = a + w23.y * xa.w;
+      a = a + w45.x * xb.x;
+      a = a + w45.y * xb.y;
+      a = a + w67.x * xb.z;
+      a = a + w67.y * xb.w;
+      gv_spart[(sq * TILE_E + i) * s_rows + sj] = a;
     }
   }
   // Every thread has read the layer's input: outputs may overwrite it. Then thread (net, row,
@@ -1789,6 +1845,27 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       }
     } else if (j0 < n_out) {
       act_set4(r, out_col / 4u + j0 / 4u, y);
+    }
+  }
+  // The side layer's outputs, a quad a thread, on the workgroup's last threads (the layer's own
+  // sums take the first).
+  if (GV_CUR == 1 && s_rows != 0u) {
+    let t = WG_X - 1u - lid;
+    let sq4 = (s_rows + 3u) / 4u;
+    if (t < TILE_E * sq4) {
+      let i = t / sq4;
+      let j0 = (t % sq4) * 4u;
+      var y = vec4<f32>(0.0);
+      for (var c = 0u; c < 4u; c++) {
+        if (j0 + c < s_rows) {
+          var s = 0.0;
+          for (var q = 0u; q < s_groups; q++) {
+            s = s + gv_spart[(q * TILE_E + i) * s_rows + j0 + c];
+          }
+          y[c] = activate(s, sd.kind);
+        }
+      }
+      gv_cx[(sd.dst + i) * 16u + j0 / 4u] = y;
     }
   }
 }
@@ -1984,6 +2061,23 @@ var<workgroup> gv_need: u32;
 // workgroupUniformLoad, whose barrier also closes the op before it, instead of all the
 // workgroup's warps decoding it again (op_at's branches and block offsets, every op of every step).
 var<workgroup> gv_prog: array<Op, select(1u, PROGRAM_LEN, GV_TABLE == 1)>;
+// GV_CUR 1: the curiosity model's two layers are side layers (collect_tile.wgsl gv_side) of the
+// next-state pass's first two, so the step's program has no curiosity ops: the env op steps with
+// the bonus left out (it enters the reward last, total = partial + bonus, so adding it later gives
+// the same bits), the fill of s' also fills the model's input (bar tile_cbar[r], the bar before the
+// step, and the action's category), and the TD op adds the bonus and writes the step.
+const CUR_OPS = select(4u, 0u, GV_CUR == 1);
+var<workgroup> tile_cbar: array<i32, TILE_E>;
+//!endif
+//!if ENGINE != 5
+const CUR_OPS = 4u;
+//!endif
+// Whether the TD op writes the step (engine 5's GV_CUR), not the env op.
+//!if ENGINE == 5
+const GV_LATE = GV_CUR == 1;
+//!endif
+//!if ENGINE != 5
+const GV_LATE = false;
 //!endif
 
 // ---- the tiled kernel: a per-step program of ops ----
@@ -2017,11 +2111,12 @@ const IQN_PASSES = ACT_TAUS / TAU_ROWS;
 const IQN_OPS = 7u;
 // Ops of one network forward (net_op) per head.
 const NET_LEN = select(select(4 + IQN_OPS * IQN_PASSES, 6 + 4 * C51_CHUNKS, HEAD == HEAD_C51), 5, HEAD == HEAD_PLAIN);
-// Program: [taus (IQN)], fill s, online net, action, curiosity (4 ops), env, fill s', target net, td.
+// Program: [taus (IQN)], fill s, online net, action, curiosity (4 ops; none with engine 5's GV_CUR),
+// env, fill s', target net, td.
 const PRE = select(1u, 2u, HEAD == HEAD_IQN);
 const ACT_AT = PRE + NET_LEN;
 const CUR_AT = ACT_AT + 1u;
-const ENV_AT = CUR_AT + 4u;
+const ENV_AT = CUR_AT + CUR_OPS;
 const TARGET_AT = ENV_AT + 2u;
 const PROGRAM_LEN = TARGET_AT + NET_LEN + 1u;
 
@@ -2359,6 +2454,111 @@ fn write_step(e: u32, l: u32, a: i32, out: StepOut, bonus: f32) {
   write_components(i, out, bonus);
 }
 
+//!if ENGINE == 5
+// GV_CUR 1: the side layer of op i (collect_tile.wgsl gv_side): the curiosity model's first layer
+// (input rows 0, hidden rows 1 of gv_cx) beside the next-state pass's first op, its second
+// (hidden to the prediction, rows 0) beside the second; none elsewhere or without curiosity.
+fn gv_side_at(i: u32) -> GvSide {
+  if (GV_CUR == 1 && u.curiosity != 0u) {
+    if (i == TARGET_AT) {
+      return GvSide(block(NET_C_FC1_W, NET_C_FC1_B, 64u, 0u, CURIOSITY_IN), ACT_LEAKY, 0u, TILE_E);
+    }
+    if (i == TARGET_AT + 1u) {
+      return GvSide(block(NET_C_FC2_W, NET_C_FC2_B, CURIOSITY_OUT, 0u, 64u), ACT_NONE, TILE_E, 0u);
+    }
+  }
+  return GvSide(NO_BLOCK, ACT_NONE, 0u, 0u);
+}
+
+// Engine 5's fill of s' (GV_DUAL or GV_CUR): the next states (bar tile_bar[r], portfolio
+// tile_pf[r], which the env op wrote before the op's barrier) to out_f and act's rows [0, TILE_E),
+// with GV_DUAL 1 also rows [TILE_E, 2 TILE_E) (the dual pass's target rows), and with GV_CUR 1 the
+// curiosity model's input (the first 32 features of bar tile_cbar[r], one-hot(tile_cat[r]),
+// zeros to 40) into gv_cx's rows [0, TILE_E).
+fn gv_fill_next(e0: u32, l: u32, lid: u32) {
+  let nl = u.n * u.steps;
+  for (var idx = lid; idx < TILE_E * (STATE_PAD / 4u); idx += WG_X) {
+    let r = idx / (STATE_PAD / 4u);
+    let k4 = idx % (STATE_PAD / 4u);
+    let e = e0 + r;
+    var v = vec4<f32>(0.0);
+    for (var c = 0u; c < 4u; c++) {
+      let k = k4 * 4u + c;
+      if (k < MARKET_FEATURES) {
+        v[c] = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
+      } else if (k < STATE_DIM) {
+        v[c] = tile_pf[r][k - MARKET_FEATURES];
+      }
+      if (k < STATE_DIM && e < u.n) {
+        out_f[OUT_F_NEXT_STATES * nl + (e * u.steps + l) * STATE_DIM + k] = v[c];
+      }
+    }
+    act_v[r * ACT_W4 + k4] = v;
+    if (GV_DUAL == 1) {
+      act_v[(r + TILE_E) * ACT_W4 + k4] = v;
+    }
+  }
+  if (GV_CUR == 1 && u.curiosity != 0u) {
+    // The workgroup's last threads (the states take the first).
+    let t = WG_X - 1u - lid;
+    if (t < TILE_E * 10u) {
+      let r = t / 10u;
+      let k4 = t % 10u;
+      var v = vec4<f32>(0.0);
+      for (var c = 0u; c < 4u; c++) {
+        let k = k4 * 4u + c;
+        if (k < CURIOSITY_OUT) {
+          v[c] = features[u32(tile_cbar[r]) * MARKET_FEATURES + k];
+        } else if (k < CURIOSITY_IN) {
+          v[c] = select(0.0, 1.0, i32(k - CURIOSITY_OUT) == tile_cat[r]);
+        }
+      }
+      gv_cx[r * 16u + k4] = v;
+    }
+  }
+}
+
+// GV_CUR 1: episode lid's curiosity bonus from the model's prediction (gv_cx row lid, after its two
+// side layers) against the first 32 features of the bar after tile_cbar (curiosity_mse's sum).
+fn gv_bonus(lid: u32) -> f32 {
+  if (u.curiosity == 0u) {
+    return 0.0;
+  }
+  let next = u32(tile_cbar[lid] + 1) * MARKET_FEATURES;
+  var acc = 0.0;
+  for (var k = 0u; k < CURIOSITY_OUT; k++) {
+    let d = gv_cx[lid * 16u + k / 4u][k % 4u] - features[next + k];
+    acc = acc + d * d;
+  }
+  return min(u.curiosityScale * (acc * (1.0 / 32.0)), u.curiosityMax);
+}
+//!endif
+
+// The env op of episode e (lid's): step the simulator with the action and the bonus, leave the next
+// state's bar and portfolio for the fill of s', write the step (not with GV_LATE: the TD op writes it
+// once the bonus is known), restart an ended episode.
+fn env_op(e: u32, l: u32, lid: u32, a: i32, ep: ptr<function, Episode>) -> StepOut {
+  var bonus = tile_bonus[lid];
+//!if ENGINE == 5
+  // GV_CUR 1: the bonus is added in the TD op (after the model's layers).
+  if (GV_CUR == 1) {
+    tile_cbar[lid] = (*ep).bar;
+    bonus = 0.0;
+  }
+//!endif
+  let out = env_step(e, ep, a, bonus);
+  tile_bar[lid] = (*ep).bar;
+  tile_pf[lid] = vec4<f32>(portfolio_features(*ep), 0.0);
+  if (!GV_LATE) {
+    write_step(e, l, a, out, bonus);
+  }
+//!if ENGINE == 5
+  gv_restart[lid] = select(0u, 1u, out.done != 0 || out.truncated != 0);
+//!endif
+  finish_step(e, ep, out);
+  return out;
+}
+
 fn tiled_collect(group: u32, lid: u32, sg: u32) {
   let e0 = group * TILE_E;
   let e = e0 + lid;
@@ -2403,10 +2603,11 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         continue;
       }
 //!if ENGINE == 5
-      if (need == 0u && i >= PRE && i < ACT_AT) {
+      if ((need == 0u && i >= PRE && i < ACT_AT) || (GV_LATE && i == ENV_AT)) {
         continue;
       }
       gv_delta = select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1 && i >= TARGET_AT && i < TARGET_AT + NET_LEN);
+      gv_side = gv_side_at(i);
 //!endif
       let o = step_op(i);
       // Bench only: ABLATE bit k skips every op of kind k (its barrier kept), so a sweep over the
@@ -2428,21 +2629,18 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         }
         case OP_FILL: {
           // arg 0: the state s_t of each episode; arg 1: the next state the env op left.
-          if (o.arg == 0u && lid < TILE_E) {
-            tile_bar[lid] = select(u.splitStart, ep.bar, mine);
-            tile_pf[lid] = select(vec4<f32>(0.0), vec4<f32>(portfolio_features(ep), 0.0), mine);
-          }
-          workgroupBarrier();
-          fill_states(e0, l, select(u32(OUT_F_NEXT_STATES), u32(OUT_F_STATES), o.arg == 0u), true, lid);
 //!if ENGINE == 5
-          if (GV_DUAL == 1 && o.arg == 1u) {
-            // s' also into the target net's rows of the dual pass.
-            workgroupBarrier();
-            for (var idx = lid; idx < TILE_E * (STATE_PAD / 4u); idx += WG_X) {
-              let r = idx / (STATE_PAD / 4u);
-              let k4 = idx % (STATE_PAD / 4u);
-              act_v[(r + TILE_E) * ACT_W4 + k4] = act_v[r * ACT_W4 + k4];
+          if (o.arg == 1u && (GV_DUAL == 1 || GV_CUR == 1)) {
+            gv_fill_next(e0, l, lid);
+          } else {
+//!endif
+            if (o.arg == 0u && lid < TILE_E) {
+              tile_bar[lid] = select(u.splitStart, ep.bar, mine);
+              tile_pf[lid] = select(vec4<f32>(0.0), vec4<f32>(portfolio_features(ep), 0.0), mine);
             }
+            workgroupBarrier();
+            fill_states(e0, l, select(u32(OUT_F_NEXT_STATES), u32(OUT_F_STATES), o.arg == 0u), true, lid);
+//!if ENGINE == 5
           }
 //!endif
         }
@@ -2460,6 +2658,11 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
             q_sa = final_q(lid, u32(a));
             tile_cat[lid] = action_category(a);
             tile_bonus[lid] = 0.0;
+            // GV_LATE: no curiosity op between the action and the env step, which the same thread
+            // then runs in this op (the program's env op is skipped).
+            if (GV_LATE) {
+              out = env_op(e, l, lid, a, &ep);
+            }
           }
         }
         case OP_CUR_FILL: {
@@ -2470,19 +2673,18 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         }
         case OP_ENV: {
           if (mine) {
-            let bonus = tile_bonus[lid];
-            out = env_step(e, &ep, a, bonus);
-            tile_bar[lid] = ep.bar;
-            tile_pf[lid] = vec4<f32>(portfolio_features(ep), 0.0);
-            write_step(e, l, a, out, bonus);
-//!if ENGINE == 5
-            gv_restart[lid] = select(0u, 1u, out.done != 0 || out.truncated != 0);
-//!endif
-            finish_step(e, &ep, out);
+            out = env_op(e, l, lid, a, &ep);
           }
         }
         case OP_TD: {
           if (mine) {
+//!if ENGINE == 5
+            if (GV_CUR == 1) {
+              let bonus = gv_bonus(lid);
+              out.total = out.total + bonus;
+              write_step(e, l, a, out, bonus);
+            }
+//!endif
             var td_target = out.total;
             if (out.done == 0) {
               td_target = out.total + u.gamma * final_q(lid + TD_ROW0, argmax_q(lid + TD_ROW0));
@@ -4759,8 +4961,24 @@ fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32
 // through the online weights, rows [TILE_E, 2 TILE_E) through the target's (ROWS = 2 TILE_E); half the
 // threads take each net. The online Q-values of s' so computed are next step's Q(s_t+1) unless an
 // episode of the tile restarted (collect_dqn.wgsl skips its online pass then).
+// GV_CUR 1 (the DQN kernel): a side layer rides along with an op (gv_side, blk.rows 0: none): a
+// small layer on its own rows of gv_cx (64 floats a row; set src, then dst, TILE_E rows each),
+// one 16-byte weight word per thread (its words <= WG_X, checked by the host), loaded beside the
+// op's first batch and multiplied after its own; gv_spart holds the words' sums, added after the
+// op's barrier in group order, group 0's starting at the bias. The DQN kernel runs the curiosity
+// model's two layers so beside the next-state pass's first two, off the step's chain.
 var<workgroup> gv_part: array<f32, WG_X * TILE_E>;
 var<private> gv_delta: u32 = 0u;
+struct GvSide {
+  blk: Block,
+  kind: u32,
+  src: u32,
+  dst: u32,
+}
+var<private> gv_side: GvSide;
+var<workgroup> gv_cx: array<vec4<f32>, select(1u, 2u * TILE_E * 16u, GV_CUR == 1)>;
+var<workgroup> gv_spart: array<f32, select(1u, GV_SIDE_WORDS * TILE_E, GV_CUR == 1)>;
+const_assert GV_CUR == 0 || GV_SIDE_WORDS <= WG_X;
 
 // Adds the products of one weight word (inputs 8 g .. 8 g + 7) with those inputs of rows r0 ..
 // r0 + TILE_E - 1.
@@ -4839,6 +5057,26 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       acc[i] = bias;
     }
   }
+  // GV_CUR 1: this thread's word of the side layer (group sq of output sj), loaded now.
+  let sd = gv_side;
+  let s_rows = sd.blk.rows;
+  let s_groups = (sd.blk.k_len + 7u) / 8u;
+  let s_busy = GV_CUR == 1 && s_rows != 0u && lid < s_rows * s_groups;
+  let sj = lid % max(s_rows, 1u);
+  let sq = lid / max(s_rows, 1u);
+  var s_w = vec4<u32>(0u);
+  var s_acc: array<f32, TILE_E>;
+  if (s_busy) {
+    if (GV_PROBE != 1) {
+      s_w = nets16[mma_offset(sd.blk.w) / 8u + sq * ((s_rows + 15u) / 16u * 16u) + sj];
+    }
+    if (sq == 0u) {
+      let bias = layer_bias(sd.blk, NO_BLOCK, sj);
+      for (var i = 0u; i < TILE_E; i++) {
+        s_acc[i] = bias;
+      }
+    }
+  }
   if (busy) {
     // GV_PIPE 1: the next batch's loads are issued before this batch's multiply-adds.
     let stride = parts * GV_UNROLL;
@@ -4871,6 +5109,26 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   if (p < parts) {
     for (var i = 0u; i < TILE_E; i++) {
       gv_part[((n * parts + p) * TILE_E + i) * nj + j] = acc[i];
+    }
+  }
+  if (s_busy) {
+    let w01 = unpack2x16float(s_w.x);
+    let w23 = unpack2x16float(s_w.y);
+    let w45 = unpack2x16float(s_w.z);
+    let w67 = unpack2x16float(s_w.w);
+    for (var i = 0u; i < TILE_E; i++) {
+      let xa = gv_cx[(sd.src + i) * 16u + 2u * sq];
+      let xb = gv_cx[(sd.src + i) * 16u + 2u * sq + 1u];
+      var a = s_acc[i];
+      a = a + w01.x * xa.x;
+      a = a + w01.y * xa.y;
+      a = a + w23.x * xa.z;
+      a = a + w23.y * xa.w;
+      a = a + w45.x * xb.x;
+      a = a + w45.y * xb.y;
+      a = a + w67.x * xb.z;
+      a = a + w67.y * xb.w;
+      gv_spart[(sq * TILE_E + i) * s_rows + sj] = a;
     }
   }
   // Every thread has read the layer's input: outputs may overwrite it. Then thread (net, row,
@@ -4907,6 +5165,27 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       }
     } else if (j0 < n_out) {
       act_set4(r, out_col / 4u + j0 / 4u, y);
+    }
+  }
+  // The side layer's outputs, a quad a thread, on the workgroup's last threads (the layer's own
+  // sums take the first).
+  if (GV_CUR == 1 && s_rows != 0u) {
+    let t = WG_X - 1u - lid;
+    let sq4 = (s_rows + 3u) / 4u;
+    if (t < TILE_E * sq4) {
+      let i = t / sq4;
+      let j0 = (t % sq4) * 4u;
+      var y = vec4<f32>(0.0);
+      for (var c = 0u; c < 4u; c++) {
+        if (j0 + c < s_rows) {
+          var s = 0.0;
+          for (var q = 0u; q < s_groups; q++) {
+            s = s + gv_spart[(q * TILE_E + i) * s_rows + j0 + c];
+          }
+          y[c] = activate(s, sd.kind);
+        }
+      }
+      gv_cx[(sd.dst + i) * 16u + j0 / 4u] = y;
     }
   }
 }
@@ -6460,8 +6739,24 @@ fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32
 // through the online weights, rows [TILE_E, 2 TILE_E) through the target's (ROWS = 2 TILE_E); half the
 // threads take each net. The online Q-values of s' so computed are next step's Q(s_t+1) unless an
 // episode of the tile restarted (collect_dqn.wgsl skips its online pass then).
+// GV_CUR 1 (the DQN kernel): a side layer rides along with an op (gv_side, blk.rows 0: none): a
+// small layer on its own rows of gv_cx (64 floats a row; set src, then dst, TILE_E rows each),
+// one 16-byte weight word per thread (its words <= WG_X, checked by the host), loaded beside the
+// op's first batch and multiplied after its own; gv_spart holds the words' sums, added after the
+// op's barrier in group order, group 0's starting at the bias. The DQN kernel runs the curiosity
+// model's two layers so beside the next-state pass's first two, off the step's chain.
 var<workgroup> gv_part: array<f32, WG_X * TILE_E>;
 var<private> gv_delta: u32 = 0u;
+struct GvSide {
+  blk: Block,
+  kind: u32,
+  src: u32,
+  dst: u32,
+}
+var<private> gv_side: GvSide;
+var<workgroup> gv_cx: array<vec4<f32>, select(1u, 2u * TILE_E * 16u, GV_CUR == 1)>;
+var<workgroup> gv_spart: array<f32, select(1u, GV_SIDE_WORDS * TILE_E, GV_CUR == 1)>;
+const_assert GV_CUR == 0 || GV_SIDE_WORDS <= WG_X;
 
 // Adds the products of one weight word (inputs 8 g .. 8 g + 7) with those inputs of rows r0 ..
 // r0 + TILE_E - 1.
@@ -6540,6 +6835,26 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       acc[i] = bias;
     }
   }
+  // GV_CUR 1: this thread's word of the side layer (group sq of output sj), loaded now.
+  let sd = gv_side;
+  let s_rows = sd.blk.rows;
+  let s_groups = (sd.blk.k_len + 7u) / 8u;
+  let s_busy = GV_CUR == 1 && s_rows != 0u && lid < s_rows * s_groups;
+  let sj = lid % max(s_rows, 1u);
+  let sq = lid / max(s_rows, 1u);
+  var s_w = vec4<u32>(0u);
+  var s_acc: array<f32, TILE_E>;
+  if (s_busy) {
+    if (GV_PROBE != 1) {
+      s_w = nets16[mma_offset(sd.blk.w) / 8u + sq * ((s_rows + 15u) / 16u * 16u) + sj];
+    }
+    if (sq == 0u) {
+      let bias = layer_bias(sd.blk, NO_BLOCK, sj);
+      for (var i = 0u; i < TILE_E; i++) {
+        s_acc[i] = bias;
+      }
+    }
+  }
   if (busy) {
     // GV_PIPE 1: the next batch's loads are issued before this batch's multiply-adds.
     let stride = parts * GV_UNROLL;
@@ -6572,6 +6887,26 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   if (p < parts) {
     for (var i = 0u; i < TILE_E; i++) {
       gv_part[((n * parts + p) * TILE_E + i) * nj + j] = acc[i];
+    }
+  }
+  if (s_busy) {
+    let w01 = unpack2x16float(s_w.x);
+    let w23 = unpack2x16float(s_w.y);
+    let w45 = unpack2x16float(s_w.z);
+    let w67 = unpack2x16float(s_w.w);
+    for (var i = 0u; i < TILE_E; i++) {
+      let xa = gv_cx[(sd.src + i) * 16u + 2u * sq];
+      let xb = gv_cx[(sd.src + i) * 16u + 2u * sq + 1u];
+      var a = s_acc[i];
+      a = a + w01.x * xa.x;
+      a = a + w01.y * xa.y;
+      a = a + w23.x * xa.z;
+      a = a + w23.y * xa.w;
+      a = a + w45.x * xb.x;
+      a = a + w45.y * xb.y;
+      a = a + w67.x * xb.z;
+      a = a + w67.y * xb.w;
+      gv_spart[(sq * TILE_E + i) * s_rows + sj] = a;
     }
   }
   // Every thread has read the layer's input: outputs may overwrite it. Then thread (net, row,
@@ -6608,6 +6943,27 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       }
     } else if (j0 < n_out) {
       act_set4(r, out_col / 4u + j0 / 4u, y);
+    }
+  }
+  // The side layer's outputs, a quad a thread, on the workgroup's last threads (the layer's own
+  // sums take the first).
+  if (GV_CUR == 1 && s_rows != 0u) {
+    let t = WG_X - 1u - lid;
+    let sq4 = (s_rows + 3u) / 4u;
+    if (t < TILE_E * sq4) {
+      let i = t / sq4;
+      let j0 = (t % sq4) * 4u;
+      var y = vec4<f32>(0.0);
+      for (var c = 0u; c < 4u; c++) {
+        if (j0 + c < s_rows) {
+          var s = 0.0;
+          for (var q = 0u; q < s_groups; q++) {
+            s = s + gv_spart[(q * TILE_E + i) * s_rows + j0 + c];
+          }
+          y[c] = activate(s, sd.kind);
+        }
+      }
+      gv_cx[(sd.dst + i) * 16u + j0 / 4u] = y;
     }
   }
 }

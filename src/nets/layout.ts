@@ -38,6 +38,8 @@ export const MARKET_FEATURES = 51;
 export const NUM_ACTIONS = 45;
 export const CURIOSITY_IN = 35;
 export const CURIOSITY_OUT = 32;
+/** Hidden width of the curiosity model. */
+export const CURIOSITY_HIDDEN = 64;
 
 export function buildLayout(kind: string, specs: LayerSpec[]): NetLayout {
   let offset = 0;
@@ -105,8 +107,8 @@ export function ppoCriticLayout(): NetLayout {
 /** Curiosity forward model: 35 -> 64 LeakyReLU -> 32. */
 export function curiosityLayout(): NetLayout {
   return buildLayout('curiosity', [
-    { name: 'fc1', in: CURIOSITY_IN, out: 64, act: 'leaky' },
-    { name: 'fc2', in: 64, out: CURIOSITY_OUT, act: 'none' },
+    { name: 'fc1', in: CURIOSITY_IN, out: CURIOSITY_HIDDEN, act: 'leaky' },
+    { name: 'fc2', in: CURIOSITY_HIDDEN, out: CURIOSITY_OUT, act: 'none' },
   ]);
 }
 

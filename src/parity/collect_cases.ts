@@ -40,6 +40,7 @@ import type { Market, SplitRange } from '../data/types.js';
 import type { CuriosityModel } from '../env/curiosity.js';
 import { envParams } from '../env/params.js';
 import { createEnv, ENV_F, ENV_I, type EnvState } from '../env/state.js';
+import { GV_CUR_MAX_EPISODES } from '../kernels/collect_dqn.js';
 import type { TypedArray } from '../kernels/reference.js';
 import { forwardC51, forwardDueling, forwardIqn, forwardMlp, initParams } from '../nets/forward.js';
 import {
@@ -536,10 +537,12 @@ function dqnHalfCase(n: number, tileEpisodes: number, threads = 256): ParityCase
  * layers). No device feature: it runs on lavapipe and SwiftShader too.
  */
 function dqnStreamCase(n: number, tileEpisodes: number, threads: number): ParityCase {
+  const streamForm = (e: number, t: number) =>
+    t < 512 ? '' : e <= GV_CUR_MAX_EPISODES ? ': dual pass, curiosity beside it' : ': dual pass';
   return dqnEpsilonOneCase(
     n,
     {
-      name: `collect_dqn plain tiled f16 weight-streaming engine N=${n} L=${L} (${tileEpisodes} per workgroup, ${threads} threads), epsilon 1, two launches`,
+      name: `collect_dqn plain tiled f16 weight-streaming engine N=${n} L=${L} (${tileEpisodes} per workgroup, ${threads} threads${streamForm(tileEpisodes, threads)}), epsilon 1, two launches`,
       kernel: 'collect_dqn',
       backends: ['webgpu'],
       requires: (backend) => {
@@ -600,6 +603,7 @@ export function collectParityCases(): ParityCase[] {
     dqnStreamCase(N, 2, 256),
     dqnStreamCase(16, 8, 256),
     dqnStreamCase(10, 4, 512),
+    dqnStreamCase(11, 6, 512),
     dqnCase('dqn', 'seed'),
     dqnCase('dqn', 'cluster'),
     dqnCase('dqn', 'tiled', TILE, true),

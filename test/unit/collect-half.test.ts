@@ -249,6 +249,20 @@ describe('collect_dqn weight-streaming engine (5): plan and refusal', () => {
     const dual = collectDqnSpec({ ...base, tileEpisodes: 8, threads: 512 });
     expect(dual.constants).toMatchObject({ ROWS: 16, GV_DUAL: 1 });
     expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 8, threads: 512 })).toBeLessThanOrEqual(48 * 1024);
+    // The curiosity layers beside the dual pass (GV_CUR) up to 4 episodes a workgroup, one weight
+    // word a thread (fc1: 64 outputs x 5 groups of 8 of its 35 inputs); not without the dual pass.
+    expect(dual.constants).toMatchObject({ GV_CUR: 0 });
+    expect(one.constants).toMatchObject({ GV_CUR: 0, GV_SIDE_WORDS: 320 });
+    const cur = collectDqnSpec({ ...base, tileEpisodes: 4, threads: 512 });
+    expect(cur.constants).toMatchObject({ GV_DUAL: 1, GV_CUR: 1, GV_SIDE_WORDS: 320 });
+    expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 4, threads: 512 })).toBeLessThanOrEqual(32 * 1024);
+    // One episode, 512 threads against 256: an act row (256) and a qv row (48) more, 256 more part
+    // sums, 4 ops fewer in the table (17 words each), gv_cx and gv_spart (128 + 320) for their
+    // one-element stand-ins (4 + 1).
+    expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 1, threads: 512 })).toBe(
+      dqnWorkgroupBytes({ ...base, tileEpisodes: 1, threads: 256 }) +
+        4 * (256 + 48 + 256 - 4 * 17 + 128 + 320 - 5),
+    );
     expect(() => collectDqnSpec({ ...base, tileEpisodes: 9 })).toThrow(/at most 8 rows/);
     expect(() => checkDqnOptions({ ...base, tileEpisodes: 2, threads: 384, tj: 128 })).toThrow(
       /multiple of the layer width/,
