@@ -480,6 +480,11 @@ fn gv_fill_next(e0: u32, l: u32, lid: u32) {
       }
       if (k < STATE_DIM && e < u.n) {
         out_f[OUT_F_NEXT_STATES * nl + (e * u.steps + l) * STATE_DIM + k] = v[c];
+        // GV_DUAL 1: s' is also the next step's state unless the episode restarted: written now,
+        // that step skips its fill of s (unless an episode of the tile restarted).
+        if (GV_DUAL == 1 && gv_restart[r] == 0u && l + 1u < u.steps) {
+          out_f[OUT_F_STATES * nl + (e * u.steps + l + 1u) * STATE_DIM + k] = v[c];
+        }
       }
     }
     act_v[r * ACT_W4 + k4] = v;
@@ -573,8 +578,8 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
     var out: StepOut;
 //!if ENGINE == 5
     // GV_DUAL 1: the last step's target pass also ran the online net on s', which is this step's
-    // state unless an episode of the tile restarted: then (and at a launch's first step) the
-    // online pass runs.
+    // state unless an episode of the tile restarted: then (and at a launch's first step) the fill
+    // of s and the online pass run (gv_fill_next wrote the states out otherwise).
     var need = 1u;
     if (GV_DUAL == 1) {
       if (lid == 0u) {
@@ -592,7 +597,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         continue;
       }
 //!if ENGINE == 5
-      if ((need == 0u && i >= PRE && i < ACT_AT) || (GV_LATE && i == ENV_AT)) {
+      if ((need == 0u && i < ACT_AT) || (GV_LATE && i == ENV_AT)) {
         continue;
       }
       gv_delta = select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1 && i >= TARGET_AT && i < TARGET_AT + NET_LEN);
