@@ -102,6 +102,7 @@ export function tileEngineConstants(
   GV_TABLE?: number;
   GV_BIAS?: number;
   GV_PIPE?: number;
+  GV_TREE?: number;
 } {
   if (engine === GV_ENGINE) {
     if (rows > GV_MAX_ROWS)
@@ -123,6 +124,8 @@ export function tileEngineConstants(
       GV_TABLE: 1,
       GV_BIAS: 1,
       GV_PIPE: 1,
+      // GV_TREE 1: each weight word's 8 products summed as a tree before the row's sum.
+      GV_TREE: 0,
     };
   }
   if (engine === MMA_ENGINE) {

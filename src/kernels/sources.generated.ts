@@ -1670,6 +1670,16 @@ fn gv_fma(acc: ptr<function, array<f32, TILE_E>>, w: vec4<u32>, g: u32, r0: u32)
   for (var i = 0u; i < TILE_E; i++) {
     let xa = act_v[(r0 + i) * ACT_W4 + 2u * g];
     let xb = act_v[(r0 + i) * ACT_W4 + 2u * g + 1u];
+    if (GV_TREE == 1) {
+      // The word's 8 products summed as a tree, then one add on the row's sum: the sum's chain is
+      // one add a word instead of 8 dependent multiply-adds.
+      let p0 = w01.x * xa.x + w01.y * xa.y;
+      let p1 = w23.x * xa.z + w23.y * xa.w;
+      let p2 = w45.x * xb.x + w45.y * xb.y;
+      let p3 = w67.x * xb.z + w67.y * xb.w;
+      (*acc)[i] = (*acc)[i] + ((p0 + p1) + (p2 + p3));
+      continue;
+    }
     var a = (*acc)[i];
     a = a + w01.x * xa.x;
     a = a + w01.y * xa.y;
@@ -4995,6 +5005,16 @@ fn gv_fma(acc: ptr<function, array<f32, TILE_E>>, w: vec4<u32>, g: u32, r0: u32)
   for (var i = 0u; i < TILE_E; i++) {
     let xa = act_v[(r0 + i) * ACT_W4 + 2u * g];
     let xb = act_v[(r0 + i) * ACT_W4 + 2u * g + 1u];
+    if (GV_TREE == 1) {
+      // The word's 8 products summed as a tree, then one add on the row's sum: the sum's chain is
+      // one add a word instead of 8 dependent multiply-adds.
+      let p0 = w01.x * xa.x + w01.y * xa.y;
+      let p1 = w23.x * xa.z + w23.y * xa.w;
+      let p2 = w45.x * xb.x + w45.y * xb.y;
+      let p3 = w67.x * xb.z + w67.y * xb.w;
+      (*acc)[i] = (*acc)[i] + ((p0 + p1) + (p2 + p3));
+      continue;
+    }
     var a = (*acc)[i];
     a = a + w01.x * xa.x;
     a = a + w01.y * xa.y;
@@ -6773,6 +6793,16 @@ fn gv_fma(acc: ptr<function, array<f32, TILE_E>>, w: vec4<u32>, g: u32, r0: u32)
   for (var i = 0u; i < TILE_E; i++) {
     let xa = act_v[(r0 + i) * ACT_W4 + 2u * g];
     let xb = act_v[(r0 + i) * ACT_W4 + 2u * g + 1u];
+    if (GV_TREE == 1) {
+      // The word's 8 products summed as a tree, then one add on the row's sum: the sum's chain is
+      // one add a word instead of 8 dependent multiply-adds.
+      let p0 = w01.x * xa.x + w01.y * xa.y;
+      let p1 = w23.x * xa.z + w23.y * xa.w;
+      let p2 = w45.x * xb.x + w45.y * xb.y;
+      let p3 = w67.x * xb.z + w67.y * xb.w;
+      (*acc)[i] = (*acc)[i] + ((p0 + p1) + (p2 + p3));
+      continue;
+    }
     var a = (*acc)[i];
     a = a + w01.x * xa.x;
     a = a + w01.y * xa.y;
