@@ -564,12 +564,17 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
     ep = load_episode(e);
   }
 //!if ENGINE == 5
+  if (GV_ENV == 1) {
+    for (var i = lid; i <= u32(u.diversityWindow); i += WG_X) {
+      gv_ent[i] = entropy[i];
+    }
+  }
   if (GV_TABLE == 1) {
     for (var i = lid; i < PROGRAM_LEN; i += WG_X) {
       gv_prog[i] = op_at(i);
     }
-    workgroupBarrier();
   }
+  workgroupBarrier();
 //!endif
   for (var l = 0u; l < u.steps; l++) {
     let g = u.stepBase + l;
@@ -643,6 +648,11 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         }
         case OP_ACT: {
           if (mine) {
+//!if ENGINE == 5
+            if (GV_ENV == 1) {
+              gv_env_prefetch(e, ep);
+            }
+//!endif
             let w = philox4x32(vec4<u32>(STREAM_ACTION, e, g, 0u), key);
             if (u32_to_unit_float(w.x) < u.epsilon) {
               a = i32(w.y % NUM_ACTIONS);

@@ -188,6 +188,9 @@ export const GV_SIDE_WORDS = Math.max(
  */
 const gvCurFloats = (cur: boolean, e: number) => (cur ? e * 128 + GV_SIDE_WORDS * e : 4 + 1) + e;
 
+/** Floats of engine 5's entropy table in workgroup memory (GV_ENV; diversityWindow <= 256). */
+const gvEnvFloats = (env: boolean) => (env ? 257 : 1);
+
 /** Workgroup memory the WGSL kernel declares for these options, in bytes. */
 export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
   const c = dqnTileConstants(o);
@@ -212,7 +215,12 @@ export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
     (mma
       ? 0
       : gv
-        ? o.threads * o.tileEpisodes + e + 1 + gvProgramWords(c.GV_CUR === 1) + gvCurFloats(c.GV_CUR === 1, e)
+        ? o.threads * o.tileEpisodes +
+          e +
+          1 +
+          gvProgramWords(c.GV_CUR === 1) +
+          gvCurFloats(c.GV_CUR === 1, e) +
+          gvEnvFloats(c.GV_ENV === 1)
         : isQuadEngine(c.ENGINE)
           ? 1
           : 4) +

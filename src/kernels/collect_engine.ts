@@ -103,6 +103,7 @@ export function tileEngineConstants(
   GV_BIAS?: number;
   GV_PIPE?: number;
   GV_TREE?: number;
+  GV_ENV?: number;
 } {
   if (engine === GV_ENGINE) {
     if (rows > GV_MAX_ROWS)
@@ -126,6 +127,9 @@ export function tileEngineConstants(
       GV_PIPE: 1,
       // GV_TREE 1: each weight word's 8 products summed as a tree before the row's sum.
       GV_TREE: 0,
+      // GV_ENV 1: the env step's reads of the next bar and the diversity window issued at the start
+      // of the action op, the entropy table in workgroup memory (collect_env.wgsl).
+      GV_ENV: 0,
     };
   }
   if (engine === MMA_ENGINE) {

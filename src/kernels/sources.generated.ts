@@ -178,6 +178,64 @@ fn u32_to_unit_float(x: u32) -> f32 {
 }
 // ---- end philox.wgsl ----
 
+// Engine 5 (GV_ENV 1): the next bar's ohlc quad and spread and the diversity window's slot are
+// read at the start of the action op (gv_env_prefetch), so the env step does not wait on them, and
+// the entropy table sits in workgroup memory; elsewhere the env step reads the bindings.
+//!if ENGINE == 5
+var<private> pf_o1: u32 = 0xffffffffu;
+var<private> pf_ohlc: vec4<f32>;
+var<private> pf_spread: f32;
+var<private> pf_slot: u32 = 0xffffffffu;
+var<private> pf_old: i32;
+var<workgroup> gv_ent: array<f32, select(1u, ENTROPY_MAX, GV_ENV == 1)>;
+const ENTROPY_MAX = 257u;
+
+fn gv_env_prefetch(e: u32, ep: Episode) {
+  pf_o1 = u32(ep.bar + 1) * 4u;
+  pf_ohlc = vec4<f32>(ohlc[pf_o1], ohlc[pf_o1 + 1u], ohlc[pf_o1 + 2u], ohlc[pf_o1 + 3u]);
+  pf_spread = spread[ep.bar + 1];
+  pf_slot = e * u32(u.diversityWindow) + u32(ep.div_head);
+  pf_old = div_window[pf_slot];
+}
+//!endif
+
+// ohlc[o1 + c] of the bar after the episode's (o1 = its first word).
+fn ohlc_next(o1: u32, c: u32) -> f32 {
+//!if ENGINE == 5
+  if (GV_ENV == 1 && o1 == pf_o1) {
+    return pf_ohlc[c];
+  }
+//!endif
+  return ohlc[o1 + c];
+}
+
+fn spread_next(bar: i32) -> f32 {
+//!if ENGINE == 5
+  if (GV_ENV == 1 && u32(bar) * 4u == pf_o1) {
+    return pf_spread;
+  }
+//!endif
+  return spread[bar];
+}
+
+fn window_at(slot: u32) -> i32 {
+//!if ENGINE == 5
+  if (GV_ENV == 1 && slot == pf_slot) {
+    return pf_old;
+  }
+//!endif
+  return div_window[slot];
+}
+
+fn entropy_at(n: i32) -> f32 {
+//!if ENGINE == 5
+  if (GV_ENV == 1) {
+    return gv_ent[n];
+  }
+//!endif
+  return entropy[n];
+}
+
 const EVENT_NONE = 0;
 const EVENT_PROFIT = 1;
 const EVENT_STOP = 2;
@@ -370,17 +428,17 @@ fn execute_order(ep: ptr<function, Episode>, a: i32) -> bool {
   var rate: f32;
   var fills: bool;
   if (order_type == 0) {
-    price = with_half_spread(ohlc[o1], side, (*ep).spread);
+    price = with_half_spread(ohlc_next(o1, 0u), side, (*ep).spread);
     rate = u.marketRate;
     fills = true;
   } else if (order_type == 1) {
     price = close;
     rate = u.marketRate;
-    fills = ohlc[o1 + 2u] <= price && price <= ohlc[o1 + 1u];
+    fills = ohlc_next(o1, 2u) <= price && price <= ohlc_next(o1, 1u);
   } else {
     price = close * select(u.passiveUp, u.passiveDown, side > 0);
     rate = u.passiveRate;
-    fills = select(ohlc[o1 + 1u] > price, ohlc[o1 + 2u] < price, side > 0);
+    fills = select(ohlc_next(o1, 1u) > price, ohlc_next(o1, 2u) < price, side > 0);
   }
   if (!fills) {
     return false;
@@ -424,8 +482,8 @@ fn check_barrier(ep: ptr<function, Episode>) -> i32 {
   }
   let bar1 = (*ep).bar + 1;
   let o1 = u32(bar1) * 4u;
-  let high = ohlc[o1 + 1u];
-  let low = ohlc[o1 + 2u];
+  let high = ohlc_next(o1, 1u);
+  let low = ohlc_next(o1, 2u);
   let profit = (*ep).profit_level;
   let stop = (*ep).stop_level;
   let long_pos = units > 0.0;
@@ -439,7 +497,7 @@ fn check_barrier(ep: ptr<function, Episode>) -> i32 {
     level = profit;
   } else if (bar1 >= (*ep).expiry) {
     event = EVENT_TIME;
-    level = ohlc[o1 + 3u];
+    level = ohlc_next(o1, 3u);
   }
   if (event == EVENT_NONE) {
     return event;
@@ -456,7 +514,7 @@ fn push_category(e: u32, ep: ptr<function, Episode>, cat: i32) {
   let w = u.diversityWindow;
   let slot = e * u32(w) + u32((*ep).div_head);
   if ((*ep).div_count == w) {
-    let old = div_window[slot];
+    let old = window_at(slot);
     if (old == 0) {
       (*ep).hist0 -= 1;
     } else if (old == 1) {
@@ -484,7 +542,7 @@ fn diversity_reward(ep: Episode) -> f32 {
   if (n < u.diversityMinActions) {
     return 0.0;
   }
-  let nh = ((entropy[n] - entropy[ep.hist0]) - entropy[ep.hist1]) - entropy[ep.hist2];
+  let nh = ((entropy_at(n) - entropy_at(ep.hist0)) - entropy_at(ep.hist1)) - entropy_at(ep.hist2);
   return select(0.0, u.diversityPenalty, nh < f32(n) * u.diversityCutoff);
 }
 
@@ -539,9 +597,9 @@ fn env_step(e: u32, ep: ptr<function, Episode>, a: i32, bonus: f32) -> StepOut {
     event = check_barrier(ep);
   }
 
-  let close1 = ohlc[u32(t + 1) * 4u + 3u];
+  let close1 = ohlc_next(u32(t + 1) * 4u, 3u);
   (*ep).last = close1;
-  (*ep).spread = spread[t + 1];
+  (*ep).spread = spread_next(t + 1);
   (*ep).bar = t + 1;
   let step = (*ep).step + 1;
   (*ep).step = step;
@@ -2585,12 +2643,17 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
     ep = load_episode(e);
   }
 //!if ENGINE == 5
+  if (GV_ENV == 1) {
+    for (var i = lid; i <= u32(u.diversityWindow); i += WG_X) {
+      gv_ent[i] = entropy[i];
+    }
+  }
   if (GV_TABLE == 1) {
     for (var i = lid; i < PROGRAM_LEN; i += WG_X) {
       gv_prog[i] = op_at(i);
     }
-    workgroupBarrier();
   }
+  workgroupBarrier();
 //!endif
   for (var l = 0u; l < u.steps; l++) {
     let g = u.stepBase + l;
@@ -2664,6 +2727,11 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         }
         case OP_ACT: {
           if (mine) {
+//!if ENGINE == 5
+            if (GV_ENV == 1) {
+              gv_env_prefetch(e, ep);
+            }
+//!endif
             let w = philox4x32(vec4<u32>(STREAM_ACTION, e, g, 0u), key);
             if (u32_to_unit_float(w.x) < u.epsilon) {
               a = i32(w.y % NUM_ACTIONS);
@@ -2894,6 +2962,64 @@ fn u32_to_unit_float(x: u32) -> f32 {
 }
 // ---- end philox.wgsl ----
 
+// Engine 5 (GV_ENV 1): the next bar's ohlc quad and spread and the diversity window's slot are
+// read at the start of the action op (gv_env_prefetch), so the env step does not wait on them, and
+// the entropy table sits in workgroup memory; elsewhere the env step reads the bindings.
+//!if ENGINE == 5
+var<private> pf_o1: u32 = 0xffffffffu;
+var<private> pf_ohlc: vec4<f32>;
+var<private> pf_spread: f32;
+var<private> pf_slot: u32 = 0xffffffffu;
+var<private> pf_old: i32;
+var<workgroup> gv_ent: array<f32, select(1u, ENTROPY_MAX, GV_ENV == 1)>;
+const ENTROPY_MAX = 257u;
+
+fn gv_env_prefetch(e: u32, ep: Episode) {
+  pf_o1 = u32(ep.bar + 1) * 4u;
+  pf_ohlc = vec4<f32>(ohlc[pf_o1], ohlc[pf_o1 + 1u], ohlc[pf_o1 + 2u], ohlc[pf_o1 + 3u]);
+  pf_spread = spread[ep.bar + 1];
+  pf_slot = e * u32(u.diversityWindow) + u32(ep.div_head);
+  pf_old = div_window[pf_slot];
+}
+//!endif
+
+// ohlc[o1 + c] of the bar after the episode's (o1 = its first word).
+fn ohlc_next(o1: u32, c: u32) -> f32 {
+//!if ENGINE == 5
+  if (GV_ENV == 1 && o1 == pf_o1) {
+    return pf_ohlc[c];
+  }
+//!endif
+  return ohlc[o1 + c];
+}
+
+fn spread_next(bar: i32) -> f32 {
+//!if ENGINE == 5
+  if (GV_ENV == 1 && u32(bar) * 4u == pf_o1) {
+    return pf_spread;
+  }
+//!endif
+  return spread[bar];
+}
+
+fn window_at(slot: u32) -> i32 {
+//!if ENGINE == 5
+  if (GV_ENV == 1 && slot == pf_slot) {
+    return pf_old;
+  }
+//!endif
+  return div_window[slot];
+}
+
+fn entropy_at(n: i32) -> f32 {
+//!if ENGINE == 5
+  if (GV_ENV == 1) {
+    return gv_ent[n];
+  }
+//!endif
+  return entropy[n];
+}
+
 const EVENT_NONE = 0;
 const EVENT_PROFIT = 1;
 const EVENT_STOP = 2;
@@ -3086,17 +3212,17 @@ fn execute_order(ep: ptr<function, Episode>, a: i32) -> bool {
   var rate: f32;
   var fills: bool;
   if (order_type == 0) {
-    price = with_half_spread(ohlc[o1], side, (*ep).spread);
+    price = with_half_spread(ohlc_next(o1, 0u), side, (*ep).spread);
     rate = u.marketRate;
     fills = true;
   } else if (order_type == 1) {
     price = close;
     rate = u.marketRate;
-    fills = ohlc[o1 + 2u] <= price && price <= ohlc[o1 + 1u];
+    fills = ohlc_next(o1, 2u) <= price && price <= ohlc_next(o1, 1u);
   } else {
     price = close * select(u.passiveUp, u.passiveDown, side > 0);
     rate = u.passiveRate;
-    fills = select(ohlc[o1 + 1u] > price, ohlc[o1 + 2u] < price, side > 0);
+    fills = select(ohlc_next(o1, 1u) > price, ohlc_next(o1, 2u) < price, side > 0);
   }
   if (!fills) {
     return false;
@@ -3140,8 +3266,8 @@ fn check_barrier(ep: ptr<function, Episode>) -> i32 {
   }
   let bar1 = (*ep).bar + 1;
   let o1 = u32(bar1) * 4u;
-  let high = ohlc[o1 + 1u];
-  let low = ohlc[o1 + 2u];
+  let high = ohlc_next(o1, 1u);
+  let low = ohlc_next(o1, 2u);
   let profit = (*ep).profit_level;
   let stop = (*ep).stop_level;
   let long_pos = units > 0.0;
@@ -3155,7 +3281,7 @@ fn check_barrier(ep: ptr<function, Episode>) -> i32 {
     level = profit;
   } else if (bar1 >= (*ep).expiry) {
     event = EVENT_TIME;
-    level = ohlc[o1 + 3u];
+    level = ohlc_next(o1, 3u);
   }
   if (event == EVENT_NONE) {
     return event;
@@ -3172,7 +3298,7 @@ fn push_category(e: u32, ep: ptr<function, Episode>, cat: i32) {
   let w = u.diversityWindow;
   let slot = e * u32(w) + u32((*ep).div_head);
   if ((*ep).div_count == w) {
-    let old = div_window[slot];
+    let old = window_at(slot);
     if (old == 0) {
       (*ep).hist0 -= 1;
     } else if (old == 1) {
@@ -3200,7 +3326,7 @@ fn diversity_reward(ep: Episode) -> f32 {
   if (n < u.diversityMinActions) {
     return 0.0;
   }
-  let nh = ((entropy[n] - entropy[ep.hist0]) - entropy[ep.hist1]) - entropy[ep.hist2];
+  let nh = ((entropy_at(n) - entropy_at(ep.hist0)) - entropy_at(ep.hist1)) - entropy_at(ep.hist2);
   return select(0.0, u.diversityPenalty, nh < f32(n) * u.diversityCutoff);
 }
 
@@ -3255,9 +3381,9 @@ fn env_step(e: u32, ep: ptr<function, Episode>, a: i32, bonus: f32) -> StepOut {
     event = check_barrier(ep);
   }
 
-  let close1 = ohlc[u32(t + 1) * 4u + 3u];
+  let close1 = ohlc_next(u32(t + 1) * 4u, 3u);
   (*ep).last = close1;
-  (*ep).spread = spread[t + 1];
+  (*ep).spread = spread_next(t + 1);
   (*ep).bar = t + 1;
   let step = (*ep).step + 1;
   (*ep).step = step;
@@ -3513,6 +3639,64 @@ fn u32_to_unit_float(x: u32) -> f32 {
 }
 // ---- end philox.wgsl ----
 
+// Engine 5 (GV_ENV 1): the next bar's ohlc quad and spread and the diversity window's slot are
+// read at the start of the action op (gv_env_prefetch), so the env step does not wait on them, and
+// the entropy table sits in workgroup memory; elsewhere the env step reads the bindings.
+//!if ENGINE == 5
+var<private> pf_o1: u32 = 0xffffffffu;
+var<private> pf_ohlc: vec4<f32>;
+var<private> pf_spread: f32;
+var<private> pf_slot: u32 = 0xffffffffu;
+var<private> pf_old: i32;
+var<workgroup> gv_ent: array<f32, select(1u, ENTROPY_MAX, GV_ENV == 1)>;
+const ENTROPY_MAX = 257u;
+
+fn gv_env_prefetch(e: u32, ep: Episode) {
+  pf_o1 = u32(ep.bar + 1) * 4u;
+  pf_ohlc = vec4<f32>(ohlc[pf_o1], ohlc[pf_o1 + 1u], ohlc[pf_o1 + 2u], ohlc[pf_o1 + 3u]);
+  pf_spread = spread[ep.bar + 1];
+  pf_slot = e * u32(u.diversityWindow) + u32(ep.div_head);
+  pf_old = div_window[pf_slot];
+}
+//!endif
+
+// ohlc[o1 + c] of the bar after the episode's (o1 = its first word).
+fn ohlc_next(o1: u32, c: u32) -> f32 {
+//!if ENGINE == 5
+  if (GV_ENV == 1 && o1 == pf_o1) {
+    return pf_ohlc[c];
+  }
+//!endif
+  return ohlc[o1 + c];
+}
+
+fn spread_next(bar: i32) -> f32 {
+//!if ENGINE == 5
+  if (GV_ENV == 1 && u32(bar) * 4u == pf_o1) {
+    return pf_spread;
+  }
+//!endif
+  return spread[bar];
+}
+
+fn window_at(slot: u32) -> i32 {
+//!if ENGINE == 5
+  if (GV_ENV == 1 && slot == pf_slot) {
+    return pf_old;
+  }
+//!endif
+  return div_window[slot];
+}
+
+fn entropy_at(n: i32) -> f32 {
+//!if ENGINE == 5
+  if (GV_ENV == 1) {
+    return gv_ent[n];
+  }
+//!endif
+  return entropy[n];
+}
+
 const EVENT_NONE = 0;
 const EVENT_PROFIT = 1;
 const EVENT_STOP = 2;
@@ -3705,17 +3889,17 @@ fn execute_order(ep: ptr<function, Episode>, a: i32) -> bool {
   var rate: f32;
   var fills: bool;
   if (order_type == 0) {
-    price = with_half_spread(ohlc[o1], side, (*ep).spread);
+    price = with_half_spread(ohlc_next(o1, 0u), side, (*ep).spread);
     rate = u.marketRate;
     fills = true;
   } else if (order_type == 1) {
     price = close;
     rate = u.marketRate;
-    fills = ohlc[o1 + 2u] <= price && price <= ohlc[o1 + 1u];
+    fills = ohlc_next(o1, 2u) <= price && price <= ohlc_next(o1, 1u);
   } else {
     price = close * select(u.passiveUp, u.passiveDown, side > 0);
     rate = u.passiveRate;
-    fills = select(ohlc[o1 + 1u] > price, ohlc[o1 + 2u] < price, side > 0);
+    fills = select(ohlc_next(o1, 1u) > price, ohlc_next(o1, 2u) < price, side > 0);
   }
   if (!fills) {
     return false;
@@ -3759,8 +3943,8 @@ fn check_barrier(ep: ptr<function, Episode>) -> i32 {
   }
   let bar1 = (*ep).bar + 1;
   let o1 = u32(bar1) * 4u;
-  let high = ohlc[o1 + 1u];
-  let low = ohlc[o1 + 2u];
+  let high = ohlc_next(o1, 1u);
+  let low = ohlc_next(o1, 2u);
   let profit = (*ep).profit_level;
   let stop = (*ep).stop_level;
   let long_pos = units > 0.0;
@@ -3774,7 +3958,7 @@ fn check_barrier(ep: ptr<function, Episode>) -> i32 {
     level = profit;
   } else if (bar1 >= (*ep).expiry) {
     event = EVENT_TIME;
-    level = ohlc[o1 + 3u];
+    level = ohlc_next(o1, 3u);
   }
   if (event == EVENT_NONE) {
     return event;
@@ -3791,7 +3975,7 @@ fn push_category(e: u32, ep: ptr<function, Episode>, cat: i32) {
   let w = u.diversityWindow;
   let slot = e * u32(w) + u32((*ep).div_head);
   if ((*ep).div_count == w) {
-    let old = div_window[slot];
+    let old = window_at(slot);
     if (old == 0) {
       (*ep).hist0 -= 1;
     } else if (old == 1) {
@@ -3819,7 +4003,7 @@ fn diversity_reward(ep: Episode) -> f32 {
   if (n < u.diversityMinActions) {
     return 0.0;
   }
-  let nh = ((entropy[n] - entropy[ep.hist0]) - entropy[ep.hist1]) - entropy[ep.hist2];
+  let nh = ((entropy_at(n) - entropy_at(ep.hist0)) - entropy_at(ep.hist1)) - entropy_at(ep.hist2);
   return select(0.0, u.diversityPenalty, nh < f32(n) * u.diversityCutoff);
 }
 
@@ -3874,9 +4058,9 @@ fn env_step(e: u32, ep: ptr<function, Episode>, a: i32, bonus: f32) -> StepOut {
     event = check_barrier(ep);
   }
 
-  let close1 = ohlc[u32(t + 1) * 4u + 3u];
+  let close1 = ohlc_next(u32(t + 1) * 4u, 3u);
   (*ep).last = close1;
-  (*ep).spread = spread[t + 1];
+  (*ep).spread = spread_next(t + 1);
   (*ep).bar = t + 1;
   let step = (*ep).step + 1;
   (*ep).step = step;
