@@ -104,6 +104,7 @@ export function tileEngineConstants(
   GV_PIPE?: number;
   GV_TREE?: number;
   GV_ENV?: number;
+  GV_STRAIGHT?: number;
 } {
   if (engine === GV_ENGINE) {
     if (rows > GV_MAX_ROWS)
@@ -130,6 +131,8 @@ export function tileEngineConstants(
       // GV_ENV 1: the env step's reads of the next bar and the diversity window issued at the start
       // of the action op, the entropy table in workgroup memory (collect_env.wgsl).
       GV_ENV: 0,
+      // GV_STRAIGHT 1: the next-state pass's layers each through their own call (collect_dqn.wgsl).
+      GV_STRAIGHT: 0,
     };
   }
   if (engine === MMA_ENGINE) {

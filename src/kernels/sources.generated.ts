@@ -2538,6 +2538,14 @@ fn gv_side_at(i: u32) -> GvSide {
   return GvSide(NO_BLOCK, ACT_NONE, 0u, 0u);
 }
 
+// GV_STRAIGHT 1: dense op i (a constant at each call) with its own dual offset and side layer.
+fn gv_dense_at(i: u32, lid: u32) {
+  let o = op_at(i);
+  gv_delta = select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1);
+  gv_side = gv_side_at(i);
+  dense_gv(o.b0, o.b1, o.act, o.to_q, o.out_col, lid);
+}
+
 // Engine 5's fill of s' (GV_DUAL or GV_CUR): the next states (bar tile_bar[r], portfolio
 // tile_pf[r], which the env op wrote before the op's barrier) to out_f and act's rows [0, TILE_E),
 // with GV_DUAL 1 also rows [TILE_E, 2 TILE_E) (the dual pass's target rows), and with GV_CUR 1 the
@@ -2696,6 +2704,29 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       }
       switch (o.kind) {
         case OP_DENSE: {
+//!if ENGINE == 5
+          // GV_STRAIGHT 1: the next-state pass's layers, the ops of every step, each through its
+          // own call with its op computed from a constant index, so the shader compiler can
+          // specialise each copy of the layer (its blocks, parts and loop counts) instead of
+          // running one copy on the table's values.
+          if (GV_STRAIGHT == 1 && i >= TARGET_AT && i < TARGET_AT + 4u) {
+            switch (i - TARGET_AT) {
+              case 0u: {
+                gv_dense_at(TARGET_AT, lid);
+              }
+              case 1u: {
+                gv_dense_at(TARGET_AT + 1u, lid);
+              }
+              case 2u: {
+                gv_dense_at(TARGET_AT + 2u, lid);
+              }
+              default: {
+                gv_dense_at(TARGET_AT + 3u, lid);
+              }
+            }
+            break;
+          }
+//!endif
           dense(o.b0, o.b1, o.k_start, o.n_k, o.act, o.to_q, o.out_col, lid, sg);
         }
         case OP_TAUS: {
