@@ -473,26 +473,17 @@ fn gv_dense_at(i: u32, lid: u32) {
 // curiosity model's input (the first 32 features of bar tile_cbar[r], one-hot(tile_cat[r]),
 // zeros to 40) into gv_cx's rows [0, TILE_E).
 fn gv_fill_next(e0: u32, l: u32, lid: u32) {
-  let nl = u.n * u.steps;
   for (var idx = lid; idx < TILE_E * (STATE_PAD / 4u); idx += WG_X) {
     let r = idx / (STATE_PAD / 4u);
     let k4 = idx % (STATE_PAD / 4u);
     let e = e0 + r;
-    var v = vec4<f32>(0.0);
-    for (var c = 0u; c < 4u; c++) {
-      let k = k4 * 4u + c;
-      if (k < MARKET_FEATURES) {
-        v[c] = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
-      } else if (k < STATE_DIM) {
-        v[c] = tile_pf[r][k - MARKET_FEATURES];
-      }
-      if (k < STATE_DIM && e < u.n) {
-        out_f[OUT_F_NEXT_STATES * nl + (e * u.steps + l) * STATE_DIM + k] = v[c];
-        // GV_DUAL 1: s' is also the next step's state unless the episode restarted: written now,
-        // that step skips its fill of s (unless an episode of the tile restarted).
-        if (GV_DUAL == 1 && gv_restart[r] == 0u && l + 1u < u.steps) {
-          out_f[OUT_F_STATES * nl + (e * u.steps + l + 1u) * STATE_DIM + k] = v[c];
-        }
+    let v = state_quad(r, k4);
+    if (e < u.n) {
+      write_state_quad(OUT_F_NEXT_STATES, e, l, k4, v);
+      // GV_DUAL 1: s' is also the next step's state unless the episode restarted: written now,
+      // that step skips its fill of s (unless an episode of the tile restarted).
+      if (GV_DUAL == 1 && gv_restart[r] == 0u && l + 1u < u.steps) {
+        write_state_quad(OUT_F_STATES, e, l + 1u, k4, v);
       }
     }
     act_v[r * ACT_W4 + k4] = v;
@@ -505,17 +496,7 @@ fn gv_fill_next(e0: u32, l: u32, lid: u32) {
     let t = WG_X - 1u - lid;
     if (t < TILE_E * 10u) {
       let r = t / 10u;
-      let k4 = t % 10u;
-      var v = vec4<f32>(0.0);
-      for (var c = 0u; c < 4u; c++) {
-        let k = k4 * 4u + c;
-        if (k < CURIOSITY_OUT) {
-          v[c] = features[u32(tile_cbar[r]) * MARKET_FEATURES + k];
-        } else if (k < CURIOSITY_IN) {
-          v[c] = select(0.0, 1.0, i32(k - CURIOSITY_OUT) == tile_cat[r]);
-        }
-      }
-      gv_cx[r * 16u + k4] = v;
+      gv_cx[r * 16u + t % 10u] = curiosity_quad(tile_cbar[r], tile_cat[r], t % 10u);
     }
   }
 }

@@ -17,28 +17,59 @@ var<workgroup> tile_pf: array<vec4<f32>, TILE_E>;
 var<workgroup> tile_cat: array<i32, TILE_E>;
 var<workgroup> tile_bonus: array<f32, TILE_E>;
 
+// Columns 4 k4 .. 4 k4 + 3 of tile row r's state: the features of bar tile_bar[r], its portfolio
+// features tile_pf[r], zeros past STATE_DIM.
+fn state_quad(r: u32, k4: u32) -> vec4<f32> {
+  var v = vec4<f32>(0.0);
+  for (var c = 0u; c < 4u; c++) {
+    let k = k4 * 4u + c;
+    if (k < MARKET_FEATURES) {
+      v[c] = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
+    } else if (k < STATE_DIM) {
+      v[c] = tile_pf[r][k - MARKET_FEATURES];
+    }
+  }
+  return v;
+}
+
+// The state columns (< STATE_DIM) of quad k4 to out_f section `section`, step l of episode e.
+fn write_state_quad(section: u32, e: u32, l: u32, k4: u32, v: vec4<f32>) {
+  let o = section * u.n * u.steps + (e * u.steps + l) * STATE_DIM;
+  for (var c = 0u; c < 4u; c++) {
+    let k = k4 * 4u + c;
+    if (k < STATE_DIM) {
+      out_f[o + k] = v[c];
+    }
+  }
+}
+
 // Rows [0, TILE_E) of act <- the tile's states (bar tile_bar[r], portfolio tile_pf[r]); the
 // padding columns up to STATE_PAD are zero. With write_out, also to out_f section `section`.
 fn fill_states(e0: u32, l: u32, section: u32, write_out: bool, lid: u32) {
-  let nl = u.n * u.steps;
   for (var idx = lid; idx < TILE_E * (STATE_PAD / 4u); idx += WG_X) {
     let r = idx / (STATE_PAD / 4u);
     let k4 = idx % (STATE_PAD / 4u);
-    let e = e0 + r;
-    var v = vec4<f32>(0.0);
-    for (var c = 0u; c < 4u; c++) {
-      let k = k4 * 4u + c;
-      if (k < MARKET_FEATURES) {
-        v[c] = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
-      } else if (k < STATE_DIM) {
-        v[c] = tile_pf[r][k - MARKET_FEATURES];
-      }
-      if (write_out && k < STATE_DIM && e < u.n) {
-        out_f[section * nl + (e * u.steps + l) * STATE_DIM + k] = v[c];
-      }
+    let v = state_quad(r, k4);
+    if (write_out && e0 + r < u.n) {
+      write_state_quad(section, e0 + r, l, k4, v);
     }
     act_set4(r, k4, v);
   }
+}
+
+// Columns 4 k4 .. 4 k4 + 3 of the curiosity model's input: the first 32 features of `bar`,
+// one-hot(cat), zeros past CURIOSITY_IN.
+fn curiosity_quad(bar: i32, cat: i32, k4: u32) -> vec4<f32> {
+  var v = vec4<f32>(0.0);
+  for (var c = 0u; c < 4u; c++) {
+    let k = k4 * 4u + c;
+    if (k < CURIOSITY_OUT) {
+      v[c] = features[u32(bar) * MARKET_FEATURES + k];
+    } else if (k < CURIOSITY_IN) {
+      v[c] = select(0.0, 1.0, i32(k - CURIOSITY_OUT) == cat);
+    }
+  }
+  return v;
 }
 
 // Curiosity model input of each tile row (env/curiosity.ts): the first 32 features of bar
@@ -47,16 +78,7 @@ fn curiosity_fill(lid: u32) {
   for (var idx = lid; idx < TILE_E * (CURIOSITY_PAD / 4u); idx += WG_X) {
     let r = idx / (CURIOSITY_PAD / 4u);
     let k4 = idx % (CURIOSITY_PAD / 4u);
-    var v = vec4<f32>(0.0);
-    for (var c = 0u; c < 4u; c++) {
-      let k = k4 * 4u + c;
-      if (k < CURIOSITY_OUT) {
-        v[c] = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
-      } else if (k < CURIOSITY_IN) {
-        v[c] = select(0.0, 1.0, i32(k - CURIOSITY_OUT) == tile_cat[r]);
-      }
-    }
-    act_set4(r, k4, v);
+    act_set4(r, k4, curiosity_quad(tile_bar[r], tile_cat[r], k4));
   }
 }
 

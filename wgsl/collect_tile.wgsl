@@ -1099,17 +1099,22 @@ fn gv_fma(acc: ptr<function, array<f32, TILE_E>>, w: vec4<u32>, g: u32, r0: u32)
       (*acc)[i] = (*acc)[i] + ((p0 + p1) + (p2 + p3));
       continue;
     }
-    var a = (*acc)[i];
-    a = a + w01.x * xa.x;
-    a = a + w01.y * xa.y;
-    a = a + w23.x * xa.z;
-    a = a + w23.y * xa.w;
-    a = a + w45.x * xb.x;
-    a = a + w45.y * xb.y;
-    a = a + w67.x * xb.z;
-    a = a + w67.y * xb.w;
-    (*acc)[i] = a;
+    (*acc)[i] = gv_dot(w01, w23, w45, w67, xa, xb, (*acc)[i]);
   }
+}
+
+// a + the products of one word's 8 weights (w01 .. w67, unpacked) with inputs xa, xb, in input order.
+fn gv_dot(w01: vec2<f32>, w23: vec2<f32>, w45: vec2<f32>, w67: vec2<f32>, xa: vec4<f32>, xb: vec4<f32>, a0: f32) -> f32 {
+  var a = a0;
+  a = a + w01.x * xa.x;
+  a = a + w01.y * xa.y;
+  a = a + w23.x * xa.z;
+  a = a + w23.y * xa.w;
+  a = a + w45.x * xb.x;
+  a = a + w45.y * xb.y;
+  a = a + w67.x * xb.z;
+  a = a + w67.y * xb.w;
+  return a;
 }
 
 // Block b of net n (0 the online net, 1 the op's own) of a dual op; b itself outside one (gv_delta 0).
@@ -1228,16 +1233,7 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
     for (var i = 0u; i < TILE_E; i++) {
       let xa = gv_cx[(sd.src + i) * 16u + 2u * sq];
       let xb = gv_cx[(sd.src + i) * 16u + 2u * sq + 1u];
-      var a = s_acc[i];
-      a = a + w01.x * xa.x;
-      a = a + w01.y * xa.y;
-      a = a + w23.x * xa.z;
-      a = a + w23.y * xa.w;
-      a = a + w45.x * xb.x;
-      a = a + w45.y * xb.y;
-      a = a + w67.x * xb.z;
-      a = a + w67.y * xb.w;
-      gv_spart[(sq * TILE_E + i) * s_rows + sj] = a;
+      gv_spart[(sq * TILE_E + i) * s_rows + sj] = gv_dot(w01, w23, w45, w67, xa, xb, s_acc[i]);
     }
   }
   // Every thread has read the layer's input: outputs may overwrite it. Then thread (net, row,

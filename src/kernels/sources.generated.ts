@@ -1738,17 +1738,22 @@ fn gv_fma(acc: ptr<function, array<f32, TILE_E>>, w: vec4<u32>, g: u32, r0: u32)
       (*acc)[i] = (*acc)[i] + ((p0 + p1) + (p2 + p3));
       continue;
     }
-    var a = (*acc)[i];
-    a = a + w01.x * xa.x;
-    a = a + w01.y * xa.y;
-    a = a + w23.x * xa.z;
-    a = a + w23.y * xa.w;
-    a = a + w45.x * xb.x;
-    a = a + w45.y * xb.y;
-    a = a + w67.x * xb.z;
-    a = a + w67.y * xb.w;
-    (*acc)[i] = a;
+    (*acc)[i] = gv_dot(w01, w23, w45, w67, xa, xb, (*acc)[i]);
   }
+}
+
+// a + the products of one word's 8 weights (w01 .. w67, unpacked) with inputs xa, xb, in input order.
+fn gv_dot(w01: vec2<f32>, w23: vec2<f32>, w45: vec2<f32>, w67: vec2<f32>, xa: vec4<f32>, xb: vec4<f32>, a0: f32) -> f32 {
+  var a = a0;
+  a = a + w01.x * xa.x;
+  a = a + w01.y * xa.y;
+  a = a + w23.x * xa.z;
+  a = a + w23.y * xa.w;
+  a = a + w45.x * xb.x;
+  a = a + w45.y * xb.y;
+  a = a + w67.x * xb.z;
+  a = a + w67.y * xb.w;
+  return a;
 }
 
 // Block b of net n (0 the online net, 1 the op's own) of a dual op; b itself outside one (gv_delta 0).
@@ -1867,16 +1872,7 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
     for (var i = 0u; i < TILE_E; i++) {
       let xa = gv_cx[(sd.src + i) * 16u + 2u * sq];
       let xb = gv_cx[(sd.src + i) * 16u + 2u * sq + 1u];
-      var a = s_acc[i];
-      a = a + w01.x * xa.x;
-      a = a + w01.y * xa.y;
-      a = a + w23.x * xa.z;
-      a = a + w23.y * xa.w;
-      a = a + w45.x * xb.x;
-      a = a + w45.y * xb.y;
-      a = a + w67.x * xb.z;
-      a = a + w67.y * xb.w;
-      gv_spart[(sq * TILE_E + i) * s_rows + sj] = a;
+      gv_spart[(sq * TILE_E + i) * s_rows + sj] = gv_dot(w01, w23, w45, w67, xa, xb, s_acc[i]);
     }
   }
   // Every thread has read the layer's input: outputs may overwrite it. Then thread (net, row,
@@ -1984,28 +1980,59 @@ var<workgroup> tile_pf: array<vec4<f32>, TILE_E>;
 var<workgroup> tile_cat: array<i32, TILE_E>;
 var<workgroup> tile_bonus: array<f32, TILE_E>;
 
+// Columns 4 k4 .. 4 k4 + 3 of tile row r's state: the features of bar tile_bar[r], its portfolio
+// features tile_pf[r], zeros past STATE_DIM.
+fn state_quad(r: u32, k4: u32) -> vec4<f32> {
+  var v = vec4<f32>(0.0);
+  for (var c = 0u; c < 4u; c++) {
+    let k = k4 * 4u + c;
+    if (k < MARKET_FEATURES) {
+      v[c] = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
+    } else if (k < STATE_DIM) {
+      v[c] = tile_pf[r][k - MARKET_FEATURES];
+    }
+  }
+  return v;
+}
+
+// The state columns (< STATE_DIM) of quad k4 to out_f section \`section\`, step l of episode e.
+fn write_state_quad(section: u32, e: u32, l: u32, k4: u32, v: vec4<f32>) {
+  let o = section * u.n * u.steps + (e * u.steps + l) * STATE_DIM;
+  for (var c = 0u; c < 4u; c++) {
+    let k = k4 * 4u + c;
+    if (k < STATE_DIM) {
+      out_f[o + k] = v[c];
+    }
+  }
+}
+
 // Rows [0, TILE_E) of act <- the tile's states (bar tile_bar[r], portfolio tile_pf[r]); the
 // padding columns up to STATE_PAD are zero. With write_out, also to out_f section \`section\`.
 fn fill_states(e0: u32, l: u32, section: u32, write_out: bool, lid: u32) {
-  let nl = u.n * u.steps;
   for (var idx = lid; idx < TILE_E * (STATE_PAD / 4u); idx += WG_X) {
     let r = idx / (STATE_PAD / 4u);
     let k4 = idx % (STATE_PAD / 4u);
-    let e = e0 + r;
-    var v = vec4<f32>(0.0);
-    for (var c = 0u; c < 4u; c++) {
-      let k = k4 * 4u + c;
-      if (k < MARKET_FEATURES) {
-        v[c] = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
-      } else if (k < STATE_DIM) {
-        v[c] = tile_pf[r][k - MARKET_FEATURES];
-      }
-      if (write_out && k < STATE_DIM && e < u.n) {
-        out_f[section * nl + (e * u.steps + l) * STATE_DIM + k] = v[c];
-      }
+    let v = state_quad(r, k4);
+    if (write_out && e0 + r < u.n) {
+      write_state_quad(section, e0 + r, l, k4, v);
     }
     act_set4(r, k4, v);
   }
+}
+
+// Columns 4 k4 .. 4 k4 + 3 of the curiosity model's input: the first 32 features of \`bar\`,
+// one-hot(cat), zeros past CURIOSITY_IN.
+fn curiosity_quad(bar: i32, cat: i32, k4: u32) -> vec4<f32> {
+  var v = vec4<f32>(0.0);
+  for (var c = 0u; c < 4u; c++) {
+    let k = k4 * 4u + c;
+    if (k < CURIOSITY_OUT) {
+      v[c] = features[u32(bar) * MARKET_FEATURES + k];
+    } else if (k < CURIOSITY_IN) {
+      v[c] = select(0.0, 1.0, i32(k - CURIOSITY_OUT) == cat);
+    }
+  }
+  return v;
 }
 
 // Curiosity model input of each tile row (env/curiosity.ts): the first 32 features of bar
@@ -2014,16 +2041,7 @@ fn curiosity_fill(lid: u32) {
   for (var idx = lid; idx < TILE_E * (CURIOSITY_PAD / 4u); idx += WG_X) {
     let r = idx / (CURIOSITY_PAD / 4u);
     let k4 = idx % (CURIOSITY_PAD / 4u);
-    var v = vec4<f32>(0.0);
-    for (var c = 0u; c < 4u; c++) {
-      let k = k4 * 4u + c;
-      if (k < CURIOSITY_OUT) {
-        v[c] = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
-      } else if (k < CURIOSITY_IN) {
-        v[c] = select(0.0, 1.0, i32(k - CURIOSITY_OUT) == tile_cat[r]);
-      }
-    }
-    act_set4(r, k4, v);
+    act_set4(r, k4, curiosity_quad(tile_bar[r], tile_cat[r], k4));
   }
 }
 
@@ -2552,26 +2570,17 @@ fn gv_dense_at(i: u32, lid: u32) {
 // curiosity model's input (the first 32 features of bar tile_cbar[r], one-hot(tile_cat[r]),
 // zeros to 40) into gv_cx's rows [0, TILE_E).
 fn gv_fill_next(e0: u32, l: u32, lid: u32) {
-  let nl = u.n * u.steps;
   for (var idx = lid; idx < TILE_E * (STATE_PAD / 4u); idx += WG_X) {
     let r = idx / (STATE_PAD / 4u);
     let k4 = idx % (STATE_PAD / 4u);
     let e = e0 + r;
-    var v = vec4<f32>(0.0);
-    for (var c = 0u; c < 4u; c++) {
-      let k = k4 * 4u + c;
-      if (k < MARKET_FEATURES) {
-        v[c] = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
-      } else if (k < STATE_DIM) {
-        v[c] = tile_pf[r][k - MARKET_FEATURES];
-      }
-      if (k < STATE_DIM && e < u.n) {
-        out_f[OUT_F_NEXT_STATES * nl + (e * u.steps + l) * STATE_DIM + k] = v[c];
-        // GV_DUAL 1: s' is also the next step's state unless the episode restarted: written now,
-        // that step skips its fill of s (unless an episode of the tile restarted).
-        if (GV_DUAL == 1 && gv_restart[r] == 0u && l + 1u < u.steps) {
-          out_f[OUT_F_STATES * nl + (e * u.steps + l + 1u) * STATE_DIM + k] = v[c];
-        }
+    let v = state_quad(r, k4);
+    if (e < u.n) {
+      write_state_quad(OUT_F_NEXT_STATES, e, l, k4, v);
+      // GV_DUAL 1: s' is also the next step's state unless the episode restarted: written now,
+      // that step skips its fill of s (unless an episode of the tile restarted).
+      if (GV_DUAL == 1 && gv_restart[r] == 0u && l + 1u < u.steps) {
+        write_state_quad(OUT_F_STATES, e, l + 1u, k4, v);
       }
     }
     act_v[r * ACT_W4 + k4] = v;
@@ -2584,17 +2593,7 @@ fn gv_fill_next(e0: u32, l: u32, lid: u32) {
     let t = WG_X - 1u - lid;
     if (t < TILE_E * 10u) {
       let r = t / 10u;
-      let k4 = t % 10u;
-      var v = vec4<f32>(0.0);
-      for (var c = 0u; c < 4u; c++) {
-        let k = k4 * 4u + c;
-        if (k < CURIOSITY_OUT) {
-          v[c] = features[u32(tile_cbar[r]) * MARKET_FEATURES + k];
-        } else if (k < CURIOSITY_IN) {
-          v[c] = select(0.0, 1.0, i32(k - CURIOSITY_OUT) == tile_cat[r]);
-        }
-      }
-      gv_cx[r * 16u + k4] = v;
+      gv_cx[r * 16u + t % 10u] = curiosity_quad(tile_cbar[r], tile_cat[r], t % 10u);
     }
   }
 }
@@ -3470,28 +3469,59 @@ var<workgroup> tile_pf: array<vec4<f32>, TILE_E>;
 var<workgroup> tile_cat: array<i32, TILE_E>;
 var<workgroup> tile_bonus: array<f32, TILE_E>;
 
+// Columns 4 k4 .. 4 k4 + 3 of tile row r's state: the features of bar tile_bar[r], its portfolio
+// features tile_pf[r], zeros past STATE_DIM.
+fn state_quad(r: u32, k4: u32) -> vec4<f32> {
+  var v = vec4<f32>(0.0);
+  for (var c = 0u; c < 4u; c++) {
+    let k = k4 * 4u + c;
+    if (k < MARKET_FEATURES) {
+      v[c] = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
+    } else if (k < STATE_DIM) {
+      v[c] = tile_pf[r][k - MARKET_FEATURES];
+    }
+  }
+  return v;
+}
+
+// The state columns (< STATE_DIM) of quad k4 to out_f section \`section\`, step l of episode e.
+fn write_state_quad(section: u32, e: u32, l: u32, k4: u32, v: vec4<f32>) {
+  let o = section * u.n * u.steps + (e * u.steps + l) * STATE_DIM;
+  for (var c = 0u; c < 4u; c++) {
+    let k = k4 * 4u + c;
+    if (k < STATE_DIM) {
+      out_f[o + k] = v[c];
+    }
+  }
+}
+
 // Rows [0, TILE_E) of act <- the tile's states (bar tile_bar[r], portfolio tile_pf[r]); the
 // padding columns up to STATE_PAD are zero. With write_out, also to out_f section \`section\`.
 fn fill_states(e0: u32, l: u32, section: u32, write_out: bool, lid: u32) {
-  let nl = u.n * u.steps;
   for (var idx = lid; idx < TILE_E * (STATE_PAD / 4u); idx += WG_X) {
     let r = idx / (STATE_PAD / 4u);
     let k4 = idx % (STATE_PAD / 4u);
-    let e = e0 + r;
-    var v = vec4<f32>(0.0);
-    for (var c = 0u; c < 4u; c++) {
-      let k = k4 * 4u + c;
-      if (k < MARKET_FEATURES) {
-        v[c] = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
-      } else if (k < STATE_DIM) {
-        v[c] = tile_pf[r][k - MARKET_FEATURES];
-      }
-      if (write_out && k < STATE_DIM && e < u.n) {
-        out_f[section * nl + (e * u.steps + l) * STATE_DIM + k] = v[c];
-      }
+    let v = state_quad(r, k4);
+    if (write_out && e0 + r < u.n) {
+      write_state_quad(section, e0 + r, l, k4, v);
     }
     act_set4(r, k4, v);
   }
+}
+
+// Columns 4 k4 .. 4 k4 + 3 of the curiosity model's input: the first 32 features of \`bar\`,
+// one-hot(cat), zeros past CURIOSITY_IN.
+fn curiosity_quad(bar: i32, cat: i32, k4: u32) -> vec4<f32> {
+  var v = vec4<f32>(0.0);
+  for (var c = 0u; c < 4u; c++) {
+    let k = k4 * 4u + c;
+    if (k < CURIOSITY_OUT) {
+      v[c] = features[u32(bar) * MARKET_FEATURES + k];
+    } else if (k < CURIOSITY_IN) {
+      v[c] = select(0.0, 1.0, i32(k - CURIOSITY_OUT) == cat);
+    }
+  }
+  return v;
 }
 
 // Curiosity model input of each tile row (env/curiosity.ts): the first 32 features of bar
@@ -3500,16 +3530,7 @@ fn curiosity_fill(lid: u32) {
   for (var idx = lid; idx < TILE_E * (CURIOSITY_PAD / 4u); idx += WG_X) {
     let r = idx / (CURIOSITY_PAD / 4u);
     let k4 = idx % (CURIOSITY_PAD / 4u);
-    var v = vec4<f32>(0.0);
-    for (var c = 0u; c < 4u; c++) {
-      let k = k4 * 4u + c;
-      if (k < CURIOSITY_OUT) {
-        v[c] = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
-      } else if (k < CURIOSITY_IN) {
-        v[c] = select(0.0, 1.0, i32(k - CURIOSITY_OUT) == tile_cat[r]);
-      }
-    }
-    act_set4(r, k4, v);
+    act_set4(r, k4, curiosity_quad(tile_bar[r], tile_cat[r], k4));
   }
 }
 
@@ -5230,17 +5251,22 @@ fn gv_fma(acc: ptr<function, array<f32, TILE_E>>, w: vec4<u32>, g: u32, r0: u32)
       (*acc)[i] = (*acc)[i] + ((p0 + p1) + (p2 + p3));
       continue;
     }
-    var a = (*acc)[i];
-    a = a + w01.x * xa.x;
-    a = a + w01.y * xa.y;
-    a = a + w23.x * xa.z;
-    a = a + w23.y * xa.w;
-    a = a + w45.x * xb.x;
-    a = a + w45.y * xb.y;
-    a = a + w67.x * xb.z;
-    a = a + w67.y * xb.w;
-    (*acc)[i] = a;
+    (*acc)[i] = gv_dot(w01, w23, w45, w67, xa, xb, (*acc)[i]);
   }
+}
+
+// a + the products of one word's 8 weights (w01 .. w67, unpacked) with inputs xa, xb, in input order.
+fn gv_dot(w01: vec2<f32>, w23: vec2<f32>, w45: vec2<f32>, w67: vec2<f32>, xa: vec4<f32>, xb: vec4<f32>, a0: f32) -> f32 {
+  var a = a0;
+  a = a + w01.x * xa.x;
+  a = a + w01.y * xa.y;
+  a = a + w23.x * xa.z;
+  a = a + w23.y * xa.w;
+  a = a + w45.x * xb.x;
+  a = a + w45.y * xb.y;
+  a = a + w67.x * xb.z;
+  a = a + w67.y * xb.w;
+  return a;
 }
 
 // Block b of net n (0 the online net, 1 the op's own) of a dual op; b itself outside one (gv_delta 0).
@@ -5359,16 +5385,7 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
     for (var i = 0u; i < TILE_E; i++) {
       let xa = gv_cx[(sd.src + i) * 16u + 2u * sq];
       let xb = gv_cx[(sd.src + i) * 16u + 2u * sq + 1u];
-      var a = s_acc[i];
-      a = a + w01.x * xa.x;
-      a = a + w01.y * xa.y;
-      a = a + w23.x * xa.z;
-      a = a + w23.y * xa.w;
-      a = a + w45.x * xb.x;
-      a = a + w45.y * xb.y;
-      a = a + w67.x * xb.z;
-      a = a + w67.y * xb.w;
-      gv_spart[(sq * TILE_E + i) * s_rows + sj] = a;
+      gv_spart[(sq * TILE_E + i) * s_rows + sj] = gv_dot(w01, w23, w45, w67, xa, xb, s_acc[i]);
     }
   }
   // Every thread has read the layer's input: outputs may overwrite it. Then thread (net, row,
@@ -5476,28 +5493,59 @@ var<workgroup> tile_pf: array<vec4<f32>, TILE_E>;
 var<workgroup> tile_cat: array<i32, TILE_E>;
 var<workgroup> tile_bonus: array<f32, TILE_E>;
 
+// Columns 4 k4 .. 4 k4 + 3 of tile row r's state: the features of bar tile_bar[r], its portfolio
+// features tile_pf[r], zeros past STATE_DIM.
+fn state_quad(r: u32, k4: u32) -> vec4<f32> {
+  var v = vec4<f32>(0.0);
+  for (var c = 0u; c < 4u; c++) {
+    let k = k4 * 4u + c;
+    if (k < MARKET_FEATURES) {
+      v[c] = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
+    } else if (k < STATE_DIM) {
+      v[c] = tile_pf[r][k - MARKET_FEATURES];
+    }
+  }
+  return v;
+}
+
+// The state columns (< STATE_DIM) of quad k4 to out_f section \`section\`, step l of episode e.
+fn write_state_quad(section: u32, e: u32, l: u32, k4: u32, v: vec4<f32>) {
+  let o = section * u.n * u.steps + (e * u.steps + l) * STATE_DIM;
+  for (var c = 0u; c < 4u; c++) {
+    let k = k4 * 4u + c;
+    if (k < STATE_DIM) {
+      out_f[o + k] = v[c];
+    }
+  }
+}
+
 // Rows [0, TILE_E) of act <- the tile's states (bar tile_bar[r], portfolio tile_pf[r]); the
 // padding columns up to STATE_PAD are zero. With write_out, also to out_f section \`section\`.
 fn fill_states(e0: u32, l: u32, section: u32, write_out: bool, lid: u32) {
-  let nl = u.n * u.steps;
   for (var idx = lid; idx < TILE_E * (STATE_PAD / 4u); idx += WG_X) {
     let r = idx / (STATE_PAD / 4u);
     let k4 = idx % (STATE_PAD / 4u);
-    let e = e0 + r;
-    var v = vec4<f32>(0.0);
-    for (var c = 0u; c < 4u; c++) {
-      let k = k4 * 4u + c;
-      if (k < MARKET_FEATURES) {
-        v[c] = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
-      } else if (k < STATE_DIM) {
-        v[c] = tile_pf[r][k - MARKET_FEATURES];
-      }
-      if (write_out && k < STATE_DIM && e < u.n) {
-        out_f[section * nl + (e * u.steps + l) * STATE_DIM + k] = v[c];
-      }
+    let v = state_quad(r, k4);
+    if (write_out && e0 + r < u.n) {
+      write_state_quad(section, e0 + r, l, k4, v);
     }
     act_set4(r, k4, v);
   }
+}
+
+// Columns 4 k4 .. 4 k4 + 3 of the curiosity model's input: the first 32 features of \`bar\`,
+// one-hot(cat), zeros past CURIOSITY_IN.
+fn curiosity_quad(bar: i32, cat: i32, k4: u32) -> vec4<f32> {
+  var v = vec4<f32>(0.0);
+  for (var c = 0u; c < 4u; c++) {
+    let k = k4 * 4u + c;
+    if (k < CURIOSITY_OUT) {
+      v[c] = features[u32(bar) * MARKET_FEATURES + k];
+    } else if (k < CURIOSITY_IN) {
+      v[c] = select(0.0, 1.0, i32(k - CURIOSITY_OUT) == cat);
+    }
+  }
+  return v;
 }
 
 // Curiosity model input of each tile row (env/curiosity.ts): the first 32 features of bar
@@ -5506,16 +5554,7 @@ fn curiosity_fill(lid: u32) {
   for (var idx = lid; idx < TILE_E * (CURIOSITY_PAD / 4u); idx += WG_X) {
     let r = idx / (CURIOSITY_PAD / 4u);
     let k4 = idx % (CURIOSITY_PAD / 4u);
-    var v = vec4<f32>(0.0);
-    for (var c = 0u; c < 4u; c++) {
-      let k = k4 * 4u + c;
-      if (k < CURIOSITY_OUT) {
-        v[c] = features[u32(tile_bar[r]) * MARKET_FEATURES + k];
-      } else if (k < CURIOSITY_IN) {
-        v[c] = select(0.0, 1.0, i32(k - CURIOSITY_OUT) == tile_cat[r]);
-      }
-    }
-    act_set4(r, k4, v);
+    act_set4(r, k4, curiosity_quad(tile_bar[r], tile_cat[r], k4));
   }
 }
 
@@ -7018,17 +7057,22 @@ fn gv_fma(acc: ptr<function, array<f32, TILE_E>>, w: vec4<u32>, g: u32, r0: u32)
       (*acc)[i] = (*acc)[i] + ((p0 + p1) + (p2 + p3));
       continue;
     }
-    var a = (*acc)[i];
-    a = a + w01.x * xa.x;
-    a = a + w01.y * xa.y;
-    a = a + w23.x * xa.z;
-    a = a + w23.y * xa.w;
-    a = a + w45.x * xb.x;
-    a = a + w45.y * xb.y;
-    a = a + w67.x * xb.z;
-    a = a + w67.y * xb.w;
-    (*acc)[i] = a;
+    (*acc)[i] = gv_dot(w01, w23, w45, w67, xa, xb, (*acc)[i]);
   }
+}
+
+// a + the products of one word's 8 weights (w01 .. w67, unpacked) with inputs xa, xb, in input order.
+fn gv_dot(w01: vec2<f32>, w23: vec2<f32>, w45: vec2<f32>, w67: vec2<f32>, xa: vec4<f32>, xb: vec4<f32>, a0: f32) -> f32 {
+  var a = a0;
+  a = a + w01.x * xa.x;
+  a = a + w01.y * xa.y;
+  a = a + w23.x * xa.z;
+  a = a + w23.y * xa.w;
+  a = a + w45.x * xb.x;
+  a = a + w45.y * xb.y;
+  a = a + w67.x * xb.z;
+  a = a + w67.y * xb.w;
+  return a;
 }
 
 // Block b of net n (0 the online net, 1 the op's own) of a dual op; b itself outside one (gv_delta 0).
@@ -7147,16 +7191,7 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
     for (var i = 0u; i < TILE_E; i++) {
       let xa = gv_cx[(sd.src + i) * 16u + 2u * sq];
       let xb = gv_cx[(sd.src + i) * 16u + 2u * sq + 1u];
-      var a = s_acc[i];
-      a = a + w01.x * xa.x;
-      a = a + w01.y * xa.y;
-      a = a + w23.x * xa.z;
-      a = a + w23.y * xa.w;
-      a = a + w45.x * xb.x;
-      a = a + w45.y * xb.y;
-      a = a + w67.x * xb.z;
-      a = a + w67.y * xb.w;
-      gv_spart[(sq * TILE_E + i) * s_rows + sj] = a;
+      gv_spart[(sq * TILE_E + i) * s_rows + sj] = gv_dot(w01, w23, w45, w67, xa, xb, s_acc[i]);
     }
   }
   // Every thread has read the layer's input: outputs may overwrite it. Then thread (net, row,
