@@ -1135,6 +1135,46 @@ fn gv_load(w: ptr<function, array<vec4<u32>, GV_UNROLL>>, base: u32, g: u32, par
   }
 }
 
+// GV_RANGE 1: a part's words come in runs of GV_UNROLL consecutive groups (g, g + 1, ..), runs
+// parts * GV_UNROLL apart, and the input reads of a run are indexed from one base clamped once
+// (min: the identity for a run inside the row, as every run is: blocks start at a multiple of
+// GV_UNROLL groups), so the shader compiler's range analysis proves every read in bounds and adds
+// no clamp of its own per read (WebGPU's bounds checks).
+const GV_RUN_MAX = ACT_W4 / 2u - GV_UNROLL;
+const_assert GV_RANGE == 0 || (ACT_W4 / 2u) % GV_UNROLL == 0;
+
+// Loads the run of words g .. g + GV_UNROLL - 1 of output base; past the block's last group a load
+// repeats it (unused).
+fn gv_load_run(w: ptr<function, array<vec4<u32>, GV_UNROLL>>, base: u32, g: u32, g_hi: u32, out_pad: u32) {
+  for (var u = 0u; u < GV_UNROLL; u++) {
+    if (GV_PROBE != 1) {
+      (*w)[u] = nets16[base + min(g + u, g_hi - 1u) * out_pad];
+    }
+  }
+}
+
+// Adds the products of the run of words at g (those below g_hi) with rows r0 .. r0 + TILE_E - 1.
+fn gv_fma_run(acc: ptr<function, array<f32, TILE_E>>, w: ptr<function, array<vec4<u32>, GV_UNROLL>>, g: u32, g_hi: u32, r0: u32) {
+  let gb = 2u * min(g, GV_RUN_MAX);
+  for (var u = 0u; u < GV_UNROLL; u++) {
+    if (g + u < g_hi) {
+      let wu = (*w)[u];
+      if (GV_PROBE == 2) {
+        (*acc)[0] = (*acc)[0] + f32(wu.x & 1u);
+        continue;
+      }
+      let w01 = unpack2x16float(wu.x);
+      let w23 = unpack2x16float(wu.y);
+      let w45 = unpack2x16float(wu.z);
+      let w67 = unpack2x16float(wu.w);
+      for (var i = 0u; i < TILE_E; i++) {
+        let k = min(r0 + i, ROWS - 1u) * ACT_W4 + gb + 2u * u;
+        (*acc)[i] = gv_dot(w01, w23, w45, w67, act_v[k], act_v[k + 1u], (*acc)[i]);
+      }
+    }
+  }
+}
+
 fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
   let n_out = b0.rows + b1.rows;
   // Threads per net and part: nj = 2^sh >= 32 covering the outputs, so the thread split is shifts
@@ -1191,7 +1231,20 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       }
     }
   }
-  if (busy) {
+  if (busy && GV_RANGE == 1) {
+    let stride = parts * GV_UNROLL;
+    let g0 = g_lo + p * GV_UNROLL;
+    var next: array<vec4<u32>, GV_UNROLL>;
+    gv_load_run(&next, base, g0, g_hi, out_pad);
+    for (var g = g0; g < g_hi; g += stride) {
+      var w = next;
+      if (g + stride < g_hi) {
+        gv_load_run(&next, base, g + stride, g_hi, out_pad);
+      }
+      gv_fma_run(&acc, &w, g, g_hi, r0);
+    }
+  }
+  if (busy && GV_RANGE == 0) {
     // GV_PIPE 1: the next batch's loads are issued before this batch's multiply-adds.
     let stride = parts * GV_UNROLL;
     var next: array<vec4<u32>, GV_UNROLL>;

@@ -105,6 +105,7 @@ export function tileEngineConstants(
   GV_TREE?: number;
   GV_ENV?: number;
   GV_STRAIGHT?: number;
+  GV_RANGE?: number;
 } {
   if (engine === GV_ENGINE) {
     if (rows > GV_MAX_ROWS)
@@ -134,6 +135,9 @@ export function tileEngineConstants(
       GV_ENV: 1,
       // GV_STRAIGHT 1: the next-state pass's layers each through their own call (collect_dqn.wgsl).
       GV_STRAIGHT: 1,
+      // GV_RANGE 1: a part's weight words in runs of consecutive groups, their input reads indexed
+      // from one clamped base, so WebGPU's bounds checks add no clamp per read (collect_tile.wgsl).
+      GV_RANGE: 0,
     };
   }
   if (engine === MMA_ENGINE) {
