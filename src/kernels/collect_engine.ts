@@ -115,7 +115,7 @@ export function tileEngineConstants(
     // GV_DUAL: the target pass also runs the online net on s' (rows doubled), with 2 x width threads.
     const dual = threads >= 2 * width ? 1 : 0;
     // GV_PROBE: bench only (collect_tile.wgsl dense_gv), 0 in every real build. GV_TABLE, GV_BIAS,
-    // GV_PIPE, GV_ENV, GV_STRAIGHT: 1 in every real build, 0 for the bench to time each against the
+    // GV_PIPE, GV_ENV, GV_STRAIGHT, GV_RANGE: 1 in every real build, 0 for the bench to time each against the
     // older form. GV_TREE: 0 in every real build (measured slower, kept for the bench).
     return {
       ROWS: (1 + dual) * rows,
@@ -136,8 +136,9 @@ export function tileEngineConstants(
       // GV_STRAIGHT 1: the next-state pass's layers each through their own call (collect_dqn.wgsl).
       GV_STRAIGHT: 1,
       // GV_RANGE 1: a part's weight words in runs of consecutive groups, their input reads indexed
-      // from one clamped base, so WebGPU's bounds checks add no clamp per read (collect_tile.wgsl).
-      GV_RANGE: 0,
+      // from one clamped base, so WebGPU's bounds checks add no clamp per read (collect_tile.wgsl;
+      // its loads always pipelined, GV_PIPE aside). 0: the older interleaved words, for the bench.
+      GV_RANGE: 1,
     };
   }
   if (engine === MMA_ENGINE) {
