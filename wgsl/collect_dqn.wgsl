@@ -49,7 +49,10 @@ var<workgroup> gv_need: u32;
 // GV_TABLE 1: the step program, decoded once per launch (op_at of every index); an op is then one
 // workgroupUniformLoad, whose barrier also closes the op before it, instead of all the
 // workgroup's warps decoding it again (op_at's branches and block offsets, every op of every step).
-var<workgroup> gv_prog: array<Op, select(1u, PROGRAM_LEN, GV_TABLE == 1)>;
+// GV_TABLE 2: the same table read with plain loads (the workgroup reads one address), the op's kind
+// and argument, which steer the op's control flow, from op_at's branches on the index alone (uniform
+// without a load), and one barrier closing each op: one barrier an op instead of the load's two.
+var<workgroup> gv_prog: array<Op, select(1u, PROGRAM_LEN, GV_TABLE != 0)>;
 // GV_CUR 1: the curiosity model's two layers are side layers (collect_tile.wgsl gv_side) of the
 // next-state pass's first two, so the step's program has no curiosity ops: the env op steps with
 // the bonus left out (it enters the reward last, total = partial + bonus, so adding it later gives
@@ -245,6 +248,9 @@ fn step_op(i: u32) -> Op {
   if (ENGINE == 5 && GV_TABLE == 1) {
     return workgroupUniformLoad(&gv_prog[i]);
   }
+  if (ENGINE == 5 && GV_TABLE == 2) {
+    return gv_prog[i];
+  }
 //!endif
   return op_at(i);
 }
@@ -252,7 +258,7 @@ fn step_op(i: u32) -> Op {
 // Whether an op ends with its own barrier: not where the next op's table load is one (engine 5,
 // GV_TABLE 1; the table's loads are the only ops' boundaries then).
 //!if ENGINE == 5
-const OP_BARRIER = GV_TABLE == 0;
+const OP_BARRIER = GV_TABLE != 1;
 //!endif
 //!if ENGINE != 5
 const OP_BARRIER = true;
@@ -490,6 +496,11 @@ fn gv_fill_next(e0: u32, l: u32, lid: u32) {
     if (GV_DUAL == 1) {
       act_v[(r + TILE_E) * ACT_W4 + k4] = v;
     }
+    // GV_CUR 1: s' begins with the bonus's target (the first 32 features of the bar after
+    // tile_cbar, which is tile_bar): kept in workgroup memory for the TD op.
+    if (GV_CUR == 1 && k4 < CURIOSITY_OUT / 4u) {
+      gv_cx[GV_TGT + r * 8u + k4] = v;
+    }
   }
   if (GV_CUR == 1 && u.curiosity != 0u) {
     // The workgroup's last threads (the states take the first).
@@ -502,15 +513,15 @@ fn gv_fill_next(e0: u32, l: u32, lid: u32) {
 }
 
 // GV_CUR 1: episode lid's curiosity bonus from the model's prediction (gv_cx row lid, after its two
-// side layers) against the first 32 features of the bar after tile_cbar (curiosity_mse's sum).
+// side layers) against the first 32 features of the bar after tile_cbar (curiosity_mse's sum), which
+// the fill of s' left at GV_TGT.
 fn gv_bonus(lid: u32) -> f32 {
   if (u.curiosity == 0u) {
     return 0.0;
   }
-  let next = u32(tile_cbar[lid] + 1) * MARKET_FEATURES;
   var acc = 0.0;
   for (var k = 0u; k < CURIOSITY_OUT; k++) {
-    let d = gv_cx[lid * 16u + k / 4u][k % 4u] - features[next + k];
+    let d = gv_cx[lid * 16u + k / 4u][k % 4u] - gv_cx[GV_TGT + lid * 8u + k / 4u][k % 4u];
     acc = acc + d * d;
   }
   return min(u.curiosityScale * (acc * (1.0 / 32.0)), u.curiosityMax);
@@ -558,7 +569,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       gv_ent[i] = entropy[i];
     }
   }
-  if (GV_TABLE == 1) {
+  if (GV_TABLE != 0) {
     for (var i = lid; i < PROGRAM_LEN; i += WG_X) {
       gv_prog[i] = op_at(i);
     }
@@ -598,13 +609,17 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       gv_side = gv_side_at(i);
 //!endif
       let o = step_op(i);
+      // The op's kind and argument steer its control flow (barriers inside): uniform, from the
+      // index (the same as o's; with GV_TABLE 2 o itself comes from a plain load).
+      let kind = op_at(i).kind;
+      let arg = op_at(i).arg;
       // Bench only: ABLATE bit k skips every op of kind k (its barrier kept), so a sweep over the
       // bits times each phase by difference; the outputs are then meaningless.
-      if ((ABLATE & (1u << o.kind)) != 0u) {
+      if ((ABLATE & (1u << kind)) != 0u) {
         workgroupBarrier();
         continue;
       }
-      switch (o.kind) {
+      switch (kind) {
         case OP_DENSE: {
 //!if ENGINE == 5
           // GV_STRAIGHT 1: the next-state pass's layers, the ops of every step, each through its
@@ -641,16 +656,16 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         case OP_FILL: {
           // arg 0: the state s_t of each episode; arg 1: the next state the env op left.
 //!if ENGINE == 5
-          if (o.arg == 1u && (GV_DUAL == 1 || GV_CUR == 1)) {
+          if (arg == 1u && (GV_DUAL == 1 || GV_CUR == 1)) {
             gv_fill_next(e0, l, lid);
           } else {
 //!endif
-            if (o.arg == 0u && lid < TILE_E) {
+            if (arg == 0u && lid < TILE_E) {
               tile_bar[lid] = select(u.splitStart, ep.bar, mine);
               tile_pf[lid] = select(vec4<f32>(0.0), vec4<f32>(portfolio_features(ep), 0.0), mine);
             }
             workgroupBarrier();
-            fill_states(e0, l, select(u32(OUT_F_NEXT_STATES), u32(OUT_F_STATES), o.arg == 0u), true, lid);
+            fill_states(e0, l, select(u32(OUT_F_NEXT_STATES), u32(OUT_F_STATES), arg == 0u), true, lid);
 //!if ENGINE == 5
           }
 //!endif
@@ -709,10 +724,10 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
           }
         }
         case OP_C51_V, OP_C51_SUM, OP_C51_DIV, OP_C51_Q: {
-          c51_phase(o.kind, o.arg, lid);
+          c51_phase(kind, arg, lid);
         }
         default: {
-          iqn_phase(o.kind, o.arg, lid);
+          iqn_phase(kind, arg, lid);
         }
       }
       if (OP_BARRIER) {

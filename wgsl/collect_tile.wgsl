@@ -1075,7 +1075,10 @@ struct GvSide {
   dst: u32,
 }
 var<private> gv_side: GvSide;
-var<workgroup> gv_cx: array<vec4<f32>, select(1u, 2u * TILE_E * 16u, GV_CUR == 1)>;
+// Past the model's rows, GV_TGT: each episode's 8 quads of the bonus's target (the first 32
+// features of s'), kept there by the fill of s'.
+const GV_TGT = 2u * TILE_E * 16u;
+var<workgroup> gv_cx: array<vec4<f32>, select(1u, GV_TGT + TILE_E * 8u, GV_CUR == 1)>;
 var<workgroup> gv_spart: array<f32, select(1u, GV_SIDE_WORDS * TILE_E, GV_CUR == 1)>;
 const_assert GV_CUR == 0 || GV_SIDE_WORDS <= WG_X;
 
@@ -1234,11 +1237,21 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   if (busy && GV_RANGE == 1) {
     let stride = parts * GV_UNROLL;
     let g0 = g_lo + p * GV_UNROLL;
+    // GV_DEPTH 2: two runs' loads in flight ahead of the multiply-adds instead of one.
     var next: array<vec4<u32>, GV_UNROLL>;
+    var next2: array<vec4<u32>, GV_UNROLL>;
     gv_load_run(&next, base, g0, g_hi, out_pad);
+    if (GV_DEPTH == 2 && g0 + stride < g_hi) {
+      gv_load_run(&next2, base, g0 + stride, g_hi, out_pad);
+    }
     for (var g = g0; g < g_hi; g += stride) {
       var w = next;
-      if (g + stride < g_hi) {
+      if (GV_DEPTH == 2) {
+        next = next2;
+        if (g + 2u * stride < g_hi) {
+          gv_load_run(&next2, base, g + 2u * stride, g_hi, out_pad);
+        }
+      } else if (g + stride < g_hi) {
         gv_load_run(&next, base, g + stride, g_hi, out_pad);
       }
       gv_fma_run(&acc, &w, g, g_hi, r0);

@@ -183,10 +183,11 @@ export const GV_SIDE_WORDS = Math.max(
 );
 
 /**
- * Floats of engine 5's GV_CUR arrays: the model's two rows of 64 floats (gv_cx) and the side
- * words' sums (gv_spart) per episode, or their one-element stand-ins; and tile_cbar.
+ * Floats of engine 5's GV_CUR arrays: the model's two rows of 64 floats and the bonus's 32-float
+ * target (gv_cx) and the side words' sums (gv_spart) per episode, or their one-element stand-ins;
+ * and tile_cbar.
  */
-const gvCurFloats = (cur: boolean, e: number) => (cur ? e * 128 + GV_SIDE_WORDS * e : 4 + 1) + e;
+const gvCurFloats = (cur: boolean, e: number) => (cur ? e * 160 + GV_SIDE_WORDS * e : 4 + 1) + e;
 
 /** Floats of engine 5's entropy table in workgroup memory (GV_ENV; diversityWindow <= 256). */
 const gvEnvFloats = (env: boolean) => (env ? 257 : 1);

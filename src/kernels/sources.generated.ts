@@ -1714,7 +1714,10 @@ struct GvSide {
   dst: u32,
 }
 var<private> gv_side: GvSide;
-var<workgroup> gv_cx: array<vec4<f32>, select(1u, 2u * TILE_E * 16u, GV_CUR == 1)>;
+// Past the model's rows, GV_TGT: each episode's 8 quads of the bonus's target (the first 32
+// features of s'), kept there by the fill of s'.
+const GV_TGT = 2u * TILE_E * 16u;
+var<workgroup> gv_cx: array<vec4<f32>, select(1u, GV_TGT + TILE_E * 8u, GV_CUR == 1)>;
 var<workgroup> gv_spart: array<f32, select(1u, GV_SIDE_WORDS * TILE_E, GV_CUR == 1)>;
 const_assert GV_CUR == 0 || GV_SIDE_WORDS <= WG_X;
 
@@ -1873,11 +1876,21 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   if (busy && GV_RANGE == 1) {
     let stride = parts * GV_UNROLL;
     let g0 = g_lo + p * GV_UNROLL;
+    // GV_DEPTH 2: two runs' loads in flight ahead of the multiply-adds instead of one.
     var next: array<vec4<u32>, GV_UNROLL>;
+    var next2: array<vec4<u32>, GV_UNROLL>;
     gv_load_run(&next, base, g0, g_hi, out_pad);
+    if (GV_DEPTH == 2 && g0 + stride < g_hi) {
+      gv_load_run(&next2, base, g0 + stride, g_hi, out_pad);
+    }
     for (var g = g0; g < g_hi; g += stride) {
       var w = next;
-      if (g + stride < g_hi) {
+      if (GV_DEPTH == 2) {
+        next = next2;
+        if (g + 2u * stride < g_hi) {
+          gv_load_run(&next2, base, g + 2u * stride, g_hi, out_pad);
+        }
+      } else if (g + stride < g_hi) {
         gv_load_run(&next, base, g + stride, g_hi, out_pad);
       }
       gv_fma_run(&acc, &w, g, g_hi, r0);
@@ -2199,7 +2212,10 @@ var<workgroup> gv_need: u32;
 // GV_TABLE 1: the step program, decoded once per launch (op_at of every index); an op is then one
 // workgroupUniformLoad, whose barrier also closes the op before it, instead of all the
 // workgroup's warps decoding it again (op_at's branches and block offsets, every op of every step).
-var<workgroup> gv_prog: array<Op, select(1u, PROGRAM_LEN, GV_TABLE == 1)>;
+// GV_TABLE 2: the same table read with plain loads (the workgroup reads one address), the op's kind
+// and argument, which steer the op's control flow, from op_at's branches on the index alone (uniform
+// without a load), and one barrier closing each op: one barrier an op instead of the load's two.
+var<workgroup> gv_prog: array<Op, select(1u, PROGRAM_LEN, GV_TABLE != 0)>;
 // GV_CUR 1: the curiosity model's two layers are side layers (collect_tile.wgsl gv_side) of the
 // next-state pass's first two, so the step's program has no curiosity ops: the env op steps with
 // the bonus left out (it enters the reward last, total = partial + bonus, so adding it later gives
@@ -2395,6 +2411,9 @@ fn step_op(i: u32) -> Op {
   if (ENGINE == 5 && GV_TABLE == 1) {
     return workgroupUniformLoad(&gv_prog[i]);
   }
+  if (ENGINE == 5 && GV_TABLE == 2) {
+    return gv_prog[i];
+  }
 //!endif
   return op_at(i);
 }
@@ -2402,7 +2421,7 @@ fn step_op(i: u32) -> Op {
 // Whether an op ends with its own barrier: not where the next op's table load is one (engine 5,
 // GV_TABLE 1; the table's loads are the only ops' boundaries then).
 //!if ENGINE == 5
-const OP_BARRIER = GV_TABLE == 0;
+const OP_BARRIER = GV_TABLE != 1;
 //!endif
 //!if ENGINE != 5
 const OP_BARRIER = true;
@@ -2640,6 +2659,11 @@ fn gv_fill_next(e0: u32, l: u32, lid: u32) {
     if (GV_DUAL == 1) {
       act_v[(r + TILE_E) * ACT_W4 + k4] = v;
     }
+    // GV_CUR 1: s' begins with the bonus's target (the first 32 features of the bar after
+    // tile_cbar, which is tile_bar): kept in workgroup memory for the TD op.
+    if (GV_CUR == 1 && k4 < CURIOSITY_OUT / 4u) {
+      gv_cx[GV_TGT + r * 8u + k4] = v;
+    }
   }
   if (GV_CUR == 1 && u.curiosity != 0u) {
     // The workgroup's last threads (the states take the first).
@@ -2652,15 +2676,15 @@ fn gv_fill_next(e0: u32, l: u32, lid: u32) {
 }
 
 // GV_CUR 1: episode lid's curiosity bonus from the model's prediction (gv_cx row lid, after its two
-// side layers) against the first 32 features of the bar after tile_cbar (curiosity_mse's sum).
+// side layers) against the first 32 features of the bar after tile_cbar (curiosity_mse's sum), which
+// the fill of s' left at GV_TGT.
 fn gv_bonus(lid: u32) -> f32 {
   if (u.curiosity == 0u) {
     return 0.0;
   }
-  let next = u32(tile_cbar[lid] + 1) * MARKET_FEATURES;
   var acc = 0.0;
   for (var k = 0u; k < CURIOSITY_OUT; k++) {
-    let d = gv_cx[lid * 16u + k / 4u][k % 4u] - features[next + k];
+    let d = gv_cx[lid * 16u + k / 4u][k % 4u] - gv_cx[GV_TGT + lid * 8u + k / 4u][k % 4u];
     acc = acc + d * d;
   }
   return min(u.curiosityScale * (acc * (1.0 / 32.0)), u.curiosityMax);
@@ -2708,7 +2732,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       gv_ent[i] = entropy[i];
     }
   }
-  if (GV_TABLE == 1) {
+  if (GV_TABLE != 0) {
     for (var i = lid; i < PROGRAM_LEN; i += WG_X) {
       gv_prog[i] = op_at(i);
     }
@@ -2748,13 +2772,17 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       gv_side = gv_side_at(i);
 //!endif
       let o = step_op(i);
+      // The op's kind and argument steer its control flow (barriers inside): uniform, from the
+      // index (the same as o's; with GV_TABLE 2 o itself comes from a plain load).
+      let kind = op_at(i).kind;
+      let arg = op_at(i).arg;
       // Bench only: ABLATE bit k skips every op of kind k (its barrier kept), so a sweep over the
       // bits times each phase by difference; the outputs are then meaningless.
-      if ((ABLATE & (1u << o.kind)) != 0u) {
+      if ((ABLATE & (1u << kind)) != 0u) {
         workgroupBarrier();
         continue;
       }
-      switch (o.kind) {
+      switch (kind) {
         case OP_DENSE: {
 //!if ENGINE == 5
           // GV_STRAIGHT 1: the next-state pass's layers, the ops of every step, each through its
@@ -2791,16 +2819,16 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         case OP_FILL: {
           // arg 0: the state s_t of each episode; arg 1: the next state the env op left.
 //!if ENGINE == 5
-          if (o.arg == 1u && (GV_DUAL == 1 || GV_CUR == 1)) {
+          if (arg == 1u && (GV_DUAL == 1 || GV_CUR == 1)) {
             gv_fill_next(e0, l, lid);
           } else {
 //!endif
-            if (o.arg == 0u && lid < TILE_E) {
+            if (arg == 0u && lid < TILE_E) {
               tile_bar[lid] = select(u.splitStart, ep.bar, mine);
               tile_pf[lid] = select(vec4<f32>(0.0), vec4<f32>(portfolio_features(ep), 0.0), mine);
             }
             workgroupBarrier();
-            fill_states(e0, l, select(u32(OUT_F_NEXT_STATES), u32(OUT_F_STATES), o.arg == 0u), true, lid);
+            fill_states(e0, l, select(u32(OUT_F_NEXT_STATES), u32(OUT_F_STATES), arg == 0u), true, lid);
 //!if ENGINE == 5
           }
 //!endif
@@ -2859,10 +2887,10 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
           }
         }
         case OP_C51_V, OP_C51_SUM, OP_C51_DIV, OP_C51_Q: {
-          c51_phase(o.kind, o.arg, lid);
+          c51_phase(kind, arg, lid);
         }
         default: {
-          iqn_phase(o.kind, o.arg, lid);
+          iqn_phase(kind, arg, lid);
         }
       }
       if (OP_BARRIER) {
@@ -5280,7 +5308,10 @@ struct GvSide {
   dst: u32,
 }
 var<private> gv_side: GvSide;
-var<workgroup> gv_cx: array<vec4<f32>, select(1u, 2u * TILE_E * 16u, GV_CUR == 1)>;
+// Past the model's rows, GV_TGT: each episode's 8 quads of the bonus's target (the first 32
+// features of s'), kept there by the fill of s'.
+const GV_TGT = 2u * TILE_E * 16u;
+var<workgroup> gv_cx: array<vec4<f32>, select(1u, GV_TGT + TILE_E * 8u, GV_CUR == 1)>;
 var<workgroup> gv_spart: array<f32, select(1u, GV_SIDE_WORDS * TILE_E, GV_CUR == 1)>;
 const_assert GV_CUR == 0 || GV_SIDE_WORDS <= WG_X;
 
@@ -5439,11 +5470,21 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   if (busy && GV_RANGE == 1) {
     let stride = parts * GV_UNROLL;
     let g0 = g_lo + p * GV_UNROLL;
+    // GV_DEPTH 2: two runs' loads in flight ahead of the multiply-adds instead of one.
     var next: array<vec4<u32>, GV_UNROLL>;
+    var next2: array<vec4<u32>, GV_UNROLL>;
     gv_load_run(&next, base, g0, g_hi, out_pad);
+    if (GV_DEPTH == 2 && g0 + stride < g_hi) {
+      gv_load_run(&next2, base, g0 + stride, g_hi, out_pad);
+    }
     for (var g = g0; g < g_hi; g += stride) {
       var w = next;
-      if (g + stride < g_hi) {
+      if (GV_DEPTH == 2) {
+        next = next2;
+        if (g + 2u * stride < g_hi) {
+          gv_load_run(&next2, base, g + 2u * stride, g_hi, out_pad);
+        }
+      } else if (g + stride < g_hi) {
         gv_load_run(&next, base, g + stride, g_hi, out_pad);
       }
       gv_fma_run(&acc, &w, g, g_hi, r0);
@@ -7139,7 +7180,10 @@ struct GvSide {
   dst: u32,
 }
 var<private> gv_side: GvSide;
-var<workgroup> gv_cx: array<vec4<f32>, select(1u, 2u * TILE_E * 16u, GV_CUR == 1)>;
+// Past the model's rows, GV_TGT: each episode's 8 quads of the bonus's target (the first 32
+// features of s'), kept there by the fill of s'.
+const GV_TGT = 2u * TILE_E * 16u;
+var<workgroup> gv_cx: array<vec4<f32>, select(1u, GV_TGT + TILE_E * 8u, GV_CUR == 1)>;
 var<workgroup> gv_spart: array<f32, select(1u, GV_SIDE_WORDS * TILE_E, GV_CUR == 1)>;
 const_assert GV_CUR == 0 || GV_SIDE_WORDS <= WG_X;
 
@@ -7298,11 +7342,21 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   if (busy && GV_RANGE == 1) {
     let stride = parts * GV_UNROLL;
     let g0 = g_lo + p * GV_UNROLL;
+    // GV_DEPTH 2: two runs' loads in flight ahead of the multiply-adds instead of one.
     var next: array<vec4<u32>, GV_UNROLL>;
+    var next2: array<vec4<u32>, GV_UNROLL>;
     gv_load_run(&next, base, g0, g_hi, out_pad);
+    if (GV_DEPTH == 2 && g0 + stride < g_hi) {
+      gv_load_run(&next2, base, g0 + stride, g_hi, out_pad);
+    }
     for (var g = g0; g < g_hi; g += stride) {
       var w = next;
-      if (g + stride < g_hi) {
+      if (GV_DEPTH == 2) {
+        next = next2;
+        if (g + 2u * stride < g_hi) {
+          gv_load_run(&next2, base, g + 2u * stride, g_hi, out_pad);
+        }
+      } else if (g + stride < g_hi) {
         gv_load_run(&next, base, g + stride, g_hi, out_pad);
       }
       gv_fma_run(&acc, &w, g, g_hi, r0);

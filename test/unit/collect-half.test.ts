@@ -240,8 +240,8 @@ describe('collect_dqn weight-streaming engine (5): plan and refusal', () => {
   it('keeps the rows, binds nets16 as 16-byte words with the lookup constants, and needs no feature', () => {
     const one = collectDqnSpec({ ...base, tileEpisodes: 1 });
     expect(one.constants).toMatchObject({ ENGINE: 5, ROWS: 1, ACT_W: 256, GV_UNROLL: 4 });
-    expect(one.constants).toMatchObject({ GV_TABLE: 1, GV_BIAS: 1, GV_PIPE: 1, GV_PROBE: 0 });
-    expect(one.constants).toMatchObject({ GV_TREE: 0, GV_ENV: 1, GV_STRAIGHT: 1, GV_RANGE: 1 });
+    expect(one.constants).toMatchObject({ GV_TABLE: 2, GV_BIAS: 1, GV_PIPE: 1, GV_PROBE: 0 });
+    expect(one.constants).toMatchObject({ GV_TREE: 0, GV_ENV: 1, GV_STRAIGHT: 1, GV_RANGE: 1, GV_DEPTH: 2 });
     expect(one.constants?.MMH_OFF_9).toBe(halfNetsLayout().entries[9].off);
     expect(one.bindings[10]).toEqual({ name: 'nets16', type: 'u32', access: 'read', wgslType: 'vec4<u32>' });
     expect(one.wgslDirectives).toBeUndefined();
@@ -258,11 +258,11 @@ describe('collect_dqn weight-streaming engine (5): plan and refusal', () => {
     expect(cur.constants).toMatchObject({ GV_DUAL: 1, GV_CUR: 1, GV_SIDE_WORDS: 320 });
     expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 4, threads: 512 })).toBeLessThanOrEqual(32 * 1024);
     // One episode, 512 threads against 256: an act row (256) and a qv row (48) more, 256 more part
-    // sums, 4 ops fewer in the table (17 words each), gv_cx and gv_spart (128 + 320) for their
-    // one-element stand-ins (4 + 1).
+    // sums, 4 ops fewer in the table (17 words each), gv_cx (the model's rows 128, the bonus's
+    // target 32) and gv_spart (320) for their one-element stand-ins (4 + 1).
     expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 1, threads: 512 })).toBe(
       dqnWorkgroupBytes({ ...base, tileEpisodes: 1, threads: 256 }) +
-        4 * (256 + 48 + 256 - 4 * 17 + 128 + 320 - 5),
+        4 * (256 + 48 + 256 - 4 * 17 + 128 + 32 + 320 - 5),
     );
     expect(() => collectDqnSpec({ ...base, tileEpisodes: 9 })).toThrow(/at most 8 rows/);
     expect(() => checkDqnOptions({ ...base, tileEpisodes: 2, threads: 384, tj: 128 })).toThrow(
