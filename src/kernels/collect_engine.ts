@@ -115,8 +115,8 @@ export function tileEngineConstants(
       );
     // GV_DUAL: the target pass also runs the online net on s' (rows doubled), with 2 x width threads.
     const dual = threads >= 2 * width ? 1 : 0;
-    // GV_PROBE: bench only (collect_tile.wgsl dense_gv), 0 in every real build. GV_BIAS, GV_PIPE,
-    // GV_ENV, GV_STRAIGHT, GV_RANGE: 1 in every real build, 0 for the bench to time each against the
+    // GV_PROBE: bench only (collect_tile.wgsl dense_gv), 0 in every real build. GV_TABLE, GV_BIAS,
+    // GV_PIPE, GV_ENV, GV_STRAIGHT, GV_RANGE: 1 in every real build, 0 for the bench to time each against the
     // older form. GV_TREE: 0 in every real build (measured slower, kept for the bench).
     return {
       ROWS: (1 + dual) * rows,
@@ -126,9 +126,7 @@ export function tileEngineConstants(
       GV_UNROLL,
       GV_DUAL: dual,
       GV_PROBE: 0,
-      // GV_TABLE 2: the step program's table read with plain loads, each op closed by one barrier
-      // (1: one workgroupUniformLoad an op, two barriers; 0: every op decoded by every thread).
-      GV_TABLE: 2,
+      GV_TABLE: 1,
       GV_BIAS: 1,
       GV_PIPE: 1,
       // GV_TREE 1: each weight word's 8 products summed as a tree before the row's sum.
@@ -142,8 +140,9 @@ export function tileEngineConstants(
       // from one clamped base, so WebGPU's bounds checks add no clamp per read (collect_tile.wgsl;
       // its loads always pipelined, GV_PIPE aside). 0: the older interleaved words, for the bench.
       GV_RANGE: 1,
-      // GV_DEPTH 2: two runs of weight words loaded ahead (GV_RANGE 1) instead of one.
-      GV_DEPTH: 2,
+      // GV_DEPTH 2: two runs of weight words loaded ahead (GV_RANGE 1) instead of one; measured
+      // slower (H200: 5.04M against 5.12M env-steps/s at N = 128, far slower at 2,048), kept for the bench.
+      GV_DEPTH: 1,
     };
   }
   if (engine === MMA_ENGINE) {

@@ -2212,10 +2212,7 @@ var<workgroup> gv_need: u32;
 // GV_TABLE 1: the step program, decoded once per launch (op_at of every index); an op is then one
 // workgroupUniformLoad, whose barrier also closes the op before it, instead of all the
 // workgroup's warps decoding it again (op_at's branches and block offsets, every op of every step).
-// GV_TABLE 2: the same table read with plain loads (the workgroup reads one address), the op's kind
-// and argument, which steer the op's control flow, from op_at's branches on the index alone (uniform
-// without a load), and one barrier closing each op: one barrier an op instead of the load's two.
-var<workgroup> gv_prog: array<Op, select(1u, PROGRAM_LEN, GV_TABLE != 0)>;
+var<workgroup> gv_prog: array<Op, select(1u, PROGRAM_LEN, GV_TABLE == 1)>;
 // GV_CUR 1: the curiosity model's two layers are side layers (collect_tile.wgsl gv_side) of the
 // next-state pass's first two, so the step's program has no curiosity ops: the env op steps with
 // the bonus left out (it enters the reward last, total = partial + bonus, so adding it later gives
@@ -2411,9 +2408,6 @@ fn step_op(i: u32) -> Op {
   if (ENGINE == 5 && GV_TABLE == 1) {
     return workgroupUniformLoad(&gv_prog[i]);
   }
-  if (ENGINE == 5 && GV_TABLE == 2) {
-    return gv_prog[i];
-  }
 //!endif
   return op_at(i);
 }
@@ -2421,7 +2415,7 @@ fn step_op(i: u32) -> Op {
 // Whether an op ends with its own barrier: not where the next op's table load is one (engine 5,
 // GV_TABLE 1; the table's loads are the only ops' boundaries then).
 //!if ENGINE == 5
-const OP_BARRIER = GV_TABLE != 1;
+const OP_BARRIER = GV_TABLE == 0;
 //!endif
 //!if ENGINE != 5
 const OP_BARRIER = true;
@@ -2732,7 +2726,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       gv_ent[i] = entropy[i];
     }
   }
-  if (GV_TABLE != 0) {
+  if (GV_TABLE == 1) {
     for (var i = lid; i < PROGRAM_LEN; i += WG_X) {
       gv_prog[i] = op_at(i);
     }
@@ -2772,17 +2766,13 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       gv_side = gv_side_at(i);
 //!endif
       let o = step_op(i);
-      // The op's kind and argument steer its control flow (barriers inside): uniform, from the
-      // index (the same as o's; with GV_TABLE 2 o itself comes from a plain load).
-      let kind = op_at(i).kind;
-      let arg = op_at(i).arg;
       // Bench only: ABLATE bit k skips every op of kind k (its barrier kept), so a sweep over the
       // bits times each phase by difference; the outputs are then meaningless.
-      if ((ABLATE & (1u << kind)) != 0u) {
+      if ((ABLATE & (1u << o.kind)) != 0u) {
         workgroupBarrier();
         continue;
       }
-      switch (kind) {
+      switch (o.kind) {
         case OP_DENSE: {
 //!if ENGINE == 5
           // GV_STRAIGHT 1: the next-state pass's layers, the ops of every step, each through its
@@ -2819,16 +2809,16 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         case OP_FILL: {
           // arg 0: the state s_t of each episode; arg 1: the next state the env op left.
 //!if ENGINE == 5
-          if (arg == 1u && (GV_DUAL == 1 || GV_CUR == 1)) {
+          if (o.arg == 1u && (GV_DUAL == 1 || GV_CUR == 1)) {
             gv_fill_next(e0, l, lid);
           } else {
 //!endif
-            if (arg == 0u && lid < TILE_E) {
+            if (o.arg == 0u && lid < TILE_E) {
               tile_bar[lid] = select(u.splitStart, ep.bar, mine);
               tile_pf[lid] = select(vec4<f32>(0.0), vec4<f32>(portfolio_features(ep), 0.0), mine);
             }
             workgroupBarrier();
-            fill_states(e0, l, select(u32(OUT_F_NEXT_STATES), u32(OUT_F_STATES), arg == 0u), true, lid);
+            fill_states(e0, l, select(u32(OUT_F_NEXT_STATES), u32(OUT_F_STATES), o.arg == 0u), true, lid);
 //!if ENGINE == 5
           }
 //!endif
@@ -2887,10 +2877,10 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
           }
         }
         case OP_C51_V, OP_C51_SUM, OP_C51_DIV, OP_C51_Q: {
-          c51_phase(kind, arg, lid);
+          c51_phase(o.kind, o.arg, lid);
         }
         default: {
-          iqn_phase(kind, arg, lid);
+          iqn_phase(o.kind, o.arg, lid);
         }
       }
       if (OP_BARRIER) {
