@@ -464,7 +464,14 @@ fn gv_dense_at(i: u32, lid: u32) {
   let o = op_at(i);
   gv_delta = select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1);
   gv_side = gv_side_at(i);
+  // GV_PREF 1: the layer after this one (the pass's first after its last) is op gv_next.
+  gv_this = i;
+  gv_next = TARGET_AT + (i - TARGET_AT + 1u) % 4u;
+  let nx = op_at(gv_next);
+  gv_nb0 = nx.b0;
+  gv_nb1 = nx.b1;
   dense_gv(o.b0, o.b1, o.act, o.to_q, o.out_col, lid);
+  gv_this = GV_NO_OP;
 }
 
 // Engine 5's fill of s' (GV_DUAL or GV_CUR): the next states (bar tile_bar[r], portfolio

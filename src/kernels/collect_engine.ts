@@ -107,6 +107,7 @@ export function tileEngineConstants(
   GV_STRAIGHT?: number;
   GV_RANGE?: number;
   GV_DEPTH?: number;
+  GV_PREF?: number;
 } {
   if (engine === GV_ENGINE) {
     if (rows > GV_MAX_ROWS)
@@ -143,6 +144,9 @@ export function tileEngineConstants(
       // GV_DEPTH 2: two runs of weight words loaded ahead (GV_RANGE 1) instead of one; measured
       // slower (H200: 5.04M against 5.12M env-steps/s at N = 128, far slower at 2,048), kept for the bench.
       GV_DEPTH: 1,
+      // GV_PREF 1: each next-state layer loads the next one's first run of weight words before its
+      // barrier (the last layer the next step's first), so those loads cross the op boundary.
+      GV_PREF: 1,
     };
   }
   if (engine === MMA_ENGINE) {

@@ -1817,7 +1817,29 @@ fn gv_fma_run(acc: ptr<function, array<f32, TILE_E>>, w: ptr<function, array<vec
   }
 }
 
-fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+// A thread's share of a layer (engine 5): its net n (dual pass), output j, part p of the parts
+// that split the inputs, its rows from r0, the weight column base, groups [g_lo, g_hi).
+struct GvGeom {
+  n_out: u32,
+  sh: u32,
+  nj: u32,
+  dual: bool,
+  nets: u32,
+  parts: u32,
+  n: u32,
+  j: u32,
+  p: u32,
+  c0: Block,
+  c1: Block,
+  r0: u32,
+  out_pad: u32,
+  base: u32,
+  g_lo: u32,
+  g_hi: u32,
+  busy: bool,
+}
+
+fn gv_geom(b0: Block, b1: Block, lid: u32) -> GvGeom {
   let n_out = b0.rows + b1.rows;
   // Threads per net and part: nj = 2^sh >= 32 covering the outputs, so the thread split is shifts
   // and masks (every layer of the plain head is 32, 64 or 256 wide: the same parts as rounding up
@@ -1825,7 +1847,6 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   let sh = max(5u, 32u - countLeadingZeros(n_out - 1u));
   let nj = 1u << sh;
   let dual = gv_delta != 0u;
-  let nets = select(1u, 2u, dual);
   let parts = select(WG_X, WG_X / 2u, dual) >> sh;
   let n = select(0u, lid / (WG_X / 2u), dual);
   let x = select(lid, lid % (WG_X / 2u), dual);
@@ -1834,16 +1855,57 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   // This thread's net (the op's own, or the online net's twin layer) and its rows.
   let c0 = gv_block(b0, n);
   let c1 = gv_block(b1, n);
-  let r0 = select(0u, n * TILE_E, dual);
-  let out_pad = (n_out + 15u) / 16u * 16u;
-  let base = mma_offset(c0.w) / 8u + j;
   var blk = c0;
   if (j >= c0.rows) {
     blk = c1;
   }
-  let g_lo = blk.k_lo / 8u;
-  let g_hi = (blk.k_lo + blk.k_len + 7u) / 8u;
-  let busy = p < parts && j < n_out;
+  return GvGeom(n_out, sh, nj, dual, select(1u, 2u, dual), parts, n, j, p, c0, c1, select(0u, n * TILE_E, dual),
+    (n_out + 15u) / 16u * 16u, mma_offset(c0.w) / 8u + j, blk.k_lo / 8u, (blk.k_lo + blk.k_len + 7u) / 8u,
+    p < parts && j < n_out);
+}
+
+// GV_PREF 1: the next-state pass's layers (GV_STRAIGHT calls, op gv_this) load the first run of the
+// next one's words (op gv_next, blocks gv_nb0 / gv_nb1; after the last layer, the next step's first)
+// into gv_pre before their barrier, so a layer's first loads are in flight across the op boundary
+// (the weights do not change within a launch). gv_pre_op names the op whose run gv_pre holds.
+const GV_NO_OP = 0xffffffffu;
+var<private> gv_this: u32 = GV_NO_OP;
+var<private> gv_next: u32 = GV_NO_OP;
+var<private> gv_nb0: Block;
+var<private> gv_nb1: Block;
+var<private> gv_pre: array<vec4<u32>, GV_UNROLL>;
+var<private> gv_pre_op: u32 = GV_NO_OP;
+
+// GV_PREF 1: this thread's first run of words of op gv_next into gv_pre.
+fn gv_prefetch(lid: u32) {
+  let q = gv_geom(gv_nb0, gv_nb1, lid);
+  if (q.busy) {
+    var w: array<vec4<u32>, GV_UNROLL>;
+    gv_load_run(&w, q.base, q.g_lo + q.p * GV_UNROLL, q.g_hi, q.out_pad);
+    gv_pre = w;
+  }
+  gv_pre_op = gv_next;
+}
+
+fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+  let q = gv_geom(b0, b1, lid);
+  let n_out = q.n_out;
+  let sh = q.sh;
+  let nj = q.nj;
+  let dual = q.dual;
+  let nets = q.nets;
+  let parts = q.parts;
+  let n = q.n;
+  let j = q.j;
+  let p = q.p;
+  let c0 = q.c0;
+  let c1 = q.c1;
+  let r0 = q.r0;
+  let out_pad = q.out_pad;
+  let base = q.base;
+  let g_lo = q.g_lo;
+  let g_hi = q.g_hi;
+  let busy = q.busy;
   var acc: array<f32, TILE_E>;
   // GV_BIAS 1: part 0's sums start at the bias, loaded beside the first weights (not after the
   // layer's barrier).
@@ -1873,13 +1935,18 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       }
     }
   }
+  var pre_done = false;
   if (busy && GV_RANGE == 1) {
     let stride = parts * GV_UNROLL;
     let g0 = g_lo + p * GV_UNROLL;
     // GV_DEPTH 2: two runs' loads in flight ahead of the multiply-adds instead of one.
     var next: array<vec4<u32>, GV_UNROLL>;
     var next2: array<vec4<u32>, GV_UNROLL>;
-    gv_load_run(&next, base, g0, g_hi, out_pad);
+    if (GV_PREF == 1 && gv_this != GV_NO_OP && gv_pre_op == gv_this) {
+      next = gv_pre;
+    } else {
+      gv_load_run(&next, base, g0, g_hi, out_pad);
+    }
     if (GV_DEPTH == 2 && g0 + stride < g_hi) {
       gv_load_run(&next2, base, g0 + stride, g_hi, out_pad);
     }
@@ -1893,8 +1960,17 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       } else if (g + stride < g_hi) {
         gv_load_run(&next, base, g + stride, g_hi, out_pad);
       }
+      // GV_PREF 1: past this layer's last loads, the next layer's first run.
+      if (GV_PREF == 1 && gv_this != GV_NO_OP && g + stride >= g_hi) {
+        gv_prefetch(lid);
+        pre_done = true;
+      }
       gv_fma_run(&acc, &w, g, g_hi, r0);
     }
+  }
+  // Threads with no words in this layer load theirs of the next one too.
+  if (GV_PREF == 1 && GV_RANGE == 1 && gv_this != GV_NO_OP && !pre_done) {
+    gv_prefetch(lid);
   }
   if (busy && GV_RANGE == 0) {
     // GV_PIPE 1: the next batch's loads are issued before this batch's multiply-adds.
@@ -2627,7 +2703,14 @@ fn gv_dense_at(i: u32, lid: u32) {
   let o = op_at(i);
   gv_delta = select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1);
   gv_side = gv_side_at(i);
+  // GV_PREF 1: the layer after this one (the pass's first after its last) is op gv_next.
+  gv_this = i;
+  gv_next = TARGET_AT + (i - TARGET_AT + 1u) % 4u;
+  let nx = op_at(gv_next);
+  gv_nb0 = nx.b0;
+  gv_nb1 = nx.b1;
   dense_gv(o.b0, o.b1, o.act, o.to_q, o.out_col, lid);
+  gv_this = GV_NO_OP;
 }
 
 // Engine 5's fill of s' (GV_DUAL or GV_CUR): the next states (bar tile_bar[r], portfolio
@@ -5401,7 +5484,29 @@ fn gv_fma_run(acc: ptr<function, array<f32, TILE_E>>, w: ptr<function, array<vec
   }
 }
 
-fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+// A thread's share of a layer (engine 5): its net n (dual pass), output j, part p of the parts
+// that split the inputs, its rows from r0, the weight column base, groups [g_lo, g_hi).
+struct GvGeom {
+  n_out: u32,
+  sh: u32,
+  nj: u32,
+  dual: bool,
+  nets: u32,
+  parts: u32,
+  n: u32,
+  j: u32,
+  p: u32,
+  c0: Block,
+  c1: Block,
+  r0: u32,
+  out_pad: u32,
+  base: u32,
+  g_lo: u32,
+  g_hi: u32,
+  busy: bool,
+}
+
+fn gv_geom(b0: Block, b1: Block, lid: u32) -> GvGeom {
   let n_out = b0.rows + b1.rows;
   // Threads per net and part: nj = 2^sh >= 32 covering the outputs, so the thread split is shifts
   // and masks (every layer of the plain head is 32, 64 or 256 wide: the same parts as rounding up
@@ -5409,7 +5514,6 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   let sh = max(5u, 32u - countLeadingZeros(n_out - 1u));
   let nj = 1u << sh;
   let dual = gv_delta != 0u;
-  let nets = select(1u, 2u, dual);
   let parts = select(WG_X, WG_X / 2u, dual) >> sh;
   let n = select(0u, lid / (WG_X / 2u), dual);
   let x = select(lid, lid % (WG_X / 2u), dual);
@@ -5418,16 +5522,57 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   // This thread's net (the op's own, or the online net's twin layer) and its rows.
   let c0 = gv_block(b0, n);
   let c1 = gv_block(b1, n);
-  let r0 = select(0u, n * TILE_E, dual);
-  let out_pad = (n_out + 15u) / 16u * 16u;
-  let base = mma_offset(c0.w) / 8u + j;
   var blk = c0;
   if (j >= c0.rows) {
     blk = c1;
   }
-  let g_lo = blk.k_lo / 8u;
-  let g_hi = (blk.k_lo + blk.k_len + 7u) / 8u;
-  let busy = p < parts && j < n_out;
+  return GvGeom(n_out, sh, nj, dual, select(1u, 2u, dual), parts, n, j, p, c0, c1, select(0u, n * TILE_E, dual),
+    (n_out + 15u) / 16u * 16u, mma_offset(c0.w) / 8u + j, blk.k_lo / 8u, (blk.k_lo + blk.k_len + 7u) / 8u,
+    p < parts && j < n_out);
+}
+
+// GV_PREF 1: the next-state pass's layers (GV_STRAIGHT calls, op gv_this) load the first run of the
+// next one's words (op gv_next, blocks gv_nb0 / gv_nb1; after the last layer, the next step's first)
+// into gv_pre before their barrier, so a layer's first loads are in flight across the op boundary
+// (the weights do not change within a launch). gv_pre_op names the op whose run gv_pre holds.
+const GV_NO_OP = 0xffffffffu;
+var<private> gv_this: u32 = GV_NO_OP;
+var<private> gv_next: u32 = GV_NO_OP;
+var<private> gv_nb0: Block;
+var<private> gv_nb1: Block;
+var<private> gv_pre: array<vec4<u32>, GV_UNROLL>;
+var<private> gv_pre_op: u32 = GV_NO_OP;
+
+// GV_PREF 1: this thread's first run of words of op gv_next into gv_pre.
+fn gv_prefetch(lid: u32) {
+  let q = gv_geom(gv_nb0, gv_nb1, lid);
+  if (q.busy) {
+    var w: array<vec4<u32>, GV_UNROLL>;
+    gv_load_run(&w, q.base, q.g_lo + q.p * GV_UNROLL, q.g_hi, q.out_pad);
+    gv_pre = w;
+  }
+  gv_pre_op = gv_next;
+}
+
+fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+  let q = gv_geom(b0, b1, lid);
+  let n_out = q.n_out;
+  let sh = q.sh;
+  let nj = q.nj;
+  let dual = q.dual;
+  let nets = q.nets;
+  let parts = q.parts;
+  let n = q.n;
+  let j = q.j;
+  let p = q.p;
+  let c0 = q.c0;
+  let c1 = q.c1;
+  let r0 = q.r0;
+  let out_pad = q.out_pad;
+  let base = q.base;
+  let g_lo = q.g_lo;
+  let g_hi = q.g_hi;
+  let busy = q.busy;
   var acc: array<f32, TILE_E>;
   // GV_BIAS 1: part 0's sums start at the bias, loaded beside the first weights (not after the
   // layer's barrier).
@@ -5457,13 +5602,18 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       }
     }
   }
+  var pre_done = false;
   if (busy && GV_RANGE == 1) {
     let stride = parts * GV_UNROLL;
     let g0 = g_lo + p * GV_UNROLL;
     // GV_DEPTH 2: two runs' loads in flight ahead of the multiply-adds instead of one.
     var next: array<vec4<u32>, GV_UNROLL>;
     var next2: array<vec4<u32>, GV_UNROLL>;
-    gv_load_run(&next, base, g0, g_hi, out_pad);
+    if (GV_PREF == 1 && gv_this != GV_NO_OP && gv_pre_op == gv_this) {
+      next = gv_pre;
+    } else {
+      gv_load_run(&next, base, g0, g_hi, out_pad);
+    }
     if (GV_DEPTH == 2 && g0 + stride < g_hi) {
       gv_load_run(&next2, base, g0 + stride, g_hi, out_pad);
     }
@@ -5477,8 +5627,17 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       } else if (g + stride < g_hi) {
         gv_load_run(&next, base, g + stride, g_hi, out_pad);
       }
+      // GV_PREF 1: past this layer's last loads, the next layer's first run.
+      if (GV_PREF == 1 && gv_this != GV_NO_OP && g + stride >= g_hi) {
+        gv_prefetch(lid);
+        pre_done = true;
+      }
       gv_fma_run(&acc, &w, g, g_hi, r0);
     }
+  }
+  // Threads with no words in this layer load theirs of the next one too.
+  if (GV_PREF == 1 && GV_RANGE == 1 && gv_this != GV_NO_OP && !pre_done) {
+    gv_prefetch(lid);
   }
   if (busy && GV_RANGE == 0) {
     // GV_PIPE 1: the next batch's loads are issued before this batch's multiply-adds.
@@ -7273,7 +7432,29 @@ fn gv_fma_run(acc: ptr<function, array<f32, TILE_E>>, w: ptr<function, array<vec
   }
 }
 
-fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+// A thread's share of a layer (engine 5): its net n (dual pass), output j, part p of the parts
+// that split the inputs, its rows from r0, the weight column base, groups [g_lo, g_hi).
+struct GvGeom {
+  n_out: u32,
+  sh: u32,
+  nj: u32,
+  dual: bool,
+  nets: u32,
+  parts: u32,
+  n: u32,
+  j: u32,
+  p: u32,
+  c0: Block,
+  c1: Block,
+  r0: u32,
+  out_pad: u32,
+  base: u32,
+  g_lo: u32,
+  g_hi: u32,
+  busy: bool,
+}
+
+fn gv_geom(b0: Block, b1: Block, lid: u32) -> GvGeom {
   let n_out = b0.rows + b1.rows;
   // Threads per net and part: nj = 2^sh >= 32 covering the outputs, so the thread split is shifts
   // and masks (every layer of the plain head is 32, 64 or 256 wide: the same parts as rounding up
@@ -7281,7 +7462,6 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   let sh = max(5u, 32u - countLeadingZeros(n_out - 1u));
   let nj = 1u << sh;
   let dual = gv_delta != 0u;
-  let nets = select(1u, 2u, dual);
   let parts = select(WG_X, WG_X / 2u, dual) >> sh;
   let n = select(0u, lid / (WG_X / 2u), dual);
   let x = select(lid, lid % (WG_X / 2u), dual);
@@ -7290,16 +7470,57 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   // This thread's net (the op's own, or the online net's twin layer) and its rows.
   let c0 = gv_block(b0, n);
   let c1 = gv_block(b1, n);
-  let r0 = select(0u, n * TILE_E, dual);
-  let out_pad = (n_out + 15u) / 16u * 16u;
-  let base = mma_offset(c0.w) / 8u + j;
   var blk = c0;
   if (j >= c0.rows) {
     blk = c1;
   }
-  let g_lo = blk.k_lo / 8u;
-  let g_hi = (blk.k_lo + blk.k_len + 7u) / 8u;
-  let busy = p < parts && j < n_out;
+  return GvGeom(n_out, sh, nj, dual, select(1u, 2u, dual), parts, n, j, p, c0, c1, select(0u, n * TILE_E, dual),
+    (n_out + 15u) / 16u * 16u, mma_offset(c0.w) / 8u + j, blk.k_lo / 8u, (blk.k_lo + blk.k_len + 7u) / 8u,
+    p < parts && j < n_out);
+}
+
+// GV_PREF 1: the next-state pass's layers (GV_STRAIGHT calls, op gv_this) load the first run of the
+// next one's words (op gv_next, blocks gv_nb0 / gv_nb1; after the last layer, the next step's first)
+// into gv_pre before their barrier, so a layer's first loads are in flight across the op boundary
+// (the weights do not change within a launch). gv_pre_op names the op whose run gv_pre holds.
+const GV_NO_OP = 0xffffffffu;
+var<private> gv_this: u32 = GV_NO_OP;
+var<private> gv_next: u32 = GV_NO_OP;
+var<private> gv_nb0: Block;
+var<private> gv_nb1: Block;
+var<private> gv_pre: array<vec4<u32>, GV_UNROLL>;
+var<private> gv_pre_op: u32 = GV_NO_OP;
+
+// GV_PREF 1: this thread's first run of words of op gv_next into gv_pre.
+fn gv_prefetch(lid: u32) {
+  let q = gv_geom(gv_nb0, gv_nb1, lid);
+  if (q.busy) {
+    var w: array<vec4<u32>, GV_UNROLL>;
+    gv_load_run(&w, q.base, q.g_lo + q.p * GV_UNROLL, q.g_hi, q.out_pad);
+    gv_pre = w;
+  }
+  gv_pre_op = gv_next;
+}
+
+fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+  let q = gv_geom(b0, b1, lid);
+  let n_out = q.n_out;
+  let sh = q.sh;
+  let nj = q.nj;
+  let dual = q.dual;
+  let nets = q.nets;
+  let parts = q.parts;
+  let n = q.n;
+  let j = q.j;
+  let p = q.p;
+  let c0 = q.c0;
+  let c1 = q.c1;
+  let r0 = q.r0;
+  let out_pad = q.out_pad;
+  let base = q.base;
+  let g_lo = q.g_lo;
+  let g_hi = q.g_hi;
+  let busy = q.busy;
   var acc: array<f32, TILE_E>;
   // GV_BIAS 1: part 0's sums start at the bias, loaded beside the first weights (not after the
   // layer's barrier).
@@ -7329,13 +7550,18 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       }
     }
   }
+  var pre_done = false;
   if (busy && GV_RANGE == 1) {
     let stride = parts * GV_UNROLL;
     let g0 = g_lo + p * GV_UNROLL;
     // GV_DEPTH 2: two runs' loads in flight ahead of the multiply-adds instead of one.
     var next: array<vec4<u32>, GV_UNROLL>;
     var next2: array<vec4<u32>, GV_UNROLL>;
-    gv_load_run(&next, base, g0, g_hi, out_pad);
+    if (GV_PREF == 1 && gv_this != GV_NO_OP && gv_pre_op == gv_this) {
+      next = gv_pre;
+    } else {
+      gv_load_run(&next, base, g0, g_hi, out_pad);
+    }
     if (GV_DEPTH == 2 && g0 + stride < g_hi) {
       gv_load_run(&next2, base, g0 + stride, g_hi, out_pad);
     }
@@ -7349,8 +7575,17 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       } else if (g + stride < g_hi) {
         gv_load_run(&next, base, g + stride, g_hi, out_pad);
       }
+      // GV_PREF 1: past this layer's last loads, the next layer's first run.
+      if (GV_PREF == 1 && gv_this != GV_NO_OP && g + stride >= g_hi) {
+        gv_prefetch(lid);
+        pre_done = true;
+      }
       gv_fma_run(&acc, &w, g, g_hi, r0);
     }
+  }
+  // Threads with no words in this layer load theirs of the next one too.
+  if (GV_PREF == 1 && GV_RANGE == 1 && gv_this != GV_NO_OP && !pre_done) {
+    gv_prefetch(lid);
   }
   if (busy && GV_RANGE == 0) {
     // GV_PIPE 1: the next batch's loads are issued before this batch's multiply-adds.

@@ -241,7 +241,14 @@ describe('collect_dqn weight-streaming engine (5): plan and refusal', () => {
     const one = collectDqnSpec({ ...base, tileEpisodes: 1 });
     expect(one.constants).toMatchObject({ ENGINE: 5, ROWS: 1, ACT_W: 256, GV_UNROLL: 4 });
     expect(one.constants).toMatchObject({ GV_TABLE: 1, GV_BIAS: 1, GV_PIPE: 1, GV_PROBE: 0 });
-    expect(one.constants).toMatchObject({ GV_TREE: 0, GV_ENV: 1, GV_STRAIGHT: 1, GV_RANGE: 1, GV_DEPTH: 1 });
+    expect(one.constants).toMatchObject({
+      GV_TREE: 0,
+      GV_ENV: 1,
+      GV_STRAIGHT: 1,
+      GV_RANGE: 1,
+      GV_DEPTH: 1,
+      GV_PREF: 1,
+    });
     expect(one.constants?.MMH_OFF_9).toBe(halfNetsLayout().entries[9].off);
     expect(one.bindings[10]).toEqual({ name: 'nets16', type: 'u32', access: 'read', wgslType: 'vec4<u32>' });
     expect(one.wgslDirectives).toBeUndefined();
