@@ -538,7 +538,13 @@ function dqnHalfCase(n: number, tileEpisodes: number, threads = 256): ParityCase
  */
 function dqnStreamCase(n: number, tileEpisodes: number, threads: number): ParityCase {
   const streamForm = (e: number, t: number) =>
-    t < 512 ? '' : e <= GV_CUR_MAX_EPISODES ? ': dual pass, curiosity beside it' : ': dual pass';
+    t < 512
+      ? e === 1
+        ? ": the next layer's first loads ahead"
+        : ''
+      : e <= GV_CUR_MAX_EPISODES
+        ? ': dual pass, curiosity beside it'
+        : ': dual pass';
   return dqnEpsilonOneCase(
     n,
     {
@@ -601,6 +607,7 @@ export function collectParityCases(): ParityCase[] {
     dqnHalfCase(40, 48),
     dqnHalfCase(N, 4, 512),
     dqnStreamCase(N, 2, 256),
+    dqnStreamCase(3, 1, 256),
     dqnStreamCase(16, 8, 256),
     dqnStreamCase(10, 4, 512),
     dqnStreamCase(11, 6, 512),

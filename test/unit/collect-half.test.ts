@@ -256,6 +256,12 @@ describe('collect_dqn weight-streaming engine (5): plan and refusal', () => {
     // 512 threads: the dual pass (online and target rows), within 48 KiB at 8 episodes.
     const dual = collectDqnSpec({ ...base, tileEpisodes: 8, threads: 512 });
     expect(dual.constants).toMatchObject({ ROWS: 16, GV_DUAL: 1 });
+    // The next layer's first loads ahead (GV_PREF) with one episode and no dual pass only.
+    expect(dual.constants).toMatchObject({ GV_PREF: 0 });
+    expect(collectDqnSpec({ ...base, tileEpisodes: 2 }).constants).toMatchObject({ GV_PREF: 0 });
+    expect(collectDqnSpec({ ...base, tileEpisodes: 1, threads: 512 }).constants).toMatchObject({
+      GV_PREF: 0,
+    });
     expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 8, threads: 512 })).toBeLessThanOrEqual(48 * 1024);
     // The curiosity layers beside the dual pass (GV_CUR) up to 4 episodes a workgroup, one weight
     // word a thread (fc1: 64 outputs x 5 groups of 8 of its 35 inputs); not without the dual pass.
