@@ -117,8 +117,9 @@ export function tileEngineConstants(
     // GV_DUAL: the target pass also runs the online net on s' (rows doubled), with 2 x width threads.
     const dual = threads >= 2 * width ? 1 : 0;
     // GV_PROBE: bench only (collect_tile.wgsl dense_gv), 0 in every real build. GV_TABLE, GV_BIAS,
-    // GV_PIPE, GV_ENV, GV_STRAIGHT, GV_RANGE: 1 in every real build, 0 for the bench to time each against the
-    // older form. GV_TREE: 0 in every real build (measured slower, kept for the bench).
+    // GV_PIPE, GV_ENV, GV_STRAIGHT, GV_RANGE: 1 in every real build, 0 for the bench to time each
+    // against the older form. GV_TREE, GV_DEPTH 2: never in a real build (measured slower, kept for
+    // the bench).
     return {
       ROWS: (1 + dual) * rows,
       ENGINE: engine,
@@ -142,7 +143,7 @@ export function tileEngineConstants(
       // its loads always pipelined, GV_PIPE aside). 0: the older interleaved words, for the bench.
       GV_RANGE: 1,
       // GV_DEPTH 2: two runs of weight words loaded ahead (GV_RANGE 1) instead of one; measured
-      // slower (H200: 5.04M against 5.12M env-steps/s at N = 128, far slower at 2,048), kept for the bench.
+      // slower (H200: 5.04M against 5.12M env-steps/s at N = 128, far slower at 2,048).
       GV_DEPTH: 1,
       // GV_PREF 1: each next-state layer loads the next one's first run of weight words before its
       // barrier (the last layer the next step's first), so those loads cross the op boundary. On for
