@@ -150,7 +150,7 @@ export function dqnTileConstants(o: CollectDqnOptions): Record<string, number> {
     // next-state pass's first two (GV_CUR, collect_dqn.wgsl), one weight word a thread, up to
     // GV_CUR_MAX_EPISODES episodes a workgroup (its arrays grow with the tile).
     ...(engine.ENGINE === GV_ENGINE
-      ? { GV_CUR: engine.GV_DUAL === 1 && rows <= GV_CUR_MAX_EPISODES ? 1 : 0, GV_SIDE_WORDS }
+      ? gvDqnConstants(engine.GV_DUAL === 1 && rows <= GV_CUR_MAX_EPISODES)
       : {}),
     ACT_W: actWidth(o.engine ?? 0, o.kt, 256),
     QW: o.head === 'c51' ? 256 : 48,
@@ -158,6 +158,15 @@ export function dqnTileConstants(o: CollectDqnOptions): Record<string, number> {
     MJ_MAX: Math.ceil(256 / o.tj),
     TAU_ROWS: o.head === 'iqn' ? o.tauRows : 1,
   };
+}
+
+/**
+ * Engine 5's DQN-only constants: GV_CUR (the curiosity layers beside the dual pass), GV_FLAT (with
+ * GV_CUR: the ops from the action on run without the table's loads, collect_dqn.wgsl) and the bench
+ * switch GV_WARM (0 in every real build).
+ */
+function gvDqnConstants(cur: boolean): { GV_CUR: number; GV_SIDE_WORDS: number; GV_FLAT: number; GV_WARM: number } {
+  return { GV_CUR: cur ? 1 : 0, GV_SIDE_WORDS, GV_FLAT: cur ? 1 : 0, GV_WARM: 0 };
 }
 
 /**
@@ -221,6 +230,7 @@ export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
           1 +
           gvProgramWords(c.GV_CUR === 1) +
           gvCurFloats(c.GV_CUR === 1, e) +
+          (c.GV_FLAT === 1 ? c.ROWS * 48 : 1) +
           gvEnvFloats(c.GV_ENV === 1)
         : isQuadEngine(c.ENGINE)
           ? 1

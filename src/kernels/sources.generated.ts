@@ -2296,6 +2296,18 @@ var<workgroup> gv_prog: array<Op, select(1u, PROGRAM_LEN, GV_TABLE == 1)>;
 // step, and the action's category), and the TD op adds the bonus and writes the step.
 const CUR_OPS = select(4u, 0u, GV_CUR == 1);
 var<workgroup> tile_cbar: array<i32, TILE_E>;
+// GV_FLAT 1 (with GV_CUR): the ops from the action on (action and env, fill of s', the next-state
+// pass's 4 layers, the dueling combination, TD) are known from their index, so they run without
+// the table's loads: each closed by one plain barrier (the action op by the step's verdict load, or
+// the online pass's last op by one), and the combination writes Q to gv_qc instead of over the
+// advantages, which needs no barrier of its own.
+const_assert GV_FLAT == 0 || (GV_CUR == 1 && GV_STRAIGHT == 1 && HEAD == HEAD_PLAIN);
+var<workgroup> gv_qc: array<f32, select(1u, ROWS * 48u, GV_FLAT == 1)>;
+// GV_WARM > 0 (bench switch): in the action op the threads past the first subgroup touch the words of
+// the next-state pass's first layer and then its second's first groups (sectors gv_warm_at), up
+// to GV_WARM loads a thread, 8 in flight, so those layers' loads may find them in the SM's L1.
+// gv_sink keeps the loads (written out only on an impossible uniform).
+var<private> gv_sink: u32 = 0u;
 //!endif
 //!if ENGINE != 5
 const CUR_OPS = 4u;
@@ -2515,6 +2527,14 @@ fn combine_dueling(lid: u32) {
       let mean = sum / 45.0;
       q = (qv[o + NUM_ACTIONS] + qv[o + a]) - mean;
     }
+//!if ENGINE == 5
+    if (GV_FLAT == 1) {
+      if (r < ROWS) {
+        gv_qc[r * 48u + a] = q;
+      }
+      return;
+    }
+//!endif
     workgroupBarrier();
     if (r < ROWS) {
       qv[r * QW + a] = q;
@@ -2652,6 +2672,11 @@ fn iqn_phase(kind: u32, p: u32, lid: u32) {
 }
 
 fn final_q(r: u32, a: u32) -> f32 {
+//!if ENGINE == 5
+  if (GV_FLAT == 1) {
+    return gv_qc[r * 48u + a];
+  }
+//!endif
   if (HEAD == HEAD_PLAIN) {
     return qv[r * QW + a];
   }
@@ -2711,6 +2736,74 @@ fn gv_dense_at(i: u32, lid: u32) {
   gv_nb1 = nx.b1;
   dense_gv(o.b0, o.b1, o.act, o.to_q, o.out_col, lid);
   gv_this = GV_NO_OP;
+}
+
+// GV_FLAT 1: op i >= ACT_AT of the step's program, known from the index (GV_CUR: no curiosity ops;
+// the dense ops go straight, gv_dense_at, so their blocks are not needed).
+fn gv_flat_op(i: u32) -> Op {
+  if (i == ACT_AT) {
+    return phase(OP_ACT, 0u);
+  }
+  if (i == ENV_AT) {
+    return phase(OP_ENV, 0u);
+  }
+  if (i < TARGET_AT) {
+    return phase(OP_FILL, 1u);
+  }
+  if (i < TARGET_AT + 4u) {
+    return Op(OP_DENSE, NO_BLOCK, NO_BLOCK, 0u, 0u, ACT_NONE, false, 0u, 0u);
+  }
+  if (i == TARGET_AT + 4u) {
+    return phase(OP_COMBINE, 0u);
+  }
+  return phase(OP_TD, 0u);
+}
+
+// GV_WARM: the word of nets16 that warm sector s touches (bases: the first layer's matrices, online
+// then the op's own, and the second's): the first layer's two matrices whole, then the second's
+// group rows alternating between the two nets (GV_DUAL; one net without it).
+struct GvWarm {
+  o0: u32,
+  t0: u32,
+  o1: u32,
+  t1: u32,
+}
+
+fn gv_warm_bases() -> GvWarm {
+  let l0 = op_at(TARGET_AT).b0.w;
+  let l1 = op_at(TARGET_AT + 1u).b0.w;
+  let d = select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1);
+  return GvWarm(mma_offset(l0 - d) / 8u, mma_offset(l0) / 8u, mma_offset(l1 - d) / 8u, mma_offset(l1) / 8u);
+}
+
+const GV_W0 = (STATE_DIM + 7u) / 8u * 128u;
+
+fn gv_warm_at(b: GvWarm, s: u32) -> u32 {
+  if (s < GV_W0) {
+    return b.o0 + 2u * s;
+  }
+  if (s < 2u * GV_W0) {
+    return b.t0 + 2u * (s - GV_W0);
+  }
+  let s1 = s - 2u * GV_W0;
+  let row = s1 / 128u;
+  let k = min((row >> 1u) * 128u + s1 % 128u, 4095u);
+  return select(b.o1, b.t1, (row & 1u) == 1u) + 2u * k;
+}
+
+// GV_WARM: thread lid's share of the warm loads (lid >= 32).
+fn gv_warm(b: GvWarm, lid: u32) {
+  let t = lid - 32u;
+  let nt = WG_X - 32u;
+  for (var k0 = 0u; k0 < GV_WARM; k0 += 8u) {
+    var w: array<u32, 8>;
+    for (var k = 0u; k < 8u; k++) {
+      w[k] = nets16[gv_warm_at(b, t + (k0 + k) * nt)].x;
+    }
+    for (var k = 0u; k < 8u; k++) {
+      gv_sink = gv_sink ^ w[k];
+    }
+  }
 }
 
 // Engine 5's fill of s' (GV_DUAL or GV_CUR): the next states (bar tile_bar[r], portfolio
@@ -2809,6 +2902,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       gv_ent[i] = entropy[i];
     }
   }
+  let warm = gv_warm_bases();
   if (GV_TABLE == 1) {
     for (var i = lid; i < PROGRAM_LEN; i += WG_X) {
       gv_prog[i] = op_at(i);
@@ -2847,8 +2941,20 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       }
       gv_delta = select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1 && i >= TARGET_AT && i < TARGET_AT + NET_LEN);
       gv_side = gv_side_at(i);
+      var o: Op;
+      if (GV_FLAT == 1 && i >= ACT_AT) {
+        // The action op after a skipped online pass is closed by the verdict's load.
+        if (i != ACT_AT || need != 0u) {
+          workgroupBarrier();
+        }
+        o = gv_flat_op(i);
+      } else {
+        o = step_op(i);
+      }
 //!endif
+//!if ENGINE != 5
       let o = step_op(i);
+//!endif
       // Bench only: ABLATE bit k skips every op of kind k (its barrier kept), so a sweep over the
       // bits times each phase by difference; the outputs are then meaningless.
       if ((ABLATE & (1u << o.kind)) != 0u) {
@@ -2910,6 +3016,11 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
           combine_dueling(lid);
         }
         case OP_ACT: {
+//!if ENGINE == 5
+          if (GV_WARM > 0u && lid >= 32u) {
+            gv_warm(warm, lid);
+          }
+//!endif
           if (mine) {
 //!if ENGINE == 5
             if (GV_ENV == 1) {
@@ -2974,6 +3085,11 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
   if (mine) {
     store_episode(e, ep);
   }
+//!if ENGINE == 5
+  if (GV_WARM > 0u && gv_sink == 0x9e3779b9u && u.epsilon < -1.0) {
+    out_f[0] = 0.0;
+  }
+//!endif
 }
 
 // ---- seed variant: one invocation per episode, plain head ----
