@@ -491,12 +491,50 @@ fn gv_dense_at(i: u32, lid: u32) {
   gv_side = gv_side_at(i);
   // GV_PREF 1: the layer after this one (the pass's first after its last) is op gv_next.
   gv_this = i;
+  gv_li = i - TARGET_AT;
   gv_next = TARGET_AT + (i - TARGET_AT + 1u) % 4u;
   let nx = op_at(gv_next);
   gv_nb0 = nx.b0;
   gv_nb1 = nx.b1;
   dense_gv(o.b0, o.b1, o.act, o.to_q, o.out_col, lid);
   gv_this = GV_NO_OP;
+  gv_li = GV_NO_OP;
+}
+
+// GV_RES: thread lid's resident words of the next-state pass's first layer, its heads and its side
+// layers (collect_tile.wgsl), with the geometry gv_dense_at gives those layers.
+fn gv_res_load(lid: u32) {
+  gv_delta = select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1);
+  let o0 = op_at(TARGET_AT);
+  let q0 = gv_geom(o0.b0, o0.b1, lid);
+  var w: array<vec4<u32>, GV_UNROLL>;
+  if (q0.busy && (GV_RES & 1u) != 0u) {
+    let g0 = q0.g_lo + q0.p * GV_UNROLL;
+    gv_load_run(&w, q0.base, g0, q0.g_hi, q0.out_pad);
+    gv_r0a = w;
+    let g1 = g0 + q0.parts * GV_UNROLL;
+    if ((GV_RES & 2u) != 0u && g1 < q0.g_hi) {
+      gv_load_run(&w, q0.base, g1, q0.g_hi, q0.out_pad);
+      gv_r0b = w;
+    }
+  }
+  let o3 = op_at(TARGET_AT + 3u);
+  let q3 = gv_geom(o3.b0, o3.b1, lid);
+  if (q3.busy && (GV_RES & 4u) != 0u) {
+    gv_load_run(&w, q3.base, q3.g_lo + q3.p * GV_UNROLL, q3.g_hi, q3.out_pad);
+    gv_r3 = w;
+  }
+  if (GV_CUR == 1 && (GV_RES & 8u) != 0u) {
+    let s0 = gv_side_at(TARGET_AT);
+    let s1 = gv_side_at(TARGET_AT + 1u);
+    if (s0.blk.rows != 0u && lid < s0.blk.rows * ((s0.blk.k_len + 7u) / 8u)) {
+      gv_s0 = nets16[gv_side_word(s0, lid)];
+    }
+    if (s1.blk.rows != 0u && lid < s1.blk.rows * ((s1.blk.k_len + 7u) / 8u)) {
+      gv_s1 = nets16[gv_side_word(s1, lid)];
+    }
+  }
+  gv_delta = 0u;
 }
 
 // GV_FLAT 1: op i >= ACT_AT of the step's program, known from the index (GV_CUR: no curiosity ops;
@@ -664,6 +702,9 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
     }
   }
   let warm = gv_warm_bases();
+  if (GV_RES != 0u) {
+    gv_res_load(lid);
+  }
   if (GV_TABLE == 1) {
     for (var i = lid; i < PROGRAM_LEN; i += WG_X) {
       gv_prog[i] = op_at(i);

@@ -165,8 +165,14 @@ export function dqnTileConstants(o: CollectDqnOptions): Record<string, number> {
  * GV_CUR: the ops from the action on run without the table's loads, collect_dqn.wgsl) and the bench
  * switch GV_WARM (0 in every real build).
  */
-function gvDqnConstants(cur: boolean): { GV_CUR: number; GV_SIDE_WORDS: number; GV_FLAT: number; GV_WARM: number } {
-  return { GV_CUR: cur ? 1 : 0, GV_SIDE_WORDS, GV_FLAT: cur ? 1 : 0, GV_WARM: 0 };
+function gvDqnConstants(cur: boolean): {
+  GV_CUR: number;
+  GV_SIDE_WORDS: number;
+  GV_FLAT: number;
+  GV_WARM: number;
+  GV_RES: number;
+} {
+  return { GV_CUR: cur ? 1 : 0, GV_SIDE_WORDS, GV_FLAT: cur ? 1 : 0, GV_WARM: 0, GV_RES: 0 };
 }
 
 /**
