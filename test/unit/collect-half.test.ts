@@ -272,10 +272,12 @@ describe('collect_dqn weight-streaming engine (5): plan and refusal', () => {
     expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 4, threads: 512 })).toBeLessThanOrEqual(32 * 1024);
     // One episode, 512 threads against 256: an act row (256) and a qv row (48) more, 256 more part
     // sums, 4 ops fewer in the table (17 words each), gv_cx (the model's rows 128, the bonus's
-    // target 32) and gv_spart (320) for their one-element stand-ins (4 + 1).
+    // target 32) and gv_spart (320) for their one-element stand-ins (4 + 1), and GV_FLAT's combined
+    // Q-values (gv_qc, 2 rows of 48) for its stand-in (1).
+    expect(cur.constants).toMatchObject({ GV_FLAT: 1 });
     expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 1, threads: 512 })).toBe(
       dqnWorkgroupBytes({ ...base, tileEpisodes: 1, threads: 256 }) +
-        4 * (256 + 48 + 256 - 4 * 17 + 128 + 32 + 320 - 5),
+        4 * (256 + 48 + 256 - 4 * 17 + 128 + 32 + 320 - 5 + 2 * 48 - 1),
     );
     expect(() => collectDqnSpec({ ...base, tileEpisodes: 9 })).toThrow(/at most 8 rows/);
     expect(() => checkDqnOptions({ ...base, tileEpisodes: 2, threads: 384, tj: 128 })).toThrow(
