@@ -69,6 +69,10 @@ var<workgroup> gv_qc: array<f32, select(1u, ROWS * 48u, GV_FLAT == 1)>;
 // to GV_WARM loads a thread, 8 in flight, so those layers' loads may find them in the SM's L1.
 // gv_sink keeps the loads (written out only on an impossible uniform).
 var<private> gv_sink: u32 = 0u;
+// GV_RNG 1: the action draw's two words (Philox(Action, e, g, 0).xy) of this step and the next,
+// by step parity: the next step's are drawn in the action op by a thread of the second subgroup
+// (lid 32 + r), off the chain of the thread that picks the action.
+var<workgroup> gv_rng: array<vec2<u32>, select(1u, 2u * TILE_E, GV_RNG == 1)>;
 //!endif
 //!if ENGINE != 5
 const CUR_OPS = 4u;
@@ -682,6 +686,13 @@ fn env_op(e: u32, l: u32, lid: u32, a: i32, ep: ptr<function, Episode>) -> StepO
   gv_restart[lid] = select(0u, 1u, out.done != 0 || out.truncated != 0);
 //!endif
   finish_step(e, ep, out);
+//!if ENGINE == 5
+  // GV_AHEAD 1: the next step's env reads (its bar, spread and window slot) issued now, a whole step
+  // ahead of their use, instead of at the start of its action op.
+  if (GV_ENV == 1 && GV_AHEAD == 1) {
+    gv_env_prefetch(e, *ep);
+  }
+//!endif
   return out;
 }
 
@@ -702,6 +713,14 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
     }
   }
   let warm = gv_warm_bases();
+  if (GV_RNG == 1 && lid >= 32u && lid < 32u + TILE_E) {
+    let r = lid - 32u;
+    gv_rng[r] = philox4x32(vec4<u32>(STREAM_ACTION, e0 + r, u.stepBase, 0u), key).xy;
+  }
+  // GV_AHEAD 1: the env step's reads for the launch's first step (later ones at the end of env_op).
+  if (GV_ENV == 1 && GV_AHEAD == 1 && mine) {
+    gv_env_prefetch(e, ep);
+  }
   if (GV_RES != 0u) {
     gv_res_load(lid);
   }
@@ -822,14 +841,27 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
           if (GV_WARM > 0u && lid >= 32u) {
             gv_warm(warm, lid);
           }
+          if (GV_RNG == 1 && lid >= 32u && lid < 32u + TILE_E && l + 1u < u.steps) {
+            let r = lid - 32u;
+            gv_rng[((l + 1u) & 1u) * TILE_E + r] = philox4x32(vec4<u32>(STREAM_ACTION, e0 + r, g + 1u, 0u), key).xy;
+          }
 //!endif
           if (mine) {
 //!if ENGINE == 5
-            if (GV_ENV == 1) {
+            if (GV_ENV == 1 && GV_AHEAD == 0) {
               gv_env_prefetch(e, ep);
             }
 //!endif
-            let w = philox4x32(vec4<u32>(STREAM_ACTION, e, g, 0u), key);
+            var w = vec2<u32>(0u);
+//!if ENGINE == 5
+            if (GV_RNG == 1) {
+              w = gv_rng[(l & 1u) * TILE_E + lid];
+            } else {
+//!endif
+              w = philox4x32(vec4<u32>(STREAM_ACTION, e, g, 0u), key).xy;
+//!if ENGINE == 5
+            }
+//!endif
             if (u32_to_unit_float(w.x) < u.epsilon) {
               a = i32(w.y % NUM_ACTIONS);
             } else {

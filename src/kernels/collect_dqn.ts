@@ -171,8 +171,18 @@ function gvDqnConstants(cur: boolean): {
   GV_FLAT: number;
   GV_WARM: number;
   GV_RES: number;
+  GV_RNG: number;
+  GV_AHEAD: number;
 } {
-  return { GV_CUR: cur ? 1 : 0, GV_SIDE_WORDS, GV_FLAT: cur ? 1 : 0, GV_WARM: 0, GV_RES: 0 };
+  return {
+    GV_CUR: cur ? 1 : 0,
+    GV_SIDE_WORDS,
+    GV_FLAT: cur ? 1 : 0,
+    GV_WARM: 0,
+    GV_RES: 0,
+    GV_RNG: 0,
+    GV_AHEAD: 0,
+  };
 }
 
 /**
