@@ -1225,25 +1225,7 @@ fn gv_geom(b0: Block, b1: Block, lid: u32) -> GvGeom {
     p < parts && j < n_out);
 }
 
-// The nets16 word of side layer sd that thread lid multiplies (GV_CUR: group lid / rows of output
-// lid % rows).
-fn gv_side_word(sd: GvSide, lid: u32) -> u32 {
-  let rows = max(sd.blk.rows, 1u);
-  return mma_offset(sd.blk.w) / 8u + (lid / rows) * ((sd.blk.rows + 15u) / 16u * 16u) + lid % rows;
-}
-
-// GV_RES (a mask; the next-state pass's straight layers, gv_li their index): words a thread keeps in
-// registers for the whole launch, loaded once by gv_res_load (the weights do not change within a
-// launch): 1 the first layer's first run (gv_r0a), 2 with 1 its second (gv_r0b: 7 groups, all of
-// it), 4 the heads' run (gv_r3: one run a thread), 8 the side layers' words (gv_s0, gv_s1).
-var<private> gv_li: u32 = GV_NO_OP;
-var<private> gv_r0a: array<vec4<u32>, GV_UNROLL>;
-var<private> gv_r0b: array<vec4<u32>, GV_UNROLL>;
-var<private> gv_r3: array<vec4<u32>, GV_UNROLL>;
-var<private> gv_s0: vec4<u32>;
-var<private> gv_s1: vec4<u32>;
-
-// GV_PREF (a mask; bit k: the pass's layer k) the next-state pass's layers (GV_STRAIGHT calls, op gv_this) load the first run of the
+// GV_PREF 1: the next-state pass's layers (GV_STRAIGHT calls, op gv_this) load the first run of the
 // next one's words (op gv_next, blocks gv_nb0 / gv_nb1; after the last layer, the next step's first)
 // into gv_pre before their barrier, so a layer's first loads are in flight across the op boundary
 // (the weights do not change within a launch). gv_pre_op names the op whose run gv_pre holds.
@@ -1304,10 +1286,8 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   var s_w = vec4<u32>(0u);
   var s_acc: array<f32, TILE_E>;
   if (s_busy) {
-    if (GV_RES != 0u && (GV_RES & 8u) != 0u && gv_li < 2u) {
-      s_w = select(gv_s1, gv_s0, gv_li == 0u);
-    } else if (GV_PROBE != 1) {
-      s_w = nets16[gv_side_word(sd, lid)];
+    if (GV_PROBE != 1) {
+      s_w = nets16[mma_offset(sd.blk.w) / 8u + sq * ((s_rows + 15u) / 16u * 16u) + sj];
     }
     if (sq == 0u) {
       let bias = layer_bias(sd.blk, NO_BLOCK, sj);
@@ -1316,42 +1296,20 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       }
     }
   }
-  // GV_PREF (a mask of the pass's layers): whether this layer loads the next one's first run.
-  let pref = GV_PREF != 0u && gv_li < 4u && ((u32(GV_PREF) >> gv_li) & 1u) != 0u;
   var pre_done = false;
   if (busy && GV_RANGE == 1) {
     let stride = parts * GV_UNROLL;
     let g0 = g_lo + p * GV_UNROLL;
-    // GV_RES: this layer's first nres runs are the thread's resident words (gv_res_load).
-    var ra: array<vec4<u32>, GV_UNROLL>;
-    var rb: array<vec4<u32>, GV_UNROLL>;
-    var nres = 0u;
-    if (GV_RES != 0u && gv_li == 0u && (GV_RES & 1u) != 0u) {
-      ra = gv_r0a;
-      rb = gv_r0b;
-      nres = select(1u, 2u, (GV_RES & 2u) != 0u);
-    }
-    if (GV_RES != 0u && gv_li == 3u && (GV_RES & 4u) != 0u) {
-      ra = gv_r3;
-      nres = 1u;
-    }
     // GV_DEPTH 2: two runs' loads in flight ahead of the multiply-adds instead of one.
     var next: array<vec4<u32>, GV_UNROLL>;
     var next2: array<vec4<u32>, GV_UNROLL>;
-    if (nres > 0u) {
-      next = ra;
-    } else if (GV_PREF != 0u && gv_this != GV_NO_OP && gv_pre_op == gv_this) {
+    if (GV_PREF == 1 && gv_this != GV_NO_OP && gv_pre_op == gv_this) {
       next = gv_pre;
     } else {
       gv_load_run(&next, base, g0, g_hi, out_pad);
     }
     if (GV_DEPTH == 2 && g0 + stride < g_hi) {
       gv_load_run(&next2, base, g0 + stride, g_hi, out_pad);
-    }
-    // A layer whose runs are all resident loads the next one's first run before its own math.
-    if (pref && g0 + nres * stride >= g_hi) {
-      gv_prefetch(lid);
-      pre_done = true;
     }
     for (var g = g0; g < g_hi; g += stride) {
       var w = next;
@@ -1361,14 +1319,10 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
           gv_load_run(&next2, base, g + 2u * stride, g_hi, out_pad);
         }
       } else if (g + stride < g_hi) {
-        if (nres > 1u && g == g0) {
-          next = rb;
-        } else {
-          gv_load_run(&next, base, g + stride, g_hi, out_pad);
-        }
+        gv_load_run(&next, base, g + stride, g_hi, out_pad);
       }
-      // GV_PREF: past this layer's last loads, the next layer's first run.
-      if (pref && !pre_done && g + stride >= g_hi) {
+      // GV_PREF 1: past this layer's last loads, the next layer's first run.
+      if (GV_PREF == 1 && gv_this != GV_NO_OP && g + stride >= g_hi) {
         gv_prefetch(lid);
         pre_done = true;
       }
@@ -1376,7 +1330,7 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
     }
   }
   // Threads with no words in this layer load theirs of the next one too.
-  if (pref && GV_RANGE == 1 && !pre_done) {
+  if (GV_PREF == 1 && GV_RANGE == 1 && gv_this != GV_NO_OP && !pre_done) {
     gv_prefetch(lid);
   }
   if (busy && GV_RANGE == 0) {

@@ -162,27 +162,17 @@ export function dqnTileConstants(o: CollectDqnOptions): Record<string, number> {
 
 /**
  * Engine 5's DQN-only constants: GV_CUR (the curiosity layers beside the dual pass), GV_FLAT (with
- * GV_CUR: the ops from the action on run without the table's loads, collect_dqn.wgsl) and the bench
- * switch GV_WARM (0 in every real build).
+ * GV_CUR: the ops from the action on run without the table's loads, collect_dqn.wgsl) and GV_RNG
+ * (the next step's action draw off the acting thread's chain).
  */
 function gvDqnConstants(cur: boolean): {
   GV_CUR: number;
   GV_SIDE_WORDS: number;
   GV_FLAT: number;
-  GV_WARM: number;
-  GV_RES: number;
   GV_RNG: number;
-  GV_AHEAD: number;
+  GV_EPWG: number;
 } {
-  return {
-    GV_CUR: cur ? 1 : 0,
-    GV_SIDE_WORDS,
-    GV_FLAT: cur ? 1 : 0,
-    GV_WARM: 0,
-    GV_RES: 0,
-    GV_RNG: 0,
-    GV_AHEAD: 0,
-  };
+  return { GV_CUR: cur ? 1 : 0, GV_SIDE_WORDS, GV_FLAT: cur ? 1 : 0, GV_RNG: 0, GV_EPWG: 0 };
 }
 
 /**

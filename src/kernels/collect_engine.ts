@@ -149,7 +149,7 @@ export function tileEngineConstants(
       // barrier (the last layer the next step's first), so those loads cross the op boundary. On for
       // one episode a workgroup without the dual pass only (H200, 513e3b3: N = 256 6.84M against
       // 6.65M; slower at 128, 1,024 and 2,048: 5.49M / 5.58M, 17.89M / 18.47M, 17.01M / 24.17M).
-      GV_PREF: rows === 1 && dual === 0 ? 15 : 0,
+      GV_PREF: rows === 1 && dual === 0 ? 1 : 0,
     };
   }
   if (engine === MMA_ENGINE) {

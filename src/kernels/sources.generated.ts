@@ -1864,25 +1864,7 @@ fn gv_geom(b0: Block, b1: Block, lid: u32) -> GvGeom {
     p < parts && j < n_out);
 }
 
-// The nets16 word of side layer sd that thread lid multiplies (GV_CUR: group lid / rows of output
-// lid % rows).
-fn gv_side_word(sd: GvSide, lid: u32) -> u32 {
-  let rows = max(sd.blk.rows, 1u);
-  return mma_offset(sd.blk.w) / 8u + (lid / rows) * ((sd.blk.rows + 15u) / 16u * 16u) + lid % rows;
-}
-
-// GV_RES (a mask; the next-state pass's straight layers, gv_li their index): words a thread keeps in
-// registers for the whole launch, loaded once by gv_res_load (the weights do not change within a
-// launch): 1 the first layer's first run (gv_r0a), 2 with 1 its second (gv_r0b: 7 groups, all of
-// it), 4 the heads' run (gv_r3: one run a thread), 8 the side layers' words (gv_s0, gv_s1).
-var<private> gv_li: u32 = GV_NO_OP;
-var<private> gv_r0a: array<vec4<u32>, GV_UNROLL>;
-var<private> gv_r0b: array<vec4<u32>, GV_UNROLL>;
-var<private> gv_r3: array<vec4<u32>, GV_UNROLL>;
-var<private> gv_s0: vec4<u32>;
-var<private> gv_s1: vec4<u32>;
-
-// GV_PREF (a mask; bit k: the pass's layer k) the next-state pass's layers (GV_STRAIGHT calls, op gv_this) load the first run of the
+// GV_PREF 1: the next-state pass's layers (GV_STRAIGHT calls, op gv_this) load the first run of the
 // next one's words (op gv_next, blocks gv_nb0 / gv_nb1; after the last layer, the next step's first)
 // into gv_pre before their barrier, so a layer's first loads are in flight across the op boundary
 // (the weights do not change within a launch). gv_pre_op names the op whose run gv_pre holds.
@@ -1943,10 +1925,8 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   var s_w = vec4<u32>(0u);
   var s_acc: array<f32, TILE_E>;
   if (s_busy) {
-    if (GV_RES != 0u && (GV_RES & 8u) != 0u && gv_li < 2u) {
-      s_w = select(gv_s1, gv_s0, gv_li == 0u);
-    } else if (GV_PROBE != 1) {
-      s_w = nets16[gv_side_word(sd, lid)];
+    if (GV_PROBE != 1) {
+      s_w = nets16[mma_offset(sd.blk.w) / 8u + sq * ((s_rows + 15u) / 16u * 16u) + sj];
     }
     if (sq == 0u) {
       let bias = layer_bias(sd.blk, NO_BLOCK, sj);
@@ -1955,42 +1935,20 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       }
     }
   }
-  // GV_PREF (a mask of the pass's layers): whether this layer loads the next one's first run.
-  let pref = GV_PREF != 0u && gv_li < 4u && ((u32(GV_PREF) >> gv_li) & 1u) != 0u;
   var pre_done = false;
   if (busy && GV_RANGE == 1) {
     let stride = parts * GV_UNROLL;
     let g0 = g_lo + p * GV_UNROLL;
-    // GV_RES: this layer's first nres runs are the thread's resident words (gv_res_load).
-    var ra: array<vec4<u32>, GV_UNROLL>;
-    var rb: array<vec4<u32>, GV_UNROLL>;
-    var nres = 0u;
-    if (GV_RES != 0u && gv_li == 0u && (GV_RES & 1u) != 0u) {
-      ra = gv_r0a;
-      rb = gv_r0b;
-      nres = select(1u, 2u, (GV_RES & 2u) != 0u);
-    }
-    if (GV_RES != 0u && gv_li == 3u && (GV_RES & 4u) != 0u) {
-      ra = gv_r3;
-      nres = 1u;
-    }
     // GV_DEPTH 2: two runs' loads in flight ahead of the multiply-adds instead of one.
     var next: array<vec4<u32>, GV_UNROLL>;
     var next2: array<vec4<u32>, GV_UNROLL>;
-    if (nres > 0u) {
-      next = ra;
-    } else if (GV_PREF != 0u && gv_this != GV_NO_OP && gv_pre_op == gv_this) {
+    if (GV_PREF == 1 && gv_this != GV_NO_OP && gv_pre_op == gv_this) {
       next = gv_pre;
     } else {
       gv_load_run(&next, base, g0, g_hi, out_pad);
     }
     if (GV_DEPTH == 2 && g0 + stride < g_hi) {
       gv_load_run(&next2, base, g0 + stride, g_hi, out_pad);
-    }
-    // A layer whose runs are all resident loads the next one's first run before its own math.
-    if (pref && g0 + nres * stride >= g_hi) {
-      gv_prefetch(lid);
-      pre_done = true;
     }
     for (var g = g0; g < g_hi; g += stride) {
       var w = next;
@@ -2000,14 +1958,10 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
           gv_load_run(&next2, base, g + 2u * stride, g_hi, out_pad);
         }
       } else if (g + stride < g_hi) {
-        if (nres > 1u && g == g0) {
-          next = rb;
-        } else {
-          gv_load_run(&next, base, g + stride, g_hi, out_pad);
-        }
+        gv_load_run(&next, base, g + stride, g_hi, out_pad);
       }
-      // GV_PREF: past this layer's last loads, the next layer's first run.
-      if (pref && !pre_done && g + stride >= g_hi) {
+      // GV_PREF 1: past this layer's last loads, the next layer's first run.
+      if (GV_PREF == 1 && gv_this != GV_NO_OP && g + stride >= g_hi) {
         gv_prefetch(lid);
         pre_done = true;
       }
@@ -2015,7 +1969,7 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
     }
   }
   // Threads with no words in this layer load theirs of the next one too.
-  if (pref && GV_RANGE == 1 && !pre_done) {
+  if (GV_PREF == 1 && GV_RANGE == 1 && gv_this != GV_NO_OP && !pre_done) {
     gv_prefetch(lid);
   }
   if (busy && GV_RANGE == 0) {
@@ -2349,15 +2303,18 @@ var<workgroup> tile_cbar: array<i32, TILE_E>;
 // advantages, which needs no barrier of its own.
 const_assert GV_FLAT == 0 || (GV_CUR == 1 && GV_STRAIGHT == 1 && HEAD == HEAD_PLAIN);
 var<workgroup> gv_qc: array<f32, select(1u, ROWS * 48u, GV_FLAT == 1)>;
-// GV_WARM > 0 (bench switch): in the action op the threads past the first subgroup touch the words of
-// the next-state pass's first layer and then its second's first groups (sectors gv_warm_at), up
-// to GV_WARM loads a thread, 8 in flight, so those layers' loads may find them in the SM's L1.
-// gv_sink keeps the loads (written out only on an impossible uniform).
-var<private> gv_sink: u32 = 0u;
 // GV_RNG 1: the action draw's two words (Philox(Action, e, g, 0).xy) of this step and the next,
 // by step parity: the next step's are drawn in the action op by a thread of the second subgroup
 // (lid 32 + r), off the chain of the thread that picks the action.
 var<workgroup> gv_rng: array<vec2<u32>, select(1u, 2u * TILE_E, GV_RNG == 1)>;
+// GV_EPWG 1: an acting thread's episode, its step's outcome, action and Q(s, a) live in workgroup
+// memory between the ops that use them (loaded at an op's start, stored at its end), so they hold
+// no registers across the layer ops.
+const EPWG_LEN = select(1u, TILE_E, GV_EPWG == 1);
+var<workgroup> gv_ep: array<Episode, EPWG_LEN>;
+var<workgroup> gv_out: array<StepOut, EPWG_LEN>;
+var<workgroup> gv_a: array<i32, EPWG_LEN>;
+var<workgroup> gv_qsa: array<f32, EPWG_LEN>;
 //!endif
 //!if ENGINE != 5
 const CUR_OPS = 4u;
@@ -2780,50 +2737,12 @@ fn gv_dense_at(i: u32, lid: u32) {
   gv_side = gv_side_at(i);
   // GV_PREF 1: the layer after this one (the pass's first after its last) is op gv_next.
   gv_this = i;
-  gv_li = i - TARGET_AT;
   gv_next = TARGET_AT + (i - TARGET_AT + 1u) % 4u;
   let nx = op_at(gv_next);
   gv_nb0 = nx.b0;
   gv_nb1 = nx.b1;
   dense_gv(o.b0, o.b1, o.act, o.to_q, o.out_col, lid);
   gv_this = GV_NO_OP;
-  gv_li = GV_NO_OP;
-}
-
-// GV_RES: thread lid's resident words of the next-state pass's first layer, its heads and its side
-// layers (collect_tile.wgsl), with the geometry gv_dense_at gives those layers.
-fn gv_res_load(lid: u32) {
-  gv_delta = select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1);
-  let o0 = op_at(TARGET_AT);
-  let q0 = gv_geom(o0.b0, o0.b1, lid);
-  var w: array<vec4<u32>, GV_UNROLL>;
-  if (q0.busy && (GV_RES & 1u) != 0u) {
-    let g0 = q0.g_lo + q0.p * GV_UNROLL;
-    gv_load_run(&w, q0.base, g0, q0.g_hi, q0.out_pad);
-    gv_r0a = w;
-    let g1 = g0 + q0.parts * GV_UNROLL;
-    if ((GV_RES & 2u) != 0u && g1 < q0.g_hi) {
-      gv_load_run(&w, q0.base, g1, q0.g_hi, q0.out_pad);
-      gv_r0b = w;
-    }
-  }
-  let o3 = op_at(TARGET_AT + 3u);
-  let q3 = gv_geom(o3.b0, o3.b1, lid);
-  if (q3.busy && (GV_RES & 4u) != 0u) {
-    gv_load_run(&w, q3.base, q3.g_lo + q3.p * GV_UNROLL, q3.g_hi, q3.out_pad);
-    gv_r3 = w;
-  }
-  if (GV_CUR == 1 && (GV_RES & 8u) != 0u) {
-    let s0 = gv_side_at(TARGET_AT);
-    let s1 = gv_side_at(TARGET_AT + 1u);
-    if (s0.blk.rows != 0u && lid < s0.blk.rows * ((s0.blk.k_len + 7u) / 8u)) {
-      gv_s0 = nets16[gv_side_word(s0, lid)];
-    }
-    if (s1.blk.rows != 0u && lid < s1.blk.rows * ((s1.blk.k_len + 7u) / 8u)) {
-      gv_s1 = nets16[gv_side_word(s1, lid)];
-    }
-  }
-  gv_delta = 0u;
 }
 
 // GV_FLAT 1: op i >= ACT_AT of the step's program, known from the index (GV_CUR: no curiosity ops;
@@ -2845,53 +2764,6 @@ fn gv_flat_op(i: u32) -> Op {
     return phase(OP_COMBINE, 0u);
   }
   return phase(OP_TD, 0u);
-}
-
-// GV_WARM: the word of nets16 that warm sector s touches (bases: the first layer's matrices, online
-// then the op's own, and the second's): the first layer's two matrices whole, then the second's
-// group rows alternating between the two nets (GV_DUAL; one net without it).
-struct GvWarm {
-  o0: u32,
-  t0: u32,
-  o1: u32,
-  t1: u32,
-}
-
-fn gv_warm_bases() -> GvWarm {
-  let l0 = op_at(TARGET_AT).b0.w;
-  let l1 = op_at(TARGET_AT + 1u).b0.w;
-  let d = select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1);
-  return GvWarm(mma_offset(l0 - d) / 8u, mma_offset(l0) / 8u, mma_offset(l1 - d) / 8u, mma_offset(l1) / 8u);
-}
-
-const GV_W0 = (STATE_DIM + 7u) / 8u * 128u;
-
-fn gv_warm_at(b: GvWarm, s: u32) -> u32 {
-  if (s < GV_W0) {
-    return b.o0 + 2u * s;
-  }
-  if (s < 2u * GV_W0) {
-    return b.t0 + 2u * (s - GV_W0);
-  }
-  let s1 = s - 2u * GV_W0;
-  let row = s1 / 128u;
-  let k = min((row >> 1u) * 128u + s1 % 128u, 4095u);
-  return select(b.o1, b.t1, (row & 1u) == 1u) + 2u * k;
-}
-
-// GV_WARM: thread lid's share of the warm loads (lid >= 32).
-fn gv_warm(b: GvWarm, lid: u32) {
-  let t = lid - 32u;
-  let nt = WG_X - 32u;
-  for (var k0 = 0u; k0 < GV_WARM; k0 += 8u) {
-    var w: array<u32, 8>;
-    for (var k = 0u; k < 8u; k++) {
-      w[k] = nets16[gv_warm_at(b, t + (k0 + k) * nt)].x;
-    }
-    for (var k = 0u; k < 8u; k++) {
-      gv_sink = gv_sink ^ w[k];
-    }
-  }
 }
 
 // Engine 5's fill of s' (GV_DUAL or GV_CUR): the next states (bar tile_bar[r], portfolio
@@ -2971,13 +2843,6 @@ fn env_op(e: u32, l: u32, lid: u32, a: i32, ep: ptr<function, Episode>) -> StepO
   gv_restart[lid] = select(0u, 1u, out.done != 0 || out.truncated != 0);
 //!endif
   finish_step(e, ep, out);
-//!if ENGINE == 5
-  // GV_AHEAD 1: the next step's env reads (its bar, spread and window slot) issued now, a whole step
-  // ahead of their use, instead of at the start of its action op.
-  if (GV_ENV == 1 && GV_AHEAD == 1) {
-    gv_env_prefetch(e, *ep);
-  }
-//!endif
   return out;
 }
 
@@ -2990,6 +2855,11 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
   var ep: Episode;
   if (mine) {
     ep = load_episode(e);
+//!if ENGINE == 5
+    if (GV_EPWG == 1) {
+      gv_ep[lid] = ep;
+    }
+//!endif
   }
 //!if ENGINE == 5
   if (GV_ENV == 1) {
@@ -2997,17 +2867,9 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       gv_ent[i] = entropy[i];
     }
   }
-  let warm = gv_warm_bases();
   if (GV_RNG == 1 && lid >= 32u && lid < 32u + TILE_E) {
     let r = lid - 32u;
     gv_rng[r] = philox4x32(vec4<u32>(STREAM_ACTION, e0 + r, u.stepBase, 0u), key).xy;
-  }
-  // GV_AHEAD 1: the env step's reads for the launch's first step (later ones at the end of env_op).
-  if (GV_ENV == 1 && GV_AHEAD == 1 && mine) {
-    gv_env_prefetch(e, ep);
-  }
-  if (GV_RES != 0u) {
-    gv_res_load(lid);
   }
   if (GV_TABLE == 1) {
     for (var i = lid; i < PROGRAM_LEN; i += WG_X) {
@@ -3109,6 +2971,11 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
           } else {
 //!endif
             if (o.arg == 0u && lid < TILE_E) {
+//!if ENGINE == 5
+              if (GV_EPWG == 1 && mine) {
+                ep = gv_ep[lid];
+              }
+//!endif
               tile_bar[lid] = select(u.splitStart, ep.bar, mine);
               tile_pf[lid] = select(vec4<f32>(0.0), vec4<f32>(portfolio_features(ep), 0.0), mine);
             }
@@ -3123,9 +2990,6 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         }
         case OP_ACT: {
 //!if ENGINE == 5
-          if (GV_WARM > 0u && lid >= 32u) {
-            gv_warm(warm, lid);
-          }
           if (GV_RNG == 1 && lid >= 32u && lid < 32u + TILE_E && l + 1u < u.steps) {
             let r = lid - 32u;
             gv_rng[((l + 1u) & 1u) * TILE_E + r] = philox4x32(vec4<u32>(STREAM_ACTION, e0 + r, g + 1u, 0u), key).xy;
@@ -3133,7 +2997,10 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
 //!endif
           if (mine) {
 //!if ENGINE == 5
-            if (GV_ENV == 1 && GV_AHEAD == 0) {
+            if (GV_EPWG == 1) {
+              ep = gv_ep[lid];
+            }
+            if (GV_ENV == 1) {
               gv_env_prefetch(e, ep);
             }
 //!endif
@@ -3160,6 +3027,14 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
             if (GV_LATE) {
               out = env_op(e, l, lid, a, &ep);
             }
+//!if ENGINE == 5
+            if (GV_EPWG == 1) {
+              gv_ep[lid] = ep;
+              gv_out[lid] = out;
+              gv_a[lid] = a;
+              gv_qsa[lid] = q_sa;
+            }
+//!endif
           }
         }
         case OP_CUR_FILL: {
@@ -3170,12 +3045,29 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         }
         case OP_ENV: {
           if (mine) {
+//!if ENGINE == 5
+            if (GV_EPWG == 1) {
+              ep = gv_ep[lid];
+              a = gv_a[lid];
+            }
+//!endif
             out = env_op(e, l, lid, a, &ep);
+//!if ENGINE == 5
+            if (GV_EPWG == 1) {
+              gv_ep[lid] = ep;
+              gv_out[lid] = out;
+            }
+//!endif
           }
         }
         case OP_TD: {
           if (mine) {
 //!if ENGINE == 5
+            if (GV_EPWG == 1) {
+              out = gv_out[lid];
+              a = gv_a[lid];
+              q_sa = gv_qsa[lid];
+            }
             if (GV_CUR == 1) {
               let bonus = gv_bonus(lid);
               out.total = out.total + bonus;
@@ -3202,13 +3094,13 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
     }
   }
   if (mine) {
+//!if ENGINE == 5
+    if (GV_EPWG == 1) {
+      ep = gv_ep[lid];
+    }
+//!endif
     store_episode(e, ep);
   }
-//!if ENGINE == 5
-  if (GV_WARM > 0u && gv_sink == 0x9e3779b9u && u.epsilon < -1.0) {
-    out_f[0] = 0.0;
-  }
-//!endif
 }
 
 // ---- seed variant: one invocation per episode, plain head ----
@@ -5766,25 +5658,7 @@ fn gv_geom(b0: Block, b1: Block, lid: u32) -> GvGeom {
     p < parts && j < n_out);
 }
 
-// The nets16 word of side layer sd that thread lid multiplies (GV_CUR: group lid / rows of output
-// lid % rows).
-fn gv_side_word(sd: GvSide, lid: u32) -> u32 {
-  let rows = max(sd.blk.rows, 1u);
-  return mma_offset(sd.blk.w) / 8u + (lid / rows) * ((sd.blk.rows + 15u) / 16u * 16u) + lid % rows;
-}
-
-// GV_RES (a mask; the next-state pass's straight layers, gv_li their index): words a thread keeps in
-// registers for the whole launch, loaded once by gv_res_load (the weights do not change within a
-// launch): 1 the first layer's first run (gv_r0a), 2 with 1 its second (gv_r0b: 7 groups, all of
-// it), 4 the heads' run (gv_r3: one run a thread), 8 the side layers' words (gv_s0, gv_s1).
-var<private> gv_li: u32 = GV_NO_OP;
-var<private> gv_r0a: array<vec4<u32>, GV_UNROLL>;
-var<private> gv_r0b: array<vec4<u32>, GV_UNROLL>;
-var<private> gv_r3: array<vec4<u32>, GV_UNROLL>;
-var<private> gv_s0: vec4<u32>;
-var<private> gv_s1: vec4<u32>;
-
-// GV_PREF (a mask; bit k: the pass's layer k) the next-state pass's layers (GV_STRAIGHT calls, op gv_this) load the first run of the
+// GV_PREF 1: the next-state pass's layers (GV_STRAIGHT calls, op gv_this) load the first run of the
 // next one's words (op gv_next, blocks gv_nb0 / gv_nb1; after the last layer, the next step's first)
 // into gv_pre before their barrier, so a layer's first loads are in flight across the op boundary
 // (the weights do not change within a launch). gv_pre_op names the op whose run gv_pre holds.
@@ -5845,10 +5719,8 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   var s_w = vec4<u32>(0u);
   var s_acc: array<f32, TILE_E>;
   if (s_busy) {
-    if (GV_RES != 0u && (GV_RES & 8u) != 0u && gv_li < 2u) {
-      s_w = select(gv_s1, gv_s0, gv_li == 0u);
-    } else if (GV_PROBE != 1) {
-      s_w = nets16[gv_side_word(sd, lid)];
+    if (GV_PROBE != 1) {
+      s_w = nets16[mma_offset(sd.blk.w) / 8u + sq * ((s_rows + 15u) / 16u * 16u) + sj];
     }
     if (sq == 0u) {
       let bias = layer_bias(sd.blk, NO_BLOCK, sj);
@@ -5857,42 +5729,20 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       }
     }
   }
-  // GV_PREF (a mask of the pass's layers): whether this layer loads the next one's first run.
-  let pref = GV_PREF != 0u && gv_li < 4u && ((u32(GV_PREF) >> gv_li) & 1u) != 0u;
   var pre_done = false;
   if (busy && GV_RANGE == 1) {
     let stride = parts * GV_UNROLL;
     let g0 = g_lo + p * GV_UNROLL;
-    // GV_RES: this layer's first nres runs are the thread's resident words (gv_res_load).
-    var ra: array<vec4<u32>, GV_UNROLL>;
-    var rb: array<vec4<u32>, GV_UNROLL>;
-    var nres = 0u;
-    if (GV_RES != 0u && gv_li == 0u && (GV_RES & 1u) != 0u) {
-      ra = gv_r0a;
-      rb = gv_r0b;
-      nres = select(1u, 2u, (GV_RES & 2u) != 0u);
-    }
-    if (GV_RES != 0u && gv_li == 3u && (GV_RES & 4u) != 0u) {
-      ra = gv_r3;
-      nres = 1u;
-    }
     // GV_DEPTH 2: two runs' loads in flight ahead of the multiply-adds instead of one.
     var next: array<vec4<u32>, GV_UNROLL>;
     var next2: array<vec4<u32>, GV_UNROLL>;
-    if (nres > 0u) {
-      next = ra;
-    } else if (GV_PREF != 0u && gv_this != GV_NO_OP && gv_pre_op == gv_this) {
+    if (GV_PREF == 1 && gv_this != GV_NO_OP && gv_pre_op == gv_this) {
       next = gv_pre;
     } else {
       gv_load_run(&next, base, g0, g_hi, out_pad);
     }
     if (GV_DEPTH == 2 && g0 + stride < g_hi) {
       gv_load_run(&next2, base, g0 + stride, g_hi, out_pad);
-    }
-    // A layer whose runs are all resident loads the next one's first run before its own math.
-    if (pref && g0 + nres * stride >= g_hi) {
-      gv_prefetch(lid);
-      pre_done = true;
     }
     for (var g = g0; g < g_hi; g += stride) {
       var w = next;
@@ -5902,14 +5752,10 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
           gv_load_run(&next2, base, g + 2u * stride, g_hi, out_pad);
         }
       } else if (g + stride < g_hi) {
-        if (nres > 1u && g == g0) {
-          next = rb;
-        } else {
-          gv_load_run(&next, base, g + stride, g_hi, out_pad);
-        }
+        gv_load_run(&next, base, g + stride, g_hi, out_pad);
       }
-      // GV_PREF: past this layer's last loads, the next layer's first run.
-      if (pref && !pre_done && g + stride >= g_hi) {
+      // GV_PREF 1: past this layer's last loads, the next layer's first run.
+      if (GV_PREF == 1 && gv_this != GV_NO_OP && g + stride >= g_hi) {
         gv_prefetch(lid);
         pre_done = true;
       }
@@ -5917,7 +5763,7 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
     }
   }
   // Threads with no words in this layer load theirs of the next one too.
-  if (pref && GV_RANGE == 1 && !pre_done) {
+  if (GV_PREF == 1 && GV_RANGE == 1 && gv_this != GV_NO_OP && !pre_done) {
     gv_prefetch(lid);
   }
   if (busy && GV_RANGE == 0) {
@@ -7760,25 +7606,7 @@ fn gv_geom(b0: Block, b1: Block, lid: u32) -> GvGeom {
     p < parts && j < n_out);
 }
 
-// The nets16 word of side layer sd that thread lid multiplies (GV_CUR: group lid / rows of output
-// lid % rows).
-fn gv_side_word(sd: GvSide, lid: u32) -> u32 {
-  let rows = max(sd.blk.rows, 1u);
-  return mma_offset(sd.blk.w) / 8u + (lid / rows) * ((sd.blk.rows + 15u) / 16u * 16u) + lid % rows;
-}
-
-// GV_RES (a mask; the next-state pass's straight layers, gv_li their index): words a thread keeps in
-// registers for the whole launch, loaded once by gv_res_load (the weights do not change within a
-// launch): 1 the first layer's first run (gv_r0a), 2 with 1 its second (gv_r0b: 7 groups, all of
-// it), 4 the heads' run (gv_r3: one run a thread), 8 the side layers' words (gv_s0, gv_s1).
-var<private> gv_li: u32 = GV_NO_OP;
-var<private> gv_r0a: array<vec4<u32>, GV_UNROLL>;
-var<private> gv_r0b: array<vec4<u32>, GV_UNROLL>;
-var<private> gv_r3: array<vec4<u32>, GV_UNROLL>;
-var<private> gv_s0: vec4<u32>;
-var<private> gv_s1: vec4<u32>;
-
-// GV_PREF (a mask; bit k: the pass's layer k) the next-state pass's layers (GV_STRAIGHT calls, op gv_this) load the first run of the
+// GV_PREF 1: the next-state pass's layers (GV_STRAIGHT calls, op gv_this) load the first run of the
 // next one's words (op gv_next, blocks gv_nb0 / gv_nb1; after the last layer, the next step's first)
 // into gv_pre before their barrier, so a layer's first loads are in flight across the op boundary
 // (the weights do not change within a launch). gv_pre_op names the op whose run gv_pre holds.
@@ -7839,10 +7667,8 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   var s_w = vec4<u32>(0u);
   var s_acc: array<f32, TILE_E>;
   if (s_busy) {
-    if (GV_RES != 0u && (GV_RES & 8u) != 0u && gv_li < 2u) {
-      s_w = select(gv_s1, gv_s0, gv_li == 0u);
-    } else if (GV_PROBE != 1) {
-      s_w = nets16[gv_side_word(sd, lid)];
+    if (GV_PROBE != 1) {
+      s_w = nets16[mma_offset(sd.blk.w) / 8u + sq * ((s_rows + 15u) / 16u * 16u) + sj];
     }
     if (sq == 0u) {
       let bias = layer_bias(sd.blk, NO_BLOCK, sj);
@@ -7851,42 +7677,20 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       }
     }
   }
-  // GV_PREF (a mask of the pass's layers): whether this layer loads the next one's first run.
-  let pref = GV_PREF != 0u && gv_li < 4u && ((u32(GV_PREF) >> gv_li) & 1u) != 0u;
   var pre_done = false;
   if (busy && GV_RANGE == 1) {
     let stride = parts * GV_UNROLL;
     let g0 = g_lo + p * GV_UNROLL;
-    // GV_RES: this layer's first nres runs are the thread's resident words (gv_res_load).
-    var ra: array<vec4<u32>, GV_UNROLL>;
-    var rb: array<vec4<u32>, GV_UNROLL>;
-    var nres = 0u;
-    if (GV_RES != 0u && gv_li == 0u && (GV_RES & 1u) != 0u) {
-      ra = gv_r0a;
-      rb = gv_r0b;
-      nres = select(1u, 2u, (GV_RES & 2u) != 0u);
-    }
-    if (GV_RES != 0u && gv_li == 3u && (GV_RES & 4u) != 0u) {
-      ra = gv_r3;
-      nres = 1u;
-    }
     // GV_DEPTH 2: two runs' loads in flight ahead of the multiply-adds instead of one.
     var next: array<vec4<u32>, GV_UNROLL>;
     var next2: array<vec4<u32>, GV_UNROLL>;
-    if (nres > 0u) {
-      next = ra;
-    } else if (GV_PREF != 0u && gv_this != GV_NO_OP && gv_pre_op == gv_this) {
+    if (GV_PREF == 1 && gv_this != GV_NO_OP && gv_pre_op == gv_this) {
       next = gv_pre;
     } else {
       gv_load_run(&next, base, g0, g_hi, out_pad);
     }
     if (GV_DEPTH == 2 && g0 + stride < g_hi) {
       gv_load_run(&next2, base, g0 + stride, g_hi, out_pad);
-    }
-    // A layer whose runs are all resident loads the next one's first run before its own math.
-    if (pref && g0 + nres * stride >= g_hi) {
-      gv_prefetch(lid);
-      pre_done = true;
     }
     for (var g = g0; g < g_hi; g += stride) {
       var w = next;
@@ -7896,14 +7700,10 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
           gv_load_run(&next2, base, g + 2u * stride, g_hi, out_pad);
         }
       } else if (g + stride < g_hi) {
-        if (nres > 1u && g == g0) {
-          next = rb;
-        } else {
-          gv_load_run(&next, base, g + stride, g_hi, out_pad);
-        }
+        gv_load_run(&next, base, g + stride, g_hi, out_pad);
       }
-      // GV_PREF: past this layer's last loads, the next layer's first run.
-      if (pref && !pre_done && g + stride >= g_hi) {
+      // GV_PREF 1: past this layer's last loads, the next layer's first run.
+      if (GV_PREF == 1 && gv_this != GV_NO_OP && g + stride >= g_hi) {
         gv_prefetch(lid);
         pre_done = true;
       }
@@ -7911,7 +7711,7 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
     }
   }
   // Threads with no words in this layer load theirs of the next one too.
-  if (pref && GV_RANGE == 1 && !pre_done) {
+  if (GV_PREF == 1 && GV_RANGE == 1 && gv_this != GV_NO_OP && !pre_done) {
     gv_prefetch(lid);
   }
   if (busy && GV_RANGE == 0) {

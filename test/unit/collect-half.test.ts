@@ -247,7 +247,7 @@ describe('collect_dqn weight-streaming engine (5): plan and refusal', () => {
       GV_STRAIGHT: 1,
       GV_RANGE: 1,
       GV_DEPTH: 1,
-      GV_PREF: 15,
+      GV_PREF: 1,
     });
     expect(one.constants?.MMH_OFF_9).toBe(halfNetsLayout().entries[9].off);
     expect(one.bindings[10]).toEqual({ name: 'nets16', type: 'u32', access: 'read', wgslType: 'vec4<u32>' });
