@@ -179,8 +179,12 @@ function rowGroups(e: number, threads: number, width: number): number {
   return best;
 }
 
-/** Engine 5's tile: N / this many episodes per workgroup (two workgroups per SM of an H200 at N = 1,024). */
+/**
+ * Engine 5's tile: N / this many episodes per workgroup (two workgroups per SM of an H200 at N = 1,024)
+ * above GV_DUAL_MAX_EPISODES; N / GV_DUAL_DIVISOR (one 512-thread workgroup per SM) up to it.
+ */
 const GV_EPISODES_PER_WORKGROUP_DIVISOR = 256;
+const GV_DUAL_DIVISOR = 128;
 
 /**
  * Up to this N the WebGPU f16 precision runs the weight-streaming engine (5), above it the tensor
@@ -192,11 +196,14 @@ export const GV_MAX_EPISODES = 2048;
 
 /**
  * Up to this N engine 5 runs the dual pass (512 threads, GV_DUAL 1: the online net's layers on s'
- * beside the target's, so a step has 6 dependent layers instead of 10), one workgroup per SM. H200 at
- * 94b256a: N = 128 3.70M env-steps/s against 3.03M; with two workgroups per SM the single pass is
- * faster (N = 1,024: 15.86M against 11.04M; N = 2,048: 19.24M at 72c8ad1 against 12.09M).
+ * beside the target's, so a step has 6 dependent layers instead of 10), one workgroup per SM with
+ * N / 128 episodes each (1, 2, 4). H200 at 94b256a: N = 128 3.70M env-steps/s against 3.03M; at
+ * 8a21c7a: N = 256 9.66M (2 a workgroup) against 6.85M (the single pass, 1 a workgroup, two
+ * workgroups per SM), N = 512 14.18M (4) against 12.16M. Above it the single pass is faster (N = 1,024:
+ * 18.47M at 4 a workgroup, two per SM, against 14.66M with the dual pass; N = 2,048: 24.20M against
+ * 15.01M).
  */
-export const GV_DUAL_MAX_EPISODES = 128;
+export const GV_DUAL_MAX_EPISODES = 512;
 
 /** Storage buffers per shader stage a WebGPU backend allows (8, WebGPU's default, where it does not say). */
 export const storageBuffersPerStage = (backend: Backend): number =>
@@ -258,7 +265,13 @@ export function chooseTile(
     override.tileEpisodes ??
     (mma && n >= MMA_WIDE_FROM
       ? MMA_MAX_ROW_TILES * 16
-      : Math.min(maxE, pow2floor(n / (gv ? GV_EPISODES_PER_WORKGROUP_DIVISOR : 128))));
+      : Math.min(
+          maxE,
+          pow2floor(
+            n /
+              (gv ? (n <= GV_DUAL_MAX_EPISODES ? GV_DUAL_DIVISOR : GV_EPISODES_PER_WORKGROUP_DIVISOR) : 128),
+          ),
+        ));
   for (let e = first; e >= 1; e = override.tileEpisodes === undefined ? e / 2 : 0) {
     // The tensor-core engine splits K over 512 threads for one-row-tile workgroups (H200, N = 1,024:
     // 9.17M env-steps/s against 8.6M at 256; N = 128: 1.17M against 1.09M).

@@ -148,12 +148,14 @@ describe('WGSL f16 engines: which one, and engine 5 tiles', () => {
     expect(halfEngineFor(65536)).toBe(4);
   });
 
-  it('gives engine 5 N / 256 episodes per workgroup (1 to 8), 512 threads (the dual pass) up to GV_DUAL_MAX_EPISODES', () => {
+  it('gives engine 5 N / 128 episodes per workgroup and 512 threads (the dual pass) up to GV_DUAL_MAX_EPISODES, N / 256 (at most 8) on 256 threads above', () => {
     const gpu = backendOf('webgpu');
     const fits = (t: { tileEpisodes: number; kt: number; engine?: number; threads: number }) =>
       dqnWorkgroupBytes({ ...dqn(t.tileEpisodes, t.engine ?? 0), kt: t.kt, threads: t.threads }) <= 48 * 1024;
     const tile = (n: number) => chooseTile('dqn', n, gpu, 32, { engine: 5 }, fits);
     expect(tile(128)).toMatchObject({ tileEpisodes: 1, threads: 512, engine: 5 });
+    expect(tile(256)).toMatchObject({ tileEpisodes: 2, threads: 512, engine: 5 });
+    expect(tile(512)).toMatchObject({ tileEpisodes: 4, threads: 512, engine: 5 });
     expect(tile(GV_DUAL_MAX_EPISODES).threads).toBe(512);
     expect(tile(GV_DUAL_MAX_EPISODES * 2).threads).toBe(256);
     expect(tile(1024)).toMatchObject({ tileEpisodes: 4, threads: 256, engine: 5 });
