@@ -172,7 +172,7 @@ function gvDqnConstants(cur: boolean): {
   GV_RNG: number;
   GV_EPWG: number;
 } {
-  return { GV_CUR: cur ? 1 : 0, GV_SIDE_WORDS, GV_FLAT: cur ? 1 : 0, GV_RNG: 0, GV_EPWG: 0 };
+  return { GV_CUR: cur ? 1 : 0, GV_SIDE_WORDS, GV_FLAT: cur ? 1 : 0, GV_RNG: 1, GV_EPWG: 1 };
 }
 
 /**
@@ -237,6 +237,10 @@ export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
           gvProgramWords(c.GV_CUR === 1) +
           gvCurFloats(c.GV_CUR === 1, e) +
           (c.GV_FLAT === 1 ? c.ROWS * 48 : 1) +
+          // GV_RNG's two steps' draws (a vec2 an episode each) and GV_EPWG's episode (20 words),
+          // step outcome (7), action and Q(s, a) per episode, or their one-element stand-ins.
+          (c.GV_RNG === 1 ? 4 * e : 2) +
+          29 * (c.GV_EPWG === 1 ? e : 1) +
           gvEnvFloats(c.GV_ENV === 1)
         : isQuadEngine(c.ENGINE)
           ? 1

@@ -153,7 +153,7 @@ export function tileEngineConstants(
       GV_PREF: rows === 1 && dual === 0 ? 1 : 0,
       // GV_CVT 1: the f16 weights unpacked by integer shifts and masks (collect_tile.wgsl gv_unpack)
       // instead of the conversion instructions.
-      GV_CVT: 0,
+      GV_CVT: 1,
     };
   }
   if (engine === MMA_ENGINE) {
