@@ -108,7 +108,6 @@ export function tileEngineConstants(
   GV_RANGE?: number;
   GV_DEPTH?: number;
   GV_PREF?: number;
-  GV_CVT?: number;
 } {
   if (engine === GV_ENGINE) {
     if (rows > GV_MAX_ROWS)
@@ -151,9 +150,6 @@ export function tileEngineConstants(
       // one episode a workgroup without the dual pass only (H200, 513e3b3: N = 256 6.84M against
       // 6.65M; slower at 128, 1,024 and 2,048: 5.49M / 5.58M, 17.89M / 18.47M, 17.01M / 24.17M).
       GV_PREF: rows === 1 && dual === 0 ? 1 : 0,
-      // GV_CVT 1: the f16 weights unpacked by integer shifts and masks (collect_tile.wgsl gv_unpack)
-      // instead of the conversion instructions.
-      GV_CVT: 1,
     };
   }
   if (engine === MMA_ENGINE) {

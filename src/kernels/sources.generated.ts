@@ -1721,26 +1721,13 @@ var<workgroup> gv_cx: array<vec4<f32>, select(1u, GV_TGT + TILE_E * 8u, GV_CUR =
 var<workgroup> gv_spart: array<f32, select(1u, GV_SIDE_WORDS * TILE_E, GV_CUR == 1)>;
 const_assert GV_CUR == 0 || GV_SIDE_WORDS <= WG_X;
 
-// The two f16 weights of a u32 as f32. GV_CVT 1: by integer shifts and masks and one multiply by
-// 2^112 (the f16 bits' sign, exponent and mantissa moved into an f32's places, whose exponent is then
-// 112 short): exact for every finite f16 (a subnormal one passes through an f32 subnormal, which a
-// device that flushes those takes as 0), instead of the conversion instructions.
-fn gv_unpack(u: u32) -> vec2<f32> {
-  if (GV_CVT == 1) {
-    let lo = bitcast<f32>(((u << 13u) & 0x0fffe000u) | ((u << 16u) & 0x80000000u));
-    let hi = bitcast<f32>(((u >> 3u) & 0x0fffe000u) | (u & 0x80000000u));
-    return vec2<f32>(lo, hi) * 5.192296858534828e33;
-  }
-  return unpack2x16float(u);
-}
-
 // Adds the products of one weight word (inputs 8 g .. 8 g + 7) with those inputs of rows r0 ..
 // r0 + TILE_E - 1.
 fn gv_fma(acc: ptr<function, array<f32, TILE_E>>, w: vec4<u32>, g: u32, r0: u32) {
-  let w01 = gv_unpack(w.x);
-  let w23 = gv_unpack(w.y);
-  let w45 = gv_unpack(w.z);
-  let w67 = gv_unpack(w.w);
+  let w01 = unpack2x16float(w.x);
+  let w23 = unpack2x16float(w.y);
+  let w45 = unpack2x16float(w.z);
+  let w67 = unpack2x16float(w.w);
   for (var i = 0u; i < TILE_E; i++) {
     let xa = act_v[(r0 + i) * ACT_W4 + 2u * g];
     let xb = act_v[(r0 + i) * ACT_W4 + 2u * g + 1u];
@@ -1818,10 +1805,10 @@ fn gv_fma_run(acc: ptr<function, array<f32, TILE_E>>, w: ptr<function, array<vec
         (*acc)[0] = (*acc)[0] + f32(wu.x & 1u);
         continue;
       }
-      let w01 = gv_unpack(wu.x);
-      let w23 = gv_unpack(wu.y);
-      let w45 = gv_unpack(wu.z);
-      let w67 = gv_unpack(wu.w);
+      let w01 = unpack2x16float(wu.x);
+      let w23 = unpack2x16float(wu.y);
+      let w45 = unpack2x16float(wu.z);
+      let w67 = unpack2x16float(wu.w);
       for (var i = 0u; i < TILE_E; i++) {
         let k = min(r0 + i, ROWS - 1u) * ACT_W4 + gb + 2u * u;
         (*acc)[i] = gv_dot(w01, w23, w45, w67, act_v[k], act_v[k + 1u], (*acc)[i]);
@@ -2020,10 +2007,10 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
     }
   }
   if (s_busy) {
-    let w01 = gv_unpack(s_w.x);
-    let w23 = gv_unpack(s_w.y);
-    let w45 = gv_unpack(s_w.z);
-    let w67 = gv_unpack(s_w.w);
+    let w01 = unpack2x16float(s_w.x);
+    let w23 = unpack2x16float(s_w.y);
+    let w45 = unpack2x16float(s_w.z);
+    let w67 = unpack2x16float(s_w.w);
     for (var i = 0u; i < TILE_E; i++) {
       let xa = gv_cx[(sd.src + i) * 16u + 2u * sq];
       let xb = gv_cx[(sd.src + i) * 16u + 2u * sq + 1u];
@@ -5528,26 +5515,13 @@ var<workgroup> gv_cx: array<vec4<f32>, select(1u, GV_TGT + TILE_E * 8u, GV_CUR =
 var<workgroup> gv_spart: array<f32, select(1u, GV_SIDE_WORDS * TILE_E, GV_CUR == 1)>;
 const_assert GV_CUR == 0 || GV_SIDE_WORDS <= WG_X;
 
-// The two f16 weights of a u32 as f32. GV_CVT 1: by integer shifts and masks and one multiply by
-// 2^112 (the f16 bits' sign, exponent and mantissa moved into an f32's places, whose exponent is then
-// 112 short): exact for every finite f16 (a subnormal one passes through an f32 subnormal, which a
-// device that flushes those takes as 0), instead of the conversion instructions.
-fn gv_unpack(u: u32) -> vec2<f32> {
-  if (GV_CVT == 1) {
-    let lo = bitcast<f32>(((u << 13u) & 0x0fffe000u) | ((u << 16u) & 0x80000000u));
-    let hi = bitcast<f32>(((u >> 3u) & 0x0fffe000u) | (u & 0x80000000u));
-    return vec2<f32>(lo, hi) * 5.192296858534828e33;
-  }
-  return unpack2x16float(u);
-}
-
 // Adds the products of one weight word (inputs 8 g .. 8 g + 7) with those inputs of rows r0 ..
 // r0 + TILE_E - 1.
 fn gv_fma(acc: ptr<function, array<f32, TILE_E>>, w: vec4<u32>, g: u32, r0: u32) {
-  let w01 = gv_unpack(w.x);
-  let w23 = gv_unpack(w.y);
-  let w45 = gv_unpack(w.z);
-  let w67 = gv_unpack(w.w);
+  let w01 = unpack2x16float(w.x);
+  let w23 = unpack2x16float(w.y);
+  let w45 = unpack2x16float(w.z);
+  let w67 = unpack2x16float(w.w);
   for (var i = 0u; i < TILE_E; i++) {
     let xa = act_v[(r0 + i) * ACT_W4 + 2u * g];
     let xb = act_v[(r0 + i) * ACT_W4 + 2u * g + 1u];
@@ -5625,10 +5599,10 @@ fn gv_fma_run(acc: ptr<function, array<f32, TILE_E>>, w: ptr<function, array<vec
         (*acc)[0] = (*acc)[0] + f32(wu.x & 1u);
         continue;
       }
-      let w01 = gv_unpack(wu.x);
-      let w23 = gv_unpack(wu.y);
-      let w45 = gv_unpack(wu.z);
-      let w67 = gv_unpack(wu.w);
+      let w01 = unpack2x16float(wu.x);
+      let w23 = unpack2x16float(wu.y);
+      let w45 = unpack2x16float(wu.z);
+      let w67 = unpack2x16float(wu.w);
       for (var i = 0u; i < TILE_E; i++) {
         let k = min(r0 + i, ROWS - 1u) * ACT_W4 + gb + 2u * u;
         (*acc)[i] = gv_dot(w01, w23, w45, w67, act_v[k], act_v[k + 1u], (*acc)[i]);
@@ -5827,10 +5801,10 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
     }
   }
   if (s_busy) {
-    let w01 = gv_unpack(s_w.x);
-    let w23 = gv_unpack(s_w.y);
-    let w45 = gv_unpack(s_w.z);
-    let w67 = gv_unpack(s_w.w);
+    let w01 = unpack2x16float(s_w.x);
+    let w23 = unpack2x16float(s_w.y);
+    let w45 = unpack2x16float(s_w.z);
+    let w67 = unpack2x16float(s_w.w);
     for (var i = 0u; i < TILE_E; i++) {
       let xa = gv_cx[(sd.src + i) * 16u + 2u * sq];
       let xb = gv_cx[(sd.src + i) * 16u + 2u * sq + 1u];
@@ -7489,26 +7463,13 @@ var<workgroup> gv_cx: array<vec4<f32>, select(1u, GV_TGT + TILE_E * 8u, GV_CUR =
 var<workgroup> gv_spart: array<f32, select(1u, GV_SIDE_WORDS * TILE_E, GV_CUR == 1)>;
 const_assert GV_CUR == 0 || GV_SIDE_WORDS <= WG_X;
 
-// The two f16 weights of a u32 as f32. GV_CVT 1: by integer shifts and masks and one multiply by
-// 2^112 (the f16 bits' sign, exponent and mantissa moved into an f32's places, whose exponent is then
-// 112 short): exact for every finite f16 (a subnormal one passes through an f32 subnormal, which a
-// device that flushes those takes as 0), instead of the conversion instructions.
-fn gv_unpack(u: u32) -> vec2<f32> {
-  if (GV_CVT == 1) {
-    let lo = bitcast<f32>(((u << 13u) & 0x0fffe000u) | ((u << 16u) & 0x80000000u));
-    let hi = bitcast<f32>(((u >> 3u) & 0x0fffe000u) | (u & 0x80000000u));
-    return vec2<f32>(lo, hi) * 5.192296858534828e33;
-  }
-  return unpack2x16float(u);
-}
-
 // Adds the products of one weight word (inputs 8 g .. 8 g + 7) with those inputs of rows r0 ..
 // r0 + TILE_E - 1.
 fn gv_fma(acc: ptr<function, array<f32, TILE_E>>, w: vec4<u32>, g: u32, r0: u32) {
-  let w01 = gv_unpack(w.x);
-  let w23 = gv_unpack(w.y);
-  let w45 = gv_unpack(w.z);
-  let w67 = gv_unpack(w.w);
+  let w01 = unpack2x16float(w.x);
+  let w23 = unpack2x16float(w.y);
+  let w45 = unpack2x16float(w.z);
+  let w67 = unpack2x16float(w.w);
   for (var i = 0u; i < TILE_E; i++) {
     let xa = act_v[(r0 + i) * ACT_W4 + 2u * g];
     let xb = act_v[(r0 + i) * ACT_W4 + 2u * g + 1u];
@@ -7586,10 +7547,10 @@ fn gv_fma_run(acc: ptr<function, array<f32, TILE_E>>, w: ptr<function, array<vec
         (*acc)[0] = (*acc)[0] + f32(wu.x & 1u);
         continue;
       }
-      let w01 = gv_unpack(wu.x);
-      let w23 = gv_unpack(wu.y);
-      let w45 = gv_unpack(wu.z);
-      let w67 = gv_unpack(wu.w);
+      let w01 = unpack2x16float(wu.x);
+      let w23 = unpack2x16float(wu.y);
+      let w45 = unpack2x16float(wu.z);
+      let w67 = unpack2x16float(wu.w);
       for (var i = 0u; i < TILE_E; i++) {
         let k = min(r0 + i, ROWS - 1u) * ACT_W4 + gb + 2u * u;
         (*acc)[i] = gv_dot(w01, w23, w45, w67, act_v[k], act_v[k + 1u], (*acc)[i]);
@@ -7788,10 +7749,10 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
     }
   }
   if (s_busy) {
-    let w01 = gv_unpack(s_w.x);
-    let w23 = gv_unpack(s_w.y);
-    let w45 = gv_unpack(s_w.z);
-    let w67 = gv_unpack(s_w.w);
+    let w01 = unpack2x16float(s_w.x);
+    let w23 = unpack2x16float(s_w.y);
+    let w45 = unpack2x16float(s_w.z);
+    let w67 = unpack2x16float(s_w.w);
     for (var i = 0u; i < TILE_E; i++) {
       let xa = gv_cx[(sd.src + i) * 16u + 2u * sq];
       let xb = gv_cx[(sd.src + i) * 16u + 2u * sq + 1u];
