@@ -274,7 +274,10 @@ describe('collect_dqn weight-streaming engine (5): plan and refusal', () => {
     // sums, 4 ops fewer in the table (17 words each), gv_cx (the model's rows 128, the bonus's
     // target 32) and gv_spart (320) for their one-element stand-ins (4 + 1), and GV_FLAT's combined
     // Q-values (gv_qc, 2 rows of 48) for its stand-in (1).
-    expect(cur.constants).toMatchObject({ GV_FLAT: 1 });
+    // The flat step needs the curiosity layers beside the dual pass; the next action's draw ahead and
+    // the acting thread's state in workgroup memory are in every engine 5 build.
+    expect(cur.constants).toMatchObject({ GV_FLAT: 1, GV_RNG: 1, GV_EPWG: 1 });
+    expect(one.constants).toMatchObject({ GV_FLAT: 0, GV_RNG: 1, GV_EPWG: 1 });
     expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 1, threads: 512 })).toBe(
       dqnWorkgroupBytes({ ...base, tileEpisodes: 1, threads: 256 }) +
         4 * (256 + 48 + 256 - 4 * 17 + 128 + 32 + 320 - 5 + 2 * 48 - 1),
