@@ -66,7 +66,8 @@ per episode are measured in the same run (--variant both, the default for dqn an
                     chooseTile)
   --tile E          episodes per workgroup of the tiled kernel (default: chosen from N and the
                     device's workgroup memory)
-  --threads T       threads per workgroup (default 256; cuda tf32: 512 for 64 dqn / 32 ppo episodes)
+  --threads T       threads per workgroup (default 256; webgpu f16 engine 5: 512, the dual pass, up to
+                    N = 512; cuda tf32: 512 for 64 dqn / 32 ppo episodes)
   --splitk          cuda, dqn: also time the tiled kernel's small-tile split-K TF32 engine (constant
                     SPLITK = 1: warps split each layer's K, fused stream layers; row tiled-splitk),
                     --tile episodes per block (default: ~128 blocks, at most 16), --threads per
