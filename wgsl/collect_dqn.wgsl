@@ -68,6 +68,7 @@ var<workgroup> gv_qc: array<f32, select(1u, ROWS * 48u, GV_FLAT == 1)>;
 // by step parity: the next step's are drawn in the action op by a thread of the second subgroup
 // (lid 32 + r), off the chain of the thread that picks the action.
 var<workgroup> gv_rng: array<vec2<u32>, select(1u, 2u * TILE_E, GV_RNG == 1)>;
+const_assert GV_RNG == 0 || WG_X >= 32u + TILE_E;
 // GV_EPWG 1: an acting thread's episode, its step's outcome, action and Q(s, a) live in workgroup
 // memory between the ops that use them (loaded at an op's start, stored at its end), so they hold
 // no registers across the layer ops.
