@@ -74,9 +74,35 @@ const_assert GV_RNG == 0 || WG_X >= 32u + TILE_E;
 // no registers across the layer ops.
 const EPWG_LEN = select(1u, TILE_E, GV_EPWG == 1);
 var<workgroup> gv_ep: array<Episode, EPWG_LEN>;
-var<workgroup> gv_out: array<StepOut, EPWG_LEN>;
-var<workgroup> gv_a: array<i32, EPWG_LEN>;
-var<workgroup> gv_qsa: array<f32, EPWG_LEN>;
+// GV_MERGE 1: the outcome, action and Q(s, a) by step parity (the TD op of step l reads l's while
+// the action op of l + 1 beside it writes l + 1's).
+const STEP_LEN = select(EPWG_LEN, 2u * TILE_E, GV_MERGE == 1);
+var<workgroup> gv_out: array<StepOut, STEP_LEN>;
+var<workgroup> gv_a: array<i32, STEP_LEN>;
+var<workgroup> gv_qsa: array<f32, STEP_LEN>;
+// GV_MERGE 1 (with GV_FLAT): a step is the action op (the env step, and the fill of s' beside it),
+// the next-state pass's 4 layers, the dueling combination (and beside it the bonus and the next
+// step's verdict) and the TD op, which also runs the next step's action op when no episode of the
+// tile restarted: two ops and two barriers fewer a step than GV_FLAT alone. In the action op the
+// acting thread (lid r) picks the action and steps the simulator; thread 32 + r draws the next
+// step's action words (GV_RNG); threads from GV_FILL0 fill s' (the features of the bar after this
+// step's, known before the step: quads [0, GV_FQ) of every row, every quad of rows past n) and from
+// GV_CIN0 the curiosity input's features (this step's bar), while the acting thread writes the
+// quads with the portfolio's columns and the action's one-hot. The TD op runs on thread 64 + r.
+// gv_bar holds each row's bar at the start of a step, by step parity (written by the acting thread
+// at the end of the step before); gv_bon the bonus the combination op leaves for the TD op.
+const_assert GV_MERGE == 0 || (GV_FLAT == 1 && GV_EPWG == 1 && GV_RNG == 1 && GV_DUAL == 1);
+const_assert GV_MERGE == 0 || (WG_X == 512u && ROWS * NUM_ACTIONS <= WG_X - 64u && TILE_E <= 32u);
+const GV_TD0 = 64u;
+const GV_FILL0 = 128u;
+const GV_CIN0 = 256u;
+const GV_BON0 = WG_X - 64u;
+const GV_VERDICT = WG_X - 32u;
+const GV_FQ = MARKET_FEATURES / 4u;
+const_assert GV_MERGE == 0 || (GV_FQ >= CURIOSITY_OUT / 4u && TILE_E * (STATE_PAD / 4u) <= GV_CIN0 - GV_FILL0);
+const_assert GV_MERGE == 0 || TILE_E * (CURIOSITY_OUT / 4u) <= GV_BON0 - GV_CIN0;
+var<workgroup> gv_bar: array<i32, select(1u, 2u * TILE_E, GV_MERGE == 1)>;
+var<workgroup> gv_bon: array<f32, select(1u, TILE_E, GV_MERGE == 1)>;
 //!endif
 //!if ENGINE != 5
 const CUR_OPS = 4u;
@@ -608,6 +634,157 @@ fn env_op(e: u32, l: u32, lid: u32, a: i32, ep: ptr<function, Episode>) -> StepO
   return out;
 }
 
+//!if ENGINE == 5
+// GV_MERGE 1: columns 4 k4 .. 4 k4 + 3 of the state at bar `bar` with portfolio features pf.
+fn gv_state_quad(bar: i32, pf: vec3<f32>, k4: u32) -> vec4<f32> {
+  var v = vec4<f32>(0.0);
+  for (var c = 0u; c < 4u; c++) {
+    let k = k4 * 4u + c;
+    if (k < MARKET_FEATURES) {
+      v[c] = features[u32(bar) * MARKET_FEATURES + k];
+    } else if (k < STATE_DIM) {
+      v[c] = pf[k - MARKET_FEATURES];
+    }
+  }
+  return v;
+}
+
+// GV_MERGE 1: the action op of step l (see gv_bar): the action, the env step and the fill of s'.
+fn gv_act(e0: u32, l: u32, lid: u32) {
+  let g = u.stepBase + l;
+  let key = vec2<u32>(u.key0, u.key1);
+  let pb = (l & 1u) * TILE_E;
+  if (lid >= 32u && lid < 32u + TILE_E && l + 1u < u.steps) {
+    let r = lid - 32u;
+    gv_rng[((l + 1u) & 1u) * TILE_E + r] = philox4x32(vec4<u32>(STREAM_ACTION, e0 + r, g + 1u, 0u), key).xy;
+  }
+  let sq = STATE_PAD / 4u;
+  if (lid >= GV_FILL0 && lid < GV_FILL0 + TILE_E * sq) {
+    let t = lid - GV_FILL0;
+    let r = t / sq;
+    let k4 = t % sq;
+    let e = e0 + r;
+    let ours = e < u.n;
+    if (k4 < GV_FQ || !ours) {
+      // s' is the bar after this step's (env_step: bar t + 1), whatever the action.
+      let v = gv_state_quad(gv_bar[pb + r] + 1, vec3<f32>(0.0), k4);
+      if (ours) {
+        write_state_quad(OUT_F_NEXT_STATES, e, l, k4, v);
+        // Also the next step's state: an episode that restarts has it written again by the next
+        // step's fill of s (after a storage barrier).
+        if (l + 1u < u.steps) {
+          write_state_quad(OUT_F_STATES, e, l + 1u, k4, v);
+        }
+      }
+      act_v[r * ACT_W4 + k4] = v;
+      act_v[(r + TILE_E) * ACT_W4 + k4] = v;
+      if (k4 < CURIOSITY_OUT / 4u) {
+        gv_cx[GV_TGT + r * 8u + k4] = v;
+      }
+    }
+  }
+  if (u.curiosity != 0u && lid >= GV_CIN0 && lid < GV_CIN0 + TILE_E * (CURIOSITY_OUT / 4u)) {
+    let t = lid - GV_CIN0;
+    let r = t / (CURIOSITY_OUT / 4u);
+    gv_cx[r * 16u + t % (CURIOSITY_OUT / 4u)] = curiosity_quad(gv_bar[pb + r], 0, t % (CURIOSITY_OUT / 4u));
+  }
+  if (lid < TILE_E && e0 + lid < u.n) {
+    let e = e0 + lid;
+    var ep = gv_ep[lid];
+    if (GV_ENV == 1) {
+      gv_env_prefetch(e, ep);
+    }
+    // The feature columns of s's quads from GV_FQ on, loaded before the action.
+    let nb = u32(ep.bar + 1) * MARKET_FEATURES;
+    var tail = vec4<f32>(0.0);
+    for (var c = 0u; c < 4u; c++) {
+      if (GV_FQ * 4u + c < MARKET_FEATURES) {
+        tail[c] = features[nb + GV_FQ * 4u + c];
+      }
+    }
+    let w = gv_rng[pb + lid];
+    var a = 0;
+    if (u32_to_unit_float(w.x) < u.epsilon) {
+      a = i32(w.y % NUM_ACTIONS);
+    } else {
+      a = i32(argmax_q(lid));
+    }
+    let q_sa = final_q(lid, u32(a));
+    let cat = action_category(a);
+    tile_cat[lid] = cat;
+    tile_bonus[lid] = 0.0;
+    let cbar = ep.bar;
+    let out = env_op(e, l, lid, a, &ep);
+    // env_op left the next state's portfolio features before any restart.
+    let pf = tile_pf[lid].xyz;
+    let keep = out.done == 0 && out.truncated == 0 && l + 1u < u.steps;
+    for (var k4 = GV_FQ; k4 < sq; k4++) {
+      var v = vec4<f32>(0.0);
+      for (var c = 0u; c < 4u; c++) {
+        let k = k4 * 4u + c;
+        if (k < MARKET_FEATURES) {
+          v[c] = tail[k - GV_FQ * 4u];
+        } else if (k < STATE_DIM) {
+          v[c] = pf[k - MARKET_FEATURES];
+        }
+      }
+      write_state_quad(OUT_F_NEXT_STATES, e, l, k4, v);
+      if (keep) {
+        write_state_quad(OUT_F_STATES, e, l + 1u, k4, v);
+      }
+      act_v[lid * ACT_W4 + k4] = v;
+      act_v[(lid + TILE_E) * ACT_W4 + k4] = v;
+    }
+    if (u.curiosity != 0u) {
+      for (var k4 = CURIOSITY_OUT / 4u; k4 < CURIOSITY_PAD / 4u; k4++) {
+        gv_cx[lid * 16u + k4] = curiosity_quad(cbar, cat, k4);
+      }
+    }
+    gv_ep[lid] = ep;
+    gv_out[pb + lid] = out;
+    gv_a[pb + lid] = a;
+    gv_qsa[pb + lid] = q_sa;
+    gv_bar[((l + 1u) & 1u) * TILE_E + lid] = ep.bar;
+  }
+}
+
+// GV_MERGE 1: beside the target pass's dueling combination, the bonus of each episode (thread
+// GV_BON0 + r) and the next step's verdict (whether an episode of the tile restarted).
+fn gv_verdict(lid: u32) {
+  if (lid >= GV_BON0 && lid < GV_BON0 + TILE_E) {
+    gv_bon[lid - GV_BON0] = gv_bonus(lid - GV_BON0);
+  }
+  if (lid == GV_VERDICT) {
+    var any = 0u;
+    for (var r = 0u; r < TILE_E; r++) {
+      any = any | gv_restart[r];
+    }
+    gv_need = any;
+  }
+}
+
+// GV_MERGE 1: the TD op of step l on thread GV_TD0 + r: the bonus into the reward, the step
+// written, the TD error.
+fn gv_td(e0: u32, l: u32, lid: u32) {
+  if (lid < GV_TD0 || lid >= GV_TD0 + TILE_E || e0 + lid - GV_TD0 >= u.n) {
+    return;
+  }
+  let r = lid - GV_TD0;
+  let e = e0 + r;
+  let pl = (l & 1u) * TILE_E + r;
+  var out = gv_out[pl];
+  let a = gv_a[pl];
+  let bonus = gv_bon[r];
+  out.total = out.total + bonus;
+  write_step(e, l, a, out, bonus);
+  var td_target = out.total;
+  if (out.done == 0) {
+    td_target = out.total + u.gamma * final_q(r + TD_ROW0, argmax_q(r + TD_ROW0));
+  }
+  out_f[OUT_F_TD_ERRORS * u.n * u.steps + e * u.steps + l] = abs(td_target - gv_qsa[pl]);
+}
+//!endif
+
 fn tiled_collect(group: u32, lid: u32, sg: u32) {
   let e0 = group * TILE_E;
   let e = e0 + lid;
@@ -624,6 +801,13 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
 //!endif
   }
 //!if ENGINE == 5
+  if (GV_MERGE == 1 && lid < TILE_E) {
+    gv_bar[lid] = select(u.splitStart, ep.bar, mine);
+    gv_bar[TILE_E + lid] = u.splitStart;
+  }
+  // GV_MERGE 1: the verdict for the next step, loaded before the TD op (the launch's first step
+  // runs its online pass).
+  var need_next = 1u;
   if (GV_ENV == 1) {
     for (var i = lid; i <= u32(u.diversityWindow); i += WG_X) {
       gv_ent[i] = entropy[i];
@@ -650,7 +834,9 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
     // state unless an episode of the tile restarted: then (and at a launch's first step) the fill
     // of s and the online pass run (gv_fill_next wrote the states out otherwise).
     var need = 1u;
-    if (GV_DUAL == 1) {
+    if (GV_MERGE == 1) {
+      need = select(need_next, 1u, l == 0u);
+    } else if (GV_DUAL == 1) {
       if (lid == 0u) {
         var any = select(0u, 1u, l == 0u);
         for (var r = 0u; r < TILE_E; r++) {
@@ -669,12 +855,19 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       if ((need == 0u && i < ACT_AT) || (GV_LATE && i == ENV_AT)) {
         continue;
       }
+      // GV_MERGE 1: the action op ran in the last step's TD op unless the online pass ran; the fill
+      // of s' runs in the action op.
+      if (GV_MERGE == 1 && ((need == 0u && i == ACT_AT) || (i > ENV_AT && i < TARGET_AT))) {
+        continue;
+      }
       gv_delta = select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1 && i >= TARGET_AT && i < TARGET_AT + NET_LEN);
       gv_side = gv_side_at(i);
       var o: Op;
       if (GV_FLAT == 1 && i >= ACT_AT) {
         // The action op after a skipped online pass is closed by the verdict's load.
-        if (i != ACT_AT || need != 0u) {
+        if (GV_MERGE == 1 && i == PROGRAM_LEN - 1u) {
+          need_next = workgroupUniformLoad(&gv_need);
+        } else if (i != ACT_AT || need != 0u) {
           workgroupBarrier();
         }
         o = gv_flat_op(i);
@@ -731,6 +924,11 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
           if (o.arg == 1u && (GV_DUAL == 1 || GV_CUR == 1)) {
             gv_fill_next(e0, l, lid);
           } else {
+            // GV_MERGE 1: the last action op wrote this step's states ahead (restarted episodes'
+            // too): those writes come first.
+            if (GV_MERGE == 1) {
+              storageBarrier();
+            }
 //!endif
             if (o.arg == 0u && lid < TILE_E) {
 //!if ENGINE == 5
@@ -749,9 +947,18 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         }
         case OP_COMBINE: {
           combine_dueling(lid);
+//!if ENGINE == 5
+          if (GV_MERGE == 1 && i == TARGET_AT + 4u) {
+            gv_verdict(lid);
+          }
+//!endif
         }
         case OP_ACT: {
 //!if ENGINE == 5
+          if (GV_MERGE == 1) {
+            gv_act(e0, l, lid);
+            break;
+          }
           if (GV_RNG == 1 && lid >= 32u && lid < 32u + TILE_E && l + 1u < u.steps) {
             let r = lid - 32u;
             gv_rng[((l + 1u) & 1u) * TILE_E + r] = philox4x32(vec4<u32>(STREAM_ACTION, e0 + r, g + 1u, 0u), key).xy;
@@ -823,6 +1030,15 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
           }
         }
         case OP_TD: {
+//!if ENGINE == 5
+          if (GV_MERGE == 1) {
+            gv_td(e0, l, lid);
+            if (need_next == 0u && l + 1u < u.steps) {
+              gv_act(e0, l + 1u, lid);
+            }
+            break;
+          }
+//!endif
           if (mine) {
 //!if ENGINE == 5
             if (GV_EPWG == 1) {

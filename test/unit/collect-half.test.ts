@@ -265,7 +265,7 @@ describe('collect_dqn weight-streaming engine (5): plan and refusal', () => {
     expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 8, threads: 512 })).toBeLessThanOrEqual(48 * 1024);
     // The curiosity layers beside the dual pass (GV_CUR) up to 4 episodes a workgroup, one weight
     // word a thread (fc1: 64 outputs x 5 groups of 8 of its 35 inputs); not without the dual pass.
-    expect(dual.constants).toMatchObject({ GV_CUR: 0 });
+    expect(dual.constants).toMatchObject({ GV_CUR: 0, GV_MERGE: 0 });
     expect(one.constants).toMatchObject({ GV_CUR: 0, GV_SIDE_WORDS: 320 });
     const cur = collectDqnSpec({ ...base, tileEpisodes: 4, threads: 512 });
     expect(cur.constants).toMatchObject({ GV_DUAL: 1, GV_CUR: 1, GV_SIDE_WORDS: 320 });
@@ -273,14 +273,17 @@ describe('collect_dqn weight-streaming engine (5): plan and refusal', () => {
     // One episode, 512 threads against 256: an act row (256) and a qv row (48) more, 256 more part
     // sums, 4 ops fewer in the table (17 words each), gv_cx (the model's rows 128, the bonus's
     // target 32) and gv_spart (320) for their one-element stand-ins (4 + 1), and GV_FLAT's combined
-    // Q-values (gv_qc, 2 rows of 48) for its stand-in (1).
-    // The flat step needs the curiosity layers beside the dual pass; the next action's draw ahead and
-    // the acting thread's state in workgroup memory are in every engine 5 build.
-    expect(cur.constants).toMatchObject({ GV_FLAT: 1, GV_RNG: 1, GV_EPWG: 1 });
-    expect(one.constants).toMatchObject({ GV_FLAT: 0, GV_RNG: 1, GV_EPWG: 1 });
+    // Q-values (gv_qc, 2 rows of 48) for its stand-in (1), and GV_MERGE's second parity of the
+    // step's outcome (7), action and Q(s, a), the bars by parity (2) and the bonus (1) for their
+    // stand-ins (2).
+    // The flat step and the merged ops need the curiosity layers beside the dual pass; the next
+    // action's draw ahead and the acting thread's state in workgroup memory are in every engine 5
+    // build.
+    expect(cur.constants).toMatchObject({ GV_FLAT: 1, GV_RNG: 1, GV_EPWG: 1, GV_MERGE: 1 });
+    expect(one.constants).toMatchObject({ GV_FLAT: 0, GV_RNG: 1, GV_EPWG: 1, GV_MERGE: 0 });
     expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 1, threads: 512 })).toBe(
       dqnWorkgroupBytes({ ...base, tileEpisodes: 1, threads: 256 }) +
-        4 * (256 + 48 + 256 - 4 * 17 + 128 + 32 + 320 - 5 + 2 * 48 - 1),
+        4 * (256 + 48 + 256 - 4 * 17 + 128 + 32 + 320 - 5 + 2 * 48 - 1 + 7 + 1 + 1 + 2 + 1 - 2),
     );
     expect(() => collectDqnSpec({ ...base, tileEpisodes: 9 })).toThrow(/at most 8 rows/);
     expect(() => checkDqnOptions({ ...base, tileEpisodes: 2, threads: 384, tj: 128 })).toThrow(
