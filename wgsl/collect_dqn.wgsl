@@ -76,14 +76,16 @@ const EPWG_LEN = select(1u, TILE_E, GV_EPWG == 1);
 var<workgroup> gv_ep: array<Episode, EPWG_LEN>;
 // GV_MERGE 1: the outcome, action and Q(s, a) by step parity (the TD op of step l reads l's while
 // the action op of l + 1 beside it writes l + 1's).
-const STEP_LEN = select(EPWG_LEN, 2u * TILE_E, GV_MERGE == 1);
+const STEP_LEN = select(EPWG_LEN, 2u * TILE_E, GV_MERGE != 0u);
 var<workgroup> gv_out: array<StepOut, STEP_LEN>;
 var<workgroup> gv_a: array<i32, STEP_LEN>;
 var<workgroup> gv_qsa: array<f32, STEP_LEN>;
-// GV_MERGE 1 (with GV_FLAT): a step is the action op (the env step, and the fill of s' beside it),
-// the next-state pass's 4 layers, the dueling combination (and beside it the bonus and the next
-// step's verdict) and the TD op, which also runs the next step's action op when no episode of the
-// tile restarted: two ops and two barriers fewer a step than GV_FLAT alone. In the action op the
+// GV_MERGE (with GV_FLAT), bits: 1, the fill of s' beside the action op; 2, the TD op also runs the
+// next step's action op when no episode of the tile restarted. With both (3) a step is the action
+// op (the env step, and the fill of s' beside it), the next-state pass's 4 layers, the dueling
+// combination (and beside it the bonus and the next step's verdict) and the TD op: two ops and two
+// barriers fewer a step than GV_FLAT alone. gv_act is called from one place (the kernel inlines it
+// once). In the action op the
 // acting thread (lid r) picks the action and steps the simulator; thread 32 + r draws the next
 // step's action words (GV_RNG); threads from GV_FILL0 fill s' (the features of the bar after this
 // step's, known before the step: quads [0, GV_FQ) of every row, every quad of rows past n) and from
@@ -91,18 +93,18 @@ var<workgroup> gv_qsa: array<f32, STEP_LEN>;
 // quads with the portfolio's columns and the action's one-hot. The TD op runs on thread 64 + r.
 // gv_bar holds each row's bar at the start of a step, by step parity (written by the acting thread
 // at the end of the step before); gv_bon the bonus the combination op leaves for the TD op.
-const_assert GV_MERGE == 0 || (GV_FLAT == 1 && GV_EPWG == 1 && GV_RNG == 1 && GV_DUAL == 1);
-const_assert GV_MERGE == 0 || (WG_X == 512u && ROWS * NUM_ACTIONS <= WG_X - 64u && TILE_E <= 32u);
+const_assert GV_MERGE == 0u || (GV_FLAT == 1 && GV_EPWG == 1 && GV_RNG == 1 && GV_DUAL == 1);
+const_assert GV_MERGE == 0u || (WG_X == 512u && ROWS * NUM_ACTIONS <= WG_X - 64u && TILE_E <= 32u);
 const GV_TD0 = 64u;
 const GV_FILL0 = 128u;
 const GV_CIN0 = 256u;
 const GV_BON0 = WG_X - 64u;
 const GV_VERDICT = WG_X - 32u;
 const GV_FQ = MARKET_FEATURES / 4u;
-const_assert GV_MERGE == 0 || (GV_FQ >= CURIOSITY_OUT / 4u && TILE_E * (STATE_PAD / 4u) <= GV_CIN0 - GV_FILL0);
-const_assert GV_MERGE == 0 || TILE_E * (CURIOSITY_OUT / 4u) <= GV_BON0 - GV_CIN0;
-var<workgroup> gv_bar: array<i32, select(1u, 2u * TILE_E, GV_MERGE == 1)>;
-var<workgroup> gv_bon: array<f32, select(1u, TILE_E, GV_MERGE == 1)>;
+const_assert GV_MERGE == 0u || (GV_FQ >= CURIOSITY_OUT / 4u && TILE_E * (STATE_PAD / 4u) <= GV_CIN0 - GV_FILL0);
+const_assert GV_MERGE == 0u || TILE_E * (CURIOSITY_OUT / 4u) <= GV_BON0 - GV_CIN0;
+var<workgroup> gv_bar: array<i32, select(1u, 2u * TILE_E, GV_MERGE != 0u)>;
+var<workgroup> gv_bon: array<f32, select(1u, TILE_E, GV_MERGE != 0u)>;
 //!endif
 //!if ENGINE != 5
 const CUR_OPS = 4u;
@@ -659,7 +661,8 @@ fn gv_act(e0: u32, l: u32, lid: u32) {
     gv_rng[((l + 1u) & 1u) * TILE_E + r] = philox4x32(vec4<u32>(STREAM_ACTION, e0 + r, g + 1u, 0u), key).xy;
   }
   let sq = STATE_PAD / 4u;
-  if (lid >= GV_FILL0 && lid < GV_FILL0 + TILE_E * sq) {
+  let fill = (GV_MERGE & 1u) != 0u;
+  if (fill && lid >= GV_FILL0 && lid < GV_FILL0 + TILE_E * sq) {
     let t = lid - GV_FILL0;
     let r = t / sq;
     let k4 = t % sq;
@@ -683,7 +686,7 @@ fn gv_act(e0: u32, l: u32, lid: u32) {
       }
     }
   }
-  if (u.curiosity != 0u && lid >= GV_CIN0 && lid < GV_CIN0 + TILE_E * (CURIOSITY_OUT / 4u)) {
+  if (fill && u.curiosity != 0u && lid >= GV_CIN0 && lid < GV_CIN0 + TILE_E * (CURIOSITY_OUT / 4u)) {
     let t = lid - GV_CIN0;
     let r = t / (CURIOSITY_OUT / 4u);
     gv_cx[r * 16u + t % (CURIOSITY_OUT / 4u)] = curiosity_quad(gv_bar[pb + r], 0, t % (CURIOSITY_OUT / 4u));
@@ -698,7 +701,7 @@ fn gv_act(e0: u32, l: u32, lid: u32) {
     let nb = u32(ep.bar + 1) * MARKET_FEATURES;
     var tail = vec4<f32>(0.0);
     for (var c = 0u; c < 4u; c++) {
-      if (GV_FQ * 4u + c < MARKET_FEATURES) {
+      if (fill && GV_FQ * 4u + c < MARKET_FEATURES) {
         tail[c] = features[nb + GV_FQ * 4u + c];
       }
     }
@@ -718,7 +721,7 @@ fn gv_act(e0: u32, l: u32, lid: u32) {
     // env_op left the next state's portfolio features before any restart.
     let pf = tile_pf[lid].xyz;
     let keep = out.done == 0 && out.truncated == 0 && l + 1u < u.steps;
-    for (var k4 = GV_FQ; k4 < sq; k4++) {
+    for (var k4 = GV_FQ; fill && k4 < sq; k4++) {
       var v = vec4<f32>(0.0);
       for (var c = 0u; c < 4u; c++) {
         let k = k4 * 4u + c;
@@ -735,7 +738,7 @@ fn gv_act(e0: u32, l: u32, lid: u32) {
       act_v[lid * ACT_W4 + k4] = v;
       act_v[(lid + TILE_E) * ACT_W4 + k4] = v;
     }
-    if (u.curiosity != 0u) {
+    if (fill && u.curiosity != 0u) {
       for (var k4 = CURIOSITY_OUT / 4u; k4 < CURIOSITY_PAD / 4u; k4++) {
         gv_cx[lid * 16u + k4] = curiosity_quad(cbar, cat, k4);
       }
@@ -801,7 +804,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
 //!endif
   }
 //!if ENGINE == 5
-  if (GV_MERGE == 1 && lid < TILE_E) {
+  if (GV_MERGE != 0u && lid < TILE_E) {
     gv_bar[lid] = select(u.splitStart, ep.bar, mine);
     gv_bar[TILE_E + lid] = u.splitStart;
   }
@@ -834,7 +837,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
     // state unless an episode of the tile restarted: then (and at a launch's first step) the fill
     // of s and the online pass run (gv_fill_next wrote the states out otherwise).
     var need = 1u;
-    if (GV_MERGE == 1) {
+    if (GV_MERGE != 0u) {
       need = select(need_next, 1u, l == 0u);
     } else if (GV_DUAL == 1) {
       if (lid == 0u) {
@@ -857,7 +860,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       }
       // GV_MERGE 1: the action op ran in the last step's TD op unless the online pass ran; the fill
       // of s' runs in the action op.
-      if (GV_MERGE == 1 && ((need == 0u && i == ACT_AT) || (i > ENV_AT && i < TARGET_AT))) {
+      if (((GV_MERGE & 2u) != 0u && need == 0u && i == ACT_AT) || ((GV_MERGE & 1u) != 0u && i > ENV_AT && i < TARGET_AT)) {
         continue;
       }
       gv_delta = select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1 && i >= TARGET_AT && i < TARGET_AT + NET_LEN);
@@ -865,9 +868,9 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       var o: Op;
       if (GV_FLAT == 1 && i >= ACT_AT) {
         // The action op after a skipped online pass is closed by the verdict's load.
-        if (GV_MERGE == 1 && i == PROGRAM_LEN - 1u) {
+        if (GV_MERGE != 0u && i == PROGRAM_LEN - 1u) {
           need_next = workgroupUniformLoad(&gv_need);
-        } else if (i != ACT_AT || need != 0u) {
+        } else if (i != ACT_AT || need != 0u || GV_MERGE == 1u) {
           workgroupBarrier();
         }
         o = gv_flat_op(i);
@@ -884,6 +887,21 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         workgroupBarrier();
         continue;
       }
+//!if ENGINE == 5
+      // GV_MERGE: the action op and the TD op (with bit 2 also the next step's action op), one
+      // call of gv_act for both.
+      if (GV_MERGE != 0u && (o.kind == OP_ACT || o.kind == OP_TD)) {
+        var la = l;
+        if (o.kind == OP_TD) {
+          gv_td(e0, l, lid);
+          la = l + 1u;
+        }
+        if (o.kind == OP_ACT || ((GV_MERGE & 2u) != 0u && need_next == 0u && la < u.steps)) {
+          gv_act(e0, la, lid);
+        }
+        continue;
+      }
+//!endif
       switch (o.kind) {
         case OP_DENSE: {
 //!if ENGINE == 5
@@ -926,7 +944,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
           } else {
             // GV_MERGE 1: the last action op wrote this step's states ahead (restarted episodes'
             // too): those writes come first.
-            if (GV_MERGE == 1) {
+            if (GV_MERGE != 0u) {
               storageBarrier();
             }
 //!endif
@@ -948,17 +966,13 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         case OP_COMBINE: {
           combine_dueling(lid);
 //!if ENGINE == 5
-          if (GV_MERGE == 1 && i == TARGET_AT + 4u) {
+          if (GV_MERGE != 0u && i == TARGET_AT + 4u) {
             gv_verdict(lid);
           }
 //!endif
         }
         case OP_ACT: {
 //!if ENGINE == 5
-          if (GV_MERGE == 1) {
-            gv_act(e0, l, lid);
-            break;
-          }
           if (GV_RNG == 1 && lid >= 32u && lid < 32u + TILE_E && l + 1u < u.steps) {
             let r = lid - 32u;
             gv_rng[((l + 1u) & 1u) * TILE_E + r] = philox4x32(vec4<u32>(STREAM_ACTION, e0 + r, g + 1u, 0u), key).xy;
@@ -1030,15 +1044,6 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
           }
         }
         case OP_TD: {
-//!if ENGINE == 5
-          if (GV_MERGE == 1) {
-            gv_td(e0, l, lid);
-            if (need_next == 0u && l + 1u < u.steps) {
-              gv_act(e0, l + 1u, lid);
-            }
-            break;
-          }
-//!endif
           if (mine) {
 //!if ENGINE == 5
             if (GV_EPWG == 1) {

@@ -181,7 +181,7 @@ function gvDqnConstants(cur: boolean): {
     GV_FLAT: cur ? 1 : 0,
     GV_RNG: 1,
     GV_EPWG: 1,
-    GV_MERGE: cur ? 1 : 0,
+    GV_MERGE: cur ? 3 : 0,
   };
 }
 
@@ -253,7 +253,7 @@ export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
           29 * (c.GV_EPWG === 1 ? e : 1) +
           // GV_MERGE's second parity of the outcome, action and Q(s, a) (9 words an episode), each
           // row's bar by step parity and the bonus, or the latter two's stand-ins.
-          (c.GV_MERGE === 1 ? 12 * e : 2) +
+          (c.GV_MERGE !== 0 ? 12 * e : 2) +
           gvEnvFloats(c.GV_ENV === 1)
         : isQuadEngine(c.ENGINE)
           ? 1
