@@ -85,7 +85,7 @@ var<workgroup> gv_qsa: array<f32, STEP_LEN>;
 // op (the env step, and the fill of s' beside it), the next-state pass's 4 layers, the dueling
 // combination (and beside it the bonus and the next step's verdict) and the TD op: two ops and two
 // barriers fewer a step than GV_FLAT alone. gv_act is called from one place (the kernel inlines it
-// once). In the action op the
+// once). Bit 4 (bench): the verdict at the step's start, as without GV_MERGE. In the action op the
 // acting thread (lid r) picks the action and steps the simulator; thread 32 + r draws the next
 // step's action words (GV_RNG); threads from GV_FILL0 fill s' (the features of the bar after this
 // step's, known before the step: quads [0, GV_FQ) of every row, every quad of rows past n) and from
@@ -837,7 +837,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
     // state unless an episode of the tile restarted: then (and at a launch's first step) the fill
     // of s and the online pass run (gv_fill_next wrote the states out otherwise).
     var need = 1u;
-    if (GV_MERGE != 0u) {
+    if (GV_MERGE != 0u && (GV_MERGE & 4u) == 0u) {
       need = select(need_next, 1u, l == 0u);
     } else if (GV_DUAL == 1) {
       if (lid == 0u) {
@@ -868,9 +868,9 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       var o: Op;
       if (GV_FLAT == 1 && i >= ACT_AT) {
         // The action op after a skipped online pass is closed by the verdict's load.
-        if (GV_MERGE != 0u && i == PROGRAM_LEN - 1u) {
+        if ((GV_MERGE & 2u) != 0u && i == PROGRAM_LEN - 1u) {
           need_next = workgroupUniformLoad(&gv_need);
-        } else if (i != ACT_AT || need != 0u || GV_MERGE == 1u) {
+        } else if (i != ACT_AT || need != 0u || (GV_MERGE != 0u && (GV_MERGE & 4u) == 0u)) {
           workgroupBarrier();
         }
         o = gv_flat_op(i);
