@@ -85,7 +85,8 @@ var<workgroup> gv_qsa: array<f32, STEP_LEN>;
 // op (the env step, and the fill of s' beside it), the next-state pass's 4 layers, the dueling
 // combination (and beside it the bonus and the next step's verdict) and the TD op: two ops and two
 // barriers fewer a step than GV_FLAT alone. gv_act is called from one place (the kernel inlines it
-// once). Bit 4 (bench): the verdict at the step's start, as without GV_MERGE. In the action op the
+// once). Bit 4 (bench): the verdict at the step's start, as without GV_MERGE; bit 8 (with 4 and 2):
+// the loop turned so that a step's TD op opens the next iteration (tiled_collect). In the action op the
 // acting thread (lid r) picks the action and steps the simulator; thread 32 + r draws the next
 // step's action words (GV_RNG); threads from GV_FILL0 fill s' (the features of the bar after this
 // step's, known before the step: quads [0, GV_FQ) of every row, every quad of rows past n) and from
@@ -93,6 +94,10 @@ var<workgroup> gv_qsa: array<f32, STEP_LEN>;
 // quads with the portfolio's columns and the action's one-hot. The TD op runs on thread 64 + r.
 // gv_bar holds each row's bar at the start of a step, by step parity (written by the acting thread
 // at the end of the step before); gv_bon the bonus the combination op leaves for the TD op.
+const_assert (GV_MERGE & 8u) == 0u || (GV_MERGE & 6u) == 6u;
+// Bit 16 (without 1: nothing writes gv_cx between the combination and the TD op): the TD thread
+// computes the bonus itself.
+const_assert (GV_MERGE & 16u) == 0u || (GV_MERGE & 1u) == 0u;
 const_assert GV_MERGE == 0u || (GV_FLAT == 1 && GV_EPWG == 1 && GV_RNG == 1 && GV_DUAL == 1);
 const_assert GV_MERGE == 0u || (WG_X == 512u && ROWS * NUM_ACTIONS <= WG_X - 64u && TILE_E <= 32u);
 const GV_TD0 = 64u;
@@ -754,7 +759,7 @@ fn gv_act(e0: u32, l: u32, lid: u32) {
 // GV_MERGE 1: beside the target pass's dueling combination, the bonus of each episode (thread
 // GV_BON0 + r) and the next step's verdict (whether an episode of the tile restarted).
 fn gv_verdict(lid: u32) {
-  if (lid >= GV_BON0 && lid < GV_BON0 + TILE_E) {
+  if ((GV_MERGE & 16u) == 0u && lid >= GV_BON0 && lid < GV_BON0 + TILE_E) {
     gv_bon[lid - GV_BON0] = gv_bonus(lid - GV_BON0);
   }
   if (lid == GV_VERDICT) {
@@ -777,7 +782,12 @@ fn gv_td(e0: u32, l: u32, lid: u32) {
   let pl = (l & 1u) * TILE_E + r;
   var out = gv_out[pl];
   let a = gv_a[pl];
-  let bonus = gv_bon[r];
+  var bonus = 0.0;
+  if ((GV_MERGE & 16u) != 0u) {
+    bonus = gv_bonus(r);
+  } else {
+    bonus = gv_bon[r];
+  }
   out.total = out.total + bonus;
   write_step(e, l, a, out, bonus);
   var td_target = out.total;
@@ -827,7 +837,16 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
   }
   workgroupBarrier();
 //!endif
-  for (var l = 0u; l < u.steps; l++) {
+  // GV_MERGE bit 8: the loop turned by one op, a step's TD op first in the next iteration, so that
+  // the verdict loaded at the iteration's start decides whether it also runs the action op, and the
+  // launch ends with an iteration of the last step's TD op alone.
+//!if ENGINE == 5
+  let rot = (GV_MERGE & 8u) != 0u;
+//!endif
+//!if ENGINE != 5
+  let rot = false;
+//!endif
+  for (var l = 0u; l < u.steps + select(0u, 1u, rot); l++) {
     let g = u.stepBase + l;
     var a = 0;
     var q_sa = 0.0;
@@ -850,7 +869,17 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       need = workgroupUniformLoad(&gv_need);
     }
 //!endif
-    for (var i = 0u; i < PROGRAM_LEN; i++) {
+    for (var j = 0u; j < PROGRAM_LEN; j++) {
+      var i = j;
+      if (rot) {
+        if ((j == 0u && l == 0u) || (j == 1u && l == u.steps)) {
+          if (j == 0u) {
+            continue;
+          }
+          break;
+        }
+        i = select(j - 1u, PROGRAM_LEN - 1u, j == 0u);
+      }
       if (u.curiosity == 0u && i >= CUR_AT && i < ENV_AT) {
         continue;
       }
@@ -868,7 +897,9 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       var o: Op;
       if (GV_FLAT == 1 && i >= ACT_AT) {
         // The action op after a skipped online pass is closed by the verdict's load.
-        if ((GV_MERGE & 2u) != 0u && i == PROGRAM_LEN - 1u) {
+        if (rot && i == PROGRAM_LEN - 1u) {
+          // Closed by the verdict's load at the iteration's start.
+        } else if ((GV_MERGE & 2u) != 0u && i == PROGRAM_LEN - 1u) {
           need_next = workgroupUniformLoad(&gv_need);
         } else if (i != ACT_AT || need != 0u || (GV_MERGE != 0u && (GV_MERGE & 4u) == 0u)) {
           workgroupBarrier();
@@ -893,10 +924,15 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       if (GV_MERGE != 0u && (o.kind == OP_ACT || o.kind == OP_TD)) {
         var la = l;
         if (o.kind == OP_TD) {
-          gv_td(e0, l, lid);
-          la = l + 1u;
+          if (rot) {
+            gv_td(e0, l - 1u, lid);
+          } else {
+            gv_td(e0, l, lid);
+            la = l + 1u;
+          }
         }
-        if (o.kind == OP_ACT || ((GV_MERGE & 2u) != 0u && need_next == 0u && la < u.steps)) {
+        let merged = select(need_next, need, rot) == 0u;
+        if (o.kind == OP_ACT || ((GV_MERGE & 2u) != 0u && merged && la < u.steps)) {
           gv_act(e0, la, lid);
         }
         continue;

@@ -181,7 +181,7 @@ function gvDqnConstants(cur: boolean): {
     GV_FLAT: cur ? 1 : 0,
     GV_RNG: 1,
     GV_EPWG: 1,
-    GV_MERGE: cur ? 3 : 0,
+    GV_MERGE: cur ? 14 : 0,
   };
 }
 
