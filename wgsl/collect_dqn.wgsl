@@ -98,6 +98,7 @@ const_assert (GV_MERGE & 8u) == 0u || (GV_MERGE & 6u) == 6u;
 // Bit 16 (without 1: nothing writes gv_cx between the combination and the TD op): the TD thread
 // computes the bonus itself.
 const_assert (GV_MERGE & 16u) == 0u || (GV_MERGE & 1u) == 0u;
+const_assert (GV_MERGE & 32u) == 0u || (GV_MERGE & 14u) == 6u;
 const_assert GV_MERGE == 0u || (GV_FLAT == 1 && GV_EPWG == 1 && GV_RNG == 1 && GV_DUAL == 1);
 const_assert GV_MERGE == 0u || (WG_X == 512u && ROWS * NUM_ACTIONS <= WG_X - 64u && TILE_E <= 32u);
 const GV_TD0 = 64u;
@@ -110,6 +111,9 @@ const_assert GV_MERGE == 0u || (GV_FQ >= CURIOSITY_OUT / 4u && TILE_E * (STATE_P
 const_assert GV_MERGE == 0u || TILE_E * (CURIOSITY_OUT / 4u) <= GV_BON0 - GV_CIN0;
 var<workgroup> gv_bar: array<i32, select(1u, 2u * TILE_E, GV_MERGE != 0u)>;
 var<workgroup> gv_bon: array<f32, select(1u, TILE_E, GV_MERGE != 0u)>;
+// Bit 32 (with 2): the TD op's threads read the verdict with a plain load (gv_verdicts, by step
+// parity), no workgroupUniformLoad: nothing that decides runs a barrier.
+var<workgroup> gv_verdicts: array<u32, 2>;
 //!endif
 //!if ENGINE != 5
 const CUR_OPS = 4u;
@@ -758,7 +762,7 @@ fn gv_act(e0: u32, l: u32, lid: u32) {
 
 // GV_MERGE 1: beside the target pass's dueling combination, the bonus of each episode (thread
 // GV_BON0 + r) and the next step's verdict (whether an episode of the tile restarted).
-fn gv_verdict(lid: u32) {
+fn gv_verdict(l: u32, lid: u32) {
   if ((GV_MERGE & 16u) == 0u && lid >= GV_BON0 && lid < GV_BON0 + TILE_E) {
     gv_bon[lid - GV_BON0] = gv_bonus(lid - GV_BON0);
   }
@@ -768,6 +772,7 @@ fn gv_verdict(lid: u32) {
       any = any | gv_restart[r];
     }
     gv_need = any;
+    gv_verdicts[l & 1u] = any;
   }
 }
 
@@ -861,8 +866,14 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
     } else if (GV_DUAL == 1) {
       if (lid == 0u) {
         var any = select(0u, 1u, l == 0u);
-        for (var r = 0u; r < TILE_E; r++) {
-          any = any | gv_restart[r];
+        if (GV_MERGE != 0u) {
+          // The last step's verdict (its combination op's): with bit 2 the next action op may have
+          // run since, and written this step's restart flags.
+          any = any | gv_verdicts[(l + 1u) & 1u];
+        } else {
+          for (var r = 0u; r < TILE_E; r++) {
+            any = any | gv_restart[r];
+          }
         }
         gv_need = any;
       }
@@ -899,7 +910,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         // The action op after a skipped online pass is closed by the verdict's load.
         if (rot && i == PROGRAM_LEN - 1u) {
           // Closed by the verdict's load at the iteration's start.
-        } else if ((GV_MERGE & 2u) != 0u && i == PROGRAM_LEN - 1u) {
+        } else if ((GV_MERGE & 2u) != 0u && (GV_MERGE & 32u) == 0u && i == PROGRAM_LEN - 1u) {
           need_next = workgroupUniformLoad(&gv_need);
         } else if (i != ACT_AT || need != 0u || (GV_MERGE != 0u && (GV_MERGE & 4u) == 0u)) {
           workgroupBarrier();
@@ -931,7 +942,10 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
             la = l + 1u;
           }
         }
-        let merged = select(need_next, need, rot) == 0u;
+        var merged = select(need_next, need, rot) == 0u;
+        if ((GV_MERGE & 32u) != 0u) {
+          merged = gv_verdicts[l & 1u] == 0u;
+        }
         if (o.kind == OP_ACT || ((GV_MERGE & 2u) != 0u && merged && la < u.steps)) {
           gv_act(e0, la, lid);
         }
@@ -1003,7 +1017,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
           combine_dueling(lid);
 //!if ENGINE == 5
           if (GV_MERGE != 0u && i == TARGET_AT + 4u) {
-            gv_verdict(lid);
+            gv_verdict(l, lid);
           }
 //!endif
         }

@@ -181,7 +181,7 @@ function gvDqnConstants(cur: boolean): {
     GV_FLAT: cur ? 1 : 0,
     GV_RNG: 1,
     GV_EPWG: 1,
-    GV_MERGE: cur ? 14 : 0,
+    GV_MERGE: cur ? 38 : 0,
   };
 }
 
@@ -254,6 +254,8 @@ export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
           // GV_MERGE's second parity of the outcome, action and Q(s, a) (9 words an episode), each
           // row's bar by step parity and the bonus, or the latter two's stand-ins.
           (c.GV_MERGE !== 0 ? 12 * e : 2) +
+          // the verdicts by step parity (gv_verdicts, in every engine 5 build).
+          2 +
           gvEnvFloats(c.GV_ENV === 1)
         : isQuadEngine(c.ENGINE)
           ? 1
