@@ -75,45 +75,23 @@ const_assert GV_RNG == 0 || WG_X >= 32u + TILE_E;
 const EPWG_LEN = select(1u, TILE_E, GV_EPWG == 1);
 var<workgroup> gv_ep: array<Episode, EPWG_LEN>;
 // GV_MERGE 1: the outcome, action and Q(s, a) by step parity (the TD op of step l reads l's while
-// the action op of l + 1 beside it writes l + 1's).
-const STEP_LEN = select(EPWG_LEN, 2u * TILE_E, GV_MERGE != 0u);
+// the action op of step l + 1 beside it writes l + 1's).
+const STEP_LEN = select(EPWG_LEN, 2u * TILE_E, GV_MERGE == 1);
 var<workgroup> gv_out: array<StepOut, STEP_LEN>;
 var<workgroup> gv_a: array<i32, STEP_LEN>;
 var<workgroup> gv_qsa: array<f32, STEP_LEN>;
-// GV_MERGE (with GV_FLAT), bits: 1, the fill of s' beside the action op; 2, the TD op also runs the
-// next step's action op when no episode of the tile restarted. With both (3) a step is the action
-// op (the env step, and the fill of s' beside it), the next-state pass's 4 layers, the dueling
-// combination (and beside it the bonus and the next step's verdict) and the TD op: two ops and two
-// barriers fewer a step than GV_FLAT alone. gv_act is called from one place (the kernel inlines it
-// once). Bit 4 (bench): the verdict at the step's start, as without GV_MERGE; bit 8 (with 4 and 2):
-// the loop turned so that a step's TD op opens the next iteration (tiled_collect). In the action op the
-// acting thread (lid r) picks the action and steps the simulator; thread 32 + r draws the next
-// step's action words (GV_RNG); threads from GV_FILL0 fill s' (the features of the bar after this
-// step's, known before the step: quads [0, GV_FQ) of every row, every quad of rows past n) and from
-// GV_CIN0 the curiosity input's features (this step's bar), while the acting thread writes the
-// quads with the portfolio's columns and the action's one-hot. The TD op runs on thread 64 + r.
-// gv_bar holds each row's bar at the start of a step, by step parity (written by the acting thread
-// at the end of the step before); gv_bon the bonus the combination op leaves for the TD op.
-const_assert (GV_MERGE & 8u) == 0u || (GV_MERGE & 6u) == 6u;
-// Bit 16 (without 1: nothing writes gv_cx between the combination and the TD op): the TD thread
-// computes the bonus itself.
-const_assert (GV_MERGE & 16u) == 0u || (GV_MERGE & 1u) == 0u;
-const_assert (GV_MERGE & 32u) == 0u || (GV_MERGE & 14u) == 6u;
-const_assert GV_MERGE == 0u || (GV_FLAT == 1 && GV_EPWG == 1 && GV_RNG == 1 && GV_DUAL == 1);
-const_assert GV_MERGE == 0u || (WG_X == 512u && ROWS * NUM_ACTIONS <= WG_X - 64u && TILE_E <= 32u);
+// GV_MERGE 1 (with GV_FLAT): the TD op of step l also runs the action op of step l + 1 when no
+// episode of the tile restarted at step l (the online Q-values of s' are then the next step's):
+// one op fewer a step, and the TD op's work off the chain. Beside the target pass's dueling
+// combination thread GV_VERDICT leaves the verdict (whether an episode restarted) in gv_need; the
+// TD op's barrier is its workgroupUniformLoad, and so is the next step's start (no verdict carried
+// from one step to the next in a variable: a build that did so ran at 5.38M against 5.95M, and one
+// that decided the merge from a plain load at 5.97M). The TD op runs on thread GV_TD0 + r (the
+// action on r, the next draw on 32 + r, GV_RNG), with the bonus computed there.
+const_assert GV_MERGE == 0 || (GV_FLAT == 1 && GV_EPWG == 1 && GV_RNG == 1 && GV_DUAL == 1);
+const_assert GV_MERGE == 0 || (TILE_E <= 32u && GV_TD0 + TILE_E <= GV_VERDICT && ROWS * NUM_ACTIONS <= GV_VERDICT);
 const GV_TD0 = 64u;
-const GV_FILL0 = 128u;
-const GV_CIN0 = 256u;
-const GV_BON0 = WG_X - 64u;
 const GV_VERDICT = WG_X - 32u;
-const GV_FQ = MARKET_FEATURES / 4u;
-const_assert GV_MERGE == 0u || (GV_FQ >= CURIOSITY_OUT / 4u && TILE_E * (STATE_PAD / 4u) <= GV_CIN0 - GV_FILL0);
-const_assert GV_MERGE == 0u || TILE_E * (CURIOSITY_OUT / 4u) <= GV_BON0 - GV_CIN0;
-var<workgroup> gv_bar: array<i32, select(1u, 2u * TILE_E, GV_MERGE != 0u)>;
-var<workgroup> gv_bon: array<f32, select(1u, TILE_E, GV_MERGE != 0u)>;
-// Bit 32 (with 2): the TD op's threads read the verdict with a plain load (gv_verdicts, by step
-// parity), no workgroupUniformLoad: nothing that decides runs a barrier.
-var<workgroup> gv_verdicts: array<u32, 2>;
 //!endif
 //!if ENGINE != 5
 const CUR_OPS = 4u;
@@ -646,21 +624,8 @@ fn env_op(e: u32, l: u32, lid: u32, a: i32, ep: ptr<function, Episode>) -> StepO
 }
 
 //!if ENGINE == 5
-// GV_MERGE 1: columns 4 k4 .. 4 k4 + 3 of the state at bar `bar` with portfolio features pf.
-fn gv_state_quad(bar: i32, pf: vec3<f32>, k4: u32) -> vec4<f32> {
-  var v = vec4<f32>(0.0);
-  for (var c = 0u; c < 4u; c++) {
-    let k = k4 * 4u + c;
-    if (k < MARKET_FEATURES) {
-      v[c] = features[u32(bar) * MARKET_FEATURES + k];
-    } else if (k < STATE_DIM) {
-      v[c] = pf[k - MARKET_FEATURES];
-    }
-  }
-  return v;
-}
-
-// GV_MERGE 1: the action op of step l (see gv_bar): the action, the env step and the fill of s'.
+// GV_MERGE 1: the action op of step l: thread 32 + r draws step l + 1's action words (GV_RNG),
+// thread r (the acting thread) picks the action and steps the simulator.
 fn gv_act(e0: u32, l: u32, lid: u32) {
   let g = u.stepBase + l;
   let key = vec2<u32>(u.key0, u.key1);
@@ -669,50 +634,11 @@ fn gv_act(e0: u32, l: u32, lid: u32) {
     let r = lid - 32u;
     gv_rng[((l + 1u) & 1u) * TILE_E + r] = philox4x32(vec4<u32>(STREAM_ACTION, e0 + r, g + 1u, 0u), key).xy;
   }
-  let sq = STATE_PAD / 4u;
-  let fill = (GV_MERGE & 1u) != 0u;
-  if (fill && lid >= GV_FILL0 && lid < GV_FILL0 + TILE_E * sq) {
-    let t = lid - GV_FILL0;
-    let r = t / sq;
-    let k4 = t % sq;
-    let e = e0 + r;
-    let ours = e < u.n;
-    if (k4 < GV_FQ || !ours) {
-      // s' is the bar after this step's (env_step: bar t + 1), whatever the action.
-      let v = gv_state_quad(gv_bar[pb + r] + 1, vec3<f32>(0.0), k4);
-      if (ours) {
-        write_state_quad(OUT_F_NEXT_STATES, e, l, k4, v);
-        // Also the next step's state: an episode that restarts has it written again by the next
-        // step's fill of s (after a storage barrier).
-        if (l + 1u < u.steps) {
-          write_state_quad(OUT_F_STATES, e, l + 1u, k4, v);
-        }
-      }
-      act_v[r * ACT_W4 + k4] = v;
-      act_v[(r + TILE_E) * ACT_W4 + k4] = v;
-      if (k4 < CURIOSITY_OUT / 4u) {
-        gv_cx[GV_TGT + r * 8u + k4] = v;
-      }
-    }
-  }
-  if (fill && u.curiosity != 0u && lid >= GV_CIN0 && lid < GV_CIN0 + TILE_E * (CURIOSITY_OUT / 4u)) {
-    let t = lid - GV_CIN0;
-    let r = t / (CURIOSITY_OUT / 4u);
-    gv_cx[r * 16u + t % (CURIOSITY_OUT / 4u)] = curiosity_quad(gv_bar[pb + r], 0, t % (CURIOSITY_OUT / 4u));
-  }
   if (lid < TILE_E && e0 + lid < u.n) {
     let e = e0 + lid;
     var ep = gv_ep[lid];
     if (GV_ENV == 1) {
       gv_env_prefetch(e, ep);
-    }
-    // The feature columns of s's quads from GV_FQ on, loaded before the action.
-    let nb = u32(ep.bar + 1) * MARKET_FEATURES;
-    var tail = vec4<f32>(0.0);
-    for (var c = 0u; c < 4u; c++) {
-      if (fill && GV_FQ * 4u + c < MARKET_FEATURES) {
-        tail[c] = features[nb + GV_FQ * 4u + c];
-      }
     }
     let w = gv_rng[pb + lid];
     var a = 0;
@@ -722,57 +648,25 @@ fn gv_act(e0: u32, l: u32, lid: u32) {
       a = i32(argmax_q(lid));
     }
     let q_sa = final_q(lid, u32(a));
-    let cat = action_category(a);
-    tile_cat[lid] = cat;
+    tile_cat[lid] = action_category(a);
     tile_bonus[lid] = 0.0;
-    let cbar = ep.bar;
     let out = env_op(e, l, lid, a, &ep);
-    // env_op left the next state's portfolio features before any restart.
-    let pf = tile_pf[lid].xyz;
-    let keep = out.done == 0 && out.truncated == 0 && l + 1u < u.steps;
-    for (var k4 = GV_FQ; fill && k4 < sq; k4++) {
-      var v = vec4<f32>(0.0);
-      for (var c = 0u; c < 4u; c++) {
-        let k = k4 * 4u + c;
-        if (k < MARKET_FEATURES) {
-          v[c] = tail[k - GV_FQ * 4u];
-        } else if (k < STATE_DIM) {
-          v[c] = pf[k - MARKET_FEATURES];
-        }
-      }
-      write_state_quad(OUT_F_NEXT_STATES, e, l, k4, v);
-      if (keep) {
-        write_state_quad(OUT_F_STATES, e, l + 1u, k4, v);
-      }
-      act_v[lid * ACT_W4 + k4] = v;
-      act_v[(lid + TILE_E) * ACT_W4 + k4] = v;
-    }
-    if (fill && u.curiosity != 0u) {
-      for (var k4 = CURIOSITY_OUT / 4u; k4 < CURIOSITY_PAD / 4u; k4++) {
-        gv_cx[lid * 16u + k4] = curiosity_quad(cbar, cat, k4);
-      }
-    }
     gv_ep[lid] = ep;
     gv_out[pb + lid] = out;
     gv_a[pb + lid] = a;
     gv_qsa[pb + lid] = q_sa;
-    gv_bar[((l + 1u) & 1u) * TILE_E + lid] = ep.bar;
   }
 }
 
-// GV_MERGE 1: beside the target pass's dueling combination, the bonus of each episode (thread
-// GV_BON0 + r) and the next step's verdict (whether an episode of the tile restarted).
-fn gv_verdict(l: u32, lid: u32) {
-  if ((GV_MERGE & 16u) == 0u && lid >= GV_BON0 && lid < GV_BON0 + TILE_E) {
-    gv_bon[lid - GV_BON0] = gv_bonus(lid - GV_BON0);
-  }
+// GV_MERGE 1: beside the target pass's dueling combination, whether an episode of the tile restarted
+// at this step (the restart flags of its action op), for the TD op and the next step's start.
+fn gv_verdict(lid: u32) {
   if (lid == GV_VERDICT) {
     var any = 0u;
     for (var r = 0u; r < TILE_E; r++) {
       any = any | gv_restart[r];
     }
     gv_need = any;
-    gv_verdicts[l & 1u] = any;
   }
 }
 
@@ -787,12 +681,7 @@ fn gv_td(e0: u32, l: u32, lid: u32) {
   let pl = (l & 1u) * TILE_E + r;
   var out = gv_out[pl];
   let a = gv_a[pl];
-  var bonus = 0.0;
-  if ((GV_MERGE & 16u) != 0u) {
-    bonus = gv_bonus(r);
-  } else {
-    bonus = gv_bon[r];
-  }
+  let bonus = gv_bonus(r);
   out.total = out.total + bonus;
   write_step(e, l, a, out, bonus);
   var td_target = out.total;
@@ -819,12 +708,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
 //!endif
   }
 //!if ENGINE == 5
-  if (GV_MERGE != 0u && lid < TILE_E) {
-    gv_bar[lid] = select(u.splitStart, ep.bar, mine);
-    gv_bar[TILE_E + lid] = u.splitStart;
-  }
-  // GV_MERGE 1: the verdict for the next step, loaded before the TD op (the launch's first step
-  // runs its online pass).
+  // GV_MERGE 1: the verdict the TD op loads (whether it also runs the next action op).
   var need_next = 1u;
   if (GV_ENV == 1) {
     for (var i = lid; i <= u32(u.diversityWindow); i += WG_X) {
@@ -842,16 +726,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
   }
   workgroupBarrier();
 //!endif
-  // GV_MERGE bit 8: the loop turned by one op, a step's TD op first in the next iteration, so that
-  // the verdict loaded at the iteration's start decides whether it also runs the action op, and the
-  // launch ends with an iteration of the last step's TD op alone.
-//!if ENGINE == 5
-  let rot = (GV_MERGE & 8u) != 0u;
-//!endif
-//!if ENGINE != 5
-  let rot = false;
-//!endif
-  for (var l = 0u; l < u.steps + select(0u, 1u, rot); l++) {
+  for (var l = 0u; l < u.steps; l++) {
     let g = u.stepBase + l;
     var a = 0;
     var q_sa = 0.0;
@@ -861,36 +736,23 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
     // state unless an episode of the tile restarted: then (and at a launch's first step) the fill
     // of s and the online pass run (gv_fill_next wrote the states out otherwise).
     var need = 1u;
-    if (GV_MERGE != 0u && (GV_MERGE & 4u) == 0u) {
-      need = select(need_next, 1u, l == 0u);
+    if (GV_MERGE == 1) {
+      // The last step's verdict (gv_verdict), loaded again: the launch's first step runs its
+      // online pass.
+      let v = workgroupUniformLoad(&gv_need);
+      need = select(v, 1u, l == 0u);
     } else if (GV_DUAL == 1) {
       if (lid == 0u) {
         var any = select(0u, 1u, l == 0u);
-        if (GV_MERGE != 0u) {
-          // The last step's verdict (its combination op's): with bit 2 the next action op may have
-          // run since, and written this step's restart flags.
-          any = any | gv_verdicts[(l + 1u) & 1u];
-        } else {
-          for (var r = 0u; r < TILE_E; r++) {
-            any = any | gv_restart[r];
-          }
+        for (var r = 0u; r < TILE_E; r++) {
+          any = any | gv_restart[r];
         }
         gv_need = any;
       }
       need = workgroupUniformLoad(&gv_need);
     }
 //!endif
-    for (var j = 0u; j < PROGRAM_LEN; j++) {
-      var i = j;
-      if (rot) {
-        if ((j == 0u && l == 0u) || (j == 1u && l == u.steps)) {
-          if (j == 0u) {
-            continue;
-          }
-          break;
-        }
-        i = select(j - 1u, PROGRAM_LEN - 1u, j == 0u);
-      }
+    for (var i = 0u; i < PROGRAM_LEN; i++) {
       if (u.curiosity == 0u && i >= CUR_AT && i < ENV_AT) {
         continue;
       }
@@ -898,9 +760,8 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       if ((need == 0u && i < ACT_AT) || (GV_LATE && i == ENV_AT)) {
         continue;
       }
-      // GV_MERGE 1: the action op ran in the last step's TD op unless the online pass ran; the fill
-      // of s' runs in the action op.
-      if (((GV_MERGE & 2u) != 0u && need == 0u && i == ACT_AT) || ((GV_MERGE & 1u) != 0u && i > ENV_AT && i < TARGET_AT)) {
+      // GV_MERGE 1: the action op ran in the last step's TD op unless the online pass runs.
+      if (GV_MERGE == 1 && need == 0u && i == ACT_AT) {
         continue;
       }
       gv_delta = select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1 && i >= TARGET_AT && i < TARGET_AT + NET_LEN);
@@ -908,11 +769,9 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       var o: Op;
       if (GV_FLAT == 1 && i >= ACT_AT) {
         // The action op after a skipped online pass is closed by the verdict's load.
-        if (rot && i == PROGRAM_LEN - 1u) {
-          // Closed by the verdict's load at the iteration's start.
-        } else if ((GV_MERGE & 2u) != 0u && (GV_MERGE & 32u) == 0u && i == PROGRAM_LEN - 1u) {
+        if (GV_MERGE == 1 && i == PROGRAM_LEN - 1u) {
           need_next = workgroupUniformLoad(&gv_need);
-        } else if (i != ACT_AT || need != 0u || (GV_MERGE != 0u && (GV_MERGE & 4u) == 0u)) {
+        } else if (i != ACT_AT || need != 0u) {
           workgroupBarrier();
         }
         o = gv_flat_op(i);
@@ -930,23 +789,15 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         continue;
       }
 //!if ENGINE == 5
-      // GV_MERGE: the action op and the TD op (with bit 2 also the next step's action op), one
-      // call of gv_act for both.
-      if (GV_MERGE != 0u && (o.kind == OP_ACT || o.kind == OP_TD)) {
+      // GV_MERGE 1: the action op, and the TD op with the next step's action op beside it when no
+      // episode restarted (one call of gv_act for both: the kernel inlines it once).
+      if (GV_MERGE == 1 && (o.kind == OP_ACT || o.kind == OP_TD)) {
         var la = l;
         if (o.kind == OP_TD) {
-          if (rot) {
-            gv_td(e0, l - 1u, lid);
-          } else {
-            gv_td(e0, l, lid);
-            la = l + 1u;
-          }
+          gv_td(e0, l, lid);
+          la = l + 1u;
         }
-        var merged = select(need_next, need, rot) == 0u;
-        if ((GV_MERGE & 32u) != 0u) {
-          merged = gv_verdicts[l & 1u] == 0u;
-        }
-        if (o.kind == OP_ACT || ((GV_MERGE & 2u) != 0u && merged && la < u.steps)) {
+        if (o.kind == OP_ACT || (need_next == 0u && la < u.steps)) {
           gv_act(e0, la, lid);
         }
         continue;
@@ -992,11 +843,6 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
           if (o.arg == 1u && (GV_DUAL == 1 || GV_CUR == 1)) {
             gv_fill_next(e0, l, lid);
           } else {
-            // GV_MERGE 1: the last action op wrote this step's states ahead (restarted episodes'
-            // too): those writes come first.
-            if (GV_MERGE != 0u) {
-              storageBarrier();
-            }
 //!endif
             if (o.arg == 0u && lid < TILE_E) {
 //!if ENGINE == 5
@@ -1016,8 +862,8 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         case OP_COMBINE: {
           combine_dueling(lid);
 //!if ENGINE == 5
-          if (GV_MERGE != 0u && i == TARGET_AT + 4u) {
-            gv_verdict(l, lid);
+          if (GV_MERGE == 1 && i == TARGET_AT + 4u) {
+            gv_verdict(lid);
           }
 //!endif
         }

@@ -164,8 +164,7 @@ export function dqnTileConstants(o: CollectDqnOptions): Record<string, number> {
  * Engine 5's DQN-only constants: GV_CUR (the curiosity layers beside the dual pass), GV_FLAT (with
  * GV_CUR: the ops from the action on run without the table's loads, collect_dqn.wgsl), GV_RNG
  * (the next step's action draw off the acting thread's chain), GV_EPWG (the acting thread's state in
- * workgroup memory) and GV_MERGE (with GV_FLAT: the fill of s' beside the action, the TD op beside
- * the next step's action op).
+ * workgroup memory) and GV_MERGE (with GV_FLAT: the TD op beside the next step's action op).
  */
 function gvDqnConstants(cur: boolean): {
   GV_CUR: number;
@@ -181,7 +180,7 @@ function gvDqnConstants(cur: boolean): {
     GV_FLAT: cur ? 1 : 0,
     GV_RNG: 1,
     GV_EPWG: 1,
-    GV_MERGE: cur ? 38 : 0,
+    GV_MERGE: cur ? 1 : 0,
   };
 }
 
@@ -251,11 +250,8 @@ export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
           // step outcome (7), action and Q(s, a) per episode, or their one-element stand-ins.
           (c.GV_RNG === 1 ? 4 * e : 2) +
           29 * (c.GV_EPWG === 1 ? e : 1) +
-          // GV_MERGE's second parity of the outcome, action and Q(s, a) (9 words an episode), each
-          // row's bar by step parity and the bonus, or the latter two's stand-ins.
-          (c.GV_MERGE !== 0 ? 12 * e : 2) +
-          // the verdicts by step parity (gv_verdicts, in every engine 5 build).
-          2 +
+          // GV_MERGE's second parity of the outcome (7 words), action and Q(s, a).
+          (c.GV_MERGE === 1 ? 9 * e : 0) +
           gvEnvFloats(c.GV_ENV === 1)
         : isQuadEngine(c.ENGINE)
           ? 1
