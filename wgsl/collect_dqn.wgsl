@@ -76,7 +76,7 @@ const EPWG_LEN = select(1u, TILE_E, GV_EPWG == 1);
 var<workgroup> gv_ep: array<Episode, EPWG_LEN>;
 // GV_MERGE 1: the outcome, action and Q(s, a) by step parity (the TD op of step l reads l's while
 // the action op of step l + 1 beside it writes l + 1's).
-const STEP_LEN = select(EPWG_LEN, 2u * TILE_E, GV_MERGE == 1);
+const STEP_LEN = select(EPWG_LEN, 2u * TILE_E, GV_MERGE != 0);
 var<workgroup> gv_out: array<StepOut, STEP_LEN>;
 var<workgroup> gv_a: array<i32, STEP_LEN>;
 var<workgroup> gv_qsa: array<f32, STEP_LEN>;
@@ -87,8 +87,10 @@ var<workgroup> gv_qsa: array<f32, STEP_LEN>;
 // TD op's barrier is its workgroupUniformLoad, and so is the next step's start (no verdict carried
 // from one step to the next in a variable: a build that did so ran at 5.38M against 5.95M, and one
 // that decided the merge from a plain load at 5.97M). The TD op runs on thread GV_TD0 + r (the
-// action on r, the next draw on 32 + r, GV_RNG), with the bonus computed there.
-const_assert GV_MERGE == 0 || (GV_FLAT == 1 && GV_EPWG == 1 && GV_RNG == 1 && GV_DUAL == 1);
+// action on r, the next draw on 32 + r, GV_RNG), with the bonus computed there. GV_MERGE 2: also no
+// barrier of its own before the fill of s' when the action op was skipped (the verdict's load at the
+// step's start is one).
+const_assert GV_MERGE == 0 || (ENV_AT + 2u == TARGET_AT && GV_FLAT == 1 && GV_EPWG == 1 && GV_RNG == 1 && GV_DUAL == 1);
 const_assert GV_MERGE == 0 || (TILE_E <= 32u && GV_TD0 + TILE_E <= GV_VERDICT && ROWS * NUM_ACTIONS <= GV_VERDICT);
 const GV_TD0 = 64u;
 const GV_VERDICT = WG_X - 32u;
@@ -736,7 +738,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
     // state unless an episode of the tile restarted: then (and at a launch's first step) the fill
     // of s and the online pass run (gv_fill_next wrote the states out otherwise).
     var need = 1u;
-    if (GV_MERGE == 1) {
+    if (GV_MERGE != 0) {
       // The last step's verdict (gv_verdict), loaded again: the launch's first step runs its
       // online pass.
       let v = workgroupUniformLoad(&gv_need);
@@ -761,7 +763,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         continue;
       }
       // GV_MERGE 1: the action op ran in the last step's TD op unless the online pass runs.
-      if (GV_MERGE == 1 && need == 0u && i == ACT_AT) {
+      if (GV_MERGE != 0 && need == 0u && i == ACT_AT) {
         continue;
       }
       gv_delta = select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1 && i >= TARGET_AT && i < TARGET_AT + NET_LEN);
@@ -769,8 +771,11 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       var o: Op;
       if (GV_FLAT == 1 && i >= ACT_AT) {
         // The action op after a skipped online pass is closed by the verdict's load.
-        if (GV_MERGE == 1 && i == PROGRAM_LEN - 1u) {
+        if (GV_MERGE != 0 && i == PROGRAM_LEN - 1u) {
           need_next = workgroupUniformLoad(&gv_need);
+        } else if (GV_MERGE == 2 && need == 0u && i == TARGET_AT - 1u) {
+          // GV_MERGE 2: the fill of s' after a skipped action op follows the step's verdict load,
+          // whose barrier already closes the TD op before it (the env op is skipped, GV_LATE).
         } else if (i != ACT_AT || need != 0u) {
           workgroupBarrier();
         }
@@ -791,7 +796,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
 //!if ENGINE == 5
       // GV_MERGE 1: the action op, and the TD op with the next step's action op beside it when no
       // episode restarted (one call of gv_act for both: the kernel inlines it once).
-      if (GV_MERGE == 1 && (o.kind == OP_ACT || o.kind == OP_TD)) {
+      if (GV_MERGE != 0 && (o.kind == OP_ACT || o.kind == OP_TD)) {
         var la = l;
         if (o.kind == OP_TD) {
           gv_td(e0, l, lid);
@@ -862,7 +867,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         case OP_COMBINE: {
           combine_dueling(lid);
 //!if ENGINE == 5
-          if (GV_MERGE == 1 && i == TARGET_AT + 4u) {
+          if (GV_MERGE != 0 && i == TARGET_AT + 4u) {
             gv_verdict(lid);
           }
 //!endif

@@ -180,7 +180,7 @@ function gvDqnConstants(cur: boolean): {
     GV_FLAT: cur ? 1 : 0,
     GV_RNG: 1,
     GV_EPWG: 1,
-    GV_MERGE: cur ? 1 : 0,
+    GV_MERGE: cur ? 2 : 0,
   };
 }
 
@@ -251,7 +251,7 @@ export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
           (c.GV_RNG === 1 ? 4 * e : 2) +
           29 * (c.GV_EPWG === 1 ? e : 1) +
           // GV_MERGE's second parity of the outcome (7 words), action and Q(s, a).
-          (c.GV_MERGE === 1 ? 9 * e : 0) +
+          (c.GV_MERGE !== 0 ? 9 * e : 0) +
           gvEnvFloats(c.GV_ENV === 1)
         : isQuadEngine(c.ENGINE)
           ? 1

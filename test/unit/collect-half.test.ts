@@ -278,7 +278,7 @@ describe('collect_dqn weight-streaming engine (5): plan and refusal', () => {
     // The flat step and the merged ops need the curiosity layers beside the dual pass; the next
     // action's draw ahead and the acting thread's state in workgroup memory are in every engine 5
     // build.
-    expect(cur.constants).toMatchObject({ GV_FLAT: 1, GV_RNG: 1, GV_EPWG: 1, GV_MERGE: 1 });
+    expect(cur.constants).toMatchObject({ GV_FLAT: 1, GV_RNG: 1, GV_EPWG: 1, GV_MERGE: 2 });
     expect(one.constants).toMatchObject({ GV_FLAT: 0, GV_RNG: 1, GV_EPWG: 1, GV_MERGE: 0 });
     expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 1, threads: 512 })).toBe(
       dqnWorkgroupBytes({ ...base, tileEpisodes: 1, threads: 256 }) +
