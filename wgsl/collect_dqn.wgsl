@@ -74,13 +74,13 @@ const_assert GV_RNG == 0 || WG_X >= 32u + TILE_E;
 // no registers across the layer ops.
 const EPWG_LEN = select(1u, TILE_E, GV_EPWG == 1);
 var<workgroup> gv_ep: array<Episode, EPWG_LEN>;
-// GV_MERGE 1: the outcome, action and Q(s, a) by step parity (the TD op of step l reads l's while
+// GV_MERGE: the outcome, action and Q(s, a) by step parity (the TD op of step l reads l's while
 // the action op of step l + 1 beside it writes l + 1's).
 const STEP_LEN = select(EPWG_LEN, 2u * TILE_E, GV_MERGE != 0);
 var<workgroup> gv_out: array<StepOut, STEP_LEN>;
 var<workgroup> gv_a: array<i32, STEP_LEN>;
 var<workgroup> gv_qsa: array<f32, STEP_LEN>;
-// GV_MERGE 1 (with GV_FLAT): the TD op of step l also runs the action op of step l + 1 when no
+// GV_MERGE 1 or 2 (with GV_FLAT): the TD op of step l also runs the action op of step l + 1 when no
 // episode of the tile restarted at step l (the online Q-values of s' are then the next step's):
 // one op fewer a step, and the TD op's work off the chain. Beside the target pass's dueling
 // combination thread GV_VERDICT leaves the verdict (whether an episode restarted) in gv_need; the
@@ -626,7 +626,7 @@ fn env_op(e: u32, l: u32, lid: u32, a: i32, ep: ptr<function, Episode>) -> StepO
 }
 
 //!if ENGINE == 5
-// GV_MERGE 1: the action op of step l: thread 32 + r draws step l + 1's action words (GV_RNG),
+// GV_MERGE: the action op of step l: thread 32 + r draws step l + 1's action words (GV_RNG),
 // thread r (the acting thread) picks the action and steps the simulator.
 fn gv_act(e0: u32, l: u32, lid: u32) {
   let g = u.stepBase + l;
@@ -660,7 +660,7 @@ fn gv_act(e0: u32, l: u32, lid: u32) {
   }
 }
 
-// GV_MERGE 1: beside the target pass's dueling combination, whether an episode of the tile restarted
+// GV_MERGE: beside the target pass's dueling combination, whether an episode of the tile restarted
 // at this step (the restart flags of its action op), for the TD op and the next step's start.
 fn gv_verdict(lid: u32) {
   if (lid == GV_VERDICT) {
@@ -672,7 +672,7 @@ fn gv_verdict(lid: u32) {
   }
 }
 
-// GV_MERGE 1: the TD op of step l on thread GV_TD0 + r: the bonus into the reward, the step
+// GV_MERGE: the TD op of step l on thread GV_TD0 + r: the bonus into the reward, the step
 // written, the TD error.
 fn gv_td(e0: u32, l: u32, lid: u32) {
   if (lid < GV_TD0 || lid >= GV_TD0 + TILE_E || e0 + lid - GV_TD0 >= u.n) {
@@ -710,7 +710,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
 //!endif
   }
 //!if ENGINE == 5
-  // GV_MERGE 1: the verdict the TD op loads (whether it also runs the next action op).
+  // GV_MERGE: the verdict the TD op loads (whether it also runs the next action op).
   var need_next = 1u;
   if (GV_ENV == 1) {
     for (var i = lid; i <= u32(u.diversityWindow); i += WG_X) {
@@ -762,7 +762,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       if ((need == 0u && i < ACT_AT) || (GV_LATE && i == ENV_AT)) {
         continue;
       }
-      // GV_MERGE 1: the action op ran in the last step's TD op unless the online pass runs.
+      // GV_MERGE: the action op ran in the last step's TD op unless the online pass runs.
       if (GV_MERGE != 0 && need == 0u && i == ACT_AT) {
         continue;
       }
@@ -794,7 +794,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         continue;
       }
 //!if ENGINE == 5
-      // GV_MERGE 1: the action op, and the TD op with the next step's action op beside it when no
+      // GV_MERGE: the action op, and the TD op with the next step's action op beside it when no
       // episode restarted (one call of gv_act for both: the kernel inlines it once).
       if (GV_MERGE != 0 && (o.kind == OP_ACT || o.kind == OP_TD)) {
         var la = l;
