@@ -94,6 +94,11 @@ const_assert GV_MERGE == 0 || (ENV_AT + 2u == TARGET_AT && GV_FLAT == 1 && GV_EP
 const_assert GV_MERGE == 0 || (TILE_E <= 32u && GV_TD0 + TILE_E <= GV_VERDICT && ROWS * NUM_ACTIONS <= GV_VERDICT);
 const GV_TD0 = 64u;
 const GV_VERDICT = WG_X - 32u;
+// GV_FOLD 1 (with GV_MERGE): no dueling-combination ops; the acting and TD threads combine their own
+// row of qv (the advantages' sum in action order, then (V + A[a]) - mean for each action they look
+// at: combine_dueling's formula, the same values), and the verdict is left beside the target pass's
+// heads. One op and its barrier fewer a step.
+const_assert GV_FOLD == 0 || GV_MERGE != 0;
 //!endif
 //!if ENGINE != 5
 const CUR_OPS = 4u;
@@ -496,17 +501,44 @@ fn write_step(e: u32, l: u32, a: i32, out: StepOut, bonus: f32) {
 //!if ENGINE == 5
 // GV_CUR 1: the side layer of op i (collect_tile.wgsl gv_side): the curiosity model's first layer
 // (input rows 0, hidden rows 1 of gv_cx) beside the next-state pass's first op, its second
-// (hidden to the prediction, rows 0) beside the second; none elsewhere or without curiosity.
+// (hidden to the prediction, rows 0) beside the second (GV_PP: the third, so that the first's sums
+// are added up in the second op, collect_tile.wgsl gv_red); none elsewhere or without curiosity.
 fn gv_side_at(i: u32) -> GvSide {
   if (GV_CUR == 1 && u.curiosity != 0u) {
     if (i == TARGET_AT) {
       return GvSide(block(NET_C_FC1_W, NET_C_FC1_B, 64u, 0u, CURIOSITY_IN), ACT_LEAKY, 0u, TILE_E);
     }
-    if (i == TARGET_AT + 1u) {
+    if (i == TARGET_AT + 1u + GV_PP) {
       return GvSide(block(NET_C_FC2_W, NET_C_FC2_B, CURIOSITY_OUT, 0u, 64u), ACT_NONE, TILE_E, 0u);
     }
   }
   return GvSide(NO_BLOCK, ACT_NONE, 0u, 0u);
+}
+
+// The side layer whose sums op i adds up (collect_tile.wgsl gv_side_reduce): its own, or with GV_PP
+// the op before's (the dual pass's layers with pp 1 or 2 have no barrier between their sums and
+// their end).
+fn gv_red_at(i: u32) -> GvSide {
+  if (GV_PP == 1) {
+    if (i == TARGET_AT + 1u || i == TARGET_AT + 3u) {
+      return gv_side_at(i - 1u);
+    }
+    return GvSide(NO_BLOCK, ACT_NONE, 0u, 0u);
+  }
+  return gv_side_at(i);
+}
+
+// GV_PP 1: the buffers of the next-state pass's layer i (collect_tile.wgsl dense_gv's pp): the first
+// three alternate between the two buffers, the heads read the second; 0 without GV_PP.
+fn gv_pp_at(i: u32) -> u32 {
+  if (GV_PP == 0) {
+    return 0u;
+  }
+  switch (i - TARGET_AT) {
+    case 0u, 2u: { return GV_PP_IN0_DIRECT; }
+    case 1u: { return GV_PP_IN1_DIRECT; }
+    default: { return GV_PP_IN1_Q; }
+  }
 }
 
 // GV_STRAIGHT 1: dense op i (a constant at each call) with its own dual offset and side layer.
@@ -514,13 +546,14 @@ fn gv_dense_at(i: u32, lid: u32) {
   let o = op_at(i);
   gv_delta = select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1);
   gv_side = gv_side_at(i);
+  gv_red = gv_red_at(i);
   // GV_PREF 1: the layer after this one (the pass's first after its last) is op gv_next.
   gv_this = i;
   gv_next = TARGET_AT + (i - TARGET_AT + 1u) % 4u;
   let nx = op_at(gv_next);
   gv_nb0 = nx.b0;
   gv_nb1 = nx.b1;
-  dense_gv(o.b0, o.b1, o.act, o.to_q, o.out_col, lid);
+  dense_gv(o.b0, o.b1, o.act, o.to_q, o.out_col, lid, gv_pp_at(i));
   gv_this = GV_NO_OP;
 }
 
@@ -626,6 +659,35 @@ fn env_op(e: u32, l: u32, lid: u32, a: i32, ep: ptr<function, Episode>) -> StepO
 }
 
 //!if ENGINE == 5
+// GV_FOLD: the mean of qv row r's advantages (combine_dueling's sum, in action order).
+fn fold_mean(r: u32) -> f32 {
+  let o = r * QW;
+  var sum = 0.0;
+  for (var k = 0u; k < NUM_ACTIONS; k++) {
+    sum = sum + qv[o + k];
+  }
+  return sum / 45.0;
+}
+
+// GV_FOLD: Q[a] of qv row r, whose advantages' mean is m.
+fn fold_q(r: u32, a: u32, m: f32) -> f32 {
+  return (qv[r * QW + NUM_ACTIONS] + qv[r * QW + a]) - m;
+}
+
+// GV_FOLD: argmax_q of qv row r (ties to the lower action).
+fn fold_argmax(r: u32, m: f32) -> u32 {
+  var best = 0u;
+  var best_q = fold_q(r, 0u, m);
+  for (var a = 1u; a < NUM_ACTIONS; a++) {
+    let q = fold_q(r, a, m);
+    if (q > best_q) {
+      best = a;
+      best_q = q;
+    }
+  }
+  return best;
+}
+
 // GV_MERGE: the action op of step l: thread 32 + r draws step l + 1's action words (GV_RNG),
 // thread r (the acting thread) picks the action and steps the simulator.
 fn gv_act(e0: u32, l: u32, lid: u32) {
@@ -644,12 +706,23 @@ fn gv_act(e0: u32, l: u32, lid: u32) {
     }
     let w = gv_rng[pb + lid];
     var a = 0;
-    if (u32_to_unit_float(w.x) < u.epsilon) {
-      a = i32(w.y % NUM_ACTIONS);
+    var q_sa = 0.0;
+    if (GV_FOLD == 1) {
+      let m = fold_mean(lid);
+      if (u32_to_unit_float(w.x) < u.epsilon) {
+        a = i32(w.y % NUM_ACTIONS);
+      } else {
+        a = i32(fold_argmax(lid, m));
+      }
+      q_sa = fold_q(lid, u32(a), m);
     } else {
-      a = i32(argmax_q(lid));
+      if (u32_to_unit_float(w.x) < u.epsilon) {
+        a = i32(w.y % NUM_ACTIONS);
+      } else {
+        a = i32(argmax_q(lid));
+      }
+      q_sa = final_q(lid, u32(a));
     }
-    let q_sa = final_q(lid, u32(a));
     tile_cat[lid] = action_category(a);
     tile_bonus[lid] = 0.0;
     let out = env_op(e, l, lid, a, &ep);
@@ -688,7 +761,14 @@ fn gv_td(e0: u32, l: u32, lid: u32) {
   write_step(e, l, a, out, bonus);
   var td_target = out.total;
   if (out.done == 0) {
-    td_target = out.total + u.gamma * final_q(r + TD_ROW0, argmax_q(r + TD_ROW0));
+    var q_next = 0.0;
+    if (GV_FOLD == 1) {
+      let m = fold_mean(r + TD_ROW0);
+      q_next = fold_q(r + TD_ROW0, fold_argmax(r + TD_ROW0, m), m);
+    } else {
+      q_next = final_q(r + TD_ROW0, argmax_q(r + TD_ROW0));
+    }
+    td_target = out.total + u.gamma * q_next;
   }
   out_f[OUT_F_TD_ERRORS * u.n * u.steps + e * u.steps + l] = abs(td_target - gv_qsa[pl]);
 }
@@ -766,8 +846,13 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       if (GV_MERGE != 0 && need == 0u && i == ACT_AT) {
         continue;
       }
+      // GV_FOLD: no combination ops (the online pass's, the next-state pass's).
+      if (GV_FOLD == 1 && (i == ACT_AT - 1u || i == TARGET_AT + 4u)) {
+        continue;
+      }
       gv_delta = select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1 && i >= TARGET_AT && i < TARGET_AT + NET_LEN);
       gv_side = gv_side_at(i);
+      gv_red = gv_red_at(i);
       var o: Op;
       if (GV_FLAT == 1 && i >= ACT_AT) {
         // The action op after a skipped online pass is closed by the verdict's load.
@@ -828,6 +913,10 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
               }
               default: {
                 gv_dense_at(TARGET_AT + 3u, lid);
+                // GV_FOLD: the verdict beside the heads (no combination op).
+                if (GV_FOLD == 1) {
+                  gv_verdict(lid);
+                }
               }
             }
             break;

@@ -82,8 +82,16 @@ const SCALAR = ENGINE == 0 || ENGINE == 3;
 //!if ENGINE == 0, 3
 var<workgroup> act_s: array<f32, select(1, ROWS * ACT_W, SCALAR)>;
 //!endif
+// Activation buffers: one, or engine 5's two with GV_PP (its dual pass's layers read one and write
+// the other).
+//!if ENGINE == 5
+const ACT_BUFS = 1u + GV_PP;
+//!endif
+//!if ENGINE != 5
+const ACT_BUFS = 1u;
+//!endif
 //!if ENGINE == 1, 2, 5
-var<workgroup> act_v: array<vec4<f32>, select(1, ROWS * ACT_W4, !SCALAR)>;
+var<workgroup> act_v: array<vec4<f32>, select(1, ROWS * ACT_W4 * ACT_BUFS, !SCALAR)>;
 //!endif
 // Staged weights: vec4 quads (engines 0-2); engine 3 stages scalars, KT + 1 per output (the
 // padding word keeps a warp's 32 outputs on 32 banks). Unresolved, the unused one is one element.
@@ -291,7 +299,7 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
 //!endif
 //!if ENGINE == 5
   if (ENGINE == 5) {
-    dense_gv(b0, b1, kind, to_q, out_col, lid);
+    dense_gv(b0, b1, kind, to_q, out_col, lid, 0u);
   }
 //!endif
 }
@@ -1156,7 +1164,8 @@ fn gv_load_run(w: ptr<function, array<vec4<u32>, GV_UNROLL>>, base: u32, g: u32,
   }
 }
 
-// Adds the products of the run of words at g (those below g_hi) with rows r0 .. r0 + TILE_E - 1.
+// Adds the products of the run of words at g (those below g_hi) with rows r0 .. r0 + TILE_E - 1 of
+// act_v (r0 counts from the buffer's first row: GV_PP's second buffer starts at row ROWS).
 fn gv_fma_run(acc: ptr<function, array<f32, TILE_E>>, w: ptr<function, array<vec4<u32>, GV_UNROLL>>, g: u32, g_hi: u32, r0: u32) {
   let gb = 2u * min(g, GV_RUN_MAX);
   for (var u = 0u; u < GV_UNROLL; u++) {
@@ -1171,7 +1180,7 @@ fn gv_fma_run(acc: ptr<function, array<f32, TILE_E>>, w: ptr<function, array<vec
       let w45 = unpack2x16float(wu.z);
       let w67 = unpack2x16float(wu.w);
       for (var i = 0u; i < TILE_E; i++) {
-        let k = min(r0 + i, ROWS - 1u) * ACT_W4 + gb + 2u * u;
+        let k = min(r0 + i, ROWS * ACT_BUFS - 1u) * ACT_W4 + gb + 2u * u;
         (*acc)[i] = gv_dot(w01, w23, w45, w67, act_v[k], act_v[k + 1u], (*acc)[i]);
       }
     }
@@ -1248,7 +1257,21 @@ fn gv_prefetch(lid: u32) {
   gv_pre_op = gv_next;
 }
 
-fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+// GV_PP 1 (the DQN kernel's dual pass, collect_dqn.wgsl gv_dense_at): pp names the layer's buffers.
+// 0: in place on the first buffer (every other layer). 1 and 2: input in the first / second buffer,
+// output to the other one, straight from the one thread that summed it (a layer 256 wide on 256
+// threads a net has one part an output): no partial sums in workgroup memory and no barrier between
+// the multiply-adds and the output (nothing overwrites the input). 3: input in the second buffer,
+// output to qv (the heads, whose parts still add through gv_part after the layer's barrier). The
+// side layer's sums (GV_CUR) are then added up in the op after its own (gv_red), not after the
+// layer's barrier: an op with pp 1 or 2 has none.
+const GV_PP_IN0_DIRECT = 1u;
+const GV_PP_IN1_DIRECT = 2u;
+const GV_PP_IN1_Q = 3u;
+const_assert GV_PP == 0 || (GV_DUAL == 1 && WG_X == 512u && GV_RANGE == 1);
+var<private> gv_red: GvSide;
+
+fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32, pp: u32) {
   let q = gv_geom(b0, b1, lid);
   let n_out = q.n_out;
   let sh = q.sh;
@@ -1261,7 +1284,9 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   let p = q.p;
   let c0 = q.c0;
   let c1 = q.c1;
-  let r0 = q.r0;
+  let direct = pp == GV_PP_IN0_DIRECT || pp == GV_PP_IN1_DIRECT;
+  // The rows the layer reads: the second buffer's start at row ROWS.
+  let r0 = q.r0 + select(0u, ROWS, pp == GV_PP_IN1_DIRECT || pp == GV_PP_IN1_Q);
   let out_pad = q.out_pad;
   let base = q.base;
   let g_lo = q.g_lo;
@@ -1297,6 +1322,7 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
     }
   }
   var pre_done = false;
+  var red_done = false;
   if (busy && GV_RANGE == 1) {
     let stride = parts * GV_UNROLL;
     let g0 = g_lo + p * GV_UNROLL;
@@ -1310,6 +1336,11 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
     }
     if (GV_DEPTH == 2 && g0 + stride < g_hi) {
       gv_load_run(&next2, base, g0 + stride, g_hi, out_pad);
+    }
+    // GV_PP, pp 1 or 2: the side layer of the op before, while the first words are in flight.
+    if (direct) {
+      gv_side_reduce(gv_red, lid);
+      red_done = true;
     }
     for (var g = g0; g < g_hi; g += stride) {
       var w = next;
@@ -1362,7 +1393,7 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       }
     }
   }
-  if (p < parts) {
+  if (p < parts && !direct) {
     for (var i = 0u; i < TILE_E; i++) {
       gv_part[((n * parts + p) * TILE_E + i) * nj + j] = acc[i];
     }
@@ -1377,6 +1408,22 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       let xb = gv_cx[(sd.src + i) * 16u + 2u * sq + 1u];
       gv_spart[(sq * TILE_E + i) * s_rows + sj] = gv_dot(w01, w23, w45, w67, xa, xb, s_acc[i]);
     }
+  }
+  // GV_PP, pp 1 or 2: the one part's sum (from the bias) is the output, written to the other buffer
+  // by the thread that summed it (one component of a shared vector: WGSL's memory locations are
+  // scalars; reduced, the sum would be 0.0 + it, the same value).
+  if (direct) {
+    if (busy) {
+      let ob = select(0u, ROWS, pp == GV_PP_IN0_DIRECT);
+      let c = out_col + j;
+      for (var i = 0u; i < TILE_E; i++) {
+        act_v[(ob + q.r0 + i) * ACT_W4 + c / 4u][c % 4u] = activate(acc[i], kind);
+      }
+    }
+    if (!red_done) {
+      gv_side_reduce(gv_red, lid);
+    }
+    return;
   }
   // Every thread has read the layer's input: outputs may overwrite it. Then thread (net, row,
   // quad) sums 4 outputs of a row and writes them as one vec4 (act_set4: whole quads only); a
@@ -1414,9 +1461,16 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       act_set4(r, out_col / 4u + j0 / 4u, y);
     }
   }
-  // The side layer's outputs, a quad a thread, on the workgroup's last threads (the layer's own
-  // sums take the first).
+  gv_side_reduce(gv_red, lid);
+}
+
+// The side layer sd's outputs from its words' sums in gv_spart, a quad a thread, on the workgroup's
+// last threads (a layer's own sums take the first): after the barrier of the op that multiplied
+// them (that op's own, or with GV_PP the op after it; gv_red names the layer, blk.rows 0 none).
+fn gv_side_reduce(sd: GvSide, lid: u32) {
+  let s_rows = sd.blk.rows;
   if (GV_CUR == 1 && s_rows != 0u) {
+    let s_groups = (sd.blk.k_len + 7u) / 8u;
     let t = WG_X - 1u - lid;
     let sq4 = (s_rows + 3u) / 4u;
     if (t < TILE_E * sq4) {

@@ -150,7 +150,7 @@ export function dqnTileConstants(o: CollectDqnOptions): Record<string, number> {
     // next-state pass's first two (GV_CUR, collect_dqn.wgsl), one weight word a thread, up to
     // GV_CUR_MAX_EPISODES episodes a workgroup (its arrays grow with the tile).
     ...(engine.ENGINE === GV_ENGINE
-      ? gvDqnConstants(engine.GV_DUAL === 1 && rows <= GV_CUR_MAX_EPISODES)
+      ? gvDqnConstants(engine.GV_DUAL === 1 && rows <= GV_CUR_MAX_EPISODES, rows)
       : {}),
     ACT_W: actWidth(o.engine ?? 0, o.kt, 256),
     QW: o.head === 'c51' ? 256 : 48,
@@ -164,15 +164,23 @@ export function dqnTileConstants(o: CollectDqnOptions): Record<string, number> {
  * Engine 5's DQN-only constants: GV_CUR (the curiosity layers beside the dual pass), GV_FLAT (with
  * GV_CUR: the ops from the action on run without the table's loads, collect_dqn.wgsl), GV_RNG
  * (the next step's action draw off the acting thread's chain), GV_EPWG (the acting thread's state in
- * workgroup memory) and GV_MERGE (with GV_FLAT: the TD op beside the next step's action op).
+ * workgroup memory), GV_MERGE (with GV_FLAT: the TD op beside the next step's action op) and GV_PP
+ * (with GV_MERGE, up to GV_PP_MAX_EPISODES a workgroup: the dual pass's layers on two activation
+ * buffers, one barrier a layer fewer) and GV_FOLD (with GV_MERGE: no dueling-combination ops, the
+ * acting and TD threads combine their own rows).
  */
-function gvDqnConstants(cur: boolean): {
+function gvDqnConstants(
+  cur: boolean,
+  rows: number,
+): {
   GV_CUR: number;
   GV_SIDE_WORDS: number;
   GV_FLAT: number;
   GV_RNG: number;
   GV_EPWG: number;
   GV_MERGE: number;
+  GV_PP: number;
+  GV_FOLD: number;
 } {
   return {
     GV_CUR: cur ? 1 : 0,
@@ -181,8 +189,17 @@ function gvDqnConstants(cur: boolean): {
     GV_RNG: 1,
     GV_EPWG: 1,
     GV_MERGE: cur ? 2 : 0,
+    GV_PP: cur && rows <= GV_PP_MAX_EPISODES ? 1 : 0,
+    GV_FOLD: cur ? 1 : 0,
   };
 }
+
+/**
+ * Engine 5 puts the dual pass's layers on two activation buffers (GV_PP) up to this many episodes a
+ * workgroup: the second buffer is 2 KiB an episode (4 episodes: 38 KiB in all, past the 32 KiB of
+ * lavapipe and of WebGPU's default limit).
+ */
+export const GV_PP_MAX_EPISODES = 2;
 
 /**
  * Words of engine 5's step-program table (collect_dqn.wgsl gv_prog): the plain head's 19 ops (fill,
@@ -236,7 +253,7 @@ export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
   // pass's restart flags and verdict, the step program's table (gv_prog).
   const gv = c.ENGINE === GV_ENGINE;
   const floats =
-    (mma ? (c.ROWS * c.ACT_W) / 2 : c.ROWS * c.ACT_W) +
+    (mma ? (c.ROWS * c.ACT_W) / 2 : c.ROWS * c.ACT_W * (gv && c.GV_PP === 1 ? 2 : 1)) +
     (mma
       ? 0
       : gv

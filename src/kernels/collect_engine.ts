@@ -108,6 +108,7 @@ export function tileEngineConstants(
   GV_RANGE?: number;
   GV_DEPTH?: number;
   GV_PREF?: number;
+  GV_PP?: number;
 } {
   if (engine === GV_ENGINE) {
     if (rows > GV_MAX_ROWS)
@@ -150,6 +151,9 @@ export function tileEngineConstants(
       // one episode a workgroup without the dual pass only (H200, 513e3b3: N = 256 6.84M against
       // 6.65M; slower at 128, 1,024 and 2,048: 5.49M / 5.58M, 17.89M / 18.47M, 17.01M / 24.17M).
       GV_PREF: rows === 1 && dual === 0 ? 1 : 0,
+      // GV_PP 1: the dual pass's layers on two activation buffers (collect_tile.wgsl dense_gv's pp);
+      // the DQN kernel sets it (collect_dqn.ts gvDqnConstants), 0 elsewhere.
+      GV_PP: 0,
     };
   }
   if (engine === MMA_ENGINE) {

@@ -721,8 +721,16 @@ const SCALAR = ENGINE == 0 || ENGINE == 3;
 //!if ENGINE == 0, 3
 var<workgroup> act_s: array<f32, select(1, ROWS * ACT_W, SCALAR)>;
 //!endif
+// Activation buffers: one, or engine 5's two with GV_PP (its dual pass's layers read one and write
+// the other).
+//!if ENGINE == 5
+const ACT_BUFS = 1u + GV_PP;
+//!endif
+//!if ENGINE != 5
+const ACT_BUFS = 1u;
+//!endif
 //!if ENGINE == 1, 2, 5
-var<workgroup> act_v: array<vec4<f32>, select(1, ROWS * ACT_W4, !SCALAR)>;
+var<workgroup> act_v: array<vec4<f32>, select(1, ROWS * ACT_W4 * ACT_BUFS, !SCALAR)>;
 //!endif
 // Staged weights: vec4 quads (engines 0-2); engine 3 stages scalars, KT + 1 per output (the
 // padding word keeps a warp's 32 outputs on 32 banks). Unresolved, the unused one is one element.
@@ -930,7 +938,7 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
 //!endif
 //!if ENGINE == 5
   if (ENGINE == 5) {
-    dense_gv(b0, b1, kind, to_q, out_col, lid);
+    dense_gv(b0, b1, kind, to_q, out_col, lid, 0u);
   }
 //!endif
 }
@@ -1795,7 +1803,8 @@ fn gv_load_run(w: ptr<function, array<vec4<u32>, GV_UNROLL>>, base: u32, g: u32,
   }
 }
 
-// Adds the products of the run of words at g (those below g_hi) with rows r0 .. r0 + TILE_E - 1.
+// Adds the products of the run of words at g (those below g_hi) with rows r0 .. r0 + TILE_E - 1 of
+// act_v (r0 counts from the buffer's first row: GV_PP's second buffer starts at row ROWS).
 fn gv_fma_run(acc: ptr<function, array<f32, TILE_E>>, w: ptr<function, array<vec4<u32>, GV_UNROLL>>, g: u32, g_hi: u32, r0: u32) {
   let gb = 2u * min(g, GV_RUN_MAX);
   for (var u = 0u; u < GV_UNROLL; u++) {
@@ -1810,7 +1819,7 @@ fn gv_fma_run(acc: ptr<function, array<f32, TILE_E>>, w: ptr<function, array<vec
       let w45 = unpack2x16float(wu.z);
       let w67 = unpack2x16float(wu.w);
       for (var i = 0u; i < TILE_E; i++) {
-        let k = min(r0 + i, ROWS - 1u) * ACT_W4 + gb + 2u * u;
+        let k = min(r0 + i, ROWS * ACT_BUFS - 1u) * ACT_W4 + gb + 2u * u;
         (*acc)[i] = gv_dot(w01, w23, w45, w67, act_v[k], act_v[k + 1u], (*acc)[i]);
       }
     }
@@ -1887,7 +1896,21 @@ fn gv_prefetch(lid: u32) {
   gv_pre_op = gv_next;
 }
 
-fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+// GV_PP 1 (the DQN kernel's dual pass, collect_dqn.wgsl gv_dense_at): pp names the layer's buffers.
+// 0: in place on the first buffer (every other layer). 1 and 2: input in the first / second buffer,
+// output to the other one, straight from the one thread that summed it (a layer 256 wide on 256
+// threads a net has one part an output): no partial sums in workgroup memory and no barrier between
+// the multiply-adds and the output (nothing overwrites the input). 3: input in the second buffer,
+// output to qv (the heads, whose parts still add through gv_part after the layer's barrier). The
+// side layer's sums (GV_CUR) are then added up in the op after its own (gv_red), not after the
+// layer's barrier: an op with pp 1 or 2 has none.
+const GV_PP_IN0_DIRECT = 1u;
+const GV_PP_IN1_DIRECT = 2u;
+const GV_PP_IN1_Q = 3u;
+const_assert GV_PP == 0 || (GV_DUAL == 1 && WG_X == 512u && GV_RANGE == 1);
+var<private> gv_red: GvSide;
+
+fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32, pp: u32) {
   let q = gv_geom(b0, b1, lid);
   let n_out = q.n_out;
   let sh = q.sh;
@@ -1900,7 +1923,9 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   let p = q.p;
   let c0 = q.c0;
   let c1 = q.c1;
-  let r0 = q.r0;
+  let direct = pp == GV_PP_IN0_DIRECT || pp == GV_PP_IN1_DIRECT;
+  // The rows the layer reads: the second buffer's start at row ROWS.
+  let r0 = q.r0 + select(0u, ROWS, pp == GV_PP_IN1_DIRECT || pp == GV_PP_IN1_Q);
   let out_pad = q.out_pad;
   let base = q.base;
   let g_lo = q.g_lo;
@@ -1936,6 +1961,7 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
     }
   }
   var pre_done = false;
+  var red_done = false;
   if (busy && GV_RANGE == 1) {
     let stride = parts * GV_UNROLL;
     let g0 = g_lo + p * GV_UNROLL;
@@ -1949,6 +1975,11 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
     }
     if (GV_DEPTH == 2 && g0 + stride < g_hi) {
       gv_load_run(&next2, base, g0 + stride, g_hi, out_pad);
+    }
+    // GV_PP, pp 1 or 2: the side layer of the op before, while the first words are in flight.
+    if (direct) {
+      gv_side_reduce(gv_red, lid);
+      red_done = true;
     }
     for (var g = g0; g < g_hi; g += stride) {
       var w = next;
@@ -2001,7 +2032,7 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       }
     }
   }
-  if (p < parts) {
+  if (p < parts && !direct) {
     for (var i = 0u; i < TILE_E; i++) {
       gv_part[((n * parts + p) * TILE_E + i) * nj + j] = acc[i];
     }
@@ -2016,6 +2047,22 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       let xb = gv_cx[(sd.src + i) * 16u + 2u * sq + 1u];
       gv_spart[(sq * TILE_E + i) * s_rows + sj] = gv_dot(w01, w23, w45, w67, xa, xb, s_acc[i]);
     }
+  }
+  // GV_PP, pp 1 or 2: the one part's sum (from the bias) is the output, written to the other buffer
+  // by the thread that summed it (one component of a shared vector: WGSL's memory locations are
+  // scalars; reduced, the sum would be 0.0 + it, the same value).
+  if (direct) {
+    if (busy) {
+      let ob = select(0u, ROWS, pp == GV_PP_IN0_DIRECT);
+      let c = out_col + j;
+      for (var i = 0u; i < TILE_E; i++) {
+        act_v[(ob + q.r0 + i) * ACT_W4 + c / 4u][c % 4u] = activate(acc[i], kind);
+      }
+    }
+    if (!red_done) {
+      gv_side_reduce(gv_red, lid);
+    }
+    return;
   }
   // Every thread has read the layer's input: outputs may overwrite it. Then thread (net, row,
   // quad) sums 4 outputs of a row and writes them as one vec4 (act_set4: whole quads only); a
@@ -2053,9 +2100,16 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       act_set4(r, out_col / 4u + j0 / 4u, y);
     }
   }
-  // The side layer's outputs, a quad a thread, on the workgroup's last threads (the layer's own
-  // sums take the first).
+  gv_side_reduce(gv_red, lid);
+}
+
+// The side layer sd's outputs from its words' sums in gv_spart, a quad a thread, on the workgroup's
+// last threads (a layer's own sums take the first): after the barrier of the op that multiplied
+// them (that op's own, or with GV_PP the op after it; gv_red names the layer, blk.rows 0 none).
+fn gv_side_reduce(sd: GvSide, lid: u32) {
+  let s_rows = sd.blk.rows;
   if (GV_CUR == 1 && s_rows != 0u) {
+    let s_groups = (sd.blk.k_len + 7u) / 8u;
     let t = WG_X - 1u - lid;
     let sq4 = (s_rows + 3u) / 4u;
     if (t < TILE_E * sq4) {
@@ -2333,6 +2387,11 @@ const_assert GV_MERGE == 0 || (ENV_AT + 2u == TARGET_AT && GV_FLAT == 1 && GV_EP
 const_assert GV_MERGE == 0 || (TILE_E <= 32u && GV_TD0 + TILE_E <= GV_VERDICT && ROWS * NUM_ACTIONS <= GV_VERDICT);
 const GV_TD0 = 64u;
 const GV_VERDICT = WG_X - 32u;
+// GV_FOLD 1 (with GV_MERGE): no dueling-combination ops; the acting and TD threads combine their own
+// row of qv (the advantages' sum in action order, then (V + A[a]) - mean for each action they look
+// at: combine_dueling's formula, the same values), and the verdict is left beside the target pass's
+// heads. One op and its barrier fewer a step.
+const_assert GV_FOLD == 0 || GV_MERGE != 0;
 //!endif
 //!if ENGINE != 5
 const CUR_OPS = 4u;
@@ -2735,17 +2794,44 @@ fn write_step(e: u32, l: u32, a: i32, out: StepOut, bonus: f32) {
 //!if ENGINE == 5
 // GV_CUR 1: the side layer of op i (collect_tile.wgsl gv_side): the curiosity model's first layer
 // (input rows 0, hidden rows 1 of gv_cx) beside the next-state pass's first op, its second
-// (hidden to the prediction, rows 0) beside the second; none elsewhere or without curiosity.
+// (hidden to the prediction, rows 0) beside the second (GV_PP: the third, so that the first's sums
+// are added up in the second op, collect_tile.wgsl gv_red); none elsewhere or without curiosity.
 fn gv_side_at(i: u32) -> GvSide {
   if (GV_CUR == 1 && u.curiosity != 0u) {
     if (i == TARGET_AT) {
       return GvSide(block(NET_C_FC1_W, NET_C_FC1_B, 64u, 0u, CURIOSITY_IN), ACT_LEAKY, 0u, TILE_E);
     }
-    if (i == TARGET_AT + 1u) {
+    if (i == TARGET_AT + 1u + GV_PP) {
       return GvSide(block(NET_C_FC2_W, NET_C_FC2_B, CURIOSITY_OUT, 0u, 64u), ACT_NONE, TILE_E, 0u);
     }
   }
   return GvSide(NO_BLOCK, ACT_NONE, 0u, 0u);
+}
+
+// The side layer whose sums op i adds up (collect_tile.wgsl gv_side_reduce): its own, or with GV_PP
+// the op before's (the dual pass's layers with pp 1 or 2 have no barrier between their sums and
+// their end).
+fn gv_red_at(i: u32) -> GvSide {
+  if (GV_PP == 1) {
+    if (i == TARGET_AT + 1u || i == TARGET_AT + 3u) {
+      return gv_side_at(i - 1u);
+    }
+    return GvSide(NO_BLOCK, ACT_NONE, 0u, 0u);
+  }
+  return gv_side_at(i);
+}
+
+// GV_PP 1: the buffers of the next-state pass's layer i (collect_tile.wgsl dense_gv's pp): the first
+// three alternate between the two buffers, the heads read the second; 0 without GV_PP.
+fn gv_pp_at(i: u32) -> u32 {
+  if (GV_PP == 0) {
+    return 0u;
+  }
+  switch (i - TARGET_AT) {
+    case 0u, 2u: { return GV_PP_IN0_DIRECT; }
+    case 1u: { return GV_PP_IN1_DIRECT; }
+    default: { return GV_PP_IN1_Q; }
+  }
 }
 
 // GV_STRAIGHT 1: dense op i (a constant at each call) with its own dual offset and side layer.
@@ -2753,13 +2839,14 @@ fn gv_dense_at(i: u32, lid: u32) {
   let o = op_at(i);
   gv_delta = select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1);
   gv_side = gv_side_at(i);
+  gv_red = gv_red_at(i);
   // GV_PREF 1: the layer after this one (the pass's first after its last) is op gv_next.
   gv_this = i;
   gv_next = TARGET_AT + (i - TARGET_AT + 1u) % 4u;
   let nx = op_at(gv_next);
   gv_nb0 = nx.b0;
   gv_nb1 = nx.b1;
-  dense_gv(o.b0, o.b1, o.act, o.to_q, o.out_col, lid);
+  dense_gv(o.b0, o.b1, o.act, o.to_q, o.out_col, lid, gv_pp_at(i));
   gv_this = GV_NO_OP;
 }
 
@@ -2865,6 +2952,35 @@ fn env_op(e: u32, l: u32, lid: u32, a: i32, ep: ptr<function, Episode>) -> StepO
 }
 
 //!if ENGINE == 5
+// GV_FOLD: the mean of qv row r's advantages (combine_dueling's sum, in action order).
+fn fold_mean(r: u32) -> f32 {
+  let o = r * QW;
+  var sum = 0.0;
+  for (var k = 0u; k < NUM_ACTIONS; k++) {
+    sum = sum + qv[o + k];
+  }
+  return sum / 45.0;
+}
+
+// GV_FOLD: Q[a] of qv row r, whose advantages' mean is m.
+fn fold_q(r: u32, a: u32, m: f32) -> f32 {
+  return (qv[r * QW + NUM_ACTIONS] + qv[r * QW + a]) - m;
+}
+
+// GV_FOLD: argmax_q of qv row r (ties to the lower action).
+fn fold_argmax(r: u32, m: f32) -> u32 {
+  var best = 0u;
+  var best_q = fold_q(r, 0u, m);
+  for (var a = 1u; a < NUM_ACTIONS; a++) {
+    let q = fold_q(r, a, m);
+    if (q > best_q) {
+      best = a;
+      best_q = q;
+    }
+  }
+  return best;
+}
+
 // GV_MERGE: the action op of step l: thread 32 + r draws step l + 1's action words (GV_RNG),
 // thread r (the acting thread) picks the action and steps the simulator.
 fn gv_act(e0: u32, l: u32, lid: u32) {
@@ -2883,12 +2999,23 @@ fn gv_act(e0: u32, l: u32, lid: u32) {
     }
     let w = gv_rng[pb + lid];
     var a = 0;
-    if (u32_to_unit_float(w.x) < u.epsilon) {
-      a = i32(w.y % NUM_ACTIONS);
+    var q_sa = 0.0;
+    if (GV_FOLD == 1) {
+      let m = fold_mean(lid);
+      if (u32_to_unit_float(w.x) < u.epsilon) {
+        a = i32(w.y % NUM_ACTIONS);
+      } else {
+        a = i32(fold_argmax(lid, m));
+      }
+      q_sa = fold_q(lid, u32(a), m);
     } else {
-      a = i32(argmax_q(lid));
+      if (u32_to_unit_float(w.x) < u.epsilon) {
+        a = i32(w.y % NUM_ACTIONS);
+      } else {
+        a = i32(argmax_q(lid));
+      }
+      q_sa = final_q(lid, u32(a));
     }
-    let q_sa = final_q(lid, u32(a));
     tile_cat[lid] = action_category(a);
     tile_bonus[lid] = 0.0;
     let out = env_op(e, l, lid, a, &ep);
@@ -2927,7 +3054,14 @@ fn gv_td(e0: u32, l: u32, lid: u32) {
   write_step(e, l, a, out, bonus);
   var td_target = out.total;
   if (out.done == 0) {
-    td_target = out.total + u.gamma * final_q(r + TD_ROW0, argmax_q(r + TD_ROW0));
+    var q_next = 0.0;
+    if (GV_FOLD == 1) {
+      let m = fold_mean(r + TD_ROW0);
+      q_next = fold_q(r + TD_ROW0, fold_argmax(r + TD_ROW0, m), m);
+    } else {
+      q_next = final_q(r + TD_ROW0, argmax_q(r + TD_ROW0));
+    }
+    td_target = out.total + u.gamma * q_next;
   }
   out_f[OUT_F_TD_ERRORS * u.n * u.steps + e * u.steps + l] = abs(td_target - gv_qsa[pl]);
 }
@@ -3005,8 +3139,13 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       if (GV_MERGE != 0 && need == 0u && i == ACT_AT) {
         continue;
       }
+      // GV_FOLD: no combination ops (the online pass's, the next-state pass's).
+      if (GV_FOLD == 1 && (i == ACT_AT - 1u || i == TARGET_AT + 4u)) {
+        continue;
+      }
       gv_delta = select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1 && i >= TARGET_AT && i < TARGET_AT + NET_LEN);
       gv_side = gv_side_at(i);
+      gv_red = gv_red_at(i);
       var o: Op;
       if (GV_FLAT == 1 && i >= ACT_AT) {
         // The action op after a skipped online pass is closed by the verdict's load.
@@ -3067,6 +3206,10 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
               }
               default: {
                 gv_dense_at(TARGET_AT + 3u, lid);
+                // GV_FOLD: the verdict beside the heads (no combination op).
+                if (GV_FOLD == 1) {
+                  gv_verdict(lid);
+                }
               }
             }
             break;
@@ -4638,8 +4781,16 @@ const SCALAR = ENGINE == 0 || ENGINE == 3;
 //!if ENGINE == 0, 3
 var<workgroup> act_s: array<f32, select(1, ROWS * ACT_W, SCALAR)>;
 //!endif
+// Activation buffers: one, or engine 5's two with GV_PP (its dual pass's layers read one and write
+// the other).
+//!if ENGINE == 5
+const ACT_BUFS = 1u + GV_PP;
+//!endif
+//!if ENGINE != 5
+const ACT_BUFS = 1u;
+//!endif
 //!if ENGINE == 1, 2, 5
-var<workgroup> act_v: array<vec4<f32>, select(1, ROWS * ACT_W4, !SCALAR)>;
+var<workgroup> act_v: array<vec4<f32>, select(1, ROWS * ACT_W4 * ACT_BUFS, !SCALAR)>;
 //!endif
 // Staged weights: vec4 quads (engines 0-2); engine 3 stages scalars, KT + 1 per output (the
 // padding word keeps a warp's 32 outputs on 32 banks). Unresolved, the unused one is one element.
@@ -4847,7 +4998,7 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
 //!endif
 //!if ENGINE == 5
   if (ENGINE == 5) {
-    dense_gv(b0, b1, kind, to_q, out_col, lid);
+    dense_gv(b0, b1, kind, to_q, out_col, lid, 0u);
   }
 //!endif
 }
@@ -5712,7 +5863,8 @@ fn gv_load_run(w: ptr<function, array<vec4<u32>, GV_UNROLL>>, base: u32, g: u32,
   }
 }
 
-// Adds the products of the run of words at g (those below g_hi) with rows r0 .. r0 + TILE_E - 1.
+// Adds the products of the run of words at g (those below g_hi) with rows r0 .. r0 + TILE_E - 1 of
+// act_v (r0 counts from the buffer's first row: GV_PP's second buffer starts at row ROWS).
 fn gv_fma_run(acc: ptr<function, array<f32, TILE_E>>, w: ptr<function, array<vec4<u32>, GV_UNROLL>>, g: u32, g_hi: u32, r0: u32) {
   let gb = 2u * min(g, GV_RUN_MAX);
   for (var u = 0u; u < GV_UNROLL; u++) {
@@ -5727,7 +5879,7 @@ fn gv_fma_run(acc: ptr<function, array<f32, TILE_E>>, w: ptr<function, array<vec
       let w45 = unpack2x16float(wu.z);
       let w67 = unpack2x16float(wu.w);
       for (var i = 0u; i < TILE_E; i++) {
-        let k = min(r0 + i, ROWS - 1u) * ACT_W4 + gb + 2u * u;
+        let k = min(r0 + i, ROWS * ACT_BUFS - 1u) * ACT_W4 + gb + 2u * u;
         (*acc)[i] = gv_dot(w01, w23, w45, w67, act_v[k], act_v[k + 1u], (*acc)[i]);
       }
     }
@@ -5804,7 +5956,21 @@ fn gv_prefetch(lid: u32) {
   gv_pre_op = gv_next;
 }
 
-fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+// GV_PP 1 (the DQN kernel's dual pass, collect_dqn.wgsl gv_dense_at): pp names the layer's buffers.
+// 0: in place on the first buffer (every other layer). 1 and 2: input in the first / second buffer,
+// output to the other one, straight from the one thread that summed it (a layer 256 wide on 256
+// threads a net has one part an output): no partial sums in workgroup memory and no barrier between
+// the multiply-adds and the output (nothing overwrites the input). 3: input in the second buffer,
+// output to qv (the heads, whose parts still add through gv_part after the layer's barrier). The
+// side layer's sums (GV_CUR) are then added up in the op after its own (gv_red), not after the
+// layer's barrier: an op with pp 1 or 2 has none.
+const GV_PP_IN0_DIRECT = 1u;
+const GV_PP_IN1_DIRECT = 2u;
+const GV_PP_IN1_Q = 3u;
+const_assert GV_PP == 0 || (GV_DUAL == 1 && WG_X == 512u && GV_RANGE == 1);
+var<private> gv_red: GvSide;
+
+fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32, pp: u32) {
   let q = gv_geom(b0, b1, lid);
   let n_out = q.n_out;
   let sh = q.sh;
@@ -5817,7 +5983,9 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   let p = q.p;
   let c0 = q.c0;
   let c1 = q.c1;
-  let r0 = q.r0;
+  let direct = pp == GV_PP_IN0_DIRECT || pp == GV_PP_IN1_DIRECT;
+  // The rows the layer reads: the second buffer's start at row ROWS.
+  let r0 = q.r0 + select(0u, ROWS, pp == GV_PP_IN1_DIRECT || pp == GV_PP_IN1_Q);
   let out_pad = q.out_pad;
   let base = q.base;
   let g_lo = q.g_lo;
@@ -5853,6 +6021,7 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
     }
   }
   var pre_done = false;
+  var red_done = false;
   if (busy && GV_RANGE == 1) {
     let stride = parts * GV_UNROLL;
     let g0 = g_lo + p * GV_UNROLL;
@@ -5866,6 +6035,11 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
     }
     if (GV_DEPTH == 2 && g0 + stride < g_hi) {
       gv_load_run(&next2, base, g0 + stride, g_hi, out_pad);
+    }
+    // GV_PP, pp 1 or 2: the side layer of the op before, while the first words are in flight.
+    if (direct) {
+      gv_side_reduce(gv_red, lid);
+      red_done = true;
     }
     for (var g = g0; g < g_hi; g += stride) {
       var w = next;
@@ -5918,7 +6092,7 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       }
     }
   }
-  if (p < parts) {
+  if (p < parts && !direct) {
     for (var i = 0u; i < TILE_E; i++) {
       gv_part[((n * parts + p) * TILE_E + i) * nj + j] = acc[i];
     }
@@ -5933,6 +6107,22 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       let xb = gv_cx[(sd.src + i) * 16u + 2u * sq + 1u];
       gv_spart[(sq * TILE_E + i) * s_rows + sj] = gv_dot(w01, w23, w45, w67, xa, xb, s_acc[i]);
     }
+  }
+  // GV_PP, pp 1 or 2: the one part's sum (from the bias) is the output, written to the other buffer
+  // by the thread that summed it (one component of a shared vector: WGSL's memory locations are
+  // scalars; reduced, the sum would be 0.0 + it, the same value).
+  if (direct) {
+    if (busy) {
+      let ob = select(0u, ROWS, pp == GV_PP_IN0_DIRECT);
+      let c = out_col + j;
+      for (var i = 0u; i < TILE_E; i++) {
+        act_v[(ob + q.r0 + i) * ACT_W4 + c / 4u][c % 4u] = activate(acc[i], kind);
+      }
+    }
+    if (!red_done) {
+      gv_side_reduce(gv_red, lid);
+    }
+    return;
   }
   // Every thread has read the layer's input: outputs may overwrite it. Then thread (net, row,
   // quad) sums 4 outputs of a row and writes them as one vec4 (act_set4: whole quads only); a
@@ -5970,9 +6160,16 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       act_set4(r, out_col / 4u + j0 / 4u, y);
     }
   }
-  // The side layer's outputs, a quad a thread, on the workgroup's last threads (the layer's own
-  // sums take the first).
+  gv_side_reduce(gv_red, lid);
+}
+
+// The side layer sd's outputs from its words' sums in gv_spart, a quad a thread, on the workgroup's
+// last threads (a layer's own sums take the first): after the barrier of the op that multiplied
+// them (that op's own, or with GV_PP the op after it; gv_red names the layer, blk.rows 0 none).
+fn gv_side_reduce(sd: GvSide, lid: u32) {
+  let s_rows = sd.blk.rows;
   if (GV_CUR == 1 && s_rows != 0u) {
+    let s_groups = (sd.blk.k_len + 7u) / 8u;
     let t = WG_X - 1u - lid;
     let sq4 = (s_rows + 3u) / 4u;
     if (t < TILE_E * sq4) {
@@ -6586,8 +6783,16 @@ const SCALAR = ENGINE == 0 || ENGINE == 3;
 //!if ENGINE == 0, 3
 var<workgroup> act_s: array<f32, select(1, ROWS * ACT_W, SCALAR)>;
 //!endif
+// Activation buffers: one, or engine 5's two with GV_PP (its dual pass's layers read one and write
+// the other).
+//!if ENGINE == 5
+const ACT_BUFS = 1u + GV_PP;
+//!endif
+//!if ENGINE != 5
+const ACT_BUFS = 1u;
+//!endif
 //!if ENGINE == 1, 2, 5
-var<workgroup> act_v: array<vec4<f32>, select(1, ROWS * ACT_W4, !SCALAR)>;
+var<workgroup> act_v: array<vec4<f32>, select(1, ROWS * ACT_W4 * ACT_BUFS, !SCALAR)>;
 //!endif
 // Staged weights: vec4 quads (engines 0-2); engine 3 stages scalars, KT + 1 per output (the
 // padding word keeps a warp's 32 outputs on 32 banks). Unresolved, the unused one is one element.
@@ -6795,7 +7000,7 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
 //!endif
 //!if ENGINE == 5
   if (ENGINE == 5) {
-    dense_gv(b0, b1, kind, to_q, out_col, lid);
+    dense_gv(b0, b1, kind, to_q, out_col, lid, 0u);
   }
 //!endif
 }
@@ -7660,7 +7865,8 @@ fn gv_load_run(w: ptr<function, array<vec4<u32>, GV_UNROLL>>, base: u32, g: u32,
   }
 }
 
-// Adds the products of the run of words at g (those below g_hi) with rows r0 .. r0 + TILE_E - 1.
+// Adds the products of the run of words at g (those below g_hi) with rows r0 .. r0 + TILE_E - 1 of
+// act_v (r0 counts from the buffer's first row: GV_PP's second buffer starts at row ROWS).
 fn gv_fma_run(acc: ptr<function, array<f32, TILE_E>>, w: ptr<function, array<vec4<u32>, GV_UNROLL>>, g: u32, g_hi: u32, r0: u32) {
   let gb = 2u * min(g, GV_RUN_MAX);
   for (var u = 0u; u < GV_UNROLL; u++) {
@@ -7675,7 +7881,7 @@ fn gv_fma_run(acc: ptr<function, array<f32, TILE_E>>, w: ptr<function, array<vec
       let w45 = unpack2x16float(wu.z);
       let w67 = unpack2x16float(wu.w);
       for (var i = 0u; i < TILE_E; i++) {
-        let k = min(r0 + i, ROWS - 1u) * ACT_W4 + gb + 2u * u;
+        let k = min(r0 + i, ROWS * ACT_BUFS - 1u) * ACT_W4 + gb + 2u * u;
         (*acc)[i] = gv_dot(w01, w23, w45, w67, act_v[k], act_v[k + 1u], (*acc)[i]);
       }
     }
@@ -7752,7 +7958,21 @@ fn gv_prefetch(lid: u32) {
   gv_pre_op = gv_next;
 }
 
-fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
+// GV_PP 1 (the DQN kernel's dual pass, collect_dqn.wgsl gv_dense_at): pp names the layer's buffers.
+// 0: in place on the first buffer (every other layer). 1 and 2: input in the first / second buffer,
+// output to the other one, straight from the one thread that summed it (a layer 256 wide on 256
+// threads a net has one part an output): no partial sums in workgroup memory and no barrier between
+// the multiply-adds and the output (nothing overwrites the input). 3: input in the second buffer,
+// output to qv (the heads, whose parts still add through gv_part after the layer's barrier). The
+// side layer's sums (GV_CUR) are then added up in the op after its own (gv_red), not after the
+// layer's barrier: an op with pp 1 or 2 has none.
+const GV_PP_IN0_DIRECT = 1u;
+const GV_PP_IN1_DIRECT = 2u;
+const GV_PP_IN1_Q = 3u;
+const_assert GV_PP == 0 || (GV_DUAL == 1 && WG_X == 512u && GV_RANGE == 1);
+var<private> gv_red: GvSide;
+
+fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32, pp: u32) {
   let q = gv_geom(b0, b1, lid);
   let n_out = q.n_out;
   let sh = q.sh;
@@ -7765,7 +7985,9 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
   let p = q.p;
   let c0 = q.c0;
   let c1 = q.c1;
-  let r0 = q.r0;
+  let direct = pp == GV_PP_IN0_DIRECT || pp == GV_PP_IN1_DIRECT;
+  // The rows the layer reads: the second buffer's start at row ROWS.
+  let r0 = q.r0 + select(0u, ROWS, pp == GV_PP_IN1_DIRECT || pp == GV_PP_IN1_Q);
   let out_pad = q.out_pad;
   let base = q.base;
   let g_lo = q.g_lo;
@@ -7801,6 +8023,7 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
     }
   }
   var pre_done = false;
+  var red_done = false;
   if (busy && GV_RANGE == 1) {
     let stride = parts * GV_UNROLL;
     let g0 = g_lo + p * GV_UNROLL;
@@ -7814,6 +8037,11 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
     }
     if (GV_DEPTH == 2 && g0 + stride < g_hi) {
       gv_load_run(&next2, base, g0 + stride, g_hi, out_pad);
+    }
+    // GV_PP, pp 1 or 2: the side layer of the op before, while the first words are in flight.
+    if (direct) {
+      gv_side_reduce(gv_red, lid);
+      red_done = true;
     }
     for (var g = g0; g < g_hi; g += stride) {
       var w = next;
@@ -7866,7 +8094,7 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       }
     }
   }
-  if (p < parts) {
+  if (p < parts && !direct) {
     for (var i = 0u; i < TILE_E; i++) {
       gv_part[((n * parts + p) * TILE_E + i) * nj + j] = acc[i];
     }
@@ -7881,6 +8109,22 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       let xb = gv_cx[(sd.src + i) * 16u + 2u * sq + 1u];
       gv_spart[(sq * TILE_E + i) * s_rows + sj] = gv_dot(w01, w23, w45, w67, xa, xb, s_acc[i]);
     }
+  }
+  // GV_PP, pp 1 or 2: the one part's sum (from the bias) is the output, written to the other buffer
+  // by the thread that summed it (one component of a shared vector: WGSL's memory locations are
+  // scalars; reduced, the sum would be 0.0 + it, the same value).
+  if (direct) {
+    if (busy) {
+      let ob = select(0u, ROWS, pp == GV_PP_IN0_DIRECT);
+      let c = out_col + j;
+      for (var i = 0u; i < TILE_E; i++) {
+        act_v[(ob + q.r0 + i) * ACT_W4 + c / 4u][c % 4u] = activate(acc[i], kind);
+      }
+    }
+    if (!red_done) {
+      gv_side_reduce(gv_red, lid);
+    }
+    return;
   }
   // Every thread has read the layer's input: outputs may overwrite it. Then thread (net, row,
   // quad) sums 4 outputs of a row and writes them as one vec4 (act_set4: whole quads only); a
@@ -7918,9 +8162,16 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32)
       act_set4(r, out_col / 4u + j0 / 4u, y);
     }
   }
-  // The side layer's outputs, a quad a thread, on the workgroup's last threads (the layer's own
-  // sums take the first).
+  gv_side_reduce(gv_red, lid);
+}
+
+// The side layer sd's outputs from its words' sums in gv_spart, a quad a thread, on the workgroup's
+// last threads (a layer's own sums take the first): after the barrier of the op that multiplied
+// them (that op's own, or with GV_PP the op after it; gv_red names the layer, blk.rows 0 none).
+fn gv_side_reduce(sd: GvSide, lid: u32) {
+  let s_rows = sd.blk.rows;
   if (GV_CUR == 1 && s_rows != 0u) {
+    let s_groups = (sd.blk.k_len + 7u) / 8u;
     let t = WG_X - 1u - lid;
     let sq4 = (s_rows + 3u) / 4u;
     if (t < TILE_E * sq4) {

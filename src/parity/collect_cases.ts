@@ -40,7 +40,7 @@ import type { Market, SplitRange } from '../data/types.js';
 import type { CuriosityModel } from '../env/curiosity.js';
 import { envParams } from '../env/params.js';
 import { createEnv, ENV_F, ENV_I, type EnvState } from '../env/state.js';
-import { GV_CUR_MAX_EPISODES } from '../kernels/collect_dqn.js';
+import { GV_CUR_MAX_EPISODES, GV_PP_MAX_EPISODES } from '../kernels/collect_dqn.js';
 import type { TypedArray } from '../kernels/reference.js';
 import { forwardC51, forwardDueling, forwardIqn, forwardMlp, initParams } from '../nets/forward.js';
 import {
@@ -542,9 +542,11 @@ function dqnStreamCase(n: number, tileEpisodes: number, threads: number): Parity
       ? e === 1
         ? ": the next layer's first loads ahead"
         : ''
-      : e <= GV_CUR_MAX_EPISODES
-        ? ': dual pass, curiosity beside it'
-        : ': dual pass';
+      : e <= GV_PP_MAX_EPISODES
+        ? ': dual pass, curiosity beside it, two activation buffers'
+        : e <= GV_CUR_MAX_EPISODES
+          ? ': dual pass, curiosity beside it'
+          : ': dual pass';
   return dqnEpsilonOneCase(
     n,
     {
@@ -610,6 +612,8 @@ export function collectParityCases(): ParityCase[] {
     dqnStreamCase(3, 1, 256),
     dqnStreamCase(16, 8, 256),
     dqnStreamCase(10, 4, 512),
+    dqnStreamCase(3, 2, 512),
+    dqnStreamCase(2, 1, 512),
     dqnStreamCase(11, 6, 512),
     dqnCase('dqn', 'seed'),
     dqnCase('dqn', 'cluster'),

@@ -274,16 +274,38 @@ describe('collect_dqn weight-streaming engine (5): plan and refusal', () => {
     // sums, 4 ops fewer in the table (17 words each), gv_cx (the model's rows 128, the bonus's
     // target 32) and gv_spart (320) for their one-element stand-ins (4 + 1), and GV_FLAT's combined
     // Q-values (gv_qc, 2 rows of 48) for its stand-in (1), and GV_MERGE's second parity of the
-    // step's outcome (7), action and Q(s, a).
-    // The flat step and the merged ops need the curiosity layers beside the dual pass; the next
-    // action's draw ahead and the acting thread's state in workgroup memory are in every engine 5
-    // build.
-    expect(cur.constants).toMatchObject({ GV_FLAT: 1, GV_RNG: 1, GV_EPWG: 1, GV_MERGE: 2 });
-    expect(one.constants).toMatchObject({ GV_FLAT: 0, GV_RNG: 1, GV_EPWG: 1, GV_MERGE: 0 });
+    // step's outcome (7), action and Q(s, a), and GV_PP's second activation buffer (2 rows of 256).
+    // The flat step, the merged ops and the folded combination need the curiosity layers beside the
+    // dual pass; the two activation buffers also at most 2 episodes a workgroup (4 would take the
+    // tile past 32 KiB); the next action's draw ahead and the acting thread's state in workgroup
+    // memory are in every engine 5 build.
+    expect(cur.constants).toMatchObject({
+      GV_FLAT: 1,
+      GV_RNG: 1,
+      GV_EPWG: 1,
+      GV_MERGE: 2,
+      GV_FOLD: 1,
+      GV_PP: 0,
+    });
+    expect(one.constants).toMatchObject({
+      GV_FLAT: 0,
+      GV_RNG: 1,
+      GV_EPWG: 1,
+      GV_MERGE: 0,
+      GV_FOLD: 0,
+      GV_PP: 0,
+    });
+    for (const tileEpisodes of [1, 2])
+      expect(collectDqnSpec({ ...base, tileEpisodes, threads: 512 }).constants).toMatchObject({
+        GV_MERGE: 2,
+        GV_FOLD: 1,
+        GV_PP: 1,
+      });
     expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 1, threads: 512 })).toBe(
       dqnWorkgroupBytes({ ...base, tileEpisodes: 1, threads: 256 }) +
-        4 * (256 + 48 + 256 - 4 * 17 + 128 + 32 + 320 - 5 + 2 * 48 - 1 + 7 + 1 + 1),
+        4 * (256 + 48 + 256 - 4 * 17 + 128 + 32 + 320 - 5 + 2 * 48 - 1 + 7 + 1 + 1 + 2 * 256),
     );
+    expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 2, threads: 512 })).toBeLessThanOrEqual(32 * 1024);
     expect(() => collectDqnSpec({ ...base, tileEpisodes: 9 })).toThrow(/at most 8 rows/);
     expect(() => checkDqnOptions({ ...base, tileEpisodes: 2, threads: 384, tj: 128 })).toThrow(
       /multiple of the layer width/,
