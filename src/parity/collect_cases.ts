@@ -294,6 +294,30 @@ async function dqnDeviceRun(
 const EPSILONS: [number, number] = [0.3, 0.1];
 
 /**
+ * The plain DQN collector on `backend` with the parity cases' market, config and nets: `n` episodes,
+ * two launches at epsilons 0.3 and 0.1 (greedy actions too), the build `init` picks; every output
+ * and the episode state after. For comparing two builds of one backend that must give the same bits
+ * (test/parity/engine5-schedules.test.ts), where the reference cannot decide the greedy actions.
+ */
+export async function dqnBuildOutputs(
+  backend: Backend,
+  n: number,
+  init: Omit<DeviceCollectorInit, 'market' | 'split' | 'backend' | 'cfg' | 'algo'>,
+): Promise<Outputs> {
+  const cfg = parityConfig('dqn');
+  cfg.rollout.episodes = n;
+  const none = new Int32Array(n).fill(L);
+  const run = await dqnDeviceRun({ ...init, backend, cfg, algo: 'dqn' }, dqnNets('plain', cfg), EPSILONS);
+  return {
+    ...dqnOutputs(run.rollouts[0], none, '1:'),
+    ...dqnOutputs(run.rollouts[1], none, '2:'),
+    env_f: run.env.f,
+    env_i: run.env.i,
+    div_window: run.env.window,
+  };
+}
+
+/**
  * A DQN-family collector against the reference. `clipped`: the curiosity bonus at its default cap, so
  * the cap's branch (every step's bonus clipped) is compared too.
  */
