@@ -570,7 +570,12 @@ export class DqnDeviceCollector extends DeviceCollector {
         (t) => dqnWorkgroupBytes({ ...base, ...t }) <= limit,
         variant === 'tiled' && tensorCores(init),
       );
-      return { ...base, ...shape, tileEpisodes: variant === 'seed' ? shape.threads : shape.tileEpisodes };
+      return {
+        ...base,
+        ...shape,
+        tileEpisodes: variant === 'seed' ? shape.threads : shape.tileEpisodes,
+        workgroupBytes: limit,
+      };
     };
     if (init.tile?.engine === MMA_ENGINE && !hasSubgroupMatrix(init.backend))
       throw new Error(

@@ -118,6 +118,12 @@ export interface CollectDqnOptions {
    * named accumulators (at most QUAD2_MAX_ROWS rows per thread). Same bits in every engine.
    */
   engine?: number;
+  /**
+   * The device's workgroup memory in bytes (maxComputeWorkgroupStorageSize), where known: engine 5
+   * then also puts the dual pass on two activation buffers (GV_PP) past GV_PP_MAX_EPISODES episodes
+   * a workgroup where the second buffer fits.
+   */
+  workgroupBytes?: number;
 }
 
 /**
@@ -142,6 +148,13 @@ export function dqnTileConstants(o: CollectDqnOptions): Record<string, number> {
     };
   const rows = o.tileEpisodes * (o.head === 'iqn' ? o.tauRows : 1);
   const engine = tileEngineConstants(o.engine ?? 0, rows, o.threads, o.tj, 256);
+  // GV_PP's second activation buffer (ROWS x 256 floats): always up to GV_PP_MAX_EPISODES, past it
+  // where the device's workgroup memory holds it (H200 through Dawn, 48 KiB: N = 512, 4 a workgroup,
+  // 16.4M env-steps/s against 14.9M with one buffer).
+  const pp = () =>
+    rows <= GV_PP_MAX_EPISODES ||
+    (o.workgroupBytes !== undefined &&
+      dqnWorkgroupBytes({ ...o, workgroupBytes: undefined }) + engine.ROWS * 256 * 4 <= o.workgroupBytes);
   return {
     TJ: o.tj,
     KT: o.kt,
@@ -150,7 +163,7 @@ export function dqnTileConstants(o: CollectDqnOptions): Record<string, number> {
     // next-state pass's first two (GV_CUR, collect_dqn.wgsl), one weight word a thread, up to
     // GV_CUR_MAX_EPISODES episodes a workgroup (its arrays grow with the tile).
     ...(engine.ENGINE === GV_ENGINE
-      ? gvDqnConstants(engine.GV_DUAL === 1 && rows <= GV_CUR_MAX_EPISODES, rows)
+      ? gvDqnConstants(engine.GV_DUAL === 1 && rows <= GV_CUR_MAX_EPISODES, pp())
       : {}),
     ACT_W: actWidth(o.engine ?? 0, o.kt, 256),
     QW: o.head === 'c51' ? 256 : 48,
@@ -165,13 +178,13 @@ export function dqnTileConstants(o: CollectDqnOptions): Record<string, number> {
  * GV_CUR: the ops from the action on run without the table's loads, collect_dqn.wgsl), GV_RNG
  * (the next step's action draw off the acting thread's chain), GV_EPWG (the acting thread's state in
  * workgroup memory), GV_MERGE (with GV_FLAT: the TD op beside the next step's action op) and GV_PP
- * (with GV_MERGE, up to GV_PP_MAX_EPISODES a workgroup: the dual pass's layers on two activation
- * buffers, one barrier a layer fewer) and GV_FOLD (with GV_MERGE: no dueling-combination ops, the
+ * (with GV_MERGE, up to GV_PP_MAX_EPISODES a workgroup or where the device's workgroup memory holds
+ * it: the dual pass's layers on two activation buffers, one barrier a layer fewer) and GV_FOLD (with GV_MERGE: no dueling-combination ops, the
  * acting and TD threads combine their own rows).
  */
 function gvDqnConstants(
   cur: boolean,
-  rows: number,
+  pp: boolean,
 ): {
   GV_CUR: number;
   GV_SIDE_WORDS: number;
@@ -189,15 +202,15 @@ function gvDqnConstants(
     GV_RNG: 1,
     GV_EPWG: 1,
     GV_MERGE: cur ? 2 : 0,
-    GV_PP: cur && rows <= GV_PP_MAX_EPISODES ? 1 : 0,
+    GV_PP: cur && pp ? 1 : 0,
     GV_FOLD: cur ? 1 : 0,
   };
 }
 
 /**
  * Engine 5 puts the dual pass's layers on two activation buffers (GV_PP) up to this many episodes a
- * workgroup: the second buffer is 2 KiB an episode (4 episodes: 38 KiB in all, past the 32 KiB of
- * lavapipe and of WebGPU's default limit).
+ * workgroup whatever the device: the second buffer is 2 KiB an episode (4 episodes: 38 KiB in all,
+ * past the 32 KiB of lavapipe and of WebGPU's default limit; taken where the device has the room).
  */
 export const GV_PP_MAX_EPISODES = 2;
 

@@ -306,6 +306,15 @@ describe('collect_dqn weight-streaming engine (5): plan and refusal', () => {
         4 * (256 + 48 + 256 - 4 * 17 + 128 + 32 + 320 - 5 + 2 * 48 - 1 + 7 + 1 + 1 + 2 * 256),
     );
     expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 2, threads: 512 })).toBeLessThanOrEqual(32 * 1024);
+    // 4 episodes: the second buffer (8 rows of 256 floats) where the device's workgroup memory holds
+    // it (48 KiB, the H200 through Dawn), not on 32 KiB (lavapipe).
+    const four = { ...base, tileEpisodes: 4, threads: 512 };
+    expect(collectDqnSpec({ ...four, workgroupBytes: 32 * 1024 }).constants).toMatchObject({ GV_PP: 0 });
+    expect(collectDqnSpec({ ...four, workgroupBytes: 48 * 1024 }).constants).toMatchObject({ GV_PP: 1 });
+    expect(dqnWorkgroupBytes({ ...four, workgroupBytes: 48 * 1024 })).toBe(
+      dqnWorkgroupBytes(four) + 4 * 8 * 256,
+    );
+    expect(dqnWorkgroupBytes({ ...four, workgroupBytes: 48 * 1024 })).toBeLessThanOrEqual(48 * 1024);
     expect(() => collectDqnSpec({ ...base, tileEpisodes: 9 })).toThrow(/at most 8 rows/);
     expect(() => checkDqnOptions({ ...base, tileEpisodes: 2, threads: 384, tj: 128 })).toThrow(
       /multiple of the layer width/,
