@@ -31,7 +31,8 @@
 // input, so the accumulators of a quad take one vec4 multiply-add per input), a third of the
 // load instructions of engine 0 and no per-output index arithmetic; it writes whole quads, so
 // no invocation ever stores a single component of a shared vector. Every writer of act goes
-// through act_set4 (whole quads) for that reason. 2, engine 1 unrolled (MQ = 2, MR <= 4: named
+// through act_set4 (whole quads) for that reason (one exception: engine 5's GV_PP layers, whose
+// threads store named components, see dense_gv). 2, engine 1 unrolled (MQ = 2, MR <= 4: named
 // accumulators, see dense_quad2), on act_v like engine 1.
 //
 // 4, tensor cores (`dense_mma`, the f16 precision mode): activations as f16 (`act_h`), weights
@@ -178,8 +179,8 @@ fn act_get(r: u32, k: u32) -> f32 {
 }
 
 // Columns 4 * k4 .. 4 * k4 + 3 of row r. Whole quads only: a store to one component of a
-// shared vector may be compiled as a read-modify-write of the whole vector (HLSL), a race
-// between invocations writing neighbours.
+// shared vector may be compiled as a read-modify-write of the whole vector (HLSL, a dynamically
+// indexed component), a race between invocations writing neighbours.
 fn act_set4(r: u32, k4: u32, v: vec4<f32>) {
 //!if ENGINE == 4
   if (ENGINE == 4) {
@@ -1410,14 +1411,31 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32,
     }
   }
   // GV_PP, pp 1 or 2: the one part's sum (from the bias) is the output, written to the other buffer
-  // by the thread that summed it (one component of a shared vector: WGSL's memory locations are
-  // scalars; reduced, the sum would be 0.0 + it, the same value).
+  // by the thread that summed it (reduced, the sum would be 0.0 + it, the same value): one component
+  // of a vector four threads write, each its own. The component is named, not indexed: a shader
+  // compiler may store a dynamically indexed component as a read-modify-write of the whole vector
+  // (HLSL back ends have), a race with the neighbours; a named component is a store of its own.
   if (direct) {
     if (busy) {
       let ob = select(0u, ROWS, pp == GV_PP_IN0_DIRECT);
       let c = out_col + j;
       for (var i = 0u; i < TILE_E; i++) {
-        act_v[(ob + q.r0 + i) * ACT_W4 + c / 4u][c % 4u] = activate(acc[i], kind);
+        let y = activate(acc[i], kind);
+        let at = (ob + q.r0 + i) * ACT_W4 + c / 4u;
+        switch (c % 4u) {
+          case 0u: {
+            act_v[at].x = y;
+          }
+          case 1u: {
+            act_v[at].y = y;
+          }
+          case 2u: {
+            act_v[at].z = y;
+          }
+          default: {
+            act_v[at].w = y;
+          }
+        }
       }
     }
     if (!red_done) {
