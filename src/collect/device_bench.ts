@@ -6,11 +6,12 @@
  * step moves: weights read per env step (the nets once per workgroup step, shared by its
  * episodes) and experience written.
  *
- * Timing: one warm-up launch (pipeline compile), then Backend.time over `repeats` launches
- * (device time: timestamp queries on WebGPU, events on CUDA, wall clock on the CPU). Episodes
- * keep stepping between launches, as in training.
+ * Timing: one warm-up launch (pipeline compile), then more launches until WARM_MS of wall clock
+ * have passed (warmUp), then Backend.time over `repeats` launches (device time: timestamp queries
+ * on WebGPU, events on CUDA, wall clock on the CPU). Episodes keep stepping between launches, as in
+ * training.
  */
-import type { Backend } from '../backend/types.js';
+import type { Backend, Dispatch } from '../backend/types.js';
 import type { Config } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
 import { DQN_OUTPUT } from '../kernels/collect_dqn.js';
@@ -63,6 +64,30 @@ export interface CeilingResult {
   what: string;
 }
 
+/**
+ * Wall-clock time the launches before the timed ones take at least, after the first (which
+ * compiles the pipeline). A GPU left idle while a process compiles its shaders for seconds drops
+ * its clocks, and raising them again takes longer than a few short launches: on the H200 a process
+ * that timed its 5 launches of 1.2 ms right after one such launch now and then measured at idle
+ * clocks, 4-6x slow (docs/BENCHMARKS.md, fourteenth session).
+ */
+export const WARM_MS = 300;
+
+/**
+ * Runs one launch of `dispatch()` (it compiles the pipeline), then on a GPU more until WARM_MS of
+ * wall clock have passed, so the timed launches start at the GPU's working clocks.
+ */
+export async function warmUp(backend: Backend, dispatch: () => Dispatch): Promise<void> {
+  backend.run([dispatch()]);
+  await backend.sync();
+  if (backend.kind === 'cpu') return;
+  const t0 = performance.now();
+  while (performance.now() - t0 < WARM_MS) {
+    backend.run([dispatch()]);
+    await backend.sync();
+  }
+}
+
 /** The f32 ceiling: a square dense_forward layer over a large batch, on the same backend. */
 export async function measureCeiling(
   backend: Backend,
@@ -79,8 +104,7 @@ export async function measureCeiling(
     backend.upload(params, initParams(layout, NetId.QOnline, 1));
     backend.upload(x, new Float32Array(batch * width).fill(0.5));
     const d = denseForwardDispatch(params, layer, x, y, batch);
-    backend.run([d]);
-    await backend.sync();
+    await warmUp(backend, () => d);
     const ms = await backend.time([d], repeats);
     return {
       flopsPerSec: (2 * batch * width * width) / (ms / 1e3),
@@ -217,8 +241,7 @@ export async function benchCollect(o: CollectBenchOptions): Promise<CollectBench
   try {
     const dispatch = () =>
       collector instanceof DqnDeviceCollector ? collector.dispatch(epsilon) : collector.dispatch();
-    o.backend.run([dispatch()]);
-    await o.backend.sync();
+    await warmUp(o.backend, dispatch);
     const ms = await o.backend.time([dispatch()], o.repeats);
     const steps = o.episodes * o.steps;
     const flopsPerStep = collectFlopsPerStep(o.algo, cfg);
