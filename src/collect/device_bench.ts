@@ -73,16 +73,28 @@ export interface CeilingResult {
  */
 export const WARM_MS = 300;
 
+/** WARM_MS, or FOXHUNT_BENCH_WARM_MS where set (bench experiments: 0 is one warm-up launch only). */
+function warmMs(): number {
+  const v = typeof process === 'undefined' ? undefined : process.env.FOXHUNT_BENCH_WARM_MS;
+  if (v === undefined || v === '') return WARM_MS;
+  const ms = Number(v);
+  if (!Number.isFinite(ms) || ms < 0)
+    throw new Error(`FOXHUNT_BENCH_WARM_MS must be a number of milliseconds >= 0, got ${v}`);
+  return ms;
+}
+
 /**
  * Runs one launch of `dispatch()` (it compiles the pipeline), then on a GPU more until WARM_MS of
- * wall clock have passed, so the timed launches start at the GPU's working clocks.
+ * wall clock have passed (FOXHUNT_BENCH_WARM_MS overrides), so the timed launches start at the
+ * GPU's working clocks.
  */
 export async function warmUp(backend: Backend, dispatch: () => Dispatch): Promise<void> {
   backend.run([dispatch()]);
   await backend.sync();
   if (backend.kind === 'cpu') return;
+  const ms = warmMs();
   const t0 = performance.now();
-  while (performance.now() - t0 < WARM_MS) {
+  while (performance.now() - t0 < ms) {
     backend.run([dispatch()]);
     await backend.sync();
   }

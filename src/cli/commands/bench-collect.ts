@@ -80,7 +80,9 @@ per episode are measured in the same run (--variant both, the default for dqn an
                     its weight prefetch; '{"SKIP_NETS":1}' with --variant cluster --precision tf32:
                     the cluster kernel without its layer math); constants a kernel does not use
                     are ignored
-  --repeats R       timed launches per setting after one warm-up (default 5)
+  --repeats R       timed launches per setting (default 5) after the warm-up: one launch, then on
+                    a GPU launches for 300 ms (FOXHUNT_BENCH_WARM_MS), so that the timed ones run
+                    at working clocks, not at the idle ones of a GPU left waiting through a compile
   --seed S          run seed (market, networks)
   --json            one JSON object on stdout instead of the table`;
 
