@@ -67,9 +67,10 @@ export interface CeilingResult {
 /**
  * Wall-clock time the launches before the timed ones take at least, after the first (which
  * compiles the pipeline). A GPU left idle while a process compiles its shaders for seconds drops
- * its clocks, and raising them again takes longer than a few short launches: on the H200 a process
- * that timed its 5 launches of 1.2 ms right after one such launch now and then measured at idle
- * clocks, 4-6x slow (docs/BENCHMARKS.md, fourteenth session).
+ * its clocks (the H200 to 345 MHz after 4 s idle), so the timed launches follow enough work to have
+ * raised them, however short one launch is. (Not the cause of the 4-6x slow processes the H200
+ * showed now and then: after 4-10 s idle, processes without this warm-up ran at full speed;
+ * docs/BENCHMARKS.md, fourteenth session.)
  */
 export const WARM_MS = 300;
 
