@@ -407,6 +407,9 @@ describe('mlp_backward launch of up to 8 jobs', () => {
 
 const emuMissing = emuUnavailable();
 
+// The emulator runs each CUDA thread on the CPU: the TF32 cases take 75-95 s alone on a 2-core CI
+// machine and past 150 s beside another job, so this block has 5 minutes a test, not the unit
+// suite's 2.
 describe.skipIf(emuMissing !== null)(
   `CUDA twin on the emulator, 7 and 8 jobs in one launch${emuMissing ? ` (skipped: ${emuMissing})` : ''}`,
   () => {
@@ -443,6 +446,7 @@ describe.skipIf(emuMissing !== null)(
       }
     }
   },
+  300_000,
 );
 
 describe('WGSL twin on WebGPU, 7 and 8 jobs in one launch', () => {
