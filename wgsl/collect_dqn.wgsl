@@ -733,8 +733,9 @@ fn gv_act(e0: u32, l: u32, lid: u32) {
   }
 }
 
-// GV_MERGE: beside the target pass's dueling combination, whether an episode of the tile restarted
-// at this step (the restart flags of its action op), for the TD op and the next step's start.
+// GV_MERGE: beside the target pass's dueling combination (GV_FOLD: its heads), whether an episode of
+// the tile restarted at this step (the restart flags of its action op), for the TD op and the next
+// step's start.
 fn gv_verdict(lid: u32) {
   if (lid == GV_VERDICT) {
     var any = 0u;

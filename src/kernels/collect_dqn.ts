@@ -148,13 +148,14 @@ export function dqnTileConstants(o: CollectDqnOptions): Record<string, number> {
     };
   const rows = o.tileEpisodes * (o.head === 'iqn' ? o.tauRows : 1);
   const engine = tileEngineConstants(o.engine ?? 0, rows, o.threads, o.tj, 256);
-  // GV_PP's second activation buffer (ROWS x 256 floats): always up to GV_PP_MAX_EPISODES, past it
+  const actW = actWidth(o.engine ?? 0, o.kt, 256);
+  // GV_PP's second activation buffer (ROWS x ACT_W floats): always up to GV_PP_MAX_EPISODES, past it
   // where the device's workgroup memory holds it (H200 through Dawn, 48 KiB: N = 512, 4 a workgroup,
   // 16.4M env-steps/s against 14.9M with one buffer).
   const pp = () =>
     rows <= GV_PP_MAX_EPISODES ||
     (o.workgroupBytes !== undefined &&
-      dqnWorkgroupBytes({ ...o, workgroupBytes: undefined }) + engine.ROWS * 256 * 4 <= o.workgroupBytes);
+      dqnWorkgroupBytes({ ...o, workgroupBytes: undefined }) + engine.ROWS * actW * 4 <= o.workgroupBytes);
   return {
     TJ: o.tj,
     KT: o.kt,
@@ -165,7 +166,7 @@ export function dqnTileConstants(o: CollectDqnOptions): Record<string, number> {
     ...(engine.ENGINE === GV_ENGINE
       ? gvDqnConstants(engine.GV_DUAL === 1 && rows <= GV_CUR_MAX_EPISODES, pp())
       : {}),
-    ACT_W: actWidth(o.engine ?? 0, o.kt, 256),
+    ACT_W: actW,
     QW: o.head === 'c51' ? 256 : 48,
     WS_OUT: 256,
     MJ_MAX: Math.ceil(256 / o.tj),
@@ -177,10 +178,10 @@ export function dqnTileConstants(o: CollectDqnOptions): Record<string, number> {
  * Engine 5's DQN-only constants: GV_CUR (the curiosity layers beside the dual pass), GV_FLAT (with
  * GV_CUR: the ops from the action on run without the table's loads, collect_dqn.wgsl), GV_RNG
  * (the next step's action draw off the acting thread's chain), GV_EPWG (the acting thread's state in
- * workgroup memory), GV_MERGE (with GV_FLAT: the TD op beside the next step's action op) and GV_PP
+ * workgroup memory), GV_MERGE (with GV_FLAT: the TD op beside the next step's action op), GV_PP
  * (with GV_MERGE, up to GV_PP_MAX_EPISODES a workgroup or where the device's workgroup memory holds
- * it: the dual pass's layers on two activation buffers, one barrier a layer fewer) and GV_FOLD (with GV_MERGE: no dueling-combination ops, the
- * acting and TD threads combine their own rows).
+ * it: the dual pass's layers on two activation buffers, one barrier a layer fewer) and GV_FOLD (with
+ * GV_MERGE: no dueling-combination ops, the acting and TD threads combine their own rows).
  */
 function gvDqnConstants(
   cur: boolean,

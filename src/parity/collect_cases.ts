@@ -306,8 +306,15 @@ export async function dqnBuildOutputs(
 ): Promise<Outputs> {
   const cfg = parityConfig('dqn');
   cfg.rollout.episodes = n;
+  return dqnRunOutputs(
+    await dqnDeviceRun({ ...init, backend, cfg, algo: 'dqn' }, dqnNets('plain', cfg), EPSILONS),
+    n,
+  );
+}
+
+/** Both launches' outputs of `n` episodes and the episode state after, no step masked (no ties). */
+function dqnRunOutputs(run: DqnRun, n: number): Outputs {
   const none = new Int32Array(n).fill(L);
-  const run = await dqnDeviceRun({ ...init, backend, cfg, algo: 'dqn' }, dqnNets('plain', cfg), EPSILONS);
   return {
     ...dqnOutputs(run.rollouts[0], none, '1:'),
     ...dqnOutputs(run.rollouts[1], none, '2:'),
@@ -516,14 +523,7 @@ function dqnEpsilonOneCase(
   const nets = memo(() => dqnNets('plain', cfg));
   const epsilons = [1, 1] as const;
   const reference = memo(() => dqnReference(cfg, nets(), n, epsilons));
-  const none = new Int32Array(n).fill(L);
-  const outputs = (run: DqnRun): Outputs => ({
-    ...dqnOutputs(run.rollouts[0], none, '1:'),
-    ...dqnOutputs(run.rollouts[1], none, '2:'),
-    env_f: run.env.f,
-    env_i: run.env.i,
-    div_window: run.env.window,
-  });
+  const outputs = (run: DqnRun): Outputs => dqnRunOutputs(run, n);
   return {
     ...head,
     tolerance: { kind: 'close', atol: HALF_ATOL, rtol: HALF_RTOL },
