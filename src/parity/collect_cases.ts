@@ -35,7 +35,7 @@ import {
 import { argmaxQ, collectDqn, type DqnNets } from '../collect/dqn.js';
 import { collectPpo, type PpoNets } from '../collect/ppo.js';
 import type { DqnRollout, PpoRollout } from '../collect/rollout.js';
-import { type Config, cloneDefaults } from '../config.js';
+import { type Config, cloneDefaults, SPEC_REWARD_TERMS } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
 import type { CuriosityModel } from '../env/curiosity.js';
 import { envParams } from '../env/params.js';
@@ -124,6 +124,7 @@ function parityMarket(): Market {
 
 function parityConfig(algo: CollectAlgo): Config {
   const cfg = cloneDefaults();
+  Object.assign(cfg.env, SPEC_REWARD_TERMS);
   cfg.rollout.episodes = N;
   cfg.rollout.steps = L;
   cfg.env.episodeBars = 12;

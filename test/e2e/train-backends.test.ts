@@ -19,6 +19,10 @@ const TINY: Record<string, string> = {
   'data.synthBars': '2000',
   'env.episodeBars': '24',
   'env.curiosityBatch': '32',
+  // The SPEC reward terms (off by default) on, so that the curiosity model's state is covered too.
+  'env.curiosityScale': '1',
+  'env.diversityPenalty': '-0.1',
+  'env.barrierTerminates': 'true',
   'rollout.episodes': '4',
   'rollout.steps': '16',
   'ppo.minibatch': '32',

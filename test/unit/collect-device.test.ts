@@ -11,7 +11,7 @@ import {
 import { collectFlopsPerStep, stepsThatFit } from '../../src/collect/device_bench.js';
 import { collectDqn, type DqnNets } from '../../src/collect/dqn.js';
 import { collectPpo } from '../../src/collect/ppo.js';
-import { type Config, cloneDefaults } from '../../src/config.js';
+import { type Config, cloneDefaults, SPEC_REWARD_TERMS } from '../../src/config.js';
 import { envParams } from '../../src/env/params.js';
 import { createEnv } from '../../src/env/state.js';
 import { collectDqnSpec, DQN_OUTPUT, dqnWorkgroupBytes } from '../../src/kernels/collect_dqn.js';
@@ -33,6 +33,7 @@ const SEED = 5;
 
 function config(n: number, steps: number): Config {
   const cfg = cloneDefaults();
+  Object.assign(cfg.env, SPEC_REWARD_TERMS);
   cfg.rollout.episodes = n;
   cfg.rollout.steps = steps;
   cfg.env.episodeBars = 7;

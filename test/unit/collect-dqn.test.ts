@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { argmaxQ, collectDqn, type DqnNets } from '../../src/collect/dqn.js';
 import type { DqnRollout } from '../../src/collect/rollout.js';
-import { defaultConfig } from '../../src/config.js';
+import { defaultConfig, SPEC_REWARD_TERMS } from '../../src/config.js';
 import type { Market } from '../../src/data/types.js';
 import { envParams } from '../../src/env/params.js';
 import { createEnv, type EnvState } from '../../src/env/state.js';
@@ -21,7 +21,7 @@ import { randomMarket } from './env.fixtures.js';
 const f = Math.fround;
 const market: Market = randomMarket(600, 2);
 // Short episodes so that truncations and restarts happen inside a 20-step launch.
-const params = envParams({ ...defaultConfig.env, episodeBars: 6 });
+const params = envParams({ ...defaultConfig.env, ...SPEC_REWARD_TERMS, episodeBars: 6 });
 const split = { start: 150, end: 550 };
 const curiosity = { layout: curiosityLayout(), params: initParams(curiosityLayout(), NetId.Curiosity, 5) };
 

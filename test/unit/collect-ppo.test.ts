@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { gaeEpisode } from '../../src/collect/gae.js';
 import { collectPpo, type PpoNets, type Sample, sampleSoftmax } from '../../src/collect/ppo.js';
-import { defaultConfig } from '../../src/config.js';
+import { defaultConfig, SPEC_REWARD_TERMS } from '../../src/config.js';
 import { createStepOut } from '../../src/env/output.js';
 import { envParams } from '../../src/env/params.js';
 import { createEnv } from '../../src/env/state.js';
@@ -21,7 +21,7 @@ import { randomMarket } from './env.fixtures.js';
 
 const f = Math.fround;
 const market = randomMarket(600, 4);
-const params = envParams({ ...defaultConfig.env, episodeBars: 5 });
+const params = envParams({ ...defaultConfig.env, ...SPEC_REWARD_TERMS, episodeBars: 5 });
 const split = { start: 150, end: 550 };
 const curiosity = { layout: curiosityLayout(), params: initParams(curiosityLayout(), NetId.Curiosity, 2) };
 const nets: PpoNets = {

@@ -22,7 +22,7 @@ import {
   DqnDeviceCollector,
   residentClusterEpisodes,
 } from '../../src/collect/device.js';
-import { cloneDefaults } from '../../src/config.js';
+import { cloneDefaults, SPEC_REWARD_TERMS } from '../../src/config.js';
 import type { Market } from '../../src/data/types.js';
 import { envParams } from '../../src/env/params.js';
 import { createEnv } from '../../src/env/state.js';
@@ -48,7 +48,7 @@ const STEPS = 30;
 const LAUNCHES = 3;
 const market: Market = randomMarket(400, 5);
 const split = { start: 0, end: 400 };
-const cfg = cloneDefaults().env;
+const cfg = { ...cloneDefaults().env, ...SPEC_REWARD_TERMS };
 // Short episodes and tight barriers: truncations, barrier exits and restarts within a launch.
 cfg.episodeBars = 12;
 cfg.profitTargetBps = 40;

@@ -17,7 +17,7 @@ import { nvccCandidates, nvccVersion } from '../../src/backend/cuda/compile.js';
 import { cudaPreamble } from '../../src/backend/cuda/preamble.js';
 import type { KernelSpec } from '../../src/backend/types.js';
 import { packUniforms, uniformBytes } from '../../src/backend/uniforms.js';
-import { cloneDefaults } from '../../src/config.js';
+import { cloneDefaults, SPEC_REWARD_TERMS } from '../../src/config.js';
 import type { Market } from '../../src/data/types.js';
 import { envParams } from '../../src/env/params.js';
 import { createEnv } from '../../src/env/state.js';
@@ -34,7 +34,7 @@ import { randomMarket } from './env.fixtures.js';
 const SEED = 77;
 const market: Market = randomMarket(400, 5);
 const split = { start: 0, end: 400 };
-const cfg = cloneDefaults().env;
+const cfg = { ...cloneDefaults().env, ...SPEC_REWARD_TERMS };
 // Short episodes and tight barriers: truncations, barrier exits and restarts within a launch.
 cfg.episodeBars = 12;
 cfg.profitTargetBps = 40;

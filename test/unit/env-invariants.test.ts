@@ -5,7 +5,7 @@
  * exercising fills of every kind, reversals, every barrier event, truncation and restarts.
  */
 import { describe, expect, it } from 'vitest';
-import { defaultConfig, type EnvConfig } from '../../src/config.js';
+import { defaultConfig, type EnvConfig, SPEC_REWARD_TERMS } from '../../src/config.js';
 import type { Market } from '../../src/data/types.js';
 import { ACTIONS, EXPOSURES, exposureIndex, orderType } from '../../src/env/actions.js';
 import { BarrierEvent, createStepOut } from '../../src/env/output.js';
@@ -37,7 +37,7 @@ function randomActions(seed: number, count: number): Int32Array {
 }
 
 function run(market: Market, episodes: number, steps: number, patch: Partial<EnvConfig>) {
-  const params = envParams({ ...defaultConfig.env, ...patch });
+  const params = envParams({ ...defaultConfig.env, ...SPEC_REWARD_TERMS, ...patch });
   const split = { start: 150, end: market.n - 50 };
   const env = createEnv(market, split, params, episodes, 11);
   const out = createStepOut();
@@ -144,7 +144,7 @@ describe('simulator invariants over random actions', () => {
 
   it('draws start bars uniformly inside the split, leaving room for a whole episode', () => {
     const market = randomMarket(400, 1);
-    const params = envParams({ ...defaultConfig.env, episodeBars: 50 });
+    const params = envParams({ ...defaultConfig.env, ...SPEC_REWARD_TERMS, episodeBars: 50 });
     const env = createEnv(market, { start: 100, end: 160 }, params, 4, 3);
     const hits = new Set<number>();
     for (let r = 0; r < 400; r++) hits.add(drawStartBar(env, params, r % 4, r));

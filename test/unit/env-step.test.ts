@@ -5,7 +5,7 @@
  * simulator runs in f32, hence the 6-7 digit tolerances.
  */
 import { describe, expect, it } from 'vitest';
-import { defaultConfig, type EnvConfig } from '../../src/config.js';
+import { defaultConfig, type EnvConfig, SPEC_REWARD_TERMS } from '../../src/config.js';
 import type { Market } from '../../src/data/types.js';
 import { encodeAction, OrderType } from '../../src/env/actions.js';
 import { BarrierEvent, createStepOut } from '../../src/env/output.js';
@@ -37,7 +37,7 @@ function near(actual: number, expected: number, abs = 0): void {
 /** One episode starting at bar 0: episodeBars = bars - 1 leaves exactly one start bar. */
 function setup(bars: Ohlc[], patch: Partial<EnvConfig> = {}) {
   const market: Market = handMarket(bars);
-  const params = envParams({ ...defaultConfig.env, ...patch, episodeBars: bars.length - 1 });
+  const params = envParams({ ...defaultConfig.env, ...SPEC_REWARD_TERMS, ...patch, episodeBars: bars.length - 1 });
   const env = createEnv(market, { start: 0, end: bars.length }, params, 1, 7);
   expect(env.i[EnvI.Bar]).toBe(0);
   const out = createStepOut();
