@@ -12,6 +12,7 @@
  * so the last checkpoint on disk is the last good one.
  */
 import type { Config } from '../config.js';
+import { describeNonFinite, firstNonFinite } from '../data/market.js';
 import type { Market, Splits } from '../data/types.js';
 import { backtest, baselines } from '../train/backtest.js';
 import { checkpointDir } from '../train/checkpoint.js';
@@ -42,6 +43,17 @@ export class TrainingDivergedError extends Error {
   override name = 'TrainingDivergedError';
 }
 
+/**
+ * Why a run went non-finite: the inputs were checked finite before epoch 1 (prepareData), so a
+ * non-finite input found now names the data; otherwise the optimisation diverged.
+ */
+export function divergenceCause(market: Market): string {
+  const bad = firstNonFinite(market);
+  return bad
+    ? `The market inputs are not finite (${describeNonFinite(bad)}): check the data`
+    : 'The market inputs are finite, so the optimisation diverged: start a new run with a lower ppo.lr or ppo.maxGradNorm';
+}
+
 export async function trainPpo(run: PpoRun): Promise<EpochRecord[]> {
   const { cfg, engine, market, splits } = run;
   const seed = cfg.train.seed;
@@ -58,7 +70,7 @@ export async function trainPpo(run: PpoRun): Promise<EpochRecord[]> {
           (lastSaved > 0
             ? `the last good checkpoint (epoch ${lastSaved}) in ${ckptDir} is kept (--resume continues from it)`
             : 'no checkpoint was written') +
-          '. Start a new run with a lower ppo.lr or ppo.maxGradNorm, or check the data',
+          `. ${divergenceCause(market)}`,
       );
     const finite = (what: string, values: Record<string, number>) => {
       for (const [k, v] of Object.entries(values)) if (!Number.isFinite(v)) throw diverged(`${what} ${k}`, v);

@@ -8,7 +8,7 @@ import { type Phase, trainPpo } from '../algo/ppo.js';
 import { type Backend, type BackendKind, chooseBackend, describeChoice } from '../backend/index.js';
 import { type Config, resolvePrecision } from '../config.js';
 import { loadBars } from '../data/load.js';
-import { buildMarket } from '../data/market.js';
+import { assertMarketFinite, buildMarket } from '../data/market.js';
 import { makeSplits } from '../data/splits.js';
 import { generateSynthetic } from '../data/synthetic.js';
 import type { Bars, Market, Splits } from '../data/types.js';
@@ -38,6 +38,7 @@ export async function prepareData(cfg: Config, dataFile?: string): Promise<Prepa
   if (dataFile) bars = (await loadBars(dataFile)).bars;
   else bars = generateSynthetic({ bars: cfg.data.synthBars, seed: cfg.train.seed });
   const market = buildMarket(bars, cfg);
+  assertMarketFinite(market, dataFile ?? 'the synthetic market');
   let closeSum = 0;
   for (let t = 0; t < market.n; t++) closeSum += market.ohlc[t * 4 + 3];
   return {
