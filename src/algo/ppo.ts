@@ -19,6 +19,7 @@ import type { PpoEngine, PpoParams } from '../train/engine.js';
 import { ppoGreedyPolicy } from '../train/policies.js';
 import { type DataFingerprint, savePpoCheckpoint } from '../train/ppo_checkpoint.js';
 import { appendLog, type EpochRecord } from '../train/runlog.js';
+import type { Storage } from '../train/storage.js';
 
 export type Phase = 'collect' | 'update' | 'curiosity' | 'validate' | 'checkpoint';
 
@@ -27,6 +28,8 @@ export interface PpoRun {
   market: Market;
   splits: Splits;
   engine: PpoEngine;
+  /** Where the checkpoints and the log go, under outDir. */
+  storage: Storage;
   outDir: string;
   /** Annualisation of the validation metrics. */
   barsPerYear: number;
@@ -137,7 +140,7 @@ export async function trainPpo(run: PpoRun): Promise<EpochRecord[]> {
     if (epoch % cfg.train.checkpointEvery === 0 || epoch === cfg.train.epochs) {
       run.onPhase?.(epoch, 'checkpoint');
       t0 = performance.now();
-      savePpoCheckpoint(ckptDir, await engine.snapshot(), {
+      await savePpoCheckpoint(run.storage, ckptDir, await engine.snapshot(), {
         algo: 'ppo',
         epoch,
         seed,
@@ -150,7 +153,7 @@ export async function trainPpo(run: PpoRun): Promise<EpochRecord[]> {
       record.timeMs.checkpoint = performance.now() - t0;
       lastSaved = epoch;
     }
-    appendLog(run.outDir, record);
+    await appendLog(run.storage, run.outDir, record);
     records.push(record);
     run.onEpoch?.(record);
   }

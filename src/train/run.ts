@@ -1,13 +1,18 @@
 /**
- * A training run from a resolved config: data (a file or the built-in synthetic market), splits,
- * backend and engine, fresh start or resume, then the algorithm's loop. The CLI and the tests
- * both come through here; nothing in this file prints.
+ * A training run from a resolved config: data (bars already in memory, or the built-in synthetic
+ * market), splits, backend and engine, fresh start or resume, then the algorithm's loop. The CLI,
+ * the browser worker and the tests all come through here; nothing in this file prints or touches
+ * a file system: files go through a Storage (./storage.ts), text through the callbacks.
  */
-import { mkdirSync, rmSync } from 'node:fs';
 import { type Phase, trainPpo } from '../algo/ppo.js';
-import { type Backend, type BackendKind, chooseBackend, describeChoice } from '../backend/index.js';
+import {
+  type Backend,
+  type BackendKind,
+  type CreateBackendOptions,
+  chooseBackend,
+  describeChoice,
+} from '../backend/index.js';
 import { type Config, resolvePrecision } from '../config.js';
-import { loadBars } from '../data/load.js';
 import { buildMarket } from '../data/market.js';
 import { makeSplits } from '../data/splits.js';
 import { generateSynthetic } from '../data/synthetic.js';
@@ -19,6 +24,7 @@ import type { PpoEngine } from './engine.js';
 import { inferBarsPerYear } from './metrics.js';
 import { type DataFingerprint, loadPpoCheckpoint, type PpoCheckpoint } from './ppo_checkpoint.js';
 import { type EpochRecord, logPath, trimLog } from './runlog.js';
+import type { Storage } from './storage.js';
 
 /** A configuration or usage problem the user can fix; the CLI prints it as one line. */
 export class RunError extends Error {
@@ -32,11 +38,17 @@ export interface PreparedData {
   barsPerYear: number;
 }
 
-/** Loads `dataFile` (or generates the synthetic market of cfg.data.synthBars bars, seed cfg.train.seed). */
-export async function prepareData(cfg: Config, dataFile?: string): Promise<PreparedData> {
-  let bars: Bars;
-  if (dataFile) bars = (await loadBars(dataFile)).bars;
-  else bars = generateSynthetic({ bars: cfg.data.synthBars, seed: cfg.train.seed });
+/** Market bars a caller already holds (parsed from a file or a dropped CSV) and where they came from. */
+export interface SourcedBars {
+  bars: Bars;
+  /** The file name, shown in messages and kept in checkpoints; never read from. */
+  source: string;
+}
+
+/** Builds the market of `input`, or of the synthetic market of cfg.data.synthBars bars (seed cfg.train.seed). */
+export async function prepareData(cfg: Config, input?: SourcedBars): Promise<PreparedData> {
+  const bars: Bars = input?.bars ?? generateSynthetic({ bars: cfg.data.synthBars, seed: cfg.train.seed });
+  const dataFile = input?.source;
   const market = buildMarket(bars, cfg);
   let closeSum = 0;
   for (let t = 0; t < market.n; t++) closeSum += market.ohlc[t * 4 + 3];
@@ -73,11 +85,12 @@ export function configDiff(a: Config, b: Config): string[] {
  * `override` applied (the command's config file and flags); only train.epochs and
  * train.checkpointEvery may change.
  */
-export function resumeConfig(
+export async function resumeConfig(
+  storage: Storage,
   outDir: string,
   override: (base: Config) => Config,
-): { cfg: Config; checkpoint: PpoCheckpoint } {
-  const checkpoint = loadPpoCheckpoint(checkpointDir(outDir));
+): Promise<{ cfg: Config; checkpoint: PpoCheckpoint }> {
+  const checkpoint = await loadPpoCheckpoint(storage, checkpointDir(outDir));
   const { state } = checkpoint;
   // Checkpoints written before train.precision existed trained in exact f32: resume them so.
   state.config.train.precision ??= 'exact';
@@ -104,7 +117,12 @@ export function resumeConfig(
 
 export interface RunOptions {
   cfg: Config;
-  dataFile?: string;
+  /** Where checkpoints and the log go (src/node/storage.ts for files, MemoryStorage, OPFS, ...). */
+  storage: Storage;
+  /** The bars to train on; default: the synthetic market of the config. */
+  bars?: SourcedBars;
+  /** How to create the backend (e.g. `gpu: navigator.gpu` in a browser). */
+  backendOptions?: CreateBackendOptions;
   /** The checkpoint to continue from (from resumeConfig), or null for a fresh run. */
   resume: PpoCheckpoint | null;
   onInfo?: (line: string) => void;
@@ -140,10 +158,11 @@ export async function runTraining(opts: RunOptions): Promise<RunResult> {
     );
   }
   const outDir = cfg.train.outDir;
-  const data = await prepareData(cfg, opts.dataFile);
+  const { storage } = opts;
+  const data = await prepareData(cfg, opts.bars);
   if (opts.resume) checkSameData(opts.resume.state.data, data.fingerprint, outDir);
 
-  const choice = await chooseBackend(cfg.train.backend);
+  const choice = await chooseBackend(cfg.train.backend, opts.backendOptions);
   const backend = choice.backend;
   try {
     for (const line of describeChoice(choice)) opts.onInfo?.(line);
@@ -166,19 +185,19 @@ export async function runTraining(opts: RunOptions): Promise<RunResult> {
       if (opts.resume) {
         const { snapshot, state } = opts.resume;
         await engine.restore(snapshot);
-        trimLog(outDir, state.epoch, state.record);
+        await trimLog(storage, outDir, state.epoch, state.record);
         firstEpoch = state.epoch + 1;
       } else {
         // A fresh run replaces whatever an earlier run left in this directory.
-        rmSync(checkpointDir(outDir), { recursive: true, force: true });
-        rmSync(logPath(outDir), { force: true });
-        mkdirSync(outDir, { recursive: true });
+        await storage.remove(checkpointDir(outDir));
+        await storage.remove(logPath(outDir));
       }
       const records = await trainPpo({
         cfg,
         market: data.market,
         splits: data.splits,
         engine,
+        storage,
         outDir,
         barsPerYear: data.barsPerYear,
         data: data.fingerprint,

@@ -1,13 +1,11 @@
 /**
  * The run log: `<outDir>/log.jsonl`, one JSON object per finished epoch (fields documented in
- * docs/TRAINING.md). Lines are appended after the epoch's checkpoint is on disk and fsynced, so a
- * crash loses at most the line of an epoch that a resume will redo; `trimLog` drops lines past
- * the checkpoint on resume so the log never holds an epoch twice.
+ * docs/TRAINING.md). Lines are appended after the epoch's checkpoint is committed, so a crash
+ * loses at most the line of an epoch that a resume will redo; `trimLog` drops lines past the
+ * checkpoint on resume so the log never holds an epoch twice.
  */
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
-import { writeFileAtomic } from './atomic.js';
 import type { Metrics } from './metrics.js';
+import { joinPath, readText, type Storage } from './storage.js';
 
 export interface ValidationReport {
   policy: Metrics;
@@ -34,26 +32,20 @@ export interface EpochRecord {
   validation: ValidationReport;
 }
 
-export const logPath = (outDir: string): string => join(outDir, 'log.jsonl');
+export const logPath = (outDir: string): string => joinPath(outDir, 'log.jsonl');
 
-export function appendLog(outDir: string, record: EpochRecord): void {
-  const fd = openSync(logPath(outDir), 'a');
-  try {
-    writeSync(fd, `${JSON.stringify(record)}\n`);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
+export async function appendLog(storage: Storage, outDir: string, record: EpochRecord): Promise<void> {
+  await storage.append(logPath(outDir), `${JSON.stringify(record)}\n`);
 }
 
 /**
  * The log's records. `tornTail` drops a last line that is cut short (no newline, not JSON): the
  * trace of a crash in the middle of an append, which a resume is about to redo anyway.
  */
-export function readLog(outDir: string, tornTail = false): EpochRecord[] {
+export async function readLog(storage: Storage, outDir: string, tornTail = false): Promise<EpochRecord[]> {
   const path = logPath(outDir);
-  if (!existsSync(path)) return [];
-  const text = readFileSync(path, 'utf8');
+  const text = await readText(storage, path);
+  if (text === null) return [];
   const lines = text.split('\n');
   const records: EpochRecord[] = [];
   lines.forEach((line, i) => {
@@ -72,8 +64,13 @@ export function readLog(outDir: string, tornTail = false): EpochRecord[] {
  * Makes the log end exactly at `epoch` (the checkpoint's): drops later lines, and re-appends the
  * checkpoint's own record when a crash came between the checkpoint and its log line.
  */
-export function trimLog(outDir: string, epoch: number, checkpointRecord: EpochRecord | null): void {
-  const kept = readLog(outDir, true).filter((r) => r.epoch <= epoch);
+export async function trimLog(
+  storage: Storage,
+  outDir: string,
+  epoch: number,
+  checkpointRecord: EpochRecord | null,
+): Promise<void> {
+  const kept = (await readLog(storage, outDir, true)).filter((r) => r.epoch <= epoch);
   if (checkpointRecord && !kept.some((r) => r.epoch === epoch)) kept.push(checkpointRecord);
-  writeFileAtomic(logPath(outDir), kept.map((r) => `${JSON.stringify(r)}\n`).join(''));
+  await storage.write(logPath(outDir), kept.map((r) => `${JSON.stringify(r)}\n`).join(''));
 }

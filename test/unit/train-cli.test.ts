@@ -3,7 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
-import { readLog } from '../../src/train/runlog.js';
+import { NodeStorage } from '../../src/node/storage.js';
+import { readLog as readLogOf } from '../../src/train/runlog.js';
+
+const readLog = (dir: string) => readLogOf(new NodeStorage(), dir);
 
 const TINY = [
   '--data.synthBars',
@@ -61,14 +64,14 @@ describe('foxhunt train / backtest', () => {
     expect(r.err).toMatch(/^epoch 1\/2 .*\nepoch 2\/2 /m);
     expect(r.out).toMatch(/policy .*\nbuy-and-hold .*\nrandom /);
     expect(existsSync(join(dir, 'checkpoint', 'state.json'))).toBe(true);
-    expect(readLog(dir).map((x) => x.epoch)).toEqual([1, 2]);
+    expect((await readLog(dir)).map((x) => x.epoch)).toEqual([1, 2]);
   });
 
   it('backtest of the checkpoint on the validation split matches the last logged validation', async () => {
     const r = await cli(['backtest', '--checkpoint', dir, '--split', 'val', '--json']);
     expect(r.code).toBe(0);
     const report = JSON.parse(r.out);
-    const last = readLog(dir).at(-1)!;
+    const last = (await readLog(dir)).at(-1)!;
     expect(report.epoch).toBe(2);
     expect(report.policy).toEqual(last.validation.policy);
     expect(report.buyHold).toEqual(last.validation.buyHold);

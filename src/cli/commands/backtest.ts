@@ -6,6 +6,8 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SplitRange } from '../../data/types.js';
+import { loadSourcedBars } from '../../node/data.js';
+import { NodeStorage } from '../../node/storage.js';
 import { backtest, baselines } from '../../train/backtest.js';
 import { STATE_FILE } from '../../train/checkpoint.js';
 import { ppoGreedyPolicy } from '../../train/policies.js';
@@ -53,7 +55,7 @@ export const backtestCommand: Command = {
     const dir = existsSync(join(given, 'checkpoint', STATE_FILE)) ? join(given, 'checkpoint') : given;
 
     return asUserError(async () => {
-      const { state, snapshot } = loadPpoCheckpoint(dir);
+      const { state, snapshot } = await loadPpoCheckpoint(new NodeStorage(), dir);
       const cfg = state.config;
       const dataFile = values.data as string | undefined;
       if (dataFile === undefined && state.data.source !== 'synthetic') {
@@ -61,7 +63,7 @@ export const backtestCommand: Command = {
           `the checkpoint trained on ${state.data.source}: pass it (or other bars) with --data`,
         );
       }
-      const data = await prepareData(cfg, dataFile);
+      const data = await prepareData(cfg, await loadSourcedBars(dataFile));
       const range: SplitRange =
         split === 'all' ? { start: cfg.data.maxLookback, end: data.market.n } : data.splits[split];
       const report: ValidationReport = {

@@ -12,6 +12,8 @@ import {
   mergeConfig,
   validateConfig,
 } from '../../config.js';
+import { loadSourcedBars } from '../../node/data.js';
+import { NodeStorage } from '../../node/storage.js';
 import { epochLine, metricsTable, progressLine } from '../../train/report.js';
 import { resumeConfig, runTraining } from '../../train/run.js';
 import type { EpochRecord } from '../../train/runlog.js';
@@ -68,15 +70,18 @@ export const trainCommand: Command = {
       validateConfig(applyFlags(file ? mergeConfig(base, file.patch, file.path) : base, flags));
 
     return asUserError(async () => {
+      const storage = new NodeStorage();
       let cfg = override(cloneDefaults());
       let resume = null;
-      if (values.resume) ({ cfg, checkpoint: resume } = resumeConfig(cfg.train.outDir, override));
+      if (values.resume)
+        ({ cfg, checkpoint: resume } = await resumeConfig(storage, cfg.train.outDir, override));
       const epochs = cfg.train.epochs;
       const tty = process.stderr.isTTY === true;
       let last: EpochRecord | null = null;
       const result = await runTraining({
         cfg,
-        dataFile: values.data as string | undefined,
+        storage,
+        bars: await loadSourcedBars(values.data as string | undefined),
         resume,
         onInfo: (line) => console.error(line),
         onPhase: (epoch, phase) => {
