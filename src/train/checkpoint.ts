@@ -1,5 +1,5 @@
 /**
- * Checkpoint directory `<outDir>/checkpoint/`: one safetensors file per group of tensors
+ * A checkpoint directory (`<outDir>/last/`, `<outDir>/best/`): one safetensors file per group of tensors
  * (`actor`, `critic`, `curiosity`, `optimizer`, `env`, ...) and `state.json`, the record.
  *
  * A checkpoint is written as a whole: every file into `<dir>.pending/`, state.json last, then
@@ -16,7 +16,10 @@ export const STATE_FILE = 'state.json';
 export class CheckpointError extends Error {
   override name = 'CheckpointError';
 }
-export const checkpointDir = (outDir: string): string => joinPath(outDir, 'checkpoint');
+/** The latest checkpoint of a run: what --resume continues. */
+export const lastDir = (outDir: string): string => joinPath(outDir, 'last');
+/** The checkpoint of the epoch with the best validation score (src/train/verdict.ts). */
+export const bestDir = (outDir: string): string => joinPath(outDir, 'best');
 
 export interface CheckpointRecord<S> {
   /** Format version of this record. */

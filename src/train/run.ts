@@ -18,13 +18,13 @@ import { makeSplits } from '../data/splits.js';
 import { generateSynthetic } from '../data/synthetic.js';
 import type { Bars, Market, Splits } from '../data/types.js';
 import { createDevicePpoEngine } from '../learn/device_engine.js';
-import { checkpointDir } from './checkpoint.js';
+import { bestDir, lastDir, STATE_FILE } from './checkpoint.js';
 import { createCpuPpoEngine } from './cpu_ppo_engine.js';
 import type { PpoEngine } from './engine.js';
 import { inferBarsPerYear } from './metrics.js';
 import { type DataFingerprint, loadPpoCheckpoint, type PpoCheckpoint } from './ppo_checkpoint.js';
-import { type EpochRecord, logPath, trimLog } from './runlog.js';
-import type { Storage } from './storage.js';
+import { type EpochRecord, type RunSummary, trimLog } from './runlog.js';
+import { committedDir, joinPath, PREVIOUS, readText, type Storage } from './storage.js';
 
 /** A configuration or usage problem the user can fix; the CLI prints it as one line. */
 export class RunError extends Error {
@@ -90,7 +90,10 @@ export async function resumeConfig(
   outDir: string,
   override: (base: Config) => Config,
 ): Promise<{ cfg: Config; checkpoint: PpoCheckpoint }> {
-  const checkpoint = await loadPpoCheckpoint(storage, checkpointDir(outDir));
+  // Runs written before last/ and best/ existed kept their one checkpoint in checkpoint/.
+  const legacy = joinPath(outDir, 'checkpoint');
+  const useLegacy = !(await committedDir(storage, lastDir(outDir))) && (await storage.exists(legacy));
+  const checkpoint = await loadPpoCheckpoint(storage, useLegacy ? legacy : lastDir(outDir));
   const { state } = checkpoint;
   // Checkpoints written before train.precision existed trained in exact f32: resume them so.
   state.config.train.precision ??= 'exact';
@@ -123,6 +126,8 @@ export interface RunOptions {
   bars?: SourcedBars;
   /** How to create the backend (e.g. `gpu: navigator.gpu` in a browser). */
   backendOptions?: CreateBackendOptions;
+  /** A fresh run into an outDir that holds a run deletes that run first; without it, it refuses. */
+  force?: boolean;
   /** The checkpoint to continue from (from resumeConfig), or null for a fresh run. */
   resume: PpoCheckpoint | null;
   onInfo?: (line: string) => void;
@@ -132,6 +137,8 @@ export interface RunOptions {
 
 export interface RunResult {
   records: EpochRecord[];
+  /** best/, its test-split report and the verdict sentences (also the log's last line). */
+  summary: RunSummary;
   backend: BackendKind;
   outDir: string;
 }
@@ -159,6 +166,13 @@ export async function runTraining(opts: RunOptions): Promise<RunResult> {
   }
   const outDir = cfg.train.outDir;
   const { storage } = opts;
+  const earlier = opts.resume ? [] : await earlierRun(storage, outDir);
+  if (earlier.length && !opts.force) {
+    throw new RunError(
+      `${outDir} already holds a run (${earlier.join(', ')}); --resume continues it, --out DIR trains ` +
+        'elsewhere, --force deletes it and starts again',
+    );
+  }
   const data = await prepareData(cfg, opts.bars);
   if (opts.resume) checkSameData(opts.resume.state.data, data.fingerprint, outDir);
 
@@ -182,17 +196,18 @@ export async function runTraining(opts: RunOptions): Promise<RunResult> {
     const engine = ppoEngines[backend.kind](backend, cfg, data.market, data.splits);
     try {
       let firstEpoch = 1;
+      let bestScore = Number.NEGATIVE_INFINITY;
       if (opts.resume) {
         const { snapshot, state } = opts.resume;
         await engine.restore(snapshot);
         await trimLog(storage, outDir, state.epoch, state.record);
         firstEpoch = state.epoch + 1;
+        bestScore = await bestScoreOf(storage, outDir);
       } else {
-        // A fresh run replaces whatever an earlier run left in this directory.
-        await storage.remove(checkpointDir(outDir));
-        await storage.remove(logPath(outDir));
+        // Only with force (checked above): the user asked for the earlier run to go.
+        for (const name of earlier) await storage.remove(joinPath(outDir, name));
       }
-      const records = await trainPpo({
+      const { records, summary } = await trainPpo({
         cfg,
         market: data.market,
         splits: data.splits,
@@ -202,16 +217,36 @@ export async function runTraining(opts: RunOptions): Promise<RunResult> {
         barsPerYear: data.barsPerYear,
         data: data.fingerprint,
         firstEpoch,
+        bestScore,
         onPhase: opts.onPhase,
         onEpoch: opts.onEpoch,
       });
-      return { records, backend: backend.kind, outDir };
+      return { records, summary, backend: backend.kind, outDir };
     } finally {
       engine.destroy();
     }
   } finally {
     backend.destroy();
   }
+}
+
+/** What a run leaves in its outDir; any of them makes the directory occupied. */
+const RUN_ENTRIES = ['last', 'best', 'checkpoint', 'log.jsonl'].flatMap((n) =>
+  n.includes('.') ? [n] : [n, n + PREVIOUS],
+);
+
+/** The entries of an earlier run in `outDir` (empty when there is none). */
+export async function earlierRun(storage: Storage, outDir: string): Promise<string[]> {
+  const present = new Set(await storage.list(outDir));
+  return RUN_ENTRIES.filter((n) => present.has(n));
+}
+
+/** The validation score of best/ (only its state.json is read), or -Infinity without one. */
+async function bestScoreOf(storage: Storage, outDir: string): Promise<number> {
+  const dir = await committedDir(storage, bestDir(outDir));
+  const text = dir === null ? null : await readText(storage, joinPath(dir, STATE_FILE));
+  const score = text === null ? undefined : JSON.parse(text).state?.record?.score;
+  return typeof score === 'number' ? score : Number.NEGATIVE_INFINITY;
 }
 
 /** Refuses to continue or evaluate a checkpoint on bars other than those it trained on. */

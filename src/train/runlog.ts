@@ -1,6 +1,7 @@
 /**
  * The run log: `<outDir>/log.jsonl`, one JSON object per finished epoch (fields documented in
- * docs/TRAINING.md). Lines are appended after the epoch's checkpoint is committed, so a crash
+ * docs/TRAINING.md), and after the last epoch one summary line (`"summary": true`: best/ and its
+ * test-split report). Lines are appended after the epoch's checkpoints are committed, so a crash
  * loses at most the line of an epoch that a resume will redo; `trimLog` drops lines past the
  * checkpoint on resume so the log never holds an epoch twice.
  */
@@ -30,11 +31,32 @@ export interface EpochRecord {
   /** Wall-clock milliseconds per phase. */
   timeMs: { collect: number; update: number; curiosity: number; validate: number; checkpoint: number };
   validation: ValidationReport;
+  /** Validation score of the epoch (src/train/verdict.ts), what best/ is chosen by. */
+  score: number;
+}
+
+/** The last line of a finished run. */
+export interface RunSummary {
+  summary: true;
+  algo: string;
+  backend: string;
+  /** The last epoch trained (last/). */
+  epochs: number;
+  /** best/: its epoch, score and validation report. */
+  best: { epoch: number; score: number; validation: ValidationReport };
+  /** best/ on the test split, evaluated once, here. */
+  test: ValidationReport;
+  /** The verdict sentences on validation and on test (src/train/verdict.ts). */
+  verdict: { validation: string; test: string };
 }
 
 export const logPath = (outDir: string): string => joinPath(outDir, 'log.jsonl');
 
-export async function appendLog(storage: Storage, outDir: string, record: EpochRecord): Promise<void> {
+export async function appendLog(
+  storage: Storage,
+  outDir: string,
+  record: EpochRecord | RunSummary,
+): Promise<void> {
   await storage.append(logPath(outDir), `${JSON.stringify(record)}\n`);
 }
 
@@ -43,15 +65,29 @@ export async function appendLog(storage: Storage, outDir: string, record: EpochR
  * trace of a crash in the middle of an append, which a resume is about to redo anyway.
  */
 export async function readLog(storage: Storage, outDir: string, tornTail = false): Promise<EpochRecord[]> {
+  return (await readLines(storage, outDir, tornTail)).filter((r): r is EpochRecord => !('summary' in r));
+}
+
+/** The summary line of a finished run, or null. */
+export async function readSummary(storage: Storage, outDir: string): Promise<RunSummary | null> {
+  const lines = await readLines(storage, outDir, false);
+  return (lines.findLast((r): r is RunSummary => 'summary' in r) as RunSummary | undefined) ?? null;
+}
+
+async function readLines(
+  storage: Storage,
+  outDir: string,
+  tornTail: boolean,
+): Promise<(EpochRecord | RunSummary)[]> {
   const path = logPath(outDir);
   const text = await readText(storage, path);
   if (text === null) return [];
   const lines = text.split('\n');
-  const records: EpochRecord[] = [];
+  const records: (EpochRecord | RunSummary)[] = [];
   lines.forEach((line, i) => {
     if (line.trim() === '') return;
     try {
-      records.push(JSON.parse(line) as EpochRecord);
+      records.push(JSON.parse(line));
     } catch {
       if (tornTail && i === lines.length - 1) return;
       throw new Error(`${path}: line ${i + 1} is not valid JSON (a torn write?); delete that line to resume`);
@@ -61,7 +97,8 @@ export async function readLog(storage: Storage, outDir: string, tornTail = false
 }
 
 /**
- * Makes the log end exactly at `epoch` (the checkpoint's): drops later lines, and re-appends the
+ * Makes the log end exactly at `epoch` (the checkpoint's): drops later lines and the summary of
+ * an earlier finish (a resume that trains further writes a new one), and re-appends the
  * checkpoint's own record when a crash came between the checkpoint and its log line.
  */
 export async function trimLog(

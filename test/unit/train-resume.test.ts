@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { applyFlags, type Config, cloneDefaults, validateConfig } from '../../src/config.js';
 import { NodeStorage } from '../../src/node/storage.js';
-import { checkpointDir, STATE_FILE } from '../../src/train/checkpoint.js';
+import { lastDir, STATE_FILE } from '../../src/train/checkpoint.js';
 import { loadPpoCheckpoint } from '../../src/train/ppo_checkpoint.js';
 import { type RunOptions, resumeConfig, runTraining } from '../../src/train/run.js';
 import { type EpochRecord, readLog as readLogOf } from '../../src/train/runlog.js';
@@ -52,8 +52,8 @@ describe('checkpoint and resume (cpu)', () => {
     expect(checkpoint.state.epoch).toBe(1);
     await run({ cfg, resume: checkpoint });
 
-    const a = await loadPpoCheckpoint(storage, checkpointDir(straight));
-    const b = await loadPpoCheckpoint(storage, checkpointDir(split));
+    const a = await loadPpoCheckpoint(storage, lastDir(straight));
+    const b = await loadPpoCheckpoint(storage, lastDir(split));
     expect(b.state.epoch).toBe(2);
     for (const net of ['actor', 'critic', 'curiosity'] as const) {
       expect(
@@ -80,7 +80,7 @@ describe('checkpoint and resume (cpu)', () => {
       resume: null,
     });
     // Checkpoints only at the last epoch (2); make the directory look like epoch 1's: rerun 1 epoch.
-    await run({ cfg: config(dir, { 'train.epochs': '1' }), resume: null });
+    await run({ cfg: config(dir, { 'train.epochs': '1' }), resume: null, force: true });
     expect((await readLog(dir)).map((r) => r.epoch)).toEqual([1]);
     const { cfg, checkpoint } = await resumeConfig(storage, dir, (base) =>
       validateConfig(applyFlags(base, { 'train.epochs': '2' })),
@@ -92,7 +92,7 @@ describe('checkpoint and resume (cpu)', () => {
   it('resumes a checkpoint written before train.precision existed in exact f32, as it trained', async () => {
     const dir = join(root, 'old-precision');
     await run({ cfg: config(dir, { 'train.epochs': '1' }), resume: null });
-    const statePath = join(checkpointDir(dir), STATE_FILE);
+    const statePath = join(lastDir(dir), STATE_FILE);
     const record = JSON.parse(readFileSync(statePath, 'utf8'));
     expect(record.state.config.train.precision).toBe('auto');
     delete record.state.config.train.precision;
@@ -122,7 +122,7 @@ describe('checkpoint and resume (cpu)', () => {
   it('stops on a NaN loss, naming the epoch, and keeps the last good checkpoint', async () => {
     const dir = join(root, 'nan');
     await run({ cfg: config(dir, { 'train.epochs': '1' }), resume: null });
-    const before = readFileSync(join(checkpointDir(dir), STATE_FILE));
+    const before = readFileSync(join(lastDir(dir), STATE_FILE));
     const { cfg, checkpoint } = await resumeConfig(storage, dir, (base) =>
       validateConfig(applyFlags(base, { 'train.epochs': '3' })),
     );
@@ -131,8 +131,8 @@ describe('checkpoint and resume (cpu)', () => {
     await expect(run({ cfg, resume: checkpoint })).rejects.toThrow(
       /epoch 2: .* is (NaN|Infinity|-Infinity); the run stopped and the last good checkpoint \(epoch 1\)/,
     );
-    expect(readFileSync(join(checkpointDir(dir), STATE_FILE)).equals(before)).toBe(true);
+    expect(readFileSync(join(lastDir(dir), STATE_FILE)).equals(before)).toBe(true);
     expect((await readLog(dir)).map((r) => r.epoch)).toEqual([1]);
-    expect(existsSync(join(checkpointDir(dir), 'actor.safetensors'))).toBe(true);
+    expect(existsSync(join(lastDir(dir), 'actor.safetensors'))).toBe(true);
   });
 });

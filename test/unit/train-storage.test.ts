@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { applyFlags, cloneDefaults, validateConfig } from '../../src/config.js';
 import { generateSynthetic } from '../../src/data/synthetic.js';
 import { NodeStorage } from '../../src/node/storage.js';
-import { checkpointDir } from '../../src/train/checkpoint.js';
+import { lastDir } from '../../src/train/checkpoint.js';
 import { loadPpoCheckpoint } from '../../src/train/ppo_checkpoint.js';
 import { runTraining } from '../../src/train/run.js';
 import { readLog } from '../../src/train/runlog.js';
@@ -124,7 +124,7 @@ describe('runTraining in memory', () => {
     const result = await runTraining({ cfg, storage, bars: { bars, source: 'dropped.csv' }, resume: null });
     expect(result.records.map((r) => r.epoch)).toEqual([1]);
     expect((await readLog(storage, 'mem/run')).map((r) => r.epoch)).toEqual([1]);
-    const ckpt = await loadPpoCheckpoint(storage, checkpointDir('mem/run'));
+    const ckpt = await loadPpoCheckpoint(storage, lastDir('mem/run'));
     expect(ckpt.state.data).toMatchObject({ source: 'dropped.csv', bars: 1500 });
     expect(readdirSync('.').includes('mem')).toBe(false);
   });
