@@ -337,7 +337,10 @@ export function applyFlags(base: Config, flags: Record<string, string>): Config 
       throw new ConfigError(path, 'flags take the form --section.field value');
     const sec = base[section as keyof Config] as unknown as Record<string, unknown> | undefined;
     if (!sec) throw new ConfigError(path, `unknown section (known: ${Object.keys(base).join(', ')})`);
-    if (!(key in sec)) throw new ConfigError(path, 'unknown field');
+    if (!(key in sec)) {
+      const near = nearestName(key, Object.keys(sec));
+      throw new ConfigError(path, `unknown field${near ? ` (did you mean ${section}.${near}?)` : ''}`);
+    }
     const kind = typeof sec[key];
     let value: unknown = raw;
     if (kind === 'number') {
@@ -353,6 +356,31 @@ export function applyFlags(base: Config, flags: Record<string, string>): Config 
     patch[section][key] = value;
   }
   return mergeConfig(base, patch as DeepPartial<Config>, 'flags');
+}
+
+/**
+ * The candidate closest to `word` by edit distance (case-insensitive), or null when none is
+ * within max(1, a third of the word's length) edits: what a "did you mean" suggests.
+ */
+export function nearestName(word: string, candidates: readonly string[]): string | null {
+  const a = word.toLowerCase();
+  let best: string | null = null;
+  let bestD = Math.max(1, Math.floor(a.length / 3)) + 1;
+  for (const c of candidates) {
+    const b = c.toLowerCase();
+    let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+    for (let i = 1; i <= a.length; i++) {
+      const row = [i];
+      for (let j = 1; j <= b.length; j++)
+        row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = row;
+    }
+    if (prev[b.length] < bestD) {
+      bestD = prev[b.length];
+      best = c;
+    }
+  }
+  return best;
 }
 
 function check(cond: boolean, field: string, message: string): void {

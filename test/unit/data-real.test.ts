@@ -10,6 +10,8 @@ import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import { applyFlags, cloneDefaults, validateConfig } from '../../src/config.js';
 import { FEATURE_CLIP, FEATURE_COUNT } from '../../src/features/features.js';
+import { loadSourcedBars } from '../../src/node/data.js';
+import { NodeStorage } from '../../src/node/storage.js';
 import { runTraining } from '../../src/train/run.js';
 
 const FIXTURE = 'test/fixtures/sp500-daily.csv';
@@ -73,7 +75,12 @@ describe('real data: S&P 500 daily, 2000-2020', () => {
         'train.outDir': join(root, 'run'),
       }),
     );
-    const { records } = await runTraining({ cfg, dataFile: FIXTURE, resume: null });
+    const { records } = await runTraining({
+      cfg,
+      storage: new NodeStorage(),
+      bars: await loadSourcedBars(FIXTURE),
+      resume: null,
+    });
     expect(records.map((r) => r.epoch)).toEqual([1, 2]);
     for (const r of records) {
       const { policy, buyHold } = r.validation;

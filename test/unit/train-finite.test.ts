@@ -12,7 +12,10 @@ import { applyFlags, type Config, cloneDefaults, validateConfig } from '../../sr
 import { assertMarketFinite, buildMarket, firstNonFinite } from '../../src/data/market.js';
 import { generateSynthetic } from '../../src/data/synthetic.js';
 import { FEATURE_COUNT, FEATURE_NAMES } from '../../src/features/features.js';
-import { checkpointDir } from '../../src/train/checkpoint.js';
+import { NodeStorage } from '../../src/node/storage.js';
+import { lastDir } from '../../src/train/checkpoint.js';
+
+const storage = new NodeStorage();
 
 const TINY: Record<string, string> = {
   'data.synthBars': '2000',
@@ -78,16 +81,16 @@ describe('finite inputs', () => {
     });
     const { runTraining } = await import('../../src/train/run.js');
     const out = join(root, 'nan-input');
-    await expect(runTraining({ cfg: config(out), resume: null })).rejects.toThrow(
+    await expect(runTraining({ cfg: config(out), storage, resume: null })).rejects.toThrow(
       /^the synthetic market: bar 1500 \(\S+\): non-finite input \(park_ratio_20=NaN/,
     );
-    expect(existsSync(checkpointDir(out))).toBe(false);
+    expect(existsSync(lastDir(out))).toBe(false);
   });
 
   it('a NaN during training with finite inputs blames the optimisation', async () => {
     const { runTraining } = await import('../../src/train/run.js');
     await expect(
-      runTraining({ cfg: config(join(root, 'lr'), { 'ppo.lr': '1e30' }), resume: null }),
+      runTraining({ cfg: config(join(root, 'lr'), { 'ppo.lr': '1e30' }), storage, resume: null }),
     ).rejects.toThrow(
       /epoch 1: .* The market inputs are finite, so the optimisation diverged: start a new run with a lower ppo.lr/,
     );
