@@ -5,7 +5,7 @@
  * with spreads up to the largest `data check` accepts.
  */
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, it } from 'vitest';
 import { cloneDefaults, defaultConfig } from '../../src/config.js';
 import { buildMarket } from '../../src/data/market.js';
 import { MAX_SPREAD_BPS } from '../../src/data/validate.js';
