@@ -165,8 +165,9 @@ export async function trainPpo(run: PpoRun): Promise<PpoResult> {
         rng: { stepBase: epoch * cfg.rollout.steps, update: epoch },
         record,
       };
-      if (saveLast) await savePpoCheckpoint(run.storage, ckptDir, snapshot, state);
+      // best/ first: a resume from an older last/ redoes this epoch and finds best/ already equal.
       if (saveBest) await savePpoCheckpoint(run.storage, bestDir(run.outDir), snapshot, state);
+      if (saveLast) await savePpoCheckpoint(run.storage, ckptDir, snapshot, state);
       record.timeMs.checkpoint = performance.now() - t0;
       if (saveLast) lastSaved = epoch;
       if (saveBest) bestScore = record.score;
