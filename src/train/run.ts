@@ -135,6 +135,8 @@ export interface RunOptions {
   onInfo?: (line: string) => void;
   onPhase?: (epoch: number, phase: Phase) => void;
   onEpoch?: (record: EpochRecord) => void;
+  /** Stops the run after the epoch in progress with a RunStoppedError (src/algo/ppo.ts). */
+  signal?: AbortSignal;
 }
 
 export interface RunResult {
@@ -223,6 +225,7 @@ export async function runTraining(opts: RunOptions): Promise<RunResult> {
         bestScore,
         onPhase: opts.onPhase,
         onEpoch: opts.onEpoch,
+        signal: opts.signal,
       });
       return { records, summary, backend: backend.kind, outDir };
     } finally {
