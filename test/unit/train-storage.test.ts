@@ -92,16 +92,22 @@ describe('the node storage', () => {
 });
 
 describe('the trainer runs anywhere', () => {
-  it('src/train and src/algo import nothing from node:', () => {
-    const offenders: string[] = [];
-    for (const folder of ['src/train', 'src/algo']) {
-      for (const f of readdirSync(folder)) {
-        const text = readFileSync(join(folder, f), 'utf8');
-        if (/from ['"]node:|import\(['"]node:|require\(['"]node:/.test(text))
-          offenders.push(`${folder}/${f}`);
+  it('nothing src/train/run.ts or src/algo/ppo.ts imports, however deep, comes from node: or a package', () => {
+    const seen = new Set<string>();
+    const outside: string[] = [];
+    const visit = (file: string) => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      // Static value imports only: `import type` is erased, dynamic imports are the backends' own.
+      for (const m of readFileSync(file, 'utf8').matchAll(/^import (?!type )[^;]*?from '([^']+)'/gms)) {
+        if (m[1].startsWith('.')) visit(join(file, '..', m[1].replace(/\.js$/, '.ts')));
+        else outside.push(`${file}: ${m[1]}`);
       }
-    }
-    expect(offenders).toEqual([]);
+    };
+    visit('src/train/run.ts');
+    visit('src/algo/ppo.ts');
+    expect(seen.size).toBeGreaterThan(40);
+    expect(outside).toEqual([]);
   });
 });
 
