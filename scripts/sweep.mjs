@@ -95,7 +95,10 @@ export function trainArgs(config, seed, outDir) {
 
 export const runDir = (outDir, name, seed) => join(outDir, name, `seed${seed}`);
 
-/** The records of a run's log.jsonl; a torn last line (a run stopped mid-append) is dropped. */
+/**
+ * The epoch records of a run's log.jsonl (not the summary line that ends a finished run); a torn
+ * last line (a run stopped mid-append) is dropped.
+ */
 export function readRunLog(dir) {
   const path = join(dir, 'log.jsonl');
   if (!existsSync(path)) return [];
@@ -104,7 +107,8 @@ export function readRunLog(dir) {
   lines.forEach((line, i) => {
     if (line.trim() === '') return;
     try {
-      out.push(JSON.parse(line));
+      const record = JSON.parse(line);
+      if (!record.summary) out.push(record);
     } catch (err) {
       if (i !== lines.length - 1) throw new Error(`${path}: line ${i + 1} is not JSON (${err.message})`);
     }

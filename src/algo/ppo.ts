@@ -44,6 +44,13 @@ export interface PpoRun {
   bestScore: number;
   onPhase?: (epoch: number, phase: Phase) => void;
   onEpoch?: (record: EpochRecord) => void;
+  /** Stops the run after the epoch in progress (a browser's Stop button); see RunStoppedError. */
+  signal?: AbortSignal;
+}
+
+/** The caller's signal stopped the run between epochs; --resume (resumeConfig) continues it. */
+export class RunStoppedError extends Error {
+  override name = 'RunStoppedError';
 }
 
 /** Training produced a NaN or an infinity: the message names the epoch and the quantity. */
@@ -177,8 +184,9 @@ export async function trainPpo(run: PpoRun): Promise<PpoResult> {
         rng: { stepBase: epoch * cfg.rollout.steps, update: epoch },
         record,
       };
-      if (saveLast) await savePpoCheckpoint(run.storage, ckptDir, snapshot, state);
+      // best/ first: a resume from an older last/ redoes this epoch and finds best/ already equal.
       if (saveBest) await savePpoCheckpoint(run.storage, bestDir(run.outDir), snapshot, state);
+      if (saveLast) await savePpoCheckpoint(run.storage, ckptDir, snapshot, state);
       record.timeMs.checkpoint = performance.now() - t0;
       if (saveLast) lastSaved = epoch;
       if (saveBest) bestScore = record.score;
@@ -186,6 +194,14 @@ export async function trainPpo(run: PpoRun): Promise<PpoResult> {
     await appendLog(run.storage, run.outDir, record);
     records.push(record);
     run.onEpoch?.(record);
+    if (run.signal?.aborted && epoch < cfg.train.epochs) {
+      throw new RunStoppedError(
+        `stopped after epoch ${epoch}; ` +
+          (lastSaved > 0
+            ? `a resume continues from last/ (epoch ${lastSaved})`
+            : 'no checkpoint was written'),
+      );
+    }
   }
   const summary = await summarize(run);
   await appendLog(run.storage, run.outDir, summary);

@@ -14,6 +14,12 @@ export class DataError extends Error {
     /** The offending values, e.g. `high=99.5, open=100, close=100.2`. */
     readonly detail = '',
   ) {
-    super(`${file}: ${where}: ${rule}${detail ? ` (${detail})` : ''}`);
+    super(`${file}: ${where}: ${rule}${detail ? ` (${printable(detail)})` : ''}`);
   }
 }
+
+/** The detail as one short printable line: a binary file's "header" would be kilobytes of noise. */
+const printable = (s: string, max = 160): string => {
+  const clean = s.replace(/[\p{Cc}\uFFFD]/gu, '?');
+  return clean.length <= max ? clean : `${clean.slice(0, max)}... (${clean.length - max} more characters)`;
+};

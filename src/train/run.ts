@@ -23,8 +23,8 @@ import { createCpuPpoEngine } from './cpu_ppo_engine.js';
 import type { PpoEngine } from './engine.js';
 import { inferBarsPerYear } from './metrics.js';
 import { type DataFingerprint, loadPpoCheckpoint, type PpoCheckpoint } from './ppo_checkpoint.js';
-import { type EpochRecord, type RunSummary, trimLog } from './runlog.js';
-import { committedDir, joinPath, PREVIOUS, readText, type Storage } from './storage.js';
+import { type EpochRecord, type RunSummary, readSummary, trimLog } from './runlog.js';
+import { committedDir, joinPath, PREVIOUS, readText, type Storage, settleDir } from './storage.js';
 
 /** A configuration or usage problem the user can fix; the CLI prints it as one line. */
 export class RunError extends Error {
@@ -110,7 +110,9 @@ export async function resumeConfig(
         `${JSON.stringify(now)} now); drop that option, or start a new run without --resume`,
     );
   }
-  if (state.epoch >= cfg.train.epochs) {
+  // A run that finished its last epoch but crashed before its summary line resumes to write it.
+  const finished = (await readSummary(storage, outDir, true))?.epochs === state.epoch;
+  if (state.epoch > cfg.train.epochs || (state.epoch === cfg.train.epochs && finished)) {
     throw new RunError(
       `the checkpoint in ${outDir} already finished epoch ${state.epoch} of ${cfg.train.epochs}; ` +
         'raise --epochs to train further',
@@ -134,6 +136,8 @@ export interface RunOptions {
   onInfo?: (line: string) => void;
   onPhase?: (epoch: number, phase: Phase) => void;
   onEpoch?: (record: EpochRecord) => void;
+  /** Stops the run after the epoch in progress with a RunStoppedError (src/algo/ppo.ts). */
+  signal?: AbortSignal;
 }
 
 export interface RunResult {
@@ -200,6 +204,7 @@ export async function runTraining(opts: RunOptions): Promise<RunResult> {
       let bestScore = Number.NEGATIVE_INFINITY;
       if (opts.resume) {
         const { snapshot, state } = opts.resume;
+        for (const dir of [lastDir(outDir), bestDir(outDir)]) await settleDir(storage, dir);
         await engine.restore(snapshot);
         await trimLog(storage, outDir, state.epoch, state.record);
         firstEpoch = state.epoch + 1;
@@ -221,6 +226,7 @@ export async function runTraining(opts: RunOptions): Promise<RunResult> {
         bestScore,
         onPhase: opts.onPhase,
         onEpoch: opts.onEpoch,
+        signal: opts.signal,
       });
       return { records, summary, backend: backend.kind, outDir };
     } finally {

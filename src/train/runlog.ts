@@ -68,9 +68,13 @@ export async function readLog(storage: Storage, outDir: string, tornTail = false
   return (await readLines(storage, outDir, tornTail)).filter((r): r is EpochRecord => !('summary' in r));
 }
 
-/** The summary line of a finished run, or null. */
-export async function readSummary(storage: Storage, outDir: string): Promise<RunSummary | null> {
-  const lines = await readLines(storage, outDir, false);
+/** The summary line of a finished run, or null; `tornTail` as in readLog. */
+export async function readSummary(
+  storage: Storage,
+  outDir: string,
+  tornTail = false,
+): Promise<RunSummary | null> {
+  const lines = await readLines(storage, outDir, tornTail);
   return (lines.findLast((r): r is RunSummary => 'summary' in r) as RunSummary | undefined) ?? null;
 }
 

@@ -75,6 +75,19 @@ export async function committedDir(storage: Storage, dest: string): Promise<stri
   return null;
 }
 
+/**
+ * Finishes what a crash interrupted around `dest`: puts dest.previous back when dest is missing,
+ * drops it when dest is whole, and drops a half-written dest.pending. A resume calls it first.
+ */
+export async function settleDir(storage: Storage, dest: string): Promise<void> {
+  const previous = dest + PREVIOUS;
+  if (await storage.exists(previous)) {
+    if (await storage.exists(dest)) await storage.remove(previous);
+    else await storage.rename(previous, dest);
+  }
+  await storage.remove(dest + PENDING);
+}
+
 /** SHA-256 (hex) with WebCrypto, which Node 20+ and every browser provide as globalThis.crypto. */
 export async function sha256Hex(bytes: Uint8Array): Promise<string> {
   const digest = await crypto.subtle.digest('SHA-256', bytes as Uint8Array<ArrayBuffer>);

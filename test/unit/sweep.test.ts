@@ -142,6 +142,14 @@ describe('readRunLog', () => {
     expect(() => readRunLog(dir)).toThrow(/line 2 is not JSON/);
     expect(readRunLog(join(root, 'missing'))).toEqual([]);
   });
+
+  it("skips a finished run's summary line", () => {
+    const dir = join(root, 'finished');
+    mkdirSync(dir, { recursive: true });
+    const line = (e: number) => JSON.stringify(record(e, 0, 0));
+    writeFileSync(join(dir, 'log.jsonl'), `${line(1)}\n${line(2)}\n{"summary":true,"epochs":2}\n`);
+    expect(readRunLog(dir).map((r) => r.epoch)).toEqual([1, 2]);
+  });
 });
 
 /**

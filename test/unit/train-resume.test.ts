@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -110,6 +110,20 @@ describe('checkpoint and resume (cpu)', () => {
         validateConfig(applyFlags(base, { 'train.epochs': '2', 'train.precision': 'auto' })),
       ),
     ).rejects.toThrow(/train\.precision differs/);
+  });
+
+  it('resumes a run written before last/ and best/ existed (its checkpoint/ directory)', async () => {
+    const dir = join(root, 'legacy');
+    await run({ cfg: config(dir, { 'train.epochs': '1' }), resume: null });
+    renameSync(lastDir(dir), join(dir, 'checkpoint'));
+    rmSync(join(dir, 'best'), { recursive: true });
+    const { cfg, checkpoint } = await resumeConfig(storage, dir, (base) =>
+      validateConfig(applyFlags(base, { 'train.epochs': '2' })),
+    );
+    expect(checkpoint.state.epoch).toBe(1);
+    const { summary } = await run({ cfg, resume: checkpoint });
+    expect(summary.best.epoch).toBe(2);
+    expect((await readLog(dir)).map((r) => r.epoch)).toEqual([1, 2]);
   });
 
   it('refuses a resume that changes the run', async () => {

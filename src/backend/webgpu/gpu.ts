@@ -4,6 +4,7 @@
  * dynamically under a name a bundler does not follow, so browser bundles never pull it in.
  */
 import { BackendUnavailableError } from '../types.js';
+import { type FdApi, quietAdapters } from './dawn_log.js';
 
 /**
  * Dawn toggles for Node. `vulkan_enable_f16_on_nvidia`: Dawn keeps shader-f16 off on NVIDIA's
@@ -94,12 +95,21 @@ export async function findGpu(gpu?: GPU, unsafeApis = false): Promise<GPU> {
   let found = dawnGpus.get(key);
   if (!found) {
     found = mod.create(dawnNodeFlags(process.env, unsafeApis));
+    if (!process.env.FOXHUNT_DEBUG) found = quietAdapters(found, ...(await dawnLog(process.env)));
     dawnGpus.set(key, found);
   }
   return found;
 }
 
 const dawnGpus = new Map<string, GPU>();
+
+/** node:fs and the debug log's path (dawn_log.ts), imported under names a bundler does not follow. */
+async function dawnLog(env: Record<string, string | undefined>): Promise<[FdApi, string]> {
+  const [fsName, osName] = ['node:fs', 'node:os'];
+  const fs = (await import(/* @vite-ignore */ fsName)) as FdApi;
+  const os = (await import(/* @vite-ignore */ osName)) as { tmpdir(): string };
+  return [fs, env.FOXHUNT_DAWN_LOG ?? `${os.tmpdir()}/foxhunt-dawn.log`];
+}
 
 /** Adapter facts that routing and reports need. */
 export interface AdapterSummary {
