@@ -132,8 +132,9 @@ export interface RunOptions {
   /** The checkpoint to continue from (from resumeConfig), or null for a fresh run. */
   resume: PpoCheckpoint | null;
   onInfo?: (line: string) => void;
-  onPhase?: (epoch: number, phase: Phase) => void;
-  onEpoch?: (record: EpochRecord) => void;
+  /** Awaited (see PpoRun): the browser worker pauses here, and stops by throwing. */
+  onPhase?: (epoch: number, phase: Phase) => void | Promise<void>;
+  onEpoch?: (record: EpochRecord) => void | Promise<void>;
 }
 
 export interface RunResult {

@@ -14,6 +14,7 @@ import {
   validateConfig,
 } from '../../config.js';
 import { loadSourcedBars } from '../../node/data.js';
+import { writeReport } from '../../node/report.js';
 import { NodeStorage } from '../../node/storage.js';
 import { epochLine, metricsTable, progressLine, timing } from '../../train/report.js';
 import { resumeConfig, runTraining } from '../../train/run.js';
@@ -114,6 +115,7 @@ export const trainCommand: Command = {
       console.log('test split (best/, evaluated once, at the end):');
       console.log(metricsTable(s.test));
       console.log(`log: ${outDir}/log.jsonl  checkpoints: ${outDir}/best/ ${outDir}/last/`);
+      console.log(`report: ${await writeReport(outDir, values.data as string | undefined)}`);
       console.log(s.verdict.validation);
       console.log(s.verdict.test);
       return 0;
