@@ -29,7 +29,7 @@ export async function checkpointCurves(
     cfg.train.seed,
     data.barsPerYear,
     `${label}, epoch ${state.epoch}`,
-  );
+  ).curves;
 }
 
 /**

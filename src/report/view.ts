@@ -80,7 +80,7 @@ export function summaryParts(s: RunSummary): Pick<RunView, 'tables' | 'verdict'>
 
 /**
  * Backtests `policy` over `split` (as `foxhunt backtest` and validation do) beside buy-and-hold
- * and the run's random baseline, and returns the curves and distributions the charts draw.
+ * and the run's random baseline: the curves and distributions the charts draw, and the metrics.
  */
 export function backtestCurves(
   market: Market,
@@ -91,9 +91,11 @@ export function backtestCurves(
   seed: number,
   barsPerYear: number,
   label: string,
-): Curves {
+): { curves: Curves; report: ValidationReport } {
   const run = (p: Policy) => backtest(market, split, envCfg, p, barsPerYear);
   const mine = run(policy);
+  const buyHold = run(buyAndHoldPolicy);
+  const random = run(randomPolicy(seed));
   const norm = (e: Float64Array) => Array.from(e, (v) => v / e[0]);
   const equity = norm(mine.trace.equity);
   let peak = 0;
@@ -106,15 +108,16 @@ export function backtestCurves(
   const heldShare = HELD_BINS.map(() => 0);
   for (const x of mine.trace.exposure) heldShare[Math.round((x + 1) * 4)] += 1 / mine.trace.exposure.length;
   const time = equity.map((_, k) => market.timestamp[split.start + k] / 1000);
-  return {
+  const curves = {
     label,
     split: splitName,
     time,
     policy: equity,
-    buyHold: norm(run(buyAndHoldPolicy).trace.equity),
-    random: norm(run(randomPolicy(seed)).trace.equity),
+    buyHold: norm(buyHold.trace.equity),
+    random: norm(random.trace.equity),
     drawdown,
     targetShare,
     heldShare,
   };
+  return { curves, report: { policy: mine.metrics, buyHold: buyHold.metrics, random: random.metrics } };
 }
