@@ -59,8 +59,8 @@ function drawer(root: HTMLElement) {
   return (view: RunView) => {
     if (pending === null)
       requestAnimationFrame(() => {
-        drawing?.destroy();
-        drawing = renderRun(root, pending!, uPlot);
+        if (drawing) drawing.update(pending!);
+        else drawing = renderRun(root, pending!, uPlot);
         pending = null;
       });
     pending = view;
