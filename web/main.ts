@@ -67,6 +67,16 @@ function drawer(root: HTMLElement) {
   };
 }
 const drawRun = drawer($('run'));
+// The charts exist, empty, before a run starts: creating them is the page's heaviest drawing.
+const emptyView: RunView = {
+  title: 'no run yet',
+  subtitle: '',
+  epochs: [],
+  curves: null,
+  tables: [],
+  verdict: [],
+};
+drawRun(emptyView);
 const drawBacktest = drawer($('backtest'));
 
 function showProgress(p: Progress) {

@@ -8,7 +8,8 @@
  * it was given), which the tests read, and `data-drawn` once its canvas is drawn.
  *
  * The page stays responsive (no task over 50 ms) because each chart is created in its own task
- * and later views only replace the charts' data (`update`), not their DOM.
+ * (the page creates them empty before a run starts) and later views only replace the charts'
+ * data (`update`), not their DOM; an empty chart keeps its axes and legend.
  */
 import type uPlot from 'uplot';
 import type { RunView } from './view.js';
@@ -80,39 +81,37 @@ export function renderRun(root: HTMLElement, view: RunView, U: typeof uPlot): Ru
         name: 'equity',
         title: `equity${suffix}`,
         xs: c?.time ?? [],
-        lines: c
-          ? [
-              { label: 'policy', values: c.policy },
-              { label: 'buy-and-hold', values: c.buyHold },
-              { label: 'random', values: c.random },
-            ]
-          : [],
+        lines: [
+          { label: 'policy', values: c?.policy ?? [] },
+          { label: 'buy-and-hold', values: c?.buyHold ?? [] },
+          { label: 'random', values: c?.random ?? [] },
+        ],
         opts: { time: true },
       },
       {
         name: 'drawdown',
         title: `policy drawdown${suffix}`,
         xs: c?.time ?? [],
-        lines: c ? [{ label: 'drawdown', values: c.drawdown.map((d) => -d) }] : [],
+        lines: [{ label: 'drawdown', values: c?.drawdown.map((d) => -d) ?? [] }],
         opts: { time: true, yFmt: pctFmt },
       },
       {
         name: 'actions',
         title: `actions and exposure${suffix}`,
         xs: c ? bins : [],
-        lines: c
-          ? [
-              {
-                label: 'target exposure chosen',
-                values: bins.map((b) => {
+        lines: [
+          {
+            label: 'target exposure chosen',
+            values: c
+              ? bins.map((b) => {
                   const i = targets.indexOf(b);
                   return i < 0 ? null : c.targetShare[i];
-                }),
-                bars: true,
-              },
-              { label: 'exposure held', values: c.heldShare, bars: true },
-            ]
-          : [],
+                })
+              : [],
+            bars: true,
+          },
+          { label: 'exposure held', values: c?.heldShare ?? [], bars: true },
+        ],
         opts: { yFmt: pctFmt, xFmt: (x) => `${x >= 0 ? '+' : ''}${x}` },
       },
     ];
@@ -152,7 +151,7 @@ export function renderRun(root: HTMLElement, view: RunView, U: typeof uPlot): Ru
             width: 1.5,
             scale: l.scale ?? 'y',
             paths: l.bars ? bars : undefined,
-            points: { show: xs.length < 40 },
+            points: { show: spec.name === 'reward' || spec.name === 'losses' },
           })),
         ],
       },
@@ -202,11 +201,7 @@ export function renderRun(root: HTMLElement, view: RunView, U: typeof uPlot): Ru
         made.set(spec.name, m);
       }
       m.box.dataset.points = String(spec.xs.length);
-      if (spec.xs.length === 0) {
-        m.u?.destroy();
-        made.set(spec.name, { box: m.box, u: null, lines: 0 });
-        m.box.replaceChildren(el('p', 'chart-empty', `${spec.title}: no data yet`));
-      } else if (m.u && m.lines === spec.lines.length) {
+      if (m.u && m.lines === spec.lines.length) {
         m.u.setData([spec.xs, ...spec.lines.map((l) => l.values)] as uPlot.AlignedData);
         const t = m.box.querySelector('.u-title');
         if (t) t.textContent = spec.title;

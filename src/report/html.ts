@@ -11,7 +11,6 @@ import type { RunView } from './view.js';
 export const RUN_CSS = `
 .run-charts { display: flex; flex-wrap: wrap; gap: 16px; }
 .chart { min-width: 320px; }
-.chart-empty { color: #777; font-style: italic; }
 table.metrics { border-collapse: collapse; margin: 16px 0; font-variant-numeric: tabular-nums; }
 table.metrics caption { text-align: left; font-weight: 600; padding: 4px 0; }
 table.metrics th, table.metrics td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }

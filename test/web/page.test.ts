@@ -4,7 +4,7 @@
  * software adapter), so the runs are tiny: 2 episodes x 16 steps. The screenshot of the trained
  * run is kept in runs/web/ (CI's artifact).
  */
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright';
@@ -57,6 +57,7 @@ async function open(browser: Browser): Promise<{ page: Page; errors: string[] }>
   });
   await page.goto(url);
   await page.waitForFunction(() => !(document.getElementById('start') as HTMLButtonElement).disabled);
+  await chartsDrawn(page);
   return { page, errors };
 }
 
@@ -112,7 +113,6 @@ describe('the demo page in headless Chromium', () => {
     expect(await page.textContent('#epoch')).toBe('2');
     await chartsDrawn(page);
     expect(await page.textContent('#rate')).toMatch(/[\d,]+ env steps\/s/);
-    expect(await page.textContent('.chart-empty').catch(() => null)).toBeNull();
     expect(await points(page, 'equity')).toBeGreaterThan(100);
     expect(await points(page, 'reward')).toBe(2);
     for (const n of await canvasColours(page)) expect(n).toBeGreaterThan(2);
@@ -142,6 +142,29 @@ describe('the demo page in headless Chromium', () => {
     expect(longTasks.filter((d) => d > 50)).toEqual([]);
     expect(await page.textContent('#info')).toMatch(/^backend cpu/m);
     expect(await points(page, 'equity')).toBeGreaterThan(100);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('pauses at a phase boundary, resumes, and stops', async () => {
+    const { page, errors } = await open(cpuBrowser);
+    await page.fill('input[name=epochs]', '5');
+    await page.fill('input[name=episodes]', '2');
+    await page.fill('input[name=steps]', '16');
+    await page.click('#start');
+    await page.click('#pause');
+    // The worker takes the pause at its next phase boundary (a CPU phase runs to its end first).
+    await page.waitForFunction(() => document.getElementById('phase')!.textContent === 'paused');
+    const atPause = Number(await page.textContent('#epoch'));
+    await page.waitForTimeout(1000);
+    expect(await page.textContent('#phase')).toBe('paused');
+    expect(Number(await page.textContent('#epoch'))).toBe(atPause);
+    await page.click('#resume');
+    await page.waitForFunction((n) => Number(document.getElementById('epoch')!.textContent) > n, atPause);
+    await page.click('#stop');
+    await page.waitForFunction(() => document.getElementById('status')!.textContent === 'stopped');
+    expect(Number(await page.textContent('#epoch'))).toBeLessThan(5);
+    expect(await page.isEnabled('#start')).toBe(true);
     expect(errors).toEqual([]);
     await page.close();
   });
@@ -212,7 +235,12 @@ describe('the demo page in headless Chromium', () => {
     });
 
     it('writes report.html, which opens offline with its charts drawn and no console error', async () => {
-      const html = readFileSync(join(out, 'report.html'), 'utf8');
+      // train wrote it; `foxhunt report` rebuilds it.
+      const report = join(out, 'report.html');
+      expect(statSync(report).size).toBeGreaterThan(50_000);
+      rmSync(report);
+      expect(await main(['report', out])).toBe(0);
+      const html = readFileSync(report, 'utf8');
       expect(html).not.toMatch(/<script[^>]+src=|<link[^>]+href=/);
       const { page, errors } = await (async () => {
         const p = await cpuBrowser.newPage({ viewport: { width: 1280, height: 1000 } });
