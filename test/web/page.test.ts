@@ -182,11 +182,13 @@ describe('the demo page in headless Chromium', () => {
     );
     expect(cli).toMatch(/data row 2 \(line 3\): high/);
     const { page } = await open(cpuBrowser);
-    await page.setInputFiles('#data-file', {
-      name: 'bad.csv',
-      mimeType: 'text/csv',
-      buffer: Buffer.from(csv),
-    });
+    // A drop event on the drop zone, carrying the file, as a user's drag and drop delivers it.
+    const transfer = await page.evaluateHandle((text) => {
+      const dt = new DataTransfer();
+      dt.items.add(new File([text], 'bad.csv', { type: 'text/csv' }));
+      return dt;
+    }, csv);
+    await page.dispatchEvent('#drop', 'drop', { dataTransfer: transfer });
     await page.waitForSelector('#data-error:not([hidden])');
     expect(await page.textContent('#data-error')).toBe(cli.replace(file, 'bad.csv'));
     expect(await page.isDisabled('#start')).toBe(true);
