@@ -30,6 +30,11 @@ export default defineConfig({
         test: { name: 'parity', include: ['test/parity/**/*.test.ts'], testTimeout: 900_000 },
       },
       { extends: true, test: { name: 'e2e', include: ['test/e2e/**/*.test.ts'] } },
+      // The demo page: Vite builds web/, playwright drives Debian's Chromium against `vite preview`.
+      {
+        extends: true,
+        test: { name: 'web', include: ['test/web/**/*.test.ts'], testTimeout: 600_000, hookTimeout: 300_000 },
+      },
       {
         extends: true,
         test: {

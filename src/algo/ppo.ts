@@ -42,8 +42,10 @@ export interface PpoRun {
   firstEpoch: number;
   /** The score of best/ so far (on resume), or -Infinity. */
   bestScore: number;
-  onPhase?: (epoch: number, phase: Phase) => void;
-  onEpoch?: (record: EpochRecord) => void;
+  /** Awaited: a caller may hold the run at a phase boundary (the page's pause) or throw to stop it. */
+  onPhase?: (epoch: number, phase: Phase) => void | Promise<void>;
+  /** Awaited, after the epoch's checkpoints and log line are written. */
+  onEpoch?: (record: EpochRecord) => void | Promise<void>;
   /** Stops the run after the epoch in progress (a browser's Stop button); see RunStoppedError. */
   signal?: AbortSignal;
 }
@@ -98,14 +100,14 @@ export async function trainPpo(run: PpoRun): Promise<PpoResult> {
     };
 
     // 1. Collect N x L experiences with the current policy.
-    run.onPhase?.(epoch, 'collect');
+    await run.onPhase?.(epoch, 'collect');
     let t0 = performance.now();
     const rollout = await engine.collect(round);
     const collectMs = performance.now() - t0;
     finite('the mean reward', rollout.reward);
 
     // 2. PPO update on the rollout.
-    run.onPhase?.(epoch, 'update');
+    await run.onPhase?.(epoch, 'update');
     t0 = performance.now();
     const update = await engine.update(round);
     const updateMs = performance.now() - t0;
@@ -113,7 +115,7 @@ export async function trainPpo(run: PpoRun): Promise<PpoResult> {
     finite('the PPO loss', losses);
 
     // 3. Curiosity forward model.
-    run.onPhase?.(epoch, 'curiosity');
+    await run.onPhase?.(epoch, 'curiosity');
     t0 = performance.now();
     let curiosityLoss: number | undefined;
     if ((round + 1) % cfg.env.curiosityEvery === 0) {
@@ -123,7 +125,7 @@ export async function trainPpo(run: PpoRun): Promise<PpoResult> {
     const curiosityMs = performance.now() - t0;
 
     // 4. Validate the greedy policy.
-    run.onPhase?.(epoch, 'validate');
+    await run.onPhase?.(epoch, 'validate');
     t0 = performance.now();
     const params = await engine.params();
     assertFiniteParams(params, (net, value) => diverged(`a ${net} parameter`, value));
@@ -171,7 +173,7 @@ export async function trainPpo(run: PpoRun): Promise<PpoResult> {
     const saveLast = epoch % cfg.train.checkpointEvery === 0 || epoch === cfg.train.epochs;
     const saveBest = record.score > bestScore;
     if (saveLast || saveBest) {
-      run.onPhase?.(epoch, 'checkpoint');
+      await run.onPhase?.(epoch, 'checkpoint');
       t0 = performance.now();
       const snapshot = await engine.snapshot();
       const state = {
@@ -193,7 +195,7 @@ export async function trainPpo(run: PpoRun): Promise<PpoResult> {
     }
     await appendLog(run.storage, run.outDir, record);
     records.push(record);
-    run.onEpoch?.(record);
+    await run.onEpoch?.(record);
     if (run.signal?.aborted && epoch < cfg.train.epochs) {
       throw new RunStoppedError(
         `stopped after epoch ${epoch}; ` +

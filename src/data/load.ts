@@ -2,7 +2,7 @@
  * One entry point for market files: pick the reader by extension, apply the SPEC 1 rules, run
  * the explicit repairs the caller asked for, and say what was touched.
  */
-import { extname } from 'node:path';
+import { formatOf } from './bytes.js';
 import { readCsvTable, writeCsv } from './csv.js';
 import { DataError } from './errors.js';
 import { fillGaps } from './gaps.js';
@@ -29,15 +29,7 @@ export interface LoadReport {
   gapsFilled: number;
 }
 
-export type DataFormat = 'csv' | 'parquet';
-
-/** The format of a path by its extension, or a DataError saying which ones are known. */
-export function formatOf(file: string): DataFormat {
-  const ext = extname(file).toLowerCase();
-  if (ext === '.csv') return 'csv';
-  if (ext === '.parquet' || ext === '.pq') return 'parquet';
-  throw new DataError(file, 'file', 'unknown format', `extension "${ext}"; use .csv or .parquet`);
-}
+export { type DataFormat, formatOf } from './bytes.js';
 
 export async function loadBars(
   file: string,

@@ -134,8 +134,9 @@ export interface RunOptions {
   /** The checkpoint to continue from (from resumeConfig), or null for a fresh run. */
   resume: PpoCheckpoint | null;
   onInfo?: (line: string) => void;
-  onPhase?: (epoch: number, phase: Phase) => void;
-  onEpoch?: (record: EpochRecord) => void;
+  /** Awaited (see PpoRun): the browser worker pauses here, and stops by throwing. */
+  onPhase?: (epoch: number, phase: Phase) => void | Promise<void>;
+  onEpoch?: (record: EpochRecord) => void | Promise<void>;
   /** Stops the run after the epoch in progress with a RunStoppedError (src/algo/ppo.ts). */
   signal?: AbortSignal;
 }

@@ -9,6 +9,7 @@ import { dataFeaturesCommand } from './data-features.js';
 import { dataSynthCommand } from './data-synth.js';
 import { doctorCommand } from './doctor.js';
 import { parityCommand } from './parity.js';
+import { reportCommand } from './report.js';
 import { simCommand } from './sim.js';
 import { trainCommand } from './train.js';
 
@@ -24,4 +25,5 @@ export const commands: Command[] = [
   simCommand,
   trainCommand,
   backtestCommand,
+  reportCommand,
 ];

@@ -14,6 +14,7 @@ import {
   validateConfig,
 } from '../../config.js';
 import { loadSourcedBars } from '../../node/data.js';
+import { writeReport } from '../../node/report.js';
 import { NodeStorage } from '../../node/storage.js';
 import { epochLine, metricsTable, progressLine, timing } from '../../train/report.js';
 import { resumeConfig, runTraining } from '../../train/run.js';
@@ -114,6 +115,12 @@ export const trainCommand: Command = {
       console.log('test split (best/, evaluated once, at the end):');
       console.log(metricsTable(s.test));
       console.log(`log: ${outDir}/log.jsonl  checkpoints: ${outDir}/best/ ${outDir}/last/`);
+      // The run is complete without it: a report that fails says so and leaves the exit status alone.
+      await writeReport(outDir, values.data as string | undefined).then(
+        (path) => console.log(`report: ${path}`),
+        (err: Error) =>
+          console.error(`report.html not written (${err.message}); foxhunt report ${outDir} retries`),
+      );
       console.log(s.verdict.validation);
       console.log(s.verdict.test);
       return 0;

@@ -1,0 +1,126 @@
+/**
+ * CSV text -> columns, without touching a file system: the CLI feeds it a file stream
+ * (csv.ts), the browser page a dropped File. Row numbers in errors: `data row R` counts data rows
+ * from 1 (header excluded, blank lines skipped); `line L` is the physical line, assuming no quoted
+ * field spans lines.
+ */
+import Papa from 'papaparse';
+import { type CellProblem, parseNumberCell, parseTimestampCell } from './cells.js';
+import { DataError } from './errors.js';
+import { Column, findColumns, type RawTable } from './table.js';
+
+/** What papaparse reads: a Node readable stream, a Blob or File, or the text. */
+export type CsvInput = NodeJS.ReadableStream | Blob | string;
+
+/**
+ * Parses CSV into columns; rules are checked afterwards by validateTable. `input` is a Node stream
+ * (the CLI), a Blob (a file dropped on the page) or the text itself; `file` names it in errors.
+ */
+export async function parseCsvTable(input: CsvInput, file: string): Promise<RawTable> {
+  const cols = {
+    timestamp: new Column(),
+    open: new Column(),
+    high: new Column(),
+    low: new Column(),
+    close: new Column(),
+    volume: new Column(),
+    spread: new Column(),
+    bid: new Column(),
+    ask: new Column(),
+  };
+  const problems = new Map<number, CellProblem>();
+  /** Data-row indices before which blank lines were skipped (one entry per blank line). */
+  const blankBefore: number[] = [];
+  let idx: ReturnType<typeof findColumns>['index'] | null = null;
+  let quote: 'spread' | 'bidask' | null = null;
+  let rows = 0;
+  let failure: DataError | null = null;
+  const ts = { scale: 0, last: null as CellProblem | null };
+  const num = { last: null as CellProblem | null };
+
+  const where = (r: number) => {
+    let skipped = 0;
+    while (skipped < blankBefore.length && blankBefore[skipped] <= r) skipped++;
+    return `data row ${r + 1} (line ${r + 2 + skipped})`;
+  };
+
+  const takeRow = (row: string[]) => {
+    if (!idx) {
+      if (row.length > 0) row[0] = row[0].replace(/^\uFEFF/, '');
+      const found = findColumns(row);
+      if (found.missing) {
+        throw new DataError(
+          file,
+          'header (line 1)',
+          `missing column "${found.missing}"`,
+          `found: ${row.map((h) => h.trim()).join(', ')}`,
+        );
+      }
+      idx = found.index;
+      quote = idx.spread >= 0 ? 'spread' : idx.bid >= 0 ? 'bidask' : null;
+      return;
+    }
+    if (row.length === 1 && row[0].trim() === '') {
+      blankBefore.push(rows);
+      return;
+    }
+    const r = rows++;
+    let first: CellProblem | null = null;
+    ts.last = null;
+    cols.timestamp.push(parseTimestampCell(row[idx.timestamp] ?? '', ts));
+    first ??= ts.last;
+    num.last = null;
+    cols.open.push(parseNumberCell(row[idx.open] ?? '', 'open', num));
+    cols.high.push(parseNumberCell(row[idx.high] ?? '', 'high', num));
+    cols.low.push(parseNumberCell(row[idx.low] ?? '', 'low', num));
+    cols.close.push(parseNumberCell(row[idx.close] ?? '', 'close', num));
+    cols.volume.push(parseNumberCell(row[idx.volume] ?? '', 'volume', num));
+    if (quote === 'spread') cols.spread.push(parseNumberCell(row[idx.spread] ?? '', 'spread', num));
+    else if (quote === 'bidask') {
+      cols.bid.push(parseNumberCell(row[idx.bid] ?? '', 'bid', num));
+      cols.ask.push(parseNumberCell(row[idx.ask] ?? '', 'ask', num));
+    }
+    first ??= num.last;
+    if (first) problems.set(r, first);
+  };
+
+  await new Promise<void>((resolve, reject) => {
+    // One call for all three inputs: papaparse picks its streamer by the runtime type.
+    Papa.parse<string[]>(input as File, {
+      header: false,
+      chunkSize: 1 << 16,
+      chunk(results, parser) {
+        try {
+          const bad = results.errors.find((e) => e.type === 'Quotes');
+          if (bad) {
+            throw new DataError(file, where(rows), 'malformed quotes', bad.message);
+          }
+          for (const row of results.data) takeRow(row);
+        } catch (err) {
+          failure = err as DataError;
+          parser.abort();
+        }
+      },
+      complete: () => resolve(),
+      error: (err) => reject(new DataError(file, 'file', 'cannot read', err.message)),
+    });
+  });
+  if (failure) throw failure;
+  if (!idx) throw new DataError(file, 'file', 'empty file', 'no header row');
+  const data = (c: Column) => c.data.subarray(0, rows);
+  return {
+    file,
+    n: rows,
+    timestamp: data(cols.timestamp),
+    open: data(cols.open),
+    high: data(cols.high),
+    low: data(cols.low),
+    close: data(cols.close),
+    volume: data(cols.volume),
+    spread: quote === 'spread' ? data(cols.spread) : null,
+    bid: quote === 'bidask' ? data(cols.bid) : null,
+    ask: quote === 'bidask' ? data(cols.ask) : null,
+    problems,
+    where,
+  };
+}

@@ -1,0 +1,42 @@
+/** Writes `<outDir>/report.html` (src/report/) for a run on the local file system. */
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { reportHtml } from '../report/html.js';
+import { runViewOf } from '../report/run_view.js';
+import { bestDir, lastDir } from '../train/checkpoint.js';
+import { loadPpoCheckpoint } from '../train/ppo_checkpoint.js';
+import { committedDir } from '../train/storage.js';
+import { loadSourcedBars } from './data.js';
+import { NodeStorage } from './storage.js';
+
+const require = createRequire(import.meta.url);
+
+/** uPlot's script and stylesheet as text, to inline. */
+async function uplotSources(): Promise<{ js: string; css: string }> {
+  const [js, css] = await Promise.all(
+    ['uplot/dist/uPlot.iife.min.js', 'uplot/dist/uPlot.min.css'].map((p) =>
+      readFile(require.resolve(p), 'utf8'),
+    ),
+  );
+  return { js, css };
+}
+
+/**
+ * Renders the run in `outDir` into `outDir/report.html` and returns its path. `dataFile`: the
+ * bars a run on a file trained on; default: the file its checkpoint names, when it still exists.
+ */
+export async function writeReport(outDir: string, dataFile?: string): Promise<string> {
+  const storage = new NodeStorage();
+  let file = dataFile;
+  const dir =
+    (await committedDir(storage, bestDir(outDir))) ?? (await committedDir(storage, lastDir(outDir)));
+  if (file === undefined && dir !== null) {
+    const source = (await loadPpoCheckpoint(storage, dir)).state.data.source;
+    if (source !== 'synthetic' && (await storage.exists(source))) file = source;
+  }
+  const view = await runViewOf(storage, outDir, await loadSourcedBars(file));
+  const path = join(outDir, 'report.html');
+  await storage.write(path, reportHtml(view, await uplotSources()));
+  return path;
+}

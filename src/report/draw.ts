@@ -1,0 +1,246 @@
+/**
+ * Draws a RunView (view.ts) with uPlot: the live charts of the browser page and the charts of a
+ * CLI run's `report.html` are this one function. report.html inlines its source text
+ * (`renderRun.toString()`) next to uPlot, so it must stay self-contained: no reference to anything
+ * outside its body but its arguments and browser globals, and no import other than types.
+ *
+ * Every chart's container carries `data-chart` (its name) and `data-points` (how many x values
+ * it was given), which the tests read, and `data-drawn` once its canvas is drawn.
+ *
+ * The page stays responsive (no task over 50 ms) because each chart is created in its own task
+ * (the page creates them empty before a run starts) and later views only replace the charts'
+ * data (`update`), not their DOM; an empty chart keeps its axes and legend.
+ */
+import type uPlot from 'uplot';
+import type { RunView } from './view.js';
+
+export interface RunDrawing {
+  /** Shows `view`: new data into the existing charts, charts created where there were none. */
+  update(view: RunView): void;
+  /** Removes the charts' listeners (uPlot registers window listeners per chart). */
+  destroy(): void;
+}
+
+export function renderRun(root: HTMLElement, view: RunView, U: typeof uPlot): RunDrawing {
+  const doc = root.ownerDocument;
+  const el = <K extends keyof HTMLElementTagNameMap>(tag: K, cls: string, text = '') => {
+    const e = doc.createElement(tag);
+    if (cls) e.className = cls;
+    if (text) e.textContent = text;
+    return e;
+  };
+  const titleEl = el('h2', 'run-title');
+  const subtitleEl = el('p', 'run-subtitle');
+  const grid = el('div', 'run-charts');
+  const tablesEl = el('div', 'run-tables');
+  root.replaceChildren(titleEl, subtitleEl, grid, tablesEl);
+  const width = Math.max(320, Math.min(560, Math.floor((root.clientWidth || 1160) / 2) - 24));
+  const colors = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd'];
+  const pctFmt = (x: number) => `${(100 * x).toFixed(1)}%`;
+
+  type Line = { label: string; values: (number | null)[]; scale?: string; bars?: boolean };
+  type Opts = { time?: boolean; yFmt?: (x: number) => string; y2?: string; xFmt?: (x: number) => string };
+  type Spec = { name: string; title: string; xs: number[]; lines: Line[]; opts: Opts };
+  type Made = { box: HTMLElement; u: uPlot | null; lines: number };
+  const made = new Map<string, Made>();
+  let queue: Spec[] = [];
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  let destroyed = false;
+
+  const specs = (v: RunView): Spec[] => {
+    const ep = v.epochs;
+    const epochs = ep.map((p) => p.epoch);
+    const intTicks = (x: number) => (Number.isInteger(x) ? String(x) : '');
+    const c = v.curves;
+    const suffix = c ? ` (${c.split} split, ${c.label})` : '';
+    const bins = [-1, -0.75, -0.5, -0.25, 0, 0.25, 0.5, 0.75, 1];
+    const targets = [-1, -0.5, 0, 0.5, 1];
+    return [
+      {
+        name: 'reward',
+        title: 'training reward and validation return per epoch',
+        xs: epochs,
+        lines: [
+          { label: 'mean reward / step', values: ep.map((p) => p.reward) },
+          { label: 'validation return', values: ep.map((p) => p.valReturn), scale: 'ret' },
+        ],
+        opts: { y2: 'ret', xFmt: intTicks },
+      },
+      {
+        name: 'losses',
+        title: 'losses per epoch',
+        xs: epochs,
+        lines: [
+          { label: 'policy loss', values: ep.map((p) => p.policyLoss) },
+          { label: 'value loss', values: ep.map((p) => p.valueLoss) },
+          { label: 'entropy', values: ep.map((p) => p.entropy), scale: 'ent' },
+        ],
+        opts: { y2: 'ent', xFmt: intTicks },
+      },
+      {
+        name: 'equity',
+        title: `equity${suffix}`,
+        xs: c?.time ?? [],
+        lines: [
+          { label: 'policy', values: c?.policy ?? [] },
+          { label: 'buy-and-hold', values: c?.buyHold ?? [] },
+          { label: 'random', values: c?.random ?? [] },
+        ],
+        opts: { time: true },
+      },
+      {
+        name: 'drawdown',
+        title: `policy drawdown${suffix}`,
+        xs: c?.time ?? [],
+        lines: [{ label: 'drawdown', values: c?.drawdown.map((d) => -d) ?? [] }],
+        opts: { time: true, yFmt: pctFmt },
+      },
+      {
+        name: 'actions',
+        title: `actions and exposure${suffix}`,
+        xs: c ? bins : [],
+        lines: [
+          {
+            label: 'target exposure chosen',
+            values: c
+              ? bins.map((b) => {
+                  const i = targets.indexOf(b);
+                  return i < 0 ? null : c.targetShare[i];
+                })
+              : [],
+            bars: true,
+          },
+          { label: 'exposure held', values: c?.heldShare ?? [], bars: true },
+        ],
+        opts: { yFmt: pctFmt, xFmt: (x) => `${x >= 0 ? '+' : ''}${x}` },
+      },
+    ];
+  };
+
+  const create = (spec: Spec) => {
+    const { title, xs, lines, opts } = spec;
+    const box = made.get(spec.name)!.box;
+    const bars = U.paths.bars?.({ size: [0.6, 40] });
+    const scales: uPlot.Scales = { x: { time: opts.time === true } };
+    if (!opts.time) scales.x.range = (_u, lo, hi) => (lo === hi ? [lo - 1, hi + 1] : [lo, hi]);
+    const axes: uPlot.Axis[] = [
+      opts.xFmt ? { values: (_u, ticks) => ticks.map((t) => opts.xFmt!(t)) } : {},
+      {
+        size: 64,
+        values: (_u, ticks) => ticks.map((t) => (opts.yFmt ? opts.yFmt(t) : String(+t.toPrecision(3)))),
+      },
+    ];
+    if (opts.y2) axes.push({ scale: opts.y2, side: 1, size: 64, grid: { show: false } });
+    box.replaceChildren();
+    const u = new U(
+      {
+        title,
+        width,
+        height: 220,
+        scales,
+        axes,
+        series: [
+          {
+            label: opts.time ? 'date' : 'x',
+            value: opts.xFmt ? (_u, v) => (v == null ? '--' : opts.xFmt!(v)) : undefined,
+          },
+          ...lines.map((l, i) => ({
+            label: l.label,
+            stroke: colors[i % colors.length],
+            fill: l.bars ? `${colors[i % colors.length]}88` : undefined,
+            width: 1.5,
+            scale: l.scale ?? 'y',
+            paths: l.bars ? bars : undefined,
+            points: { show: spec.name === 'reward' || spec.name === 'losses' },
+          })),
+        ],
+      },
+      [xs, ...lines.map((l) => l.values)] as uPlot.AlignedData,
+      box,
+    );
+    made.set(spec.name, { box, u, lines: lines.length });
+    box.dataset.drawn = 'true';
+  };
+
+  /** Creates the queued charts one per task, so no single task draws them all. */
+  const drain = () => {
+    timer = null;
+    const next = queue.shift();
+    if (!next || destroyed) return;
+    create(next);
+    if (queue.length) timer = setTimeout(drain, 0);
+  };
+
+  const pct = (x: number) => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(2)}%`;
+  const num = (x: number) => (Math.abs(x) >= 1e5 ? x.toExponential(2) : x.toFixed(2));
+  type M = RunView['tables'][number]['report']['policy'];
+  const columns: [string, (m: M) => string][] = [
+    ['return', (m) => pct(m.totalReturn)],
+    ['Sharpe', (m) => num(m.sharpe)],
+    ['Sortino', (m) => num(m.sortino)],
+    ['max drawdown', (m) => pct(-m.maxDrawdown)],
+    ['Calmar', (m) => num(m.calmar)],
+    ['hit rate', (m) => `${(100 * m.hitRate).toFixed(1)}%`],
+    ['trades', (m) => String(m.trades)],
+    ['turnover / y', (m) => m.turnover.toFixed(1)],
+    ['avg hold (bars)', (m) => m.avgHoldingBars.toFixed(1)],
+    ['avg |exposure|', (m) => num(m.avgExposure)],
+  ];
+
+  const update = (v: RunView) => {
+    titleEl.textContent = v.title;
+    subtitleEl.textContent = v.subtitle;
+    queue = [];
+    for (const spec of specs(v)) {
+      let m = made.get(spec.name);
+      if (!m) {
+        const box = el('div', 'chart');
+        box.dataset.chart = spec.name;
+        grid.append(box);
+        m = { box, u: null, lines: 0 };
+        made.set(spec.name, m);
+      }
+      m.box.dataset.points = String(spec.xs.length);
+      if (m.u && m.lines === spec.lines.length) {
+        m.u.setData([spec.xs, ...spec.lines.map((l) => l.values)] as uPlot.AlignedData);
+        const t = m.box.querySelector('.u-title');
+        if (t) t.textContent = spec.title;
+      } else {
+        m.u?.destroy();
+        made.set(spec.name, { box: m.box, u: null, lines: 0 });
+        queue.push(spec);
+      }
+    }
+    if (queue.length && timer === null) timer = setTimeout(drain, 0);
+
+    tablesEl.replaceChildren();
+    for (const t of v.tables) {
+      const table = el('table', 'metrics');
+      table.append(el('caption', '', t.caption));
+      const head = el('tr', '');
+      head.append(el('th', ''), ...columns.map(([h]) => el('th', '', h)));
+      table.append(head);
+      for (const [name, m] of [
+        ['policy', t.report.policy],
+        ['buy-and-hold', t.report.buyHold],
+        ['random', t.report.random],
+      ] as const) {
+        const row = el('tr', '');
+        row.append(el('th', '', name), ...columns.map(([, f]) => el('td', '', f(m))));
+        table.append(row);
+      }
+      tablesEl.append(table);
+    }
+    for (const s of v.verdict) tablesEl.append(el('p', 'verdict', s));
+  };
+
+  update(view);
+  return {
+    update,
+    destroy: () => {
+      destroyed = true;
+      if (timer !== null) clearTimeout(timer);
+      for (const m of made.values()) m.u?.destroy();
+    },
+  };
+}

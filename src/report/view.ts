@@ -1,0 +1,123 @@
+/**
+ * What the run charts show, as plain JSON-able data: the browser page builds it live from the
+ * worker's epochs, `report.html` from a run directory's log and checkpoint. draw.ts turns it
+ * into charts; nothing here touches the DOM.
+ */
+import type { EnvConfig } from '../config.js';
+import type { Market, SplitRange } from '../data/types.js';
+import { EXPOSURES, exposureIndex } from '../env/actions.js';
+import { backtest } from '../train/backtest.js';
+import { buyAndHoldPolicy, type Policy, randomPolicy } from '../train/policies.js';
+import type { EpochRecord, RunSummary, ValidationReport } from '../train/runlog.js';
+
+/** One point per finished epoch. */
+export interface EpochPoint {
+  epoch: number;
+  reward: number;
+  policyLoss: number;
+  valueLoss: number;
+  entropy: number;
+  /** Validation return of the greedy policy and its Sharpe (the score). */
+  valReturn: number;
+  valSharpe: number;
+}
+
+/** One policy backtested over a split beside the baselines (equity normalised to 1 at the start). */
+export interface Curves {
+  /** Which checkpoint the policy curve is, e.g. `epoch 3`. */
+  label: string;
+  split: string;
+  /** Bar times, seconds since 1970 (uPlot's time axis). */
+  time: number[];
+  policy: number[];
+  buyHold: number[];
+  random: number[];
+  /** The policy's drawdown from its running peak, a fraction in [0, 1]. */
+  drawdown: number[];
+  /** Share of decisions per target exposure (EXPOSURES: -1, -0.5, 0, 0.5, 1). */
+  targetShare: number[];
+  /** Share of steps per held-exposure bin, bins centred on HELD_BINS. */
+  heldShare: number[];
+}
+
+/** Centres of the held-exposure histogram's bins. */
+export const HELD_BINS = [-1, -0.75, -0.5, -0.25, 0, 0.25, 0.5, 0.75, 1];
+
+export interface RunView {
+  title: string;
+  /** One line under the title (backend, data, sizes). */
+  subtitle: string;
+  epochs: EpochPoint[];
+  curves: Curves | null;
+  /** The metric table: best/ on validation and test once the run finished, else the last epoch's. */
+  tables: { caption: string; report: ValidationReport }[];
+  /** The verdict sentences (empty until the run finished). */
+  verdict: string[];
+}
+
+export function epochPoint(r: EpochRecord): EpochPoint {
+  return {
+    epoch: r.epoch,
+    reward: r.reward.total,
+    policyLoss: r.losses.policy,
+    valueLoss: r.losses.value,
+    entropy: r.losses.entropy,
+    valReturn: r.validation.policy.totalReturn,
+    valSharpe: r.validation.policy.sharpe,
+  };
+}
+
+/** The tables and verdict of a finished run (its log's summary line). */
+export function summaryParts(s: RunSummary): Pick<RunView, 'tables' | 'verdict'> {
+  return {
+    tables: [
+      { caption: `validation split, best/ (epoch ${s.best.epoch})`, report: s.best.validation },
+      { caption: `test split, best/ (evaluated once, at the end)`, report: s.test },
+    ],
+    verdict: [s.verdict.validation, s.verdict.test],
+  };
+}
+
+/**
+ * Backtests `policy` over `split` (as `foxhunt backtest` and validation do) beside buy-and-hold
+ * and the run's random baseline: the curves and distributions the charts draw, and the metrics.
+ */
+export function backtestCurves(
+  market: Market,
+  split: SplitRange,
+  splitName: string,
+  envCfg: EnvConfig,
+  policy: Policy,
+  seed: number,
+  barsPerYear: number,
+  label: string,
+): { curves: Curves; report: ValidationReport } {
+  const run = (p: Policy) => backtest(market, split, envCfg, p, barsPerYear);
+  const mine = run(policy);
+  const buyHold = run(buyAndHoldPolicy);
+  const random = run(randomPolicy(seed));
+  const norm = (e: Float64Array) => Array.from(e, (v) => v / e[0]);
+  const equity = norm(mine.trace.equity);
+  let peak = 0;
+  const drawdown = equity.map((v) => {
+    peak = Math.max(peak, v);
+    return 1 - v / peak;
+  });
+  const targetShare = EXPOSURES.map(() => 0);
+  for (const a of mine.actions) targetShare[exposureIndex(a)] += 1 / mine.actions.length;
+  const heldShare = HELD_BINS.map(() => 0);
+  for (const x of mine.trace.exposure) heldShare[Math.round((x + 1) * 4)] += 1 / mine.trace.exposure.length;
+  const time = equity.map((_, k) => market.timestamp[split.start + k] / 1000);
+  const curves = {
+    label,
+    split: splitName,
+    time,
+    policy: equity,
+    buyHold: norm(buyHold.trace.equity),
+    random: norm(random.trace.equity),
+    drawdown,
+    targetShare,
+    heldShare,
+  };
+  return { curves, report: { policy: mine.metrics, buyHold: buyHold.metrics, random: random.metrics } };
+}

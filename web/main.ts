@@ -1,0 +1,243 @@
+/**
+ * The page's thread: the form, the buttons and the charts. Training runs in worker.ts; this side
+ * only draws what the worker sends (at most once per animation frame), so the page stays
+ * responsive while it trains.
+ */
+import * as Comlink from 'comlink';
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+import { type RunDrawing, renderRun } from '../src/report/draw.js';
+import { RUN_CSS } from '../src/report/html.js';
+import type { RunView } from '../src/report/view.js';
+import { duration } from '../src/train/report.js';
+import type { DeviceReport, Progress, Settings, TrainerApi } from './api.js';
+
+const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
+const style = document.createElement('style');
+style.textContent = RUN_CSS;
+document.head.append(style);
+
+const trainer = Comlink.wrap<TrainerApi>(
+  new Worker(new URL('./worker.ts', import.meta.url), { type: 'module' }),
+);
+const form = $<HTMLFormElement>('settings');
+const buttons = {
+  start: $<HTMLButtonElement>('start'),
+  pause: $<HTMLButtonElement>('pause'),
+  resume: $<HTMLButtonElement>('resume'),
+  stop: $<HTMLButtonElement>('stop'),
+  checkpoint: $<HTMLButtonElement>('dl-checkpoint'),
+  log: $<HTMLButtonElement>('dl-log'),
+};
+let device: DeviceReport | null = null;
+let dataOk = true;
+let running = false;
+
+function setState(state: 'ready' | 'running' | 'paused' | 'finished' | 'stopped' | 'failed') {
+  running = state === 'running' || state === 'paused';
+  $('status').textContent = state;
+  buttons.start.disabled = running || !device || !dataOk;
+  buttons.pause.disabled = state !== 'running';
+  buttons.resume.disabled = state !== 'paused';
+  buttons.stop.disabled = !running;
+  buttons.checkpoint.disabled = running || state === 'ready' || state === 'failed';
+  buttons.log.disabled = buttons.checkpoint.disabled;
+}
+
+function showError(id: string, message: string | null) {
+  const el = $(id);
+  el.hidden = message === null;
+  el.textContent = message ?? '';
+}
+
+const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+/** Draws the latest view once per frame, however fast the worker sends them. */
+function drawer(root: HTMLElement) {
+  let drawing: RunDrawing | null = null;
+  let pending: RunView | null = null;
+  return (view: RunView) => {
+    if (pending === null)
+      requestAnimationFrame(() => {
+        if (drawing) drawing.update(pending!);
+        else drawing = renderRun(root, pending!, uPlot);
+        pending = null;
+      });
+    pending = view;
+  };
+}
+const drawRun = drawer($('run'));
+// The charts exist, empty, before a run starts: creating them is the page's heaviest drawing.
+const emptyView: RunView = {
+  title: 'no run yet',
+  subtitle: '',
+  epochs: [],
+  curves: null,
+  tables: [],
+  verdict: [],
+};
+drawRun(emptyView);
+const drawBacktest = drawer($('backtest'));
+
+function showProgress(p: Progress) {
+  $('epoch').textContent = String(p.done);
+  $('epochs').textContent = String(p.epochs);
+  $('phase').textContent = p.phase === 'paused' ? 'paused' : `epoch ${p.epoch}: ${p.phase}`;
+  $('rate').textContent =
+    p.stepsPerSec === null
+      ? 'steps/s after the first epoch'
+      : `${Math.round(p.stepsPerSec).toLocaleString('en')} env steps/s (collection alone ${Math.round(p.collectStepsPerSec ?? 0).toLocaleString('en')})`;
+  $('eta').textContent = p.etaMs === null ? '-' : duration(p.etaMs);
+  $<HTMLProgressElement>('progress-bar').value = p.done / p.epochs;
+}
+
+async function probe() {
+  device = await trainer.probe();
+  $('device-name').textContent = `${device.backend === 'webgpu' ? 'WebGPU' : 'CPU'}: ${device.name}`;
+  if (device.note) {
+    $('device-note').hidden = false;
+    $('device-note').textContent = device.note;
+  }
+  $('device-limits').replaceChildren(
+    ...Object.entries(device.limits).flatMap(([k, v]) => {
+      const dt = document.createElement('dt');
+      dt.textContent = k;
+      const dd = document.createElement('dd');
+      dd.textContent = v.toLocaleString('en');
+      return [dt, dd];
+    }),
+  );
+  for (const [k, v] of Object.entries(device.sizes)) {
+    const input = form.elements.namedItem(k) as HTMLInputElement | null;
+    if (input) input.value = String(v);
+  }
+  document.body.dataset.backend = device.backend;
+  setState('ready');
+}
+
+function settings(): Settings {
+  const value = (name: string) => Number((form.elements.namedItem(name) as HTMLInputElement).value);
+  const sizes = device!.sizes;
+  const episodes = value('episodes');
+  const steps = value('steps');
+  return {
+    ...sizes,
+    algo: 'ppo',
+    backend: device!.backend,
+    epochs: value('epochs'),
+    episodes,
+    steps,
+    minibatch: Math.min(sizes.minibatch, episodes * steps),
+    lr: value('lr'),
+    seed: value('seed'),
+  };
+}
+
+form.addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  if (running) return;
+  showError('run-error', null);
+  $('info').textContent = '';
+  setState('running');
+  const s = settings();
+  $('epochs').textContent = String(s.epochs);
+  try {
+    const outcome = await trainer.train(
+      s,
+      Comlink.proxy({
+        onInfo: (line: string) => void ($('info').textContent += `${line}\n`),
+        onProgress: showProgress,
+        onView: drawRun,
+      }),
+    );
+    setState(outcome);
+  } catch (err) {
+    showError('run-error', errorText(err));
+    setState('failed');
+  }
+});
+buttons.pause.addEventListener('click', () => {
+  trainer.pause();
+  setState('paused');
+});
+buttons.resume.addEventListener('click', () => {
+  trainer.resume();
+  setState('running');
+});
+buttons.stop.addEventListener('click', () => trainer.stop());
+
+async function save(what: 'checkpoint' | 'log') {
+  const { name, bytes } = await trainer.download(what);
+  const a = document.createElement('a');
+  a.href = URL.createObjectURL(new Blob([bytes as Uint8Array<ArrayBuffer>]));
+  a.download = name;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+}
+buttons.checkpoint.addEventListener('click', () => save('checkpoint'));
+buttons.log.addEventListener('click', () => save('log'));
+
+async function loadData(file: File) {
+  showError('data-error', null);
+  $('data-status').textContent = `reading ${file.name}...`;
+  dataOk = false;
+  setState('ready');
+  try {
+    const { source, bars } = await trainer.loadData(file.name, new Uint8Array(await file.arrayBuffer()));
+    $('data-status').textContent = `${source}: ${bars.toLocaleString('en')} bars, valid`;
+    $('data-clear').hidden = false;
+    dataOk = true;
+  } catch (err) {
+    $('data-status').textContent = `${file.name}: not usable, nothing will train on it`;
+    showError('data-error', errorText(err));
+  }
+  setState('ready');
+}
+$('data-clear').addEventListener('click', () => {
+  trainer.clearData();
+  dataOk = true;
+  showError('data-error', null);
+  $('data-status').textContent = 'synthetic market';
+  $('data-clear').hidden = true;
+  $<HTMLInputElement>('data-file').value = '';
+  setState('ready');
+});
+$<HTMLInputElement>('data-file').addEventListener('change', (ev) => {
+  const file = (ev.target as HTMLInputElement).files?.[0];
+  if (file) loadData(file);
+});
+const drop = $('drop');
+drop.addEventListener('dragover', (ev) => {
+  ev.preventDefault();
+  drop.classList.add('over');
+});
+drop.addEventListener('dragleave', () => drop.classList.remove('over'));
+drop.addEventListener('drop', (ev) => {
+  ev.preventDefault();
+  drop.classList.remove('over');
+  const file = ev.dataTransfer?.files[0];
+  if (file) loadData(file);
+});
+
+$<HTMLInputElement>('ckpt-file').addEventListener('change', async (ev) => {
+  const files = [...((ev.target as HTMLInputElement).files ?? [])];
+  const box = $('backtest');
+  try {
+    const named = await Promise.all(
+      files.map(async (f) => ({ name: f.name, bytes: new Uint8Array(await f.arrayBuffer()) })),
+    );
+    const result = await trainer.backtest(named);
+    box.dataset.report = JSON.stringify(result.report);
+    drawBacktest(result.view);
+  } catch (err) {
+    delete box.dataset.report;
+    box.replaceChildren(
+      Object.assign(document.createElement('p'), { className: 'error', textContent: errorText(err) }),
+    );
+  }
+});
+
+probe().catch((err) => {
+  $('device-name').textContent = 'no trainer';
+  showError('run-error', errorText(err));
+});

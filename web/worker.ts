@@ -1,0 +1,267 @@
+/**
+ * The trainer, in a Web Worker behind comlink: the same runTraining as `foxhunt train`, on the
+ * browser's WebGPU (navigator.gpu) or the CPU reference, with its checkpoints and log in
+ * IndexedDB. The page's thread only draws what this sends.
+ *
+ * Pause holds the run at the next phase boundary (onPhase is awaited); stop throws there, which
+ * unwinds runTraining (the engine and backend are destroyed on the way out).
+ */
+import * as Comlink from 'comlink';
+import { adapterName, summarizeAdapter } from '../src/backend/webgpu/gpu.js';
+import { cloneDefaults, validateConfig } from '../src/config.js';
+import { barsFromBytes } from '../src/data/bytes.js';
+import { checkpointCurves, runViewOf } from '../src/report/run_view.js';
+import { backtestCurves, epochPoint, type RunView } from '../src/report/view.js';
+import { bestDir, lastDir } from '../src/train/checkpoint.js';
+import { ppoGreedyPolicy } from '../src/train/policies.js';
+import { loadPpoCheckpoint } from '../src/train/ppo_checkpoint.js';
+import { checkSameData, prepareData, runTraining, type SourcedBars } from '../src/train/run.js';
+import { type EpochRecord, logPath } from '../src/train/runlog.js';
+import { committedDir, joinPath, MemoryStorage, type Storage } from '../src/train/storage.js';
+import { verdictSentence } from '../src/train/verdict.js';
+import type { DeviceReport, Progress, Settings, TrainerApi } from './api.js';
+import { IndexedDbStorage } from './idb_storage.js';
+import { sizesFor } from './sizes.js';
+import { type NamedBytes, readTar, writeTar } from './tar.js';
+
+const OUT = 'web-run';
+
+class Stopped extends Error {}
+
+let storage: Storage | null = null;
+/** IndexedDB where the browser allows it (not in every private mode), else memory. */
+async function store(): Promise<Storage> {
+  if (!storage) {
+    try {
+      storage = await IndexedDbStorage.open();
+    } catch {
+      storage = new MemoryStorage();
+    }
+  }
+  return storage;
+}
+
+let bars: SourcedBars | undefined;
+let running = false;
+let stopRequested = false;
+let paused: { promise: Promise<void>; release: () => void } | null = null;
+
+const KEY_LIMITS = [
+  'maxBufferSize',
+  'maxStorageBufferBindingSize',
+  'maxComputeWorkgroupStorageSize',
+  'maxComputeInvocationsPerWorkgroup',
+  'maxStorageBuffersPerShaderStage',
+] as const;
+
+function configOf(s: Settings) {
+  const cfg = cloneDefaults();
+  cfg.train.algo = s.algo;
+  cfg.train.backend = s.backend;
+  cfg.train.epochs = s.epochs;
+  cfg.train.seed = s.seed;
+  cfg.train.outDir = OUT;
+  cfg.train.checkpointEvery = 1;
+  cfg.rollout.episodes = s.episodes;
+  cfg.rollout.steps = s.steps;
+  cfg.ppo.minibatch = s.minibatch;
+  cfg.ppo.updateEpochs = s.updateEpochs;
+  cfg.ppo.lr = s.lr;
+  cfg.data.synthBars = s.synthBars;
+  cfg.env.episodeBars = s.episodeBars;
+  cfg.env.curiosityBatch = Math.min(cfg.env.curiosityBatch, s.episodes * s.steps);
+  return validateConfig(cfg);
+}
+
+const api: TrainerApi = {
+  async probe(): Promise<DeviceReport> {
+    const gpu = (navigator as Navigator & { gpu?: GPU }).gpu;
+    const adapter = gpu
+      ? await gpu.requestAdapter({ powerPreference: 'high-performance' }).catch(() => null)
+      : null;
+    if (!adapter) {
+      return {
+        backend: 'cpu',
+        class: 'cpu',
+        name: 'CPU reference (TypeScript, this worker)',
+        limits: {},
+        note: gpu
+          ? 'WebGPU gave no adapter (disabled, blocklisted GPU or no driver): training runs on the CPU reference, small and slow'
+          : 'this browser has no WebGPU: training runs on the CPU reference, small and slow',
+        sizes: sizesFor('cpu'),
+      };
+    }
+    const summary = summarizeAdapter(adapter);
+    const limits: Record<string, number> = {};
+    for (const k of KEY_LIMITS) limits[k] = adapter.limits[k];
+    const name = [summary.vendor, summary.architecture].filter(Boolean).join(' ') || adapterName(summary);
+    return {
+      backend: 'webgpu',
+      class: summary.software ? 'software' : 'hardware',
+      name: summary.software ? `${name} (software adapter: the GPU emulated on the CPU)` : name,
+      limits,
+      note: summary.software
+        ? 'a software adapter runs the WebGPU kernels on the CPU: correct, but no faster than the CPU reference; the run is sized small'
+        : null,
+      sizes: sizesFor(summary.software ? 'software' : 'hardware', limits.maxBufferSize),
+    };
+  },
+
+  async loadData(name, bytes) {
+    const { bars: b } = await barsFromBytes(name, bytes);
+    bars = { bars: b, source: name };
+    return { source: name, bars: b.n };
+  },
+
+  clearData() {
+    bars = undefined;
+  },
+
+  async train(s, cb) {
+    if (running) throw new Error('a run is already in progress');
+    running = true;
+    stopRequested = false;
+    paused = null;
+    try {
+      const cfg = configOf(s);
+      const st = await store();
+      const data = await prepareData(cfg, bars);
+      const records: EpochRecord[] = [];
+      const stepsPerEpoch = s.episodes * s.steps;
+      const start = performance.now();
+      const progress = (epoch: number, phase: string, last?: EpochRecord): Progress => {
+        const elapsedMs = performance.now() - start;
+        const done = records.length;
+        return {
+          epoch,
+          epochs: s.epochs,
+          phase,
+          done,
+          stepsPerSec: done ? (done * stepsPerEpoch) / (elapsedMs / 1000) : null,
+          collectStepsPerSec: last
+            ? last.throughput.envStepsPerSec
+            : (records.at(-1)?.throughput.envStepsPerSec ?? null),
+          elapsedMs,
+          etaMs: done ? (elapsedMs / done) * (s.epochs - done) : null,
+        };
+      };
+      const view = (extra: Partial<RunView>): RunView => ({
+        title: 'foxhunt in this tab',
+        subtitle: `${s.algo.toUpperCase()} on ${s.backend === 'webgpu' ? 'WebGPU' : 'the CPU reference'}, ${bars?.source ?? 'synthetic market'} (${data.market.n} bars), ${s.episodes} episodes x ${s.steps} steps per rollout`,
+        epochs: records.map(epochPoint),
+        curves: null,
+        tables: [],
+        verdict: [],
+        ...extra,
+      });
+      await runTraining({
+        cfg,
+        storage: st,
+        bars,
+        force: true,
+        resume: null,
+        backendOptions: { gpu: (navigator as Navigator & { gpu?: GPU }).gpu },
+        onInfo: (line) => cb.onInfo(line),
+        onPhase: async (epoch, phase) => {
+          if (paused) {
+            cb.onProgress(progress(epoch, 'paused'));
+            await paused.promise;
+          }
+          if (stopRequested) throw new Stopped();
+          cb.onProgress(progress(epoch, phase));
+        },
+        onEpoch: async (record) => {
+          records.push(record);
+          const curves = await checkpointCurves(st, lastDir(OUT), data, 'last/');
+          cb.onView(
+            view({
+              curves,
+              tables: [{ caption: `validation split, epoch ${record.epoch}`, report: record.validation }],
+            }),
+          );
+          cb.onProgress(progress(record.epoch, 'epoch done', record));
+        },
+      });
+      const final = await runViewOf(st, OUT, bars);
+      cb.onView({ ...final, title: 'foxhunt in this tab', subtitle: view({}).subtitle });
+      return 'finished';
+    } catch (err) {
+      if (err instanceof Stopped) return 'stopped';
+      throw err;
+    } finally {
+      running = false;
+    }
+  },
+
+  pause() {
+    if (!running || paused) return;
+    let release = () => {};
+    const promise = new Promise<void>((r) => (release = r));
+    paused = { promise, release };
+  },
+
+  resume() {
+    const p = paused;
+    paused = null;
+    p?.release();
+  },
+
+  stop() {
+    stopRequested = true;
+    api.resume();
+  },
+
+  async download(what) {
+    const st = await store();
+    if (what === 'log') {
+      const bytes = await st.read(logPath(OUT));
+      if (!bytes) throw new Error('no log yet: train first');
+      return Comlink.transfer({ name: 'log.jsonl', bytes }, [bytes.buffer]);
+    }
+    const dir = (await committedDir(st, bestDir(OUT))) ?? (await committedDir(st, lastDir(OUT)));
+    if (!dir) throw new Error('no checkpoint yet: train first');
+    const files: NamedBytes[] = [];
+    for (const name of await st.list(dir)) files.push({ name, bytes: (await st.read(joinPath(dir, name)))! });
+    const bytes = writeTar(files);
+    return Comlink.transfer({ name: 'foxhunt-best.tar', bytes }, [bytes.buffer]);
+  },
+
+  async backtest(files) {
+    const mem = new MemoryStorage();
+    const flat = files.flatMap((f) => (f.name.endsWith('.tar') ? readTar(f.bytes) : [f]));
+    for (const f of flat) await mem.write(joinPath('upload', f.name), f.bytes);
+    const { state, snapshot } = await loadPpoCheckpoint(mem, 'upload');
+    const cfg = state.config;
+    const synthetic = state.data.source === 'synthetic';
+    if (!synthetic && !bars) {
+      throw new Error(`the checkpoint trained on ${state.data.source}: drop that file on the page first`);
+    }
+    const data = await prepareData(cfg, synthetic ? undefined : bars);
+    checkSameData(state.data, data.fingerprint, 'the loaded checkpoint');
+    const { curves, report } = backtestCurves(
+      data.market,
+      data.splits.test,
+      'test',
+      cfg.env,
+      ppoGreedyPolicy(snapshot.params.actor),
+      cfg.train.seed,
+      data.barsPerYear,
+      `loaded checkpoint, epoch ${state.epoch}`,
+    );
+    const who = `the loaded checkpoint (epoch ${state.epoch}, ${state.backend} backend)`;
+    return {
+      epoch: state.epoch,
+      report,
+      view: {
+        title: 'backtest of a loaded checkpoint',
+        subtitle: `${state.data.source} (${data.market.n} bars), test split: bars [${data.splits.test.start}, ${data.splits.test.end})`,
+        epochs: [],
+        curves,
+        tables: [{ caption: `test split, checkpoint epoch ${state.epoch}`, report }],
+        verdict: [verdictSentence(who, 'test', report)],
+      },
+    };
+  },
+};
+
+Comlink.expose(api);
