@@ -38,7 +38,7 @@ function huber(x: number, kappa: number): number {
   return a <= kappa ? 0.5 * x * x : kappa * (a - 0.5 * kappa);
 }
 
-const clip = (x: number, k: number) => (x > k ? k : x < -k ? -k : x);
+const clip = (x: number, k: number) => Math.min(k, Math.max(-k, x));
 
 function argmaxRow(q: Floats, off: number): number {
   let best = 0;
