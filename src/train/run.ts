@@ -15,6 +15,7 @@ import type { Bars, Market, Splits } from '../data/types.js';
 import { createDevicePpoEngine } from '../learn/device_engine.js';
 import { checkpointDir } from './checkpoint.js';
 import { createCpuPpoEngine } from './cpu_ppo_engine.js';
+import { runDqnTraining } from './dqn_run.js';
 import type { PpoEngine } from './engine.js';
 import { inferBarsPerYear } from './metrics.js';
 import { type DataFingerprint, loadPpoCheckpoint, type PpoCheckpoint } from './ppo_checkpoint.js';
@@ -133,12 +134,7 @@ const ppoEngines: Record<
 
 export async function runTraining(opts: RunOptions): Promise<RunResult> {
   const { cfg } = opts;
-  if (cfg.train.algo !== 'ppo') {
-    throw new RunError(
-      `--algo ${cfg.train.algo} is not implemented yet (DQN-family training comes after ppo-train); ` +
-        'use --algo ppo',
-    );
-  }
+  if (cfg.train.algo !== 'ppo') return runDqnTraining(opts);
   const outDir = cfg.train.outDir;
   const data = await prepareData(cfg, opts.dataFile);
   if (opts.resume) checkSameData(opts.resume.state.data, data.fingerprint, outDir);

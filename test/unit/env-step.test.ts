@@ -37,7 +37,12 @@ function near(actual: number, expected: number, abs = 0): void {
 /** One episode starting at bar 0: episodeBars = bars - 1 leaves exactly one start bar. */
 function setup(bars: Ohlc[], patch: Partial<EnvConfig> = {}) {
   const market: Market = handMarket(bars);
-  const params = envParams({ ...defaultConfig.env, ...SPEC_REWARD_TERMS, ...patch, episodeBars: bars.length - 1 });
+  const params = envParams({
+    ...defaultConfig.env,
+    ...SPEC_REWARD_TERMS,
+    ...patch,
+    episodeBars: bars.length - 1,
+  });
   const env = createEnv(market, { start: 0, end: bars.length }, params, 1, 7);
   expect(env.i[EnvI.Bar]).toBe(0);
   const out = createStepOut();

@@ -119,6 +119,10 @@ describe('DQN-family loss gradients', () => {
   }
 });
 
+function expectMass(m: number[], want: number[]): void {
+  for (let z = 0; z < want.length; z++) expect(m[z]).toBeCloseTo(want[z], 12);
+}
+
 describe('C51 projection and loss', () => {
   const support = { vMin: -2, vMax: 2, atoms: 5 };
   const NEG = -1e30;
@@ -150,18 +154,18 @@ describe('C51 projection and loss', () => {
   it('splits mass between the two neighbouring atoms', () => {
     // Atom 1 (z = -1): Tz = 0.25 + 0.5 * -1 = -0.25, position 1.75: 0.25 to atom 1, 0.75 to atom 2.
     const { loss, m, prio } = run(0.25, 0.5, 1);
-    [0, 0.25, 0.75, 0, 0].forEach((v, z) => expect(m[z]).toBeCloseTo(v, 12));
+    expectMass(m, [0, 0.25, 0.75, 0, 0]);
     expect(loss).toBeCloseTo(Math.log(5), 12);
     expect(prio).toBeCloseTo(Math.log(5), 12);
   });
 
   it('puts an episode end at the return alone, and clamps to the support', () => {
     const done = run(0.25, 0, 4);
-    [0, 0, 0.75, 0.25, 0].forEach((v, z) => expect(done.m[z]).toBeCloseTo(v, 12));
+    expectMass(done.m, [0, 0, 0.75, 0.25, 0]);
     const high = run(5, 0.9, 3);
-    [0, 0, 0, 0, 1].forEach((v, z) => expect(high.m[z]).toBeCloseTo(v, 12));
+    expectMass(high.m, [0, 0, 0, 0, 1]);
     const exact = run(1, 0.5, 2); // Tz = 1 + 0 = atom 3 exactly: all of it there
-    [0, 0, 0, 1, 0].forEach((v, z) => expect(exact.m[z]).toBeCloseTo(v, 12));
+    expectMass(exact.m, [0, 0, 0, 1, 0]);
   });
 
   it('stays finite when the target lands on an atom whose probability underflows', () => {
