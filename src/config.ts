@@ -433,7 +433,7 @@ export function validateConfig(c: Config): Config {
   check(isInt(p.updateEpochs) && p.updateEpochs >= 1, 'ppo.updateEpochs', 'must be an integer >= 1');
   check(isInt(p.minibatch) && p.minibatch >= 1, 'ppo.minibatch', 'must be an integer >= 1');
   check(
-    p.minibatch <= r.episodes * r.steps,
+    c.train.algo !== 'ppo' || p.minibatch <= r.episodes * r.steps,
     'ppo.minibatch',
     'must not exceed rollout.episodes * rollout.steps',
   );

@@ -11,18 +11,28 @@
  *   state.json              epoch, config, seed, backend, data fingerprint, train steps, Adam
  *                           steps, the episodes' integer buffers, replay head and size, the max
  *                           priority, the epoch's log record; written last (checkpoint.ts)
- * With the replay and the tree inside, a resume could continue bit for bit; the trainer does
- * not resume DQN-family runs yet (see docs/TRAINING.md).
+ * With the replay and the tree inside, a resume can continue bit for bit (restoring a snapshot
+ * does: test/unit/train-dqn.test.ts); the CLI does not resume DQN-family runs yet.
  */
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../config.js';
 import { ENV_F, ENV_I } from '../env/state.js';
+import { c51Support } from '../learn/dqn_update.js';
 import { REPLAY_F } from '../learn/replay.js';
 import { curiosityLayout, duelingLayout, type NetLayout } from '../nets/layout.js';
 import { type NamedTensor, paramsToTensors, tensorsToParams } from '../nets/safetensors.js';
-import { CheckpointError, groupOf, readCheckpoint, tensorOf, writeCheckpoint } from './checkpoint.js';
+import {
+  CheckpointError,
+  groupOf,
+  readCheckpoint,
+  STATE_FILE,
+  tensorOf,
+  writeCheckpoint,
+} from './checkpoint.js';
 import { headOf } from './cpu_dqn_engine.js';
 import type { DqnSnapshot } from './dqn_engine.js';
+import { dqnGreedyPolicy, type Policy } from './policies.js';
 import type { DataFingerprint } from './ppo_checkpoint.js';
 import type { EpochRecord } from './runlog.js';
 
@@ -131,4 +141,29 @@ export async function loadDqnCheckpoint(
     per: { tree: tensorOf(ckpt, dir, 'replay', 'per.tree'), maxPriority: state.replay.maxPriority },
   };
   return { state, snapshot };
+}
+
+/** The algorithm named by the checkpoint's state.json ('ppo' when it cannot be read: the PPO loader then says why). */
+export function checkpointAlgo(dir: string): string {
+  try {
+    return JSON.parse(readFileSync(join(dir, STATE_FILE), 'utf8')).state.algo ?? 'ppo';
+  } catch {
+    return 'ppo';
+  }
+}
+
+/** A DQN-family checkpoint's state and the greedy policy of its online net. */
+export async function dqnCheckpointPolicy(
+  dir: string,
+): Promise<{ state: DqnCheckpointState; policy: Policy }> {
+  const { state, snapshot } = await loadDqnCheckpoint(dir);
+  const q = state.config.dqn;
+  const policy = dqnGreedyPolicy(
+    headOf(state.algo),
+    qLayout(state.config),
+    snapshot.params.online,
+    c51Support(q),
+    q.iqnActTau,
+  );
+  return { state, policy };
 }

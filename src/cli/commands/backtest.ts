@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import type { SplitRange } from '../../data/types.js';
 import { backtest, baselines } from '../../train/backtest.js';
 import { STATE_FILE } from '../../train/checkpoint.js';
+import { checkpointAlgo, dqnCheckpointPolicy } from '../../train/dqn_checkpoint.js';
 import { ppoGreedyPolicy } from '../../train/policies.js';
 import { loadPpoCheckpoint } from '../../train/ppo_checkpoint.js';
 import { metricsTable } from '../../train/report.js';
@@ -53,7 +54,12 @@ export const backtestCommand: Command = {
     const dir = existsSync(join(given, 'checkpoint', STATE_FILE)) ? join(given, 'checkpoint') : given;
 
     return asUserError(async () => {
-      const { state, snapshot } = loadPpoCheckpoint(dir);
+      const { state, policy } =
+        checkpointAlgo(dir) === 'ppo'
+          ? ((c) => ({ state: c.state, policy: ppoGreedyPolicy(c.snapshot.params.actor) }))(
+              loadPpoCheckpoint(dir),
+            )
+          : await dqnCheckpointPolicy(dir);
       const cfg = state.config;
       const dataFile = values.data as string | undefined;
       if (dataFile === undefined && state.data.source !== 'synthetic') {
@@ -65,13 +71,7 @@ export const backtestCommand: Command = {
       const range: SplitRange =
         split === 'all' ? { start: cfg.data.maxLookback, end: data.market.n } : data.splits[split];
       const report: ValidationReport = {
-        policy: backtest(
-          data.market,
-          range,
-          cfg.env,
-          ppoGreedyPolicy(snapshot.params.actor),
-          data.barsPerYear,
-        ).metrics,
+        policy: backtest(data.market, range, cfg.env, policy, data.barsPerYear).metrics,
         ...baselines(data.market, range, cfg.env, cfg.train.seed, data.barsPerYear),
       };
       if (values.json) {
