@@ -5,11 +5,14 @@ import {
   createDqnLearner,
   type DqnLearner,
   dqnLossGrad,
+  dqnTrainStep,
   epsilonAt,
   learnerTaus,
   updateTarget,
 } from '../../src/learn/dqn_update.js';
 import { createDuelingCache, duelingForward, duelingNet } from '../../src/learn/dueling.js';
+import { createPer, perInsert } from '../../src/learn/per.js';
+import { createReplay, REPLAY_F, ReplayF } from '../../src/learn/replay.js';
 import { forwardC51, forwardDueling, forwardIqn, initParams } from '../../src/nets/forward.js';
 import { duelingLayout, NetId, NUM_ACTIONS, type QHead, STATE_DIM } from '../../src/nets/layout.js';
 import { checkGradient, uniforms } from './learn-helpers.js';
@@ -178,6 +181,41 @@ describe('C51 projection and loss', () => {
     const loss = c51Loss(support, logits, next, next, rowsF as LossRows, dOut, prio);
     expect(loss).toBeCloseTo(200 + Math.log(4), 3);
     expect(dOut[0]).toBeCloseTo(-1, 6);
+  });
+});
+
+describe('dqnTrainStep', () => {
+  // Mutation tried: the Huber gradient's sign flipped (the loss grows; fails).
+  it('fits terminal returns through PER sampling, clip and Adam (the loss falls, priorities follow)', () => {
+    // 32 terminal transitions (discount 0): the target is the return alone, 1 for even actions,
+    // -1 for odd; 60 steps of batch 16 at lr 1e-3 should fit them.
+    const c = cfg({ batch: 16, lr: 1e-3, replayCapacity: 32, targetEvery: 10 });
+    const layout = duelingLayout('plain');
+    const l = createDqnLearner('plain', c, initParams(layout, NetId.QOnline, 2));
+    const rep = createReplay(32);
+    const x = uniforms(32 * STATE_DIM, 9, -1, 1);
+    for (let i = 0; i < 32; i++) {
+      const o = i * REPLAY_F;
+      for (let k = 0; k < STATE_DIM; k++) {
+        rep.f[o + ReplayF.State + k] = x[i * STATE_DIM + k];
+        rep.f[o + ReplayF.Next + k] = x[i * STATE_DIM + k];
+      }
+      rep.i[i] = i % 45;
+      rep.f[o + ReplayF.Return] = i % 2 === 0 ? 1 : -1;
+      rep.f[o + ReplayF.Discount] = 0;
+    }
+    rep.size = 32;
+    const per = createPer(32, 0.6, 1e-6);
+    perInsert(per, 0, 32);
+    const losses: number[] = [];
+    for (let s = 0; s < 60; s++) losses.push(dqnTrainStep(l, rep, per, [1, 0], 0.4).loss);
+    const early = losses.slice(0, 5).reduce((a, b) => a + b) / 5;
+    const late = losses.slice(-5).reduce((a, b) => a + b) / 5;
+    expect(late).toBeLessThan(early / 4);
+    expect(l.steps).toBe(60);
+    expect(l.target).toEqual(l.online); // step 60 was a hard sync
+    // Every row was visited and got a priority from its TD error (not the insert's max of 1).
+    for (let i = 0; i < 32; i++) expect(per.tree[per.leaves + i]).toBeLessThan(1);
   });
 });
 
