@@ -99,7 +99,9 @@ export function loadPpoCheckpoint(dir: string): PpoCheckpoint {
   const ckpt: LoadedCheckpoint<PpoCheckpointState> = readCheckpoint(dir);
   const state = ckpt.state;
   if (state.algo !== 'ppo') {
-    throw new CheckpointError(`${dir}: a ${state.algo} checkpoint, not ppo; use the matching --algo`);
+    throw new CheckpointError(
+      `${dir}: a ${state.algo} checkpoint, not ppo; --resume continues PPO runs only so far (start a new run)`,
+    );
   }
   const flat = (group: string, prefix: string, layout: NetLayout): Float32Array => {
     try {

@@ -102,6 +102,33 @@ describe('DQN-family training on the CPU', () => {
     expect(JSON.parse(lines[0]).policy).toEqual(records[1].validation.policy);
   }, 180_000);
 
+  it('refuses a replay larger than the CPU engine allocates, and resuming a c51 run, with one line', async () => {
+    const cfg = tinyConfig('c51', join(root, 'big'));
+    const data = await prepareData(cfg);
+    const big = { ...cfg, dqn: { ...cfg.dqn, replayCapacity: 20_000_000 } };
+    expect(() => createCpuDqnEngine(big, data.market, data.splits.train)).toThrow(
+      /dqn.replayCapacity 20000000 needs 8.3 GiB .* lower dqn.replayCapacity/,
+    );
+    const err: string[] = [];
+    const spy = vi.spyOn(console, 'error').mockImplementation((...x) => void err.push(x.join(' ')));
+    try {
+      const code = await main([
+        'train',
+        '--algo',
+        'c51',
+        '--resume',
+        '--out',
+        join(root, 'c51'),
+        '--epochs',
+        '3',
+      ]);
+      expect(code).toBe(1);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(err.join('\n')).toMatch(/a c51 checkpoint, not ppo; --resume continues PPO runs only so far/);
+  });
+
   for (const algo of ['dqn', 'iqn']) {
     it(`${algo}: trains with finite losses`, async () => {
       const { records } = await train(algo);
