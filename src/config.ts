@@ -114,9 +114,12 @@ export interface PpoConfig {
 export interface DqnConfig {
   /** Discount factor. */
   gamma: number;
-  /** n-step return length. */
+  /**
+   * n-step return length: each collected step is stored with the discounted sum of up to nStep
+   * rewards of its episode, cut at an episode end and at the launch's last step (src/learn/replay.ts).
+   */
   nStep: number;
-  /** Replay capacity in experiences. */
+  /** Replay capacity in transitions (a ring: the oldest are overwritten); 440 bytes each. */
   replayCapacity: number;
   /** Prioritized replay exponent alpha. */
   priorityAlpha: number;
@@ -124,7 +127,7 @@ export interface DqnConfig {
   betaStart: number;
   /** Importance-sampling exponent at the end of training. */
   betaEnd: number;
-  /** Added to |TD| to form a priority. */
+  /** Added to |TD| to form a priority (new transitions enter at the largest priority seen). */
   priorityEps: number;
   /** Adam learning rate. */
   lr: number;
