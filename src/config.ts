@@ -125,8 +125,14 @@ export interface DqnConfig {
   priorityAlpha: number;
   /** Importance-sampling exponent at the start (annealed to betaEnd). */
   betaStart: number;
-  /** Importance-sampling exponent at the end of training. */
+  /** Importance-sampling exponent at the end of the anneal (held after it). */
   betaEnd: number;
+  /**
+   * Epochs over which beta anneals linearly from betaStart to betaEnd (counted in train steps:
+   * betaEpochs * stepsPerEpoch); independent of train.epochs, so a resumed run with more epochs
+   * continues the same schedule.
+   */
+  betaEpochs: number;
   /** Added to |TD| to form a priority (new transitions enter at the largest priority seen). */
   priorityEps: number;
   /** Adam learning rate. */
@@ -256,6 +262,7 @@ export const defaultConfig: Readonly<Config> = Object.freeze({
     priorityAlpha: 0.6,
     betaStart: 0.4,
     betaEnd: 1.0,
+    betaEpochs: 20,
     priorityEps: 1e-6,
     lr: 1e-4,
     maxGradNorm: 10,
@@ -340,7 +347,10 @@ export function applyFlags(base: Config, flags: Record<string, string>): Config 
       throw new ConfigError(path, 'flags take the form --section.field value');
     const sec = base[section as keyof Config] as unknown as Record<string, unknown> | undefined;
     if (!sec) throw new ConfigError(path, `unknown section (known: ${Object.keys(base).join(', ')})`);
-    if (!(key in sec)) throw new ConfigError(path, 'unknown field');
+    if (!(key in sec)) {
+      const near = nearestName(key, Object.keys(sec));
+      throw new ConfigError(path, `unknown field${near ? ` (did you mean ${section}.${near}?)` : ''}`);
+    }
     const kind = typeof sec[key];
     let value: unknown = raw;
     if (kind === 'number') {
@@ -356,6 +366,31 @@ export function applyFlags(base: Config, flags: Record<string, string>): Config 
     patch[section][key] = value;
   }
   return mergeConfig(base, patch as DeepPartial<Config>, 'flags');
+}
+
+/**
+ * The candidate closest to `word` by edit distance (case-insensitive), or null when none is
+ * within max(1, a third of the word's length) edits: what a "did you mean" suggests.
+ */
+export function nearestName(word: string, candidates: readonly string[]): string | null {
+  const a = word.toLowerCase();
+  let best: string | null = null;
+  let bestD = Math.max(1, Math.floor(a.length / 3)) + 1;
+  for (const c of candidates) {
+    const b = c.toLowerCase();
+    let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+    for (let i = 1; i <= a.length; i++) {
+      const row = [i];
+      for (let j = 1; j <= b.length; j++)
+        row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = row;
+    }
+    if (prev[b.length] < bestD) {
+      bestD = prev[b.length];
+      best = c;
+    }
+  }
+  return best;
 }
 
 function check(cond: boolean, field: string, message: string): void {
@@ -454,6 +489,7 @@ export function validateConfig(c: Config): Config {
   check(q.priorityAlpha >= 0, 'dqn.priorityAlpha', 'must be >= 0');
   check(q.betaStart >= 0 && q.betaStart <= 1, 'dqn.betaStart', 'must be in [0, 1]');
   check(q.betaEnd >= 0 && q.betaEnd <= 1, 'dqn.betaEnd', 'must be in [0, 1]');
+  check(isInt(q.betaEpochs) && q.betaEpochs >= 1, 'dqn.betaEpochs', 'must be an integer >= 1');
   check(q.priorityEps > 0, 'dqn.priorityEps', 'must be > 0');
   check(q.lr > 0, 'dqn.lr', 'must be > 0');
   check(q.maxGradNorm > 0, 'dqn.maxGradNorm', 'must be > 0');

@@ -5,11 +5,13 @@
  *                 (linear from dqn.epsilonStart to dqn.epsilonEnd over dqn.epsilonDecayEpochs);
  *                 the steps are folded into n-step transitions and enter the replay at the max priority
  *   2. train      dqn.stepsPerEpoch steps of batch dqn.batch (none while the replay holds fewer
- *                 rows than a batch); beta anneals over all train steps of train.epochs
+ *                 rows than a batch); beta anneals over dqn.betaEpochs epochs of train steps
  *   3. curiosity  one AdamW step of the forward model every env.curiosityEvery rounds (bonus on)
  *   4. validate   the greedy policy over the validation split, next to buy-and-hold and random
- *   5. checkpoint every train.checkpointEvery epochs and after the last one
+ *   5. checkpoint last/ every train.checkpointEvery epochs and after the last one; best/ when the
+ *                 validation score (src/train/verdict.ts) beats every earlier epoch's
  *   6. log        one JSON line to <outDir>/log.jsonl
+ * After the last epoch, best/ is evaluated once on the test split and a summary line ends the log.
  * A non-finite reward, loss or parameter stops the run before anything of that epoch is written.
  */
 import type { Config } from '../config.js';
@@ -17,36 +19,41 @@ import type { Market, Splits } from '../data/types.js';
 import { c51Support, epsilonAt } from '../learn/dqn_update.js';
 import { duelingLayout } from '../nets/layout.js';
 import { backtest, baselines } from '../train/backtest.js';
-import { checkpointDir } from '../train/checkpoint.js';
+import { bestDir, lastDir } from '../train/checkpoint.js';
 import { headOf } from '../train/cpu_dqn_engine.js';
-import { saveDqnCheckpoint } from '../train/dqn_checkpoint.js';
+import { loadDqnCheckpoint, saveDqnCheckpoint } from '../train/dqn_checkpoint.js';
 import type { DqnEngine } from '../train/dqn_engine.js';
 import { dqnGreedyPolicy } from '../train/policies.js';
 import type { DataFingerprint } from '../train/ppo_checkpoint.js';
-import { appendLog, type EpochRecord } from '../train/runlog.js';
-import { type Phase, TrainingDivergedError } from './ppo.js';
+import { appendLog, type EpochRecord, type RunSummary } from '../train/runlog.js';
+import type { Storage } from '../train/storage.js';
+import { validationScore, verdictSentence } from '../train/verdict.js';
+import { divergenceCause, type Phase, TrainingDivergedError } from './ppo.js';
 
 export interface DqnRun {
   cfg: Config;
   market: Market;
   splits: Splits;
   engine: DqnEngine;
+  storage: Storage;
   outDir: string;
   barsPerYear: number;
   data: DataFingerprint;
   firstEpoch: number;
+  /** The score of best/ so far (on resume), or -Infinity. */
+  bestScore: number;
   onPhase?: (epoch: number, phase: Phase) => void;
   onEpoch?: (record: EpochRecord) => void;
 }
 
-export async function trainDqn(run: DqnRun): Promise<EpochRecord[]> {
+export async function trainDqn(run: DqnRun): Promise<{ records: EpochRecord[]; summary: RunSummary }> {
   const { cfg, engine, market, splits } = run;
   const algo = cfg.train.algo as 'dqn' | 'c51' | 'iqn';
   const seed = cfg.train.seed;
   const head = headOf(algo);
   const layout = duelingLayout(head, cfg.dqn.atoms, cfg.dqn.iqnEmbed);
-  const ckptDir = checkpointDir(run.outDir);
-  const totalSteps = cfg.train.epochs * cfg.dqn.stepsPerEpoch;
+  const ckptDir = lastDir(run.outDir);
+  let bestScore = run.bestScore;
   const { buyHold, random } = baselines(market, splits.val, cfg.env, seed, run.barsPerYear);
   const records: EpochRecord[] = [];
   let lastSaved = run.firstEpoch - 1;
@@ -61,7 +68,7 @@ export async function trainDqn(run: DqnRun): Promise<EpochRecord[]> {
             (lastSaved > 0
               ? `the last good checkpoint (epoch ${lastSaved}) in ${ckptDir} is kept`
               : 'no checkpoint was written') +
-            '. Start a new run with a lower dqn.lr or dqn.maxGradNorm, or check the data',
+            `. ${divergenceCause(market, 'dqn')}`,
         );
       }
     };
@@ -75,7 +82,7 @@ export async function trainDqn(run: DqnRun): Promise<EpochRecord[]> {
 
     run.onPhase?.(epoch, 'update');
     t0 = performance.now();
-    const trained = await engine.train(round, totalSteps);
+    const trained = await engine.train(round);
     const updateMs = performance.now() - t0;
     finite('the loss', { loss: trained.loss, gradNorm: trained.gradNorm, td: trained.td });
 
@@ -132,26 +139,60 @@ export async function trainDqn(run: DqnRun): Promise<EpochRecord[]> {
         checkpoint: 0,
       },
       validation: { policy, buyHold, random },
+      score: validationScore(policy),
     };
 
-    if (epoch % cfg.train.checkpointEvery === 0 || epoch === cfg.train.epochs) {
+    const saveLast = epoch % cfg.train.checkpointEvery === 0 || epoch === cfg.train.epochs;
+    const saveBest = record.score > bestScore;
+    if (saveLast || saveBest) {
       run.onPhase?.(epoch, 'checkpoint');
       t0 = performance.now();
-      await saveDqnCheckpoint(ckptDir, await engine.snapshot(), {
-        algo,
-        epoch,
-        seed,
-        backend: engine.backend,
-        config: cfg,
-        data: run.data,
-        record,
-      });
+      const snapshot = await engine.snapshot();
+      const state = { algo, epoch, seed, backend: engine.backend, config: cfg, data: run.data, record };
+      if (saveLast) await saveDqnCheckpoint(run.storage, ckptDir, snapshot, state);
+      if (saveBest) await saveDqnCheckpoint(run.storage, bestDir(run.outDir), snapshot, state);
       record.timeMs.checkpoint = performance.now() - t0;
-      lastSaved = epoch;
+      if (saveLast) lastSaved = epoch;
+      if (saveBest) bestScore = record.score;
     }
-    appendLog(run.outDir, record);
+    await appendLog(run.storage, run.outDir, record);
     records.push(record);
     run.onEpoch?.(record);
   }
-  return records;
+  const summary = await summarize(run);
+  await appendLog(run.storage, run.outDir, summary);
+  return { records, summary };
+}
+
+/** best/ as it is stored, on the test split (once, here), and the verdict sentences. */
+async function summarize(run: DqnRun): Promise<RunSummary> {
+  const { cfg, market, splits } = run;
+  const best = await loadDqnCheckpoint(run.storage, bestDir(run.outDir));
+  const head = headOf(cfg.train.algo);
+  const layout = duelingLayout(head, cfg.dqn.atoms, cfg.dqn.iqnEmbed);
+  const policy = dqnGreedyPolicy(
+    head,
+    layout,
+    best.snapshot.params.online,
+    c51Support(cfg.dqn),
+    cfg.dqn.iqnActTau,
+  );
+  const test = {
+    policy: backtest(market, splits.test, cfg.env, policy, run.barsPerYear).metrics,
+    ...baselines(market, splits.test, cfg.env, cfg.train.seed, run.barsPerYear),
+  };
+  const { epoch, validation, score } = best.state.record;
+  const who = `best/ (epoch ${epoch} of ${cfg.train.epochs})`;
+  return {
+    summary: true,
+    algo: cfg.train.algo,
+    backend: run.engine.backend,
+    epochs: cfg.train.epochs,
+    best: { epoch, score, validation },
+    test,
+    verdict: {
+      validation: verdictSentence(who, 'validation', validation),
+      test: verdictSentence(who, 'test', test),
+    },
+  };
 }

@@ -5,20 +5,25 @@
  *                 global grad-norm clip, Adam
  *   3. curiosity  one AdamW step of the forward model, every env.curiosityEvery rounds
  *   4. validate   the greedy policy over the validation split, next to buy-and-hold and random
- *   5. checkpoint every train.checkpointEvery epochs and after the last one
+ *   5. checkpoint last/ every train.checkpointEvery epochs and after the last one; best/ when the
+ *                 validation score (src/train/verdict.ts) beats every earlier epoch's
  *   6. log        one JSON line to <outDir>/log.jsonl
+ * After the last epoch, best/ is evaluated once on the test split and a summary line ends the log.
  * The engine (src/train/engine.ts) runs 1-3 on its backend; this file owns the schedule. A
  * non-finite loss, reward or parameter stops the run before anything is written for that epoch,
  * so the last checkpoint on disk is the last good one.
  */
 import type { Config } from '../config.js';
+import { describeNonFinite, firstNonFinite } from '../data/market.js';
 import type { Market, Splits } from '../data/types.js';
 import { backtest, baselines } from '../train/backtest.js';
-import { checkpointDir } from '../train/checkpoint.js';
+import { bestDir, lastDir } from '../train/checkpoint.js';
 import type { PpoEngine, PpoParams } from '../train/engine.js';
 import { ppoGreedyPolicy } from '../train/policies.js';
-import { type DataFingerprint, savePpoCheckpoint } from '../train/ppo_checkpoint.js';
-import { appendLog, type EpochRecord } from '../train/runlog.js';
+import { type DataFingerprint, loadPpoCheckpoint, savePpoCheckpoint } from '../train/ppo_checkpoint.js';
+import { appendLog, type EpochRecord, type RunSummary } from '../train/runlog.js';
+import type { Storage } from '../train/storage.js';
+import { validationScore, verdictSentence } from '../train/verdict.js';
 
 export type Phase = 'collect' | 'update' | 'curiosity' | 'validate' | 'checkpoint';
 
@@ -27,12 +32,16 @@ export interface PpoRun {
   market: Market;
   splits: Splits;
   engine: PpoEngine;
+  /** Where the checkpoints and the log go, under outDir. */
+  storage: Storage;
   outDir: string;
   /** Annualisation of the validation metrics. */
   barsPerYear: number;
   data: DataFingerprint;
   /** 1 for a fresh run; the checkpoint's epoch + 1 on resume. */
   firstEpoch: number;
+  /** The score of best/ so far (on resume), or -Infinity. */
+  bestScore: number;
   onPhase?: (epoch: number, phase: Phase) => void;
   onEpoch?: (record: EpochRecord) => void;
 }
@@ -42,10 +51,27 @@ export class TrainingDivergedError extends Error {
   override name = 'TrainingDivergedError';
 }
 
-export async function trainPpo(run: PpoRun): Promise<EpochRecord[]> {
+/**
+ * Why a run went non-finite: the inputs were checked finite before epoch 1 (prepareData), so a
+ * non-finite input found now names the data; otherwise the optimisation diverged.
+ */
+export function divergenceCause(market: Market, section: 'ppo' | 'dqn' = 'ppo'): string {
+  const bad = firstNonFinite(market);
+  return bad
+    ? `The market inputs are not finite (${describeNonFinite(bad)}): check the data`
+    : `The market inputs are finite, so the optimisation diverged: start a new run with a lower ${section}.lr or ${section}.maxGradNorm`;
+}
+
+export interface PpoResult {
+  records: EpochRecord[];
+  summary: RunSummary;
+}
+
+export async function trainPpo(run: PpoRun): Promise<PpoResult> {
   const { cfg, engine, market, splits } = run;
   const seed = cfg.train.seed;
-  const ckptDir = checkpointDir(run.outDir);
+  const ckptDir = lastDir(run.outDir);
+  let bestScore = run.bestScore;
   const { buyHold, random } = baselines(market, splits.val, cfg.env, seed, run.barsPerYear);
   const records: EpochRecord[] = [];
   let lastSaved = run.firstEpoch - 1;
@@ -58,7 +84,7 @@ export async function trainPpo(run: PpoRun): Promise<EpochRecord[]> {
           (lastSaved > 0
             ? `the last good checkpoint (epoch ${lastSaved}) in ${ckptDir} is kept (--resume continues from it)`
             : 'no checkpoint was written') +
-          '. Start a new run with a lower ppo.lr or ppo.maxGradNorm, or check the data',
+          `. ${divergenceCause(market)}`,
       );
     const finite = (what: string, values: Record<string, number>) => {
       for (const [k, v] of Object.entries(values)) if (!Number.isFinite(v)) throw diverged(`${what} ${k}`, v);
@@ -131,14 +157,18 @@ export async function trainPpo(run: PpoRun): Promise<EpochRecord[]> {
         checkpoint: 0,
       },
       validation: { policy, buyHold, random },
+      score: validationScore(policy),
     };
 
-    // 5. Checkpoint, then 6. log (the record inside the checkpoint lets a resume restore a lost line).
-    if (epoch % cfg.train.checkpointEvery === 0 || epoch === cfg.train.epochs) {
+    // 5. Checkpoints, then 6. log (the record inside a checkpoint lets a resume restore a lost line).
+    const saveLast = epoch % cfg.train.checkpointEvery === 0 || epoch === cfg.train.epochs;
+    const saveBest = record.score > bestScore;
+    if (saveLast || saveBest) {
       run.onPhase?.(epoch, 'checkpoint');
       t0 = performance.now();
-      savePpoCheckpoint(ckptDir, await engine.snapshot(), {
-        algo: 'ppo',
+      const snapshot = await engine.snapshot();
+      const state = {
+        algo: 'ppo' as const,
         epoch,
         seed,
         backend: engine.backend,
@@ -146,15 +176,50 @@ export async function trainPpo(run: PpoRun): Promise<EpochRecord[]> {
         data: run.data,
         rng: { stepBase: epoch * cfg.rollout.steps, update: epoch },
         record,
-      });
+      };
+      if (saveLast) await savePpoCheckpoint(run.storage, ckptDir, snapshot, state);
+      if (saveBest) await savePpoCheckpoint(run.storage, bestDir(run.outDir), snapshot, state);
       record.timeMs.checkpoint = performance.now() - t0;
-      lastSaved = epoch;
+      if (saveLast) lastSaved = epoch;
+      if (saveBest) bestScore = record.score;
     }
-    appendLog(run.outDir, record);
+    await appendLog(run.storage, run.outDir, record);
     records.push(record);
     run.onEpoch?.(record);
   }
-  return records;
+  const summary = await summarize(run);
+  await appendLog(run.storage, run.outDir, summary);
+  return { records, summary };
+}
+
+/** best/ as it is stored, on the test split (once, here), and the verdict sentences. */
+async function summarize(run: PpoRun): Promise<RunSummary> {
+  const { cfg, market, splits } = run;
+  const best = await loadPpoCheckpoint(run.storage, bestDir(run.outDir));
+  const test = {
+    policy: backtest(
+      market,
+      splits.test,
+      cfg.env,
+      ppoGreedyPolicy(best.snapshot.params.actor),
+      run.barsPerYear,
+    ).metrics,
+    ...baselines(market, splits.test, cfg.env, cfg.train.seed, run.barsPerYear),
+  };
+  const { epoch, validation, score } = best.state.record;
+  const who = `best/ (epoch ${epoch} of ${cfg.train.epochs})`;
+  return {
+    summary: true,
+    algo: 'ppo',
+    backend: run.engine.backend,
+    epochs: cfg.train.epochs,
+    best: { epoch, score, validation },
+    test,
+    verdict: {
+      validation: verdictSentence(who, 'validation', validation),
+      test: verdictSentence(who, 'test', test),
+    },
+  };
 }
 
 function assertFiniteParams(params: PpoParams, fail: (net: string, value: number) => Error): void {

@@ -1,8 +1,10 @@
 /**
  * Minimal flag parsing on top of node:util parseArgs: typed options, positional arguments,
- * and one clear error for an unknown or malformed flag.
+ * negative numbers as values (`--seed -1`), and one line for an unknown or malformed flag that
+ * names the nearest valid one.
  */
 import { parseArgs } from 'node:util';
+import { nearestName } from '../config.js';
 import { UserError } from './main.js';
 
 export type OptionSpec = Record<
@@ -15,13 +17,44 @@ export interface ParsedFlags {
   positionals: string[];
 }
 
-export function parseFlags(args: string[], options: OptionSpec, usage: string): ParsedFlags {
+const NEGATIVE_NUMBER = /^-(\d|\.\d)/;
+
+export function parseFlags(args: string[], options: OptionSpec, _usage?: string): ParsedFlags {
+  // parseArgs reads `-1` as a short option: join it to the string option before it.
+  const joined: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const name = /^--([^=]+)$/.exec(args[i])?.[1];
+    if (name && options[name]?.type === 'string' && NEGATIVE_NUMBER.test(args[i + 1] ?? '')) {
+      joined.push(`--${name}=${args[++i]}`);
+    } else joined.push(args[i]);
+  }
   try {
-    const { values, positionals } = parseArgs({ args, options, allowPositionals: true, strict: true });
+    const { values, positionals } = parseArgs({
+      args: joined,
+      options,
+      allowPositionals: true,
+      strict: true,
+    });
     return { values: values as ParsedFlags['values'], positionals };
   } catch (err) {
-    throw new UserError(`${(err as Error).message}\n${usage}`);
+    throw new UserError(flagError(err as Error & { code?: string }, options));
   }
+}
+
+/** parseArgs' error as one line: the flag, the nearest known one, where the list is. */
+function flagError(err: Error & { code?: string }, options: OptionSpec): string {
+  const flag = /option '([^']+)'/i.exec(err.message)?.[1] ?? '';
+  const help = '--help lists the options';
+  if (err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    const near = nearestName(flag.replace(/^-+/, ''), Object.keys(options));
+    return `unknown option ${flag}${near ? `; did you mean --${near}?` : `; ${help}`}`;
+  }
+  if (err.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+    const name = /--([\w-]+)/.exec(err.message)?.[1];
+    if (name && options[name]?.type === 'boolean') return `--${name} takes no value`;
+    return `--${name ?? flag} needs a value`;
+  }
+  return `${err.message.split('\n')[0]}; ${help}`;
 }
 
 /** An integer flag with bounds, or a UserError naming the flag. */

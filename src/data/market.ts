@@ -4,8 +4,11 @@
  * keeping values relative to an episode's start is the simulator's job (SPEC 7).
  */
 import type { Config } from '../config.js';
-import { computeFeatures } from '../features/features.js';
+import { computeFeatures, FEATURE_COUNT, FEATURE_NAMES } from '../features/features.js';
+import { DataError } from './errors.js';
 import type { Bars, Market } from './types.js';
+
+const OHLC = ['open', 'high', 'low', 'close'] as const;
 
 export function buildMarket(bars: Bars, cfg: Pick<Config, 'data'>): Market {
   const n = bars.n;
@@ -26,4 +29,54 @@ export function buildMarket(bars: Bars, cfg: Pick<Config, 'data'>): Market {
     spreadBps,
     timestamp: bars.timestamp.slice(),
   };
+}
+
+/** Where a market holds its first non-finite input: the column, the bar and its time. */
+export interface NonFinite {
+  column: string;
+  bar: number;
+  timestamp: number;
+  value: number;
+}
+
+/** The first non-finite value of `market`'s inputs (features, OHLC, spread), bar by bar, or null. */
+export function firstNonFinite(market: Market): NonFinite | null {
+  const at = (column: string, bar: number, value: number): NonFinite => ({
+    column,
+    bar,
+    timestamp: market.timestamp[bar],
+    value,
+  });
+  for (let t = 0; t < market.n; t++) {
+    for (let k = 0; k < FEATURE_COUNT; k++) {
+      const x = market.features[t * FEATURE_COUNT + k];
+      if (!Number.isFinite(x)) return at(FEATURE_NAMES[k], t, x);
+    }
+    for (let k = 0; k < 4; k++) {
+      const x = market.ohlc[t * 4 + k];
+      if (!Number.isFinite(x)) return at(OHLC[k], t, x);
+    }
+    if (!Number.isFinite(market.spreadBps[t])) return at('spread', t, market.spreadBps[t]);
+  }
+  return null;
+}
+
+export const describeNonFinite = (b: NonFinite) =>
+  `${b.column} is ${b.value} at bar ${b.bar} (${new Date(b.timestamp).toISOString()})`;
+
+/**
+ * Training's check before its first epoch: a DataError naming the column, bar and time of the
+ * first non-finite input. `data check` keeps such values out of the files it accepts, so one
+ * here is a foxhunt bug in the features, which the message says.
+ */
+export function assertMarketFinite(market: Market, source: string): void {
+  const bad = firstNonFinite(market);
+  if (!bad) return;
+  throw new DataError(
+    source,
+    `bar ${bad.bar} (${new Date(bad.timestamp).toISOString()})`,
+    'non-finite input',
+    `${bad.column}=${bad.value}; training would diverge, so it did not start. ` +
+      `"foxhunt data features" shows the values; please report the rows up to this bar as a foxhunt bug`,
+  );
 }

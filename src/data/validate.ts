@@ -20,7 +20,25 @@ export interface ValidateResult {
   firstDropped: string | null;
 }
 
-const fmt = (x: number) => String(x);
+/** A cell's value as text; exponent form from 1e15 on (String writes 1e20 with 21 digits). */
+const fmt = (x: number) => (Math.abs(x) >= 1e15 ? x.toExponential() : String(x));
+
+/**
+ * Magnitudes beyond these are taken for corrupt cells, not data: prices outside [MIN_PRICE,
+ * MAX_PRICE] (f32, which the simulator and the kernels use, keeps ~7 digits across the whole range,
+ * and an account of 1 holds between 1e-12 and 1e12 units), volume above MAX_VOLUME, a spread
+ * above MAX_SPREAD_BPS (100%). docs/DATA.md, "Degenerate data".
+ */
+export const MIN_PRICE = 1e-12;
+export const MAX_PRICE = 1e12;
+export const MAX_VOLUME = 1e18;
+export const MAX_SPREAD_BPS = 1e4;
+
+const PRICES = ['open', 'high', 'low', 'close'] as const;
+const outOfRange = (x: number) => x < MIN_PRICE || x > MAX_PRICE;
+
+/** The spread of a quote in bps of its mid. */
+const quotedSpreadBps = (bid: number, ask: number) => ((ask - bid) / ((ask + bid) / 2)) * 1e4;
 
 /** The first rule that row `r` breaks, as [rule, detail], or null when the row is valid. */
 function rowProblem(t: RawTable, r: number, lastTs: number): [string, string] | null {
@@ -33,17 +51,34 @@ function rowProblem(t: RawTable, r: number, lastTs: number): [string, string] | 
   const v = t.volume[r];
   const nonPositive = !(o > 0) ? 'open' : !(h > 0) ? 'high' : !(l > 0) ? 'low' : !(c > 0) ? 'close' : null;
   if (nonPositive) return ['price <= 0', `${nonPositive}=${fmt(t[nonPositive][r])}`];
+  const absurd = PRICES.find((k) => outOfRange(t[k][r]));
+  if (absurd)
+    return [
+      'price out of range',
+      `${absurd}=${fmt(t[absurd][r])}; prices must lie in [${MIN_PRICE}, ${MAX_PRICE}]: fix the cell, or rescale the series`,
+    ];
   if (h < l) return ['high < low', `high=${fmt(h)}, low=${fmt(l)}`];
   if (h < Math.max(o, c))
     return ['high < max(open, close)', `high=${fmt(h)}, open=${fmt(o)}, close=${fmt(c)}`];
   if (l > Math.min(o, c)) return ['low > min(open, close)', `low=${fmt(l)}, open=${fmt(o)}, close=${fmt(c)}`];
   if (v < 0) return ['volume < 0', `volume=${fmt(v)}`];
+  if (v > MAX_VOLUME)
+    return ['volume out of range', `volume=${fmt(v)}; at most ${MAX_VOLUME}: fix the cell, or count in lots`];
   if (t.spread && t.spread[r] < 0) return ['spread < 0', `spread=${fmt(t.spread[r])}`];
+  if (t.spread && t.spread[r] > MAX_SPREAD_BPS)
+    return ['spread out of range', `spread=${fmt(t.spread[r])} bps; at most ${MAX_SPREAD_BPS} (100%)`];
   if (!t.spread && t.bid && t.ask) {
     const b = t.bid[r];
     const a = t.ask[r];
     if (!(b > 0) || !(a > 0)) return ['bid/ask <= 0', `bid=${fmt(b)}, ask=${fmt(a)}`];
+    if (outOfRange(b) || outOfRange(a))
+      return [
+        'bid/ask out of range',
+        `bid=${fmt(b)}, ask=${fmt(a)}; quotes must lie in [${MIN_PRICE}, ${MAX_PRICE}]`,
+      ];
     if (a < b) return ['ask < bid', `bid=${fmt(b)}, ask=${fmt(a)}`];
+    if (quotedSpreadBps(b, a) > MAX_SPREAD_BPS)
+      return ['spread out of range', `bid=${fmt(b)}, ask=${fmt(a)}; at most ${MAX_SPREAD_BPS} bps (100%)`];
   }
   const ts = t.timestamp[r];
   if (ts === lastTs)
@@ -91,7 +126,7 @@ export function validateTable(t: RawTable, opts: ValidateOptions = {}): Validate
       else {
         const b = t.bid![r];
         const a = t.ask![r];
-        spreadBps[w] = ((a - b) / ((a + b) / 2)) * 1e4;
+        spreadBps[w] = quotedSpreadBps(b, a);
       }
     }
     w++;

@@ -145,7 +145,9 @@ export function computeFeatures(bars: Bars, maxLookback: number): Float32Array {
   const hl2 = new Float64Array(n);
   for (let t = 0; t < n; t++) hl2[t] = (lh[t] - ll[t]) ** 2;
   const park20 = rollingMean(hl2, 20);
-  for (let t = L; t < n; t++) cur[t] = logRatio(Math.sqrt(park20[t] / (4 * Math.LN2)), sigma20[t]);
+  // A sliding mean of squares can come out a rounding step below 0 once a window turns flat.
+  for (let t = L; t < n; t++)
+    cur[t] = logRatio(Math.sqrt(Math.max(park20[t], 0) / (4 * Math.LN2)), sigma20[t]);
   emit();
 
   // Range and true range (log units).
@@ -247,7 +249,8 @@ export function computeFeatures(bars: Bars, maxLookback: number): Float32Array {
   }
   const v5 = rollingMean(v, 5);
   const v60 = rollingMean(v, 60);
-  for (let t = L; t < n; t++) cur[t] = Math.log((v5[t] + 1e-9) / (v60[t] + 1e-9));
+  // Sliding sums keep rounding dust of a huge volume that left the window: never below 0.
+  for (let t = L; t < n; t++) cur[t] = Math.log((Math.max(v5[t], 0) + 1e-9) / (Math.max(v60[t], 0) + 1e-9));
   emit();
   // Windows of zero volume are detected by an exact count, not by a sum that may hold rounding dust.
   const traded = mapSeries(v, (x) => (x > 0 ? 1 : 0));
@@ -257,10 +260,12 @@ export function computeFeatures(bars: Bars, maxLookback: number): Float32Array {
     mapSeries(v, (x, t) => x * Math.sign(r[t])),
     20,
   );
-  for (let t = L; t < n; t++) cur[t] = traded20[t] > 0 ? signedV20[t] / sumV20[t] : 0;
+  for (let t = L; t < n; t++)
+    cur[t] = traded20[t] > 0 && sumV20[t] > 0 ? Math.min(1, Math.max(-1, signedV20[t] / sumV20[t])) : 0;
   emit();
 
-  // Distance from the VWAP of the typical price (its plain mean when no volume traded).
+  // Distance from the VWAP of the typical price (its plain mean when no volume traded). The VWAP is
+  // held inside the window's typical-price range, where it lies but for the rounding of sums.
   const tp = new Float64Array(n);
   const vtp = new Float64Array(n);
   for (let t = 0; t < n; t++) {
@@ -272,9 +277,13 @@ export function computeFeatures(bars: Bars, maxLookback: number): Float32Array {
     const svp = rollingSum(vtp, w);
     const cnt = rollingSum(traded, w);
     const mtp = rollingMean(tp, w);
+    const tpMin = rollingMin(tp, w);
+    const tpMax = rollingMax(tp, w);
     const k = 1 / Math.sqrt(w);
-    for (let t = L; t < n; t++)
-      cur[t] = (lc[t] - Math.log(cnt[t] > 0 ? svp[t] / sv[t] : mtp[t])) * invS[t] * k;
+    for (let t = L; t < n; t++) {
+      const vwap = cnt[t] > 0 && sv[t] > 0 ? Math.min(tpMax[t], Math.max(tpMin[t], svp[t] / sv[t])) : mtp[t];
+      cur[t] = (lc[t] - Math.log(vwap)) * invS[t] * k;
+    }
     emit();
   }
 

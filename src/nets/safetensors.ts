@@ -9,7 +9,6 @@
  * Float32Array bytes are written as they sit in memory, i.e. this assumes a little-endian host
  * (every platform Node and the browsers run on).
  */
-import { open, readFile, rename, unlink } from 'node:fs/promises';
 import type { NetLayout } from './layout.js';
 
 export interface NamedTensor {
@@ -142,42 +141,6 @@ export function decodeSafetensors(bytes: Uint8Array, source: string): Safetensor
     data: copyFloats(bytes.subarray(dataStart + e.begin, dataStart + e.end)),
   }));
   return { tensors, metadata };
-}
-
-/**
- * Writes atomically: to `path.tmp-<pid>`, fsync, then rename over `path`, so a crash leaves
- * either the old checkpoint or the new one, never a torn file.
- */
-export async function saveSafetensors(
-  path: string,
-  tensors: NamedTensor[],
-  metadata?: Record<string, string>,
-): Promise<void> {
-  const bytes = encodeSafetensors(tensors, metadata);
-  const tmp = `${path}.tmp-${process.pid}`;
-  try {
-    const handle = await open(tmp, 'w');
-    try {
-      await handle.writeFile(bytes);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(tmp, path);
-  } catch (err) {
-    await unlink(tmp).catch(() => {});
-    throw new Error(`${path}: could not write checkpoint: ${(err as Error).message}`);
-  }
-}
-
-export async function loadSafetensors(path: string): Promise<Safetensors> {
-  let bytes: Uint8Array;
-  try {
-    bytes = await readFile(path);
-  } catch (err) {
-    throw new Error(`${path}: could not read checkpoint: ${(err as Error).message}`);
-  }
-  return decodeSafetensors(bytes, path);
 }
 
 /**

@@ -1,17 +1,14 @@
 /**
- * Checkpoint directory `<outDir>/checkpoint/`: one safetensors file per group of tensors
- * (`actor`, `critic`, `curiosity`, `optimizer`, `env`, ...) and `state.json`, the commit record.
+ * A checkpoint directory (`<outDir>/last/`, `<outDir>/best/`): one safetensors file per group of tensors
+ * (`actor`, `critic`, `curiosity`, `optimizer`, `env`, ...) and `state.json`, the record.
  *
- * Write order: every safetensors file atomically (temp file, fsync, rename, directory fsync),
- * then `state.json` atomically, LAST. state.json names every file with its SHA-256, so a reader
- * can tell a complete checkpoint from one torn by a crash between the files and the record.
- * A run that stops on a NaN never starts writing, so the previous checkpoint stays whole.
+ * A checkpoint is written as a whole: every file into `<dir>.pending/`, state.json last, then
+ * the directory is swapped in for the old one (storage.commitDir), so the previous checkpoint
+ * stays whole until the new one is complete. state.json also names every file with its SHA-256,
+ * so a reader still tells a complete checkpoint from a damaged one.
  */
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { decodeSafetensors, encodeSafetensors, type NamedTensor } from '../nets/safetensors.js';
-import { writeFileAtomic } from './atomic.js';
+import { commitDir, committedDir, joinPath, PENDING, readText, type Storage, sha256Hex } from './storage.js';
 
 export const STATE_FILE = 'state.json';
 
@@ -19,7 +16,10 @@ export const STATE_FILE = 'state.json';
 export class CheckpointError extends Error {
   override name = 'CheckpointError';
 }
-export const checkpointDir = (outDir: string): string => join(outDir, 'checkpoint');
+/** The latest checkpoint of a run: what --resume continues. */
+export const lastDir = (outDir: string): string => joinPath(outDir, 'last');
+/** The checkpoint of the epoch with the best validation score (src/train/verdict.ts). */
+export const bestDir = (outDir: string): string => joinPath(outDir, 'best');
 
 export interface CheckpointRecord<S> {
   /** Format version of this record. */
@@ -30,28 +30,29 @@ export interface CheckpointRecord<S> {
   state: S;
 }
 
-const sha256 = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
-
 /**
  * Writes `groups` (name -> tensors, saved as `<name>.safetensors`) and then the record.
  * `metadata` goes into every safetensors header (e.g. epoch, algo) for tools that read one file.
  */
-export function writeCheckpoint<S>(
+export async function writeCheckpoint<S>(
+  storage: Storage,
   dir: string,
   groups: Record<string, NamedTensor[]>,
   state: S,
   metadata: Record<string, string> = {},
-): void {
-  mkdirSync(dir, { recursive: true });
+): Promise<void> {
+  const staged = dir + PENDING;
+  await storage.remove(staged);
   const files: Record<string, string> = {};
   for (const [name, tensors] of Object.entries(groups)) {
     const file = `${name}.safetensors`;
     const bytes = encodeSafetensors(tensors, metadata);
-    writeFileAtomic(join(dir, file), bytes);
-    files[file] = sha256(bytes);
+    await storage.write(joinPath(staged, file), bytes);
+    files[file] = await sha256Hex(bytes);
   }
   const record: CheckpointRecord<S> = { version: 1, files, state };
-  writeFileAtomic(join(dir, STATE_FILE), `${JSON.stringify(record, null, 1)}\n`);
+  await storage.write(joinPath(staged, STATE_FILE), `${JSON.stringify(record, null, 1)}\n`);
+  await commitDir(storage, staged, dir);
 }
 
 export interface LoadedCheckpoint<S> {
@@ -60,17 +61,23 @@ export interface LoadedCheckpoint<S> {
   groups: Record<string, NamedTensor[]>;
 }
 
-/** Reads and verifies a checkpoint; every failure names the directory and says what to do. */
-export function readCheckpoint<S>(dir: string): LoadedCheckpoint<S> {
-  const statePath = join(dir, STATE_FILE);
-  if (!existsSync(statePath)) {
+/**
+ * Reads and verifies a checkpoint (the previous copy, when a crash came in the middle of
+ * replacing it); every failure names the directory and says what to do.
+ */
+export async function readCheckpoint<S>(storage: Storage, dir: string): Promise<LoadedCheckpoint<S>> {
+  const found = await committedDir(storage, dir);
+  const statePath = joinPath(found ?? dir, STATE_FILE);
+  const text = found === null ? null : await readText(storage, statePath);
+  if (text === null) {
     throw new CheckpointError(
       `${dir}: no checkpoint here (missing ${STATE_FILE}); train first, or check the path`,
     );
   }
+  dir = found as string;
   let record: CheckpointRecord<S>;
   try {
-    record = JSON.parse(readFileSync(statePath, 'utf8'));
+    record = JSON.parse(text);
   } catch (err) {
     throw new CheckpointError(`${statePath}: not valid JSON (${(err as Error).message})`);
   }
@@ -79,11 +86,11 @@ export function readCheckpoint<S>(dir: string): LoadedCheckpoint<S> {
   }
   const groups: Record<string, NamedTensor[]> = {};
   for (const [file, hash] of Object.entries(record.files)) {
-    const path = join(dir, file);
-    if (!existsSync(path))
+    const path = joinPath(dir, file);
+    const bytes = await storage.read(path);
+    if (bytes === null)
       throw new CheckpointError(`${path}: missing, but ${STATE_FILE} lists it; the checkpoint is incomplete`);
-    const bytes = readFileSync(path);
-    if (sha256(bytes) !== hash) {
+    if ((await sha256Hex(bytes)) !== hash) {
       throw new CheckpointError(
         `${path}: contents differ from ${STATE_FILE} (a crash while a checkpoint was written?); ` +
           'this checkpoint cannot be resumed, start the run again',

@@ -94,11 +94,11 @@ export function createCpuDqnEngine(cfg: Config, market: Market, train: SplitRang
       return summarizeRollout(rollout.components, rollout.rewards, rollout.dones, rollout.truncateds, count);
     },
 
-    async train(_round: number, totalSteps: number): Promise<DqnTrainStats> {
+    async train(_round: number): Promise<DqnTrainStats> {
       const out: DqnTrainStats = { steps: 0, loss: 0, gradNorm: 0, td: 0, beta: 0, replaySize: replay.size };
       if (replay.size < q.batch) return out;
       for (let k = 0; k < q.stepsPerEpoch; k++) {
-        out.beta = perBeta(q.betaStart, q.betaEnd, learner.steps, totalSteps);
+        out.beta = perBeta(q.betaStart, q.betaEnd, learner.steps, q.betaEpochs * q.stepsPerEpoch);
         const s = dqnTrainStep(learner, replay, per, key, out.beta);
         out.loss += s.loss;
         out.gradNorm += s.gradNorm;

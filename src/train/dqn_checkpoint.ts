@@ -14,8 +14,6 @@
  * With the replay and the tree inside, a resume can continue bit for bit (restoring a snapshot
  * does: test/unit/train-dqn.test.ts); the CLI does not resume DQN-family runs yet.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Config } from '../config.js';
 import { ENV_F, ENV_I } from '../env/state.js';
 import { c51Support } from '../learn/dqn_update.js';
@@ -25,6 +23,7 @@ import { type NamedTensor, paramsToTensors, tensorsToParams } from '../nets/safe
 import {
   CheckpointError,
   groupOf,
+  type LoadedCheckpoint,
   readCheckpoint,
   STATE_FILE,
   tensorOf,
@@ -35,6 +34,7 @@ import type { DqnSnapshot } from './dqn_engine.js';
 import { dqnGreedyPolicy, type Policy } from './policies.js';
 import type { DataFingerprint } from './ppo_checkpoint.js';
 import type { EpochRecord } from './runlog.js';
+import { joinPath, readText, type Storage } from './storage.js';
 
 export interface DqnCheckpointState {
   algo: 'dqn' | 'c51' | 'iqn';
@@ -54,6 +54,7 @@ const qLayout = (cfg: Config): NetLayout =>
   duelingLayout(headOf(cfg.train.algo), cfg.dqn.atoms, cfg.dqn.iqnEmbed);
 
 export async function saveDqnCheckpoint(
+  storage: Storage,
   dir: string,
   snap: DqnSnapshot,
   state: Omit<DqnCheckpointState, 'optimSteps' | 'env' | 'replay' | 'trainSteps'>,
@@ -86,21 +87,33 @@ export async function saveDqnCheckpoint(
     env: { n, w: snap.env.window.length / n, i: Array.from(snap.env.i), window: Array.from(snap.env.window) },
     replay: { head: snap.replay.head, size: snap.replay.size, maxPriority: snap.per.maxPriority },
   };
-  writeCheckpoint(dir, groups, full, { algo: state.algo, epoch: String(state.epoch), format: 'foxhunt' });
+  await writeCheckpoint(storage, dir, groups, full, {
+    algo: state.algo,
+    epoch: String(state.epoch),
+    format: 'foxhunt',
+  });
 }
 
 /** Reads and verifies a DQN-family checkpoint into its state and an engine snapshot. */
-export async function loadDqnCheckpoint(
-  dir: string,
-): Promise<{ state: DqnCheckpointState; snapshot: DqnSnapshot }> {
-  const ckpt = readCheckpoint<DqnCheckpointState>(dir);
+export interface DqnCheckpoint {
+  state: DqnCheckpointState;
+  snapshot: DqnSnapshot;
+}
+
+export async function loadDqnCheckpoint(storage: Storage, dir: string): Promise<DqnCheckpoint> {
+  const ckpt: LoadedCheckpoint<DqnCheckpointState> = await readCheckpoint(storage, dir);
   const state = ckpt.state;
   if (!['dqn', 'c51', 'iqn'].includes(state.algo)) {
     throw new CheckpointError(`${dir}: a ${state.algo} checkpoint, not a DQN-family one`);
   }
   const flat = (group: string, prefix: string, layout: NetLayout): Float32Array => {
     try {
-      return tensorsToParams(layout, groupOf(ckpt, dir, group), join(dir, `${group}.safetensors`), prefix);
+      return tensorsToParams(
+        layout,
+        groupOf(ckpt, dir, group),
+        joinPath(dir, `${group}.safetensors`),
+        prefix,
+      );
     } catch (err) {
       if (err instanceof CheckpointError) throw err;
       throw new CheckpointError((err as Error).message);
@@ -144,9 +157,10 @@ export async function loadDqnCheckpoint(
 }
 
 /** The algorithm named by the checkpoint's state.json ('ppo' when it cannot be read: the PPO loader then says why). */
-export function checkpointAlgo(dir: string): string {
+export async function checkpointAlgo(storage: Storage, dir: string): Promise<string> {
   try {
-    return JSON.parse(readFileSync(join(dir, STATE_FILE), 'utf8')).state.algo ?? 'ppo';
+    const text = await readText(storage, joinPath(dir, STATE_FILE));
+    return (text !== null && JSON.parse(text).state?.algo) || 'ppo';
   } catch {
     return 'ppo';
   }
@@ -154,9 +168,10 @@ export function checkpointAlgo(dir: string): string {
 
 /** A DQN-family checkpoint's state and the greedy policy of its online net. */
 export async function dqnCheckpointPolicy(
+  storage: Storage,
   dir: string,
 ): Promise<{ state: DqnCheckpointState; policy: Policy }> {
-  const { state, snapshot } = await loadDqnCheckpoint(dir);
+  const { state, snapshot } = await loadDqnCheckpoint(storage, dir);
   const q = state.config.dqn;
   const policy = dqnGreedyPolicy(
     headOf(state.algo),

@@ -44,8 +44,8 @@ export interface DqnEngine {
   readonly backend: BackendKind;
   /** One launch of N x L epsilon-greedy steps, folded into the replay. */
   collect(round: number, epsilon: number): Promise<CollectStats>;
-  /** `dqn.stepsPerEpoch` train steps; beta anneals over `totalSteps` train steps of the run. */
-  train(round: number, totalSteps: number): Promise<DqnTrainStats>;
+  /** `dqn.stepsPerEpoch` train steps; beta anneals over dqn.betaEpochs * dqn.stepsPerEpoch steps. */
+  train(round: number): Promise<DqnTrainStats>;
   /** One AdamW step of the curiosity model on the last launch; its MSE before the step. */
   trainCuriosity(round: number): Promise<number>;
   params(): Promise<DqnParams>;

@@ -8,7 +8,6 @@
  *                           optimizer step counts, the episodes' integer buffers, the epoch's
  *                           log record; written last (src/train/checkpoint.ts)
  */
-import { join } from 'node:path';
 import type { Config } from '../config.js';
 import { ENV_F, ENV_I } from '../env/state.js';
 import { curiosityLayout, type NetLayout, ppoActorLayout, ppoCriticLayout } from '../nets/layout.js';
@@ -23,6 +22,7 @@ import {
 } from './checkpoint.js';
 import type { PpoParams, PpoSnapshot } from './engine.js';
 import type { EpochRecord } from './runlog.js';
+import { joinPath, type Storage } from './storage.js';
 
 /** Identifies the bars a run trained on, so a resume or backtest on other data is refused. */
 export interface DataFingerprint {
@@ -58,11 +58,12 @@ const layouts: Record<keyof PpoParams, () => NetLayout> = {
 };
 const NETS = ['actor', 'critic', 'curiosity'] as const;
 
-export function savePpoCheckpoint(
+export async function savePpoCheckpoint(
+  storage: Storage,
   dir: string,
   snap: PpoSnapshot,
   state: Omit<PpoCheckpointState, 'optimSteps' | 'env'>,
-): void {
+): Promise<void> {
   const groups: Record<string, NamedTensor[]> = {};
   const optimizer: NamedTensor[] = [];
   for (const net of NETS) {
@@ -85,7 +86,11 @@ export function savePpoCheckpoint(
     },
     env: { n, w: snap.env.window.length / n, i: Array.from(snap.env.i), window: Array.from(snap.env.window) },
   };
-  writeCheckpoint(dir, groups, full, { algo: 'ppo', epoch: String(state.epoch), format: 'foxhunt' });
+  await writeCheckpoint(storage, dir, groups, full, {
+    algo: 'ppo',
+    epoch: String(state.epoch),
+    format: 'foxhunt',
+  });
 }
 
 export interface PpoCheckpoint {
@@ -95,17 +100,20 @@ export interface PpoCheckpoint {
 }
 
 /** Reads and verifies a PPO checkpoint. */
-export function loadPpoCheckpoint(dir: string): PpoCheckpoint {
-  const ckpt: LoadedCheckpoint<PpoCheckpointState> = readCheckpoint(dir);
+export async function loadPpoCheckpoint(storage: Storage, dir: string): Promise<PpoCheckpoint> {
+  const ckpt: LoadedCheckpoint<PpoCheckpointState> = await readCheckpoint(storage, dir);
   const state = ckpt.state;
   if (state.algo !== 'ppo') {
-    throw new CheckpointError(
-      `${dir}: a ${state.algo} checkpoint, not ppo; --resume continues PPO runs only so far (start a new run)`,
-    );
+    throw new CheckpointError(`${dir}: a ${state.algo} checkpoint, not ppo; use the matching --algo`);
   }
   const flat = (group: string, prefix: string, layout: NetLayout): Float32Array => {
     try {
-      return tensorsToParams(layout, groupOf(ckpt, dir, group), join(dir, `${group}.safetensors`), prefix);
+      return tensorsToParams(
+        layout,
+        groupOf(ckpt, dir, group),
+        joinPath(dir, `${group}.safetensors`),
+        prefix,
+      );
     } catch (err) {
       if (err instanceof CheckpointError) throw err;
       throw new CheckpointError((err as Error).message);

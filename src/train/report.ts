@@ -36,8 +36,35 @@ export function metricsTable(v: ValidationReport): string {
     .join('\n');
 }
 
+/** Wall-clock so far and the estimated time left, for the progress lines. */
+export interface Timing {
+  elapsedMs: number;
+  /** null until an epoch of this session has finished. */
+  etaMs: number | null;
+}
+
+/** `1h02m`, `4m05s`, `12s`. */
+export function duration(ms: number): string {
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m${String(s % 60).padStart(2, '0')}s`;
+  return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m`;
+}
+
+/**
+ * The ETA after `done` of `todo` epochs of this session took `elapsedMs`: the mean epoch time so
+ * far times the epochs left (checkpoint and validation included, as they recur every epoch).
+ */
+export function timing(elapsedMs: number, done: number, todo: number): Timing {
+  return { elapsedMs, etaMs: done > 0 ? (elapsedMs / done) * (todo - done) : null };
+}
+
+const timeText = (t: Timing | undefined) =>
+  t ? `  ${duration(t.elapsedMs)} elapsed${t.etaMs === null ? '' : `, ETA ${duration(t.etaMs)}`}` : '';
+
 /** One plain line per finished epoch (non-TTY progress). */
-export function epochLine(r: EpochRecord, epochs: number): string {
+export function epochLine(r: EpochRecord, epochs: number, time?: Timing): string {
   const v = r.validation;
   const t = r.timeMs;
   return (
@@ -45,17 +72,24 @@ export function epochLine(r: EpochRecord, epochs: number): string {
     (r.epsilon === undefined ? `entropy ${num(r.entropy ?? 0, 3)}  ` : `epsilon ${num(r.epsilon, 3)}  `) +
     `reward ${num(r.reward.total, 4)}  val ${pct(v.policy.totalReturn)} sharpe ${num(v.policy.sharpe)}  ` +
     `(buy-and-hold ${pct(v.buyHold.totalReturn)} ${num(v.buyHold.sharpe)}, random ${pct(v.random.totalReturn)} ` +
-    `${num(v.random.sharpe)})  ${(t.collect / 1000).toFixed(1)}s collect ${(t.update / 1000).toFixed(1)}s update`
+    `${num(v.random.sharpe)})  ${(t.collect / 1000).toFixed(1)}s collect ${(t.update / 1000).toFixed(1)}s update` +
+    timeText(time)
   );
 }
 
 /** The TTY progress line: a bar over epochs, the current phase and the last validation. */
-export function progressLine(epoch: number, epochs: number, phase: string, last: EpochRecord | null): string {
+export function progressLine(
+  epoch: number,
+  epochs: number,
+  phase: string,
+  last: EpochRecord | null,
+  time?: Timing,
+): string {
   const width = 20;
   const done = Math.round((width * (epoch - 1)) / epochs);
   const bar = `${'#'.repeat(done)}${'-'.repeat(width - done)}`;
   const val = last
     ? `  last val ${pct(last.validation.policy.totalReturn)} sharpe ${num(last.validation.policy.sharpe)}`
     : '';
-  return `epoch ${epoch}/${epochs} [${bar}] ${phase.padEnd(10)}${val}`;
+  return `epoch ${epoch}/${epochs} [${bar}] ${phase.padEnd(10)}${val}${timeText(time)}`;
 }

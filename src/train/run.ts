@@ -1,25 +1,32 @@
 /**
- * A training run from a resolved config: data (a file or the built-in synthetic market), splits,
- * backend and engine, fresh start or resume, then the algorithm's loop. The CLI and the tests
- * both come through here; nothing in this file prints.
+ * A training run from a resolved config: data (bars already in memory, or the built-in synthetic
+ * market), splits, backend and engine, fresh start or resume, then the algorithm's loop. The CLI,
+ * the browser worker and the tests all come through here; nothing in this file prints or touches
+ * a file system: files go through a Storage (./storage.ts), text through the callbacks.
  */
-import { mkdirSync, rmSync } from 'node:fs';
 import { type Phase, trainPpo } from '../algo/ppo.js';
-import { type Backend, type BackendKind, chooseBackend, describeChoice } from '../backend/index.js';
+import {
+  type Backend,
+  type BackendKind,
+  type CreateBackendOptions,
+  chooseBackend,
+  describeChoice,
+} from '../backend/index.js';
 import { type Config, resolvePrecision } from '../config.js';
-import { loadBars } from '../data/load.js';
-import { buildMarket } from '../data/market.js';
+import { assertMarketFinite, buildMarket } from '../data/market.js';
 import { makeSplits } from '../data/splits.js';
 import { generateSynthetic } from '../data/synthetic.js';
 import type { Bars, Market, Splits } from '../data/types.js';
 import { createDevicePpoEngine } from '../learn/device_engine.js';
-import { checkpointDir } from './checkpoint.js';
+import { bestDir, lastDir, STATE_FILE } from './checkpoint.js';
 import { createCpuPpoEngine } from './cpu_ppo_engine.js';
+import { checkpointAlgo, type DqnCheckpoint, loadDqnCheckpoint } from './dqn_checkpoint.js';
 import { runDqnTraining } from './dqn_run.js';
 import type { PpoEngine } from './engine.js';
 import { inferBarsPerYear } from './metrics.js';
 import { type DataFingerprint, loadPpoCheckpoint, type PpoCheckpoint } from './ppo_checkpoint.js';
-import { type EpochRecord, logPath, trimLog } from './runlog.js';
+import { type EpochRecord, type RunSummary, trimLog } from './runlog.js';
+import { committedDir, joinPath, PREVIOUS, readText, type Storage } from './storage.js';
 
 /** A configuration or usage problem the user can fix; the CLI prints it as one line. */
 export class RunError extends Error {
@@ -33,12 +40,19 @@ export interface PreparedData {
   barsPerYear: number;
 }
 
-/** Loads `dataFile` (or generates the synthetic market of cfg.data.synthBars bars, seed cfg.train.seed). */
-export async function prepareData(cfg: Config, dataFile?: string): Promise<PreparedData> {
-  let bars: Bars;
-  if (dataFile) bars = (await loadBars(dataFile)).bars;
-  else bars = generateSynthetic({ bars: cfg.data.synthBars, seed: cfg.train.seed });
+/** Market bars a caller already holds (parsed from a file or a dropped CSV) and where they came from. */
+export interface SourcedBars {
+  bars: Bars;
+  /** The file name, shown in messages and kept in checkpoints; never read from. */
+  source: string;
+}
+
+/** Builds the market of `input`, or of the synthetic market of cfg.data.synthBars bars (seed cfg.train.seed). */
+export async function prepareData(cfg: Config, input?: SourcedBars): Promise<PreparedData> {
+  const bars: Bars = input?.bars ?? generateSynthetic({ bars: cfg.data.synthBars, seed: cfg.train.seed });
+  const dataFile = input?.source;
   const market = buildMarket(bars, cfg);
+  assertMarketFinite(market, dataFile ?? 'the synthetic market');
   let closeSum = 0;
   for (let t = 0; t < market.n; t++) closeSum += market.ohlc[t * 4 + 3];
   return {
@@ -74,11 +88,19 @@ export function configDiff(a: Config, b: Config): string[] {
  * `override` applied (the command's config file and flags); only train.epochs and
  * train.checkpointEvery may change.
  */
-export function resumeConfig(
+export async function resumeConfig(
+  storage: Storage,
   outDir: string,
   override: (base: Config) => Config,
-): { cfg: Config; checkpoint: PpoCheckpoint } {
-  const checkpoint = loadPpoCheckpoint(checkpointDir(outDir));
+): Promise<{ cfg: Config; checkpoint: PpoCheckpoint | DqnCheckpoint }> {
+  // Runs written before last/ and best/ existed kept their one checkpoint in checkpoint/.
+  const legacy = joinPath(outDir, 'checkpoint');
+  const useLegacy = !(await committedDir(storage, lastDir(outDir))) && (await storage.exists(legacy));
+  const dir = useLegacy ? legacy : lastDir(outDir);
+  const checkpoint =
+    (await checkpointAlgo(storage, dir)) === 'ppo'
+      ? await loadPpoCheckpoint(storage, dir)
+      : await loadDqnCheckpoint(storage, dir);
   const { state } = checkpoint;
   // Checkpoints written before train.precision existed trained in exact f32: resume them so.
   state.config.train.precision ??= 'exact';
@@ -105,9 +127,16 @@ export function resumeConfig(
 
 export interface RunOptions {
   cfg: Config;
-  dataFile?: string;
+  /** Where checkpoints and the log go (src/node/storage.ts for files, MemoryStorage, OPFS, ...). */
+  storage: Storage;
+  /** The bars to train on; default: the synthetic market of the config. */
+  bars?: SourcedBars;
+  /** How to create the backend (e.g. `gpu: navigator.gpu` in a browser). */
+  backendOptions?: CreateBackendOptions;
+  /** A fresh run into an outDir that holds a run deletes that run first; without it, it refuses. */
+  force?: boolean;
   /** The checkpoint to continue from (from resumeConfig), or null for a fresh run. */
-  resume: PpoCheckpoint | null;
+  resume: PpoCheckpoint | DqnCheckpoint | null;
   onInfo?: (line: string) => void;
   onPhase?: (epoch: number, phase: Phase) => void;
   onEpoch?: (record: EpochRecord) => void;
@@ -115,6 +144,8 @@ export interface RunOptions {
 
 export interface RunResult {
   records: EpochRecord[];
+  /** best/, its test-split report and the verdict sentences (also the log's last line). */
+  summary: RunSummary;
   backend: BackendKind;
   outDir: string;
 }
@@ -136,10 +167,18 @@ export async function runTraining(opts: RunOptions): Promise<RunResult> {
   const { cfg } = opts;
   if (cfg.train.algo !== 'ppo') return runDqnTraining(opts);
   const outDir = cfg.train.outDir;
-  const data = await prepareData(cfg, opts.dataFile);
+  const { storage } = opts;
+  const earlier = opts.resume ? [] : await earlierRun(storage, outDir);
+  if (earlier.length && !opts.force) {
+    throw new RunError(
+      `${outDir} already holds a run (${earlier.join(', ')}); --resume continues it, --out DIR trains ` +
+        'elsewhere, --force deletes it and starts again',
+    );
+  }
+  const data = await prepareData(cfg, opts.bars);
   if (opts.resume) checkSameData(opts.resume.state.data, data.fingerprint, outDir);
 
-  const choice = await chooseBackend(cfg.train.backend);
+  const choice = await chooseBackend(cfg.train.backend, opts.backendOptions);
   const backend = choice.backend;
   try {
     for (const line of describeChoice(choice)) opts.onInfo?.(line);
@@ -159,36 +198,58 @@ export async function runTraining(opts: RunOptions): Promise<RunResult> {
     const engine = ppoEngines[backend.kind](backend, cfg, data.market, data.splits);
     try {
       let firstEpoch = 1;
+      let bestScore = Number.NEGATIVE_INFINITY;
       if (opts.resume) {
-        const { snapshot, state } = opts.resume;
+        // The config came from this checkpoint (resumeConfig), so algo 'ppo' means a PPO checkpoint.
+        const { snapshot, state } = opts.resume as PpoCheckpoint;
         await engine.restore(snapshot);
-        trimLog(outDir, state.epoch, state.record);
+        await trimLog(storage, outDir, state.epoch, state.record);
         firstEpoch = state.epoch + 1;
+        bestScore = await bestScoreOf(storage, outDir);
       } else {
-        // A fresh run replaces whatever an earlier run left in this directory.
-        rmSync(checkpointDir(outDir), { recursive: true, force: true });
-        rmSync(logPath(outDir), { force: true });
-        mkdirSync(outDir, { recursive: true });
+        // Only with force (checked above): the user asked for the earlier run to go.
+        for (const name of earlier) await storage.remove(joinPath(outDir, name));
       }
-      const records = await trainPpo({
+      const { records, summary } = await trainPpo({
         cfg,
         market: data.market,
         splits: data.splits,
         engine,
+        storage,
         outDir,
         barsPerYear: data.barsPerYear,
         data: data.fingerprint,
         firstEpoch,
+        bestScore,
         onPhase: opts.onPhase,
         onEpoch: opts.onEpoch,
       });
-      return { records, backend: backend.kind, outDir };
+      return { records, summary, backend: backend.kind, outDir };
     } finally {
       engine.destroy();
     }
   } finally {
     backend.destroy();
   }
+}
+
+/** What a run leaves in its outDir; any of them makes the directory occupied. */
+const RUN_ENTRIES = ['last', 'best', 'checkpoint', 'log.jsonl'].flatMap((n) =>
+  n.includes('.') ? [n] : [n, n + PREVIOUS],
+);
+
+/** The entries of an earlier run in `outDir` (empty when there is none). */
+export async function earlierRun(storage: Storage, outDir: string): Promise<string[]> {
+  const present = new Set(await storage.list(outDir));
+  return RUN_ENTRIES.filter((n) => present.has(n));
+}
+
+/** The validation score of best/ (only its state.json is read), or -Infinity without one. */
+export async function bestScoreOf(storage: Storage, outDir: string): Promise<number> {
+  const dir = await committedDir(storage, bestDir(outDir));
+  const text = dir === null ? null : await readText(storage, joinPath(dir, STATE_FILE));
+  const score = text === null ? undefined : JSON.parse(text).state?.record?.score;
+  return typeof score === 'number' ? score : Number.NEGATIVE_INFINITY;
 }
 
 /** Refuses to continue or evaluate a checkpoint on bars other than those it trained on. */

@@ -1,13 +1,12 @@
 /**
  * The run log: `<outDir>/log.jsonl`, one JSON object per finished epoch (fields documented in
- * docs/TRAINING.md). Lines are appended after the epoch's checkpoint is on disk and fsynced, so a
- * crash loses at most the line of an epoch that a resume will redo; `trimLog` drops lines past
- * the checkpoint on resume so the log never holds an epoch twice.
+ * docs/TRAINING.md), and after the last epoch one summary line (`"summary": true`: best/ and its
+ * test-split report). Lines are appended after the epoch's checkpoints are committed, so a crash
+ * loses at most the line of an epoch that a resume will redo; `trimLog` drops lines past the
+ * checkpoint on resume so the log never holds an epoch twice.
  */
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
-import { writeFileAtomic } from './atomic.js';
 import type { Metrics } from './metrics.js';
+import { joinPath, readText, type Storage } from './storage.js';
 
 export interface ValidationReport {
   policy: Metrics;
@@ -32,34 +31,63 @@ export interface EpochRecord {
   /** Wall-clock milliseconds per phase. */
   timeMs: { collect: number; update: number; curiosity: number; validate: number; checkpoint: number };
   validation: ValidationReport;
+  /** Validation score of the epoch (src/train/verdict.ts), what best/ is chosen by. */
+  score: number;
 }
 
-export const logPath = (outDir: string): string => join(outDir, 'log.jsonl');
+/** The last line of a finished run. */
+export interface RunSummary {
+  summary: true;
+  algo: string;
+  backend: string;
+  /** The last epoch trained (last/). */
+  epochs: number;
+  /** best/: its epoch, score and validation report. */
+  best: { epoch: number; score: number; validation: ValidationReport };
+  /** best/ on the test split, evaluated once, here. */
+  test: ValidationReport;
+  /** The verdict sentences on validation and on test (src/train/verdict.ts). */
+  verdict: { validation: string; test: string };
+}
 
-export function appendLog(outDir: string, record: EpochRecord): void {
-  const fd = openSync(logPath(outDir), 'a');
-  try {
-    writeSync(fd, `${JSON.stringify(record)}\n`);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
+export const logPath = (outDir: string): string => joinPath(outDir, 'log.jsonl');
+
+export async function appendLog(
+  storage: Storage,
+  outDir: string,
+  record: EpochRecord | RunSummary,
+): Promise<void> {
+  await storage.append(logPath(outDir), `${JSON.stringify(record)}\n`);
 }
 
 /**
  * The log's records. `tornTail` drops a last line that is cut short (no newline, not JSON): the
  * trace of a crash in the middle of an append, which a resume is about to redo anyway.
  */
-export function readLog(outDir: string, tornTail = false): EpochRecord[] {
+export async function readLog(storage: Storage, outDir: string, tornTail = false): Promise<EpochRecord[]> {
+  return (await readLines(storage, outDir, tornTail)).filter((r): r is EpochRecord => !('summary' in r));
+}
+
+/** The summary line of a finished run, or null. */
+export async function readSummary(storage: Storage, outDir: string): Promise<RunSummary | null> {
+  const lines = await readLines(storage, outDir, false);
+  return (lines.findLast((r): r is RunSummary => 'summary' in r) as RunSummary | undefined) ?? null;
+}
+
+async function readLines(
+  storage: Storage,
+  outDir: string,
+  tornTail: boolean,
+): Promise<(EpochRecord | RunSummary)[]> {
   const path = logPath(outDir);
-  if (!existsSync(path)) return [];
-  const text = readFileSync(path, 'utf8');
+  const text = await readText(storage, path);
+  if (text === null) return [];
   const lines = text.split('\n');
-  const records: EpochRecord[] = [];
+  const records: (EpochRecord | RunSummary)[] = [];
   lines.forEach((line, i) => {
     if (line.trim() === '') return;
     try {
-      records.push(JSON.parse(line) as EpochRecord);
+      records.push(JSON.parse(line));
     } catch {
       if (tornTail && i === lines.length - 1) return;
       throw new Error(`${path}: line ${i + 1} is not valid JSON (a torn write?); delete that line to resume`);
@@ -69,11 +97,17 @@ export function readLog(outDir: string, tornTail = false): EpochRecord[] {
 }
 
 /**
- * Makes the log end exactly at `epoch` (the checkpoint's): drops later lines, and re-appends the
+ * Makes the log end exactly at `epoch` (the checkpoint's): drops later lines and the summary of
+ * an earlier finish (a resume that trains further writes a new one), and re-appends the
  * checkpoint's own record when a crash came between the checkpoint and its log line.
  */
-export function trimLog(outDir: string, epoch: number, checkpointRecord: EpochRecord | null): void {
-  const kept = readLog(outDir, true).filter((r) => r.epoch <= epoch);
+export async function trimLog(
+  storage: Storage,
+  outDir: string,
+  epoch: number,
+  checkpointRecord: EpochRecord | null,
+): Promise<void> {
+  const kept = (await readLog(storage, outDir, true)).filter((r) => r.epoch <= epoch);
   if (checkpointRecord && !kept.some((r) => r.epoch === epoch)) kept.push(checkpointRecord);
-  writeFileAtomic(logPath(outDir), kept.map((r) => `${JSON.stringify(r)}\n`).join(''));
+  await storage.write(logPath(outDir), kept.map((r) => `${JSON.stringify(r)}\n`).join(''));
 }

@@ -12,8 +12,11 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createBackend } from '../../src/backend/index.js';
 import { BackendUnavailableError } from '../../src/backend/types.js';
 import { applyFlags, type Config, cloneDefaults, validateConfig } from '../../src/config.js';
+import { NodeStorage } from '../../src/node/storage.js';
 import { resumeConfig, runTraining } from '../../src/train/run.js';
 import { readLog } from '../../src/train/runlog.js';
+
+const storage = new NodeStorage();
 
 const TINY: Record<string, string> = {
   'data.synthBars': '2000',
@@ -56,18 +59,18 @@ describe('PPO on the device engine (webgpu)', () => {
       throw err;
     }
     const cpuDir = join(root, 'cpu');
-    await runTraining({ cfg: config('cpu', cpuDir, 2), resume: null });
+    await runTraining({ cfg: config('cpu', cpuDir, 2), resume: null, storage });
 
     const gpuDir = join(root, 'webgpu');
-    await runTraining({ cfg: config('webgpu', gpuDir, 1), resume: null });
-    const { cfg, checkpoint } = resumeConfig(gpuDir, (base) =>
+    await runTraining({ cfg: config('webgpu', gpuDir, 1), resume: null, storage });
+    const { cfg, checkpoint } = await resumeConfig(storage, gpuDir, (base) =>
       validateConfig(applyFlags(base, { 'train.epochs': '2' })),
     );
     expect(checkpoint.state.backend).toBe('webgpu');
-    await runTraining({ cfg, resume: checkpoint });
+    await runTraining({ cfg, resume: checkpoint, storage });
 
-    const cpu = readLog(cpuDir);
-    const gpu = readLog(gpuDir);
+    const cpu = await readLog(storage, cpuDir);
+    const gpu = await readLog(storage, gpuDir);
     expect(gpu.map((r) => [r.epoch, r.backend])).toEqual([
       [1, 'webgpu'],
       [2, 'webgpu'],

@@ -30,6 +30,7 @@ import { chooseBackend } from '../../src/backend/index.js';
 import { applyFlags, cloneDefaults, loadConfig, validateConfig } from '../../src/config.js';
 import { initParams } from '../../src/nets/forward.js';
 import { NetId, ppoActorLayout } from '../../src/nets/layout.js';
+import { NodeStorage } from '../../src/node/storage.js';
 import { backtest } from '../../src/train/backtest.js';
 import { ppoGreedyPolicy } from '../../src/train/policies.js';
 import { prepareData, runTraining } from '../../src/train/run.js';
@@ -70,7 +71,7 @@ describe('PPO learns on the synthetic market', () => {
         kind === 'cpu'
           ? loadConfig({ text: readFileSync(CPU_CONFIG, 'utf8'), path: CPU_CONFIG }, run)
           : validateConfig(applyFlags(cloneDefaults(), { ...LEARNS_FLAGS, ...run }));
-      const { records } = await runTraining({ cfg, resume: null });
+      const { records } = await runTraining({ cfg, resume: null, storage: new NodeStorage() });
       const { policy, buyHold, random } = records.at(-1)!.validation;
       const summary = `seed ${seed} on ${kind}: policy ${JSON.stringify(policy)}\nbuy-and-hold ${JSON.stringify(buyHold)}\nrandom ${JSON.stringify(random)}`;
       expect(policy.totalReturn, summary).toBeGreaterThan(buyHold.totalReturn);

@@ -13,12 +13,11 @@ import {
 import {
   decodeSafetensors,
   encodeSafetensors,
-  loadSafetensors,
   type NamedTensor,
   paramsToTensors,
-  saveSafetensors,
   tensorsToParams,
 } from '../../src/nets/safetensors.js';
+import { loadSafetensors, saveSafetensors } from '../../src/node/safetensors_file.js';
 
 let dir: string;
 beforeAll(async () => {

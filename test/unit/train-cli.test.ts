@@ -1,9 +1,12 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
-import { readLog } from '../../src/train/runlog.js';
+import { NodeStorage } from '../../src/node/storage.js';
+import { readLog as readLogOf, readSummary } from '../../src/train/runlog.js';
+
+const readLog = (dir: string) => readLogOf(new NodeStorage(), dir);
 
 const TINY = [
   '--data.synthBars',
@@ -42,7 +45,7 @@ async function cli(args: string[]): Promise<{ code: number; out: string; err: st
 describe('foxhunt train / backtest', () => {
   const dir = join(root, 'run');
 
-  it('trains on the synthetic market, logs each epoch and prints the validation table', async () => {
+  it('trains on the synthetic market, logs each epoch, keeps best/ and last/, ends with the verdict', async () => {
     const r = await cli([
       'train',
       '--algo',
@@ -58,27 +61,71 @@ describe('foxhunt train / backtest', () => {
       ...TINY,
     ]);
     expect(r.code).toBe(0);
-    expect(r.err).toMatch(/^epoch 1\/2 .*\nepoch 2\/2 /m);
-    expect(r.out).toMatch(/policy .*\nbuy-and-hold .*\nrandom /);
-    expect(existsSync(join(dir, 'checkpoint', 'state.json'))).toBe(true);
-    expect(readLog(dir).map((x) => x.epoch)).toEqual([1, 2]);
+    expect(r.err).toMatch(/^epoch 1\/2 .* elapsed, ETA \d+s\nepoch 2\/2 .* elapsed, ETA 0s$/m);
+    expect(r.out).toMatch(/validation split:\n.*\npolicy .*\nbuy-and-hold .*\nrandom /);
+    expect(r.out).toMatch(/test split \(best\/, evaluated once, at the end\):\n.*\npolicy /);
+    expect(existsSync(join(dir, 'last', 'state.json'))).toBe(true);
+    expect(existsSync(join(dir, 'best', 'state.json'))).toBe(true);
+    const log = await readLog(dir);
+    expect(log.map((x) => x.epoch)).toEqual([1, 2]);
+    // best/ is the first epoch with the highest validation Sharpe.
+    const bestEpoch = log.reduce((b, x) => (x.score > b.score ? x : b)).epoch;
+    const summary = (await readSummary(new NodeStorage(), dir))!;
+    expect(summary.best.epoch).toBe(bestEpoch);
+    expect(summary.best.validation).toEqual(log[bestEpoch - 1].validation);
+    const lines = r.out.split('\n');
+    expect(lines.at(-2)).toBe(summary.verdict.validation);
+    expect(lines.at(-1)).toBe(summary.verdict.test);
+    expect(summary.verdict.validation).toMatch(
+      new RegExp(`^best/ \\(epoch ${bestEpoch} of 2\\) (beat|did NOT beat) .* on the validation split`),
+    );
   });
 
-  it('backtest of the checkpoint on the validation split matches the last logged validation', async () => {
-    const r = await cli(['backtest', '--checkpoint', dir, '--split', 'val', '--json']);
+  it('backtest of a run directory is best/: its validation and test figures are the logged ones', async () => {
+    const summary = (await readSummary(new NodeStorage(), dir))!;
+    const val = JSON.parse((await cli(['backtest', '--checkpoint', dir, '--split', 'val', '--json'])).out);
+    expect(val.epoch).toBe(summary.best.epoch);
+    expect({ policy: val.policy, buyHold: val.buyHold, random: val.random }).toEqual(summary.best.validation);
+    const test = JSON.parse((await cli(['backtest', '--checkpoint', dir, '--json'])).out);
+    expect({ policy: test.policy, buyHold: test.buyHold, random: test.random }).toEqual(summary.test);
+  });
+
+  it('backtest of last/ matches the last logged validation, and prints the table for the test split', async () => {
+    const r = await cli(['backtest', '--checkpoint', join(dir, 'last'), '--split', 'val', '--json']);
     expect(r.code).toBe(0);
     const report = JSON.parse(r.out);
-    const last = readLog(dir).at(-1)!;
+    const last = (await readLog(dir)).at(-1)!;
     expect(report.epoch).toBe(2);
     expect(report.policy).toEqual(last.validation.policy);
-    expect(report.buyHold).toEqual(last.validation.buyHold);
-    expect(report.random).toEqual(last.validation.random);
+    const t = await cli(['backtest', '--checkpoint', join(dir, 'last')]);
+    expect(t.code).toBe(0);
+    expect(t.out).toMatch(/test split: bars \[\d+, 2000\)\n.*return.*sharpe/);
   });
 
-  it('prints the table for the test split', async () => {
-    const r = await cli(['backtest', '--checkpoint', join(dir, 'checkpoint')]);
-    expect(r.code).toBe(0);
-    expect(r.out).toMatch(/test split: bars \[\d+, 2000\)\n.*return.*sharpe/);
+  it('refuses to start a fresh run over an earlier one unless --force', async () => {
+    const before = readFileSync(join(dir, 'last', 'state.json'));
+    const again = await cli(['train', '--backend', 'cpu', '--epochs', '1', '--out', dir, ...TINY]);
+    expect(again.code).toBe(1);
+    expect(again.err).toMatch(/already holds a run \(last, best, log\.jsonl\); --resume continues it/);
+    expect(again.err.split('\n')).toHaveLength(1);
+    expect(readFileSync(join(dir, 'last', 'state.json')).equals(before)).toBe(true);
+
+    const other = join(root, 'forced');
+    await cli(['train', '--backend', 'cpu', '--epochs', '2', '--out', other, ...TINY]);
+    const forced = await cli([
+      'train',
+      '--backend',
+      'cpu',
+      '--epochs',
+      '1',
+      '--out',
+      other,
+      '--force',
+      ...TINY,
+    ]);
+    expect(forced.code).toBe(0);
+    expect((await readLog(other)).map((x) => x.epoch)).toEqual([1]);
+    expect((await readSummary(new NodeStorage(), other))!.epochs).toBe(1);
   });
 
   it('gives one clear line for user errors', async () => {

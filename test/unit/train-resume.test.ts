@@ -3,10 +3,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { applyFlags, type Config, cloneDefaults, validateConfig } from '../../src/config.js';
-import { checkpointDir, STATE_FILE } from '../../src/train/checkpoint.js';
+import { NodeStorage } from '../../src/node/storage.js';
+import { lastDir, STATE_FILE } from '../../src/train/checkpoint.js';
 import { loadPpoCheckpoint } from '../../src/train/ppo_checkpoint.js';
-import { resumeConfig, runTraining } from '../../src/train/run.js';
-import { type EpochRecord, readLog } from '../../src/train/runlog.js';
+import { type RunOptions, resumeConfig, runTraining } from '../../src/train/run.js';
+import { type EpochRecord, readLog as readLogOf } from '../../src/train/runlog.js';
+
+const storage = new NodeStorage();
+const run = (opts: Omit<RunOptions, 'storage'>) => runTraining({ storage, ...opts });
+const readLog = (dir: string) => readLogOf(storage, dir);
 
 /** A CPU-sized run: a short synthetic market, 4 episodes x 16 steps, 2 passes of 32-sample minibatches. */
 const TINY: Record<string, string> = {
@@ -41,18 +46,18 @@ function deterministic(r: EpochRecord): Omit<EpochRecord, 'timeMs' | 'throughput
 describe('checkpoint and resume (cpu)', () => {
   it('2 epochs straight equal 1 epoch + resume 1 epoch, bit for bit', async () => {
     const straight = join(root, 'straight');
-    await runTraining({ cfg: config(straight, { 'train.epochs': '2' }), resume: null });
+    await run({ cfg: config(straight, { 'train.epochs': '2' }), resume: null });
 
     const split = join(root, 'split');
-    await runTraining({ cfg: config(split, { 'train.epochs': '1' }), resume: null });
-    const { cfg, checkpoint } = resumeConfig(split, (base) =>
+    await run({ cfg: config(split, { 'train.epochs': '1' }), resume: null });
+    const { cfg, checkpoint } = await resumeConfig(storage, split, (base) =>
       validateConfig(applyFlags(base, { 'train.epochs': '2' })),
     );
     expect(checkpoint.state.epoch).toBe(1);
-    await runTraining({ cfg, resume: checkpoint });
+    await run({ cfg, resume: checkpoint });
 
-    const a = loadPpoCheckpoint(checkpointDir(straight));
-    const b = loadPpoCheckpoint(checkpointDir(split));
+    const a = await loadPpoCheckpoint(storage, lastDir(straight));
+    const b = await loadPpoCheckpoint(storage, lastDir(split));
     expect(b.state.epoch).toBe(2);
     for (const net of ['actor', 'critic', 'curiosity'] as const) {
       expect(
@@ -66,70 +71,72 @@ describe('checkpoint and resume (cpu)', () => {
     expect(Array.from(b.snapshot.env.f)).toEqual(Array.from(a.snapshot.env.f));
     expect(Array.from(b.snapshot.env.i)).toEqual(Array.from(a.snapshot.env.i));
 
-    const logA = readLog(straight);
-    const logB = readLog(split);
+    const logA = await readLog(straight);
+    const logB = await readLog(split);
     expect(logA.map((r) => r.epoch)).toEqual([1, 2]);
     expect(logB.map(deterministic)).toEqual(logA.map(deterministic));
   });
 
   it('trims log lines past the checkpoint on resume', async () => {
     const dir = join(root, 'trim');
-    await runTraining({
+    await run({
       cfg: config(dir, { 'train.epochs': '2', 'train.checkpointEvery': '5' }),
       resume: null,
     });
     // Checkpoints only at the last epoch (2); make the directory look like epoch 1's: rerun 1 epoch.
-    await runTraining({ cfg: config(dir, { 'train.epochs': '1' }), resume: null });
-    expect(readLog(dir).map((r) => r.epoch)).toEqual([1]);
-    const { cfg, checkpoint } = resumeConfig(dir, (base) =>
+    await run({ cfg: config(dir, { 'train.epochs': '1' }), resume: null, force: true });
+    expect((await readLog(dir)).map((r) => r.epoch)).toEqual([1]);
+    const { cfg, checkpoint } = await resumeConfig(storage, dir, (base) =>
       validateConfig(applyFlags(base, { 'train.epochs': '2' })),
     );
-    await runTraining({ cfg, resume: checkpoint });
-    expect(readLog(dir).map((r) => r.epoch)).toEqual([1, 2]);
+    await run({ cfg, resume: checkpoint });
+    expect((await readLog(dir)).map((r) => r.epoch)).toEqual([1, 2]);
   });
 
   it('resumes a checkpoint written before train.precision existed in exact f32, as it trained', async () => {
     const dir = join(root, 'old-precision');
-    await runTraining({ cfg: config(dir, { 'train.epochs': '1' }), resume: null });
-    const statePath = join(checkpointDir(dir), STATE_FILE);
+    await run({ cfg: config(dir, { 'train.epochs': '1' }), resume: null });
+    const statePath = join(lastDir(dir), STATE_FILE);
     const record = JSON.parse(readFileSync(statePath, 'utf8'));
     expect(record.state.config.train.precision).toBe('auto');
     delete record.state.config.train.precision;
     writeFileSync(statePath, JSON.stringify(record));
-    const { cfg } = resumeConfig(dir, (base) => validateConfig(applyFlags(base, { 'train.epochs': '2' })));
+    const { cfg } = await resumeConfig(storage, dir, (base) =>
+      validateConfig(applyFlags(base, { 'train.epochs': '2' })),
+    );
     expect(cfg.train.precision).toBe('exact');
-    expect(() =>
-      resumeConfig(dir, (base) =>
+    await expect(
+      resumeConfig(storage, dir, (base) =>
         validateConfig(applyFlags(base, { 'train.epochs': '2', 'train.precision': 'auto' })),
       ),
-    ).toThrow(/train\.precision differs/);
+    ).rejects.toThrow(/train\.precision differs/);
   });
 
   it('refuses a resume that changes the run', async () => {
     const dir = join(root, 'strict');
-    await runTraining({ cfg: config(dir, { 'train.epochs': '1' }), resume: null });
-    expect(() =>
-      resumeConfig(dir, (base) =>
+    await run({ cfg: config(dir, { 'train.epochs': '1' }), resume: null });
+    await expect(
+      resumeConfig(storage, dir, (base) =>
         validateConfig(applyFlags(base, { 'train.epochs': '2', 'ppo.lr': '0.001' })),
       ),
-    ).toThrow(/ppo\.lr differs/);
-    expect(() => resumeConfig(dir, (base) => base)).toThrow(/already finished epoch 1 of 1/);
+    ).rejects.toThrow(/ppo\.lr differs/);
+    await expect(resumeConfig(storage, dir, (base) => base)).rejects.toThrow(/already finished epoch 1 of 1/);
   });
 
   it('stops on a NaN loss, naming the epoch, and keeps the last good checkpoint', async () => {
     const dir = join(root, 'nan');
-    await runTraining({ cfg: config(dir, { 'train.epochs': '1' }), resume: null });
-    const before = readFileSync(join(checkpointDir(dir), STATE_FILE));
-    const { cfg, checkpoint } = resumeConfig(dir, (base) =>
+    await run({ cfg: config(dir, { 'train.epochs': '1' }), resume: null });
+    const before = readFileSync(join(lastDir(dir), STATE_FILE));
+    const { cfg, checkpoint } = await resumeConfig(storage, dir, (base) =>
       validateConfig(applyFlags(base, { 'train.epochs': '3' })),
     );
     // An absurd learning rate is the poisoned update: the parameters blow up within the epoch.
     cfg.ppo.lr = 1e30;
-    await expect(runTraining({ cfg, resume: checkpoint })).rejects.toThrow(
+    await expect(run({ cfg, resume: checkpoint })).rejects.toThrow(
       /epoch 2: .* is (NaN|Infinity|-Infinity); the run stopped and the last good checkpoint \(epoch 1\)/,
     );
-    expect(readFileSync(join(checkpointDir(dir), STATE_FILE)).equals(before)).toBe(true);
-    expect(readLog(dir).map((r) => r.epoch)).toEqual([1]);
-    expect(existsSync(join(checkpointDir(dir), 'actor.safetensors'))).toBe(true);
+    expect(readFileSync(join(lastDir(dir), STATE_FILE)).equals(before)).toBe(true);
+    expect((await readLog(dir)).map((r) => r.epoch)).toEqual([1]);
+    expect(existsSync(join(lastDir(dir), 'actor.safetensors'))).toBe(true);
   });
 });

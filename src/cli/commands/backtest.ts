@@ -3,17 +3,18 @@
  * synthetic market it trained on), next to buy-and-hold and the random baseline, with the
  * checkpoint's costs and config.
  */
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SplitRange } from '../../data/types.js';
+import { loadSourcedBars } from '../../node/data.js';
+import { NodeStorage } from '../../node/storage.js';
 import { backtest, baselines } from '../../train/backtest.js';
-import { STATE_FILE } from '../../train/checkpoint.js';
 import { checkpointAlgo, dqnCheckpointPolicy } from '../../train/dqn_checkpoint.js';
 import { ppoGreedyPolicy } from '../../train/policies.js';
 import { loadPpoCheckpoint } from '../../train/ppo_checkpoint.js';
 import { metricsTable } from '../../train/report.js';
 import { prepareData } from '../../train/run.js';
 import type { ValidationReport } from '../../train/runlog.js';
+import { committedDir } from '../../train/storage.js';
 import { parseFlags } from '../args.js';
 import { type Command, UserError } from '../main.js';
 import { asUserError } from './train.js';
@@ -23,7 +24,8 @@ const usage = `usage: foxhunt backtest --checkpoint DIR [--data FILE] [--split t
 Runs the checkpoint's greedy policy over one split as one continuous episode (barriers close
 positions but do not end it), with buy-and-hold and a random policy on the same bars and costs.
 
-  --checkpoint DIR   a run directory (DIR/checkpoint/) or the checkpoint directory itself
+  --checkpoint DIR   a run directory (its best/ checkpoint) or a checkpoint directory (DIR/best,
+                     DIR/last)
   --data FILE        market bars; default: the synthetic market the checkpoint trained on
   --split NAME       train, val, test (default) or all (every bar after the warm-up)
   --json             print the metrics as one JSON object instead of a table`;
@@ -51,15 +53,23 @@ export const backtestCommand: Command = {
     if (!SPLITS.includes(split))
       throw new UserError(`--split must be one of ${SPLITS.join(', ')}, got "${split}"`);
     const given = String(values.checkpoint);
-    const dir = existsSync(join(given, 'checkpoint', STATE_FILE)) ? join(given, 'checkpoint') : given;
+    const storage = new NodeStorage();
+    // A run directory means its best/; runs from before best/ existed have checkpoint/.
+    let dir = given;
+    for (const sub of ['best', 'last', 'checkpoint']) {
+      if (await committedDir(storage, join(given, sub))) {
+        dir = join(given, sub);
+        break;
+      }
+    }
 
     return asUserError(async () => {
       const { state, policy } =
-        checkpointAlgo(dir) === 'ppo'
+        (await checkpointAlgo(storage, dir)) === 'ppo'
           ? ((c) => ({ state: c.state, policy: ppoGreedyPolicy(c.snapshot.params.actor) }))(
-              loadPpoCheckpoint(dir),
+              await loadPpoCheckpoint(storage, dir),
             )
-          : await dqnCheckpointPolicy(dir);
+          : await dqnCheckpointPolicy(storage, dir);
       const cfg = state.config;
       const dataFile = values.data as string | undefined;
       if (dataFile === undefined && state.data.source !== 'synthetic') {
@@ -67,7 +77,7 @@ export const backtestCommand: Command = {
           `the checkpoint trained on ${state.data.source}: pass it (or other bars) with --data`,
         );
       }
-      const data = await prepareData(cfg, dataFile);
+      const data = await prepareData(cfg, await loadSourcedBars(dataFile));
       const range: SplitRange =
         split === 'all' ? { start: cfg.data.maxLookback, end: data.market.n } : data.splits[split];
       const report: ValidationReport = {

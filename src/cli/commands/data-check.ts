@@ -4,7 +4,8 @@
  */
 import { gapStats, medianInterval } from '../../data/gaps.js';
 import { makeSplits, SplitError } from '../../data/splits.js';
-import type { Bars, SplitRange } from '../../data/types.js';
+import type { Bars, SplitRange, Splits } from '../../data/types.js';
+import { dataWarnings } from '../../data/warnings.js';
 import { parseFlags } from '../args.js';
 import { type Command, UserError } from '../main.js';
 import { configFrom, formatDuration, loadForCli, repairLine } from './data-common.js';
@@ -13,7 +14,9 @@ const usage = `usage: foxhunt data check FILE [--fill-gaps] [--drop-invalid] [--
 
 Validates FILE (.csv or .parquet: timestamp, open, high, low, close, volume, optional spread
 in bps or bid and ask) and prints rows, span, intervals, gaps, prices, volume and the
-train/val/test splits. Exits 1 with the first broken rule (file, row, rule).
+train/val/test splits, then a "warning" line for each problem that does not stop training
+(all-zero volume, flat stretches, 10x jumps, splits too small to validate on). Exits 1 with
+the first broken rule (file, row, rule).
 
   --fill-gaps     insert flat zero-volume bars for missing bars at the modal interval
   --drop-invalid  drop rows that break a rule instead of failing (reports how many)
@@ -74,8 +77,10 @@ async function run(args: string[]): Promise<number> {
   const opts = { fillGaps: values['fill-gaps'] === true, dropInvalid: values['drop-invalid'] === true };
   const { bars, report } = await loadForCli(positionals[0], opts);
   let splitsLine: string;
+  let splits: Splits | null = null;
   try {
     const s = makeSplits(bars.n, cfg);
+    splits = s;
     splitsLine = `warm-up ${cfg.data.maxLookback}, gaps ${cfg.data.maxLookback}: ${range('train', s.train)} | ${range('val', s.val)} | ${range('test', s.test)}`;
   } catch (err) {
     if (!(err instanceof SplitError)) throw err;
@@ -84,7 +89,8 @@ async function run(args: string[]): Promise<number> {
   const lines = [`file      ${report.file}: valid, ${report.rowsRead} data rows`];
   const repaired = repairLine(report, opts);
   if (repaired) lines.push(`repairs   ${repaired}`);
-  console.log([...lines, ...summarize(bars, splitsLine)].join('\n'));
+  const warnings = dataWarnings(bars, splits, cfg).map((w) => `warning   ${w}`);
+  console.log([...lines, ...summarize(bars, splitsLine), ...warnings].join('\n'));
   return 0;
 }
 

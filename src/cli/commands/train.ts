@@ -1,7 +1,8 @@
 /**
  * `foxhunt train`: trains an agent (PPO for now) on a data file or the built-in synthetic market,
- * writes `<out>/log.jsonl` and `<out>/checkpoint/`, and prints the validation table at the end.
- * Progress goes to stderr (a bar on a TTY, one line per epoch otherwise); the table to stdout.
+ * writes `<out>/log.jsonl`, `<out>/last/` and `<out>/best/`, and ends with best/'s validation and
+ * test tables and the verdict. Progress (elapsed, ETA) goes to stderr (a bar on a TTY, one line
+ * per epoch otherwise); the tables and the verdict to stdout.
  */
 import { readFile } from 'node:fs/promises';
 import {
@@ -12,27 +13,31 @@ import {
   mergeConfig,
   validateConfig,
 } from '../../config.js';
-import { epochLine, metricsTable, progressLine } from '../../train/report.js';
+import { loadSourcedBars } from '../../node/data.js';
+import { NodeStorage } from '../../node/storage.js';
+import { epochLine, metricsTable, progressLine, timing } from '../../train/report.js';
 import { resumeConfig, runTraining } from '../../train/run.js';
 import type { EpochRecord } from '../../train/runlog.js';
 import { intFlag, parseFlags } from '../args.js';
 import { type Command, UserError } from '../main.js';
 
 const usage = `usage: foxhunt train --algo ppo|dqn|c51|iqn [--backend auto|cpu|webgpu|cuda] [--data FILE] [--epochs E]
-                     [--seed S] [--out DIR] [--config FILE] [--resume] [--section.field value ...]
+                     [--seed S] [--out DIR] [--config FILE] [--resume | --force] [--section.field value ...]
 
 Trains on FILE (CSV or Parquet bars), or on the built-in synthetic market (data.synthBars bars,
 generated from the seed) when --data is not given. Every epoch appends a JSON line to
-DIR/log.jsonl and writes DIR/checkpoint/ (see docs/TRAINING.md).
+DIR/log.jsonl and writes DIR/last/; DIR/best/ keeps the epoch with the best validation Sharpe,
+which the run evaluates once on the test split at the end (see docs/TRAINING.md).
 
   --algo A             ppo, or dqn, c51, iqn (the DQN family: --backend cpu only so far)
   --backend KIND       auto (default: cuda, then hardware webgpu, then cpu), cpu, webgpu or cuda
   --data FILE          market bars; default: the synthetic market
   --epochs E           epochs to run (train.epochs, default 20)
   --seed S             run seed: Philox key, network init, synthetic market (train.seed, default 1)
-  --out DIR            output directory (train.outDir, default runs/latest); a fresh run replaces it
+  --out DIR            output directory (train.outDir, default runs/latest)
   --config FILE        JSON config, applied over the defaults
-  --resume             continue DIR's checkpoint exactly (raise --epochs to train further)
+  --resume             continue DIR's last/ checkpoint exactly (raise --epochs to train further)
+  --force              DIR holds an earlier run: delete it and start again (without: refused)
   --section.field V    any config field, e.g. --ppo.lr 1e-4 --rollout.episodes 32`;
 
 export const trainCommand: Command = {
@@ -53,10 +58,12 @@ export const trainCommand: Command = {
         out: { type: 'string' },
         config: { type: 'string' },
         resume: { type: 'boolean' },
+        force: { type: 'boolean' },
       },
       usage,
     );
     if (positionals.length) throw new UserError(`unexpected argument "${positionals[0]}"\n${usage}`);
+    if (values.resume && values.force) throw new UserError('--resume and --force exclude each other');
     const flags: Record<string, string> = { ...configFlags };
     if (values.algo !== undefined) flags['train.algo'] = String(values.algo);
     if (values.backend !== undefined) flags['train.backend'] = String(values.backend);
@@ -69,32 +76,47 @@ export const trainCommand: Command = {
       validateConfig(applyFlags(file ? mergeConfig(base, file.patch, file.path) : base, flags));
 
     return asUserError(async () => {
+      const storage = new NodeStorage();
       let cfg = override(cloneDefaults());
       let resume = null;
-      if (values.resume) ({ cfg, checkpoint: resume } = resumeConfig(cfg.train.outDir, override));
+      if (values.resume)
+        ({ cfg, checkpoint: resume } = await resumeConfig(storage, cfg.train.outDir, override));
       const epochs = cfg.train.epochs;
       const tty = process.stderr.isTTY === true;
       let last: EpochRecord | null = null;
+      const start = performance.now();
+      const todo = epochs - (resume?.state.epoch ?? 0);
+      let done = 0;
       const result = await runTraining({
         cfg,
-        dataFile: values.data as string | undefined,
+        storage,
+        bars: await loadSourcedBars(values.data as string | undefined),
         resume,
+        force: values.force === true,
         onInfo: (line) => console.error(line),
         onPhase: (epoch, phase) => {
-          if (tty) process.stderr.write(`\r\x1b[K${progressLine(epoch, epochs, phase, last)}`);
+          const time = timing(performance.now() - start, done, todo);
+          if (tty) process.stderr.write(`\r\x1b[K${progressLine(epoch, epochs, phase, last, time)}`);
         },
         onEpoch: (record) => {
           last = record;
+          done++;
           if (tty) process.stderr.write('\r\x1b[K');
-          console.error(epochLine(record, epochs));
+          console.error(epochLine(record, epochs, timing(performance.now() - start, done, todo)));
         },
       });
-      const final = result.records.at(-1);
-      if (final) {
-        console.log(`validation after epoch ${final.epoch} (${result.backend}, seed ${cfg.train.seed}):`);
-        console.log(metricsTable(final.validation));
-      }
-      console.log(`log: ${result.outDir}/log.jsonl  checkpoint: ${result.outDir}/checkpoint/`);
+      const { summary: s, outDir } = result;
+      console.log(
+        `best/ is epoch ${s.best.epoch} of ${s.epochs} (validation Sharpe ${s.best.score.toFixed(2)}); ` +
+          `${result.backend}, seed ${cfg.train.seed}`,
+      );
+      console.log('validation split:');
+      console.log(metricsTable(s.best.validation));
+      console.log('test split (best/, evaluated once, at the end):');
+      console.log(metricsTable(s.test));
+      console.log(`log: ${outDir}/log.jsonl  checkpoints: ${outDir}/best/ ${outDir}/last/`);
+      console.log(s.verdict.validation);
+      console.log(s.verdict.test);
       return 0;
     });
   },

@@ -1,0 +1,86 @@
+/**
+ * What `data check` warns about (exit 0): valid data that trains poorly or not at all. Every
+ * feature stays finite on such data (docs/DATA.md, "Degenerate data"); the warnings say where
+ * the features carry no information or the splits cannot measure anything.
+ */
+import type { Config } from '../config.js';
+import type { Bars, Splits } from './types.js';
+
+/** Flat bars in a row (open = high = low = close = the previous close) worth a warning. */
+export const FLAT_STRETCH_BARS = 20;
+/** A close this many times the previous one, or below its inverse, is worth a warning. */
+export const JUMP_FACTOR = 10;
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** One line per problem found; `splits` is null when the data is too short to split at all. */
+export function dataWarnings(bars: Bars, splits: Splits | null, cfg: Pick<Config, 'env'>): string[] {
+  const n = bars.n;
+  const out: string[] = [];
+  const { open: o, high: h, low: l, close: c, volume: v, timestamp: ts } = bars;
+
+  let traded = 0;
+  for (let t = 0; t < n; t++) if (v[t] > 0) traded++;
+  if (traded === 0) {
+    out.push(
+      'volume is 0 on every bar: the volume features are 0 and the VWAP features use the plain mean price',
+    );
+  }
+
+  let stretches = 0;
+  let longest = 0;
+  let longestAt = -1;
+  let run = 0;
+  for (let t = 1; t <= n; t++) {
+    const flat = t < n && o[t] === c[t - 1] && h[t] === c[t - 1] && l[t] === c[t - 1] && c[t] === c[t - 1];
+    if (flat) {
+      run++;
+      continue;
+    }
+    if (run >= FLAT_STRETCH_BARS) {
+      stretches++;
+      if (run > longest) {
+        longest = run;
+        longestAt = t - run;
+      }
+    }
+    run = 0;
+  }
+  if (stretches > 0) {
+    out.push(
+      `${stretches} flat stretch(es) of ${FLAT_STRETCH_BARS}+ bars (open = high = low = close, unchanged; longest ${longest} ` +
+        `from ${iso(ts[longestAt])}): the return features read 0 there and saturate at +-5 on the next move`,
+    );
+  }
+
+  let jumps = 0;
+  let firstJump = -1;
+  for (let t = 1; t < n; t++) {
+    const ratio = c[t] / c[t - 1];
+    if (ratio > JUMP_FACTOR || ratio < 1 / JUMP_FACTOR) {
+      jumps++;
+      if (firstJump < 0) firstJump = t;
+    }
+  }
+  if (jumps > 0) {
+    out.push(
+      `${jumps} close(s) more than ${JUMP_FACTOR}x away from the previous one (first at ${iso(ts[firstJump])}): ` +
+        'an unadjusted split or a bad tick?',
+    );
+  }
+
+  if (!splits) {
+    out.push('no train/val/test splits: the data is too short for the config (splits line)');
+  } else {
+    const small = (['val', 'test'] as const).filter(
+      (k) => splits[k].end - splits[k].start < cfg.env.episodeBars,
+    );
+    if (small.length > 0) {
+      out.push(
+        `the ${small.join(' and ')} split${small.length > 1 ? 's are' : ' is'} shorter than one episode ` +
+          `(env.episodeBars ${cfg.env.episodeBars}): too few bars to validate on; use more data`,
+      );
+    }
+  }
+  return out;
+}
