@@ -16,11 +16,10 @@
  */
 import type { Config } from '../config.js';
 import type { Market, Splits } from '../data/types.js';
-import { c51Support, epsilonAt } from '../learn/dqn_update.js';
+import { c51Support, epsilonAt, headOf } from '../learn/dqn_update.js';
 import { duelingLayout } from '../nets/layout.js';
 import { backtest, baselines } from '../train/backtest.js';
 import { bestDir, lastDir } from '../train/checkpoint.js';
-import { headOf } from '../train/cpu_dqn_engine.js';
 import { loadDqnCheckpoint, saveDqnCheckpoint } from '../train/dqn_checkpoint.js';
 import type { DqnEngine } from '../train/dqn_engine.js';
 import { dqnGreedyPolicy } from '../train/policies.js';

@@ -14,7 +14,7 @@
  */
 import type { DqnConfig } from '../config.js';
 import type { C51Support } from '../nets/forward.js';
-import { duelingLayout, NUM_ACTIONS, type QHead, STATE_DIM } from '../nets/layout.js';
+import { duelingLayout, type QHead, STATE_DIM } from '../nets/layout.js';
 import { philox4x32, u32ToUnitFloat } from '../rng/philox.js';
 import { Stream } from '../rng/streams.js';
 import { c51Loss, dqnHuberLoss, iqnLoss, type LossRows } from './dqn_loss.js';
@@ -54,6 +54,9 @@ export interface DqnLearner {
   /** Train steps taken (the target schedule and the Philox step of the next step). */
   steps: number;
 }
+
+/** The Q head of a DQN-family algorithm (`dqn`, `c51`, `iqn`). */
+export const headOf = (algo: string): QHead => (algo === 'c51' ? 'c51' : algo === 'iqn' ? 'iqn' : 'plain');
 
 /** The C51 support of the config. */
 export const c51Support = (cfg: DqnConfig): C51Support => ({
@@ -210,11 +213,4 @@ export function dqnTrainStep(
 export function epsilonAt(cfg: DqnConfig, round: number): number {
   const t = Math.min(1, round / cfg.epsilonDecayEpochs);
   return cfg.epsilonStart + (cfg.epsilonEnd - cfg.epsilonStart) * t;
-}
-
-/** Mean of a head's Q over `rows` rows (for the log). */
-export function meanQ(q: Floats, rows: number): number {
-  let s = 0;
-  for (let k = 0; k < rows * NUM_ACTIONS; k++) s += q[k];
-  return s / (rows * NUM_ACTIONS);
 }

@@ -18,27 +18,17 @@ import type { CuriosityModel } from '../env/curiosity.js';
 import { envParams } from '../env/params.js';
 import { createEnv } from '../env/state.js';
 import { curiosityTrainStep } from '../learn/curiosity.js';
-import { c51Support, createDqnLearner, dqnTrainStep } from '../learn/dqn_update.js';
+import { c51Support, createDqnLearner, dqnTrainStep, headOf } from '../learn/dqn_update.js';
 import { createMlpCache } from '../learn/mlp.js';
 import { type AdamState, createAdam } from '../learn/optim.js';
 import { createPer, perBeta, perInsert } from '../learn/per.js';
 import { createReplay, insertRollout, REPLAY_ROW_BYTES } from '../learn/replay.js';
 import { shuffleIndex } from '../learn/shuffle.js';
 import { initParams } from '../nets/forward.js';
-import {
-  CURIOSITY_OUT,
-  curiosityLayout,
-  duelingLayout,
-  NetId,
-  type QHead,
-  STATE_DIM,
-} from '../nets/layout.js';
+import { CURIOSITY_OUT, curiosityLayout, duelingLayout, NetId, STATE_DIM } from '../nets/layout.js';
 import { seedToKey } from '../rng/philox.js';
 import type { DqnEngine, DqnSnapshot, DqnTrainStats } from './dqn_engine.js';
 import { type CollectStats, summarizeRollout } from './engine.js';
-
-/** The Q head of a DQN-family algorithm. */
-export const headOf = (algo: string): QHead => (algo === 'c51' ? 'c51' : algo === 'iqn' ? 'iqn' : 'plain');
 
 /** Largest replay the CPU engine allocates (bytes). */
 const MAX_REPLAY_BYTES = 4 * 2 ** 30;

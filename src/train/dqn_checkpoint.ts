@@ -16,7 +16,7 @@
  */
 import type { Config } from '../config.js';
 import { ENV_F, ENV_I } from '../env/state.js';
-import { c51Support } from '../learn/dqn_update.js';
+import { c51Support, headOf } from '../learn/dqn_update.js';
 import { REPLAY_F } from '../learn/replay.js';
 import { curiosityLayout, duelingLayout, type NetLayout } from '../nets/layout.js';
 import { type NamedTensor, paramsToTensors, tensorsToParams } from '../nets/safetensors.js';
@@ -29,7 +29,6 @@ import {
   tensorOf,
   writeCheckpoint,
 } from './checkpoint.js';
-import { headOf } from './cpu_dqn_engine.js';
 import type { DqnSnapshot } from './dqn_engine.js';
 import { dqnGreedyPolicy, type Policy } from './policies.js';
 import type { DataFingerprint } from './ppo_checkpoint.js';
