@@ -11,8 +11,7 @@
  *   state.json              epoch, config, seed, backend, data fingerprint, train steps, Adam
  *                           steps, the episodes' integer buffers, replay head and size, the max
  *                           priority, the epoch's log record; written last (checkpoint.ts)
- * With the replay and the tree inside, a resume can continue bit for bit (restoring a snapshot
- * does: test/unit/train-dqn.test.ts); the CLI does not resume DQN-family runs yet.
+ * With the replay and the tree inside, `--resume` continues bit for bit (test/unit/train-dqn.test.ts).
  */
 import type { Config } from '../config.js';
 import { ENV_F, ENV_I } from '../env/state.js';
