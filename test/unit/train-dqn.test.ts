@@ -117,10 +117,12 @@ describe('DQN-family training on the CPU', () => {
 
   it('dqn: 2 epochs straight equal 1 epoch + --resume 1 epoch, bit for bit (replay and PER included)', async () => {
     const run = (cfg: Config, resume: RunOptions['resume']) => runTraining({ cfg, storage, resume });
+    // The curiosity bonus on, so that its model, AdamW state and training are covered too.
+    const on = { 'env.curiosityScale': '1', 'env.curiosityBatch': '32' };
     const straight = join(root, 'straight');
-    await run(tinyConfig('dqn', straight), null);
+    await run(tinyConfig('dqn', straight, on), null);
     const split = join(root, 'split');
-    await run(tinyConfig('dqn', split, { 'train.epochs': '1' }), null);
+    await run(tinyConfig('dqn', split, { ...on, 'train.epochs': '1' }), null);
     const { cfg, checkpoint } = await resumeConfig(storage, split, (base) =>
       validateConfig(applyFlags(base, { 'train.epochs': '2' })),
     );
@@ -132,6 +134,8 @@ describe('DQN-family training on the CPU', () => {
     expect(b.snapshot).toEqual(a.snapshot);
     const logA = await readLog(storage, straight);
     expect(logA.map((r) => r.epoch)).toEqual([1, 2]);
+    expect(logA[1].losses.curiosity).toBeGreaterThan(0);
+    expect(a.snapshot.optim.curiosity.step).toBe(2);
     expect((await readLog(storage, split)).map(deterministic)).toEqual(logA.map(deterministic));
   }, 180_000);
 
