@@ -114,17 +114,26 @@ export interface PpoConfig {
 export interface DqnConfig {
   /** Discount factor. */
   gamma: number;
-  /** n-step return length. */
+  /**
+   * n-step return length: each collected step is stored with the discounted sum of up to nStep
+   * rewards of its episode, cut at an episode end and at the launch's last step (src/learn/replay.ts).
+   */
   nStep: number;
-  /** Replay capacity in experiences. */
+  /** Replay capacity in transitions (a ring: the oldest are overwritten); 440 bytes each. */
   replayCapacity: number;
   /** Prioritized replay exponent alpha. */
   priorityAlpha: number;
   /** Importance-sampling exponent at the start (annealed to betaEnd). */
   betaStart: number;
-  /** Importance-sampling exponent at the end of training. */
+  /** Importance-sampling exponent at the end of the anneal (held after it). */
   betaEnd: number;
-  /** Added to |TD| to form a priority. */
+  /**
+   * Epochs over which beta anneals linearly from betaStart to betaEnd (counted in train steps:
+   * betaEpochs * stepsPerEpoch); independent of train.epochs, so a resumed run with more epochs
+   * continues the same schedule.
+   */
+  betaEpochs: number;
+  /** Added to |TD| to form a priority (new transitions enter at the largest priority seen). */
   priorityEps: number;
   /** Adam learning rate. */
   lr: number;
@@ -253,6 +262,7 @@ export const defaultConfig: Readonly<Config> = Object.freeze({
     priorityAlpha: 0.6,
     betaStart: 0.4,
     betaEnd: 1.0,
+    betaEpochs: 20,
     priorityEps: 1e-6,
     lr: 1e-4,
     maxGradNorm: 10,
@@ -461,7 +471,7 @@ export function validateConfig(c: Config): Config {
   check(isInt(p.updateEpochs) && p.updateEpochs >= 1, 'ppo.updateEpochs', 'must be an integer >= 1');
   check(isInt(p.minibatch) && p.minibatch >= 1, 'ppo.minibatch', 'must be an integer >= 1');
   check(
-    p.minibatch <= r.episodes * r.steps,
+    c.train.algo !== 'ppo' || p.minibatch <= r.episodes * r.steps,
     'ppo.minibatch',
     'must not exceed rollout.episodes * rollout.steps',
   );
@@ -479,6 +489,7 @@ export function validateConfig(c: Config): Config {
   check(q.priorityAlpha >= 0, 'dqn.priorityAlpha', 'must be >= 0');
   check(q.betaStart >= 0 && q.betaStart <= 1, 'dqn.betaStart', 'must be in [0, 1]');
   check(q.betaEnd >= 0 && q.betaEnd <= 1, 'dqn.betaEnd', 'must be in [0, 1]');
+  check(isInt(q.betaEpochs) && q.betaEpochs >= 1, 'dqn.betaEpochs', 'must be an integer >= 1');
   check(q.priorityEps > 0, 'dqn.priorityEps', 'must be > 0');
   check(q.lr > 0, 'dqn.lr', 'must be > 0');
   check(q.maxGradNorm > 0, 'dqn.maxGradNorm', 'must be > 0');

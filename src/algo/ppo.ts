@@ -64,11 +64,11 @@ export class TrainingDivergedError extends Error {
  * Why a run went non-finite: the inputs were checked finite before epoch 1 (prepareData), so a
  * non-finite input found now names the data; otherwise the optimisation diverged.
  */
-export function divergenceCause(market: Market): string {
+export function divergenceCause(market: Market, section: 'ppo' | 'dqn' = 'ppo'): string {
   const bad = firstNonFinite(market);
   return bad
     ? `The market inputs are not finite (${describeNonFinite(bad)}): check the data`
-    : 'The market inputs are finite, so the optimisation diverged: start a new run with a lower ppo.lr or ppo.maxGradNorm';
+    : `The market inputs are finite, so the optimisation diverged: start a new run with a lower ${section}.lr or ${section}.maxGradNorm`;
 }
 
 export interface PpoResult {

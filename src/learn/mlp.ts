@@ -527,3 +527,32 @@ function inputGrad32(
     sparseColumnSums(p, wOffset, n, count, prev, b * n, x, slope, act);
   }
 }
+
+/**
+ * The loss gradient w.r.t. the chain's input rows 0..batch, from the last `backwardMlp` on this
+ * cache (its `deltas[0]`): dx[b, i] = sum_j d[b, j] * W0[j, i], j ascending, rounded like the
+ * buffers. Networks built from several chains (the dueling Q net: trunk, then two streams) pass
+ * it down as the `dOut` of the chain below.
+ */
+export function inputGradMlp(
+  layout: NetLayout,
+  params: Floats,
+  cache: MlpCache,
+  batch: number,
+  dx: Floats,
+): void {
+  checkBatch(cache, params, batch);
+  const { in: n, out: nOut, wOffset } = layout.layers[0];
+  const r = roundFor(dx);
+  const d = cache.deltas[0];
+  for (let b = 0; b < batch; b++) {
+    const xb = b * n;
+    for (let i = 0; i < n; i++) dx[xb + i] = 0;
+    for (let j = 0; j < nOut; j++) {
+      const dj = d[b * nOut + j];
+      if (dj === 0) continue;
+      const row = wOffset + j * n;
+      for (let i = 0; i < n; i++) dx[xb + i] = r(dx[xb + i] + r(dj * params[row + i]));
+    }
+  }
+}

@@ -20,6 +20,8 @@ export const Stream = {
   Baseline: 7,
   /** Synthetic market generator: counter = (stream, bar, draw, 0). */
   Synth: 8,
+  /** IQN learner taus: counter = (stream, batch row, train step, block); online taus, then target taus. */
+  LearnTau: 9,
   /** Kernel tests and benchmarks. */
   Test: 15,
 } as const;

@@ -3,8 +3,8 @@
  * A policy maps the 54-float state at bar `bar` to one of the 45 actions (SPEC 3); the bar index
  * only feeds the random baseline's counter, so a batched GPU rollout can run the same functions.
  */
-import { forwardMlp } from '../nets/forward.js';
-import { type NetLayout, NUM_ACTIONS, ppoActorLayout } from '../nets/layout.js';
+import { type C51Support, forwardC51, forwardDueling, forwardIqn, forwardMlp } from '../nets/forward.js';
+import { type NetLayout, NUM_ACTIONS, ppoActorLayout, type QHead } from '../nets/layout.js';
 import { philox4x32, seedToKey, u32ToUnitFloat } from '../rng/philox.js';
 import { Stream } from '../rng/streams.js';
 
@@ -42,5 +42,29 @@ export function randomPolicy(seed: number): Policy {
   return (_state, bar) => {
     philox4x32(Stream.Baseline, 0, bar, 0, k0, k1, words);
     return Math.floor(u32ToUnitFloat(words[0]) * NUM_ACTIONS);
+  };
+}
+
+/**
+ * A DQN-family greedy policy: the first argmax of the online net's Q (plain: dueling head; C51:
+ * the expectation over the support; IQN: the mean over `actTaus` evenly spaced taus
+ * (k + 0.5) / K, a fixed quadrature of the mean instead of random draws, so validation is
+ * deterministic).
+ */
+export function dqnGreedyPolicy(
+  head: QHead,
+  layout: NetLayout,
+  online: Float32Array,
+  support: C51Support,
+  actTaus: number,
+): Policy {
+  const q = new Float32Array(NUM_ACTIONS);
+  const probs = new Float32Array(NUM_ACTIONS * support.atoms);
+  const taus = Float32Array.from({ length: actTaus }, (_, k) => (k + 0.5) / actTaus);
+  return (state) => {
+    if (head === 'plain') forwardDueling(layout, online, state, q);
+    else if (head === 'c51') forwardC51(layout, online, state, probs, q, support);
+    else forwardIqn(layout, online, state, taus, q);
+    return argmax(q, NUM_ACTIONS);
   };
 }

@@ -68,7 +68,8 @@ export function epochLine(r: EpochRecord, epochs: number, time?: Timing): string
   const v = r.validation;
   const t = r.timeMs;
   return (
-    `epoch ${r.epoch}/${epochs}  loss ${num(r.losses.total, 4)}  entropy ${num(r.entropy ?? 0, 3)}  ` +
+    `epoch ${r.epoch}/${epochs}  loss ${num(r.losses.total, 4)}  ` +
+    (r.epsilon === undefined ? `entropy ${num(r.entropy ?? 0, 3)}  ` : `epsilon ${num(r.epsilon, 3)}  `) +
     `reward ${num(r.reward.total, 4)}  val ${pct(v.policy.totalReturn)} sharpe ${num(v.policy.sharpe)}  ` +
     `(buy-and-hold ${pct(v.buyHold.totalReturn)} ${num(v.buyHold.sharpe)}, random ${pct(v.random.totalReturn)} ` +
     `${num(v.random.sharpe)})  ${(t.collect / 1000).toFixed(1)}s collect ${(t.update / 1000).toFixed(1)}s update` +

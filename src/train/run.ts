@@ -20,6 +20,8 @@ import type { Bars, Market, Splits } from '../data/types.js';
 import { createDevicePpoEngine } from '../learn/device_engine.js';
 import { bestDir, lastDir, STATE_FILE } from './checkpoint.js';
 import { createCpuPpoEngine } from './cpu_ppo_engine.js';
+import { checkpointAlgo, type DqnCheckpoint, loadDqnCheckpoint } from './dqn_checkpoint.js';
+import { runDqnTraining } from './dqn_run.js';
 import type { PpoEngine } from './engine.js';
 import { inferBarsPerYear } from './metrics.js';
 import { type DataFingerprint, loadPpoCheckpoint, type PpoCheckpoint } from './ppo_checkpoint.js';
@@ -90,11 +92,15 @@ export async function resumeConfig(
   storage: Storage,
   outDir: string,
   override: (base: Config) => Config,
-): Promise<{ cfg: Config; checkpoint: PpoCheckpoint }> {
+): Promise<{ cfg: Config; checkpoint: PpoCheckpoint | DqnCheckpoint }> {
   // Runs written before last/ and best/ existed kept their one checkpoint in checkpoint/.
   const legacy = joinPath(outDir, 'checkpoint');
   const useLegacy = !(await committedDir(storage, lastDir(outDir))) && (await storage.exists(legacy));
-  const checkpoint = await loadPpoCheckpoint(storage, useLegacy ? legacy : lastDir(outDir));
+  const dir = useLegacy ? legacy : lastDir(outDir);
+  const checkpoint =
+    (await checkpointAlgo(storage, dir)) === 'ppo'
+      ? await loadPpoCheckpoint(storage, dir)
+      : await loadDqnCheckpoint(storage, dir);
   const { state } = checkpoint;
   // Checkpoints written before train.precision existed trained in exact f32: resume them so.
   state.config.train.precision ??= 'exact';
@@ -132,7 +138,7 @@ export interface RunOptions {
   /** A fresh run into an outDir that holds a run deletes that run first; without it, it refuses. */
   force?: boolean;
   /** The checkpoint to continue from (from resumeConfig), or null for a fresh run. */
-  resume: PpoCheckpoint | null;
+  resume: PpoCheckpoint | DqnCheckpoint | null;
   onInfo?: (line: string) => void;
   /** Awaited (see PpoRun): the browser worker pauses here, and stops by throwing. */
   onPhase?: (epoch: number, phase: Phase) => void | Promise<void>;
@@ -164,12 +170,7 @@ const ppoEngines: Record<
 
 export async function runTraining(opts: RunOptions): Promise<RunResult> {
   const { cfg } = opts;
-  if (cfg.train.algo !== 'ppo') {
-    throw new RunError(
-      `--algo ${cfg.train.algo} is not implemented yet (DQN-family training comes after ppo-train); ` +
-        'use --algo ppo',
-    );
-  }
+  if (cfg.train.algo !== 'ppo') return runDqnTraining(opts);
   const outDir = cfg.train.outDir;
   const { storage } = opts;
   const earlier = opts.resume ? [] : await earlierRun(storage, outDir);
@@ -204,7 +205,8 @@ export async function runTraining(opts: RunOptions): Promise<RunResult> {
       let firstEpoch = 1;
       let bestScore = Number.NEGATIVE_INFINITY;
       if (opts.resume) {
-        const { snapshot, state } = opts.resume;
+        // The config came from this checkpoint (resumeConfig), so algo 'ppo' means a PPO checkpoint.
+        const { snapshot, state } = opts.resume as PpoCheckpoint;
         for (const dir of [lastDir(outDir), bestDir(outDir)]) await settleDir(storage, dir);
         await engine.restore(snapshot);
         await trimLog(storage, outDir, state.epoch, state.record);
@@ -250,7 +252,7 @@ export async function earlierRun(storage: Storage, outDir: string): Promise<stri
 }
 
 /** The validation score of best/ (only its state.json is read), or -Infinity without one. */
-async function bestScoreOf(storage: Storage, outDir: string): Promise<number> {
+export async function bestScoreOf(storage: Storage, outDir: string): Promise<number> {
   const dir = await committedDir(storage, bestDir(outDir));
   const text = dir === null ? null : await readText(storage, joinPath(dir, STATE_FILE));
   const score = text === null ? undefined : JSON.parse(text).state?.record?.score;

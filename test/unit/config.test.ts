@@ -142,4 +142,10 @@ describe('config', () => {
       configError(() => loadConfig(undefined, { 'data.trainFrac': '0.9', 'data.valFrac': '0.2' })).field,
     ).toBe('data.valFrac');
   });
+
+  it('checks ppo.minibatch against the rollout only for PPO runs', () => {
+    const small = { 'rollout.episodes': '4', 'rollout.steps': '16' };
+    expect(configError(() => loadConfig(undefined, small)).field).toBe('ppo.minibatch');
+    expect(loadConfig(undefined, { ...small, 'train.algo': 'c51' }).rollout.episodes).toBe(4);
+  });
 });

@@ -129,9 +129,18 @@ describe('foxhunt train / backtest', () => {
   });
 
   it('gives one clear line for user errors', async () => {
-    const dqn = await cli(['train', '--algo', 'dqn', '--out', join(root, 'dqn'), ...TINY]);
+    const dqn = await cli([
+      'train',
+      '--algo',
+      'dqn',
+      '--backend',
+      'cuda',
+      '--out',
+      join(root, 'dqn'),
+      ...TINY,
+    ]);
     expect(dqn.code).toBe(1);
-    expect(dqn.err).toMatch(/--algo dqn is not implemented yet/);
+    expect(dqn.err).toMatch(/--algo dqn --backend cuda: .* not built yet; use --backend cpu/);
     expect(dqn.err.split('\n')).toHaveLength(1);
 
     const flag = await cli(['train', '--ppo.lr', 'fast']);

@@ -85,7 +85,7 @@ const storageOf = (files: Files): MemoryStorage => {
  * Returns the epoch it resumed from (0: started again).
  */
 async function recover(storage: Storage, fresh: Config): Promise<number> {
-  let resume: { cfg: Config; checkpoint: PpoCheckpoint } | null = null;
+  let resume: Awaited<ReturnType<typeof resumeConfig>> | null = null;
   try {
     resume = await resumeConfig(storage, OUT, (base) => base);
   } catch (err) {

@@ -8,6 +8,7 @@ import type { SplitRange } from '../../data/types.js';
 import { loadSourcedBars } from '../../node/data.js';
 import { NodeStorage } from '../../node/storage.js';
 import { backtest, baselines } from '../../train/backtest.js';
+import { checkpointAlgo, dqnCheckpointPolicy } from '../../train/dqn_checkpoint.js';
 import { ppoGreedyPolicy } from '../../train/policies.js';
 import { loadPpoCheckpoint } from '../../train/ppo_checkpoint.js';
 import { metricsTable } from '../../train/report.js';
@@ -63,7 +64,12 @@ export const backtestCommand: Command = {
     }
 
     return asUserError(async () => {
-      const { state, snapshot } = await loadPpoCheckpoint(storage, dir);
+      const { state, policy } =
+        (await checkpointAlgo(storage, dir)) === 'ppo'
+          ? ((c) => ({ state: c.state, policy: ppoGreedyPolicy(c.snapshot.params.actor) }))(
+              await loadPpoCheckpoint(storage, dir),
+            )
+          : await dqnCheckpointPolicy(storage, dir);
       const cfg = state.config;
       const dataFile = values.data as string | undefined;
       if (dataFile === undefined && state.data.source !== 'synthetic') {
@@ -75,13 +81,7 @@ export const backtestCommand: Command = {
       const range: SplitRange =
         split === 'all' ? { start: cfg.data.maxLookback, end: data.market.n } : data.splits[split];
       const report: ValidationReport = {
-        policy: backtest(
-          data.market,
-          range,
-          cfg.env,
-          ppoGreedyPolicy(snapshot.params.actor),
-          data.barsPerYear,
-        ).metrics,
+        policy: backtest(data.market, range, cfg.env, policy, data.barsPerYear).metrics,
         ...baselines(data.market, range, cfg.env, cfg.train.seed, data.barsPerYear),
       };
       if (values.json) {

@@ -22,7 +22,7 @@ import type { EpochRecord } from '../../train/runlog.js';
 import { intFlag, parseFlags } from '../args.js';
 import { type Command, UserError } from '../main.js';
 
-const usage = `usage: foxhunt train --algo ppo [--backend auto|cpu|webgpu|cuda] [--data FILE] [--epochs E]
+const usage = `usage: foxhunt train --algo ppo|dqn|c51|iqn [--backend auto|cpu|webgpu|cuda] [--data FILE] [--epochs E]
                      [--seed S] [--out DIR] [--config FILE] [--resume | --force] [--section.field value ...]
 
 Trains on FILE (CSV or Parquet bars), or on the built-in synthetic market (data.synthBars bars,
@@ -30,7 +30,7 @@ generated from the seed) when --data is not given. Every epoch appends a JSON li
 DIR/log.jsonl and writes DIR/last/; DIR/best/ keeps the epoch with the best validation Sharpe,
 which the run evaluates once on the test split at the end (see docs/TRAINING.md).
 
-  --algo ppo           algorithm (ppo; dqn, c51, iqn are not implemented yet)
+  --algo A             ppo, or dqn, c51, iqn (the DQN family: --backend cpu only so far)
   --backend KIND       auto (default: cuda, then hardware webgpu, then cpu), cpu, webgpu or cuda
   --data FILE          market bars; default: the synthetic market
   --epochs E           epochs to run (train.epochs, default 20)
@@ -43,7 +43,8 @@ which the run evaluates once on the test split at the end (see docs/TRAINING.md)
 
 export const trainCommand: Command = {
   name: 'train',
-  summary: 'train an agent (PPO) on a data file or the synthetic market; log, checkpoints, validation',
+  summary:
+    'train an agent (PPO, DQN, C51, IQN) on a data file or the synthetic market; log, checkpoints, validation',
   usage,
   async run(args) {
     const { named, config: configFlags } = splitConfigFlags(args, usage);

@@ -1,0 +1,197 @@
+/**
+ * DQN-family training (dueling double DQN, C51, IQN with n-step returns and prioritized replay),
+ * top to bottom. One epoch (round r = epoch - 1):
+ *   1. collect    N episodes x L epsilon-greedy steps on the online net, epsilon = epsilonAt(r)
+ *                 (linear from dqn.epsilonStart to dqn.epsilonEnd over dqn.epsilonDecayEpochs);
+ *                 the steps are folded into n-step transitions and enter the replay at the max priority
+ *   2. train      dqn.stepsPerEpoch steps of batch dqn.batch (none while the replay holds fewer
+ *                 rows than a batch); beta anneals over dqn.betaEpochs epochs of train steps
+ *   3. curiosity  one AdamW step of the forward model every env.curiosityEvery rounds (bonus on)
+ *   4. validate   the greedy policy over the validation split, next to buy-and-hold and random
+ *   5. checkpoint last/ every train.checkpointEvery epochs and after the last one; best/ when the
+ *                 validation score (src/train/verdict.ts) beats every earlier epoch's
+ *   6. log        one JSON line to <outDir>/log.jsonl
+ * After the last epoch, best/ is evaluated once on the test split and a summary line ends the log.
+ * A non-finite reward, loss or parameter stops the run before anything of that epoch is written.
+ */
+import type { Config } from '../config.js';
+import type { Market, Splits } from '../data/types.js';
+import { c51Support, epsilonAt, headOf } from '../learn/dqn_update.js';
+import { duelingLayout } from '../nets/layout.js';
+import { backtest, baselines } from '../train/backtest.js';
+import { bestDir, lastDir } from '../train/checkpoint.js';
+import { loadDqnCheckpoint, saveDqnCheckpoint } from '../train/dqn_checkpoint.js';
+import type { DqnEngine } from '../train/dqn_engine.js';
+import { dqnGreedyPolicy } from '../train/policies.js';
+import type { DataFingerprint } from '../train/ppo_checkpoint.js';
+import { appendLog, type EpochRecord, type RunSummary } from '../train/runlog.js';
+import type { Storage } from '../train/storage.js';
+import { validationScore, verdictSentence } from '../train/verdict.js';
+import { divergenceCause, type Phase, TrainingDivergedError } from './ppo.js';
+
+export interface DqnRun {
+  cfg: Config;
+  market: Market;
+  splits: Splits;
+  engine: DqnEngine;
+  storage: Storage;
+  outDir: string;
+  barsPerYear: number;
+  data: DataFingerprint;
+  firstEpoch: number;
+  /** The score of best/ so far (on resume), or -Infinity. */
+  bestScore: number;
+  onPhase?: (epoch: number, phase: Phase) => void;
+  onEpoch?: (record: EpochRecord) => void;
+}
+
+export async function trainDqn(run: DqnRun): Promise<{ records: EpochRecord[]; summary: RunSummary }> {
+  const { cfg, engine, market, splits } = run;
+  const algo = cfg.train.algo as 'dqn' | 'c51' | 'iqn';
+  const seed = cfg.train.seed;
+  const head = headOf(algo);
+  const layout = duelingLayout(head, cfg.dqn.atoms, cfg.dqn.iqnEmbed);
+  const ckptDir = lastDir(run.outDir);
+  let bestScore = run.bestScore;
+  const { buyHold, random } = baselines(market, splits.val, cfg.env, seed, run.barsPerYear);
+  const records: EpochRecord[] = [];
+  let lastSaved = run.firstEpoch - 1;
+
+  for (let epoch = run.firstEpoch; epoch <= cfg.train.epochs; epoch++) {
+    const round = epoch - 1;
+    const finite = (what: string, values: Record<string, number>) => {
+      for (const [k, v] of Object.entries(values)) {
+        if (Number.isFinite(v)) continue;
+        throw new TrainingDivergedError(
+          `epoch ${epoch}: ${what} ${k} is ${v}; the run stopped and ` +
+            (lastSaved > 0
+              ? `the last good checkpoint (epoch ${lastSaved}) in ${ckptDir} is kept`
+              : 'no checkpoint was written') +
+            `. ${divergenceCause(market, 'dqn')}`,
+        );
+      }
+    };
+
+    run.onPhase?.(epoch, 'collect');
+    let t0 = performance.now();
+    const epsilon = epsilonAt(cfg.dqn, round);
+    const rollout = await engine.collect(round, epsilon);
+    const collectMs = performance.now() - t0;
+    finite('the mean reward', rollout.reward);
+
+    run.onPhase?.(epoch, 'update');
+    t0 = performance.now();
+    const trained = await engine.train(round);
+    const updateMs = performance.now() - t0;
+    finite('the loss', { loss: trained.loss, gradNorm: trained.gradNorm, td: trained.td });
+
+    run.onPhase?.(epoch, 'curiosity');
+    t0 = performance.now();
+    let curiosityLoss: number | undefined;
+    const curiosityOn = cfg.env.curiosityScale > 0 && cfg.env.curiosityMaxReward > 0;
+    if (curiosityOn && (round + 1) % cfg.env.curiosityEvery === 0) {
+      curiosityLoss = await engine.trainCuriosity(round);
+      finite('the curiosity loss', { mse: curiosityLoss });
+    }
+    const curiosityMs = performance.now() - t0;
+
+    run.onPhase?.(epoch, 'validate');
+    t0 = performance.now();
+    const params = await engine.params();
+    for (const [net, p] of Object.entries(params)) {
+      for (let k = 0; k < p.length; k++)
+        if (!Number.isFinite(p[k])) finite(`a ${net} parameter`, { [k]: p[k] });
+    }
+    const policy = backtest(
+      market,
+      splits.val,
+      cfg.env,
+      dqnGreedyPolicy(head, layout, params.online, c51Support(cfg.dqn), cfg.dqn.iqnActTau),
+      run.barsPerYear,
+    ).metrics;
+    const validateMs = performance.now() - t0;
+
+    const record: EpochRecord = {
+      epoch,
+      algo,
+      backend: engine.backend,
+      losses: {
+        total: trained.loss,
+        gradNorm: trained.gradNorm,
+        td: trained.td,
+        trainSteps: trained.steps,
+        beta: trained.beta,
+        replaySize: trained.replaySize,
+        ...(curiosityLoss === undefined ? {} : { curiosity: curiosityLoss }),
+      },
+      reward: rollout.reward,
+      epsilon,
+      throughput: {
+        envStepsPerSec: rollout.steps / (collectMs / 1000),
+        samplesPerSec: updateMs > 0 ? (trained.steps * cfg.dqn.batch) / (updateMs / 1000) : 0,
+      },
+      timeMs: {
+        collect: collectMs,
+        update: updateMs,
+        curiosity: curiosityMs,
+        validate: validateMs,
+        checkpoint: 0,
+      },
+      validation: { policy, buyHold, random },
+      score: validationScore(policy),
+    };
+
+    const saveLast = epoch % cfg.train.checkpointEvery === 0 || epoch === cfg.train.epochs;
+    const saveBest = record.score > bestScore;
+    if (saveLast || saveBest) {
+      run.onPhase?.(epoch, 'checkpoint');
+      t0 = performance.now();
+      const snapshot = await engine.snapshot();
+      const state = { algo, epoch, seed, backend: engine.backend, config: cfg, data: run.data, record };
+      if (saveLast) await saveDqnCheckpoint(run.storage, ckptDir, snapshot, state);
+      if (saveBest) await saveDqnCheckpoint(run.storage, bestDir(run.outDir), snapshot, state);
+      record.timeMs.checkpoint = performance.now() - t0;
+      if (saveLast) lastSaved = epoch;
+      if (saveBest) bestScore = record.score;
+    }
+    await appendLog(run.storage, run.outDir, record);
+    records.push(record);
+    run.onEpoch?.(record);
+  }
+  const summary = await summarize(run);
+  await appendLog(run.storage, run.outDir, summary);
+  return { records, summary };
+}
+
+/** best/ as it is stored, on the test split (once, here), and the verdict sentences. */
+async function summarize(run: DqnRun): Promise<RunSummary> {
+  const { cfg, market, splits } = run;
+  const best = await loadDqnCheckpoint(run.storage, bestDir(run.outDir));
+  const head = headOf(cfg.train.algo);
+  const layout = duelingLayout(head, cfg.dqn.atoms, cfg.dqn.iqnEmbed);
+  const policy = dqnGreedyPolicy(
+    head,
+    layout,
+    best.snapshot.params.online,
+    c51Support(cfg.dqn),
+    cfg.dqn.iqnActTau,
+  );
+  const test = {
+    policy: backtest(market, splits.test, cfg.env, policy, run.barsPerYear).metrics,
+    ...baselines(market, splits.test, cfg.env, cfg.train.seed, run.barsPerYear),
+  };
+  const { epoch, validation, score } = best.state.record;
+  const who = `best/ (epoch ${epoch} of ${cfg.train.epochs})`;
+  return {
+    summary: true,
+    algo: cfg.train.algo,
+    backend: run.engine.backend,
+    epochs: cfg.train.epochs,
+    best: { epoch, score, validation },
+    test,
+    verdict: {
+      validation: verdictSentence(who, 'validation', validation),
+      test: verdictSentence(who, 'test', test),
+    },
+  };
+}

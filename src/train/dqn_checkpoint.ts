@@ -1,0 +1,182 @@
+/**
+ * What a DQN-family checkpoint holds and how a snapshot maps onto its files:
+ *   online.safetensors, target.safetensors, curiosity.safetensors   PyTorch-loadable parameters
+ *                           (the dueling layout's names: shared_layers.0.weight, ...)
+ *   optimizer.safetensors   `online.exp_avg.<tensor>`, `online.exp_avg_sq.<tensor>`, the same for
+ *                           curiosity (AdamW)
+ *   env.safetensors         `env.f` [N, 10]
+ *   replay.safetensors      `replay.rows` [capacity, 110] (state, bootstrap state, return,
+ *                           discount), `replay.actions` [capacity] (as f32: exact below 2^24),
+ *                           `per.tree` [2 * leaves]: the sum tree
+ *   state.json              epoch, config, seed, backend, data fingerprint, train steps, Adam
+ *                           steps, the episodes' integer buffers, replay head and size, the max
+ *                           priority, the epoch's log record; written last (checkpoint.ts)
+ * With the replay and the tree inside, `--resume` continues bit for bit (test/unit/train-dqn.test.ts).
+ */
+import type { Config } from '../config.js';
+import { ENV_F, ENV_I } from '../env/state.js';
+import { c51Support, headOf } from '../learn/dqn_update.js';
+import { REPLAY_F } from '../learn/replay.js';
+import { curiosityLayout, duelingLayout, type NetLayout } from '../nets/layout.js';
+import { type NamedTensor, paramsToTensors, tensorsToParams } from '../nets/safetensors.js';
+import {
+  CheckpointError,
+  groupOf,
+  type LoadedCheckpoint,
+  readCheckpoint,
+  STATE_FILE,
+  tensorOf,
+  writeCheckpoint,
+} from './checkpoint.js';
+import type { DqnSnapshot } from './dqn_engine.js';
+import { dqnGreedyPolicy, type Policy } from './policies.js';
+import type { DataFingerprint } from './ppo_checkpoint.js';
+import type { EpochRecord } from './runlog.js';
+import { joinPath, readText, type Storage } from './storage.js';
+
+export interface DqnCheckpointState {
+  algo: 'dqn' | 'c51' | 'iqn';
+  epoch: number;
+  seed: number;
+  backend: string;
+  config: Config;
+  data: DataFingerprint;
+  trainSteps: number;
+  optimSteps: { online: number; curiosity: number };
+  env: { n: number; w: number; i: number[]; window: number[] };
+  replay: { head: number; size: number; maxPriority: number };
+  record: EpochRecord;
+}
+
+const qLayout = (cfg: Config): NetLayout =>
+  duelingLayout(headOf(cfg.train.algo), cfg.dqn.atoms, cfg.dqn.iqnEmbed);
+
+export async function saveDqnCheckpoint(
+  storage: Storage,
+  dir: string,
+  snap: DqnSnapshot,
+  state: Omit<DqnCheckpointState, 'optimSteps' | 'env' | 'replay' | 'trainSteps'>,
+): Promise<void> {
+  const q = qLayout(state.config);
+  const c = curiosityLayout();
+  const n = snap.env.i.length / ENV_I;
+  const capacity = snap.replay.i.length;
+  const groups: Record<string, NamedTensor[]> = {
+    online: paramsToTensors(q, snap.params.online),
+    target: paramsToTensors(q, snap.params.target),
+    curiosity: paramsToTensors(c, snap.params.curiosity),
+    optimizer: [
+      ...paramsToTensors(q, snap.optim.online.m, 'online.exp_avg.'),
+      ...paramsToTensors(q, snap.optim.online.v, 'online.exp_avg_sq.'),
+      ...paramsToTensors(c, snap.optim.curiosity.m, 'curiosity.exp_avg.'),
+      ...paramsToTensors(c, snap.optim.curiosity.v, 'curiosity.exp_avg_sq.'),
+    ],
+    env: [{ name: 'env.f', shape: [n, ENV_F], data: snap.env.f }],
+    replay: [
+      { name: 'replay.rows', shape: [capacity, REPLAY_F], data: snap.replay.f },
+      { name: 'replay.actions', shape: [capacity], data: Float32Array.from(snap.replay.i) },
+      { name: 'per.tree', shape: [snap.per.tree.length], data: snap.per.tree },
+    ],
+  };
+  const full: DqnCheckpointState = {
+    ...state,
+    trainSteps: snap.trainSteps,
+    optimSteps: { online: snap.optim.online.step, curiosity: snap.optim.curiosity.step },
+    env: { n, w: snap.env.window.length / n, i: Array.from(snap.env.i), window: Array.from(snap.env.window) },
+    replay: { head: snap.replay.head, size: snap.replay.size, maxPriority: snap.per.maxPriority },
+  };
+  await writeCheckpoint(storage, dir, groups, full, {
+    algo: state.algo,
+    epoch: String(state.epoch),
+    format: 'foxhunt',
+  });
+}
+
+/** Reads and verifies a DQN-family checkpoint into its state and an engine snapshot. */
+export interface DqnCheckpoint {
+  state: DqnCheckpointState;
+  snapshot: DqnSnapshot;
+}
+
+export async function loadDqnCheckpoint(storage: Storage, dir: string): Promise<DqnCheckpoint> {
+  const ckpt: LoadedCheckpoint<DqnCheckpointState> = await readCheckpoint(storage, dir);
+  const state = ckpt.state;
+  if (!['dqn', 'c51', 'iqn'].includes(state.algo)) {
+    throw new CheckpointError(`${dir}: a ${state.algo} checkpoint, not a DQN-family one`);
+  }
+  const flat = (group: string, prefix: string, layout: NetLayout): Float32Array => {
+    try {
+      return tensorsToParams(
+        layout,
+        groupOf(ckpt, dir, group),
+        joinPath(dir, `${group}.safetensors`),
+        prefix,
+      );
+    } catch (err) {
+      if (err instanceof CheckpointError) throw err;
+      throw new CheckpointError((err as Error).message);
+    }
+  };
+  const q = qLayout(state.config);
+  const c = curiosityLayout();
+  const snapshot: DqnSnapshot = {
+    params: {
+      online: flat('online', '', q),
+      target: flat('target', '', q),
+      curiosity: flat('curiosity', '', c),
+    },
+    optim: {
+      online: {
+        m: flat('optimizer', 'online.exp_avg.', q),
+        v: flat('optimizer', 'online.exp_avg_sq.', q),
+        step: state.optimSteps.online,
+      },
+      curiosity: {
+        m: flat('optimizer', 'curiosity.exp_avg.', c),
+        v: flat('optimizer', 'curiosity.exp_avg_sq.', c),
+        step: state.optimSteps.curiosity,
+      },
+    },
+    env: {
+      f: tensorOf(ckpt, dir, 'env', 'env.f'),
+      i: Int32Array.from(state.env.i),
+      window: Int32Array.from(state.env.window),
+    },
+    trainSteps: state.trainSteps,
+    replay: {
+      f: tensorOf(ckpt, dir, 'replay', 'replay.rows'),
+      i: Int32Array.from(tensorOf(ckpt, dir, 'replay', 'replay.actions')),
+      head: state.replay.head,
+      size: state.replay.size,
+    },
+    per: { tree: tensorOf(ckpt, dir, 'replay', 'per.tree'), maxPriority: state.replay.maxPriority },
+  };
+  return { state, snapshot };
+}
+
+/** The algorithm named by the checkpoint's state.json ('ppo' when it cannot be read: the PPO loader then says why). */
+export async function checkpointAlgo(storage: Storage, dir: string): Promise<string> {
+  try {
+    const text = await readText(storage, joinPath(dir, STATE_FILE));
+    return (text !== null && JSON.parse(text).state?.algo) || 'ppo';
+  } catch {
+    return 'ppo';
+  }
+}
+
+/** A DQN-family checkpoint's state and the greedy policy of its online net. */
+export async function dqnCheckpointPolicy(
+  storage: Storage,
+  dir: string,
+): Promise<{ state: DqnCheckpointState; policy: Policy }> {
+  const { state, snapshot } = await loadDqnCheckpoint(storage, dir);
+  const q = state.config.dqn;
+  const policy = dqnGreedyPolicy(
+    headOf(state.algo),
+    qLayout(state.config),
+    snapshot.params.online,
+    c51Support(q),
+    q.iqnActTau,
+  );
+  return { state, policy };
+}

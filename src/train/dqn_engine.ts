@@ -1,0 +1,55 @@
+/**
+ * The DQN-family engine: the verbs the loop (src/algo/dqn.ts) needs, so one loop can drive every
+ * backend. The CPU engine (cpu_dqn_engine.ts) calls the TS references; a device engine will
+ * implement the same verbs with the replay, PER tree and learner resident on the device.
+ */
+import type { BackendKind } from '../backend/types.js';
+import type { CollectStats } from './engine.js';
+
+/** Means over an epoch's train steps. */
+export interface DqnTrainStats {
+  /** Train steps taken (0 while the replay holds fewer rows than a batch). */
+  steps: number;
+  loss: number;
+  /** Global gradient norm before clipping. */
+  gradNorm: number;
+  /** Mean |TD error| (C51, IQN: the per-sample loss) of the sampled rows. */
+  td: number;
+  /** Importance-sampling exponent of the epoch's last step. */
+  beta: number;
+  /** Rows in the replay. */
+  replaySize: number;
+}
+
+export interface DqnParams {
+  online: Float32Array;
+  target: Float32Array;
+  curiosity: Float32Array;
+}
+
+type Moments = { m: Float32Array; v: Float32Array; step: number };
+
+/** Everything a resume needs to continue bit for bit. */
+export interface DqnSnapshot {
+  params: DqnParams;
+  optim: { online: Moments; curiosity: Moments };
+  env: { f: Float32Array; i: Int32Array; window: Int32Array };
+  /** Train steps taken (the Philox step of PER and IQN taus, the target schedule). */
+  trainSteps: number;
+  replay: { f: Float32Array; i: Int32Array; head: number; size: number };
+  per: { tree: Float32Array; maxPriority: number };
+}
+
+export interface DqnEngine {
+  readonly backend: BackendKind;
+  /** One launch of N x L epsilon-greedy steps, folded into the replay. */
+  collect(round: number, epsilon: number): Promise<CollectStats>;
+  /** `dqn.stepsPerEpoch` train steps; beta anneals over dqn.betaEpochs * dqn.stepsPerEpoch steps. */
+  train(round: number): Promise<DqnTrainStats>;
+  /** One AdamW step of the curiosity model on the last launch; its MSE before the step. */
+  trainCuriosity(round: number): Promise<number>;
+  params(): Promise<DqnParams>;
+  snapshot(): Promise<DqnSnapshot>;
+  restore(snapshot: DqnSnapshot): Promise<void>;
+  destroy(): void;
+}
