@@ -134,7 +134,8 @@ export interface CollectBenchOptions {
   split: SplitRange;
   cfg: Config;
   algo: CollectAlgo;
-  variant: CollectVariant;
+  /** The kernel variant; undefined: the collector's own choice, what `foxhunt train` runs. */
+  variant?: CollectVariant;
   /** Cluster variant: CTAs per cluster (default 8). */
   cluster?: number;
   episodes: number;
@@ -260,19 +261,20 @@ export async function benchCollect(o: CollectBenchOptions): Promise<CollectBench
     const flopsPerStep = collectFlopsPerStep(o.algo, cfg);
     const envStepsPerSec = steps / (ms / 1e3);
     const shape = collector.options;
-    const perGroup = o.variant === 'seed' ? 1 : shape.tileEpisodes;
+    const variant = shape.variant;
+    const perGroup = variant === 'seed' ? 1 : shape.tileEpisodes;
     // The cluster variant reads the nets once per launch and cluster, not once per step.
-    const weightReaders = o.variant === 'cluster' ? perGroup * o.steps : perGroup;
+    const weightReaders = variant === 'cluster' ? perGroup * o.steps : perGroup;
     const out = outputBytes(o.algo === 'ppo' ? PPO_OUTPUT : DQN_OUTPUT, 1, 1);
     return {
       algo: o.algo,
-      variant: o.variant,
+      variant,
       precision,
       episodes: o.episodes,
       steps: o.steps,
       tileEpisodes: perGroup,
       threads: shape.threads,
-      ...(o.variant === 'cluster' && collector instanceof DqnDeviceCollector
+      ...(variant === 'cluster' && collector instanceof DqnDeviceCollector
         ? { cluster: collector.options.cluster, clusterPull: o.clusterPull === true }
         : {}),
       ...(o.build ? { build: o.build } : {}),
