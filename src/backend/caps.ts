@@ -62,7 +62,7 @@ export interface BackendCaps {
 const num = (v: string | number | undefined): number | undefined => (typeof v === 'number' ? v : undefined);
 
 /** The capabilities of `backend`, from its kind and what it reports in `info`. */
-export function capsOf(backend: Pick<Backend, 'kind' | 'info'>): BackendCaps {
+export function capsOf(backend: Pick<Backend, 'kind'> & { info?: Backend['info'] }): BackendCaps {
   const kind = backend.kind;
   const limits = backend.info?.limits ?? {};
   const cc = /^(\d+)\.(\d+)$/.exec(String(limits.computeCapability ?? ''));

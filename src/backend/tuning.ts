@@ -132,7 +132,9 @@ export const TUNING: Readonly<Record<DeviceClass, Tuning>> = {
 };
 
 /** The tuning row of a backend (or of caps already derived). */
-export function tuningFor(backend: Pick<Backend, 'kind' | 'info'> | BackendCaps): Tuning {
+export function tuningFor(
+  backend: (Pick<Backend, 'kind'> & { info?: Backend['info'] }) | BackendCaps,
+): Tuning {
   const caps = 'deviceClass' in backend ? backend : capsOf(backend);
   return TUNING[caps.deviceClass];
 }

@@ -93,7 +93,8 @@ export interface DeviceCollectorInit {
 }
 
 /** Whether the kernels run their CUDA tensor-core mode (constant TF32 = 1). */
-const tensorCores = (init: DeviceCollectorInit) => init.backend.kind === 'cuda' && init.constants?.TF32 === 1;
+const tensorCores = (init: DeviceCollectorInit) =>
+  capsOf(init.backend).features.tf32TensorCores && init.constants?.TF32 === 1;
 
 function withConstants(spec: KernelSpec, extra: Record<string, number> | undefined): KernelSpec {
   return extra ? { ...spec, constants: { ...spec.constants, ...extra } } : spec;
@@ -115,7 +116,7 @@ export const GV_DUAL_MAX_EPISODES = HALF_ENGINE_TUNING.dualPassUpTo;
 
 /** Storage buffers per shader stage a WebGPU backend allows (8, WebGPU's default, where it does not say). */
 export const storageBuffersPerStage = (backend: Backend): number =>
-  Number(backend.info.limits.maxStorageBuffersPerShaderStage ?? 8);
+  capsOf(backend).limits.storageBuffersPerStage;
 
 /**
  * Whether the f16 engines' collection kernel fits the backend: it binds an 11th storage buffer
@@ -141,9 +142,10 @@ function clusterOptions(
   base: Pick<CollectDqnOptions, 'head' | 'atoms' | 'iqnEmbed' | 'actTaus' | 'variant'>,
   init: DeviceCollectorInit,
 ): CollectDqnOptions {
-  if (init.backend.kind !== 'cuda')
+  const caps = capsOf(init.backend);
+  if (!caps.features.clusters)
     throw new Error(
-      `collect dqn: the cluster variant runs on CUDA (sm_90+) only, not on ${init.backend.kind}; use the tiled variant`,
+      `collect dqn: the cluster variant runs on CUDA (sm_90+) only, not on ${caps.kind}${caps.architecture ? ` ${caps.architecture}` : ''}; use the tiled variant`,
     );
   const cluster = init.cluster ?? DEFAULT_CLUSTER;
   const n = init.cfg.rollout.episodes;
@@ -344,12 +346,7 @@ export interface DqnWeights {
  * feature requested and granted (createBackend(..., { subgroupMatrix: true })).
  */
 export function hasSubgroupMatrix(backend: Backend): boolean {
-  return (
-    backend.kind === 'webgpu' &&
-    String(backend.info.limits.features ?? '')
-      .split(',')
-      .includes(SUBGROUP_MATRIX_FEATURE)
-  );
+  return capsOf(backend).features.subgroupMatrix;
 }
 
 /** collect_dqn on a backend (plain, C51 or IQN head). */
@@ -391,9 +388,9 @@ export class DqnDeviceCollector extends DeviceCollector {
     if (init.tile?.engine === MMA_ENGINE && !hasSubgroupMatrix(init.backend))
       throw new Error(
         `collect dqn: the tensor-core engine (4, f16) needs a WebGPU device with ${SUBGROUP_MATRIX_FEATURE} ` +
-          `(Dawn on a GPU with cooperative matrices, backend created with subgroupMatrix: true); ${init.backend.kind === 'webgpu' ? `this adapter (${init.backend.info.device}) does not offer it` : `not ${init.backend.kind}`}: use --precision exact`,
+          `(Dawn on a GPU with cooperative matrices, backend created with subgroupMatrix: true); ${capsOf(init.backend).features.wgsl ? `this adapter (${init.backend.info.device}) does not offer it` : `not ${init.backend.kind}`}: use --precision exact`,
       );
-    if (init.tile?.engine === GV_ENGINE && init.backend.kind !== 'webgpu')
+    if (init.tile?.engine === GV_ENGINE && !capsOf(init.backend).features.wgsl)
       throw new Error(
         `collect dqn: the weight-streaming engine (5, f16 weights) is a WebGPU tile engine, not ${init.backend.kind}'s: use --precision exact (CUDA: --precision tf32)`,
       );

@@ -11,6 +11,7 @@
  * on WebGPU, events on CUDA, wall clock on the CPU). Episodes keep stepping between launches, as in
  * training.
  */
+import { capsOf } from '../backend/caps.js';
 import type { Backend, Dispatch } from '../backend/types.js';
 import type { Config } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
@@ -92,7 +93,8 @@ function warmMs(): number {
 export async function warmUp(backend: Backend, dispatch: () => Dispatch): Promise<void> {
   backend.run([dispatch()]);
   await backend.sync();
-  if (backend.kind === 'cpu') return;
+  // The CPU has no clocks to raise.
+  if (capsOf(backend).deviceClass === 'cpu') return;
   const ms = warmMs();
   const t0 = performance.now();
   while (performance.now() - t0 < ms) {
@@ -281,7 +283,7 @@ export async function benchCollect(o: CollectBenchOptions): Promise<CollectBench
       ...(o.constants ? { constants: o.constants } : {}),
       tj: shape.tj,
       kt: shape.kt,
-      engine: o.backend.kind === 'webgpu' ? (shape.engine ?? 0) : 0,
+      engine: capsOf(o.backend).features.wgsl ? (shape.engine ?? 0) : 0,
       ms,
       envStepsPerSec,
       flopsPerStep,
