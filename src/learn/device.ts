@@ -37,7 +37,7 @@ import { deltaChainLossGroups } from '../kernels/mlp_delta_chain.js';
 import {
   type PpoGatherArgs,
   ppoGatherDispatch,
-  ppoGatherSpec,
+  ppoGatherRowsFor,
   type RolloutSections,
 } from '../kernels/ppo_gather.js';
 import { LOSS_PARTS, lossGroups, ppoLossDispatch, STAT, STAT_COUNT } from '../kernels/ppo_loss.js';
@@ -238,9 +238,7 @@ export class DevicePpoLearner {
     }
     this.backend = backend;
     this.cfg = cfg;
-    const gatherRows = tuningFor(backend).learn.gatherRows;
-    this.gatherRows =
-      init.gatherRows ?? (gatherRows === 'workgroup' ? ppoGatherSpec.workgroupSize[0] : gatherRows);
+    this.gatherRows = init.gatherRows ?? ppoGatherRowsFor(backend);
     const splitBudget =
       typeof init.dwSplit === 'number'
         ? init.dwSplit

@@ -5,6 +5,7 @@
  * table, or JSON. The tuning knobs (variants, engines, tiles, constants) are in the dev harness:
  * `node dist/dev/bench.js collect --help`.
  */
+import { capsOf } from '../../backend/caps.js';
 import { type BackendRequest, chooseBackend, describeChoice } from '../../backend/index.js';
 import { type DevicePeaks, devicePeaks, tensorPeak } from '../../backend/peaks.js';
 import { BackendUnavailableError } from '../../backend/types.js';
@@ -161,15 +162,16 @@ async function run(args: string[]): Promise<number> {
       precisionFlag === 'f16'
         ? 'f16'
         : resolvePrecision(precisionFlag as 'auto' | 'exact' | 'tf32', backend.kind);
-    if (precision === 'tf32' && backend.kind !== 'cuda')
+    const caps = capsOf(backend);
+    if (precision === 'tf32' && !caps.features.tf32TensorCores)
       throw new UserError(
         `--precision tf32 runs on CUDA tensor cores, and the backend is ${backend.kind}: use --precision exact (webgpu: or f16), or --backend cuda`,
       );
-    if (precision === 'f16' && backend.kind !== 'webgpu')
+    if (precision === 'f16' && !caps.features.wgsl)
       throw new UserError(
         `--precision f16 is WebGPU's, and the backend is ${backend.kind}: use --precision exact (cuda: or tf32), or --backend webgpu`,
       );
-    const cpu = backend.kind === 'cpu';
+    const cpu = caps.deviceClass === 'cpu';
     const episodes = parseEpisodes(
       values.episodes as string | undefined,
       cpu ? [8] : [128, 1024, 8192, 65536],
@@ -217,7 +219,7 @@ async function run(args: string[]): Promise<number> {
       );
     } else {
       console.log(`collect ${algo}, ${precision}, on ${backend.kind} (${backend.info.device})`);
-      for (const line of collectTable(results, peaks, backend.kind === 'webgpu')) console.log(`  ${line}`);
+      for (const line of collectTable(results, peaks, caps.features.wgsl)) console.log(`  ${line}`);
       console.log(peaksLine(peaks, backend.info.device));
     }
     return 0;

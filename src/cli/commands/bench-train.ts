@@ -5,6 +5,7 @@
  * (src/backend/peaks.ts). The measuring lives in src/learn/device_bench.ts; the learner's plan
  * knobs are in the dev harness: `node dist/dev/bench.js train --help`.
  */
+import { capsOf } from '../../backend/caps.js';
 import { type BackendRequest, chooseBackend, describeChoice } from '../../backend/index.js';
 import { type DevicePeaks, devicePeaks, tensorPeak } from '../../backend/peaks.js';
 import { BackendUnavailableError } from '../../backend/types.js';
@@ -127,12 +128,13 @@ async function run(args: string[]): Promise<number> {
   for (const line of describeChoice(choice)) log(line);
   try {
     const precision = resolvePrecision(precisionFlag as 'auto' | 'exact' | 'tf32', backend.kind);
-    if (precision === 'tf32' && backend.kind !== 'cuda') {
+    const caps = capsOf(backend);
+    if (precision === 'tf32' && !caps.features.tf32TensorCores) {
       throw new UserError(
         `--precision tf32: tf32 runs on CUDA tensor cores only, and the backend is ${backend.kind}; use --precision exact, or --backend cuda`,
       );
     }
-    const cpu = backend.kind === 'cpu';
+    const cpu = caps.deviceClass === 'cpu';
     const episodes = [...new Set(episodesList ?? (cpu ? [8] : [128, 1024]))];
     const steps = intFlag(values.steps as string | undefined, 'steps', cpu ? 64 : 500, 1);
     const repeats = intFlag(values.repeats as string | undefined, 'repeats', 3, 1);
