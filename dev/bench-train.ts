@@ -3,7 +3,7 @@
  * does not take): the PPO training-epoch benchmark (docs/LEARNER.md): per-phase times of
  * collect, update and validate on one backend, for the default rollout (N = 128, L = 500: 10
  * epochs x 125 minibatches of 512 = 1,250 update steps) and a large-N one; training samples/s,
- * the update's FLOPs and achieved FLOP/s. The measuring lives in src/learn/device_bench.ts.
+ * the update's FLOPs and achieved FLOP/s. The measuring lives in src/train/ppo_bench.ts.
  */
 import { type BackendRequest, chooseBackend, describeChoice } from '../src/backend/index.js';
 import { BackendUnavailableError } from '../src/backend/types.js';
@@ -11,7 +11,7 @@ import { intFlag, parseFlags } from '../src/cli/args.js';
 import { type Command, UserError } from '../src/cli/main.js';
 import { loadConfig, type Precision, resolvePrecision } from '../src/config.js';
 import { CHAIN_ROWS, CHAIN_ROWS_CHOICES, CHAIN_ROWS_STAGED } from '../src/kernels/mlp_chain_forward.js';
-import { type BenchTrainResult, benchPpoTrain } from '../src/learn/device_bench.js';
+import { type BenchTrainResult, benchPpoTrain } from '../src/train/ppo_bench.js';
 import { prepareData } from '../src/train/run.js';
 
 const usage = `usage: node dist/dev/bench.js train --algo ppo [--backend auto|cuda|webgpu|cpu] [--episodes N] [--steps L]

@@ -5,6 +5,7 @@
  * src/learn/device_mlp.ts (the learner's launch plan). Nothing here changes what a kernel
  * computes, only its launch shape.
  */
+import { PPO_GATHER_CUDA_ROWS } from '../kernels/ppo_gather.js';
 import { type BackendCaps, capsOf, type DeviceClass } from './caps.js';
 import type { Backend } from './types.js';
 
@@ -76,7 +77,7 @@ export interface Tuning {
 }
 
 /** Samples per ppo_gather workgroup on the GPUs: 128 workgroups per 512-sample minibatch. */
-export const GPU_GATHER_ROWS = 4;
+export const GPU_GATHER_ROWS = PPO_GATHER_CUDA_ROWS;
 
 /** Split-dW budget of WebGPU, which reports no SM count. */
 export const WEBGPU_SPLIT_BUDGET = 256;

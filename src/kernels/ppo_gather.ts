@@ -17,9 +17,8 @@
  * with one round of copies each instead of 8 of 7 dependent rounds. Exact (integer shuffle, plain
  * copies).
  */
-import { GPU_GATHER_ROWS, tuningFor } from '../backend/tuning.js';
-import type { Backend, BackendKind, DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
-import { shuffleIndex } from '../learn/shuffle.js';
+import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+import { shuffleIndex } from '../rng/shuffle.js';
 import { Stream } from '../rng/streams.js';
 import { grid1d, groupCount } from './grid.js';
 import type { Kernel, TypedArray } from './reference.js';
@@ -79,18 +78,7 @@ export interface PpoGatherArgs {
 }
 
 /** Samples per ppo_gather workgroup on CUDA and WebGPU: >= 128 for a 512-sample minibatch. */
-export const PPO_GATHER_CUDA_ROWS = GPU_GATHER_ROWS;
-
-/**
- * Samples per workgroup on a backend (LearnTuning.gatherRows, src/backend/tuning.ts): the GPUs take
- * narrow ones, the CPU a whole workgroup's worth.
- */
-export function ppoGatherRowsFor(
-  backend: BackendKind | (Pick<Backend, 'kind'> & { info?: Backend['info'] }),
-): number {
-  const rows = tuningFor(typeof backend === 'string' ? { kind: backend } : backend).learn.gatherRows;
-  return rows === 'workgroup' ? ppoGatherSpec.workgroupSize[0] : rows;
-}
+export const PPO_GATHER_CUDA_ROWS = 4;
 
 /** The gather of minibatch `minibatch` of the update's epoch `epochSlot`. */
 export function ppoGatherDispatch(a: PpoGatherArgs, epochSlot: number, minibatch: number): Dispatch {

@@ -34,12 +34,7 @@ import type { Backend, DeviceBuffer, Dispatch, KernelSpec } from '../backend/typ
 import type { PpoConfig, Precision } from '../config.js';
 import { type AdamHyper, adamBiasCorrection, adamStepDispatch } from '../kernels/adam_step.js';
 import { deltaChainLossGroups } from '../kernels/mlp_delta_chain.js';
-import {
-  type PpoGatherArgs,
-  ppoGatherDispatch,
-  ppoGatherRowsFor,
-  type RolloutSections,
-} from '../kernels/ppo_gather.js';
+import { type PpoGatherArgs, ppoGatherDispatch, type RolloutSections } from '../kernels/ppo_gather.js';
 import { LOSS_PARTS, lossGroups, ppoLossDispatch, STAT, STAT_COUNT } from '../kernels/ppo_loss.js';
 import type { NetLayout } from '../nets/layout.js';
 import { seedToKey } from '../rng/philox.js';
@@ -54,6 +49,7 @@ import {
   type MlpPlan,
   planDeltaChain,
   planMlps,
+  ppoGatherRowsFor,
 } from './device_mlp.js';
 import type { PpoUpdateStats } from './ppo_update.js';
 

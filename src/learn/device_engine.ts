@@ -18,18 +18,13 @@
 import { capsOf } from '../backend/caps.js';
 import type { Backend } from '../backend/types.js';
 import { PpoDeviceCollector } from '../collect/device.js';
+import { type CollectStats, summarizeRollout } from '../collect/rollout.js';
 import { type Config, resolvePrecision } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
 import { PPO_OUTPUT } from '../kernels/collect_ppo.js';
 import { initParams } from '../nets/forward.js';
 import { curiosityLayout, NetId, ppoActorLayout, ppoCriticLayout, STATE_DIM } from '../nets/layout.js';
-import {
-  type CollectStats,
-  type PpoEngine,
-  type PpoSnapshot,
-  summarizeRollout,
-  type UpdateStats,
-} from '../train/engine.js';
+import type { PpoEngine, PpoSnapshot, UpdateStats } from '../train/engine.js';
 import { DevicePpoLearner } from './device.js';
 import { DeviceCuriosityLearner } from './device_curiosity.js';
 import { collectorCuriosityRollout, collectorRollout } from './device_rollout.js';

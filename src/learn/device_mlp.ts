@@ -15,7 +15,7 @@
  */
 import { capsOf } from '../backend/caps.js';
 import { tuningFor, WEBGPU_SPLIT_BUDGET } from '../backend/tuning.js';
-import type { Backend, DeviceBuffer, Dispatch } from '../backend/types.js';
+import type { Backend, BackendKind, DeviceBuffer, Dispatch } from '../backend/types.js';
 import {
   type BackwardJob,
   DW_SLOT_FLOATS,
@@ -54,6 +54,7 @@ import {
   MAX_K_SPLITS,
   mlpForwardDispatch,
 } from '../kernels/mlp_forward.js';
+import { ppoGatherSpec } from '../kernels/ppo_gather.js';
 import type { NetLayout } from '../nets/layout.js';
 
 export interface NetPlan {
@@ -309,6 +310,17 @@ export function dwSplitBudgetFor(backend: Pick<Backend, 'info' | 'kind'>): numbe
   const sms = backend.info.limits.smCount;
   if (typeof sms === 'number' && sms > 0) return 2 * sms;
   return tuningFor(backend).learn.dwSplitBudget;
+}
+
+/**
+ * ppo_gather samples per workgroup on a backend (LearnTuning.gatherRows): the GPUs take narrow ones,
+ * the CPU a whole workgroup's worth.
+ */
+export function ppoGatherRowsFor(
+  backend: BackendKind | (Pick<Backend, 'kind'> & { info?: Backend['info'] }),
+): number {
+  const rows = tuningFor(typeof backend === 'string' ? { kind: backend } : backend).learn.gatherRows;
+  return rows === 'workgroup' ? ppoGatherSpec.workgroupSize[0] : rows;
 }
 
 /** MlpPlan.dwHandoff on `backend`: WGSL finishes split tiles in a later launch (see mlp_backward.wgsl). */

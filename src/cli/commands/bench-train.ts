@@ -2,7 +2,7 @@
  * `foxhunt bench train`: a PPO training epoch per phase (collect, update, validate) as
  * `foxhunt train` runs it (the learner's own launch plan, precision as train.precision), for one
  * or more N, with the update's achieved FLOP/s against the device's datasheet peaks
- * (src/backend/peaks.ts). The measuring lives in src/learn/device_bench.ts; the learner's plan
+ * (src/backend/peaks.ts). The measuring lives in src/train/ppo_bench.ts; the learner's plan
  * knobs are in the dev harness: `node dist/dev/bench.js train --help`.
  */
 import { capsOf } from '../../backend/caps.js';
@@ -10,7 +10,7 @@ import { type BackendRequest, chooseBackend, describeChoice } from '../../backen
 import { type DevicePeaks, devicePeaks, tensorPeak } from '../../backend/peaks.js';
 import { BackendUnavailableError } from '../../backend/types.js';
 import { loadConfig, resolvePrecision } from '../../config.js';
-import { type BenchTrainResult, benchPpoTrain } from '../../learn/device_bench.js';
+import { type BenchTrainResult, benchPpoTrain } from '../../train/ppo_bench.js';
 import { prepareData } from '../../train/run.js';
 import { intFlag, parseFlags } from '../args.js';
 import { type Command, UserError } from '../main.js';
