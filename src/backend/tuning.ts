@@ -141,6 +141,28 @@ export function tuningFor(
 }
 
 /**
+ * The CUDA thread-block cluster collector's shape (sm_90; src/collect/device.ts clusterOptions).
+ * H200 measurements, env-steps/s.
+ */
+export const CLUSTER_TUNING = {
+  /** CTAs the clusters of a launch fill at most (before residentClusterEpisodes raises the episodes). */
+  targetCtas: 128,
+  /** Threads per CTA unless a warp per episode needs more. */
+  threads: 256,
+  /**
+   * From this many episodes per cluster each gets a warp for its decision (every CTA takes all E
+   * decisions; with 8 warps the ninth row doubled warp 0's share), up to maxThreads: N = 128 as 15
+   * clusters of 9, 11.70M at 256 threads, 12.57M at 288, 12.41M at 320.
+   */
+  warpPerEpisodeFrom: 9,
+  maxThreads: 320,
+  /** The TF32 build holds one m16 tile of rows: at most this many episodes per cluster. */
+  tf32MaxEpisodes: 16,
+  /** Opt-in shared memory per block on sm_90 (227 KiB), the only architecture with clusters today. */
+  sharedBytes: 227 * 1024,
+} as const;
+
+/**
  * The WGSL f16 engines' tile rules, device-independent (they apply wherever engine 4 or 5 is
  * asked for). H200 measurements, env-steps/s.
  */

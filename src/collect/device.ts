@@ -12,9 +12,8 @@
  */
 
 import { capsOf } from '../backend/caps.js';
-import type { CudaBackend } from '../backend/cuda/index.js';
-import { HALF_ENGINE_TUNING } from '../backend/tuning.js';
-import type { Backend, DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+import { CLUSTER_TUNING, HALF_ENGINE_TUNING } from '../backend/tuning.js';
+import type { Backend, ClusterOccupancy, DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import { SUBGROUP_MATRIX_FEATURE } from '../backend/webgpu/gpu.js';
 import type { Config } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
@@ -128,9 +127,9 @@ export const halfBindingFits = (backend: Backend): boolean => storageBuffersPerS
 export const halfEngineFor = (n: number): number => (n <= GV_MAX_EPISODES ? GV_ENGINE : MMA_ENGINE);
 
 /** Threads per CTA of the cluster variant unless given. */
-const CLUSTER_THREADS = 256;
+const CLUSTER_THREADS: number = CLUSTER_TUNING.threads;
 /** Opt-in shared memory per block on sm_90, the only architecture with clusters today. */
-const SM90_SHARED = 227 * 1024;
+const SM90_SHARED: number = CLUSTER_TUNING.sharedBytes;
 
 /**
  * The cluster variant's shape: `cluster` CTAs per cluster (default 8, the portable maximum) and
@@ -153,7 +152,7 @@ function clusterOptions(
   let threads = init.tile?.threads ?? CLUSTER_THREADS;
   let e = clusterEpisodes(n, cluster, init.tile?.tileEpisodes, tf32, threads);
   const shape = { ...base, threads, tj: 32, kt: 8, tauRows: 1, cluster, tf32 };
-  const backend = init.backend as Partial<Pick<CudaBackend, 'maxActiveClusters'>>;
+  const backend = init.backend as Partial<ClusterOccupancy>;
   if (init.tile?.tileEpisodes === undefined && backend.maxActiveClusters) {
     const resident = backend.maxActiveClusters(collectDqnSpec({ ...shape, tileEpisodes: e }));
     e = residentClusterEpisodes(n, e, resident, cluster, tf32, threads);
@@ -172,12 +171,12 @@ function clusterOptions(
 
 /**
  * Threads per CTA of the cluster variant for E episodes per cluster: 256, or a warp for each of up to
- * 10 episodes (every CTA takes all E decisions, one warp per episode; with 8 warps the ninth row
- * doubled warp 0's share: H200, N = 128 as 15 clusters of 9, 11.70M env-steps/s at 256 threads,
- * 12.57M at 288, 12.41M at 320).
+ * 10 episodes (CLUSTER_TUNING.warpPerEpisodeFrom, maxThreads).
  */
 export function clusterThreads(e: number): number {
-  return e > 8 ? Math.min(32 * e, 320) : CLUSTER_THREADS;
+  return e >= CLUSTER_TUNING.warpPerEpisodeFrom
+    ? Math.min(32 * e, CLUSTER_TUNING.maxThreads)
+    : CLUSTER_THREADS;
 }
 
 /**
@@ -197,7 +196,7 @@ export function residentClusterEpisodes(
 ): number {
   if (resident === undefined || resident <= 0 || Math.ceil(n / e) <= resident) return e;
   const fewer = Math.ceil(n / resident);
-  if (tf32 && fewer > 16) return e;
+  if (tf32 && fewer > CLUSTER_TUNING.tf32MaxEpisodes) return e;
   if (cudaClusterSharedBytes({ tileEpisodes: fewer, cluster, tf32, threads }) > SM90_SHARED) return e;
   return fewer;
 }
@@ -214,8 +213,8 @@ export function clusterEpisodes(
   threads = CLUSTER_THREADS,
 ): number {
   if (override !== undefined) return override;
-  let e = Math.ceil(n / Math.max(1, Math.floor(128 / cluster)));
-  if (tf32) e = Math.min(e, 16);
+  let e = Math.ceil(n / Math.max(1, Math.floor(CLUSTER_TUNING.targetCtas / cluster)));
+  if (tf32) e = Math.min(e, CLUSTER_TUNING.tf32MaxEpisodes);
   while (e > 1 && cudaClusterSharedBytes({ tileEpisodes: e, cluster, tf32, threads }) > SM90_SHARED)
     e = Math.ceil(e / 2);
   return e;

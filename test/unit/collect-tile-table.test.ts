@@ -8,8 +8,20 @@
 import { describe, expect, it } from 'vitest';
 import { createCpuBackend } from '../../src/backend/cpu/index.js';
 import type { Backend } from '../../src/backend/types.js';
-import { type CollectAlgo, chooseTile, type TileShape } from '../../src/collect/device.js';
-import { cudaDqnSharedBytes, dqnWorkgroupBytes, type HeadCode } from '../../src/kernels/collect_dqn.js';
+import {
+  type CollectAlgo,
+  chooseTile,
+  clusterEpisodes,
+  clusterThreads,
+  residentClusterEpisodes,
+  type TileShape,
+} from '../../src/collect/device.js';
+import {
+  cudaClusterSharedBytes,
+  cudaDqnSharedBytes,
+  dqnWorkgroupBytes,
+  type HeadCode,
+} from '../../src/kernels/collect_dqn.js';
 import {
   GV_ENGINE,
   GV_MAX_ROWS,
@@ -238,5 +250,49 @@ describe('collection tile table', () => {
               }
     expect(diffs.slice(0, 10)).toEqual([]);
     expect(cases).toBeGreaterThan(10_000);
+  });
+});
+
+// ---- the cluster shape before CLUSTER_TUNING (src/collect/device.ts at 24625e6), verbatim ----
+const CLUSTER_THREADS = 256;
+const SM90_SHARED = 227 * 1024;
+const clusterThreadsBefore = (e: number) => (e > 8 ? Math.min(32 * e, 320) : CLUSTER_THREADS);
+function residentBefore(
+  n: number,
+  e: number,
+  resident: number | undefined,
+  cluster = 8,
+  tf32 = false,
+  threads = 256,
+) {
+  if (resident === undefined || resident <= 0 || Math.ceil(n / e) <= resident) return e;
+  const fewer = Math.ceil(n / resident);
+  if (tf32 && fewer > 16) return e;
+  if (cudaClusterSharedBytes({ tileEpisodes: fewer, cluster, tf32, threads }) > SM90_SHARED) return e;
+  return fewer;
+}
+function clusterEpisodesBefore(n: number, cluster = 8, override?: number, tf32 = false, threads = 256) {
+  if (override !== undefined) return override;
+  let e = Math.ceil(n / Math.max(1, Math.floor(128 / cluster)));
+  if (tf32) e = Math.min(e, 16);
+  while (e > 1 && cudaClusterSharedBytes({ tileEpisodes: e, cluster, tf32, threads }) > SM90_SHARED)
+    e = Math.ceil(e / 2);
+  return e;
+}
+
+describe('cluster shape table', () => {
+  it('chooses what the constants in the code chose', () => {
+    for (let e = 1; e <= 40; e++) expect(clusterThreads(e)).toBe(clusterThreadsBefore(e));
+    for (const n of [1, 8, 100, 128, 256, 512, 1024, 4096])
+      for (const cluster of [2, 4, 8, 16])
+        for (const tf32 of [false, true])
+          for (const threads of [256, 288, 320]) {
+            const e = clusterEpisodes(n, cluster, undefined, tf32, threads);
+            expect(e).toBe(clusterEpisodesBefore(n, cluster, undefined, tf32, threads));
+            for (const resident of [undefined, 0, 8, 15, 16, 64])
+              expect(residentClusterEpisodes(n, e, resident, cluster, tf32, threads)).toBe(
+                residentBefore(n, e, resident, cluster, tf32, threads),
+              );
+          }
   });
 });
