@@ -6,19 +6,17 @@
  * table, or JSON. Compile-checked; not part of the user CLI.
  */
 import { type BackendRequest, chooseBackend, describeChoice } from '../src/backend/index.js';
+import type { Backend } from '../src/backend/types.js';
 import { BackendUnavailableError } from '../src/backend/types.js';
 import { intFlag, parseFlags } from '../src/cli/args.js';
 import { type Command, UserError } from '../src/cli/main.js';
 import { type CollectAlgo, type CollectVariant, clusterFits, type TileShape } from '../src/collect/device.js';
-import {
-  benchCollect,
-  type CeilingResult,
-  type CollectBenchResult,
-  measureCeiling,
-  stepsThatFit,
-} from '../src/collect/device_bench.js';
+import { benchCollect, type CollectBenchResult, stepsThatFit, warmUp } from '../src/collect/device_bench.js';
 import { loadConfig } from '../src/config.js';
 import { ENGINES, isHalfEngine } from '../src/kernels/collect_engine.js';
+import { denseForwardDispatch } from '../src/kernels/dense_forward.js';
+import { initParams } from '../src/nets/forward.js';
+import { buildLayout, NetId } from '../src/nets/layout.js';
 import { prepareData } from '../src/train/run.js';
 
 const usage = `usage: node dist/dev/bench.js collect --algo dqn|c51|iqn|ppo [--backend auto|cuda|webgpu|cpu]
@@ -87,6 +85,42 @@ per episode are measured in the same run (--variant both, the default for dqn an
                     at working clocks, not at the idle ones of a GPU left waiting through a compile
   --seed S          run seed (market, networks)
   --json            one JSON object on stdout instead of the table`;
+
+export interface CeilingResult {
+  /** Achieved FLOP/s of the reference matmul. */
+  flopsPerSec: number;
+  /** What was measured, e.g. `dense_forward 1024x1024, batch 4096`. */
+  what: string;
+}
+
+/**
+ * Our own f32 ceiling (the dev harness's "% ceiling"): a floor on the f32 peak, which the TF32 and
+ * f16 builds exceed; `foxhunt bench` divides by the datasheet peaks instead. The f32 ceiling: a square dense_forward layer over a large batch, on the same backend. */
+export async function measureCeiling(
+  backend: Backend,
+  batch: number,
+  repeats: number,
+): Promise<CeilingResult> {
+  const width = 1024;
+  const layout = buildLayout('ceiling', [{ name: 'dense', in: width, out: width, act: 'none' }]);
+  const layer = layout.layers[0];
+  const params = backend.createBuffer(layout.size * 4, 'ceiling params');
+  const x = backend.createBuffer(batch * width * 4, 'ceiling x');
+  const y = backend.createBuffer(batch * width * 4, 'ceiling y');
+  try {
+    backend.upload(params, initParams(layout, NetId.QOnline, 1));
+    backend.upload(x, new Float32Array(batch * width).fill(0.5));
+    const d = denseForwardDispatch(params, layer, x, y, batch);
+    await warmUp(backend, () => d);
+    const ms = await backend.time([d], repeats);
+    return {
+      flopsPerSec: (2 * batch * width * width) / (ms / 1e3),
+      what: `dense_forward ${width}x${width}, batch ${batch}`,
+    };
+  } finally {
+    for (const b of [params, x, y]) backend.destroyBuffer(b);
+  }
+}
 
 const ALGOS: CollectAlgo[] = ['dqn', 'c51', 'iqn', 'ppo'];
 const BACKENDS = ['auto', 'cuda', 'webgpu', 'cpu'];

@@ -1,8 +1,8 @@
 /**
  * The collection benchmark behind `foxhunt bench collect`: env-steps/s of collect_dqn or
  * collect_ppo on one backend for a sweep of N, the tiled kernel beside the seed's one thread per
- * episode, with the model FLOPs per env step (from the layouts), the achieved FLOP/s and the
- * device's measured f32 ceiling (a large dense_forward on the same backend), plus the bytes a
+ * episode, with the model FLOPs per env step (from the layouts) and the achieved FLOP/s (`foxhunt
+ * bench` divides it by the device's datasheet peaks, src/backend/peaks.ts), plus the bytes a
  * step moves: weights read per env step (the nets once per workgroup step, shared by its
  * episodes) and experience written.
  *
@@ -19,10 +19,8 @@ import { DQN_OUTPUT } from '../kernels/collect_dqn.js';
 import { isHalfEngine } from '../kernels/collect_engine.js';
 import { outputBytes } from '../kernels/collect_layout.js';
 import { PPO_OUTPUT } from '../kernels/collect_ppo.js';
-import { denseForwardDispatch } from '../kernels/dense_forward.js';
 import { initParams } from '../nets/forward.js';
 import {
-  buildLayout,
   curiosityLayout,
   duelingLayout,
   type Layer,
@@ -56,13 +54,6 @@ export function collectFlopsPerStep(algo: CollectAlgo, cfg: Config): number {
   const rest = layers.filter((l) => !l.name.startsWith('shared_layers'));
   const perNet = fma(trunk) + (head === 'iqn' ? cfg.dqn.iqnActTau : 1) * fma(rest);
   return 2 * (2 * perNet + curiosity);
-}
-
-export interface CeilingResult {
-  /** Achieved FLOP/s of the reference matmul. */
-  flopsPerSec: number;
-  /** What was measured, e.g. `dense_forward 1024x1024, batch 4096`. */
-  what: string;
 }
 
 /**
@@ -100,33 +91,6 @@ export async function warmUp(backend: Backend, dispatch: () => Dispatch): Promis
   while (performance.now() - t0 < ms) {
     backend.run([dispatch()]);
     await backend.sync();
-  }
-}
-
-/** The f32 ceiling: a square dense_forward layer over a large batch, on the same backend. */
-export async function measureCeiling(
-  backend: Backend,
-  batch: number,
-  repeats: number,
-): Promise<CeilingResult> {
-  const width = 1024;
-  const layout = buildLayout('ceiling', [{ name: 'dense', in: width, out: width, act: 'none' }]);
-  const layer = layout.layers[0];
-  const params = backend.createBuffer(layout.size * 4, 'ceiling params');
-  const x = backend.createBuffer(batch * width * 4, 'ceiling x');
-  const y = backend.createBuffer(batch * width * 4, 'ceiling y');
-  try {
-    backend.upload(params, initParams(layout, NetId.QOnline, 1));
-    backend.upload(x, new Float32Array(batch * width).fill(0.5));
-    const d = denseForwardDispatch(params, layer, x, y, batch);
-    await warmUp(backend, () => d);
-    const ms = await backend.time([d], repeats);
-    return {
-      flopsPerSec: (2 * batch * width * width) / (ms / 1e3),
-      what: `dense_forward ${width}x${width}, batch ${batch}`,
-    };
-  } finally {
-    for (const b of [params, x, y]) backend.destroyBuffer(b);
   }
 }
 
