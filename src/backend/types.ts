@@ -119,6 +119,14 @@ export interface Backend {
   destroy(): void;
 }
 
+/**
+ * Backend extension (CUDA): how many thread-block clusters of a kernel the GPU holds at once
+ * (cuOccupancyMaxActiveClusters), undefined for a kernel without clusters or a driver that cannot say.
+ */
+export interface ClusterOccupancy {
+  maxActiveClusters(spec: KernelSpec): number | undefined;
+}
+
 /** A backend that cannot be used here, with the one line that says why and what to do. */
 export class BackendUnavailableError extends Error {
   override name = 'BackendUnavailableError';

@@ -37,8 +37,25 @@ export async function main(argv: string[]): Promise<number> {
     console.log(help());
     return 0;
   }
-  // Longest command name that prefixes argv wins (`data synth` before `data`).
-  const sorted = [...commands].sort((a, b) => b.name.split(' ').length - a.name.split(' ').length);
+  const code = await dispatch(commands, argv, 'foxhunt');
+  if (code === undefined) {
+    console.error(`foxhunt: unknown command "${argv.join(' ')}"\n\n${help()}`);
+    return 1;
+  }
+  return code;
+}
+
+/**
+ * Runs the command of `list` whose name prefixes argv (the longest wins: `data synth` before
+ * `data`); user errors print one line `<program> <command>: message`. Undefined when no command
+ * matches. The dev harnesses (dev/) dispatch their own commands through it.
+ */
+export async function dispatch(
+  list: Command[],
+  argv: string[],
+  program: string,
+): Promise<number | undefined> {
+  const sorted = [...list].sort((a, b) => b.name.split(' ').length - a.name.split(' ').length);
   for (const cmd of sorted) {
     const words = cmd.name.split(' ');
     if (words.every((w, i) => argv[i] === w)) {
@@ -51,16 +68,15 @@ export async function main(argv: string[]): Promise<number> {
         return await cmd.run(rest);
       } catch (err) {
         if (err instanceof UserError || (err instanceof Error && err.name === 'ConfigError')) {
-          console.error(`foxhunt ${cmd.name}: ${err.message}`);
+          console.error(`${program} ${cmd.name}: ${err.message}`);
           return 1;
         }
         if (process.env.FOXHUNT_DEBUG) throw err;
-        console.error(`foxhunt ${cmd.name}: ${err instanceof Error ? err.message : String(err)}`);
+        console.error(`${program} ${cmd.name}: ${err instanceof Error ? err.message : String(err)}`);
         console.error('(set FOXHUNT_DEBUG=1 for the stack trace)');
         return 1;
       }
     }
   }
-  console.error(`foxhunt: unknown command "${argv.join(' ')}"\n\n${help()}`);
-  return 1;
+  return undefined;
 }

@@ -11,8 +11,9 @@
  * collectors (src/kernels/collect_*.ts), so a trainer written against it is backend-agnostic.
  */
 
-import type { CudaBackend } from '../backend/cuda/index.js';
-import type { Backend, DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+import { capsOf } from '../backend/caps.js';
+import { CLUSTER_TUNING, HALF_ENGINE_TUNING } from '../backend/tuning.js';
+import type { Backend, ClusterOccupancy, DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import { SUBGROUP_MATRIX_FEATURE } from '../backend/webgpu/gpu.js';
 import type { Config } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
@@ -23,7 +24,6 @@ import {
   collectDqnDispatch,
   collectDqnSpec,
   cudaClusterSharedBytes,
-  cudaDqnSharedBytes,
   DEFAULT_CLUSTER,
   DQN_OUTPUT,
   DQN_UNIFORMS,
@@ -31,16 +31,7 @@ import {
   dqnWorkgroupBytes,
   HeadCode,
 } from '../kernels/collect_dqn.js';
-import {
-  GV_ENGINE,
-  GV_MAX_ROWS,
-  isHalfEngine,
-  MMA_ENGINE,
-  MMA_MAX_ROW_TILES,
-  QUAD_MQ,
-  QUAD2_MAX_ROWS,
-  sliceCandidates,
-} from '../kernels/collect_engine.js';
+import { GV_ENGINE, isHalfEngine, MMA_ENGINE } from '../kernels/collect_engine.js';
 import {
   type HalfNetsLayout,
   type HalfOrder,
@@ -53,7 +44,6 @@ import {
   type CollectPpoOptions,
   collectPpoDispatch,
   collectPpoSpec,
-  cudaPpoSharedBytes,
   PPO_OUTPUT,
   ppoNetsSize,
   ppoWorkgroupBytes,
@@ -68,30 +58,11 @@ import {
 } from '../nets/layout.js';
 import { seedToKey } from '../rng/philox.js';
 import type { DqnRollout, PpoRollout } from './rollout.js';
+import { type CollectAlgo, chooseTile, type TileShape } from './tile_choice.js';
 
-export type CollectAlgo = 'dqn' | 'c51' | 'iqn' | 'ppo';
+export type { CollectAlgo, TileShape } from './tile_choice.js';
+export { CUDA_TF32_WIDE_THREADS, chooseTile, MMA_WIDE_FROM, QUAD_ENGINE_MIN_ROWS } from './tile_choice.js';
 export type CollectVariant = 'tiled' | 'seed' | 'cluster';
-
-/** The tile shape of a kernel (see CollectDqnOptions); missing fields are chosen per backend. */
-export interface TileShape {
-  tileEpisodes: number;
-  threads: number;
-  tj: number;
-  kt: number;
-  tauRows: number;
-  /** WGSL tile engine (CollectDqnOptions.engine): 0 scalar, 1 quad blocks, 2 unrolled quads; CUDA ignores it. */
-  engine?: number;
-}
-
-/**
- * Rows per tile from which WebGPU takes a quad engine (2, else 1 for DQN): with fewer rows its quads of 4
- * outputs leave threads idle (a 256-wide layer has 64 quads), so small tiles keep engine 0,
- * which spreads single outputs over every thread.
- */
-export const QUAD_ENGINE_MIN_ROWS = 16;
-
-/** N from which the tensor-core engine (4) takes its widest tile, 48 episodes per workgroup. */
-export const MMA_WIDE_FROM = 32768;
 
 export interface DeviceCollectorInit {
   backend: Backend;
@@ -121,7 +92,8 @@ export interface DeviceCollectorInit {
 }
 
 /** Whether the kernels run their CUDA tensor-core mode (constant TF32 = 1). */
-const tensorCores = (init: DeviceCollectorInit) => init.backend.kind === 'cuda' && init.constants?.TF32 === 1;
+const tensorCores = (init: DeviceCollectorInit) =>
+  capsOf(init.backend).features.tf32TensorCores && init.constants?.TF32 === 1;
 
 function withConstants(spec: KernelSpec, extra: Record<string, number> | undefined): KernelSpec {
   return extra ? { ...spec, constants: { ...spec.constants, ...extra } } : spec;
@@ -132,82 +104,18 @@ const HEAD_OF: Record<Exclude<CollectAlgo, 'ppo'>, QHead> = { dqn: 'plain', c51:
 /** Threads per workgroup of the seed variant: one episode each, as in the seed design. */
 const SEED_THREADS = 64;
 
-/** Power of two <= x (x >= 1). */
-const pow2floor = (x: number) => 2 ** Math.floor(Math.log2(Math.max(1, x)));
-
 /** Workgroup memory a backend offers its kernels (CUDA and the CPU have no WGSL limit to meet). */
-function workgroupBytes(backend: Backend): number {
-  const v = backend.info.limits.maxComputeWorkgroupStorageSize;
-  return typeof v === 'number' ? v : 48 * 1024;
-}
+const workgroupBytes = (backend: Backend): number => capsOf(backend).limits.workgroupStorageBytes;
 
-/** Whether the device's opt-in shared memory holds the CUDA plan of `e` episodes (plain head or PPO). */
-function cudaSharedFits(backend: Backend, algo: CollectAlgo, e: number): boolean {
-  const optin = backend.info.limits.maxSharedPerBlockOptin;
-  const need =
-    algo === 'ppo'
-      ? cudaPpoSharedBytes({ variant: 'tiled', tileEpisodes: e })
-      : cudaDqnSharedBytes({ head: 'plain', variant: 'tiled', tileEpisodes: e });
-  return typeof optin === 'number' && need <= optin;
-}
+/** Up to this N the WebGPU f16 precision runs the weight-streaming engine (5), above it the tensor cores (4). */
+export const GV_MAX_EPISODES = HALF_ENGINE_TUNING.streamingUpTo;
 
-/**
- * CUDA tensor-core (TF32) tiles from which a block gets 512 threads by default (16 warps at 128
- * registers a thread instead of 8 at up to 255): the plain DQN head's 64 episodes (H200: 49.45M
- * env-steps/s against 40.47M at 256 threads, N = 65,536) and PPO's 32, whose wide layers then hold
- * half the accumulators per thread while twice the warps hide L2 latency. Smaller tiles keep 256.
- */
-export const CUDA_TF32_WIDE_THREADS = 512;
-const cudaTf32WideFrom = (algo: CollectAlgo) => (algo === 'ppo' ? 32 : 64);
-
-/**
- * How many groups of rows a workgroup's threads form (threads / TJ): each thread keeps
- * ceil(e / groups) rows x ceil(width / TJ) outputs in registers and loads that many activations
- * and weights per input, so the sum is minimised (ties: more groups, fewer weight loads);
- * a warp never spans two groups.
- */
-function rowGroups(e: number, threads: number, width: number): number {
-  let best = 1;
-  let cost = Number.POSITIVE_INFINITY;
-  for (let g = 1; g <= Math.min(e, threads / 32); g *= 2) {
-    const c = Math.ceil(e / g) + Math.ceil(width / (threads / g));
-    if (c <= cost) {
-      best = g;
-      cost = c;
-    }
-  }
-  return best;
-}
-
-/**
- * Engine 5's tile: N / this many episodes per workgroup (two workgroups per SM of an H200 at N = 1,024)
- * above GV_DUAL_MAX_EPISODES; N / GV_DUAL_DIVISOR (one 512-thread workgroup per SM) up to it.
- */
-const GV_EPISODES_PER_WORKGROUP_DIVISOR = 256;
-const GV_DUAL_DIVISOR = 128;
-
-/**
- * Up to this N the WebGPU f16 precision runs the weight-streaming engine (5), above it the tensor
- * cores (4). H200 (docs/BENCHMARKS.md, eighth and ninth sessions): N = 128 2.90M env-steps/s against
- * 1.17M, N = 1,024 15.7M against 9.17M, N = 2,048 19.2M against 18.2M (72c8ad1), N = 4,096 20.8M
- * against 26.7M (8b1748f), N = 8,192 11.7M against 26.8M (fifth session).
- */
-export const GV_MAX_EPISODES = 2048;
-
-/**
- * Up to this N engine 5 runs the dual pass (512 threads, GV_DUAL 1: the online net's layers on s'
- * beside the target's, so a step has 6 dependent layers instead of 10), one workgroup per SM with
- * N / 128 episodes each (1, 2, 4). H200 at 94b256a: N = 128 3.70M env-steps/s against 3.03M; at
- * 8a21c7a: N = 256 9.66M (2 a workgroup) against 6.85M (the single pass, 1 a workgroup, two
- * workgroups per SM), N = 512 14.18M (4) against 12.16M. Above it the single pass is faster (N = 1,024:
- * 18.47M at 4 a workgroup, two per SM, against 14.66M with the dual pass; N = 2,048: 24.20M against
- * 15.01M).
- */
-export const GV_DUAL_MAX_EPISODES = 512;
+/** Up to this N engine 5 runs the dual pass (src/backend/tuning.ts HALF_ENGINE_TUNING.dualPassUpTo). */
+export const GV_DUAL_MAX_EPISODES = HALF_ENGINE_TUNING.dualPassUpTo;
 
 /** Storage buffers per shader stage a WebGPU backend allows (8, WebGPU's default, where it does not say). */
 export const storageBuffersPerStage = (backend: Backend): number =>
-  Number(backend.info.limits.maxStorageBuffersPerShaderStage ?? 8);
+  capsOf(backend).limits.storageBuffersPerStage;
 
 /**
  * Whether the f16 engines' collection kernel fits the backend: it binds an 11th storage buffer
@@ -218,107 +126,10 @@ export const halfBindingFits = (backend: Backend): boolean => storageBuffersPerS
 /** The WebGPU f16 precision's tile engine for N episodes (see GV_MAX_EPISODES). */
 export const halfEngineFor = (n: number): number => (n <= GV_MAX_EPISODES ? GV_ENGINE : MMA_ENGINE);
 
-/**
- * The tile shape. Episodes per workgroup: at most 32 (PPO 16, its critic is twice as wide; IQN
- * 2, its rows are episode x tau pairs; the CUDA plain head 64), fewer when N is small so that
- * ~128 workgroups share the device (N = 128: 1 episode per workgroup, each layer's outputs
- * spread over all threads).
- * Threads across outputs: see rowGroups (32 for full DQN tiles, more for small ones). Then
- * the largest weight slice (KT) that fits the workgroup memory: small tiles get long slices and
- * so fewer barriers per layer. Overrides are taken as given (an impossible one is an error).
- */
-export function chooseTile(
-  algo: CollectAlgo,
-  n: number,
-  backend: Backend,
-  actTaus: number,
-  override: Partial<TileShape> = {},
-  fits: (t: TileShape) => boolean = () => true,
-  tf32 = false,
-): TileShape {
-  const limit = workgroupBytes(backend);
-  // CUDA, plain head: 64 episodes per block in dynamic shared memory (the WGSL budget below does
-  // not apply to it), so each weight read from L2 serves twice the rows. CUDA blocks are one per
-  // SM (255 registers x 256 threads), so aim for ~128 blocks (132 SMs on an H200): N = 128 gets
-  // one episode per block instead of two, doubling the SMs that stream weights. WebGPU follows
-  // the same rule: a small-N workgroup streams every weight each step whatever its rows, so
-  // 64 workgroups of 2 episodes (the old choice) left half of an H200's SMs idle.
-  const cuda = backend.kind === 'cuda';
-  const software = backend.info.limits.software === 'yes';
-  // CUDA TF32 PPO: 32 episodes per block in dynamic shared memory, half the weight bytes per env
-  // step of the 16-episode static plan; the exact (parity) build keeps 16.
-  const cudaWide = cuda && (algo === 'dqn' || (algo === 'ppo' && tf32));
-  const staticMax = algo === 'ppo' ? 16 : 32;
-  const maxE = Math.min(
-    override.threads ?? CUDA_TF32_WIDE_THREADS,
-    algo === 'iqn' ? 2 : cudaWide ? 2 * staticMax : staticMax,
-    override.engine === GV_ENGINE ? GV_MAX_ROWS : Number.POSITIVE_INFINITY,
-  );
-  // The tensor-core engine (4) takes 48 episodes (three 16-row tiles) at large N: H200,
-  // N = 65,536: 33.2M env-steps/s against 27.1M at 32; at N = 8,192 the 171 workgroups of 48
-  // leave SMs idle (22.8M against 26.8M at 32), so 32 below MMA_WIDE_FROM.
-  const mma = override.engine === MMA_ENGINE;
-  // The weight-streaming engine (5) takes N / 256 episodes per workgroup: H200, N = 1,024: 15.7M
-  // env-steps/s at 4 (256 workgroups) against 11.8M at 8; N = 128: 2.90M at 1 against 2.38M at 2.
-  const gv = override.engine === GV_ENGINE;
-  const first =
-    override.tileEpisodes ??
-    (mma && n >= MMA_WIDE_FROM
-      ? MMA_MAX_ROW_TILES * 16
-      : Math.min(
-          maxE,
-          pow2floor(
-            n /
-              (gv ? (n <= GV_DUAL_MAX_EPISODES ? GV_DUAL_DIVISOR : GV_EPISODES_PER_WORKGROUP_DIVISOR) : 128),
-          ),
-        ));
-  for (let e = first; e >= 1; e = override.tileEpisodes === undefined ? e / 2 : 0) {
-    // The tensor-core engine splits K over 512 threads for one-row-tile workgroups (H200, N = 1,024:
-    // 9.17M env-steps/s against 8.6M at 256; N = 128: 1.17M against 1.09M).
-    // Engine 5 runs 512 threads up to GV_DUAL_MAX_EPISODES: its target pass then carries the online
-    // net's layers on s' too (GV_DUAL), half the threads each.
-    const threads =
-      override.threads ??
-      ((mma && e <= 16) || (gv && n <= GV_DUAL_MAX_EPISODES)
-        ? 512
-        : cuda && tf32 && e >= cudaTf32WideFrom(algo)
-          ? CUDA_TF32_WIDE_THREADS
-          : 256);
-    const tj = override.tj ?? threads / rowGroups(e, threads, algo === 'ppo' ? 512 : 256);
-    const tauCandidates: number[] = [];
-    if (override.tauRows !== undefined) tauCandidates.push(override.tauRows);
-    else if (algo !== 'iqn') tauCandidates.push(1);
-    else
-      for (let r = Math.min(actTaus, pow2floor(32 / e)); r >= 1; r /= 2)
-        if (actTaus % r === 0) tauCandidates.push(r);
-    for (const tauRows of tauCandidates) {
-      for (const kt of override.kt !== undefined ? [override.kt] : sliceCandidates(override.engine ?? 0)) {
-        // The unrolled quad engine (2) where it measured fastest: the plain DQN head and PPO on a
-        // GPU with the rows for it (QUAD_ENGINE_MIN_ROWS) and at most QUAD2_MAX_ROWS rows per
-        // thread. H200 at ff1baad, N = 65,536: DQN 18.1M env-steps/s (engine 1 17.1M, engine 0
-        // 13.9M); PPO 6.73M (engine 0 4.67M, engine 1 1.06M). C51 and IQN are unmeasured, and a
-        // software adapter (lavapipe, a CPU) ran the quad engines slower: engine 0 there.
-        const rows = e * tauRows;
-        const quad = (algo === 'dqn' || algo === 'ppo') && !cuda && !software && rows >= QUAD_ENGINE_MIN_ROWS;
-        const quadGroups = threads / ((algo === 'ppo' ? 512 : 256) / (4 * QUAD_MQ));
-        const unrolled = Math.ceil(rows / quadGroups) <= QUAD2_MAX_ROWS;
-        const engine = override.engine ?? (quad ? (unrolled ? 2 : algo === 'dqn' ? 1 : 0) : 0);
-        const shape: TileShape = { tileEpisodes: e, threads, tj, kt, tauRows, engine };
-        if (fits(shape) || (cudaWide && e > staticMax && cudaSharedFits(backend, algo, e))) return shape;
-      }
-    }
-  }
-  throw new Error(
-    `collect ${algo}: no tile fits this device's ${limit} bytes of workgroup memory${
-      override.tileEpisodes === undefined ? '' : ` with ${override.tileEpisodes} episodes per workgroup`
-    }; use another backend`,
-  );
-}
-
 /** Threads per CTA of the cluster variant unless given. */
-const CLUSTER_THREADS = 256;
+const CLUSTER_THREADS: number = CLUSTER_TUNING.threads;
 /** Opt-in shared memory per block on sm_90, the only architecture with clusters today. */
-const SM90_SHARED = 227 * 1024;
+const SM90_SHARED: number = CLUSTER_TUNING.sharedBytes;
 
 /**
  * The cluster variant's shape: `cluster` CTAs per cluster (default 8, the portable maximum) and
@@ -330,9 +141,10 @@ function clusterOptions(
   base: Pick<CollectDqnOptions, 'head' | 'atoms' | 'iqnEmbed' | 'actTaus' | 'variant'>,
   init: DeviceCollectorInit,
 ): CollectDqnOptions {
-  if (init.backend.kind !== 'cuda')
+  const caps = capsOf(init.backend);
+  if (!caps.features.clusters)
     throw new Error(
-      `collect dqn: the cluster variant runs on CUDA (sm_90+) only, not on ${init.backend.kind}; use the tiled variant`,
+      `collect dqn: the cluster variant runs on CUDA (sm_90+) only, not on ${caps.kind}${caps.architecture ? ` ${caps.architecture}` : ''}; use the tiled variant`,
     );
   const cluster = init.cluster ?? DEFAULT_CLUSTER;
   const n = init.cfg.rollout.episodes;
@@ -340,7 +152,7 @@ function clusterOptions(
   let threads = init.tile?.threads ?? CLUSTER_THREADS;
   let e = clusterEpisodes(n, cluster, init.tile?.tileEpisodes, tf32, threads);
   const shape = { ...base, threads, tj: 32, kt: 8, tauRows: 1, cluster, tf32 };
-  const backend = init.backend as Partial<Pick<CudaBackend, 'maxActiveClusters'>>;
+  const backend = init.backend as Partial<ClusterOccupancy>;
   if (init.tile?.tileEpisodes === undefined && backend.maxActiveClusters) {
     const resident = backend.maxActiveClusters(collectDqnSpec({ ...shape, tileEpisodes: e }));
     e = residentClusterEpisodes(n, e, resident, cluster, tf32, threads);
@@ -359,12 +171,12 @@ function clusterOptions(
 
 /**
  * Threads per CTA of the cluster variant for E episodes per cluster: 256, or a warp for each of up to
- * 10 episodes (every CTA takes all E decisions, one warp per episode; with 8 warps the ninth row
- * doubled warp 0's share: H200, N = 128 as 15 clusters of 9, 11.70M env-steps/s at 256 threads,
- * 12.57M at 288, 12.41M at 320).
+ * 10 episodes (CLUSTER_TUNING.warpPerEpisodeFrom, maxThreads).
  */
 export function clusterThreads(e: number): number {
-  return e > 8 ? Math.min(32 * e, 320) : CLUSTER_THREADS;
+  return e >= CLUSTER_TUNING.warpPerEpisodeFrom
+    ? Math.min(32 * e, CLUSTER_TUNING.maxThreads)
+    : CLUSTER_THREADS;
 }
 
 /**
@@ -384,7 +196,7 @@ export function residentClusterEpisodes(
 ): number {
   if (resident === undefined || resident <= 0 || Math.ceil(n / e) <= resident) return e;
   const fewer = Math.ceil(n / resident);
-  if (tf32 && fewer > 16) return e;
+  if (tf32 && fewer > CLUSTER_TUNING.tf32MaxEpisodes) return e;
   if (cudaClusterSharedBytes({ tileEpisodes: fewer, cluster, tf32, threads }) > SM90_SHARED) return e;
   return fewer;
 }
@@ -401,8 +213,8 @@ export function clusterEpisodes(
   threads = CLUSTER_THREADS,
 ): number {
   if (override !== undefined) return override;
-  let e = Math.ceil(n / Math.max(1, Math.floor(128 / cluster)));
-  if (tf32) e = Math.min(e, 16);
+  let e = Math.ceil(n / Math.max(1, Math.floor(CLUSTER_TUNING.targetCtas / cluster)));
+  if (tf32) e = Math.min(e, CLUSTER_TUNING.tf32MaxEpisodes);
   while (e > 1 && cudaClusterSharedBytes({ tileEpisodes: e, cluster, tf32, threads }) > SM90_SHARED)
     e = Math.ceil(e / 2);
   return e;
@@ -533,12 +345,7 @@ export interface DqnWeights {
  * feature requested and granted (createBackend(..., { subgroupMatrix: true })).
  */
 export function hasSubgroupMatrix(backend: Backend): boolean {
-  return (
-    backend.kind === 'webgpu' &&
-    String(backend.info.limits.features ?? '')
-      .split(',')
-      .includes(SUBGROUP_MATRIX_FEATURE)
-  );
+  return capsOf(backend).features.subgroupMatrix;
 }
 
 /** collect_dqn on a backend (plain, C51 or IQN head). */
@@ -580,9 +387,9 @@ export class DqnDeviceCollector extends DeviceCollector {
     if (init.tile?.engine === MMA_ENGINE && !hasSubgroupMatrix(init.backend))
       throw new Error(
         `collect dqn: the tensor-core engine (4, f16) needs a WebGPU device with ${SUBGROUP_MATRIX_FEATURE} ` +
-          `(Dawn on a GPU with cooperative matrices, backend created with subgroupMatrix: true); ${init.backend.kind === 'webgpu' ? `this adapter (${init.backend.info.device}) does not offer it` : `not ${init.backend.kind}`}: use --precision exact`,
+          `(Dawn on a GPU with cooperative matrices, backend created with subgroupMatrix: true); ${capsOf(init.backend).features.wgsl ? `this adapter (${init.backend.info.device}) does not offer it` : `not ${init.backend.kind}`}: use --precision exact`,
       );
-    if (init.tile?.engine === GV_ENGINE && init.backend.kind !== 'webgpu')
+    if (init.tile?.engine === GV_ENGINE && !capsOf(init.backend).features.wgsl)
       throw new Error(
         `collect dqn: the weight-streaming engine (5, f16 weights) is a WebGPU tile engine, not ${init.backend.kind}'s: use --precision exact (CUDA: --precision tf32)`,
       );

@@ -1,8 +1,8 @@
 /**
  * The collection benchmark behind `foxhunt bench collect`: env-steps/s of collect_dqn or
  * collect_ppo on one backend for a sweep of N, the tiled kernel beside the seed's one thread per
- * episode, with the model FLOPs per env step (from the layouts), the achieved FLOP/s and the
- * device's measured f32 ceiling (a large dense_forward on the same backend), plus the bytes a
+ * episode, with the model FLOPs per env step (from the layouts) and the achieved FLOP/s (`foxhunt
+ * bench` divides it by the device's datasheet peaks, src/backend/peaks.ts), plus the bytes a
  * step moves: weights read per env step (the nets once per workgroup step, shared by its
  * episodes) and experience written.
  *
@@ -11,6 +11,7 @@
  * on WebGPU, events on CUDA, wall clock on the CPU). Episodes keep stepping between launches, as in
  * training.
  */
+import { capsOf } from '../backend/caps.js';
 import type { Backend, Dispatch } from '../backend/types.js';
 import type { Config } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
@@ -18,10 +19,8 @@ import { DQN_OUTPUT } from '../kernels/collect_dqn.js';
 import { isHalfEngine } from '../kernels/collect_engine.js';
 import { outputBytes } from '../kernels/collect_layout.js';
 import { PPO_OUTPUT } from '../kernels/collect_ppo.js';
-import { denseForwardDispatch } from '../kernels/dense_forward.js';
 import { initParams } from '../nets/forward.js';
 import {
-  buildLayout,
   curiosityLayout,
   duelingLayout,
   type Layer,
@@ -57,13 +56,6 @@ export function collectFlopsPerStep(algo: CollectAlgo, cfg: Config): number {
   return 2 * (2 * perNet + curiosity);
 }
 
-export interface CeilingResult {
-  /** Achieved FLOP/s of the reference matmul. */
-  flopsPerSec: number;
-  /** What was measured, e.g. `dense_forward 1024x1024, batch 4096`. */
-  what: string;
-}
-
 /**
  * Wall-clock time the launches before the timed ones take at least, after the first (which
  * compiles the pipeline). A GPU left idle while a process compiles its shaders for seconds drops
@@ -92,39 +84,13 @@ function warmMs(): number {
 export async function warmUp(backend: Backend, dispatch: () => Dispatch): Promise<void> {
   backend.run([dispatch()]);
   await backend.sync();
-  if (backend.kind === 'cpu') return;
+  // The CPU has no clocks to raise.
+  if (capsOf(backend).deviceClass === 'cpu') return;
   const ms = warmMs();
   const t0 = performance.now();
   while (performance.now() - t0 < ms) {
     backend.run([dispatch()]);
     await backend.sync();
-  }
-}
-
-/** The f32 ceiling: a square dense_forward layer over a large batch, on the same backend. */
-export async function measureCeiling(
-  backend: Backend,
-  batch: number,
-  repeats: number,
-): Promise<CeilingResult> {
-  const width = 1024;
-  const layout = buildLayout('ceiling', [{ name: 'dense', in: width, out: width, act: 'none' }]);
-  const layer = layout.layers[0];
-  const params = backend.createBuffer(layout.size * 4, 'ceiling params');
-  const x = backend.createBuffer(batch * width * 4, 'ceiling x');
-  const y = backend.createBuffer(batch * width * 4, 'ceiling y');
-  try {
-    backend.upload(params, initParams(layout, NetId.QOnline, 1));
-    backend.upload(x, new Float32Array(batch * width).fill(0.5));
-    const d = denseForwardDispatch(params, layer, x, y, batch);
-    await warmUp(backend, () => d);
-    const ms = await backend.time([d], repeats);
-    return {
-      flopsPerSec: (2 * batch * width * width) / (ms / 1e3),
-      what: `dense_forward ${width}x${width}, batch ${batch}`,
-    };
-  } finally {
-    for (const b of [params, x, y]) backend.destroyBuffer(b);
   }
 }
 
@@ -134,7 +100,8 @@ export interface CollectBenchOptions {
   split: SplitRange;
   cfg: Config;
   algo: CollectAlgo;
-  variant: CollectVariant;
+  /** The kernel variant; undefined: the collector's own choice, what `foxhunt train` runs. */
+  variant?: CollectVariant;
   /** Cluster variant: CTAs per cluster (default 8). */
   cluster?: number;
   episodes: number;
@@ -260,26 +227,27 @@ export async function benchCollect(o: CollectBenchOptions): Promise<CollectBench
     const flopsPerStep = collectFlopsPerStep(o.algo, cfg);
     const envStepsPerSec = steps / (ms / 1e3);
     const shape = collector.options;
-    const perGroup = o.variant === 'seed' ? 1 : shape.tileEpisodes;
+    const variant = shape.variant;
+    const perGroup = variant === 'seed' ? 1 : shape.tileEpisodes;
     // The cluster variant reads the nets once per launch and cluster, not once per step.
-    const weightReaders = o.variant === 'cluster' ? perGroup * o.steps : perGroup;
+    const weightReaders = variant === 'cluster' ? perGroup * o.steps : perGroup;
     const out = outputBytes(o.algo === 'ppo' ? PPO_OUTPUT : DQN_OUTPUT, 1, 1);
     return {
       algo: o.algo,
-      variant: o.variant,
+      variant,
       precision,
       episodes: o.episodes,
       steps: o.steps,
       tileEpisodes: perGroup,
       threads: shape.threads,
-      ...(o.variant === 'cluster' && collector instanceof DqnDeviceCollector
+      ...(variant === 'cluster' && collector instanceof DqnDeviceCollector
         ? { cluster: collector.options.cluster, clusterPull: o.clusterPull === true }
         : {}),
       ...(o.build ? { build: o.build } : {}),
       ...(o.constants ? { constants: o.constants } : {}),
       tj: shape.tj,
       kt: shape.kt,
-      engine: o.backend.kind === 'webgpu' ? (shape.engine ?? 0) : 0,
+      engine: capsOf(o.backend).features.wgsl ? (shape.engine ?? 0) : 0,
       ms,
       envStepsPerSec,
       flopsPerStep,

@@ -94,3 +94,49 @@ export function writeComponents(
   components[o + Component.Diversity] = c.diversity;
   components[o + Component.Curiosity] = c.curiosity;
 }
+
+/** Means over the rollout's N * L steps. */
+export interface CollectStats {
+  /** Experiences collected. */
+  steps: number;
+  /** Episodes that ended (done) or were truncated during the rollout. */
+  episodesDone: number;
+  episodesTruncated: number;
+  /** Mean per-step reward and its components (pnl, barrier, risk, diversity, curiosity). */
+  reward: Record<'total' | 'pnl' | 'barrier' | 'risk' | 'diversity' | 'curiosity', number>;
+}
+
+type Numbers = ArrayLike<number>;
+
+/** Mean reward components and episode ends of one rollout's `count` steps (both engines report these). */
+export function summarizeRollout(
+  components: Numbers,
+  rewards: Numbers,
+  dones: Numbers,
+  truncateds: Numbers,
+  count: number,
+): CollectStats {
+  const sums = new Float64Array(COMPONENTS);
+  let total = 0;
+  let done = 0;
+  let truncated = 0;
+  for (let k = 0; k < count; k++) {
+    for (let c = 0; c < COMPONENTS; c++) sums[c] += components[k * COMPONENTS + c];
+    total += rewards[k];
+    done += dones[k];
+    truncated += truncateds[k];
+  }
+  return {
+    steps: count,
+    episodesDone: done,
+    episodesTruncated: truncated,
+    reward: {
+      total: total / count,
+      pnl: sums[Component.Pnl] / count,
+      barrier: sums[Component.Barrier] / count,
+      risk: sums[Component.Risk] / count,
+      diversity: sums[Component.Diversity] / count,
+      curiosity: sums[Component.Curiosity] / count,
+    },
+  };
+}

@@ -18,7 +18,7 @@
  * copies).
  */
 import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
-import { shuffleIndex } from '../learn/shuffle.js';
+import { shuffleIndex } from '../rng/shuffle.js';
 import { Stream } from '../rng/streams.js';
 import { grid1d, groupCount } from './grid.js';
 import type { Kernel, TypedArray } from './reference.js';
@@ -79,11 +79,6 @@ export interface PpoGatherArgs {
 
 /** Samples per ppo_gather workgroup on CUDA and WebGPU: >= 128 for a 512-sample minibatch. */
 export const PPO_GATHER_CUDA_ROWS = 4;
-
-/** Samples per workgroup on a backend: the GPUs take narrow ones, the CPU a whole workgroup's worth. */
-export function ppoGatherRowsFor(kind: string): number {
-  return kind === 'cuda' || kind === 'webgpu' ? PPO_GATHER_CUDA_ROWS : ppoGatherSpec.workgroupSize[0];
-}
 
 /** The gather of minibatch `minibatch` of the update's epoch `epochSlot`. */
 export function ppoGatherDispatch(a: PpoGatherArgs, epochSlot: number, minibatch: number): Dispatch {

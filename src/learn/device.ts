@@ -28,16 +28,13 @@
  * Params layout: the actor's flat buffer then the critic's (the collectors' nets buffer starts
  * the same way, so `copyParamsTo` refreshes a collector with one device copy).
  */
+import { capsOf } from '../backend/caps.js';
+import { tuningFor } from '../backend/tuning.js';
 import type { Backend, DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import type { PpoConfig, Precision } from '../config.js';
 import { type AdamHyper, adamBiasCorrection, adamStepDispatch } from '../kernels/adam_step.js';
 import { deltaChainLossGroups } from '../kernels/mlp_delta_chain.js';
-import {
-  type PpoGatherArgs,
-  ppoGatherDispatch,
-  ppoGatherRowsFor,
-  type RolloutSections,
-} from '../kernels/ppo_gather.js';
+import { type PpoGatherArgs, ppoGatherDispatch, type RolloutSections } from '../kernels/ppo_gather.js';
 import { LOSS_PARTS, lossGroups, ppoLossDispatch, STAT, STAT_COUNT } from '../kernels/ppo_loss.js';
 import type { NetLayout } from '../nets/layout.js';
 import { seedToKey } from '../rng/philox.js';
@@ -52,6 +49,7 @@ import {
   type MlpPlan,
   planDeltaChain,
   planMlps,
+  ppoGatherRowsFor,
 } from './device_mlp.js';
 import type { PpoUpdateStats } from './ppo_update.js';
 
@@ -99,7 +97,7 @@ export interface DevicePpoLearnerInit {
    */
   dwSplit?: boolean | number | 'most';
   /**
-   * ppo_gather samples per workgroup (default ppoGatherRowsFor: 4 on CUDA and WebGPU, 64 on the
+   * ppo_gather samples per workgroup (default LearnTuning.gatherRows: 4 on CUDA and WebGPU, 64 on the
    * CPU); 64 is the earlier 8-workgroup gather, for comparison.
    */
   gatherRows?: number;
@@ -229,14 +227,14 @@ export class DevicePpoLearner {
         `device ppo learner: precision must be 'exact' or 'tf32', got '${String(this.precision)}'`,
       );
     }
-    if (this.precision === 'tf32' && backend.kind !== 'cuda') {
+    if (this.precision === 'tf32' && !capsOf(backend).features.tf32TensorCores) {
       throw new Error(
         `device ppo learner: precision 'tf32' (tensor cores) needs the CUDA backend, not ${backend.kind}; use precision 'exact'`,
       );
     }
     this.backend = backend;
     this.cfg = cfg;
-    this.gatherRows = init.gatherRows ?? ppoGatherRowsFor(backend.kind);
+    this.gatherRows = init.gatherRows ?? ppoGatherRowsFor(backend);
     const splitBudget =
       typeof init.dwSplit === 'number'
         ? init.dwSplit
@@ -253,7 +251,7 @@ export class DevicePpoLearner {
       init.chain ?? true,
     );
     if (this.precision === 'tf32') this.plan.tf32 = true;
-    const deltaChain = init.deltaChain ?? backend.kind === 'cuda';
+    const deltaChain = init.deltaChain ?? tuningFor(backend).learn.deltaChain;
     const fuse = init.fuseLoss ?? true;
     if (deltaChain !== false) {
       this.plan.deltaChain = planDeltaChain(this.plan, deltaChain === true ? undefined : deltaChain, fuse);
@@ -427,10 +425,10 @@ export class DevicePpoLearner {
         );
       }
     }
-    const cuda = this.backend.kind === 'cuda';
-    const early = this.pdl === 'early' && cuda;
+    const trigger = tuningFor(this.backend).learn.pdlEarlyTrigger;
+    const early = this.pdl === 'early' && trigger;
     const launched = this.pdl
-      ? dispatches.map((d) => withPdl(d, early || (cuda && EARLY_TRIGGER.has(d.kernel.name))))
+      ? dispatches.map((d) => withPdl(d, early || (trigger && EARLY_TRIGGER.has(d.kernel.name))))
       : dispatches;
     this.cached = { rollout: { ...rollout, sections: { ...rollout.sections } }, dispatches: launched };
     return launched;

@@ -15,20 +15,16 @@
  * Same seed, same schedule as the CPU engine: launch r collects with Philox step base r * L, update
  * r shuffles with epochs r * updateEpochs + e, curiosity round r with epoch r * updateEpochs.
  */
+import { capsOf } from '../backend/caps.js';
 import type { Backend } from '../backend/types.js';
 import { PpoDeviceCollector } from '../collect/device.js';
+import { type CollectStats, summarizeRollout } from '../collect/rollout.js';
 import { type Config, resolvePrecision } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
 import { PPO_OUTPUT } from '../kernels/collect_ppo.js';
 import { initParams } from '../nets/forward.js';
 import { curiosityLayout, NetId, ppoActorLayout, ppoCriticLayout, STATE_DIM } from '../nets/layout.js';
-import {
-  type CollectStats,
-  type PpoEngine,
-  type PpoSnapshot,
-  summarizeRollout,
-  type UpdateStats,
-} from '../train/engine.js';
+import type { PpoEngine, PpoSnapshot, UpdateStats } from '../train/engine.js';
 import { DevicePpoLearner } from './device.js';
 import { DeviceCuriosityLearner } from './device_curiosity.js';
 import { collectorCuriosityRollout, collectorRollout } from './device_rollout.js';
@@ -55,7 +51,7 @@ export function createDevicePpoEngine(
   // the learner's matmuls.
   const precision = resolvePrecision(cfg.train.precision, backend.kind);
   const tf32 = precision === 'tf32';
-  if (tf32 && backend.kind !== 'cuda') {
+  if (tf32 && !capsOf(backend).features.tf32TensorCores) {
     throw new Error(
       `train.precision tf32 runs on CUDA tensor cores only, this run's backend is ${backend.kind}: use train.precision exact, or --backend cuda`,
     );

@@ -13,7 +13,9 @@
  * network's tail that no other network's layer shares a launch with (the PPO critic's layers 3..5)
  * runs as one mlp_chain_forward launch instead of one mlp_forward launch per layer.
  */
-import type { Backend, DeviceBuffer, Dispatch } from '../backend/types.js';
+import { capsOf } from '../backend/caps.js';
+import { tuningFor, WEBGPU_SPLIT_BUDGET } from '../backend/tuning.js';
+import type { Backend, BackendKind, DeviceBuffer, Dispatch } from '../backend/types.js';
 import {
   type BackwardJob,
   DW_SLOT_FLOATS,
@@ -52,6 +54,7 @@ import {
   MAX_K_SPLITS,
   mlpForwardDispatch,
 } from '../kernels/mlp_forward.js';
+import { ppoGatherSpec } from '../kernels/ppo_gather.js';
 import type { NetLayout } from '../nets/layout.js';
 
 export interface NetPlan {
@@ -280,40 +283,49 @@ function forwardSplitsFor(
 const GROUP_BYTES = 16 * (36 + 68) * 4;
 
 /**
- * k-groups per matmul workgroup on `backend`: 4 on CUDA (512 threads, 26 KiB of shared memory); on
- * WebGPU as many (4, 2, 1) as its invocation and workgroup-memory limits allow (2 at WebGPU's
- * defaults of 256 and 16 KiB); 1 on the CPU, where it changes nothing but the reduction order.
+ * k-groups per matmul workgroup on `backend` (LearnTuning.kSplit, src/backend/tuning.ts): CUDA's
+ * fixed 4, or as many (4, 2, 1) as the invocation and workgroup-memory limits allow (2 at
+ * WebGPU's defaults of 256 and 16 KiB; 1 where the backend states none: the CPU).
  */
 export function kSplitFor(backend: Pick<Backend, 'kind' | 'info'>): number {
-  if (backend.kind === 'cuda') return 4;
-  const { maxComputeInvocationsPerWorkgroup: threads, maxComputeWorkgroupStorageSize: bytes } =
-    backend.info.limits;
-  if (typeof threads !== 'number' || typeof bytes !== 'number') return 1;
+  const caps = capsOf(backend);
+  const fixed = tuningFor(caps).learn.kSplit;
+  if (fixed !== 'limits') return fixed;
+  const { invocationsPerWorkgroup: threads } = caps.limits;
+  const bytes = backend.info.limits.maxComputeWorkgroupStorageSize;
+  if (threads === undefined || typeof bytes !== 'number') return 1;
   let k = 4;
   while (k > 1 && (128 * k > threads || k * GROUP_BYTES + 512 > bytes)) k /= 2;
   return k;
 }
 
-/**
- * WebGPU's split-dW budget: WebGPU reports no SM count, so about two 512-thread workgroups per SM
- * of a large discrete GPU (the H200 has 132); the PPO launches then split as on CUDA there.
- */
-export const WEBGPU_SPLIT_BUDGET = 256;
+export { WEBGPU_SPLIT_BUDGET };
 
 /**
  * The split-dW budget on `backend` (MlpPlan.splitBudget): two 512-thread matmul workgroups per SM
- * where the backend reports its SM count (CUDA), WEBGPU_SPLIT_BUDGET on WebGPU, else 0: the CPU
- * never splits.
+ * where the backend reports its SM count (CUDA), else the device class's (LearnTuning.dwSplitBudget:
+ * WEBGPU_SPLIT_BUDGET on WebGPU, 0 on the CPU, which never splits).
  */
 export function dwSplitBudgetFor(backend: Pick<Backend, 'info' | 'kind'>): number {
   const sms = backend.info.limits.smCount;
   if (typeof sms === 'number' && sms > 0) return 2 * sms;
-  return backend.kind === 'webgpu' ? WEBGPU_SPLIT_BUDGET : 0;
+  return tuningFor(backend).learn.dwSplitBudget;
+}
+
+/**
+ * ppo_gather samples per workgroup on a backend (LearnTuning.gatherRows): the GPUs take narrow ones,
+ * the CPU a whole workgroup's worth.
+ */
+export function ppoGatherRowsFor(
+  backend: BackendKind | (Pick<Backend, 'kind'> & { info?: Backend['info'] }),
+): number {
+  const rows = tuningFor(typeof backend === 'string' ? { kind: backend } : backend).learn.gatherRows;
+  return rows === 'workgroup' ? ppoGatherSpec.workgroupSize[0] : rows;
 }
 
 /** MlpPlan.dwHandoff on `backend`: WGSL finishes split tiles in a later launch (see mlp_backward.wgsl). */
 export function dwHandoffFor(backend: Pick<Backend, 'kind'>): 'last' | 'later' {
-  return backend.kind === 'webgpu' ? 'later' : 'last';
+  return tuningFor(backend).learn.dwHandoff;
 }
 
 /** The matmul kernels' k-tile (mlp_forward and mlp_backward share it). */

@@ -1,4 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
+import { devMain } from '../../dev/main.js';
 import { createCpuBackend } from '../../src/backend/cpu/index.js';
 import type { Backend } from '../../src/backend/types.js';
 import { main } from '../../src/cli/main.js';
@@ -283,12 +284,49 @@ describe('bench collect', () => {
     expect(stepsThatFit('dqn', 1 << 20, 64, 1000)).toBe(1);
   });
 
-  it('runs on the CPU backend and prints JSON with both variants', async () => {
+  it('runs what train runs on the CPU backend and prints JSON', async () => {
     const log = vi.spyOn(console, 'log').mockImplementation(() => {});
     const err = vi.spyOn(console, 'error').mockImplementation(() => {});
     try {
-      const code = await main([
-        'bench',
+      const args = ['--backend', 'cpu', '--episodes', '2,3', '--steps', '2', '--repeats', '1', '--json'];
+      expect(await main(['bench', 'collect', '--algo', 'dqn', ...args])).toBe(0);
+      const out = JSON.parse(log.mock.calls.map((c) => c.join(' ')).join('\n'));
+      // No variant flag: the collector's own choice; precision auto is exact off CUDA.
+      expect(out.precision).toBe('exact');
+      expect(out.peaks).toBeNull();
+      expect(
+        out.results.map((r: { variant: string; episodes: number }) => `${r.variant}${r.episodes}`),
+      ).toEqual(['tiled2', 'tiled3']);
+      for (const r of out.results) expect(r.envStepsPerSec).toBeGreaterThan(0);
+    } finally {
+      log.mockRestore();
+      err.mockRestore();
+    }
+  });
+
+  it('refuses the tuning knobs, which the dev harness takes', async () => {
+    const err = vi.spyOn(console, 'error').mockImplementation(() => {});
+    try {
+      expect(await main(['bench', 'collect', '--variant', 'seed', '--backend', 'cpu'])).toBe(1);
+      expect(err.mock.calls.join('\n')).toMatch(/unknown option --variant/);
+      expect(
+        await main(['bench', 'collect', '--algo', 'ppo', '--precision', 'f16', '--backend', 'cpu']),
+      ).toBe(1);
+      expect(err.mock.calls.join('\n')).toMatch(/--precision f16 runs the plain dqn head only, not ppo/);
+      expect(await main(['bench', 'collect', '--precision', 'tf32', '--backend', 'cpu'])).toBe(1);
+      expect(err.mock.calls.join('\n')).toMatch(
+        /--precision tf32 runs on CUDA tensor cores, and the backend is cpu/,
+      );
+    } finally {
+      err.mockRestore();
+    }
+  });
+
+  it('dev harness: runs on the CPU backend and prints JSON with both variants', async () => {
+    const log = vi.spyOn(console, 'log').mockImplementation(() => {});
+    const err = vi.spyOn(console, 'error').mockImplementation(() => {});
+    try {
+      const code = await devMain([
         'collect',
         '--algo',
         'dqn',
@@ -314,12 +352,10 @@ describe('bench collect', () => {
     }
   });
 
-  it('rejects a seed variant of a head it does not have', async () => {
+  it('dev harness: rejects a seed variant of a head it does not have', async () => {
     const err = vi.spyOn(console, 'error').mockImplementation(() => {});
     try {
-      expect(await main(['bench', 'collect', '--algo', 'c51', '--variant', 'seed', '--backend', 'cpu'])).toBe(
-        1,
-      );
+      expect(await devMain(['collect', '--algo', 'c51', '--variant', 'seed', '--backend', 'cpu'])).toBe(1);
       expect(err.mock.calls.join('\n')).toMatch(/seed variant runs the plain dqn head and ppo only/);
     } finally {
       err.mockRestore();

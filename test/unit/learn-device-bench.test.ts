@@ -4,12 +4,13 @@
  * one-line errors. Speeds are not asserted here: they come from running the benchmark.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { devMain } from '../../dev/main.js';
 import { createCpuBackend } from '../../src/backend/cpu/index.js';
 import { main } from '../../src/cli/main.js';
 import { loadConfig } from '../../src/config.js';
-import { benchPpoTrain, stepFlops } from '../../src/learn/device_bench.js';
 import { planMlps } from '../../src/learn/device_mlp.js';
 import { buildLayout } from '../../src/nets/layout.js';
+import { benchPpoTrain, stepFlops } from '../../src/train/ppo_bench.js';
 import { prepareData } from '../../src/train/run.js';
 
 afterEach(() => {
@@ -155,31 +156,38 @@ describe('bench train', () => {
     expect(err.at(-1)).toBe(
       'foxhunt bench train: --algo dqn: bench train measures the PPO learner only (--algo ppo)',
     );
-    expect(await main(['bench', 'train', '--chain', 'maybe'])).toBe(1);
-    expect(err.at(-1)).toBe('foxhunt bench train: --chain must be on, off or both, got "maybe"');
-    expect(await main(['bench', 'train', '--chain-rows', '32'])).toBe(1);
-    expect(err.at(-1)).toBe('foxhunt bench train: --chain-rows must be one of 2, 4, 8, 16, got "32"');
-    expect(await main(['bench', 'train', '--delta-chain', 'maybe'])).toBe(1);
-    expect(err.at(-1)).toBe('foxhunt bench train: --delta-chain must be on, off or both, got "maybe"');
-    expect(await main(['bench', 'train', '--fuse-loss', 'maybe'])).toBe(1);
-    expect(err.at(-1)).toBe('foxhunt bench train: --fuse-loss must be on, off or both, got "maybe"');
+    expect(await devMain(['train', '--chain', 'maybe'])).toBe(1);
+    expect(err.at(-1)).toBe('dev/bench train: --chain must be on, off or both, got "maybe"');
+    expect(await devMain(['train', '--chain-rows', '32'])).toBe(1);
+    expect(err.at(-1)).toBe('dev/bench train: --chain-rows must be one of 2, 4, 8, 16, got "32"');
+    expect(await devMain(['train', '--delta-chain', 'maybe'])).toBe(1);
+    expect(err.at(-1)).toBe('dev/bench train: --delta-chain must be on, off or both, got "maybe"');
+    expect(await devMain(['train', '--fuse-loss', 'maybe'])).toBe(1);
+    expect(err.at(-1)).toBe('dev/bench train: --fuse-loss must be on, off or both, got "maybe"');
     expect(await main(['bench', 'train', '--backend', 'cpu', '--episodes', '2', '--steps', '8'])).toBe(1);
     expect(err.at(-1)).toBe(
       'foxhunt bench train: config: ppo.minibatch: must not exceed rollout.episodes * rollout.steps',
     );
   });
 
-  it('refuses --precision tf32 or both off CUDA, and an unknown precision, with one line', async () => {
+  it('refuses --precision tf32 off CUDA, and an unknown precision, with one line', async () => {
     const err: string[] = [];
     vi.spyOn(console, 'error').mockImplementation((...a) => void err.push(a.join(' ')));
     vi.spyOn(console, 'log').mockImplementation(() => {});
+    expect(await main(['bench', 'train', '--backend', 'cpu', '--precision', 'tf32'])).toBe(1);
+    expect(err.at(-1)).toBe(
+      'foxhunt bench train: --precision tf32: tf32 runs on CUDA tensor cores only; use --precision exact, or --backend cuda',
+    );
+    expect(await main(['bench', 'train', '--backend', 'cpu', '--precision', 'both'])).toBe(1);
+    expect(err.at(-1)).toBe('foxhunt bench train: --precision must be auto, exact or tf32, got "both"');
+    // The dev harness keeps both (exact then tf32) and refuses it off CUDA the same way.
     for (const p of ['tf32', 'both']) {
-      expect(await main(['bench', 'train', '--backend', 'cpu', '--precision', p])).toBe(1);
+      expect(await devMain(['train', '--backend', 'cpu', '--precision', p])).toBe(1);
       expect(err.at(-1)).toBe(
-        `foxhunt bench train: --precision ${p}: tf32 runs on CUDA tensor cores only; use --precision exact, or --backend cuda`,
+        `dev/bench train: --precision ${p}: tf32 runs on CUDA tensor cores only; use --precision exact, or --backend cuda`,
       );
     }
-    expect(await main(['bench', 'train', '--backend', 'cpu', '--precision', 'fp16'])).toBe(1);
-    expect(err.at(-1)).toBe('foxhunt bench train: --precision must be auto, exact, tf32 or both, got "fp16"');
+    expect(await devMain(['train', '--backend', 'cpu', '--precision', 'fp16'])).toBe(1);
+    expect(err.at(-1)).toBe('dev/bench train: --precision must be auto, exact, tf32 or both, got "fp16"');
   });
 });

@@ -8,9 +8,9 @@
  * learner cases split (asserted here).
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { devMain } from '../../dev/main.js';
 import { CpuBackend } from '../../src/backend/cpu/index.js';
 import type { Backend } from '../../src/backend/types.js';
-import { main } from '../../src/cli/main.js';
 import { defaultConfig } from '../../src/config.js';
 import { DevicePpoLearner } from '../../src/learn/device.js';
 import {
@@ -312,9 +312,9 @@ describe("split dW, 'later' hand-off", () => {
     it('refuses a value that is not on, off or a budget with one line', async () => {
       const err: string[] = [];
       vi.spyOn(console, 'error').mockImplementation((...a) => void err.push(a.join(' ')));
-      expect(await main(['bench', 'train', '--backend', 'cpu', '--dw-split', 'maybe'])).toBe(1);
+      expect(await devMain(['train', '--backend', 'cpu', '--dw-split', 'maybe'])).toBe(1);
       expect(err.at(-1)).toBe(
-        'foxhunt bench train: --dw-split must be on, off, most or a workgroup budget (1-999999), got "maybe"',
+        'dev/bench train: --dw-split must be on, off, most or a workgroup budget (1-999999), got "maybe"',
       );
     });
   });

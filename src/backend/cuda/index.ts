@@ -8,6 +8,7 @@ import {
   type Backend,
   type BackendInfo,
   BackendUnavailableError,
+  type ClusterOccupancy,
   type DeviceBuffer,
   DeviceLostError,
   type Dispatch,
@@ -74,7 +75,7 @@ class CudaBuffer implements DeviceBuffer {
   freed = false;
 }
 
-export class CudaBackend implements Backend, GraphCapable {
+export class CudaBackend implements Backend, GraphCapable, ClusterOccupancy {
   readonly kind = 'cuda' as const;
   /** By spec object (the hot path: no hashing per launch), then by source text (equal specs). */
   private readonly bySpec = new WeakMap<KernelSpec, Handle>();

@@ -20,13 +20,13 @@ import { PpoDeviceCollector } from '../collect/device.js';
 import type { Config, Precision } from '../config.js';
 import type { Market, Splits } from '../data/types.js';
 import { MAX_BACKWARD_JOBS } from '../kernels/mlp_backward.js';
+import { DevicePpoLearner, type DevicePpoRollout } from '../learn/device.js';
+import type { MlpPlan } from '../learn/device_mlp.js';
+import { collectorRollout, syntheticPpoRollout, uploadPpoRollout } from '../learn/device_rollout.js';
 import { initParams } from '../nets/forward.js';
 import { curiosityLayout, NetId, ppoActorLayout, ppoCriticLayout } from '../nets/layout.js';
-import { backtest } from '../train/backtest.js';
-import { ppoGreedyPolicy } from '../train/policies.js';
-import { DevicePpoLearner, type DevicePpoRollout } from './device.js';
-import type { MlpPlan } from './device_mlp.js';
-import { collectorRollout, syntheticPpoRollout, uploadPpoRollout } from './device_rollout.js';
+import { backtest } from './backtest.js';
+import { ppoGreedyPolicy } from './policies.js';
 
 /** Multiply-adds of one minibatch step's matmuls: forward, dW (with db), and dX above layer 0. */
 export function stepFlops(plan: MlpPlan): number {
