@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <vector>
 
 #define __global__
@@ -74,7 +75,7 @@ struct Barrier {
 
 struct Fiber {
   ucontext_t ctx;
-  std::vector<char> stack;
+  char* stack = nullptr;
   dim3 tid;
   bool done = false;
 };
@@ -119,6 +120,15 @@ inline Cluster* g_cluster = nullptr;
 inline dim3 g_block_idx, g_block_dim, g_grid_dim;
 inline void (*g_entry)(void*) = nullptr;
 inline void* g_entry_arg = nullptr;
+
+// Fiber stacks, reused by every block of every launch: allocating (and zero-filling) 256 KiB per
+// thread per block cost ~90 ms a block of 256 threads, most of the emulator's time.
+constexpr size_t kStackBytes = 256 * 1024;
+inline std::vector<std::unique_ptr<char[]>> g_stacks;
+inline char* stack_for(size_t i) {
+  while (g_stacks.size() <= i) g_stacks.emplace_back(new char[kStackBytes]);
+  return g_stacks[i].get();
+}
 
 inline void yield() { swapcontext(&g_block->current->ctx, &g_block->scheduler); }
 
@@ -192,10 +202,10 @@ inline void launch(dim3 grid, dim3 block, size_t smem_bytes, void (*entry)(void*
           for (unsigned i = 0; i < threads; i++) {
             Fiber& f = b.fibers[i];
             f.tid = {i % block.x, (i / block.x) % block.y, i / (block.x * block.y)};
-            f.stack.resize(256 * 1024);
+            f.stack = stack_for(static_cast<size_t>(rank) * threads + i);
             getcontext(&f.ctx);
-            f.ctx.uc_stack.ss_sp = f.stack.data();
-            f.ctx.uc_stack.ss_size = f.stack.size();
+            f.ctx.uc_stack.ss_sp = f.stack;
+            f.ctx.uc_stack.ss_size = kStackBytes;
             f.ctx.uc_link = nullptr;
             makecontext(&f.ctx, fiber_main, 0);
           }
