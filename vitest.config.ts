@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { playwright } from '@vitest/browser-playwright';
 import { defineConfig } from 'vitest/config';
 
@@ -14,6 +16,19 @@ const chromium = playwright({
     ],
   },
 });
+
+// What the browser suite must find in its bundled WGSL: every wgsl/ file, hashed as read here.
+const wgslDir = new URL('./wgsl/', import.meta.url);
+const wgslDigests = Object.fromEntries(
+  readdirSync(wgslDir)
+    .filter((f) => f.endsWith('.wgsl'))
+    .map((f) => [
+      `wgsl/${f}`,
+      createHash('sha256')
+        .update(readFileSync(new URL(f, wgslDir), 'utf8'))
+        .digest('hex'),
+    ]),
+);
 
 // GPU suites run in forked processes: Dawn has crashed inside worker threads.
 export default defineConfig({
@@ -39,6 +54,7 @@ export default defineConfig({
           provide: {
             parityReport: process.env.FOXHUNT_PARITY_REPORT ?? '',
             parityCommit: process.env.FOXHUNT_COMMIT ?? 'unknown',
+            wgslDigests,
           },
           browser: {
             enabled: true,
