@@ -30,6 +30,22 @@ const wgslDigests = Object.fromEntries(
     ]),
 );
 
+// The files that run CUDA twins on the g++ fiber emulator (test/unit/cuda-collect/,
+// test/unit/learn-device-cuda/): the CUDA backend's parity tier on a machine without a GPU. A file
+// that builds emulator binaries belongs here, so `npm run test:unit` stays the fast tier.
+const CUDA_EMU = [
+  'cuda-collect-cluster',
+  'cuda-collect-kernels',
+  'cuda-collect-nets',
+  'cuda-collect-splitk',
+  'learn-backward-jobs',
+  'learn-delta-chain',
+  'learn-device-cuda-emu',
+  'learn-device-cuda-fwd-split',
+  'learn-device-cuda-tf32',
+  'learn-device-split',
+].map((name) => `test/unit/${name}.test.ts`);
+
 // GPU suites run in forked processes: Dawn has crashed inside worker threads.
 export default defineConfig({
   test: {
@@ -37,7 +53,12 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 120_000,
     projects: [
-      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      {
+        extends: true,
+        test: { name: 'unit', include: ['test/unit/**/*.test.ts'], exclude: CUDA_EMU },
+      },
+      // Each emulator case runs a CUDA kernel's every thread on the CPU: up to a few minutes.
+      { extends: true, test: { name: 'cuda-emu', include: CUDA_EMU, testTimeout: 300_000 } },
       // Software rasterisers (lavapipe, SwiftShader) compile and run the collection kernels slowly:
       // one case can take minutes on a loaded 2-core machine.
       {
