@@ -11,6 +11,7 @@
 // 16x8x8 product (f64 accumulation, then rounded: tensor cores differ only in the last bits).
 #pragma once
 
+#include <setjmp.h>
 #include <ucontext.h>
 
 #include <cmath>
@@ -75,6 +76,8 @@ struct Barrier {
 
 struct Fiber {
   ucontext_t ctx;
+  jmp_buf jump;
+  bool started = false;
   char* stack = nullptr;
   dim3 tid;
   bool done = false;
@@ -83,6 +86,7 @@ struct Fiber {
 struct Block {
   std::vector<Fiber> fibers;
   ucontext_t scheduler;
+  jmp_buf scheduler_jump;
   Fiber* current = nullptr;
   Barrier block_barrier;
   // bar.sync id, threads (id 1 .. 15): each barrier's participant count is fixed per use.
@@ -130,7 +134,13 @@ inline char* stack_for(size_t i) {
   return g_stacks[i].get();
 }
 
-inline void yield() { swapcontext(&g_block->current->ctx, &g_block->scheduler); }
+// Switches: a fiber's first entry goes through swapcontext (it sets up the stack); every later
+// switch is _setjmp/_longjmp, which saves no signal mask (swapcontext makes two system calls a
+// switch, half of the emulator's time at barriers). The compile flags undefine _FORTIFY_SOURCE,
+// whose checked longjmp refuses to jump between stacks.
+inline void yield() {
+  if (_setjmp(g_block->current->jump) == 0) _longjmp(g_block->scheduler_jump, 1);
+}
 
 inline void wait(Barrier& b, unsigned participants) {
   const unsigned gen = b.generation;
@@ -159,7 +169,7 @@ inline void fiber_main() {
   g_entry(g_entry_arg);
   g_block->current->done = true;
   g_block->events++;
-  swapcontext(&g_block->current->ctx, &g_block->scheduler);
+  _longjmp(g_block->scheduler_jump, 1);
 }
 
 // Runs `entry(arg)` as a kernel over grid x block with `smem_bytes` of dynamic shared memory, in
@@ -221,7 +231,11 @@ inline void launch(dim3 grid, dim3 block, size_t smem_bytes, void (*entry)(void*
               if (f.done) continue;
               all_done = false;
               b.current = &f;
-              swapcontext(&b.scheduler, &f.ctx);
+              if (_setjmp(b.scheduler_jump) == 0) {
+                if (f.started) _longjmp(f.jump, 1);
+                f.started = true;
+                swapcontext(&b.scheduler, &f.ctx);
+              }
             }
           }
           if (all_done) break;
