@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { playwright } from '@vitest/browser-playwright';
 import { defineConfig } from 'vitest/config';
 
@@ -15,6 +17,35 @@ const chromium = playwright({
   },
 });
 
+// What the browser suite must find in its bundled WGSL: every wgsl/ file, hashed as read here.
+const wgslDir = new URL('./wgsl/', import.meta.url);
+const wgslDigests = Object.fromEntries(
+  readdirSync(wgslDir)
+    .filter((f) => f.endsWith('.wgsl'))
+    .map((f) => [
+      `wgsl/${f}`,
+      createHash('sha256')
+        .update(readFileSync(new URL(f, wgslDir), 'utf8'))
+        .digest('hex'),
+    ]),
+);
+
+// The files that run CUDA twins on the g++ fiber emulator (test/unit/cuda-collect/,
+// test/unit/learn-device-cuda/): the CUDA backend's parity tier on a machine without a GPU. A file
+// that builds emulator binaries belongs here, so `npm run test:unit` stays the fast tier.
+const CUDA_EMU = [
+  'cuda-collect-cluster',
+  'cuda-collect-kernels',
+  'cuda-collect-nets',
+  'cuda-collect-splitk',
+  'learn-backward-jobs',
+  'learn-delta-chain',
+  'learn-device-cuda-emu',
+  'learn-device-cuda-fwd-split',
+  'learn-device-cuda-tf32',
+  'learn-device-split',
+].map((name) => `test/unit/${name}.test.ts`);
+
 // GPU suites run in forked processes: Dawn has crashed inside worker threads.
 export default defineConfig({
   test: {
@@ -22,7 +53,12 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 120_000,
     projects: [
-      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      {
+        extends: true,
+        test: { name: 'unit', include: ['test/unit/**/*.test.ts'], exclude: CUDA_EMU },
+      },
+      // Each emulator case runs a CUDA kernel's every thread on the CPU: up to a few minutes.
+      { extends: true, test: { name: 'cuda-emu', include: CUDA_EMU, testTimeout: 300_000 } },
       // Software rasterisers (lavapipe, SwiftShader) compile and run the collection kernels slowly:
       // one case can take minutes on a loaded 2-core machine.
       {
@@ -44,6 +80,7 @@ export default defineConfig({
           provide: {
             parityReport: process.env.FOXHUNT_PARITY_REPORT ?? '',
             parityCommit: process.env.FOXHUNT_COMMIT ?? 'unknown',
+            wgslDigests,
           },
           browser: {
             enabled: true,

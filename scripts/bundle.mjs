@@ -3,7 +3,8 @@
 // (air-gapped GPU hosts: no npm, no network, a 64 MiB transfer limit). Layout mirrors the repo so
 // the code finds everything by the same relative paths:
 //   bin/foxhunt.js, package.json, dist/src/**/*.js (fresh tsc output, no maps or .d.ts),
-//   build/Release/foxhunt_cuda.node, node_modules/<runtime deps>.
+//   wgsl/*.wgsl and cuda/*.cu(h) (the kernels, read at run time), build/Release/foxhunt_cuda.node,
+//   node_modules/<runtime deps>.
 // Runtime deps are the package's `dependencies` that the compiled code names in a string literal
 // (static imports, and the computed-name dynamic imports that keep bundlers away from Node-only
 // modules), each with its own dependencies. `webgpu` is cut down to its loader and this
@@ -53,12 +54,7 @@ if (!rel.startsWith('..') && !isAbsolute(rel) && out !== join(root, 'bundle')) {
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
 
-// Compiled JS, fresh. The package's prebuild step (kernel sources generation) runs first.
-if (pkg.scripts?.prebuild) {
-  const npm = process.env.npm_execpath;
-  if (npm) run(process.execPath, [npm, 'run', '--silent', 'prebuild']);
-  else run('npm', ['run', '--silent', 'prebuild']);
-}
+// Compiled JS, fresh.
 const tsc = join(root, 'node_modules/typescript/bin/tsc');
 if (!existsSync(tsc)) die('typescript not installed: run npm ci first');
 run(process.execPath, [
@@ -74,6 +70,16 @@ run(process.execPath, [
 ]);
 
 cpSync(join(root, 'bin'), join(out, 'bin'), { recursive: true });
+// The kernels: src/kernels/sources.ts reads them from beside package.json.
+for (const [dir, exts] of [
+  ['wgsl', ['.wgsl']],
+  ['cuda', ['.cu', '.cuh']],
+]) {
+  mkdirSync(join(out, dir), { recursive: true });
+  for (const f of readdirSync(join(root, dir)).filter((f) => exts.some((e) => f.endsWith(e)))) {
+    cpSync(join(root, dir, f), join(out, dir, f));
+  }
+}
 const addon = join(root, 'build/Release/foxhunt_cuda.node');
 if (existsSync(addon)) cpSync(addon, join(out, 'build/Release/foxhunt_cuda.node'));
 else

@@ -4,6 +4,7 @@
  * records. Browser-safe (the CLI and Vitest wrap it).
  */
 import type { Backend, BackendInfo } from '../backend/types.js';
+import { kernelFileDigests } from '../kernels/sources.js';
 import { type ParityCase, parityCases } from './cases.js';
 import { type Comparison, compareOutputs, describeMismatch, describeTolerance } from './compare.js';
 
@@ -28,6 +29,8 @@ export interface ParityReport {
   passed: number;
   failed: number;
   results: CaseResult[];
+  /** SHA-256 of each shipped kernel file (`wgsl/<name>`, `cuda/<name>`) when the run started. */
+  kernels: Record<string, string>;
 }
 
 const now = () => globalThis.performance.now();
@@ -92,6 +95,7 @@ export async function runParity(backend: Backend, opts: RunOptions = {}): Promis
       (!c.backends || c.backends.includes(backend.kind)) &&
       !skipReason(c, backend, opts),
   );
+  const kernels = await kernelFileDigests();
   const results: CaseResult[] = [];
   for (const c of cases) {
     const r = await runCase(backend, c);
@@ -107,6 +111,7 @@ export async function runParity(backend: Backend, opts: RunOptions = {}): Promis
     passed,
     failed: results.length - passed,
     results,
+    kernels,
   };
 }
 
@@ -125,6 +130,7 @@ export function formatMarkdown(report: ParityReport): string {
     '',
     `- commit: \`${report.commit}\`; driver: ${b.driver}; timing: ${b.limits.timing ?? 'n/a'}`,
     `- result: **${report.pass ? 'PASS' : 'FAIL'}** (${report.passed} passed, ${report.failed} failed)`,
+    `- kernel files: ${Object.keys(report.kernels).length} (SHA-256 each in the JSON report)`,
     '',
     '| case | tolerance | result | max abs err | max rel err | ms |',
     '| --- | --- | --- | --- | --- | --- |',

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { commands } from 'vitest/browser';
 import { chooseBackend, createBackend } from '../../src/backend/index.js';
 import type { Backend } from '../../src/backend/types.js';
+import { kernelFileDigests } from '../../src/kernels/sources.js';
 import { parityCases } from '../../src/parity/cases.js';
 import { type CaseResult, describeFailure, formatMarkdown, runCase } from '../../src/parity/run.js';
 
@@ -36,6 +37,7 @@ describe('parity on webgpu in Chromium', () => {
         passed,
         failed: results.length - passed,
         results,
+        kernels: await kernelFileDigests(),
       };
       await commands.writeFile(path, formatMarkdown(report));
     }
@@ -54,6 +56,11 @@ describe('parity on webgpu in Chromium', () => {
     expect(choice.skipped[1].reason).toMatch(/software adapter/);
     expect(choice.backend.kind).toBe('cpu');
     choice.backend.destroy();
+  });
+
+  it('compiles the WGSL files on disk: the bundler gave it every wgsl/ file, byte for byte', async () => {
+    // vitest.config.ts hashed wgsl/ in Node; the page has the files through import.meta.glob.
+    expect(await kernelFileDigests()).toEqual(inject('wgslDigests'));
   });
 
   for (const c of parityCases()) {

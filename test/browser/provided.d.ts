@@ -7,5 +7,7 @@ declare module 'vitest' {
     parityReport: string;
     /** The commit recorded in that report. */
     parityCommit: string;
+    /** SHA-256 of each wgsl/ file as Node reads it, keyed `wgsl/<name>`. */
+    wgslDigests: Record<string, string>;
   }
 }

@@ -20,6 +20,9 @@
  * change to the CPU arithmetic or to this configuration needs a new sweep.
  * FOXHUNT_REQUIRE_GPU=1 makes a missing GPU a failure instead.
  *
+ * CI runs seed 1 only (about 3 minutes on the CPU); `npm run test:learns` runs all three
+ * (FOXHUNT_LEARNS_SEEDS=1,2,3), the claim docs/RESULTS.md makes.
+ *
  * Costs, barrier levels and the market are the defaults on both.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -55,8 +58,15 @@ const CPU_CONFIG = 'configs/cpu-learns.json';
 const root = mkdtempSync(join(tmpdir(), 'foxhunt-learns-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
+/** The seeds to train: FOXHUNT_LEARNS_SEEDS (comma-separated), else seed 1. */
+const SEEDS = (process.env.FOXHUNT_LEARNS_SEEDS ?? '1').split(',').map((s) => Number.parseInt(s, 10));
+
 describe('PPO learns on the synthetic market', () => {
-  for (const seed of [1, 2, 3]) {
+  it('trains known seeds (FOXHUNT_LEARNS_SEEDS holds seeds 1, 2 or 3)', () => {
+    expect(SEEDS.length).toBeGreaterThan(0);
+    for (const seed of SEEDS) expect([1, 2, 3]).toContain(seed);
+  });
+  for (const seed of SEEDS) {
     it(`seed ${seed}: the greedy policy beats buy-and-hold and random on validation`, async () => {
       const choice = await chooseBackend('auto');
       const kind = choice.backend.kind;

@@ -9,7 +9,7 @@ import type { KernelSpec } from '../../src/backend/types.js';
 import { HALF_ENGINES, wgslPreamble, withoutBlocks } from '../../src/backend/webgpu/preamble.js';
 import { type CollectDqnOptions, collectDqnSpec } from '../../src/kernels/collect_dqn.js';
 import { type CollectPpoOptions, collectPpoSpec } from '../../src/kernels/collect_ppo.js';
-import { wgslSources } from '../../src/kernels/sources.generated.js';
+import { wgslSources } from '../../src/kernels/sources.js';
 
 let device: GPUDevice | undefined;
 let gpu: GPU | undefined;

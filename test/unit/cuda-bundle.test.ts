@@ -57,5 +57,15 @@ describe('npm run bundle', () => {
     expect(byKind.cuda.reason).toMatch(/^no CUDA driver \(libcuda\.so\.1 not found\)/);
     expect(byKind.webgpu.available, byKind.webgpu.reason).toBe(true);
     expect(byKind.cpu.available).toBe(true);
+
+    // A kernel compiles from the bundle's own wgsl/ (src/kernels/sources.ts reads it at run time).
+    const parity = spawnSync(
+      process.execPath,
+      [join(out, 'bin/foxhunt.js'), 'parity', '--backend', 'webgpu', '--case', 'philox_stream n=4099'],
+      { cwd: work, env, encoding: 'utf8' },
+    );
+    expect(parity.status, parity.stderr).toBe(0);
+    expect(parity.stdout).toMatch(/^pass {2}philox_stream n=4099/m);
+    expect(existsSync(join(out, 'cuda/philox.cuh'))).toBe(true);
   });
 });

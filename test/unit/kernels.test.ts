@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import type { Dispatch } from '../../src/backend/types.js';
 import { packUniforms, validateDispatch } from '../../src/backend/uniforms.js';
@@ -13,16 +12,11 @@ import {
 import { grid1d, MAX_GROUPS_PER_DIM } from '../../src/kernels/grid.js';
 import { philoxStreamSpec } from '../../src/kernels/philox_stream.js';
 import { kernels } from '../../src/kernels/registry.js';
-import { cudaSources, wgslSources } from '../../src/kernels/sources.generated.js';
+import { cudaSources, wgslSources } from '../../src/kernels/sources.js';
 
 const buf = (label: string) => ({ label, size: 1024 });
 
 describe('kernel sources', () => {
-  it('the generated module is up to date with wgsl/ and cuda/', () => {
-    // Throws (exit 1, with the fix on stderr) when src/kernels/sources.generated.ts is stale.
-    execFileSync(process.execPath, ['scripts/gen-kernels.mjs', '--check'], { stdio: 'pipe' });
-  });
-
   it('the first kernels have a WGSL entry point of their name, with includes resolved', () => {
     for (const name of ['philox_stream', 'dense_forward', 'exclusive_scan']) {
       expect(kernels[name], name).toBeDefined();

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { HALF_ENGINES, selectWgsl, wgslModule, withoutBlocks } from '../../src/backend/webgpu/preamble.js';
 import { type CollectDqnOptions, collectDqnSpec } from '../../src/kernels/collect_dqn.js';
 import { collectPpoSpec } from '../../src/kernels/collect_ppo.js';
-import { wgslSources } from '../../src/kernels/sources.generated.js';
+import { wgslSources } from '../../src/kernels/sources.js';
 
 describe('selectWgsl', () => {
   const src = [

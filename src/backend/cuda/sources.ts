@@ -1,9 +1,9 @@
 /**
- * Kernel sources of the CUDA backend, from the module generated at build time out of `cuda/*.cu`
- * and `cuda/*.cuh` (scripts/gen-kernels.mjs), so nothing reads kernel files at run time: a
- * kernel's `<name>.cu` plus every `.cuh` as the header table NVRTC resolves `#include`s from.
+ * Kernel sources of the CUDA backend, as src/kernels/sources.ts read them from the package's
+ * `cuda/` folder: a kernel's `<name>.cu` plus every `.cuh` as the header table NVRTC resolves
+ * `#include`s from.
  */
-import { cudaSources } from '../../kernels/sources.generated.js';
+import { cudaSources } from '../../kernels/sources.js';
 import type { KernelSource } from './compile.js';
 
 const headers: Record<string, string> = Object.fromEntries(
@@ -13,7 +13,7 @@ const headers: Record<string, string> = Object.fromEntries(
 export function kernelSource(name: string): KernelSource {
   const source = cudaSources[`${name}.cu`];
   if (source === undefined) {
-    throw new Error(`CUDA kernel ${name}: no cuda/${name}.cu in the generated sources (npm run gen:kernels)`);
+    throw new Error(`CUDA kernel ${name}: no cuda/${name}.cu in the package's cuda/ folder`);
   }
   return { source, headers };
 }

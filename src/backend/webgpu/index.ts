@@ -17,7 +17,7 @@
  * commands are pending goes through a staging buffer copied inside the encoder instead, and a
  * uniform buffer is reused only once the encoder that references it has been submitted.
  */
-import { wgslSources } from '../../kernels/sources.generated.js';
+import { wgslSources } from '../../kernels/sources.js';
 import {
   type Backend,
   type BackendInfo,
@@ -364,9 +364,7 @@ export class WebGpuBackend implements Backend {
     }
     const source = wgslSources[spec.name];
     if (source === undefined) {
-      throw new Error(
-        `no WGSL source for kernel ${spec.name}: add wgsl/${spec.name}.wgsl and run npm run gen:kernels`,
-      );
+      throw new Error(`no WGSL source for kernel ${spec.name}: add wgsl/${spec.name}.wgsl`);
     }
     const entries: GPUBindGroupLayoutEntry[] = spec.bindings.map((b, i) => ({
       binding: i,

@@ -5,9 +5,10 @@
  * Vitest), so it runs on a GPU host from the portable bundle.
  */
 import { execFileSync } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { type BackendRequest, chooseBackend, describeChoice } from '../../backend/index.js';
 import { BackendUnavailableError } from '../../backend/types.js';
+import { type ParityRecord, recordEntry } from '../../parity/record.js';
 import { describeFailure, formatMarkdown, runParity } from '../../parity/run.js';
 import { parseFlags } from '../args.js';
 import { type Command, UserError } from '../main.js';
@@ -22,6 +23,9 @@ case fails.
   --case TEXT        only the cases whose name contains TEXT
   --json FILE        write the full report (date, device, limits, per-case errors) as JSON
   --markdown FILE    write the report as a Markdown section for docs/PARITY.md
+  --record FILE      after a passing run of every case on cuda or webgpu, store the kernel files'
+                     SHA-256 for this backend in FILE (docs/parity-kernels.json: a unit test
+                     checks that the shipped kernels are the ones recorded there)
   --commit SHA       commit recorded in the report (default: $FOXHUNT_COMMIT, else git, else unknown)`;
 
 const BACKENDS = ['auto', 'cpu', 'webgpu', 'cuda'];
@@ -45,6 +49,7 @@ async function run(args: string[]): Promise<number> {
       case: { type: 'string' },
       json: { type: 'string' },
       markdown: { type: 'string' },
+      record: { type: 'string' },
       commit: { type: 'string' },
     },
     usage,
@@ -81,6 +86,20 @@ async function run(args: string[]): Promise<number> {
     if (report.results.length === 0) throw new UserError(`no parity case matches --case "${values.case}"`);
     if (values.json) await writeFile(values.json as string, `${JSON.stringify(report, null, 2)}\n`);
     if (values.markdown) await writeFile(values.markdown as string, formatMarkdown(report));
+    if (values.record) {
+      const path = values.record as string;
+      const entry = values.case ? null : recordEntry(report);
+      if (entry) {
+        const record: ParityRecord = JSON.parse(await readFile(path, 'utf8').catch(() => '{}'));
+        record[backend.kind] = entry;
+        await writeFile(path, `${JSON.stringify(record, null, 2)}\n`);
+        console.error(
+          `recorded ${Object.keys(entry.files).length} kernel files for ${backend.kind} in ${path}`,
+        );
+      } else {
+        console.error(`not recorded in ${path}: only a passing run of every case on cuda or webgpu is`);
+      }
+    }
     console.log(
       `${report.passed} passed, ${report.failed} failed on ${backend.kind} (${backend.info.device})`,
     );

@@ -11,6 +11,7 @@
 // 16x8x8 product (f64 accumulation, then rounded: tensor cores differ only in the last bits).
 #pragma once
 
+#include <setjmp.h>
 #include <ucontext.h>
 
 #include <cmath>
@@ -20,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <vector>
 
 #define __global__
@@ -74,7 +76,9 @@ struct Barrier {
 
 struct Fiber {
   ucontext_t ctx;
-  std::vector<char> stack;
+  jmp_buf jump;
+  bool started = false;
+  char* stack = nullptr;
   dim3 tid;
   bool done = false;
 };
@@ -82,6 +86,7 @@ struct Fiber {
 struct Block {
   std::vector<Fiber> fibers;
   ucontext_t scheduler;
+  jmp_buf scheduler_jump;
   Fiber* current = nullptr;
   Barrier block_barrier;
   // bar.sync id, threads (id 1 .. 15): each barrier's participant count is fixed per use.
@@ -120,7 +125,22 @@ inline dim3 g_block_idx, g_block_dim, g_grid_dim;
 inline void (*g_entry)(void*) = nullptr;
 inline void* g_entry_arg = nullptr;
 
-inline void yield() { swapcontext(&g_block->current->ctx, &g_block->scheduler); }
+// Fiber stacks, reused by every block of every launch: allocating (and zero-filling) 256 KiB per
+// thread per block cost ~90 ms a block of 256 threads, most of the emulator's time.
+constexpr size_t kStackBytes = 256 * 1024;
+inline std::vector<std::unique_ptr<char[]>> g_stacks;
+inline char* stack_for(size_t i) {
+  while (g_stacks.size() <= i) g_stacks.emplace_back(new char[kStackBytes]);
+  return g_stacks[i].get();
+}
+
+// Switches: a fiber's first entry goes through swapcontext (it sets up the stack); every later
+// switch is _setjmp/_longjmp, which saves no signal mask (swapcontext makes two system calls a
+// switch, half of the emulator's time at barriers). The compile flags undefine _FORTIFY_SOURCE,
+// whose checked longjmp refuses to jump between stacks.
+inline void yield() {
+  if (_setjmp(g_block->current->jump) == 0) _longjmp(g_block->scheduler_jump, 1);
+}
 
 inline void wait(Barrier& b, unsigned participants) {
   const unsigned gen = b.generation;
@@ -149,7 +169,7 @@ inline void fiber_main() {
   g_entry(g_entry_arg);
   g_block->current->done = true;
   g_block->events++;
-  swapcontext(&g_block->current->ctx, &g_block->scheduler);
+  _longjmp(g_block->scheduler_jump, 1);
 }
 
 // Runs `entry(arg)` as a kernel over grid x block with `smem_bytes` of dynamic shared memory, in
@@ -192,10 +212,10 @@ inline void launch(dim3 grid, dim3 block, size_t smem_bytes, void (*entry)(void*
           for (unsigned i = 0; i < threads; i++) {
             Fiber& f = b.fibers[i];
             f.tid = {i % block.x, (i / block.x) % block.y, i / (block.x * block.y)};
-            f.stack.resize(256 * 1024);
+            f.stack = stack_for(static_cast<size_t>(rank) * threads + i);
             getcontext(&f.ctx);
-            f.ctx.uc_stack.ss_sp = f.stack.data();
-            f.ctx.uc_stack.ss_size = f.stack.size();
+            f.ctx.uc_stack.ss_sp = f.stack;
+            f.ctx.uc_stack.ss_size = kStackBytes;
             f.ctx.uc_link = nullptr;
             makecontext(&f.ctx, fiber_main, 0);
           }
@@ -211,7 +231,11 @@ inline void launch(dim3 grid, dim3 block, size_t smem_bytes, void (*entry)(void*
               if (f.done) continue;
               all_done = false;
               b.current = &f;
-              swapcontext(&b.scheduler, &f.ctx);
+              if (_setjmp(b.scheduler_jump) == 0) {
+                if (f.started) _longjmp(f.jump, 1);
+                f.started = true;
+                swapcontext(&b.scheduler, &f.ctx);
+              }
             }
           }
           if (all_done) break;

@@ -36,6 +36,7 @@ export function buildEmu(source: string, defines: Record<string, number | string
       '-ffp-contract=off',
       '-fno-strict-aliasing',
       '-DFOXHUNT_EMU',
+      '-U_FORTIFY_SOURCE',
       ...Object.entries(defines).map(([k, v]) => `-D${k}=${v}`),
       `-I${join(root, 'cuda')}`,
       `-I${here}`,

@@ -106,7 +106,15 @@ export class CudaEmuBackend extends CpuBackend {
     const bin = join(this.dir, tag);
     execFileSync(
       'g++',
-      ['-std=c++17', '-O2', '-ffp-contract=off', '-fno-strict-aliasing', '-DFOXHUNT_EMU', '-w'].concat([
+      [
+        '-std=c++17',
+        '-O2',
+        '-ffp-contract=off',
+        '-fno-strict-aliasing',
+        '-DFOXHUNT_EMU',
+        '-U_FORTIFY_SOURCE',
+        '-w',
+      ].concat([
         `-I${join(root, 'cuda')}`,
         `-I${join(root, 'test/unit/cuda-collect')}`,
         `-I${here}`,
