@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
-import { cloneDefaults } from '../../src/config.js';
+import { cloneDefaults, SPEC_REWARD_TERMS } from '../../src/config.js';
 import { loadBars, saveBars } from '../../src/data/load.js';
 import { buildMarket } from '../../src/data/market.js';
 import { generateSynthetic } from '../../src/data/synthetic.js';
@@ -48,7 +48,7 @@ describe('foxhunt sim', () => {
     const start = 200;
     // a 20-bar time barrier guarantees a done within the replay
     const config = join(dir, 'config.json');
-    await writeFile(config, JSON.stringify({ env: { maxHoldingBars: 20 } }));
+    await writeFile(config, JSON.stringify({ env: { ...SPEC_REWARD_TERMS, maxHoldingBars: 20 } }));
     const flags = ['--start', String(start), '--actions', actionsFile, '--out', out, '--seed', '4'];
     const r = await sim(['--data', data, ...flags, '--config', config]);
     expect(r.code).toBe(0);
@@ -58,6 +58,7 @@ describe('foxhunt sim', () => {
 
     // Independent replay through envStep with the same market, config and curiosity model.
     const cfg = cloneDefaults();
+    Object.assign(cfg.env, SPEC_REWARD_TERMS);
     cfg.env.maxHoldingBars = 20;
     const market = buildMarket((await loadBars(data)).bars, cfg);
     const params = { ...envParams(cfg.env), episodeBars: actions.length };
