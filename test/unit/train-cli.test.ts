@@ -156,3 +156,27 @@ describe('foxhunt train / backtest', () => {
     expect(resume.err).toMatch(/ppo\.lr differs/);
   });
 });
+
+describe('foxhunt train, interrupted', () => {
+  it('stops after the epoch in progress on Ctrl-C, and --resume finishes the run', async () => {
+    const out = join(root, 'interrupted');
+    const args = ['train', '--backend', 'cpu', '--epochs', '3', '--out', out, ...TINY];
+    const before = process.listenerCount('SIGINT');
+    // Ctrl-C as soon as the command listens for it (before epoch 1 ends).
+    const poll = setInterval(() => {
+      if (process.listenerCount('SIGINT') > before) {
+        clearInterval(poll);
+        process.emit('SIGINT');
+      }
+    }, 1);
+    const stopped = await cli(args);
+    clearInterval(poll);
+    expect(stopped.code).not.toBe(0);
+    expect(stopped.err).toMatch(/stopped after epoch 1; a resume continues from last\/ \(epoch 1\)/);
+    expect((await readLog(out)).map((r) => r.epoch)).toEqual([1]);
+    expect(process.listenerCount('SIGINT')).toBe(before);
+    const resumed = await cli([...args, '--resume']);
+    expect(resumed.code).toBe(0);
+    expect((await readLog(out)).map((r) => r.epoch)).toEqual([1, 2, 3]);
+  });
+});

@@ -88,7 +88,18 @@ export const trainCommand: Command = {
       const start = performance.now();
       const todo = epochs - (resume?.state.epoch ?? 0);
       let done = 0;
+      // Ctrl-C once: finish the epoch in progress (its checkpoint included), then stop; --resume
+      // continues. Twice: quit at once (last/ still holds the previous epoch's checkpoint).
+      const stop = new AbortController();
+      const quit = () => process.exit(130);
+      const onInterrupt = () => {
+        console.error('\nstopping after this epoch (Ctrl-C again quits now); --resume continues the run');
+        stop.abort();
+        process.once('SIGINT', quit);
+      };
+      process.once('SIGINT', onInterrupt);
       const result = await runTraining({
+        signal: stop.signal,
         cfg,
         storage,
         bars: await loadSourcedBars(values.data as string | undefined),
@@ -105,6 +116,9 @@ export const trainCommand: Command = {
           if (tty) process.stderr.write('\r\x1b[K');
           console.error(epochLine(record, epochs, timing(performance.now() - start, done, todo)));
         },
+      }).finally(() => {
+        process.removeListener('SIGINT', onInterrupt);
+        process.removeListener('SIGINT', quit);
       });
       const { summary: s, outDir } = result;
       console.log(
@@ -161,6 +175,7 @@ const USER_ERRORS = new Set([
   'SplitError',
   'ConfigError',
   'BackendUnavailableError',
+  'RunStoppedError',
 ]);
 
 export async function asUserError<T>(body: () => Promise<T>): Promise<T> {
