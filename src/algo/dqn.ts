@@ -27,7 +27,8 @@ import type { DataFingerprint } from '../train/ppo_checkpoint.js';
 import { appendLog, type EpochRecord, type RunSummary } from '../train/runlog.js';
 import type { Storage } from '../train/storage.js';
 import { validationScore, verdictSentence } from '../train/verdict.js';
-import { divergenceCause, type Phase, TrainingDivergedError } from './ppo.js';
+import { type EpochLoop, endEpoch, type Phase } from './epoch_end.js';
+import { divergenceCause, TrainingDivergedError } from './ppo.js';
 
 export interface DqnRun {
   cfg: Config;
@@ -41,8 +42,10 @@ export interface DqnRun {
   firstEpoch: number;
   /** The score of best/ so far (on resume), or -Infinity. */
   bestScore: number;
-  onPhase?: (epoch: number, phase: Phase) => void;
-  onEpoch?: (record: EpochRecord) => void;
+  onPhase?: (epoch: number, phase: Phase) => void | Promise<void>;
+  onEpoch?: (record: EpochRecord) => void | Promise<void>;
+  /** Stops the run after the epoch in progress (RunStoppedError); --resume continues it. */
+  signal?: AbortSignal;
 }
 
 export async function trainDqn(run: DqnRun): Promise<{ records: EpochRecord[]; summary: RunSummary }> {
@@ -52,10 +55,14 @@ export async function trainDqn(run: DqnRun): Promise<{ records: EpochRecord[]; s
   const head = headOf(algo);
   const layout = duelingLayout(head, cfg.dqn.atoms, cfg.dqn.iqnEmbed);
   const ckptDir = lastDir(run.outDir);
-  let bestScore = run.bestScore;
   const { buyHold, random } = baselines(market, splits.val, cfg.env, seed, run.barsPerYear);
   const records: EpochRecord[] = [];
-  let lastSaved = run.firstEpoch - 1;
+  const loop: EpochLoop = {
+    ...run,
+    epochs: cfg.train.epochs,
+    checkpointEvery: cfg.train.checkpointEvery,
+    lastSaved: run.firstEpoch - 1,
+  };
 
   for (let epoch = run.firstEpoch; epoch <= cfg.train.epochs; epoch++) {
     const round = epoch - 1;
@@ -64,28 +71,28 @@ export async function trainDqn(run: DqnRun): Promise<{ records: EpochRecord[]; s
         if (Number.isFinite(v)) continue;
         throw new TrainingDivergedError(
           `epoch ${epoch}: ${what} ${k} is ${v}; the run stopped and ` +
-            (lastSaved > 0
-              ? `the last good checkpoint (epoch ${lastSaved}) in ${ckptDir} is kept`
+            (loop.lastSaved > 0
+              ? `the last good checkpoint (epoch ${loop.lastSaved}) in ${ckptDir} is kept`
               : 'no checkpoint was written') +
             `. ${divergenceCause(market, 'dqn')}`,
         );
       }
     };
 
-    run.onPhase?.(epoch, 'collect');
+    await run.onPhase?.(epoch, 'collect');
     let t0 = performance.now();
     const epsilon = epsilonAt(cfg.dqn, round);
     const rollout = await engine.collect(round, epsilon);
     const collectMs = performance.now() - t0;
     finite('the mean reward', rollout.reward);
 
-    run.onPhase?.(epoch, 'update');
+    await run.onPhase?.(epoch, 'update');
     t0 = performance.now();
     const trained = await engine.train(round);
     const updateMs = performance.now() - t0;
     finite('the loss', { loss: trained.loss, gradNorm: trained.gradNorm, td: trained.td });
 
-    run.onPhase?.(epoch, 'curiosity');
+    await run.onPhase?.(epoch, 'curiosity');
     t0 = performance.now();
     let curiosityLoss: number | undefined;
     const curiosityOn = cfg.env.curiosityScale > 0 && cfg.env.curiosityMaxReward > 0;
@@ -95,7 +102,7 @@ export async function trainDqn(run: DqnRun): Promise<{ records: EpochRecord[]; s
     }
     const curiosityMs = performance.now() - t0;
 
-    run.onPhase?.(epoch, 'validate');
+    await run.onPhase?.(epoch, 'validate');
     t0 = performance.now();
     const params = await engine.params();
     for (const [net, p] of Object.entries(params)) {
@@ -141,22 +148,12 @@ export async function trainDqn(run: DqnRun): Promise<{ records: EpochRecord[]; s
       score: validationScore(policy),
     };
 
-    const saveLast = epoch % cfg.train.checkpointEvery === 0 || epoch === cfg.train.epochs;
-    const saveBest = record.score > bestScore;
-    if (saveLast || saveBest) {
-      run.onPhase?.(epoch, 'checkpoint');
-      t0 = performance.now();
+    await endEpoch(loop, record, async () => {
       const snapshot = await engine.snapshot();
       const state = { algo, epoch, seed, backend: engine.backend, config: cfg, data: run.data, record };
-      if (saveLast) await saveDqnCheckpoint(run.storage, ckptDir, snapshot, state);
-      if (saveBest) await saveDqnCheckpoint(run.storage, bestDir(run.outDir), snapshot, state);
-      record.timeMs.checkpoint = performance.now() - t0;
-      if (saveLast) lastSaved = epoch;
-      if (saveBest) bestScore = record.score;
-    }
-    await appendLog(run.storage, run.outDir, record);
+      return (dir) => saveDqnCheckpoint(run.storage, dir, snapshot, state);
+    });
     records.push(record);
-    run.onEpoch?.(record);
   }
   const summary = await summarize(run);
   await appendLog(run.storage, run.outDir, summary);

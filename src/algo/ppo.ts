@@ -24,8 +24,9 @@ import { type DataFingerprint, loadPpoCheckpoint, savePpoCheckpoint } from '../t
 import { appendLog, type EpochRecord, type RunSummary } from '../train/runlog.js';
 import type { Storage } from '../train/storage.js';
 import { validationScore, verdictSentence } from '../train/verdict.js';
+import { type EpochLoop, endEpoch, type Phase } from './epoch_end.js';
 
-export type Phase = 'collect' | 'update' | 'curiosity' | 'validate' | 'checkpoint';
+export { type Phase, RunStoppedError } from './epoch_end.js';
 
 export interface PpoRun {
   cfg: Config;
@@ -48,11 +49,6 @@ export interface PpoRun {
   onEpoch?: (record: EpochRecord) => void | Promise<void>;
   /** Stops the run after the epoch in progress (a browser's Stop button); see RunStoppedError. */
   signal?: AbortSignal;
-}
-
-/** The caller's signal stopped the run between epochs; --resume (resumeConfig) continues it. */
-export class RunStoppedError extends Error {
-  override name = 'RunStoppedError';
 }
 
 /** Training produced a NaN or an infinity: the message names the epoch and the quantity. */
@@ -80,18 +76,22 @@ export async function trainPpo(run: PpoRun): Promise<PpoResult> {
   const { cfg, engine, market, splits } = run;
   const seed = cfg.train.seed;
   const ckptDir = lastDir(run.outDir);
-  let bestScore = run.bestScore;
   const { buyHold, random } = baselines(market, splits.val, cfg.env, seed, run.barsPerYear);
   const records: EpochRecord[] = [];
-  let lastSaved = run.firstEpoch - 1;
+  const loop: EpochLoop = {
+    ...run,
+    epochs: cfg.train.epochs,
+    checkpointEvery: cfg.train.checkpointEvery,
+    lastSaved: run.firstEpoch - 1,
+  };
 
   for (let epoch = run.firstEpoch; epoch <= cfg.train.epochs; epoch++) {
     const round = epoch - 1;
     const diverged = (what: string, value: number) =>
       new TrainingDivergedError(
         `epoch ${epoch}: ${what} is ${value}; the run stopped and ` +
-          (lastSaved > 0
-            ? `the last good checkpoint (epoch ${lastSaved}) in ${ckptDir} is kept (--resume continues from it)`
+          (loop.lastSaved > 0
+            ? `the last good checkpoint (epoch ${loop.lastSaved}) in ${ckptDir} is kept (--resume continues from it)`
             : 'no checkpoint was written') +
           `. ${divergenceCause(market)}`,
       );
@@ -169,12 +169,7 @@ export async function trainPpo(run: PpoRun): Promise<PpoResult> {
       score: validationScore(policy),
     };
 
-    // 5. Checkpoints, then 6. log (the record inside a checkpoint lets a resume restore a lost line).
-    const saveLast = epoch % cfg.train.checkpointEvery === 0 || epoch === cfg.train.epochs;
-    const saveBest = record.score > bestScore;
-    if (saveLast || saveBest) {
-      await run.onPhase?.(epoch, 'checkpoint');
-      t0 = performance.now();
+    await endEpoch(loop, record, async () => {
       const snapshot = await engine.snapshot();
       const state = {
         algo: 'ppo' as const,
@@ -186,24 +181,9 @@ export async function trainPpo(run: PpoRun): Promise<PpoResult> {
         rng: { stepBase: epoch * cfg.rollout.steps, update: epoch },
         record,
       };
-      // best/ first: a resume from an older last/ redoes this epoch and finds best/ already equal.
-      if (saveBest) await savePpoCheckpoint(run.storage, bestDir(run.outDir), snapshot, state);
-      if (saveLast) await savePpoCheckpoint(run.storage, ckptDir, snapshot, state);
-      record.timeMs.checkpoint = performance.now() - t0;
-      if (saveLast) lastSaved = epoch;
-      if (saveBest) bestScore = record.score;
-    }
-    await appendLog(run.storage, run.outDir, record);
+      return (dir) => savePpoCheckpoint(run.storage, dir, snapshot, state);
+    });
     records.push(record);
-    await run.onEpoch?.(record);
-    if (run.signal?.aborted && epoch < cfg.train.epochs) {
-      throw new RunStoppedError(
-        `stopped after epoch ${epoch}; ` +
-          (lastSaved > 0
-            ? `a resume continues from last/ (epoch ${lastSaved})`
-            : 'no checkpoint was written'),
-      );
-    }
   }
   const summary = await summarize(run);
   await appendLog(run.storage, run.outDir, summary);

@@ -72,6 +72,7 @@ export async function runDqnTraining(opts: RunOptions): Promise<RunResult> {
       bestScore,
       onPhase: opts.onPhase,
       onEpoch: opts.onEpoch,
+      signal: opts.signal,
     });
     return { records, summary, backend: 'cpu', outDir };
   } finally {
