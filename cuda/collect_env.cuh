@@ -251,18 +251,26 @@ COLLECT_DEVICE bool execute_order(Episode& ep, const Market& m, const EnvScalars
   return false;
 }
 
-// barrier.ts checkBarrier: the open position against bar t + 1; returns the event.
+// barrier.ts checkBarrier: the open position against bar t + 1; returns the event. A gap past a
+// barrier fills at the open (stop first), then a touched barrier at its level, then time.
 COLLECT_DEVICE int check_barrier(Episode& ep, const Market& m, const EnvScalars& p, StepOut& out) {
   const float units = ep.units;
   if (units == 0.0f) return BARRIER_NONE;
   const int bar1 = ep.bar + 1;
   const float* o1 = m.ohlc + bar1 * 4;
+  const float open = ldg1(o1);
   const float high = ldg1(o1 + 1);
   const float low = ldg1(o1 + 2);
   const bool long_pos = units > 0.0f;
   int event = BARRIER_NONE;
   float level = 0.0f;
-  if (long_pos ? low <= ep.stop_level : high >= ep.stop_level) {
+  if (long_pos ? open <= ep.stop_level : open >= ep.stop_level) {
+    event = BARRIER_STOP;
+    level = open;
+  } else if (long_pos ? open >= ep.profit_level : open <= ep.profit_level) {
+    event = BARRIER_PROFIT;
+    level = open;
+  } else if (long_pos ? low <= ep.stop_level : high >= ep.stop_level) {
     event = BARRIER_STOP;
     level = ep.stop_level;
   } else if (long_pos ? high >= ep.profit_level : low <= ep.profit_level) {

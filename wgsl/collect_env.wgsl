@@ -311,7 +311,8 @@ fn execute_order(ep: ptr<function, Episode>, a: i32) -> bool {
   return false;
 }
 
-// barrier.ts checkBarrier: the adverse barrier wins over the favourable one, both over time.
+// barrier.ts checkBarrier: a gap past a barrier fills at the open (stop first), then a touched
+// barrier at its level (the adverse one wins), then the time barrier at the close.
 fn check_barrier(ep: ptr<function, Episode>) -> i32 {
   let units = (*ep).units;
   if (units == 0.0) {
@@ -319,6 +320,7 @@ fn check_barrier(ep: ptr<function, Episode>) -> i32 {
   }
   let bar1 = (*ep).bar + 1;
   let o1 = u32(bar1) * 4u;
+  let open = ohlc_next(o1, 0u);
   let high = ohlc_next(o1, 1u);
   let low = ohlc_next(o1, 2u);
   let profit = (*ep).profit_level;
@@ -326,7 +328,13 @@ fn check_barrier(ep: ptr<function, Episode>) -> i32 {
   let long_pos = units > 0.0;
   var event = EVENT_NONE;
   var level = 0.0;
-  if (select(high >= stop, low <= stop, long_pos)) {
+  if (select(open >= stop, open <= stop, long_pos)) {
+    event = EVENT_STOP;
+    level = open;
+  } else if (select(open <= profit, open >= profit, long_pos)) {
+    event = EVENT_PROFIT;
+    level = open;
+  } else if (select(high >= stop, low <= stop, long_pos)) {
     event = EVENT_STOP;
     level = stop;
   } else if (select(low <= profit, high >= profit, long_pos)) {

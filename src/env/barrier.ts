@@ -38,11 +38,12 @@ export function disarmBarrier(env: EnvState, e: number): void {
 }
 
 /**
- * Checks slot e's open position against bar t + 1 and, when a barrier fires, closes it at the
- * barrier price (close_{t+1} for the time barrier) with half the spread of bar t against the
- * trader and the market fee. The adverse barrier wins when both are touched in one bar; a
- * price barrier wins over the time barrier. Writes barrierEvent, exitPrice and adds the fee
- * to out.costs. Returns the event.
+ * Checks slot e's open position against bar t + 1 and, when a barrier fires, closes it with half
+ * the spread of bar t against the trader and the market fee. A bar that opens past a barrier
+ * (a gap) fills that barrier at the open, the first price there was; otherwise a touched
+ * barrier fills at its level, and the time barrier at close_{t+1}. Order: a gap past the stop,
+ * a gap past the profit level, a touched stop, a touched profit level, the time barrier. Writes
+ * barrierEvent, exitPrice and adds the fee to out.costs. Returns the event.
  */
 export function checkBarrier(
   env: EnvState,
@@ -56,6 +57,7 @@ export function checkBarrier(
   if (units === 0) return BarrierEvent.None;
   const bar1 = env.i[e * ENV_I + EnvI.Bar] + 1;
   const o1 = bar1 * 4;
+  const open = market.ohlc[o1];
   const high = market.ohlc[o1 + 1];
   const low = market.ohlc[o1 + 2];
   const profit = env.f[fb + EnvF.ProfitLevel];
@@ -63,7 +65,13 @@ export function checkBarrier(
   const long = units > 0;
   let event: number = BarrierEvent.None;
   let level = 0;
-  if (long ? low <= stop : high >= stop) {
+  if (long ? open <= stop : open >= stop) {
+    event = BarrierEvent.Stop;
+    level = open;
+  } else if (long ? open >= profit : open <= profit) {
+    event = BarrierEvent.Profit;
+    level = open;
+  } else if (long ? low <= stop : high >= stop) {
     event = BarrierEvent.Stop;
     level = stop;
   } else if (long ? high >= profit : low <= profit) {

@@ -111,7 +111,8 @@ function parityMarket(): Market {
   let close = 100;
   for (let t = 0; t < BARS; t++) {
     const vol = 0.001 + 0.004 * u(t, 0);
-    const open = close * (1 + vol * 0.3 * (u(t, 1) - 0.5));
+    // Gaps of up to +-0.75 vol (37 bps): some open past a 30 bps stop, so gap exits are compared.
+    const open = close * (1 + vol * 1.5 * (u(t, 1) - 0.5));
     close = open * (1 + vol * 2 * (u(t, 2) - 0.5));
     const high = Math.max(open, close) * (1 + vol * u(t, 3));
     const low = Math.min(open, close) * (1 - vol * u(t, 4));

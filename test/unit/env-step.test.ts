@@ -175,9 +175,9 @@ describe('envStep, hand-computed', () => {
     const { env, step } = setup([
       [100, 100, 100, 100],
       [100, 100.5, 99.9, 100.5],
-      // profit 100.5 and stop 99.7 both touched; the agent's passive sell at 100.5 * 1.0001 =
-      // 100.51005 does not fill (high 100.505 is not above it)
-      [100.5, 100.505, 99.6, 100],
+      // opens between the levels, then touches profit 100.5 and stop 99.7; the agent's passive
+      // sell at 100.5 * 1.0001 = 100.51005 does not fill (high 100.505 is not above it)
+      [100.2, 100.505, 99.6, 100],
       [100, 100, 100, 100],
     ]);
     // long 0.0095 at 100; V_1 = 0.049905 + 0.0095 * 100.5 = 1.004655
@@ -202,6 +202,52 @@ describe('envStep, hand-computed', () => {
     expect(env.i[EnvI.Restarts]).toBe(1);
     expect(env.i[EnvI.Bar]).toBe(0);
     expect(env.f[EnvF.Cash]).toBe(1);
+  });
+
+  it('a bar that gaps through the stop fills the stop at its open, not at the stop level', () => {
+    const { env, step } = setup([
+      [100, 100, 100, 100],
+      [100, 100.2, 99.9, 100],
+      // opens at 98, far below the stop 99.7, and even trades back above it: the exit is 98
+      [98, 99.9, 97.5, 99.8],
+      [100, 100, 100, 100],
+    ]);
+    step(LONG_LIMIT_ALL);
+    expect(env.f[EnvF.StopLevel]).toBe(Math.fround(100 * Math.fround(1 - 0.003)));
+    const o = step(HALF_LONG_PASSIVE_ALL);
+    expect(o.barrierEvent).toBe(BarrierEvent.Stop);
+    // 98 * (1 - 1e-4) = 97.9902: the gap's loss is taken whole
+    near(o.exitPrice, 97.9902);
+    expect(o.units).toBe(0);
+    near(o.cash, 0.049905 + 0.0095 * 97.9902 - 0.0095 * 97.9902 * 1e-4);
+  });
+
+  it('a bar that gaps through the profit level fills it at the open, above the level', () => {
+    const { step } = setup([
+      [100, 100, 100, 100],
+      [100, 100.2, 99.9, 100],
+      // opens at 102 above the profit level 100.5 and then falls through the stop 99.7: the
+      // open came first, so the profit exit at 102 stands
+      [102, 102.5, 99, 99.5],
+      [100, 100, 100, 100],
+    ]);
+    step(LONG_LIMIT_ALL);
+    const o = step(HALF_LONG_PASSIVE_ALL);
+    expect(o.barrierEvent).toBe(BarrierEvent.Profit);
+    near(o.exitPrice, 102 * (1 - 1e-4));
+  });
+
+  it('a short gapped through its stop buys back at the open', () => {
+    const { step } = setup([
+      [100, 100, 100, 100],
+      [100, 100.2, 99.9, 100],
+      [103, 103.5, 102, 102.5],
+      [100, 100, 100, 100],
+    ]);
+    step(SHORT_MARKET_ALL);
+    const o = step(FLAT_PASSIVE_ALL);
+    expect(o.barrierEvent).toBe(BarrierEvent.Stop);
+    near(o.exitPrice, 103 * (1 + 1e-4));
   });
 
   it('the time barrier closes at the close of the expiry bar', () => {
