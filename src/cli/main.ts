@@ -38,6 +38,14 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const code = await dispatch(commands, argv, 'foxhunt');
+  const group = commands.filter((c) => c.name.startsWith(`${argv[0]} `));
+  if (code === undefined && group.length > 0 && argv.slice(1).every((a) => a === '--help' || a === '-h')) {
+    // `foxhunt bench` or `foxhunt data --help`: the group's subcommands.
+    const width = Math.max(...group.map((c) => c.name.length));
+    const lines = group.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`);
+    console.log([`usage: foxhunt ${argv[0]} <subcommand> [options]`, '', ...lines].join('\n'));
+    return argv.length > 1 ? 0 : 1;
+  }
   if (code === undefined) {
     console.error(`foxhunt: unknown command "${argv.join(' ')}"\n\n${help()}`);
     return 1;

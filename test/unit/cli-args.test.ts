@@ -56,6 +56,18 @@ describe('flags', () => {
     ]);
   });
 
+  it('foxhunt bench --help lists the bench subcommands', async () => {
+    const out: string[] = [];
+    const spy = vi.spyOn(console, 'log').mockImplementation((...a) => void out.push(a.join(' ')));
+    try {
+      expect(await main(['bench', '--help'])).toBe(0);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(out.join('\n')).toMatch(/usage: foxhunt bench <subcommand>[\s\S]*bench train[\s\S]*bench collect/);
+    expect(out.join('\n')).not.toMatch(/data synth/);
+  });
+
   it('an unknown config field names the nearest field of its section', () => {
     expect(() => applyFlags(cloneDefaults(), { 'ppo.lrr': '1' })).toThrow(
       /ppo\.lrr: unknown field \(did you mean ppo\.lr\?\)/,
