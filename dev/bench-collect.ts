@@ -10,7 +10,13 @@ import type { Backend } from '../src/backend/types.js';
 import { BackendUnavailableError } from '../src/backend/types.js';
 import { intFlag, parseFlags } from '../src/cli/args.js';
 import { type Command, UserError } from '../src/cli/main.js';
-import { type CollectAlgo, type CollectVariant, clusterFits, type TileShape } from '../src/collect/device.js';
+import {
+  type CollectAlgo,
+  type CollectVariant,
+  chooseDqnVariant,
+  clusterFits,
+  type TileShape,
+} from '../src/collect/device.js';
 import { benchCollect, type CollectBenchResult, stepsThatFit, warmUp } from '../src/collect/device_bench.js';
 import { loadConfig } from '../src/config.js';
 import { ENGINES, isHalfEngine } from '../src/kernels/collect_engine.js';
@@ -20,7 +26,7 @@ import { buildLayout, NetId } from '../src/nets/layout.js';
 import { prepareData } from '../src/train/run.js';
 
 const usage = `usage: node dist/dev/bench.js collect --algo dqn|c51|iqn|ppo [--backend auto|cuda|webgpu|cpu]
-                             [--episodes N[,N...]] [--steps L] [--variant tiled|seed|cluster|both|all]
+                             [--episodes N[,N...]] [--steps L] [--variant tiled|seed|cluster[,...]|both|all]
                              [--precision exact|tf32|f16|both] [--engine auto|0|1|2|both|all|E,E...]
                              [--tile E] [--threads T]
                              [--cluster C] [--exchange push|pull|both] [--splitk] [--env-only]
@@ -38,8 +44,12 @@ per episode are measured in the same run (--variant both, the default for dqn an
   --episodes LIST   comma-separated N (default 128,1024,8192,65536; cpu: 8)
   --steps L         steps per launch (default 64; cpu: 8); lowered where the outputs would not
                     fit one storage binding of the device
-  --variant V       tiled, seed, cluster, both (tiled and seed) or all (the three); seed runs the
-                    plain DQN head and PPO only, cluster (CUDA sm_90+, exact or tf32) the plain DQN head
+  --variant V       tiled, seed, cluster, a list (tiled,cluster), both (tiled and seed) or all (the
+                    three); seed runs the plain DQN head and PPO only, cluster (CUDA sm_90+, exact or
+                    tf32) the plain DQN head. With tiled and cluster a second table compares them at
+                    each N and precision beside the collector's own choice: the crossover sweep is
+                    --algo dqn --backend cuda --variant tiled,cluster --precision both
+                    --episodes 128,256,512,1024,2048,4096,8192,16384,65536
   --cluster C       cluster variant: CTAs per thread-block cluster (default 8; 16 is non-portable),
                     each holding 1/C of every layer in shared memory; --tile sets its episodes per
                     cluster (default: ~128 CTAs in all, more episodes per cluster where the GPU
@@ -190,6 +200,41 @@ function table(results: CollectBenchResult[], ceiling: CeilingResult | null): st
   );
 }
 
+/**
+ * Each N and precision where both the tiled and the cluster kernel ran (default shapes, no extra
+ * constants): their rates, the faster one, and the collector's own choice there (chooseDqnVariant,
+ * from the tuning row's clusterUpTo), to set that bound from.
+ */
+function crossover(results: CollectBenchResult[], backend: Backend): string[] {
+  const plain = results.filter((r) => !r.build && !r.constants && !r.clusterPull);
+  const rows: string[][] = [];
+  for (const t of plain.filter((r) => r.variant === 'tiled')) {
+    const c = plain.find(
+      (r) => r.variant === 'cluster' && r.episodes === t.episodes && r.precision === t.precision,
+    );
+    if (!c) continue;
+    const faster = c.envStepsPerSec > t.envStepsPerSec ? 'cluster' : 'tiled';
+    const chosen = chooseDqnVariant(backend, 'dqn', t.episodes, t.precision === 'tf32');
+    rows.push([
+      t.precision,
+      String(t.episodes),
+      si(t.envStepsPerSec, ''),
+      si(c.envStepsPerSec, ''),
+      `${faster} x${(Math.max(c.envStepsPerSec, t.envStepsPerSec) / Math.min(c.envStepsPerSec, t.envStepsPerSec)).toFixed(2)}`,
+      chosen === faster ? chosen : `${chosen} (not the faster)`,
+    ]);
+  }
+  if (rows.length === 0) return [];
+  rows.unshift(['precision', 'N', 'tiled', 'cluster', 'faster', 'collector chooses']);
+  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
+  return [
+    "tiled against cluster (the collector's choice: src/backend/tuning.ts clusterUpTo):",
+    ...rows.map((r) =>
+      r.map((cell, c) => (c < 1 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  '),
+    ),
+  ];
+}
+
 function parseEpisodes(value: string | undefined, fallback: number[]): number[] {
   if (value === undefined) return fallback;
   const list = value.split(',').map((s) => Number(s.trim()));
@@ -241,9 +286,18 @@ async function run(args: string[]): Promise<number> {
   if (!BACKENDS.includes(request)) throw new UserError(`--backend must be one of ${BACKENDS.join(', ')}`);
   const variantFlag =
     (values.variant as string | undefined) ?? (algo === 'dqn' || algo === 'ppo' ? 'both' : 'tiled');
-  if (!['tiled', 'seed', 'cluster', 'both', 'all'].includes(variantFlag))
-    throw new UserError('--variant must be tiled, seed, cluster, both or all');
-  if (variantFlag === 'cluster' && algo !== 'dqn')
+  const variantList = variantFlag.split(',');
+  if (
+    !(
+      ['both', 'all'].includes(variantFlag) ||
+      variantList.every((v) => ['tiled', 'seed', 'cluster'].includes(v))
+    ) ||
+    new Set(variantList).size !== variantList.length
+  )
+    throw new UserError(
+      '--variant must be tiled, seed, cluster, a list of them (tiled,cluster), both or all',
+    );
+  if (variantList.includes('cluster') && algo !== 'dqn')
     throw new UserError(
       `the cluster variant runs the plain dqn head only; use --variant tiled with --algo ${algo}`,
     );
@@ -257,7 +311,7 @@ async function run(args: string[]): Promise<number> {
       ? ['tiled', 'seed']
       : variantFlag === 'all'
         ? ['tiled', 'seed', ...(algo === 'dqn' ? (['cluster'] as const) : [])]
-        : [variantFlag as CollectVariant];
+        : (variantList as CollectVariant[]);
   const clusterSize =
     values.cluster === undefined ? undefined : intFlag(values.cluster as string, 'cluster', 8, 1);
   if (clusterSize !== undefined && clusterSize > 16) throw new UserError('--cluster must be at most 16 CTAs');
@@ -447,6 +501,7 @@ async function run(args: string[]): Promise<number> {
           : 'f32 ceiling: n/a on cpu',
       );
       for (const line of table(results, ceiling)) console.log(line);
+      for (const line of crossover(results, backend)) console.log(line);
       console.log(TARGETS);
     }
     return 0;
