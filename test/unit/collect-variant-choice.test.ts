@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { createCpuBackend } from '../../src/backend/cpu/index.js';
 import { TUNING } from '../../src/backend/tuning.js';
 import type { Backend } from '../../src/backend/types.js';
-import { chooseDqnVariant, type CollectVariant, DqnDeviceCollector } from '../../src/collect/device.js';
+import { type CollectVariant, chooseDqnVariant, DqnDeviceCollector } from '../../src/collect/device.js';
 import { cloneDefaults } from '../../src/config.js';
 import { randomMarket } from './env.fixtures.js';
 
