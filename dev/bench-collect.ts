@@ -191,7 +191,7 @@ function table(results: CollectBenchResult[], ceiling: CeilingResult | null): st
  * constants): their rates, the faster one, and the collector's own choice there (chooseDqnVariant,
  * from the tuning row's clusterUpTo), to set that bound from.
  */
-function crossover(results: CollectBenchResult[], backend: Backend): string[] {
+export function crossover(results: CollectBenchResult[], backend: Pick<Backend, 'kind' | 'info'>): string[] {
   const plain = results.filter((r) => !r.constants);
   const rows: string[][] = [];
   for (const t of plain.filter((r) => r.variant === 'tiled')) {

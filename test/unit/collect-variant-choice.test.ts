@@ -5,10 +5,12 @@
  * stands in under the CUDA or WebGPU kind with the limits a device reports (nothing is launched).
  */
 import { describe, expect, it } from 'vitest';
+import { crossover } from '../../dev/bench-collect.js';
 import { createCpuBackend } from '../../src/backend/cpu/index.js';
 import { TUNING } from '../../src/backend/tuning.js';
 import type { Backend } from '../../src/backend/types.js';
 import { type CollectVariant, chooseDqnVariant, DqnDeviceCollector } from '../../src/collect/device.js';
+import type { CollectBenchResult } from '../../src/collect/device_bench.js';
 import { cloneDefaults } from '../../src/config.js';
 import { randomMarket } from './env.fixtures.js';
 
@@ -101,5 +103,28 @@ describe('the DQN collector chooses its kernel', () => {
     expect(cluster.options.variant).toBe('cluster');
     cluster.destroy();
     expect(() => collector(sm80(), 128, true, 'cluster')).toThrow(/sm_90\+/);
+  });
+});
+
+describe('the dev harness crossover table', () => {
+  it('names the faster kernel at each N beside the collector choice', () => {
+    const row = (variant: CollectVariant, episodes: number, envStepsPerSec: number) =>
+      ({ variant, episodes, envStepsPerSec, precision: 'tf32' }) as CollectBenchResult;
+    const lines = crossover(
+      [
+        row('tiled', 128, 3e6),
+        row('cluster', 128, 12e6),
+        row('tiled', 4096, 30e6),
+        row('cluster', 4096, 10e6),
+      ],
+      sm90(),
+    );
+    expect(lines).toHaveLength(4);
+    expect(lines[2]).toMatch(/^tf32\s+128\s+3\.00 M\s+12\.00 M\s+cluster x4\.00\s+cluster$/);
+    expect(lines[3]).toMatch(/^tf32\s+4096\s+30\.00 M\s+10\.00 M\s+tiled x3\.00\s+tiled$/);
+    // A bound that disagrees with the measurement says so.
+    const wrong = crossover([row('tiled', 256, 20e6), row('cluster', 256, 10e6)], sm90());
+    expect(wrong[2]).toMatch(/cluster \(not the faster\)$/);
+    expect(crossover([row('tiled', 128, 3e6)], sm90())).toEqual([]);
   });
 });
