@@ -37,7 +37,6 @@ const CUDA_EMU = [
   'cuda-collect-cluster',
   'cuda-collect-kernels',
   'cuda-collect-nets',
-  'cuda-collect-splitk',
   'learn-backward-jobs',
   'learn-delta-chain',
   'learn-device-cuda-emu',

@@ -23,14 +23,6 @@
 // - SEED_VARIANT 1, the seed design kept for the benchmark: one thread per episode, every layer a
 //   per-thread loop over global weights, activations in local memory (plain head only).
 //
-// Small N, constant SPLITK 1 (with TF32 1, plain head, TILE_E <= 16, e.g. 512 threads): the plain
-//   dueling nets and the curiosity model run on the split-K engine (collect_splitk.cuh, mlp_splitk.cuh:
-//   warps split each layer's K, short chains, loads issued up front, fused stream layers); the
-//   partial sums take a shared-memory region of their own (SM_PART).
-// Bench only, constant SKIP_NETS 1: the layer phases are skipped (Q rows hold whatever the buffers
-//   hold, the curiosity mse is taken of its inputs), so a launch times the simulator, the state
-//   building, the outputs and the barriers alone: the env's share of a step.
-//
 // Numerics: TF32 0 (default, the parity mode) reproduces the TS reference bit for bit except expf /
 // cosf in the C51 / IQN heads; TF32 1 runs the layer products on tensor cores (TF32 inputs, f32
 // accumulation: ~1e-3 relative per layer), so actions may differ where Q-values nearly tie.
@@ -44,20 +36,11 @@
 #ifdef DYN_SMEM_BYTES
 #define COLLECT_DYN_SMEM
 #endif
-#ifndef SPLITK
-#define SPLITK 0
-#endif
-#ifndef SKIP_NETS
-#define SKIP_NETS 0
-#endif
 
 #include "collect_io.cuh"
 #include "collect_dqn_step.cuh"
 #include "collect_nets.cuh"
 #include "grid.cuh"
-#if SPLITK
-#include "collect_splitk.cuh"
-#endif
 
 using QNet = Dueling<HEAD, NET_Q_BASE>;
 using TNet = Dueling<HEAD, NET_T_BASE>;
@@ -112,11 +95,6 @@ constexpr int SM_END_EPISODES = align4(SM_EPISODES + E * (int)(sizeof(Episode) /
 static_assert(HEAD == HEAD_PLAIN, "collect_dqn: dynamic shared memory is planned for the plain head only");
 constexpr int SM_HID = SM_END_EPISODES;
 constexpr int SM_FLOATS = SM_HID + E * LD_TRUNK;
-#elif SPLITK
-static_assert(HEAD == HEAD_PLAIN && TF32, "collect_dqn: SPLITK is the plain head's TF32 small-tile engine");
-constexpr int SM_HID = SM_ACT;
-constexpr int SM_PART = SM_END_EPISODES;
-constexpr int SM_FLOATS = SM_PART + SplitkNets<NET_Q_BASE, E>::PART;
 #else
 constexpr int SM_HID = SM_ACT;
 constexpr int SM_FLOATS = SM_END_EPISODES;
@@ -138,12 +116,6 @@ static_assert(LD_Q + LD_CURIOSITY <= LD_TRUNK, "the curiosity model runs inside 
 
 template <int NET_BASE>
 COLLECT_FN void q_values(const float* nets, float* smem, float vmin, float vmax) {
-#if SPLITK
-  if constexpr (HEAD == HEAD_PLAIN) {
-    dueling_q_splitk<NET_BASE, E>(nets, smem + SM_ACT, smem + SM_A, smem + SM_Q, smem + SM_PART);
-    return;
-  }
-#endif
   if constexpr (HEAD == HEAD_PLAIN) {
     dueling_q<NET_BASE, E>(nets, smem + SM_ACT, smem + SM_HID, smem + SM_V, smem + SM_A, smem + SM_Q);
   } else if constexpr (HEAD == HEAD_C51) {
@@ -226,7 +198,7 @@ extern "C" __global__ void DQN_LAUNCH_BOUNDS collect_dqn(KERNEL_ARGS) {
       }
     }
     block_sync();
-    if constexpr (!SKIP_NETS) q_values<NET_Q_BASE>(nets, smem, u.vMin, u.vMax);
+    q_values<NET_Q_BASE>(nets, smem, u.vMin, u.vMax);
 
     int action = 0;
     float q_sel = 0.0f;
@@ -238,11 +210,7 @@ extern "C" __global__ void DQN_LAUNCH_BOUNDS collect_dqn(KERNEL_ARGS) {
       curiosity_input(cur + r * LD_CURIOSITY, LD_CURIOSITY, features, active ? ep.bar : 0, action_category(action));
     }
     block_sync();
-#if SPLITK
-    if (u.curiosity && !SKIP_NETS) curiosity_predict_splitk<E>(nets, cur, smem + SM_PART);
-#else
-    if (u.curiosity && !SKIP_NETS) curiosity_predict<NET_C_BASE, E>(nets, cur);
-#endif
+    if (u.curiosity) curiosity_predict<NET_C_BASE, E>(nets, cur);
 
     const float mse = active && u.curiosity ? curiosity_mse(cur + r * LD_CURIOSITY, features, ep.bar) : 0.0f;
     // Every mse is read before the next states overwrite act.
@@ -268,7 +236,7 @@ extern "C" __global__ void DQN_LAUNCH_BOUNDS collect_dqn(KERNEL_ARGS) {
       }
     }
     block_sync();
-    if constexpr (!SKIP_NETS) q_values<NET_T_BASE>(nets, smem, u.vMin, u.vMax);
+    q_values<NET_T_BASE>(nets, smem, u.vMin, u.vMax);
 
     if (active) {
       StepOut so;

@@ -10,7 +10,13 @@ import type { Backend } from '../src/backend/types.js';
 import { BackendUnavailableError } from '../src/backend/types.js';
 import { intFlag, parseFlags } from '../src/cli/args.js';
 import { type Command, UserError } from '../src/cli/main.js';
-import { type CollectAlgo, type CollectVariant, clusterFits, type TileShape } from '../src/collect/device.js';
+import {
+  type CollectAlgo,
+  type CollectVariant,
+  chooseDqnVariant,
+  clusterFits,
+  type TileShape,
+} from '../src/collect/device.js';
 import { benchCollect, type CollectBenchResult, stepsThatFit, warmUp } from '../src/collect/device_bench.js';
 import { loadConfig } from '../src/config.js';
 import { ENGINES, isHalfEngine } from '../src/kernels/collect_engine.js';
@@ -20,10 +26,10 @@ import { buildLayout, NetId } from '../src/nets/layout.js';
 import { prepareData } from '../src/train/run.js';
 
 const usage = `usage: node dist/dev/bench.js collect --algo dqn|c51|iqn|ppo [--backend auto|cuda|webgpu|cpu]
-                             [--episodes N[,N...]] [--steps L] [--variant tiled|seed|cluster|both|all]
+                             [--episodes N[,N...]] [--steps L] [--variant tiled|seed|cluster[,...]|both|all]
                              [--precision exact|tf32|f16|both] [--engine auto|0|1|2|both|all|E,E...]
                              [--tile E] [--threads T]
-                             [--cluster C] [--exchange push|pull|both] [--splitk] [--env-only]
+                             [--cluster C]
                              [--constants JSON] [--repeats R] [--seed S] [--json]
 
 Times one launch of collect_dqn (online + target dueling nets; --algo c51 / iqn for those heads)
@@ -38,15 +44,17 @@ per episode are measured in the same run (--variant both, the default for dqn an
   --episodes LIST   comma-separated N (default 128,1024,8192,65536; cpu: 8)
   --steps L         steps per launch (default 64; cpu: 8); lowered where the outputs would not
                     fit one storage binding of the device
-  --variant V       tiled, seed, cluster, both (tiled and seed) or all (the three); seed runs the
-                    plain DQN head and PPO only, cluster (CUDA sm_90+, exact or tf32) the plain DQN head
+  --variant V       tiled, seed, cluster, a list (tiled,cluster), both (tiled and seed) or all (the
+                    three); seed runs the plain DQN head and PPO only, cluster (CUDA sm_90+, exact or
+                    tf32) the plain DQN head. With tiled and cluster a second table compares them at
+                    each N and precision beside the collector's own choice: the crossover sweep is
+                    --algo dqn --backend cuda --variant tiled,cluster --precision both
+                    --episodes 128,256,512,1024,2048,4096,8192,16384,65536
   --cluster C       cluster variant: CTAs per thread-block cluster (default 8; 16 is non-portable),
                     each holding 1/C of every layer in shared memory; --tile sets its episodes per
                     cluster (default: ~128 CTAs in all, more episodes per cluster where the GPU
                     cannot hold that many clusters at once), --threads its threads per CTA (default
                     256, or a warp for each of 9 or 10 episodes per cluster)
-  --exchange X      cluster variant: push (each CTA stores its outputs into every CTA), pull (each
-                    CTA loads the others' outputs as float4 after the barrier) or both (default)
   --precision P     the tiled and cluster kernels' arithmetic: exact (f32, the parity mode; the
                     default except on cuda), tf32 (cuda: tensor cores, constant TF32 = 1; the
                     cluster variant then takes at most 16 episodes per cluster), f16 (webgpu, plain dqn
@@ -68,18 +76,8 @@ per episode are measured in the same run (--variant both, the default for dqn an
                     device's workgroup memory)
   --threads T       threads per workgroup (default 256; webgpu f16 engine 5: 512, the dual pass, up to
                     N = 512; cuda tf32: 512 for 64 dqn / 32 ppo episodes)
-  --splitk          cuda, dqn: also time the tiled kernel's small-tile split-K TF32 engine (constant
-                    SPLITK = 1: warps split each layer's K, fused stream layers; row tiled-splitk),
-                    --tile episodes per block (default: ~128 blocks, at most 16), --threads per
-                    block (default 512)
-  --env-only        cuda, dqn: also time the tiled kernel with its layer phases skipped (bench-only
-                    constant SKIP_NETS = 1; row tiled-env-only, same tile as the tiled row): what
-                    the simulator, the outputs and the barriers alone cost per step
   --constants JSON  extra kernel constants merged into the tiled and cluster kernels' specs, for
-                    timing a build variant (e.g. '{"MMA_PIPE":0}': the tensor-core engine without
-                    its weight prefetch; '{"SKIP_NETS":1}' with --variant cluster --precision tf32:
-                    the cluster kernel without its layer math); constants a kernel does not use
-                    are ignored
+                    timing a build variant; constants a kernel does not use are ignored
   --repeats R       timed launches per setting (default 5) after the warm-up: one launch, then on
                     a GPU launches for 300 ms (FOXHUNT_BENCH_WARM_MS), so that the timed ones run
                     at working clocks, not at the idle ones of a GPU left waiting through a compile
@@ -141,15 +139,13 @@ const si = (x: number, unit: string) => {
 };
 
 const label = (r: CollectBenchResult) =>
-  r.build
-    ? `${r.variant}-${r.build}`
-    : `${r.variant}${r.precision === 'tf32' ? '-tf32' : r.precision === 'f16' ? '-f16' : ''}${r.engine === 1 ? '-quad' : r.engine === 2 ? '-quad2' : r.engine === 3 ? '-lat' : r.engine === 5 ? '-stream' : ''}${r.clusterPull ? '-pull' : ''}${
-        r.constants
-          ? Object.entries(r.constants)
-              .map(([k, v]) => ` ${k}=${v}`)
-              .join('')
-          : ''
-      }`;
+  `${r.variant}${r.precision === 'tf32' ? '-tf32' : r.precision === 'f16' ? '-f16' : ''}${r.engine === 1 ? '-quad' : r.engine === 2 ? '-quad2' : r.engine === 3 ? '-lat' : r.engine === 5 ? '-stream' : ''}${
+    r.constants
+      ? Object.entries(r.constants)
+          .map(([k, v]) => ` ${k}=${v}`)
+          .join('')
+      : ''
+  }`;
 
 function table(results: CollectBenchResult[], ceiling: CeilingResult | null): string[] {
   const rows = [
@@ -190,6 +186,41 @@ function table(results: CollectBenchResult[], ceiling: CeilingResult | null): st
   );
 }
 
+/**
+ * Each N and precision where both the tiled and the cluster kernel ran (default shapes, no extra
+ * constants): their rates, the faster one, and the collector's own choice there (chooseDqnVariant,
+ * from the tuning row's clusterUpTo), to set that bound from.
+ */
+export function crossover(results: CollectBenchResult[], backend: Pick<Backend, 'kind' | 'info'>): string[] {
+  const plain = results.filter((r) => !r.constants);
+  const rows: string[][] = [];
+  for (const t of plain.filter((r) => r.variant === 'tiled')) {
+    const c = plain.find(
+      (r) => r.variant === 'cluster' && r.episodes === t.episodes && r.precision === t.precision,
+    );
+    if (!c) continue;
+    const faster = c.envStepsPerSec > t.envStepsPerSec ? 'cluster' : 'tiled';
+    const chosen = chooseDqnVariant(backend, 'dqn', t.episodes, t.precision === 'tf32');
+    rows.push([
+      t.precision,
+      String(t.episodes),
+      si(t.envStepsPerSec, ''),
+      si(c.envStepsPerSec, ''),
+      `${faster} x${(Math.max(c.envStepsPerSec, t.envStepsPerSec) / Math.min(c.envStepsPerSec, t.envStepsPerSec)).toFixed(2)}`,
+      chosen === faster ? chosen : `${chosen} (not the faster)`,
+    ]);
+  }
+  if (rows.length === 0) return [];
+  rows.unshift(['precision', 'N', 'tiled', 'cluster', 'faster', 'collector chooses']);
+  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
+  return [
+    "tiled against cluster (the collector's choice: src/backend/tuning.ts clusterUpTo):",
+    ...rows.map((r) =>
+      r.map((cell, c) => (c < 1 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  '),
+    ),
+  ];
+}
+
 function parseEpisodes(value: string | undefined, fallback: number[]): number[] {
   if (value === undefined) return fallback;
   const list = value.split(',').map((s) => Number(s.trim()));
@@ -197,16 +228,6 @@ function parseEpisodes(value: string | undefined, fallback: number[]): number[] 
     throw new UserError(`--episodes must be a comma-separated list of integers >= 1, got "${value}"`);
   }
   return list;
-}
-
-/**
- * The split-K engine's tile: one m16 tile of rows at most (16 episodes per block), ~128 blocks
- * (N = 128: 1 episode each), 512 threads (16 warps: every layer's column tiles and K slices get a
- * warp each) unless given.
- */
-function splitkTile(n: number, tile: Partial<TileShape>): Partial<TileShape> {
-  const e = 2 ** Math.floor(Math.log2(Math.max(1, Math.min(16, n / 128))));
-  return { ...tile, tileEpisodes: tile.tileEpisodes ?? e, threads: tile.threads ?? 512 };
 }
 
 async function run(args: string[]): Promise<number> {
@@ -219,7 +240,6 @@ async function run(args: string[]): Promise<number> {
       steps: { type: 'string' },
       variant: { type: 'string' },
       cluster: { type: 'string' },
-      exchange: { type: 'string' },
       precision: { type: 'string' },
       engine: { type: 'string' },
       tile: { type: 'string' },
@@ -228,8 +248,6 @@ async function run(args: string[]): Promise<number> {
       constants: { type: 'string' },
       seed: { type: 'string' },
       json: { type: 'boolean', default: false },
-      splitk: { type: 'boolean', default: false },
-      'env-only': { type: 'boolean', default: false },
     },
     usage,
   );
@@ -241,9 +259,18 @@ async function run(args: string[]): Promise<number> {
   if (!BACKENDS.includes(request)) throw new UserError(`--backend must be one of ${BACKENDS.join(', ')}`);
   const variantFlag =
     (values.variant as string | undefined) ?? (algo === 'dqn' || algo === 'ppo' ? 'both' : 'tiled');
-  if (!['tiled', 'seed', 'cluster', 'both', 'all'].includes(variantFlag))
-    throw new UserError('--variant must be tiled, seed, cluster, both or all');
-  if (variantFlag === 'cluster' && algo !== 'dqn')
+  const variantList = variantFlag.split(',');
+  if (
+    !(
+      ['both', 'all'].includes(variantFlag) ||
+      variantList.every((v) => ['tiled', 'seed', 'cluster'].includes(v))
+    ) ||
+    new Set(variantList).size !== variantList.length
+  )
+    throw new UserError(
+      '--variant must be tiled, seed, cluster, a list of them (tiled,cluster), both or all',
+    );
+  if (variantList.includes('cluster') && algo !== 'dqn')
     throw new UserError(
       `the cluster variant runs the plain dqn head only; use --variant tiled with --algo ${algo}`,
     );
@@ -257,7 +284,7 @@ async function run(args: string[]): Promise<number> {
       ? ['tiled', 'seed']
       : variantFlag === 'all'
         ? ['tiled', 'seed', ...(algo === 'dqn' ? (['cluster'] as const) : [])]
-        : [variantFlag as CollectVariant];
+        : (variantList as CollectVariant[]);
   const clusterSize =
     values.cluster === undefined ? undefined : intFlag(values.cluster as string, 'cluster', 8, 1);
   if (clusterSize !== undefined && clusterSize > 16) throw new UserError('--cluster must be at most 16 CTAs');
@@ -342,22 +369,14 @@ async function run(args: string[]): Promise<number> {
     );
   // Each tiled run in every precision and engine, then the seed variant (exact: it has no
   // tensor-core path, and no tile engine).
-  const exchangeFlag = (values.exchange as string | undefined) ?? 'both';
-  if (!['push', 'pull', 'both'].includes(exchangeFlag))
-    throw new UserError('--exchange must be push, pull or both');
-  const pulls = exchangeFlag === 'both' ? [false, true] : [exchangeFlag === 'pull'];
   type Run = {
     variant: CollectVariant;
     precision: 'exact' | 'tf32' | 'f16';
     engine?: number;
-    pull?: boolean;
-    build?: 'splitk' | 'env-only';
   };
   const runs = variants.flatMap((v): Run[] =>
     v === 'cluster'
-      ? precisions
-          .filter((p) => p !== 'f16')
-          .flatMap((p) => pulls.map((pull): Run => ({ variant: v, precision: p, pull })))
+      ? precisions.filter((p) => p !== 'f16').map((p): Run => ({ variant: v, precision: p }))
       : v === 'seed'
         ? [{ variant: v, precision: 'exact' }]
         : precisions.flatMap((p): Run[] =>
@@ -369,16 +388,6 @@ async function run(args: string[]): Promise<number> {
               : f32Engines.map((engine) => ({ variant: v, precision: p, engine })),
           ),
   );
-  const builds = [
-    ...(values.splitk ? (['splitk'] as const) : []),
-    ...(values['env-only'] ? (['env-only'] as const) : []),
-  ];
-  if (builds.length > 0 && (algo !== 'dqn' || backend.kind !== 'cuda'))
-    throw new UserError(
-      '--splitk and --env-only time CUDA builds of the plain dqn head: use --algo dqn --backend cuda',
-    );
-  for (const build of builds)
-    runs.push({ variant: 'tiled', precision: build === 'splitk' ? 'tf32' : 'exact', build });
   const episodes = parseEpisodes(values.episodes as string | undefined, cpu ? [8] : [128, 1024, 8192, 65536]);
   const steps = intFlag(values.steps as string | undefined, 'steps', cpu ? 8 : 64, 1);
   const maxN = Math.max(...episodes);
@@ -400,7 +409,7 @@ async function run(args: string[]): Promise<number> {
     const results: CollectBenchResult[] = [];
     for (const n of episodes) {
       const l = typeof maxBinding === 'number' ? stepsThatFit(algo, n, steps, maxBinding) : steps;
-      for (const { variant, precision, engine, pull, build } of runs) {
+      for (const { variant, precision, engine } of runs) {
         if (variant === 'cluster' && !clusterFits(n, clusterSize, tile.tileEpisodes, precision === 'tf32')) {
           if (!values.json)
             console.error(`  cluster N=${n}: skipped (its grid would exceed 65535 blocks: small N only)`);
@@ -414,13 +423,11 @@ async function run(args: string[]): Promise<number> {
           algo,
           variant,
           cluster: clusterSize,
-          clusterPull: pull,
           precision,
           episodes: n,
           steps: l,
           repeats,
-          tile: build === 'splitk' ? splitkTile(n, tile) : engine === undefined ? tile : { ...tile, engine },
-          build,
+          tile: engine === undefined ? tile : { ...tile, engine },
           constants: variant !== 'seed' ? extraConstants : undefined,
         });
         results.push(r);
@@ -447,6 +454,7 @@ async function run(args: string[]): Promise<number> {
           : 'f32 ceiling: n/a on cpu',
       );
       for (const line of table(results, ceiling)) console.log(line);
+      for (const line of crossover(results, backend)) console.log(line);
       console.log(TARGETS);
     }
     return 0;

@@ -38,6 +38,15 @@ export interface CollectTuning {
    * (lavapipe) ran the quad engines slower than engine 0.
    */
   quadEngines: boolean;
+  /**
+   * The plain DQN head's thread-block cluster kernel (devices with clusters: caps.features.clusters)
+   * runs up to this N, the tiled kernel above; undefined: never. H200, env-steps/s: TF32 cluster
+   * 12.64M / 10.15M / 12.06M at N = 128 / 256 / 512, tiled TF32 3.03M at 128 and 22.23M at 1,024
+   * (73b93ff, 5a53ce1); exact cluster 3.86M against tiled exact 1.07M at 128 (5a53ce1, ff1baad),
+   * unmeasured above, so exact keeps the measured bound. The crossover sweep:
+   * `node dist/dev/bench.js collect --algo dqn --backend cuda --variant tiled,cluster ...`.
+   */
+  clusterUpTo?: { tf32: number; exact: number };
 }
 
 export interface LearnTuning {
@@ -85,7 +94,13 @@ export const WEBGPU_SPLIT_BUDGET = 256;
 /** One row per device class. */
 export const TUNING: Readonly<Record<DeviceClass, Tuning>> = {
   cuda: {
-    collect: { workgroups: 128, dynamicSharedTiles: true, tf32WideThreads: 512, quadEngines: false },
+    collect: {
+      workgroups: 128,
+      dynamicSharedTiles: true,
+      tf32WideThreads: 512,
+      quadEngines: false,
+      clusterUpTo: { tf32: 512, exact: 128 },
+    },
     learn: {
       kSplit: 4,
       gatherRows: GPU_GATHER_ROWS,

@@ -12,7 +12,7 @@
  */
 
 import { capsOf } from '../backend/caps.js';
-import { CLUSTER_TUNING, HALF_ENGINE_TUNING } from '../backend/tuning.js';
+import { CLUSTER_TUNING, HALF_ENGINE_TUNING, tuningFor } from '../backend/tuning.js';
 import type { Backend, ClusterOccupancy, DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import { SUBGROUP_MATRIX_FEATURE } from '../backend/webgpu/gpu.js';
 import type { Config } from '../config.js';
@@ -72,7 +72,11 @@ export interface DeviceCollectorInit {
   /** env, rollout (episodes, steps), dqn / ppo scalars and train.seed are read. */
   cfg: Config;
   algo: CollectAlgo;
-  /** `tiled` (default) or the seed's one thread per episode (benchmark only). */
+  /**
+   * The kernel variant; undefined: the collector's own choice (chooseDqnVariant: the cluster kernel
+   * where the device and N make it the faster, else `tiled`). `seed`: the seed's one thread per
+   * episode (benchmark only).
+   */
   variant?: CollectVariant;
   /**
    * `cluster` variant (CUDA sm_90+, plain DQN head): CTAs per thread-block cluster (default 8);
@@ -225,6 +229,31 @@ export function clusterFits(n: number, cluster = DEFAULT_CLUSTER, override?: num
   return Math.ceil(n / clusterEpisodes(n, cluster, override, tf32)) * cluster <= MAX_GROUPS_PER_DIM;
 }
 
+/**
+ * The DQN kernel variant a collector runs when none is asked for: the thread-block cluster kernel
+ * for the plain head on a device with clusters (caps.features.clusters) up to the tuning row's
+ * `clusterUpTo` N for the precision (`tf32`: the tensor-core build), where its grid fits and no
+ * WGSL tile engine is asked for; the tiled kernel everywhere else.
+ */
+export function chooseDqnVariant(
+  backend: Pick<Backend, 'kind' | 'info'>,
+  algo: Exclude<CollectAlgo, 'ppo'>,
+  n: number,
+  tf32: boolean,
+  tile?: Partial<TileShape>,
+): CollectVariant {
+  const caps = capsOf(backend);
+  const upTo = tuningFor(caps).collect.clusterUpTo;
+  const cluster =
+    algo === 'dqn' &&
+    caps.features.clusters &&
+    upTo !== undefined &&
+    n <= (tf32 ? upTo.tf32 : upTo.exact) &&
+    tile?.engine === undefined &&
+    clusterFits(n, DEFAULT_CLUSTER, tile?.tileEpisodes, tf32);
+  return cluster ? 'cluster' : 'tiled';
+}
+
 /** Common state and buffers of both collectors. */
 abstract class DeviceCollector {
   readonly backend: Backend;
@@ -364,7 +393,9 @@ export class DqnDeviceCollector extends DeviceCollector {
     if (init.algo === 'ppo') throw new Error('DqnDeviceCollector: use PpoDeviceCollector for ppo');
     const head = HEAD_OF[init.algo];
     const q = init.cfg.dqn;
-    const variant = init.variant ?? 'tiled';
+    const variant =
+      init.variant ??
+      chooseDqnVariant(init.backend, init.algo, init.cfg.rollout.episodes, tensorCores(init), init.tile);
     const base = { head, atoms: q.atoms, iqnEmbed: q.iqnEmbed, actTaus: q.iqnActTau, variant };
     const tiled = (): CollectDqnOptions => {
       const limit = workgroupBytes(init.backend);

@@ -114,14 +114,6 @@ export interface CollectBenchOptions {
    * halfEngineFor picks for N); `exact` otherwise.
    */
   precision?: 'exact' | 'tf32' | 'f16';
-  /** Cluster variant: pull the peers' outputs instead of pushing them (constant CLUSTER_PULL = 1). */
-  clusterPull?: boolean;
-  /**
-   * CUDA tiled DQN builds measured beside the others: `splitk` the small-tile split-K TF32 engine
-   * (constants TF32 = 1, SPLITK = 1), `env-only` the kernel with its layer phases skipped (bench-only
-   * constant SKIP_NETS = 1: what the simulator, outputs and barriers alone cost per step).
-   */
-  build?: 'splitk' | 'env-only';
   /** Extra kernel constants merged over the ones the options imply (bench collect --constants). */
   constants?: Record<string, number>;
 }
@@ -137,10 +129,6 @@ export interface CollectBenchResult {
   threads: number;
   /** Cluster variant: CTAs per cluster (each holding 1/cluster of every layer); absent otherwise. */
   cluster?: number;
-  /** Cluster variant: whether the CTAs pulled each other's outputs (else pushed). */
-  clusterPull?: boolean;
-  /** CollectBenchOptions.build, when set. */
-  build?: 'splitk' | 'env-only';
   /** CollectBenchOptions.constants, when set. */
   constants?: Record<string, number>;
   /** The tile engine's threads across outputs and weight slice (WGSL). */
@@ -170,15 +158,8 @@ export async function benchCollect(o: CollectBenchOptions): Promise<CollectBench
   const cfg: Config = structuredClone(o.cfg);
   cfg.rollout.episodes = o.episodes;
   cfg.rollout.steps = o.steps;
-  const precision = o.build === 'splitk' ? 'tf32' : (o.precision ?? 'exact');
-  const kernelConstants: Record<string, number> | undefined =
-    o.build === 'splitk'
-      ? { TF32: 1, SPLITK: 1 }
-      : o.build === 'env-only'
-        ? { SKIP_NETS: 1, ...(precision === 'tf32' ? { TF32: 1 } : {}) }
-        : precision === 'tf32' || o.clusterPull
-          ? { ...(precision === 'tf32' ? { TF32: 1 } : {}), ...(o.clusterPull ? { CLUSTER_PULL: 1 } : {}) }
-          : undefined;
+  const precision = o.precision ?? 'exact';
+  const kernelConstants: Record<string, number> | undefined = precision === 'tf32' ? { TF32: 1 } : undefined;
   const constants = o.constants ? { ...kernelConstants, ...o.constants } : kernelConstants;
   const init = {
     backend: o.backend,
@@ -241,9 +222,8 @@ export async function benchCollect(o: CollectBenchOptions): Promise<CollectBench
       tileEpisodes: perGroup,
       threads: shape.threads,
       ...(variant === 'cluster' && collector instanceof DqnDeviceCollector
-        ? { cluster: collector.options.cluster, clusterPull: o.clusterPull === true }
+        ? { cluster: collector.options.cluster }
         : {}),
-      ...(o.build ? { build: o.build } : {}),
       ...(o.constants ? { constants: o.constants } : {}),
       tj: shape.tj,
       kt: shape.kt,

@@ -278,29 +278,23 @@ describe('collect_dqn cluster variant descriptor', () => {
 describe.skipIf(unavailable !== null)(
   `collect_dqn_cluster on the CPU emulator${unavailable ? ` (skipped: ${unavailable})` : ''}`,
   () => {
-    const cases: [string, number, number, number, number?, number?][] = [
-      // [name, CTAs per cluster, episodes per cluster, threads, CLUSTER_PULL, CLUSTER_MBAR]
+    // [name, CTAs per cluster, episodes per cluster, threads]; every exchange is asynchronous stores
+    // counted on the receivers' mbarriers.
+    const cases: [string, number, number, number][] = [
       ['8 CTAs x 8 episodes (one each, the second cluster partly empty)', 8, 8, 32],
       ['8 CTAs x 10 episodes (CTAs 0 and 1 own two)', 8, 10, 64],
       ['16 CTAs x 4 episodes (idle owners, output slices of 0 rows)', 16, 4, 32],
-      // Pull exchange: float4 gathers of whole-quad slices, scalar ones of the others.
-      ['pull, 8 CTAs x 10 episodes', 8, 10, 64, 1],
-      ['pull, 16 CTAs x 4 episodes', 16, 4, 32, 1],
-      // Asynchronous stores counted on the receivers' mbarriers instead of cluster barriers.
-      ['mbarrier exchange, 8 CTAs x 10 episodes', 8, 10, 64, 0, 1],
-      ['mbarrier exchange, 16 CTAs x 4 episodes', 16, 4, 32, 0, 1],
       // 4 warps: the owners' simulator step beside the curiosity model (warps 1-2) and the previous
       // step's TD errors (warp 3), as at 256 threads on the GPU.
-      ['mbarrier exchange, helper warps, 8 CTAs x 10 episodes x 128 threads', 8, 10, 128, 0, 1],
+      ['helper warps, 8 CTAs x 10 episodes x 128 threads', 8, 10, 128],
     ];
-    for (const [name, cluster, e, threads, pull = 0, mbar = 0] of cases) {
+    for (const [name, cluster, e, threads] of cases) {
       it(`${name}: bit-identical to the TS reference over ${LAUNCHES} launches`, () => {
-        const base = clusterSpec(cluster, e, threads);
-        const spec = { ...base, constants: { ...base.constants, CLUSTER_PULL: pull, CLUSTER_MBAR: mbar } };
+        const spec = clusterSpec(cluster, e, threads);
         const ends = { dones: false, truncateds: false };
         emuLaunches(
           spec,
-          `cluster_${cluster}_${e}_${threads}_${pull}_${mbar}`,
+          `cluster_${cluster}_${e}_${threads}`,
           STEPS,
           LAUNCHES,
           uniforms,
@@ -338,21 +332,19 @@ describe.skipIf(unavailable !== null)(
     // warp two column tiles (WN = 2); 16 CTAs x 4 episodes leave most CTAs without an episode.
     const steps = 12;
     const launches = 2;
-    const cases: [string, number, number, number, number?][] = [
+    const cases: [string, number, number, number][] = [
       ['8 CTAs x 8 episodes x 256 threads (the second cluster partly empty)', 8, 8, 256],
       ['8 CTAs x 6 episodes x 64 threads', 8, 6, 64],
       ['16 CTAs x 4 episodes x 64 threads', 16, 4, 64],
-      ['mbarrier exchange, 8 CTAs x 8 episodes x 256 threads', 8, 8, 256, 1],
       // CTAs 0 and 1 own two episodes (two owner warps, two TD warps).
-      ['mbarrier exchange, 8 CTAs x 10 episodes x 256 threads', 8, 10, 256, 1],
+      ['8 CTAs x 10 episodes x 256 threads', 8, 10, 256],
       // N = 128 on an H200: 15 clusters of 9, a warp per episode (9 warps).
-      ['mbarrier exchange, 8 CTAs x 9 episodes x 288 threads', 8, 9, 288, 1],
+      ['8 CTAs x 9 episodes x 288 threads', 8, 9, 288],
     ];
-    for (const [name, cluster, e, threads, mbar = 0] of cases) {
+    for (const [name, cluster, e, threads] of cases) {
       it(`${name}: matches the TS reference over ${launches} launches at epsilon 1`, () => {
-        const base = clusterSpec(cluster, e, threads, true);
-        const spec: KernelSpec = { ...base, constants: { ...base.constants, CLUSTER_MBAR: mbar } };
-        expect(base.constants?.TF32).toBe(1);
+        const spec = clusterSpec(cluster, e, threads, true);
+        expect(spec.constants?.TF32).toBe(1);
         let truncated = false;
         let tdErr = 0;
         const tdLo = TD.offset * N * steps;
@@ -361,7 +353,7 @@ describe.skipIf(unavailable !== null)(
         const u = (launch: number) => ({ ...uniforms(launch, steps, 1), curiosity: launch === 0 ? 1 : 0 });
         emuLaunches(
           spec,
-          `cluster_tf32_${cluster}_${e}_${threads}_${mbar}`,
+          `cluster_tf32_${cluster}_${e}_${threads}`,
           steps,
           launches,
           u,

@@ -161,6 +161,11 @@ describe.skipIf(!cc)('CUDA backend over the mock driver (skipped: no C compiler 
     expect(eight.options.tileEpisodes).toBe(8);
     expect(eight.options.threads).toBe(256);
     eight.destroy();
+    // No variant: the collector chooses the cluster kernel itself on this sm_90 device at N = 128,
+    // in the same shape (what `foxhunt bench collect` and training build).
+    const own = new DqnDeviceCollector({ ...init, variant: undefined, constants: { TF32: 1 } });
+    expect(own.options).toMatchObject({ variant: 'cluster', tileEpisodes: 9, threads: 288 });
+    own.destroy();
   });
 
   it('launches a pdl kernel with cuLaunchKernelEx and programmatic stream serialization, also in graphs', async () => {
