@@ -10,6 +10,7 @@ import { collectPpoKernel } from './collect_ppo.js';
 import { curiosityGather } from './curiosity_gather.js';
 import { curiosityLoss } from './curiosity_loss.js';
 import { denseForward } from './dense_forward.js';
+import { dqnLoss } from './dqn_loss.js';
 import { exclusiveScan } from './exclusive_scan.js';
 import { mlpBackward } from './mlp_backward.js';
 import { mlpChainForward } from './mlp_chain_forward.js';
@@ -20,7 +21,7 @@ import { ppoGather } from './ppo_gather.js';
 import { ppoLoss } from './ppo_loss.js';
 import type { Kernel } from './reference.js';
 
-// The learner's kernels (src/learn/device.ts).
+// The learners' kernels (src/learn/device.ts; dqn_loss: the DQN family's loss head).
 const learnerKernels = [
   ppoGather,
   mlpForward,
@@ -31,6 +32,7 @@ const learnerKernels = [
   adamStep,
   curiosityGather,
   curiosityLoss,
+  dqnLoss,
 ];
 
 export const kernels: Readonly<Record<string, Kernel>> = Object.fromEntries(

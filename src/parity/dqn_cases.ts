@@ -1,0 +1,167 @@
+/**
+ * Parity cases of the DQN family's learner kernels (dqn_loss). Expectations come from the plain TS
+ * losses of src/learn/dqn_loss.ts (`dqnHuberLoss`, `c51Loss` on whole batches), never from the
+ * kernel's reference, so the CPU backend is checked too. The kernel reads the batch in the replay
+ * row layout (src/learn/replay.ts) at offsets inside larger buffers. Browser-safe.
+ */
+import type { Backend, DeviceBuffer } from '../backend/types.js';
+import { dqnLossDispatch } from '../kernels/dqn_loss.js';
+import type { TypedArray } from '../kernels/reference.js';
+import { c51Loss, dqnHuberLoss, type LossRows } from '../learn/dqn_loss.js';
+import { REPLAY_F, ReplayF } from '../learn/replay.js';
+import type { C51Support } from '../nets/forward.js';
+import { NUM_ACTIONS } from '../nets/layout.js';
+import { philox4x32, seedToKey, u32ToUnitFloat } from '../rng/philox.js';
+import { Stream } from '../rng/streams.js';
+import type { Outputs, ParityCase } from './cases.js';
+import type { Tolerance } from './compare.js';
+
+/** Uniform f32 in [lo, hi): counter (Test, 4000 + input, block, 0), key of seed 1. */
+function floats(input: number, n: number, lo: number, hi: number): Float32Array {
+  const out = new Float32Array(n);
+  const block = new Uint32Array(4);
+  const [k0, k1] = seedToKey(1);
+  for (let i = 0; i < n; i++) {
+    if ((i & 3) === 0) philox4x32(Stream.Test, 4000 + input, i >>> 2, 0, k0, k1, block);
+    out[i] = lo + (hi - lo) * u32ToUnitFloat(block[i & 3]);
+  }
+  return out;
+}
+
+function memo<T>(make: () => T): () => T {
+  let value: T | undefined;
+  return () => {
+    value ??= make();
+    return value;
+  };
+}
+
+/**
+ * f32 twins (their own exp/log, fused multiply-adds) against the reference's correctly rounded
+ * f32 steps: C51's sums run over 51 atoms, so a few ulps of the values' scale (~10).
+ */
+const DQN_LOSS: Tolerance = { kind: 'close', atol: 2e-6, rtol: 1e-4 };
+
+/** Leading floats before each buffer's data (the kernel's offsets). */
+const PAD = { q: 7, next: 3, target: 5, dOut: 11 };
+
+interface LossData {
+  online: Float32Array;
+  target: Float32Array;
+  rows: Float32Array;
+  actions: Int32Array;
+  weights: Float32Array;
+  lossRows: LossRows;
+}
+
+function lossData(batch: number, atoms: number, seed: number): LossData {
+  const row = NUM_ACTIONS * atoms;
+  const spread = atoms > 1 ? 2 : 3;
+  const q = floats(seed, batch * row, -spread, spread);
+  const next = floats(seed + 1, batch * row, -spread, spread);
+  const online = new Float32Array(PAD.q + batch * row + PAD.next + batch * row);
+  online.set(q, PAD.q);
+  online.set(next, PAD.q + batch * row + PAD.next);
+  const target = new Float32Array(PAD.target + batch * row);
+  target.set(floats(seed + 2, batch * row, -spread, spread), PAD.target);
+  const returns = floats(seed + 3, batch, -4, 4);
+  const discounts = floats(seed + 4, batch, 0.8, 1);
+  // Every fifth sample ends its episode (discount 0): the target is the return alone.
+  for (let b = 0; b < batch; b += 5) discounts[b] = 0;
+  const weights = floats(seed + 5, batch, 0.1, 1);
+  const actions = Int32Array.from(floats(seed + 6, batch, 0, NUM_ACTIONS), (x) => Math.floor(x));
+  const rows = floats(seed + 7, batch * REPLAY_F, -1, 1);
+  for (let b = 0; b < batch; b++) {
+    rows[b * REPLAY_F + ReplayF.Return] = returns[b];
+    rows[b * REPLAY_F + ReplayF.Discount] = discounts[b];
+  }
+  return {
+    online,
+    target,
+    rows,
+    actions,
+    weights,
+    lossRows: { batch, actions, returns, discounts, weights },
+  };
+}
+
+type Head = { kind: 'huber'; kappa: number } | { kind: 'c51'; support: C51Support };
+
+function dqnLossCase(batch: number, head: Head, seed: number): ParityCase {
+  const atoms = head.kind === 'c51' ? head.support.atoms : 1;
+  const row = NUM_ACTIONS * atoms;
+  const data = memo(() => lossData(batch, atoms, seed));
+  const what =
+    head.kind === 'c51'
+      ? `C51 ${atoms} atoms on [${head.support.vMin}, ${head.support.vMax}]`
+      : `dueling double DQN, Huber kappa ${head.kappa}`;
+  return {
+    name: `dqn_loss ${what}, batch ${batch} (replay rows, IS weights, episode ends)`,
+    kernel: 'dqn_loss',
+    tolerance: DQN_LOSS,
+    expected: memo(() => {
+      const d = data();
+      const q = d.online.subarray(PAD.q, PAD.q + batch * row);
+      const nextAt = PAD.q + batch * row + PAD.next;
+      const next = d.online.subarray(nextAt, nextAt + batch * row);
+      const target = d.target.subarray(PAD.target);
+      const dOut = new Float32Array(batch * row);
+      const prio = new Float32Array(batch);
+      const loss =
+        head.kind === 'c51'
+          ? c51Loss(head.support, q, next, target, d.lossRows, dOut, prio)
+          : dqnHuberLoss(q, next, target, d.lossRows, head.kappa, dOut, prio);
+      return { dOut, prio, loss: Float32Array.of(loss) };
+    }),
+    actual: async (backend: Backend): Promise<Outputs> => {
+      const d = data();
+      const made: DeviceBuffer[] = [];
+      const make = (x: TypedArray, label: string) => {
+        const buf = backend.createBuffer(x.byteLength, label);
+        backend.upload(buf, x);
+        made.push(buf);
+        return buf;
+      };
+      try {
+        const dOut = make(new Float32Array(PAD.dOut + batch * row).fill(Number.NaN), 'dOut');
+        const td = make(new Float32Array(2 * batch).fill(Number.NaN), 'td');
+        backend.run([
+          dqnLossDispatch({
+            online: make(d.online, 'online'),
+            targetNet: make(d.target, 'targetNet'),
+            rows: make(d.rows, 'rows'),
+            actions: make(d.actions, 'actions'),
+            weights: make(d.weights, 'weights'),
+            dOut,
+            td,
+            batch,
+            head,
+            qOff: PAD.q,
+            nextOff: PAD.q + batch * row + PAD.next,
+            targetOff: PAD.target,
+            dOutOff: PAD.dOut,
+          }),
+        ]);
+        const grads = new Float32Array(await backend.download(dOut, 4 * PAD.dOut, 4 * batch * row));
+        const tds = new Float32Array(await backend.download(td, 0, 8 * batch));
+        let loss = 0;
+        for (let b = 0; b < batch; b++) loss += tds[batch + b];
+        return { dOut: grads, prio: tds.slice(0, batch), loss: Float32Array.of(loss / batch) };
+      } finally {
+        for (const b of made) backend.destroyBuffer(b);
+      }
+    },
+  };
+}
+
+const C51_SUPPORT: C51Support = { vMin: -10, vMax: 10, atoms: 51 };
+
+/** The DQN learner's parity cases, in a stable order. */
+export function dqnParityCases(): ParityCase[] {
+  return [
+    dqnLossCase(70, { kind: 'huber', kappa: 1 }, 0),
+    dqnLossCase(3, { kind: 'huber', kappa: 0.5 }, 10),
+    dqnLossCase(40, { kind: 'c51', support: C51_SUPPORT }, 20),
+    dqnLossCase(2, { kind: 'c51', support: { vMin: -2, vMax: 3, atoms: 11 } }, 30),
+  ];
+}
