@@ -11,6 +11,7 @@ import { curiosityGather } from './curiosity_gather.js';
 import { curiosityLoss } from './curiosity_loss.js';
 import { denseForward } from './dense_forward.js';
 import { dqnLoss } from './dqn_loss.js';
+import { dqnTargetUpdate } from './dqn_target_update.js';
 import { exclusiveScan } from './exclusive_scan.js';
 import { mlpBackward } from './mlp_backward.js';
 import { mlpChainForward } from './mlp_chain_forward.js';
@@ -33,6 +34,7 @@ const learnerKernels = [
   curiosityGather,
   curiosityLoss,
   dqnLoss,
+  dqnTargetUpdate,
 ];
 
 export const kernels: Readonly<Record<string, Kernel>> = Object.fromEntries(

@@ -1,13 +1,16 @@
 /**
- * Parity cases of the DQN family's learner kernels (dqn_loss). Expectations come from the plain TS
- * losses of src/learn/dqn_loss.ts (`dqnHuberLoss`, `c51Loss` on whole batches), never from the
- * kernel's reference, so the CPU backend is checked too. The kernel reads the batch in the replay
+ * Parity cases of the DQN family's learner kernels (dqn_loss, dqn_target_update). Expectations
+ * come from the plain TS learner (src/learn/dqn_loss.ts `dqnHuberLoss`, `c51Loss` on whole
+ * batches; src/learn/dqn_update.ts `targetUpdate`), never from the kernels' references, so the CPU
+ * backend is checked too. The kernel reads the batch in the replay
  * row layout (src/learn/replay.ts) at offsets inside larger buffers. Browser-safe.
  */
 import type { Backend, DeviceBuffer } from '../backend/types.js';
 import { dqnLossDispatch } from '../kernels/dqn_loss.js';
+import { dqnTargetUpdateDispatch } from '../kernels/dqn_target_update.js';
 import type { TypedArray } from '../kernels/reference.js';
 import { c51Loss, dqnHuberLoss, type LossRows } from '../learn/dqn_loss.js';
+import { targetUpdate } from '../learn/dqn_update.js';
 import { REPLAY_F, ReplayF } from '../learn/replay.js';
 import type { C51Support } from '../nets/forward.js';
 import { NUM_ACTIONS } from '../nets/layout.js';
@@ -154,6 +157,74 @@ function dqnLossCase(batch: number, head: Head, seed: number): ParityCase {
   };
 }
 
+/** One ulp of the Polyak update (WGSL may fuse its multiply-add). */
+const POLYAK: Tolerance = { kind: 'close', atol: 1e-7, rtol: 2.4e-7 };
+
+/**
+ * `steps` train steps of the target update from fixed weights: before step s the online params
+ * move (as Adam would), then the update runs as the device step schedules it (hard copy launched
+ * only after every targetEvery-th step, Polyak after every step). Online and target sit at
+ * offsets inside larger buffers; 1000 params leave a ragged last workgroup.
+ */
+function targetUpdateCase(targetEvery: number, polyakTau: number, steps: number): ParityCase {
+  const count = 1000;
+  const at = { online: 13, target: 29 };
+  const cfg = { targetEvery, polyakTau };
+  const data = memo(() => ({
+    start: floats(40, count, -1, 1),
+    moves: Array.from({ length: steps }, (_, s) => floats(41 + s, count, -0.1, 0.1)),
+  }));
+  const onlineAt = (s: number) => {
+    const { start, moves } = data();
+    const o = Float32Array.from(start);
+    for (let k = 0; k <= s; k++) for (let i = 0; i < count; i++) o[i] = Math.fround(o[i] + moves[k][i]);
+    return o;
+  };
+  return {
+    name: `dqn_target_update ${targetEvery > 0 ? `hard copy every ${targetEvery} steps` : `Polyak tau ${polyakTau}`}, ${steps} steps of ${count} params`,
+    kernel: 'dqn_target_update',
+    tolerance: targetEvery > 0 ? { kind: 'exact' } : POLYAK,
+    expected: memo(() => {
+      const target = Float32Array.from(data().start);
+      for (let s = 1; s <= steps; s++) targetUpdate(cfg, s, onlineAt(s - 1), target);
+      return { target };
+    }),
+    actual: async (backend: Backend): Promise<Outputs> => {
+      const online = backend.createBuffer(4 * (at.online + count), 'online');
+      const target = backend.createBuffer(4 * (at.target + count + 5), 'targetNet');
+      try {
+        const padded = new Float32Array(at.target + count + 5).fill(Number.NaN);
+        padded.set(data().start, at.target);
+        backend.upload(target, padded);
+        for (let s = 1; s <= steps; s++) {
+          const o = new Float32Array(at.online + count);
+          o.set(onlineAt(s - 1), at.online);
+          backend.upload(online, o);
+          if (targetEvery > 0 && s % targetEvery !== 0) continue;
+          backend.run([
+            dqnTargetUpdateDispatch({
+              online,
+              targetNet: target,
+              count,
+              onlineOff: at.online,
+              targetOff: at.target,
+              update: targetEvery > 0 ? 'copy' : polyakTau,
+            }),
+          ]);
+        }
+        const all = new Float32Array(await backend.download(target, 0, 4 * (at.target + count + 5)));
+        // The floats around the params must be left as they were (NaN).
+        const around = [...all.subarray(0, at.target), ...all.subarray(at.target + count)];
+        if (!around.every(Number.isNaN)) throw new Error('dqn_target_update wrote outside its params');
+        return { target: all.slice(at.target, at.target + count) };
+      } finally {
+        backend.destroyBuffer(online);
+        backend.destroyBuffer(target);
+      }
+    },
+  };
+}
+
 const C51_SUPPORT: C51Support = { vMin: -10, vMax: 10, atoms: 51 };
 
 /** The DQN learner's parity cases, in a stable order. */
@@ -163,5 +234,7 @@ export function dqnParityCases(): ParityCase[] {
     dqnLossCase(3, { kind: 'huber', kappa: 0.5 }, 10),
     dqnLossCase(40, { kind: 'c51', support: C51_SUPPORT }, 20),
     dqnLossCase(2, { kind: 'c51', support: { vMin: -2, vMax: 3, atoms: 11 } }, 30),
+    targetUpdateCase(2, 0, 5),
+    targetUpdateCase(0, 0.005, 3),
   ];
 }
