@@ -12,6 +12,7 @@ import { curiosityLoss } from './curiosity_loss.js';
 import { denseForward } from './dense_forward.js';
 import { dqnLoss } from './dqn_loss.js';
 import { dqnTargetUpdate } from './dqn_target_update.js';
+import { duelingCombineKernel } from './dueling_combine.js';
 import { exclusiveScan } from './exclusive_scan.js';
 import { mlpBackward } from './mlp_backward.js';
 import { mlpChainForward } from './mlp_chain_forward.js';
@@ -35,6 +36,7 @@ const learnerKernels = [
   curiosityLoss,
   dqnLoss,
   dqnTargetUpdate,
+  duelingCombineKernel,
 ];
 
 export const kernels: Readonly<Record<string, Kernel>> = Object.fromEntries(

@@ -1,16 +1,18 @@
 /**
- * Parity cases of the DQN family's learner kernels (dqn_loss, dqn_target_update). Expectations
- * come from the plain TS learner (src/learn/dqn_loss.ts `dqnHuberLoss`, `c51Loss` on whole
- * batches; src/learn/dqn_update.ts `targetUpdate`), never from the kernels' references, so the CPU
+ * Parity cases of the DQN family's learner kernels (dqn_loss, dqn_target_update, dueling_combine).
+ * Expectations come from the plain TS learner (src/learn/dqn_loss.ts `dqnHuberLoss`, `c51Loss` on
+ * whole batches; src/learn/dqn_update.ts `targetUpdate`; src/learn/dueling.ts `duelingCombine*`), never from the kernels' references, so the CPU
  * backend is checked too. The kernel reads the batch in the replay
  * row layout (src/learn/replay.ts) at offsets inside larger buffers. Browser-safe.
  */
 import type { Backend, DeviceBuffer } from '../backend/types.js';
 import { dqnLossDispatch } from '../kernels/dqn_loss.js';
 import { dqnTargetUpdateDispatch } from '../kernels/dqn_target_update.js';
+import { duelingCombineBackwardDispatch, duelingCombineDispatch } from '../kernels/dueling_combine.js';
 import type { TypedArray } from '../kernels/reference.js';
 import { c51Loss, dqnHuberLoss, type LossRows } from '../learn/dqn_loss.js';
 import { targetUpdate } from '../learn/dqn_update.js';
+import { duelingCombine, duelingCombineBackward } from '../learn/dueling.js';
 import { REPLAY_F, ReplayF } from '../learn/replay.js';
 import type { C51Support } from '../nets/forward.js';
 import { NUM_ACTIONS } from '../nets/layout.js';
@@ -225,6 +227,69 @@ function targetUpdateCase(targetEvery: number, polyakTau: number, steps: number)
   };
 }
 
+/** f32 sums in the same order; WGSL's division may be 2.5 ulp off. */
+const COMBINE: Tolerance = { kind: 'close', atol: 1e-6, rtol: 1e-6 };
+
+/**
+ * dueling_combine forward (V, A -> Q or C51 logits, in `acts`) or backward (dOut -> dV, dA, in
+ * `deltas`) on `rows` rows at offsets; the other buffer is checked to be left alone.
+ */
+function combineCase(backward: boolean, rows: number, atoms: number): ParityCase {
+  const wide = rows * NUM_ACTIONS * atoms;
+  const narrow = rows * atoms;
+  // Forward: V at 3, A after it + 2, out after A + 1; backward: dOut at 5, dV after + 4, dA after + 1.
+  const at = backward
+    ? { in: 5, small: 5 + wide + 4, big: 5 + wide + 4 + narrow + 1 }
+    : { small: 3, in: 3 + narrow + 2, big: 3 + narrow + 2 + wide + 1 };
+  const size = at.big + wide + 3;
+  const data = memo(() => ({ x: floats(60, wide, -2, 2), v: floats(61, narrow, -2, 2) }));
+  return {
+    name: `dueling_combine ${backward ? 'backward' : 'forward'} ${rows} rows x 45 actions x ${atoms} atoms`,
+    kernel: 'dueling_combine',
+    tolerance: COMBINE,
+    expected: memo(() => {
+      const { x, v } = data();
+      if (backward) {
+        const dV = new Float32Array(narrow);
+        const dA = new Float32Array(wide);
+        duelingCombineBackward(x, dV, dA, rows, atoms);
+        return { small: dV, big: dA, untouched: new Float32Array(size) };
+      }
+      const out = new Float32Array(wide);
+      duelingCombine(v, x, out, rows, atoms);
+      return { small: v, big: out, untouched: new Float32Array(size) };
+    }),
+    actual: async (backend: Backend): Promise<Outputs> => {
+      const { x, v } = data();
+      const host = new Float32Array(size).fill(Number.NaN);
+      host.set(x, at.in);
+      if (!backward) host.set(v, at.small);
+      const acts = backend.createBuffer(4 * size, 'acts');
+      const deltas = backend.createBuffer(4 * size, 'deltas');
+      try {
+        backend.upload(backward ? deltas : acts, host);
+        backend.upload(backward ? acts : deltas, new Float32Array(size));
+        const shape = { acts, deltas, rows, atoms };
+        backend.run([
+          backward
+            ? duelingCombineBackwardDispatch({ ...shape, dOutOff: at.in, dVOff: at.small, dAOff: at.big })
+            : duelingCombineDispatch({ ...shape, vOff: at.small, aOff: at.in, outOff: at.big }),
+        ]);
+        const used = new Float32Array(await backend.download(backward ? deltas : acts, 0, 4 * size));
+        const other = new Float32Array(await backend.download(backward ? acts : deltas, 0, 4 * size));
+        return {
+          small: used.slice(at.small, at.small + narrow),
+          big: used.slice(at.big, at.big + wide),
+          untouched: other,
+        };
+      } finally {
+        backend.destroyBuffer(acts);
+        backend.destroyBuffer(deltas);
+      }
+    },
+  };
+}
+
 const C51_SUPPORT: C51Support = { vMin: -10, vMax: 10, atoms: 51 };
 
 /** The DQN learner's parity cases, in a stable order. */
@@ -236,5 +301,9 @@ export function dqnParityCases(): ParityCase[] {
     dqnLossCase(2, { kind: 'c51', support: { vMin: -2, vMax: 3, atoms: 11 } }, 30),
     targetUpdateCase(2, 0, 5),
     targetUpdateCase(0, 0.005, 3),
+    combineCase(false, 70, 1),
+    combineCase(false, 5, 51),
+    combineCase(true, 70, 1),
+    combineCase(true, 3, 51),
   ];
 }
