@@ -9,7 +9,9 @@ import { packHalf } from './collect_half.js';
 import { collectPpoKernel } from './collect_ppo.js';
 import { curiosityGather } from './curiosity_gather.js';
 import { curiosityLoss } from './curiosity_loss.js';
+import { deltaSum } from './delta_sum.js';
 import { denseForward } from './dense_forward.js';
+import { dqnInputs } from './dqn_inputs.js';
 import { dqnLoss } from './dqn_loss.js';
 import { dqnTargetUpdate } from './dqn_target_update.js';
 import { duelingCombineKernel } from './dueling_combine.js';
@@ -37,6 +39,8 @@ const learnerKernels = [
   dqnLoss,
   dqnTargetUpdate,
   duelingCombineKernel,
+  dqnInputs,
+  deltaSum,
 ];
 
 export const kernels: Readonly<Record<string, Kernel>> = Object.fromEntries(

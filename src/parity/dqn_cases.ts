@@ -6,16 +6,25 @@
  * row layout (src/learn/replay.ts) at offsets inside larger buffers. Browser-safe.
  */
 import type { Backend, DeviceBuffer } from '../backend/types.js';
+import { type DqnConfig, defaultConfig } from '../config.js';
 import { dqnLossDispatch } from '../kernels/dqn_loss.js';
 import { dqnTargetUpdateDispatch } from '../kernels/dqn_target_update.js';
 import { duelingCombineBackwardDispatch, duelingCombineDispatch } from '../kernels/dueling_combine.js';
 import type { TypedArray } from '../kernels/reference.js';
+import { DeviceDqnLearner } from '../learn/device_dqn.js';
 import { c51Loss, dqnHuberLoss, type LossRows } from '../learn/dqn_loss.js';
-import { targetUpdate } from '../learn/dqn_update.js';
+import {
+  createDqnLearner,
+  dqnLossGrad,
+  gatherRows,
+  targetUpdate,
+  updateTarget,
+} from '../learn/dqn_update.js';
 import { duelingCombine, duelingCombineBackward } from '../learn/dueling.js';
+import { adamStep, clipGradNorm } from '../learn/optim.js';
 import { REPLAY_F, ReplayF } from '../learn/replay.js';
-import type { C51Support } from '../nets/forward.js';
-import { NUM_ACTIONS } from '../nets/layout.js';
+import { type C51Support, initParams } from '../nets/forward.js';
+import { duelingLayout, NetId, NUM_ACTIONS, type QHead } from '../nets/layout.js';
 import { philox4x32, seedToKey, u32ToUnitFloat } from '../rng/philox.js';
 import { Stream } from '../rng/streams.js';
 import type { Outputs, ParityCase } from './cases.js';
@@ -290,6 +299,82 @@ function combineCase(backward: boolean, rows: number, atoms: number): ParityCase
   };
 }
 
+/**
+ * DeviceDqnLearner against dqn_update.ts (dqnLossGrad, clipGradNorm, adamStep, updateTarget) from
+ * the same initial weights, `steps` steps on one fixed batch of 8 replay rows. 'grads': the
+ * gradients of one unclipped step (left in the grads buffer); 'params': online and target params
+ * after the steps and the last step's priority signals.
+ */
+function dqnStepCase(
+  head: QHead,
+  check: 'grads' | 'params',
+  steps: number,
+  cfg: DqnConfig,
+  what: string,
+): ParityCase {
+  const layout = duelingLayout(head, cfg.atoms);
+  const atoms = head === 'c51' ? cfg.atoms : 1;
+  const B = cfg.batch;
+  const data = memo(() => ({ params: initParams(layout, NetId.QOnline, 5), batch: lossData(B, atoms, 70) }));
+  return {
+    name: `dqn learner ${head} ${what} [${check}]: batch ${B}, ${steps} steps`,
+    kernel: 'dqn_learner',
+    tolerance:
+      check === 'grads'
+        ? { kind: 'close', atol: 1e-7, rtol: 1e-4 }
+        : // Adam divides by sqrt(v): a gradient within rounding noise of zero may move a param by a
+          // fraction of lr (3e-4) per step.
+          { kind: 'close', atol: 1e-5, rtol: 1e-4 },
+    expected: memo((): Outputs => {
+      const { params, batch } = data();
+      const ref = createDqnLearner(head, cfg, params);
+      const replay = { capacity: B, f: batch.rows, i: batch.actions, head: 0, size: B };
+      const index = Int32Array.from({ length: B }, (_, b) => b);
+      for (let s = 0; s < steps; s++) {
+        ref.rows.weights.set(batch.weights);
+        gatherRows(ref, replay, index, B);
+        dqnLossGrad(ref, ref.online, ref.grad);
+        if (check === 'grads') return { grads: ref.grad as Float32Array };
+        clipGradNorm([ref.grad], cfg.maxGradNorm);
+        adamStep(ref.online, ref.grad, ref.adam, { lr: cfg.lr });
+        ref.steps++;
+        updateTarget(ref);
+      }
+      return {
+        online: ref.online as Float32Array,
+        target: ref.target as Float32Array,
+        prio: ref.prio as Float32Array,
+      };
+    }),
+    actual: async (backend: Backend): Promise<Outputs> => {
+      const { params, batch } = data();
+      const dev = new DeviceDqnLearner({ backend, head, cfg, layout, params });
+      const bufs = {
+        rows: backend.createBuffer(batch.rows.byteLength, 'rows'),
+        actions: backend.createBuffer(batch.actions.byteLength, 'actions'),
+        weights: backend.createBuffer(batch.weights.byteLength, 'weights'),
+      };
+      try {
+        backend.upload(bufs.rows, batch.rows);
+        backend.upload(bufs.actions, batch.actions);
+        backend.upload(bufs.weights, batch.weights);
+        for (let s = 0; s < steps; s++) dev.train(bufs);
+        if (check === 'grads') {
+          return { grads: new Float32Array(await backend.download(dev.buffers.grads, 0, 4 * layout.size)) };
+        }
+        return {
+          online: await dev.read('params'),
+          target: await dev.read('target'),
+          prio: (await dev.readTd()).slice(0, B),
+        };
+      } finally {
+        dev.destroy();
+        for (const b of Object.values(bufs)) backend.destroyBuffer(b);
+      }
+    },
+  };
+}
+
 const C51_SUPPORT: C51Support = { vMin: -10, vMax: 10, atoms: 51 };
 
 /** The DQN learner's parity cases, in a stable order. */
@@ -305,5 +390,24 @@ export function dqnParityCases(): ParityCase[] {
     combineCase(false, 5, 51),
     combineCase(true, 70, 1),
     combineCase(true, 3, 51),
+    ...dqnStepCases(),
+  ];
+}
+
+/** The device learner step's cases (dqn_learner). */
+export function dqnStepCases(): ParityCase[] {
+  const base = { ...defaultConfig.dqn, batch: 8, lr: 3e-4 };
+  const unclipped = { ...base, maxGradNorm: 1e6 };
+  return [
+    dqnStepCase('plain', 'grads', 1, unclipped, 'Huber, one step'),
+    dqnStepCase('c51', 'grads', 1, unclipped, '51 atoms, one step'),
+    dqnStepCase(
+      'plain',
+      'params',
+      3,
+      { ...base, targetEvery: 2, maxGradNorm: 0.5 },
+      'Huber, clip 0.5, hard copy every 2',
+    ),
+    dqnStepCase('c51', 'params', 3, { ...base, targetEvery: 0, polyakTau: 0.05 }, '51 atoms, Polyak 0.05'),
   ];
 }
