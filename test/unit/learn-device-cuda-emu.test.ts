@@ -6,7 +6,8 @@
  * minute on one real-size minibatch step), and the matmul cases run on smaller networks of the same
  * shape (several tiles in every dimension, ragged edges, k split between groups); every kernel is
  * covered, and the curiosity learner case chains gather, forward, loss, backward and AdamW; the
- * DQN family's loss head (dqn_loss, src/parity/dqn_cases.ts) runs its Huber and C51 cases.
+ * DQN family's cases (src/parity/dqn_cases.ts: its kernels and whole train steps of a dueling net
+ * of the real sizes at batch 8) run too.
  * mlp_chain_forward runs as CUDA's staged build (the tail's parameters copied into shared memory,
  * 512 threads) on critics whose tails take each of its paths: ragged widths (scalar reads), the
  * PPO tail's widths 256 -> 128 -> 64 -> 1 at an odd params offset (the copy shifted by 1 float
