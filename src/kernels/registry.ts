@@ -16,6 +16,7 @@ import { dqnLoss } from './dqn_loss.js';
 import { dqnTargetUpdate } from './dqn_target_update.js';
 import { duelingCombineKernel } from './dueling_combine.js';
 import { exclusiveScan } from './exclusive_scan.js';
+import { iqnLoss } from './iqn_loss.js';
 import { mlpBackward } from './mlp_backward.js';
 import { mlpChainForward } from './mlp_chain_forward.js';
 import { mlpDeltaChain } from './mlp_delta_chain.js';
@@ -41,6 +42,7 @@ const learnerKernels = [
   duelingCombineKernel,
   dqnInputs,
   deltaSum,
+  iqnLoss,
 ];
 
 export const kernels: Readonly<Record<string, Kernel>> = Object.fromEntries(

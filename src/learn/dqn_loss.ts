@@ -233,6 +233,59 @@ export function c51Loss(
   return loss / B;
 }
 
+/** IQN's quantile counts and where one sample's rows start (see `iqnSample`). */
+export interface IqnShape {
+  /** Online quantiles per sample (taus) and target quantiles per sample. */
+  nTau: number;
+  nTarget: number;
+}
+
+/**
+ * IQN quantile Huber of one sample: online rows `q[at.q + i * 45 ..]` at `taus[tauAt + i]`
+ * (i < nTau), next-state rows `nextOnline[at.next + j * 45 ..]`, `nextTarget[at.target + j * 45 ..]`
+ * (j < nTarget); writes dOut at the action of each online row (`at.dOut + i * 45 + a`; the rest is
+ * left as it is) and returns L_b, also its priority. `y` is scratch of nTarget floats.
+ */
+export function iqnSample(
+  q: Floats,
+  taus: Floats,
+  tauAt: number,
+  nextOnline: Floats,
+  nextTarget: Floats,
+  shape: IqnShape,
+  at: SampleOffsets,
+  s: SampleRow,
+  kappa: number,
+  dOut: Floats,
+  y: Float64Array,
+): number {
+  const r = roundFor(dOut);
+  const { nTau, nTarget } = shape;
+  const mean = new Float64Array(NUM_ACTIONS);
+  for (let j = 0; j < nTarget; j++) {
+    const o = at.next + j * NUM_ACTIONS;
+    for (let a = 0; a < NUM_ACTIONS; a++) mean[a] = r(mean[a] + nextOnline[o + a]);
+  }
+  const best = argmaxRow(mean, 0);
+  for (let j = 0; j < nTarget; j++) {
+    y[j] = r(s.ret + r(s.discount * nextTarget[at.target + j * NUM_ACTIONS + best]));
+  }
+  let lb = 0;
+  for (let i = 0; i < nTau; i++) {
+    const zq = q[at.q + i * NUM_ACTIONS + s.action];
+    const tau = taus[tauAt + i];
+    let g = 0;
+    for (let j = 0; j < nTarget; j++) {
+      const delta = r(y[j] - zq);
+      const wq = Math.abs(tau - (delta < 0 ? 1 : 0));
+      lb += (wq * huber(delta, kappa)) / kappa / nTarget;
+      g = r(g - r(wq * r(clip(delta, kappa) / kappa)));
+    }
+    dOut[at.dOut + i * NUM_ACTIONS + s.action] = r(r(s.weight * r(g / nTarget)) / s.batch);
+  }
+  return lb;
+}
+
 /**
  * IQN quantile Huber. `q` `[B * N, 45]` (row b * N + i at taus[b * N + i]); `nextOnline`,
  * `nextTarget` `[B * N', 45]` at the target taus `targetTaus[b * N' + j]`.
@@ -249,36 +302,28 @@ export function iqnLoss(
   dOut: Floats,
   prio: Floats,
 ): number {
-  const r = roundFor(dOut);
   const B = rows.batch;
   dOut.fill(0, 0, B * nTau * NUM_ACTIONS);
-  const mean = new Float64Array(NUM_ACTIONS);
   const y = new Float64Array(nTarget);
   let loss = 0;
   for (let b = 0; b < B; b++) {
-    mean.fill(0);
-    for (let j = 0; j < nTarget; j++) {
-      const o = (b * nTarget + j) * NUM_ACTIONS;
-      for (let a = 0; a < NUM_ACTIONS; a++) mean[a] = r(mean[a] + nextOnline[o + a]);
-    }
-    const best = argmaxRow(mean, 0);
-    for (let j = 0; j < nTarget; j++) {
-      y[j] = r(rows.returns[b] + r(rows.discounts[b] * nextTarget[(b * nTarget + j) * NUM_ACTIONS + best]));
-    }
-    const a = rows.actions[b];
-    let lb = 0;
-    for (let i = 0; i < nTau; i++) {
-      const k = (b * nTau + i) * NUM_ACTIONS + a;
-      const tau = taus[b * nTau + i];
-      let g = 0;
-      for (let j = 0; j < nTarget; j++) {
-        const delta = r(y[j] - q[k]);
-        const wq = Math.abs(tau - (delta < 0 ? 1 : 0));
-        lb += (wq * huber(delta, kappa)) / kappa / nTarget;
-        g = r(g - r(wq * r(clip(delta, kappa) / kappa)));
-      }
-      dOut[k] = r(r(rows.weights[b] * r(g / nTarget)) / B);
-    }
+    const on = b * nTau * NUM_ACTIONS;
+    const next = b * nTarget * NUM_ACTIONS;
+    const at = { q: on, next, target: next, dOut: on };
+    const shape = { nTau, nTarget };
+    const lb = iqnSample(
+      q,
+      taus,
+      b * nTau,
+      nextOnline,
+      nextTarget,
+      shape,
+      at,
+      sampleRow(rows, b),
+      kappa,
+      dOut,
+      y,
+    );
     loss += rows.weights[b] * lb;
     prio[b] = lb;
   }

@@ -1,18 +1,20 @@
 /**
- * Parity cases of the DQN family's learner kernels (dqn_loss, dqn_target_update, dueling_combine).
- * Expectations come from the plain TS learner (src/learn/dqn_loss.ts `dqnHuberLoss`, `c51Loss` on
- * whole batches; src/learn/dqn_update.ts `targetUpdate`; src/learn/dueling.ts `duelingCombine*`), never from the kernels' references, so the CPU
- * backend is checked too. The kernel reads the batch in the replay
- * row layout (src/learn/replay.ts) at offsets inside larger buffers. Browser-safe.
+ * Parity cases of the DQN family's learner kernels (dqn_loss, iqn_loss, dqn_target_update,
+ * dueling_combine) and of the device train step (DeviceDqnLearner). Expectations come from the
+ * plain TS learner (src/learn/dqn_loss.ts `dqnHuberLoss`, `c51Loss`, `iqnLoss` on whole batches;
+ * src/learn/dqn_update.ts; src/learn/dueling.ts `duelingCombine*`), never from the kernels'
+ * references, so the CPU backend is checked too. The kernels read the batch in the replay row
+ * layout (src/learn/replay.ts) at offsets inside larger buffers. Browser-safe.
  */
 import type { Backend, DeviceBuffer } from '../backend/types.js';
 import { type DqnConfig, defaultConfig } from '../config.js';
 import { dqnLossDispatch } from '../kernels/dqn_loss.js';
 import { dqnTargetUpdateDispatch } from '../kernels/dqn_target_update.js';
 import { duelingCombineBackwardDispatch, duelingCombineDispatch } from '../kernels/dueling_combine.js';
+import { iqnLossDispatch } from '../kernels/iqn_loss.js';
 import type { TypedArray } from '../kernels/reference.js';
 import { DeviceDqnLearner } from '../learn/device_dqn.js';
-import { c51Loss, dqnHuberLoss, type LossRows } from '../learn/dqn_loss.js';
+import { c51Loss, dqnHuberLoss, iqnLoss, type LossRows } from '../learn/dqn_loss.js';
 import {
   createDqnLearner,
   dqnLossGrad,
@@ -157,6 +159,87 @@ function dqnLossCase(batch: number, head: Head, seed: number): ParityCase {
           }),
         ]);
         const grads = new Float32Array(await backend.download(dOut, 4 * PAD.dOut, 4 * batch * row));
+        const tds = new Float32Array(await backend.download(td, 0, 8 * batch));
+        let loss = 0;
+        for (let b = 0; b < batch; b++) loss += tds[batch + b];
+        return { dOut: grads, prio: tds.slice(0, batch), loss: Float32Array.of(loss / batch) };
+      } finally {
+        for (const b of made) backend.destroyBuffer(b);
+      }
+    },
+  };
+}
+
+/**
+ * iqn_loss on `batch` samples of nTau online and nTarget target quantile rows, at offsets inside
+ * larger buffers (the taus too), against iqnLoss.
+ */
+function iqnLossCase(batch: number, nTau: number, nTarget: number, kappa: number, seed: number): ParityCase {
+  const A = NUM_ACTIONS;
+  const pad = { q: 4, next: 9, target: 2, dOut: 6, tau: 3 };
+  const data = memo(() => {
+    const d = lossData(batch, 1, seed);
+    return {
+      ...d,
+      q: floats(seed + 10, batch * nTau * A, -3, 3),
+      next: floats(seed + 11, batch * nTarget * A, -3, 3),
+      target: floats(seed + 12, batch * nTarget * A, -3, 3),
+      taus: floats(seed + 13, batch * nTau, 0, 1),
+    };
+  });
+  return {
+    name: `iqn_loss ${nTau} x ${nTarget} quantiles, kappa ${kappa}, batch ${batch} (replay rows, IS weights, episode ends)`,
+    kernel: 'iqn_loss',
+    tolerance: DQN_LOSS,
+    expected: memo(() => {
+      const d = data();
+      const dOut = new Float32Array(batch * nTau * A);
+      const prio = new Float32Array(batch);
+      const loss = iqnLoss(d.q, d.taus, nTau, d.next, d.target, nTarget, d.lossRows, kappa, dOut, prio);
+      return { dOut, prio, loss: Float32Array.of(loss) };
+    }),
+    actual: async (backend: Backend): Promise<Outputs> => {
+      const d = data();
+      const made: DeviceBuffer[] = [];
+      const make = (x: TypedArray, label: string) => {
+        const buf = backend.createBuffer(x.byteLength, label);
+        backend.upload(buf, x);
+        made.push(buf);
+        return buf;
+      };
+      const padded = (x: Float32Array, before: number) => {
+        const out = new Float32Array(before + x.length);
+        out.set(x, before);
+        return out;
+      };
+      const online = new Float32Array(pad.q + d.q.length + pad.next + d.next.length);
+      online.set(d.q, pad.q);
+      online.set(d.next, pad.q + d.q.length + pad.next);
+      try {
+        const dOut = make(new Float32Array(pad.dOut + batch * nTau * A).fill(Number.NaN), 'dOut');
+        const td = make(new Float32Array(2 * batch).fill(Number.NaN), 'td');
+        backend.run([
+          iqnLossDispatch({
+            online: make(online, 'online'),
+            targetNet: make(padded(d.target, pad.target), 'targetNet'),
+            taus: make(padded(d.taus, pad.tau), 'taus'),
+            rows: make(d.rows, 'rows'),
+            actions: make(d.actions, 'actions'),
+            weights: make(d.weights, 'weights'),
+            dOut,
+            td,
+            batch,
+            nTau,
+            nTarget,
+            kappa,
+            qOff: pad.q,
+            nextOff: pad.q + d.q.length + pad.next,
+            targetOff: pad.target,
+            dOutOff: pad.dOut,
+            tauOff: pad.tau,
+          }),
+        ]);
+        const grads = new Float32Array(await backend.download(dOut, 4 * pad.dOut, 4 * batch * nTau * A));
         const tds = new Float32Array(await backend.download(td, 0, 8 * batch));
         let loss = 0;
         for (let b = 0; b < batch; b++) loss += tds[batch + b];
@@ -384,6 +467,8 @@ export function dqnParityCases(): ParityCase[] {
     dqnLossCase(3, { kind: 'huber', kappa: 0.5 }, 10),
     dqnLossCase(40, { kind: 'c51', support: C51_SUPPORT }, 20),
     dqnLossCase(2, { kind: 'c51', support: { vMin: -2, vMax: 3, atoms: 11 } }, 30),
+    iqnLossCase(20, 8, 6, 1, 80),
+    iqnLossCase(4, 32, 32, 0.5, 90),
     targetUpdateCase(2, 0, 5),
     targetUpdateCase(0, 0.005, 3),
     combineCase(false, 70, 1),
