@@ -2,7 +2,7 @@
  * One DQN-family train step on a device (dueling double DQN with Huber, or C51; the TS reference
  * is src/learn/dqn_update.ts steps 2-6 and 8), on a batch already sampled into device buffers in
  * the replay row layout (src/learn/replay.ts) with i32 actions and PER importance weights. One
- * submission of 18 launches, no readback:
+ * submission of 19 launches (20 when the target net updates), no readback:
  *
  *   dqn_inputs        rows -> input rows [s; s'] (2B rows)
  *   mlp_forward x 4   online net on the 2B rows: trunk.0, trunk.1, value.0 + adv.0, value.1 + adv.1
