@@ -9,8 +9,14 @@ import { packHalf } from './collect_half.js';
 import { collectPpoKernel } from './collect_ppo.js';
 import { curiosityGather } from './curiosity_gather.js';
 import { curiosityLoss } from './curiosity_loss.js';
+import { deltaSum } from './delta_sum.js';
 import { denseForward } from './dense_forward.js';
+import { dqnInputs } from './dqn_inputs.js';
+import { dqnLoss } from './dqn_loss.js';
+import { dqnTargetUpdate } from './dqn_target_update.js';
+import { duelingCombineKernel } from './dueling_combine.js';
 import { exclusiveScan } from './exclusive_scan.js';
+import { iqnLoss } from './iqn_loss.js';
 import { mlpBackward } from './mlp_backward.js';
 import { mlpChainForward } from './mlp_chain_forward.js';
 import { mlpDeltaChain } from './mlp_delta_chain.js';
@@ -20,7 +26,7 @@ import { ppoGather } from './ppo_gather.js';
 import { ppoLoss } from './ppo_loss.js';
 import type { Kernel } from './reference.js';
 
-// The learner's kernels (src/learn/device.ts).
+// The learners' kernels (src/learn/device.ts; dqn_loss: the DQN family's loss head).
 const learnerKernels = [
   ppoGather,
   mlpForward,
@@ -31,6 +37,12 @@ const learnerKernels = [
   adamStep,
   curiosityGather,
   curiosityLoss,
+  dqnLoss,
+  dqnTargetUpdate,
+  duelingCombineKernel,
+  dqnInputs,
+  deltaSum,
+  iqnLoss,
 ];
 
 export const kernels: Readonly<Record<string, Kernel>> = Object.fromEntries(

@@ -175,9 +175,18 @@ export interface DqnStepStats {
 
 /** Target-network update after a train step (see the header). */
 export function updateTarget(learner: DqnLearner): void {
-  const { cfg, online, target } = learner;
+  targetUpdate(learner.cfg, learner.steps, learner.online, learner.target);
+}
+
+/** `updateTarget` on plain buffers: after train step `steps` (counted from 1). */
+export function targetUpdate(
+  cfg: Pick<DqnConfig, 'targetEvery' | 'polyakTau'>,
+  steps: number,
+  online: Floats,
+  target: Floats,
+): void {
   if (cfg.targetEvery > 0) {
-    if (learner.steps % cfg.targetEvery === 0) target.set(online);
+    if (steps % cfg.targetEvery === 0) target.set(online);
     return;
   }
   const r = roundFor(target);

@@ -164,8 +164,16 @@ export function duelingForward(
   cache.adv.acts[0].set(xv.subarray(0, rows * width));
   const v = forwardMlpBatch(net.value.layout, view(params, net.value), cache.value, rows);
   const a = forwardMlpBatch(net.adv.layout, view(params, net.adv), cache.adv, rows);
-  const n = net.atoms;
-  const out = cache.out;
+  duelingCombine(v, a, cache.out, rows, net.atoms);
+  return cache.out;
+}
+
+/**
+ * The dueling combination of `rows` rows (the dueling_combine kernel's definition):
+ * out[k, a, z] = f32(f32(V[k, z] + A[k, a, z]) - f32(sum_a A[k, a, z] / 45)), sums over a ascending.
+ */
+export function duelingCombine(v: Floats, a: Floats, out: Floats, rows: number, n: number): void {
+  const r = roundFor(out);
   for (let k = 0; k < rows; k++) {
     const ab = k * NUM_ACTIONS * n;
     for (let z = 0; z < n; z++) {
@@ -176,7 +184,21 @@ export function duelingForward(
       for (let q = 0; q < NUM_ACTIONS; q++) out[ab + q * n + z] = r(r(vz + a[ab + q * n + z]) - mean);
     }
   }
-  return out;
+}
+
+/** Backward of `duelingCombine`: dV[k, z] = sum_a dOut[k, a, z]; dA = f32(dOut - f32(dV / 45)). */
+export function duelingCombineBackward(dOut: Floats, dV: Floats, dA: Floats, rows: number, n: number): void {
+  const r = roundFor(dA);
+  for (let k = 0; k < rows; k++) {
+    const ab = k * NUM_ACTIONS * n;
+    for (let z = 0; z < n; z++) {
+      let s = 0;
+      for (let q = 0; q < NUM_ACTIONS; q++) s = r(s + dOut[ab + q * n + z]);
+      dV[k * n + z] = s;
+      const mean = r(s / NUM_ACTIONS);
+      for (let q = 0; q < NUM_ACTIONS; q++) dA[ab + q * n + z] = r(dOut[ab + q * n + z] - mean);
+    }
+  }
 }
 
 /**
@@ -196,16 +218,7 @@ export function duelingBackward(
   const T = cache.taus;
   const rows = batch * T;
   const { dV, dA } = cache;
-  for (let k = 0; k < rows; k++) {
-    const ab = k * NUM_ACTIONS * n;
-    for (let z = 0; z < n; z++) {
-      let s = 0;
-      for (let q = 0; q < NUM_ACTIONS; q++) s = r(s + dOut[ab + q * n + z]);
-      dV[k * n + z] = s;
-      const mean = r(s / NUM_ACTIONS);
-      for (let q = 0; q < NUM_ACTIONS; q++) dA[ab + q * n + z] = r(dOut[ab + q * n + z] - mean);
-    }
-  }
+  duelingCombineBackward(dOut, dV, dA, rows, n);
   const vp = view(params, net.value);
   const ap = view(params, net.adv);
   backwardMlp(net.value.layout, vp, cache.value, dV, rows, view(grad, net.value));

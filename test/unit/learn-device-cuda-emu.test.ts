@@ -5,7 +5,9 @@
  * whole-PPO-learner cases are left to the CPU, WebGPU and H200 runs (the emulator spends about a
  * minute on one real-size minibatch step), and the matmul cases run on smaller networks of the same
  * shape (several tiles in every dimension, ragged edges, k split between groups); every kernel is
- * covered, and the curiosity learner case chains gather, forward, loss, backward and AdamW.
+ * covered, and the curiosity learner case chains gather, forward, loss, backward and AdamW; the
+ * DQN family's cases (src/parity/dqn_cases.ts: its kernels and whole train steps of a dueling net
+ * of the real sizes at batch 8) run too.
  * mlp_chain_forward runs as CUDA's staged build (the tail's parameters copied into shared memory,
  * 512 threads) on critics whose tails take each of its paths: ragged widths (scalar reads), the
  * PPO tail's widths 256 -> 128 -> 64 -> 1 at an odd params offset (the copy shifted by 1 float
@@ -18,6 +20,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Dispatch, KernelSpec } from '../../src/backend/types.js';
 import { buildLayout } from '../../src/nets/layout.js';
+import { dqnParityCases } from '../../src/parity/dqn_cases.js';
 import { learnParityCases, mlpParityCase } from '../../src/parity/learn_cases.js';
 import { describeFailure, runCase } from '../../src/parity/run.js';
 import { CudaEmuBackend, emuUnavailable } from './learn-device-cuda/emu_backend.js';
@@ -107,6 +110,7 @@ describe.skipIf(unavailable !== null)(
       // The PPO actor and critic themselves: the critic's tail at its real params offset.
       mlpParityCase('mlp_chain_forward', 24),
       mlpParityCase('mlp_chain_forward', 70, [actor, wideCritic]),
+      ...dqnParityCases(),
     ];
     for (const c of cases) {
       it(c.name, async () => {

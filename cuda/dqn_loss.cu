@@ -1,0 +1,112 @@
+// dqn_loss: the DQN-family loss head on a sampled replay batch (src/learn/dqn_loss.ts): dueling
+// double DQN with the Huber loss (atoms == 1) or C51 (atoms > 1). Per sample b < batch:
+//   Huber: a* = argmax_a online[nextOff + b 45 + a] (first on ties), y = G + d targetNet[.. a*],
+//          delta = Q(s, a) - y; dOut at a = w clip(delta, kappa) / batch; td[b] = delta
+//   C51:   a* = argmax of the online next rows' expected values sum_z softmax(l)_z z_k; the target
+//          softmax at a* projected on the support (Tz = clamp(G + d z_k), split between floor and
+//          ceil); L = -sum m_z logp_z with logp from the log-softmax; dOut over a's atoms =
+//          w / batch (p_z sum(m) - m_z); td[b] = L
+//   td[batch + b] = w L (L = Huber(delta) for the Huber head); dOut zero off the action.
+// Bindings (declared by the preamble generated from src/kernels/dqn_loss.ts):
+//   online: const float*: Q(s) rows at qOff, Q(s') rows at nextOff (45 x atoms per row)
+//   targetNet: const float*: target-net Q(s') rows at targetOff
+//   rows: const float*: [batch, REPLAY_F] replay rows (return at RETURN_AT, discount at DISCOUNT_AT)
+//   actions: const int* (clamped to [0, 45)); weights: const float*: importance weights
+//   dOut: float*: head-output gradient rows at dOutOff
+//   td: float*: [2 batch] priority signals, then weighted losses
+//   u: Uniforms { batch, atoms, qOff, nextOff, targetOff, dOutOff, kappa, vMin, vMax }
+// Block: WG_X threads, one sample each; C51 holds two MAX_ATOMS distributions per thread.
+// Numerics: f32 with the accurate expf/logf (the TS reference uses Math.exp / Math.log rounded to
+// f32: tolerance).
+#include "grid.cuh"
+#include "learn_common.cuh"
+
+// Softmax of l[0 .. n) into p (max subtracted); *mx and *lse receive the max and log sum exp(l - max).
+__device__ __forceinline__ void dqn_softmax(const float* l, unsigned int n, float* p, float* mx, float* lse) {
+  float top = l[0];
+  for (unsigned int z = 1; z < n; z++) top = fmaxf(top, l[z]);
+  float s = 0.0f;
+  for (unsigned int z = 0; z < n; z++) {
+    const float e = expf(l[z] - top);
+    p[z] = e;
+    s += e;
+  }
+  for (unsigned int z = 0; z < n; z++) p[z] = p[z] / s;
+  *mx = top;
+  *lse = logf(s);
+}
+
+__device__ __forceinline__ float dqn_huber(float x, float kappa) {
+  const float a = fabsf(x);
+  return a <= kappa ? 0.5f * x * x : kappa * (a - 0.5f * kappa);
+}
+
+extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) dqn_loss(KERNEL_ARGS) {
+  LEARN_GRID_DEP_WAIT();  // first: a PDL launch may start before the previous kernel ends
+  const unsigned long long gid = flat_thread_id();
+  if (gid >= u.batch) return;
+  const unsigned int b = (unsigned int)gid;
+  const unsigned int n = u.atoms;
+  const unsigned int row = NUM_ACTIONS * n;
+  const unsigned int o = b * row;
+  const unsigned int a = (unsigned int)min(max(actions[b], 0), NUM_ACTIONS - 1);
+  const float ret = rows[b * REPLAY_F + RETURN_AT];
+  const float disc = rows[b * REPLAY_F + DISCOUNT_AT];
+  const float w = weights[b];
+  const float fb = (float)u.batch;
+  for (unsigned int k = 0; k < row; k++) dOut[u.dOutOff + o + k] = 0.0f;
+
+  if (n == 1u) {
+    const float* next = online + u.nextOff + o;
+    unsigned int best = 0;
+    for (unsigned int q = 1; q < NUM_ACTIONS; q++)
+      if (next[q] > next[best]) best = q;
+    const float y = ret + disc * targetNet[u.targetOff + o + best];
+    const float delta = online[u.qOff + o + a] - y;
+    dOut[u.dOutOff + o + a] = w * fminf(u.kappa, fmaxf(-u.kappa, delta)) / fb;
+    td[b] = delta;
+    td[u.batch + b] = w * dqn_huber(delta, u.kappa);
+    return;
+  }
+
+  float p[MAX_ATOMS];
+  float m[MAX_ATOMS];
+  float mx, lse;
+  const float dz = (u.vMax - u.vMin) / (float)(n - 1u);
+  unsigned int best = 0;
+  float bestQ = 0.0f;
+  for (unsigned int q = 0; q < NUM_ACTIONS; q++) {
+    dqn_softmax(online + u.nextOff + o + q * n, n, p, &mx, &lse);
+    float qa = 0.0f;
+    for (unsigned int z = 0; z < n; z++) qa += p[z] * (u.vMin + (float)z * dz);
+    if (q == 0u || qa > bestQ) {
+      bestQ = qa;
+      best = q;
+    }
+  }
+  dqn_softmax(targetNet + u.targetOff + o + best * n, n, p, &mx, &lse);
+  for (unsigned int z = 0; z < n; z++) m[z] = 0.0f;
+  for (unsigned int k = 0; k < n; k++) {
+    const float tz = fminf(u.vMax, fmaxf(u.vMin, ret + disc * (u.vMin + (float)k * dz)));
+    const float pos = (tz - u.vMin) / dz;
+    const unsigned int lo = min(n - 1u, (unsigned int)floorf(pos));
+    const unsigned int hi = min(n - 1u, (unsigned int)ceilf(pos));
+    if (lo == hi) {
+      m[lo] += p[k];
+    } else {
+      m[lo] += p[k] * ((float)hi - pos);
+      m[hi] += p[k] * (pos - (float)lo);
+    }
+  }
+  const float* la = online + u.qOff + o + a * n;
+  dqn_softmax(la, n, p, &mx, &lse);
+  float ce = 0.0f, msum = 0.0f;
+  for (unsigned int z = 0; z < n; z++) {
+    ce -= m[z] * ((la[z] - mx) - lse);
+    msum += m[z];
+  }
+  const float scale = w / fb;
+  for (unsigned int z = 0; z < n; z++) dOut[u.dOutOff + o + a * n + z] = scale * (p[z] * msum - m[z]);
+  td[b] = ce;
+  td[u.batch + b] = w * ce;
+}

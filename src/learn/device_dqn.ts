@@ -1,0 +1,327 @@
+/**
+ * One DQN-family train step on a device (dueling double DQN with Huber, or C51; the TS reference
+ * is src/learn/dqn_update.ts steps 2-6 and 8), on a batch already sampled into device buffers in
+ * the replay row layout (src/learn/replay.ts) with i32 actions and PER importance weights. One
+ * submission of 19 launches (20 when the target net updates), no readback:
+ *
+ *   dqn_inputs        rows -> input rows [s; s'] (2B rows)
+ *   mlp_forward x 4   online net on the 2B rows: trunk.0, trunk.1, value.0 + adv.0, value.1 + adv.1
+ *   mlp_forward x 4   target net (its own params buffer) on the s' half
+ *   dueling_combine   x 2 (online 2B rows, target B rows): Q or C51 logits
+ *   dqn_loss          head-output gradient, each row's priority signal and weighted loss (`td`)
+ *   dueling_combine   backward: the streams' output deltas
+ *   mlp_backward x 4  value.1 + adv.1, value.0 + adv.0 (dX into two trunk delta rows), trunk.1, trunk.0
+ *   delta_sum         (between the stream and trunk launches) trunk deltas = sum of the two streams'
+ *   adam_step         global-norm clip dqn.maxGradNorm, Adam dqn.lr
+ *   dqn_target_update hard copy after every dqn.targetEvery-th step, or Polyak every step
+ *
+ * `td` holds [B] priority signals (|.| + eps is PER's update) then [B] weighted losses.
+ */
+import type { Backend, DeviceBuffer, Dispatch } from '../backend/types.js';
+import type { DqnConfig } from '../config.js';
+import { adamBiasCorrection, adamStepDispatch } from '../kernels/adam_step.js';
+import { deltaSumDispatch } from '../kernels/delta_sum.js';
+import { dqnInputsDispatch } from '../kernels/dqn_inputs.js';
+import { dqnLossDispatch } from '../kernels/dqn_loss.js';
+import { dqnTargetUpdateDispatch } from '../kernels/dqn_target_update.js';
+import { duelingCombineBackwardDispatch, duelingCombineDispatch } from '../kernels/dueling_combine.js';
+import { type BackwardJob, gradTiles, mlpBackwardDispatch } from '../kernels/mlp_backward.js';
+import { type ForwardJob, mlpForwardDispatch } from '../kernels/mlp_forward.js';
+import {
+  type Layer,
+  layerByName,
+  type NetLayout,
+  NUM_ACTIONS,
+  type QHead,
+  STATE_DIM,
+} from '../nets/layout.js';
+
+/** A sampled batch on the device: `[B, REPLAY_F]` rows, `[B]` i32 actions, `[B]` f32 weights. */
+export interface DqnBatchBuffers {
+  rows: DeviceBuffer;
+  actions: DeviceBuffer;
+  weights: DeviceBuffer;
+}
+
+export interface DeviceDqnInit {
+  backend: Backend;
+  /** 'plain' (Huber) or 'c51'; IQN is not on the device yet. */
+  head: QHead;
+  cfg: DqnConfig;
+  /** A dueling layout (src/nets/layout.ts `duelingLayout`, any widths) and its online params. */
+  layout: NetLayout;
+  params: Float32Array;
+}
+
+const NAMES = {
+  t0: 'shared_layers.0',
+  t1: 'shared_layers.1',
+  v0: 'value_stream.0',
+  v1: 'value_stream.1',
+  a0: 'advantage_stream.0',
+  a1: 'advantage_stream.1',
+} as const;
+type Part = keyof typeof NAMES;
+const PARTS = Object.keys(NAMES) as Part[];
+
+/** Bump allocator of float offsets. */
+function arena() {
+  let size = 0;
+  return {
+    take(n: number): number {
+      const at = size;
+      size += n;
+      return at;
+    },
+    get size() {
+      return size;
+    },
+  };
+}
+
+export class DeviceDqnLearner {
+  readonly backend: Backend;
+  readonly batch: number;
+  readonly atoms: number;
+  /** Train steps taken (the target schedule and Adam's bias correction). */
+  step = 0;
+  readonly buffers: Record<
+    'params' | 'target' | 'grads' | 'moments' | 'acts' | 'deltas' | 'partials' | 'sched' | 'stats' | 'td',
+    DeviceBuffer
+  >;
+  private readonly init: DeviceDqnInit;
+  private readonly layers: Record<Part, Layer>;
+  private readonly actsAt: {
+    input: number;
+    online: Record<Part, number>;
+    target: Record<Part, number>;
+    q: number;
+    qTarget: number;
+  };
+  private readonly deltaAt: Record<Part | 'q' | 't1v' | 't1a', number>;
+  private readonly partAt: Record<Part, number>;
+  private readonly partialCount: number;
+
+  constructor(init: DeviceDqnInit) {
+    const { backend, head, cfg, layout } = init;
+    if (head === 'iqn') throw new Error('device dqn: IQN has no device learner yet (use plain or c51)');
+    if (init.params.length !== layout.size)
+      throw new Error(
+        `device dqn: ${init.params.length} params, the ${layout.kind} layout needs ${layout.size}`,
+      );
+    if (!Number.isInteger(cfg.batch) || cfg.batch < 1)
+      throw new Error(`device dqn: batch ${cfg.batch} must be >= 1`);
+    this.backend = backend;
+    this.init = init;
+    this.batch = cfg.batch;
+    this.atoms = head === 'c51' ? cfg.atoms : 1;
+    this.layers = Object.fromEntries(PARTS.map((p) => [p, layerByName(layout, NAMES[p])])) as Record<
+      Part,
+      Layer
+    >;
+    const L = this.layers;
+    const wide = NUM_ACTIONS * this.atoms;
+    if (L.t0.in !== STATE_DIM || L.v1.out !== this.atoms || L.a1.out !== wide)
+      throw new Error(`device dqn: ${layout.kind} is not a dueling ${head} layout with ${this.atoms} atoms`);
+    const B = this.batch;
+    const acts = arena();
+    const input = acts.take(2 * B * STATE_DIM);
+    const online = Object.fromEntries(PARTS.map((p) => [p, acts.take(2 * B * L[p].out)])) as Record<
+      Part,
+      number
+    >;
+    const q = acts.take(2 * B * wide);
+    const target = Object.fromEntries(PARTS.map((p) => [p, acts.take(B * L[p].out)])) as Record<Part, number>;
+    const qTarget = acts.take(B * wide);
+    this.actsAt = { input, online, target, q, qTarget };
+    const deltas = arena();
+    this.deltaAt = {
+      q: deltas.take(B * wide),
+      ...(Object.fromEntries(PARTS.map((p) => [p, deltas.take(B * L[p].out)])) as Record<Part, number>),
+      t1v: deltas.take(B * L.t1.out),
+      t1a: deltas.take(B * L.t1.out),
+    };
+    let partials = 0;
+    this.partAt = Object.fromEntries(
+      PARTS.map((p) => {
+        const at = partials;
+        partials += gradTiles(L[p].in, L[p].out);
+        return [p, at];
+      }),
+    ) as Record<Part, number>;
+    this.partialCount = partials;
+    const P = layout.size;
+    const make = (floats: number, label: string) =>
+      backend.createBuffer(4 * Math.max(1, floats), `dqn.${label}`);
+    this.buffers = {
+      params: make(P, 'params'),
+      target: make(P, 'target'),
+      grads: make(P, 'grads'),
+      moments: make(2 * P, 'moments'),
+      acts: make(acts.size, 'acts'),
+      deltas: make(deltas.size, 'deltas'),
+      partials: make(partials, 'partials'),
+      sched: make(2, 'schedule'),
+      stats: make(1, 'stats'),
+      td: make(2 * B, 'td'),
+    };
+    backend.upload(this.buffers.params, init.params);
+    backend.upload(this.buffers.target, init.params);
+    backend.upload(this.buffers.moments, new Float32Array(2 * P));
+    backend.upload(this.buffers.stats, new Float32Array(1));
+  }
+
+  private forward(params: DeviceBuffer, rows: number, inputAt: number, at: Record<Part, number>): Dispatch[] {
+    const L = this.layers;
+    const job = (p: Part, xOff: number): ForwardJob => ({ layer: L[p], netBase: 0, xOff, yOff: at[p] });
+    const acts = this.buffers.acts;
+    return [
+      mlpForwardDispatch(params, acts, rows, [job('t0', inputAt)]),
+      mlpForwardDispatch(params, acts, rows, [job('t1', at.t0)]),
+      mlpForwardDispatch(params, acts, rows, [job('v0', at.t1), job('a0', at.t1)]),
+      mlpForwardDispatch(params, acts, rows, [job('v1', at.v0), job('a1', at.a0)]),
+    ];
+  }
+
+  private backward(): Dispatch[] {
+    const L = this.layers;
+    const on = this.actsAt.online;
+    const d = this.deltaAt;
+    const b = this.buffers;
+    const bufs = { params: b.params, acts: b.acts, deltas: b.deltas, grads: b.grads, partials: b.partials };
+    const job = (p: Part, xOff: number, prev: BackwardJob['prev']): BackwardJob => ({
+      layer: L[p],
+      netBase: 0,
+      xOff,
+      dOff: d[p],
+      prev,
+      partBase: this.partAt[p],
+    });
+    const B = this.batch;
+    return [
+      mlpBackwardDispatch(bufs, B, [
+        job('v1', on.v0, { dOff: d.v0, act: L.v0.act }),
+        job('a1', on.a0, { dOff: d.a0, act: L.a0.act }),
+      ]),
+      mlpBackwardDispatch(bufs, B, [
+        job('v0', on.t1, { dOff: d.t1v, act: L.t1.act }),
+        job('a0', on.t1, { dOff: d.t1a, act: L.t1.act }),
+      ]),
+      deltaSumDispatch({ deltas: b.deltas, count: B * L.t1.out, aOff: d.t1v, bOff: d.t1a, outOff: d.t1 }),
+      mlpBackwardDispatch(bufs, B, [job('t1', on.t0, { dOff: d.t0, act: L.t0.act })]),
+      mlpBackwardDispatch(bufs, B, [job('t0', this.actsAt.input, null)]),
+    ];
+  }
+
+  /** The launches of train step `this.step + 1` on `batch` (upload its Adam schedule first: `step`). */
+  stepDispatches(batch: DqnBatchBuffers): Dispatch[] {
+    const { cfg, head, layout } = this.init;
+    const b = this.buffers;
+    const B = this.batch;
+    const n = this.atoms;
+    const wide = NUM_ACTIONS * n;
+    const at = this.actsAt;
+    const steps = this.step + 1;
+    const target: Dispatch[] = [];
+    if (cfg.targetEvery === 0 || steps % cfg.targetEvery === 0) {
+      target.push(
+        dqnTargetUpdateDispatch({
+          online: b.params,
+          targetNet: b.target,
+          count: layout.size,
+          onlineOff: 0,
+          targetOff: 0,
+          update: cfg.targetEvery > 0 ? 'copy' : cfg.polyakTau,
+        }),
+      );
+    }
+    return [
+      dqnInputsDispatch({ rows: batch.rows, acts: b.acts, batch: B, outOff: at.input }),
+      ...this.forward(b.params, 2 * B, at.input, at.online),
+      ...this.forward(b.target, B, at.input + B * STATE_DIM, at.target),
+      duelingCombineDispatch({
+        acts: b.acts,
+        deltas: b.deltas,
+        rows: 2 * B,
+        atoms: n,
+        vOff: at.online.v1,
+        aOff: at.online.a1,
+        outOff: at.q,
+      }),
+      duelingCombineDispatch({
+        acts: b.acts,
+        deltas: b.deltas,
+        rows: B,
+        atoms: n,
+        vOff: at.target.v1,
+        aOff: at.target.a1,
+        outOff: at.qTarget,
+      }),
+      dqnLossDispatch({
+        online: b.acts,
+        targetNet: b.acts,
+        rows: batch.rows,
+        actions: batch.actions,
+        weights: batch.weights,
+        dOut: b.deltas,
+        td: b.td,
+        batch: B,
+        head:
+          head === 'c51'
+            ? { kind: 'c51', support: { vMin: cfg.vMin, vMax: cfg.vMax, atoms: n } }
+            : { kind: 'huber', kappa: cfg.huberKappa },
+        qOff: at.q,
+        nextOff: at.q + B * wide,
+        targetOff: at.qTarget,
+        dOutOff: this.deltaAt.q,
+      }),
+      duelingCombineBackwardDispatch({
+        acts: b.acts,
+        deltas: b.deltas,
+        rows: B,
+        atoms: n,
+        dOutOff: this.deltaAt.q,
+        dVOff: this.deltaAt.v1,
+        dAOff: this.deltaAt.a1,
+      }),
+      ...this.backward(),
+      adamStepDispatch(
+        {
+          params: b.params,
+          grads: b.grads,
+          moments: b.moments,
+          partials: b.partials,
+          sched: b.sched,
+          stats: b.stats,
+          n: layout.size,
+          nPartials: this.partialCount,
+          normAt: 0,
+        },
+        { lr: cfg.lr, maxGradNorm: cfg.maxGradNorm },
+        0,
+      ),
+      ...target,
+    ];
+  }
+
+  /** One train step on `batch` (no readback: `td` and the params stay on the device). */
+  train(batch: DqnBatchBuffers): void {
+    const sched = Float32Array.from(adamBiasCorrection({ lr: this.init.cfg.lr }, this.step + 1));
+    this.backend.upload(this.buffers.sched, sched);
+    this.backend.run(this.stepDispatches(batch));
+    this.step++;
+  }
+
+  async read(which: 'params' | 'target'): Promise<Float32Array> {
+    return new Float32Array(await this.backend.download(this.buffers[which], 0, 4 * this.init.layout.size));
+  }
+
+  /** The last step's priority signals `[B]` and weighted losses `[B]`. */
+  async readTd(): Promise<Float32Array> {
+    return new Float32Array(await this.backend.download(this.buffers.td, 0, 8 * this.batch));
+  }
+
+  destroy(): void {
+    for (const buf of Object.values(this.buffers)) this.backend.destroyBuffer(buf);
+  }
+}
