@@ -19,6 +19,7 @@ import { philoxStream } from './philox_stream.js';
 import { ppoGather } from './ppo_gather.js';
 import { ppoLoss } from './ppo_loss.js';
 import type { Kernel } from './reference.js';
+import { validatePolicyKernel } from './validate_policy.js';
 
 // The learner's kernels (src/learn/device.ts).
 const learnerKernels = [
@@ -41,6 +42,7 @@ export const kernels: Readonly<Record<string, Kernel>> = Object.fromEntries(
     collectDqnKernel,
     collectDqnClusterKernel,
     collectPpoKernel,
+    validatePolicyKernel,
     packHalf,
     ...learnerKernels,
   ].map((k) => [k.spec.name, k]),

@@ -31,6 +31,7 @@ import { Stream } from '../rng/streams.js';
 import { collectParityCases } from './collect_cases.js';
 import type { Tolerance } from './compare.js';
 import { learnParityCases } from './learn_cases.js';
+import { validateParityCases } from './validate_cases.js';
 
 export type Outputs = Record<string, TypedArray>;
 
@@ -299,5 +300,6 @@ export function parityCases(): ParityCase[] {
     scanGridCase(206),
     ...learnParityCases(),
     ...collectParityCases(),
+    ...validateParityCases(),
   ];
 }
