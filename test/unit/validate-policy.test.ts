@@ -12,7 +12,7 @@ import { createBackend } from '../../src/backend/index.js';
 import { type Backend, BackendUnavailableError } from '../../src/backend/types.js';
 import { packUniforms, uniformBytes } from '../../src/backend/uniforms.js';
 import { DeviceValidator, type SharedValidateBuffers } from '../../src/collect/device_validate.js';
-import { cloneDefaults } from '../../src/config.js';
+import { cloneDefaults, loadConfig } from '../../src/config.js';
 import { type EnvParams, envParams } from '../../src/env/params.js';
 import { ENV_F, ENV_I } from '../../src/env/state.js';
 import type { TypedArray } from '../../src/kernels/reference.js';
@@ -23,11 +23,13 @@ import {
   validatePolicySpec,
   validateUniforms,
 } from '../../src/kernels/validate_policy.js';
+import { createDevicePpoEngine } from '../../src/learn/device_engine.js';
 import { initParams } from '../../src/nets/forward.js';
 import { NetId, ppoActorLayout } from '../../src/nets/layout.js';
 import { backtest, policyRollout } from '../../src/train/backtest.js';
 import type { Metrics } from '../../src/train/metrics.js';
 import { ppoGreedyPolicy } from '../../src/train/policies.js';
+import { prepareData } from '../../src/train/run.js';
 import { buildEmu, emuUnavailable, runEmu, writeGenerated } from './cuda-collect/emu.js';
 import { randomMarket } from './env.fixtures.js';
 
@@ -90,6 +92,39 @@ describe('validate_policy on the CPU backend', () => {
       expect(device.trace.traded[k]).toBe(Math.fround(host.trace.traded[k]));
     expectSameMetrics(device.metrics, host.metrics);
     v.destroy();
+  });
+
+  it('validates a trained actor in the device PPO engine as the host backtest does', async () => {
+    const cfg = loadConfig(undefined, {
+      'data.synthBars': '3000',
+      'rollout.episodes': '3',
+      'rollout.steps': '16',
+      'ppo.minibatch': '16',
+      'ppo.updateEpochs': '2',
+      'env.curiosityBatch': '20',
+    });
+    const { market: m, splits } = await prepareData(cfg);
+    const backend = createCpuBackend();
+    const engine = createDevicePpoEngine(backend, cfg, m, splits.train);
+    try {
+      await engine.collect(0);
+      await engine.update(0);
+      const device = await engine.validate!(splits.val, BARS_PER_YEAR);
+      const host = backtest(
+        m,
+        splits.val,
+        cfg.env,
+        ppoGreedyPolicy((await engine.params()).actor),
+        BARS_PER_YEAR,
+      );
+      expect(device.trace.equity.length).toBe(splits.val.end - splits.val.start);
+      expect(Array.from(device.actions)).toEqual(Array.from(host.actions));
+      expect(Array.from(device.trace.equity)).toEqual(Array.from(host.trace.equity));
+      expectSameMetrics(device.metrics, host.metrics);
+    } finally {
+      engine.destroy();
+      backend.destroy();
+    }
   });
 
   it('rejects a split without a step', () => {
