@@ -5,7 +5,7 @@
  * per-step trace comes back. Metrics are computed on the host from that trace with
  * src/train/metrics.ts, as the host backtest does.
  */
-import type { Backend, DeviceBuffer, KernelSpec } from '../backend/types.js';
+import type { Backend, DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import type { SplitRange } from '../data/types.js';
 import type { EnvParams } from '../env/params.js';
 import { ENV_F, ENV_I } from '../env/state.js';
@@ -55,9 +55,13 @@ export class DeviceValidator {
     ];
   }
 
-  /** Encodes the backtest's launch (for timing it with other work). */
+  /** The backtest's launch (for backend.time). */
+  dispatch(): Dispatch {
+    return validatePolicyDispatch(this.spec, [...this.shared, ...this.own], this.uniforms);
+  }
+
   launch(): void {
-    this.backend.run([validatePolicyDispatch(this.spec, [...this.shared, ...this.own], this.uniforms)]);
+    this.backend.run([this.dispatch()]);
   }
 
   /** Runs the backtest of the actor now in the nets buffer; returns its metrics, trace and actions. */
