@@ -27,11 +27,14 @@ constexpr int SM_BAR = SM_STOP + 1;
 constexpr int SM_FLOATS = SM_STOP + 4;
 static_assert(NET_A_0_OUT <= 128 && STATE_DIM <= 128 && NUM_ACTIONS <= 64, "validate_policy: shared plan");
 
-// Output j of the dense layer at (w, b) over x (weights row-major [n_out, n_in]).
-COLLECT_DEVICE float dense_out(const float* nets, int w, int b, int n_in, int j, const float* x) {
-  float acc = nets[b + j];
-  const float* row = nets + w + j * n_in;
-  for (int k = 0; k < n_in; k++) acc = fadd(acc, fmul(row[k], x[k]));
+// Output j of the dense layer at (W, B) over x (weights row-major [n_out, N_IN]). The sizes are
+// compile-time so the loads unroll ahead of the add chain, whose order stays the reference's.
+template <int W, int B, int N_IN>
+COLLECT_DEVICE float dense_out(const float* __restrict__ nets, int j, const float* x) {
+  float acc = ldg1(nets + B + j);
+  const float* row = nets + W + j * N_IN;
+#pragma unroll 8
+  for (int k = 0; k < N_IN; k++) acc = fadd(acc, fmul(ldg1(row + k), x[k]));
   return acc;
 }
 
@@ -62,15 +65,15 @@ extern "C" __global__ void validate_policy(KERNEL_ARGS) {
     if (r < MARKET_FEATURES) x[r] = features[bar * MARKET_FEATURES + r];
     block_sync();
     float y = 0.0f;
-    if (r < NET_A_0_OUT) y = fmaxf(dense_out(nets, NET_A_0_W, NET_A_0_B, NET_A_0_IN, r, x), 0.0f);
+    if (r < NET_A_0_OUT) y = fmaxf(dense_out<NET_A_0_W, NET_A_0_B, NET_A_0_IN>(nets, r, x), 0.0f);
     block_sync();
     if (r < NET_A_0_OUT) x[r] = y;
     block_sync();
-    if (r < NET_A_1_OUT) y = fmaxf(dense_out(nets, NET_A_1_W, NET_A_1_B, NET_A_1_IN, r, x), 0.0f);
+    if (r < NET_A_1_OUT) y = fmaxf(dense_out<NET_A_1_W, NET_A_1_B, NET_A_1_IN>(nets, r, x), 0.0f);
     block_sync();
     if (r < NET_A_1_OUT) x[r] = y;
     block_sync();
-    if (r < NET_A_2_OUT) logits[r] = dense_out(nets, NET_A_2_W, NET_A_2_B, NET_A_2_IN, r, x);
+    if (r < NET_A_2_OUT) logits[r] = dense_out<NET_A_2_W, NET_A_2_B, NET_A_2_IN>(nets, r, x);
     block_sync();
     if (r == 0) {
       int a = 0;

@@ -4,9 +4,14 @@
  * (lavapipe here) where a device is available. The actor is the initial one with its output layer
  * scaled up, so the greedy action changes with the state (many trades, barrier exits).
  */
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCpuBackend } from '../../src/backend/cpu/index.js';
+import { nvccCandidates, nvccVersion } from '../../src/backend/cuda/compile.js';
+import { packageRoot } from '../../src/backend/cuda/native.js';
 import { cudaPreamble } from '../../src/backend/cuda/preamble.js';
 import { createBackend } from '../../src/backend/index.js';
 import { type Backend, BackendUnavailableError } from '../../src/backend/types.js';
@@ -213,6 +218,39 @@ describe.skipIf(unavailable !== null)(
     });
   },
 );
+
+const nvcc = nvccCandidates().find((p) => nvccVersion(p) !== undefined);
+
+describe.skipIf(!nvcc)('validate_policy compiles with nvcc for sm_90 (skipped: nvcc not found)', () => {
+  it('builds a cubin without warnings', () => {
+    const root = packageRoot();
+    const dir = mkdtempSync(join(tmpdir(), 'foxhunt-validate-nvcc-'));
+    for (const f of readdirSync(join(root, 'cuda')).filter((n) => n.endsWith('.cuh')))
+      writeFileSync(join(dir, f), readFileSync(join(root, 'cuda', f)));
+    const src = join(dir, 'validate_policy.cu');
+    writeFileSync(
+      src,
+      cudaPreamble(validatePolicySpec()) + readFileSync(join(root, 'cuda', 'validate_policy.cu'), 'utf8'),
+    );
+    const r = spawnSync(
+      nvcc!,
+      [
+        '-cubin',
+        '--gpu-architecture=sm_90',
+        '--std=c++17',
+        '-Werror',
+        'all-warnings',
+        '-I',
+        dir,
+        '-o',
+        join(dir, 'v.cubin'),
+        src,
+      ],
+      { encoding: 'utf8' },
+    );
+    expect(r.status, `${r.stdout}${r.stderr}`).toBe(0);
+  }, 120_000);
+});
 
 describe('validate_policy on WebGPU', () => {
   let backend: Backend | undefined;
