@@ -19,6 +19,8 @@ var<workgroup> x128: array<f32, 128>;
 var<workgroup> logits: array<f32, 64>;
 var<workgroup> bar_s: i32;
 var<workgroup> stop_s: i32;
+const_assert NET_A_0_OUT <= WG_X && NET_A_1_OUT <= WG_X && NET_A_2_OUT <= 64 && STATE_DIM <= 128;
+const_assert NET_A_0_OUT <= 128 && NET_A_1_OUT <= 128 && MARKET_FEATURES <= WG_X;
 
 // Output j of a dense layer (weights row-major [n_out, n_in]) over x128.
 fn dense_out(w: u32, b: u32, n_in: u32, j: u32) -> f32 {
