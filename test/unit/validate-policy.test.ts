@@ -9,6 +9,7 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { trainPpo } from '../../src/algo/ppo.js';
 import { createCpuBackend } from '../../src/backend/cpu/index.js';
 import { nvccCandidates, nvccVersion } from '../../src/backend/cuda/compile.js';
 import { packageRoot } from '../../src/backend/cuda/native.js';
@@ -35,6 +36,7 @@ import { backtest, policyRollout } from '../../src/train/backtest.js';
 import type { Metrics } from '../../src/train/metrics.js';
 import { ppoGreedyPolicy } from '../../src/train/policies.js';
 import { prepareData } from '../../src/train/run.js';
+import { MemoryStorage } from '../../src/train/storage.js';
 import { buildEmu, emuUnavailable, runEmu, writeGenerated } from './cuda-collect/emu.js';
 import { randomMarket } from './env.fixtures.js';
 
@@ -126,6 +128,53 @@ describe('validate_policy on the CPU backend', () => {
       expect(Array.from(device.actions)).toEqual(Array.from(host.actions));
       expect(Array.from(device.trace.equity)).toEqual(Array.from(host.trace.equity));
       expectSameMetrics(device.metrics, host.metrics);
+    } finally {
+      engine.destroy();
+      backend.destroy();
+    }
+  });
+
+  it('logs the host backtest metrics when the PPO loop validates on a device engine', async () => {
+    const cfg = loadConfig(undefined, {
+      'data.synthBars': '3000',
+      'rollout.episodes': '2',
+      'rollout.steps': '16',
+      'ppo.minibatch': '16',
+      'ppo.updateEpochs': '1',
+      'train.epochs': '1',
+      'env.curiosityBatch': '20',
+    });
+    const data = await prepareData(cfg);
+    const backend = createCpuBackend();
+    const engine = createDevicePpoEngine(backend, cfg, data.market, data.splits.train);
+    let validated = 0;
+    const validate = engine.validate!;
+    engine.validate = (split, barsPerYear) => {
+      validated++;
+      return validate(split, barsPerYear);
+    };
+    try {
+      const { records } = await trainPpo({
+        cfg,
+        market: data.market,
+        splits: data.splits,
+        engine,
+        storage: new MemoryStorage(),
+        outDir: 'run',
+        barsPerYear: data.barsPerYear,
+        data: data.fingerprint,
+        firstEpoch: 1,
+        bestScore: Number.NEGATIVE_INFINITY,
+      });
+      expect(validated).toBe(1);
+      const host = backtest(
+        data.market,
+        data.splits.val,
+        cfg.env,
+        ppoGreedyPolicy((await engine.params()).actor),
+        data.barsPerYear,
+      );
+      expectSameMetrics(records[0].validation.policy, host.metrics);
     } finally {
       engine.destroy();
       backend.destroy();
