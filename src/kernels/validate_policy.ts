@@ -13,7 +13,8 @@
  *   values    f32  V after the step (equity[k + 1] of the backtest; equity[0] = V_0)
  *   exposure  f32  position_norm of the step's units at close_{t+1} (the backtest's, in f32)
  *   traded    f32  notional traded in the step: the order's and a barrier exit's (the backtest
- *                  sums them in f64 from the step's fill; the twins round to f32)
+ *                  sums |units| * price in f64; CUDA the same products in f32, WGSL |cash change +
+ *                  fee change| of each phase: both within f32 rounding of it)
  *   actions   i32  the greedy action (0 after a collapse, as the backtest leaves it)
  * Uniforms: n (1), steps (splitEnd - splitStart - 1), then ENV_UNIFORMS with barrierTerminates 0
  * and episodeBars = steps (backtestParams).
