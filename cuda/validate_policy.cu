@@ -13,7 +13,6 @@
 #define COLLECT_THREADS WG_X
 
 #include "collect_env.cuh"
-#include "grid.cuh"
 
 static_assert(WG_X >= NET_A_0_OUT && WG_X >= NET_A_1_OUT && WG_X >= NET_A_2_OUT && WG_Y == 1 && WG_Z == 1,
               "validate_policy: one thread per output of the actor's widest layer");
