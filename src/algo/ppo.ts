@@ -5,6 +5,7 @@
  *                 global grad-norm clip, Adam
  *   3. curiosity  one AdamW step of the forward model, every env.curiosityEvery rounds
  *   4. validate   the greedy policy over the validation split, next to buy-and-hold and random
+ *                 (computed once per run); on a device engine as one launch (validate_policy)
  *   5. checkpoint last/ every train.checkpointEvery epochs and after the last one; best/ when the
  *                 validation score (src/train/verdict.ts) beats every earlier epoch's
  *   6. log        one JSON line to <outDir>/log.jsonl
@@ -129,13 +130,10 @@ export async function trainPpo(run: PpoRun): Promise<PpoResult> {
     t0 = performance.now();
     const params = await engine.params();
     assertFiniteParams(params, (net, value) => diverged(`a ${net} parameter`, value));
-    const policy = backtest(
-      market,
-      splits.val,
-      cfg.env,
-      ppoGreedyPolicy(params.actor),
-      run.barsPerYear,
-    ).metrics;
+    // On a device the backtest runs there (validate_policy); the CPU engine runs the host one.
+    const policy = engine.validate
+      ? (await engine.validate(splits.val, run.barsPerYear)).metrics
+      : backtest(market, splits.val, cfg.env, ppoGreedyPolicy(params.actor), run.barsPerYear).metrics;
     const validateMs = performance.now() - t0;
 
     const record: EpochRecord = {

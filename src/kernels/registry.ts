@@ -25,6 +25,7 @@ import { philoxStream } from './philox_stream.js';
 import { ppoGather } from './ppo_gather.js';
 import { ppoLoss } from './ppo_loss.js';
 import type { Kernel } from './reference.js';
+import { validatePolicyKernel } from './validate_policy.js';
 
 // The learners' kernels (src/learn/device.ts; dqn_loss: the DQN family's loss head).
 const learnerKernels = [
@@ -53,6 +54,7 @@ export const kernels: Readonly<Record<string, Kernel>> = Object.fromEntries(
     collectDqnKernel,
     collectDqnClusterKernel,
     collectPpoKernel,
+    validatePolicyKernel,
     packHalf,
     ...learnerKernels,
   ].map((k) => [k.spec.name, k]),

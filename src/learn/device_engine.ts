@@ -18,9 +18,11 @@
 import { capsOf } from '../backend/caps.js';
 import type { Backend } from '../backend/types.js';
 import { PpoDeviceCollector } from '../collect/device.js';
+import { DeviceValidator } from '../collect/device_validate.js';
 import { type CollectStats, summarizeRollout } from '../collect/rollout.js';
 import { type Config, resolvePrecision } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
+import { envParams } from '../env/params.js';
 import { PPO_OUTPUT } from '../kernels/collect_ppo.js';
 import { initParams } from '../nets/forward.js';
 import { curiosityLayout, NetId, ppoActorLayout, ppoCriticLayout, STATE_DIM } from '../nets/layout.js';
@@ -94,6 +96,18 @@ export function createDevicePpoEngine(
   syncActing();
   syncCuriosity();
   let collected = false;
+  // validate_policy reads the market and the actor from the collector's buffers (one per split).
+  const validators = new Map<string, DeviceValidator>();
+  const validator = (split: SplitRange) => {
+    const key = `${split.start}:${split.end}`;
+    let v = validators.get(key);
+    if (!v) {
+      const b = collector.deviceBuffers;
+      v = new DeviceValidator(backend, [b[0], b[1], b[2], b[3], nets], envParams(cfg.env), split);
+      validators.set(key, v);
+    }
+    return v;
+  };
 
   const params = async () => {
     const { actor, critic } = await learner.readParams();
@@ -150,6 +164,8 @@ export function createDevicePpoEngine(
       return mse;
     },
 
+    validate: (split, barsPerYear) => validator(split).run(barsPerYear),
+
     params,
 
     async snapshot(): Promise<PpoSnapshot> {
@@ -185,6 +201,7 @@ export function createDevicePpoEngine(
     },
 
     destroy() {
+      for (const v of validators.values()) v.destroy();
       learner.destroy();
       curiosity.destroy();
       collector.destroy();

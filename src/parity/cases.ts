@@ -32,6 +32,7 @@ import { collectParityCases } from './collect_cases.js';
 import type { Tolerance } from './compare.js';
 import { dqnParityCases } from './dqn_cases.js';
 import { learnParityCases } from './learn_cases.js';
+import { validateParityCases } from './validate_cases.js';
 
 export type Outputs = Record<string, TypedArray>;
 
@@ -301,5 +302,6 @@ export function parityCases(): ParityCase[] {
     ...learnParityCases(),
     ...dqnParityCases(),
     ...collectParityCases(),
+    ...validateParityCases(),
   ];
 }

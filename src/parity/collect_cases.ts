@@ -95,7 +95,7 @@ const engineName = (engine: number | undefined) =>
   engine === 1 ? ' quad engine' : engine === 2 ? ' quad2 engine' : engine === 3 ? ' lat engine' : '';
 
 /** A seeded random walk (Philox Stream.Test) with valid OHLC, varying spreads, random features. */
-function parityMarket(): Market {
+export function parityMarket(): Market {
   const m: Market = {
     n: BARS,
     features: new Float32Array(BARS * MARKET_FEATURES),

@@ -12,7 +12,7 @@
 import type { EnvConfig } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
 import { createStepOut } from '../env/output.js';
-import { envParams } from '../env/params.js';
+import { type EnvParams, envParams } from '../env/params.js';
 import { buildState, createEnv, EnvF, positionNorm } from '../env/state.js';
 import { envStep } from '../env/step.js';
 import { STATE_DIM } from '../nets/layout.js';
@@ -35,13 +35,32 @@ export function backtest(
   policy: Policy,
   barsPerYear: number,
 ): BacktestResult {
+  const { trace, actions } = policyRollout(market, split, envParams(envCfg), policy);
+  return { metrics: computeMetrics(trace, barsPerYear), trace, actions };
+}
+
+/** The simulator parameters of a backtest over `steps` steps: no truncation, barriers do not end it. */
+export function backtestParams(params: EnvParams, steps: number): EnvParams {
+  return { ...params, barrierTerminates: false, episodeBars: steps };
+}
+
+/**
+ * The backtest's episode without the metrics: the trace and actions of `policy` over `split` with
+ * the simulator parameters `base` (src/kernels/validate_policy.ts runs the same as one launch).
+ */
+export function policyRollout(
+  market: Market,
+  split: SplitRange,
+  base: EnvParams,
+  policy: Policy,
+): { trace: EquityTrace; actions: Int32Array } {
   const steps = split.end - split.start - 1;
   if (steps < 1) {
     throw new Error(`backtest: split [${split.start}, ${split.end}) has no step (it needs at least 2 bars)`);
   }
   // One episode slot whose only start bar is split.start, long enough never to truncate, and
   // whose barriers close positions without ending it.
-  const params = { ...envParams(envCfg), barrierTerminates: false, episodeBars: steps };
+  const params = backtestParams(base, steps);
   const env = createEnv(market, split, params, 1, 0);
   const out = createStepOut();
   const state = new Float32Array(STATE_DIM);
@@ -73,11 +92,7 @@ export function backtest(
   }
   // After a collapse the simulator restarted the slot: the backtest's account stays where it ended.
   for (let j = k; j < steps; j++) equity[j + 1] = equity[k];
-  return {
-    metrics: computeMetrics({ equity, exposure, traded }, barsPerYear),
-    trace: { equity, exposure, traded },
-    actions,
-  };
+  return { trace: { equity, exposure, traded }, actions };
 }
 
 /**

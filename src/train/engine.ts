@@ -7,6 +7,8 @@
 
 import type { BackendKind } from '../backend/types.js';
 import type { CollectStats } from '../collect/rollout.js';
+import type { SplitRange } from '../data/types.js';
+import type { BacktestResult } from './backtest.js';
 
 // The rollout summary lives beside the rollout it reads (src/collect/rollout.ts).
 export { type CollectStats, summarizeRollout } from '../collect/rollout.js';
@@ -49,6 +51,12 @@ export interface PpoEngine {
   update(round: number): Promise<UpdateStats>;
   /** One AdamW step of the curiosity model on the last rollout; returns its MSE before the step. */
   trainCuriosity(round: number): Promise<number>;
+  /**
+   * The validation backtest of the current greedy actor over `split` where the engine runs it on
+   * its device (validate_policy: the same trace as src/train/backtest.ts, the weights never leave
+   * the device); absent, the loop runs the host backtest on params().actor.
+   */
+  validate?(split: SplitRange, barsPerYear: number): Promise<BacktestResult>;
   /** Current parameters (host copies or views that stay valid until the next verb). */
   params(): Promise<PpoParams>;
   snapshot(): Promise<PpoSnapshot>;

@@ -7,7 +7,10 @@
  *             submission (CUDA: one graph replay), then the device copy of the new weights into the
  *             collector; wall time as training sees it, plus device time of the same launches
  *             (WebGPU timestamp queries around the pass; CUDA events around eager launches)
- *   validate  params read back and the greedy policy backtested on the validation split (host)
+ *   validate  the greedy policy backtested on the validation split as training does it: on the
+ *             device (validate_policy, DeviceValidator: one launch, the trace read back, metrics on
+ *             the host), or where collect_ppo could not run, params read back and the host
+ *             backtest; plus the device time of the launch and, once, the host backtest's time
  * and, to show where an update's time goes, the device time of each launch of one minibatch step
  * timed alone (backend.time over repeats).
  * The first epoch is a warm-up (kernel compilation, graph capture) and is not counted. FLOPs
@@ -17,8 +20,10 @@
  */
 import type { Backend, Dispatch } from '../backend/types.js';
 import { PpoDeviceCollector } from '../collect/device.js';
+import { DeviceValidator } from '../collect/device_validate.js';
 import type { Config, Precision } from '../config.js';
 import type { Market, Splits } from '../data/types.js';
+import { envParams } from '../env/params.js';
 import { MAX_BACKWARD_JOBS } from '../kernels/mlp_backward.js';
 import { DevicePpoLearner, type DevicePpoRollout } from '../learn/device.js';
 import type { MlpPlan } from '../learn/device_mlp.js';
@@ -48,6 +53,10 @@ export interface PhaseTimes {
   /** Device milliseconds of one update's launches (backend.time, eager on CUDA). */
   updateDeviceMs: number;
   validateMs: number;
+  /** Device milliseconds of one validate_policy launch (0 when validation ran on the host). */
+  validateDeviceMs: number;
+  /** Wall milliseconds of the host backtest of the same policy (params read back), timed once. */
+  validateHostMs: number;
 }
 
 export interface StepKernelTime {
@@ -237,6 +246,16 @@ export async function benchPpoTrain(o: BenchTrainOptions): Promise<BenchTrainRes
     );
     rollout = synthetic;
   }
+  // Training's validation: validate_policy on the collector's market and nets buffers.
+  const b = collector?.deviceBuffers;
+  const validator =
+    b && o.validate !== false
+      ? new DeviceValidator(backend, [b[0], b[1], b[2], b[3], b[4]], envParams(cfg.env), o.splits.val)
+      : null;
+  const hostValidate = async () => {
+    const { actor } = await learner.readParams();
+    backtest(o.market, o.splits.val, cfg.env, ppoGreedyPolicy(actor, actorLayout), o.barsPerYear);
+  };
   const perEpoch = learner.minibatchesPerEpoch(samples);
   const minibatchSteps = cfg.ppo.updateEpochs * perEpoch;
   const dispatches = learner.updateDispatches(rollout);
@@ -266,16 +285,21 @@ export async function benchPpoTrain(o: BenchTrainOptions): Promise<BenchTrainRes
       add('entropy', s.entropy);
       add('gradNorm', s.gradNorm);
       t0 = now();
-      if (o.validate !== false) {
-        const { actor } = await learner.readParams();
-        backtest(o.market, o.splits.val, cfg.env, ppoGreedyPolicy(actor, actorLayout), o.barsPerYear);
-      }
+      if (validator) await validator.run(o.barsPerYear);
+      else if (o.validate !== false) await hostValidate();
       add('validate', now() - t0);
       o.onProgress?.(
         `${counted ? 'epoch' : 'warm-up'} ${epoch}: update ${updateMs.toFixed(0)} ms, policy loss ${s.policyLoss.toFixed(4)}`,
       );
     }
     const collectDeviceMs = collector ? await backend.time([collector.dispatch()]) : 0;
+    const validateDeviceMs = validator ? await backend.time([validator.dispatch()]) : 0;
+    let validateHostMs = 0;
+    if (o.validate !== false) {
+      const t0 = now();
+      await hostValidate();
+      validateHostMs = now() - t0;
+    }
     learner.prepareUpdate(rollout, o.repeats + 1);
     const updateDeviceMs = await backend.time(dispatches);
     const stepKernels: StepKernelTime[] = [];
@@ -294,6 +318,8 @@ export async function benchPpoTrain(o: BenchTrainOptions): Promise<BenchTrainRes
       updateMs: sum.update / r,
       updateDeviceMs,
       validateMs: sum.validate / r,
+      validateDeviceMs,
+      validateHostMs,
     };
     const flops = minibatchSteps * stepFlops(learner.plan);
     const epochMs = times.collectMs + times.updateMs + times.validateMs;
@@ -328,6 +354,7 @@ export async function benchPpoTrain(o: BenchTrainOptions): Promise<BenchTrainRes
     };
   } finally {
     learner.destroy();
+    validator?.destroy();
     collector?.destroy();
     if (synthetic) {
       backend.destroyBuffer(synthetic.f);

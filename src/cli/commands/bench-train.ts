@@ -21,10 +21,11 @@ const usage = `usage: foxhunt bench train [--algo ppo] [--backend auto|cuda|webg
 
 Times a PPO epoch per phase on the built-in synthetic market, as \`foxhunt train\` runs it: collect
 (collect_ppo on the device), update (every minibatch step of the update in one submission, a CUDA
-graph on CUDA) and validate (greedy backtest on the validation split). One warm-up epoch, then R
-measured ones, for each N. Reports milliseconds per phase, the update's FLOPs, its achieved FLOP/s
-as a share of the device's f32 FMA peak and, for tf32, of its TF32 tensor-core peak (vendor
-datasheet figures, named in the output), and training samples/s.
+graph on CUDA) and validate (the greedy backtest on the validation split, validate_policy on the
+device; also its launch's device time, and the host backtest it replaces, timed once). One warm-up
+epoch, then R measured ones, for each N. Reports milliseconds per phase, the update's FLOPs, its
+achieved FLOP/s as a share of the device's f32 FMA peak and, for tf32, of its TF32 tensor-core peak
+(vendor datasheet figures, named in the output), and training samples/s.
 
   --algo ppo        the learner to measure (the DQN learner is not on the device yet)
   --backend KIND    auto (default), cuda, webgpu or cpu
@@ -52,6 +53,8 @@ export function trainTable(results: BenchTrainResult[], peaks: DevicePeaks | und
       'collect ms',
       'update ms',
       'validate ms',
+      'validate device ms',
+      'host validate ms',
       'update GFLOP',
       'FLOP/s',
       '% f32 peak',
@@ -65,6 +68,8 @@ export function trainTable(results: BenchTrainResult[], peaks: DevicePeaks | und
       r.collectNote ? 'n/a' : r.times.collectMs.toFixed(1),
       r.times.updateMs.toFixed(1),
       r.times.validateMs.toFixed(1),
+      r.times.validateDeviceMs.toFixed(1),
+      r.times.validateHostMs.toFixed(1),
       (r.updateFlops / 1e9).toFixed(1),
       `${(r.updateFlopsPerSec / 1e12).toFixed(2)} T`,
       share(r.updateFlopsPerSec, peaks?.f32),

@@ -1,0 +1,103 @@
+// validate_policy: the validation backtest (src/train/backtest.ts) with PPO's greedy policy as one
+// launch of one block, the CUDA twin of src/kernels/validate_policy.ts (bindings, uniforms and the
+// output sections there). One episode from splitStart, `steps` decisions; per step the block's
+// threads build the state and run the actor (one output each, f32 sums bias first then inputs in
+// order, never fused: src/nets/forward.ts), thread 0 takes the first argmax of the logits and
+// steps the simulator (collect_env.cuh env_step; barrierTerminates is 0, so only a collapse ends
+// the episode, and then the rest of the curve stays at the last value with action, exposure and
+// traded 0).
+//
+// Numerics: the reference's f32 arithmetic, so actions agree exactly and values bit for bit; the
+// traded notional |traded units| * fill price + |units closed| * exit price is rounded in f32
+// (the host backtest sums it in f64).
+#define COLLECT_THREADS WG_X
+
+#include "collect_env.cuh"
+
+static_assert(WG_X >= NET_A_0_OUT && WG_X >= NET_A_1_OUT && WG_X >= NET_A_2_OUT && WG_Y == 1 && WG_Z == 1,
+              "validate_policy: one thread per output of the actor's widest layer");
+
+// Shared plan (words): the layer input (state, then each hidden layer), the logits, the stop flag
+// and the episode's bar (ints).
+constexpr int SM_X = 0;
+constexpr int SM_LOGITS = 128;
+constexpr int SM_STOP = SM_LOGITS + 64;
+constexpr int SM_BAR = SM_STOP + 1;
+constexpr int SM_FLOATS = SM_STOP + 4;
+static_assert(NET_A_0_OUT <= 128 && STATE_DIM <= 128 && NUM_ACTIONS <= 64, "validate_policy: shared plan");
+
+// Output j of the dense layer at (W, B) over x (weights row-major [n_out, N_IN]). The sizes are
+// compile-time so the loads unroll ahead of the add chain, whose order stays the reference's.
+template <int W, int B, int N_IN>
+COLLECT_DEVICE float dense_out(const float* __restrict__ nets, int j, const float* x) {
+  float acc = ldg1(nets + B + j);
+  const float* row = nets + W + j * N_IN;
+#pragma unroll 8
+  for (int k = 0; k < N_IN; k++) acc = fadd(acc, fmul(ldg1(row + k), x[k]));
+  return acc;
+}
+
+extern "C" __global__ void validate_policy(KERNEL_ARGS) {
+  COLLECT_SMEM(smem, SM_FLOATS);
+  const EnvScalars p = env_scalars(u);
+  const Market m = {features, ohlc, spread, entropy};
+  const int r = threadIdx.x;
+  const unsigned steps = u.steps;
+  float* x = smem + SM_X;
+  float* logits = smem + SM_LOGITS;
+  volatile int* stop = reinterpret_cast<volatile int*>(smem + SM_STOP);
+  volatile int* bar_s = reinterpret_cast<volatile int*>(smem + SM_BAR);
+  Episode ep;
+  if (r == 0) {
+    start_episode(ep, m, p, div_window, p.split_start);
+    *stop = 0;
+  }
+  unsigned l = 0;
+  for (;; l++) {
+    if (r == 0) {
+      state_portfolio(ep, x + MARKET_FEATURES);
+      *bar_s = ep.bar;
+    }
+    block_sync();
+    const int bar = *bar_s;
+    if (l >= steps || *stop != 0) break;
+    if (r < MARKET_FEATURES) x[r] = features[bar * MARKET_FEATURES + r];
+    block_sync();
+    float y = 0.0f;
+    if (r < NET_A_0_OUT) y = fmaxf(dense_out<NET_A_0_W, NET_A_0_B, NET_A_0_IN>(nets, r, x), 0.0f);
+    block_sync();
+    if (r < NET_A_0_OUT) x[r] = y;
+    block_sync();
+    if (r < NET_A_1_OUT) y = fmaxf(dense_out<NET_A_1_W, NET_A_1_B, NET_A_1_IN>(nets, r, x), 0.0f);
+    block_sync();
+    if (r < NET_A_1_OUT) x[r] = y;
+    block_sync();
+    if (r < NET_A_2_OUT) logits[r] = dense_out<NET_A_2_W, NET_A_2_B, NET_A_2_IN>(nets, r, x);
+    block_sync();
+    if (r == 0) {
+      int a = 0;
+      for (int k = 1; k < NUM_ACTIONS; k++)
+        if (logits[k] > logits[a]) a = k;
+      const float units_before = ep.units;
+      StepOut so;
+      env_step(ep, m, p, div_window, a, 0.0f, false, so);
+      const float after_order = so.filled ? fadd(units_before, so.traded) : units_before;
+      const float exit_notional = so.exit_price > 0.0f ? fmul(fabsf(after_order), so.exit_price) : 0.0f;
+      out_f[OUT_F_VALUES * steps + l] = so.value;
+      out_f[OUT_F_EXPOSURE * steps + l] = position_norm(so.units, ep.last, so.value);
+      out_f[OUT_F_TRADED * steps + l] = fadd(fmul(fabsf(so.traded), so.fill_price), exit_notional);
+      out_i[OUT_I_ACTIONS * steps + l] = a;
+      if (so.done) *stop = 1;
+    }
+    block_sync();
+  }
+  if (r == 0) {
+    const float last = portfolio_value(ep);
+    for (unsigned k = l; k < steps; k++) {
+      out_f[OUT_F_VALUES * steps + k] = last;
+      out_f[OUT_F_EXPOSURE * steps + k] = 0.0f;
+      out_f[OUT_F_TRADED * steps + k] = 0.0f;
+      out_i[OUT_I_ACTIONS * steps + k] = 0;
+    }
+  }
+}

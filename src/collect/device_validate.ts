@@ -1,0 +1,86 @@
+/**
+ * The validation backtest on a device: validate_policy (src/kernels/validate_policy.ts) runs PPO's
+ * greedy actor over a split in one launch, reading the market and the actor from buffers already
+ * on the device (the training collector's: actor at float 0 of its nets buffer), and only the
+ * per-step trace comes back. Metrics are computed on the host from that trace with
+ * src/train/metrics.ts, as the host backtest does.
+ */
+import type { Backend, DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+import type { SplitRange } from '../data/types.js';
+import type { EnvParams } from '../env/params.js';
+import { ENV_F, ENV_I } from '../env/state.js';
+import {
+  traceFromOutputs,
+  validateOutputBytes,
+  validatePolicyDispatch,
+  validatePolicySpec,
+  validateUniforms,
+} from '../kernels/validate_policy.js';
+import type { BacktestResult } from '../train/backtest.js';
+import { computeMetrics } from '../train/metrics.js';
+
+/** The read-only bindings validate_policy shares with the collector: features, ohlc, spread, entropy, nets. */
+export type SharedValidateBuffers = readonly [
+  DeviceBuffer,
+  DeviceBuffer,
+  DeviceBuffer,
+  DeviceBuffer,
+  DeviceBuffer,
+];
+
+export class DeviceValidator {
+  readonly steps: number;
+  private readonly spec: KernelSpec;
+  private readonly own: DeviceBuffer[];
+  private readonly uniforms: Record<string, number>;
+
+  constructor(
+    private readonly backend: Backend,
+    private readonly shared: SharedValidateBuffers,
+    params: EnvParams,
+    split: SplitRange,
+  ) {
+    this.spec = validatePolicySpec();
+    this.uniforms = validateUniforms(params, split);
+    this.steps = this.uniforms.steps;
+    const out = validateOutputBytes(this.steps);
+    const make = (bytes: number, label: string) =>
+      backend.createBuffer(Math.max(4, bytes), `validate ${label}`);
+    this.own = [
+      make(ENV_F * 4, 'env_f'),
+      make(ENV_I * 4, 'env_i'),
+      make(params.diversityWindow * 4, 'div_window'),
+      make(out.f, 'out_f'),
+      make(out.i, 'out_i'),
+    ];
+  }
+
+  /** The backtest's launch (for backend.time). */
+  dispatch(): Dispatch {
+    return validatePolicyDispatch(this.spec, [...this.shared, ...this.own], this.uniforms);
+  }
+
+  launch(): void {
+    this.backend.run([this.dispatch()]);
+  }
+
+  /** Runs the backtest of the actor now in the nets buffer; returns its metrics, trace and actions. */
+  async run(barsPerYear: number): Promise<BacktestResult> {
+    this.launch();
+    const [f, i] = await Promise.all([
+      this.backend.download(this.own[3]),
+      this.backend.download(this.own[4]),
+    ]);
+    const { trace, actions } = traceFromOutputs(
+      new Float32Array(f),
+      new Int32Array(i),
+      this.steps,
+      this.uniforms.initialCapital,
+    );
+    return { metrics: computeMetrics(trace, barsPerYear), trace, actions };
+  }
+
+  destroy(): void {
+    for (const b of this.own) this.backend.destroyBuffer(b);
+  }
+}

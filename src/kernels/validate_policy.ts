@@ -1,0 +1,158 @@
+/**
+ * validate_policy: the validation backtest (src/train/backtest.ts) as one launch. One workgroup
+ * runs PPO's greedy policy (the argmax of the actor's logits, src/train/policies.ts) over the
+ * split [splitStart, splitEnd) as one episode: it starts flat at splitStart, decides at every bar
+ * up to splitEnd - 2, barriers close positions without ending it, no truncation, and a collapse
+ * (V <= collapseFraction * V_0) stops trading with the rest of the curve flat. Per step the
+ * threads share the actor's layers (one output each, f32 sums in the reference order), then one
+ * thread steps the simulator (wgsl/collect_env.wgsl, cuda/collect_env.cuh).
+ *
+ * Bindings: those of collect_ppo (src/kernels/collect_layout.ts), so the training collector's
+ * market and nets buffers serve as they are (actor at NET_A_BASE = 0). env_f, env_i and div_window
+ * are the launch's own one-episode scratch. Outputs, N = 1 and L = steps (section * L + step):
+ *   values    f32  V after the step (equity[k + 1] of the backtest; equity[0] = V_0)
+ *   exposure  f32  position_norm of the step's units at close_{t+1} (the backtest's, in f32)
+ *   traded    f32  notional traded in the step: the order's and a barrier exit's (the backtest
+ *                  sums |units| * price in f64; CUDA the same products in f32, WGSL |cash change +
+ *                  fee change| of each phase: both within f32 rounding of it)
+ *   actions   i32  the greedy action (0 after a collapse, as the backtest leaves it)
+ * Uniforms: n (1), steps (splitEnd - splitStart - 1), then ENV_UNIFORMS with barrierTerminates 0
+ * and episodeBars = steps (backtestParams).
+ */
+import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+import type { Market, SplitRange } from '../data/types.js';
+import type { EnvParams } from '../env/params.js';
+import { ppoActorLayout } from '../nets/layout.js';
+import { seedToKey } from '../rng/philox.js';
+import { backtestParams, policyRollout } from '../train/backtest.js';
+import type { EquityTrace } from '../train/metrics.js';
+import { ppoGreedyPolicy } from '../train/policies.js';
+import {
+  COLLECT_BINDINGS,
+  commonConstants,
+  ENV_UNIFORMS,
+  envParamsFromUniforms,
+  envStateConstants,
+  envUniforms,
+  marketFromBuffers,
+  netConstants,
+  outputConstants,
+  outputLayout,
+  sectionViews,
+} from './collect_layout.js';
+import type { Kernel, TypedArray } from './reference.js';
+
+export const VALIDATE_OUTPUT = outputLayout([
+  { name: 'values', type: 'f32', width: 1 },
+  { name: 'exposure', type: 'f32', width: 1 },
+  { name: 'traded', type: 'f32', width: 1 },
+  { name: 'actions', type: 'i32', width: 1 },
+]);
+
+/** Threads of the workgroup: at least the widest actor layer (128 outputs). */
+export const VALIDATE_THREADS = 128;
+
+export const VALIDATE_UNIFORMS = [
+  { name: 'n', type: 'u32' },
+  { name: 'steps', type: 'u32' },
+  ...ENV_UNIFORMS,
+] as const satisfies KernelSpec['uniforms'];
+
+export function validatePolicySpec(): KernelSpec {
+  const a = ppoActorLayout();
+  const widest = Math.max(...a.layers.map((l) => l.out));
+  if (widest > VALIDATE_THREADS)
+    throw new Error(
+      `validate_policy: the actor's widest layer (${widest}) exceeds ${VALIDATE_THREADS} threads`,
+    );
+  return {
+    name: 'validate_policy',
+    bindings: COLLECT_BINDINGS,
+    uniforms: [...VALIDATE_UNIFORMS],
+    workgroupSize: [VALIDATE_THREADS, 1, 1],
+    constants: {
+      ENGINE: 0,
+      ...commonConstants(),
+      ...envStateConstants(),
+      ...netConstants('NET_A', a, 0),
+      ...outputConstants(VALIDATE_OUTPUT),
+    },
+  };
+}
+
+/** Steps of the backtest over `split` (one decision per bar but the last). */
+export function validateSteps(split: SplitRange): number {
+  const steps = split.end - split.start - 1;
+  if (steps < 1)
+    throw new Error(
+      `validate_policy: split [${split.start}, ${split.end}) has no step (it needs at least 2 bars)`,
+    );
+  return steps;
+}
+
+/** The launch's uniforms for the backtest over `split` with the simulator parameters `params`. */
+export function validateUniforms(params: EnvParams, split: SplitRange): Record<string, number> {
+  const steps = validateSteps(split);
+  // The key only seeds restarts, which the backtest never reaches (it stops at a collapse).
+  return { n: 1, steps, ...envUniforms(backtestParams(params, steps), split, seedToKey(0)) };
+}
+
+/** One workgroup runs the whole backtest. */
+export function validatePolicyDispatch(
+  spec: KernelSpec,
+  buffers: DeviceBuffer[],
+  uniforms: Record<string, number>,
+): Dispatch {
+  return { kernel: spec, buffers, uniforms, groups: [1, 1, 1] };
+}
+
+/** Bytes of out_f and out_i for a backtest of `steps` steps. */
+export function validateOutputBytes(steps: number): { f: number; i: number } {
+  return { f: VALIDATE_OUTPUT.floatsPerStep * steps * 4, i: VALIDATE_OUTPUT.intsPerStep * steps * 4 };
+}
+
+/** The backtest's trace from the downloaded outputs (equity[0] = V_0, f64 as computeMetrics takes). */
+export function traceFromOutputs(
+  outF: Float32Array,
+  outI: Int32Array,
+  steps: number,
+  initialCapital: number,
+): { trace: EquityTrace; actions: Int32Array } {
+  const s = sectionViews(VALIDATE_OUTPUT, outF, outI, 1, steps);
+  const equity = new Float64Array(steps + 1);
+  equity[0] = initialCapital;
+  equity.set(s.values, 1);
+  return {
+    trace: { equity, exposure: Float64Array.from(s.exposure), traded: Float64Array.from(s.traded) },
+    actions: Int32Array.from(s.actions),
+  };
+}
+
+/** The CPU twin: the host backtest's rollout (policyRollout) with the greedy actor, written out in f32. */
+function validatePolicyReference(buffers: TypedArray[], u: Record<string, number>): void {
+  const [features, ohlc, spread, entropy, nets, , , , outF, outI] = buffers;
+  const market: Market = marketFromBuffers(
+    features as Float32Array,
+    ohlc as Float32Array,
+    spread as Float32Array,
+  );
+  const params = envParamsFromUniforms(u, entropy as Float32Array);
+  const actor = ppoActorLayout();
+  const split = { start: u.splitStart, end: u.splitEnd };
+  const { trace, actions } = policyRollout(
+    market,
+    split,
+    params,
+    ppoGreedyPolicy((nets as Float32Array).subarray(0, actor.size), actor),
+  );
+  const s = sectionViews(VALIDATE_OUTPUT, outF as Float32Array, outI as Int32Array, 1, u.steps);
+  s.values.set(trace.equity.subarray(1));
+  s.exposure.set(trace.exposure);
+  s.traded.set(trace.traded);
+  s.actions.set(actions);
+}
+
+export const validatePolicyKernel: Kernel = {
+  spec: validatePolicySpec(),
+  reference: validatePolicyReference,
+};
