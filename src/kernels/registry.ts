@@ -15,10 +15,12 @@ import { mlpBackward } from './mlp_backward.js';
 import { mlpChainForward } from './mlp_chain_forward.js';
 import { mlpDeltaChain } from './mlp_delta_chain.js';
 import { mlpForward } from './mlp_forward.js';
+import { perSample } from './per_sample.js';
 import { philoxStream } from './philox_stream.js';
 import { ppoGather } from './ppo_gather.js';
 import { ppoLoss } from './ppo_loss.js';
 import type { Kernel } from './reference.js';
+import { replayInsert } from './replay_insert.js';
 
 // The learner's kernels (src/learn/device.ts).
 const learnerKernels = [
@@ -31,6 +33,8 @@ const learnerKernels = [
   adamStep,
   curiosityGather,
   curiosityLoss,
+  replayInsert,
+  perSample,
 ];
 
 export const kernels: Readonly<Record<string, Kernel>> = Object.fromEntries(

@@ -31,6 +31,7 @@ import { Stream } from '../rng/streams.js';
 import { collectParityCases } from './collect_cases.js';
 import type { Tolerance } from './compare.js';
 import { learnParityCases } from './learn_cases.js';
+import { replayParityCases } from './replay_cases.js';
 
 export type Outputs = Record<string, TypedArray>;
 
@@ -298,6 +299,7 @@ export function parityCases(): ParityCase[] {
     scanCase({ n: 1_100_000, bound: 3, what: 'three levels, small counts' }, 205),
     scanGridCase(206),
     ...learnParityCases(),
+    ...replayParityCases(),
     ...collectParityCases(),
   ];
 }

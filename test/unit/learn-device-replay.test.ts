@@ -1,0 +1,65 @@
+/**
+ * The device replay (src/learn/device_replay.ts: replay_insert, per_sample) against the TS
+ * references replay.ts and per.ts: the parity cases on the CPU backend (the kernels' TS
+ * references), on the CUDA twins through the g++ fiber emulator, and the capacity checks.
+ */
+import { describe, expect, it } from 'vitest';
+import { CpuBackend } from '../../src/backend/cpu/index.js';
+import type { Backend } from '../../src/backend/types.js';
+import { DeviceReplay, type DeviceReplayInit } from '../../src/learn/device_replay.js';
+import { replayParityCases } from '../../src/parity/replay_cases.js';
+import { describeFailure, runCase } from '../../src/parity/run.js';
+import { CudaEmuBackend, emuUnavailable } from './learn-device-cuda/emu_backend.js';
+
+const init: DeviceReplayInit = {
+  capacity: 100,
+  batch: 8,
+  gamma: 0.99,
+  nStep: 3,
+  alpha: 0.6,
+  eps: 1e-6,
+  betaStart: 0.4,
+  betaEnd: 1,
+  betaSteps: 10,
+  key: [1, 0],
+};
+
+describe('device replay on the CPU backend', () => {
+  const backend = new CpuBackend();
+  for (const c of replayParityCases()) {
+    it(c.name, async () => {
+      const r = await runCase(backend, c);
+      expect(r.pass, describeFailure(r)).toBe(true);
+    });
+  }
+
+  it('refuses a ring larger than the device storage buffers or memory, and bad sizes', () => {
+    const limited = (limits: Record<string, number>): Backend =>
+      Object.assign(Object.create(backend), { info: { ...backend.info, limits } });
+    expect(
+      () => new DeviceReplay(limited({ maxStorageBufferBindingSize: 2 ** 27 }), { ...init, capacity: 1e6 }),
+    ).toThrow(
+      /replayCapacity 1000000: the replay ring takes 440000000 bytes, over this device's largest storage buffer/,
+    );
+    expect(() => new DeviceReplay(limited({ freeMemoryMiB: 100 }), { ...init, capacity: 1e6 })).toThrow(
+      /replay \+ PER tree take 0\.42 GiB, over 80% of the device's 0\.1 GiB free; lower dqn.replayCapacity/,
+    );
+    expect(() => new DeviceReplay(backend, { ...init, capacity: 0 })).toThrow(/replayCapacity 0 must be/);
+    expect(() => new DeviceReplay(backend, { ...init, nStep: 0 })).toThrow(/nStep 0 must be/);
+    expect(() => new DeviceReplay(backend, init).sample(0)).toThrow(/empty replay/);
+  });
+});
+
+const unavailable = emuUnavailable();
+describe.skipIf(unavailable !== null)(
+  `device replay CUDA twins on the emulator${unavailable ? ` (skipped: ${unavailable})` : ''}`,
+  () => {
+    const backend = new CudaEmuBackend();
+    for (const c of replayParityCases().slice(0, 2)) {
+      it(c.name, { timeout: 300_000 }, async () => {
+        const r = await runCase(backend, c);
+        expect(r.pass, describeFailure(r)).toBe(true);
+      });
+    }
+  },
+);
