@@ -55,7 +55,7 @@ describe.skipIf(unavailable !== null)(
   `device replay CUDA twins on the emulator${unavailable ? ` (skipped: ${unavailable})` : ''}`,
   () => {
     const backend = new CudaEmuBackend();
-    for (const c of replayParityCases().slice(0, 2)) {
+    for (const c of replayParityCases()) {
       it(c.name, { timeout: 300_000 }, async () => {
         const r = await runCase(backend, c);
         expect(r.pass, describeFailure(r)).toBe(true);
