@@ -67,6 +67,16 @@ export function collectorDqnSections(count: number): DqnRolloutSections {
   };
 }
 
+/** The replay's view of a DqnDeviceCollector's out_f / out_i (its deviceBuffers 8 and 9). */
+export function collectorDqnRollout(
+  outF: DeviceBuffer,
+  outI: DeviceBuffer,
+  episodes: number,
+  steps: number,
+): DeviceDqnRollout {
+  return { f: outF, i: outI, episodes, steps, sections: collectorDqnSections(episodes * steps) };
+}
+
 /** Device bytes a replay of `capacity` rows with its tree takes. */
 export function deviceReplayBytes(capacity: number): { ring: number; total: number } {
   let leaves = 1;

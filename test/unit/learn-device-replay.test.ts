@@ -4,11 +4,18 @@
  * references), on the CUDA twins through the g++ fiber emulator, and the capacity checks.
  */
 import { describe, expect, it } from 'vitest';
-import { CpuBackend } from '../../src/backend/cpu/index.js';
+import { CpuBackend, createCpuBackend } from '../../src/backend/cpu/index.js';
 import type { Backend } from '../../src/backend/types.js';
-import { DeviceReplay, type DeviceReplayInit } from '../../src/learn/device_replay.js';
+import { DqnDeviceCollector } from '../../src/collect/device.js';
+import { cloneDefaults, SPEC_REWARD_TERMS } from '../../src/config.js';
+import { collectorDqnRollout, DeviceReplay, type DeviceReplayInit } from '../../src/learn/device_replay.js';
+import { createPer, perInsert } from '../../src/learn/per.js';
+import { createReplay, insertRollout } from '../../src/learn/replay.js';
+import { initParams } from '../../src/nets/forward.js';
+import { curiosityLayout, duelingLayout, NetId } from '../../src/nets/layout.js';
 import { replayParityCases } from '../../src/parity/replay_cases.js';
 import { describeFailure, runCase } from '../../src/parity/run.js';
+import { randomMarket } from './env.fixtures.js';
 import { CudaEmuBackend, emuUnavailable } from './learn-device-cuda/emu_backend.js';
 
 const init: DeviceReplayInit = {
@@ -63,3 +70,47 @@ describe.skipIf(unavailable !== null)(
     }
   },
 );
+
+describe('device replay fed by the DQN collector', () => {
+  it('inserts collect_dqn output buffers as replay.ts inserts the read-back rollout (two launches, wrap)', async () => {
+    const cfg = cloneDefaults();
+    Object.assign(cfg.env, SPEC_REWARD_TERMS);
+    cfg.rollout.episodes = 3;
+    cfg.rollout.steps = 9;
+    cfg.env.episodeBars = 5;
+    cfg.train.seed = 5;
+    const backend = createCpuBackend();
+    const layout = duelingLayout('plain');
+    const c = new DqnDeviceCollector({
+      backend,
+      market: randomMarket(600, 4),
+      split: { start: 150, end: 550 },
+      cfg,
+      algo: 'dqn',
+    });
+    c.setWeights({
+      online: initParams(layout, NetId.QOnline, 5),
+      target: initParams(layout, NetId.QOnline + 1, 5),
+      curiosity: initParams(curiosityLayout(), NetId.Curiosity, 5),
+    });
+    const capacity = 40;
+    const replay = new DeviceReplay(backend, { ...init, capacity });
+    const ref = createReplay(capacity);
+    const per = createPer(capacity, init.alpha, init.eps);
+    let ends = 0;
+    for (const eps of [0.5, 0.3]) {
+      c.launch(eps);
+      const out = collectorDqnRollout(c.deviceBuffers[8], c.deviceBuffers[9], 3, 9);
+      backend.run(replay.insert(out));
+      const r = await c.readDqn();
+      ends += r.dones.reduce((a, b) => a + b, 0) + r.truncateds.reduce((a, b) => a + b, 0);
+      const { first, count } = insertRollout(ref, r, init.gamma, init.nStep);
+      perInsert(per, first, count);
+    }
+    expect(ends).toBeGreaterThan(0);
+    expect([replay.head, replay.size]).toEqual([ref.head, ref.size]);
+    expect(new Float32Array(await backend.download(replay.ringF))).toEqual(ref.f);
+    expect(new Int32Array(await backend.download(replay.ringI))).toEqual(ref.i);
+    expect(new Float32Array(await backend.download(replay.tree))).toEqual(per.tree);
+  });
+});
