@@ -3,7 +3,7 @@
  * references replay.ts and per.ts: the parity cases on the CPU backend (the kernels' TS
  * references), on the CUDA twins through the g++ fiber emulator, and the capacity checks.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { CpuBackend, createCpuBackend } from '../../src/backend/cpu/index.js';
 import type { Backend } from '../../src/backend/types.js';
 import { DqnDeviceCollector } from '../../src/collect/device.js';
@@ -112,5 +112,10 @@ describe('device replay fed by the DQN collector', () => {
     expect(new Float32Array(await backend.download(replay.ringF))).toEqual(ref.f);
     expect(new Int32Array(await backend.download(replay.ringI))).toEqual(ref.i);
     expect(new Float32Array(await backend.download(replay.tree))).toEqual(per.tree);
+    // No device allocation after construction: a sample and a priority update create no buffer.
+    const td = backend.createBuffer(4 * init.batch, 'td');
+    const created = vi.spyOn(backend, 'createBuffer');
+    backend.run([...replay.sample(0), ...replay.updatePriorities(td)]);
+    expect(created).not.toHaveBeenCalled();
   });
 });
