@@ -28,6 +28,9 @@ __device__ float per_workgroup_max(float* partial, unsigned int lid, float v) {
 
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) per_sample(KERNEL_ARGS) {
   __shared__ float partial[WG_X];
+  // Phase 2's sampled rows in shared memory (batches up to SHARED_ROWS; larger ones read batchI):
+  // each sample scans the later ones for its row.
+  __shared__ int shared_rows[SHARED_ROWS];
   const unsigned int lid = threadIdx.x;
   const unsigned int B = u.batch;
   if (u.phase == 1u) {
@@ -42,14 +45,18 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) per_sample(KERN
     return;
   }
   if (u.phase == 2u) {
+    const bool in_shared = B <= SHARED_ROWS;
+    for (unsigned int j = lid; j < min(B, (unsigned int)SHARED_ROWS); j += WG_X) shared_rows[j] = batchI[B + j];
+    __syncthreads();
+    auto sampled_row = [&](unsigned int q) { return in_shared ? shared_rows[q] : batchI[B + q]; };
     float m = 0.0f;
     for (unsigned int j = lid; j < B; j += WG_X) {
       const float p = __fadd_rn(fabsf(td[j]), u.eps);
       m = fmaxf(m, p);
-      const int row = batchI[B + j];
+      const int row = sampled_row(j);
       bool later = false;
       for (unsigned int q = j + 1u; q < B; q++) {
-        if (batchI[B + q] == row) {
+        if (sampled_row(q) == row) {
           later = true;
           break;
         }
@@ -61,7 +68,7 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) per_sample(KERN
     __syncthreads();
     for (unsigned int level = 1u; (u.leaves >> level) >= 1u; level++) {
       for (unsigned int j = lid; j < B; j += WG_X) {
-        const unsigned int k = (u.leaves + (unsigned int)batchI[B + j]) >> level;
+        const unsigned int k = (u.leaves + (unsigned int)sampled_row(j)) >> level;
         tree[k] = __fadd_rn(tree[2u * k], tree[2u * k + 1u]);
       }
       __syncthreads();

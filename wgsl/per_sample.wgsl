@@ -12,6 +12,16 @@
 //!include philox.wgsl
 
 var<workgroup> partial: array<f32, WG_X>;
+// Phase 2's sampled rows in workgroup memory (batches up to SHARED_ROWS; larger ones read batchI):
+// each sample scans the later ones for its row.
+var<workgroup> shared_rows: array<i32, SHARED_ROWS>;
+
+fn sampled_row(q: u32) -> i32 {
+  if (u.batch <= SHARED_ROWS) {
+    return shared_rows[q];
+  }
+  return batchI[u.batch + q];
+}
 
 fn beta_of(step: u32) -> f32 {
   var progress = 1.0;
@@ -55,14 +65,18 @@ fn per_sample(
     return;
   }
   if (u.phase == 2u) {
+    for (var j = lid; j < min(B, SHARED_ROWS); j += WG_X) {
+      shared_rows[j] = batchI[B + j];
+    }
+    workgroupBarrier();
     var m = 0.0;
     for (var j = lid; j < B; j += WG_X) {
       let p = abs(td[j]) + u.eps;
       m = max(m, p);
-      let row = batchI[B + j];
+      let row = sampled_row(j);
       var later = false;
       for (var q = j + 1u; q < B; q++) {
-        if (batchI[B + q] == row) {
+        if (sampled_row(q) == row) {
           later = true;
           break;
         }
@@ -78,7 +92,7 @@ fn per_sample(
     storageBarrier();
     for (var level = 1u; (u.leaves >> level) >= 1u; level++) {
       for (var j = lid; j < B; j += WG_X) {
-        let k = (u.leaves + u32(batchI[B + j])) >> level;
+        let k = (u.leaves + u32(sampled_row(j))) >> level;
         tree[k] = tree[2u * k] + tree[2u * k + 1u];
       }
       storageBarrier();

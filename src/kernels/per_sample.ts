@@ -12,7 +12,8 @@
  *   rows[j]'s float c (the replay row layout of src/learn/replay.ts), batchI[j] = its action.
  * - phase 2 (priorities; one workgroup): p_j = f32(|td[j]| + eps); leaf rows[j] = p_j^alpha, written
  *   only by the last j of a duplicated row (perUpdate: the last in batch order wins); state[0] (f32
- *   bits) = max(state[0], max_j p_j); then the ancestors of the written leaves, level by level
+ *   bits) = max(state[0], max_j p_j) (the rows are scanned from workgroup memory for batches up to
+ *   SHARED_ROWS, from batchI past that); then the ancestors of the written leaves, level by level
  *   with a barrier between levels (threads sharing a node write the same sum): the tree equals
  *   perUpdate's.
  * Indices are exact across backends (the descent compares f32 sums the tree holds bit for bit;
@@ -58,7 +59,8 @@ export const perSampleSpec: KernelSpec = {
     { name: 'eps', type: 'f32' },
   ],
   workgroupSize: [256, 1, 1],
-  constants: { ROW_F, REPLAY_STREAM: Stream.Replay },
+  // SHARED_ROWS: phase 2 keeps up to this many sampled rows in workgroup memory (8 KiB).
+  constants: { ROW_F, REPLAY_STREAM: Stream.Replay, SHARED_ROWS: 2048 },
 };
 
 export interface PerSampleArgs {

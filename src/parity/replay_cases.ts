@@ -113,7 +113,7 @@ export function replayChainCase(p: ChainPlan): ParityCase {
   });
   const sizes = p.launches.map(([n, l]) => `${n}x${l}`).join(' + ');
   return {
-    name: `replay_insert + per_sample capacity=${p.capacity} launches ${sizes} batch=${p.batch}${p.update ? ', priority update with duplicate rows, resample' : ''}`,
+    name: `replay_insert + per_sample capacity=${p.capacity} launches ${sizes} batch=${p.batch}${p.update ? ', priority update, resample' : ''}`,
     kernel: p.update ? 'per_sample' : 'replay_insert',
     tolerance: POW,
     expected,
@@ -162,7 +162,8 @@ export function replayParityCases(): ParityCase[] {
   return [
     // One launch into a larger ring (empty leaves on the right of the tree), batch not a power of 2.
     replayChainCase({ capacity: 50, batch: 24, launches: [[3, 7]], stepSlot: 0, update: false }),
-    // Two launches that wrap the ring, the second larger than it (keeps its last rows).
+    // Two launches that wrap the ring, the second larger than it (keeps its last rows); 64 samples of
+    // 40 rows: the update has duplicate rows (the last wins).
     replayChainCase({
       capacity: 40,
       batch: 64,
@@ -173,7 +174,7 @@ export function replayParityCases(): ParityCase[] {
       stepSlot: 2,
       update: true,
     }),
-    // The default batch from a ring of 3000 rows, duplicates in the sample.
+    // The default batch from a ring of 3000 rows; the resample (unequal priorities) repeats rows.
     replayChainCase({
       capacity: 3000,
       batch: 512,
@@ -182,6 +183,17 @@ export function replayParityCases(): ParityCase[] {
         [16, 100],
       ],
       stepSlot: 5,
+      update: true,
+    }),
+    // A batch past per_sample's SHARED_ROWS (phase 2 reads the rows from batchI).
+    replayChainCase({
+      capacity: 3000,
+      batch: 2100,
+      launches: [
+        [16, 100],
+        [16, 100],
+      ],
+      stepSlot: 1,
       update: true,
     }),
   ];
