@@ -21,10 +21,12 @@ import { mlpBackward } from './mlp_backward.js';
 import { mlpChainForward } from './mlp_chain_forward.js';
 import { mlpDeltaChain } from './mlp_delta_chain.js';
 import { mlpForward } from './mlp_forward.js';
+import { perSample } from './per_sample.js';
 import { philoxStream } from './philox_stream.js';
 import { ppoGather } from './ppo_gather.js';
 import { ppoLoss } from './ppo_loss.js';
 import type { Kernel } from './reference.js';
+import { replayInsert } from './replay_insert.js';
 import { validatePolicyKernel } from './validate_policy.js';
 
 // The learners' kernels (src/learn/device.ts; dqn_loss: the DQN family's loss head).
@@ -44,6 +46,8 @@ const learnerKernels = [
   dqnInputs,
   deltaSum,
   iqnLoss,
+  replayInsert,
+  perSample,
 ];
 
 export const kernels: Readonly<Record<string, Kernel>> = Object.fromEntries(

@@ -32,6 +32,7 @@ import { collectParityCases } from './collect_cases.js';
 import type { Tolerance } from './compare.js';
 import { dqnParityCases } from './dqn_cases.js';
 import { learnParityCases } from './learn_cases.js';
+import { replayParityCases } from './replay_cases.js';
 import { validateParityCases } from './validate_cases.js';
 
 export type Outputs = Record<string, TypedArray>;
@@ -301,6 +302,7 @@ export function parityCases(): ParityCase[] {
     scanGridCase(206),
     ...learnParityCases(),
     ...dqnParityCases(),
+    ...replayParityCases(),
     ...collectParityCases(),
     ...validateParityCases(),
   ];

@@ -52,7 +52,7 @@ import type { Outputs, ParityCase } from './cases.js';
 import type { Tolerance } from './compare.js';
 
 /** Uniform f32 in [lo, hi): counter (Test, 3000 + input, block, 0), key of seed 1. */
-function floats(input: number, n: number, lo: number, hi: number): Float32Array {
+export function floats(input: number, n: number, lo: number, hi: number): Float32Array {
   const out = new Float32Array(n);
   const block = new Uint32Array(4);
   const [k0, k1] = seedToKey(1);
@@ -63,7 +63,7 @@ function floats(input: number, n: number, lo: number, hi: number): Float32Array 
   return out;
 }
 
-function memo<T>(make: () => T): () => T {
+export function memo<T>(make: () => T): () => T {
   let value: T | undefined;
   return () => {
     value ??= make();
@@ -72,7 +72,7 @@ function memo<T>(make: () => T): () => T {
 }
 
 /** Creates buffers through `make` and destroys them all after `body`, whatever happens. */
-async function scoped<T>(
+export async function scoped<T>(
   backend: Backend,
   body: (make: (data: TypedArray | number, label: string) => DeviceBuffer) => Promise<T>,
 ): Promise<T> {
@@ -90,7 +90,12 @@ async function scoped<T>(
   }
 }
 
-async function readF32(backend: Backend, buf: DeviceBuffer, at: number, n: number): Promise<Float32Array> {
+export async function readF32(
+  backend: Backend,
+  buf: DeviceBuffer,
+  at: number,
+  n: number,
+): Promise<Float32Array> {
   return new Float32Array(await backend.download(buf, 4 * at, 4 * n));
 }
 

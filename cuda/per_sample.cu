@@ -1,0 +1,109 @@
+// per_sample: prioritized replay on the device (the twin of src/kernels/per_sample.ts, which states
+// the contract).
+// phase 0 (one block): Philox stratified thresholds, sum-tree descent, importance weights
+//          normalised by their max; rows -> batchI[batch + j], weights -> batchF[batch * ROW_F + j].
+// phase 1 (grid): gather of the sampled ring rows and actions into batchF[0 ..) and batchI[0 ..).
+// phase 2 (one block): priorities from td, last duplicate wins, state[0] = running max, then the
+//          written leaves' ancestors level by level (__syncthreads between levels; it orders the
+//          block's global writes too).
+// Threshold, descent and tree sums use the _rn intrinsics: no fused multiply-add, a correctly
+// rounded division, the same f32 bits as the TS reference.
+// Bindings (declared by the preamble generated from src/kernels/per_sample.ts):
+//   ringF: const float*; ringI: const int*; tree: float*; state: unsigned int* ([0] max priority
+//   bits, [1] first step); batchF: float*; batchI: int*; td: const float*
+#include "grid.cuh"
+#include "philox.cuh"
+
+__device__ float per_workgroup_max(float* partial, unsigned int lid, float v) {
+  partial[lid] = v;
+  __syncthreads();
+  for (unsigned int s = WG_X / 2u; s > 0u; s /= 2u) {
+    if (lid < s) partial[lid] = fmaxf(partial[lid], partial[lid + s]);
+    __syncthreads();
+  }
+  const float m = partial[0];
+  __syncthreads();
+  return m;
+}
+
+extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) per_sample(KERNEL_ARGS) {
+  __shared__ float partial[WG_X];
+  // Phase 2's sampled rows in shared memory (batches up to SHARED_ROWS; larger ones read batchI):
+  // each sample scans the later ones for its row.
+  __shared__ int shared_rows[SHARED_ROWS];
+  const unsigned int lid = threadIdx.x;
+  const unsigned int B = u.batch;
+  if (u.phase == 1u) {
+    const unsigned long long t = flat_thread_id();
+    if (t < (unsigned long long)B * ROW_F) {
+      const unsigned int j = (unsigned int)(t / ROW_F);
+      batchF[t] = ringF[(unsigned long long)batchI[B + j] * ROW_F + (t - (unsigned long long)j * ROW_F)];
+    } else if (t < (unsigned long long)B * (ROW_F + 1u)) {
+      const unsigned int j = (unsigned int)(t - (unsigned long long)B * ROW_F);
+      batchI[j] = ringI[batchI[B + j]];
+    }
+    return;
+  }
+  if (u.phase == 2u) {
+    const bool in_shared = B <= SHARED_ROWS;
+    for (unsigned int j = lid; j < min(B, (unsigned int)SHARED_ROWS); j += WG_X) shared_rows[j] = batchI[B + j];
+    __syncthreads();
+    auto sampled_row = [&](unsigned int q) { return in_shared ? shared_rows[q] : batchI[B + q]; };
+    float m = 0.0f;
+    for (unsigned int j = lid; j < B; j += WG_X) {
+      const float p = __fadd_rn(fabsf(td[j]), u.eps);
+      m = fmaxf(m, p);
+      const int row = sampled_row(j);
+      bool later = false;
+      for (unsigned int q = j + 1u; q < B; q++) {
+        if (sampled_row(q) == row) {
+          later = true;
+          break;
+        }
+      }
+      if (!later) tree[u.leaves + (unsigned int)row] = powf(p, u.alpha);
+    }
+    const float most = per_workgroup_max(partial, lid, m);
+    if (lid == 0u) state[0] = __float_as_uint(fmaxf(__uint_as_float(state[0]), most));
+    __syncthreads();
+    for (unsigned int level = 1u; (u.leaves >> level) >= 1u; level++) {
+      for (unsigned int j = lid; j < B; j += WG_X) {
+        const unsigned int k = (u.leaves + (unsigned int)sampled_row(j)) >> level;
+        tree[k] = __fadd_rn(tree[2u * k], tree[2u * k + 1u]);
+      }
+      __syncthreads();
+    }
+    return;
+  }
+  const unsigned int step = state[1] + u.stepSlot;
+  const float total = tree[1];
+  const float progress = u.betaSteps > 0u ? fminf(1.0f, __fdiv_rn((float)step, (float)u.betaSteps)) : 1.0f;
+  const float beta = u.betaStart + (u.betaEnd - u.betaStart) * progress;
+  const float seg = __fdiv_rn(total, (float)B);
+  float mw = 0.0f;
+  for (unsigned int j = lid; j < B; j += WG_X) {
+    const uint4 w4 = philox4x32_10(make_uint4(REPLAY_STREAM, step, j >> 2u, 0u), u.key0, u.key1);
+    const unsigned int word = (j & 3u) == 0u ? w4.x : (j & 3u) == 1u ? w4.y : (j & 3u) == 2u ? w4.z : w4.w;
+    float x = __fmul_rn(__fadd_rn((float)j, philox_unit_float(word)), seg);
+    unsigned int node = 1u;
+    while (node < u.leaves) {
+      const float left = tree[2u * node];
+      if (x < left || tree[2u * node + 1u] == 0.0f) {
+        node = 2u * node;
+      } else {
+        x = __fsub_rn(x, left);
+        node = 2u * node + 1u;
+      }
+    }
+    batchI[B + j] = (int)(node - u.leaves);
+    const float prob = __fdiv_rn(tree[node], total);
+    const float wj = powf((float)u.size * prob, -beta);
+    batchF[(unsigned long long)B * ROW_F + j] = wj;
+    mw = fmaxf(mw, wj);
+  }
+  const float most = per_workgroup_max(partial, lid, mw);
+  for (unsigned int j = lid; j < B; j += WG_X) {
+    const unsigned long long at = (unsigned long long)B * ROW_F + j;
+    batchF[at] = batchF[at] / most;
+  }
+}
