@@ -12,6 +12,7 @@ import { type Backend, BackendUnavailableError } from '../../src/backend/types.j
 import { type Config, loadConfig } from '../../src/config.js';
 import { createDeviceDqnEngine } from '../../src/learn/device_dqn_engine.js';
 import { createCpuDqnEngine } from '../../src/train/cpu_dqn_engine.js';
+import { benchDqnTrain } from '../../src/train/dqn_bench.js';
 import type { DqnEngine } from '../../src/train/dqn_engine.js';
 import { prepareData } from '../../src/train/run.js';
 
@@ -136,6 +137,41 @@ describe('device DQN engine', () => {
     const iqn = config('iqn');
     expect(() => createDeviceDqnEngine(iqn, market, splits.train, backend)).toThrow(
       /^--algo iqn --backend cpu: the device learner has no IQN tau embedding yet/,
+    );
+  });
+});
+
+describe('bench train --algo dqn|c51', () => {
+  it('times each phase of measured epochs and refuses a replay smaller than a batch', async () => {
+    const cfg = config('c51');
+    const backend = cpuBackend();
+    const data = await prepareData(cfg);
+    const lines: string[] = [];
+    const r = await benchDqnTrain({
+      backend,
+      cfg,
+      market: data.market,
+      splits: data.splits,
+      barsPerYear: data.barsPerYear,
+      repeats: 2,
+      onProgress: (line) => lines.push(line),
+    });
+    expect(lines.map((l) => l.split(':')[0])).toEqual(['warm-up', 'epoch 1', 'epoch 2']);
+    expect(r).toMatchObject({ algo: 'c51', episodes: 4, steps: 16, batch: 16, trainSteps: 5 });
+    for (const ms of Object.values(r.times)) expect(ms).toBeGreaterThan(0);
+    expect(r.times.epochMs).toBeCloseTo(r.times.collectMs + r.times.trainMs + r.times.validateMs, 6);
+    expect(r.stepMs).toBeCloseTo(r.times.trainMs / 5, 9);
+    const big = loadConfig(undefined, {
+      'train.algo': 'dqn',
+      'data.synthBars': '3000',
+      'rollout.episodes': '2',
+      'rollout.steps': '8',
+      'dqn.batch': '32',
+    });
+    await expect(
+      benchDqnTrain({ ...data, backend, cfg: big, barsPerYear: data.barsPerYear, repeats: 1 }),
+    ).rejects.toThrow(
+      /^bench train: epoch 1 took 0 train steps, not 300 \(the replay holds 16 rows, a batch is 32\)/,
     );
   });
 });
