@@ -3,7 +3,8 @@
  * engine over the TS references, for the plain and C51 heads: the same rollouts, losses and params
  * to float noise over two epochs, on the CPU backend (the kernels' TS twins) and on WebGPU
  * (lavapipe here; FOXHUNT_REQUIRE_WEBGPU=1 fails instead of skipping); a snapshot taken after
- * epoch 1 and restored into a fresh device engine continues exactly as the original.
+ * epoch 1 and restored into a fresh device engine continues exactly as the original; curiosity
+ * (host-side) as the CPU engine's; `bench train --algo dqn|c51`'s measuring.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { createCpuBackend } from '../../src/backend/cpu/index.js';
@@ -107,32 +108,68 @@ describe('device DQN engine', () => {
     });
   }
 
-  it('resumes from a snapshot exactly (c51, CPU backend) and refuses IQN in one line', async () => {
-    const cfg = config('c51');
+  for (const where of ['cpu', 'webgpu'] as const) {
+    it(`c51 on the ${where} backend: a snapshot restored into a fresh engine continues exactly`, async (ctx) => {
+      const cfg = config('c51');
+      const backend = where === 'cpu' ? cpuBackend() : await webgpu(ctx);
+      const { market, splits } = await prepareData(cfg);
+      const first = createDeviceDqnEngine(cfg, market, splits.train, backend);
+      const second = createDeviceDqnEngine(cfg, market, splits.train, backend);
+      try {
+        await first.collect(0, 0.5);
+        await first.train(0);
+        const snap = await first.snapshot();
+        await second.restore(snap);
+        const [a, b] = [
+          { collected: await first.collect(1, 0.4), trained: await first.train(1) },
+          { collected: await second.collect(1, 0.4), trained: await second.train(1) },
+        ];
+        expect(b).toEqual(a);
+        const [p, q] = [await first.snapshot(), await second.snapshot()];
+        expect(q).toEqual(p);
+        expect(p.trainSteps).toBe(10);
+        // The snapshot restores into the CPU engine too (interchangeable checkpoints).
+        const cpu = createCpuDqnEngine(cfg, market, splits.train);
+        await cpu.restore(snap);
+        expect(await cpu.snapshot()).toEqual(snap);
+      } finally {
+        first.destroy();
+        second.destroy();
+      }
+    });
+  }
+
+  it('trains curiosity like the CPU engine when the bonus is on, and refuses IQN in one line', async () => {
+    const cfg = loadConfig(undefined, {
+      'train.algo': 'dqn',
+      'data.synthBars': '3000',
+      'env.episodeBars': '64',
+      'env.curiosityScale': '1',
+      'env.curiosityBatch': '20',
+      'rollout.episodes': '4',
+      'rollout.steps': '16',
+      'dqn.batch': '16',
+      'dqn.stepsPerEpoch': '2',
+      'dqn.replayCapacity': '256',
+    });
     const backend = cpuBackend();
     const { market, splits } = await prepareData(cfg);
-    const first = createDeviceDqnEngine(cfg, market, splits.train, backend);
-    const second = createDeviceDqnEngine(cfg, market, splits.train, backend);
+    const dev = createDeviceDqnEngine(cfg, market, splits.train, backend);
+    const cpu = createCpuDqnEngine(cfg, market, splits.train);
     try {
-      await first.collect(0, 0.5);
-      await first.train(0);
-      const snap = await first.snapshot();
-      await second.restore(snap);
-      const [a, b] = [
-        { collected: await first.collect(1, 0.4), trained: await first.train(1) },
-        { collected: await second.collect(1, 0.4), trained: await second.train(1) },
-      ];
-      expect(b).toEqual(a);
-      const [p, q] = [await first.snapshot(), await second.snapshot()];
-      expect(q).toEqual(p);
-      expect(p.trainSteps).toBe(10);
-      // The snapshot restores into the CPU engine too (interchangeable checkpoints).
-      const cpu = createCpuDqnEngine(cfg, market, splits.train);
-      await cpu.restore(snap);
-      expect((await cpu.snapshot()).replay).toEqual(snap.replay);
+      await expect(dev.trainCuriosity(0)).rejects.toThrow('device dqn engine: trainCuriosity needs a launch');
+      for (const round of [0, 1]) {
+        const [x, y] = [await dev.collect(round, 0.5), await cpu.collect(round, 0.5)];
+        expect(x.reward.curiosity).toBeGreaterThan(0);
+        expect(x.reward.curiosity).toBeCloseTo(y.reward.curiosity, 6);
+        const [m, n] = [await dev.trainCuriosity(round), await cpu.trainCuriosity(round)];
+        expect(m).toBeCloseTo(n, 6);
+      }
+      const [p, q] = [await dev.params(), await cpu.params()];
+      expect(maxDiff(p.curiosity, q.curiosity)).toBeLessThan(1e-6);
     } finally {
-      first.destroy();
-      second.destroy();
+      dev.destroy();
+      cpu.destroy();
     }
     const iqn = config('iqn');
     expect(() => createDeviceDqnEngine(iqn, market, splits.train, backend)).toThrow(
