@@ -40,7 +40,13 @@ export async function runDqnTraining(opts: RunOptions): Promise<RunResult> {
         'elsewhere, --force deletes it and starts again',
     );
   }
-  if (backend === 'auto') opts.onInfo?.(`backend: cpu (the ${algo} learner runs on the CPU only so far)`);
+  if (backend === 'auto') {
+    opts.onInfo?.(
+      algo === 'iqn'
+        ? 'backend: cpu (the iqn learner runs on the CPU only so far)'
+        : `backend: cpu (auto takes the CPU for ${algo}; --backend webgpu|cuda trains it on the device)`,
+    );
+  }
   const data = await prepareData(cfg, opts.bars);
   if (resume) checkSameData(resume.state.data, data.fingerprint, outDir);
   let device: Backend | null = null;
