@@ -316,6 +316,47 @@ export class DeviceDqnLearner {
     return new Float32Array(await this.backend.download(this.buffers[which], 0, 4 * this.init.layout.size));
   }
 
+  /** Replaces the online or target params (e.g. from a checkpoint). */
+  write(which: 'params' | 'target', data: Float32Array): void {
+    const size = this.init.layout.size;
+    if (data.length !== size)
+      throw new Error(`device dqn: ${which} has ${data.length} floats, expected ${size}`);
+    this.backend.upload(this.buffers[which], data);
+  }
+
+  /** Adam's first and second moments (`m`, `v`, each one float per param). */
+  async readMoments(): Promise<{ m: Float32Array; v: Float32Array }> {
+    const P = this.init.layout.size;
+    const all = new Float32Array(await this.backend.download(this.buffers.moments, 0, 8 * P));
+    return { m: all.slice(0, P), v: all.slice(P) };
+  }
+
+  writeMoments(m: Float32Array, v: Float32Array): void {
+    const P = this.init.layout.size;
+    if (m.length !== P || v.length !== P)
+      throw new Error(`device dqn: Adam moments have ${m.length} and ${v.length} floats, expected ${P} each`);
+    const all = new Float32Array(2 * P);
+    all.set(m);
+    all.set(v, P);
+    this.backend.upload(this.buffers.moments, all);
+  }
+
+  /** Device copy of the online then the target params to `dst` at `dstByteOffset` (no readback). */
+  copyNetsTo(dst: DeviceBuffer, dstByteOffset = 0): void {
+    const bytes = 4 * this.init.layout.size;
+    this.backend.copy(this.buffers.params, dst, bytes, 0, dstByteOffset);
+    this.backend.copy(this.buffers.target, dst, bytes, 0, dstByteOffset + bytes);
+  }
+
+  /** Sum of the global gradient norms since the last `resetNormSum` (0 when dqn.maxGradNorm is 0). */
+  async readNormSum(): Promise<number> {
+    return new Float32Array(await this.backend.download(this.buffers.stats, 0, 4))[0];
+  }
+
+  resetNormSum(): void {
+    this.backend.upload(this.buffers.stats, new Float32Array(1));
+  }
+
   /** The last step's priority signals `[B]` and weighted losses `[B]`. */
   async readTd(): Promise<Float32Array> {
     return new Float32Array(await this.backend.download(this.buffers.td, 0, 8 * this.batch));

@@ -4,47 +4,45 @@
  * -> perInsert (max priority) -> dqnTrainStep x dqn.stepsPerEpoch. Bit-for-bit reproducible for
  * a seed: every random draw is a Philox counter of the round, slot, step or train step.
  *
- * Curiosity batch of round r (when the bonus is on): the launch's rows in the order of the
- * shuffle of epoch r (src/learn/shuffle.ts), the first env.curiosityBatch of them; input =
- * state[0..32) ++ one-hot(category), target = the row's next state[0..32) (the state after the
- * step, before any restart, so every row qualifies).
+ * Curiosity (when the bonus is on): src/train/dqn_curiosity.ts.
  */
 import { collectDqn, type DqnNets } from '../collect/dqn.js';
 import { createDqnRollout } from '../collect/rollout.js';
 import type { Config } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
-import { category } from '../env/actions.js';
-import type { CuriosityModel } from '../env/curiosity.js';
 import { envParams } from '../env/params.js';
 import { createEnv } from '../env/state.js';
-import { curiosityTrainStep } from '../learn/curiosity.js';
 import { c51Support, createDqnLearner, dqnTrainStep, headOf } from '../learn/dqn_update.js';
-import { createMlpCache } from '../learn/mlp.js';
-import { type AdamState, createAdam } from '../learn/optim.js';
+import type { AdamState } from '../learn/optim.js';
 import { createPer, perBeta, perInsert } from '../learn/per.js';
 import { createReplay, insertRollout, REPLAY_ROW_BYTES } from '../learn/replay.js';
-import { shuffleIndex } from '../learn/shuffle.js';
 import { initParams } from '../nets/forward.js';
-import { CURIOSITY_OUT, curiosityLayout, duelingLayout, NetId, STATE_DIM } from '../nets/layout.js';
+import { duelingLayout, NetId } from '../nets/layout.js';
 import { seedToKey } from '../rng/philox.js';
+import { createHostCuriosity } from './dqn_curiosity.js';
 import type { DqnEngine, DqnSnapshot, DqnTrainStats } from './dqn_engine.js';
 import { type CollectStats, summarizeRollout } from './engine.js';
 
-/** Largest replay the CPU engine allocates (bytes). */
+/** Largest replay a host-side replay allocates (bytes). */
 const MAX_REPLAY_BYTES = 4 * 2 ** 30;
+
+/** Refuses a dqn.replayCapacity whose host replay would pass MAX_REPLAY_BYTES. */
+export function assertHostReplayFits(capacity: number): void {
+  const bytes = capacity * REPLAY_ROW_BYTES;
+  if (bytes > MAX_REPLAY_BYTES) {
+    throw new Error(
+      `dqn.replayCapacity ${capacity} needs ${(bytes / 2 ** 30).toFixed(1)} GiB of replay on the host ` +
+        `(limit ${MAX_REPLAY_BYTES / 2 ** 30} GiB): lower dqn.replayCapacity`,
+    );
+  }
+}
 
 export function createCpuDqnEngine(cfg: Config, market: Market, train: SplitRange): DqnEngine {
   const seed = cfg.train.seed;
   const key = seedToKey(seed);
   const q = cfg.dqn;
   const { episodes: n, steps } = cfg.rollout;
-  const bytes = q.replayCapacity * REPLAY_ROW_BYTES;
-  if (bytes > MAX_REPLAY_BYTES) {
-    throw new Error(
-      `dqn.replayCapacity ${q.replayCapacity} needs ${(bytes / 2 ** 30).toFixed(1)} GiB of replay on the CPU ` +
-        `(limit ${MAX_REPLAY_BYTES / 2 ** 30} GiB): lower dqn.replayCapacity`,
-    );
-  }
+  assertHostReplayFits(q.replayCapacity);
   const params = envParams(cfg.env);
   const env = createEnv(market, train, params, n, seed);
   const head = headOf(cfg.train.algo);
@@ -60,14 +58,8 @@ export function createCpuDqnEngine(cfg: Config, market: Market, train: SplitRang
     support: c51Support(q),
     actTaus: q.iqnActTau,
   };
-  const curiosity: CuriosityModel = {
-    layout: curiosityLayout(),
-    params: initParams(curiosityLayout(), NetId.Curiosity, seed),
-  };
+  const curiosity = createHostCuriosity(cfg);
   const curiosityOn = cfg.env.curiosityScale > 0 && cfg.env.curiosityMaxReward > 0;
-  let curiosityAdam: AdamState = createAdam(curiosity.params.length);
-  const cBatch = cfg.env.curiosityBatch;
-  let cCache: ReturnType<typeof createMlpCache> | null = null;
   const rollout = createDqnRollout(n, steps);
   const count = n * steps;
   let collected = false;
@@ -77,7 +69,7 @@ export function createCpuDqnEngine(cfg: Config, market: Market, train: SplitRang
 
     async collect(round: number, epsilon: number): Promise<CollectStats> {
       const launch = { steps, epsilon, stepBase: round * steps, gamma: q.gamma };
-      collectDqn(env, market, params, nets, curiosityOn ? curiosity : null, launch, rollout);
+      collectDqn(env, market, params, nets, curiosityOn ? curiosity.model : null, launch, rollout);
       const { first, count: added } = insertRollout(replay, rollout, q.gamma, q.nStep);
       perInsert(per, first, added);
       collected = true;
@@ -103,40 +95,14 @@ export function createCpuDqnEngine(cfg: Config, market: Market, train: SplitRang
 
     async trainCuriosity(round: number): Promise<number> {
       if (!collected) throw new Error('cpu dqn engine: trainCuriosity needs a launch; call collect first');
-      const rows = Math.min(cBatch, count);
-      cCache ??= createMlpCache(curiosity.layout, cBatch);
-      const input = cCache.acts[0];
-      const inDim = curiosity.layout.layers[0].in;
-      const targets = new Float32Array(rows * CURIOSITY_OUT);
-      for (let j = 0; j < rows; j++) {
-        const idx = shuffleIndex(j, count, round, seed);
-        const s = idx * STATE_DIM;
-        for (let k = 0; k < CURIOSITY_OUT; k++) {
-          input[j * inDim + k] = rollout.states[s + k];
-          targets[j * CURIOSITY_OUT + k] = rollout.nextStates[s + k];
-        }
-        const cat = category(rollout.actions[idx]);
-        for (let k = 0; k < 3; k++) input[j * inDim + CURIOSITY_OUT + k] = k === cat ? 1 : 0;
-      }
-      const size = curiosity.params.length;
-      return curiosityTrainStep(
-        curiosity.layout,
-        curiosity.params,
-        curiosityAdam,
-        cCache,
-        targets,
-        rows,
-        new Float32Array(size),
-        new Float32Array(rows * CURIOSITY_OUT),
-        { lr: cfg.env.curiosityLr, weightDecay: cfg.env.curiosityWeightDecay },
-      );
+      return curiosity.train(rollout, round);
     },
 
     async params() {
       return {
         online: learner.online as Float32Array,
         target: learner.target as Float32Array,
-        curiosity: curiosity.params,
+        curiosity: curiosity.model.params,
       };
     },
 
@@ -150,9 +116,9 @@ export function createCpuDqnEngine(cfg: Config, market: Market, train: SplitRang
         params: {
           online: (learner.online as Float32Array).slice(),
           target: (learner.target as Float32Array).slice(),
-          curiosity: curiosity.params.slice(),
+          curiosity: curiosity.model.params.slice(),
         },
-        optim: { online: moments(learner.adam), curiosity: moments(curiosityAdam) },
+        optim: { online: moments(learner.adam), curiosity: moments(curiosity.adam) },
         env: { f: env.f.slice(), i: env.i.slice(), window: env.window.slice() },
         trainSteps: learner.steps,
         replay: { f: replay.f.slice(), i: replay.i.slice(), head: replay.head, size: replay.size },
@@ -173,14 +139,13 @@ export function createCpuDqnEngine(cfg: Config, market: Market, train: SplitRang
       };
       put(learner.online, s.params.online, 'online');
       put(learner.target, s.params.target, 'target');
-      put(curiosity.params, s.params.curiosity, 'curiosity');
+      put(curiosity.model.params, s.params.curiosity, 'curiosity');
       put(learner.adam.m, s.optim.online.m, 'online Adam m');
       put(learner.adam.v, s.optim.online.v, 'online Adam v');
       learner.adam.step = s.optim.online.step;
-      curiosityAdam = createAdam(curiosity.params.length);
-      put(curiosityAdam.m, s.optim.curiosity.m, 'curiosity AdamW m');
-      put(curiosityAdam.v, s.optim.curiosity.v, 'curiosity AdamW v');
-      curiosityAdam.step = s.optim.curiosity.step;
+      put(curiosity.adam.m, s.optim.curiosity.m, 'curiosity AdamW m');
+      put(curiosity.adam.v, s.optim.curiosity.v, 'curiosity AdamW v');
+      curiosity.adam.step = s.optim.curiosity.step;
       put(env.f, s.env.f, 'env floats');
       put(env.i, s.env.i, 'env integers');
       put(env.window, s.env.window, 'env window');

@@ -1,10 +1,15 @@
 /**
  * A DQN-family training run (`--algo dqn|c51|iqn`): data and splits, the engine, fresh start or
- * resume, then the loop of src/algo/dqn.ts. Only the CPU engine exists so far: `--backend
- * webgpu|cuda` is refused with one line, `auto` takes the CPU. A resume restores the replay and
- * the PER tree with the rest, so it continues bit for bit.
+ * resume, then the loop of src/algo/dqn.ts. `--backend cpu` runs the CPU engine (the TS
+ * references); `webgpu|cuda` run the device engine (src/learn/device_dqn_engine.ts) for dqn and
+ * c51 (IQN is refused there with one line); `auto` takes the CPU. A resume restores the replay and
+ * the PER tree with the rest, so it continues bit for bit on the backend that wrote it (both
+ * engines write the same snapshot, so a checkpoint also resumes on the other, to float noise).
  */
 import { trainDqn } from '../algo/dqn.js';
+import { chooseBackend, describeChoice } from '../backend/index.js';
+import { type Backend, BackendUnavailableError } from '../backend/types.js';
+import { createDeviceDqnEngine, iqnOnDevice } from '../learn/device_dqn_engine.js';
 import { bestDir, lastDir } from './checkpoint.js';
 import { createCpuDqnEngine } from './cpu_dqn_engine.js';
 import type { DqnCheckpoint } from './dqn_checkpoint.js';
@@ -24,11 +29,8 @@ import { joinPath, settleDir } from './storage.js';
 export async function runDqnTraining(opts: RunOptions): Promise<RunResult> {
   const { cfg, storage } = opts;
   const { algo, backend } = cfg.train;
-  if (backend === 'webgpu' || backend === 'cuda') {
-    throw new RunError(
-      `--algo ${algo} --backend ${backend}: the DQN-family learner on the device is not built yet; use --backend cpu`,
-    );
-  }
+  if ((backend === 'webgpu' || backend === 'cuda') && algo === 'iqn')
+    throw new RunError(iqnOnDevice(backend));
   const resume = opts.resume as DqnCheckpoint | null;
   const outDir = cfg.train.outDir;
   const earlier = resume ? [] : await earlierRun(storage, outDir);
@@ -38,13 +40,38 @@ export async function runDqnTraining(opts: RunOptions): Promise<RunResult> {
         'elsewhere, --force deletes it and starts again',
     );
   }
-  if (backend === 'auto') opts.onInfo?.(`backend: cpu (the ${algo} learner runs on the CPU only so far)`);
+  if (backend === 'auto') {
+    opts.onInfo?.(
+      algo === 'iqn'
+        ? 'backend: cpu (the iqn learner runs on the CPU only so far)'
+        : `backend: cpu (auto takes the CPU for ${algo}; --backend webgpu|cuda trains it on the device)`,
+    );
+  }
   const data = await prepareData(cfg, opts.bars);
   if (resume) checkSameData(resume.state.data, data.fingerprint, outDir);
+  let device: Backend | null = null;
+  if (backend === 'webgpu' || backend === 'cuda') {
+    try {
+      const choice = await chooseBackend(backend, opts.backendOptions);
+      device = choice.backend;
+      for (const line of describeChoice(choice)) opts.onInfo?.(line);
+    } catch (err) {
+      if (err instanceof BackendUnavailableError) throw new RunError(err.message);
+      throw err;
+    }
+    if (resume && resume.state.backend !== device.kind) {
+      opts.onInfo?.(
+        `resuming a ${resume.state.backend} checkpoint on ${device.kind}: it continues to float noise, not bit for bit`,
+      );
+    }
+  }
   let engine: DqnEngine;
   try {
-    engine = createCpuDqnEngine(cfg, data.market, data.splits.train);
+    engine = device
+      ? createDeviceDqnEngine(cfg, data.market, data.splits.train, device)
+      : createCpuDqnEngine(cfg, data.market, data.splits.train);
   } catch (err) {
+    device?.destroy();
     throw new RunError((err as Error).message);
   }
   try {
@@ -74,8 +101,9 @@ export async function runDqnTraining(opts: RunOptions): Promise<RunResult> {
       onEpoch: opts.onEpoch,
       signal: opts.signal,
     });
-    return { records, summary, backend: 'cpu', outDir };
+    return { records, summary, backend: engine.backend, outDir };
   } finally {
     engine.destroy();
+    device?.destroy();
   }
 }

@@ -132,7 +132,7 @@ describe('foxhunt train / backtest', () => {
     const dqn = await cli([
       'train',
       '--algo',
-      'dqn',
+      'iqn',
       '--backend',
       'cuda',
       '--out',
@@ -140,7 +140,7 @@ describe('foxhunt train / backtest', () => {
       ...TINY,
     ]);
     expect(dqn.code).toBe(1);
-    expect(dqn.err).toMatch(/--algo dqn --backend cuda: .* not built yet; use --backend cpu/);
+    expect(dqn.err).toMatch(/--algo iqn --backend cuda: the device learner has no IQN tau embedding yet/);
     expect(dqn.err.split('\n')).toHaveLength(1);
 
     const flag = await cli(['train', '--ppo.lr', 'fast']);

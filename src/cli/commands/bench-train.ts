@@ -3,20 +3,22 @@
  * `foxhunt train` runs it (the learner's own launch plan, precision as train.precision), for one
  * or more N, with the update's achieved FLOP/s against the device's datasheet peaks
  * (src/backend/peaks.ts). The measuring lives in src/train/ppo_bench.ts; the learner's plan
- * knobs are in the dev harness: `node dist/dev/bench.js train --help`.
+ * knobs are in the dev harness: `node dist/dev/bench.js train --help`. `--algo dqn|c51` times
+ * the DQN-family epoch instead (src/train/dqn_bench.ts).
  */
 import { capsOf } from '../../backend/caps.js';
 import { type BackendRequest, chooseBackend, describeChoice } from '../../backend/index.js';
 import { type DevicePeaks, devicePeaks, tensorPeak } from '../../backend/peaks.js';
-import { BackendUnavailableError } from '../../backend/types.js';
+import { type Backend, BackendUnavailableError } from '../../backend/types.js';
 import { loadConfig, resolvePrecision } from '../../config.js';
+import { type BenchDqnResult, benchDqnTrain, dqnTable } from '../../train/dqn_bench.js';
 import { type BenchTrainResult, benchPpoTrain } from '../../train/ppo_bench.js';
 import { prepareData } from '../../train/run.js';
 import { intFlag, parseFlags } from '../args.js';
 import { type Command, UserError } from '../main.js';
 import { peaksLine } from './bench-collect.js';
 
-const usage = `usage: foxhunt bench train [--algo ppo] [--backend auto|cuda|webgpu|cpu] [--episodes N[,N...]]
+const usage = `usage: foxhunt bench train [--algo ppo|dqn|c51] [--backend auto|cuda|webgpu|cpu] [--episodes N[,N...]]
                            [--steps L] [--precision auto|exact|tf32] [--repeats R] [--json]
 
 Times a PPO epoch per phase on the built-in synthetic market, as \`foxhunt train\` runs it: collect
@@ -27,7 +29,10 @@ epoch, then R measured ones, for each N. Reports milliseconds per phase, the upd
 achieved FLOP/s as a share of the device's f32 FMA peak and, for tf32, of its TF32 tensor-core peak
 (vendor datasheet figures, named in the output), and training samples/s.
 
-  --algo ppo        the learner to measure (the DQN learner is not on the device yet)
+  --algo A          ppo (default), or dqn / c51: the DQN-family epoch per phase (collect, then
+                    dqn.stepsPerEpoch train steps at dqn.batch with the host PER, validate) and
+                    the train-step time; default N = 128 (cpu: 8), 300 steps (cpu: 10) at batch
+                    512, precision exact
   --backend KIND    auto (default), cuda, webgpu or cpu
   --episodes LIST   comma-separated N (default 128,1024: 64,000 and 512,000 samples at L = 500;
                     cpu: 8)
@@ -99,8 +104,10 @@ async function run(args: string[]): Promise<number> {
   );
   if (positionals.length > 0) throw new UserError(`unexpected argument "${positionals[0]}"\n${usage}`);
   const algo = (values.algo as string | undefined) ?? 'ppo';
-  if (algo !== 'ppo')
-    throw new UserError(`--algo ${algo}: bench train measures the PPO learner only (--algo ppo)`);
+  if (!['ppo', 'dqn', 'c51'].includes(algo))
+    throw new UserError(`--algo ${algo}: bench train measures ppo, dqn or c51`);
+  if (algo !== 'ppo' && (values.precision as string | undefined) === 'tf32')
+    throw new UserError(`--precision tf32: the ${algo} learner runs in exact f32 only; drop --precision`);
   const request = (values.backend as string | undefined) ?? 'auto';
   if (!BACKENDS.includes(request)) {
     throw new UserError(`--backend must be one of ${BACKENDS.join(', ')}, got "${request}"`);
@@ -131,6 +138,13 @@ async function run(args: string[]): Promise<number> {
     if (!json) console.error(line);
   };
   for (const line of describeChoice(choice)) log(line);
+  if (algo !== 'ppo') {
+    try {
+      return await dqnBench(algo, backend, episodesList, values, json, log);
+    } finally {
+      backend.destroy();
+    }
+  }
   try {
     const precision = resolvePrecision(precisionFlag as 'auto' | 'exact' | 'tf32', backend.kind);
     const caps = capsOf(backend);
@@ -190,9 +204,65 @@ async function run(args: string[]): Promise<number> {
   }
 }
 
+async function dqnBench(
+  algo: string,
+  backend: Backend,
+  episodesList: number[] | undefined,
+  values: Record<string, unknown>,
+  json: boolean,
+  log: (line: string) => void,
+): Promise<number> {
+  const cpu = capsOf(backend).deviceClass === 'cpu';
+  const episodes = [...new Set(episodesList ?? [cpu ? 8 : 128])];
+  const steps = intFlag(values.steps as string | undefined, 'steps', cpu ? 64 : 500, 1);
+  const repeats = intFlag(values.repeats as string | undefined, 'repeats', 3, 1);
+  const settings = episodes.map((n) =>
+    loadConfig(undefined, {
+      'train.algo': algo,
+      'rollout.episodes': String(n),
+      'rollout.steps': String(steps),
+      ...(cpu ? { 'dqn.stepsPerEpoch': '10' } : {}),
+    }),
+  );
+  const data = await prepareData(settings[0]);
+  const results: BenchDqnResult[] = [];
+  for (const cfg of settings) {
+    log(`${cfg.rollout.episodes} x ${steps}: ${cfg.dqn.stepsPerEpoch} train steps at batch ${cfg.dqn.batch}`);
+    try {
+      results.push(
+        await benchDqnTrain({
+          backend,
+          cfg,
+          market: data.market,
+          splits: data.splits,
+          barsPerYear: data.barsPerYear,
+          repeats,
+          onProgress: (line) => log(`  ${line}`),
+        }),
+      );
+    } catch (err) {
+      if (err instanceof Error && err.message.startsWith('bench train:')) throw new UserError(err.message);
+      throw err;
+    }
+  }
+  if (json) {
+    console.log(
+      JSON.stringify(
+        { command: 'bench train', algo, precision: 'exact', backend: backend.info, results },
+        null,
+        2,
+      ),
+    );
+    return 0;
+  }
+  console.log(`train ${algo}, exact, on ${backend.kind} (${backend.info.device}, ${backend.info.driver})`);
+  for (const line of dqnTable(results)) console.log(`  ${line}`);
+  return 0;
+}
+
 export const benchTrainCommand: Command = {
   name: 'bench train',
-  summary: 'time a PPO epoch per phase as train runs it, the update against the device peaks',
+  summary: 'time a PPO (or dqn / c51) epoch per phase as train runs it',
   usage,
   run,
 };

@@ -1,0 +1,126 @@
+/**
+ * The DQN-family epoch benchmark behind `foxhunt bench train --algo dqn|c51` (docs/LEARNER.md):
+ * the engine `foxhunt train` uses on that backend (src/learn/device_dqn_engine.ts on webgpu and
+ * cuda, the CPU engine on cpu), timed per phase of an epoch:
+ *   collect   one launch of N x L epsilon-greedy steps, read back and folded into the host replay
+ *   train     dqn.stepsPerEpoch train steps at dqn.batch (host PER sample, batch upload, device
+ *             step, priority readback per step); `stepMs` = train / steps
+ *   validate  params read back and the greedy policy backtested on the validation split (host)
+ * The first epoch is a warm-up (kernel compilation, a replay of at least one batch) and is not
+ * counted; the means are over the measured repeats.
+ */
+import type { Backend } from '../backend/types.js';
+import type { Config } from '../config.js';
+import type { Market, Splits } from '../data/types.js';
+import { createDeviceDqnEngine } from '../learn/device_dqn_engine.js';
+import { c51Support, epsilonAt, headOf } from '../learn/dqn_update.js';
+import { duelingLayout } from '../nets/layout.js';
+import { backtest } from './backtest.js';
+import { createCpuDqnEngine } from './cpu_dqn_engine.js';
+import { dqnGreedyPolicy } from './policies.js';
+
+export interface BenchDqnResult {
+  algo: string;
+  episodes: number;
+  steps: number;
+  batch: number;
+  trainSteps: number;
+  /** Mean wall milliseconds per epoch phase over the measured repeats. */
+  times: { collectMs: number; trainMs: number; validateMs: number; epochMs: number };
+  /** Mean wall milliseconds of one train step (trainMs / trainSteps). */
+  stepMs: number;
+}
+
+export interface BenchDqnOptions {
+  backend: Backend;
+  cfg: Config;
+  market: Market;
+  splits: Splits;
+  barsPerYear: number;
+  repeats: number;
+  onProgress?: (line: string) => void;
+}
+
+export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult> {
+  const { cfg, backend } = o;
+  const q = cfg.dqn;
+  const engine =
+    backend.kind === 'cpu'
+      ? createCpuDqnEngine(cfg, o.market, o.splits.train)
+      : createDeviceDqnEngine(cfg, o.market, o.splits.train, backend);
+  const head = headOf(cfg.train.algo);
+  const layout = duelingLayout(head, q.atoms, q.iqnEmbed);
+  const sum = { collect: 0, train: 0, validate: 0 };
+  try {
+    for (let r = 0; r <= o.repeats; r++) {
+      let t0 = performance.now();
+      await engine.collect(r, epsilonAt(q, r));
+      const collect = performance.now() - t0;
+      t0 = performance.now();
+      const trained = await engine.train(r);
+      const train = performance.now() - t0;
+      if (trained.steps !== q.stepsPerEpoch) {
+        throw new Error(
+          `bench train: epoch ${r + 1} took ${trained.steps} train steps, not ${q.stepsPerEpoch} (the replay holds ${trained.replaySize} rows, a batch is ${q.batch}): raise --episodes or --steps`,
+        );
+      }
+      t0 = performance.now();
+      const params = await engine.params();
+      backtest(
+        o.market,
+        o.splits.val,
+        cfg.env,
+        dqnGreedyPolicy(head, layout, params.online, c51Support(q), q.iqnActTau),
+        o.barsPerYear,
+      );
+      const validate = performance.now() - t0;
+      const what = r === 0 ? 'warm-up' : `epoch ${r}`;
+      o.onProgress?.(
+        `${what}: collect ${collect.toFixed(1)} ms, train ${train.toFixed(1)} ms, validate ${validate.toFixed(1)} ms`,
+      );
+      if (r === 0) continue;
+      sum.collect += collect;
+      sum.train += train;
+      sum.validate += validate;
+    }
+  } finally {
+    engine.destroy();
+  }
+  const r = o.repeats;
+  const times = {
+    collectMs: sum.collect / r,
+    trainMs: sum.train / r,
+    validateMs: sum.validate / r,
+    epochMs: (sum.collect + sum.train + sum.validate) / r,
+  };
+  return {
+    algo: cfg.train.algo,
+    episodes: cfg.rollout.episodes,
+    steps: cfg.rollout.steps,
+    batch: q.batch,
+    trainSteps: q.stepsPerEpoch,
+    times,
+    stepMs: times.trainMs / q.stepsPerEpoch,
+  };
+}
+
+/** The table `foxhunt bench train --algo dqn|c51` prints. */
+export function dqnTable(results: BenchDqnResult[]): string[] {
+  const rows = [
+    ['N x L', 'batch', 'train steps', 'collect ms', 'train ms', 'validate ms', 'epoch ms', 'step ms'],
+    ...results.map((r) => [
+      `${r.episodes} x ${r.steps}`,
+      String(r.batch),
+      String(r.trainSteps),
+      r.times.collectMs.toFixed(1),
+      r.times.trainMs.toFixed(1),
+      r.times.validateMs.toFixed(1),
+      r.times.epochMs.toFixed(1),
+      r.stepMs.toFixed(3),
+    ]),
+  ];
+  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
+  return rows.map((r) =>
+    r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  '),
+  );
+}

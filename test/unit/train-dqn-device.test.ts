@@ -1,0 +1,214 @@
+/**
+ * The device DQN engine (collect_dqn + DeviceDqnLearner, host replay and PER) against the CPU
+ * engine over the TS references, for the plain and C51 heads: the same rollouts, losses and params
+ * to float noise over two epochs, on the CPU backend (the kernels' TS twins) and on WebGPU
+ * (lavapipe here; FOXHUNT_REQUIRE_WEBGPU=1 fails instead of skipping); a snapshot taken after
+ * epoch 1 and restored into a fresh device engine continues exactly as the original; curiosity
+ * (host-side) as the CPU engine's; `bench train --algo dqn|c51`'s measuring.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { createCpuBackend } from '../../src/backend/cpu/index.js';
+import { createBackend } from '../../src/backend/index.js';
+import { type Backend, BackendUnavailableError } from '../../src/backend/types.js';
+import { type Config, loadConfig } from '../../src/config.js';
+import { createDeviceDqnEngine } from '../../src/learn/device_dqn_engine.js';
+import { createCpuDqnEngine } from '../../src/train/cpu_dqn_engine.js';
+import { benchDqnTrain } from '../../src/train/dqn_bench.js';
+import type { DqnEngine } from '../../src/train/dqn_engine.js';
+import { prepareData } from '../../src/train/run.js';
+
+const config = (algo: string): Config =>
+  loadConfig(undefined, {
+    'train.algo': algo,
+    'data.synthBars': '3000',
+    'env.episodeBars': '64',
+    'rollout.episodes': '4',
+    'rollout.steps': '16',
+    'dqn.batch': '16',
+    'dqn.stepsPerEpoch': '5',
+    'dqn.replayCapacity': '256',
+    'dqn.targetEvery': '3',
+  });
+
+const maxDiff = (a: Float32Array, b: Float32Array) =>
+  a.reduce((m, x, k) => Math.max(m, Math.abs(x - b[k])), 0);
+
+/** Two epochs of collect + train on each engine; the per-epoch stats and the final params. */
+async function twoEpochs(engine: DqnEngine) {
+  const out = [];
+  for (const round of [0, 1]) {
+    const collected = await engine.collect(round, 0.5);
+    const trained = await engine.train(round);
+    out.push({ collected, trained });
+  }
+  return { epochs: out, params: await engine.params() };
+}
+
+const backends: Backend[] = [];
+afterAll(() => {
+  for (const b of backends) b.destroy();
+});
+
+async function webgpu(ctx: { skip: (note: string) => void }): Promise<Backend> {
+  try {
+    const b = await createBackend('webgpu');
+    backends.push(b);
+    return b;
+  } catch (err) {
+    if (err instanceof BackendUnavailableError && process.env.FOXHUNT_REQUIRE_WEBGPU !== '1') {
+      ctx.skip(`WebGPU unavailable: ${err.message}`);
+    }
+    throw err;
+  }
+}
+
+function cpuBackend(): Backend {
+  const b = createCpuBackend();
+  backends.push(b);
+  return b;
+}
+
+describe('device DQN engine', () => {
+  for (const [algo, where] of [
+    ['dqn', 'cpu'],
+    ['c51', 'cpu'],
+    ['dqn', 'webgpu'],
+    ['c51', 'webgpu'],
+  ] as const) {
+    it(`${algo} on the ${where} backend: the CPU engine's two epochs to float noise`, async (ctx) => {
+      const cfg = config(algo);
+      const backend = where === 'cpu' ? cpuBackend() : await webgpu(ctx);
+      const { market, splits } = await prepareData(cfg);
+      const dev = createDeviceDqnEngine(cfg, market, splits.train, backend);
+      const cpu = createCpuDqnEngine(cfg, market, splits.train);
+      try {
+        expect(dev.backend).toBe(where);
+        const [a, b] = [await twoEpochs(dev), await twoEpochs(cpu)];
+        for (let e = 0; e < 2; e++) {
+          const [x, y] = [a.epochs[e], b.epochs[e]];
+          expect(x.collected.steps).toBe(y.collected.steps);
+          expect(x.collected.episodesDone).toBe(y.collected.episodesDone);
+          expect(x.collected.reward.total).toBeCloseTo(y.collected.reward.total, 5);
+          expect(x.trained.steps).toBe(5);
+          expect(x.trained.replaySize).toBe(y.trained.replaySize);
+          expect(x.trained.beta).toBe(y.trained.beta);
+          expect(x.trained.loss).toBeCloseTo(y.trained.loss, 4);
+          expect(x.trained.td).toBeCloseTo(y.trained.td, 4);
+          expect(x.trained.gradNorm).toBeCloseTo(y.trained.gradNorm, 3);
+        }
+        expect(maxDiff(a.params.online, b.params.online)).toBeLessThan(1e-4);
+        expect(maxDiff(a.params.target, b.params.target)).toBeLessThan(1e-4);
+        // Two epochs of Adam moved the params by more than the tolerance.
+        const [fresh] = [createCpuDqnEngine(cfg, market, splits.train)];
+        expect(maxDiff(a.params.online, (await fresh.params()).online)).toBeGreaterThan(1e-3);
+      } finally {
+        dev.destroy();
+        cpu.destroy();
+      }
+    });
+  }
+
+  for (const where of ['cpu', 'webgpu'] as const) {
+    it(`c51 on the ${where} backend: a snapshot restored into a fresh engine continues exactly`, async (ctx) => {
+      const cfg = config('c51');
+      const backend = where === 'cpu' ? cpuBackend() : await webgpu(ctx);
+      const { market, splits } = await prepareData(cfg);
+      const first = createDeviceDqnEngine(cfg, market, splits.train, backend);
+      const second = createDeviceDqnEngine(cfg, market, splits.train, backend);
+      try {
+        await first.collect(0, 0.5);
+        await first.train(0);
+        const snap = await first.snapshot();
+        await second.restore(snap);
+        const [a, b] = [
+          { collected: await first.collect(1, 0.4), trained: await first.train(1) },
+          { collected: await second.collect(1, 0.4), trained: await second.train(1) },
+        ];
+        expect(b).toEqual(a);
+        const [p, q] = [await first.snapshot(), await second.snapshot()];
+        expect(q).toEqual(p);
+        expect(p.trainSteps).toBe(10);
+        // The snapshot restores into the CPU engine too (interchangeable checkpoints).
+        const cpu = createCpuDqnEngine(cfg, market, splits.train);
+        await cpu.restore(snap);
+        expect(await cpu.snapshot()).toEqual(snap);
+      } finally {
+        first.destroy();
+        second.destroy();
+      }
+    });
+  }
+
+  it('trains curiosity like the CPU engine when the bonus is on, and refuses IQN in one line', async () => {
+    const cfg = loadConfig(undefined, {
+      'train.algo': 'dqn',
+      'data.synthBars': '3000',
+      'env.episodeBars': '64',
+      'env.curiosityScale': '1',
+      'env.curiosityBatch': '20',
+      'rollout.episodes': '4',
+      'rollout.steps': '16',
+      'dqn.batch': '16',
+      'dqn.stepsPerEpoch': '2',
+      'dqn.replayCapacity': '256',
+    });
+    const backend = cpuBackend();
+    const { market, splits } = await prepareData(cfg);
+    const dev = createDeviceDqnEngine(cfg, market, splits.train, backend);
+    const cpu = createCpuDqnEngine(cfg, market, splits.train);
+    try {
+      await expect(dev.trainCuriosity(0)).rejects.toThrow('device dqn engine: trainCuriosity needs a launch');
+      for (const round of [0, 1]) {
+        const [x, y] = [await dev.collect(round, 0.5), await cpu.collect(round, 0.5)];
+        expect(x.reward.curiosity).toBeGreaterThan(0);
+        expect(x.reward.curiosity).toBeCloseTo(y.reward.curiosity, 6);
+        const [m, n] = [await dev.trainCuriosity(round), await cpu.trainCuriosity(round)];
+        expect(m).toBeCloseTo(n, 6);
+      }
+      const [p, q] = [await dev.params(), await cpu.params()];
+      expect(maxDiff(p.curiosity, q.curiosity)).toBeLessThan(1e-6);
+    } finally {
+      dev.destroy();
+      cpu.destroy();
+    }
+    const iqn = config('iqn');
+    expect(() => createDeviceDqnEngine(iqn, market, splits.train, backend)).toThrow(
+      /^--algo iqn --backend cpu: the device learner has no IQN tau embedding yet/,
+    );
+  });
+});
+
+describe('bench train --algo dqn|c51', () => {
+  it('times each phase of measured epochs and refuses a replay smaller than a batch', async () => {
+    const cfg = config('c51');
+    const backend = cpuBackend();
+    const data = await prepareData(cfg);
+    const lines: string[] = [];
+    const r = await benchDqnTrain({
+      backend,
+      cfg,
+      market: data.market,
+      splits: data.splits,
+      barsPerYear: data.barsPerYear,
+      repeats: 2,
+      onProgress: (line) => lines.push(line),
+    });
+    expect(lines.map((l) => l.split(':')[0])).toEqual(['warm-up', 'epoch 1', 'epoch 2']);
+    expect(r).toMatchObject({ algo: 'c51', episodes: 4, steps: 16, batch: 16, trainSteps: 5 });
+    for (const ms of Object.values(r.times)) expect(ms).toBeGreaterThan(0);
+    expect(r.times.epochMs).toBeCloseTo(r.times.collectMs + r.times.trainMs + r.times.validateMs, 6);
+    expect(r.stepMs).toBeCloseTo(r.times.trainMs / 5, 9);
+    const big = loadConfig(undefined, {
+      'train.algo': 'dqn',
+      'data.synthBars': '3000',
+      'rollout.episodes': '2',
+      'rollout.steps': '8',
+      'dqn.batch': '32',
+    });
+    await expect(
+      benchDqnTrain({ ...data, backend, cfg: big, barsPerYear: data.barsPerYear, repeats: 1 }),
+    ).rejects.toThrow(
+      /^bench train: epoch 1 took 0 train steps, not 300 \(the replay holds 16 rows, a batch is 32\)/,
+    );
+  });
+});
