@@ -112,8 +112,16 @@ async function probe() {
     if (input) input.value = String(v);
   }
   document.body.dataset.backend = device.backend;
+  showAlgoNote();
   setState('ready');
 }
+
+const algo = () => (form.elements.namedItem('algo') as RadioNodeList).value as Settings['algo'];
+/** The DQN family has no device learner yet: on WebGPU it runs on the CPU reference, and says so. */
+function showAlgoNote() {
+  $('algo-note').hidden = algo() === 'ppo' || device?.backend !== 'webgpu';
+}
+form.addEventListener('change', showAlgoNote);
 
 function settings(): Settings {
   const value = (name: string) => Number((form.elements.namedItem(name) as HTMLInputElement).value);
@@ -122,8 +130,8 @@ function settings(): Settings {
   const steps = value('steps');
   return {
     ...sizes,
-    algo: 'ppo',
-    backend: device!.backend,
+    algo: algo(),
+    backend: algo() === 'ppo' ? device!.backend : 'cpu',
     epochs: value('epochs'),
     episodes,
     steps,
