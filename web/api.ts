@@ -1,4 +1,5 @@
 /** What the page and the trainer worker (worker.ts) say to each other through comlink. */
+import type { Algo } from '../src/config.js';
 import type { RunView } from '../src/report/view.js';
 import type { ValidationReport } from '../src/train/runlog.js';
 import type { DeviceClass, RunSizes } from './sizes.js';
@@ -17,7 +18,7 @@ export interface DeviceReport {
 }
 
 export interface Settings extends RunSizes {
-  algo: 'ppo';
+  algo: Algo;
   backend: 'webgpu' | 'cpu';
   seed: number;
   lr: number;

@@ -11,6 +11,7 @@ import { RUN_CSS } from '../src/report/html.js';
 import type { RunView } from '../src/report/view.js';
 import { duration } from '../src/train/report.js';
 import type { DeviceReport, Progress, Settings, TrainerApi } from './api.js';
+import { sizesFor } from './sizes.js';
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const style = document.createElement('style');
@@ -107,23 +108,39 @@ async function probe() {
       return [dt, dd];
     }),
   );
-  for (const [k, v] of Object.entries(device.sizes)) {
-    const input = form.elements.namedItem(k) as HTMLInputElement | null;
-    if (input) input.value = String(v);
-  }
   document.body.dataset.backend = device.backend;
+  onAlgo();
   setState('ready');
 }
 
+const algo = () => (form.elements.namedItem('algo') as RadioNodeList).value as Settings['algo'];
+/** The DQN family has no device learner yet: it runs on the CPU reference, sized for it. */
+const runSizes = () => (algo() === 'ppo' ? device!.sizes : sizesFor('cpu'));
+let sizedFor = '';
+/** Proposes the run of the chosen algorithm's device, and says when that is the CPU on a WebGPU page. */
+function onAlgo() {
+  if (!device) return;
+  $('algo-note').hidden = algo() === 'ppo' || device.backend !== 'webgpu';
+  const sizes = runSizes();
+  const key = JSON.stringify(sizes);
+  if (key === sizedFor) return;
+  sizedFor = key;
+  for (const [k, v] of Object.entries(sizes)) {
+    const input = form.elements.namedItem(k) as HTMLInputElement | null;
+    if (input) input.value = String(v);
+  }
+}
+for (const radio of form.querySelectorAll('input[name=algo]')) radio.addEventListener('change', onAlgo);
+
 function settings(): Settings {
   const value = (name: string) => Number((form.elements.namedItem(name) as HTMLInputElement).value);
-  const sizes = device!.sizes;
+  const sizes = runSizes();
   const episodes = value('episodes');
   const steps = value('steps');
   return {
     ...sizes,
-    algo: 'ppo',
-    backend: device!.backend,
+    algo: algo(),
+    backend: algo() === 'ppo' ? device!.backend : 'cpu',
     epochs: value('epochs'),
     episodes,
     steps,

@@ -13,8 +13,7 @@ import { barsFromBytes } from '../src/data/bytes.js';
 import { checkpointCurves, runViewOf } from '../src/report/run_view.js';
 import { backtestCurves, epochPoint, type RunView } from '../src/report/view.js';
 import { bestDir, lastDir } from '../src/train/checkpoint.js';
-import { ppoGreedyPolicy } from '../src/train/policies.js';
-import { loadPpoCheckpoint } from '../src/train/ppo_checkpoint.js';
+import { checkpointPolicy } from '../src/train/dqn_checkpoint.js';
 import { checkSameData, prepareData, runTraining, type SourcedBars } from '../src/train/run.js';
 import { type EpochRecord, logPath } from '../src/train/runlog.js';
 import { committedDir, joinPath, MemoryStorage, type Storage } from '../src/train/storage.js';
@@ -67,6 +66,17 @@ function configOf(s: Settings) {
   cfg.ppo.minibatch = s.minibatch;
   cfg.ppo.updateEpochs = s.updateEpochs;
   cfg.ppo.lr = s.lr;
+  if (s.algo !== 'ppo') {
+    // The DQN family, sized like the PPO run: a batch of at most one rollout, about two replayed
+    // samples per collected step, a replay of 16 rollouts, exploration decaying over the run.
+    const q = cfg.dqn;
+    q.lr = s.lr;
+    q.batch = Math.min(q.batch, s.minibatch);
+    q.stepsPerEpoch = Math.ceil((2 * s.episodes * s.steps) / q.batch);
+    q.replayCapacity = Math.max(q.batch, Math.min(q.replayCapacity, 16 * s.episodes * s.steps));
+    q.epsilonDecayEpochs = Math.min(q.epsilonDecayEpochs, s.epochs);
+    q.betaEpochs = Math.min(q.betaEpochs, s.epochs);
+  }
   cfg.data.synthBars = s.synthBars;
   cfg.env.episodeBars = s.episodeBars;
   cfg.env.curiosityBatch = Math.min(cfg.env.curiosityBatch, s.episodes * s.steps);
@@ -230,7 +240,7 @@ const api: TrainerApi = {
     const mem = new MemoryStorage();
     const flat = files.flatMap((f) => (f.name.endsWith('.tar') ? readTar(f.bytes) : [f]));
     for (const f of flat) await mem.write(joinPath('upload', f.name), f.bytes);
-    const { state, snapshot } = await loadPpoCheckpoint(mem, 'upload');
+    const { state, policy } = await checkpointPolicy(mem, 'upload');
     const cfg = state.config;
     const synthetic = state.data.source === 'synthetic';
     if (!synthetic && !bars) {
@@ -243,12 +253,12 @@ const api: TrainerApi = {
       data.splits.test,
       'test',
       cfg.env,
-      ppoGreedyPolicy(snapshot.params.actor),
+      policy,
       cfg.train.seed,
       data.barsPerYear,
       `loaded checkpoint, epoch ${state.epoch}`,
     );
-    const who = `the loaded checkpoint (epoch ${state.epoch}, ${state.backend} backend)`;
+    const who = `the loaded ${state.algo.toUpperCase()} checkpoint (epoch ${state.epoch}, ${state.backend} backend)`;
     return {
       epoch: state.epoch,
       report,

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { reportHtml } from '../report/html.js';
 import { runViewOf } from '../report/run_view.js';
 import { bestDir, lastDir } from '../train/checkpoint.js';
-import { loadPpoCheckpoint } from '../train/ppo_checkpoint.js';
+import { checkpointPolicy } from '../train/dqn_checkpoint.js';
 import { committedDir } from '../train/storage.js';
 import { loadSourcedBars } from './data.js';
 import { NodeStorage } from './storage.js';
@@ -32,7 +32,7 @@ export async function writeReport(outDir: string, dataFile?: string): Promise<st
   const dir =
     (await committedDir(storage, bestDir(outDir))) ?? (await committedDir(storage, lastDir(outDir)));
   if (file === undefined && dir !== null) {
-    const source = (await loadPpoCheckpoint(storage, dir)).state.data.source;
+    const source = (await checkpointPolicy(storage, dir)).state.data.source;
     if (source !== 'synthetic' && (await storage.exists(source))) file = source;
   }
   const view = await runViewOf(storage, outDir, await loadSourcedBars(file));

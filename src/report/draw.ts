@@ -5,11 +5,11 @@
  * outside its body but its arguments and browser globals, and no import other than types.
  *
  * Every chart's container carries `data-chart` (its name) and `data-points` (how many x values
- * it was given), which the tests read, and `data-drawn` once its canvas is drawn.
+ * it was given), which the tests read, and `data-drawn` once its canvas shows that data.
  *
- * The page stays responsive (no task over 50 ms) because each chart is created in its own task
- * (the page creates them empty before a run starts) and later views only replace the charts'
- * data (`update`), not their DOM; an empty chart keeps its axes and legend.
+ * The page stays responsive (no task over 50 ms) because each chart is created or redrawn in its
+ * own task (the page creates them empty before a run starts) and later views only replace the
+ * charts' data (`update`), not their DOM; an empty chart keeps its axes and legend.
  */
 import type uPlot from 'uplot';
 import type { RunView } from './view.js';
@@ -37,11 +37,14 @@ export function renderRun(root: HTMLElement, view: RunView, U: typeof uPlot): Ru
   const width = Math.max(320, Math.min(560, Math.floor((root.clientWidth || 1160) / 2) - 24));
   const colors = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd'];
   const pctFmt = (x: number) => `${(100 * x).toFixed(1)}%`;
+  // EpochPoint.losses, by algorithm (the last line on the right-hand scale).
+  const ppoLosses = ['policy loss', 'value loss', 'entropy'];
+  const dqnLosses = ['loss', 'mean |TD error|', 'epsilon'];
 
   type Line = { label: string; values: (number | null)[]; scale?: string; bars?: boolean };
   type Opts = { time?: boolean; yFmt?: (x: number) => string; y2?: string; xFmt?: (x: number) => string };
   type Spec = { name: string; title: string; xs: number[]; lines: Line[]; opts: Opts };
-  type Made = { box: HTMLElement; u: uPlot | null; lines: number };
+  type Made = { box: HTMLElement; u: uPlot | null; labels: string };
   const made = new Map<string, Made>();
   let queue: Spec[] = [];
   let timer: ReturnType<typeof setTimeout> | null = null;
@@ -70,11 +73,11 @@ export function renderRun(root: HTMLElement, view: RunView, U: typeof uPlot): Ru
         name: 'losses',
         title: 'losses per epoch',
         xs: epochs,
-        lines: [
-          { label: 'policy loss', values: ep.map((p) => p.policyLoss) },
-          { label: 'value loss', values: ep.map((p) => p.valueLoss) },
-          { label: 'entropy', values: ep.map((p) => p.entropy), scale: 'ent' },
-        ],
+        lines: (ep.length && ep[0].algo !== 'ppo' ? dqnLosses : ppoLosses).map((label, i) => ({
+          label,
+          values: ep.map((p) => p.losses[i]),
+          ...(i === 2 ? { scale: 'ent' } : {}),
+        })),
         opts: { y2: 'ent', xFmt: intTicks },
       },
       {
@@ -117,6 +120,8 @@ export function renderRun(root: HTMLElement, view: RunView, U: typeof uPlot): Ru
     ];
   };
 
+  const labelsOf = (spec: Spec) => spec.lines.map((l) => l.label).join('|');
+
   const create = (spec: Spec) => {
     const { title, xs, lines, opts } = spec;
     const box = made.get(spec.name)!.box;
@@ -158,16 +163,33 @@ export function renderRun(root: HTMLElement, view: RunView, U: typeof uPlot): Ru
       [xs, ...lines.map((l) => l.values)] as uPlot.AlignedData,
       box,
     );
-    made.set(spec.name, { box, u, lines: lines.length });
+    made.set(spec.name, { box, u, labels: labelsOf(spec) });
     box.dataset.drawn = 'true';
   };
 
-  /** Creates the queued charts one per task, so no single task draws them all. */
+  /** New data into a chart of the same lines; a new chart where there was none or its lines changed. */
+  const draw = (spec: Spec) => {
+    const m = made.get(spec.name)!;
+    if (m.u && m.labels === labelsOf(spec)) {
+      m.u.setData([spec.xs, ...spec.lines.map((l) => l.values)] as uPlot.AlignedData);
+      const t = m.box.querySelector('.u-title');
+      if (t) t.textContent = spec.title;
+      m.box.dataset.drawn = 'true';
+    } else {
+      m.u?.destroy();
+      create(spec);
+    }
+  };
+
+  /**
+   * Draws the queued charts one per task, so no single task draws them all: on 2 busy cores a
+   * task is stretched several times in wall clock, and one chart's redraw stays a few ms.
+   */
   const drain = () => {
     timer = null;
     const next = queue.shift();
     if (!next || destroyed) return;
-    create(next);
+    draw(next);
     if (queue.length) timer = setTimeout(drain, 0);
   };
 
@@ -197,19 +219,12 @@ export function renderRun(root: HTMLElement, view: RunView, U: typeof uPlot): Ru
         const box = el('div', 'chart');
         box.dataset.chart = spec.name;
         grid.append(box);
-        m = { box, u: null, lines: 0 };
+        m = { box, u: null, labels: '' };
         made.set(spec.name, m);
       }
       m.box.dataset.points = String(spec.xs.length);
-      if (m.u && m.lines === spec.lines.length) {
-        m.u.setData([spec.xs, ...spec.lines.map((l) => l.values)] as uPlot.AlignedData);
-        const t = m.box.querySelector('.u-title');
-        if (t) t.textContent = spec.title;
-      } else {
-        m.u?.destroy();
-        made.set(spec.name, { box: m.box, u: null, lines: 0 });
-        queue.push(spec);
-      }
+      m.box.dataset.drawn = 'false';
+      queue.push(spec);
     }
     if (queue.length && timer === null) timer = setTimeout(drain, 0);
 

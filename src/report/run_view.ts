@@ -4,8 +4,7 @@
  * through src/node/report.ts; the browser worker uses `checkpointCurves` after every epoch.
  */
 import { bestDir, lastDir } from '../train/checkpoint.js';
-import { ppoGreedyPolicy } from '../train/policies.js';
-import { loadPpoCheckpoint } from '../train/ppo_checkpoint.js';
+import { checkpointPolicy } from '../train/dqn_checkpoint.js';
 import { type PreparedData, prepareData, type SourcedBars } from '../train/run.js';
 import { readLog, readSummary } from '../train/runlog.js';
 import { committedDir, type Storage } from '../train/storage.js';
@@ -18,14 +17,14 @@ export async function checkpointCurves(
   data: PreparedData,
   label: string,
 ): Promise<Curves> {
-  const { state, snapshot } = await loadPpoCheckpoint(storage, dir);
+  const { state, policy } = await checkpointPolicy(storage, dir);
   const cfg = state.config;
   return backtestCurves(
     data.market,
     data.splits.val,
     'validation',
     cfg.env,
-    ppoGreedyPolicy(snapshot.params.actor),
+    policy,
     cfg.train.seed,
     data.barsPerYear,
     `${label}, epoch ${state.epoch}`,
@@ -48,11 +47,11 @@ export async function runViewOf(
   let curves: Curves | null = null;
   let subtitle = `${records[0]?.backend ?? 'no'} backend, ${records.length} epochs logged`;
   if (dir !== null) {
-    const { state } = await loadPpoCheckpoint(storage, dir);
+    const { state } = await checkpointPolicy(storage, dir);
     const cfg = state.config;
     subtitle =
       `${state.backend} backend, seed ${cfg.train.seed}, ${state.data.source} (${state.data.bars} bars), ` +
-      `${cfg.rollout.episodes} episodes x ${cfg.rollout.steps} steps per rollout, ${records.length} epochs logged`;
+      `${state.algo.toUpperCase()}, ${cfg.rollout.episodes} episodes x ${cfg.rollout.steps} steps per rollout, ${records.length} epochs logged`;
     if (state.data.source === 'synthetic' || bars) {
       const data = await prepareData(cfg, state.data.source === 'synthetic' ? undefined : bars);
       curves = await checkpointCurves(storage, dir, data, dir === bestDir(outDir) ? 'best/' : 'last/');

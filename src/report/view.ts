@@ -13,10 +13,10 @@ import type { EpochRecord, RunSummary, ValidationReport } from '../train/runlog.
 /** One point per finished epoch. */
 export interface EpochPoint {
   epoch: number;
+  algo: string;
   reward: number;
-  policyLoss: number;
-  valueLoss: number;
-  entropy: number;
+  /** The loss chart's lines: PPO policy loss, value loss, entropy; DQN family: loss, mean |TD error|, epsilon. */
+  losses: [number, number, number];
   /** Validation return of the greedy policy and its Sharpe (the score). */
   valReturn: number;
   valSharpe: number;
@@ -56,12 +56,14 @@ export interface RunView {
 }
 
 export function epochPoint(r: EpochRecord): EpochPoint {
+  const ppo = r.algo === 'ppo';
   return {
     epoch: r.epoch,
+    algo: r.algo,
     reward: r.reward.total,
-    policyLoss: r.losses.policy,
-    valueLoss: r.losses.value,
-    entropy: r.losses.entropy,
+    losses: ppo
+      ? [r.losses.policy, r.losses.value, r.losses.entropy]
+      : [r.losses.total, r.losses.td, r.epsilon ?? 0],
     valReturn: r.validation.policy.totalReturn,
     valSharpe: r.validation.policy.sharpe,
   };

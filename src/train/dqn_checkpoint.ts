@@ -29,8 +29,8 @@ import {
   writeCheckpoint,
 } from './checkpoint.js';
 import type { DqnSnapshot } from './dqn_engine.js';
-import { dqnGreedyPolicy, type Policy } from './policies.js';
-import type { DataFingerprint } from './ppo_checkpoint.js';
+import { dqnGreedyPolicy, type Policy, ppoGreedyPolicy } from './policies.js';
+import { type DataFingerprint, loadPpoCheckpoint, type PpoCheckpointState } from './ppo_checkpoint.js';
 import type { EpochRecord } from './runlog.js';
 import { joinPath, readText, type Storage } from './storage.js';
 
@@ -179,4 +179,14 @@ export async function dqnCheckpointPolicy(
     q.iqnActTau,
   );
   return { state, policy };
+}
+
+/** Any checkpoint's state and greedy policy: PPO's actor, or a DQN-family online net (by its state.json). */
+export async function checkpointPolicy(
+  storage: Storage,
+  dir: string,
+): Promise<{ state: PpoCheckpointState | DqnCheckpointState; policy: Policy }> {
+  if ((await checkpointAlgo(storage, dir)) !== 'ppo') return dqnCheckpointPolicy(storage, dir);
+  const { state, snapshot } = await loadPpoCheckpoint(storage, dir);
+  return { state, policy: ppoGreedyPolicy(snapshot.params.actor) };
 }

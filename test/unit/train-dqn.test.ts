@@ -5,7 +5,9 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { trainDqn } from '../../src/algo/dqn.js';
 import { main } from '../../src/cli/main.js';
 import { applyFlags, type Config, loadConfig, validateConfig } from '../../src/config.js';
+import { writeReport } from '../../src/node/report.js';
 import { NodeStorage } from '../../src/node/storage.js';
+import { runViewOf } from '../../src/report/run_view.js';
 import { backtest } from '../../src/train/backtest.js';
 import { bestDir, lastDir } from '../../src/train/checkpoint.js';
 import { createCpuDqnEngine } from '../../src/train/cpu_dqn_engine.js';
@@ -147,9 +149,20 @@ describe('DQN-family training on the CPU', () => {
     );
   });
 
-  it('iqn: trains with finite losses', async () => {
+  it('iqn: trains with finite losses, and its run view and report.html draw from its checkpoint', async () => {
     const { records } = await train('iqn');
     for (const r of records) for (const v of Object.values(r.losses)) expect(Number.isFinite(v)).toBe(true);
     expect(records[1].losses.total).toBeGreaterThan(0);
+    const outDir = join(root, 'iqn');
+    const view = await runViewOf(storage, outDir, undefined);
+    expect(view.epochs.map((p) => p.losses)).toEqual(
+      records.map((r) => [r.losses.total, r.losses.td, r.epsilon]),
+    );
+    expect(view.subtitle).toMatch(/^cpu backend, .*IQN/);
+    expect(view.curves!.policy.length).toBeGreaterThan(100);
+    expect(view.verdict).toHaveLength(2);
+    const html = readFileSync(await writeReport(outDir), 'utf8');
+    expect(html).toContain('"algo":"iqn"');
+    expect(html).not.toContain('"curves":null');
   }, 180_000);
 });

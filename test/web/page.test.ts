@@ -7,11 +7,13 @@
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parquetWriteFile } from 'hyparquet-writer';
 import { type Browser, chromium, type Page } from 'playwright';
 import { build, type PreviewServer, preview } from 'vite';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
-import { loadBars } from '../../src/data/load.js';
+import { loadBars, saveBars } from '../../src/data/load.js';
+import { generateSynthetic } from '../../src/data/synthetic.js';
 import { pngColours } from './png.js';
 
 const ARTIFACTS = 'runs/web';
@@ -62,7 +64,8 @@ async function open(browser: Browser): Promise<{ page: Page; errors: string[] }>
 }
 
 /** Trains `epochs` epochs of a tiny run; returns the main-thread tasks over 50 ms seen meanwhile. */
-async function train(page: Page, epochs: number): Promise<number[]> {
+async function train(page: Page, epochs: number, algo = 'ppo'): Promise<number[]> {
+  await page.check(`input[name=algo][value=${algo}]`);
   await page.fill('input[name=epochs]', String(epochs));
   await page.fill('input[name=episodes]', '2');
   await page.fill('input[name=steps]', '16');
@@ -82,6 +85,42 @@ async function train(page: Page, epochs: number): Promise<number[]> {
   expect(await page.textContent('#run-error')).toBe('');
   expect(await page.textContent('#status')).toBe('finished');
   return page.evaluate(() => (window as unknown as { longTasks: number[] }).longTasks);
+}
+
+/**
+ * The page's main-thread tasks over 50 ms of wall clock in a Chromium trace (category `toplevel`,
+ * its ThreadControllerImpl::RunTask events), each with the CPU time the thread spent in it.
+ */
+function slowMainThreadTasks(trace: Buffer): { wallMs: number; cpuMs: number }[] {
+  type Event = { name: string; ph: string; pid: number; tid: number; dur?: number; tdur?: number };
+  const events: Event[] = JSON.parse(trace.toString('utf8')).traceEvents;
+  const main = new Set(
+    events
+      .filter((e) => e.ph === 'M' && e.name === 'thread_name')
+      .filter((e) => (e as Event & { args: { name: string } }).args.name === 'CrRendererMain')
+      .map((e) => `${e.pid}/${e.tid}`),
+  );
+  const tasks = events.filter(
+    (e) => e.ph === 'X' && e.name === 'ThreadControllerImpl::RunTask' && main.has(`${e.pid}/${e.tid}`),
+  );
+  expect(tasks.length).toBeGreaterThan(100);
+  expect(tasks.every((e) => e.tdur !== undefined)).toBe(true);
+  return tasks
+    .filter((e) => e.dur! > 50_000)
+    .map((e) => ({ wallMs: Math.round(e.dur! / 1000), cpuMs: Math.round(e.tdur! / 1000) }));
+}
+
+/** A drop event on the drop zone carrying the file, as a user's drag and drop delivers it. */
+async function dropFile(page: Page, name: string, bytes: Uint8Array) {
+  const transfer = await page.evaluateHandle(
+    ([n, b64]) => {
+      const dt = new DataTransfer();
+      dt.items.add(new File([Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))], n));
+      return dt;
+    },
+    [name, Buffer.from(bytes).toString('base64')],
+  );
+  await page.dispatchEvent('#drop', 'drop', { dataTransfer: transfer });
 }
 
 /** Waits until every chart has drawn its canvas (charts are created one per task). */
@@ -109,7 +148,9 @@ describe('the demo page in headless Chromium', () => {
   it('trains 2 epochs with WebGPU and draws the run, the main thread responsive', async () => {
     const { page, errors } = await open(gpuBrowser);
     expect(await page.textContent('#device-name')).toMatch(/^WebGPU: .*swiftshader.*software adapter/i);
+    await gpuBrowser.startTracing(page, { categories: ['toplevel'] });
     const longTasks = await train(page, 2);
+    const slow = slowMainThreadTasks(await gpuBrowser.stopTracing());
     expect(await page.textContent('#epoch')).toBe('2');
     await chartsDrawn(page);
     expect(await page.textContent('#rate')).toMatch(/[\d,]+ env steps\/s/);
@@ -119,12 +160,14 @@ describe('the demo page in headless Chromium', () => {
     const verdicts = await page.$$eval('.verdict', (v) => v.map((e) => e.textContent));
     expect(verdicts).toHaveLength(2);
     expect(verdicts[1]).toMatch(/^best\/ \(epoch [12] of 2\) (beat|did NOT beat) .* on the test split/);
-    // SwiftShader runs the kernels on the same 2 cores as the page's main thread, and a long task
-    // is timed in wall-clock: here 60-140 ms tasks came while the page did nothing (their start
-    // times matched no progress or chart update). The strict 50 ms bound is checked on the CPU run
-    // below; this bound still fails if training or a full redraw ran on the main thread.
-    writeFileSync(join(ARTIFACTS, 'webgpu-long-tasks.json'), JSON.stringify(longTasks));
-    expect(Math.max(0, ...longTasks)).toBeLessThan(250);
+    // The main thread's tasks from Start to the end (the pipelines' compilation included). On
+    // SwiftShader each WebGPU submission runs on threads of the GPU process that take every core
+    // (the first update ~10 s), so a task of the page's may wait for a core: traces saw 60-140 ms
+    // tasks of 1-9 ms CPU time. The page's own work per task is what it controls: the bound is on
+    // the CPU time the main thread spent in each task; wall clock is kept in runs/web/.
+    writeFileSync(join(ARTIFACTS, 'webgpu-long-tasks.json'), JSON.stringify({ longTasks, slow }));
+    expect(slow.length).toBeGreaterThanOrEqual(longTasks.length);
+    for (const task of slow) expect(task.cpuMs).toBeLessThan(50);
     const shot = await page.screenshot({ fullPage: true });
     writeFileSync(join(ARTIFACTS, 'webgpu-run.png'), shot);
     expect(pngColours(shot)).toBeGreaterThan(8);
@@ -182,18 +225,73 @@ describe('the demo page in headless Chromium', () => {
     );
     expect(cli).toMatch(/data row 2 \(line 3\): high/);
     const { page } = await open(cpuBrowser);
-    // A drop event on the drop zone, carrying the file, as a user's drag and drop delivers it.
-    const transfer = await page.evaluateHandle((text) => {
-      const dt = new DataTransfer();
-      dt.items.add(new File([text], 'bad.csv', { type: 'text/csv' }));
-      return dt;
-    }, csv);
-    await page.dispatchEvent('#drop', 'drop', { dataTransfer: transfer });
+    await dropFile(page, 'bad.csv', new TextEncoder().encode(csv));
     await page.waitForSelector('#data-error:not([hidden])');
     expect(await page.textContent('#data-error')).toBe(cli.replace(file, 'bad.csv'));
     expect(await page.isDisabled('#start')).toBe(true);
     expect(await page.textContent('#epoch')).toBe('0');
     expect(await page.textContent('#status')).toBe('ready');
+    await page.close();
+  });
+
+  it('trains and validates on a dropped Parquet file, and shows the rule a malformed one breaks', async () => {
+    const good = join(tmp, 'bars.parquet');
+    await saveBars(good, generateSynthetic({ bars: 3000, seed: 5 }));
+    const bad = join(tmp, 'dup.parquet');
+    const t0 = Date.UTC(2024, 0, 1);
+    parquetWriteFile({
+      filename: bad,
+      columnData: [
+        { name: 'timestamp', data: [t0, t0 + 60_000, t0 + 60_000], type: 'TIMESTAMP' },
+        ...['open', 'high', 'low', 'close', 'volume'].map((name) => ({
+          name,
+          data: name === 'low' ? [0.5, 0.5, 0.5] : name === 'high' ? [2, 2, 2] : [1, 1, 1],
+          type: 'DOUBLE' as const,
+        })),
+      ],
+    });
+    const cli = await loadBars(bad).then(
+      () => '',
+      (e: Error) => e.message,
+    );
+    expect(cli).toMatch(/data row 3: duplicate timestamp/);
+    const { page, errors } = await open(cpuBrowser);
+    await dropFile(page, 'dup.parquet', readFileSync(bad));
+    await page.waitForSelector('#data-error:not([hidden])');
+    expect(await page.textContent('#data-error')).toBe(cli.replace(bad, 'dup.parquet'));
+    expect(await page.isDisabled('#start')).toBe(true);
+
+    await dropFile(page, 'bars.parquet', readFileSync(good));
+    await page.waitForFunction(() => document.getElementById('data-status')!.textContent!.endsWith('valid'));
+    expect(await page.textContent('#data-status')).toBe('bars.parquet: 3,000 bars, valid');
+    expect(await page.isHidden('#data-error')).toBe(true);
+    await train(page, 1);
+    expect(await page.textContent('#epoch')).toBe('1');
+    expect(await page.textContent('.run-subtitle')).toMatch(/bars\.parquet \(3000 bars\)/);
+    // Validated on the file's validation split (15% of 3,000 bars): the equity curve has its bars.
+    expect(await points(page, 'equity')).toBeGreaterThan(300);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('trains 1 epoch of C51 on the CPU reference, saying why on a WebGPU device', async () => {
+    const { page, errors } = await open(gpuBrowser);
+    expect(await page.isHidden('#algo-note')).toBe(true);
+    await page.check('input[name=algo][value=c51]');
+    expect(await page.textContent('#algo-note')).toMatch(
+      /C51 and IQN train on the CPU reference.*not built yet/s,
+    );
+    expect(await page.isVisible('#algo-note')).toBe(true);
+    await train(page, 1, 'c51');
+    expect(await page.textContent('#epoch')).toBe('1');
+    expect(await page.textContent('.run-subtitle')).toMatch(/^C51 on the CPU reference/);
+    expect(
+      await page.$$eval('[data-chart=losses] .u-legend th', (t) => t.map((e) => e.textContent)),
+    ).toContain('mean |TD error|');
+    expect(await points(page, 'equity')).toBeGreaterThan(100);
+    const verdicts = await page.$$eval('.verdict', (v) => v.map((e) => e.textContent));
+    expect(verdicts[1]).toMatch(/^best\/ \(epoch 1 of 1\) (beat|did NOT beat) .* on the test split/);
+    expect(errors).toEqual([]);
     await page.close();
   });
 

@@ -8,9 +8,7 @@ import type { SplitRange } from '../../data/types.js';
 import { loadSourcedBars } from '../../node/data.js';
 import { NodeStorage } from '../../node/storage.js';
 import { backtest, baselines } from '../../train/backtest.js';
-import { checkpointAlgo, dqnCheckpointPolicy } from '../../train/dqn_checkpoint.js';
-import { ppoGreedyPolicy } from '../../train/policies.js';
-import { loadPpoCheckpoint } from '../../train/ppo_checkpoint.js';
+import { checkpointPolicy } from '../../train/dqn_checkpoint.js';
 import { metricsTable } from '../../train/report.js';
 import { prepareData } from '../../train/run.js';
 import type { ValidationReport } from '../../train/runlog.js';
@@ -64,12 +62,7 @@ export const backtestCommand: Command = {
     }
 
     return asUserError(async () => {
-      const { state, policy } =
-        (await checkpointAlgo(storage, dir)) === 'ppo'
-          ? ((c) => ({ state: c.state, policy: ppoGreedyPolicy(c.snapshot.params.actor) }))(
-              await loadPpoCheckpoint(storage, dir),
-            )
-          : await dqnCheckpointPolicy(storage, dir);
+      const { state, policy } = await checkpointPolicy(storage, dir);
       const cfg = state.config;
       const dataFile = values.data as string | undefined;
       if (dataFile === undefined && state.data.source !== 'synthetic') {
