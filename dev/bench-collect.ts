@@ -1,6 +1,6 @@
 /**
  * Dev harness `node dist/dev/bench.js collect` (the tuning knobs that `foxhunt bench collect`
- * does not take): env-steps/s of the collection kernels (src/collect/device_bench.ts) for a
+ * does not take): env-steps/s of the collection kernels (src/device/collect_bench.ts) for a
  * sweep of N, any variant, engine, tile, cluster shape or extra kernel constants, with FLOPs,
  * achieved FLOP/s against our own dense_forward's rate on the device, and bytes per step. A
  * table, or JSON. Compile-checked; not part of the user CLI.
@@ -10,15 +10,15 @@ import type { Backend } from '../src/backend/types.js';
 import { BackendUnavailableError } from '../src/backend/types.js';
 import { intFlag, parseFlags } from '../src/cli/args.js';
 import { type Command, UserError } from '../src/cli/main.js';
+import { loadConfig } from '../src/config.js';
 import {
   type CollectAlgo,
   type CollectVariant,
   chooseDqnVariant,
   clusterFits,
   type TileShape,
-} from '../src/collect/device.js';
-import { benchCollect, type CollectBenchResult, stepsThatFit, warmUp } from '../src/collect/device_bench.js';
-import { loadConfig } from '../src/config.js';
+} from '../src/device/collect.js';
+import { benchCollect, type CollectBenchResult, stepsThatFit, warmUp } from '../src/device/collect_bench.js';
 import { ENGINES, isHalfEngine } from '../src/kernels/collect_engine.js';
 import { denseForwardDispatch } from '../src/kernels/dense_forward.js';
 import { initParams } from '../src/nets/forward.js';
@@ -70,7 +70,7 @@ per episode are measured in the same run (--variant both, the default for dqn an
                     0 for small tiles: block-relative slices, weights two slices ahead), 4 and 5
                     (the f16 engines: tensor cores, weight streaming into registers; the f16 runs
                     take these, the exact runs the others), a list (0,3), both (0,1), all, each in
-                    the same sweep, or auto (default: the collectors' choice, src/collect/device.ts
+                    the same sweep, or auto (default: the collectors' choice, src/device/collect.ts
                     chooseTile)
   --tile E          episodes per workgroup of the tiled kernel (default: chosen from N and the
                     device's workgroup memory)

@@ -1,8 +1,8 @@
 /**
  * The tuning table: one row per device class (./caps.ts DeviceClass) of the numbers the kernels'
  * plans are chosen with, and why (the measurements behind them: one NVIDIA H200, docs/BENCHMARKS.md).
- * The rules that apply them are in src/collect/tile_choice.ts (collection tiles) and
- * src/learn/device_mlp.ts (the learner's launch plan). Nothing here changes what a kernel
+ * The rules that apply them are in src/device/tile_choice.ts (collection tiles) and
+ * src/device/learn_mlp.ts (the learner's launch plan). Nothing here changes what a kernel
  * computes, only its launch shape.
  */
 import { PPO_GATHER_CUDA_ROWS } from '../kernels/ppo_gather.js';
@@ -156,7 +156,7 @@ export function tuningFor(
 }
 
 /**
- * The CUDA thread-block cluster collector's shape (sm_90; src/collect/device.ts clusterOptions).
+ * The CUDA thread-block cluster collector's shape (sm_90; src/device/collect.ts clusterOptions).
  * H200 measurements, env-steps/s.
  */
 export const CLUSTER_TUNING = {

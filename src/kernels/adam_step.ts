@@ -29,10 +29,11 @@
  * twin uses round-to-nearest intrinsics (no fused multiply-adds), so it matches this reference
  * bit for bit where the norm agrees; WGSL allows a few ulp in sqrt and division (tolerance).
  */
-import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+
 import { grid1d, groupCount } from './grid.js';
 import { LOSS_PARTS } from './ppo_loss.js';
 import type { Kernel, TypedArray } from './reference.js';
+import type { DeviceBuffer, Dispatch, KernelSpec } from './spec.js';
 
 export const adamStepSpec: KernelSpec = {
   name: 'adam_step',

@@ -24,7 +24,7 @@
  * episodes and each CTA keeps a 1/cluster slice of every layer in shared memory for the whole
  * launch (small N: no weight traffic per step). Its CPU twin is the same reference.
  */
-import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+
 import { collectDqn, type DqnNets } from '../collect/dqn.js';
 import type { DqnRollout } from '../collect/rollout.js';
 import {
@@ -62,6 +62,7 @@ import {
 } from './collect_layout.js';
 import { grid1d } from './grid.js';
 import type { Kernel, TypedArray } from './reference.js';
+import type { DeviceBuffer, Dispatch, KernelSpec } from './spec.js';
 
 export const HeadCode: Record<QHead, number> = { plain: 0, c51: 1, iqn: 2 };
 

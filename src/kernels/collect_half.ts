@@ -20,7 +20,7 @@
  * array<f16> agree), `words` in all. Values are clamped to the f16 range (+-65504) and rounded to
  * nearest even.
  */
-import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+
 import {
   CURIOSITY_IN,
   CURIOSITY_OUT,
@@ -31,6 +31,7 @@ import {
 } from '../nets/layout.js';
 import { grid1d, groupCount, threadsPerGroup } from './grid.js';
 import type { Kernel, TypedArray } from './reference.js';
+import type { DeviceBuffer, Dispatch, KernelSpec } from './spec.js';
 
 /** One weight block of a packed matrix: `rows` outputs of the [rows, kLen] weight at nets[w]. */
 export interface HalfBlock {

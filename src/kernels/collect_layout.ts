@@ -26,12 +26,13 @@
  * src/env/params.ts order, then the split and the Philox key), each 4 bytes: a CUDA twin can
  * embed the simulator block as one struct member.
  */
-import type { BindingSpec, UniformSpec } from '../backend/types.js';
+
 import type { Market, SplitRange } from '../data/types.js';
 import type { EnvParams } from '../env/params.js';
 import { ENV_F, ENV_I, EnvF, EnvI, type EnvState } from '../env/state.js';
 import { CURIOSITY_OUT, MARKET_FEATURES, type NetLayout, NUM_ACTIONS, STATE_DIM } from '../nets/layout.js';
 import { Stream } from '../rng/streams.js';
+import type { BindingSpec, UniformSpec } from './spec.js';
 
 export const COLLECT_BINDINGS: BindingSpec[] = [
   { name: 'features', type: 'f32', access: 'read' },

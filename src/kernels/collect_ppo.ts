@@ -15,7 +15,7 @@
  *
  * Variants (constant SEED_VARIANT): 0 tiled, 1 the seed's one thread per episode (benchmark).
  */
-import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+
 import { collectPpo, type PpoNets } from '../collect/ppo.js';
 import type { PpoRollout } from '../collect/rollout.js';
 import { curiosityLayout, NUM_ACTIONS, ppoActorLayout, ppoCriticLayout, STATE_DIM } from '../nets/layout.js';
@@ -35,6 +35,7 @@ import {
 } from './collect_layout.js';
 import { grid1d } from './grid.js';
 import type { Kernel, TypedArray } from './reference.js';
+import type { DeviceBuffer, Dispatch, KernelSpec } from './spec.js';
 
 /**
  * Per-step outputs of collect_ppo: the fields of PpoRollout (src/collect/rollout.ts), same

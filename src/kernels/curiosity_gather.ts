@@ -1,6 +1,6 @@
 /**
  * curiosity_gather: assembles the curiosity model's training batch from a PPO rollout on the
- * device, with the CPU engine's rule (src/train/cpu_ppo_engine.ts): walk j = 0, 1, ... of the
+ * device, with the CPU engine's rule (src/engine/cpu_ppo.ts): walk j = 0, 1, ... of the
  * shuffle permutation of epoch `epoch` (src/learn/shuffle.ts); rollout row idx = perm(j) is kept
  * when its next row is the same episode's next bar (not done, not truncated, idx % steps !=
  * steps - 1); kept rows fill the batch in order until `batch` rows or the rollout runs out:
@@ -13,11 +13,12 @@
  * tests its row, a workgroup exclusive scan of the keep flags gives each kept row its slot, and
  * the loop ends once the batch is full. Exact (integers and copies), deterministic.
  */
-import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+
 import { category } from '../env/actions.js';
 import { Stream } from '../rng/streams.js';
 import { shuffleIndexWithKey } from './ppo_gather.js';
 import type { Kernel, TypedArray } from './reference.js';
+import type { DeviceBuffer, Dispatch, KernelSpec } from './spec.js';
 
 export const curiosityGatherSpec: KernelSpec = {
   name: 'curiosity_gather',

@@ -12,8 +12,9 @@
  * reduction in a fixed order. Numerics: f32 (the TS reference of curiosity.ts sums in f64:
  * tolerance).
  */
-import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+
 import type { Kernel, TypedArray } from './reference.js';
+import type { DeviceBuffer, Dispatch, KernelSpec } from './spec.js';
 
 export const curiosityLossSpec: KernelSpec = {
   name: 'curiosity_loss',

@@ -5,9 +5,10 @@
  * mlp_backward writes them). The three ranges must not overlap except out == a or out == b.
  * Workgroup: WG_X threads, one float each. Numerics: one f32 add, bit for bit this reference.
  */
-import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+
 import { grid1d } from './grid.js';
 import type { Kernel, TypedArray } from './reference.js';
+import type { DeviceBuffer, Dispatch, KernelSpec } from './spec.js';
 
 export const deltaSumSpec: KernelSpec = {
   name: 'delta_sum',

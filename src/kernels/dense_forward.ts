@@ -9,10 +9,11 @@
  * reference rounding to f32 after each multiply and each add; a GPU may fuse the multiply-add,
  * so twins agree to a small tolerance, not bit for bit. NaN inputs propagate (ReLU keeps NaN).
  */
-import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+
 import { type Activation, type Layer, LEAKY_SLOPE } from '../nets/layout.js';
 import { MAX_GROUPS_PER_DIM } from './grid.js';
 import type { Kernel, TypedArray } from './reference.js';
+import type { DeviceBuffer, Dispatch, KernelSpec } from './spec.js';
 
 /** Uniform `act` codes. */
 export const ActCode: Record<Activation, number> = { none: 0, relu: 1, leaky: 2 };

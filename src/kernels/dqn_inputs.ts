@@ -6,11 +6,12 @@
  * so the online net runs s and s' as one 2 batch row forward and the target net reads the s' half.
  * Workgroup: WG_X threads, one float each. Numerics: copies.
  */
-import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+
 import { REPLAY_F, ReplayF } from '../learn/replay.js';
 import { STATE_DIM } from '../nets/layout.js';
 import { grid1d } from './grid.js';
 import type { Kernel, TypedArray } from './reference.js';
+import type { DeviceBuffer, Dispatch, KernelSpec } from './spec.js';
 
 export const dqnInputsSpec: KernelSpec = {
   name: 'dqn_inputs',

@@ -17,13 +17,14 @@
  * per thread). Numerics: f32 with the twins' own exp/log (this reference rounds like dqn_loss.ts
  * with Math.exp/Math.log: tolerance).
  */
-import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+
 import { type C51Scratch, c51Sample, c51Scratch, dqnHuberSample } from '../learn/dqn_loss.js';
 import { REPLAY_F, ReplayF } from '../learn/replay.js';
 import type { C51Support } from '../nets/forward.js';
 import { NUM_ACTIONS } from '../nets/layout.js';
 import { grid1d } from './grid.js';
 import type { Kernel, TypedArray } from './reference.js';
+import type { DeviceBuffer, Dispatch, KernelSpec } from './spec.js';
 
 /** Largest C51 support the twins hold per thread. */
 export const DQN_MAX_ATOMS = 64;

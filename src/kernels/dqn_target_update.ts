@@ -7,9 +7,10 @@
  * Workgroup: WG_X threads, one param each. Numerics: each rounding spelled out (CUDA __fmul_rn /
  * __fadd_rn; WGSL may fuse the multiply-add: tolerance of one ulp).
  */
-import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+
 import { grid1d } from './grid.js';
 import type { Kernel, TypedArray } from './reference.js';
+import type { DeviceBuffer, Dispatch, KernelSpec } from './spec.js';
 
 export const dqnTargetUpdateSpec: KernelSpec = {
   name: 'dqn_target_update',

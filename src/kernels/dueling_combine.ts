@@ -11,11 +11,12 @@
  * Workgroup: WG_X threads, one (row, atom) each. Numerics: f32 adds and one division, bit for bit
  * this reference where the division is correctly rounded (CUDA; WGSL allows 2.5 ulp: tolerance).
  */
-import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+
 import { duelingCombine, duelingCombineBackward } from '../learn/dueling.js';
 import { NUM_ACTIONS } from '../nets/layout.js';
 import { grid1d } from './grid.js';
 import type { Kernel, TypedArray } from './reference.js';
+import type { DeviceBuffer, Dispatch, KernelSpec } from './spec.js';
 
 export const duelingCombineSpec: KernelSpec = {
   name: 'dueling_combine',

@@ -8,9 +8,10 @@
  * until one tile is left), then add the scanned sums back level by level. The last level's single
  * element is the grand total.
  */
-import type { Backend, DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+
 import { grid1d, groupCount } from './grid.js';
 import type { Kernel, TypedArray } from './reference.js';
+import type { BufferFactory, DeviceBuffer, Dispatch, KernelSpec } from './spec.js';
 
 export const exclusiveScanSpec: KernelSpec = {
   name: 'exclusive_scan',
@@ -79,7 +80,7 @@ export interface ScanScratch {
   total: DeviceBuffer;
 }
 
-export function createScanScratch(backend: Backend, n: number): ScanScratch {
+export function createScanScratch(backend: BufferFactory, n: number): ScanScratch {
   const sums = scanLevels(n)
     .slice(1)
     .map((size, level) => backend.createBuffer(4 * size, `exclusive_scan.sums${level}`));

@@ -13,12 +13,13 @@
  * Workgroup: WG_X threads, one sample each (the nTarget <= MAX_TAU targets in registers).
  * Numerics: f32 (the reference sums L_b in f64: tolerance).
  */
-import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+
 import { iqnSample } from '../learn/dqn_loss.js';
 import { REPLAY_F, ReplayF } from '../learn/replay.js';
 import { NUM_ACTIONS } from '../nets/layout.js';
 import { grid1d } from './grid.js';
 import type { Kernel, TypedArray } from './reference.js';
+import type { DeviceBuffer, Dispatch, KernelSpec } from './spec.js';
 
 /** Most target quantiles per sample the twins hold. */
 export const IQN_MAX_TAU = 64;

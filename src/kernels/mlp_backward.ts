@@ -30,11 +30,12 @@
  * twins' fixed tree order (deterministic per backend). The CUDA TF32 build (constant TF32 = 1)
  * rounds every product's operands to TF32: |err| <= ~2^-10 * sum_k |a_k| |b_k| per output.
  */
-import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+
 import { type Activation, type Layer, LEAKY_SLOPE } from '../nets/layout.js';
 import { ActCode } from './dense_forward.js';
 import { grid1d, groupCount } from './grid.js';
 import type { Kernel, TypedArray } from './reference.js';
+import type { DeviceBuffer, Dispatch, KernelSpec } from './spec.js';
 
 /** pAct value of a first layer: no input gradient is computed. */
 export const NO_DX = 3;

@@ -9,7 +9,7 @@
  * layer's outputs (in_c = out_{c-1}); W `[out_c, in_c]` at params[wOff_c], bias at params[bOff_c].
  *
  * The learner runs it for the critic's tail (value_layer_3 -> value_layer_4 -> value_output),
- * which no actor layer shares a launch with: one launch instead of three (src/learn/device_mlp.ts).
+ * which no actor layer shares a launch with: one launch instead of three (src/device/learn_mlp.ts).
  *
  * Grid: ceil(batch / ROWS) workgroups (grid1d), workgroup w owns rows w * ROWS ... Each layer's
  * R x out dot products go to 256 threads as G k-groups of `out` threads (G the largest power of two
@@ -30,11 +30,12 @@
  * mlp_forward launches); the GPU twins split K into the groups above and fuse multiply-adds, so
  * they agree to a tolerance (fixed order: the same bits on every run).
  */
-import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+
 import type { Layer } from '../nets/layout.js';
 import { ActCode, activate } from './dense_forward.js';
 import { grid1d } from './grid.js';
 import type { Kernel, TypedArray } from './reference.js';
+import type { DeviceBuffer, Dispatch, KernelSpec } from './spec.js';
 
 /** Most layers of one chain launch (the uniforms hold this many). */
 export const MAX_CHAIN_LAYERS = 4;

@@ -53,7 +53,7 @@
  * multiply-adds, and WGSL compilers may, so the GPU twins agree to a tolerance (fixed order: the
  * same bits on every run).
  */
-import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+
 import type { Activation, Layer } from '../nets/layout.js';
 import { ActCode } from './dense_forward.js';
 import { grid1d } from './grid.js';
@@ -68,6 +68,7 @@ import {
   ppoLossSample,
 } from './ppo_loss.js';
 import type { Kernel, TypedArray } from './reference.js';
+import type { DeviceBuffer, Dispatch, KernelSpec } from './spec.js';
 
 /** Most networks of one launch, and most layers of each (the uniforms hold this many). */
 export const MAX_DELTA_NETS = 2;

@@ -27,11 +27,12 @@
  * train.precision 'tf32') rounds every product's operands to TF32 (10-bit mantissas): per output
  * |err| <= ~2^-10 * (|bias| + sum_i |W[o, i]| |x[b, i]|) plus f32 accumulation.
  */
-import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+
 import type { Layer } from '../nets/layout.js';
 import { ActCode, activate } from './dense_forward.js';
 import { grid1d, groupCount } from './grid.js';
 import type { Kernel, TypedArray } from './reference.js';
+import type { DeviceBuffer, Dispatch, KernelSpec } from './spec.js';
 
 const FIELDS = ['in', 'out', 'wOff', 'bOff', 'xOff', 'yOff', 'act'] as const;
 /** K split of job j: its slices, and its input's slices (see the file comment). */
@@ -41,7 +42,7 @@ const variants = new Map<string, KernelSpec>();
 
 /**
  * The kernel with `kSplit` k-groups of 8 x 16 threads per workgroup (WG_Z): 4 on CUDA, as many as
- * a WebGPU device's workgroup limits allow (kSplitFor in src/learn/device_mlp.ts). `splitIn` (the
+ * a WebGPU device's workgroup limits allow (kSplitFor in src/device/learn_mlp.ts). `splitIn` (the
  * SPLIT_IN constant) is 1 only for launches with a job whose input was split: with 0 the staging
  * loads are plain reads of `acts`, the slice-summing branch folded away when the pipeline is built
  * (on WebGPU that branch in every staged load kept the loads from issuing together and made every

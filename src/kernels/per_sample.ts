@@ -24,12 +24,13 @@
  * state: [0] max priority (f32 bits, 1 at the start), [1] the first train step of this launch
  * group (uploaded once per epoch, so captured steps replay unchanged with stepSlot).
  */
-import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+
 import { STATE_DIM } from '../nets/layout.js';
 import { philox4x32, u32ToUnitFloat } from '../rng/philox.js';
 import { Stream } from '../rng/streams.js';
 import { grid1d, groupCount, threadsPerGroup } from './grid.js';
 import type { Kernel, TypedArray } from './reference.js';
+import type { DeviceBuffer, Dispatch, KernelSpec } from './spec.js';
 
 const ROW_F = 2 * STATE_DIM + 2;
 

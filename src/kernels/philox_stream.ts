@@ -5,10 +5,10 @@
  * modulo 2^32. One thread per 4-word block. Exact: all three twins are bit-identical.
  */
 
-import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import { philox4x32 } from '../rng/philox.js';
 import { grid1d, groupCount, threadsPerGroup } from './grid.js';
 import type { Kernel, TypedArray } from './reference.js';
+import type { DeviceBuffer, Dispatch, KernelSpec } from './spec.js';
 
 export const philoxStreamSpec: KernelSpec = {
   name: 'philox_stream',

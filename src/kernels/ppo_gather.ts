@@ -17,11 +17,12 @@
  * with one round of copies each instead of 8 of 7 dependent rounds. Exact (integer shuffle, plain
  * copies).
  */
-import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+
 import { shuffleIndex } from '../rng/shuffle.js';
 import { Stream } from '../rng/streams.js';
 import { grid1d, groupCount } from './grid.js';
 import type { Kernel, TypedArray } from './reference.js';
+import type { DeviceBuffer, Dispatch, KernelSpec } from './spec.js';
 
 export const ppoGatherSpec: KernelSpec = {
   name: 'ppo_gather',

@@ -22,9 +22,10 @@
  * Numerics: the twins compute in f32 with their own exp/log; this reference computes like
  * src/learn/ppo_loss.ts in f64 from the stored f32 values and rounds when storing (tolerance).
  */
-import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+
 import { grid1d, groupCount } from './grid.js';
 import type { Kernel, TypedArray } from './reference.js';
+import type { DeviceBuffer, Dispatch, KernelSpec } from './spec.js';
 
 /** Slots of the update statistics buffer (f32 sums over the update's minibatches). */
 export const STAT = { policy: 0, value: 1, entropy: 2, approxKl: 3, clipFrac: 4, gradNorm: 5 } as const;

@@ -2,7 +2,7 @@
  * The TS reference side of a kernel: what one dispatch computes, written plainly. The CPU
  * backend runs these; the parity suite checks the WGSL and CUDA twins against them.
  */
-import type { KernelSpec } from '../backend/types.js';
+import type { KernelSpec } from './spec.js';
 
 export type TypedArray = Float32Array | Uint32Array | Int32Array;
 

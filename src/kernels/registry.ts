@@ -2,7 +2,7 @@
  * Kernel name -> descriptor + TS reference. The CPU backend runs references from here; adding a
  * kernel means adding its module to this list (and `wgsl/<name>.wgsl`, `cuda/<name>.cu`).
  */
-import type { KernelSpec } from '../backend/types.js';
+
 import { adamStep } from './adam_step.js';
 import { collectDqnClusterKernel, collectDqnKernel } from './collect_dqn.js';
 import { packHalf } from './collect_half.js';
@@ -27,9 +27,10 @@ import { ppoGather } from './ppo_gather.js';
 import { ppoLoss } from './ppo_loss.js';
 import type { Kernel } from './reference.js';
 import { replayInsert } from './replay_insert.js';
+import type { KernelSpec } from './spec.js';
 import { validatePolicyKernel } from './validate_policy.js';
 
-// The learners' kernels (src/learn/device.ts; dqn_loss: the DQN family's loss head).
+// The learners' kernels (src/device/learn.ts; dqn_loss: the DQN family's loss head).
 const learnerKernels = [
   ppoGather,
   mlpForward,

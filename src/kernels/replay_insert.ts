@@ -13,10 +13,11 @@
  *   tree equals perInsert's bit for bit.
  * The rollout is read where collect_dqn wrote it (element offsets of its DQN_OUTPUT sections).
  */
-import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+
 import { STATE_DIM } from '../nets/layout.js';
 import { grid1d, groupCount, threadsPerGroup } from './grid.js';
 import type { Kernel, TypedArray } from './reference.js';
+import type { DeviceBuffer, Dispatch, KernelSpec } from './spec.js';
 
 /** Floats per replay row (src/learn/replay.ts REPLAY_F). */
 const ROW_F = 2 * STATE_DIM + 2;

@@ -1,6 +1,6 @@
 /**
- * validate_policy: the validation backtest (src/train/backtest.ts) as one launch. One workgroup
- * runs PPO's greedy policy (the argmax of the actor's logits, src/train/policies.ts) over the
+ * validate_policy: the validation backtest (src/eval/backtest.ts) as one launch. One workgroup
+ * runs PPO's greedy policy (the argmax of the actor's logits, src/eval/policies.ts) over the
  * split [splitStart, splitEnd) as one episode: it starts flat at splitStart, decides at every bar
  * up to splitEnd - 2, barriers close positions without ending it, no truncation, and a collapse
  * (V <= collapseFraction * V_0) stops trading with the rest of the curve flat. Per step the
@@ -19,14 +19,14 @@
  * Uniforms: n (1), steps (splitEnd - splitStart - 1), then ENV_UNIFORMS with barrierTerminates 0
  * and episodeBars = steps (backtestParams).
  */
-import type { DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
+
 import type { Market, SplitRange } from '../data/types.js';
 import type { EnvParams } from '../env/params.js';
+import { backtestParams, policyRollout } from '../eval/backtest.js';
+import type { EquityTrace } from '../eval/metrics.js';
+import { ppoGreedyPolicy } from '../eval/policies.js';
 import { ppoActorLayout } from '../nets/layout.js';
 import { seedToKey } from '../rng/philox.js';
-import { backtestParams, policyRollout } from '../train/backtest.js';
-import type { EquityTrace } from '../train/metrics.js';
-import { ppoGreedyPolicy } from '../train/policies.js';
 import {
   COLLECT_BINDINGS,
   commonConstants,
@@ -41,6 +41,7 @@ import {
   sectionViews,
 } from './collect_layout.js';
 import type { Kernel, TypedArray } from './reference.js';
+import type { DeviceBuffer, Dispatch, KernelSpec } from './spec.js';
 
 export const VALIDATE_OUTPUT = outputLayout([
   { name: 'values', type: 'f32', width: 1 },

@@ -21,6 +21,11 @@
  */
 import type { Backend } from '../backend/types.js';
 import { SUBGROUP_MATRIX_FEATURE } from '../backend/webgpu/gpu.js';
+import { argmaxQ, collectDqn, type DqnNets } from '../collect/dqn.js';
+import { collectPpo, type PpoNets } from '../collect/ppo.js';
+import type { DqnRollout, PpoRollout } from '../collect/rollout.js';
+import { type Config, cloneDefaults, SPEC_REWARD_TERMS } from '../config.js';
+import type { Market, SplitRange } from '../data/types.js';
 import {
   type CollectAlgo,
   type CollectVariant,
@@ -31,12 +36,7 @@ import {
   PpoDeviceCollector,
   storageBuffersPerStage,
   type TileShape,
-} from '../collect/device.js';
-import { argmaxQ, collectDqn, type DqnNets } from '../collect/dqn.js';
-import { collectPpo, type PpoNets } from '../collect/ppo.js';
-import type { DqnRollout, PpoRollout } from '../collect/rollout.js';
-import { type Config, cloneDefaults, SPEC_REWARD_TERMS } from '../config.js';
-import type { Market, SplitRange } from '../data/types.js';
+} from '../device/collect.js';
 import type { CuriosityModel } from '../env/curiosity.js';
 import { envParams } from '../env/params.js';
 import { createEnv, ENV_F, ENV_I, type EnvState } from '../env/state.js';

@@ -8,12 +8,12 @@
  */
 import type { Backend, DeviceBuffer } from '../backend/types.js';
 import { type DqnConfig, defaultConfig } from '../config.js';
+import { DeviceDqnLearner } from '../device/dqn.js';
 import { dqnLossDispatch } from '../kernels/dqn_loss.js';
 import { dqnTargetUpdateDispatch } from '../kernels/dqn_target_update.js';
 import { duelingCombineBackwardDispatch, duelingCombineDispatch } from '../kernels/dueling_combine.js';
 import { iqnLossDispatch } from '../kernels/iqn_loss.js';
 import type { TypedArray } from '../kernels/reference.js';
-import { DeviceDqnLearner } from '../learn/device_dqn.js';
 import { c51Loss, dqnHuberLoss, iqnLoss, type LossRows } from '../learn/dqn_loss.js';
 import {
   createDqnLearner,

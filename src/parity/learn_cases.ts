@@ -8,17 +8,8 @@
  */
 import type { Backend, DeviceBuffer } from '../backend/types.js';
 import { defaultConfig, type PpoConfig, type Precision } from '../config.js';
-import { category } from '../env/actions.js';
-import { type AdamHyper, adamBiasCorrection, adamStepDispatch } from '../kernels/adam_step.js';
-import { curiosityGatherDispatch } from '../kernels/curiosity_gather.js';
-import { curiosityLossDispatch } from '../kernels/curiosity_loss.js';
-import { MAX_BACKWARD_JOBS } from '../kernels/mlp_backward.js';
-import { ppoGatherDispatch } from '../kernels/ppo_gather.js';
-import { LOSS_PARTS, lossGroups, ppoLossDispatch, STAT, STAT_COUNT } from '../kernels/ppo_loss.js';
-import type { TypedArray } from '../kernels/reference.js';
-import { curiosityTrainStep } from '../learn/curiosity.js';
-import { DevicePpoLearner } from '../learn/device.js';
-import { DeviceCuriosityLearner, type DeviceCuriosityRollout } from '../learn/device_curiosity.js';
+import { DeviceCuriosityLearner, type DeviceCuriosityRollout } from '../device/curiosity.js';
+import { DevicePpoLearner } from '../device/learn.js';
 import {
   backwardDispatches,
   createMlpBuffers,
@@ -28,8 +19,17 @@ import {
   kSplitFor,
   planDeltaChain,
   planMlps,
-} from '../learn/device_mlp.js';
-import { syntheticPpoRollout, uploadPpoRollout } from '../learn/device_rollout.js';
+} from '../device/learn_mlp.js';
+import { syntheticPpoRollout, uploadPpoRollout } from '../device/rollout.js';
+import { category } from '../env/actions.js';
+import { type AdamHyper, adamBiasCorrection, adamStepDispatch } from '../kernels/adam_step.js';
+import { curiosityGatherDispatch } from '../kernels/curiosity_gather.js';
+import { curiosityLossDispatch } from '../kernels/curiosity_loss.js';
+import { MAX_BACKWARD_JOBS } from '../kernels/mlp_backward.js';
+import { ppoGatherDispatch } from '../kernels/ppo_gather.js';
+import { LOSS_PARTS, lossGroups, ppoLossDispatch, STAT, STAT_COUNT } from '../kernels/ppo_loss.js';
+import type { TypedArray } from '../kernels/reference.js';
+import { curiosityTrainStep } from '../learn/curiosity.js';
 import { backwardMlp, createMlpCache, forwardMlpBatch } from '../learn/mlp.js';
 import { adamStep, clipGradNorm, createAdam, globalGradNorm } from '../learn/optim.js';
 import { createPpoWorkspace, ppoLossAndGrad } from '../learn/ppo_loss.js';
@@ -731,7 +731,7 @@ function curiosityRollout(episodes: number, steps: number) {
 
 type CuriosityHost = ReturnType<typeof curiosityRollout>;
 
-/** The CPU engine's batch (src/train/cpu_ppo_engine.ts trainCuriosity), written out plainly. */
+/** The CPU engine's batch (src/engine/cpu_ppo.ts trainCuriosity), written out plainly. */
 function curiosityBatch(r: CuriosityHost, batch: number, epoch: number, seed: number) {
   const d = ppoActorLayout().layers[0].in;
   const input = new Float32Array(batch * CURIOSITY_IN).fill(Number.NaN);

@@ -6,8 +6,8 @@
  */
 import type { Backend } from '../backend/types.js';
 import { createDqnRollout, type DqnRollout } from '../collect/rollout.js';
+import { collectorDqnSections, DeviceReplay, type DeviceReplayInit } from '../device/replay.js';
 import { DQN_OUTPUT } from '../kernels/collect_dqn.js';
-import { collectorDqnSections, DeviceReplay, type DeviceReplayInit } from '../learn/device_replay.js';
 import { createPer, perBeta, perInsert, perSample, perUpdate } from '../learn/per.js';
 import { createReplay, insertRollout, REPLAY_F } from '../learn/replay.js';
 import { STATE_DIM } from '../nets/layout.js';

@@ -1,7 +1,7 @@
 /**
  * Parity cases of validate_policy (src/kernels/validate_policy.ts): PPO's greedy actor over a
  * 550-bar split of the collection cases' random market, as one launch through DeviceValidator,
- * against the host backtest (src/train/backtest.ts) run directly. One case with the default
+ * against the host backtest (src/eval/backtest.ts) run directly. One case with the default
  * simulator (trades, barrier exits that do not end the episode), one whose collapse threshold is
  * close to V_0, so the episode collapses and the rest of the curve must stay flat.
  *
@@ -11,15 +11,15 @@
  * legitimately differ; from there both sides are zeroed. Browser-safe.
  */
 import type { Backend } from '../backend/types.js';
-import { DeviceValidator, type SharedValidateBuffers } from '../collect/device_validate.js';
 import { cloneDefaults } from '../config.js';
 import type { SplitRange } from '../data/types.js';
+import { DeviceValidator, type SharedValidateBuffers } from '../device/validate.js';
 import { type EnvParams, envParams } from '../env/params.js';
+import { policyRollout } from '../eval/backtest.js';
+import { ppoGreedyPolicy } from '../eval/policies.js';
 import type { TypedArray } from '../kernels/reference.js';
 import { forwardMlp, initParams } from '../nets/forward.js';
 import { NetId, NUM_ACTIONS, ppoActorLayout, STATE_DIM } from '../nets/layout.js';
-import { policyRollout } from '../train/backtest.js';
-import { ppoGreedyPolicy } from '../train/policies.js';
 import type { Outputs, ParityCase } from './cases.js';
 import { parityMarket, TIE_GAP } from './collect_cases.js';
 

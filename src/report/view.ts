@@ -6,8 +6,8 @@
 import type { EnvConfig } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
 import { EXPOSURES, exposureIndex } from '../env/actions.js';
-import { backtest } from '../train/backtest.js';
-import { buyAndHoldPolicy, type Policy, randomPolicy } from '../train/policies.js';
+import { backtest } from '../eval/backtest.js';
+import { buyAndHoldPolicy, type Policy, randomPolicy } from '../eval/policies.js';
 import type { EpochRecord, RunSummary, ValidationReport } from '../train/runlog.js';
 
 /** One point per finished epoch. */

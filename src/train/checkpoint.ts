@@ -18,7 +18,7 @@ export class CheckpointError extends Error {
 }
 /** The latest checkpoint of a run: what --resume continues. */
 export const lastDir = (outDir: string): string => joinPath(outDir, 'last');
-/** The checkpoint of the epoch with the best validation score (src/train/verdict.ts). */
+/** The checkpoint of the epoch with the best validation score (src/eval/verdict.ts). */
 export const bestDir = (outDir: string): string => joinPath(outDir, 'best');
 
 export interface CheckpointRecord<S> {

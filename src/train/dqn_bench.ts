@@ -1,6 +1,6 @@
 /**
  * The DQN-family epoch benchmark behind `foxhunt bench train --algo dqn|c51` (docs/LEARNER.md):
- * the engine `foxhunt train` uses on that backend (src/learn/device_dqn_engine.ts on webgpu and
+ * the engine `foxhunt train` uses on that backend (src/engine/device_dqn.ts on webgpu and
  * cuda, the CPU engine on cpu), timed per phase of an epoch:
  *   collect   one launch of N x L epsilon-greedy steps, read back and folded into the host replay
  *   train     dqn.stepsPerEpoch train steps at dqn.batch (host PER sample, batch upload, device
@@ -12,12 +12,12 @@
 import type { Backend } from '../backend/types.js';
 import type { Config } from '../config.js';
 import type { Market, Splits } from '../data/types.js';
-import { createDeviceDqnEngine } from '../learn/device_dqn_engine.js';
+import { createCpuDqnEngine } from '../engine/cpu_dqn.js';
+import { createDeviceDqnEngine } from '../engine/device_dqn.js';
+import { backtest } from '../eval/backtest.js';
+import { dqnGreedyPolicy } from '../eval/policies.js';
 import { c51Support, epsilonAt, headOf } from '../learn/dqn_update.js';
 import { duelingLayout } from '../nets/layout.js';
-import { backtest } from './backtest.js';
-import { createCpuDqnEngine } from './cpu_dqn_engine.js';
-import { dqnGreedyPolicy } from './policies.js';
 
 export interface BenchDqnResult {
   algo: string;

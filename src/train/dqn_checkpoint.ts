@@ -14,7 +14,9 @@
  * With the replay and the tree inside, `--resume` continues bit for bit (test/unit/train-dqn.test.ts).
  */
 import type { Config } from '../config.js';
+import type { DqnSnapshot } from '../engine/dqn_engine.js';
 import { ENV_F, ENV_I } from '../env/state.js';
+import { dqnGreedyPolicy, type Policy, ppoGreedyPolicy } from '../eval/policies.js';
 import { c51Support, headOf } from '../learn/dqn_update.js';
 import { REPLAY_F } from '../learn/replay.js';
 import { curiosityLayout, duelingLayout, type NetLayout } from '../nets/layout.js';
@@ -28,8 +30,6 @@ import {
   tensorOf,
   writeCheckpoint,
 } from './checkpoint.js';
-import type { DqnSnapshot } from './dqn_engine.js';
-import { dqnGreedyPolicy, type Policy, ppoGreedyPolicy } from './policies.js';
 import { type DataFingerprint, loadPpoCheckpoint, type PpoCheckpointState } from './ppo_checkpoint.js';
 import type { EpochRecord } from './runlog.js';
 import { joinPath, readText, type Storage } from './storage.js';

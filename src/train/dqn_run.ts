@@ -1,19 +1,20 @@
 /**
  * A DQN-family training run (`--algo dqn|c51|iqn`): data and splits, the engine, fresh start or
- * resume, then the loop of src/algo/dqn.ts. `--backend cpu` runs the CPU engine (the TS
- * references); `webgpu|cuda` run the device engine (src/learn/device_dqn_engine.ts) for dqn and
+ * resume, then the loop of src/train/dqn.ts. `--backend cpu` runs the CPU engine (the TS
+ * references); `webgpu|cuda` run the device engine (src/engine/device_dqn.ts) for dqn and
  * c51 (IQN is refused there with one line); `auto` takes the CPU. A resume restores the replay and
  * the PER tree with the rest, so it continues bit for bit on the backend that wrote it (both
  * engines write the same snapshot, so a checkpoint also resumes on the other, to float noise).
  */
-import { trainDqn } from '../algo/dqn.js';
+
 import { chooseBackend, describeChoice } from '../backend/index.js';
 import { type Backend, BackendUnavailableError } from '../backend/types.js';
-import { createDeviceDqnEngine, iqnOnDevice } from '../learn/device_dqn_engine.js';
+import { createCpuDqnEngine } from '../engine/cpu_dqn.js';
+import { createDeviceDqnEngine, iqnOnDevice } from '../engine/device_dqn.js';
+import type { DqnEngine } from '../engine/dqn_engine.js';
 import { bestDir, lastDir } from './checkpoint.js';
-import { createCpuDqnEngine } from './cpu_dqn_engine.js';
+import { trainDqn } from './dqn.js';
 import type { DqnCheckpoint } from './dqn_checkpoint.js';
-import type { DqnEngine } from './dqn_engine.js';
 import {
   bestScoreOf,
   checkSameData,

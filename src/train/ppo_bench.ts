@@ -19,19 +19,19 @@
  * train.precision tf32 does.
  */
 import type { Backend, Dispatch } from '../backend/types.js';
-import { PpoDeviceCollector } from '../collect/device.js';
-import { DeviceValidator } from '../collect/device_validate.js';
 import type { Config, Precision } from '../config.js';
 import type { Market, Splits } from '../data/types.js';
+import { PpoDeviceCollector } from '../device/collect.js';
+import { DevicePpoLearner, type DevicePpoRollout } from '../device/learn.js';
+import type { MlpPlan } from '../device/learn_mlp.js';
+import { collectorRollout, syntheticPpoRollout, uploadPpoRollout } from '../device/rollout.js';
+import { DeviceValidator } from '../device/validate.js';
 import { envParams } from '../env/params.js';
+import { backtest } from '../eval/backtest.js';
+import { ppoGreedyPolicy } from '../eval/policies.js';
 import { MAX_BACKWARD_JOBS } from '../kernels/mlp_backward.js';
-import { DevicePpoLearner, type DevicePpoRollout } from '../learn/device.js';
-import type { MlpPlan } from '../learn/device_mlp.js';
-import { collectorRollout, syntheticPpoRollout, uploadPpoRollout } from '../learn/device_rollout.js';
 import { initParams } from '../nets/forward.js';
 import { curiosityLayout, NetId, ppoActorLayout, ppoCriticLayout } from '../nets/layout.js';
-import { backtest } from './backtest.js';
-import { ppoGreedyPolicy } from './policies.js';
 
 /** Multiply-adds of one minibatch step's matmuls: forward, dW (with db), and dX above layer 0. */
 export function stepFlops(plan: MlpPlan): number {

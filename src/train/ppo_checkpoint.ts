@@ -9,6 +9,7 @@
  *                           log record; written last (src/train/checkpoint.ts)
  */
 import type { Config } from '../config.js';
+import type { PpoParams, PpoSnapshot } from '../engine/engine.js';
 import { ENV_F, ENV_I } from '../env/state.js';
 import { curiosityLayout, type NetLayout, ppoActorLayout, ppoCriticLayout } from '../nets/layout.js';
 import { type NamedTensor, paramsToTensors, tensorsToParams } from '../nets/safetensors.js';
@@ -20,7 +21,6 @@ import {
   tensorOf,
   writeCheckpoint,
 } from './checkpoint.js';
-import type { PpoParams, PpoSnapshot } from './engine.js';
 import type { EpochRecord } from './runlog.js';
 import { joinPath, type Storage } from './storage.js';
 

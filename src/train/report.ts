@@ -1,5 +1,5 @@
 /** Text renderings of validation results for the CLI: the metrics table and one-line summaries. */
-import type { Metrics } from './metrics.js';
+import type { Metrics } from '../eval/metrics.js';
 import type { EpochRecord, ValidationReport } from './runlog.js';
 
 const pct = (x: number) => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(2)}%`;

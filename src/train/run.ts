@@ -4,7 +4,7 @@
  * the browser worker and the tests all come through here; nothing in this file prints or touches
  * a file system: files go through a Storage (./storage.ts), text through the callbacks.
  */
-import { type Phase, trainPpo } from '../algo/ppo.js';
+
 import {
   type Backend,
   type BackendKind,
@@ -13,17 +13,18 @@ import {
   describeChoice,
 } from '../backend/index.js';
 import { type Config, resolvePrecision } from '../config.js';
-import { assertMarketFinite, buildMarket } from '../data/market.js';
 import { makeSplits } from '../data/splits.js';
 import { generateSynthetic } from '../data/synthetic.js';
 import type { Bars, Market, Splits } from '../data/types.js';
-import { createDevicePpoEngine } from '../learn/device_engine.js';
+import { createCpuPpoEngine } from '../engine/cpu_ppo.js';
+import { createDevicePpoEngine } from '../engine/device_ppo.js';
+import type { PpoEngine } from '../engine/engine.js';
+import { inferBarsPerYear } from '../eval/metrics.js';
+import { assertMarketFinite, buildMarket } from '../features/market.js';
 import { bestDir, lastDir, STATE_FILE } from './checkpoint.js';
-import { createCpuPpoEngine } from './cpu_ppo_engine.js';
 import { checkpointAlgo, type DqnCheckpoint, loadDqnCheckpoint } from './dqn_checkpoint.js';
 import { runDqnTraining } from './dqn_run.js';
-import type { PpoEngine } from './engine.js';
-import { inferBarsPerYear } from './metrics.js';
+import { type Phase, trainPpo } from './ppo.js';
 import { type DataFingerprint, loadPpoCheckpoint, type PpoCheckpoint } from './ppo_checkpoint.js';
 import { type EpochRecord, type RunSummary, readSummary, trimLog } from './runlog.js';
 import { committedDir, joinPath, PREVIOUS, readText, type Storage, settleDir } from './storage.js';
@@ -143,7 +144,7 @@ export interface RunOptions {
   /** Awaited (see PpoRun): the browser worker pauses here, and stops by throwing. */
   onPhase?: (epoch: number, phase: Phase) => void | Promise<void>;
   onEpoch?: (record: EpochRecord) => void | Promise<void>;
-  /** Stops the run after the epoch in progress with a RunStoppedError (src/algo/ppo.ts). */
+  /** Stops the run after the epoch in progress with a RunStoppedError (src/train/ppo.ts). */
   signal?: AbortSignal;
 }
 

@@ -5,14 +5,10 @@
  * loses at most the line of an epoch that a resume will redo; `trimLog` drops lines past the
  * checkpoint on resume so the log never holds an epoch twice.
  */
-import type { Metrics } from './metrics.js';
+import type { Metrics, ValidationReport } from '../eval/metrics.js';
 import { joinPath, readText, type Storage } from './storage.js';
 
-export interface ValidationReport {
-  policy: Metrics;
-  buyHold: Metrics;
-  random: Metrics;
-}
+export type { ValidationReport } from '../eval/metrics.js';
 
 export interface EpochRecord {
   epoch: number;
@@ -31,7 +27,7 @@ export interface EpochRecord {
   /** Wall-clock milliseconds per phase. */
   timeMs: { collect: number; update: number; curiosity: number; validate: number; checkpoint: number };
   validation: ValidationReport;
-  /** Validation score of the epoch (src/train/verdict.ts), what best/ is chosen by. */
+  /** Validation score of the epoch (src/eval/verdict.ts), what best/ is chosen by. */
   score: number;
 }
 
@@ -46,7 +42,7 @@ export interface RunSummary {
   best: { epoch: number; score: number; validation: ValidationReport };
   /** best/ on the test split, evaluated once, here. */
   test: ValidationReport;
-  /** The verdict sentences on validation and on test (src/train/verdict.ts). */
+  /** The verdict sentences on validation and on test (src/eval/verdict.ts). */
   verdict: { validation: string; test: string };
 }
 

@@ -1,5 +1,5 @@
 /**
- * Where a run keeps its files: the trainer (src/train, src/algo) reads and writes only through
+ * Where a run keeps its files: the trainer (src/train, src/engine, src/eval) reads and writes only through
  * this interface, so the same loop runs in Node (src/node/storage.ts: files) and in a browser
  * (OPFS or IndexedDB behind the same verbs), and in tests (MemoryStorage).
  *

@@ -33,15 +33,15 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { chooseBackend } from '../../src/backend/index.js';
 import { applyFlags, cloneDefaults, loadConfig, validateConfig } from '../../src/config.js';
+import { backtest } from '../../src/eval/backtest.js';
+import { ppoGreedyPolicy } from '../../src/eval/policies.js';
 import { initParams } from '../../src/nets/forward.js';
 import { NetId, ppoActorLayout } from '../../src/nets/layout.js';
 import { NodeStorage } from '../../src/node/storage.js';
-import { backtest } from '../../src/train/backtest.js';
-import { ppoGreedyPolicy } from '../../src/train/policies.js';
 import { prepareData, runTraining } from '../../src/train/run.js';
 
 /**
- * Trades (position runs, src/train/metrics.ts) the policy must make on validation. The H200
+ * Trades (position runs, src/eval/metrics.ts) the policy must make on validation. The H200
  * runs made 477-681; 100 (about one per 90 bars) is well below that, and far above a policy
  * that has learned only to sit out.
  */

@@ -9,7 +9,7 @@ import { createCpuBackend } from '../../src/backend/cpu/index.js';
 import { TUNING, tuningFor } from '../../src/backend/tuning.js';
 import type { Backend } from '../../src/backend/types.js';
 import { SUBGROUP_MATRIX_FEATURE } from '../../src/backend/webgpu/gpu.js';
-import { dwHandoffFor, dwSplitBudgetFor, kSplitFor, ppoGatherRowsFor } from '../../src/learn/device_mlp.js';
+import { dwHandoffFor, dwSplitBudgetFor, kSplitFor, ppoGatherRowsFor } from '../../src/device/learn_mlp.js';
 
 const device = (kind: Backend['kind'], limits: Record<string, string | number>) =>
   ({ kind, info: { kind, device: 'x', driver: '', limits } }) as Pick<Backend, 'kind' | 'info'>;

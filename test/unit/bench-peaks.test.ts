@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { devicePeaks, PEAKS, tensorPeak } from '../../src/backend/peaks.js';
 import type { Backend } from '../../src/backend/types.js';
 import { collectTable, peaksLine } from '../../src/cli/commands/bench-collect.js';
-import type { CollectBenchResult } from '../../src/collect/device_bench.js';
+import type { CollectBenchResult } from '../../src/device/collect_bench.js';
 
 const device = (kind: Backend['kind'], name: string, limits: Record<string, string | number> = {}) =>
   ({ kind, info: { kind, device: name, driver: '', limits } }) as Pick<Backend, 'kind' | 'info'>;

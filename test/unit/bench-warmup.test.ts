@@ -1,11 +1,11 @@
 /**
- * The collection benchmark's warm-up (src/collect/device_bench.ts warmUp): one launch that compiles
+ * The collection benchmark's warm-up (src/device/collect_bench.ts warmUp): one launch that compiles
  * the pipeline, then, on a GPU, launches until WARM_MS of wall clock have passed, so the timed
  * launches do not start at the idle clocks a GPU drops to while a process compiles its shaders.
  */
 import { describe, expect, it } from 'vitest';
 import type { Backend, Dispatch } from '../../src/backend/types.js';
-import { WARM_MS, warmUp } from '../../src/collect/device_bench.js';
+import { WARM_MS, warmUp } from '../../src/device/collect_bench.js';
 
 /** A backend whose launches take `launchMs` of wall clock each, counting them. */
 function fakeBackend(kind: 'cpu' | 'webgpu', launchMs: number) {

@@ -3,16 +3,16 @@ import { devMain } from '../../dev/main.js';
 import { createCpuBackend } from '../../src/backend/cpu/index.js';
 import type { Backend } from '../../src/backend/types.js';
 import { main } from '../../src/cli/main.js';
+import { collectDqn, type DqnNets } from '../../src/collect/dqn.js';
+import { collectPpo } from '../../src/collect/ppo.js';
+import { type Config, cloneDefaults, SPEC_REWARD_TERMS } from '../../src/config.js';
 import {
   chooseTile,
   DqnDeviceCollector,
   MMA_WIDE_FROM,
   PpoDeviceCollector,
-} from '../../src/collect/device.js';
-import { collectFlopsPerStep, stepsThatFit } from '../../src/collect/device_bench.js';
-import { collectDqn, type DqnNets } from '../../src/collect/dqn.js';
-import { collectPpo } from '../../src/collect/ppo.js';
-import { type Config, cloneDefaults, SPEC_REWARD_TERMS } from '../../src/config.js';
+} from '../../src/device/collect.js';
+import { collectFlopsPerStep, stepsThatFit } from '../../src/device/collect_bench.js';
 import { envParams } from '../../src/env/params.js';
 import { createEnv } from '../../src/env/state.js';
 import { collectDqnSpec, DQN_OUTPUT, dqnWorkgroupBytes } from '../../src/kernels/collect_dqn.js';

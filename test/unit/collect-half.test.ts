@@ -9,8 +9,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCpuBackend } from '../../src/backend/cpu/index.js';
 import { createWebGpuBackend, type WebGpuBackend } from '../../src/backend/webgpu/index.js';
-import { DqnDeviceCollector, hasSubgroupMatrix } from '../../src/collect/device.js';
 import { cloneDefaults } from '../../src/config.js';
+import { DqnDeviceCollector, hasSubgroupMatrix } from '../../src/device/collect.js';
 import { checkDqnOptions, collectDqnSpec, dqnWorkgroupBytes } from '../../src/kernels/collect_dqn.js';
 import {
   fromHalfBits,

@@ -12,7 +12,7 @@ import {
   GV_MAX_EPISODES,
   halfEngineFor,
   QUAD_ENGINE_MIN_ROWS,
-} from '../../src/collect/device.js';
+} from '../../src/device/collect.js';
 import {
   type CollectDqnOptions,
   collectDqnSpec,

@@ -1,5 +1,5 @@
 /**
- * The collection tile choice as a table (src/collect/tile_choice.ts) gives the same tile as the
+ * The collection tile choice as a table (src/device/tile_choice.ts) gives the same tile as the
  * nested conditionals it replaced, kept here verbatim as `chooseTileBefore` (main at 24625e6), for
  * every device class (CUDA sm_90 and sm_89, WebGPU on a GPU and on a software adapter, with 48 and
  * 16 KiB of workgroup memory, the CPU), algorithm, N, precision and engine or tile override, with
@@ -15,7 +15,7 @@ import {
   clusterThreads,
   residentClusterEpisodes,
   type TileShape,
-} from '../../src/collect/device.js';
+} from '../../src/device/collect.js';
 import {
   cudaClusterSharedBytes,
   cudaDqnSharedBytes,
@@ -33,7 +33,7 @@ import {
 } from '../../src/kernels/collect_engine.js';
 import { cudaPpoSharedBytes, ppoWorkgroupBytes } from '../../src/kernels/collect_ppo.js';
 
-// ---- the choice before the table (src/collect/device.ts at 24625e6), verbatim ----
+// ---- the choice before the table (src/device/collect.ts at 24625e6), verbatim ----
 const QUAD_ENGINE_MIN_ROWS = 16;
 const MMA_WIDE_FROM = 32768;
 const CUDA_TF32_WIDE_THREADS = 512;
@@ -253,7 +253,7 @@ describe('collection tile table', () => {
   });
 });
 
-// ---- the cluster shape before CLUSTER_TUNING (src/collect/device.ts at 24625e6), verbatim ----
+// ---- the cluster shape before CLUSTER_TUNING (src/device/collect.ts at 24625e6), verbatim ----
 const CLUSTER_THREADS = 256;
 const SM90_SHARED = 227 * 1024;
 const clusterThreadsBefore = (e: number) => (e > 8 ? Math.min(32 * e, 320) : CLUSTER_THREADS);

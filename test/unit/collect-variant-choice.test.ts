@@ -1,5 +1,5 @@
 /**
- * The DQN collector's own choice of kernel (src/collect/device.ts chooseDqnVariant): the CUDA
+ * The DQN collector's own choice of kernel (src/device/collect.ts chooseDqnVariant): the CUDA
  * thread-block cluster kernel on devices with clusters for the plain head at small N (the tuning
  * row's clusterUpTo), the tiled kernel elsewhere; an explicit variant wins. No GPU: the CPU backend
  * stands in under the CUDA or WebGPU kind with the limits a device reports (nothing is launched).
@@ -9,9 +9,9 @@ import { crossover } from '../../dev/bench-collect.js';
 import { createCpuBackend } from '../../src/backend/cpu/index.js';
 import { TUNING } from '../../src/backend/tuning.js';
 import type { Backend } from '../../src/backend/types.js';
-import { type CollectVariant, chooseDqnVariant, DqnDeviceCollector } from '../../src/collect/device.js';
-import type { CollectBenchResult } from '../../src/collect/device_bench.js';
 import { cloneDefaults } from '../../src/config.js';
+import { type CollectVariant, chooseDqnVariant, DqnDeviceCollector } from '../../src/device/collect.js';
+import type { CollectBenchResult } from '../../src/device/collect_bench.js';
 import { randomMarket } from './env.fixtures.js';
 
 /** The CPU backend reporting `kind` and `limits`. */

@@ -15,15 +15,15 @@ import { cudaPreamble } from '../../src/backend/cuda/preamble.js';
 import { kernelSource } from '../../src/backend/cuda/sources.js';
 import type { KernelSpec } from '../../src/backend/types.js';
 import { packUniforms, uniformBytes } from '../../src/backend/uniforms.js';
+import { cloneDefaults, SPEC_REWARD_TERMS } from '../../src/config.js';
+import type { Market } from '../../src/data/types.js';
 import {
   clusterEpisodes,
   clusterFits,
   clusterThreads,
   DqnDeviceCollector,
   residentClusterEpisodes,
-} from '../../src/collect/device.js';
-import { cloneDefaults, SPEC_REWARD_TERMS } from '../../src/config.js';
-import type { Market } from '../../src/data/types.js';
+} from '../../src/device/collect.js';
 import { envParams } from '../../src/env/params.js';
 import { createEnv } from '../../src/env/state.js';
 import {

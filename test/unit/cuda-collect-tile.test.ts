@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { createCpuBackend } from '../../src/backend/cpu/index.js';
 import type { Backend } from '../../src/backend/types.js';
-import { chooseTile } from '../../src/collect/device.js';
+import { chooseTile } from '../../src/device/collect.js';
 import {
   type CollectDqnOptions,
   collectDqnSpec,
@@ -42,7 +42,7 @@ const dqn = (tileEpisodes: number, head: CollectDqnOptions['head'] = 'plain'): C
   tauRows: 1,
 });
 
-/** The collector's check (src/collect/device.ts): the WGSL twin's workgroup memory within 48 KiB. */
+/** The collector's check (src/device/collect.ts): the WGSL twin's workgroup memory within 48 KiB. */
 const fits = (t: Omit<CollectDqnOptions, 'head' | 'atoms' | 'iqnEmbed' | 'actTaus' | 'variant'>) =>
   dqnWorkgroupBytes({ ...dqn(t.tileEpisodes), ...t }) <= 48 * 1024;
 const ppoFits = (t: { tileEpisodes: number; threads: number; tj: number; kt: number }) =>

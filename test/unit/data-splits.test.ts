@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { cloneDefaults } from '../../src/config.js';
 import { fillGaps, gapStats, medianInterval, modalInterval } from '../../src/data/gaps.js';
-import { buildMarket } from '../../src/data/market.js';
 import { makeSplits, SplitError } from '../../src/data/splits.js';
 import { generateSynthetic } from '../../src/data/synthetic.js';
 import type { Bars } from '../../src/data/types.js';
+import { buildMarket } from '../../src/features/market.js';
 
 describe('splits', () => {
   it('lays out warm-up, train, gap, val, gap, test chronologically by the fractions', () => {

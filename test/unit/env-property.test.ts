@@ -7,13 +7,13 @@
 import fc from 'fast-check';
 import { describe, it } from 'vitest';
 import { cloneDefaults, defaultConfig } from '../../src/config.js';
-import { buildMarket } from '../../src/data/market.js';
 import { MAX_SPREAD_BPS } from '../../src/data/validate.js';
 import { ACTIONS } from '../../src/env/actions.js';
 import { createStepOut } from '../../src/env/output.js';
 import { envParams } from '../../src/env/params.js';
 import { createEnv } from '../../src/env/state.js';
 import { envStep } from '../../src/env/step.js';
+import { buildMarket } from '../../src/features/market.js';
 import { MARKET_FEATURES } from '../../src/nets/layout.js';
 import { philox4x32 } from '../../src/rng/philox.js';
 import { Stream } from '../../src/rng/streams.js';

@@ -5,13 +5,13 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import { cloneDefaults, SPEC_REWARD_TERMS } from '../../src/config.js';
 import { loadBars, saveBars } from '../../src/data/load.js';
-import { buildMarket } from '../../src/data/market.js';
 import { generateSynthetic } from '../../src/data/synthetic.js';
 import { createStepOut } from '../../src/env/output.js';
 import { envParams } from '../../src/env/params.js';
 import { createEnv } from '../../src/env/state.js';
 import { envStep } from '../../src/env/step.js';
 import { formatF32, TRACE_COLUMNS } from '../../src/env/trace.js';
+import { buildMarket } from '../../src/features/market.js';
 import { initParams } from '../../src/nets/forward.js';
 import { curiosityLayout, NetId } from '../../src/nets/layout.js';
 

@@ -22,6 +22,7 @@ import {
   type DeviceBuffer,
   type Dispatch,
 } from '../../src/backend/types.js';
+import { kSplitFor } from '../../src/device/learn_mlp.js';
 import {
   type BackwardJob,
   DW_SLOT_FLOATS,
@@ -33,7 +34,6 @@ import {
   mlpBackwardSpec,
   NO_DX,
 } from '../../src/kernels/mlp_backward.js';
-import { kSplitFor } from '../../src/learn/device_mlp.js';
 import { type Activation, LEAKY_SLOPE } from '../../src/nets/layout.js';
 import { CudaEmuBackend, emuUnavailable } from './learn-device-cuda/emu_backend.js';
 import { uniforms } from './learn-helpers.js';

@@ -7,6 +7,7 @@ import { nvccCandidates, nvccVersion } from '../../src/backend/cuda/compile.js';
 import { packageRoot } from '../../src/backend/cuda/native.js';
 import { createBackend } from '../../src/backend/index.js';
 import { type Backend, BackendUnavailableError, type KernelSpec } from '../../src/backend/types.js';
+import { deltaChainNets, type MlpPlan, planMlps } from '../../src/device/learn_mlp.js';
 import {
   DELTA_ROWS,
   DELTA_STAGED_SHARED_LIMIT,
@@ -22,7 +23,6 @@ import {
 } from '../../src/kernels/mlp_delta_chain.js';
 import { LOSS_PARTS, lossGroups, ppoLossDispatch } from '../../src/kernels/ppo_loss.js';
 import { kernels } from '../../src/kernels/registry.js';
-import { deltaChainNets, type MlpPlan, planMlps } from '../../src/learn/device_mlp.js';
 import { backwardMlp, createMlpCache, forwardMlpBatch } from '../../src/learn/mlp.js';
 import { initParams } from '../../src/nets/forward.js';
 import {

@@ -1,5 +1,5 @@
 /**
- * The learner's delta-chain plan (src/learn/device_mlp.ts planDeltaChain, deltaChainGroups): at the
+ * The learner's delta-chain plan (src/device/learn_mlp.ts planDeltaChain, deltaChainGroups): at the
  * PPO networks one mlp_delta_chain launch computes the input deltas of the actor's top two and the
  * critic's top three layers, then three mlp_backward launches take every layer whose deltas are
  * known (11 launches per minibatch step instead of 13; 10 with the loss head fused into the delta
@@ -13,17 +13,17 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createCpuBackend } from '../../src/backend/cpu/index.js';
 import type { Backend, DeviceBuffer } from '../../src/backend/types.js';
 import { defaultConfig, type PpoConfig } from '../../src/config.js';
-import { MAX_BACKWARD_JOBS } from '../../src/kernels/mlp_backward.js';
-import { DELTA_ROWS } from '../../src/kernels/mlp_delta_chain.js';
-import { DevicePpoLearner } from '../../src/learn/device.js';
+import { DevicePpoLearner } from '../../src/device/learn.js';
 import {
   backwardDispatches,
   createMlpBuffers,
   deltaChainGroups,
   planDeltaChain,
   planMlps,
-} from '../../src/learn/device_mlp.js';
-import { syntheticPpoRollout, uploadPpoRollout } from '../../src/learn/device_rollout.js';
+} from '../../src/device/learn_mlp.js';
+import { syntheticPpoRollout, uploadPpoRollout } from '../../src/device/rollout.js';
+import { MAX_BACKWARD_JOBS } from '../../src/kernels/mlp_backward.js';
+import { DELTA_ROWS } from '../../src/kernels/mlp_delta_chain.js';
 import { initParams } from '../../src/nets/forward.js';
 import { buildLayout, NetId, ppoActorLayout, ppoCriticLayout } from '../../src/nets/layout.js';
 

@@ -8,7 +8,7 @@ import { devMain } from '../../dev/main.js';
 import { createCpuBackend } from '../../src/backend/cpu/index.js';
 import { main } from '../../src/cli/main.js';
 import { loadConfig } from '../../src/config.js';
-import { planMlps } from '../../src/learn/device_mlp.js';
+import { planMlps } from '../../src/device/learn_mlp.js';
 import { buildLayout } from '../../src/nets/layout.js';
 import { benchPpoTrain, stepFlops } from '../../src/train/ppo_bench.js';
 import { prepareData } from '../../src/train/run.js';

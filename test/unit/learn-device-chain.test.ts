@@ -8,6 +8,9 @@ import { packageRoot } from '../../src/backend/cuda/native.js';
 import { createBackend } from '../../src/backend/index.js';
 import { type Backend, BackendUnavailableError, type Dispatch } from '../../src/backend/types.js';
 import { defaultConfig, type PpoConfig } from '../../src/config.js';
+import { DevicePpoLearner } from '../../src/device/learn.js';
+import { createMlpBuffers, forwardDispatches, planMlps } from '../../src/device/learn_mlp.js';
+import { syntheticPpoRollout, uploadPpoRollout } from '../../src/device/rollout.js';
 import {
   CHAIN_MAX_WIDTH,
   CHAIN_ROWS,
@@ -22,9 +25,6 @@ import {
   mlpChainForwardSpecFor,
   mlpChainForwardStagedSpecFor,
 } from '../../src/kernels/mlp_chain_forward.js';
-import { DevicePpoLearner } from '../../src/learn/device.js';
-import { createMlpBuffers, forwardDispatches, planMlps } from '../../src/learn/device_mlp.js';
-import { syntheticPpoRollout, uploadPpoRollout } from '../../src/learn/device_rollout.js';
 import { createMlpCache, forwardMlpBatch } from '../../src/learn/mlp.js';
 import { initParams } from '../../src/nets/forward.js';
 import {

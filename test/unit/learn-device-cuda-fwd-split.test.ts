@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../src/backend/cpu/index.js';
 import type { Backend } from '../../src/backend/types.js';
-import { createMlpBuffers, forwardDispatches, type MlpPlan, planMlps } from '../../src/learn/device_mlp.js';
+import { createMlpBuffers, forwardDispatches, type MlpPlan, planMlps } from '../../src/device/learn_mlp.js';
 import { initParams } from '../../src/nets/forward.js';
 import { buildLayout, NetId } from '../../src/nets/layout.js';
 import { CudaEmuBackend, emuUnavailable } from './learn-device-cuda/emu_backend.js';

@@ -14,10 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { createCpuBackend } from '../../src/backend/cpu/index.js';
 import type { Backend } from '../../src/backend/types.js';
 import { defaultConfig, loadConfig } from '../../src/config.js';
-import { mlpBackwardSpecFor } from '../../src/kernels/mlp_backward.js';
-import { mlpForwardSpecFor } from '../../src/kernels/mlp_forward.js';
-import { DevicePpoLearner } from '../../src/learn/device.js';
-import { createDevicePpoEngine } from '../../src/learn/device_engine.js';
+import { DevicePpoLearner } from '../../src/device/learn.js';
 import {
   backwardDispatches,
   createMlpBuffers,
@@ -27,8 +24,11 @@ import {
   type MlpBuffers,
   type MlpPlan,
   planMlps,
-} from '../../src/learn/device_mlp.js';
-import { syntheticPpoRollout, uploadPpoRollout } from '../../src/learn/device_rollout.js';
+} from '../../src/device/learn_mlp.js';
+import { syntheticPpoRollout, uploadPpoRollout } from '../../src/device/rollout.js';
+import { createDevicePpoEngine } from '../../src/engine/device_ppo.js';
+import { mlpBackwardSpecFor } from '../../src/kernels/mlp_backward.js';
+import { mlpForwardSpecFor } from '../../src/kernels/mlp_forward.js';
 import { createMlpCache, forwardMlpBatch } from '../../src/learn/mlp.js';
 import { initParams } from '../../src/nets/forward.js';
 import {

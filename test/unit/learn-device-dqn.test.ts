@@ -5,9 +5,9 @@
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../src/backend/cpu/index.js';
 import { defaultConfig } from '../../src/config.js';
+import { DeviceDqnLearner } from '../../src/device/dqn.js';
 import { dqnLossDispatch } from '../../src/kernels/dqn_loss.js';
 import { iqnLossDispatch } from '../../src/kernels/iqn_loss.js';
-import { DeviceDqnLearner } from '../../src/learn/device_dqn.js';
 import { duelingLayout } from '../../src/nets/layout.js';
 
 describe('device DQN learner input checks', () => {

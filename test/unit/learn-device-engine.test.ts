@@ -6,8 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { createCpuBackend } from '../../src/backend/cpu/index.js';
 import { loadConfig } from '../../src/config.js';
-import { createDevicePpoEngine } from '../../src/learn/device_engine.js';
-import { createCpuPpoEngine } from '../../src/train/cpu_ppo_engine.js';
+import { createCpuPpoEngine } from '../../src/engine/cpu_ppo.js';
+import { createDevicePpoEngine } from '../../src/engine/device_ppo.js';
 import { prepareData } from '../../src/train/run.js';
 
 const cfg = loadConfig(undefined, {

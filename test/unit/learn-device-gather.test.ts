@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { DeviceBuffer } from '../../src/backend/types.js';
+import { ppoGatherRowsFor } from '../../src/device/learn_mlp.js';
 import { PPO_GATHER_CUDA_ROWS, type PpoGatherArgs, ppoGatherDispatch } from '../../src/kernels/ppo_gather.js';
-import { ppoGatherRowsFor } from '../../src/learn/device_mlp.js';
 
 const buf = {} as DeviceBuffer;
 const args = (batch: number, rowsPerGroup?: number): PpoGatherArgs => ({

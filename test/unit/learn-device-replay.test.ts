@@ -1,14 +1,14 @@
 /**
- * The device replay (src/learn/device_replay.ts: replay_insert, per_sample) against the TS
+ * The device replay (src/device/replay.ts: replay_insert, per_sample) against the TS
  * references replay.ts and per.ts: the parity cases on the CPU backend (the kernels' TS
  * references), on the CUDA twins through the g++ fiber emulator, and the capacity checks.
  */
 import { describe, expect, it, vi } from 'vitest';
 import { CpuBackend, createCpuBackend } from '../../src/backend/cpu/index.js';
 import type { Backend } from '../../src/backend/types.js';
-import { DqnDeviceCollector } from '../../src/collect/device.js';
 import { cloneDefaults, SPEC_REWARD_TERMS } from '../../src/config.js';
-import { collectorDqnRollout, DeviceReplay, type DeviceReplayInit } from '../../src/learn/device_replay.js';
+import { DqnDeviceCollector } from '../../src/device/collect.js';
+import { collectorDqnRollout, DeviceReplay, type DeviceReplayInit } from '../../src/device/replay.js';
 import { createPer, perInsert } from '../../src/learn/per.js';
 import { createReplay, insertRollout } from '../../src/learn/replay.js';
 import { initParams } from '../../src/nets/forward.js';

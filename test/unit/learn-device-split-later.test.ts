@@ -1,5 +1,5 @@
 /**
- * Split matmuls with the 'later' hand-off (WebGPU: src/learn/device_mlp.ts, wgsl/mlp_backward.wgsl,
+ * Split matmuls with the 'later' hand-off (WebGPU: src/device/learn_mlp.ts, wgsl/mlp_backward.wgsl,
  * wgsl/mlp_forward.wgsl): split workgroups only store their slices and a later launch adds them
  * (backward: the next launch, or one after the last; forward: the next layer's launch, as it stages
  * its inputs). Checks the plan WebGPU gets, the launch lists it makes, and that the TS references
@@ -12,7 +12,7 @@ import { devMain } from '../../dev/main.js';
 import { CpuBackend } from '../../src/backend/cpu/index.js';
 import type { Backend } from '../../src/backend/types.js';
 import { defaultConfig } from '../../src/config.js';
-import { DevicePpoLearner } from '../../src/learn/device.js';
+import { DevicePpoLearner } from '../../src/device/learn.js';
 import {
   backwardDispatches,
   createMlpBuffers,
@@ -22,7 +22,7 @@ import {
   type MlpPlan,
   planMlps,
   WEBGPU_SPLIT_BUDGET,
-} from '../../src/learn/device_mlp.js';
+} from '../../src/device/learn_mlp.js';
 import { initParams } from '../../src/nets/forward.js';
 import {
   buildLayout,

@@ -1,18 +1,18 @@
 /**
- * Split dW (src/learn/device_mlp.ts): which backward launches split their dW tiles over batch
+ * Split dW (src/device/learn_mlp.ts): which backward launches split their dW tiles over batch
  * slices, by how much, and what a plan reserves for it. The split kernel itself is checked by the
  * CUDA emulator cases (learn-device-cuda-emu), whose backend reports a small SM count so that the
  * test networks' launches split.
  */
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../src/backend/cpu/index.js';
-import { DW_SLOT_FLOATS, gradTiles } from '../../src/kernels/mlp_backward.js';
 import {
   backwardDispatches,
   createMlpBuffers,
   dwSplitBudgetFor,
   planMlps,
-} from '../../src/learn/device_mlp.js';
+} from '../../src/device/learn_mlp.js';
+import { DW_SLOT_FLOATS, gradTiles } from '../../src/kernels/mlp_backward.js';
 import { buildLayout, ppoActorLayout, ppoCriticLayout } from '../../src/nets/layout.js';
 import { CudaEmuBackend } from './learn-device-cuda/emu_backend.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { computeMetrics, type EquityTrace, inferBarsPerYear, tradesOf } from '../../src/train/metrics.js';
+import { computeMetrics, type EquityTrace, inferBarsPerYear, tradesOf } from '../../src/eval/metrics.js';
 
 const trace = (equity: number[], exposure: number[], traded?: number[]): EquityTrace => ({
   equity: Float64Array.from(equity),

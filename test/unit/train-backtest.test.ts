@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { cloneDefaults } from '../../src/config.js';
 import { encodeAction, OrderType } from '../../src/env/actions.js';
-import { NUM_ACTIONS, ppoActorLayout } from '../../src/nets/layout.js';
-import { backtest, baselines } from '../../src/train/backtest.js';
+import { backtest, baselines } from '../../src/eval/backtest.js';
 import {
   argmax,
   BUY_AND_HOLD_ACTION,
   buyAndHoldPolicy,
   ppoGreedyPolicy,
   randomPolicy,
-} from '../../src/train/policies.js';
+} from '../../src/eval/policies.js';
+import { NUM_ACTIONS, ppoActorLayout } from '../../src/nets/layout.js';
 import { handMarket, randomMarket } from './env.fixtures.js';
 
 const env = cloneDefaults().env;

@@ -11,10 +11,10 @@ import { createCpuBackend } from '../../src/backend/cpu/index.js';
 import { createBackend } from '../../src/backend/index.js';
 import { type Backend, BackendUnavailableError } from '../../src/backend/types.js';
 import { type Config, loadConfig } from '../../src/config.js';
-import { createDeviceDqnEngine } from '../../src/learn/device_dqn_engine.js';
-import { createCpuDqnEngine } from '../../src/train/cpu_dqn_engine.js';
+import { createCpuDqnEngine } from '../../src/engine/cpu_dqn.js';
+import { createDeviceDqnEngine } from '../../src/engine/device_dqn.js';
+import type { DqnEngine } from '../../src/engine/dqn_engine.js';
 import { benchDqnTrain } from '../../src/train/dqn_bench.js';
-import type { DqnEngine } from '../../src/train/dqn_engine.js';
 import { prepareData } from '../../src/train/run.js';
 
 const config = (algo: string): Config =>

@@ -7,13 +7,13 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { divergenceCause } from '../../src/algo/ppo.js';
 import { applyFlags, type Config, cloneDefaults, validateConfig } from '../../src/config.js';
-import { assertMarketFinite, buildMarket, firstNonFinite } from '../../src/data/market.js';
 import { generateSynthetic } from '../../src/data/synthetic.js';
 import { FEATURE_COUNT, FEATURE_NAMES } from '../../src/features/features.js';
+import { assertMarketFinite, buildMarket, firstNonFinite } from '../../src/features/market.js';
 import { NodeStorage } from '../../src/node/storage.js';
 import { lastDir } from '../../src/train/checkpoint.js';
+import { divergenceCause } from '../../src/train/ppo.js';
 
 const storage = new NodeStorage();
 

@@ -2,11 +2,11 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { RunStoppedError } from '../../src/algo/ppo.js';
 import { applyFlags, cloneDefaults, validateConfig } from '../../src/config.js';
 import { generateSynthetic } from '../../src/data/synthetic.js';
 import { NodeStorage } from '../../src/node/storage.js';
 import { lastDir } from '../../src/train/checkpoint.js';
+import { RunStoppedError } from '../../src/train/ppo.js';
 import { loadPpoCheckpoint } from '../../src/train/ppo_checkpoint.js';
 import { resumeConfig, runTraining } from '../../src/train/run.js';
 import { readLog } from '../../src/train/runlog.js';
@@ -92,7 +92,7 @@ describe('the node storage', () => {
 });
 
 describe('the trainer runs anywhere', () => {
-  it('nothing src/train/run.ts or src/algo/ppo.ts imports, however deep, comes from node: or a package', () => {
+  it('nothing src/train/run.ts or src/train/ppo.ts imports, however deep, comes from node: or a package', () => {
     const seen = new Set<string>();
     const outside: string[] = [];
     const visit = (file: string) => {
@@ -105,7 +105,7 @@ describe('the trainer runs anywhere', () => {
       }
     };
     visit('src/train/run.ts');
-    visit('src/algo/ppo.ts');
+    visit('src/train/ppo.ts');
     expect(seen.size).toBeGreaterThan(40);
     expect(outside).toEqual([]);
   });

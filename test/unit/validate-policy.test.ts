@@ -9,7 +9,6 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { trainPpo } from '../../src/algo/ppo.js';
 import { createCpuBackend } from '../../src/backend/cpu/index.js';
 import { nvccCandidates, nvccVersion } from '../../src/backend/cuda/compile.js';
 import { packageRoot } from '../../src/backend/cuda/native.js';
@@ -17,10 +16,14 @@ import { cudaPreamble } from '../../src/backend/cuda/preamble.js';
 import { createBackend } from '../../src/backend/index.js';
 import { type Backend, BackendUnavailableError } from '../../src/backend/types.js';
 import { packUniforms, uniformBytes } from '../../src/backend/uniforms.js';
-import { DeviceValidator, type SharedValidateBuffers } from '../../src/collect/device_validate.js';
 import { cloneDefaults, loadConfig } from '../../src/config.js';
+import { DeviceValidator, type SharedValidateBuffers } from '../../src/device/validate.js';
+import { createDevicePpoEngine } from '../../src/engine/device_ppo.js';
 import { type EnvParams, envParams } from '../../src/env/params.js';
 import { ENV_F, ENV_I } from '../../src/env/state.js';
+import { backtest, policyRollout } from '../../src/eval/backtest.js';
+import type { Metrics } from '../../src/eval/metrics.js';
+import { ppoGreedyPolicy } from '../../src/eval/policies.js';
 import type { TypedArray } from '../../src/kernels/reference.js';
 import {
   traceFromOutputs,
@@ -29,12 +32,9 @@ import {
   validatePolicySpec,
   validateUniforms,
 } from '../../src/kernels/validate_policy.js';
-import { createDevicePpoEngine } from '../../src/learn/device_engine.js';
 import { initParams } from '../../src/nets/forward.js';
 import { NetId, ppoActorLayout } from '../../src/nets/layout.js';
-import { backtest, policyRollout } from '../../src/train/backtest.js';
-import type { Metrics } from '../../src/train/metrics.js';
-import { ppoGreedyPolicy } from '../../src/train/policies.js';
+import { trainPpo } from '../../src/train/ppo.js';
 import { prepareData } from '../../src/train/run.js';
 import { MemoryStorage } from '../../src/train/storage.js';
 import { buildEmu, emuUnavailable, runEmu, writeGenerated } from './cuda-collect/emu.js';

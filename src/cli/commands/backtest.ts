@@ -5,9 +5,9 @@
  */
 import { join } from 'node:path';
 import type { SplitRange } from '../../data/types.js';
+import { backtest, baselines } from '../../eval/backtest.js';
 import { loadSourcedBars } from '../../node/data.js';
 import { NodeStorage } from '../../node/storage.js';
-import { backtest, baselines } from '../../train/backtest.js';
 import { checkpointPolicy } from '../../train/dqn_checkpoint.js';
 import { metricsTable } from '../../train/report.js';
 import { prepareData } from '../../train/run.js';

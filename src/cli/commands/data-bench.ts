@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../config.js';
 import { loadBars, saveBars } from '../../data/load.js';
-import { buildMarket } from '../../data/market.js';
 import { generateSynthetic } from '../../data/synthetic.js';
+import { buildMarket } from '../../features/market.js';
 import { intFlag, parseFlags } from '../args.js';
 import type { Command } from '../main.js';
 

@@ -5,8 +5,8 @@
  * out; the curiosity bonus comes from a curiosity model freshly initialised with the run seed.
  */
 import { readFile, writeFile } from 'node:fs/promises';
-import { buildMarket } from '../../data/market.js';
 import { formatF32, replayActions, TRACE_COLUMNS } from '../../env/trace.js';
+import { buildMarket } from '../../features/market.js';
 import { initParams } from '../../nets/forward.js';
 import { curiosityLayout, NetId, NUM_ACTIONS } from '../../nets/layout.js';
 import { intFlag, parseFlags } from '../args.js';

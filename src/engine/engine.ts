@@ -1,5 +1,5 @@
 /**
- * The PPO engine: the four verbs the trainer's loop (src/algo/ppo.ts) needs, so one loop drives
+ * The PPO engine: the four verbs the trainer's loop (src/train/ppo.ts) needs, so one loop drives
  * every backend. The CPU engine calls the TS references directly; a GPU engine implements the
  * same verbs with the collect_ppo and learner kernels, keeping the rollout on the device.
  * No RL decision lives in an engine beyond what its verbs name; the loop owns the schedule.
@@ -8,7 +8,7 @@
 import type { BackendKind } from '../backend/types.js';
 import type { CollectStats } from '../collect/rollout.js';
 import type { SplitRange } from '../data/types.js';
-import type { BacktestResult } from './backtest.js';
+import type { BacktestResult } from '../eval/backtest.js';
 
 // The rollout summary lives beside the rollout it reads (src/collect/rollout.ts).
 export { type CollectStats, summarizeRollout } from '../collect/rollout.js';
@@ -53,7 +53,7 @@ export interface PpoEngine {
   trainCuriosity(round: number): Promise<number>;
   /**
    * The validation backtest of the current greedy actor over `split` where the engine runs it on
-   * its device (validate_policy: the same trace as src/train/backtest.ts, the weights never leave
+   * its device (validate_policy: the same trace as src/eval/backtest.ts, the weights never leave
    * the device); absent, the loop runs the host backtest on params().actor.
    */
   validate?(split: SplitRange, barsPerYear: number): Promise<BacktestResult>;

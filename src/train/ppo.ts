@@ -7,25 +7,25 @@
  *   4. validate   the greedy policy over the validation split, next to buy-and-hold and random
  *                 (computed once per run); on a device engine as one launch (validate_policy)
  *   5. checkpoint last/ every train.checkpointEvery epochs and after the last one; best/ when the
- *                 validation score (src/train/verdict.ts) beats every earlier epoch's
+ *                 validation score (src/eval/verdict.ts) beats every earlier epoch's
  *   6. log        one JSON line to <outDir>/log.jsonl
  * After the last epoch, best/ is evaluated once on the test split and a summary line ends the log.
- * The engine (src/train/engine.ts) runs 1-3 on its backend; this file owns the schedule. A
+ * The engine (src/engine/engine.ts) runs 1-3 on its backend; this file owns the schedule. A
  * non-finite loss, reward or parameter stops the run before anything is written for that epoch,
  * so the last checkpoint on disk is the last good one.
  */
 import type { Config } from '../config.js';
-import { describeNonFinite, firstNonFinite } from '../data/market.js';
 import type { Market, Splits } from '../data/types.js';
-import { backtest, baselines } from '../train/backtest.js';
-import { bestDir, lastDir } from '../train/checkpoint.js';
-import type { PpoEngine, PpoParams } from '../train/engine.js';
-import { ppoGreedyPolicy } from '../train/policies.js';
-import { type DataFingerprint, loadPpoCheckpoint, savePpoCheckpoint } from '../train/ppo_checkpoint.js';
-import { appendLog, type EpochRecord, type RunSummary } from '../train/runlog.js';
-import type { Storage } from '../train/storage.js';
-import { validationScore, verdictSentence } from '../train/verdict.js';
+import type { PpoEngine, PpoParams } from '../engine/engine.js';
+import { backtest, baselines } from '../eval/backtest.js';
+import { ppoGreedyPolicy } from '../eval/policies.js';
+import { validationScore, verdictSentence } from '../eval/verdict.js';
+import { describeNonFinite, firstNonFinite } from '../features/market.js';
+import { bestDir, lastDir } from './checkpoint.js';
 import { type EpochLoop, endEpoch, type Phase } from './epoch_end.js';
+import { type DataFingerprint, loadPpoCheckpoint, savePpoCheckpoint } from './ppo_checkpoint.js';
+import { appendLog, type EpochRecord, type RunSummary } from './runlog.js';
+import type { Storage } from './storage.js';
 
 export { type Phase, RunStoppedError } from './epoch_end.js';
 

@@ -4,9 +4,9 @@
  * log line (the record inside a checkpoint lets a resume restore a lost line), the caller's
  * callback, and a stop the caller asked for through its AbortSignal.
  */
-import { bestDir, lastDir } from '../train/checkpoint.js';
-import { appendLog, type EpochRecord } from '../train/runlog.js';
-import type { Storage } from '../train/storage.js';
+import { bestDir, lastDir } from './checkpoint.js';
+import { appendLog, type EpochRecord } from './runlog.js';
+import type { Storage } from './storage.js';
 
 export type Phase = 'collect' | 'update' | 'curiosity' | 'validate' | 'checkpoint';
 

@@ -23,7 +23,7 @@ import {
   type MlpBuffers,
   type MlpPlan,
   planMlps,
-} from './device_mlp.js';
+} from './learn_mlp.js';
 
 /** The rollout fields curiosity reads, on the device (episode-major rows: idx = episode * steps + step). */
 export interface DeviceCuriosityRollout {

@@ -1,5 +1,5 @@
 /**
- * The DQN-family engine on a device (`--algo dqn|c51 --backend webgpu|cuda`; src/train/dqn_engine.ts):
+ * The DQN-family engine on a device (`--algo dqn|c51 --backend webgpu|cuda`; src/engine/dqn_engine.ts):
  * collect_dqn (DqnDeviceCollector) acts, DeviceDqnLearner trains, and the learner's online and
  * target params reach the collector's nets buffer by device copies after each train epoch (no host
  * round trip). The replay and the PER tree live on the host for now (a device replay + PER is
@@ -12,27 +12,27 @@
  * IQN is refused: its device learner lacks the tau embedding.
  */
 import type { Backend } from '../backend/types.js';
-import { DqnDeviceCollector } from '../collect/device.js';
 import type { DqnRollout } from '../collect/rollout.js';
 import type { Config } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
+import { DqnDeviceCollector } from '../device/collect.js';
+import { DeviceDqnLearner } from '../device/dqn.js';
+import { headOf } from '../learn/dqn_update.js';
+import { createPer, perBeta, perInsert, perSample, perUpdate } from '../learn/per.js';
+import { createReplay, insertRollout, REPLAY_F } from '../learn/replay.js';
 import { initParams } from '../nets/forward.js';
 import { duelingLayout, NetId } from '../nets/layout.js';
 import { seedToKey } from '../rng/philox.js';
-import { assertHostReplayFits } from '../train/cpu_dqn_engine.js';
-import { createHostCuriosity } from '../train/dqn_curiosity.js';
-import type { DqnEngine, DqnSnapshot, DqnTrainStats } from '../train/dqn_engine.js';
-import { type CollectStats, summarizeRollout } from '../train/engine.js';
-import { DeviceDqnLearner } from './device_dqn.js';
-import { headOf } from './dqn_update.js';
-import { createPer, perBeta, perInsert, perSample, perUpdate } from './per.js';
-import { createReplay, insertRollout, REPLAY_F } from './replay.js';
+import { assertHostReplayFits } from './cpu_dqn.js';
+import { createHostCuriosity } from './dqn_curiosity.js';
+import type { DqnEngine, DqnSnapshot, DqnTrainStats } from './dqn_engine.js';
+import { type CollectStats, summarizeRollout } from './engine.js';
 
 /** The one line that refuses IQN on a device backend. */
 export const iqnOnDevice = (backend: string): string =>
   `--algo iqn --backend ${backend}: the device learner has no IQN tau embedding yet; use --backend cpu, or --algo dqn|c51`;
 
-/** Index of the nets buffer among the collector's device buffers (src/collect/device.ts). */
+/** Index of the nets buffer among the collector's device buffers (src/device/collect.ts). */
 const NETS = 4;
 
 export function createDeviceDqnEngine(

@@ -16,9 +16,9 @@ import { type EnvParams, envParams } from '../env/params.js';
 import { buildState, createEnv, EnvF, positionNorm } from '../env/state.js';
 import { envStep } from '../env/step.js';
 import { STATE_DIM } from '../nets/layout.js';
+import type { ValidationReport } from './metrics.js';
 import { computeMetrics, type EquityTrace, type Metrics } from './metrics.js';
 import { buyAndHoldPolicy, type Policy, randomPolicy } from './policies.js';
-import type { ValidationReport } from './runlog.js';
 
 export interface BacktestResult {
   metrics: Metrics;

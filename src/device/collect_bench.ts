@@ -36,7 +36,7 @@ import {
   halfEngineFor,
   PpoDeviceCollector,
   type TileShape,
-} from './device.js';
+} from './collect.js';
 
 const fma = (layers: readonly Layer[]) => layers.reduce((s, l) => s + l.in * l.out, 0);
 

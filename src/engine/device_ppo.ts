@@ -1,7 +1,7 @@
 /**
- * The PPO engine on a device (src/train/engine.ts): collect_ppo (PpoDeviceCollector), the device
+ * The PPO engine on a device (src/engine/engine.ts): collect_ppo (PpoDeviceCollector), the device
  * PPO learner and the device curiosity trainer behind the four verbs, so the trainer's loop
- * (src/algo/ppo.ts) runs unchanged on WebGPU and CUDA (and on the CPU backend, through the
+ * (src/train/ppo.ts) runs unchanged on WebGPU and CUDA (and on the CPU backend, through the
  * kernels' TS references). The rollout never leaves the device: the learners read it where
  * collect_ppo wrote it, and new weights reach the collector by device copies into its nets buffer
  * (actor, critic, curiosity back to back — the learners' layouts). The host sees only what the
@@ -17,21 +17,21 @@
  */
 import { capsOf } from '../backend/caps.js';
 import type { Backend } from '../backend/types.js';
-import { PpoDeviceCollector } from '../collect/device.js';
-import { DeviceValidator } from '../collect/device_validate.js';
 import { type CollectStats, summarizeRollout } from '../collect/rollout.js';
 import { type Config, resolvePrecision } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
+import { PpoDeviceCollector } from '../device/collect.js';
+import { DeviceCuriosityLearner } from '../device/curiosity.js';
+import { DevicePpoLearner } from '../device/learn.js';
+import { collectorCuriosityRollout, collectorRollout } from '../device/rollout.js';
+import { DeviceValidator } from '../device/validate.js';
 import { envParams } from '../env/params.js';
 import { PPO_OUTPUT } from '../kernels/collect_ppo.js';
 import { initParams } from '../nets/forward.js';
 import { curiosityLayout, NetId, ppoActorLayout, ppoCriticLayout, STATE_DIM } from '../nets/layout.js';
-import type { PpoEngine, PpoSnapshot, UpdateStats } from '../train/engine.js';
-import { DevicePpoLearner } from './device.js';
-import { DeviceCuriosityLearner } from './device_curiosity.js';
-import { collectorCuriosityRollout, collectorRollout } from './device_rollout.js';
+import type { PpoEngine, PpoSnapshot, UpdateStats } from './engine.js';
 
-/** Index of the nets buffer among the collector's device buffers (src/collect/device.ts). */
+/** Index of the nets buffer among the collector's device buffers (src/device/collect.ts). */
 const NETS = 4;
 const OUT_F = 8;
 const OUT_I = 9;

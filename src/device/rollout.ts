@@ -8,11 +8,11 @@
 import type { Backend, DeviceBuffer } from '../backend/types.js';
 import { PPO_OUTPUT } from '../kernels/collect_ppo.js';
 import type { RolloutSections } from '../kernels/ppo_gather.js';
+import type { PpoRollout } from '../learn/ppo_update.js';
 import { philox4x32, u32ToUnitFloat } from '../rng/philox.js';
 import { Stream } from '../rng/streams.js';
-import type { DevicePpoRollout } from './device.js';
-import type { DeviceCuriosityRollout } from './device_curiosity.js';
-import type { PpoRollout } from './ppo_update.js';
+import type { DeviceCuriosityRollout } from './curiosity.js';
+import type { DevicePpoRollout } from './learn.js';
 
 function section(name: string): { offset: number; type: string } {
   const s = PPO_OUTPUT.sections.find((x) => x.name === name);

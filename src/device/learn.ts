@@ -36,6 +36,7 @@ import { type AdamHyper, adamBiasCorrection, adamStepDispatch } from '../kernels
 import { deltaChainLossGroups } from '../kernels/mlp_delta_chain.js';
 import { type PpoGatherArgs, ppoGatherDispatch, type RolloutSections } from '../kernels/ppo_gather.js';
 import { LOSS_PARTS, lossGroups, ppoLossDispatch, STAT, STAT_COUNT } from '../kernels/ppo_loss.js';
+import type { PpoUpdateStats } from '../learn/ppo_update.js';
 import type { NetLayout } from '../nets/layout.js';
 import { seedToKey } from '../rng/philox.js';
 import {
@@ -50,8 +51,7 @@ import {
   planDeltaChain,
   planMlps,
   ppoGatherRowsFor,
-} from './device_mlp.js';
-import type { PpoUpdateStats } from './ppo_update.js';
+} from './learn_mlp.js';
 
 /** A PPO rollout on the device: f32 and i32 buffers with the PPO fields at element offsets. */
 export interface DevicePpoRollout {

@@ -9,26 +9,26 @@
  *   3. curiosity  one AdamW step of the forward model every env.curiosityEvery rounds (bonus on)
  *   4. validate   the greedy policy over the validation split, next to buy-and-hold and random
  *   5. checkpoint last/ every train.checkpointEvery epochs and after the last one; best/ when the
- *                 validation score (src/train/verdict.ts) beats every earlier epoch's
+ *                 validation score (src/eval/verdict.ts) beats every earlier epoch's
  *   6. log        one JSON line to <outDir>/log.jsonl
  * After the last epoch, best/ is evaluated once on the test split and a summary line ends the log.
  * A non-finite reward, loss or parameter stops the run before anything of that epoch is written.
  */
 import type { Config } from '../config.js';
 import type { Market, Splits } from '../data/types.js';
+import type { DqnEngine } from '../engine/dqn_engine.js';
+import { backtest, baselines } from '../eval/backtest.js';
+import { dqnGreedyPolicy } from '../eval/policies.js';
+import { validationScore, verdictSentence } from '../eval/verdict.js';
 import { c51Support, epsilonAt, headOf } from '../learn/dqn_update.js';
 import { duelingLayout } from '../nets/layout.js';
-import { backtest, baselines } from '../train/backtest.js';
-import { bestDir, lastDir } from '../train/checkpoint.js';
-import { loadDqnCheckpoint, saveDqnCheckpoint } from '../train/dqn_checkpoint.js';
-import type { DqnEngine } from '../train/dqn_engine.js';
-import { dqnGreedyPolicy } from '../train/policies.js';
-import type { DataFingerprint } from '../train/ppo_checkpoint.js';
-import { appendLog, type EpochRecord, type RunSummary } from '../train/runlog.js';
-import type { Storage } from '../train/storage.js';
-import { validationScore, verdictSentence } from '../train/verdict.js';
+import { bestDir, lastDir } from './checkpoint.js';
+import { loadDqnCheckpoint, saveDqnCheckpoint } from './dqn_checkpoint.js';
 import { type EpochLoop, endEpoch, type Phase } from './epoch_end.js';
 import { divergenceCause, TrainingDivergedError } from './ppo.js';
+import type { DataFingerprint } from './ppo_checkpoint.js';
+import { appendLog, type EpochRecord, type RunSummary } from './runlog.js';
+import type { Storage } from './storage.js';
 
 export interface DqnRun {
   cfg: Config;

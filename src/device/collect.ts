@@ -15,6 +15,7 @@ import { capsOf } from '../backend/caps.js';
 import { CLUSTER_TUNING, HALF_ENGINE_TUNING, tuningFor } from '../backend/tuning.js';
 import type { Backend, ClusterOccupancy, DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import { SUBGROUP_MATRIX_FEATURE } from '../backend/webgpu/gpu.js';
+import type { DqnRollout, PpoRollout } from '../collect/rollout.js';
 import type { Config } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
 import { envParams } from '../env/params.js';
@@ -57,7 +58,6 @@ import {
   type QHead,
 } from '../nets/layout.js';
 import { seedToKey } from '../rng/philox.js';
-import type { DqnRollout, PpoRollout } from './rollout.js';
 import { type CollectAlgo, chooseTile, type TileShape } from './tile_choice.js';
 
 export type { CollectAlgo, TileShape } from './tile_choice.js';

@@ -4,7 +4,7 @@
  * -> perInsert (max priority) -> dqnTrainStep x dqn.stepsPerEpoch. Bit-for-bit reproducible for
  * a seed: every random draw is a Philox counter of the round, slot, step or train step.
  *
- * Curiosity (when the bonus is on): src/train/dqn_curiosity.ts.
+ * Curiosity (when the bonus is on): src/engine/dqn_curiosity.ts.
  */
 import { collectDqn, type DqnNets } from '../collect/dqn.js';
 import { createDqnRollout } from '../collect/rollout.js';

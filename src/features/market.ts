@@ -4,9 +4,9 @@
  * keeping values relative to an episode's start is the simulator's job (SPEC 7).
  */
 import type { Config } from '../config.js';
-import { computeFeatures, FEATURE_COUNT, FEATURE_NAMES } from '../features/features.js';
-import { DataError } from './errors.js';
-import type { Bars, Market } from './types.js';
+import { DataError } from '../data/errors.js';
+import type { Bars, Market } from '../data/types.js';
+import { computeFeatures, FEATURE_COUNT, FEATURE_NAMES } from './features.js';
 
 const OHLC = ['open', 'high', 'low', 'close'] as const;
 

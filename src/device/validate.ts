@@ -3,12 +3,14 @@
  * greedy actor over a split in one launch, reading the market and the actor from buffers already
  * on the device (the training collector's: actor at float 0 of its nets buffer), and only the
  * per-step trace comes back. Metrics are computed on the host from that trace with
- * src/train/metrics.ts, as the host backtest does.
+ * src/eval/metrics.ts, as the host backtest does.
  */
 import type { Backend, DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import type { SplitRange } from '../data/types.js';
 import type { EnvParams } from '../env/params.js';
 import { ENV_F, ENV_I } from '../env/state.js';
+import type { BacktestResult } from '../eval/backtest.js';
+import { computeMetrics } from '../eval/metrics.js';
 import {
   traceFromOutputs,
   validateOutputBytes,
@@ -16,8 +18,6 @@ import {
   validatePolicySpec,
   validateUniforms,
 } from '../kernels/validate_policy.js';
-import type { BacktestResult } from '../train/backtest.js';
-import { computeMetrics } from '../train/metrics.js';
 
 /** The read-only bindings validate_policy shares with the collector: features, ohlc, spread, entropy, nets. */
 export type SharedValidateBuffers = readonly [

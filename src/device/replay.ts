@@ -25,7 +25,7 @@ import type { Backend, DeviceBuffer, Dispatch } from '../backend/types.js';
 import { DQN_OUTPUT } from '../kernels/collect_dqn.js';
 import { type PerSampleArgs, perSampleDispatches, perUpdateDispatch } from '../kernels/per_sample.js';
 import { type DqnRolloutSections, replayInsertDispatches } from '../kernels/replay_insert.js';
-import { REPLAY_F } from './replay.js';
+import { REPLAY_F } from '../learn/replay.js';
 
 export interface DeviceReplayInit {
   capacity: number;

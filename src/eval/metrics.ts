@@ -180,3 +180,10 @@ export function computeMetrics(trace: EquityTrace, barsPerYear: number): Metrics
     bars: n,
   };
 }
+
+/** A policy's metrics on a split beside the two baselines'. */
+export interface ValidationReport {
+  policy: Metrics;
+  buyHold: Metrics;
+  random: Metrics;
+}

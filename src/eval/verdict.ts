@@ -6,8 +6,7 @@
  * more risk, and a policy that stands aside scores 0, above any losing one. `best/` holds the
  * first epoch with the highest score (a later epoch must score strictly higher to replace it).
  */
-import type { Metrics } from './metrics.js';
-import type { ValidationReport } from './runlog.js';
+import type { Metrics, ValidationReport } from './metrics.js';
 
 export const validationScore = (policy: Metrics): number => policy.sharpe;
 
