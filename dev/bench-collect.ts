@@ -21,7 +21,7 @@ import { prepareData } from '../src/train/run.js';
 
 const usage = `usage: node dist/dev/bench.js collect --algo dqn|c51|iqn|ppo [--backend auto|cuda|webgpu|cpu]
                              [--episodes N[,N...]] [--steps L] [--variant tiled|seed|cluster|both|all]
-                             [--precision exact|tf32|f16|both] [--engine auto|0|1|2|both|all|E,E...]
+                             [--precision exact|tf32|f16|both] [--engine auto|0|2|4|5|both|all|E,E...]
                              [--tile E] [--threads T]
                              [--cluster C] [--exchange push|pull|both] [--splitk] [--env-only]
                              [--constants JSON] [--repeats R] [--seed S] [--json]
@@ -57,11 +57,10 @@ per episode are measured in the same run (--variant both, the default for dqn an
                     --engine 4 or 5 forces one) or both (cuda: exact and tf32, the cuda default;
                     webgpu: exact and f16)
   --engine E        webgpu only: the tiled kernel's WGSL tile engine, 0 (scalar activations,
-                    outputs strided over threads), 1 (quad blocks: vec4 activations, 4 x 2
-                    outputs per thread), 2 (quad blocks unrolled: named accumulators), 3 (engine
-                    0 for small tiles: block-relative slices, weights two slices ahead), 4 and 5
-                    (the f16 engines: tensor cores, weight streaming into registers; the f16 runs
-                    take these, the exact runs the others), a list (0,3), both (0,1), all, each in
+                    outputs strided over threads), 2 (quad blocks: vec4 activations, 4 x 2
+                    outputs per thread in named accumulators), 4 and 5 (the f16 engines: tensor
+                    cores, weight streaming into registers; the f16 runs take these, the exact
+                    runs the others), a list (0,2), both (0,2), all, each in
                     the same sweep, or auto (default: the collectors' choice, src/collect/device.ts
                     chooseTile)
   --tile E          episodes per workgroup of the tiled kernel (default: chosen from N and the
@@ -76,8 +75,7 @@ per episode are measured in the same run (--variant both, the default for dqn an
                     constant SKIP_NETS = 1; row tiled-env-only, same tile as the tiled row): what
                     the simulator, the outputs and the barriers alone cost per step
   --constants JSON  extra kernel constants merged into the tiled and cluster kernels' specs, for
-                    timing a build variant (e.g. '{"MMA_PIPE":0}': the tensor-core engine without
-                    its weight prefetch; '{"SKIP_NETS":1}' with --variant cluster --precision tf32:
+                    timing a build variant (e.g. '{"SKIP_NETS":1}' with --variant cluster --precision tf32:
                     the cluster kernel without its layer math); constants a kernel does not use
                     are ignored
   --repeats R       timed launches per setting (default 5) after the warm-up: one launch, then on
@@ -143,7 +141,7 @@ const si = (x: number, unit: string) => {
 const label = (r: CollectBenchResult) =>
   r.build
     ? `${r.variant}-${r.build}`
-    : `${r.variant}${r.precision === 'tf32' ? '-tf32' : r.precision === 'f16' ? '-f16' : ''}${r.engine === 1 ? '-quad' : r.engine === 2 ? '-quad2' : r.engine === 3 ? '-lat' : r.engine === 5 ? '-stream' : ''}${r.clusterPull ? '-pull' : ''}${
+    : `${r.variant}${r.precision === 'tf32' ? '-tf32' : r.precision === 'f16' ? '-f16' : ''}${r.engine === 2 ? '-quad2' : r.engine === 5 ? '-stream' : ''}${r.clusterPull ? '-pull' : ''}${
         r.constants
           ? Object.entries(r.constants)
               .map(([k, v]) => ` ${k}=${v}`)
@@ -318,14 +316,14 @@ async function run(args: string[]): Promise<number> {
       : [precisionFlag as 'exact' | 'tf32' | 'f16'];
   const engineFlag = (values.engine as string | undefined) ?? 'auto';
   const engineList =
-    engineFlag === 'both' ? ['0', '1'] : engineFlag === 'all' ? ENGINES.map(String) : engineFlag.split(',');
+    engineFlag === 'both' ? ['0', '2'] : engineFlag === 'all' ? ENGINES.map(String) : engineFlag.split(',');
   if (
     engineFlag !== 'auto' &&
     (engineList.some((e) => !(ENGINES as readonly number[]).map(String).includes(e)) ||
       new Set(engineList).size !== engineList.length)
   )
     throw new UserError(
-      `--engine must be auto, both, all or distinct engines from ${ENGINES.join(', ')} (e.g. 1,2)`,
+      `--engine must be auto, both, all or distinct engines from ${ENGINES.join(', ')} (e.g. 0,2)`,
     );
   if (engineFlag !== 'auto' && backend.kind !== 'webgpu')
     throw new UserError(`--engine ${engineFlag} picks the WGSL tile engine: it needs --backend webgpu`);

@@ -547,14 +547,7 @@ fn gv_dense_at(i: u32, lid: u32) {
   gv_delta = select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1);
   gv_side = gv_side_at(i);
   gv_red = gv_red_at(i);
-  // GV_PREF 1: the layer after this one (the pass's first after its last) is op gv_next.
-  gv_this = i;
-  gv_next = TARGET_AT + (i - TARGET_AT + 1u) % 4u;
-  let nx = op_at(gv_next);
-  gv_nb0 = nx.b0;
-  gv_nb1 = nx.b1;
   dense_gv(o.b0, o.b1, o.act, o.to_q, o.out_col, lid, gv_pp_at(i));
-  gv_this = GV_NO_OP;
 }
 
 // GV_FLAT 1: op i >= ACT_AT of the step's program, known from the index (GV_CUR: no curiosity ops;
@@ -873,12 +866,6 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
 //!if ENGINE != 5
       let o = step_op(i);
 //!endif
-      // Bench only: ABLATE bit k skips every op of kind k (its barrier kept), so a sweep over the
-      // bits times each phase by difference; the outputs are then meaningless.
-      if ((ABLATE & (1u << o.kind)) != 0u) {
-        workgroupBarrier();
-        continue;
-      }
 //!if ENGINE == 5
       // GV_MERGE: the action op, and the TD op with the next step's action op beside it when no
       // episode restarted (one call of gv_act for both: the kernel inlines it once).

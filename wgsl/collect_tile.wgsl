@@ -68,7 +68,7 @@ const SWZ_MASK = select(0, KT4 - 1, (KT4 & (KT4 - 1)) == 0);
 const PREFETCH = (WS_OUT * KT4 + WG_X - 1) / WG_X;
 //!endif
 
-//!if ENGINE == 1, 2
+//!if ENGINE == 2
 // Engine 1's quad blocks (see the header).
 const TQ = WS_OUT / (4 * MQ);
 const RG = WG_X / TQ;
@@ -79,8 +79,8 @@ const PREFETCH_Q = (WQ * KT + WG_X - 1) / WG_X;
 
 // Engines 0 and 3 read scalar activations, engines 1 and 2 vec4s. Unresolved, the unused one is
 // one element.
-const SCALAR = ENGINE == 0 || ENGINE == 3;
-//!if ENGINE == 0, 3
+const SCALAR = ENGINE == 0;
+//!if ENGINE == 0
 var<workgroup> act_s: array<f32, select(1, ROWS * ACT_W, SCALAR)>;
 //!endif
 // Activation buffers: one, or engine 5's two with GV_PP (its dual pass's layers read one and write
@@ -91,19 +91,13 @@ const ACT_BUFS = 1u + GV_PP;
 //!if ENGINE != 5
 const ACT_BUFS = 1u;
 //!endif
-//!if ENGINE == 1, 2, 5
+//!if ENGINE == 2, 5
 var<workgroup> act_v: array<vec4<f32>, select(1, ROWS * ACT_W4 * ACT_BUFS, !SCALAR)>;
 //!endif
 // Staged weights: vec4 quads (engines 0-2); engine 3 stages scalars, KT + 1 per output (the
 // padding word keeps a warp's 32 outputs on 32 banks). Unresolved, the unused one is one element.
-//!if ENGINE == 0, 1, 2
-var<workgroup> ws: array<vec4<f32>, select(WS_OUT * KT4, 1, ENGINE == 3)>;
-//!endif
-//!if ENGINE == 3
-const KTP = KT + 1;
-// Staged weights per invocation and slice (engine 3).
-const PREFETCH_S = (WS_OUT * KT + WG_X - 1) / WG_X;
-var<workgroup> ws_s: array<f32, select(1, WS_OUT * (KT + 1), ENGINE == 3)>;
+//!if ENGINE == 0, 2
+var<workgroup> ws: array<vec4<f32>, WS_OUT * KT4>;
 //!endif
 //!if ENGINE == 4
 // Engine 4: f16 activations (rows of ACT_W halves, a multiple of 8 so every tile row starts on
@@ -165,12 +159,12 @@ fn act_get(r: u32, k: u32) -> f32 {
     return f32(act_h[r * ACT_W + k]);
   }
 //!endif
-//!if ENGINE == 1, 2, 5
+//!if ENGINE == 2, 5
   if (!SCALAR) {
     return act_v[r * ACT_W4 + k / 4u][k % 4u];
   }
 //!endif
-//!if ENGINE == 0, 3
+//!if ENGINE == 0
   if (SCALAR) {
     return act_s[r * ACT_W + k];
   }
@@ -192,12 +186,12 @@ fn act_set4(r: u32, k4: u32, v: vec4<f32>) {
     return;
   }
 //!endif
-//!if ENGINE == 1, 2, 5
+//!if ENGINE == 2, 5
   if (!SCALAR) {
     act_v[r * ACT_W4 + k4] = v;
   }
 //!endif
-//!if ENGINE == 0, 3
+//!if ENGINE == 0
   if (SCALAR) {
     let o = r * ACT_W + 4u * k4;
     act_s[o] = v.x;
@@ -278,19 +272,9 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
     dense_scalar(b0, b1, k_start, n_k, kind, to_q, out_col, lid);
   }
 //!endif
-//!if ENGINE == 1
-  if (ENGINE == 1) {
-    dense_quad(b0, b1, k_start, n_k, kind, to_q, out_col, lid);
-  }
-//!endif
 //!if ENGINE == 2
   if (ENGINE == 2) {
     dense_quad2(b0, b1, k_start, n_k, kind, to_q, out_col, lid);
-  }
-//!endif
-//!if ENGINE == 3
-  if (ENGINE == 3) {
-    dense_lat(b0, b1, kind, to_q, out_col, lid);
   }
 //!endif
 //!if ENGINE == 4
@@ -379,147 +363,7 @@ fn dense_scalar(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: b
 
 //!endif
 
-//!if ENGINE == 3
-// ---- engine 3: engine 0 for latency-bound small tiles ----
-// Engine 0's thread shape and per-output order (bias, then w * x for increasing input of the
-// output's own block), with four changes:
-// - block-relative slices: slice s stages inputs [s * KT, s * KT + KT) of each block's own
-//   columns, so a layer of two blocks over different input columns (the plain heads: advantage
-//   from columns [128, 256), value from [0, 128)) takes ceil(max k_len / KT) slices (4) instead
-//   of covering every column (8); the products it leaves out had zero weights and added exactly
-//   0. Each output reads the activations at its block's k_lo (one set when the blocks share it);
-// - coalesced staging: invocation lid stages scalars lid + p * WG_X of the slice (output e / KT,
-//   input e % KT), so a warp's load reads 32 consecutive weights of one row (KT = 32) instead of
-//   four rows at a stride of 16 bytes (engine 0: a quarter of the sectors per load); `ws_s` holds
-//   them as scalars, KT + 1 per output;
-// - weights prefetched two slices ahead (two register buffers taken by slice parity, so no copy
-//   waits on a load): a slice's L2 latency spans two slices of work;
-// - one bounds decision per staged weight (inside its block's row or zero).
-// It runs where engine 0 runs (TILE_E = 1: one output a thread, 128 workgroups at N = 128).
-
-// Weights of slice s (block-relative inputs) this invocation stages: scalar e = lid + p * WG_X is
-// output e / KT at input s * KT + e % KT, zero past its block's columns.
-fn load_slice_s(dst: ptr<function, array<f32, PREFETCH_S>>, b0: Block, b1: Block, s: u32, n_out: u32, lid: u32) {
-  for (var p = 0u; p < PREFETCH_S; p++) {
-    let e = lid + p * WG_X;
-    let j = e / KT;
-    if (j < n_out) {
-      var blk = b0;
-      var jr = j;
-      if (j >= b0.rows) {
-        blk = b1;
-        jr = j - b0.rows;
-      }
-      let kr = s * KT + e % KT;
-      var w = 0.0;
-      if (kr < blk.k_len) {
-        w = nets[blk.w + jr * blk.k_len + kr];
-      }
-      (*dst)[p] = w;
-    }
-  }
-}
-
-fn stage_slice_s(src: ptr<function, array<f32, PREFETCH_S>>, n_out: u32, lid: u32) {
-  for (var p = 0u; p < PREFETCH_S; p++) {
-    let e = lid + p * WG_X;
-    let j = e / KT;
-    if (j < n_out) {
-      ws_s[j * KTP + e % KT] = (*src)[p];
-    }
-  }
-}
-
-fn dense_lat(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32) {
-  let n_out = b0.rows + b1.rows;
-  let tj = lid % TJ;
-  let r0 = (lid / TJ) * ME;
-  var acc: array<f32, ME * MJ_MAX>;
-  for (var m = 0u; m < MJ_MAX; m++) {
-    let j = tj + TJ * m;
-    var bias = 0.0;
-    if (j < n_out) {
-      bias = layer_bias(b0, b1, j);
-    }
-    for (var i = 0u; i < ME; i++) {
-      acc[i * MJ_MAX + m] = bias;
-    }
-  }
-  // One set of input columns where every output's block starts at the same column.
-  let one_col = b1.rows == 0u || b1.k_lo == b0.k_lo;
-  let slices = (max(b0.k_len, b1.k_len) + KT - 1u) / KT;
-  var buf0: array<f32, PREFETCH_S>;
-  var buf1: array<f32, PREFETCH_S>;
-  load_slice_s(&buf0, b0, b1, 0u, n_out, lid);
-  if (slices > 1u) {
-    load_slice_s(&buf1, b0, b1, 1u, n_out, lid);
-  }
-  for (var s = 0u; s < slices; s++) {
-    let even = (s & 1u) == 0u;
-    if (even) {
-      stage_slice_s(&buf0, n_out, lid);
-    } else {
-      stage_slice_s(&buf1, n_out, lid);
-    }
-    workgroupBarrier();
-    if (s + 2u < slices) {
-      if (even) {
-        load_slice_s(&buf0, b0, b1, s + 2u, n_out, lid);
-      } else {
-        load_slice_s(&buf1, b0, b1, s + 2u, n_out, lid);
-      }
-    }
-    let k0 = s * KT;
-    for (var kk = 0u; kk < KT; kk += 4u) {
-      // Inputs at block 0's columns (every output's when one_col), and at block 1's.
-      var x: array<vec4<f32>, ME>;
-      var y: array<vec4<f32>, ME>;
-      for (var i = 0u; i < ME; i++) {
-        let o = (r0 + i) * ACT_W + b0.k_lo + k0 + kk;
-        x[i] = vec4<f32>(act_s[o], act_s[o + 1u], act_s[o + 2u], act_s[o + 3u]);
-      }
-      if (!one_col) {
-        for (var i = 0u; i < ME; i++) {
-          let o = (r0 + i) * ACT_W + b1.k_lo + k0 + kk;
-          y[i] = vec4<f32>(act_s[o], act_s[o + 1u], act_s[o + 2u], act_s[o + 3u]);
-        }
-      }
-      for (var m = 0u; m < MJ_MAX; m++) {
-        let j = tj + TJ * m;
-        let wo = j * KTP + kk;
-        let w = vec4<f32>(ws_s[wo], ws_s[wo + 1u], ws_s[wo + 2u], ws_s[wo + 3u]);
-        let in1 = !one_col && j >= b0.rows;
-        for (var i = 0u; i < ME; i++) {
-          let xi = select(x[i], y[i], in1);
-          var a = acc[i * MJ_MAX + m];
-          a = a + w.x * xi.x;
-          a = a + w.y * xi.y;
-          a = a + w.z * xi.z;
-          a = a + w.w * xi.w;
-          acc[i * MJ_MAX + m] = a;
-        }
-      }
-    }
-    workgroupBarrier();
-  }
-  for (var i = 0u; i < ME; i++) {
-    let r = r0 + i;
-    for (var m = 0u; m < MJ_MAX; m++) {
-      let j = tj + TJ * m;
-      if (r < ROWS && j < n_out) {
-        let y = activate(acc[i * MJ_MAX + m], kind);
-        if (to_q) {
-          qv[r * QW + out_col + j] = y;
-        } else {
-          act_s[r * ACT_W + out_col + j] = y;
-        }
-      }
-    }
-  }
-}
-//!endif
-
-//!if ENGINE == 1, 2
+//!if ENGINE == 2
 // ---- engine 1: quad blocks ----
 
 // Weight of output j (of the fused layer's n_out) at input k: zero past n_out and outside the
@@ -542,105 +386,6 @@ fn layer_weight(b0: Block, b1: Block, n_out: u32, j: u32, k: u32) -> f32 {
 // while the readers of one input (consecutive quads) stay on a permutation of theirs.
 fn wsq_index(oq: u32, kk: u32) -> u32 {
   return kk * WQ + (oq ^ (kk % 8u));
-}
-
-//!endif
-
-//!if ENGINE == 1
-// Weights of slice s this invocation stages: item q = lid + p * WG_X is output quad q / KT at
-// input q % KT (KT invocations read KT consecutive inputs of each of the quad's 4 rows).
-fn load_slice_quad(dst: ptr<function, array<vec4<f32>, PREFETCH_Q>>, b0: Block, b1: Block, n_out: u32, s: u32, lid: u32) {
-  for (var p = 0u; p < PREFETCH_Q; p++) {
-    let q = lid + p * WG_X;
-    let j = (q / KT) * 4u;
-    let k = s * KT + q % KT;
-    if (j < n_out) {
-      (*dst)[p] = vec4<f32>(
-        layer_weight(b0, b1, n_out, j, k),
-        layer_weight(b0, b1, n_out, j + 1u, k),
-        layer_weight(b0, b1, n_out, j + 2u, k),
-        layer_weight(b0, b1, n_out, j + 3u, k),
-      );
-    }
-  }
-}
-
-// `dense` for ENGINE 1: the same layer, the same per-output order (bias, then w * x for k
-// ascending), thread shape of the header's quad blocks.
-fn dense_quad(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
-  let n_out = b0.rows + b1.rows;
-  let tq = lid % TQ;
-  let r0 = (lid / TQ) * MR;
-  var acc: array<vec4<f32>, MR * MQ>;
-  for (var m = 0u; m < MQ; m++) {
-    let j0 = (tq + TQ * m) * 4u;
-    var bias = vec4<f32>(0.0);
-    for (var c = 0u; c < 4u; c++) {
-      if (j0 + c < n_out) {
-        bias[c] = layer_bias(b0, b1, j0 + c);
-      }
-    }
-    for (var i = 0u; i < MR; i++) {
-      acc[i * MQ + m] = bias;
-    }
-  }
-  let slices = (n_k + KT - 1u) / KT;
-  var next: array<vec4<f32>, PREFETCH_Q>;
-  load_slice_quad(&next, b0, b1, n_out, k_start / KT, lid);
-  for (var s = k_start / KT; s < slices; s++) {
-    let k0 = s * KT;
-    for (var p = 0u; p < PREFETCH_Q; p++) {
-      let q = lid + p * WG_X;
-      if ((q / KT) * 4u < n_out) {
-        ws[wsq_index(q / KT, q % KT)] = next[p];
-      }
-    }
-    workgroupBarrier();
-    if (s + 1u < slices) {
-      load_slice_quad(&next, b0, b1, n_out, s + 1u, lid);
-    }
-    for (var k4 = 0u; k4 < KT / 4u; k4++) {
-      var x: array<vec4<f32>, MR>;
-      for (var i = 0u; i < MR; i++) {
-        x[i] = act_v[(r0 + i) * ACT_W4 + k0 / 4u + k4];
-      }
-      for (var c = 0u; c < 4u; c++) {
-        let kk = k4 * 4u + c;
-        for (var m = 0u; m < MQ; m++) {
-          let oq = tq + TQ * m;
-          // Quads past n_out were not staged this layer: their slots hold stale weights, and
-          // their accumulators are never written.
-          let w = ws[wsq_index(oq, kk)];
-          for (var i = 0u; i < MR; i++) {
-            acc[i * MQ + m] = acc[i * MQ + m] + w * x[i][c];
-          }
-        }
-      }
-    }
-    workgroupBarrier();
-  }
-  for (var i = 0u; i < MR; i++) {
-    let r = r0 + i;
-    for (var m = 0u; m < MQ; m++) {
-      let oq = tq + TQ * m;
-      let j0 = oq * 4u;
-      if (j0 < n_out) {
-        let a = acc[i * MQ + m];
-        let y = vec4<f32>(activate(a.x, kind), activate(a.y, kind), activate(a.z, kind), activate(a.w, kind));
-        if (to_q) {
-          for (var c = 0u; c < 4u; c++) {
-            if (j0 + c < n_out) {
-              qv[r * QW + out_col + j0 + c] = y[c];
-            }
-          }
-        } else {
-          // out_col is a multiple of 4 for every layer that writes act; the columns of a
-          // partial last quad get 0 (bias and weights 0), padding the next layer reads.
-          act_v[r * ACT_W4 + out_col / 4u + oq] = y;
-        }
-      }
-    }
-  }
 }
 
 //!endif
@@ -960,8 +705,7 @@ fn dense_mma_ksplit(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_c
 }
 //!endif
 
-// MMA_PIPE 1: the weight tiles of the next 16 inputs are loaded before this step's multiplies
-// (software pipelining); 0 (the default: faster on the H200): each step loads its own tiles.
+// Each 16-input step loads its own weight tiles (loading the next step's ahead measured slower).
 // Accumulators: 2 output tiles x MT row tiles (MT <= 3).
 fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32, sg: u32) {
 //!if MMA_KSPLIT == 2
@@ -984,20 +728,9 @@ fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32
   var c11 = MmC();
   var c20 = MmC();
   var c21 = MmC();
-  var n0 = subgroupMatrixLoad<MmB, col_major>(&nets16, w0, kp);
-  var n1 = subgroupMatrixLoad<MmB, col_major>(&nets16, w1, kp);
   for (var k = 0u; k < kp; k += 16u) {
-    var b_0 = n0;
-    var b_1 = n1;
-    if (MMA_PIPE == 1) {
-      // The last step reloads its own tiles (in bounds, unused).
-      let kn = min(k + 16u, kp - 16u);
-      n0 = subgroupMatrixLoad<MmB, col_major>(&nets16, w0 + kn, kp);
-      n1 = subgroupMatrixLoad<MmB, col_major>(&nets16, w1 + kn, kp);
-    } else {
-      b_0 = subgroupMatrixLoad<MmB, col_major>(&nets16, w0 + k, kp);
-      b_1 = subgroupMatrixLoad<MmB, col_major>(&nets16, w1 + k, kp);
-    }
+    let b_0 = subgroupMatrixLoad<MmB, col_major>(&nets16, w0 + k, kp);
+    let b_1 = subgroupMatrixLoad<MmB, col_major>(&nets16, w1 + k, kp);
     let a0 = subgroupMatrixLoad<MmA, row_major>(&act_h, k, ACT_W);
     c00 = subgroupMatrixMultiplyAccumulate(a0, b_0, c00);
     c01 = subgroupMatrixMultiplyAccumulate(a0, b_1, c01);
@@ -1049,10 +782,10 @@ fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32
 // ---- engine 5: weight streaming for latency-bound small tiles (f16 weights, f32 math) ----
 // A small tile (N = 128: one to a few episodes per workgroup) computes each layer as a few
 // matrix-vector products: its time is the time to bring the layer's weights from L2, not the
-// multiply-adds. Engines 0-3 stage the weights through workgroup memory slice by slice, two
+// multiply-adds. Engines 0 and 2 stage the weights through workgroup memory slice by slice, two
 // barriers per slice; engine 5 has no staging: thread (p, j) of a layer reads output j's f16
 // weights straight from nets16 into registers in batches of GV_UNROLL 16-byte words (8 inputs
-// each), the next batch in flight while this one multiplies (GV_PIPE), and keeps ROWS f32 sums. The
+// each), the next batch in flight while this one multiplies, and keeps ROWS f32 sums. The
 // weights are pack_half's k-group layout (src/kernels/collect_half.ts, order 1): word g * outPad +
 // j of a matrix holds inputs 8 g .. 8 g + 7 of output j, so a warp's 32 consecutive outputs read
 // 512 consecutive bytes. A layer narrower than the workgroup splits its input groups over `parts`
@@ -1062,7 +795,7 @@ fn dense_mma(b0: Block, b1: Block, n_k: u32, kind: u32, to_q: bool, out_col: u32
 // value from 0-127; k_lo a multiple of 8), activations as vec4 broadcasts from act_v.
 // Numerics: f16-rounded weights (as engine 4), f32 activations and sums: y = act(sum over the parts
 // in order of each part's sum over its groups in increasing input, part 0's starting at the bias
-// b; GV_BIAS 0: b + that sum with every part's starting at 0). Not bit-identical to the reference:
+// b). Not bit-identical to the reference:
 // the f16 precision mode.
 // GV_DUAL 1 (the DQN kernel): a target-net op (gv_delta, the nets offset from the online net to the
 // target, nonzero) runs the online net's same layer beside it on the same input: rows [0, TILE_E)
@@ -1091,30 +824,6 @@ var<workgroup> gv_cx: array<vec4<f32>, select(1u, GV_TGT + TILE_E * 8u, GV_CUR =
 var<workgroup> gv_spart: array<f32, select(1u, GV_SIDE_WORDS * TILE_E, GV_CUR == 1)>;
 const_assert GV_CUR == 0 || GV_SIDE_WORDS <= WG_X;
 
-// Adds the products of one weight word (inputs 8 g .. 8 g + 7) with those inputs of rows r0 ..
-// r0 + TILE_E - 1.
-fn gv_fma(acc: ptr<function, array<f32, TILE_E>>, w: vec4<u32>, g: u32, r0: u32) {
-  let w01 = unpack2x16float(w.x);
-  let w23 = unpack2x16float(w.y);
-  let w45 = unpack2x16float(w.z);
-  let w67 = unpack2x16float(w.w);
-  for (var i = 0u; i < TILE_E; i++) {
-    let xa = act_v[(r0 + i) * ACT_W4 + 2u * g];
-    let xb = act_v[(r0 + i) * ACT_W4 + 2u * g + 1u];
-    if (GV_TREE == 1) {
-      // The word's 8 products summed as a tree, then one add on the row's sum: the sum's chain is
-      // one add a word instead of 8 dependent multiply-adds.
-      let p0 = w01.x * xa.x + w01.y * xa.y;
-      let p1 = w23.x * xa.z + w23.y * xa.w;
-      let p2 = w45.x * xb.x + w45.y * xb.y;
-      let p3 = w67.x * xb.z + w67.y * xb.w;
-      (*acc)[i] = (*acc)[i] + ((p0 + p1) + (p2 + p3));
-      continue;
-    }
-    (*acc)[i] = gv_dot(w01, w23, w45, w67, xa, xb, (*acc)[i]);
-  }
-}
-
 // a + the products of one word's 8 weights (w01 .. w67, unpacked) with inputs xa, xb, in input order.
 fn gv_dot(w01: vec2<f32>, w23: vec2<f32>, w45: vec2<f32>, w67: vec2<f32>, xa: vec4<f32>, xb: vec4<f32>, a0: f32) -> f32 {
   var a = a0;
@@ -1137,31 +846,19 @@ fn gv_block(b: Block, n: u32) -> Block {
   return Block(b.w - gv_delta, b.b - gv_delta, b.rows, b.k_lo, b.k_len);
 }
 
-// Loads the GV_UNROLL words of output base's groups g, g + parts, ...: past the block's last group
-// a load repeats it (unused). Bench only, GV_PROBE 1: no loads (zero words), to time the rest.
-fn gv_load(w: ptr<function, array<vec4<u32>, GV_UNROLL>>, base: u32, g: u32, parts: u32, g_hi: u32, out_pad: u32) {
-  for (var u = 0u; u < GV_UNROLL; u++) {
-    if (GV_PROBE != 1) {
-      (*w)[u] = nets16[base + min(g + u * parts, g_hi - 1u) * out_pad];
-    }
-  }
-}
-
-// GV_RANGE 1: a part's words come in runs of GV_UNROLL consecutive groups (g, g + 1, ..), runs
+// A part's words come in runs of GV_UNROLL consecutive groups (g, g + 1, ..), runs
 // parts * GV_UNROLL apart, and the input reads of a run are indexed from one base clamped once
 // (min: the identity for a run inside the row, as every run is: blocks start at a multiple of
 // GV_UNROLL groups), so the shader compiler's range analysis proves every read in bounds and adds
 // no clamp of its own per read (WebGPU's bounds checks).
 const GV_RUN_MAX = ACT_W4 / 2u - GV_UNROLL;
-const_assert GV_RANGE == 0 || (ACT_W4 / 2u) % GV_UNROLL == 0;
+const_assert (ACT_W4 / 2u) % GV_UNROLL == 0;
 
 // Loads the run of words g .. g + GV_UNROLL - 1 of output base; past the block's last group a load
 // repeats it (unused).
 fn gv_load_run(w: ptr<function, array<vec4<u32>, GV_UNROLL>>, base: u32, g: u32, g_hi: u32, out_pad: u32) {
   for (var u = 0u; u < GV_UNROLL; u++) {
-    if (GV_PROBE != 1) {
-      (*w)[u] = nets16[base + min(g + u, g_hi - 1u) * out_pad];
-    }
+    (*w)[u] = nets16[base + min(g + u, g_hi - 1u) * out_pad];
   }
 }
 
@@ -1172,10 +869,6 @@ fn gv_fma_run(acc: ptr<function, array<f32, TILE_E>>, w: ptr<function, array<vec
   for (var u = 0u; u < GV_UNROLL; u++) {
     if (g + u < g_hi) {
       let wu = (*w)[u];
-      if (GV_PROBE == 2) {
-        (*acc)[0] = (*acc)[0] + f32(wu.x & 1u);
-        continue;
-      }
       let w01 = unpack2x16float(wu.x);
       let w23 = unpack2x16float(wu.y);
       let w45 = unpack2x16float(wu.z);
@@ -1235,29 +928,6 @@ fn gv_geom(b0: Block, b1: Block, lid: u32) -> GvGeom {
     p < parts && j < n_out);
 }
 
-// GV_PREF 1: the next-state pass's layers (GV_STRAIGHT calls, op gv_this) load the first run of the
-// next one's words (op gv_next, blocks gv_nb0 / gv_nb1; after the last layer, the next step's first)
-// into gv_pre before their barrier, so a layer's first loads are in flight across the op boundary
-// (the weights do not change within a launch). gv_pre_op names the op whose run gv_pre holds.
-const GV_NO_OP = 0xffffffffu;
-var<private> gv_this: u32 = GV_NO_OP;
-var<private> gv_next: u32 = GV_NO_OP;
-var<private> gv_nb0: Block;
-var<private> gv_nb1: Block;
-var<private> gv_pre: array<vec4<u32>, GV_UNROLL>;
-var<private> gv_pre_op: u32 = GV_NO_OP;
-
-// GV_PREF 1: this thread's first run of words of op gv_next into gv_pre.
-fn gv_prefetch(lid: u32) {
-  let q = gv_geom(gv_nb0, gv_nb1, lid);
-  if (q.busy) {
-    var w: array<vec4<u32>, GV_UNROLL>;
-    gv_load_run(&w, q.base, q.g_lo + q.p * GV_UNROLL, q.g_hi, q.out_pad);
-    gv_pre = w;
-  }
-  gv_pre_op = gv_next;
-}
-
 // GV_PP 1 (the DQN kernel's dual pass, collect_dqn.wgsl gv_dense_at): pp names the layer's buffers.
 // 0: in place on the first buffer (every other layer). 1 and 2: input in the first / second buffer,
 // output to the other one, straight from the one thread that summed it (a layer 256 wide on 256
@@ -1269,7 +939,7 @@ fn gv_prefetch(lid: u32) {
 const GV_PP_IN0_DIRECT = 1u;
 const GV_PP_IN1_DIRECT = 2u;
 const GV_PP_IN1_Q = 3u;
-const_assert GV_PP == 0 || (GV_DUAL == 1 && WG_X == 512u && GV_RANGE == 1);
+const_assert GV_PP == 0 || (GV_DUAL == 1 && WG_X == 512u);
 var<private> gv_red: GvSide;
 
 fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32, pp: u32) {
@@ -1294,9 +964,9 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32,
   let g_hi = q.g_hi;
   let busy = q.busy;
   var acc: array<f32, TILE_E>;
-  // GV_BIAS 1: part 0's sums start at the bias, loaded beside the first weights (not after the
+  // Part 0's sums start at the bias, loaded beside the first weights (not after the
   // layer's barrier).
-  if (GV_BIAS == 1 && busy && p == 0u) {
+  if (busy && p == 0u) {
     let bias = layer_bias(c0, c1, j);
     for (var i = 0u; i < TILE_E; i++) {
       acc[i] = bias;
@@ -1312,9 +982,7 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32,
   var s_w = vec4<u32>(0u);
   var s_acc: array<f32, TILE_E>;
   if (s_busy) {
-    if (GV_PROBE != 1) {
-      s_w = nets16[mma_offset(sd.blk.w) / 8u + sq * ((s_rows + 15u) / 16u * 16u) + sj];
-    }
+    s_w = nets16[mma_offset(sd.blk.w) / 8u + sq * ((s_rows + 15u) / 16u * 16u) + sj];
     if (sq == 0u) {
       let bias = layer_bias(sd.blk, NO_BLOCK, sj);
       for (var i = 0u; i < TILE_E; i++) {
@@ -1322,22 +990,12 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32,
       }
     }
   }
-  var pre_done = false;
   var red_done = false;
-  if (busy && GV_RANGE == 1) {
+  if (busy) {
     let stride = parts * GV_UNROLL;
     let g0 = g_lo + p * GV_UNROLL;
-    // GV_DEPTH 2: two runs' loads in flight ahead of the multiply-adds instead of one.
     var next: array<vec4<u32>, GV_UNROLL>;
-    var next2: array<vec4<u32>, GV_UNROLL>;
-    if (GV_PREF == 1 && gv_this != GV_NO_OP && gv_pre_op == gv_this) {
-      next = gv_pre;
-    } else {
-      gv_load_run(&next, base, g0, g_hi, out_pad);
-    }
-    if (GV_DEPTH == 2 && g0 + stride < g_hi) {
-      gv_load_run(&next2, base, g0 + stride, g_hi, out_pad);
-    }
+    gv_load_run(&next, base, g0, g_hi, out_pad);
     // GV_PP, pp 1 or 2: the side layer of the op before, while the first words are in flight.
     if (direct) {
       gv_side_reduce(gv_red, lid);
@@ -1345,53 +1003,10 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32,
     }
     for (var g = g0; g < g_hi; g += stride) {
       var w = next;
-      if (GV_DEPTH == 2) {
-        next = next2;
-        if (g + 2u * stride < g_hi) {
-          gv_load_run(&next2, base, g + 2u * stride, g_hi, out_pad);
-        }
-      } else if (g + stride < g_hi) {
+      if (g + stride < g_hi) {
         gv_load_run(&next, base, g + stride, g_hi, out_pad);
       }
-      // GV_PREF 1: past this layer's last loads, the next layer's first run.
-      if (GV_PREF == 1 && gv_this != GV_NO_OP && g + stride >= g_hi) {
-        gv_prefetch(lid);
-        pre_done = true;
-      }
       gv_fma_run(&acc, &w, g, g_hi, r0);
-    }
-  }
-  // Threads with no words in this layer load theirs of the next one too.
-  if (GV_PREF == 1 && GV_RANGE == 1 && gv_this != GV_NO_OP && !pre_done) {
-    gv_prefetch(lid);
-  }
-  if (busy && GV_RANGE == 0) {
-    // GV_PIPE 1: the next batch's loads are issued before this batch's multiply-adds.
-    let stride = parts * GV_UNROLL;
-    var next: array<vec4<u32>, GV_UNROLL>;
-    if (GV_PIPE == 1) {
-      gv_load(&next, base, g_lo + p, parts, g_hi, out_pad);
-    }
-    for (var g = g_lo + p; g < g_hi; g += stride) {
-      var w: array<vec4<u32>, GV_UNROLL>;
-      if (GV_PIPE == 1) {
-        w = next;
-        if (g + stride < g_hi) {
-          gv_load(&next, base, g + stride, parts, g_hi, out_pad);
-        }
-      } else {
-        gv_load(&w, base, g, parts, g_hi, out_pad);
-      }
-      for (var u = 0u; u < GV_UNROLL; u++) {
-        if (g + u * parts < g_hi) {
-          if (GV_PROBE == 2) {
-            // Bench only, GV_PROBE 2: the loads alone (one integer add per word keeps them).
-            acc[0] = acc[0] + f32(w[u].x & 1u);
-          } else {
-            gv_fma(&acc, w[u], g + u * parts, r0);
-          }
-        }
-      }
     }
   }
   if (p < parts && !direct) {
@@ -1460,9 +1075,6 @@ fn dense_gv(b0: Block, b1: Block, kind: u32, to_q: bool, out_col: u32, lid: u32,
     for (var c = 0u; c < 4u; c++) {
       if (j0 + c < n_out) {
         var s = 0.0;
-        if (GV_BIAS == 0) {
-          s = layer_bias(d0, d1, j0 + c);
-        }
         for (var q = 0u; q < parts; q++) {
           s = s + gv_part[((en * parts + q) * TILE_E + i) * nj + j0 + c];
         }

@@ -113,9 +113,9 @@ export interface CollectDqnOptions {
   tauRows: number;
   /**
    * WGSL tile engine (collect_tile.wgsl, constant ENGINE): 0 (default) a thread owns rows x
-   * outputs strided by tj with scalar activations; 1 quad blocks (vec4 activations, a thread
-   * owns QUAD_MQ quads of 4 consecutive outputs; tj is then unused); 2 the quad blocks with
-   * named accumulators (at most QUAD2_MAX_ROWS rows per thread). Same bits in every engine.
+   * outputs strided by tj with scalar activations; 2 quad blocks (vec4 activations, a thread
+   * owns QUAD_MQ quads of 4 consecutive outputs in named accumulators, at most QUAD2_MAX_ROWS
+   * rows per thread; tj is then unused), the same bits; 4 and 5 the f16 engines (plain head).
    */
   engine?: number;
   /**
@@ -528,8 +528,6 @@ export function collectDqnSpec(o: CollectDqnOptions): KernelSpec {
       IQN_EMBED: o.iqnEmbed,
       ACT_TAUS: o.actTaus,
       SEED_VARIANT: o.variant === 'seed' ? 1 : 0,
-      // Bench only (WGSL tiled kernel): a mask of op kinds to skip (--constants '{"ABLATE":1}').
-      ABLATE: 0,
       TILE_E: episodesPerGroup(o),
       ...dqnTileConstants(o),
       ...commonConstants(),
@@ -542,7 +540,7 @@ export function collectDqnSpec(o: CollectDqnOptions): KernelSpec {
       ...netConstants('NET_C', c, 2 * q.size),
       ...outputConstants(DQN_OUTPUT),
       ...dynamic,
-      ...(mma ? { MMA_PIPE: 0, ...halfConstants() } : {}),
+      ...(mma ? halfConstants() : {}),
       ...(gv ? halfConstants() : {}),
     },
   };

@@ -76,23 +76,13 @@ const SPLIT: SplitRange = { start: 100, end: 650 };
  * weight slices keep the shader small for software compilers.
  */
 const TILE: Partial<TileShape> = { tileEpisodes: 2, threads: 64, kt: 8 };
-/** The WGSL quad engine (collect_tile.wgsl ENGINE 1) on the same tile; other backends ignore it. */
-const QUAD: Partial<TileShape> = { ...TILE, engine: 1 };
 /**
  * The unrolled quad engine (ENGINE 2) with every row accumulator in use: DQN 8 episodes over 2
  * row groups (4 rows a thread; N = 5 leaves 3 rows empty), PPO 4 episodes in one row group.
  */
 const QUAD2_DQN: Partial<TileShape> = { ...TILE, tileEpisodes: 8, engine: 2 };
 const QUAD2_PPO: Partial<TileShape> = { ...TILE, tileEpisodes: 4, engine: 2 };
-/**
- * The small-tile engine (ENGINE 3: block-relative slices, coalesced scalar staging, two-slice
- * prefetch) on the same tile: 2 rows x 4 outputs a thread, so a thread's outputs span both blocks
- * of the fused heads; slices of 12 inputs, which divide no DQN layer width (as 44 at N = 128 on
- * a GPU), so those layers end in a partial slice read past their last input.
- */
-const LAT: Partial<TileShape> = { ...TILE, kt: 12, engine: 3 };
-const engineName = (engine: number | undefined) =>
-  engine === 1 ? ' quad engine' : engine === 2 ? ' quad2 engine' : engine === 3 ? ' lat engine' : '';
+const engineName = (engine: number | undefined) => (engine === 2 ? ' quad2 engine' : '');
 
 /** A seeded random walk (Philox Stream.Test) with valid OHLC, varying spreads, random features. */
 function parityMarket(): Market {
@@ -620,16 +610,8 @@ export function collectParityCases(): ParityCase[] {
     dqnCase('c51', 'tiled'),
     dqnCase('iqn', 'tiled'),
     ppoCase('tiled'),
-    dqnCase('dqn', 'tiled', QUAD),
-    dqnCase('c51', 'tiled', QUAD),
-    dqnCase('iqn', 'tiled', QUAD),
-    ppoCase('tiled', QUAD),
     dqnCase('dqn', 'tiled', QUAD2_DQN),
     ppoCase('tiled', QUAD2_PPO),
-    dqnCase('dqn', 'tiled', LAT),
-    dqnCase('c51', 'tiled', LAT),
-    dqnCase('iqn', 'tiled', LAT),
-    ppoCase('tiled', LAT),
     dqnHalfCase(N, 4),
     dqnHalfCase(40, 32),
     dqnHalfCase(40, 48),

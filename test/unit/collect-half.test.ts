@@ -200,7 +200,7 @@ describe('collect_dqn tensor-core engine (4): plan and refusal', () => {
     expect(two.constants).toMatchObject({ ROWS: 32, MT: 2 });
     expect(two.bindings[10]).toEqual({ name: 'nets16', type: 'u32', access: 'read', wgslType: 'f16' });
     expect(two.wgslDirectives?.[0]).toBe('enable f16;');
-    expect(two.constants).toMatchObject({ MMA_PIPE: 0, MMA_KSPLIT: 1 });
+    expect(two.constants).toMatchObject({ MMA_KSPLIT: 1 });
     expect(collectDqnSpec({ ...base, tileEpisodes: 48 }).constants).toMatchObject({ ROWS: 48, MT: 3 });
     expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 48 })).toBeLessThanOrEqual(48 * 1024);
     expect(() => collectDqnSpec({ ...base, tileEpisodes: 49 })).toThrow(/at most 48 rows/);
@@ -240,15 +240,7 @@ describe('collect_dqn weight-streaming engine (5): plan and refusal', () => {
   it('keeps the rows, binds nets16 as 16-byte words with the lookup constants, and needs no feature', () => {
     const one = collectDqnSpec({ ...base, tileEpisodes: 1 });
     expect(one.constants).toMatchObject({ ENGINE: 5, ROWS: 1, ACT_W: 256, GV_UNROLL: 4 });
-    expect(one.constants).toMatchObject({ GV_TABLE: 1, GV_BIAS: 1, GV_PIPE: 1, GV_PROBE: 0 });
-    expect(one.constants).toMatchObject({
-      GV_TREE: 0,
-      GV_ENV: 1,
-      GV_STRAIGHT: 1,
-      GV_RANGE: 1,
-      GV_DEPTH: 1,
-      GV_PREF: 1,
-    });
+    expect(one.constants).toMatchObject({ GV_TABLE: 1, GV_ENV: 1, GV_STRAIGHT: 1 });
     expect(one.constants?.MMH_OFF_9).toBe(halfNetsLayout().entries[9].off);
     expect(one.bindings[10]).toEqual({ name: 'nets16', type: 'u32', access: 'read', wgslType: 'vec4<u32>' });
     expect(one.wgslDirectives).toBeUndefined();
@@ -256,12 +248,6 @@ describe('collect_dqn weight-streaming engine (5): plan and refusal', () => {
     // 512 threads: the dual pass (online and target rows), within 48 KiB at 8 episodes.
     const dual = collectDqnSpec({ ...base, tileEpisodes: 8, threads: 512 });
     expect(dual.constants).toMatchObject({ ROWS: 16, GV_DUAL: 1 });
-    // The next layer's first loads ahead (GV_PREF) with one episode and no dual pass only.
-    expect(dual.constants).toMatchObject({ GV_PREF: 0 });
-    expect(collectDqnSpec({ ...base, tileEpisodes: 2 }).constants).toMatchObject({ GV_PREF: 0 });
-    expect(collectDqnSpec({ ...base, tileEpisodes: 1, threads: 512 }).constants).toMatchObject({
-      GV_PREF: 0,
-    });
     expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 8, threads: 512 })).toBeLessThanOrEqual(48 * 1024);
     // The curiosity layers beside the dual pass (GV_CUR) up to 4 episodes a workgroup, one weight
     // word a thread (fc1: 64 outputs x 5 groups of 8 of its 35 inputs); not without the dual pass.

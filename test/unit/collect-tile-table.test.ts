@@ -135,14 +135,14 @@ function chooseTileBefore(
       for (const kt of override.kt !== undefined ? [override.kt] : sliceCandidates(override.engine ?? 0)) {
         // The unrolled quad engine (2) where it measured fastest: the plain DQN head and PPO on a
         // GPU with the rows for it (QUAD_ENGINE_MIN_ROWS) and at most QUAD2_MAX_ROWS rows per
-        // thread. H200 at ff1baad, N = 65,536: DQN 18.1M env-steps/s (engine 1 17.1M, engine 0
-        // 13.9M); PPO 6.73M (engine 0 4.67M, engine 1 1.06M). C51 and IQN are unmeasured, and a
+        // thread (else engine 0). H200 at ff1baad, N = 65,536: DQN 18.1M env-steps/s (engine 0
+        // 13.9M); PPO 6.73M (engine 0 4.67M). C51 and IQN are unmeasured, and a
         // software adapter (lavapipe, a CPU) ran the quad engines slower: engine 0 there.
         const rows = e * tauRows;
         const quad = (algo === 'dqn' || algo === 'ppo') && !cuda && !software && rows >= QUAD_ENGINE_MIN_ROWS;
         const quadGroups = threads / ((algo === 'ppo' ? 512 : 256) / (4 * QUAD_MQ));
         const unrolled = Math.ceil(rows / quadGroups) <= QUAD2_MAX_ROWS;
-        const engine = override.engine ?? (quad ? (unrolled ? 2 : algo === 'dqn' ? 1 : 0) : 0);
+        const engine = override.engine ?? (quad && unrolled ? 2 : 0);
         const shape: TileShape = { tileEpisodes: e, threads, tj, kt, tauRows, engine };
         if (fits(shape) || (cudaWide && e > staticMax && cudaSharedFits(backend, algo, e))) return shape;
       }
@@ -191,9 +191,7 @@ const NS = [
 const OVERRIDES: Partial<TileShape>[] = [
   {},
   { engine: 0 },
-  { engine: 1 },
   { engine: 2 },
-  { engine: 3 },
   { engine: MMA_ENGINE },
   { engine: GV_ENGINE },
   { threads: 64 },
