@@ -69,7 +69,10 @@ describe('WGSL quad engine', () => {
     expect(chooseTile('dqn', 65536, backendOf('webgpu', 'yes'), 32, {}, fits).engine).toBe(0);
     // An override is taken as given, so a benchmark can run either engine at any N.
     expect(chooseTile('dqn', 128, gpu, 32, { engine: 2 }, fits).engine).toBe(2);
-    expect(chooseTile('dqn', 65536, gpu, 32, { threads: 128 }, fits)).toMatchObject({ tileEpisodes: 32, engine: 0 });
+    expect(chooseTile('dqn', 65536, gpu, 32, { threads: 128 }, fits)).toMatchObject({
+      tileEpisodes: 32,
+      engine: 0,
+    });
     expect(chooseTile('dqn', 65536, gpu, 32, { engine: 0 }, fits).engine).toBe(0);
   });
 

@@ -99,7 +99,13 @@ describe('collection modules', () => {
       0: ['fn dense_scalar(', 'var<workgroup> act_s', 'fn ws_index(', 'fn layer_quad('],
       2: ['fn dense_quad2(', 'var<workgroup> act_v', 'fn wsq_index(', 'fn quad_weights('],
       4: ['fn dense_mma(', 'var<workgroup> act_h', 'fn mma_q(', 'subgroupMatrixLoad', 'fn mma_offset('],
-      5: ['fn dense_gv(', 'var<workgroup> act_v', 'var<workgroup> gv_part', 'fn gv_fma_run(', 'fn mma_offset('],
+      5: [
+        'fn dense_gv(',
+        'var<workgroup> act_v',
+        'var<workgroup> gv_part',
+        'fn gv_fma_run(',
+        'fn mma_offset(',
+      ],
     };
     for (const engine of [0, 2, 4, 5]) {
       const m = module(engine);
