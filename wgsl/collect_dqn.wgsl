@@ -47,12 +47,12 @@ var<workgroup> tile_tau: array<f32, TAU_LEN>;
 //!if ENGINE != 5
 const CUR_OPS = 4u;
 //!endif
-// Whether the TD op writes the step (engine 5's GV_CUR), not the env op.
+// Whether the TD op writes the step (engine 5's CURIOSITY_SIDE), not the env op.
 //!if ENGINE == 5
-const GV_LATE = GV_CUR == 1;
+const TD_WRITES_STEP = CURIOSITY_SIDE == 1;
 //!endif
 //!if ENGINE != 5
-const GV_LATE = false;
+const TD_WRITES_STEP = false;
 //!endif
 
 // ---- the tiled kernel: a per-step program of ops ----
@@ -86,7 +86,7 @@ const IQN_PASSES = ACT_TAUS / TAU_ROWS;
 const IQN_OPS = 7u;
 // Ops of one network forward (net_op) per head.
 const NET_LEN = select(select(4 + IQN_OPS * IQN_PASSES, 6 + 4 * C51_CHUNKS, HEAD == HEAD_C51), 5, HEAD == HEAD_PLAIN);
-// Program: [taus (IQN)], fill s, online net, action, curiosity (4 ops; none with engine 5's GV_CUR),
+// Program: [taus (IQN)], fill s, online net, action, curiosity (4 ops; none with engine 5's CURIOSITY_SIDE),
 // env, fill s', target net, td.
 const PRE = select(1u, 2u, HEAD == HEAD_IQN);
 const ACT_AT = PRE + NET_LEN;
@@ -225,20 +225,20 @@ fn op_at(i: u32) -> Op {
   return phase(OP_TD, 0u);
 }
 
-// Op i of a step's program as the workgroup runs it: from the table (engine 5, GV_TABLE 1) or decoded.
+// Op i of a step's program as the workgroup runs it: from the table (engine 5, STEP_TABLE 1) or decoded.
 fn step_op(i: u32) -> Op {
 //!if ENGINE == 5
-  if (ENGINE == 5 && GV_TABLE == 1) {
-    return workgroupUniformLoad(&gv_prog[i]);
+  if (ENGINE == 5 && STEP_TABLE == 1) {
+    return workgroupUniformLoad(&stream_prog[i]);
   }
 //!endif
   return op_at(i);
 }
 
 // Whether an op ends with its own barrier: not where the next op's table load is one (engine 5,
-// GV_TABLE 1; the table's loads are the only ops' boundaries then).
+// STEP_TABLE 1; the table's loads are the only ops' boundaries then).
 //!if ENGINE == 5
-const OP_BARRIER = GV_TABLE == 0;
+const OP_BARRIER = STEP_TABLE == 0;
 //!endif
 //!if ENGINE != 5
 const OP_BARRIER = true;
@@ -263,9 +263,9 @@ fn combine_dueling(lid: u32) {
       q = (qv[o + NUM_ACTIONS] + qv[o + a]) - mean;
     }
 //!if ENGINE == 5
-    if (GV_FLAT == 1) {
+    if (FLAT_STEP == 1) {
       if (r < ROWS) {
-        gv_qc[r * 48u + a] = q;
+        stream_q[r * 48u + a] = q;
       }
       return;
     }
@@ -408,8 +408,8 @@ fn iqn_phase(kind: u32, p: u32, lid: u32) {
 
 fn final_q(r: u32, a: u32) -> f32 {
 //!if ENGINE == 5
-  if (GV_FLAT == 1) {
-    return gv_qc[r * 48u + a];
+  if (FLAT_STEP == 1) {
+    return stream_q[r * 48u + a];
   }
 //!endif
   if (HEAD == HEAD_PLAIN) {
@@ -443,13 +443,13 @@ fn write_step(e: u32, l: u32, a: i32, out: StepOut, bonus: f32) {
 }
 
 // The env op of episode e (lid's): step the simulator with the action and the bonus, leave the next
-// state's bar and portfolio for the fill of s', write the step (not with GV_LATE: the TD op writes it
+// state's bar and portfolio for the fill of s', write the step (not with TD_WRITES_STEP: the TD op writes it
 // once the bonus is known), restart an ended episode.
 fn env_op(e: u32, l: u32, lid: u32, a: i32, ep: ptr<function, Episode>) -> StepOut {
   var bonus = tile_bonus[lid];
 //!if ENGINE == 5
-  // GV_CUR 1: the bonus is added in the TD op (after the model's layers).
-  if (GV_CUR == 1) {
+  // CURIOSITY_SIDE 1: the bonus is added in the TD op (after the model's layers).
+  if (CURIOSITY_SIDE == 1) {
     tile_cbar[lid] = (*ep).bar;
     bonus = 0.0;
   }
@@ -457,11 +457,11 @@ fn env_op(e: u32, l: u32, lid: u32, a: i32, ep: ptr<function, Episode>) -> StepO
   let out = env_step(e, ep, a, bonus);
   tile_bar[lid] = (*ep).bar;
   tile_pf[lid] = vec4<f32>(portfolio_features(*ep), 0.0);
-  if (!GV_LATE) {
+  if (!TD_WRITES_STEP) {
     write_step(e, l, a, out, bonus);
   }
 //!if ENGINE == 5
-  gv_restart[lid] = select(0u, 1u, out.done != 0 || out.truncated != 0);
+  stream_restart[lid] = select(0u, 1u, out.done != 0 || out.truncated != 0);
 //!endif
   finish_step(e, ep, out);
   return out;
@@ -477,26 +477,26 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
   if (mine) {
     ep = load_episode(e);
 //!if ENGINE == 5
-    if (GV_EPWG == 1) {
-      gv_ep[lid] = ep;
+    if (EPISODE_IN_WORKGROUP == 1) {
+      stream_episode[lid] = ep;
     }
 //!endif
   }
 //!if ENGINE == 5
-  // GV_MERGE: the verdict the TD op loads (whether it also runs the next action op).
+  // TD_WITH_NEXT_ACTION: the verdict the TD op loads (whether it also runs the next action op).
   var need_next = 1u;
-  if (GV_ENV == 1) {
+  if (ENV_READ_AHEAD == 1) {
     for (var i = lid; i <= u32(u.diversityWindow); i += WG_X) {
-      gv_ent[i] = entropy[i];
+      stream_entropy[i] = entropy[i];
     }
   }
-  if (GV_RNG == 1 && lid >= 32u && lid < 32u + TILE_E) {
+  if (DRAW_AHEAD == 1 && lid >= 32u && lid < 32u + TILE_E) {
     let r = lid - 32u;
-    gv_rng[r] = philox4x32(vec4<u32>(STREAM_ACTION, e0 + r, u.stepBase, 0u), key).xy;
+    stream_draws[r] = philox4x32(vec4<u32>(STREAM_ACTION, e0 + r, u.stepBase, 0u), key).xy;
   }
-  if (GV_TABLE == 1) {
+  if (STEP_TABLE == 1) {
     for (var i = lid; i < PROGRAM_LEN; i += WG_X) {
-      gv_prog[i] = op_at(i);
+      stream_prog[i] = op_at(i);
     }
   }
   workgroupBarrier();
@@ -507,24 +507,24 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
     var q_sa = 0.0;
     var out: StepOut;
 //!if ENGINE == 5
-    // GV_DUAL 1: the last step's target pass also ran the online net on s', which is this step's
+    // DUAL_PASS 1: the last step's target pass also ran the online net on s', which is this step's
     // state unless an episode of the tile restarted: then (and at a launch's first step) the fill
-    // of s and the online pass run (gv_fill_next wrote the states out otherwise).
+    // of s and the online pass run (stream_fill_next wrote the states out otherwise).
     var need = 1u;
-    if (GV_MERGE != 0) {
-      // The last step's verdict (gv_verdict), loaded again: the launch's first step runs its
+    if (TD_WITH_NEXT_ACTION != 0) {
+      // The last step's verdict (stream_verdict), loaded again: the launch's first step runs its
       // online pass.
-      let v = workgroupUniformLoad(&gv_need);
+      let v = workgroupUniformLoad(&stream_need);
       need = select(v, 1u, l == 0u);
-    } else if (GV_DUAL == 1) {
+    } else if (DUAL_PASS == 1) {
       if (lid == 0u) {
         var any = select(0u, 1u, l == 0u);
         for (var r = 0u; r < TILE_E; r++) {
-          any = any | gv_restart[r];
+          any = any | stream_restart[r];
         }
-        gv_need = any;
+        stream_need = any;
       }
-      need = workgroupUniformLoad(&gv_need);
+      need = workgroupUniformLoad(&stream_need);
     }
 //!endif
     for (var i = 0u; i < PROGRAM_LEN; i++) {
@@ -532,32 +532,32 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         continue;
       }
 //!if ENGINE == 5
-      if ((need == 0u && i < ACT_AT) || (GV_LATE && i == ENV_AT)) {
+      if ((need == 0u && i < ACT_AT) || (TD_WRITES_STEP && i == ENV_AT)) {
         continue;
       }
-      // GV_MERGE: the action op ran in the last step's TD op unless the online pass runs.
-      if (GV_MERGE != 0 && need == 0u && i == ACT_AT) {
+      // TD_WITH_NEXT_ACTION: the action op ran in the last step's TD op unless the online pass runs.
+      if (TD_WITH_NEXT_ACTION != 0 && need == 0u && i == ACT_AT) {
         continue;
       }
-      // GV_FOLD: no combination ops (the online pass's, the next-state pass's).
-      if (GV_FOLD == 1 && (i == ACT_AT - 1u || i == TARGET_AT + 4u)) {
+      // FOLDED_COMBINE: no combination ops (the online pass's, the next-state pass's).
+      if (FOLDED_COMBINE == 1 && (i == ACT_AT - 1u || i == TARGET_AT + 4u)) {
         continue;
       }
-      gv_delta = select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1 && i >= TARGET_AT && i < TARGET_AT + NET_LEN);
-      gv_side = gv_side_at(i);
-      gv_red = gv_red_at(i);
+      stream_delta = select(0u, NET_T_BASE - NET_Q_BASE, DUAL_PASS == 1 && i >= TARGET_AT && i < TARGET_AT + NET_LEN);
+      stream_side = stream_side_at(i);
+      stream_reduce = stream_reduce_at(i);
       var o: Op;
-      if (GV_FLAT == 1 && i >= ACT_AT) {
+      if (FLAT_STEP == 1 && i >= ACT_AT) {
         // The action op after a skipped online pass is closed by the verdict's load.
-        if (GV_MERGE != 0 && i == PROGRAM_LEN - 1u) {
-          need_next = workgroupUniformLoad(&gv_need);
-        } else if (GV_MERGE == 2 && need == 0u && i == TARGET_AT - 1u) {
-          // GV_MERGE 2: the fill of s' after a skipped action op follows the step's verdict load,
-          // whose barrier already closes the TD op before it (the env op is skipped, GV_LATE).
+        if (TD_WITH_NEXT_ACTION != 0 && i == PROGRAM_LEN - 1u) {
+          need_next = workgroupUniformLoad(&stream_need);
+        } else if (TD_WITH_NEXT_ACTION == 2 && need == 0u && i == TARGET_AT - 1u) {
+          // TD_WITH_NEXT_ACTION 2: the fill of s' after a skipped action op follows the step's verdict load,
+          // whose barrier already closes the TD op before it (the env op is skipped, TD_WRITES_STEP).
         } else if (i != ACT_AT || need != 0u) {
           workgroupBarrier();
         }
-        o = gv_flat_op(i);
+        o = stream_flat_op(i);
       } else {
         o = step_op(i);
       }
@@ -566,16 +566,16 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       let o = step_op(i);
 //!endif
 //!if ENGINE == 5
-      // GV_MERGE: the action op, and the TD op with the next step's action op beside it when no
-      // episode restarted (one call of gv_act for both: the kernel inlines it once).
-      if (GV_MERGE != 0 && (o.kind == OP_ACT || o.kind == OP_TD)) {
+      // TD_WITH_NEXT_ACTION: the action op, and the TD op with the next step's action op beside it when no
+      // episode restarted (one call of stream_act for both: the kernel inlines it once).
+      if (TD_WITH_NEXT_ACTION != 0 && (o.kind == OP_ACT || o.kind == OP_TD)) {
         var la = l;
         if (o.kind == OP_TD) {
-          gv_td(e0, l, lid);
+          stream_td(e0, l, lid);
           la = l + 1u;
         }
         if (o.kind == OP_ACT || (need_next == 0u && la < u.steps)) {
-          gv_act(e0, la, lid);
+          stream_act(e0, la, lid);
         }
         continue;
       }
@@ -583,26 +583,26 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       switch (o.kind) {
         case OP_DENSE: {
 //!if ENGINE == 5
-          // GV_STRAIGHT 1: the next-state pass's layers, the ops of every step, each through its
+          // STRAIGHT_LAYERS 1: the next-state pass's layers, the ops of every step, each through its
           // own call with its op computed from a constant index, so the shader compiler can
           // specialise each copy of the layer (its blocks, parts and loop counts) instead of
           // running one copy on the table's values.
-          if (GV_STRAIGHT == 1 && i >= TARGET_AT && i < TARGET_AT + 4u) {
+          if (STRAIGHT_LAYERS == 1 && i >= TARGET_AT && i < TARGET_AT + 4u) {
             switch (i - TARGET_AT) {
               case 0u: {
-                gv_dense_at(TARGET_AT, lid);
+                stream_dense_at(TARGET_AT, lid);
               }
               case 1u: {
-                gv_dense_at(TARGET_AT + 1u, lid);
+                stream_dense_at(TARGET_AT + 1u, lid);
               }
               case 2u: {
-                gv_dense_at(TARGET_AT + 2u, lid);
+                stream_dense_at(TARGET_AT + 2u, lid);
               }
               default: {
-                gv_dense_at(TARGET_AT + 3u, lid);
-                // GV_FOLD: the verdict beside the heads (no combination op).
-                if (GV_FOLD == 1) {
-                  gv_verdict(lid);
+                stream_dense_at(TARGET_AT + 3u, lid);
+                // FOLDED_COMBINE: the verdict beside the heads (no combination op).
+                if (FOLDED_COMBINE == 1) {
+                  stream_verdict(lid);
                 }
               }
             }
@@ -621,14 +621,14 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         case OP_FILL: {
           // arg 0: the state s_t of each episode; arg 1: the next state the env op left.
 //!if ENGINE == 5
-          if (o.arg == 1u && (GV_DUAL == 1 || GV_CUR == 1)) {
-            gv_fill_next(e0, l, lid);
+          if (o.arg == 1u && (DUAL_PASS == 1 || CURIOSITY_SIDE == 1)) {
+            stream_fill_next(e0, l, lid);
           } else {
 //!endif
             if (o.arg == 0u && lid < TILE_E) {
 //!if ENGINE == 5
-              if (GV_EPWG == 1 && mine) {
-                ep = gv_ep[lid];
+              if (EPISODE_IN_WORKGROUP == 1 && mine) {
+                ep = stream_episode[lid];
               }
 //!endif
               tile_bar[lid] = select(u.splitStart, ep.bar, mine);
@@ -643,31 +643,31 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         case OP_COMBINE: {
           combine_dueling(lid);
 //!if ENGINE == 5
-          if (GV_MERGE != 0 && i == TARGET_AT + 4u) {
-            gv_verdict(lid);
+          if (TD_WITH_NEXT_ACTION != 0 && i == TARGET_AT + 4u) {
+            stream_verdict(lid);
           }
 //!endif
         }
         case OP_ACT: {
 //!if ENGINE == 5
-          if (GV_RNG == 1 && lid >= 32u && lid < 32u + TILE_E && l + 1u < u.steps) {
+          if (DRAW_AHEAD == 1 && lid >= 32u && lid < 32u + TILE_E && l + 1u < u.steps) {
             let r = lid - 32u;
-            gv_rng[((l + 1u) & 1u) * TILE_E + r] = philox4x32(vec4<u32>(STREAM_ACTION, e0 + r, g + 1u, 0u), key).xy;
+            stream_draws[((l + 1u) & 1u) * TILE_E + r] = philox4x32(vec4<u32>(STREAM_ACTION, e0 + r, g + 1u, 0u), key).xy;
           }
 //!endif
           if (mine) {
 //!if ENGINE == 5
-            if (GV_EPWG == 1) {
-              ep = gv_ep[lid];
+            if (EPISODE_IN_WORKGROUP == 1) {
+              ep = stream_episode[lid];
             }
-            if (GV_ENV == 1) {
-              gv_env_prefetch(e, ep);
+            if (ENV_READ_AHEAD == 1) {
+              stream_env_prefetch(e, ep);
             }
 //!endif
             var w = vec2<u32>(0u);
 //!if ENGINE == 5
-            if (GV_RNG == 1) {
-              w = gv_rng[(l & 1u) * TILE_E + lid];
+            if (DRAW_AHEAD == 1) {
+              w = stream_draws[(l & 1u) * TILE_E + lid];
             } else {
 //!endif
               w = philox4x32(vec4<u32>(STREAM_ACTION, e, g, 0u), key).xy;
@@ -682,17 +682,17 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
             q_sa = final_q(lid, u32(a));
             tile_cat[lid] = action_category(a);
             tile_bonus[lid] = 0.0;
-            // GV_LATE: no curiosity op between the action and the env step, which the same thread
+            // TD_WRITES_STEP: no curiosity op between the action and the env step, which the same thread
             // then runs in this op (the program's env op is skipped).
-            if (GV_LATE) {
+            if (TD_WRITES_STEP) {
               out = env_op(e, l, lid, a, &ep);
             }
 //!if ENGINE == 5
-            if (GV_EPWG == 1) {
-              gv_ep[lid] = ep;
-              gv_out[lid] = out;
-              gv_a[lid] = a;
-              gv_qsa[lid] = q_sa;
+            if (EPISODE_IN_WORKGROUP == 1) {
+              stream_episode[lid] = ep;
+              stream_outcome[lid] = out;
+              stream_action[lid] = a;
+              stream_q_sa[lid] = q_sa;
             }
 //!endif
           }
@@ -706,16 +706,16 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         case OP_ENV: {
           if (mine) {
 //!if ENGINE == 5
-            if (GV_EPWG == 1) {
-              ep = gv_ep[lid];
-              a = gv_a[lid];
+            if (EPISODE_IN_WORKGROUP == 1) {
+              ep = stream_episode[lid];
+              a = stream_action[lid];
             }
 //!endif
             out = env_op(e, l, lid, a, &ep);
 //!if ENGINE == 5
-            if (GV_EPWG == 1) {
-              gv_ep[lid] = ep;
-              gv_out[lid] = out;
+            if (EPISODE_IN_WORKGROUP == 1) {
+              stream_episode[lid] = ep;
+              stream_outcome[lid] = out;
             }
 //!endif
           }
@@ -723,13 +723,13 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         case OP_TD: {
           if (mine) {
 //!if ENGINE == 5
-            if (GV_EPWG == 1) {
-              out = gv_out[lid];
-              a = gv_a[lid];
-              q_sa = gv_qsa[lid];
+            if (EPISODE_IN_WORKGROUP == 1) {
+              out = stream_outcome[lid];
+              a = stream_action[lid];
+              q_sa = stream_q_sa[lid];
             }
-            if (GV_CUR == 1) {
-              let bonus = gv_bonus(lid);
+            if (CURIOSITY_SIDE == 1) {
+              let bonus = stream_bonus(lid);
               out.total = out.total + bonus;
               write_step(e, l, a, out, bonus);
             }
@@ -755,8 +755,8 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
   }
   if (mine) {
 //!if ENGINE == 5
-    if (GV_EPWG == 1) {
-      ep = gv_ep[lid];
+    if (EPISODE_IN_WORKGROUP == 1) {
+      ep = stream_episode[lid];
     }
 //!endif
     store_episode(e, ep);

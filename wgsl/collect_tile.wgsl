@@ -31,7 +31,7 @@
 //   5  collect_tile_weight_stream.wgsl f16 weights streamed into registers, f32 activations and sums
 // Every writer of act goes through act_set4 (whole quads: a store to one dynamically indexed
 // component of a shared vector may be compiled as a read-modify-write of it, a race), except
-// engine 5's GV_PP layers, whose threads store named components (see dense_gv).
+// engine 5's PING_PONG layers, whose threads store named components (see dense_stream).
 // Engines 1 (quad blocks, not unrolled) and 3 (small tiles) were retired: docs/COLLECT.md.
 //
 // Each engine's functions, workgroup arrays and branches sit in `//!if ENGINE == ...` blocks: the
@@ -78,10 +78,10 @@ const SCALAR = ENGINE == 0;
 //!if ENGINE == 0
 var<workgroup> act_s: array<f32, select(1, ROWS * ACT_W, SCALAR)>;
 //!endif
-// Activation buffers: one, or engine 5's two with GV_PP (its dual pass's layers read one and write
+// Activation buffers: one, or engine 5's two with PING_PONG (its dual pass's layers read one and write
 // the other).
 //!if ENGINE == 5
-const ACT_BUFS = 1u + GV_PP;
+const ACT_BUFS = 1u + PING_PONG;
 //!endif
 //!if ENGINE != 5
 const ACT_BUFS = 1u;
@@ -113,9 +113,9 @@ const QV_LEN = select(max((ROWS + 16) * QW, NSG * 512), ROWS * QW, KSPLIT > 1);
 const QV_LEN = ROWS * QW;
 //!endif
 // The tile row of an episode's target-net Q-values: TILE_E + its own row in engine 5's dual pass
-// (GV_DUAL 1), else its own.
+// (DUAL_PASS 1), else its own.
 //!if ENGINE == 5
-const TD_ROW0 = select(0u, TILE_E, GV_DUAL == 1);
+const TD_ROW0 = select(0u, TILE_E, DUAL_PASS == 1);
 //!endif
 //!if ENGINE != 5
 const TD_ROW0 = 0u;
@@ -237,7 +237,7 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
 //!endif
 //!if ENGINE == 5
   if (ENGINE == 5) {
-    dense_gv(b0, b1, kind, to_q, out_col, lid, 0u);
+    dense_stream(b0, b1, kind, to_q, out_col, lid, 0u);
   }
 //!endif
 }

@@ -16,12 +16,12 @@ import { HALF_ENGINE_TUNING, tuningFor } from '../backend/tuning.js';
 import type { Backend } from '../backend/types.js';
 import { cudaDqnSharedBytes } from '../kernels/collect_dqn.js';
 import {
-  GV_ENGINE,
-  GV_MAX_ROWS,
   MMA_ENGINE,
   MMA_MAX_ROW_TILES,
   QUAD_MQ,
   QUAD2_MAX_ROWS,
+  STREAM_ENGINE,
+  STREAM_MAX_ROWS,
   sliceCandidates,
 } from '../kernels/collect_engine.js';
 import { cudaPpoSharedBytes } from '../kernels/collect_ppo.js';
@@ -132,9 +132,9 @@ export const ENGINE_TILES: Readonly<Record<number, EngineTiles>> = {
     threads: (e) => (e <= H.mmaSplitKUpTo ? 512 : undefined),
   },
   // Weight streaming: N / 128 episodes and 512 threads (the dual pass) up to dualPassUpTo, N / 256
-  // above; at most GV_MAX_ROWS rows.
-  [GV_ENGINE]: {
-    maxEpisodes: GV_MAX_ROWS,
+  // above; at most STREAM_MAX_ROWS rows.
+  [STREAM_ENGINE]: {
+    maxEpisodes: STREAM_MAX_ROWS,
     divisor: (n) => (n <= H.dualPassUpTo ? H.dualPassDivisor : H.singlePassDivisor),
     threads: (_e, n) => (n <= H.dualPassUpTo ? 512 : undefined),
   },

@@ -23,17 +23,17 @@ export const ENGINES = [0, 2, 4, 5] as const;
 export const MMA_ENGINE = 4;
 
 /** The weight-streaming engine (f16 weights in pack_half's k-group layout, f32 math). */
-export const GV_ENGINE = 5;
+export const STREAM_ENGINE = 5;
 
 /** Rows engine 5 takes (its per-thread sums: one per row). */
-export const GV_MAX_ROWS = 8;
+export const STREAM_MAX_ROWS = 8;
 
 /**
- * 16-byte weight words per batch of engine 5 unless chosen (constant GV_UNROLL): a batch's loads are
+ * 16-byte weight words per batch of engine 5 unless chosen (constant STREAM_RUN_WORDS): a batch's loads are
  * in flight while the batch before it multiplies. H200, N = 128 at af4c5a6: 4 4.12M
  * env-steps/s, 8 3.79M (3.99M unpipelined), 16 2.89M.
  */
-export const GV_UNROLL = 4;
+export const STREAM_RUN_WORDS = 4;
 
 /** Whether an engine reads the f16 copy of the nets (nets16, src/kernels/collect_half.ts). */
 export const isHalfEngine = (engine: number): boolean => engine === 4 || engine === 5;
@@ -88,37 +88,37 @@ export function tileEngineConstants(
   MQ: number;
   MMA_KSPLIT: number;
   MT?: number;
-  GV_UNROLL?: number;
-  GV_DUAL?: number;
-  GV_TABLE?: number;
-  GV_ENV?: number;
-  GV_STRAIGHT?: number;
-  GV_PP?: number;
+  STREAM_RUN_WORDS?: number;
+  DUAL_PASS?: number;
+  STEP_TABLE?: number;
+  ENV_READ_AHEAD?: number;
+  STRAIGHT_LAYERS?: number;
+  PING_PONG?: number;
 } {
-  if (engine === GV_ENGINE) {
-    if (rows > GV_MAX_ROWS)
+  if (engine === STREAM_ENGINE) {
+    if (rows > STREAM_MAX_ROWS)
       throw new Error(
-        `tile engine 5 holds at most ${GV_MAX_ROWS} rows per workgroup, this tile has ${rows}; use fewer episodes per workgroup or engine 4`,
+        `tile engine 5 holds at most ${STREAM_MAX_ROWS} rows per workgroup, this tile has ${rows}; use fewer episodes per workgroup or engine 4`,
       );
-    // GV_DUAL: the target pass also runs the online net on s' (rows doubled), with 2 x width threads.
+    // DUAL_PASS: the target pass also runs the online net on s' (rows doubled), with 2 x width threads.
     const dual = threads >= 2 * width ? 1 : 0;
-    // GV_TABLE, GV_ENV, GV_STRAIGHT: 1 in every build of engine 5 (0 in the other engines' modules).
+    // STEP_TABLE, ENV_READ_AHEAD, STRAIGHT_LAYERS: 1 in every build of engine 5 (0 in the other engines' modules).
     return {
       ROWS: (1 + dual) * rows,
       ENGINE: engine,
       MQ: QUAD_MQ,
       MMA_KSPLIT: 1,
-      GV_UNROLL,
-      GV_DUAL: dual,
-      GV_TABLE: 1,
-      // GV_ENV 1: the env step's reads of the next bar and the diversity window issued at the start
+      STREAM_RUN_WORDS,
+      DUAL_PASS: dual,
+      STEP_TABLE: 1,
+      // ENV_READ_AHEAD 1: the env step's reads of the next bar and the diversity window issued at the start
       // of the action op, the entropy table in workgroup memory (collect_env.wgsl).
-      GV_ENV: 1,
-      // GV_STRAIGHT 1: the next-state pass's layers each through their own call (collect_dqn.wgsl).
-      GV_STRAIGHT: 1,
-      // GV_PP 1: the dual pass's layers on two activation buffers (collect_tile.wgsl dense_gv's pp);
-      // the DQN kernel sets it (collect_dqn.ts gvDqnConstants), 0 elsewhere.
-      GV_PP: 0,
+      ENV_READ_AHEAD: 1,
+      // STRAIGHT_LAYERS 1: the next-state pass's layers each through their own call (collect_dqn.wgsl).
+      STRAIGHT_LAYERS: 1,
+      // PING_PONG 1: the dual pass's layers on two activation buffers (collect_tile.wgsl dense_stream's pp);
+      // the DQN kernel sets it (collect_dqn.ts streamDqnConstants), 0 elsewhere.
+      PING_PONG: 0,
     };
   }
   if (engine === MMA_ENGINE) {
@@ -157,7 +157,7 @@ export function checkEngine(what: string, engine: number, threads: number, width
     throw new Error(
       `${what}: engine 4 runs ${MMA_THREADS} threads (8 subgroups of 32) or ${2 * MMA_THREADS} (the K split), got ${threads}`,
     );
-  if (engine === GV_ENGINE && (threads % width !== 0 || threads > 1024))
+  if (engine === STREAM_ENGINE && (threads % width !== 0 || threads > 1024))
     throw new Error(
       `${what}: engine 5 needs threads a multiple of the layer width ${width} (at most 1024), got ${threads}`,
     );

@@ -40,7 +40,7 @@ import type { Market, SplitRange } from '../data/types.js';
 import type { CuriosityModel } from '../env/curiosity.js';
 import { envParams } from '../env/params.js';
 import { createEnv, ENV_F, ENV_I, type EnvState } from '../env/state.js';
-import { GV_CUR_MAX_EPISODES, GV_PP_MAX_EPISODES } from '../kernels/collect_dqn.js';
+import { CURIOSITY_SIDE_MAX_EPISODES, PING_PONG_MAX_EPISODES } from '../kernels/collect_dqn.js';
 import type { TypedArray } from '../kernels/reference.js';
 import { forwardC51, forwardDueling, forwardIqn, forwardMlp, initParams } from '../nets/forward.js';
 import {
@@ -558,9 +558,9 @@ function dqnStreamCase(n: number, tileEpisodes: number, threads: number): Parity
       ? e === 1
         ? ": the next layer's first loads ahead"
         : ''
-      : e <= GV_PP_MAX_EPISODES
+      : e <= PING_PONG_MAX_EPISODES
         ? ': dual pass, curiosity beside it, two activation buffers'
-        : e <= GV_CUR_MAX_EPISODES
+        : e <= CURIOSITY_SIDE_MAX_EPISODES
           ? ': dual pass, curiosity beside it'
           : ': dual pass';
   return dqnEpsilonOneCase(

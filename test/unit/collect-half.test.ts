@@ -239,53 +239,53 @@ describe('collect_dqn weight-streaming engine (5): plan and refusal', () => {
   const base = { ...plainTiled, tj: 256, engine: 5 };
   it('keeps the rows, binds nets16 as 16-byte words with the lookup constants, and needs no feature', () => {
     const one = collectDqnSpec({ ...base, tileEpisodes: 1 });
-    expect(one.constants).toMatchObject({ ENGINE: 5, ROWS: 1, ACT_W: 256, GV_UNROLL: 4 });
-    expect(one.constants).toMatchObject({ GV_TABLE: 1, GV_ENV: 1, GV_STRAIGHT: 1 });
+    expect(one.constants).toMatchObject({ ENGINE: 5, ROWS: 1, ACT_W: 256, STREAM_RUN_WORDS: 4 });
+    expect(one.constants).toMatchObject({ STEP_TABLE: 1, ENV_READ_AHEAD: 1, STRAIGHT_LAYERS: 1 });
     expect(one.constants?.MMH_OFF_9).toBe(halfNetsLayout().entries[9].off);
     expect(one.bindings[10]).toEqual({ name: 'nets16', type: 'u32', access: 'read', wgslType: 'vec4<u32>' });
     expect(one.wgslDirectives).toBeUndefined();
-    expect(one.constants).toMatchObject({ GV_DUAL: 0 });
+    expect(one.constants).toMatchObject({ DUAL_PASS: 0 });
     // 512 threads: the dual pass (online and target rows), within 48 KiB at 8 episodes.
     const dual = collectDqnSpec({ ...base, tileEpisodes: 8, threads: 512 });
-    expect(dual.constants).toMatchObject({ ROWS: 16, GV_DUAL: 1 });
+    expect(dual.constants).toMatchObject({ ROWS: 16, DUAL_PASS: 1 });
     expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 8, threads: 512 })).toBeLessThanOrEqual(48 * 1024);
-    // The curiosity layers beside the dual pass (GV_CUR) up to 4 episodes a workgroup, one weight
+    // The curiosity layers beside the dual pass (CURIOSITY_SIDE) up to 4 episodes a workgroup, one weight
     // word a thread (fc1: 64 outputs x 5 groups of 8 of its 35 inputs); not without the dual pass.
-    expect(dual.constants).toMatchObject({ GV_CUR: 0, GV_MERGE: 0 });
-    expect(one.constants).toMatchObject({ GV_CUR: 0, GV_SIDE_WORDS: 320 });
+    expect(dual.constants).toMatchObject({ CURIOSITY_SIDE: 0, TD_WITH_NEXT_ACTION: 0 });
+    expect(one.constants).toMatchObject({ CURIOSITY_SIDE: 0, SIDE_LAYER_WORDS: 320 });
     const cur = collectDqnSpec({ ...base, tileEpisodes: 4, threads: 512 });
-    expect(cur.constants).toMatchObject({ GV_DUAL: 1, GV_CUR: 1, GV_SIDE_WORDS: 320 });
+    expect(cur.constants).toMatchObject({ DUAL_PASS: 1, CURIOSITY_SIDE: 1, SIDE_LAYER_WORDS: 320 });
     expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 4, threads: 512 })).toBeLessThanOrEqual(32 * 1024);
     // One episode, 512 threads against 256: an act row (256) and a qv row (48) more, 256 more part
-    // sums, 4 ops fewer in the table (17 words each), gv_cx (the model's rows 128, the bonus's
-    // target 32) and gv_spart (320) for their one-element stand-ins (4 + 1), and GV_FLAT's combined
-    // Q-values (gv_qc, 2 rows of 48) for its stand-in (1), and GV_MERGE's second parity of the
-    // step's outcome (7), action and Q(s, a), and GV_PP's second activation buffer (2 rows of 256).
+    // sums, 4 ops fewer in the table (17 words each), stream_curiosity_rows (the model's rows 128, the bonus's
+    // target 32) and stream_side_part (320) for their one-element stand-ins (4 + 1), and FLAT_STEP's combined
+    // Q-values (stream_q, 2 rows of 48) for its stand-in (1), and TD_WITH_NEXT_ACTION's second parity of the
+    // step's outcome (7), action and Q(s, a), and PING_PONG's second activation buffer (2 rows of 256).
     // The flat step, the merged ops and the folded combination need the curiosity layers beside the
     // dual pass; the two activation buffers also at most 2 episodes a workgroup (4 would take the
     // tile past 32 KiB); the next action's draw ahead and the acting thread's state in workgroup
     // memory are in every engine 5 build.
     expect(cur.constants).toMatchObject({
-      GV_FLAT: 1,
-      GV_RNG: 1,
-      GV_EPWG: 1,
-      GV_MERGE: 2,
-      GV_FOLD: 1,
-      GV_PP: 0,
+      FLAT_STEP: 1,
+      DRAW_AHEAD: 1,
+      EPISODE_IN_WORKGROUP: 1,
+      TD_WITH_NEXT_ACTION: 2,
+      FOLDED_COMBINE: 1,
+      PING_PONG: 0,
     });
     expect(one.constants).toMatchObject({
-      GV_FLAT: 0,
-      GV_RNG: 1,
-      GV_EPWG: 1,
-      GV_MERGE: 0,
-      GV_FOLD: 0,
-      GV_PP: 0,
+      FLAT_STEP: 0,
+      DRAW_AHEAD: 1,
+      EPISODE_IN_WORKGROUP: 1,
+      TD_WITH_NEXT_ACTION: 0,
+      FOLDED_COMBINE: 0,
+      PING_PONG: 0,
     });
     for (const tileEpisodes of [1, 2])
       expect(collectDqnSpec({ ...base, tileEpisodes, threads: 512 }).constants).toMatchObject({
-        GV_MERGE: 2,
-        GV_FOLD: 1,
-        GV_PP: 1,
+        TD_WITH_NEXT_ACTION: 2,
+        FOLDED_COMBINE: 1,
+        PING_PONG: 1,
       });
     expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 1, threads: 512 })).toBe(
       dqnWorkgroupBytes({ ...base, tileEpisodes: 1, threads: 256 }) +
@@ -295,8 +295,8 @@ describe('collect_dqn weight-streaming engine (5): plan and refusal', () => {
     // 4 episodes: the second buffer (8 rows of 256 floats) where the device's workgroup memory holds
     // it (48 KiB, the H200 through Dawn), not on 32 KiB (lavapipe).
     const four = { ...base, tileEpisodes: 4, threads: 512 };
-    expect(collectDqnSpec({ ...four, workgroupBytes: 32 * 1024 }).constants).toMatchObject({ GV_PP: 0 });
-    expect(collectDqnSpec({ ...four, workgroupBytes: 48 * 1024 }).constants).toMatchObject({ GV_PP: 1 });
+    expect(collectDqnSpec({ ...four, workgroupBytes: 32 * 1024 }).constants).toMatchObject({ PING_PONG: 0 });
+    expect(collectDqnSpec({ ...four, workgroupBytes: 48 * 1024 }).constants).toMatchObject({ PING_PONG: 1 });
     expect(dqnWorkgroupBytes({ ...four, workgroupBytes: 48 * 1024 })).toBe(
       dqnWorkgroupBytes(four) + 4 * 8 * 256,
     );

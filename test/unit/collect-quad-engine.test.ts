@@ -8,10 +8,10 @@ import { createCpuBackend } from '../../src/backend/cpu/index.js';
 import type { Backend } from '../../src/backend/types.js';
 import {
   chooseTile,
-  GV_DUAL_MAX_EPISODES,
-  GV_MAX_EPISODES,
+  DUAL_PASS_MAX_EPISODES,
   halfEngineFor,
   QUAD_ENGINE_MIN_ROWS,
+  STREAM_MAX_EPISODES,
 } from '../../src/collect/device.js';
 import {
   type CollectDqnOptions,
@@ -118,15 +118,15 @@ describe('WGSL quad engine', () => {
 });
 
 describe('WGSL f16 engines: which one, and engine 5 tiles', () => {
-  it('takes the weight-streaming engine (5) up to GV_MAX_EPISODES and the tensor cores (4) above', () => {
+  it('takes the weight-streaming engine (5) up to STREAM_MAX_EPISODES and the tensor cores (4) above', () => {
     expect(halfEngineFor(128)).toBe(5);
     expect(halfEngineFor(1024)).toBe(5);
-    expect(halfEngineFor(GV_MAX_EPISODES)).toBe(5);
-    expect(halfEngineFor(GV_MAX_EPISODES + 1)).toBe(4);
+    expect(halfEngineFor(STREAM_MAX_EPISODES)).toBe(5);
+    expect(halfEngineFor(STREAM_MAX_EPISODES + 1)).toBe(4);
     expect(halfEngineFor(65536)).toBe(4);
   });
 
-  it('gives engine 5 N / 128 episodes per workgroup and 512 threads (the dual pass) up to GV_DUAL_MAX_EPISODES, N / 256 (at most 8) on 256 threads above', () => {
+  it('gives engine 5 N / 128 episodes per workgroup and 512 threads (the dual pass) up to DUAL_PASS_MAX_EPISODES, N / 256 (at most 8) on 256 threads above', () => {
     const gpu = backendOf('webgpu');
     const fits = (t: { tileEpisodes: number; kt: number; engine?: number; threads: number }) =>
       dqnWorkgroupBytes({ ...dqn(t.tileEpisodes, t.engine ?? 0), kt: t.kt, threads: t.threads }) <= 48 * 1024;
@@ -134,8 +134,8 @@ describe('WGSL f16 engines: which one, and engine 5 tiles', () => {
     expect(tile(128)).toMatchObject({ tileEpisodes: 1, threads: 512, engine: 5 });
     expect(tile(256)).toMatchObject({ tileEpisodes: 2, threads: 512, engine: 5 });
     expect(tile(512)).toMatchObject({ tileEpisodes: 4, threads: 512, engine: 5 });
-    expect(tile(GV_DUAL_MAX_EPISODES).threads).toBe(512);
-    expect(tile(GV_DUAL_MAX_EPISODES * 2).threads).toBe(256);
+    expect(tile(DUAL_PASS_MAX_EPISODES).threads).toBe(512);
+    expect(tile(DUAL_PASS_MAX_EPISODES * 2).threads).toBe(256);
     expect(tile(1024)).toMatchObject({ tileEpisodes: 4, threads: 256, engine: 5 });
     expect(tile(2048).tileEpisodes).toBe(8);
     // Never more rows than engine 5 has sums for.

@@ -100,10 +100,10 @@ describe('collection modules', () => {
       2: ['fn dense_quad2(', 'var<workgroup> act_v', 'fn wsq_index(', 'fn quad_weights('],
       4: ['fn dense_mma(', 'var<workgroup> act_h', 'fn mma_q(', 'subgroupMatrixLoad', 'fn mma_offset('],
       5: [
-        'fn dense_gv(',
+        'fn dense_stream(',
         'var<workgroup> act_v',
-        'var<workgroup> gv_part',
-        'fn gv_fma_run(',
+        'var<workgroup> stream_part',
+        'fn stream_fma_run(',
         'fn mma_offset(',
       ],
     };
@@ -148,7 +148,7 @@ describe('collection modules', () => {
     const spec = collectDqnSpec(dqn(0));
     const raw = withoutBlocks(wgslSources.collect_dqn, 'ENGINE', HALF_ENGINES);
     expect(raw).not.toContain('fn dense_mma(');
-    expect(raw).not.toContain('fn dense_gv(');
+    expect(raw).not.toContain('fn dense_stream(');
     expect(raw).not.toContain('fn mma_offset(');
     // A block listing another engine beside them stays.
     expect(raw).toContain('var<workgroup> act_v');
