@@ -225,20 +225,20 @@ fn op_at(i: u32) -> Op {
   return phase(OP_TD, 0u);
 }
 
-// Op i of a step's program as the workgroup runs it: from the table (engine 5, STEP_TABLE 1) or decoded.
+// Op i of a step's program as the workgroup runs it: from the table (engine 5) or decoded.
 fn step_op(i: u32) -> Op {
 //!if ENGINE == 5
-  if (ENGINE == 5 && STEP_TABLE == 1) {
+  if (ENGINE == 5) {
     return workgroupUniformLoad(&stream_prog[i]);
   }
 //!endif
   return op_at(i);
 }
 
-// Whether an op ends with its own barrier: not where the next op's table load is one (engine 5,
-// STEP_TABLE 1; the table's loads are the only ops' boundaries then).
+// Whether an op ends with its own barrier: not where the next op's table load is one (engine 5:
+// the table's loads are the only ops' boundaries then).
 //!if ENGINE == 5
-const OP_BARRIER = STEP_TABLE == 0;
+const OP_BARRIER = false;
 //!endif
 //!if ENGINE != 5
 const OP_BARRIER = true;
@@ -485,19 +485,15 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
 //!if ENGINE == 5
   // TD_WITH_NEXT_ACTION: the verdict the TD op loads (whether it also runs the next action op).
   var need_next = 1u;
-  if (ENV_READ_AHEAD == 1) {
-    for (var i = lid; i <= u32(u.diversityWindow); i += WG_X) {
-      stream_entropy[i] = entropy[i];
-    }
+  for (var i = lid; i <= u32(u.diversityWindow); i += WG_X) {
+    stream_entropy[i] = entropy[i];
   }
   if (DRAW_AHEAD == 1 && lid >= 32u && lid < 32u + TILE_E) {
     let r = lid - 32u;
     stream_draws[r] = philox4x32(vec4<u32>(STREAM_ACTION, e0 + r, u.stepBase, 0u), key).xy;
   }
-  if (STEP_TABLE == 1) {
-    for (var i = lid; i < PROGRAM_LEN; i += WG_X) {
-      stream_prog[i] = op_at(i);
-    }
+  for (var i = lid; i < PROGRAM_LEN; i += WG_X) {
+    stream_prog[i] = op_at(i);
   }
   workgroupBarrier();
 //!endif
@@ -583,11 +579,11 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       switch (o.kind) {
         case OP_DENSE: {
 //!if ENGINE == 5
-          // STRAIGHT_LAYERS 1: the next-state pass's layers, the ops of every step, each through its
+          // The next-state pass's layers, the ops of every step, each through its
           // own call with its op computed from a constant index, so the shader compiler can
           // specialise each copy of the layer (its blocks, parts and loop counts) instead of
           // running one copy on the table's values.
-          if (STRAIGHT_LAYERS == 1 && i >= TARGET_AT && i < TARGET_AT + 4u) {
+          if (i >= TARGET_AT && i < TARGET_AT + 4u) {
             switch (i - TARGET_AT) {
               case 0u: {
                 stream_dense_at(TARGET_AT, lid);
@@ -660,9 +656,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
             if (EPISODE_IN_WORKGROUP == 1) {
               ep = stream_episode[lid];
             }
-            if (ENV_READ_AHEAD == 1) {
-              stream_env_prefetch(e, ep);
-            }
+            stream_env_prefetch(e, ep);
 //!endif
             var w = vec2<u32>(0u);
 //!if ENGINE == 5

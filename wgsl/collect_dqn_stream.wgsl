@@ -9,10 +9,10 @@
 // the s' the dual pass saw), and the tile's verdict for this step's online pass.
 var<workgroup> stream_restart: array<u32, TILE_E>;
 var<workgroup> stream_need: u32;
-// STEP_TABLE 1: the step program, decoded once per launch (op_at of every index); an op is then one
+// The step program, decoded once per launch (op_at of every index); an op is then one
 // workgroupUniformLoad, whose barrier also closes the op before it, instead of all the
 // workgroup's warps decoding it again (op_at's branches and block offsets, every op of every step).
-var<workgroup> stream_prog: array<Op, select(1u, PROGRAM_LEN, STEP_TABLE == 1)>;
+var<workgroup> stream_prog: array<Op, PROGRAM_LEN>;
 // CURIOSITY_SIDE 1: the curiosity model's two layers are side layers (collect_tile.wgsl stream_side) of the
 // next-state pass's first two, so the step's program has no curiosity ops: the env op steps with
 // the bonus left out (it enters the reward last, total = partial + bonus, so adding it later gives
@@ -25,7 +25,7 @@ var<workgroup> tile_cbar: array<i32, TILE_E>;
 // the table's loads: each closed by one plain barrier (the action op by the step's verdict load, or
 // the online pass's last op by one), and the combination writes Q to stream_q instead of over the
 // advantages, which needs no barrier of its own.
-const_assert FLAT_STEP == 0 || (CURIOSITY_SIDE == 1 && STRAIGHT_LAYERS == 1 && HEAD == HEAD_PLAIN);
+const_assert FLAT_STEP == 0 || (CURIOSITY_SIDE == 1 && HEAD == HEAD_PLAIN);
 var<workgroup> stream_q: array<f32, select(1u, ROWS * 48u, FLAT_STEP == 1)>;
 // DRAW_AHEAD 1: the action draw's two words (Philox(Action, e, g, 0).xy) of this step and the next,
 // by step parity: the next step's are drawn in the action op by a thread of the second subgroup
@@ -105,7 +105,7 @@ fn stream_pp_at(i: u32) -> u32 {
   }
 }
 
-// STRAIGHT_LAYERS 1: dense op i (a constant at each call) with its own dual offset and side layer.
+// Dense op i (a constant at each call) with its own dual offset and side layer.
 fn stream_dense_at(i: u32, lid: u32) {
   let o = op_at(i);
   stream_delta = select(0u, NET_T_BASE - NET_Q_BASE, DUAL_PASS == 1);
@@ -231,9 +231,7 @@ fn stream_act(e0: u32, l: u32, lid: u32) {
   if (lid < TILE_E && e0 + lid < u.n) {
     let e = e0 + lid;
     var ep = stream_episode[lid];
-    if (ENV_READ_AHEAD == 1) {
-      stream_env_prefetch(e, ep);
-    }
+    stream_env_prefetch(e, ep);
     let w = stream_draws[pb + lid];
     var a = 0;
     var q_sa = 0.0;

@@ -244,8 +244,8 @@ export const SIDE_LAYER_WORDS = Math.max(
  */
 const streamCuriosityFloats = (cur: boolean, e: number) => (cur ? e * 160 + SIDE_LAYER_WORDS * e : 4 + 1) + e;
 
-/** Floats of engine 5's entropy table in workgroup memory (ENV_READ_AHEAD; diversityWindow <= 256). */
-const streamEnvFloats = (env: boolean) => (env ? 257 : 1);
+/** Floats of engine 5's entropy table in workgroup memory (diversityWindow <= 256). */
+const STREAM_ENTROPY_FLOATS = 257;
 
 /** Workgroup memory the WGSL kernel declares for these options, in bytes. */
 export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
@@ -283,7 +283,7 @@ export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
           29 * (c.EPISODE_IN_WORKGROUP === 1 ? e : 1) +
           // TD_WITH_NEXT_ACTION's second parity of the outcome (7 words), action and Q(s, a).
           (c.TD_WITH_NEXT_ACTION !== 0 ? 9 * e : 0) +
-          streamEnvFloats(c.ENV_READ_AHEAD === 1)
+          STREAM_ENTROPY_FLOATS
         : isQuadEngine(c.ENGINE)
           ? 1
           : 4) +

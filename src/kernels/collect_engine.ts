@@ -90,9 +90,6 @@ export function tileEngineConstants(
   MT?: number;
   STREAM_RUN_WORDS?: number;
   DUAL_PASS?: number;
-  STEP_TABLE?: number;
-  ENV_READ_AHEAD?: number;
-  STRAIGHT_LAYERS?: number;
   PING_PONG?: number;
 } {
   if (engine === STREAM_ENGINE) {
@@ -102,7 +99,6 @@ export function tileEngineConstants(
       );
     // DUAL_PASS: the target pass also runs the online net on s' (rows doubled), with 2 x width threads.
     const dual = threads >= 2 * width ? 1 : 0;
-    // STEP_TABLE, ENV_READ_AHEAD, STRAIGHT_LAYERS: 1 in every build of engine 5 (0 in the other engines' modules).
     return {
       ROWS: (1 + dual) * rows,
       ENGINE: engine,
@@ -110,12 +106,6 @@ export function tileEngineConstants(
       MMA_KSPLIT: 1,
       STREAM_RUN_WORDS,
       DUAL_PASS: dual,
-      STEP_TABLE: 1,
-      // ENV_READ_AHEAD 1: the env step's reads of the next bar and the diversity window issued at the start
-      // of the action op, the entropy table in workgroup memory (collect_env.wgsl).
-      ENV_READ_AHEAD: 1,
-      // STRAIGHT_LAYERS 1: the next-state pass's layers each through their own call (collect_dqn.wgsl).
-      STRAIGHT_LAYERS: 1,
       // PING_PONG 1: the dual pass's layers on two activation buffers (collect_tile.wgsl dense_stream's pp);
       // the DQN kernel sets it (collect_dqn.ts streamDqnConstants), 0 elsewhere.
       PING_PONG: 0,

@@ -240,7 +240,16 @@ describe('collect_dqn weight-streaming engine (5): plan and refusal', () => {
   it('keeps the rows, binds nets16 as 16-byte words with the lookup constants, and needs no feature', () => {
     const one = collectDqnSpec({ ...base, tileEpisodes: 1 });
     expect(one.constants).toMatchObject({ ENGINE: 5, ROWS: 1, ACT_W: 256, STREAM_RUN_WORDS: 4 });
-    expect(one.constants).toMatchObject({ STEP_TABLE: 1, ENV_READ_AHEAD: 1, STRAIGHT_LAYERS: 1 });
+    // The retired switches (tree sums, prefetch, unpipelined loads, ...) are gone from the build.
+    for (const name of [
+      'GV_PREF',
+      'NEXT_LAYER_PREFETCH',
+      'TREE_SUMS',
+      'PIPELINED_LOADS',
+      'STEP_TABLE',
+      'ABLATE',
+    ])
+      expect(one.constants).not.toHaveProperty(name);
     expect(one.constants?.MMH_OFF_9).toBe(halfNetsLayout().entries[9].off);
     expect(one.bindings[10]).toEqual({ name: 'nets16', type: 'u32', access: 'read', wgslType: 'vec4<u32>' });
     expect(one.wgslDirectives).toBeUndefined();
