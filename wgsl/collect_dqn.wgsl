@@ -11,6 +11,10 @@
 // activation buffer in workgroup memory. IQN rows are (episode, tau) pairs, TAU_ROWS taus per
 // pass. SEED_VARIANT 1 (benchmark only, plain head): one invocation per episode, every weight
 // read from global memory into private arrays (the seed design).
+// Launch: ceil(N / TILE_E) workgroups (seed: ceil(N / WG_X)) over x and y (grid1d), flat id = group.
+// Tile engine (constant ENGINE; each module holds one): 0 and 2 f32, 4 and 5 the f16 precision
+// (plain head only; they bind an 11th buffer, nets16). Engine 5's side of the step program is in
+// collect_dqn_stream.wgsl.
 //
 // Numerics: f32; layer sums in the reference order (the compiler may fuse multiply-adds),
 // division, exp and cos within WGSL's stated accuracy (IQN's cos argument is reduced to

@@ -5,6 +5,7 @@
  * compile is test/unit/collect-wgsl.test.ts; the parity cases of each engine compile and run its
  * resolved module.)
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { HALF_ENGINES, selectWgsl, wgslModule, withoutBlocks } from '../../src/backend/webgpu/preamble.js';
 import { type CollectDqnOptions, collectDqnSpec } from '../../src/kernels/collect_dqn.js';
@@ -161,5 +162,24 @@ describe('collection modules', () => {
   it('keep every line where the source has it (compiler messages keep their line numbers)', () => {
     const lines = (s: string) => s.split('\n').length;
     expect(lines(module(0))).toBe(lines(module(2)));
+  });
+
+  it('come from files of at most 900 lines, one per engine, each opening with a comment', () => {
+    const dir = new URL('../../wgsl/', import.meta.url);
+    for (const name of readdirSync(dir).filter((f) => f.endsWith('.wgsl'))) {
+      const text = readFileSync(new URL(name, dir), 'utf8');
+      expect(text.split('\n').length, name).toBeLessThanOrEqual(900);
+      expect(text.startsWith('//'), name).toBe(true);
+    }
+    // Each engine's file is included by collect_tile.wgsl inside its own engine's block.
+    for (const [engine, file] of [
+      [0, 'collect_tile_scalar'],
+      [2, 'collect_tile_quad'],
+      [4, 'collect_tile_tensor_cores'],
+      [5, 'collect_tile_weight_stream'],
+    ] as const) {
+      const raw = readFileSync(new URL('collect_tile.wgsl', dir), 'utf8');
+      expect(raw).toContain(`//!if ENGINE == ${engine}\n//!include ${file}.wgsl\n//!endif`);
+    }
   });
 });
