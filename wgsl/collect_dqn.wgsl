@@ -481,9 +481,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
   if (mine) {
     ep = load_episode(e);
 //!if ENGINE == 5
-    if (EPISODE_IN_WORKGROUP == 1) {
-      stream_episode[lid] = ep;
-    }
+    stream_episode[lid] = ep;
 //!endif
   }
 //!if ENGINE == 5
@@ -492,7 +490,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
   for (var i = lid; i <= u32(u.diversityWindow); i += WG_X) {
     stream_entropy[i] = entropy[i];
   }
-  if (DRAW_AHEAD == 1 && lid >= 32u && lid < 32u + TILE_E) {
+  if (lid >= 32u && lid < 32u + TILE_E) {
     let r = lid - 32u;
     stream_draws[r] = philox4x32(vec4<u32>(STREAM_ACTION, e0 + r, u.stepBase, 0u), key).xy;
   }
@@ -627,7 +625,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
 //!endif
             if (o.arg == 0u && lid < TILE_E) {
 //!if ENGINE == 5
-              if (EPISODE_IN_WORKGROUP == 1 && mine) {
+              if (mine) {
                 ep = stream_episode[lid];
               }
 //!endif
@@ -650,27 +648,21 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         }
         case OP_ACT: {
 //!if ENGINE == 5
-          if (DRAW_AHEAD == 1 && lid >= 32u && lid < 32u + TILE_E && l + 1u < u.steps) {
+          if (lid >= 32u && lid < 32u + TILE_E && l + 1u < u.steps) {
             let r = lid - 32u;
             stream_draws[((l + 1u) & 1u) * TILE_E + r] = philox4x32(vec4<u32>(STREAM_ACTION, e0 + r, g + 1u, 0u), key).xy;
           }
 //!endif
           if (mine) {
 //!if ENGINE == 5
-            if (EPISODE_IN_WORKGROUP == 1) {
-              ep = stream_episode[lid];
-            }
+            ep = stream_episode[lid];
             stream_env_prefetch(e, ep);
 //!endif
-            var w = vec2<u32>(0u);
 //!if ENGINE == 5
-            if (DRAW_AHEAD == 1) {
-              w = stream_draws[(l & 1u) * TILE_E + lid];
-            } else {
+            let w = stream_draws[(l & 1u) * TILE_E + lid];
 //!endif
-              w = philox4x32(vec4<u32>(STREAM_ACTION, e, g, 0u), key).xy;
-//!if ENGINE == 5
-            }
+//!if ENGINE != 5
+            let w = philox4x32(vec4<u32>(STREAM_ACTION, e, g, 0u), key).xy;
 //!endif
             if (u32_to_unit_float(w.x) < u.epsilon) {
               a = i32(w.y % NUM_ACTIONS);
@@ -686,12 +678,10 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
               out = env_op(e, l, lid, a, &ep);
             }
 //!if ENGINE == 5
-            if (EPISODE_IN_WORKGROUP == 1) {
-              stream_episode[lid] = ep;
-              stream_outcome[lid] = out;
-              stream_action[lid] = a;
-              stream_q_sa[lid] = q_sa;
-            }
+            stream_episode[lid] = ep;
+            stream_outcome[lid] = out;
+            stream_action[lid] = a;
+            stream_q_sa[lid] = q_sa;
 //!endif
           }
         }
@@ -704,28 +694,22 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         case OP_ENV: {
           if (mine) {
 //!if ENGINE == 5
-            if (EPISODE_IN_WORKGROUP == 1) {
-              ep = stream_episode[lid];
-              a = stream_action[lid];
-            }
+            ep = stream_episode[lid];
+            a = stream_action[lid];
 //!endif
             out = env_op(e, l, lid, a, &ep);
 //!if ENGINE == 5
-            if (EPISODE_IN_WORKGROUP == 1) {
-              stream_episode[lid] = ep;
-              stream_outcome[lid] = out;
-            }
+            stream_episode[lid] = ep;
+            stream_outcome[lid] = out;
 //!endif
           }
         }
         case OP_TD: {
           if (mine) {
 //!if ENGINE == 5
-            if (EPISODE_IN_WORKGROUP == 1) {
-              out = stream_outcome[lid];
-              a = stream_action[lid];
-              q_sa = stream_q_sa[lid];
-            }
+            out = stream_outcome[lid];
+            a = stream_action[lid];
+            q_sa = stream_q_sa[lid];
             if (CURIOSITY_SIDE == 1) {
               let bonus = stream_bonus(lid);
               out.total = out.total + bonus;
@@ -753,9 +737,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
   }
   if (mine) {
 //!if ENGINE == 5
-    if (EPISODE_IN_WORKGROUP == 1) {
-      ep = stream_episode[lid];
-    }
+    ep = stream_episode[lid];
 //!endif
     store_episode(e, ep);
   }

@@ -27,19 +27,18 @@ var<workgroup> tile_cbar: array<i32, TILE_E>;
 // advantages, which needs no barrier of its own.
 const_assert FLAT_STEP == 0 || (CURIOSITY_SIDE == 1 && HEAD == HEAD_PLAIN);
 var<workgroup> stream_q: array<f32, select(1u, ROWS * 48u, FLAT_STEP == 1)>;
-// DRAW_AHEAD 1: the action draw's two words (Philox(Action, e, g, 0).xy) of this step and the next,
+// The action draw's two words (Philox(Action, e, g, 0).xy) of this step and the next,
 // by step parity: the next step's are drawn in the action op by a thread of the second subgroup
 // (lid 32 + r), off the chain of the thread that picks the action.
-var<workgroup> stream_draws: array<vec2<u32>, select(1u, 2u * TILE_E, DRAW_AHEAD == 1)>;
-const_assert DRAW_AHEAD == 0 || WG_X >= 32u + TILE_E;
-// EPISODE_IN_WORKGROUP 1: an acting thread's episode, its step's outcome, action and Q(s, a) live in workgroup
+var<workgroup> stream_draws: array<vec2<u32>, 2u * TILE_E>;
+const_assert WG_X >= 32u + TILE_E;
+// An acting thread's episode, its step's outcome, action and Q(s, a) live in workgroup
 // memory between the ops that use them (loaded at an op's start, stored at its end), so they hold
 // no registers across the layer ops.
-const EPWG_LEN = select(1u, TILE_E, EPISODE_IN_WORKGROUP == 1);
-var<workgroup> stream_episode: array<Episode, EPWG_LEN>;
+var<workgroup> stream_episode: array<Episode, TILE_E>;
 // TD_WITH_NEXT_ACTION: the outcome, action and Q(s, a) by step parity (the TD op of step l reads l's while
 // the action op of step l + 1 beside it writes l + 1's).
-const STEP_LEN = select(EPWG_LEN, 2u * TILE_E, TD_WITH_NEXT_ACTION != 0);
+const STEP_LEN = select(TILE_E, 2u * TILE_E, TD_WITH_NEXT_ACTION != 0);
 var<workgroup> stream_outcome: array<StepOut, STEP_LEN>;
 var<workgroup> stream_action: array<i32, STEP_LEN>;
 var<workgroup> stream_q_sa: array<f32, STEP_LEN>;
@@ -50,10 +49,10 @@ var<workgroup> stream_q_sa: array<f32, STEP_LEN>;
 // TD op's barrier is its workgroupUniformLoad, and so is the next step's start (no verdict carried
 // from one step to the next in a variable: a build that did so ran at 5.38M against 5.95M, and one
 // that decided the merge from a plain load at 5.97M). The TD op runs on thread TD_THREAD0 + r (the
-// action on r, the next draw on 32 + r, DRAW_AHEAD), with the bonus computed there. TD_WITH_NEXT_ACTION 2: also no
+// action on r, the next draw on 32 + r), with the bonus computed there. TD_WITH_NEXT_ACTION 2: also no
 // barrier of its own before the fill of s' when the action op was skipped (the verdict's load at the
 // step's start is one).
-const_assert TD_WITH_NEXT_ACTION == 0 || (ENV_AT + 2u == TARGET_AT && FLAT_STEP == 1 && EPISODE_IN_WORKGROUP == 1 && DRAW_AHEAD == 1 && DUAL_PASS == 1);
+const_assert TD_WITH_NEXT_ACTION == 0 || (ENV_AT + 2u == TARGET_AT && FLAT_STEP == 1 && DUAL_PASS == 1);
 const_assert TD_WITH_NEXT_ACTION == 0 || (TILE_E <= 32u && TD_THREAD0 + TILE_E <= VERDICT_THREAD && ROWS * NUM_ACTIONS <= VERDICT_THREAD);
 const TD_THREAD0 = 64u;
 const VERDICT_THREAD = WG_X - 32u;
@@ -218,7 +217,7 @@ fn fold_argmax(r: u32, m: f32) -> u32 {
   return best;
 }
 
-// TD_WITH_NEXT_ACTION: the action op of step l: thread 32 + r draws step l + 1's action words (DRAW_AHEAD),
+// TD_WITH_NEXT_ACTION: the action op of step l: thread 32 + r draws step l + 1's action words,
 // thread r (the acting thread) picks the action and steps the simulator.
 fn stream_act(e0: u32, l: u32, lid: u32) {
   let g = u.stepBase + l;

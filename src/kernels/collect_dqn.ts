@@ -176,9 +176,8 @@ export function dqnTileConstants(o: CollectDqnOptions): Record<string, number> {
 
 /**
  * Engine 5's DQN-only constants: CURIOSITY_SIDE (the curiosity layers beside the dual pass), FLAT_STEP (with
- * CURIOSITY_SIDE: the ops from the action on run without the table's loads, collect_dqn.wgsl), DRAW_AHEAD
- * (the next step's action draw off the acting thread's chain), EPISODE_IN_WORKGROUP (the acting thread's state in
- * workgroup memory), TD_WITH_NEXT_ACTION (with FLAT_STEP: the TD op beside the next step's action op), PING_PONG
+ * CURIOSITY_SIDE: the ops from the action on run without the table's loads, collect_dqn.wgsl),
+ * TD_WITH_NEXT_ACTION (with FLAT_STEP: the TD op beside the next step's action op), PING_PONG
  * (with TD_WITH_NEXT_ACTION, up to PING_PONG_MAX_EPISODES a workgroup or where the device's workgroup memory holds
  * it: the dual pass's layers on two activation buffers, one barrier a layer fewer) and FOLDED_COMBINE (with
  * TD_WITH_NEXT_ACTION: no dueling-combination ops, the acting and TD threads combine their own rows).
@@ -190,8 +189,6 @@ function streamDqnConstants(
   CURIOSITY_SIDE: number;
   SIDE_LAYER_WORDS: number;
   FLAT_STEP: number;
-  DRAW_AHEAD: number;
-  EPISODE_IN_WORKGROUP: number;
   TD_WITH_NEXT_ACTION: number;
   PING_PONG: number;
   FOLDED_COMBINE: number;
@@ -200,8 +197,6 @@ function streamDqnConstants(
     CURIOSITY_SIDE: cur ? 1 : 0,
     SIDE_LAYER_WORDS,
     FLAT_STEP: cur ? 1 : 0,
-    DRAW_AHEAD: 1,
-    EPISODE_IN_WORKGROUP: 1,
     TD_WITH_NEXT_ACTION: cur ? 2 : 0,
     PING_PONG: cur && pp ? 1 : 0,
     FOLDED_COMBINE: cur ? 1 : 0,
@@ -277,10 +272,10 @@ export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
           streamProgramWords(c.CURIOSITY_SIDE === 1) +
           streamCuriosityFloats(c.CURIOSITY_SIDE === 1, e) +
           (c.FLAT_STEP === 1 ? c.ROWS * 48 : 1) +
-          // DRAW_AHEAD's two steps' draws (a vec2 an episode each) and EPISODE_IN_WORKGROUP's episode (20 words),
-          // step outcome (7), action and Q(s, a) per episode, or their one-element stand-ins.
-          (c.DRAW_AHEAD === 1 ? 4 * e : 2) +
-          29 * (c.EPISODE_IN_WORKGROUP === 1 ? e : 1) +
+          // The two steps' action draws (a vec2 an episode each) and the acting thread's episode (20
+          // words), step outcome (7), action and Q(s, a) per episode in workgroup memory.
+          4 * e +
+          29 * e +
           // TD_WITH_NEXT_ACTION's second parity of the outcome (7 words), action and Q(s, a).
           (c.TD_WITH_NEXT_ACTION !== 0 ? 9 * e : 0) +
           STREAM_ENTROPY_FLOATS

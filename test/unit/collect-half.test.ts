@@ -272,20 +272,15 @@ describe('collect_dqn weight-streaming engine (5): plan and refusal', () => {
     // step's outcome (7), action and Q(s, a), and PING_PONG's second activation buffer (2 rows of 256).
     // The flat step, the merged ops and the folded combination need the curiosity layers beside the
     // dual pass; the two activation buffers also at most 2 episodes a workgroup (4 would take the
-    // tile past 32 KiB); the next action's draw ahead and the acting thread's state in workgroup
-    // memory are in every engine 5 build.
+    // tile past 32 KiB).
     expect(cur.constants).toMatchObject({
       FLAT_STEP: 1,
-      DRAW_AHEAD: 1,
-      EPISODE_IN_WORKGROUP: 1,
       TD_WITH_NEXT_ACTION: 2,
       FOLDED_COMBINE: 1,
       PING_PONG: 0,
     });
     expect(one.constants).toMatchObject({
       FLAT_STEP: 0,
-      DRAW_AHEAD: 1,
-      EPISODE_IN_WORKGROUP: 1,
       TD_WITH_NEXT_ACTION: 0,
       FOLDED_COMBINE: 0,
       PING_PONG: 0,
