@@ -555,9 +555,7 @@ function dqnHalfCase(n: number, tileEpisodes: number, threads = 256): ParityCase
 function dqnStreamCase(n: number, tileEpisodes: number, threads: number): ParityCase {
   const streamForm = (e: number, t: number) =>
     t < 512
-      ? e === 1
-        ? ": the next layer's first loads ahead"
-        : ''
+      ? ''
       : e <= PING_PONG_MAX_EPISODES
         ? ': dual pass, curiosity beside it, two activation buffers'
         : e <= CURIOSITY_SIDE_MAX_EPISODES
