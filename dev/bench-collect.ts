@@ -27,7 +27,7 @@ import { prepareData } from '../src/train/run.js';
 
 const usage = `usage: node dist/dev/bench.js collect --algo dqn|c51|iqn|ppo [--backend auto|cuda|webgpu|cpu]
                              [--episodes N[,N...]] [--steps L] [--variant tiled|seed|cluster[,...]|both|all]
-                             [--precision exact|tf32|f16|both] [--engine auto|0|1|2|both|all|E,E...]
+                             [--precision exact|tf32|f16|both] [--engine auto|0|2|4|5|both|all|E,E...]
                              [--tile E] [--threads T]
                              [--cluster C]
                              [--constants JSON] [--repeats R] [--seed S] [--json]
@@ -65,11 +65,10 @@ per episode are measured in the same run (--variant both, the default for dqn an
                     --engine 4 or 5 forces one) or both (cuda: exact and tf32, the cuda default;
                     webgpu: exact and f16)
   --engine E        webgpu only: the tiled kernel's WGSL tile engine, 0 (scalar activations,
-                    outputs strided over threads), 1 (quad blocks: vec4 activations, 4 x 2
-                    outputs per thread), 2 (quad blocks unrolled: named accumulators), 3 (engine
-                    0 for small tiles: block-relative slices, weights two slices ahead), 4 and 5
-                    (the f16 engines: tensor cores, weight streaming into registers; the f16 runs
-                    take these, the exact runs the others), a list (0,3), both (0,1), all, each in
+                    outputs strided over threads), 2 (quad blocks: vec4 activations, 4 x 2
+                    outputs per thread in named accumulators), 4 and 5 (the f16 engines: tensor
+                    cores, weight streaming into registers; the f16 runs take these, the exact
+                    runs the others), a list (0,2), both (0,2), all, each in
                     the same sweep, or auto (default: the collectors' choice, src/device/collect.ts
                     chooseTile)
   --tile E          episodes per workgroup of the tiled kernel (default: chosen from N and the
@@ -345,14 +344,14 @@ async function run(args: string[]): Promise<number> {
       : [precisionFlag as 'exact' | 'tf32' | 'f16'];
   const engineFlag = (values.engine as string | undefined) ?? 'auto';
   const engineList =
-    engineFlag === 'both' ? ['0', '1'] : engineFlag === 'all' ? ENGINES.map(String) : engineFlag.split(',');
+    engineFlag === 'both' ? ['0', '2'] : engineFlag === 'all' ? ENGINES.map(String) : engineFlag.split(',');
   if (
     engineFlag !== 'auto' &&
     (engineList.some((e) => !(ENGINES as readonly number[]).map(String).includes(e)) ||
       new Set(engineList).size !== engineList.length)
   )
     throw new UserError(
-      `--engine must be auto, both, all or distinct engines from ${ENGINES.join(', ')} (e.g. 1,2)`,
+      `--engine must be auto, both, all or distinct engines from ${ENGINES.join(', ')} (e.g. 0,2)`,
     );
   if (engineFlag !== 'auto' && backend.kind !== 'webgpu')
     throw new UserError(`--engine ${engineFlag} picks the WGSL tile engine: it needs --backend webgpu`);

@@ -11,6 +11,10 @@
 // activation buffer in workgroup memory. IQN rows are (episode, tau) pairs, TAU_ROWS taus per
 // pass. SEED_VARIANT 1 (benchmark only, plain head): one invocation per episode, every weight
 // read from global memory into private arrays (the seed design).
+// Launch: ceil(N / TILE_E) workgroups (seed: ceil(N / WG_X)) over x and y (grid1d), flat id = group.
+// Tile engine (constant ENGINE; each module holds one): 0 and 2 f32, 4 and 5 the f16 precision
+// (plain head only; they bind an 11th buffer, nets16). Engine 5's side of the step program is in
+// collect_dqn_stream.wgsl.
 //
 // Numerics: f32; layer sums in the reference order (the compiler may fuse multiply-adds),
 // division, exp and cos within WGSL's stated accuracy (IQN's cos argument is reduced to
@@ -42,73 +46,17 @@ var<workgroup> c51_v: array<f32, C51_LEN>;
 var<workgroup> c51_mean: array<f32, C51_LEN>;
 var<workgroup> tile_tau: array<f32, TAU_LEN>;
 //!if ENGINE == 5
-// GV_DUAL 1: whether each episode of the tile restarted at the last step (its next state is not
-// the s' the dual pass saw), and the tile's verdict for this step's online pass.
-var<workgroup> gv_restart: array<u32, TILE_E>;
-var<workgroup> gv_need: u32;
-// GV_TABLE 1: the step program, decoded once per launch (op_at of every index); an op is then one
-// workgroupUniformLoad, whose barrier also closes the op before it, instead of all the
-// workgroup's warps decoding it again (op_at's branches and block offsets, every op of every step).
-var<workgroup> gv_prog: array<Op, select(1u, PROGRAM_LEN, GV_TABLE == 1)>;
-// GV_CUR 1: the curiosity model's two layers are side layers (collect_tile.wgsl gv_side) of the
-// next-state pass's first two, so the step's program has no curiosity ops: the env op steps with
-// the bonus left out (it enters the reward last, total = partial + bonus, so adding it later gives
-// the same bits), the fill of s' also fills the model's input (bar tile_cbar[r], the bar before the
-// step, and the action's category), and the TD op adds the bonus and writes the step.
-const CUR_OPS = select(4u, 0u, GV_CUR == 1);
-var<workgroup> tile_cbar: array<i32, TILE_E>;
-// GV_FLAT 1 (with GV_CUR): the ops from the action on (action and env, fill of s', the next-state
-// pass's 4 layers, the dueling combination, TD) are known from their index, so they run without
-// the table's loads: each closed by one plain barrier (the action op by the step's verdict load, or
-// the online pass's last op by one), and the combination writes Q to gv_qc instead of over the
-// advantages, which needs no barrier of its own.
-const_assert GV_FLAT == 0 || (GV_CUR == 1 && GV_STRAIGHT == 1 && HEAD == HEAD_PLAIN);
-var<workgroup> gv_qc: array<f32, select(1u, ROWS * 48u, GV_FLAT == 1)>;
-// GV_RNG 1: the action draw's two words (Philox(Action, e, g, 0).xy) of this step and the next,
-// by step parity: the next step's are drawn in the action op by a thread of the second subgroup
-// (lid 32 + r), off the chain of the thread that picks the action.
-var<workgroup> gv_rng: array<vec2<u32>, select(1u, 2u * TILE_E, GV_RNG == 1)>;
-const_assert GV_RNG == 0 || WG_X >= 32u + TILE_E;
-// GV_EPWG 1: an acting thread's episode, its step's outcome, action and Q(s, a) live in workgroup
-// memory between the ops that use them (loaded at an op's start, stored at its end), so they hold
-// no registers across the layer ops.
-const EPWG_LEN = select(1u, TILE_E, GV_EPWG == 1);
-var<workgroup> gv_ep: array<Episode, EPWG_LEN>;
-// GV_MERGE: the outcome, action and Q(s, a) by step parity (the TD op of step l reads l's while
-// the action op of step l + 1 beside it writes l + 1's).
-const STEP_LEN = select(EPWG_LEN, 2u * TILE_E, GV_MERGE != 0);
-var<workgroup> gv_out: array<StepOut, STEP_LEN>;
-var<workgroup> gv_a: array<i32, STEP_LEN>;
-var<workgroup> gv_qsa: array<f32, STEP_LEN>;
-// GV_MERGE 1 or 2 (with GV_FLAT): the TD op of step l also runs the action op of step l + 1 when no
-// episode of the tile restarted at step l (the online Q-values of s' are then the next step's):
-// one op fewer a step, and the TD op's work off the chain. Beside the target pass's dueling
-// combination thread GV_VERDICT leaves the verdict (whether an episode restarted) in gv_need; the
-// TD op's barrier is its workgroupUniformLoad, and so is the next step's start (no verdict carried
-// from one step to the next in a variable: a build that did so ran at 5.38M against 5.95M, and one
-// that decided the merge from a plain load at 5.97M). The TD op runs on thread GV_TD0 + r (the
-// action on r, the next draw on 32 + r, GV_RNG), with the bonus computed there. GV_MERGE 2: also no
-// barrier of its own before the fill of s' when the action op was skipped (the verdict's load at the
-// step's start is one).
-const_assert GV_MERGE == 0 || (ENV_AT + 2u == TARGET_AT && GV_FLAT == 1 && GV_EPWG == 1 && GV_RNG == 1 && GV_DUAL == 1);
-const_assert GV_MERGE == 0 || (TILE_E <= 32u && GV_TD0 + TILE_E <= GV_VERDICT && ROWS * NUM_ACTIONS <= GV_VERDICT);
-const GV_TD0 = 64u;
-const GV_VERDICT = WG_X - 32u;
-// GV_FOLD 1 (with GV_MERGE): no dueling-combination ops; the acting and TD threads combine their own
-// row of qv (the advantages' sum in action order, then (V + A[a]) - mean for each action they look
-// at: combine_dueling's formula, the same values), and the verdict is left beside the target pass's
-// heads. One op and its barrier fewer a step.
-const_assert GV_FOLD == 0 || GV_MERGE != 0;
+//!include collect_dqn_stream.wgsl
 //!endif
 //!if ENGINE != 5
 const CUR_OPS = 4u;
 //!endif
-// Whether the TD op writes the step (engine 5's GV_CUR), not the env op.
+// Whether the TD op writes the step (engine 5's CURIOSITY_SIDE), not the env op.
 //!if ENGINE == 5
-const GV_LATE = GV_CUR == 1;
+const TD_WRITES_STEP = CURIOSITY_SIDE == 1;
 //!endif
 //!if ENGINE != 5
-const GV_LATE = false;
+const TD_WRITES_STEP = false;
 //!endif
 
 // ---- the tiled kernel: a per-step program of ops ----
@@ -142,7 +90,7 @@ const IQN_PASSES = ACT_TAUS / TAU_ROWS;
 const IQN_OPS = 7u;
 // Ops of one network forward (net_op) per head.
 const NET_LEN = select(select(4 + IQN_OPS * IQN_PASSES, 6 + 4 * C51_CHUNKS, HEAD == HEAD_C51), 5, HEAD == HEAD_PLAIN);
-// Program: [taus (IQN)], fill s, online net, action, curiosity (4 ops; none with engine 5's GV_CUR),
+// Program: [taus (IQN)], fill s, online net, action, curiosity (4 ops; none with engine 5's CURIOSITY_SIDE),
 // env, fill s', target net, td.
 const PRE = select(1u, 2u, HEAD == HEAD_IQN);
 const ACT_AT = PRE + NET_LEN;
@@ -281,20 +229,20 @@ fn op_at(i: u32) -> Op {
   return phase(OP_TD, 0u);
 }
 
-// Op i of a step's program as the workgroup runs it: from the table (engine 5, GV_TABLE 1) or decoded.
+// Op i of a step's program as the workgroup runs it: from the table (engine 5) or decoded.
 fn step_op(i: u32) -> Op {
 //!if ENGINE == 5
-  if (ENGINE == 5 && GV_TABLE == 1) {
-    return workgroupUniformLoad(&gv_prog[i]);
+  if (ENGINE == 5) {
+    return workgroupUniformLoad(&stream_prog[i]);
   }
 //!endif
   return op_at(i);
 }
 
-// Whether an op ends with its own barrier: not where the next op's table load is one (engine 5,
-// GV_TABLE 1; the table's loads are the only ops' boundaries then).
+// Whether an op ends with its own barrier: not where the next op's table load is one (engine 5:
+// the table's loads are the only ops' boundaries then).
 //!if ENGINE == 5
-const OP_BARRIER = GV_TABLE == 0;
+const OP_BARRIER = false;
 //!endif
 //!if ENGINE != 5
 const OP_BARRIER = true;
@@ -319,9 +267,9 @@ fn combine_dueling(lid: u32) {
       q = (qv[o + NUM_ACTIONS] + qv[o + a]) - mean;
     }
 //!if ENGINE == 5
-    if (GV_FLAT == 1) {
+    if (FLAT_STEP == 1) {
       if (r < ROWS) {
-        gv_qc[r * 48u + a] = q;
+        stream_q[r * 48u + a] = q;
       }
       return;
     }
@@ -464,8 +412,8 @@ fn iqn_phase(kind: u32, p: u32, lid: u32) {
 
 fn final_q(r: u32, a: u32) -> f32 {
 //!if ENGINE == 5
-  if (GV_FLAT == 1) {
-    return gv_qc[r * 48u + a];
+  if (FLAT_STEP == 1) {
+    return stream_q[r * 48u + a];
   }
 //!endif
   if (HEAD == HEAD_PLAIN) {
@@ -498,149 +446,14 @@ fn write_step(e: u32, l: u32, a: i32, out: StepOut, bonus: f32) {
   write_components(i, out, bonus);
 }
 
-//!if ENGINE == 5
-// GV_CUR 1: the side layer of op i (collect_tile.wgsl gv_side): the curiosity model's first layer
-// (input rows 0, hidden rows 1 of gv_cx) beside the next-state pass's first op, its second
-// (hidden to the prediction, rows 0) beside the second (GV_PP: the third, so that the first's sums
-// are added up in the second op, collect_tile.wgsl gv_red); none elsewhere or without curiosity.
-fn gv_side_at(i: u32) -> GvSide {
-  if (GV_CUR == 1 && u.curiosity != 0u) {
-    if (i == TARGET_AT) {
-      return GvSide(block(NET_C_FC1_W, NET_C_FC1_B, 64u, 0u, CURIOSITY_IN), ACT_LEAKY, 0u, TILE_E);
-    }
-    if (i == TARGET_AT + 1u + GV_PP) {
-      return GvSide(block(NET_C_FC2_W, NET_C_FC2_B, CURIOSITY_OUT, 0u, 64u), ACT_NONE, TILE_E, 0u);
-    }
-  }
-  return GvSide(NO_BLOCK, ACT_NONE, 0u, 0u);
-}
-
-// The side layer whose sums op i adds up (collect_tile.wgsl gv_side_reduce): its own, or with GV_PP
-// the op before's (the dual pass's layers with pp 1 or 2 have no barrier between their sums and
-// their end).
-fn gv_red_at(i: u32) -> GvSide {
-  if (GV_PP == 1) {
-    if (i == TARGET_AT + 1u || i == TARGET_AT + 3u) {
-      return gv_side_at(i - 1u);
-    }
-    return GvSide(NO_BLOCK, ACT_NONE, 0u, 0u);
-  }
-  return gv_side_at(i);
-}
-
-// GV_PP 1: the buffers of the next-state pass's layer i (collect_tile.wgsl dense_gv's pp): the first
-// three alternate between the two buffers, the heads read the second; 0 without GV_PP.
-fn gv_pp_at(i: u32) -> u32 {
-  if (GV_PP == 0) {
-    return 0u;
-  }
-  switch (i - TARGET_AT) {
-    case 0u, 2u: { return GV_PP_IN0_DIRECT; }
-    case 1u: { return GV_PP_IN1_DIRECT; }
-    default: { return GV_PP_IN1_Q; }
-  }
-}
-
-// GV_STRAIGHT 1: dense op i (a constant at each call) with its own dual offset and side layer.
-fn gv_dense_at(i: u32, lid: u32) {
-  let o = op_at(i);
-  gv_delta = select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1);
-  gv_side = gv_side_at(i);
-  gv_red = gv_red_at(i);
-  // GV_PREF 1: the layer after this one (the pass's first after its last) is op gv_next.
-  gv_this = i;
-  gv_next = TARGET_AT + (i - TARGET_AT + 1u) % 4u;
-  let nx = op_at(gv_next);
-  gv_nb0 = nx.b0;
-  gv_nb1 = nx.b1;
-  dense_gv(o.b0, o.b1, o.act, o.to_q, o.out_col, lid, gv_pp_at(i));
-  gv_this = GV_NO_OP;
-}
-
-// GV_FLAT 1: op i >= ACT_AT of the step's program, known from the index (GV_CUR: no curiosity ops;
-// the dense ops go straight, gv_dense_at, so their blocks are not needed).
-fn gv_flat_op(i: u32) -> Op {
-  if (i == ACT_AT) {
-    return phase(OP_ACT, 0u);
-  }
-  if (i == ENV_AT) {
-    return phase(OP_ENV, 0u);
-  }
-  if (i < TARGET_AT) {
-    return phase(OP_FILL, 1u);
-  }
-  if (i < TARGET_AT + 4u) {
-    return Op(OP_DENSE, NO_BLOCK, NO_BLOCK, 0u, 0u, ACT_NONE, false, 0u, 0u);
-  }
-  if (i == TARGET_AT + 4u) {
-    return phase(OP_COMBINE, 0u);
-  }
-  return phase(OP_TD, 0u);
-}
-
-// Engine 5's fill of s' (GV_DUAL or GV_CUR): the next states (bar tile_bar[r], portfolio
-// tile_pf[r], which the env op wrote before the op's barrier) to out_f and act's rows [0, TILE_E),
-// with GV_DUAL 1 also rows [TILE_E, 2 TILE_E) (the dual pass's target rows), and with GV_CUR 1 the
-// curiosity model's input (the first 32 features of bar tile_cbar[r], one-hot(tile_cat[r]),
-// zeros to 40) into gv_cx's rows [0, TILE_E).
-fn gv_fill_next(e0: u32, l: u32, lid: u32) {
-  for (var idx = lid; idx < TILE_E * (STATE_PAD / 4u); idx += WG_X) {
-    let r = idx / (STATE_PAD / 4u);
-    let k4 = idx % (STATE_PAD / 4u);
-    let e = e0 + r;
-    let v = state_quad(r, k4);
-    if (e < u.n) {
-      write_state_quad(OUT_F_NEXT_STATES, e, l, k4, v);
-      // GV_DUAL 1: s' is also the next step's state unless the episode restarted: written now,
-      // that step skips its fill of s (unless an episode of the tile restarted).
-      if (GV_DUAL == 1 && gv_restart[r] == 0u && l + 1u < u.steps) {
-        write_state_quad(OUT_F_STATES, e, l + 1u, k4, v);
-      }
-    }
-    act_v[r * ACT_W4 + k4] = v;
-    if (GV_DUAL == 1) {
-      act_v[(r + TILE_E) * ACT_W4 + k4] = v;
-    }
-    // GV_CUR 1: s' begins with the bonus's target (the first 32 features of the bar after
-    // tile_cbar, which is tile_bar): kept in workgroup memory for the TD op.
-    if (GV_CUR == 1 && k4 < CURIOSITY_OUT / 4u) {
-      gv_cx[GV_TGT + r * 8u + k4] = v;
-    }
-  }
-  if (GV_CUR == 1 && u.curiosity != 0u) {
-    // The workgroup's last threads (the states take the first).
-    let t = WG_X - 1u - lid;
-    if (t < TILE_E * 10u) {
-      let r = t / 10u;
-      gv_cx[r * 16u + t % 10u] = curiosity_quad(tile_cbar[r], tile_cat[r], t % 10u);
-    }
-  }
-}
-
-// GV_CUR 1: episode lid's curiosity bonus from the model's prediction (gv_cx row lid, after its two
-// side layers) against the first 32 features of the bar after tile_cbar (curiosity_mse's sum), which
-// the fill of s' left at GV_TGT.
-fn gv_bonus(lid: u32) -> f32 {
-  if (u.curiosity == 0u) {
-    return 0.0;
-  }
-  var acc = 0.0;
-  for (var k = 0u; k < CURIOSITY_OUT; k++) {
-    let d = gv_cx[lid * 16u + k / 4u][k % 4u] - gv_cx[GV_TGT + lid * 8u + k / 4u][k % 4u];
-    acc = acc + d * d;
-  }
-  return min(u.curiosityScale * (acc * (1.0 / 32.0)), u.curiosityMax);
-}
-//!endif
-
 // The env op of episode e (lid's): step the simulator with the action and the bonus, leave the next
-// state's bar and portfolio for the fill of s', write the step (not with GV_LATE: the TD op writes it
+// state's bar and portfolio for the fill of s', write the step (not with TD_WRITES_STEP: the TD op writes it
 // once the bonus is known), restart an ended episode.
 fn env_op(e: u32, l: u32, lid: u32, a: i32, ep: ptr<function, Episode>) -> StepOut {
   var bonus = tile_bonus[lid];
 //!if ENGINE == 5
-  // GV_CUR 1: the bonus is added in the TD op (after the model's layers).
-  if (GV_CUR == 1) {
+  // CURIOSITY_SIDE 1: the bonus is added in the TD op (after the model's layers).
+  if (CURIOSITY_SIDE == 1) {
     tile_cbar[lid] = (*ep).bar;
     bonus = 0.0;
   }
@@ -648,132 +461,15 @@ fn env_op(e: u32, l: u32, lid: u32, a: i32, ep: ptr<function, Episode>) -> StepO
   let out = env_step(e, ep, a, bonus);
   tile_bar[lid] = (*ep).bar;
   tile_pf[lid] = vec4<f32>(portfolio_features(*ep), 0.0);
-  if (!GV_LATE) {
+  if (!TD_WRITES_STEP) {
     write_step(e, l, a, out, bonus);
   }
 //!if ENGINE == 5
-  gv_restart[lid] = select(0u, 1u, out.done != 0 || out.truncated != 0);
+  stream_restart[lid] = select(0u, 1u, out.done != 0 || out.truncated != 0);
 //!endif
   finish_step(e, ep, out);
   return out;
 }
-
-//!if ENGINE == 5
-// GV_FOLD: the mean of qv row r's advantages (combine_dueling's sum, in action order).
-fn fold_mean(r: u32) -> f32 {
-  let o = r * QW;
-  var sum = 0.0;
-  for (var k = 0u; k < NUM_ACTIONS; k++) {
-    sum = sum + qv[o + k];
-  }
-  return sum / 45.0;
-}
-
-// GV_FOLD: Q[a] of qv row r, whose advantages' mean is m.
-fn fold_q(r: u32, a: u32, m: f32) -> f32 {
-  return (qv[r * QW + NUM_ACTIONS] + qv[r * QW + a]) - m;
-}
-
-// GV_FOLD: argmax_q of qv row r (ties to the lower action).
-fn fold_argmax(r: u32, m: f32) -> u32 {
-  var best = 0u;
-  var best_q = fold_q(r, 0u, m);
-  for (var a = 1u; a < NUM_ACTIONS; a++) {
-    let q = fold_q(r, a, m);
-    if (q > best_q) {
-      best = a;
-      best_q = q;
-    }
-  }
-  return best;
-}
-
-// GV_MERGE: the action op of step l: thread 32 + r draws step l + 1's action words (GV_RNG),
-// thread r (the acting thread) picks the action and steps the simulator.
-fn gv_act(e0: u32, l: u32, lid: u32) {
-  let g = u.stepBase + l;
-  let key = vec2<u32>(u.key0, u.key1);
-  let pb = (l & 1u) * TILE_E;
-  if (lid >= 32u && lid < 32u + TILE_E && l + 1u < u.steps) {
-    let r = lid - 32u;
-    gv_rng[((l + 1u) & 1u) * TILE_E + r] = philox4x32(vec4<u32>(STREAM_ACTION, e0 + r, g + 1u, 0u), key).xy;
-  }
-  if (lid < TILE_E && e0 + lid < u.n) {
-    let e = e0 + lid;
-    var ep = gv_ep[lid];
-    if (GV_ENV == 1) {
-      gv_env_prefetch(e, ep);
-    }
-    let w = gv_rng[pb + lid];
-    var a = 0;
-    var q_sa = 0.0;
-    if (GV_FOLD == 1) {
-      let m = fold_mean(lid);
-      if (u32_to_unit_float(w.x) < u.epsilon) {
-        a = i32(w.y % NUM_ACTIONS);
-      } else {
-        a = i32(fold_argmax(lid, m));
-      }
-      q_sa = fold_q(lid, u32(a), m);
-    } else {
-      if (u32_to_unit_float(w.x) < u.epsilon) {
-        a = i32(w.y % NUM_ACTIONS);
-      } else {
-        a = i32(argmax_q(lid));
-      }
-      q_sa = final_q(lid, u32(a));
-    }
-    tile_cat[lid] = action_category(a);
-    tile_bonus[lid] = 0.0;
-    let out = env_op(e, l, lid, a, &ep);
-    gv_ep[lid] = ep;
-    gv_out[pb + lid] = out;
-    gv_a[pb + lid] = a;
-    gv_qsa[pb + lid] = q_sa;
-  }
-}
-
-// GV_MERGE: beside the target pass's dueling combination (GV_FOLD: its heads), whether an episode of
-// the tile restarted at this step (the restart flags of its action op), for the TD op and the next
-// step's start.
-fn gv_verdict(lid: u32) {
-  if (lid == GV_VERDICT) {
-    var any = 0u;
-    for (var r = 0u; r < TILE_E; r++) {
-      any = any | gv_restart[r];
-    }
-    gv_need = any;
-  }
-}
-
-// GV_MERGE: the TD op of step l on thread GV_TD0 + r: the bonus into the reward, the step
-// written, the TD error.
-fn gv_td(e0: u32, l: u32, lid: u32) {
-  if (lid < GV_TD0 || lid >= GV_TD0 + TILE_E || e0 + lid - GV_TD0 >= u.n) {
-    return;
-  }
-  let r = lid - GV_TD0;
-  let e = e0 + r;
-  let pl = (l & 1u) * TILE_E + r;
-  var out = gv_out[pl];
-  let a = gv_a[pl];
-  let bonus = gv_bonus(r);
-  out.total = out.total + bonus;
-  write_step(e, l, a, out, bonus);
-  var td_target = out.total;
-  if (out.done == 0) {
-    var q_next = 0.0;
-    if (GV_FOLD == 1) {
-      let m = fold_mean(r + TD_ROW0);
-      q_next = fold_q(r + TD_ROW0, fold_argmax(r + TD_ROW0, m), m);
-    } else {
-      q_next = final_q(r + TD_ROW0, argmax_q(r + TD_ROW0));
-    }
-    td_target = out.total + u.gamma * q_next;
-  }
-  out_f[OUT_F_TD_ERRORS * u.n * u.steps + e * u.steps + l] = abs(td_target - gv_qsa[pl]);
-}
-//!endif
 
 fn tiled_collect(group: u32, lid: u32, sg: u32) {
   let e0 = group * TILE_E;
@@ -785,27 +481,21 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
   if (mine) {
     ep = load_episode(e);
 //!if ENGINE == 5
-    if (GV_EPWG == 1) {
-      gv_ep[lid] = ep;
-    }
+    stream_episode[lid] = ep;
 //!endif
   }
 //!if ENGINE == 5
-  // GV_MERGE: the verdict the TD op loads (whether it also runs the next action op).
+  // TD_WITH_NEXT_ACTION: the verdict the TD op loads (whether it also runs the next action op).
   var need_next = 1u;
-  if (GV_ENV == 1) {
-    for (var i = lid; i <= u32(u.diversityWindow); i += WG_X) {
-      gv_ent[i] = entropy[i];
-    }
+  for (var i = lid; i <= u32(u.diversityWindow); i += WG_X) {
+    stream_entropy[i] = entropy[i];
   }
-  if (GV_RNG == 1 && lid >= 32u && lid < 32u + TILE_E) {
+  if (lid >= 32u && lid < 32u + TILE_E) {
     let r = lid - 32u;
-    gv_rng[r] = philox4x32(vec4<u32>(STREAM_ACTION, e0 + r, u.stepBase, 0u), key).xy;
+    stream_draws[r] = philox4x32(vec4<u32>(STREAM_ACTION, e0 + r, u.stepBase, 0u), key).xy;
   }
-  if (GV_TABLE == 1) {
-    for (var i = lid; i < PROGRAM_LEN; i += WG_X) {
-      gv_prog[i] = op_at(i);
-    }
+  for (var i = lid; i < PROGRAM_LEN; i += WG_X) {
+    stream_prog[i] = op_at(i);
   }
   workgroupBarrier();
 //!endif
@@ -815,24 +505,24 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
     var q_sa = 0.0;
     var out: StepOut;
 //!if ENGINE == 5
-    // GV_DUAL 1: the last step's target pass also ran the online net on s', which is this step's
+    // DUAL_PASS 1: the last step's target pass also ran the online net on s', which is this step's
     // state unless an episode of the tile restarted: then (and at a launch's first step) the fill
-    // of s and the online pass run (gv_fill_next wrote the states out otherwise).
+    // of s and the online pass run (stream_fill_next wrote the states out otherwise).
     var need = 1u;
-    if (GV_MERGE != 0) {
-      // The last step's verdict (gv_verdict), loaded again: the launch's first step runs its
+    if (TD_WITH_NEXT_ACTION != 0) {
+      // The last step's verdict (stream_verdict), loaded again: the launch's first step runs its
       // online pass.
-      let v = workgroupUniformLoad(&gv_need);
+      let v = workgroupUniformLoad(&stream_need);
       need = select(v, 1u, l == 0u);
-    } else if (GV_DUAL == 1) {
+    } else if (DUAL_PASS == 1) {
       if (lid == 0u) {
         var any = select(0u, 1u, l == 0u);
         for (var r = 0u; r < TILE_E; r++) {
-          any = any | gv_restart[r];
+          any = any | stream_restart[r];
         }
-        gv_need = any;
+        stream_need = any;
       }
-      need = workgroupUniformLoad(&gv_need);
+      need = workgroupUniformLoad(&stream_need);
     }
 //!endif
     for (var i = 0u; i < PROGRAM_LEN; i++) {
@@ -840,32 +530,32 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         continue;
       }
 //!if ENGINE == 5
-      if ((need == 0u && i < ACT_AT) || (GV_LATE && i == ENV_AT)) {
+      if ((need == 0u && i < ACT_AT) || (TD_WRITES_STEP && i == ENV_AT)) {
         continue;
       }
-      // GV_MERGE: the action op ran in the last step's TD op unless the online pass runs.
-      if (GV_MERGE != 0 && need == 0u && i == ACT_AT) {
+      // TD_WITH_NEXT_ACTION: the action op ran in the last step's TD op unless the online pass runs.
+      if (TD_WITH_NEXT_ACTION != 0 && need == 0u && i == ACT_AT) {
         continue;
       }
-      // GV_FOLD: no combination ops (the online pass's, the next-state pass's).
-      if (GV_FOLD == 1 && (i == ACT_AT - 1u || i == TARGET_AT + 4u)) {
+      // FOLDED_COMBINE: no combination ops (the online pass's, the next-state pass's).
+      if (FOLDED_COMBINE == 1 && (i == ACT_AT - 1u || i == TARGET_AT + 4u)) {
         continue;
       }
-      gv_delta = select(0u, NET_T_BASE - NET_Q_BASE, GV_DUAL == 1 && i >= TARGET_AT && i < TARGET_AT + NET_LEN);
-      gv_side = gv_side_at(i);
-      gv_red = gv_red_at(i);
+      stream_delta = select(0u, NET_T_BASE - NET_Q_BASE, DUAL_PASS == 1 && i >= TARGET_AT && i < TARGET_AT + NET_LEN);
+      stream_side = stream_side_at(i);
+      stream_reduce = stream_reduce_at(i);
       var o: Op;
-      if (GV_FLAT == 1 && i >= ACT_AT) {
+      if (FLAT_STEP == 1 && i >= ACT_AT) {
         // The action op after a skipped online pass is closed by the verdict's load.
-        if (GV_MERGE != 0 && i == PROGRAM_LEN - 1u) {
-          need_next = workgroupUniformLoad(&gv_need);
-        } else if (GV_MERGE == 2 && need == 0u && i == TARGET_AT - 1u) {
-          // GV_MERGE 2: the fill of s' after a skipped action op follows the step's verdict load,
-          // whose barrier already closes the TD op before it (the env op is skipped, GV_LATE).
+        if (TD_WITH_NEXT_ACTION != 0 && i == PROGRAM_LEN - 1u) {
+          need_next = workgroupUniformLoad(&stream_need);
+        } else if (TD_WITH_NEXT_ACTION == 2 && need == 0u && i == TARGET_AT - 1u) {
+          // TD_WITH_NEXT_ACTION 2: the fill of s' after a skipped action op follows the step's verdict load,
+          // whose barrier already closes the TD op before it (the env op is skipped, TD_WRITES_STEP).
         } else if (i != ACT_AT || need != 0u) {
           workgroupBarrier();
         }
-        o = gv_flat_op(i);
+        o = stream_flat_op(i);
       } else {
         o = step_op(i);
       }
@@ -873,23 +563,17 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
 //!if ENGINE != 5
       let o = step_op(i);
 //!endif
-      // Bench only: ABLATE bit k skips every op of kind k (its barrier kept), so a sweep over the
-      // bits times each phase by difference; the outputs are then meaningless.
-      if ((ABLATE & (1u << o.kind)) != 0u) {
-        workgroupBarrier();
-        continue;
-      }
 //!if ENGINE == 5
-      // GV_MERGE: the action op, and the TD op with the next step's action op beside it when no
-      // episode restarted (one call of gv_act for both: the kernel inlines it once).
-      if (GV_MERGE != 0 && (o.kind == OP_ACT || o.kind == OP_TD)) {
+      // TD_WITH_NEXT_ACTION: the action op, and the TD op with the next step's action op beside it when no
+      // episode restarted (one call of stream_act for both: the kernel inlines it once).
+      if (TD_WITH_NEXT_ACTION != 0 && (o.kind == OP_ACT || o.kind == OP_TD)) {
         var la = l;
         if (o.kind == OP_TD) {
-          gv_td(e0, l, lid);
+          stream_td(e0, l, lid);
           la = l + 1u;
         }
         if (o.kind == OP_ACT || (need_next == 0u && la < u.steps)) {
-          gv_act(e0, la, lid);
+          stream_act(e0, la, lid);
         }
         continue;
       }
@@ -897,26 +581,26 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       switch (o.kind) {
         case OP_DENSE: {
 //!if ENGINE == 5
-          // GV_STRAIGHT 1: the next-state pass's layers, the ops of every step, each through its
+          // The next-state pass's layers, the ops of every step, each through its
           // own call with its op computed from a constant index, so the shader compiler can
           // specialise each copy of the layer (its blocks, parts and loop counts) instead of
           // running one copy on the table's values.
-          if (GV_STRAIGHT == 1 && i >= TARGET_AT && i < TARGET_AT + 4u) {
+          if (i >= TARGET_AT && i < TARGET_AT + 4u) {
             switch (i - TARGET_AT) {
               case 0u: {
-                gv_dense_at(TARGET_AT, lid);
+                stream_dense_at(TARGET_AT, lid);
               }
               case 1u: {
-                gv_dense_at(TARGET_AT + 1u, lid);
+                stream_dense_at(TARGET_AT + 1u, lid);
               }
               case 2u: {
-                gv_dense_at(TARGET_AT + 2u, lid);
+                stream_dense_at(TARGET_AT + 2u, lid);
               }
               default: {
-                gv_dense_at(TARGET_AT + 3u, lid);
-                // GV_FOLD: the verdict beside the heads (no combination op).
-                if (GV_FOLD == 1) {
-                  gv_verdict(lid);
+                stream_dense_at(TARGET_AT + 3u, lid);
+                // FOLDED_COMBINE: the verdict beside the heads (no combination op).
+                if (FOLDED_COMBINE == 1) {
+                  stream_verdict(lid);
                 }
               }
             }
@@ -935,14 +619,14 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         case OP_FILL: {
           // arg 0: the state s_t of each episode; arg 1: the next state the env op left.
 //!if ENGINE == 5
-          if (o.arg == 1u && (GV_DUAL == 1 || GV_CUR == 1)) {
-            gv_fill_next(e0, l, lid);
+          if (o.arg == 1u && (DUAL_PASS == 1 || CURIOSITY_SIDE == 1)) {
+            stream_fill_next(e0, l, lid);
           } else {
 //!endif
             if (o.arg == 0u && lid < TILE_E) {
 //!if ENGINE == 5
-              if (GV_EPWG == 1 && mine) {
-                ep = gv_ep[lid];
+              if (mine) {
+                ep = stream_episode[lid];
               }
 //!endif
               tile_bar[lid] = select(u.splitStart, ep.bar, mine);
@@ -957,36 +641,28 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         case OP_COMBINE: {
           combine_dueling(lid);
 //!if ENGINE == 5
-          if (GV_MERGE != 0 && i == TARGET_AT + 4u) {
-            gv_verdict(lid);
+          if (TD_WITH_NEXT_ACTION != 0 && i == TARGET_AT + 4u) {
+            stream_verdict(lid);
           }
 //!endif
         }
         case OP_ACT: {
 //!if ENGINE == 5
-          if (GV_RNG == 1 && lid >= 32u && lid < 32u + TILE_E && l + 1u < u.steps) {
+          if (lid >= 32u && lid < 32u + TILE_E && l + 1u < u.steps) {
             let r = lid - 32u;
-            gv_rng[((l + 1u) & 1u) * TILE_E + r] = philox4x32(vec4<u32>(STREAM_ACTION, e0 + r, g + 1u, 0u), key).xy;
+            stream_draws[((l + 1u) & 1u) * TILE_E + r] = philox4x32(vec4<u32>(STREAM_ACTION, e0 + r, g + 1u, 0u), key).xy;
           }
 //!endif
           if (mine) {
 //!if ENGINE == 5
-            if (GV_EPWG == 1) {
-              ep = gv_ep[lid];
-            }
-            if (GV_ENV == 1) {
-              gv_env_prefetch(e, ep);
-            }
+            ep = stream_episode[lid];
+            stream_env_prefetch(e, ep);
 //!endif
-            var w = vec2<u32>(0u);
 //!if ENGINE == 5
-            if (GV_RNG == 1) {
-              w = gv_rng[(l & 1u) * TILE_E + lid];
-            } else {
+            let w = stream_draws[(l & 1u) * TILE_E + lid];
 //!endif
-              w = philox4x32(vec4<u32>(STREAM_ACTION, e, g, 0u), key).xy;
-//!if ENGINE == 5
-            }
+//!if ENGINE != 5
+            let w = philox4x32(vec4<u32>(STREAM_ACTION, e, g, 0u), key).xy;
 //!endif
             if (u32_to_unit_float(w.x) < u.epsilon) {
               a = i32(w.y % NUM_ACTIONS);
@@ -996,18 +672,16 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
             q_sa = final_q(lid, u32(a));
             tile_cat[lid] = action_category(a);
             tile_bonus[lid] = 0.0;
-            // GV_LATE: no curiosity op between the action and the env step, which the same thread
+            // TD_WRITES_STEP: no curiosity op between the action and the env step, which the same thread
             // then runs in this op (the program's env op is skipped).
-            if (GV_LATE) {
+            if (TD_WRITES_STEP) {
               out = env_op(e, l, lid, a, &ep);
             }
 //!if ENGINE == 5
-            if (GV_EPWG == 1) {
-              gv_ep[lid] = ep;
-              gv_out[lid] = out;
-              gv_a[lid] = a;
-              gv_qsa[lid] = q_sa;
-            }
+            stream_episode[lid] = ep;
+            stream_outcome[lid] = out;
+            stream_action[lid] = a;
+            stream_q_sa[lid] = q_sa;
 //!endif
           }
         }
@@ -1020,30 +694,24 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         case OP_ENV: {
           if (mine) {
 //!if ENGINE == 5
-            if (GV_EPWG == 1) {
-              ep = gv_ep[lid];
-              a = gv_a[lid];
-            }
+            ep = stream_episode[lid];
+            a = stream_action[lid];
 //!endif
             out = env_op(e, l, lid, a, &ep);
 //!if ENGINE == 5
-            if (GV_EPWG == 1) {
-              gv_ep[lid] = ep;
-              gv_out[lid] = out;
-            }
+            stream_episode[lid] = ep;
+            stream_outcome[lid] = out;
 //!endif
           }
         }
         case OP_TD: {
           if (mine) {
 //!if ENGINE == 5
-            if (GV_EPWG == 1) {
-              out = gv_out[lid];
-              a = gv_a[lid];
-              q_sa = gv_qsa[lid];
-            }
-            if (GV_CUR == 1) {
-              let bonus = gv_bonus(lid);
+            out = stream_outcome[lid];
+            a = stream_action[lid];
+            q_sa = stream_q_sa[lid];
+            if (CURIOSITY_SIDE == 1) {
+              let bonus = stream_bonus(lid);
               out.total = out.total + bonus;
               write_step(e, l, a, out, bonus);
             }
@@ -1069,9 +737,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
   }
   if (mine) {
 //!if ENGINE == 5
-    if (GV_EPWG == 1) {
-      ep = gv_ep[lid];
-    }
+    ep = stream_episode[lid];
 //!endif
     store_episode(e, ep);
   }

@@ -15,8 +15,8 @@
 // function: the diversity entropy comes from the host-built table `entropy`.
 //!include philox.wgsl
 
-// Engine 5 (GV_ENV 1): the next bar's ohlc quad and spread and the diversity window's slot are
-// read at the start of the action op (gv_env_prefetch), so the env step does not wait on them, and
+// Engine 5: the next bar's ohlc quad and spread and the diversity window's slot are
+// read at the start of the action op (stream_env_prefetch), so the env step does not wait on them, and
 // the entropy table sits in workgroup memory; elsewhere the env step reads the bindings.
 //!if ENGINE == 5
 var<private> pf_o1: u32 = 0xffffffffu;
@@ -24,10 +24,10 @@ var<private> pf_ohlc: vec4<f32>;
 var<private> pf_spread: f32;
 var<private> pf_slot: u32 = 0xffffffffu;
 var<private> pf_old: i32;
-var<workgroup> gv_ent: array<f32, select(1u, ENTROPY_MAX, GV_ENV == 1)>;
+var<workgroup> stream_entropy: array<f32, ENTROPY_MAX>;
 const ENTROPY_MAX = 257u;
 
-fn gv_env_prefetch(e: u32, ep: Episode) {
+fn stream_env_prefetch(e: u32, ep: Episode) {
   pf_o1 = u32(ep.bar + 1) * 4u;
   pf_ohlc = vec4<f32>(ohlc[pf_o1], ohlc[pf_o1 + 1u], ohlc[pf_o1 + 2u], ohlc[pf_o1 + 3u]);
   pf_spread = spread[ep.bar + 1];
@@ -39,7 +39,7 @@ fn gv_env_prefetch(e: u32, ep: Episode) {
 // ohlc[o1 + c] of the bar after the episode's (o1 = its first word).
 fn ohlc_next(o1: u32, c: u32) -> f32 {
 //!if ENGINE == 5
-  if (GV_ENV == 1 && o1 == pf_o1) {
+  if (o1 == pf_o1) {
     return pf_ohlc[c];
   }
 //!endif
@@ -48,7 +48,7 @@ fn ohlc_next(o1: u32, c: u32) -> f32 {
 
 fn spread_next(bar: i32) -> f32 {
 //!if ENGINE == 5
-  if (GV_ENV == 1 && u32(bar) * 4u == pf_o1) {
+  if (u32(bar) * 4u == pf_o1) {
     return pf_spread;
   }
 //!endif
@@ -57,7 +57,7 @@ fn spread_next(bar: i32) -> f32 {
 
 fn window_at(slot: u32) -> i32 {
 //!if ENGINE == 5
-  if (GV_ENV == 1 && slot == pf_slot) {
+  if (slot == pf_slot) {
     return pf_old;
   }
 //!endif
@@ -66,8 +66,8 @@ fn window_at(slot: u32) -> i32 {
 
 fn entropy_at(n: i32) -> f32 {
 //!if ENGINE == 5
-  if (GV_ENV == 1) {
-    return gv_ent[n];
+  if (ENGINE == 5) {
+    return stream_entropy[n];
   }
 //!endif
   return entropy[n];

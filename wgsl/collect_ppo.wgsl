@@ -13,6 +13,8 @@
 // whole tile through the tile engine (collect_tile.wgsl, ACT_W = 512 for the critic). The
 // bootstrap critic pass runs only at steps where some episode of the tile needs it.
 // SEED_VARIANT 1 (benchmark only): one invocation per episode, private arrays (the seed design).
+// Launch: ceil(N / TILE_E) workgroups (seed: ceil(N / WG_X)) over x and y (grid1d), flat id = group.
+// Tile engine (constant ENGINE): 0 or 2 (f32).
 //
 // Numerics: f32; layer sums in the reference order (the compiler may fuse multiply-adds); exp
 // and log within WGSL's stated accuracy, so log-probabilities and values agree with the

@@ -32,10 +32,10 @@ export interface CollectTuning {
    */
   tf32WideThreads?: number;
   /**
-   * WGSL quad engines (1, 2) from QUAD_ENGINE_MIN_ROWS rows, for the plain DQN head and PPO. H200 at
-   * ff1baad, N = 65,536: DQN 18.1M env-steps/s with engine 2 (engine 1 17.1M, engine 0 13.9M); PPO
-   * 6.73M (engine 0 4.67M, engine 1 1.06M). C51 and IQN are unmeasured; a software adapter
-   * (lavapipe) ran the quad engines slower than engine 0.
+   * The WGSL quad engine (2) from QUAD_ENGINE_MIN_ROWS rows, for the plain DQN head and PPO. H200 at
+   * ff1baad, N = 65,536: DQN 18.1M env-steps/s with engine 2 (engine 0 13.9M); PPO 6.73M (engine 0
+   * 4.67M). C51 and IQN are unmeasured; a software adapter (lavapipe) ran the quad engines slower
+   * than engine 0.
    */
   quadEngines: boolean;
   /**

@@ -32,7 +32,7 @@ import {
   dqnWorkgroupBytes,
   HeadCode,
 } from '../kernels/collect_dqn.js';
-import { GV_ENGINE, isHalfEngine, MMA_ENGINE } from '../kernels/collect_engine.js';
+import { isHalfEngine, MMA_ENGINE, STREAM_ENGINE } from '../kernels/collect_engine.js';
 import {
   type HalfNetsLayout,
   type HalfOrder,
@@ -112,10 +112,10 @@ const SEED_THREADS = 64;
 const workgroupBytes = (backend: Backend): number => capsOf(backend).limits.workgroupStorageBytes;
 
 /** Up to this N the WebGPU f16 precision runs the weight-streaming engine (5), above it the tensor cores (4). */
-export const GV_MAX_EPISODES = HALF_ENGINE_TUNING.streamingUpTo;
+export const STREAM_MAX_EPISODES = HALF_ENGINE_TUNING.streamingUpTo;
 
 /** Up to this N engine 5 runs the dual pass (src/backend/tuning.ts HALF_ENGINE_TUNING.dualPassUpTo). */
-export const GV_DUAL_MAX_EPISODES = HALF_ENGINE_TUNING.dualPassUpTo;
+export const DUAL_PASS_MAX_EPISODES = HALF_ENGINE_TUNING.dualPassUpTo;
 
 /** Storage buffers per shader stage a WebGPU backend allows (8, WebGPU's default, where it does not say). */
 export const storageBuffersPerStage = (backend: Backend): number =>
@@ -127,8 +127,8 @@ export const storageBuffersPerStage = (backend: Backend): number =>
  */
 export const halfBindingFits = (backend: Backend): boolean => storageBuffersPerStage(backend) >= 11;
 
-/** The WebGPU f16 precision's tile engine for N episodes (see GV_MAX_EPISODES). */
-export const halfEngineFor = (n: number): number => (n <= GV_MAX_EPISODES ? GV_ENGINE : MMA_ENGINE);
+/** The WebGPU f16 precision's tile engine for N episodes (see STREAM_MAX_EPISODES). */
+export const halfEngineFor = (n: number): number => (n <= STREAM_MAX_EPISODES ? STREAM_ENGINE : MMA_ENGINE);
 
 /** Threads per CTA of the cluster variant unless given. */
 const CLUSTER_THREADS: number = CLUSTER_TUNING.threads;
@@ -420,11 +420,11 @@ export class DqnDeviceCollector extends DeviceCollector {
         `collect dqn: the tensor-core engine (4, f16) needs a WebGPU device with ${SUBGROUP_MATRIX_FEATURE} ` +
           `(Dawn on a GPU with cooperative matrices, backend created with subgroupMatrix: true); ${capsOf(init.backend).features.wgsl ? `this adapter (${init.backend.info.device}) does not offer it` : `not ${init.backend.kind}`}: use --precision exact`,
       );
-    if (init.tile?.engine === GV_ENGINE && !capsOf(init.backend).features.wgsl)
+    if (init.tile?.engine === STREAM_ENGINE && !capsOf(init.backend).features.wgsl)
       throw new Error(
         `collect dqn: the weight-streaming engine (5, f16 weights) is a WebGPU tile engine, not ${init.backend.kind}'s: use --precision exact (CUDA: --precision tf32)`,
       );
-    if (init.tile?.engine === GV_ENGINE && !halfBindingFits(init.backend))
+    if (init.tile?.engine === STREAM_ENGINE && !halfBindingFits(init.backend))
       throw new Error(
         `collect dqn: the weight-streaming engine (5, f16 weights) reads an 11th storage buffer (the f16 nets); ${init.backend.info.device} allows ${storageBuffersPerStage(init.backend)} per shader stage: use --precision exact`,
       );
@@ -438,7 +438,7 @@ export class DqnDeviceCollector extends DeviceCollector {
       const table = init.backend.createBuffer(tableData.byteLength, 'collect nets16 table');
       init.backend.upload(table, tableData);
       const nets16 = init.backend.createBuffer(layout.words * 4, 'collect nets16');
-      this.half = { layout, table, nets16, order: options.engine === GV_ENGINE ? 1 : 0 };
+      this.half = { layout, table, nets16, order: options.engine === STREAM_ENGINE ? 1 : 0 };
     }
   }
 

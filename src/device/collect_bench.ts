@@ -134,7 +134,7 @@ export interface CollectBenchResult {
   /** The tile engine's threads across outputs and weight slice (WGSL). */
   tj: number;
   kt: number;
-  /** The WGSL tile engine (0 scalar, 1 quad blocks; 0 on CUDA and the CPU, which ignore it). */
+  /** The WGSL tile engine (0 scalar, 2 quad blocks, 4 and 5 f16; 0 on CUDA and the CPU, which ignore it). */
   engine: number;
   /** Device milliseconds per launch (N x L env steps). */
   ms: number;

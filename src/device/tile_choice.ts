@@ -16,12 +16,12 @@ import { HALF_ENGINE_TUNING, tuningFor } from '../backend/tuning.js';
 import type { Backend } from '../backend/types.js';
 import { cudaDqnSharedBytes } from '../kernels/collect_dqn.js';
 import {
-  GV_ENGINE,
-  GV_MAX_ROWS,
   MMA_ENGINE,
   MMA_MAX_ROW_TILES,
   QUAD_MQ,
   QUAD2_MAX_ROWS,
+  STREAM_ENGINE,
+  STREAM_MAX_ROWS,
   sliceCandidates,
 } from '../kernels/collect_engine.js';
 import { cudaPpoSharedBytes } from '../kernels/collect_ppo.js';
@@ -35,12 +35,12 @@ export interface TileShape {
   tj: number;
   kt: number;
   tauRows: number;
-  /** WGSL tile engine (CollectDqnOptions.engine): 0 scalar, 1 quad blocks, 2 unrolled quads; CUDA ignores it. */
+  /** WGSL tile engine (CollectDqnOptions.engine): 0 scalar, 2 quad blocks, 4 and 5 f16; CUDA ignores it. */
   engine?: number;
 }
 
 /**
- * Rows per tile from which WebGPU takes a quad engine (2, else 1 for DQN): with fewer rows its
+ * Rows per tile from which WebGPU takes the quad engine (2, where its rows per thread fit): with fewer rows its
  * quads of 4 outputs leave threads idle (a 256-wide layer has 64 quads), so small tiles keep
  * engine 0, which spreads single outputs over every thread.
  */
@@ -83,7 +83,7 @@ export const ALGO_TILES: Readonly<Record<CollectAlgo, AlgoTiles>> = {
     staticEpisodes: 32,
     dynamicEpisodes: { exact: 64, tf32: 64 },
     tf32WideThreadsFrom: 64,
-    quad: { unrolled: 2, otherwise: 1 },
+    quad: { unrolled: 2, otherwise: 0 },
     tauRows: false,
   },
   c51: {
@@ -123,7 +123,7 @@ interface EngineTiles {
 
 const H = HALF_ENGINE_TUNING;
 
-/** The WGSL f16 engines' rules (the f32 engines 0-3 follow the device's). */
+/** The WGSL f16 engines' rules (the f32 engines 0 and 2 follow the device's). */
 export const ENGINE_TILES: Readonly<Record<number, EngineTiles>> = {
   // Tensor cores: 48 episodes (three 16-row tiles) from mmaWideFrom; one-row-tile workgroups split K
   // over 512 threads.
@@ -132,9 +132,9 @@ export const ENGINE_TILES: Readonly<Record<number, EngineTiles>> = {
     threads: (e) => (e <= H.mmaSplitKUpTo ? 512 : undefined),
   },
   // Weight streaming: N / 128 episodes and 512 threads (the dual pass) up to dualPassUpTo, N / 256
-  // above; at most GV_MAX_ROWS rows.
-  [GV_ENGINE]: {
-    maxEpisodes: GV_MAX_ROWS,
+  // above; at most STREAM_MAX_ROWS rows.
+  [STREAM_ENGINE]: {
+    maxEpisodes: STREAM_MAX_ROWS,
     divisor: (n) => (n <= H.dualPassUpTo ? H.dualPassDivisor : H.singlePassDivisor),
     threads: (_e, n) => (n <= H.dualPassUpTo ? 512 : undefined),
   },

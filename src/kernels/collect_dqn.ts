@@ -39,10 +39,10 @@ import {
 import {
   actWidth,
   checkEngine,
-  GV_ENGINE,
   isQuadEngine,
   MMA_ENGINE,
   MMA_THREADS,
+  STREAM_ENGINE,
   tileEngineConstants,
   wsFloats,
 } from './collect_engine.js';
@@ -114,14 +114,14 @@ export interface CollectDqnOptions {
   tauRows: number;
   /**
    * WGSL tile engine (collect_tile.wgsl, constant ENGINE): 0 (default) a thread owns rows x
-   * outputs strided by tj with scalar activations; 1 quad blocks (vec4 activations, a thread
-   * owns QUAD_MQ quads of 4 consecutive outputs; tj is then unused); 2 the quad blocks with
-   * named accumulators (at most QUAD2_MAX_ROWS rows per thread). Same bits in every engine.
+   * outputs strided by tj with scalar activations; 2 quad blocks (vec4 activations, a thread
+   * owns QUAD_MQ quads of 4 consecutive outputs in named accumulators, at most QUAD2_MAX_ROWS
+   * rows per thread; tj is then unused), the same bits; 4 and 5 the f16 engines (plain head).
    */
   engine?: number;
   /**
    * The device's workgroup memory in bytes (maxComputeWorkgroupStorageSize), where known: engine 5
-   * then also puts the dual pass on two activation buffers (GV_PP) past GV_PP_MAX_EPISODES episodes
+   * then also puts the dual pass on two activation buffers (PING_PONG) past PING_PONG_MAX_EPISODES episodes
    * a workgroup where the second buffer fits.
    */
   workgroupBytes?: number;
@@ -150,11 +150,11 @@ export function dqnTileConstants(o: CollectDqnOptions): Record<string, number> {
   const rows = o.tileEpisodes * (o.head === 'iqn' ? o.tauRows : 1);
   const engine = tileEngineConstants(o.engine ?? 0, rows, o.threads, o.tj, 256);
   const actW = actWidth(o.engine ?? 0, o.kt, 256);
-  // GV_PP's second activation buffer (ROWS x ACT_W floats): always up to GV_PP_MAX_EPISODES, past it
+  // PING_PONG's second activation buffer (ROWS x ACT_W floats): always up to PING_PONG_MAX_EPISODES, past it
   // where the device's workgroup memory holds it (H200 through Dawn, 48 KiB: N = 512, 4 a workgroup,
   // 16.4M env-steps/s against 14.9M with one buffer).
   const pp = () =>
-    rows <= GV_PP_MAX_EPISODES ||
+    rows <= PING_PONG_MAX_EPISODES ||
     (o.workgroupBytes !== undefined &&
       dqnWorkgroupBytes({ ...o, workgroupBytes: undefined }) + engine.ROWS * actW * 4 <= o.workgroupBytes);
   return {
@@ -162,10 +162,10 @@ export function dqnTileConstants(o: CollectDqnOptions): Record<string, number> {
     KT: o.kt,
     ...engine,
     // Engine 5 with the dual pass (512 threads): the curiosity model's two layers ride beside the
-    // next-state pass's first two (GV_CUR, collect_dqn.wgsl), one weight word a thread, up to
-    // GV_CUR_MAX_EPISODES episodes a workgroup (its arrays grow with the tile).
-    ...(engine.ENGINE === GV_ENGINE
-      ? gvDqnConstants(engine.GV_DUAL === 1 && rows <= GV_CUR_MAX_EPISODES, pp())
+    // next-state pass's first two (CURIOSITY_SIDE, collect_dqn.wgsl), one weight word a thread, up to
+    // CURIOSITY_SIDE_MAX_EPISODES episodes a workgroup (its arrays grow with the tile).
+    ...(engine.ENGINE === STREAM_ENGINE
+      ? streamDqnConstants(engine.DUAL_PASS === 1 && rows <= CURIOSITY_SIDE_MAX_EPISODES, pp())
       : {}),
     ACT_W: actW,
     QW: o.head === 'c51' ? 256 : 48,
@@ -176,77 +176,72 @@ export function dqnTileConstants(o: CollectDqnOptions): Record<string, number> {
 }
 
 /**
- * Engine 5's DQN-only constants: GV_CUR (the curiosity layers beside the dual pass), GV_FLAT (with
- * GV_CUR: the ops from the action on run without the table's loads, collect_dqn.wgsl), GV_RNG
- * (the next step's action draw off the acting thread's chain), GV_EPWG (the acting thread's state in
- * workgroup memory), GV_MERGE (with GV_FLAT: the TD op beside the next step's action op), GV_PP
- * (with GV_MERGE, up to GV_PP_MAX_EPISODES a workgroup or where the device's workgroup memory holds
- * it: the dual pass's layers on two activation buffers, one barrier a layer fewer) and GV_FOLD (with
- * GV_MERGE: no dueling-combination ops, the acting and TD threads combine their own rows).
+ * Engine 5's DQN-only constants: CURIOSITY_SIDE (the curiosity layers beside the dual pass), FLAT_STEP (with
+ * CURIOSITY_SIDE: the ops from the action on run without the table's loads, collect_dqn.wgsl),
+ * TD_WITH_NEXT_ACTION (with FLAT_STEP: the TD op beside the next step's action op), PING_PONG
+ * (with TD_WITH_NEXT_ACTION, up to PING_PONG_MAX_EPISODES a workgroup or where the device's workgroup memory holds
+ * it: the dual pass's layers on two activation buffers, one barrier a layer fewer) and FOLDED_COMBINE (with
+ * TD_WITH_NEXT_ACTION: no dueling-combination ops, the acting and TD threads combine their own rows).
  */
-function gvDqnConstants(
+function streamDqnConstants(
   cur: boolean,
   pp: boolean,
 ): {
-  GV_CUR: number;
-  GV_SIDE_WORDS: number;
-  GV_FLAT: number;
-  GV_RNG: number;
-  GV_EPWG: number;
-  GV_MERGE: number;
-  GV_PP: number;
-  GV_FOLD: number;
+  CURIOSITY_SIDE: number;
+  SIDE_LAYER_WORDS: number;
+  FLAT_STEP: number;
+  TD_WITH_NEXT_ACTION: number;
+  PING_PONG: number;
+  FOLDED_COMBINE: number;
 } {
   return {
-    GV_CUR: cur ? 1 : 0,
-    GV_SIDE_WORDS,
-    GV_FLAT: cur ? 1 : 0,
-    GV_RNG: 1,
-    GV_EPWG: 1,
-    GV_MERGE: cur ? 2 : 0,
-    GV_PP: cur && pp ? 1 : 0,
-    GV_FOLD: cur ? 1 : 0,
+    CURIOSITY_SIDE: cur ? 1 : 0,
+    SIDE_LAYER_WORDS,
+    FLAT_STEP: cur ? 1 : 0,
+    TD_WITH_NEXT_ACTION: cur ? 2 : 0,
+    PING_PONG: cur && pp ? 1 : 0,
+    FOLDED_COMBINE: cur ? 1 : 0,
   };
 }
 
 /**
- * Engine 5 puts the dual pass's layers on two activation buffers (GV_PP) up to this many episodes a
+ * Engine 5 puts the dual pass's layers on two activation buffers (PING_PONG) up to this many episodes a
  * workgroup whatever the device: the second buffer is 2 KiB an episode (4 episodes: 38 KiB in all,
  * past the 32 KiB of lavapipe and of WebGPU's default limit; taken where the device has the room).
  */
-export const GV_PP_MAX_EPISODES = 2;
+export const PING_PONG_MAX_EPISODES = 2;
 
 /**
- * Words of engine 5's step-program table (collect_dqn.wgsl gv_prog): the plain head's 19 ops (fill,
- * 5 online, action, 4 curiosity, env, fill, 5 target, TD) of 17 words (an Op); 15 with GV_CUR
+ * Words of engine 5's step-program table (collect_dqn.wgsl stream_prog): the plain head's 19 ops (fill,
+ * 5 online, action, 4 curiosity, env, fill, 5 target, TD) of 17 words (an Op); 15 with CURIOSITY_SIDE
  * (no curiosity ops).
  */
-const gvProgramWords = (cur: boolean) => (cur ? 15 : 19) * 17;
+const streamProgramWords = (cur: boolean) => (cur ? 15 : 19) * 17;
 
 /**
- * Engine 5 runs the curiosity layers beside the next-state pass (GV_CUR) up to this many episodes a
+ * Engine 5 runs the curiosity layers beside the next-state pass (CURIOSITY_SIDE) up to this many episodes a
  * workgroup: at 8 its arrays (14 KiB) would take the 512-thread tile past 48 KiB.
  */
-export const GV_CUR_MAX_EPISODES = 4;
+export const CURIOSITY_SIDE_MAX_EPISODES = 4;
 
 /**
- * Engine 5's side layers (GV_CUR): 16-byte weight words (8 inputs of one output) of the widest
+ * Engine 5's side layers (CURIOSITY_SIDE): 16-byte weight words (8 inputs of one output) of the widest
  * curiosity layer, one a thread: fc1 64 outputs x 5 groups of its 35 inputs.
  */
-export const GV_SIDE_WORDS = Math.max(
+export const SIDE_LAYER_WORDS = Math.max(
   CURIOSITY_HIDDEN * Math.ceil(CURIOSITY_IN / 8),
   CURIOSITY_OUT * (CURIOSITY_HIDDEN / 8),
 );
 
 /**
- * Floats of engine 5's GV_CUR arrays: the model's two rows of 64 floats and the bonus's 32-float
- * target (gv_cx) and the side words' sums (gv_spart) per episode, or their one-element stand-ins;
+ * Floats of engine 5's CURIOSITY_SIDE arrays: the model's two rows of 64 floats and the bonus's 32-float
+ * target (stream_curiosity_rows) and the side words' sums (stream_side_part) per episode, or their one-element stand-ins;
  * and tile_cbar.
  */
-const gvCurFloats = (cur: boolean, e: number) => (cur ? e * 160 + GV_SIDE_WORDS * e : 4 + 1) + e;
+const streamCuriosityFloats = (cur: boolean, e: number) => (cur ? e * 160 + SIDE_LAYER_WORDS * e : 4 + 1) + e;
 
-/** Floats of engine 5's entropy table in workgroup memory (GV_ENV; diversityWindow <= 256). */
-const gvEnvFloats = (env: boolean) => (env ? 257 : 1);
+/** Floats of engine 5's entropy table in workgroup memory (diversityWindow <= 256). */
+const STREAM_ENTROPY_FLOATS = 257;
 
 /** Workgroup memory the WGSL kernel declares for these options, in bytes. */
 export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
@@ -264,27 +259,27 @@ export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
     : ksplit
       ? c.ROWS * c.QW + (o.threads / 32) * 512
       : Math.max((c.ROWS + 16) * c.QW, (MMA_THREADS / 32) * 512);
-  // Engine 5: no other engine's array; the parts' sums (gv_part, threads x episodes), the dual
-  // pass's restart flags and verdict, the step program's table (gv_prog).
-  const gv = c.ENGINE === GV_ENGINE;
+  // Engine 5: no other engine's array; the parts' sums (stream_part, threads x episodes), the dual
+  // pass's restart flags and verdict, the step program's table (stream_prog).
+  const gv = c.ENGINE === STREAM_ENGINE;
   const floats =
-    (mma ? (c.ROWS * c.ACT_W) / 2 : c.ROWS * c.ACT_W * (gv && c.GV_PP === 1 ? 2 : 1)) +
+    (mma ? (c.ROWS * c.ACT_W) / 2 : c.ROWS * c.ACT_W * (gv && c.PING_PONG === 1 ? 2 : 1)) +
     (mma
       ? 0
       : gv
         ? o.threads * o.tileEpisodes +
           e +
           1 +
-          gvProgramWords(c.GV_CUR === 1) +
-          gvCurFloats(c.GV_CUR === 1, e) +
-          (c.GV_FLAT === 1 ? c.ROWS * 48 : 1) +
-          // GV_RNG's two steps' draws (a vec2 an episode each) and GV_EPWG's episode (20 words),
-          // step outcome (7), action and Q(s, a) per episode, or their one-element stand-ins.
-          (c.GV_RNG === 1 ? 4 * e : 2) +
-          29 * (c.GV_EPWG === 1 ? e : 1) +
-          // GV_MERGE's second parity of the outcome (7 words), action and Q(s, a).
-          (c.GV_MERGE !== 0 ? 9 * e : 0) +
-          gvEnvFloats(c.GV_ENV === 1)
+          streamProgramWords(c.CURIOSITY_SIDE === 1) +
+          streamCuriosityFloats(c.CURIOSITY_SIDE === 1, e) +
+          (c.FLAT_STEP === 1 ? c.ROWS * 48 : 1) +
+          // The two steps' action draws (a vec2 an episode each) and the acting thread's episode (20
+          // words), step outcome (7), action and Q(s, a) per episode in workgroup memory.
+          4 * e +
+          29 * e +
+          // TD_WITH_NEXT_ACTION's second parity of the outcome (7 words), action and Q(s, a).
+          (c.TD_WITH_NEXT_ACTION !== 0 ? 9 * e : 0) +
+          STREAM_ENTROPY_FLOATS
         : isQuadEngine(c.ENGINE)
           ? 1
           : 4) +
@@ -329,7 +324,7 @@ export function checkDqnOptions(o: CollectDqnOptions): void {
     checkEngine('collect_dqn', o.engine ?? 0, o.threads, 256);
     if (o.engine === MMA_ENGINE && o.head !== 'plain')
       bad(`the tensor-core engine (4) has the plain head only, not ${o.head}`);
-    if (o.engine === GV_ENGINE && o.head !== 'plain')
+    if (o.engine === STREAM_ENGINE && o.head !== 'plain')
       bad(`the weight-streaming engine (5) has the plain head only, not ${o.head}`);
   }
 }
@@ -511,7 +506,7 @@ export function collectDqnSpec(o: CollectDqnOptions): KernelSpec {
   // binding, and its module opens with the f16 and subgroup-matrix enables.
   // Engine 5 reads the same copy in pack_half's k-group layout, as 16-byte words (8 halves).
   const mma = o.variant === 'tiled' && o.engine === MMA_ENGINE;
-  const gv = o.variant === 'tiled' && o.engine === GV_ENGINE;
+  const gv = o.variant === 'tiled' && o.engine === STREAM_ENGINE;
   return {
     name: 'collect_dqn',
     ...(shared > CUDA_STATIC_SHARED ? { sharedBytes: shared } : {}),
@@ -529,8 +524,6 @@ export function collectDqnSpec(o: CollectDqnOptions): KernelSpec {
       IQN_EMBED: o.iqnEmbed,
       ACT_TAUS: o.actTaus,
       SEED_VARIANT: o.variant === 'seed' ? 1 : 0,
-      // Bench only (WGSL tiled kernel): a mask of op kinds to skip (--constants '{"ABLATE":1}').
-      ABLATE: 0,
       TILE_E: episodesPerGroup(o),
       ...dqnTileConstants(o),
       ...commonConstants(),
@@ -543,7 +536,7 @@ export function collectDqnSpec(o: CollectDqnOptions): KernelSpec {
       ...netConstants('NET_C', c, 2 * q.size),
       ...outputConstants(DQN_OUTPUT),
       ...dynamic,
-      ...(mma ? { MMA_PIPE: 0, ...halfConstants() } : {}),
+      ...(mma ? halfConstants() : {}),
       ...(gv ? halfConstants() : {}),
     },
   };

@@ -1,10 +1,9 @@
 /**
  * The WGSL tile engines of the collection kernels (wgsl/collect_tile.wgsl, constant ENGINE) as
- * data: 0 scalar activations with outputs strided over the threads, 1 quad blocks (vec4
- * activations, MQ quads of 4 consecutive outputs per thread), 2 the quad blocks unrolled (named
- * accumulators, at most QUAD2_MAX_ROWS rows per thread), 3 engine 0 for latency-bound small tiles
- * (block-relative weight slices, weights prefetched two slices ahead). All compute the same bits;
- * the CUDA twins ignore these constants. 4 is the tensor-core engine (subgroup matrices, f16
+ * data: 0 scalar activations with outputs strided over the threads, 2 quad blocks (vec4
+ * activations, MQ quads of 4 consecutive outputs per thread, named accumulators, at most
+ * QUAD2_MAX_ROWS rows per thread). Both compute the same bits; the CUDA twins ignore these
+ * constants. (Engines 1 and 3 were retired: docs/COLLECT.md, "Tried and measured".) 4 is the tensor-core engine (subgroup matrices, f16
  * operands, f32 sums: src/kernels/collect_half.ts), the WebGPU f16 precision mode, not the same
  * bits; plain DQN head only. 5 streams f16 weights from L2 straight into registers for small
  * tiles (no workgroup-memory staging, f32 activations and sums: the f16 precision mode of small N;
@@ -18,23 +17,23 @@ export const QUAD_MQ = 2;
 export const QUAD2_MAX_ROWS = 4;
 
 /** The engines collect_tile.wgsl has. */
-export const ENGINES = [0, 1, 2, 3, 4, 5] as const;
+export const ENGINES = [0, 2, 4, 5] as const;
 
 /** The tensor-core engine (needs the WebGPU feature chromium-experimental-subgroup-matrix). */
 export const MMA_ENGINE = 4;
 
 /** The weight-streaming engine (f16 weights in pack_half's k-group layout, f32 math). */
-export const GV_ENGINE = 5;
+export const STREAM_ENGINE = 5;
 
 /** Rows engine 5 takes (its per-thread sums: one per row). */
-export const GV_MAX_ROWS = 8;
+export const STREAM_MAX_ROWS = 8;
 
 /**
- * 16-byte weight words per batch of engine 5 unless chosen (constant GV_UNROLL): a batch's loads are
- * in flight while the batch before it multiplies (GV_PIPE). H200, N = 128 at af4c5a6: 4 4.12M
+ * 16-byte weight words per batch of engine 5 unless chosen (constant STREAM_RUN_WORDS): a batch's loads are
+ * in flight while the batch before it multiplies. H200, N = 128 at af4c5a6: 4 4.12M
  * env-steps/s, 8 3.79M (3.99M unpipelined), 16 2.89M.
  */
-export const GV_UNROLL = 4;
+export const STREAM_RUN_WORDS = 4;
 
 /** Whether an engine reads the f16 copy of the nets (nets16, src/kernels/collect_half.ts). */
 export const isHalfEngine = (engine: number): boolean => engine === 4 || engine === 5;
@@ -53,30 +52,23 @@ export const MMA_THREADS = 256;
 
 /**
  * Floats of the staged-weight arrays a tile engine declares (collect_tile.wgsl): KT weights per
- * output as vec4 quads (engines 0-2), KT + 1 scalars per output (engine 3's padded rows, plus the
- * one-element vec4 `ws` of a module that keeps every engine's blocks).
+ * output as vec4 quads (engines 0 and 2), none for the f16 engines.
  */
 export const wsFloats = (engine: number, kt: number, wsOut: number): number =>
-  isHalfEngine(engine) ? 0 : engine === 3 ? (kt + 1) * wsOut + 4 : kt * wsOut;
+  isHalfEngine(engine) ? 0 : kt * wsOut;
 
 /**
- * Row stride of the activations (constant ACT_W) for a network `width` wide: the width, except
- * that engine 3 reads whole slices past a layer's last input (zero weights), so its rows reach
- * the next multiple of KT (KT = 44 at N = 128: 264).
+ * Row stride of the activations (constant ACT_W) for a network `width` wide: the width, plus 8
+ * halves for engine 4 (every tile row on 16 bytes).
  */
-export const actWidth = (engine: number, kt: number, width: number): number =>
-  engine === 4 ? width + 8 : engine === 3 ? Math.ceil(width / kt) * kt : width;
+export const actWidth = (engine: number, _kt: number, width: number): number =>
+  engine === 4 ? width + 8 : width;
 
-/**
- * Weight-slice lengths (KT) tried for an engine, longest first: engine 3 also takes slices that do
- * not divide 256 (44: 6 slices of a 256-input layer instead of 8 at 32, where its padded scalar
- * slice fits the workgroup memory: one episode per workgroup on 48 KiB).
- */
-export const sliceCandidates = (engine: number): number[] =>
-  engine === 3 ? [44, 40, 32, 16, 8, 4] : [32, 16, 8, 4];
+/** Weight-slice lengths (KT) tried, longest first. */
+export const sliceCandidates = (_engine: number): number[] => [32, 16, 8, 4];
 
-/** Whether an engine is one of the quad-block engines (1, 2: vec4 activations) rather than scalar (0, 3). */
-export const isQuadEngine = (engine: number): boolean => engine === 1 || engine === 2;
+/** Whether an engine is the quad-block engine (2: vec4 activations) rather than scalar (0). */
+export const isQuadEngine = (engine: number): boolean => engine === 2;
 
 /**
  * Rows and the engine constants of the WGSL tile engine for a layer width `width` (the widest
@@ -96,64 +88,27 @@ export function tileEngineConstants(
   MQ: number;
   MMA_KSPLIT: number;
   MT?: number;
-  GV_UNROLL?: number;
-  GV_DUAL?: number;
-  GV_PROBE?: number;
-  GV_TABLE?: number;
-  GV_BIAS?: number;
-  GV_PIPE?: number;
-  GV_TREE?: number;
-  GV_ENV?: number;
-  GV_STRAIGHT?: number;
-  GV_RANGE?: number;
-  GV_DEPTH?: number;
-  GV_PREF?: number;
-  GV_PP?: number;
+  STREAM_RUN_WORDS?: number;
+  DUAL_PASS?: number;
+  PING_PONG?: number;
 } {
-  if (engine === GV_ENGINE) {
-    if (rows > GV_MAX_ROWS)
+  if (engine === STREAM_ENGINE) {
+    if (rows > STREAM_MAX_ROWS)
       throw new Error(
-        `tile engine 5 holds at most ${GV_MAX_ROWS} rows per workgroup, this tile has ${rows}; use fewer episodes per workgroup or engine 4`,
+        `tile engine 5 holds at most ${STREAM_MAX_ROWS} rows per workgroup, this tile has ${rows}; use fewer episodes per workgroup or engine 4`,
       );
-    // GV_DUAL: the target pass also runs the online net on s' (rows doubled), with 2 x width threads.
+    // DUAL_PASS: the target pass also runs the online net on s' (rows doubled), with 2 x width threads.
     const dual = threads >= 2 * width ? 1 : 0;
-    // GV_PROBE: bench only (collect_tile.wgsl dense_gv), 0 in every real build. GV_TABLE, GV_BIAS,
-    // GV_PIPE, GV_ENV, GV_STRAIGHT, GV_RANGE: 1 in every real build, 0 for the bench to time each
-    // against the older form. GV_TREE, GV_DEPTH 2: never in a real build (measured slower, kept for
-    // the bench).
     return {
       ROWS: (1 + dual) * rows,
       ENGINE: engine,
       MQ: QUAD_MQ,
       MMA_KSPLIT: 1,
-      GV_UNROLL,
-      GV_DUAL: dual,
-      GV_PROBE: 0,
-      GV_TABLE: 1,
-      GV_BIAS: 1,
-      GV_PIPE: 1,
-      // GV_TREE 1: each weight word's 8 products summed as a tree before the row's sum.
-      GV_TREE: 0,
-      // GV_ENV 1: the env step's reads of the next bar and the diversity window issued at the start
-      // of the action op, the entropy table in workgroup memory (collect_env.wgsl).
-      GV_ENV: 1,
-      // GV_STRAIGHT 1: the next-state pass's layers each through their own call (collect_dqn.wgsl).
-      GV_STRAIGHT: 1,
-      // GV_RANGE 1: a part's weight words in runs of consecutive groups, their input reads indexed
-      // from one clamped base, so WebGPU's bounds checks add no clamp per read (collect_tile.wgsl;
-      // its loads always pipelined, GV_PIPE aside). 0: the older interleaved words, for the bench.
-      GV_RANGE: 1,
-      // GV_DEPTH 2: two runs of weight words loaded ahead (GV_RANGE 1) instead of one; measured
-      // slower (H200: 5.04M against 5.12M env-steps/s at N = 128, far slower at 2,048).
-      GV_DEPTH: 1,
-      // GV_PREF 1: each next-state layer loads the next one's first run of weight words before its
-      // barrier (the last layer the next step's first), so those loads cross the op boundary. On for
-      // one episode a workgroup without the dual pass only (H200, 513e3b3: N = 256 6.84M against
-      // 6.65M; slower at 128, 1,024 and 2,048: 5.49M / 5.58M, 17.89M / 18.47M, 17.01M / 24.17M).
-      GV_PREF: rows === 1 && dual === 0 ? 1 : 0,
-      // GV_PP 1: the dual pass's layers on two activation buffers (collect_tile.wgsl dense_gv's pp);
-      // the DQN kernel sets it (collect_dqn.ts gvDqnConstants), 0 elsewhere.
-      GV_PP: 0,
+      STREAM_RUN_WORDS,
+      DUAL_PASS: dual,
+      // PING_PONG 1: the dual pass's layers on two activation buffers (collect_tile.wgsl dense_stream's pp);
+      // the DQN kernel sets it (collect_dqn.ts streamDqnConstants), 0 elsewhere.
+      PING_PONG: 0,
     };
   }
   if (engine === MMA_ENGINE) {
@@ -192,7 +147,7 @@ export function checkEngine(what: string, engine: number, threads: number, width
     throw new Error(
       `${what}: engine 4 runs ${MMA_THREADS} threads (8 subgroups of 32) or ${2 * MMA_THREADS} (the K split), got ${threads}`,
     );
-  if (engine === GV_ENGINE && (threads % width !== 0 || threads > 1024))
+  if (engine === STREAM_ENGINE && (threads % width !== 0 || threads > 1024))
     throw new Error(
       `${what}: engine 5 needs threads a multiple of the layer width ${width} (at most 1024), got ${threads}`,
     );

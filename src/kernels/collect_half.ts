@@ -12,7 +12,7 @@
  * only its own input columns [kLo, kLo + kLen), zero elsewhere. The shader finds a matrix by its
  * first block's weight offset in `nets` (constants MMH_KEY_i / MMH_OFF_i).
  *
- * Order 1 (engine 5, `dense_gv`): the same matrices at the same offsets, stored in groups of 8
+ * Order 1 (engine 5, `dense_stream`): the same matrices at the same offsets, stored in groups of 8
  * inputs: half i of a matrix is input 8 floor(i / (8 outPad)) + i % 8 of row floor(i / 8) % outPad,
  * so 16-byte word g outPad + j holds inputs 8 g .. 8 g + 7 of output j.
  *

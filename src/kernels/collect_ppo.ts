@@ -63,7 +63,7 @@ export interface CollectPpoOptions {
   tj: number;
   /** WGSL tile engine: inputs per weight slice staged in workgroup memory (a multiple of 4). */
   kt: number;
-  /** WGSL tile engine, 0 (default) or 1: see CollectDqnOptions.engine. */
+  /** WGSL tile engine, 0 (default) or 2: see CollectDqnOptions.engine. */
   engine?: number;
 }
 
@@ -117,12 +117,12 @@ export function checkPpoOptions(o: CollectPpoOptions): void {
     throw new Error('collect_ppo: a tile cannot own more episodes than threads');
   if ((o.engine ?? 0) === 5)
     throw new Error(
-      'collect_ppo: the weight-streaming engine (5) runs the plain DQN head only; use engine 0, 1 or 2',
+      'collect_ppo: the weight-streaming engine (5) runs the plain DQN head only; use engine 0 or 2',
     );
   checkEngine('collect_ppo', o.engine ?? 0, o.threads, 512);
   if ((o.engine ?? 0) === 4)
     throw new Error(
-      'collect_ppo: the tensor-core engine (4) runs the plain DQN head only; use engine 0, 1 or 2',
+      'collect_ppo: the tensor-core engine (4) runs the plain DQN head only; use engine 0 or 2',
     );
 }
 

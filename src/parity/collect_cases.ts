@@ -40,7 +40,7 @@ import {
 import type { CuriosityModel } from '../env/curiosity.js';
 import { envParams } from '../env/params.js';
 import { createEnv, ENV_F, ENV_I, type EnvState } from '../env/state.js';
-import { GV_CUR_MAX_EPISODES, GV_PP_MAX_EPISODES } from '../kernels/collect_dqn.js';
+import { CURIOSITY_SIDE_MAX_EPISODES, PING_PONG_MAX_EPISODES } from '../kernels/collect_dqn.js';
 import type { TypedArray } from '../kernels/reference.js';
 import { forwardC51, forwardDueling, forwardIqn, forwardMlp, initParams } from '../nets/forward.js';
 import {
@@ -76,23 +76,13 @@ const SPLIT: SplitRange = { start: 100, end: 650 };
  * weight slices keep the shader small for software compilers.
  */
 const TILE: Partial<TileShape> = { tileEpisodes: 2, threads: 64, kt: 8 };
-/** The WGSL quad engine (collect_tile.wgsl ENGINE 1) on the same tile; other backends ignore it. */
-const QUAD: Partial<TileShape> = { ...TILE, engine: 1 };
 /**
  * The unrolled quad engine (ENGINE 2) with every row accumulator in use: DQN 8 episodes over 2
  * row groups (4 rows a thread; N = 5 leaves 3 rows empty), PPO 4 episodes in one row group.
  */
 const QUAD2_DQN: Partial<TileShape> = { ...TILE, tileEpisodes: 8, engine: 2 };
 const QUAD2_PPO: Partial<TileShape> = { ...TILE, tileEpisodes: 4, engine: 2 };
-/**
- * The small-tile engine (ENGINE 3: block-relative slices, coalesced scalar staging, two-slice
- * prefetch) on the same tile: 2 rows x 4 outputs a thread, so a thread's outputs span both blocks
- * of the fused heads; slices of 12 inputs, which divide no DQN layer width (as 44 at N = 128 on
- * a GPU), so those layers end in a partial slice read past their last input.
- */
-const LAT: Partial<TileShape> = { ...TILE, kt: 12, engine: 3 };
-const engineName = (engine: number | undefined) =>
-  engine === 1 ? ' quad engine' : engine === 2 ? ' quad2 engine' : engine === 3 ? ' lat engine' : '';
+const engineName = (engine: number | undefined) => (engine === 2 ? ' quad2 engine' : '');
 
 /** A seeded random walk (Philox Stream.Test) with valid OHLC, varying spreads, random features. */
 export function parityMarket(): Market {
@@ -565,12 +555,10 @@ function dqnHalfCase(n: number, tileEpisodes: number, threads = 256): ParityCase
 function dqnStreamCase(n: number, tileEpisodes: number, threads: number): ParityCase {
   const streamForm = (e: number, t: number) =>
     t < 512
-      ? e === 1
-        ? ": the next layer's first loads ahead"
-        : ''
-      : e <= GV_PP_MAX_EPISODES
+      ? ''
+      : e <= PING_PONG_MAX_EPISODES
         ? ': dual pass, curiosity beside it, two activation buffers'
-        : e <= GV_CUR_MAX_EPISODES
+        : e <= CURIOSITY_SIDE_MAX_EPISODES
           ? ': dual pass, curiosity beside it'
           : ': dual pass';
   return dqnEpsilonOneCase(
@@ -620,16 +608,8 @@ export function collectParityCases(): ParityCase[] {
     dqnCase('c51', 'tiled'),
     dqnCase('iqn', 'tiled'),
     ppoCase('tiled'),
-    dqnCase('dqn', 'tiled', QUAD),
-    dqnCase('c51', 'tiled', QUAD),
-    dqnCase('iqn', 'tiled', QUAD),
-    ppoCase('tiled', QUAD),
     dqnCase('dqn', 'tiled', QUAD2_DQN),
     ppoCase('tiled', QUAD2_PPO),
-    dqnCase('dqn', 'tiled', LAT),
-    dqnCase('c51', 'tiled', LAT),
-    dqnCase('iqn', 'tiled', LAT),
-    ppoCase('tiled', LAT),
     dqnHalfCase(N, 4),
     dqnHalfCase(40, 32),
     dqnHalfCase(40, 48),

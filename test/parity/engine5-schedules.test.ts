@@ -1,7 +1,7 @@
 /**
  * WebGPU engine 5's step schedules (wgsl/collect_dqn.wgsl): the TD op beside the next step's action op
- * (GV_MERGE), the dueling combination folded into the acting and TD threads (GV_FOLD) and the dual
- * pass's layers on two activation buffers (GV_PP) move work between threads and ops, not what is
+ * (TD_WITH_NEXT_ACTION), the dueling combination folded into the acting and TD threads (FOLDED_COMBINE) and the dual
+ * pass's layers on two activation buffers (PING_PONG) move work between threads and ops, not what is
  * computed. So the default build and the build without them (the step as one op after another) must
  * give the same bits, greedy actions included (epsilons 0.3 and 0.1), which the engine's parity cases
  * against the f32 reference cannot decide (f16 weights: they run at epsilon 1). Lavapipe in CI; a
@@ -14,8 +14,8 @@ import { collectDqnSpec } from '../../src/kernels/collect_dqn.js';
 import type { Outputs } from '../../src/parity/cases.js';
 import { dqnBuildOutputs } from '../../src/parity/collect_cases.js';
 
-/** The schedule switches off: GV_MERGE 0 needs GV_FOLD 0 (collect_dqn.wgsl's const_asserts). */
-const PLAIN_STEP = { GV_MERGE: 0, GV_FOLD: 0, GV_PP: 0 };
+/** The schedule switches off: TD_WITH_NEXT_ACTION 0 needs FOLDED_COMBINE 0 (collect_dqn.wgsl's const_asserts). */
+const PLAIN_STEP = { TD_WITH_NEXT_ACTION: 0, FOLDED_COMBINE: 0, PING_PONG: 0 };
 
 /** Each output's elements whose bits differ between two runs. */
 function bitDiffs(a: Outputs, b: Outputs): Record<string, number> {
@@ -60,7 +60,7 @@ describe('engine 5 schedules on webgpu', () => {
       kt: 8,
       ...tile,
     });
-    expect(spec.constants).toMatchObject({ GV_MERGE: 2, GV_FOLD: 1, GV_PP: 1 });
+    expect(spec.constants).toMatchObject({ TD_WITH_NEXT_ACTION: 2, FOLDED_COMBINE: 1, PING_PONG: 1 });
     const kept = await dqnBuildOutputs(backend, 3, { variant: 'tiled', tile });
     const plain = await dqnBuildOutputs(backend, 3, { variant: 'tiled', tile, constants: PLAIN_STEP });
     expect(Object.keys(kept)).toContain('2:actions');

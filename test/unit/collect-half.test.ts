@@ -200,7 +200,7 @@ describe('collect_dqn tensor-core engine (4): plan and refusal', () => {
     expect(two.constants).toMatchObject({ ROWS: 32, MT: 2 });
     expect(two.bindings[10]).toEqual({ name: 'nets16', type: 'u32', access: 'read', wgslType: 'f16' });
     expect(two.wgslDirectives?.[0]).toBe('enable f16;');
-    expect(two.constants).toMatchObject({ MMA_PIPE: 0, MMA_KSPLIT: 1 });
+    expect(two.constants).toMatchObject({ MMA_KSPLIT: 1 });
     expect(collectDqnSpec({ ...base, tileEpisodes: 48 }).constants).toMatchObject({ ROWS: 48, MT: 3 });
     expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 48 })).toBeLessThanOrEqual(48 * 1024);
     expect(() => collectDqnSpec({ ...base, tileEpisodes: 49 })).toThrow(/at most 48 rows/);
@@ -239,67 +239,57 @@ describe('collect_dqn weight-streaming engine (5): plan and refusal', () => {
   const base = { ...plainTiled, tj: 256, engine: 5 };
   it('keeps the rows, binds nets16 as 16-byte words with the lookup constants, and needs no feature', () => {
     const one = collectDqnSpec({ ...base, tileEpisodes: 1 });
-    expect(one.constants).toMatchObject({ ENGINE: 5, ROWS: 1, ACT_W: 256, GV_UNROLL: 4 });
-    expect(one.constants).toMatchObject({ GV_TABLE: 1, GV_BIAS: 1, GV_PIPE: 1, GV_PROBE: 0 });
-    expect(one.constants).toMatchObject({
-      GV_TREE: 0,
-      GV_ENV: 1,
-      GV_STRAIGHT: 1,
-      GV_RANGE: 1,
-      GV_DEPTH: 1,
-      GV_PREF: 1,
-    });
+    expect(one.constants).toMatchObject({ ENGINE: 5, ROWS: 1, ACT_W: 256, STREAM_RUN_WORDS: 4 });
+    // The retired switches (tree sums, prefetch, unpipelined loads, ...) are gone from the build.
+    for (const name of [
+      'GV_PREF',
+      'NEXT_LAYER_PREFETCH',
+      'TREE_SUMS',
+      'PIPELINED_LOADS',
+      'STEP_TABLE',
+      'ABLATE',
+    ])
+      expect(one.constants).not.toHaveProperty(name);
     expect(one.constants?.MMH_OFF_9).toBe(halfNetsLayout().entries[9].off);
     expect(one.bindings[10]).toEqual({ name: 'nets16', type: 'u32', access: 'read', wgslType: 'vec4<u32>' });
     expect(one.wgslDirectives).toBeUndefined();
-    expect(one.constants).toMatchObject({ GV_DUAL: 0 });
+    expect(one.constants).toMatchObject({ DUAL_PASS: 0 });
     // 512 threads: the dual pass (online and target rows), within 48 KiB at 8 episodes.
     const dual = collectDqnSpec({ ...base, tileEpisodes: 8, threads: 512 });
-    expect(dual.constants).toMatchObject({ ROWS: 16, GV_DUAL: 1 });
-    // The next layer's first loads ahead (GV_PREF) with one episode and no dual pass only.
-    expect(dual.constants).toMatchObject({ GV_PREF: 0 });
-    expect(collectDqnSpec({ ...base, tileEpisodes: 2 }).constants).toMatchObject({ GV_PREF: 0 });
-    expect(collectDqnSpec({ ...base, tileEpisodes: 1, threads: 512 }).constants).toMatchObject({
-      GV_PREF: 0,
-    });
+    expect(dual.constants).toMatchObject({ ROWS: 16, DUAL_PASS: 1 });
     expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 8, threads: 512 })).toBeLessThanOrEqual(48 * 1024);
-    // The curiosity layers beside the dual pass (GV_CUR) up to 4 episodes a workgroup, one weight
+    // The curiosity layers beside the dual pass (CURIOSITY_SIDE) up to 4 episodes a workgroup, one weight
     // word a thread (fc1: 64 outputs x 5 groups of 8 of its 35 inputs); not without the dual pass.
-    expect(dual.constants).toMatchObject({ GV_CUR: 0, GV_MERGE: 0 });
-    expect(one.constants).toMatchObject({ GV_CUR: 0, GV_SIDE_WORDS: 320 });
+    expect(dual.constants).toMatchObject({ CURIOSITY_SIDE: 0, TD_WITH_NEXT_ACTION: 0 });
+    expect(one.constants).toMatchObject({ CURIOSITY_SIDE: 0, SIDE_LAYER_WORDS: 320 });
     const cur = collectDqnSpec({ ...base, tileEpisodes: 4, threads: 512 });
-    expect(cur.constants).toMatchObject({ GV_DUAL: 1, GV_CUR: 1, GV_SIDE_WORDS: 320 });
+    expect(cur.constants).toMatchObject({ DUAL_PASS: 1, CURIOSITY_SIDE: 1, SIDE_LAYER_WORDS: 320 });
     expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 4, threads: 512 })).toBeLessThanOrEqual(32 * 1024);
     // One episode, 512 threads against 256: an act row (256) and a qv row (48) more, 256 more part
-    // sums, 4 ops fewer in the table (17 words each), gv_cx (the model's rows 128, the bonus's
-    // target 32) and gv_spart (320) for their one-element stand-ins (4 + 1), and GV_FLAT's combined
-    // Q-values (gv_qc, 2 rows of 48) for its stand-in (1), and GV_MERGE's second parity of the
-    // step's outcome (7), action and Q(s, a), and GV_PP's second activation buffer (2 rows of 256).
+    // sums, 4 ops fewer in the table (17 words each), stream_curiosity_rows (the model's rows 128, the bonus's
+    // target 32) and stream_side_part (320) for their one-element stand-ins (4 + 1), and FLAT_STEP's combined
+    // Q-values (stream_q, 2 rows of 48) for its stand-in (1), and TD_WITH_NEXT_ACTION's second parity of the
+    // step's outcome (7), action and Q(s, a), and PING_PONG's second activation buffer (2 rows of 256).
     // The flat step, the merged ops and the folded combination need the curiosity layers beside the
     // dual pass; the two activation buffers also at most 2 episodes a workgroup (4 would take the
-    // tile past 32 KiB); the next action's draw ahead and the acting thread's state in workgroup
-    // memory are in every engine 5 build.
+    // tile past 32 KiB).
     expect(cur.constants).toMatchObject({
-      GV_FLAT: 1,
-      GV_RNG: 1,
-      GV_EPWG: 1,
-      GV_MERGE: 2,
-      GV_FOLD: 1,
-      GV_PP: 0,
+      FLAT_STEP: 1,
+      TD_WITH_NEXT_ACTION: 2,
+      FOLDED_COMBINE: 1,
+      PING_PONG: 0,
     });
     expect(one.constants).toMatchObject({
-      GV_FLAT: 0,
-      GV_RNG: 1,
-      GV_EPWG: 1,
-      GV_MERGE: 0,
-      GV_FOLD: 0,
-      GV_PP: 0,
+      FLAT_STEP: 0,
+      TD_WITH_NEXT_ACTION: 0,
+      FOLDED_COMBINE: 0,
+      PING_PONG: 0,
     });
     for (const tileEpisodes of [1, 2])
       expect(collectDqnSpec({ ...base, tileEpisodes, threads: 512 }).constants).toMatchObject({
-        GV_MERGE: 2,
-        GV_FOLD: 1,
-        GV_PP: 1,
+        TD_WITH_NEXT_ACTION: 2,
+        FOLDED_COMBINE: 1,
+        PING_PONG: 1,
       });
     expect(dqnWorkgroupBytes({ ...base, tileEpisodes: 1, threads: 512 })).toBe(
       dqnWorkgroupBytes({ ...base, tileEpisodes: 1, threads: 256 }) +
@@ -309,8 +299,8 @@ describe('collect_dqn weight-streaming engine (5): plan and refusal', () => {
     // 4 episodes: the second buffer (8 rows of 256 floats) where the device's workgroup memory holds
     // it (48 KiB, the H200 through Dawn), not on 32 KiB (lavapipe).
     const four = { ...base, tileEpisodes: 4, threads: 512 };
-    expect(collectDqnSpec({ ...four, workgroupBytes: 32 * 1024 }).constants).toMatchObject({ GV_PP: 0 });
-    expect(collectDqnSpec({ ...four, workgroupBytes: 48 * 1024 }).constants).toMatchObject({ GV_PP: 1 });
+    expect(collectDqnSpec({ ...four, workgroupBytes: 32 * 1024 }).constants).toMatchObject({ PING_PONG: 0 });
+    expect(collectDqnSpec({ ...four, workgroupBytes: 48 * 1024 }).constants).toMatchObject({ PING_PONG: 1 });
     expect(dqnWorkgroupBytes({ ...four, workgroupBytes: 48 * 1024 })).toBe(
       dqnWorkgroupBytes(four) + 4 * 8 * 256,
     );

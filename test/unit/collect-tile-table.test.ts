@@ -23,12 +23,12 @@ import {
   type HeadCode,
 } from '../../src/kernels/collect_dqn.js';
 import {
-  GV_ENGINE,
-  GV_MAX_ROWS,
   MMA_ENGINE,
   MMA_MAX_ROW_TILES,
   QUAD_MQ,
   QUAD2_MAX_ROWS,
+  STREAM_ENGINE,
+  STREAM_MAX_ROWS,
   sliceCandidates,
 } from '../../src/kernels/collect_engine.js';
 import { cudaPpoSharedBytes, ppoWorkgroupBytes } from '../../src/kernels/collect_ppo.js';
@@ -38,9 +38,9 @@ const QUAD_ENGINE_MIN_ROWS = 16;
 const MMA_WIDE_FROM = 32768;
 const CUDA_TF32_WIDE_THREADS = 512;
 const cudaTf32WideFrom = (algo: CollectAlgo) => (algo === 'ppo' ? 32 : 64);
-const GV_EPISODES_PER_WORKGROUP_DIVISOR = 256;
-const GV_DUAL_DIVISOR = 128;
-const GV_DUAL_MAX_EPISODES = 512;
+const STREAM_EPISODES_PER_WORKGROUP_DIVISOR = 256;
+const DUAL_PASS_DIVISOR = 128;
+const DUAL_PASS_MAX_EPISODES = 512;
 const pow2floor = (x: number) => 2 ** Math.floor(Math.log2(Math.max(1, x)));
 function workgroupBytes(backend: Backend): number {
   const v = backend.info.limits.maxComputeWorkgroupStorageSize;
@@ -92,7 +92,7 @@ function chooseTileBefore(
   const maxE = Math.min(
     override.threads ?? CUDA_TF32_WIDE_THREADS,
     algo === 'iqn' ? 2 : cudaWide ? 2 * staticMax : staticMax,
-    override.engine === GV_ENGINE ? GV_MAX_ROWS : Number.POSITIVE_INFINITY,
+    override.engine === STREAM_ENGINE ? STREAM_MAX_ROWS : Number.POSITIVE_INFINITY,
   );
   // The tensor-core engine (4) takes 48 episodes (three 16-row tiles) at large N: H200,
   // N = 65,536: 33.2M env-steps/s against 27.1M at 32; at N = 8,192 the 171 workgroups of 48
@@ -100,7 +100,7 @@ function chooseTileBefore(
   const mma = override.engine === MMA_ENGINE;
   // The weight-streaming engine (5) takes N / 256 episodes per workgroup: H200, N = 1,024: 15.7M
   // env-steps/s at 4 (256 workgroups) against 11.8M at 8; N = 128: 2.90M at 1 against 2.38M at 2.
-  const gv = override.engine === GV_ENGINE;
+  const gv = override.engine === STREAM_ENGINE;
   const first =
     override.tileEpisodes ??
     (mma && n >= MMA_WIDE_FROM
@@ -109,17 +109,21 @@ function chooseTileBefore(
           maxE,
           pow2floor(
             n /
-              (gv ? (n <= GV_DUAL_MAX_EPISODES ? GV_DUAL_DIVISOR : GV_EPISODES_PER_WORKGROUP_DIVISOR) : 128),
+              (gv
+                ? n <= DUAL_PASS_MAX_EPISODES
+                  ? DUAL_PASS_DIVISOR
+                  : STREAM_EPISODES_PER_WORKGROUP_DIVISOR
+                : 128),
           ),
         ));
   for (let e = first; e >= 1; e = override.tileEpisodes === undefined ? e / 2 : 0) {
     // The tensor-core engine splits K over 512 threads for one-row-tile workgroups (H200, N = 1,024:
     // 9.17M env-steps/s against 8.6M at 256; N = 128: 1.17M against 1.09M).
-    // Engine 5 runs 512 threads up to GV_DUAL_MAX_EPISODES: its target pass then carries the online
-    // net's layers on s' too (GV_DUAL), half the threads each.
+    // Engine 5 runs 512 threads up to DUAL_PASS_MAX_EPISODES: its target pass then carries the online
+    // net's layers on s' too (DUAL_PASS), half the threads each.
     const threads =
       override.threads ??
-      ((mma && e <= 16) || (gv && n <= GV_DUAL_MAX_EPISODES)
+      ((mma && e <= 16) || (gv && n <= DUAL_PASS_MAX_EPISODES)
         ? 512
         : cuda && tf32 && e >= cudaTf32WideFrom(algo)
           ? CUDA_TF32_WIDE_THREADS
@@ -135,14 +139,14 @@ function chooseTileBefore(
       for (const kt of override.kt !== undefined ? [override.kt] : sliceCandidates(override.engine ?? 0)) {
         // The unrolled quad engine (2) where it measured fastest: the plain DQN head and PPO on a
         // GPU with the rows for it (QUAD_ENGINE_MIN_ROWS) and at most QUAD2_MAX_ROWS rows per
-        // thread. H200 at ff1baad, N = 65,536: DQN 18.1M env-steps/s (engine 1 17.1M, engine 0
-        // 13.9M); PPO 6.73M (engine 0 4.67M, engine 1 1.06M). C51 and IQN are unmeasured, and a
+        // thread (else engine 0). H200 at ff1baad, N = 65,536: DQN 18.1M env-steps/s (engine 0
+        // 13.9M); PPO 6.73M (engine 0 4.67M). C51 and IQN are unmeasured, and a
         // software adapter (lavapipe, a CPU) ran the quad engines slower: engine 0 there.
         const rows = e * tauRows;
         const quad = (algo === 'dqn' || algo === 'ppo') && !cuda && !software && rows >= QUAD_ENGINE_MIN_ROWS;
         const quadGroups = threads / ((algo === 'ppo' ? 512 : 256) / (4 * QUAD_MQ));
         const unrolled = Math.ceil(rows / quadGroups) <= QUAD2_MAX_ROWS;
-        const engine = override.engine ?? (quad ? (unrolled ? 2 : algo === 'dqn' ? 1 : 0) : 0);
+        const engine = override.engine ?? (quad && unrolled ? 2 : 0);
         const shape: TileShape = { tileEpisodes: e, threads, tj, kt, tauRows, engine };
         if (fits(shape) || (cudaWide && e > staticMax && cudaSharedFits(backend, algo, e))) return shape;
       }
@@ -191,11 +195,9 @@ const NS = [
 const OVERRIDES: Partial<TileShape>[] = [
   {},
   { engine: 0 },
-  { engine: 1 },
   { engine: 2 },
-  { engine: 3 },
   { engine: MMA_ENGINE },
-  { engine: GV_ENGINE },
+  { engine: STREAM_ENGINE },
   { threads: 64 },
   { threads: 256 },
   { threads: 512 },

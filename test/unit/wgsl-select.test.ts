@@ -5,6 +5,7 @@
  * compile is test/unit/collect-wgsl.test.ts; the parity cases of each engine compile and run its
  * resolved module.)
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { HALF_ENGINES, selectWgsl, wgslModule, withoutBlocks } from '../../src/backend/webgpu/preamble.js';
 import { type CollectDqnOptions, collectDqnSpec } from '../../src/kernels/collect_dqn.js';
@@ -97,16 +98,20 @@ describe('collection modules', () => {
   it("hold only their own tile engine: the other engines' functions and arrays are gone", () => {
     const own: Record<number, string[]> = {
       0: ['fn dense_scalar(', 'var<workgroup> act_s', 'fn ws_index(', 'fn layer_quad('],
-      1: ['fn dense_quad(', 'var<workgroup> act_v', 'fn wsq_index(', 'fn load_slice_quad('],
       2: ['fn dense_quad2(', 'var<workgroup> act_v', 'fn wsq_index(', 'fn quad_weights('],
-      3: ['fn dense_lat(', 'var<workgroup> act_s', 'var<workgroup> ws_s', 'fn load_slice_s('],
       4: ['fn dense_mma(', 'var<workgroup> act_h', 'fn mma_q(', 'subgroupMatrixLoad', 'fn mma_offset('],
-      5: ['fn dense_gv(', 'var<workgroup> act_v', 'var<workgroup> gv_part', 'fn gv_fma(', 'fn mma_offset('],
+      5: [
+        'fn dense_stream(',
+        'var<workgroup> act_v',
+        'var<workgroup> stream_part',
+        'fn stream_fma_run(',
+        'fn mma_offset(',
+      ],
     };
-    for (const engine of [0, 1, 2, 3, 4, 5]) {
+    for (const engine of [0, 2, 4, 5]) {
       const m = module(engine);
       for (const s of own[engine]) expect(m, `engine ${engine}`).toContain(s);
-      for (const other of [0, 1, 2, 3, 4, 5].filter((e) => e !== engine))
+      for (const other of [0, 2, 4, 5].filter((e) => e !== engine))
         for (const s of own[other].filter((x) => !own[engine].includes(x)))
           expect(m, `engine ${engine} without ${s}`).not.toContain(s);
     }
@@ -127,7 +132,7 @@ describe('collection modules', () => {
     expect(m).toContain('@group(0) @binding(11) var<uniform> u: Uniforms;');
     expect(m).toMatch(/const MT = 2;/);
     expect(m).toMatch(/const ACT_W = 264;/);
-    for (const engine of [0, 1, 2, 3]) {
+    for (const engine of [0, 2]) {
       expect(module(engine)).not.toContain('enable');
       expect(module(engine)).not.toContain('var<storage, read> nets16');
     }
@@ -144,7 +149,7 @@ describe('collection modules', () => {
     const spec = collectDqnSpec(dqn(0));
     const raw = withoutBlocks(wgslSources.collect_dqn, 'ENGINE', HALF_ENGINES);
     expect(raw).not.toContain('fn dense_mma(');
-    expect(raw).not.toContain('fn dense_gv(');
+    expect(raw).not.toContain('fn dense_stream(');
     expect(raw).not.toContain('fn mma_offset(');
     // A block listing another engine beside them stays.
     expect(raw).toContain('var<workgroup> act_v');
@@ -157,5 +162,24 @@ describe('collection modules', () => {
   it('keep every line where the source has it (compiler messages keep their line numbers)', () => {
     const lines = (s: string) => s.split('\n').length;
     expect(lines(module(0))).toBe(lines(module(2)));
+  });
+
+  it('come from files of at most 900 lines, one per engine, each opening with a comment', () => {
+    const dir = new URL('../../wgsl/', import.meta.url);
+    for (const name of readdirSync(dir).filter((f) => f.endsWith('.wgsl'))) {
+      const text = readFileSync(new URL(name, dir), 'utf8');
+      expect(text.split('\n').length, name).toBeLessThanOrEqual(900);
+      expect(text.startsWith('//'), name).toBe(true);
+    }
+    // Each engine's file is included by collect_tile.wgsl inside its own engine's block.
+    for (const [engine, file] of [
+      [0, 'collect_tile_scalar'],
+      [2, 'collect_tile_quad'],
+      [4, 'collect_tile_tensor_cores'],
+      [5, 'collect_tile_weight_stream'],
+    ] as const) {
+      const raw = readFileSync(new URL('collect_tile.wgsl', dir), 'utf8');
+      expect(raw).toContain(`//!if ENGINE == ${engine}\n//!include ${file}.wgsl\n//!endif`);
+    }
   });
 });
