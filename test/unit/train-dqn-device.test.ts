@@ -1,10 +1,12 @@
 /**
- * The device DQN engine (collect_dqn + DeviceDqnLearner, host replay and PER) against the CPU
- * engine over the TS references, for the plain and C51 heads: the same rollouts, losses and params
- * to float noise over two epochs, on the CPU backend (the kernels' TS twins) and on WebGPU
- * (lavapipe here; FOXHUNT_REQUIRE_WEBGPU=1 fails instead of skipping); a snapshot taken after
- * epoch 1 and restored into a fresh device engine continues exactly as the original; curiosity
- * (host-side) as the CPU engine's; `bench train --algo dqn|c51`'s measuring.
+ * The device DQN engine (collect_dqn + DeviceReplay + DeviceDqnLearner) against the CPU engine
+ * over the TS references, for the plain and C51 heads: the same rollouts, losses, params, replay
+ * ring and PER tree to float noise over two epochs, on the CPU backend (the kernels' TS twins) and
+ * on WebGPU (lavapipe here; FOXHUNT_REQUIRE_WEBGPU=1 fails instead of skipping); what crosses to
+ * the host (collect: the stats sections only; train: one run, then one read of the epoch's TD
+ * history and the norm sum); a snapshot taken after epoch 1 and restored into a fresh device
+ * engine continues exactly as the original; curiosity (host-side) as the CPU engine's;
+ * `bench train --algo dqn|c51`'s measuring.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { createCpuBackend } from '../../src/backend/cpu/index.js';
@@ -98,6 +100,17 @@ describe('device DQN engine', () => {
         }
         expect(maxDiff(a.params.online, b.params.online)).toBeLessThan(1e-4);
         expect(maxDiff(a.params.target, b.params.target)).toBeLessThan(1e-4);
+        // The device ring and PER tree (inserts and 10 priority updates) equal the host's: the
+        // indices exactly, the values to f32 pow / fused multiply-add noise.
+        const [x, y] = [await dev.snapshot(), await cpu.snapshot()];
+        expect([x.replay.head, x.replay.size]).toEqual([y.replay.head, y.replay.size]);
+        expect(x.replay.i).toEqual(y.replay.i);
+        expect(maxDiff(x.replay.f, y.replay.f)).toBeLessThan(1e-5);
+        expect(maxDiff(x.per.tree, y.per.tree)).toBeLessThan(1e-4 * y.per.tree[1]);
+        expect(x.per.maxPriority).toBeCloseTo(y.per.maxPriority, 5);
+        // The priority updates ran: the filled leaves no longer all hold the insert priority.
+        const leaves = x.per.tree.length / 2;
+        expect(new Set(x.per.tree.subarray(leaves, leaves + x.replay.size)).size).toBeGreaterThan(10);
         // Two epochs of Adam moved the params by more than the tolerance.
         const [fresh] = [createCpuDqnEngine(cfg, market, splits.train)];
         expect(maxDiff(a.params.online, (await fresh.params()).online)).toBeGreaterThan(1e-3);
@@ -107,6 +120,47 @@ describe('device DQN engine', () => {
       }
     });
   }
+
+  it('collect reads back only the stats sections; train records one run and reads back once', async () => {
+    const cfg = config('dqn');
+    const log: string[] = [];
+    const inner = cpuBackend();
+    const backend = new Proxy(inner, {
+      get(target, name) {
+        const value = Reflect.get(target, name, target);
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          if (name === 'run') log.push('run');
+          if (name === 'download') log.push(`download ${args[2]}`);
+          return value.apply(target, args);
+        };
+      },
+    });
+    const { market, splits } = await prepareData(cfg);
+    const dev = createDeviceDqnEngine(cfg, market, splits.train, backend);
+    const cpu = createCpuDqnEngine(cfg, market, splits.train);
+    try {
+      const count = 4 * 16;
+      log.length = 0;
+      const [x, y] = [await dev.collect(0, 0.5), await cpu.collect(0, 0.5)];
+      expect(x).toEqual(y);
+      // rewards, tdErrors, 5 components (f32) and dones, truncateds (i32) of 64 samples.
+      expect(log.filter((l) => l.startsWith('download'))).toEqual([
+        `download ${4 * 7 * count}`,
+        `download ${4 * 2 * count}`,
+      ]);
+      log.length = 0;
+      const [a, b] = [await dev.train(0), await cpu.train(0)];
+      expect(a.steps).toBe(5);
+      expect(a.loss).toBeCloseTo(b.loss, 5);
+      // 5 steps x (2 x 16) TD floats, then the gradient-norm sum; nothing before the one run.
+      expect(log.slice(0, 3)).toEqual(['run', `download ${4 * 5 * 2 * 16}`, 'download 4']);
+      expect(log.filter((l) => l.startsWith('download'))).toHaveLength(2);
+    } finally {
+      dev.destroy();
+      cpu.destroy();
+    }
+  });
 
   for (const where of ['cpu', 'webgpu'] as const) {
     it(`c51 on the ${where} backend: a snapshot restored into a fresh engine continues exactly`, async (ctx) => {
