@@ -57,6 +57,19 @@ function sectionAt(name: string): number {
   return s.offset;
 }
 
+/**
+ * What CollectStats reads: out_f's rewards, tdErrors and components sections (contiguous, in that
+ * order) and out_i's dones and truncateds, as [first, end) section offsets in N x L units.
+ */
+const STATS_F = [sectionAt('rewards'), sectionAt('components') + 5] as const;
+const STATS_I = [sectionAt('dones'), sectionAt('truncateds') + 1] as const;
+if (
+  STATS_F[1] - STATS_F[0] !== 7 ||
+  sectionAt('tdErrors') !== STATS_F[0] + 1 ||
+  STATS_I[1] - STATS_I[0] !== 2
+)
+  throw new Error('device dqn engine: collect_dqn output sections are not where the stats read expects');
+
 /** An f32 device copy as a dispatch (dqn_target_update's hard copy), so it records into a run. */
 const copyFloats = (src: DeviceBuffer, dst: DeviceBuffer, count: number, srcOff: number, dstOff: number) =>
   dqnTargetUpdateDispatch({
@@ -99,10 +112,6 @@ export function createDeviceDqnEngine(
     curiosity: curiosityOn,
   });
   const owned: { destroy(): void }[] = [collector];
-  const fail = (err: unknown): never => {
-    for (const o of owned.reverse()) o.destroy();
-    throw err;
-  };
   let learner!: DeviceDqnLearner;
   let replay!: DeviceReplay;
   try {
@@ -129,7 +138,8 @@ export function createDeviceDqnEngine(
     });
     owned.push(replay);
   } catch (err) {
-    fail(err);
+    for (const o of owned.reverse()) o.destroy();
+    throw err;
   }
   const weights = backend.createBuffer(4 * B, 'dqn batch weights');
   // Each step's `td` (B priority signals, then B weighted losses), read back once per epoch.
@@ -154,15 +164,9 @@ export function createDeviceDqnEngine(
 
   /** CollectStats from the few sections it needs: rewards .. components floats, dones + truncateds. */
   const readStats = async (): Promise<CollectStats> => {
-    const fFrom = sectionAt('rewards');
-    const fTo = sectionAt('components') + 5;
-    const iFrom = sectionAt('dones');
-    const iTo = sectionAt('truncateds') + 1;
-    if (sectionAt('tdErrors') !== fFrom + 1 || sectionAt('components') !== fFrom + 2 || iTo !== iFrom + 2)
-      throw new Error('device dqn engine: collect_dqn output sections are not where the stats read expects');
     const [f, i] = await Promise.all([
-      backend.download(rolloutView.f, 4 * fFrom * count, 4 * (fTo - fFrom) * count),
-      backend.download(rolloutView.i, 4 * iFrom * count, 4 * (iTo - iFrom) * count),
+      backend.download(rolloutView.f, 4 * STATS_F[0] * count, 4 * (STATS_F[1] - STATS_F[0]) * count),
+      backend.download(rolloutView.i, 4 * STATS_I[0] * count, 4 * (STATS_I[1] - STATS_I[0]) * count),
     ]);
     const floats = new Float32Array(f);
     const ints = new Int32Array(i);

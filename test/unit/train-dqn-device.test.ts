@@ -5,21 +5,23 @@
  * on WebGPU (lavapipe here; FOXHUNT_REQUIRE_WEBGPU=1 fails instead of skipping); what crosses to
  * the host (collect: the stats sections only; train: one run, then one read of the epoch's TD
  * history and the norm sum); a snapshot taken after epoch 1 and restored into a fresh device
- * engine continues exactly as the original; curiosity (host-side) as the CPU engine's;
+ * engine continues exactly as the original; the CUDA twins of the replay, PER and learner kernels
+ * on the g++ emulator against the CPU engine; curiosity (host-side) as the CPU engine's;
  * `bench train --algo dqn|c51`'s measuring.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { createCpuBackend } from '../../src/backend/cpu/index.js';
+import { CpuBackend, createCpuBackend } from '../../src/backend/cpu/index.js';
 import { createBackend } from '../../src/backend/index.js';
-import { type Backend, BackendUnavailableError } from '../../src/backend/types.js';
+import { type Backend, BackendUnavailableError, type Dispatch } from '../../src/backend/types.js';
 import { type Config, loadConfig } from '../../src/config.js';
 import { createDeviceDqnEngine } from '../../src/learn/device_dqn_engine.js';
 import { createCpuDqnEngine } from '../../src/train/cpu_dqn_engine.js';
 import { benchDqnTrain } from '../../src/train/dqn_bench.js';
 import type { DqnEngine } from '../../src/train/dqn_engine.js';
 import { prepareData } from '../../src/train/run.js';
+import { CudaEmuBackend, emuUnavailable } from './learn-device-cuda/emu_backend.js';
 
-const config = (algo: string): Config =>
+const config = (algo: string, extra: Record<string, string> = {}): Config =>
   loadConfig(undefined, {
     'train.algo': algo,
     'data.synthBars': '3000',
@@ -30,6 +32,7 @@ const config = (algo: string): Config =>
     'dqn.stepsPerEpoch': '5',
     'dqn.replayCapacity': '256',
     'dqn.targetEvery': '3',
+    ...extra,
   });
 
 const maxDiff = (a: Float32Array, b: Float32Array) =>
@@ -120,6 +123,52 @@ describe('device DQN engine', () => {
       }
     });
   }
+
+  const unavailable = emuUnavailable();
+  it.skipIf(unavailable !== null)(
+    `dqn and c51 with the CUDA twins on the emulator: the CPU engine's two epochs${unavailable ? ` (skipped: ${unavailable})` : ''}`,
+    async () => {
+      // collect_dqn needs more shared memory than the learn emulator has: it runs its TS twin.
+      class Emulator extends CudaEmuBackend {
+        override run(list: Dispatch[]): void {
+          for (const d of list) {
+            if (/^(collect|pack)/.test(d.kernel.name)) CpuBackend.prototype.run.call(this, [d]);
+            else super.run([d]);
+          }
+        }
+      }
+      for (const algo of ['dqn', 'c51']) {
+        const cfg = config(algo, { 'dqn.stepsPerEpoch': '3', 'dqn.targetEvery': '2' });
+        const backend = new Emulator();
+        backends.push(backend);
+        const { market, splits } = await prepareData(cfg);
+        const dev = createDeviceDqnEngine(cfg, market, splits.train, backend);
+        const cpu = createCpuDqnEngine(cfg, market, splits.train);
+        try {
+          for (const round of [0, 1]) {
+            const [a, b] = [await dev.collect(round, 0.5), await cpu.collect(round, 0.5)];
+            expect(a.reward.total).toBeCloseTo(b.reward.total, 5);
+            const [x, y] = [await dev.train(round), await cpu.train(round)];
+            expect(x.steps).toBe(3);
+            expect(x.loss).toBeCloseTo(y.loss, 4);
+            expect(x.td).toBeCloseTo(y.td, 4);
+            expect(x.gradNorm).toBeCloseTo(y.gradNorm, 4);
+          }
+          const [p, q] = [await dev.snapshot(), await cpu.snapshot()];
+          expect(p.replay.i).toEqual(q.replay.i);
+          expect(maxDiff(p.replay.f, q.replay.f)).toBeLessThan(1e-5);
+          expect(maxDiff(p.per.tree, q.per.tree)).toBeLessThan(1e-4 * q.per.tree[1]);
+          expect(maxDiff(p.params.online, q.params.online)).toBeLessThan(1e-5);
+          expect(maxDiff(p.params.target, q.params.target)).toBeLessThan(1e-5);
+          expect(backend.launches).toBeGreaterThan(100);
+        } finally {
+          dev.destroy();
+          cpu.destroy();
+        }
+      }
+    },
+    600_000,
+  );
 
   it('collect reads back only the stats sections; train records one run and reads back once', async () => {
     const cfg = config('dqn');
