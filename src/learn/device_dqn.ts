@@ -16,6 +16,9 @@
  *   dqn_target_update hard copy after every dqn.targetEvery-th step, or Polyak every step
  *
  * `td` holds [B] priority signals (|.| + eps is PER's update) then [B] weighted losses.
+ *
+ * Several steps in one submission (the device DQN engine's epoch): construct with `maxSteps`,
+ * `uploadSchedule(count)` once, record `stepDispatches(batch, k)` for k < count, run, `advance(count)`.
  */
 import type { Backend, DeviceBuffer, Dispatch } from '../backend/types.js';
 import type { DqnConfig } from '../config.js';
