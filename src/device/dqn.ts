@@ -16,6 +16,9 @@
  *   dqn_target_update hard copy after every dqn.targetEvery-th step, or Polyak every step
  *
  * `td` holds [B] priority signals (|.| + eps is PER's update) then [B] weighted losses.
+ *
+ * Several steps in one submission (the device DQN engine's epoch): construct with `maxSteps`,
+ * `uploadSchedule(count)` once, record `stepDispatches(batch, k)` for k < count, run, `advance(count)`.
  */
 import type { Backend, DeviceBuffer, Dispatch } from '../backend/types.js';
 import type { DqnConfig } from '../config.js';
@@ -51,6 +54,8 @@ export interface DeviceDqnInit {
   /** A dueling layout (src/nets/layout.ts `duelingLayout`, any widths) and its online params. */
   layout: NetLayout;
   params: Float32Array;
+  /** Most train steps recorded into one submission (`stepDispatches` slots; default 1). */
+  maxSteps?: number;
 }
 
 const NAMES = {
@@ -101,6 +106,7 @@ export class DeviceDqnLearner {
   private readonly deltaAt: Record<Part | 'q' | 't1v' | 't1a', number>;
   private readonly partAt: Record<Part, number>;
   private readonly partialCount: number;
+  private readonly maxSteps: number;
 
   constructor(init: DeviceDqnInit) {
     const { backend, head, cfg, layout } = init;
@@ -115,6 +121,9 @@ export class DeviceDqnLearner {
     this.init = init;
     this.batch = cfg.batch;
     this.atoms = head === 'c51' ? cfg.atoms : 1;
+    this.maxSteps = init.maxSteps ?? 1;
+    if (!Number.isInteger(this.maxSteps) || this.maxSteps < 1)
+      throw new Error(`device dqn: maxSteps ${this.maxSteps} must be an integer >= 1`);
     this.layers = Object.fromEntries(PARTS.map((p) => [p, layerByName(layout, NAMES[p])])) as Record<
       Part,
       Layer
@@ -161,7 +170,7 @@ export class DeviceDqnLearner {
       acts: make(acts.size, 'acts'),
       deltas: make(deltas.size, 'deltas'),
       partials: make(partials, 'partials'),
-      sched: make(2, 'schedule'),
+      sched: make(2 * this.maxSteps, 'schedule'),
       stats: make(1, 'stats'),
       td: make(2 * B, 'td'),
     };
@@ -213,15 +222,20 @@ export class DeviceDqnLearner {
     ];
   }
 
-  /** The launches of train step `this.step + 1` on `batch` (upload its Adam schedule first: `step`). */
-  stepDispatches(batch: DqnBatchBuffers): Dispatch[] {
+  /**
+   * The launches of train step `this.step + 1 + slot` on `batch`, reading its Adam schedule at
+   * sched slot `slot` (upload it first: `uploadSchedule`). `step` is not advanced (`advance`).
+   */
+  stepDispatches(batch: DqnBatchBuffers, slot = 0): Dispatch[] {
     const { cfg, head, layout } = this.init;
+    if (!Number.isInteger(slot) || slot < 0 || slot >= this.maxSteps)
+      throw new Error(`device dqn: step slot ${slot} outside [0, ${this.maxSteps})`);
     const b = this.buffers;
     const B = this.batch;
     const n = this.atoms;
     const wide = NUM_ACTIONS * n;
     const at = this.actsAt;
-    const steps = this.step + 1;
+    const steps = this.step + 1 + slot;
     const target: Dispatch[] = [];
     if (cfg.targetEvery === 0 || steps % cfg.targetEvery === 0) {
       target.push(
@@ -298,18 +312,32 @@ export class DeviceDqnLearner {
           normAt: 0,
         },
         { lr: cfg.lr, maxGradNorm: cfg.maxGradNorm },
-        0,
+        2 * slot,
       ),
       ...target,
     ];
   }
 
+  /** Uploads Adam's bias corrections of steps `this.step + 1 .. this.step + count` to slots 0 .. count - 1. */
+  uploadSchedule(count: number): void {
+    if (!Number.isInteger(count) || count < 1 || count > this.maxSteps)
+      throw new Error(`device dqn: ${count} scheduled steps, this learner records 1 .. ${this.maxSteps}`);
+    const sched = new Float32Array(2 * count);
+    for (let k = 0; k < count; k++)
+      sched.set(adamBiasCorrection({ lr: this.init.cfg.lr }, this.step + 1 + k), 2 * k);
+    this.backend.upload(this.buffers.sched, sched);
+  }
+
+  /** Counts `count` recorded steps as taken. */
+  advance(count: number): void {
+    this.step += count;
+  }
+
   /** One train step on `batch` (no readback: `td` and the params stay on the device). */
   train(batch: DqnBatchBuffers): void {
-    const sched = Float32Array.from(adamBiasCorrection({ lr: this.init.cfg.lr }, this.step + 1));
-    this.backend.upload(this.buffers.sched, sched);
+    this.uploadSchedule(1);
     this.backend.run(this.stepDispatches(batch));
-    this.step++;
+    this.advance(1);
   }
 
   async read(which: 'params' | 'target'): Promise<Float32Array> {

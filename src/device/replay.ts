@@ -107,6 +107,16 @@ function checkFits(backend: Backend, capacity: number): void {
   }
 }
 
+/** Host copy of a DeviceReplay (the replay.ts + per.ts state of a DqnSnapshot). */
+export interface DeviceReplayState {
+  f: Float32Array;
+  i: Int32Array;
+  tree: Float32Array;
+  maxPriority: number;
+  head: number;
+  size: number;
+}
+
 export class DeviceReplay {
   readonly capacity: number;
   readonly batch: number;
@@ -210,6 +220,50 @@ export class DeviceReplay {
   /** Dispatch setting the last sample's priorities from `td` ([batch] f32 TD errors). */
   updatePriorities(td: DeviceBuffer): Dispatch[] {
     return [perUpdateDispatch(this.args(td))];
+  }
+
+  /** Host copies of the ring, its actions, the sum tree and the max priority (a snapshot). */
+  async read(): Promise<DeviceReplayState> {
+    const b = this.backend;
+    const [f, i, tree, state] = await Promise.all([
+      b.download(this.ringF),
+      b.download(this.ringI),
+      b.download(this.tree),
+      b.download(this.state, 0, 4),
+    ]);
+    return {
+      f: new Float32Array(f),
+      i: new Int32Array(i),
+      tree: new Float32Array(tree),
+      maxPriority: new Float32Array(state)[0],
+      head: this.head,
+      size: this.size,
+    };
+  }
+
+  /** Replaces the ring, actions, tree, max priority, head and size (a restore). */
+  write(s: DeviceReplayState): void {
+    const check = (what: string, got: number, want: number) => {
+      if (got !== want)
+        throw new Error(`replay: the snapshot's ${what} has ${got} values, this replay needs ${want}`);
+    };
+    check('ring', s.f.length, this.capacity * REPLAY_F);
+    check('actions', s.i.length, this.capacity);
+    check('PER tree', s.tree.length, 2 * this.leaves);
+    const whole = (x: number, hi: number) => Number.isInteger(x) && x >= 0 && x <= hi;
+    if (!whole(s.size, this.capacity) || !whole(s.head, this.capacity - 1))
+      throw new Error(
+        `replay: the snapshot's head ${s.head} / size ${s.size} do not fit a capacity of ${this.capacity}`,
+      );
+    if (!(s.maxPriority > 0))
+      throw new Error(`replay: the snapshot's max priority ${s.maxPriority} must be > 0`);
+    const b = this.backend;
+    b.upload(this.ringF, s.f);
+    b.upload(this.ringI, s.i);
+    b.upload(this.tree, s.tree);
+    b.upload(this.state, Float32Array.of(s.maxPriority));
+    this.head = s.head;
+    this.size = s.size;
   }
 
   destroy(): void {

@@ -1,25 +1,38 @@
 /**
  * The DQN-family engine on a device (`--algo dqn|c51 --backend webgpu|cuda`; src/engine/dqn_engine.ts):
- * collect_dqn (DqnDeviceCollector) acts, DeviceDqnLearner trains, and the learner's online and
- * target params reach the collector's nets buffer by device copies after each train epoch (no host
- * round trip). The replay and the PER tree live on the host for now (a device replay + PER is
- * being built separately): each launch is read back and folded in with the TS references
- * (insertRollout, perInsert); each train step samples on the host exactly as dqnTrainStep does
- * (same Philox draws, same beta schedule), uploads the batch rows, actions and IS weights, runs
- * the device step and reads back its priority signals for perUpdate. So for a seed the run
- * matches the CPU engine to float noise, and the DqnSnapshot is the CPU engine's (checkpoints
- * are interchangeable). Curiosity (off by default) trains on the host on the read-back launch.
- * IQN is refused: its device learner lacks the tau embedding.
+ * collect_dqn (DqnDeviceCollector) acts, DeviceReplay holds the replay ring and its PER sum tree,
+ * DeviceDqnLearner trains, and the learner's online and target params reach the collector's nets
+ * buffer by device copies after each train epoch. Nothing of the rollout or the replay crosses to
+ * the host on the way:
+ *
+ *   collect   one launch, then replay_insert from the collector's out_f / out_i (n-step folded,
+ *             new rows at the max priority); read back for CollectStats only the rewards,
+ *             tdErrors + components floats and the dones + truncateds integers (9 of the 116
+ *             values per sample). With curiosity on, the whole launch is read back instead: the
+ *             curiosity model trains on the host.
+ *   train     dqn.stepsPerEpoch steps recorded into one run (one submission, WebGPU splits long
+ *             runs into chunks): per step sample + gather, a copy of the IS weights out of the
+ *             batch, the learner's step, the priority update from its TD signals, and a copy of
+ *             its `td` into a per-epoch history. The host reads back once at the end: that
+ *             history (2 x batch floats per step) and the gradient-norm sum.
+ *
+ * The draws equal the CPU engine's (same Philox streams, train step numbers and beta schedule),
+ * and the DqnSnapshot is the CPU engine's format (ring, actions, tree, max priority, head, size
+ * read back and uploaded), so checkpoints are interchangeable. IQN is refused: its device learner
+ * lacks the tau embedding.
  */
-import type { Backend } from '../backend/types.js';
+import type { Backend, DeviceBuffer } from '../backend/types.js';
 import type { DqnRollout } from '../collect/rollout.js';
 import type { Config } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
 import { DqnDeviceCollector } from '../device/collect.js';
 import { DeviceDqnLearner } from '../device/dqn.js';
+import { collectorDqnRollout, DeviceReplay } from '../device/replay.js';
+import { DQN_OUTPUT } from '../kernels/collect_dqn.js';
+import { dqnTargetUpdateDispatch } from '../kernels/dqn_target_update.js';
 import { headOf } from '../learn/dqn_update.js';
-import { createPer, perBeta, perInsert, perSample, perUpdate } from '../learn/per.js';
-import { createReplay, insertRollout, REPLAY_F } from '../learn/replay.js';
+import { perBeta } from '../learn/per.js';
+import { REPLAY_F } from '../learn/replay.js';
 import { initParams } from '../nets/forward.js';
 import { duelingLayout, NetId } from '../nets/layout.js';
 import { seedToKey } from '../rng/philox.js';
@@ -32,8 +45,41 @@ import { type CollectStats, summarizeRollout } from './engine.js';
 export const iqnOnDevice = (backend: string): string =>
   `--algo iqn --backend ${backend}: the device learner has no IQN tau embedding yet; use --backend cpu, or --algo dqn|c51`;
 
-/** Index of the nets buffer among the collector's device buffers (src/device/collect.ts). */
+/** Indices of the nets buffer and of out_f / out_i among the collector's device buffers (src/collect/device.ts). */
 const NETS = 4;
+const OUT_F = 8;
+const OUT_I = 9;
+
+/** Offset (in N x L units) of a collect_dqn output section. */
+function sectionAt(name: string): number {
+  const s = DQN_OUTPUT.sections.find((x) => x.name === name);
+  if (!s) throw new Error(`collect_dqn output has no section ${name}`);
+  return s.offset;
+}
+
+/**
+ * What CollectStats reads: out_f's rewards, tdErrors and components sections (contiguous, in that
+ * order) and out_i's dones and truncateds, as [first, end) section offsets in N x L units.
+ */
+const STATS_F = [sectionAt('rewards'), sectionAt('components') + 5] as const;
+const STATS_I = [sectionAt('dones'), sectionAt('truncateds') + 1] as const;
+if (
+  STATS_F[1] - STATS_F[0] !== 7 ||
+  sectionAt('tdErrors') !== STATS_F[0] + 1 ||
+  STATS_I[1] - STATS_I[0] !== 2
+)
+  throw new Error('device dqn engine: collect_dqn output sections are not where the stats read expects');
+
+/** An f32 device copy as a dispatch (dqn_target_update's hard copy), so it records into a run. */
+const copyFloats = (src: DeviceBuffer, dst: DeviceBuffer, count: number, srcOff: number, dstOff: number) =>
+  dqnTargetUpdateDispatch({
+    online: src,
+    targetNet: dst,
+    count,
+    onlineOff: srcOff,
+    targetOff: dstOff,
+    update: 'copy',
+  });
 
 export function createDeviceDqnEngine(
   cfg: Config,
@@ -47,12 +93,16 @@ export function createDeviceDqnEngine(
     throw new Error(iqnOnDevice(backend.kind));
   }
   const q = cfg.dqn;
+  // Snapshots (checkpoints) hold the ring on the host.
   assertHostReplayFits(q.replayCapacity);
   const key = seedToKey(seed);
   const B = q.batch;
+  const steps = q.stepsPerEpoch;
   const layout = duelingLayout(head, q.atoms, q.iqnEmbed);
   const curiosityOn = cfg.env.curiosityScale > 0 && cfg.env.curiosityMaxReward > 0;
   const curiosity = createHostCuriosity(cfg);
+  const { episodes, steps: launchSteps } = cfg.rollout;
+  const count = episodes * launchSteps;
   const collector = new DqnDeviceCollector({
     backend,
     market,
@@ -61,7 +111,9 @@ export function createDeviceDqnEngine(
     algo,
     curiosity: curiosityOn,
   });
-  let learner: DeviceDqnLearner;
+  const owned: { destroy(): void }[] = [collector];
+  let learner!: DeviceDqnLearner;
+  let replay!: DeviceReplay;
   try {
     learner = new DeviceDqnLearner({
       backend,
@@ -69,21 +121,36 @@ export function createDeviceDqnEngine(
       cfg: q,
       layout,
       params: initParams(layout, NetId.QOnline, seed),
+      maxSteps: Math.max(1, steps),
     });
+    owned.push(learner);
+    replay = new DeviceReplay(backend, {
+      capacity: q.replayCapacity,
+      batch: B,
+      gamma: q.gamma,
+      nStep: q.nStep,
+      alpha: q.priorityAlpha,
+      eps: q.priorityEps,
+      betaStart: q.betaStart,
+      betaEnd: q.betaEnd,
+      betaSteps: q.betaEpochs * steps,
+      key,
+    });
+    owned.push(replay);
   } catch (err) {
-    collector.destroy();
+    for (const o of owned.reverse()) o.destroy();
     throw err;
   }
-  const batch = {
-    rows: backend.createBuffer(4 * B * REPLAY_F, 'dqn batch rows'),
-    actions: backend.createBuffer(4 * B, 'dqn batch actions'),
-    weights: backend.createBuffer(4 * B, 'dqn batch weights'),
-  };
-  const hostBatch = { rows: new Float32Array(B * REPLAY_F), actions: new Int32Array(B) };
-  const index = new Int32Array(B);
-  const weights = new Float32Array(B);
-  const replay = createReplay(q.replayCapacity);
-  const per = createPer(q.replayCapacity, q.priorityAlpha, q.priorityEps);
+  const weights = backend.createBuffer(4 * B, 'dqn batch weights');
+  // Each step's `td` (B priority signals, then B weighted losses), read back once per epoch.
+  const history = backend.createBuffer(4 * Math.max(1, steps) * 2 * B, 'dqn td history');
+  const batch = { rows: replay.batchF, actions: replay.batchI, weights };
+  const rolloutView = collectorDqnRollout(
+    collector.deviceBuffers[OUT_F],
+    collector.deviceBuffers[OUT_I],
+    episodes,
+    launchSteps,
+  );
   const nets = collector.deviceBuffers[NETS];
   const syncActing = () => {
     learner.copyNetsTo(nets);
@@ -93,8 +160,24 @@ export function createDeviceDqnEngine(
   const syncCuriosity = () => collector.setWeights({ curiosity: curiosity.model.params });
   syncActing();
   syncCuriosity();
-  const count = cfg.rollout.episodes * cfg.rollout.steps;
   let rollout: DqnRollout | null = null;
+
+  /** CollectStats from the few sections it needs: rewards .. components floats, dones + truncateds. */
+  const readStats = async (): Promise<CollectStats> => {
+    const [f, i] = await Promise.all([
+      backend.download(rolloutView.f, 4 * STATS_F[0] * count, 4 * (STATS_F[1] - STATS_F[0]) * count),
+      backend.download(rolloutView.i, 4 * STATS_I[0] * count, 4 * (STATS_I[1] - STATS_I[0]) * count),
+    ]);
+    const floats = new Float32Array(f);
+    const ints = new Int32Array(i);
+    return summarizeRollout(
+      floats.subarray(2 * count),
+      floats.subarray(0, count),
+      ints.subarray(0, count),
+      ints.subarray(count, 2 * count),
+      count,
+    );
+  };
 
   const params = async () => ({
     online: await learner.read('params'),
@@ -106,45 +189,49 @@ export function createDeviceDqnEngine(
     backend: backend.kind,
 
     async collect(round: number, epsilon: number): Promise<CollectStats> {
-      collector.stepBase = (round * cfg.rollout.steps) >>> 0;
+      collector.stepBase = (round * launchSteps) >>> 0;
       collector.launch(epsilon);
+      backend.run(replay.insert(rolloutView));
+      if (!curiosityOn) return readStats();
       rollout = await collector.readDqn();
-      const { first, count: added } = insertRollout(replay, rollout, q.gamma, q.nStep);
-      perInsert(per, first, added);
       return summarizeRollout(rollout.components, rollout.rewards, rollout.dones, rollout.truncateds, count);
     },
 
     async train(_round: number): Promise<DqnTrainStats> {
       const out: DqnTrainStats = { steps: 0, loss: 0, gradNorm: 0, td: 0, beta: 0, replaySize: replay.size };
-      if (replay.size < B) return out;
+      if (replay.size < B || steps < 1) return out;
+      const first = learner.step;
       learner.resetNormSum();
-      for (let k = 0; k < q.stepsPerEpoch; k++) {
-        out.beta = perBeta(q.betaStart, q.betaEnd, learner.step, q.betaEpochs * q.stepsPerEpoch);
-        perSample(per, replay.size, B, out.beta, key, learner.step, index, weights);
-        for (let b = 0; b < B; b++) {
-          const row = index[b];
-          hostBatch.rows.set(replay.f.subarray(row * REPLAY_F, (row + 1) * REPLAY_F), b * REPLAY_F);
-          hostBatch.actions[b] = replay.i[row];
-        }
-        backend.upload(batch.rows, hostBatch.rows);
-        backend.upload(batch.actions, hostBatch.actions);
-        backend.upload(batch.weights, weights);
-        learner.train(batch);
-        const td = await learner.readTd();
-        perUpdate(per, index, td, B);
+      learner.uploadSchedule(steps);
+      replay.setFirstStep(first);
+      const list = [];
+      for (let k = 0; k < steps; k++) {
+        list.push(
+          ...replay.sample(k),
+          copyFloats(replay.batchF, weights, B, B * REPLAY_F, 0),
+          ...learner.stepDispatches(batch, k),
+          ...replay.updatePriorities(learner.buffers.td),
+          copyFloats(learner.buffers.td, history, 2 * B, 0, 2 * B * k),
+        );
+      }
+      backend.run(list);
+      learner.advance(steps);
+      const td = new Float32Array(await backend.download(history, 0, 4 * steps * 2 * B));
+      for (let k = 0; k < steps; k++) {
         let loss = 0;
         let signal = 0;
         for (let b = 0; b < B; b++) {
-          signal += Math.abs(td[b]);
-          loss += td[B + b];
+          signal += Math.abs(td[2 * B * k + b]);
+          loss += td[2 * B * k + B + b];
         }
         out.loss += loss / B;
         out.td += signal / B;
-        out.steps++;
       }
-      out.gradNorm = (await learner.readNormSum()) / out.steps;
-      out.loss /= out.steps;
-      out.td /= out.steps;
+      out.steps = steps;
+      out.beta = perBeta(q.betaStart, q.betaEnd, first + steps - 1, q.betaEpochs * steps);
+      out.gradNorm = (await learner.readNormSum()) / steps;
+      out.loss /= steps;
+      out.td /= steps;
       syncActing();
       return out;
     },
@@ -162,6 +249,7 @@ export function createDeviceDqnEngine(
       const env = await collector.readEnv();
       const { m, v } = await learner.readMoments();
       const a = curiosity.adam;
+      const ring = await replay.read();
       return {
         params: await params(),
         optim: {
@@ -170,8 +258,8 @@ export function createDeviceDqnEngine(
         },
         env: { f: env.f.slice(), i: env.i.slice(), window: env.window.slice() },
         trainSteps: learner.step,
-        replay: { f: replay.f.slice(), i: replay.i.slice(), head: replay.head, size: replay.size },
-        per: { tree: per.tree.slice(), maxPriority: per.maxPriority },
+        replay: { f: ring.f, i: ring.i, head: replay.head, size: replay.size },
+        per: { tree: ring.tree, maxPriority: ring.maxPriority },
       };
     },
 
@@ -201,12 +289,14 @@ export function createDeviceDqnEngine(
       put(curiosity.adam.m, s.optim.curiosity.m, 'curiosity AdamW m');
       put(curiosity.adam.v, s.optim.curiosity.v, 'curiosity AdamW v');
       curiosity.adam.step = s.optim.curiosity.step;
-      put(replay.f, s.replay.f, 'replay rows');
-      put(replay.i, s.replay.i, 'replay actions');
-      replay.head = s.replay.head;
-      replay.size = s.replay.size;
-      put(per.tree, s.per.tree, 'PER tree');
-      per.maxPriority = s.per.maxPriority;
+      replay.write({
+        f: s.replay.f,
+        i: s.replay.i,
+        head: s.replay.head,
+        size: s.replay.size,
+        tree: s.per.tree,
+        maxPriority: s.per.maxPriority,
+      });
       learner.write('params', s.params.online);
       learner.write('target', s.params.target);
       learner.writeMoments(s.optim.online.m, s.optim.online.v);
@@ -218,7 +308,9 @@ export function createDeviceDqnEngine(
     },
 
     destroy() {
-      for (const b of Object.values(batch)) backend.destroyBuffer(b);
+      backend.destroyBuffer(weights);
+      backend.destroyBuffer(history);
+      replay.destroy();
       learner.destroy();
       collector.destroy();
     },

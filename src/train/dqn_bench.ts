@@ -2,9 +2,11 @@
  * The DQN-family epoch benchmark behind `foxhunt bench train --algo dqn|c51` (docs/LEARNER.md):
  * the engine `foxhunt train` uses on that backend (src/engine/device_dqn.ts on webgpu and
  * cuda, the CPU engine on cpu), timed per phase of an epoch:
- *   collect   one launch of N x L epsilon-greedy steps, read back and folded into the host replay
- *   train     dqn.stepsPerEpoch train steps at dqn.batch (host PER sample, batch upload, device
- *             step, priority readback per step); `stepMs` = train / steps
+ *   collect   one launch of N x L epsilon-greedy steps and its insert into the replay (on a
+ *             device: replay_insert, the stats sections read back; on cpu: the host replay)
+ *   train     dqn.stepsPerEpoch train steps at dqn.batch (on a device: PER sample, step and
+ *             priority update in one submission, the TD history read back at the end; on cpu:
+ *             the TS references); `stepMs` = train / steps
  *   validate  params read back and the greedy policy backtested on the validation split (host)
  * The first epoch is a warm-up (kernel compilation, a replay of at least one batch) and is not
  * counted; the means are over the measured repeats.

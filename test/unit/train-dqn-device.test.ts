@@ -1,23 +1,27 @@
 /**
- * The device DQN engine (collect_dqn + DeviceDqnLearner, host replay and PER) against the CPU
- * engine over the TS references, for the plain and C51 heads: the same rollouts, losses and params
- * to float noise over two epochs, on the CPU backend (the kernels' TS twins) and on WebGPU
- * (lavapipe here; FOXHUNT_REQUIRE_WEBGPU=1 fails instead of skipping); a snapshot taken after
- * epoch 1 and restored into a fresh device engine continues exactly as the original; curiosity
- * (host-side) as the CPU engine's; `bench train --algo dqn|c51`'s measuring.
+ * The device DQN engine (collect_dqn + DeviceReplay + DeviceDqnLearner) against the CPU engine
+ * over the TS references, for the plain and C51 heads: the same rollouts, losses, params, replay
+ * ring and PER tree to float noise over two epochs, on the CPU backend (the kernels' TS twins) and
+ * on WebGPU (lavapipe here; FOXHUNT_REQUIRE_WEBGPU=1 fails instead of skipping); what crosses to
+ * the host (collect: the stats sections only; train: one run, then one read of the epoch's TD
+ * history and the norm sum); a snapshot taken after epoch 1 and restored into a fresh device
+ * engine continues exactly as the original; the CUDA twins of the replay, PER and learner kernels
+ * on the g++ emulator against the CPU engine; curiosity (host-side) as the CPU engine's;
+ * `bench train --algo dqn|c51`'s measuring.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { createCpuBackend } from '../../src/backend/cpu/index.js';
+import { CpuBackend, createCpuBackend } from '../../src/backend/cpu/index.js';
 import { createBackend } from '../../src/backend/index.js';
-import { type Backend, BackendUnavailableError } from '../../src/backend/types.js';
+import { type Backend, BackendUnavailableError, type Dispatch } from '../../src/backend/types.js';
 import { type Config, loadConfig } from '../../src/config.js';
 import { createCpuDqnEngine } from '../../src/engine/cpu_dqn.js';
 import { createDeviceDqnEngine } from '../../src/engine/device_dqn.js';
 import type { DqnEngine } from '../../src/engine/dqn_engine.js';
 import { benchDqnTrain } from '../../src/train/dqn_bench.js';
 import { prepareData } from '../../src/train/run.js';
+import { CudaEmuBackend, emuUnavailable } from './learn-device-cuda/emu_backend.js';
 
-const config = (algo: string): Config =>
+const config = (algo: string, extra: Record<string, string> = {}): Config =>
   loadConfig(undefined, {
     'train.algo': algo,
     'data.synthBars': '3000',
@@ -28,6 +32,7 @@ const config = (algo: string): Config =>
     'dqn.stepsPerEpoch': '5',
     'dqn.replayCapacity': '256',
     'dqn.targetEvery': '3',
+    ...extra,
   });
 
 const maxDiff = (a: Float32Array, b: Float32Array) =>
@@ -98,6 +103,17 @@ describe('device DQN engine', () => {
         }
         expect(maxDiff(a.params.online, b.params.online)).toBeLessThan(1e-4);
         expect(maxDiff(a.params.target, b.params.target)).toBeLessThan(1e-4);
+        // The device ring and PER tree (inserts and 10 priority updates) equal the host's: the
+        // indices exactly, the values to f32 pow / fused multiply-add noise.
+        const [x, y] = [await dev.snapshot(), await cpu.snapshot()];
+        expect([x.replay.head, x.replay.size]).toEqual([y.replay.head, y.replay.size]);
+        expect(x.replay.i).toEqual(y.replay.i);
+        expect(maxDiff(x.replay.f, y.replay.f)).toBeLessThan(1e-5);
+        expect(maxDiff(x.per.tree, y.per.tree)).toBeLessThan(1e-4 * y.per.tree[1]);
+        expect(x.per.maxPriority).toBeCloseTo(y.per.maxPriority, 5);
+        // The priority updates ran: the filled leaves no longer all hold the insert priority.
+        const leaves = x.per.tree.length / 2;
+        expect(new Set(x.per.tree.subarray(leaves, leaves + x.replay.size)).size).toBeGreaterThan(10);
         // Two epochs of Adam moved the params by more than the tolerance.
         const [fresh] = [createCpuDqnEngine(cfg, market, splits.train)];
         expect(maxDiff(a.params.online, (await fresh.params()).online)).toBeGreaterThan(1e-3);
@@ -107,6 +123,93 @@ describe('device DQN engine', () => {
       }
     });
   }
+
+  const unavailable = emuUnavailable();
+  it.skipIf(unavailable !== null)(
+    `dqn and c51 with the CUDA twins on the emulator: the CPU engine's two epochs${unavailable ? ` (skipped: ${unavailable})` : ''}`,
+    async () => {
+      // collect_dqn needs more shared memory than the learn emulator has: it runs its TS twin.
+      class Emulator extends CudaEmuBackend {
+        override run(list: Dispatch[]): void {
+          for (const d of list) {
+            if (/^(collect|pack)/.test(d.kernel.name)) CpuBackend.prototype.run.call(this, [d]);
+            else super.run([d]);
+          }
+        }
+      }
+      for (const algo of ['dqn', 'c51']) {
+        const cfg = config(algo, { 'dqn.stepsPerEpoch': '3', 'dqn.targetEvery': '2' });
+        const backend = new Emulator();
+        backends.push(backend);
+        const { market, splits } = await prepareData(cfg);
+        const dev = createDeviceDqnEngine(cfg, market, splits.train, backend);
+        const cpu = createCpuDqnEngine(cfg, market, splits.train);
+        try {
+          for (const round of [0, 1]) {
+            const [a, b] = [await dev.collect(round, 0.5), await cpu.collect(round, 0.5)];
+            expect(a.reward.total).toBeCloseTo(b.reward.total, 5);
+            const [x, y] = [await dev.train(round), await cpu.train(round)];
+            expect(x.steps).toBe(3);
+            expect(x.loss).toBeCloseTo(y.loss, 4);
+            expect(x.td).toBeCloseTo(y.td, 4);
+            expect(x.gradNorm).toBeCloseTo(y.gradNorm, 4);
+          }
+          const [p, q] = [await dev.snapshot(), await cpu.snapshot()];
+          expect(p.replay.i).toEqual(q.replay.i);
+          expect(maxDiff(p.replay.f, q.replay.f)).toBeLessThan(1e-5);
+          expect(maxDiff(p.per.tree, q.per.tree)).toBeLessThan(1e-4 * q.per.tree[1]);
+          expect(maxDiff(p.params.online, q.params.online)).toBeLessThan(1e-5);
+          expect(maxDiff(p.params.target, q.params.target)).toBeLessThan(1e-5);
+          expect(backend.launches).toBeGreaterThan(100);
+        } finally {
+          dev.destroy();
+          cpu.destroy();
+        }
+      }
+    },
+    600_000,
+  );
+
+  it('collect reads back only the stats sections; train records one run and reads back once', async () => {
+    const cfg = config('dqn');
+    const log: string[] = [];
+    const inner = cpuBackend();
+    const backend = new Proxy(inner, {
+      get(target, name) {
+        const value = Reflect.get(target, name, target);
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          if (name === 'run') log.push('run');
+          if (name === 'download') log.push(`download ${args[2]}`);
+          return value.apply(target, args);
+        };
+      },
+    });
+    const { market, splits } = await prepareData(cfg);
+    const dev = createDeviceDqnEngine(cfg, market, splits.train, backend);
+    const cpu = createCpuDqnEngine(cfg, market, splits.train);
+    try {
+      const count = 4 * 16;
+      log.length = 0;
+      const [x, y] = [await dev.collect(0, 0.5), await cpu.collect(0, 0.5)];
+      expect(x).toEqual(y);
+      // rewards, tdErrors, 5 components (f32) and dones, truncateds (i32) of 64 samples.
+      expect(log.filter((l) => l.startsWith('download'))).toEqual([
+        `download ${4 * 7 * count}`,
+        `download ${4 * 2 * count}`,
+      ]);
+      log.length = 0;
+      const [a, b] = [await dev.train(0), await cpu.train(0)];
+      expect(a.steps).toBe(5);
+      expect(a.loss).toBeCloseTo(b.loss, 5);
+      // 5 steps x (2 x 16) TD floats, then the gradient-norm sum; nothing before the one run.
+      expect(log.slice(0, 3)).toEqual(['run', `download ${4 * 5 * 2 * 16}`, 'download 4']);
+      expect(log.filter((l) => l.startsWith('download'))).toHaveLength(2);
+    } finally {
+      dev.destroy();
+      cpu.destroy();
+    }
+  });
 
   for (const where of ['cpu', 'webgpu'] as const) {
     it(`c51 on the ${where} backend: a snapshot restored into a fresh engine continues exactly`, async (ctx) => {

@@ -11,6 +11,7 @@ import { type BackendRequest, chooseBackend, describeChoice } from '../../backen
 import { type DevicePeaks, devicePeaks, tensorPeak } from '../../backend/peaks.js';
 import { type Backend, BackendUnavailableError } from '../../backend/types.js';
 import { loadConfig, resolvePrecision } from '../../config.js';
+import { REPLAY_F } from '../../learn/replay.js';
 import { type BenchDqnResult, benchDqnTrain, dqnTable } from '../../train/dqn_bench.js';
 import { type BenchTrainResult, benchPpoTrain } from '../../train/ppo_bench.js';
 import { prepareData } from '../../train/run.js';
@@ -30,9 +31,10 @@ achieved FLOP/s as a share of the device's f32 FMA peak and, for tf32, of its TF
 (vendor datasheet figures, named in the output), and training samples/s.
 
   --algo A          ppo (default), or dqn / c51: the DQN-family epoch per phase (collect, then
-                    dqn.stepsPerEpoch train steps at dqn.batch with the host PER, validate) and
-                    the train-step time; default N = 128 (cpu: 8), 300 steps (cpu: 10) at batch
-                    512, precision exact
+                    dqn.stepsPerEpoch train steps at dqn.batch, replay and PER on the device in
+                    one submission, validate) and the train-step time; default N = 128 (cpu: 8),
+                    300 steps (cpu: 10) at batch 512, replay capacity 1M (fewer where the device's
+                    largest storage buffer is smaller), precision exact
   --backend KIND    auto (default), cuda, webgpu or cpu
   --episodes LIST   comma-separated N (default 128,1024: 64,000 and 512,000 samples at L = 500;
                     cpu: 8)
@@ -216,18 +218,29 @@ async function dqnBench(
   const episodes = [...new Set(episodesList ?? [cpu ? 8 : 128])];
   const steps = intFlag(values.steps as string | undefined, 'steps', cpu ? 64 : 500, 1);
   const repeats = intFlag(values.repeats as string | undefined, 'repeats', 3, 1);
+  // The default replay ring (1M rows) unless the device's largest storage buffer holds fewer rows
+  // (lavapipe: 128 MiB, about 300,000).
+  const lim = backend.info.limits;
+  const largest = Math.min(
+    Number(lim.maxStorageBufferBindingSize ?? Number.POSITIVE_INFINITY),
+    Number(lim.maxBufferSize ?? Number.POSITIVE_INFINITY),
+  );
+  const rows = Math.floor(largest / (4 * REPLAY_F));
   const settings = episodes.map((n) =>
     loadConfig(undefined, {
       'train.algo': algo,
       'rollout.episodes': String(n),
       'rollout.steps': String(steps),
       ...(cpu ? { 'dqn.stepsPerEpoch': '10' } : {}),
+      ...(rows < 1_000_000 ? { 'dqn.replayCapacity': String(rows) } : {}),
     }),
   );
   const data = await prepareData(settings[0]);
   const results: BenchDqnResult[] = [];
   for (const cfg of settings) {
-    log(`${cfg.rollout.episodes} x ${steps}: ${cfg.dqn.stepsPerEpoch} train steps at batch ${cfg.dqn.batch}`);
+    log(
+      `${cfg.rollout.episodes} x ${steps}: ${cfg.dqn.stepsPerEpoch} train steps at batch ${cfg.dqn.batch}, replay capacity ${cfg.dqn.replayCapacity}`,
+    );
     try {
       results.push(
         await benchDqnTrain({
