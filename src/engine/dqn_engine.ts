@@ -1,7 +1,7 @@
 /**
  * The DQN-family engine: the verbs the loop (src/train/dqn.ts) needs, so one loop can drive every
- * backend. The CPU engine (cpu_dqn.ts) calls the TS references; a device engine will
- * implement the same verbs with the replay, PER tree and learner resident on the device.
+ * backend. The CPU engine (cpu_dqn.ts) calls the TS references; the device engine (device_dqn.ts)
+ * implements the same verbs with the replay, PER tree and learner resident on the device.
  */
 import type { BackendKind } from '../backend/types.js';
 import type { CollectStats } from './engine.js';
