@@ -30,6 +30,7 @@ import { philox4x32, seedToKey, u32ToUnitFloat } from '../rng/philox.js';
 import { Stream } from '../rng/streams.js';
 import { collectParityCases } from './collect_cases.js';
 import type { Tolerance } from './compare.js';
+import { curiosityParityCases } from './curiosity_cases.js';
 import { dqnParityCases } from './dqn_cases.js';
 import { learnParityCases } from './learn_cases.js';
 import { replayParityCases } from './replay_cases.js';
@@ -301,6 +302,7 @@ export function parityCases(): ParityCase[] {
     scanCase({ n: 1_100_000, bound: 3, what: 'three levels, small counts' }, 205),
     scanGridCase(206),
     ...learnParityCases(),
+    ...curiosityParityCases(),
     ...dqnParityCases(),
     ...replayParityCases(),
     ...collectParityCases(),

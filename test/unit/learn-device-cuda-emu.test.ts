@@ -21,6 +21,7 @@ import { describe, expect, it } from 'vitest';
 import type { Dispatch, KernelSpec } from '../../src/backend/types.js';
 import { buildLayout } from '../../src/nets/layout.js';
 import { dqnParityCases } from '../../src/parity/dqn_cases.js';
+import { curiosityParityCases } from '../../src/parity/curiosity_cases.js';
 import { learnParityCases, mlpParityCase } from '../../src/parity/learn_cases.js';
 import { describeFailure, runCase } from '../../src/parity/run.js';
 import { CudaEmuBackend, emuUnavailable } from './learn-device-cuda/emu_backend.js';
@@ -97,6 +98,7 @@ describe.skipIf(unavailable !== null)(
     ]);
     const cases = [
       ...learnParityCases().filter((c) => c.kernel !== 'ppo_learner' && !c.kernel.startsWith('mlp_')),
+      ...curiosityParityCases(),
       mlpParityCase('mlp_forward', 70, [actor, critic]),
       mlpParityCase('mlp_backward', 70, [actor, critic]),
       mlpParityCase('mlp_chain_forward', 70, [actor, raggedCritic]),
