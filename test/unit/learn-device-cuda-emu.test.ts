@@ -20,8 +20,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Dispatch, KernelSpec } from '../../src/backend/types.js';
 import { buildLayout } from '../../src/nets/layout.js';
-import { dqnParityCases } from '../../src/parity/dqn_cases.js';
 import { curiosityParityCases } from '../../src/parity/curiosity_cases.js';
+import { dqnParityCases } from '../../src/parity/dqn_cases.js';
 import { learnParityCases, mlpParityCase } from '../../src/parity/learn_cases.js';
 import { describeFailure, runCase } from '../../src/parity/run.js';
 import { CudaEmuBackend, emuUnavailable } from './learn-device-cuda/emu_backend.js';
