@@ -121,6 +121,12 @@ export interface DqnConfig {
   nStep: number;
   /** Replay capacity in transitions (a ring: the oldest are overwritten); 440 bytes each. */
   replayCapacity: number;
+  /**
+   * Write the replay ring and the PER tree into checkpoints (replay.safetensors, 440 bytes a
+   * transition). false keeps checkpoints small and fast; a --resume then starts from an empty
+   * replay and continues, but not exactly as the uninterrupted run would.
+   */
+  checkpointReplay: boolean;
   /** Prioritized replay exponent alpha. */
   priorityAlpha: number;
   /** Importance-sampling exponent at the start (annealed to betaEnd). */
@@ -259,6 +265,7 @@ export const defaultConfig: Readonly<Config> = Object.freeze({
     gamma: 0.99,
     nStep: 3,
     replayCapacity: 1_000_000,
+    checkpointReplay: true,
     priorityAlpha: 0.6,
     betaStart: 0.4,
     betaEnd: 1.0,

@@ -12,13 +12,16 @@
  *                           steps, the episodes' integer buffers, replay head and size, the max
  *                           priority, the epoch's log record; written last (checkpoint.ts)
  * With the replay and the tree inside, `--resume` continues bit for bit (test/unit/train-dqn.test.ts).
+ * With `dqn.checkpointReplay false` replay.safetensors is not written (state.json says
+ * `replay.saved: false`): a resume starts from an empty replay, not exactly.
  */
 import type { Config } from '../config.js';
 import type { DqnSnapshot } from '../engine/dqn_engine.js';
 import { ENV_F, ENV_I } from '../env/state.js';
 import { dqnGreedyPolicy, type Policy, ppoGreedyPolicy } from '../eval/policies.js';
 import { c51Support, headOf } from '../learn/dqn_update.js';
-import { REPLAY_F } from '../learn/replay.js';
+import { createPer } from '../learn/per.js';
+import { createReplay, REPLAY_F } from '../learn/replay.js';
 import { curiosityLayout, duelingLayout, type NetLayout } from '../nets/layout.js';
 import { type NamedTensor, paramsToTensors, tensorsToParams } from '../nets/safetensors.js';
 import {
@@ -44,7 +47,8 @@ export interface DqnCheckpointState {
   trainSteps: number;
   optimSteps: { online: number; curiosity: number };
   env: { n: number; w: number; i: number[]; window: number[] };
-  replay: { head: number; size: number; maxPriority: number };
+  /** `saved: false` when the replay was left out (dqn.checkpointReplay false); absent means saved. */
+  replay: { head: number; size: number; maxPriority: number; saved?: boolean };
   record: EpochRecord;
 }
 
@@ -72,18 +76,23 @@ export async function saveDqnCheckpoint(
       ...paramsToTensors(c, snap.optim.curiosity.v, 'curiosity.exp_avg_sq.'),
     ],
     env: [{ name: 'env.f', shape: [n, ENV_F], data: snap.env.f }],
-    replay: [
+  };
+  const saved = state.config.dqn.checkpointReplay;
+  if (saved) {
+    groups.replay = [
       { name: 'replay.rows', shape: [capacity, REPLAY_F], data: snap.replay.f },
       { name: 'replay.actions', shape: [capacity], data: Float32Array.from(snap.replay.i) },
       { name: 'per.tree', shape: [snap.per.tree.length], data: snap.per.tree },
-    ],
-  };
+    ];
+  }
   const full: DqnCheckpointState = {
     ...state,
     trainSteps: snap.trainSteps,
     optimSteps: { online: snap.optim.online.step, curiosity: snap.optim.curiosity.step },
     env: { n, w: snap.env.window.length / n, i: Array.from(snap.env.i), window: Array.from(snap.env.window) },
-    replay: { head: snap.replay.head, size: snap.replay.size, maxPriority: snap.per.maxPriority },
+    replay: saved
+      ? { head: snap.replay.head, size: snap.replay.size, maxPriority: snap.per.maxPriority }
+      : { head: 0, size: 0, maxPriority: 1, saved: false },
   };
   await writeCheckpoint(storage, dir, groups, full, {
     algo: state.algo,
@@ -143,15 +152,32 @@ export async function loadDqnCheckpoint(storage: Storage, dir: string): Promise<
       window: Int32Array.from(state.env.window),
     },
     trainSteps: state.trainSteps,
-    replay: {
-      f: tensorOf(ckpt, dir, 'replay', 'replay.rows'),
-      i: Int32Array.from(tensorOf(ckpt, dir, 'replay', 'replay.actions')),
-      head: state.replay.head,
-      size: state.replay.size,
-    },
-    per: { tree: tensorOf(ckpt, dir, 'replay', 'per.tree'), maxPriority: state.replay.maxPriority },
+    ...(state.replay.saved === false ? emptyReplay(state.config) : savedReplay()),
   };
   return { state, snapshot };
+
+  function savedReplay(): Pick<DqnSnapshot, 'replay' | 'per'> {
+    return {
+      replay: {
+        f: tensorOf(ckpt, dir, 'replay', 'replay.rows'),
+        i: Int32Array.from(tensorOf(ckpt, dir, 'replay', 'replay.actions')),
+        head: state.replay.head,
+        size: state.replay.size,
+      },
+      per: { tree: tensorOf(ckpt, dir, 'replay', 'per.tree'), maxPriority: state.replay.maxPriority },
+    };
+  }
+}
+
+/** An empty replay and PER tree of the configured capacity (a checkpoint written without them). */
+function emptyReplay(cfg: Config): Pick<DqnSnapshot, 'replay' | 'per'> {
+  const q = cfg.dqn;
+  const replay = createReplay(q.replayCapacity);
+  const per = createPer(q.replayCapacity, q.priorityAlpha, q.priorityEps);
+  return {
+    replay: { f: replay.f, i: replay.i, head: 0, size: 0 },
+    per: { tree: per.tree, maxPriority: per.maxPriority },
+  };
 }
 
 /** The algorithm named by the checkpoint's state.json ('ppo' when it cannot be read: the PPO loader then says why). */

@@ -81,6 +81,11 @@ export async function runDqnTraining(opts: RunOptions): Promise<RunResult> {
     if (resume) {
       for (const dir of [lastDir(outDir), bestDir(outDir)]) await settleDir(storage, dir);
       await engine.restore(resume.snapshot);
+      if (resume.state.replay.saved === false) {
+        opts.onInfo?.(
+          'this checkpoint has no replay (dqn.checkpointReplay false): the run continues from an empty replay, not exactly as it would have',
+        );
+      }
       await trimLog(storage, outDir, resume.state.epoch, resume.state.record);
       firstEpoch = resume.state.epoch + 1;
       bestScore = await bestScoreOf(storage, outDir);

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
@@ -139,6 +139,34 @@ describe('DQN-family training on the CPU', () => {
     expect(logA[1].losses.curiosity).toBeGreaterThan(0);
     expect(a.snapshot.optim.curiosity.step).toBe(2);
     expect((await readLog(storage, split)).map(deterministic)).toEqual(logA.map(deterministic));
+  }, 180_000);
+
+  it('dqn.checkpointReplay false: no replay in the checkpoints, and --resume continues from an empty replay, saying so', async () => {
+    const run = (cfg: Config, resume: RunOptions['resume'], onInfo?: (line: string) => void) =>
+      runTraining({ cfg, storage, resume, onInfo });
+    const out = join(root, 'no-replay');
+    await run(tinyConfig('dqn', out, { 'train.epochs': '1', 'dqn.checkpointReplay': 'false' }), null);
+    const files = readdirSync(lastDir(out));
+    expect(files).toContain('online.safetensors');
+    expect(files).not.toContain('replay.safetensors');
+    expect(readdirSync(bestDir(out))).not.toContain('replay.safetensors');
+    const { cfg, checkpoint } = await resumeConfig(storage, out, (base) =>
+      validateConfig(applyFlags(base, { 'train.epochs': '2' })),
+    );
+    const restored = (await loadDqnCheckpoint(storage, lastDir(out))).snapshot;
+    expect(restored.replay.size).toBe(0);
+    expect(restored.replay.f.length).toBe(200 * 110);
+    const info: string[] = [];
+    await run(cfg, checkpoint, (line) => info.push(line));
+    expect(info.join('\n')).toMatch(/no replay \(dqn\.checkpointReplay false\).*not exactly/);
+    const after = await loadDqnCheckpoint(storage, lastDir(out));
+    expect(after.state.epoch).toBe(2);
+    expect(after.state.replay.saved).toBe(false);
+    expect((await readLog(storage, out)).map((r) => r.epoch)).toEqual([1, 2]);
+    // The default keeps them (the exact-resume test above relies on it).
+    const kept = join(root, 'with-replay');
+    await run(tinyConfig('dqn', kept, { 'train.epochs': '1' }), null);
+    expect(readdirSync(lastDir(kept))).toContain('replay.safetensors');
   }, 180_000);
 
   it('refuses a replay larger than the CPU engine allocates, with one line', async () => {
