@@ -114,7 +114,7 @@ async function probe() {
 }
 
 const algo = () => (form.elements.namedItem('algo') as RadioNodeList).value as Settings['algo'];
-/** The DQN family has no device learner yet: it runs on the CPU reference, sized for it. */
+/** The page runs the DQN family on the CPU reference (its device engine is CLI-only so far), sized for it. */
 const runSizes = () => (algo() === 'ppo' ? device!.sizes : sizesFor('cpu'));
 let sizedFor = '';
 /** Proposes the run of the chosen algorithm's device, and says when that is the CPU on a WebGPU page. */

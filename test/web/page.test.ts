@@ -279,7 +279,7 @@ describe('the demo page in headless Chromium', () => {
     expect(await page.isHidden('#algo-note')).toBe(true);
     await page.check('input[name=algo][value=c51]');
     expect(await page.textContent('#algo-note')).toMatch(
-      /C51 and IQN train on the CPU reference.*not built yet/s,
+      /C51 and IQN train on the CPU reference.*not in the page yet/s,
     );
     expect(await page.isVisible('#algo-note')).toBe(true);
     await train(page, 1, 'c51');
