@@ -3,14 +3,7 @@
  * (`KernelSpec`, src/kernels/spec.ts): both GPU backends and the CPU reference read the same
  * description.
  */
-import type {
-  BindingSpec,
-  DeviceBuffer,
-  Dispatch,
-  KernelSpec,
-  ScalarType,
-  UniformSpec,
-} from '../kernels/spec.js';
+import type { DeviceBuffer, Dispatch, KernelSpec } from '../kernels/spec.js';
 
 export type {
   BindingSpec,

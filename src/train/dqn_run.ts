@@ -12,20 +12,17 @@ import { type Backend, BackendUnavailableError } from '../backend/types.js';
 import { createCpuDqnEngine } from '../engine/cpu_dqn.js';
 import { createDeviceDqnEngine, iqnOnDevice } from '../engine/device_dqn.js';
 import type { DqnEngine } from '../engine/dqn_engine.js';
-import { bestDir, lastDir } from './checkpoint.js';
 import { trainDqn } from './dqn.js';
 import type { DqnCheckpoint } from './dqn_checkpoint.js';
 import {
-  bestScoreOf,
   checkSameData,
   earlierRun,
   prepareData,
   RunError,
   type RunOptions,
   type RunResult,
+  startRun,
 } from './run.js';
-import { trimLog } from './runlog.js';
-import { joinPath, settleDir } from './storage.js';
 
 export async function runDqnTraining(opts: RunOptions): Promise<RunResult> {
   const { cfg, storage } = opts;
@@ -76,22 +73,20 @@ export async function runDqnTraining(opts: RunOptions): Promise<RunResult> {
     throw new RunError((err as Error).message);
   }
   try {
-    let firstEpoch = 1;
-    let bestScore = Number.NEGATIVE_INFINITY;
-    if (resume) {
-      for (const dir of [lastDir(outDir), bestDir(outDir)]) await settleDir(storage, dir);
-      await engine.restore(resume.snapshot);
-      if (resume.state.replay.saved === false) {
-        opts.onInfo?.(
-          'this checkpoint has no replay (dqn.checkpointReplay false): the run continues from an empty replay, not exactly as it would have',
-        );
-      }
-      await trimLog(storage, outDir, resume.state.epoch, resume.state.record);
-      firstEpoch = resume.state.epoch + 1;
-      bestScore = await bestScoreOf(storage, outDir);
-    } else {
-      for (const name of earlier) await storage.remove(joinPath(outDir, name));
-    }
+    const { firstEpoch, bestScore } = await startRun(
+      storage,
+      outDir,
+      earlier,
+      resume?.state ?? null,
+      async () => {
+        await engine.restore((resume as DqnCheckpoint).snapshot);
+        if (resume?.state.replay.saved === false) {
+          opts.onInfo?.(
+            'this checkpoint has no replay (dqn.checkpointReplay false): the run continues from an empty replay, not exactly as it would have',
+          );
+        }
+      },
+    );
     const { records, summary } = await trainDqn({
       cfg,
       market: data.market,

@@ -203,20 +203,11 @@ export async function runTraining(opts: RunOptions): Promise<RunResult> {
     }
     const engine = ppoEngines[backend.kind](backend, cfg, data.market, data.splits);
     try {
-      let firstEpoch = 1;
-      let bestScore = Number.NEGATIVE_INFINITY;
-      if (opts.resume) {
-        // The config came from this checkpoint (resumeConfig), so algo 'ppo' means a PPO checkpoint.
-        const { snapshot, state } = opts.resume as PpoCheckpoint;
-        for (const dir of [lastDir(outDir), bestDir(outDir)]) await settleDir(storage, dir);
-        await engine.restore(snapshot);
-        await trimLog(storage, outDir, state.epoch, state.record);
-        firstEpoch = state.epoch + 1;
-        bestScore = await bestScoreOf(storage, outDir);
-      } else {
-        // Only with force (checked above): the user asked for the earlier run to go.
-        for (const name of earlier) await storage.remove(joinPath(outDir, name));
-      }
+      // The config came from this checkpoint (resumeConfig), so algo 'ppo' means a PPO checkpoint.
+      const resume = opts.resume as PpoCheckpoint | null;
+      const { firstEpoch, bestScore } = await startRun(storage, outDir, earlier, resume?.state ?? null, () =>
+        engine.restore((resume as PpoCheckpoint).snapshot),
+      );
       const { records, summary } = await trainPpo({
         cfg,
         market: data.market,
@@ -250,6 +241,29 @@ const RUN_ENTRIES = ['last', 'best', 'checkpoint', 'log.jsonl'].flatMap((n) =>
 export async function earlierRun(storage: Storage, outDir: string): Promise<string[]> {
   const present = new Set(await storage.list(outDir));
   return RUN_ENTRIES.filter((n) => present.has(n));
+}
+
+/**
+ * Where a run starts. On --resume (`resumed` = the checkpoint's epoch and log record): finishes a
+ * half-done checkpoint swap in last/ and best/, restores the engine, drops log lines past the
+ * checkpoint and reads best/'s score. Otherwise removes the earlier run's files (the callers
+ * reach this only with --force or an empty directory).
+ */
+export async function startRun(
+  storage: Storage,
+  outDir: string,
+  earlier: readonly string[],
+  resumed: { epoch: number; record: EpochRecord } | null,
+  restore: () => Promise<void>,
+): Promise<{ firstEpoch: number; bestScore: number }> {
+  if (!resumed) {
+    for (const name of earlier) await storage.remove(joinPath(outDir, name));
+    return { firstEpoch: 1, bestScore: Number.NEGATIVE_INFINITY };
+  }
+  for (const dir of [lastDir(outDir), bestDir(outDir)]) await settleDir(storage, dir);
+  await restore();
+  await trimLog(storage, outDir, resumed.epoch, resumed.record);
+  return { firstEpoch: resumed.epoch + 1, bestScore: await bestScoreOf(storage, outDir) };
 }
 
 /** The validation score of best/ (only its state.json is read), or -Infinity without one. */

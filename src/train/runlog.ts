@@ -5,7 +5,7 @@
  * loses at most the line of an epoch that a resume will redo; `trimLog` drops lines past the
  * checkpoint on resume so the log never holds an epoch twice.
  */
-import type { Metrics, ValidationReport } from '../eval/metrics.js';
+import type { ValidationReport } from '../eval/metrics.js';
 import { joinPath, readText, type Storage } from './storage.js';
 
 export type { ValidationReport } from '../eval/metrics.js';
