@@ -28,6 +28,7 @@
  * Params layout: the actor's flat buffer then the critic's (the collectors' nets buffer starts
  * the same way, so `copyParamsTo` refreshes a collector with one device copy).
  */
+
 import { capsOf } from '../backend/caps.js';
 import { tuningFor } from '../backend/tuning.js';
 import type { Backend, DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
@@ -39,6 +40,7 @@ import { LOSS_PARTS, lossGroups, ppoLossDispatch, STAT, STAT_COUNT } from '../ke
 import type { PpoUpdateStats } from '../learn/ppo_update.js';
 import type { NetLayout } from '../nets/layout.js';
 import { seedToKey } from '../rng/philox.js';
+import { canCapture } from './graphs.js';
 import {
   backwardDispatches,
   createMlpBuffers,
@@ -70,14 +72,6 @@ export interface HostAdam {
 }
 
 /** The CUDA backend's graph extension (src/backend/cuda/index.ts), found by duck typing. */
-interface Capturable {
-  capture(dispatches: Dispatch[]): { replay(): void; destroy(): void };
-}
-
-function canCapture(b: Backend): b is Backend & Capturable {
-  return typeof (b as Partial<Capturable>).capture === 'function';
-}
-
 export interface DevicePpoLearnerInit {
   backend: Backend;
   actorLayout: NetLayout;

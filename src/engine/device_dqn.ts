@@ -11,7 +11,7 @@
  *             values per sample). With curiosity on, the whole launch is read back instead: the
  *             curiosity model trains on the host.
  *   train     dqn.stepsPerEpoch steps recorded into one run (one submission, WebGPU splits long
- *             runs into chunks): per step sample + gather, a copy of the IS weights out of the
+ *             runs into chunks; on CUDA one captured graph per epoch once the ring is full): per step sample + gather, a copy of the IS weights out of the
  *             batch, the learner's step, the priority update from its TD signals, and a copy of
  *             its `td` into a per-epoch history. The host reads back once at the end: that
  *             history (2 x batch floats per step) and the gradient-norm sum.
@@ -27,6 +27,7 @@ import type { Config } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
 import { DqnDeviceCollector } from '../device/collect.js';
 import { DeviceDqnLearner } from '../device/dqn.js';
+import { canCapture, GraphCache } from '../device/graphs.js';
 import { collectorDqnRollout, DeviceReplay } from '../device/replay.js';
 import { DQN_OUTPUT } from '../kernels/collect_dqn.js';
 import { dqnTargetUpdateDispatch } from '../kernels/dqn_target_update.js';
@@ -160,6 +161,8 @@ export function createDeviceDqnEngine(
   const syncCuriosity = () => collector.setWeights({ curiosity: curiosity.model.params });
   syncActing();
   syncCuriosity();
+  // CUDA: the train epoch as one captured graph once the ring is full (graphs.ts).
+  const graphs = canCapture(backend) ? new GraphCache(backend) : null;
   let rollout: DqnRollout | null = null;
 
   /** CollectStats from the few sections it needs: rewards .. components floats, dones + truncateds. */
@@ -204,17 +207,26 @@ export function createDeviceDqnEngine(
       learner.resetNormSum();
       learner.uploadSchedule(steps);
       replay.setFirstStep(first);
-      const list = [];
-      for (let k = 0; k < steps; k++) {
-        list.push(
-          ...replay.sample(k),
-          copyFloats(replay.batchF, weights, B, B * REPLAY_F, 0),
-          ...learner.stepDispatches(batch, k),
-          ...replay.updatePriorities(learner.buffers.td),
-          copyFloats(learner.buffers.td, history, 2 * B, 0, 2 * B * k),
-        );
+      const record = () => {
+        const list = [];
+        for (let k = 0; k < steps; k++) {
+          list.push(
+            ...replay.sample(k),
+            copyFloats(replay.batchF, weights, B, B * REPLAY_F, 0),
+            ...learner.stepDispatches(batch, k),
+            ...replay.updatePriorities(learner.buffers.td),
+            copyFloats(learner.buffers.td, history, 2 * B, 0, 2 * B * k),
+          );
+        }
+        return list;
+      };
+      // The epoch's uniforms depend on the replay's size (fixed once the ring is full) and on
+      // which of its steps copy the target net (the first step modulo targetEvery).
+      if (graphs && replay.size === replay.capacity) {
+        graphs.replay(`${q.targetEvery > 0 ? first % q.targetEvery : 'polyak'}`, record);
+      } else {
+        backend.run(record());
       }
-      backend.run(list);
       learner.advance(steps);
       const td = new Float32Array(await backend.download(history, 0, 4 * steps * 2 * B));
       for (let k = 0; k < steps; k++) {
@@ -308,6 +320,7 @@ export function createDeviceDqnEngine(
     },
 
     destroy() {
+      graphs?.destroy();
       backend.destroyBuffer(weights);
       backend.destroyBuffer(history);
       replay.destroy();
