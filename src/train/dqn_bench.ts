@@ -8,12 +8,16 @@
  *             priority update in one submission, the TD history read back at the end; on cpu:
  *             the TS references); `stepMs` = train / steps
  *   validate  params read back and the greedy policy backtested on the validation split (host)
- * The first epoch is a warm-up (kernel compilation, a replay of at least one batch) and is not
- * counted; the means are over the measured repeats.
+ * On a device the bench measures training's steady state: collections first fill the replay ring
+ * (dqn.replayCapacity rows), then warm-up epochs run once per target-copy phase where the backend
+ * captures graphs (CUDA: the first step modulo dqn.targetEvery picks the epoch's graph; at the
+ * defaults 10 phases), else one. Those, and the first epoch on the CPU, are not counted (kernel
+ * compilation, graph capture); the means are over the measured repeats.
  */
 import type { Backend } from '../backend/types.js';
 import type { Config } from '../config.js';
 import type { Market, Splits } from '../data/types.js';
+import { canCapture } from '../device/graphs.js';
 import { createCpuDqnEngine } from '../engine/cpu_dqn.js';
 import { createDeviceDqnEngine } from '../engine/device_dqn.js';
 import { backtest } from '../eval/backtest.js';
@@ -53,17 +57,26 @@ export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult>
   const head = headOf(cfg.train.algo);
   const layout = duelingLayout(head, q.atoms, q.iqnEmbed);
   const sum = { collect: 0, train: 0, validate: 0 };
+  const device = backend.kind !== 'cpu';
+  const warmups = device && canCapture(backend) ? targetPhases(q.targetEvery, q.stepsPerEpoch) : 1;
+  let round = 0;
   try {
-    for (let r = 0; r <= o.repeats; r++) {
+    if (device) {
+      const fills = Math.ceil(q.replayCapacity / (cfg.rollout.episodes * cfg.rollout.steps));
+      const t0 = performance.now();
+      for (; round < fills; round++) await engine.collect(round, 1);
+      o.onProgress?.(`fill: ${fills} collections in ${(performance.now() - t0).toFixed(0)} ms`);
+    }
+    for (let r = 1 - warmups; r <= o.repeats; r++, round++) {
       let t0 = performance.now();
-      await engine.collect(r, epsilonAt(q, r));
+      await engine.collect(round, epsilonAt(q, r));
       const collect = performance.now() - t0;
       t0 = performance.now();
       const trained = await engine.train(r);
       const train = performance.now() - t0;
       if (trained.steps !== q.stepsPerEpoch) {
         throw new Error(
-          `bench train: epoch ${r + 1} took ${trained.steps} train steps, not ${q.stepsPerEpoch} (the replay holds ${trained.replaySize} rows, a batch is ${q.batch}): raise --episodes or --steps`,
+          `bench train: epoch ${round + 1} took ${trained.steps} train steps, not ${q.stepsPerEpoch} (the replay holds ${trained.replaySize} rows, a batch is ${q.batch}): raise --episodes or --steps`,
         );
       }
       t0 = performance.now();
@@ -76,11 +89,11 @@ export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult>
         o.barsPerYear,
       );
       const validate = performance.now() - t0;
-      const what = r === 0 ? 'warm-up' : `epoch ${r}`;
+      const what = r <= 0 ? 'warm-up' : `epoch ${r}`;
       o.onProgress?.(
         `${what}: collect ${collect.toFixed(1)} ms, train ${train.toFixed(1)} ms, validate ${validate.toFixed(1)} ms`,
       );
-      if (r === 0) continue;
+      if (r <= 0) continue;
       sum.collect += collect;
       sum.train += train;
       sum.validate += validate;
@@ -104,6 +117,13 @@ export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult>
     times,
     stepMs: times.trainMs / q.stepsPerEpoch,
   };
+}
+
+/** Distinct target-copy phases of consecutive epochs of `steps` train steps (at most 16, GraphCache's size). */
+export function targetPhases(targetEvery: number, steps: number): number {
+  if (targetEvery <= 0) return 1;
+  const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
+  return Math.min(16, targetEvery / gcd(targetEvery, steps));
 }
 
 /** The table `foxhunt bench train --algo dqn|c51` prints. */

@@ -17,7 +17,7 @@ import { type Config, loadConfig } from '../../src/config.js';
 import { createCpuDqnEngine } from '../../src/engine/cpu_dqn.js';
 import { createDeviceDqnEngine } from '../../src/engine/device_dqn.js';
 import type { DqnEngine } from '../../src/engine/dqn_engine.js';
-import { benchDqnTrain } from '../../src/train/dqn_bench.js';
+import { benchDqnTrain, targetPhases } from '../../src/train/dqn_bench.js';
 import { prepareData } from '../../src/train/run.js';
 import { CudaEmuBackend, emuUnavailable } from './learn-device-cuda/emu_backend.js';
 
@@ -341,6 +341,46 @@ describe('bench train --algo dqn|c51', () => {
     for (const ms of Object.values(r.times)) expect(ms).toBeGreaterThan(0);
     expect(r.times.epochMs).toBeCloseTo(r.times.collectMs + r.times.trainMs + r.times.validateMs, 6);
     expect(r.stepMs).toBeCloseTo(r.times.trainMs / 5, 9);
+    // A device backend that captures graphs: the ring is filled first (256 rows / 64 per
+    // collection), then one warm-up epoch per target phase (targetEvery 3, 5 steps: 3) captures
+    // each phase's graph, so the measured epochs replay graphs and capture none.
+    let captures = 0;
+    const device = createCpuBackend();
+    backends.push(device);
+    const capturing = new Proxy(device, {
+      get(target, name) {
+        if (name === 'kind') return 'webgpu';
+        if (name === 'capture')
+          return (list: Dispatch[]) => {
+            captures++;
+            return { replay: () => target.run(list), destroy() {} };
+          };
+        const value = Reflect.get(target, name, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    lines.length = 0;
+    await benchDqnTrain({
+      ...data,
+      backend: capturing,
+      cfg,
+      barsPerYear: data.barsPerYear,
+      repeats: 2,
+      onProgress: (line) => lines.push(line),
+    });
+    expect(lines.map((l) => l.split(':')[0])).toEqual([
+      'fill',
+      'warm-up',
+      'warm-up',
+      'warm-up',
+      'epoch 1',
+      'epoch 2',
+    ]);
+    expect(lines[0]).toMatch(/^fill: 4 collections in \d+ ms$/);
+    expect(captures).toBe(3);
+    expect(targetPhases(1000, 300)).toBe(10);
+    expect(targetPhases(0, 300)).toBe(1);
+    expect(targetPhases(7, 300)).toBe(7);
     const big = loadConfig(undefined, {
       'train.algo': 'dqn',
       'data.synthBars': '3000',
