@@ -332,6 +332,20 @@ describe('the demo page in headless Chromium', () => {
     await page.close();
   });
 
+  it('trains 1 epoch of DQN on WebGPU with the device engine', async () => {
+    const { page, errors } = await open(gpuBrowser);
+    await page.check('input[name=algo][value=dqn]');
+    expect(await page.isHidden('#algo-note')).toBe(true);
+    await train(page, 1, 'dqn');
+    expect(await page.textContent('#epoch')).toBe('1');
+    expect(await page.textContent('.run-subtitle')).toMatch(/^DQN on WebGPU/);
+    expect(await page.textContent('#info')).toMatch(/^backend webgpu: .*swiftshader/im);
+    expect(await points(page, 'equity')).toBeGreaterThan(100);
+    expect(await page.$$eval('.verdict', (v) => v.length)).toBe(2);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('trains IQN on the CPU reference on a WebGPU device, saying why in one line', async () => {
     const { page, errors } = await open(gpuBrowser);
     await page.check('input[name=algo][value=iqn]');
