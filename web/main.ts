@@ -11,7 +11,7 @@ import { RUN_CSS } from '../src/report/html.js';
 import type { RunView } from '../src/report/view.js';
 import { duration } from '../src/train/report.js';
 import type { DeviceReport, Progress, Settings, TrainerApi } from './api.js';
-import { sizesFor } from './sizes.js';
+import { backendFor, sizesFor } from './sizes.js';
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const style = document.createElement('style');
@@ -114,13 +114,15 @@ async function probe() {
 }
 
 const algo = () => (form.elements.namedItem('algo') as RadioNodeList).value as Settings['algo'];
-/** The page runs the DQN family on the CPU reference (its device engine is CLI-only so far), sized for it. */
-const runSizes = () => (algo() === 'ppo' ? device!.sizes : sizesFor('cpu'));
+/** The chosen algorithm's backend: the device's, but IQN on the CPU (sizes.ts). */
+const backend = () => backendFor(algo(), device!.backend);
+/** The run proposed for that backend: the device's sizes, or the CPU's when IQN leaves the GPU. */
+const runSizes = () => (backend() === device!.backend ? device!.sizes : sizesFor('cpu'));
 let sizedFor = '';
-/** Proposes the run of the chosen algorithm's device, and says when that is the CPU on a WebGPU page. */
+/** Proposes the run of the chosen algorithm's backend, and says when that is the CPU on a WebGPU page. */
 function onAlgo() {
   if (!device) return;
-  $('algo-note').hidden = algo() === 'ppo' || device.backend !== 'webgpu';
+  $('algo-note').hidden = backend() === device.backend;
   const sizes = runSizes();
   const key = JSON.stringify(sizes);
   if (key === sizedFor) return;
@@ -140,7 +142,7 @@ function settings(): Settings {
   return {
     ...sizes,
     algo: algo(),
-    backend: algo() === 'ppo' ? device!.backend : 'cpu',
+    backend: backend(),
     epochs: value('epochs'),
     episodes,
     steps,

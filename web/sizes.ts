@@ -3,6 +3,9 @@
  * busy; a software adapter (SwiftShader, lavapipe, WARP: the GPU emulated on the CPU) and the CPU
  * reference get one that finishes an epoch in seconds. The user may change the numbers.
  */
+import type { Algo } from '../src/config.js';
+import { REPLAY_F } from '../src/learn/replay.js';
+
 export interface RunSizes {
   epochs: number;
   episodes: number;
@@ -39,5 +42,48 @@ export function sizesFor(device: DeviceClass, maxBufferSize = 0): RunSizes {
     updateEpochs: 1,
     synthBars: 4000,
     episodeBars: 250,
+  };
+}
+
+/**
+ * The backend an algorithm trains on in the page: the device's, except IQN, which has no device
+ * learner yet (`foxhunt train --algo iqn --backend webgpu` refuses it) and runs on the CPU.
+ */
+export function backendFor(algo: Algo, device: 'webgpu' | 'cpu'): 'webgpu' | 'cpu' {
+  return algo === 'iqn' ? 'cpu' : device;
+}
+
+/** Bytes of the replay ring the page allows: it lives in the tab, and in every checkpoint. */
+export const PAGE_REPLAY_BYTES = 64 * 2 ** 20;
+
+export interface DqnSizes {
+  batch: number;
+  stepsPerEpoch: number;
+  replayCapacity: number;
+}
+
+/**
+ * The DQN family's run, sized like the PPO run: a batch of at most one rollout (and the config's
+ * default), about two replayed samples per collected step, and a replay of up to 16 rollouts that
+ * fits PAGE_REPLAY_BYTES and the device's largest storage buffer (`limits`: maxBufferSize and
+ * maxStorageBufferBindingSize where known; empty on the CPU).
+ */
+export function dqnSizesFor(
+  s: { episodes: number; steps: number; minibatch: number },
+  defaults: { batch: number; replayCapacity: number },
+  limits: Record<string, number>,
+): DqnSizes {
+  const rollout = s.episodes * s.steps;
+  const batch = Math.max(1, Math.min(defaults.batch, s.minibatch, rollout));
+  const largest = Math.min(
+    PAGE_REPLAY_BYTES,
+    limits.maxBufferSize ?? Number.POSITIVE_INFINITY,
+    limits.maxStorageBufferBindingSize ?? Number.POSITIVE_INFINITY,
+  );
+  const rows = Math.floor(largest / (4 * REPLAY_F));
+  return {
+    batch,
+    stepsPerEpoch: Math.ceil((2 * rollout) / batch),
+    replayCapacity: Math.max(batch, Math.min(defaults.replayCapacity, 16 * rollout, rows)),
   };
 }

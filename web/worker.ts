@@ -20,7 +20,7 @@ import { type EpochRecord, logPath } from '../src/train/runlog.js';
 import { committedDir, joinPath, MemoryStorage, type Storage } from '../src/train/storage.js';
 import type { DeviceReport, Progress, Settings, TrainerApi } from './api.js';
 import { IndexedDbStorage } from './idb_storage.js';
-import { sizesFor } from './sizes.js';
+import { dqnSizesFor, sizesFor } from './sizes.js';
 import { type NamedBytes, readTar, writeTar } from './tar.js';
 
 const OUT = 'web-run';
@@ -44,6 +44,8 @@ let bars: SourcedBars | undefined;
 let running = false;
 let stopRequested = false;
 let paused: { promise: Promise<void>; release: () => void } | null = null;
+/** The adapter's limits from probe (the backend requests them all); they size the DQN replay. */
+let adapterLimits: Record<string, number> = {};
 
 const KEY_LIMITS = [
   'maxBufferSize',
@@ -67,13 +69,11 @@ function configOf(s: Settings) {
   cfg.ppo.updateEpochs = s.updateEpochs;
   cfg.ppo.lr = s.lr;
   if (s.algo !== 'ppo') {
-    // The DQN family, sized like the PPO run: a batch of at most one rollout, about two replayed
-    // samples per collected step, a replay of 16 rollouts, exploration decaying over the run.
+    // The DQN family: batch, train steps and replay from the rollout and the device (sizes.ts);
+    // exploration and the PER beta anneal over the run.
     const q = cfg.dqn;
     q.lr = s.lr;
-    q.batch = Math.min(q.batch, s.minibatch);
-    q.stepsPerEpoch = Math.ceil((2 * s.episodes * s.steps) / q.batch);
-    q.replayCapacity = Math.max(q.batch, Math.min(q.replayCapacity, 16 * s.episodes * s.steps));
+    Object.assign(q, dqnSizesFor(s, q, s.backend === 'webgpu' ? adapterLimits : {}));
     q.epsilonDecayEpochs = Math.min(q.epsilonDecayEpochs, s.epochs);
     q.betaEpochs = Math.min(q.betaEpochs, s.epochs);
   }
@@ -104,6 +104,7 @@ const api: TrainerApi = {
     const summary = summarizeAdapter(adapter);
     const limits: Record<string, number> = {};
     for (const k of KEY_LIMITS) limits[k] = adapter.limits[k];
+    adapterLimits = limits;
     const name = [summary.vendor, summary.architecture].filter(Boolean).join(' ') || adapterName(summary);
     return {
       backend: 'webgpu',

@@ -122,6 +122,13 @@ export function renderRun(root: HTMLElement, view: RunView, U: typeof uPlot): Ru
 
   const labelsOf = (spec: Spec) => spec.lines.map((l) => l.label).join('|');
 
+  /** Tick labels of 3 significant digits, more where that would print two ticks alike (3.925, 3.93). */
+  const distinctLabels = (ticks: number[]): string[] => {
+    for (let digits = 3; ; digits++) {
+      const labels = ticks.map((t) => String(+t.toPrecision(digits)));
+      if (digits >= 10 || new Set(labels).size === labels.length) return labels;
+    }
+  };
   const create = (spec: Spec) => {
     const { title, xs, lines, opts } = spec;
     const box = made.get(spec.name)!.box;
@@ -132,7 +139,7 @@ export function renderRun(root: HTMLElement, view: RunView, U: typeof uPlot): Ru
       opts.xFmt ? { values: (_u, ticks) => ticks.map((t) => opts.xFmt!(t)) } : {},
       {
         size: 64,
-        values: (_u, ticks) => ticks.map((t) => (opts.yFmt ? opts.yFmt(t) : String(+t.toPrecision(3)))),
+        values: (_u, ticks) => (opts.yFmt ? ticks.map(opts.yFmt) : distinctLabels(ticks)),
       },
     ];
     if (opts.y2) axes.push({ scale: opts.y2, side: 1, size: 64, grid: { show: false } });

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import { loadBars, saveBars } from '../../src/data/load.js';
 import { generateSynthetic } from '../../src/data/synthetic.js';
+import { readTar } from '../../web/tar.js';
 import { pngColours } from './png.js';
 
 const ARTIFACTS = 'runs/web';
@@ -274,23 +275,90 @@ describe('the demo page in headless Chromium', () => {
     await page.close();
   });
 
-  it('trains 1 epoch of C51 on the CPU reference, saying why on a WebGPU device', async () => {
+  it("trains 1 epoch of C51 on WebGPU with the device engine; its checkpoint is the CLI's format", async () => {
     const { page, errors } = await open(gpuBrowser);
-    expect(await page.isHidden('#algo-note')).toBe(true);
     await page.check('input[name=algo][value=c51]');
-    expect(await page.textContent('#algo-note')).toMatch(
-      /C51 and IQN train on the CPU reference.*not in the page yet/s,
-    );
-    expect(await page.isVisible('#algo-note')).toBe(true);
+    expect(await page.isHidden('#algo-note')).toBe(true);
     await train(page, 1, 'c51');
     expect(await page.textContent('#epoch')).toBe('1');
-    expect(await page.textContent('.run-subtitle')).toMatch(/^C51 on the CPU reference/);
+    expect(await page.textContent('.run-subtitle')).toMatch(/^C51 on WebGPU/);
+    // The backend the run chose (runTraining's describeChoice line), not the form's wish.
+    expect(await page.textContent('#info')).toMatch(/^backend webgpu: .*swiftshader/im);
     expect(
       await page.$$eval('[data-chart=losses] .u-legend th', (t) => t.map((e) => e.textContent)),
     ).toContain('mean |TD error|');
+    expect(await points(page, 'losses')).toBe(1);
     expect(await points(page, 'equity')).toBeGreaterThan(100);
     const verdicts = await page.$$eval('.verdict', (v) => v.map((e) => e.textContent));
     expect(verdicts[1]).toMatch(/^best\/ \(epoch 1 of 1\) (beat|did NOT beat) .* on the test split/);
+    const rate = (await page.textContent('#rate'))!;
+    expect(rate).toMatch(/[\d,]+ env steps\/s/);
+    writeFileSync(join(ARTIFACTS, 'c51-webgpu-rate.txt'), `${rate}\n`);
+
+    // The downloaded best/ unpacks into a checkpoint `foxhunt backtest` reads; the page backtests
+    // the same .tar to the same metrics.
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#dl-checkpoint')]);
+    const tar = join(tmp, 'c51-webgpu.tar');
+    await download.saveAs(tar);
+    const dir = join(tmp, 'c51-webgpu');
+    mkdirSync(dir);
+    for (const f of readTar(new Uint8Array(readFileSync(tar)))) writeFileSync(join(dir, f.name), f.bytes);
+    const state = JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')).state;
+    expect([state.algo, state.backend, state.epoch]).toEqual(['c51', 'webgpu', 1]);
+    expect(readdirSync(dir).sort()).toEqual([
+      'curiosity.safetensors',
+      'env.safetensors',
+      'online.safetensors',
+      'optimizer.safetensors',
+      'replay.safetensors',
+      'state.json',
+      'target.safetensors',
+    ]);
+    const log = vi.spyOn(console, 'log').mockImplementation(() => {});
+    try {
+      expect(await main(['backtest', '--checkpoint', dir, '--json'])).toBe(0);
+      const cli = JSON.parse(String(log.mock.calls[0][0]));
+      await page.setInputFiles('#ckpt-file', tar);
+      await page.waitForSelector('#backtest[data-report]');
+      const shown = JSON.parse((await page.getAttribute('#backtest', 'data-report'))!);
+      expect(shown).toEqual({ policy: cli.policy, buyHold: cli.buyHold, random: cli.random });
+    } finally {
+      log.mockRestore();
+    }
+    expect(await page.textContent('#backtest .verdict')).toMatch(
+      /loaded C51 checkpoint \(epoch 1, webgpu backend\)/,
+    );
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('trains 1 epoch of DQN on WebGPU with the device engine', async () => {
+    const { page, errors } = await open(gpuBrowser);
+    await page.check('input[name=algo][value=dqn]');
+    expect(await page.isHidden('#algo-note')).toBe(true);
+    await train(page, 1, 'dqn');
+    expect(await page.textContent('#epoch')).toBe('1');
+    expect(await page.textContent('.run-subtitle')).toMatch(/^DQN on WebGPU/);
+    expect(await page.textContent('#info')).toMatch(/^backend webgpu: .*swiftshader/im);
+    expect(await points(page, 'equity')).toBeGreaterThan(100);
+    expect(await page.$$eval('.verdict', (v) => v.length)).toBe(2);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('trains IQN on the CPU reference on a WebGPU device, saying why in one line', async () => {
+    const { page, errors } = await open(gpuBrowser);
+    await page.check('input[name=algo][value=iqn]');
+    expect(await page.isVisible('#algo-note')).toBe(true);
+    expect(await page.textContent('#algo-note')).toMatch(
+      /^IQN trains on the CPU reference.*no device\s+learner/,
+    );
+    await train(page, 1, 'iqn');
+    expect(await page.textContent('#epoch')).toBe('1');
+    expect(await page.textContent('.run-subtitle')).toMatch(/^IQN on the CPU reference/);
+    expect(await page.textContent('#info')).not.toMatch(/backend webgpu/);
+    expect(await points(page, 'equity')).toBeGreaterThan(100);
+    expect(await page.$$eval('.verdict', (v) => v.length)).toBe(2);
     expect(errors).toEqual([]);
     await page.close();
   });
