@@ -15,7 +15,8 @@ const num = (x: number) => (Math.abs(x) >= 1e5 ? x.toExponential(2) : x.toFixed(
 
 /**
  * One plain sentence: did the policy beat buy-and-hold and random on `split` in return and
- * Sharpe, and by how much (every figure, the baselines' next to the policy's).
+ * Sharpe, and by how much (every figure, the baselines' next to the policy's); a second one when
+ * the policy never traded.
  */
 export function verdictSentence(who: string, split: string, v: ValidationReport): string {
   const { policy: p, buyHold: b, random: r } = v;
@@ -33,8 +34,10 @@ export function verdictSentence(who: string, split: string, v: ValidationReport)
   const outcome = missed.length
     ? `did NOT beat ${missed.join(', nor ')} on the ${split} split`
     : `beat buy-and-hold and random on the ${split} split in return and Sharpe`;
+  // A policy that stands aside scores 0: say so, or "beat" reads as skill.
+  const flat = p.trades === 0 ? ' It never traded: it stood flat over the whole split.' : '';
   return (
     `${who} ${outcome}: return ${pct(p.totalReturn)} against ${pct(b.totalReturn)} (buy-and-hold) and ` +
-    `${pct(r.totalReturn)} (random), Sharpe ${num(p.sharpe)} against ${num(b.sharpe)} and ${num(r.sharpe)}.`
+    `${pct(r.totalReturn)} (random), Sharpe ${num(p.sharpe)} against ${num(b.sharpe)} and ${num(r.sharpe)}.${flat}`
   );
 }
