@@ -5,6 +5,11 @@
  * cases then check the very CUDA source on a machine without a GPU: slowly, but exactly as
  * written (no fused multiply-adds: `-ffp-contract=off`, so results sit closer to the references
  * than on a GPU).
+ *
+ * By default it reports itself as the CPU with a CUDA device's workgroup limits (the plans the unit
+ * tests pick for it); `{ as: 'cuda' }` reports an sm_90 CUDA device instead (16 SMs, 227 KiB of
+ * opt-in shared memory), so the code above the backend makes the CUDA backend's own choices: its
+ * collection tiles, the cluster kernel, TF32 tensor cores, the learner's delta chain.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -13,7 +18,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CpuBackend } from '../../src/backend/cpu/index.js';
 import { cudaPreamble } from '../../src/backend/cuda/preamble.js';
-import type { BackendInfo, Dispatch, KernelSpec, ScalarType } from '../../src/backend/types.js';
+import type { BackendInfo, BackendKind, Dispatch, KernelSpec, ScalarType } from '../../src/backend/types.js';
 import { packUniforms, uniformBytes, validateDispatch } from '../../src/backend/uniforms.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -25,6 +30,9 @@ export function emuUnavailable(): string | null {
   return r.status === 0 ? null : 'g++ is not installed (apt-get install g++)';
 }
 
+/** Static shared memory a CUDA block may declare. */
+const STATIC_SHARED_BYTES = 48 * 1024;
+
 const C_TYPE: Record<ScalarType, string> = { f32: 'float', u32: 'unsigned int', i32: 'int' };
 
 /** The harness: reads the launch (buffers, uniforms, grid), runs the kernel, writes every buffer back. */
@@ -34,6 +42,11 @@ function harness(spec: KernelSpec, source: string): string {
       `reinterpret_cast<${b.access === 'read' ? 'const ' : ''}${C_TYPE[b.type]}*>(g_bufs[${i}].data())`,
   );
   if (spec.uniforms.length > 0) args.push('g_u');
+  const [clusterX, clusterY, clusterZ] = spec.cluster ?? [1, 1, 1];
+  if (clusterY !== 1 || clusterZ !== 1) throw new Error(`${spec.name}: the emulator clusters blocks along x only`);
+  // A launch without sharedBytes has the 48 KiB a block's static shared memory may hold (the
+  // collection kernels' static plans live in the emulator's one shared region, as dynamic ones do).
+  const sharedBytes = spec.sharedBytes ?? STATIC_SHARED_BYTES;
   return `#include "learn_emu.cuh"
 #include <cstdio>
 #include <vector>
@@ -61,7 +74,7 @@ int main(int argc, char** argv) {
   if (!ok) return 3;
   std::fclose(in);
   std::memcpy(&g_u, u.data(), sizeof(Uniforms));
-  emu::launch({grid[0], grid[1], grid[2]}, {WG_X, WG_Y, WG_Z}, ${spec.sharedBytes ?? 0}, entry, nullptr);
+  emu::launch({grid[0], grid[1], grid[2]}, {WG_X, WG_Y, WG_Z}, ${sharedBytes}, entry, nullptr, ${clusterX});
   FILE* out = std::fopen(argv[2], "wb");
   for (auto& b : g_bufs) std::fwrite(b.data(), 1, b.size() - 16, out);
   std::fclose(out);
@@ -77,25 +90,36 @@ interface HostBuffer {
 
 export class CudaEmuBackend extends CpuBackend {
   /** The CUDA backend's workgroup shape choices (kSplitFor reads these limits). */
-  override readonly info: BackendInfo = {
-    kind: 'cpu',
-    device: 'CUDA twins on the CPU fiber emulator',
-    driver: 'g++',
-    limits: {
-      timing: 'wall-clock',
-      maxComputeInvocationsPerWorkgroup: 1024,
-      maxComputeWorkgroupStorageSize: 48 * 1024,
-      // dwSplitBudgetFor reads it: a small GPU, so the test networks' backward launches split dW.
-      smCount: 16,
-    },
-  };
+  override readonly info: BackendInfo;
+
+  constructor(options: { as?: Extract<BackendKind, 'cpu' | 'cuda'> } = {}) {
+    super();
+    const kind = options.as ?? 'cpu';
+    this.info = {
+      kind,
+      device: `CUDA twins on the CPU fiber emulator${kind === 'cuda' ? ' (as sm_90)' : ''}`,
+      driver: 'g++',
+      limits: {
+        timing: 'wall-clock',
+        maxComputeInvocationsPerWorkgroup: 1024,
+        maxComputeWorkgroupStorageSize: STATIC_SHARED_BYTES,
+        // dwSplitBudgetFor reads it: a small GPU, so the test networks' backward launches split dW.
+        smCount: 16,
+        ...(kind === 'cuda'
+          ? { computeCapability: '9.0', maxThreadsPerBlock: 1024, maxSharedPerBlockOptin: 227 * 1024 }
+          : {}),
+      },
+    };
+    // The CPU backend's kind is a literal type; the code above the backend reads it at run time.
+    Object.defineProperty(this, 'kind', { value: kind });
+  }
   private readonly dir = mkdtempSync(join(tmpdir(), 'foxhunt-learn-emu-'));
   private readonly binaries = new Map<string, string>();
   /** Dispatches executed through the emulator so far. */
   launches = 0;
 
   private binary(spec: KernelSpec): string {
-    const key = `${spec.name}|${spec.workgroupSize}|${JSON.stringify(spec.constants ?? {})}|${spec.sharedBytes ?? 0}`;
+    const key = `${spec.name}|${spec.workgroupSize}|${JSON.stringify(spec.constants ?? {})}|${spec.sharedBytes ?? 0}|${spec.cluster ?? ''}`;
     const known = this.binaries.get(key);
     if (known) return known;
     const tag = `${spec.name}_${this.binaries.size}`;
