@@ -39,10 +39,9 @@ const CUDA_EMU = [
   'kernels/collect-nets-cuda',
   'kernels/mlp-backward-jobs',
   'kernels/mlp-delta-chain',
-  'device/learn-cuda-emu',
+  'kernels/mlp-cuda',
   'device/learn-forward-split-cuda',
   'device/learn-tf32-cuda',
-  'device/learn-split',
 ].map((name) => `test/unit/${name}.test.ts`);
 
 // GPU suites run in forked processes: Dawn has crashed inside worker threads.

@@ -43,7 +43,8 @@ function harness(spec: KernelSpec, source: string): string {
   );
   if (spec.uniforms.length > 0) args.push('g_u');
   const [clusterX, clusterY, clusterZ] = spec.cluster ?? [1, 1, 1];
-  if (clusterY !== 1 || clusterZ !== 1) throw new Error(`${spec.name}: the emulator clusters blocks along x only`);
+  if (clusterY !== 1 || clusterZ !== 1)
+    throw new Error(`${spec.name}: the emulator clusters blocks along x only`);
   // A launch without sharedBytes has the 48 KiB a block's static shared memory may hold (the
   // collection kernels' static plans live in the emulator's one shared region, as dynamic ones do).
   const sharedBytes = spec.sharedBytes ?? STATIC_SHARED_BYTES;

@@ -1,7 +1,7 @@
 /**
  * Split dW (src/device/learn_mlp.ts): which backward launches split their dW tiles over batch
  * slices, by how much, and what a plan reserves for it. The split kernel itself is checked by the
- * CUDA emulator cases (test/unit/device/learn-cuda-emu.test.ts), whose backend reports a small SM count so that the
+ * CUDA emulator cases (test/unit/kernels/mlp-cuda.test.ts), whose backend reports a small SM count so that the
  * test networks' launches split.
  */
 import { describe, expect, it } from 'vitest';
@@ -54,7 +54,7 @@ describe('split dW plan', () => {
     expect(splitsOf([tiny], 20, 1000)).toEqual([2]);
   });
 
-  it('splits the emulator cases (so test/unit/device/learn-cuda-emu.test.ts runs the split kernel)', () => {
+  it('splits the emulator cases (so test/unit/kernels/mlp-cuda.test.ts runs the split kernel)', () => {
     const actor = buildLayout('small_actor', [
       { name: 'a0', in: 54, out: 40, act: 'relu' },
       { name: 'a1', in: 40, out: 45, act: 'none' },

@@ -1,7 +1,8 @@
 /**
  * The device replay (src/device/replay.ts: replay_insert, per_sample) against the TS
  * references replay.ts and per.ts: the parity cases on the CPU backend (the kernels' TS
- * references), on the CUDA twins through the g++ fiber emulator, and the capacity checks.
+ * references) and the capacity checks; the CUDA twins run the same cases as the parity suite's
+ * `emu` backend (test/parity/kernels.test.ts).
  */
 import { describe, expect, it, vi } from 'vitest';
 import { CpuBackend, createCpuBackend } from '../../../src/backend/cpu/index.js';
@@ -15,7 +16,6 @@ import { initParams } from '../../../src/nets/forward.js';
 import { curiosityLayout, duelingLayout, NetId } from '../../../src/nets/layout.js';
 import { replayParityCases } from '../../../src/parity/replay_cases.js';
 import { describeFailure, runCase } from '../../../src/parity/run.js';
-import { CudaEmuBackend, emuUnavailable } from '../../emu/backend.js';
 import { randomMarket } from '../env/fixtures.js';
 
 const init: DeviceReplayInit = {
@@ -56,20 +56,6 @@ describe('device replay on the CPU backend', () => {
     expect(() => new DeviceReplay(backend, init).sample(0)).toThrow(/empty replay/);
   });
 });
-
-const unavailable = emuUnavailable();
-describe.skipIf(unavailable !== null)(
-  `device replay CUDA twins on the emulator${unavailable ? ` (skipped: ${unavailable})` : ''}`,
-  () => {
-    const backend = new CudaEmuBackend();
-    for (const c of replayParityCases()) {
-      it(c.name, { timeout: 300_000 }, async () => {
-        const r = await runCase(backend, c);
-        expect(r.pass, describeFailure(r)).toBe(true);
-      });
-    }
-  },
-);
 
 describe('device replay fed by the DQN collector', () => {
   it('inserts collect_dqn output buffers as replay.ts inserts the read-back rollout (two launches, wrap)', async () => {

@@ -128,7 +128,7 @@ describe('device DQN engine', () => {
   it.skipIf(unavailable !== null)(
     `dqn and c51 with the CUDA twins on the emulator: the CPU engine's two epochs${unavailable ? ` (skipped: ${unavailable})` : ''}`,
     async () => {
-      // collect_dqn needs more shared memory than the learn emulator has: it runs its TS twin.
+      // collect_dqn runs its TS twin here (its CUDA twin runs in the parity suite's emu cases).
       class Emulator extends CudaEmuBackend {
         override run(list: Dispatch[]): void {
           for (const d of list) {

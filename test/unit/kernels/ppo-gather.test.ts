@@ -1,7 +1,7 @@
 /**
  * ppo_gather's samples per workgroup: CUDA and WebGPU dispatch narrow workgroups (>= 128 for a
  * 512-sample minibatch). The kernel results are checked by the parity case "... 4 rows per
- * workgroup" (CPU, WebGPU, the CUDA emulator in test/unit/device/learn-cuda-emu.test.ts, CUDA).
+ * workgroup" (CPU, WebGPU, the parity suite's `emu` backend, CUDA).
  */
 import { describe, expect, it } from 'vitest';
 import type { DeviceBuffer } from '../../../src/backend/types.js';
