@@ -30,19 +30,18 @@ const wgslDigests = Object.fromEntries(
     ]),
 );
 
-// The files that run CUDA twins on the g++ fiber emulator (test/unit/cuda-collect/,
-// test/unit/learn-device-cuda/): the CUDA backend's parity tier on a machine without a GPU. A file
-// that builds emulator binaries belongs here, so `npm run test:unit` stays the fast tier.
+// The unit files that run CUDA twins on the g++ fiber emulator (test/emu/): a file that builds
+// emulator binaries belongs here, so `npm run test:unit` stays the fast tier. The parity cases run
+// on the emulator too (test/parity/kernels.test.ts, FOXHUNT_BACKENDS=emu).
 const CUDA_EMU = [
-  'cuda-collect-cluster',
-  'cuda-collect-kernels',
-  'cuda-collect-nets',
-  'learn-backward-jobs',
-  'learn-delta-chain',
-  'learn-device-cuda-emu',
-  'learn-device-cuda-fwd-split',
-  'learn-device-cuda-tf32',
-  'learn-device-split',
+  'kernels/collect-dqn-cluster-cuda',
+  'kernels/collect-cuda',
+  'kernels/collect-nets-cuda',
+  'kernels/mlp-backward-jobs',
+  'kernels/mlp-delta-chain',
+  'kernels/mlp-cuda',
+  'device/learn-forward-split-cuda',
+  'device/learn-tf32-cuda',
 ].map((name) => `test/unit/${name}.test.ts`);
 
 // GPU suites run in forked processes: Dawn has crashed inside worker threads.

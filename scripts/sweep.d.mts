@@ -1,4 +1,4 @@
-/** Types of scripts/sweep.mjs's exports, for its unit test (test/unit/sweep.test.ts). */
+/** Types of scripts/sweep.mjs's exports, for its unit test (test/unit/scripts/sweep.test.ts). */
 export type FlagValue = string | number | boolean;
 
 export interface SweepConfig {

@@ -8,7 +8,7 @@
  *   memory, TF32 wide threads, quad engines;
  * - ENGINE_TILES: the WGSL f16 engines' own rules (HALF_ENGINE_TUNING).
  * Then the first tile, from the widest down by halves, whose workgroup memory fits. Overrides are
- * taken as given (an impossible one is an error). The table test (collect-tile-table.test.ts)
+ * taken as given (an impossible one is an error). The table test (test/unit/device/tile-choice.test.ts)
  * proves it chooses what the nested conditionals before it chose.
  */
 import { capsOf } from '../backend/caps.js';

@@ -15,7 +15,7 @@ export const COLLAPSE_FRACTION = 0.01;
  * Subtracted from the entropy threshold so that exact ties (a 50/50 split of two categories
  * has exactly 1 bit) count as "not below" on every backend despite f32 rounding of the
  * entropy table; for windows up to 100 the nearest non-tie entropy is 5.6e-5 bits from 1 bit,
- * far outside this margin (test/unit/env-diversity.test.ts enumerates them all).
+ * far outside this margin (test/unit/env/diversity.test.ts enumerates them all).
  */
 export const ENTROPY_TIE_MARGIN = 1e-5;
 

@@ -11,7 +11,7 @@
  *   state.json              epoch, config, seed, backend, data fingerprint, train steps, Adam
  *                           steps, the episodes' integer buffers, replay head and size, the max
  *                           priority, the epoch's log record; written last (checkpoint.ts)
- * With the replay and the tree inside, `--resume` continues bit for bit (test/unit/train-dqn.test.ts).
+ * With the replay and the tree inside, `--resume` continues bit for bit (test/unit/train/dqn.test.ts).
  * With `dqn.checkpointReplay false` replay.safetensors is not written (state.json says
  * `replay.saved: false`): a resume starts from an empty replay, not exactly.
  */

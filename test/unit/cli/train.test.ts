@@ -1,0 +1,182 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { main } from '../../../src/cli/main.js';
+import { NodeStorage } from '../../../src/node/storage.js';
+import { readLog as readLogOf, readSummary } from '../../../src/train/runlog.js';
+
+const readLog = (dir: string) => readLogOf(new NodeStorage(), dir);
+
+const TINY = [
+  '--data.synthBars',
+  '2000',
+  '--env.episodeBars',
+  '24',
+  '--env.curiosityBatch',
+  '32',
+  '--rollout.episodes',
+  '4',
+  '--rollout.steps',
+  '16',
+  '--ppo.minibatch',
+  '32',
+  '--ppo.updateEpochs=1',
+];
+
+const root = mkdtempSync(join(tmpdir(), 'foxhunt-cli-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+/** Runs the CLI and captures stdout and stderr. */
+async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const log = vi.spyOn(console, 'log').mockImplementation((...a) => void out.push(a.join(' ')));
+  const error = vi.spyOn(console, 'error').mockImplementation((...a) => void err.push(a.join(' ')));
+  try {
+    const code = await main(args);
+    return { code, out: out.join('\n'), err: err.join('\n') };
+  } finally {
+    log.mockRestore();
+    error.mockRestore();
+  }
+}
+
+describe('foxhunt train / backtest', () => {
+  const dir = join(root, 'run');
+
+  it('trains on the synthetic market, logs each epoch, keeps best/ and last/, ends with the verdict', async () => {
+    const r = await cli([
+      'train',
+      '--algo',
+      'ppo',
+      '--backend',
+      'cpu',
+      '--epochs',
+      '2',
+      '--seed',
+      '3',
+      '--out',
+      dir,
+      ...TINY,
+    ]);
+    expect(r.code).toBe(0);
+    expect(r.err).toMatch(/^epoch 1\/2 .* elapsed, ETA \d+s\nepoch 2\/2 .* elapsed, ETA 0s$/m);
+    expect(r.out).toMatch(/validation split:\n.*\npolicy .*\nbuy-and-hold .*\nrandom /);
+    expect(r.out).toMatch(/test split \(best\/, evaluated once, at the end\):\n.*\npolicy /);
+    expect(existsSync(join(dir, 'last', 'state.json'))).toBe(true);
+    expect(existsSync(join(dir, 'best', 'state.json'))).toBe(true);
+    const log = await readLog(dir);
+    expect(log.map((x) => x.epoch)).toEqual([1, 2]);
+    // best/ is the first epoch with the highest validation Sharpe.
+    const bestEpoch = log.reduce((b, x) => (x.score > b.score ? x : b)).epoch;
+    const summary = (await readSummary(new NodeStorage(), dir))!;
+    expect(summary.best.epoch).toBe(bestEpoch);
+    expect(summary.best.validation).toEqual(log[bestEpoch - 1].validation);
+    const lines = r.out.split('\n');
+    expect(lines.at(-2)).toBe(summary.verdict.validation);
+    expect(lines.at(-1)).toBe(summary.verdict.test);
+    expect(summary.verdict.validation).toMatch(
+      new RegExp(`^best/ \\(epoch ${bestEpoch} of 2\\) (beat|did NOT beat) .* on the validation split`),
+    );
+  });
+
+  it('backtest of a run directory is best/: its validation and test figures are the logged ones', async () => {
+    const summary = (await readSummary(new NodeStorage(), dir))!;
+    const val = JSON.parse((await cli(['backtest', '--checkpoint', dir, '--split', 'val', '--json'])).out);
+    expect(val.epoch).toBe(summary.best.epoch);
+    expect({ policy: val.policy, buyHold: val.buyHold, random: val.random }).toEqual(summary.best.validation);
+    const test = JSON.parse((await cli(['backtest', '--checkpoint', dir, '--json'])).out);
+    expect({ policy: test.policy, buyHold: test.buyHold, random: test.random }).toEqual(summary.test);
+  });
+
+  it('backtest of last/ matches the last logged validation, and prints the table for the test split', async () => {
+    const r = await cli(['backtest', '--checkpoint', join(dir, 'last'), '--split', 'val', '--json']);
+    expect(r.code).toBe(0);
+    const report = JSON.parse(r.out);
+    const last = (await readLog(dir)).at(-1)!;
+    expect(report.epoch).toBe(2);
+    expect(report.policy).toEqual(last.validation.policy);
+    const t = await cli(['backtest', '--checkpoint', join(dir, 'last')]);
+    expect(t.code).toBe(0);
+    expect(t.out).toMatch(/test split: bars \[\d+, 2000\)\n.*return.*sharpe/);
+  });
+
+  it('refuses to start a fresh run over an earlier one unless --force', async () => {
+    const before = readFileSync(join(dir, 'last', 'state.json'));
+    const again = await cli(['train', '--backend', 'cpu', '--epochs', '1', '--out', dir, ...TINY]);
+    expect(again.code).toBe(1);
+    expect(again.err).toMatch(/already holds a run \(last, best, log\.jsonl\); --resume continues it/);
+    expect(again.err.split('\n')).toHaveLength(1);
+    expect(readFileSync(join(dir, 'last', 'state.json')).equals(before)).toBe(true);
+
+    const other = join(root, 'forced');
+    await cli(['train', '--backend', 'cpu', '--epochs', '2', '--out', other, ...TINY]);
+    const forced = await cli([
+      'train',
+      '--backend',
+      'cpu',
+      '--epochs',
+      '1',
+      '--out',
+      other,
+      '--force',
+      ...TINY,
+    ]);
+    expect(forced.code).toBe(0);
+    expect((await readLog(other)).map((x) => x.epoch)).toEqual([1]);
+    expect((await readSummary(new NodeStorage(), other))!.epochs).toBe(1);
+  });
+
+  it('gives one clear line for user errors', async () => {
+    const dqn = await cli([
+      'train',
+      '--algo',
+      'iqn',
+      '--backend',
+      'cuda',
+      '--out',
+      join(root, 'dqn'),
+      ...TINY,
+    ]);
+    expect(dqn.code).toBe(1);
+    expect(dqn.err).toMatch(/--algo iqn --backend cuda: the device learner has no IQN tau embedding yet/);
+    expect(dqn.err.split('\n')).toHaveLength(1);
+
+    const flag = await cli(['train', '--ppo.lr', 'fast']);
+    expect(flag.code).toBe(1);
+    expect(flag.err).toMatch(/ppo\.lr: expected a number/);
+
+    const missing = await cli(['backtest', '--checkpoint', join(root, 'nowhere')]);
+    expect(missing.code).toBe(1);
+    expect(missing.err).toMatch(/no checkpoint here/);
+
+    const resume = await cli(['train', '--resume', '--out', dir, '--epochs', '3', '--ppo.lr', '0.01']);
+    expect(resume.code).toBe(1);
+    expect(resume.err).toMatch(/ppo\.lr differs/);
+  });
+});
+
+describe('foxhunt train, interrupted', () => {
+  it('stops after the epoch in progress on Ctrl-C, and --resume finishes the run', async () => {
+    const out = join(root, 'interrupted');
+    const args = ['train', '--backend', 'cpu', '--epochs', '3', '--out', out, ...TINY];
+    const before = process.listenerCount('SIGINT');
+    // Ctrl-C as soon as the command listens for it (before epoch 1 ends).
+    const poll = setInterval(() => {
+      if (process.listenerCount('SIGINT') > before) {
+        clearInterval(poll);
+        process.emit('SIGINT');
+      }
+    }, 1);
+    const stopped = await cli(args);
+    clearInterval(poll);
+    expect(stopped.code).not.toBe(0);
+    expect(stopped.err).toMatch(/stopped after epoch 1; a resume continues from last\/ \(epoch 1\)/);
+    expect((await readLog(out)).map((r) => r.epoch)).toEqual([1]);
+    expect(process.listenerCount('SIGINT')).toBe(before);
+    const resumed = await cli([...args, '--resume']);
+    expect(resumed.code).toBe(0);
+    expect((await readLog(out)).map((r) => r.epoch)).toEqual([1, 2, 3]);
+  });
+});

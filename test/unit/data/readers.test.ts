@@ -1,0 +1,271 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parquetWriteFile } from 'hyparquet-writer';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { parseIsoMs, parseNumberCell } from '../../../src/data/cells.js';
+import { DataError } from '../../../src/data/errors.js';
+import { loadBars, saveBars } from '../../../src/data/load.js';
+import { generateSynthetic } from '../../../src/data/synthetic.js';
+import type { Bars } from '../../../src/data/types.js';
+
+let dir: string;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'foxhunt-data-'));
+});
+
+const HEADER = 'timestamp,open,high,low,close,volume';
+/** Five valid one-minute bars as CSV lines (no header). */
+function goodRows(): string[] {
+  return [0, 1, 2, 3, 4].map(
+    (i) => `2024-03-01T10:0${i}:00Z,${100 + i},${101.5 + i},${99.5 + i},${100.5 + i},${10 * (i + 1)}`,
+  );
+}
+function csvFile(name: string, lines: string[]): string {
+  const path = join(dir, name);
+  writeFileSync(path, `${lines.join('\n')}\n`);
+  return path;
+}
+/** A CSV whose data row `row` (1-based) is replaced by `line`. */
+function withRow(name: string, row: number, line: string): string {
+  const rows = goodRows();
+  rows[row - 1] = line;
+  return csvFile(name, [HEADER, ...rows]);
+}
+async function loadError(path: string, opts = {}): Promise<DataError> {
+  try {
+    await loadBars(path, opts);
+  } catch (err) {
+    expect(err).toBeInstanceOf(DataError);
+    return err as DataError;
+  }
+  throw new Error(`${path} loaded without error`);
+}
+
+describe('CSV validation names file, row and rule', () => {
+  const cases: [string, number, string, string][] = [
+    ['nan.csv', 3, '2024-03-01T10:02:00Z,102,103.5,101.5,NaN,30', 'NaN value'],
+    ['negative-price.csv', 2, '2024-03-01T10:01:00Z,-101,102.5,100.5,101.5,20', 'price <= 0'],
+    ['high-below-low.csv', 4, '2024-03-01T10:03:00Z,103,99,104,103.5,40', 'high < low'],
+    ['high-below-close.csv', 2, '2024-03-01T10:01:00Z,101,101.2,100.5,101.5,20', 'high < max(open, close)'],
+    ['low-above-open.csv', 2, '2024-03-01T10:01:00Z,101,102.5,101.2,101.5,20', 'low > min(open, close)'],
+    ['negative-volume.csv', 5, '2024-03-01T10:04:00Z,104,105.5,103.5,104.5,-1', 'volume < 0'],
+    ['duplicate.csv', 3, '2024-03-01T10:01:00Z,102,103.5,101.5,102.5,30', 'duplicate timestamp'],
+    ['backwards.csv', 3, '2024-03-01T10:00:30Z,102,103.5,101.5,102.5,30', 'timestamp before previous row'],
+    ['wrong-type.csv', 2, '2024-03-01T10:01:00Z,101,102.5,100.5,101.5,lots', 'wrong type'],
+    ['bad-time.csv', 2, 'yesterday,101,102.5,100.5,101.5,20', 'wrong type'],
+    ['missing-value.csv', 2, '2024-03-01T10:01:00Z,101,,100.5,101.5,20', 'missing value'],
+  ];
+  for (const [name, row, line, rule] of cases) {
+    it(`${rule} (${name})`, async () => {
+      const path = withRow(name, row, line);
+      const err = await loadError(path);
+      expect(err.file).toBe(path);
+      expect(err.rule).toBe(rule);
+      expect(err.message).toContain(path);
+      expect(err.message).toContain(`data row ${row} (line ${row + 1})`);
+      expect(err.message).toContain(rule);
+    });
+  }
+
+  it('missing column names the column and the header line', async () => {
+    const path = csvFile('no-volume.csv', ['timestamp,open,high,low,close', '2024-03-01T10:00:00Z,1,2,1,1']);
+    const err = await loadError(path);
+    expect(err.message).toContain(path);
+    expect(err.message).toContain('header (line 1)');
+    expect(err.message).toContain('missing column "volume"');
+  });
+
+  it('empty file and header-only file', async () => {
+    const empty = join(dir, 'empty.csv');
+    writeFileSync(empty, '');
+    expect((await loadError(empty)).message).toBe(`${empty}: file: empty file (no header row)`);
+    const headerOnly = csvFile('header-only.csv', [HEADER]);
+    expect((await loadError(headerOnly)).rule).toBe('empty file');
+  });
+
+  it('counts line numbers past blank lines', async () => {
+    const rows = goodRows();
+    rows[3] = '2024-03-01T10:03:00Z,103,104.5,102.5,103.5,-5';
+    const path = csvFile('blank.csv', [HEADER, rows[0], '', rows[1], rows[2], rows[3], rows[4]]);
+    expect((await loadError(path)).message).toContain('data row 4 (line 6): volume < 0');
+  });
+});
+
+describe('CSV reading', () => {
+  it('reads epoch seconds and milliseconds by magnitude, and ISO without a zone as UTC', async () => {
+    const base = Date.UTC(2024, 2, 1, 10);
+    const rows = (ts: (i: number) => string) => [
+      HEADER,
+      ...[0, 1, 2].map((i) => `${ts(i)},100,101,99,100,1`),
+    ];
+    const seconds = await loadBars(
+      csvFile(
+        's.csv',
+        rows((i) => String(base / 1000 + 60 * i)),
+      ),
+    );
+    const millis = await loadBars(
+      csvFile(
+        'ms.csv',
+        rows((i) => String(base + 60_000 * i)),
+      ),
+    );
+    const iso = await loadBars(
+      csvFile(
+        'iso.csv',
+        rows((i) => `2024-03-01 10:0${i}:00`),
+      ),
+    );
+    const expected = [base, base + 60_000, base + 120_000];
+    expect(Array.from(seconds.bars.timestamp)).toEqual(expected);
+    expect(Array.from(millis.bars.timestamp)).toEqual(expected);
+    expect(Array.from(iso.bars.timestamp)).toEqual(expected);
+  });
+
+  it('takes the spread from bid/ask when there is no spread column', async () => {
+    const path = csvFile('quotes.csv', [
+      'timestamp,open,high,low,close,volume,bid,ask',
+      '2024-03-01T10:00:00Z,100,101,99,100,1,99.99,100.01',
+      '2024-03-01T10:01:00Z,100,101,99,100,1,99.98,100.02',
+    ]);
+    const { bars } = await loadBars(path);
+    expect(bars.spreadBps![0]).toBeCloseTo(2, 9);
+    expect(bars.spreadBps![1]).toBeCloseTo(4, 9);
+    const crossed = csvFile('crossed.csv', [
+      'timestamp,open,high,low,close,volume,bid,ask',
+      '2024-03-01T10:00:00Z,100,101,99,100,1,100.02,100.01',
+    ]);
+    expect((await loadError(crossed)).message).toContain('data row 1 (line 2): ask < bid');
+  });
+
+  it('round-trips synthetic bars through CSV bit for bit', async () => {
+    const bars = generateSynthetic({ bars: 3000, seed: 5 });
+    const path = join(dir, 'round.csv');
+    await saveBars(path, bars);
+    expectSameBars((await loadBars(path)).bars, bars);
+  });
+});
+
+function expectSameBars(got: Bars, want: Bars): void {
+  expect(got.n).toBe(want.n);
+  for (const k of ['timestamp', 'open', 'high', 'low', 'close', 'volume', 'spreadBps'] as const) {
+    expect(got[k], k).toEqual(want[k]);
+  }
+}
+
+describe('Parquet', () => {
+  it('round-trips synthetic bars bit for bit', async () => {
+    const bars = generateSynthetic({ bars: 3000, seed: 6 });
+    const path = join(dir, 'round.parquet');
+    await saveBars(path, bars);
+    expectSameBars((await loadBars(path)).bars, bars);
+  });
+
+  it('applies the same rules, naming file, row and rule', async () => {
+    const path = join(dir, 'bad.parquet');
+    const t0 = Date.UTC(2024, 0, 1);
+    parquetWriteFile({
+      filename: path,
+      columnData: [
+        { name: 'timestamp', data: [t0, t0 + 60_000, t0 + 60_000], type: 'TIMESTAMP' },
+        { name: 'open', data: [1, 1, 1], type: 'DOUBLE' },
+        { name: 'high', data: [2, 2, 2], type: 'DOUBLE' },
+        { name: 'low', data: [0.5, 0.5, 0.5], type: 'DOUBLE' },
+        { name: 'close', data: [1, 1, 1], type: 'DOUBLE' },
+        { name: 'volume', data: [1, 1, 1], type: 'DOUBLE' },
+      ],
+    });
+    const err = await loadError(path);
+    expect(err.message).toContain(`${path}: data row 3: duplicate timestamp`);
+  });
+
+  it('rejects a string price column as a wrong type, and a missing column', async () => {
+    const path = join(dir, 'strings.parquet');
+    const t0 = Date.UTC(2024, 0, 1);
+    parquetWriteFile({
+      filename: path,
+      columnData: [
+        { name: 'timestamp', data: [t0, t0 + 60_000], type: 'TIMESTAMP' },
+        { name: 'open', data: [1, 1], type: 'DOUBLE' },
+        { name: 'high', data: [2, 2], type: 'DOUBLE' },
+        { name: 'low', data: [0.5, 0.5], type: 'DOUBLE' },
+        { name: 'close', data: ['1', 'one'], type: 'STRING' },
+        { name: 'volume', data: [1, 1], type: 'DOUBLE' },
+      ],
+    });
+    const err = await loadError(path);
+    expect(err.message).toContain(`${path}: data row 2: wrong type`);
+    expect(err.message).toContain('close');
+    const noLow = join(dir, 'nolow.parquet');
+    parquetWriteFile({
+      filename: noLow,
+      columnData: [
+        { name: 'timestamp', data: [t0], type: 'TIMESTAMP' },
+        { name: 'open', data: [1], type: 'DOUBLE' },
+        { name: 'high', data: [2], type: 'DOUBLE' },
+        { name: 'close', data: [1], type: 'DOUBLE' },
+        { name: 'volume', data: [1], type: 'DOUBLE' },
+      ],
+    });
+    expect((await loadError(noLow)).message).toContain('missing column "low"');
+  });
+});
+
+describe('repair options', () => {
+  it('dropInvalid removes bad and out-of-order rows and reports how many', async () => {
+    const rows = goodRows();
+    rows[1] = '2024-03-01T10:01:00Z,101,100,102,101.5,20';
+    rows[3] = '2024-03-01T10:00:00Z,103,104.5,102.5,103.5,40';
+    const path = csvFile('repair-drop.csv', [HEADER, ...rows]);
+    const { bars, report } = await loadBars(path, { dropInvalid: true });
+    expect(report.rowsRead).toBe(5);
+    expect(report.dropped).toBe(2);
+    expect(report.firstDropped).toContain('data row 2 (line 3): high < low');
+    expect(bars.n).toBe(3);
+    expect(Array.from(bars.open)).toEqual([100, 102, 104]);
+  });
+
+  it('fillGaps inserts flat zero-volume bars at the modal interval and reports them', async () => {
+    const rows = goodRows();
+    const path = csvFile('repair-fill.csv', [HEADER, rows[0], rows[1], rows[4]]);
+    const { bars, report } = await loadBars(path, { fillGaps: true });
+    expect(report.filled).toBe(2);
+    expect(report.gapsFilled).toBe(1);
+    expect(bars.n).toBe(5);
+    const t0 = Date.UTC(2024, 2, 1, 10);
+    expect(Array.from(bars.timestamp)).toEqual([0, 1, 2, 3, 4].map((i) => t0 + 60_000 * i));
+    for (const t of [2, 3]) {
+      expect([bars.open[t], bars.high[t], bars.low[t], bars.close[t]]).toEqual([101.5, 101.5, 101.5, 101.5]);
+      expect(bars.volume[t]).toBe(0);
+    }
+    expect(bars.close[4]).toBe(104.5);
+    const plain = await loadBars(path);
+    expect(plain.bars.n).toBe(3);
+    expect(plain.report.filled).toBe(0);
+  });
+});
+
+describe('cell parsing fast paths agree with Number and Date.parse', () => {
+  it('reads decimal text to the same f64 as Number()', () => {
+    const p = { last: null };
+    const cases = ['0', '-0', '1.', '.5', '-.5', '100.1234', '0.1', '0.3', '123456789012345'];
+    cases.push('1234567890123456', '9007199254740993', '1e5', '-12.000001', '00012.50', '+3', '0x1f');
+    for (let i = 0; i < 2000; i++) cases.push(((i * 7919.123457) % 1e5).toFixed(i % 7), String(i / 7));
+    for (const c of cases) expect(Object.is(parseNumberCell(c, 'x', p), Number(c)), c).toBe(true);
+    for (const bad of ['', ' ', '.', '-', '1.2.3', 'abc', 'NaN', 'Infinity']) {
+      expect(parseNumberCell(bad, 'x', p), bad).toBeNaN();
+    }
+  });
+
+  it('reads ISO-8601 text to the same instant as Date.parse', () => {
+    for (let i = 0; i < 2000; i++) {
+      const s = new Date(Date.UTC(1971, 0, 1) + i * 987_654_321_7).toISOString();
+      expect(parseIsoMs(s), s).toBe(Date.parse(s));
+    }
+    expect(parseIsoMs('2024-03-01T10:00:00+01:00')).toBe(Date.UTC(2024, 2, 1, 9));
+    expect(parseIsoMs('2024-03-01')).toBe(Date.UTC(2024, 2, 1));
+    expect(parseIsoMs('2024-13-01T00:00:00.000Z')).toBeNaN();
+    expect(parseIsoMs('01/03/2024')).toBeNaN();
+  });
+});

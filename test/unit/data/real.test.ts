@@ -1,0 +1,99 @@
+/**
+ * Real market data end to end (test/fixtures/sp500-daily.csv, S&P 500 daily bars 2000-2020,
+ * README beside it): `data check` accepts it without a warning, `data features` writes only
+ * finite values within the clip, and a short CPU training run on it stays finite.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { main } from '../../../src/cli/main.js';
+import { applyFlags, cloneDefaults, validateConfig } from '../../../src/config.js';
+import { FEATURE_CLIP, FEATURE_COUNT } from '../../../src/features/features.js';
+import { loadSourcedBars } from '../../../src/node/data.js';
+import { NodeStorage } from '../../../src/node/storage.js';
+import { runTraining } from '../../../src/train/run.js';
+
+const FIXTURE = 'test/fixtures/sp500-daily.csv';
+const root = mkdtempSync(join(tmpdir(), 'foxhunt-real-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  vi.spyOn(console, 'log').mockImplementation((...a) => void out.push(a.join(' ')));
+  vi.spyOn(console, 'error').mockImplementation((...a) => void err.push(a.join(' ')));
+  const code = await main(argv);
+  vi.restoreAllMocks();
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+describe('real data: S&P 500 daily, 2000-2020', () => {
+  it('data check calls it valid, with splits and no warning', async () => {
+    const r = await cli('data', 'check', FIXTURE);
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.out).toContain(`${FIXTURE}: valid, 5105 data rows`);
+    expect(r.out).toMatch(/span\s+2000-01-03T00:00:00.000Z \.\. 2020-04-17T00:00:00.000Z/);
+    expect(r.out).toMatch(/splits\s+warm-up 120, .*val \[\d+, \d+\) 711 \| test/);
+    expect(r.out).not.toContain('warning');
+  });
+
+  it('data features writes 51 finite features within the clip for every bar', async () => {
+    const out = join(root, 'features.csv');
+    expect((await cli('data', 'features', FIXTURE, '--out', out)).code).toBe(0);
+    const rows = readFileSync(out, 'utf8').trimEnd().split('\n').slice(1);
+    expect(rows).toHaveLength(5105);
+    let nonZero = 0;
+    for (const [i, row] of rows.entries()) {
+      const cells = row.split(',').slice(1).map(Number);
+      expect(cells, `bar ${i}`).toHaveLength(FEATURE_COUNT);
+      for (const x of cells) {
+        if (!(Math.abs(x) <= FEATURE_CLIP)) throw new Error(`bar ${i}: ${row}`);
+        if (x !== 0) nonZero++;
+      }
+    }
+    // Daily bars: the four time-of-day / weekday features stay 0, the other 47 mostly do not.
+    expect(nonZero / ((5105 - 120) * 47)).toBeGreaterThan(0.9);
+  });
+
+  it('a short CPU training run on it stays finite', async () => {
+    const cfg = validateConfig(
+      applyFlags(cloneDefaults(), {
+        'env.episodeBars': '64',
+        'env.curiosityBatch': '32',
+        'rollout.episodes': '4',
+        'rollout.steps': '32',
+        'ppo.minibatch': '32',
+        'ppo.updateEpochs': '2',
+        'train.backend': 'cpu',
+        'train.seed': '1',
+        'train.epochs': '2',
+        'train.outDir': join(root, 'run'),
+      }),
+    );
+    const { records } = await runTraining({
+      cfg,
+      storage: new NodeStorage(),
+      bars: await loadSourcedBars(FIXTURE),
+      resume: null,
+    });
+    expect(records.map((r) => r.epoch)).toEqual([1, 2]);
+    for (const r of records) {
+      const { policy, buyHold } = r.validation;
+      const values = [
+        ...Object.values(r.losses),
+        ...Object.values(r.reward),
+        policy.totalReturn,
+        policy.sharpe,
+        buyHold.totalReturn,
+        buyHold.sharpe,
+      ];
+      expect(values.length).toBeGreaterThan(10);
+      expect(values.filter((x) => !Number.isFinite(x))).toEqual([]);
+    }
+  });
+});

@@ -1,0 +1,66 @@
+/**
+ * DeviceDqnLearner and the DQN loss kernels refuse what they cannot run, with one clear error
+ * each (their numerics are the parity cases of src/parity/dqn_cases.ts).
+ */
+import { describe, expect, it } from 'vitest';
+import { CpuBackend } from '../../../src/backend/cpu/index.js';
+import { defaultConfig } from '../../../src/config.js';
+import { DeviceDqnLearner } from '../../../src/device/dqn.js';
+import { dqnLossDispatch } from '../../../src/kernels/dqn_loss.js';
+import { iqnLossDispatch } from '../../../src/kernels/iqn_loss.js';
+import { duelingLayout } from '../../../src/nets/layout.js';
+
+describe('device DQN learner input checks', () => {
+  const backend = new CpuBackend();
+  const buf = backend.createBuffer(4, 'x');
+  const cfg = { ...defaultConfig.dqn, batch: 4 };
+
+  it('rejects IQN, a wrong params count and a layout of another head', () => {
+    const plain = duelingLayout('plain');
+    const iqn = duelingLayout('iqn');
+    expect(
+      () =>
+        new DeviceDqnLearner({ backend, head: 'iqn', cfg, layout: iqn, params: new Float32Array(iqn.size) }),
+    ).toThrow(/IQN has no device learner/);
+    expect(
+      () => new DeviceDqnLearner({ backend, head: 'plain', cfg, layout: plain, params: new Float32Array(3) }),
+    ).toThrow(/3 params, the dueling layout needs/);
+    expect(
+      () =>
+        new DeviceDqnLearner({
+          backend,
+          head: 'c51',
+          cfg,
+          layout: plain,
+          params: new Float32Array(plain.size),
+        }),
+    ).toThrow(/not a dueling c51 layout with 51 atoms/);
+  });
+
+  it('the loss kernels reject supports and quantile counts they cannot hold', () => {
+    const common = {
+      online: buf,
+      targetNet: buf,
+      rows: buf,
+      actions: buf,
+      weights: buf,
+      dOut: buf,
+      td: buf,
+      batch: 4,
+      qOff: 0,
+      nextOff: 0,
+      targetOff: 0,
+      dOutOff: 0,
+    };
+    expect(() =>
+      dqnLossDispatch({ ...common, head: { kind: 'c51', support: { vMin: -10, vMax: 10, atoms: 65 } } }),
+    ).toThrow(/C51 needs 2\.\.64 atoms/);
+    expect(() => dqnLossDispatch({ ...common, head: { kind: 'huber', kappa: 0 } })).toThrow(/kappa 0/);
+    expect(() => dqnLossDispatch({ ...common, batch: 0, head: { kind: 'huber', kappa: 1 } })).toThrow(
+      /batch 0/,
+    );
+    expect(() =>
+      iqnLossDispatch({ ...common, taus: buf, nTau: 32, nTarget: 65, kappa: 1, tauOff: 0 }),
+    ).toThrow(/65 target quantiles, need 1\.\.64/);
+  });
+});

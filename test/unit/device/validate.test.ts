@@ -1,0 +1,328 @@
+/**
+ * validate_policy (src/kernels/validate_policy.ts) against the host backtest it replaces: the CPU
+ * twin through DeviceValidator, the CUDA twin on the g++ emulator, and the WGSL twin on WebGPU
+ * (lavapipe here) where a device is available. The actor is the initial one with its output layer
+ * scaled up, so the greedy action changes with the state (many trades, barrier exits).
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCpuBackend } from '../../../src/backend/cpu/index.js';
+import { nvccCandidates, nvccVersion } from '../../../src/backend/cuda/compile.js';
+import { packageRoot } from '../../../src/backend/cuda/native.js';
+import { cudaPreamble } from '../../../src/backend/cuda/preamble.js';
+import { createBackend } from '../../../src/backend/index.js';
+import { type Backend, BackendUnavailableError } from '../../../src/backend/types.js';
+import { packUniforms, uniformBytes } from '../../../src/backend/uniforms.js';
+import { cloneDefaults, loadConfig } from '../../../src/config.js';
+import { DeviceValidator, type SharedValidateBuffers } from '../../../src/device/validate.js';
+import { createDevicePpoEngine } from '../../../src/engine/device_ppo.js';
+import { type EnvParams, envParams } from '../../../src/env/params.js';
+import { ENV_F, ENV_I } from '../../../src/env/state.js';
+import { backtest, policyRollout } from '../../../src/eval/backtest.js';
+import type { Metrics } from '../../../src/eval/metrics.js';
+import { ppoGreedyPolicy } from '../../../src/eval/policies.js';
+import type { TypedArray } from '../../../src/kernels/reference.js';
+import {
+  traceFromOutputs,
+  validateOutputBytes,
+  validatePolicyKernel,
+  validatePolicySpec,
+  validateUniforms,
+} from '../../../src/kernels/validate_policy.js';
+import { initParams } from '../../../src/nets/forward.js';
+import { NetId, ppoActorLayout } from '../../../src/nets/layout.js';
+import { trainPpo } from '../../../src/train/ppo.js';
+import { prepareData } from '../../../src/train/run.js';
+import { MemoryStorage } from '../../../src/train/storage.js';
+import { buildEmu, emuUnavailable, runEmu, writeGenerated } from '../../emu/emu.js';
+import { randomMarket } from '../env/fixtures.js';
+
+const market = randomMarket(400, 5);
+const split = { start: 50, end: 350 };
+const envCfg = cloneDefaults().env;
+const params = envParams(envCfg);
+const collapsing: EnvParams = { ...params, collapseFraction: Math.fround(0.999) };
+const BARS_PER_YEAR = 252 * 390;
+
+const actor = (() => {
+  const layout = ppoActorLayout();
+  const p = initParams(layout, NetId.Actor, 3);
+  const out = layout.layers[layout.layers.length - 1];
+  for (let k = out.wOffset; k < out.wOffset + out.in * out.out; k++) p[k] = Math.fround(p[k] * 20);
+  return p;
+})();
+
+/**
+ * Every metric within 1e-7 relative (turnover sums the traded notional, which the device rounds
+ * to f32); return, Sharpe and the rest come from the same equity curve.
+ */
+function expectSameMetrics(device: Metrics, host: Metrics): void {
+  for (const [name, value] of Object.entries(host)) {
+    const got = (device as unknown as Record<string, number>)[name];
+    expect(Math.abs(got - value), `${name}: ${got} vs ${value}`).toBeLessThanOrEqual(
+      1e-7 * Math.max(1, Math.abs(value)),
+    );
+  }
+}
+
+function sharedBuffers(backend: Backend): SharedValidateBuffers {
+  const make = (data: Float32Array, label: string) => {
+    const b = backend.createBuffer(data.byteLength, label);
+    backend.upload(b, data);
+    return b;
+  };
+  return [
+    make(market.features, 'features'),
+    make(market.ohlc, 'ohlc'),
+    make(market.spreadBps, 'spread'),
+    make(params.entropyTable, 'entropy'),
+    make(actor, 'nets'),
+  ];
+}
+
+describe('validate_policy on the CPU backend', () => {
+  it('gives the host backtest, metrics and all, for the same actor', async () => {
+    const backend = createCpuBackend();
+    const v = new DeviceValidator(backend, sharedBuffers(backend), params, split);
+    const device = await v.run(BARS_PER_YEAR);
+    const host = backtest(market, split, envCfg, ppoGreedyPolicy(actor), BARS_PER_YEAR);
+    expect(new Set(host.actions).size).toBeGreaterThan(5);
+    expect(host.metrics.trades).toBeGreaterThan(10);
+    expect(Array.from(device.actions)).toEqual(Array.from(host.actions));
+    expect(Array.from(device.trace.equity)).toEqual(Array.from(host.trace.equity));
+    expect(Array.from(device.trace.exposure)).toEqual(Array.from(host.trace.exposure));
+    // traded comes back rounded to f32.
+    for (let k = 0; k < host.trace.traded.length; k++)
+      expect(device.trace.traded[k]).toBe(Math.fround(host.trace.traded[k]));
+    expectSameMetrics(device.metrics, host.metrics);
+    v.destroy();
+  });
+
+  it('validates a trained actor in the device PPO engine as the host backtest does', async () => {
+    const cfg = loadConfig(undefined, {
+      'data.synthBars': '3000',
+      'rollout.episodes': '3',
+      'rollout.steps': '16',
+      'ppo.minibatch': '16',
+      'ppo.updateEpochs': '2',
+      'env.curiosityBatch': '20',
+    });
+    const { market: m, splits } = await prepareData(cfg);
+    const backend = createCpuBackend();
+    const engine = createDevicePpoEngine(backend, cfg, m, splits.train);
+    try {
+      await engine.collect(0);
+      await engine.update(0);
+      const device = await engine.validate!(splits.val, BARS_PER_YEAR);
+      const host = backtest(
+        m,
+        splits.val,
+        cfg.env,
+        ppoGreedyPolicy((await engine.params()).actor),
+        BARS_PER_YEAR,
+      );
+      expect(device.trace.equity.length).toBe(splits.val.end - splits.val.start);
+      expect(Array.from(device.actions)).toEqual(Array.from(host.actions));
+      expect(Array.from(device.trace.equity)).toEqual(Array.from(host.trace.equity));
+      expectSameMetrics(device.metrics, host.metrics);
+    } finally {
+      engine.destroy();
+      backend.destroy();
+    }
+  });
+
+  it('logs the host backtest metrics when the PPO loop validates on a device engine', async () => {
+    const cfg = loadConfig(undefined, {
+      'data.synthBars': '3000',
+      'rollout.episodes': '2',
+      'rollout.steps': '16',
+      'ppo.minibatch': '16',
+      'ppo.updateEpochs': '1',
+      'train.epochs': '1',
+      'env.curiosityBatch': '20',
+    });
+    const data = await prepareData(cfg);
+    const backend = createCpuBackend();
+    const engine = createDevicePpoEngine(backend, cfg, data.market, data.splits.train);
+    let validated = 0;
+    const validate = engine.validate!;
+    engine.validate = (split, barsPerYear) => {
+      validated++;
+      return validate(split, barsPerYear);
+    };
+    try {
+      const { records } = await trainPpo({
+        cfg,
+        market: data.market,
+        splits: data.splits,
+        engine,
+        storage: new MemoryStorage(),
+        outDir: 'run',
+        barsPerYear: data.barsPerYear,
+        data: data.fingerprint,
+        firstEpoch: 1,
+        bestScore: Number.NEGATIVE_INFINITY,
+      });
+      expect(validated).toBe(1);
+      const host = backtest(
+        data.market,
+        data.splits.val,
+        cfg.env,
+        ppoGreedyPolicy((await engine.params()).actor),
+        data.barsPerYear,
+      );
+      expectSameMetrics(records[0].validation.policy, host.metrics);
+    } finally {
+      engine.destroy();
+      backend.destroy();
+    }
+  });
+
+  it('rejects a split without a step', () => {
+    expect(() => validateUniforms(params, { start: 10, end: 11 })).toThrow(/no step/);
+  });
+});
+
+/** One launch on the emulator: the harness's ten buffers, the uniforms, a grid of one block. */
+function emuLaunch(binary: string, p: EnvParams): { outF: Float32Array; outI: Int32Array } {
+  const spec = validatePolicySpec();
+  const u = validateUniforms(p, split);
+  const bytes = validateOutputBytes(u.steps);
+  const buffers: TypedArray[] = [
+    market.features,
+    market.ohlc,
+    market.spreadBps,
+    p.entropyTable,
+    actor,
+    new Float32Array(ENV_F),
+    new Int32Array(ENV_I),
+    new Int32Array(p.diversityWindow),
+    new Float32Array(bytes.f / 4),
+    new Int32Array(bytes.i / 4),
+  ];
+  const ubytes = new Uint8Array(uniformBytes(spec));
+  packUniforms({ kernel: spec, buffers: [], uniforms: u, groups: [1, 1, 1] }, new DataView(ubytes.buffer));
+  const u32 = (x: number) => new Uint8Array(new Uint32Array([x]).buffer);
+  const parts: Uint8Array[] = [];
+  for (const b of buffers)
+    parts.push(u32(b.byteLength), new Uint8Array(b.buffer, b.byteOffset, b.byteLength));
+  parts.push(u32(ubytes.byteLength), ubytes, new Uint8Array(new Uint32Array([1, 1, 1]).buffer));
+  const input = new Uint8Array(parts.reduce((n, x) => n + x.length, 0));
+  let at = 0;
+  for (const x of parts) {
+    input.set(x, at);
+    at += x.length;
+  }
+  const raw = new Uint8Array(runEmu(binary, ['@in', '@out'], input).buffer);
+  const skip = (ENV_F + ENV_I + p.diversityWindow) * 4;
+  return {
+    outF: new Float32Array(raw.slice(skip, skip + bytes.f).buffer),
+    outI: new Int32Array(raw.slice(skip + bytes.f, skip + bytes.f + bytes.i).buffer),
+  };
+}
+
+const unavailable = emuUnavailable();
+
+describe.skipIf(unavailable !== null)(
+  `validate_policy CUDA twin on the CPU emulator${unavailable ? ` (skipped: ${unavailable})` : ''}`,
+  () => {
+    let binary = '';
+    beforeAll(() => {
+      const spec = validatePolicySpec();
+      const source = readFileSync(new URL('../../../cuda/validate_policy.cu', import.meta.url), 'utf8');
+      const gen = writeGenerated('validate_policy.cu', cudaPreamble(spec) + source);
+      binary = buildEmu('kernel_harness.cpp', { KERNEL_SOURCE: `"${gen}"`, KERNEL_NAME: spec.name });
+    }, 120_000);
+
+    for (const [name, p] of [
+      ['default simulator', params],
+      ['collapse at 99.9% of V_0', collapsing],
+    ] as const) {
+      it(`matches the host rollout bit for bit (${name})`, () => {
+        const { outF, outI } = emuLaunch(binary, p);
+        const steps = split.end - split.start - 1;
+        const emu = traceFromOutputs(outF, outI, steps, p.initialCapital);
+        const host = policyRollout(market, split, p, ppoGreedyPolicy(actor));
+        expect(Array.from(emu.actions)).toEqual(Array.from(host.actions));
+        expect(Array.from(emu.trace.equity)).toEqual(Array.from(host.trace.equity));
+        expect(Array.from(emu.trace.exposure)).toEqual(Array.from(host.trace.exposure));
+        for (let k = 0; k < steps; k++)
+          expect(Math.abs(emu.trace.traded[k] - host.trace.traded[k])).toBeLessThanOrEqual(
+            2e-7 * Math.abs(host.trace.traded[k]),
+          );
+        if (p === collapsing) {
+          // The episode collapsed early and the curve stays flat after it.
+          const e = host.trace.equity;
+          expect(e[e.length - 1]).toBe(e[e.length - 100]);
+          expect(e[e.length - 1]).toBeLessThanOrEqual(Math.fround(0.999) * p.initialCapital);
+        }
+      });
+    }
+
+    it('has a CPU twin registered under the same name', () => {
+      expect(validatePolicyKernel.spec.name).toBe('validate_policy');
+    });
+  },
+);
+
+const nvcc = nvccCandidates().find((p) => nvccVersion(p) !== undefined);
+
+describe.skipIf(!nvcc)('validate_policy compiles with nvcc for sm_90 (skipped: nvcc not found)', () => {
+  it('builds a cubin without warnings', () => {
+    const root = packageRoot();
+    const dir = mkdtempSync(join(tmpdir(), 'foxhunt-validate-nvcc-'));
+    for (const f of readdirSync(join(root, 'cuda')).filter((n) => n.endsWith('.cuh')))
+      writeFileSync(join(dir, f), readFileSync(join(root, 'cuda', f)));
+    const src = join(dir, 'validate_policy.cu');
+    writeFileSync(
+      src,
+      cudaPreamble(validatePolicySpec()) + readFileSync(join(root, 'cuda', 'validate_policy.cu'), 'utf8'),
+    );
+    const r = spawnSync(
+      nvcc!,
+      [
+        '-cubin',
+        '--gpu-architecture=sm_90',
+        '--std=c++17',
+        '-Werror',
+        'all-warnings',
+        '-I',
+        dir,
+        '-o',
+        join(dir, 'v.cubin'),
+        src,
+      ],
+      { encoding: 'utf8' },
+    );
+    expect(r.status, `${r.stdout}${r.stderr}`).toBe(0);
+  }, 120_000);
+});
+
+describe('validate_policy on WebGPU', () => {
+  let backend: Backend | undefined;
+  let why = '';
+  beforeAll(async () => {
+    try {
+      backend = await createBackend('webgpu');
+    } catch (err) {
+      if (!(err instanceof BackendUnavailableError)) throw err;
+      why = err.message;
+    }
+  }, 60_000);
+  afterAll(() => backend?.destroy());
+
+  it('gives the metrics of the host backtest for the same actor', async (ctx) => {
+    if (!backend) return ctx.skip(why);
+    const shared = sharedBuffers(backend);
+    const v = new DeviceValidator(backend, shared, params, split);
+    const device = await v.run(BARS_PER_YEAR);
+    const host = backtest(market, split, envCfg, ppoGreedyPolicy(actor), BARS_PER_YEAR);
+    expect(Array.from(device.actions)).toEqual(Array.from(host.actions));
+    expectSameMetrics(device.metrics, host.metrics);
+    v.destroy();
+    for (const b of shared) backend.destroyBuffer(b);
+  }, 300_000);
+});

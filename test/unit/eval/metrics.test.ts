@@ -1,0 +1,112 @@
+import { describe, expect, it } from 'vitest';
+import { computeMetrics, type EquityTrace, inferBarsPerYear, tradesOf } from '../../../src/eval/metrics.js';
+
+const trace = (equity: number[], exposure: number[], traded?: number[]): EquityTrace => ({
+  equity: Float64Array.from(equity),
+  exposure: Float64Array.from(exposure),
+  traded: Float64Array.from(traded ?? exposure.map(() => 0)),
+});
+
+describe('computeMetrics', () => {
+  // Long for two bars (+10%, -10%), closed in the third (+10%), flat in the fourth.
+  // Returns 0.1, -0.1, 0.1, 0: mean 0.025, sample std sqrt(0.0275 / 3), downside sqrt(0.01 / 4).
+  const t = trace([1, 1.1, 0.99, 1.089, 1.089], [1, 1, 0, 0], [1, 0, 0.99, 0]);
+  const m = computeMetrics(t, 4);
+
+  it('computes return, Sharpe and Sortino by hand', () => {
+    expect(m.totalReturn).toBeCloseTo(0.089, 12);
+    expect(m.sharpe).toBeCloseTo((0.025 / Math.sqrt(0.0275 / 3)) * 2, 12);
+    expect(m.sortino).toBeCloseTo((0.025 / 0.05) * 2, 12);
+  });
+
+  it('computes drawdown and Calmar', () => {
+    expect(m.maxDrawdown).toBeCloseTo(0.1, 12);
+    // barsPerYear / n = 1, so CAGR = total return.
+    expect(m.calmar).toBeCloseTo(0.089 / 0.1, 12);
+  });
+
+  it('computes trades, hit rate, holding, turnover and exposure', () => {
+    expect(m.trades).toBe(1);
+    expect(m.hitRate).toBe(1);
+    expect(m.avgHoldingBars).toBe(2);
+    expect(m.turnover).toBeCloseTo(1.99 / ((1.1 + 0.99 + 1.089 + 1.089) / 4), 12);
+    expect(m.avgExposure).toBe(0.5);
+    expect(m.bars).toBe(4);
+  });
+
+  it('gives finite zeros for a flat policy', () => {
+    const flat = computeMetrics(trace([1, 1, 1], [0, 0]), 252);
+    expect(flat).toMatchObject({
+      totalReturn: 0,
+      sharpe: 0,
+      sortino: 0,
+      maxDrawdown: 0,
+      calmar: 0,
+      hitRate: 0,
+      trades: 0,
+      turnover: 0,
+      avgHoldingBars: 0,
+      avgExposure: 0,
+    });
+  });
+
+  it('annualises Sharpe by sqrt(barsPerYear)', () => {
+    const a = computeMetrics(t, 1).sharpe;
+    expect(computeMetrics(t, 100).sharpe).toBeCloseTo(a * 10, 12);
+  });
+
+  it('rejects a mismatched trace and a bad annualisation', () => {
+    expect(() => computeMetrics(trace([1, 1], [0, 0]), 252)).toThrow(/one more entry/);
+    expect(() => computeMetrics(t, 0)).toThrow(/barsPerYear/);
+  });
+});
+
+describe('tradesOf', () => {
+  it('gives the reversal bar to the closing trade', () => {
+    const trades = tradesOf(trace([1, 1.02, 1.01, 1.03, 1.0], [1, -1, -1, 0]));
+    expect(trades.map((x) => [x.open, x.close])).toEqual([
+      [1, 2],
+      [2, 4],
+    ]);
+    expect(trades[0].pnl).toBeCloseTo(0.01, 12);
+    expect(trades[1].pnl).toBeCloseTo(-0.01, 12);
+    const m = computeMetrics(trace([1, 1.02, 1.01, 1.03, 1.0], [1, -1, -1, 0]), 252);
+    expect(m.hitRate).toBe(0.5);
+    expect(m.avgHoldingBars).toBe(1.5);
+  });
+
+  it('closes a position still open at the last mark', () => {
+    const trades = tradesOf(trace([1, 1, 1.01, 1.02], [0, 0.5, 0.5]));
+    expect(trades).toHaveLength(1);
+    expect(trades[0].open).toBe(2);
+    expect(trades[0].close).toBe(3);
+    expect(trades[0].pnl).toBeCloseTo(0.02, 12);
+  });
+
+  it('keeps one trade while the size changes on the same side', () => {
+    expect(tradesOf(trace([1, 1, 1, 1, 1], [0.5, 1, 0.5, 0]))).toHaveLength(1);
+  });
+});
+
+describe('inferBarsPerYear', () => {
+  const minute = 60_000;
+  const day = 86_400_000;
+  const days = (count: number, perDay: number, step: number, open = 13.5 * 60 * minute) =>
+    Float64Array.from({ length: count * perDay }, (_, i) => {
+      const d = Math.floor(i / perDay);
+      return d * day + open + (i % perDay) * step;
+    });
+
+  it('uses 252 days times the bars of a trading session for intraday data', () => {
+    expect(inferBarsPerYear(days(5, 78, 5 * minute))).toBe(252 * 78);
+    expect(inferBarsPerYear(days(5, 24, 60 * minute, 0))).toBe(252 * 24);
+  });
+
+  it('uses 252 for daily and 365.25 / spacing for coarser bars', () => {
+    expect(inferBarsPerYear(days(10, 1, 0))).toBe(252);
+    expect(inferBarsPerYear(Float64Array.from({ length: 10 }, (_, i) => i * 7 * day))).toBeCloseTo(
+      365.25 / 7,
+      12,
+    );
+  });
+});

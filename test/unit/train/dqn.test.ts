@@ -1,0 +1,196 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { main } from '../../../src/cli/main.js';
+import { applyFlags, type Config, loadConfig, validateConfig } from '../../../src/config.js';
+import { createCpuDqnEngine } from '../../../src/engine/cpu_dqn.js';
+import { backtest } from '../../../src/eval/backtest.js';
+import { writeReport } from '../../../src/node/report.js';
+import { NodeStorage } from '../../../src/node/storage.js';
+import { runViewOf } from '../../../src/report/run_view.js';
+import { bestDir, lastDir } from '../../../src/train/checkpoint.js';
+import { trainDqn } from '../../../src/train/dqn.js';
+import { dqnCheckpointPolicy, loadDqnCheckpoint } from '../../../src/train/dqn_checkpoint.js';
+import { prepareData, type RunOptions, resumeConfig, runTraining } from '../../../src/train/run.js';
+import { type EpochRecord, readLog } from '../../../src/train/runlog.js';
+
+const root = mkdtempSync(join(tmpdir(), 'foxhunt-dqn-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+const storage = new NodeStorage();
+
+/** configs/cpu-c51.json, shrunk to seconds: the same code paths on fewer bars, slots and steps. */
+function tinyConfig(algo: string, outDir: string, over: Record<string, string> = {}): Config {
+  const path = 'configs/cpu-c51.json';
+  return loadConfig(
+    { text: readFileSync(path, 'utf8'), path },
+    {
+      'train.algo': algo,
+      'train.epochs': '2',
+      'train.outDir': outDir,
+      'data.synthBars': '3000',
+      'env.episodeBars': '64',
+      'rollout.episodes': '8',
+      'rollout.steps': '16',
+      'dqn.batch': '16',
+      'dqn.stepsPerEpoch': '4',
+      'dqn.replayCapacity': '200',
+      'dqn.targetEvery': '3',
+      'dqn.iqnTau': '4',
+      'dqn.iqnActTau': '4',
+      ...over,
+    },
+  );
+}
+
+async function train(algo: string, over: Record<string, string> = {}) {
+  const outDir = join(root, algo);
+  const cfg = tinyConfig(algo, outDir, over);
+  const data = await prepareData(cfg);
+  const engine = createCpuDqnEngine(cfg, data.market, data.splits.train);
+  const { records, summary } = await trainDqn({
+    cfg,
+    market: data.market,
+    splits: data.splits,
+    engine,
+    storage,
+    outDir,
+    barsPerYear: data.barsPerYear,
+    data: data.fingerprint,
+    firstEpoch: 1,
+    bestScore: Number.NEGATIVE_INFINITY,
+  });
+  return { cfg, data, engine, records, summary, outDir };
+}
+
+/** A log record without the wall-clock fields, which no two runs share. */
+function deterministic(r: EpochRecord): Omit<EpochRecord, 'timeMs' | 'throughput'> {
+  const { timeMs: _t, throughput: _p, ...rest } = r;
+  return rest;
+}
+
+describe('DQN-family training on the CPU', () => {
+  it('c51: trains with finite losses, logs, and its checkpoints round-trip the whole state', async () => {
+    const { cfg, data, engine, records, summary, outDir } = await train('c51');
+    expect(records).toHaveLength(2);
+    for (const r of records) {
+      expect(r.algo).toBe('c51');
+      for (const v of Object.values(r.losses)) expect(Number.isFinite(v)).toBe(true);
+      expect(r.losses.trainSteps).toBe(4);
+      expect(Number.isFinite(r.validation.policy.totalReturn)).toBe(true);
+    }
+    // 2 launches of 8 x 16 = 256 rows into a ring of 200; epsilon decays from 1.
+    expect(records[1].losses.replaySize).toBe(200);
+    expect(records[0].epsilon).toBe(1);
+    expect(records[1].epsilon).toBeLessThan(1);
+    expect((await readLog(storage, outDir)).map((r) => r.epoch)).toEqual([1, 2]);
+    expect(summary.algo).toBe('c51');
+    expect(Number.isFinite(summary.test.policy.totalReturn)).toBe(true);
+
+    const snap = await engine.snapshot();
+    const { state, snapshot } = await loadDqnCheckpoint(storage, lastDir(outDir));
+    expect(state.epoch).toBe(2);
+    expect(state.trainSteps).toBe(8);
+    expect(snapshot).toEqual(snap);
+
+    // A fresh engine restored from the checkpoint holds the same state ...
+    const fresh = createCpuDqnEngine(cfg, data.market, data.splits.train);
+    await fresh.restore(snapshot);
+    expect(await fresh.snapshot()).toEqual(snap);
+    // ... and continues exactly like the original: one more epoch's train steps on both.
+    const a = await engine.train(2);
+    const b = await fresh.train(2);
+    expect(b).toEqual(a);
+    expect((await fresh.params()).online).toEqual((await engine.params()).online);
+
+    // best/'s greedy policy reproduces its validation, and `foxhunt backtest` reads it.
+    const best = await dqnCheckpointPolicy(storage, bestDir(outDir));
+    const again = backtest(data.market, data.splits.val, cfg.env, best.policy, data.barsPerYear).metrics;
+    expect(again).toEqual(best.state.record.validation.policy);
+    const lines: string[] = [];
+    const log = vi.spyOn(console, 'log').mockImplementation((...x) => void lines.push(x.join(' ')));
+    try {
+      expect(await main(['backtest', '--checkpoint', outDir, '--split', 'test', '--json'])).toBe(0);
+    } finally {
+      log.mockRestore();
+    }
+    expect(JSON.parse(lines[0]).policy).toEqual(summary.test.policy);
+  }, 180_000);
+
+  it('dqn: 2 epochs straight equal 1 epoch + --resume 1 epoch, bit for bit (replay and PER included)', async () => {
+    const run = (cfg: Config, resume: RunOptions['resume']) => runTraining({ cfg, storage, resume });
+    // The curiosity bonus on, so that its model, AdamW state and training are covered too.
+    const on = { 'env.curiosityScale': '1', 'env.curiosityBatch': '32' };
+    const straight = join(root, 'straight');
+    await run(tinyConfig('dqn', straight, on), null);
+    const split = join(root, 'split');
+    await run(tinyConfig('dqn', split, { ...on, 'train.epochs': '1' }), null);
+    const { cfg, checkpoint } = await resumeConfig(storage, split, (base) =>
+      validateConfig(applyFlags(base, { 'train.epochs': '2' })),
+    );
+    expect(checkpoint.state.epoch).toBe(1);
+    await run(cfg, checkpoint);
+    const a = await loadDqnCheckpoint(storage, lastDir(straight));
+    const b = await loadDqnCheckpoint(storage, lastDir(split));
+    expect(b.state.epoch).toBe(2);
+    expect(b.snapshot).toEqual(a.snapshot);
+    const logA = await readLog(storage, straight);
+    expect(logA.map((r) => r.epoch)).toEqual([1, 2]);
+    expect(logA[1].losses.curiosity).toBeGreaterThan(0);
+    expect(a.snapshot.optim.curiosity.step).toBe(2);
+    expect((await readLog(storage, split)).map(deterministic)).toEqual(logA.map(deterministic));
+  }, 180_000);
+
+  it('dqn.checkpointReplay false: no replay in the checkpoints, and --resume continues from an empty replay, saying so', async () => {
+    const run = (cfg: Config, resume: RunOptions['resume'], onInfo?: (line: string) => void) =>
+      runTraining({ cfg, storage, resume, onInfo });
+    const out = join(root, 'no-replay');
+    await run(tinyConfig('dqn', out, { 'train.epochs': '1', 'dqn.checkpointReplay': 'false' }), null);
+    const files = readdirSync(lastDir(out));
+    expect(files).toContain('online.safetensors');
+    expect(files).not.toContain('replay.safetensors');
+    expect(readdirSync(bestDir(out))).not.toContain('replay.safetensors');
+    const { cfg, checkpoint } = await resumeConfig(storage, out, (base) =>
+      validateConfig(applyFlags(base, { 'train.epochs': '2' })),
+    );
+    const restored = (await loadDqnCheckpoint(storage, lastDir(out))).snapshot;
+    expect(restored.replay.size).toBe(0);
+    expect(restored.replay.f.length).toBe(200 * 110);
+    const info: string[] = [];
+    await run(cfg, checkpoint, (line) => info.push(line));
+    expect(info.join('\n')).toMatch(/no replay \(dqn\.checkpointReplay false\).*not exactly/);
+    const after = await loadDqnCheckpoint(storage, lastDir(out));
+    expect(after.state.epoch).toBe(2);
+    expect(after.state.replay.saved).toBe(false);
+    expect((await readLog(storage, out)).map((r) => r.epoch)).toEqual([1, 2]);
+    // The default keeps them (the exact-resume test above relies on it).
+    const kept = join(root, 'with-replay');
+    await run(tinyConfig('dqn', kept, { 'train.epochs': '1' }), null);
+    expect(readdirSync(lastDir(kept))).toContain('replay.safetensors');
+  }, 180_000);
+
+  it('refuses a replay larger than the CPU engine allocates, with one line', async () => {
+    const cfg = tinyConfig('c51', join(root, 'big'), { 'dqn.replayCapacity': '20000000' });
+    const data = await prepareData(cfg);
+    expect(() => createCpuDqnEngine(cfg, data.market, data.splits.train)).toThrow(
+      /dqn.replayCapacity 20000000 needs 8.3 GiB .* lower dqn.replayCapacity/,
+    );
+  });
+
+  it('iqn: trains with finite losses, and its run view and report.html draw from its checkpoint', async () => {
+    const { records } = await train('iqn');
+    for (const r of records) for (const v of Object.values(r.losses)) expect(Number.isFinite(v)).toBe(true);
+    expect(records[1].losses.total).toBeGreaterThan(0);
+    const outDir = join(root, 'iqn');
+    const view = await runViewOf(storage, outDir, undefined);
+    expect(view.epochs.map((p) => p.losses)).toEqual(
+      records.map((r) => [r.losses.total, r.losses.td, r.epsilon]),
+    );
+    expect(view.subtitle).toMatch(/^cpu backend, .*IQN/);
+    expect(view.curves!.policy.length).toBeGreaterThan(100);
+    expect(view.verdict).toHaveLength(2);
+    const html = readFileSync(await writeReport(outDir), 'utf8');
+    expect(html).toContain('"algo":"iqn"');
+    expect(html).not.toContain('"curves":null');
+  }, 180_000);
+});
