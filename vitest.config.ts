@@ -44,10 +44,13 @@ const CUDA_EMU = [
   'device/learn-tf32-cuda',
 ].map((name) => `test/unit/${name}.test.ts`);
 
-// GPU suites run in forked processes: Dawn has crashed inside worker threads.
+// GPU suites run in forked processes: Dawn has crashed inside worker threads. Two files at a time
+// (Vitest's default is cores - 1, one on the 2-core CI machine); the page's suite, which times the
+// page's main thread, runs alone after the rest (sequence.groupOrder 1).
 export default defineConfig({
   test: {
     pool: 'forks',
+    maxWorkers: 2,
     testTimeout: 120_000,
     hookTimeout: 120_000,
     projects: [
@@ -67,7 +70,14 @@ export default defineConfig({
       // The demo page: Vite builds web/, playwright drives Debian's Chromium against `vite preview`.
       {
         extends: true,
-        test: { name: 'web', include: ['test/web/**/*.test.ts'], testTimeout: 600_000, hookTimeout: 300_000 },
+        test: {
+          name: 'web',
+          include: ['test/web/**/*.test.ts'],
+          testTimeout: 600_000,
+          hookTimeout: 300_000,
+          maxWorkers: 1,
+          sequence: { groupOrder: 1 },
+        },
       },
       {
         extends: true,
