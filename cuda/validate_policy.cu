@@ -3,16 +3,13 @@
 // output sections there). One episode from splitStart, `steps` decisions; per step the block's
 // threads build the state and run the actor (one output each, f32 sums bias first then inputs in
 // order, never fused: src/nets/forward.ts), thread 0 takes the first argmax of the logits and
-// steps the simulator (collect_env.cuh env_step; barrierTerminates is 0, so only a collapse ends
-// the episode, and then the rest of the curve stays at the last value with action, exposure and
-// traded 0).
+// steps the simulator (validate_env.cuh: only a collapse ends the episode, and then the rest of
+// the curve stays at the last value with action, exposure and traded 0).
 //
-// Numerics: the reference's f32 arithmetic, so actions agree exactly and values bit for bit; the
-// traded notional |traded units| * fill price + |units closed| * exit price is rounded in f32
-// (the host backtest sums it in f64).
+// Numerics: the reference's f32 arithmetic, so actions agree exactly and values bit for bit.
 #define COLLECT_THREADS WG_X
 
-#include "collect_env.cuh"
+#include "validate_env.cuh"
 
 static_assert(WG_X >= NET_A_0_OUT && WG_X >= NET_A_1_OUT && WG_X >= NET_A_2_OUT && WG_Y == 1 && WG_Z == 1,
               "validate_policy: one thread per output of the actor's widest layer");
@@ -78,26 +75,9 @@ extern "C" __global__ void validate_policy(KERNEL_ARGS) {
       int a = 0;
       for (int k = 1; k < NUM_ACTIONS; k++)
         if (logits[k] > logits[a]) a = k;
-      const float units_before = ep.units;
-      StepOut so;
-      env_step(ep, m, p, div_window, a, 0.0f, false, so);
-      const float after_order = so.filled ? fadd(units_before, so.traded) : units_before;
-      const float exit_notional = so.exit_price > 0.0f ? fmul(fabsf(after_order), so.exit_price) : 0.0f;
-      out_f[OUT_F_VALUES * steps + l] = so.value;
-      out_f[OUT_F_EXPOSURE * steps + l] = position_norm(so.units, ep.last, so.value);
-      out_f[OUT_F_TRADED * steps + l] = fadd(fmul(fabsf(so.traded), so.fill_price), exit_notional);
-      out_i[OUT_I_ACTIONS * steps + l] = a;
-      if (so.done) *stop = 1;
+      if (validate_record(ep, m, p, div_window, a, l, steps, out_f, out_i)) *stop = 1;
     }
     block_sync();
   }
-  if (r == 0) {
-    const float last = portfolio_value(ep);
-    for (unsigned k = l; k < steps; k++) {
-      out_f[OUT_F_VALUES * steps + k] = last;
-      out_f[OUT_F_EXPOSURE * steps + k] = 0.0f;
-      out_f[OUT_F_TRADED * steps + k] = 0.0f;
-      out_i[OUT_I_ACTIONS * steps + k] = 0;
-    }
-  }
+  if (r == 0) validate_flat_tail(ep, l, steps, out_f, out_i);
 }

@@ -3,22 +3,16 @@
 // One episode from splitStart, `steps` decisions; per step the WG_X invocations build the state
 // and run the actor (one output each, f32 sum bias first then inputs in order, as
 // src/nets/forward.ts), invocation 0 takes the first argmax of the logits and steps the simulator
-// (collect_env.wgsl's order and barrier phases, then the mark to market of env_step; no reward,
-// no diversity window: they do not move the equity). Barriers close positions without ending
-// the episode; a collapse (V <= collapseFraction * V_0) stops it, the rest of the curve stays at
-// the last value with action, exposure and traded 0.
+// (validate_env.wgsl: barriers close positions without ending the episode; a collapse stops it and
+// the rest of the curve stays at the last value with action, exposure and traded 0).
 //
 // Numerics: f32 in the reference's order; the compiler may fuse a layer's multiply-adds, so a
-// logit can differ in its last bits and an action only where two logits tie that closely. The
-// traded notional is |cash change + fee change| of each phase (the order's, a barrier exit's),
-// which equals the backtest's |units| * price sums up to the f32 rounding of the cash.
-//!include collect_env.wgsl
+// logit can differ in its last bits and an action only where two logits tie that closely.
+//!include validate_env.wgsl
 
-// The layer input (the state, then each hidden layer), the logits, the bar, the stop flag.
+// The layer input (the state, then each hidden layer), the logits.
 var<workgroup> x128: array<f32, 128>;
 var<workgroup> logits: array<f32, 64>;
-var<workgroup> bar_s: i32;
-var<workgroup> stop_s: i32;
 const_assert NET_A_0_OUT <= WG_X && NET_A_1_OUT <= WG_X && NET_A_2_OUT <= 64 && STATE_DIM <= 128;
 const_assert NET_A_0_OUT <= 128 && NET_A_1_OUT <= 128 && MARKET_FEATURES <= WG_X;
 
@@ -30,40 +24,6 @@ fn dense_out(w: u32, b: u32, n_in: u32, j: u32) -> f32 {
     acc = acc + nets[row + k] * x128[k];
   }
   return acc;
-}
-
-struct Traced {
-  value: f32,
-  exposure: f32,
-  traded: f32,
-  collapsed: bool,
-}
-
-// env_step without the reward: order, barrier (when no position was opened), mark to market.
-fn validate_step(ep: ptr<function, Episode>, a: i32) -> Traced {
-  let t = (*ep).bar;
-  let cash0 = (*ep).cash;
-  let costs0 = (*ep).costs;
-  let opened = execute_order(ep, a);
-  let cash1 = (*ep).cash;
-  let costs1 = (*ep).costs;
-  if (!opened) {
-    check_barrier(ep);
-  }
-  let order_notional = abs((cash1 - cash0) + (costs1 - costs0));
-  let exit_notional = abs(((*ep).cash - cash1) + ((*ep).costs - costs1));
-  let close1 = ohlc[u32(t + 1) * 4u + 3u];
-  (*ep).last = close1;
-  (*ep).spread = spread[t + 1];
-  (*ep).bar = t + 1;
-  (*ep).step = (*ep).step + 1;
-  let value = portfolio_value(*ep);
-  var r: Traced;
-  r.value = value;
-  r.exposure = position_norm((*ep).units, close1, value);
-  r.traded = order_notional + exit_notional;
-  r.collapsed = value <= u.collapseFraction * (*ep).v0;
-  return r;
 }
 
 @compute @workgroup_size(WG_X, 1, 1)
@@ -119,25 +79,12 @@ fn validate_policy(@builtin(local_invocation_index) lid: u32) {
           a = k;
         }
       }
-      let r = validate_step(&ep, a);
-      out_f[OUT_F_VALUES * steps + l] = r.value;
-      out_f[OUT_F_EXPOSURE * steps + l] = r.exposure;
-      out_f[OUT_F_TRADED * steps + l] = r.traded;
-      out_i[OUT_I_ACTIONS * steps + l] = a;
-      if (r.collapsed) {
-        stop_s = 1;
-      }
+      validate_record(&ep, a, l, steps);
     }
     l++;
   }
   // After a collapse: the account stays where it ended.
   if (lid == 0u) {
-    let last = portfolio_value(ep);
-    for (var k = l; k < steps; k++) {
-      out_f[OUT_F_VALUES * steps + k] = last;
-      out_f[OUT_F_EXPOSURE * steps + k] = 0.0;
-      out_f[OUT_F_TRADED * steps + k] = 0.0;
-      out_i[OUT_I_ACTIONS * steps + k] = 0;
-    }
+    validate_flat_tail(ep, l, steps);
   }
 }

@@ -1,9 +1,10 @@
 /**
- * The validation backtest on a device: validate_policy (src/kernels/validate_policy.ts) runs PPO's
- * greedy actor over a split in one launch, reading the market and the actor from buffers already
- * on the device (the training collector's: actor at float 0 of its nets buffer), and only the
- * per-step trace comes back. Metrics are computed on the host from that trace with
- * src/eval/metrics.ts, as the host backtest does.
+ * The validation backtest on a device, one launch over a split reading the market and the net from
+ * buffers already on the device (the training collector's), and only the per-step trace comes
+ * back; metrics are computed on the host from that trace with src/eval/metrics.ts, as the host
+ * backtest does. The greedy policy is PPO's actor (validate_policy, src/kernels/validate_policy.ts:
+ * actor at float 0 of the nets buffer) or a DQN-family online net (validate_dqn,
+ * src/kernels/validate_dqn.ts: plain or C51, at float `netBase`).
  */
 import type { Backend, DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import type { SplitRange } from '../data/types.js';
@@ -12,6 +13,12 @@ import { ENV_F, ENV_I } from '../env/state.js';
 import type { BacktestResult } from '../eval/backtest.js';
 import { computeMetrics } from '../eval/metrics.js';
 import {
+  type ValidateDqnNet,
+  validateDqnDispatch,
+  validateDqnSpec,
+  validateDqnUniforms,
+} from '../kernels/validate_dqn.js';
+import {
   traceFromOutputs,
   validateOutputBytes,
   validatePolicyDispatch,
@@ -19,7 +26,10 @@ import {
   validateUniforms,
 } from '../kernels/validate_policy.js';
 
-/** The read-only bindings validate_policy shares with the collector: features, ohlc, spread, entropy, nets. */
+/** Which greedy policy a DeviceValidator backtests: PPO's actor, or a DQN-family online net. */
+export type ValidatedPolicy = { kind: 'ppo' } | ({ kind: 'dqn' } & ValidateDqnNet);
+
+/** The read-only bindings validate_policy and validate_dqn share with the collector: features, ohlc, spread, entropy, nets. */
 export type SharedValidateBuffers = readonly [
   DeviceBuffer,
   DeviceBuffer,
@@ -39,9 +49,15 @@ export class DeviceValidator {
     private readonly shared: SharedValidateBuffers,
     params: EnvParams,
     split: SplitRange,
+    policy: ValidatedPolicy = { kind: 'ppo' },
   ) {
-    this.spec = validatePolicySpec();
-    this.uniforms = validateUniforms(params, split);
+    if (policy.kind === 'dqn') {
+      this.spec = validateDqnSpec(policy);
+      this.uniforms = validateDqnUniforms(params, split, policy);
+    } else {
+      this.spec = validatePolicySpec();
+      this.uniforms = validateUniforms(params, split);
+    }
     this.steps = this.uniforms.steps;
     const out = validateOutputBytes(this.steps);
     const make = (bytes: number, label: string) =>
@@ -57,14 +73,15 @@ export class DeviceValidator {
 
   /** The backtest's launch (for backend.time). */
   dispatch(): Dispatch {
-    return validatePolicyDispatch(this.spec, [...this.shared, ...this.own], this.uniforms);
+    const dispatch = this.spec.name === 'validate_dqn' ? validateDqnDispatch : validatePolicyDispatch;
+    return dispatch(this.spec, [...this.shared, ...this.own], this.uniforms);
   }
 
   launch(): void {
     this.backend.run([this.dispatch()]);
   }
 
-  /** Runs the backtest of the actor now in the nets buffer; returns its metrics, trace and actions. */
+  /** Runs the backtest of the net now in the nets buffer; returns its metrics, trace and actions. */
   async run(barsPerYear: number): Promise<BacktestResult> {
     this.launch();
     const [f, i] = await Promise.all([

@@ -16,6 +16,11 @@
  *             its `td` into a per-epoch history. The host reads back once at the end: that
  *             history (2 x batch floats per step) and the gradient-norm sum.
  *
+ *   validate  validate_dqn (DeviceValidator) over the split in one launch, reading the market and
+ *             the online net (float 0) from the collector's buffers; only the trace comes back.
+ *             C51 beyond validate_dqn's workgroup plan (75 atoms) has no `validate`: the loop
+ *             then backtests on the host.
+ *
  * The draws equal the CPU engine's (same Philox streams, train step numbers and beta schedule),
  * and the DqnSnapshot is the CPU engine's format (ring, actions, tree, max priority, head, size
  * read back and uploaded), so checkpoints are interchangeable. IQN is refused: its device learner
@@ -29,8 +34,11 @@ import { DqnDeviceCollector } from '../device/collect.js';
 import { DeviceDqnLearner } from '../device/dqn.js';
 import { canCapture, GraphCache } from '../device/graphs.js';
 import { collectorDqnRollout, DeviceReplay } from '../device/replay.js';
+import { DeviceValidator } from '../device/validate.js';
+import { envParams } from '../env/params.js';
 import { DQN_OUTPUT } from '../kernels/collect_dqn.js';
 import { dqnTargetUpdateDispatch } from '../kernels/dqn_target_update.js';
+import { validateDqnUnsupported } from '../kernels/validate_dqn.js';
 import { headOf } from '../learn/dqn_update.js';
 import { perBeta } from '../learn/per.js';
 import { REPLAY_F } from '../learn/replay.js';
@@ -159,6 +167,27 @@ export function createDeviceDqnEngine(
     if (pack.length) backend.run(pack);
   };
   const syncCuriosity = () => collector.setWeights({ curiosity: curiosity.model.params });
+  // validate_dqn reads the market and the online net (float 0 of nets, kept current by
+  // syncActing) from the collector's buffers: one validator per split, no copy.
+  const validators = new Map<string, DeviceValidator>();
+  const validator = (split: SplitRange) => {
+    const key = `${split.start}:${split.end}`;
+    let v = validators.get(key);
+    if (!v) {
+      const b = collector.deviceBuffers;
+      v = new DeviceValidator(backend, [b[0], b[1], b[2], b[3], nets], envParams(cfg.env), split, {
+        kind: 'dqn',
+        head,
+        atoms: q.atoms,
+        vMin: q.vMin,
+        vMax: q.vMax,
+        netBase: 0,
+      });
+      validators.set(key, v);
+    }
+    return v;
+  };
+  const validateOnDevice = validateDqnUnsupported({ head, atoms: q.atoms }) === null;
   syncActing();
   syncCuriosity();
   // CUDA: the train epoch as one captured graph once the ring is full (graphs.ts).
@@ -255,6 +284,10 @@ export function createDeviceDqnEngine(
       return mse;
     },
 
+    ...(validateOnDevice
+      ? { validate: (split: SplitRange, barsPerYear: number) => validator(split).run(barsPerYear) }
+      : {}),
+
     params,
 
     async snapshot(): Promise<DqnSnapshot> {
@@ -320,6 +353,7 @@ export function createDeviceDqnEngine(
     },
 
     destroy() {
+      for (const v of validators.values()) v.destroy();
       graphs?.destroy();
       backend.destroyBuffer(weights);
       backend.destroyBuffer(history);

@@ -4,6 +4,8 @@
  * implements the same verbs with the replay, PER tree and learner resident on the device.
  */
 import type { BackendKind } from '../backend/types.js';
+import type { SplitRange } from '../data/types.js';
+import type { BacktestResult } from '../eval/backtest.js';
 import type { CollectStats } from './engine.js';
 
 /** Means over an epoch's train steps. */
@@ -48,6 +50,12 @@ export interface DqnEngine {
   train(round: number): Promise<DqnTrainStats>;
   /** One AdamW step of the curiosity model on the last launch; its MSE before the step. */
   trainCuriosity(round: number): Promise<number>;
+  /**
+   * The validation backtest of the online net's greedy policy over `split` where the engine runs
+   * it on its device (validate_dqn: the same trace as src/eval/backtest.ts with dqnGreedyPolicy,
+   * the weights never leave the device); absent, the loop runs the host backtest on params().online.
+   */
+  validate?(split: SplitRange, barsPerYear: number): Promise<BacktestResult>;
   params(): Promise<DqnParams>;
   snapshot(): Promise<DqnSnapshot>;
   restore(snapshot: DqnSnapshot): Promise<void>;

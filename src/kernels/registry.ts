@@ -28,6 +28,7 @@ import { ppoLoss } from './ppo_loss.js';
 import type { Kernel } from './reference.js';
 import { replayInsert } from './replay_insert.js';
 import type { KernelSpec } from './spec.js';
+import { validateDqnKernel } from './validate_dqn.js';
 import { validatePolicyKernel } from './validate_policy.js';
 
 // The learners' kernels (src/device/learn.ts; dqn_loss: the DQN family's loss head).
@@ -60,6 +61,7 @@ export const kernels: Readonly<Record<string, Kernel>> = Object.fromEntries(
     collectDqnClusterKernel,
     collectPpoKernel,
     validatePolicyKernel,
+    validateDqnKernel,
     packHalf,
     ...learnerKernels,
   ].map((k) => [k.spec.name, k]),

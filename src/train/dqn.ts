@@ -7,7 +7,8 @@
  *   2. train      dqn.stepsPerEpoch steps of batch dqn.batch (none while the replay holds fewer
  *                 rows than a batch); beta anneals over dqn.betaEpochs epochs of train steps
  *   3. curiosity  one AdamW step of the forward model every env.curiosityEvery rounds (bonus on)
- *   4. validate   the greedy policy over the validation split, next to buy-and-hold and random
+ *   4. validate   the greedy policy over the validation split, next to buy-and-hold and random;
+ *                 on a device engine as one launch (validate_dqn), else the host backtest
  *   5. checkpoint last/ every train.checkpointEvery epochs and after the last one; best/ when the
  *                 validation score (src/eval/verdict.ts) beats every earlier epoch's
  *   6. log        one JSON line to <outDir>/log.jsonl
@@ -109,13 +110,15 @@ export async function trainDqn(run: DqnRun): Promise<{ records: EpochRecord[]; s
       for (let k = 0; k < p.length; k++)
         if (!Number.isFinite(p[k])) finite(`a ${net} parameter`, { [k]: p[k] });
     }
-    const policy = backtest(
-      market,
-      splits.val,
-      cfg.env,
-      dqnGreedyPolicy(head, layout, params.online, c51Support(cfg.dqn), cfg.dqn.iqnActTau),
-      run.barsPerYear,
-    ).metrics;
+    const policy = engine.validate
+      ? (await engine.validate(splits.val, run.barsPerYear)).metrics
+      : backtest(
+          market,
+          splits.val,
+          cfg.env,
+          dqnGreedyPolicy(head, layout, params.online, c51Support(cfg.dqn), cfg.dqn.iqnActTau),
+          run.barsPerYear,
+        ).metrics;
     const validateMs = performance.now() - t0;
 
     const record: EpochRecord = {

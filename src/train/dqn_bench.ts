@@ -7,7 +7,9 @@
  *   train     dqn.stepsPerEpoch train steps at dqn.batch (on a device: PER sample, step and
  *             priority update in one submission, the TD history read back at the end; on cpu:
  *             the TS references); `stepMs` = train / steps
- *   validate  params read back and the greedy policy backtested on the validation split (host)
+ *   validate  what training's validate phase runs: params read back (the finite check), then the
+ *             greedy policy backtested on the validation split (on a device: validate_dqn, one
+ *             launch; on cpu: the host backtest)
  * On a device the bench measures training's steady state: collections first fill the replay ring
  * (dqn.replayCapacity rows), then warm-up epochs run once per target-copy phase where the backend
  * captures graphs (CUDA: the first step modulo dqn.targetEvery picks the epoch's graph; at the
@@ -81,13 +83,15 @@ export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult>
       }
       t0 = performance.now();
       const params = await engine.params();
-      backtest(
-        o.market,
-        o.splits.val,
-        cfg.env,
-        dqnGreedyPolicy(head, layout, params.online, c51Support(q), q.iqnActTau),
-        o.barsPerYear,
-      );
+      if (engine.validate) await engine.validate(o.splits.val, o.barsPerYear);
+      else
+        backtest(
+          o.market,
+          o.splits.val,
+          cfg.env,
+          dqnGreedyPolicy(head, layout, params.online, c51Support(q), q.iqnActTau),
+          o.barsPerYear,
+        );
       const validate = performance.now() - t0;
       const what = r <= 0 ? 'warm-up' : `epoch ${r}`;
       o.onProgress?.(

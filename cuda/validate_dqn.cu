@@ -1,0 +1,197 @@
+// validate_dqn: the validation backtest (src/eval/backtest.ts) with a DQN-family greedy policy as
+// one launch of one block, the CUDA twin of src/kernels/validate_dqn.ts (bindings, uniforms and
+// the output sections there). One episode from splitStart, `steps` decisions; per step the 256
+// threads run the online dueling net read from nets + u.netBase: the trunk and both streams'
+// hidden layers one output each, the streams' output layers four outputs per thread and task
+// (C51: 587 tasks), the mean of the advantages over actions per atom, then per action Q (plain:
+// (V + A) - mean; C51: the softmax over atoms of (V + A) - mean and its expectation over the
+// support); thread 0 takes the first argmax and steps the simulator (validate_env.cuh).
+//
+// Numerics: the reference's f32 arithmetic (src/nets/forward.ts; sums bias first then inputs in
+// order, never fused) except expf, a few ulp from the reference's correctly rounded exp: plain Q
+// agree bit for bit, C51 Q in their last bits, so an action only where two Q tie that closely.
+#define COLLECT_THREADS WG_X
+
+#include "validate_env.cuh"
+
+#define S0_W NET_Q_SHARED_LAYERS_0_W
+#define S0_B NET_Q_SHARED_LAYERS_0_B
+#define S0_OUT NET_Q_SHARED_LAYERS_0_OUT
+#define S1_W NET_Q_SHARED_LAYERS_1_W
+#define S1_B NET_Q_SHARED_LAYERS_1_B
+#define S1_OUT NET_Q_SHARED_LAYERS_1_OUT
+#define V0_W NET_Q_VALUE_STREAM_0_W
+#define V0_B NET_Q_VALUE_STREAM_0_B
+#define V0_OUT NET_Q_VALUE_STREAM_0_OUT
+#define V1_W NET_Q_VALUE_STREAM_1_W
+#define V1_B NET_Q_VALUE_STREAM_1_B
+#define A0_W NET_Q_ADVANTAGE_STREAM_0_W
+#define A0_B NET_Q_ADVANTAGE_STREAM_0_B
+#define A0_OUT NET_Q_ADVANTAGE_STREAM_0_OUT
+#define A1_W NET_Q_ADVANTAGE_STREAM_1_W
+#define A1_B NET_Q_ADVANTAGE_STREAM_1_B
+#define A1_OUT NET_Q_ADVANTAGE_STREAM_1_OUT
+
+static_assert(WG_X >= S0_OUT && WG_X >= S1_OUT && WG_X >= V0_OUT + A0_OUT && WG_X >= MARKET_FEATURES &&
+                  WG_Y == 1 && WG_Z == 1,
+              "validate_dqn: one thread per output of the trunk's and the streams' hidden layers");
+static_assert(NET_Q_SHARED_LAYERS_0_IN == STATE_DIM && NET_Q_VALUE_STREAM_0_IN == S1_OUT &&
+                  NET_Q_ADVANTAGE_STREAM_0_IN == S1_OUT && NET_Q_VALUE_STREAM_1_IN == V0_OUT &&
+                  NET_Q_ADVANTAGE_STREAM_1_IN == A0_OUT && NET_Q_VALUE_STREAM_1_OUT == ATOMS &&
+                  A1_OUT == NUM_ACTIONS * ATOMS && HEAD_OUT == ATOMS + A1_OUT,
+              "validate_dqn: a dueling layout");
+
+// Shared plan (words): the layer input (the state, then the trunk's layers in place), the
+// streams' hidden layers (value at 0, advantage at V0_OUT), V [ATOMS] then A [45 * ATOMS]
+// (action-major), the mean of A over actions per atom, Q, the stop flag and the episode's bar.
+constexpr int SM_X = 0;
+constexpr int SM_HID = 256;
+constexpr int SM_HEADS = 512;
+constexpr int SM_MEAN = SM_HEADS + (HEAD_OUT + 3) / 4 * 4;
+constexpr int SM_Q = SM_MEAN + (ATOMS + 3) / 4 * 4;
+constexpr int SM_STOP = SM_Q + 48;
+constexpr int SM_BAR = SM_STOP + 1;
+constexpr int SM_FLOATS = SM_STOP + 4;
+static_assert(S0_OUT <= 256 && S1_OUT <= 256 && V0_OUT + A0_OUT <= 256 && NUM_ACTIONS <= 48 &&
+                  SM_FLOATS * 4 <= 48 * 1024,
+              "validate_dqn: shared plan");
+
+// Tasks of the streams' output layers: groups of four outputs, value stream first.
+constexpr int V1_GROUPS = (ATOMS + 3) / 4;
+constexpr int A1_GROUPS = (A1_OUT + 3) / 4;
+
+COLLECT_DEVICE float leaky(float a) { return a > 0.0f ? a : fmul(a, 0.01f); }
+
+// Output j of the dense layer at (W, B) over x (weights row-major [n_out, N_IN]). The sizes are
+// compile-time so the loads unroll ahead of the add chain, whose order stays the reference's.
+template <int W, int B, int N_IN>
+COLLECT_DEVICE float dense_out(const float* __restrict__ net, int j, const float* x) {
+  float acc = ldg1(net + B + j);
+  const float* row = net + W + j * N_IN;
+#pragma unroll 8
+  for (int k = 0; k < N_IN; k++) acc = fadd(acc, fmul(ldg1(row + k), x[k]));
+  return acc;
+}
+
+// Outputs j .. j + 3 of the dense layer at (W, B) over x into y[0 .. 4): four independent sums,
+// each in the reference's order.
+template <int W, int B, int N_IN>
+COLLECT_DEVICE void dense_out4(const float* __restrict__ net, int j, const float* x, float* y) {
+  float a0 = ldg1(net + B + j), a1 = ldg1(net + B + j + 1), a2 = ldg1(net + B + j + 2), a3 = ldg1(net + B + j + 3);
+  const float* r0 = net + W + j * N_IN;
+#pragma unroll 4
+  for (int k = 0; k < N_IN; k++) {
+    const float xv = x[k];
+    a0 = fadd(a0, fmul(ldg1(r0 + k), xv));
+    a1 = fadd(a1, fmul(ldg1(r0 + N_IN + k), xv));
+    a2 = fadd(a2, fmul(ldg1(r0 + 2 * N_IN + k), xv));
+    a3 = fadd(a3, fmul(ldg1(r0 + 3 * N_IN + k), xv));
+  }
+  y[0] = a0;
+  y[1] = a1;
+  y[2] = a2;
+  y[3] = a3;
+}
+
+// Group g (outputs 4g .. 4g + 3, fewer at the end) of the output layer at (W, B) over x into y.
+template <int W, int B, int N_IN, int N_OUT>
+COLLECT_DEVICE void output_group(const float* __restrict__ net, int g, const float* x, float* y) {
+  const int j = 4 * g;
+  if (j + 4 <= N_OUT) {
+    dense_out4<W, B, N_IN>(net, j, x, y + j);
+  } else {
+    for (int k = j; k < N_OUT; k++) y[k] = dense_out<W, B, N_IN>(net, k, x);
+  }
+}
+
+// Q of action a from V and A (heads) and the mean of A over actions per atom.
+COLLECT_DEVICE float q_of(int a, float* heads, const float* mean, float vmin, float vmax) {
+  if constexpr (HEAD == 0) return fsub(fadd(heads[0], heads[ATOMS + a]), mean[0]);
+  float* l = heads + ATOMS + a * ATOMS;
+  float mx = -__int_as_float(0x7f800000);
+  for (int z = 0; z < ATOMS; z++) {
+    const float logit = fsub(fadd(heads[z], l[z]), mean[z]);
+    l[z] = logit;
+    if (logit > mx) mx = logit;
+  }
+  float s = 0.0f;
+  for (int z = 0; z < ATOMS; z++) {
+    const float e = expf(fsub(l[z], mx));
+    l[z] = e;
+    s = fadd(s, e);
+  }
+  const float delta = fdiv(fsub(vmax, vmin), (float)(ATOMS > 1 ? ATOMS - 1 : 1));
+  float q = 0.0f;
+  for (int z = 0; z < ATOMS; z++) q = fadd(q, fmul(fdiv(l[z], s), fadd(vmin, fmul((float)z, delta))));
+  return q;
+}
+
+extern "C" __global__ void validate_dqn(KERNEL_ARGS) {
+  COLLECT_SMEM(smem, SM_FLOATS);
+  const EnvScalars p = env_scalars(u);
+  const Market m = {features, ohlc, spread, entropy};
+  const float* __restrict__ net = nets + u.netBase;
+  const int r = threadIdx.x;
+  const unsigned steps = u.steps;
+  float* x = smem + SM_X;
+  float* hid = smem + SM_HID;
+  float* heads = smem + SM_HEADS;
+  float* mean = smem + SM_MEAN;
+  float* q = smem + SM_Q;
+  volatile int* stop = reinterpret_cast<volatile int*>(smem + SM_STOP);
+  volatile int* bar_s = reinterpret_cast<volatile int*>(smem + SM_BAR);
+  Episode ep;
+  if (r == 0) {
+    start_episode(ep, m, p, div_window, p.split_start);
+    *stop = 0;
+  }
+  unsigned l = 0;
+  for (;; l++) {
+    if (r == 0) {
+      state_portfolio(ep, x + MARKET_FEATURES);
+      *bar_s = ep.bar;
+    }
+    block_sync();
+    const int bar = *bar_s;
+    if (l >= steps || *stop != 0) break;
+    if (r < MARKET_FEATURES) x[r] = features[bar * MARKET_FEATURES + r];
+    block_sync();
+    float y = 0.0f;
+    if (r < S0_OUT) y = leaky(dense_out<S0_W, S0_B, STATE_DIM>(net, r, x));
+    block_sync();
+    if (r < S0_OUT) x[r] = y;
+    block_sync();
+    if (r < S1_OUT) y = leaky(dense_out<S1_W, S1_B, S0_OUT>(net, r, x));
+    block_sync();
+    if (r < S1_OUT) x[r] = y;
+    block_sync();
+    if (r < V0_OUT)
+      hid[r] = leaky(dense_out<V0_W, V0_B, S1_OUT>(net, r, x));
+    else if (r < V0_OUT + A0_OUT)
+      hid[r] = leaky(dense_out<A0_W, A0_B, S1_OUT>(net, r - V0_OUT, x));
+    block_sync();
+    for (int t = r; t < V1_GROUPS + A1_GROUPS; t += WG_X) {
+      if (t < V1_GROUPS)
+        output_group<V1_W, V1_B, V0_OUT, ATOMS>(net, t, hid, heads);
+      else
+        output_group<A1_W, A1_B, A0_OUT, A1_OUT>(net, t - V1_GROUPS, hid + V0_OUT, heads + ATOMS);
+    }
+    block_sync();
+    if (r < ATOMS) {
+      float sum = 0.0f;
+      for (int a = 0; a < NUM_ACTIONS; a++) sum = fadd(sum, heads[ATOMS + a * ATOMS + r]);
+      mean[r] = fdiv(sum, (float)NUM_ACTIONS);
+    }
+    block_sync();
+    if (r < NUM_ACTIONS) q[r] = q_of(r, heads, mean, u.vMin, u.vMax);
+    block_sync();
+    if (r == 0) {
+      int a = 0;
+      for (int k = 1; k < NUM_ACTIONS; k++)
+        if (q[k] > q[a]) a = k;
+      if (validate_record(ep, m, p, div_window, a, l, steps, out_f, out_i)) *stop = 1;
+    }
+    block_sync();
+  }
+  if (r == 0) validate_flat_tail(ep, l, steps, out_f, out_i);
+}

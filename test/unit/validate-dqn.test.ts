@@ -1,0 +1,397 @@
+/**
+ * validate_dqn (src/kernels/validate_dqn.ts) against the host backtest with dqnGreedyPolicy it
+ * replaces, plain and C51: the CPU twin through DeviceValidator, the CUDA twin on the g++ emulator
+ * (CudaEmuBackend), the WGSL twin on WebGPU (lavapipe here; FOXHUNT_REQUIRE_WEBGPU=1 fails instead
+ * of skipping), with random weights (output layers scaled up so the greedy action changes with the
+ * state) and with weights after a few train steps; the device DQN engine's validate verb and the
+ * DQN loop logging its metrics; nvcc compiles the CUDA twin.
+ *
+ * Where the twins may differ (GPU exp and division, fused multiply-adds): only at a step whose two
+ * best Q values (reference) are closer than TIE_GAP; the comparisons stop at the first such step,
+ * and the tests require it to come late (or never).
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCpuBackend } from '../../src/backend/cpu/index.js';
+import { nvccCandidates, nvccVersion } from '../../src/backend/cuda/compile.js';
+import { packageRoot } from '../../src/backend/cuda/native.js';
+import { cudaPreamble } from '../../src/backend/cuda/preamble.js';
+import { createBackend } from '../../src/backend/index.js';
+import { type Backend, BackendUnavailableError } from '../../src/backend/types.js';
+import { type Config, cloneDefaults, loadConfig } from '../../src/config.js';
+import type { Market, SplitRange } from '../../src/data/types.js';
+import { DeviceValidator, type SharedValidateBuffers } from '../../src/device/validate.js';
+import { createCpuDqnEngine } from '../../src/engine/cpu_dqn.js';
+import { createDeviceDqnEngine } from '../../src/engine/device_dqn.js';
+import { type EnvParams, envParams } from '../../src/env/params.js';
+import { type BacktestResult, backtest, policyRollout } from '../../src/eval/backtest.js';
+import { computeMetrics, type Metrics } from '../../src/eval/metrics.js';
+import { dqnGreedyPolicy } from '../../src/eval/policies.js';
+import {
+  validateDqnKernel,
+  validateDqnSpec,
+  validateDqnUniforms,
+  validateDqnUnsupported,
+} from '../../src/kernels/validate_dqn.js';
+import { c51Support } from '../../src/learn/dqn_update.js';
+import { type C51Support, forwardC51, forwardDueling, initParams } from '../../src/nets/forward.js';
+import { duelingLayout, layerByName, NetId, NUM_ACTIONS, type QHead } from '../../src/nets/layout.js';
+import { TIE_GAP } from '../../src/parity/collect_cases.js';
+import { trainDqn } from '../../src/train/dqn.js';
+import { prepareData } from '../../src/train/run.js';
+import { MemoryStorage } from '../../src/train/storage.js';
+import { randomMarket } from './env.fixtures.js';
+import { CudaEmuBackend, emuUnavailable } from './learn-device-cuda/emu_backend.js';
+
+const market = randomMarket(400, 5);
+const split = { start: 50, end: 350 };
+const STEPS = split.end - split.start - 1;
+const params = envParams(cloneDefaults().env);
+const collapsing: EnvParams = { ...params, collapseFraction: Math.fround(0.999) };
+const BARS_PER_YEAR = 252 * 390;
+const SUPPORT: C51Support = { vMin: -10, vMax: 10, atoms: 51 };
+const HEADS: QHead[] = ['plain', 'c51'];
+
+/** The initial online net with its output layers scaled up (C51: 4x, plain: 20x), placed at `base`. */
+function randomNet(head: QHead, base = 0): Float32Array {
+  const layout = duelingLayout(head, SUPPORT.atoms);
+  const p = initParams(layout, NetId.QOnline, 7);
+  const scale = head === 'c51' ? 4 : 20;
+  for (const name of ['value_stream.1', 'advantage_stream.1']) {
+    const l = layerByName(layout, name);
+    for (let k = l.wOffset; k < l.wOffset + l.in * l.out; k++) p[k] = Math.fround(p[k] * scale);
+  }
+  const nets = new Float32Array(base + layout.size + 5);
+  nets.set(p, base);
+  return nets;
+}
+
+/** The host rollout of the greedy policy and its first tie step (`steps` when none). */
+function hostRollout(head: QHead, online: Float32Array, m: Market, s: SplitRange, p: EnvParams) {
+  const layout = duelingLayout(head, SUPPORT.atoms);
+  const q = new Float32Array(NUM_ACTIONS);
+  const probs = new Float32Array(NUM_ACTIONS * SUPPORT.atoms);
+  const greedy = dqnGreedyPolicy(head, layout, online, SUPPORT, 1);
+  const steps = s.end - s.start - 1;
+  let tie = steps;
+  const r = policyRollout(m, s, p, (state, bar) => {
+    if (head === 'plain') forwardDueling(layout, online, state, q);
+    else forwardC51(layout, online, state, probs, q, SUPPORT);
+    const sorted = Array.from(q).sort((a, b) => b - a);
+    if (sorted[0] - sorted[1] < TIE_GAP) tie = Math.min(tie, bar - s.start);
+    return greedy(state, bar);
+  });
+  return { ...r, tie };
+}
+
+function upload(backend: Backend, m: Market, p: EnvParams, nets: Float32Array): SharedValidateBuffers {
+  const make = (data: Float32Array, label: string) => {
+    const b = backend.createBuffer(data.byteLength, label);
+    backend.upload(b, data);
+    return b;
+  };
+  return [
+    make(m.features, 'features'),
+    make(m.ohlc, 'ohlc'),
+    make(m.spreadBps, 'spread'),
+    make(p.entropyTable, 'entropy'),
+    make(nets, 'nets'),
+  ];
+}
+
+/** validate_dqn on `backend` for the online net at float `base` of `nets`. */
+async function deviceRun(
+  backend: Backend,
+  head: QHead,
+  nets: Float32Array,
+  base: number,
+  m: Market,
+  s: SplitRange,
+  p: EnvParams,
+): Promise<BacktestResult> {
+  const shared = upload(backend, m, p, nets);
+  const v = new DeviceValidator(backend, shared, p, s, { kind: 'dqn', head, netBase: base, ...SUPPORT });
+  try {
+    return await v.run(BARS_PER_YEAR);
+  } finally {
+    v.destroy();
+    for (const b of shared) backend.destroyBuffer(b);
+  }
+}
+
+/** Every metric within `rel` relative (turnover sums the traded notional, which the device rounds to f32). */
+function expectSameMetrics(device: Metrics, host: Metrics, rel = 1e-7): void {
+  for (const [name, value] of Object.entries(host)) {
+    const got = (device as unknown as Record<string, number>)[name];
+    expect(Math.abs(got - value), `${name}: ${got} vs ${value}`).toBeLessThanOrEqual(
+      rel * Math.max(1, Math.abs(value)),
+    );
+  }
+}
+
+/**
+ * The device trace against the host rollout up to its first tie (which must come after 90% of
+ * the steps): the same actions, equity and exposure within `rel` relative, traded within f32
+ * rounding (of the equity where rel > 0); with no tie, the metrics too.
+ */
+function expectSameBacktest(device: BacktestResult, host: ReturnType<typeof hostRollout>, rel: number): void {
+  const steps = host.actions.length;
+  expect(host.tie, 'the first near-tie of the reference').toBeGreaterThanOrEqual(Math.floor(0.9 * steps));
+  const upTo = host.tie;
+  expect(Array.from(device.actions.subarray(0, upTo))).toEqual(Array.from(host.actions.subarray(0, upTo)));
+  for (let k = 0; k < upTo; k++) {
+    const e = host.trace.equity[k + 1];
+    expect(Math.abs(device.trace.equity[k + 1] - e), `equity ${k}`).toBeLessThanOrEqual(rel * Math.abs(e));
+    const x = host.trace.exposure[k];
+    expect(Math.abs(device.trace.exposure[k] - x), `exposure ${k}`).toBeLessThanOrEqual(
+      rel * Math.max(1, Math.abs(x)),
+    );
+    // CUDA rounds |units| * price to f32; WGSL takes |cash change + fee change|, within the f32
+    // rounding of the cash (rel > 0).
+    const t = host.trace.traded[k];
+    expect(Math.abs(device.trace.traded[k] - t), `traded ${k}`).toBeLessThanOrEqual(
+      2e-7 * Math.abs(t) + (rel > 0 ? 2 * rel * e : 0),
+    );
+  }
+  if (upTo === steps)
+    expectSameMetrics(device.metrics, computeMetrics(host.trace, BARS_PER_YEAR), Math.max(rel, 1e-7));
+}
+
+/** A small DQN-family configuration whose replay fills a batch in the first epoch. */
+const smallConfig = (algo: 'dqn' | 'c51', extra: Record<string, string> = {}): Config =>
+  loadConfig(undefined, {
+    'train.algo': algo,
+    'data.synthBars': '3000',
+    'env.episodeBars': '64',
+    'rollout.episodes': '4',
+    'rollout.steps': '16',
+    'dqn.batch': '16',
+    'dqn.stepsPerEpoch': '5',
+    'dqn.replayCapacity': '256',
+    'dqn.targetEvery': '3',
+    ...extra,
+  });
+
+/** The online net after two epochs of the CPU engine (collect + 5 train steps each), with its market. */
+async function trainedNet(head: QHead) {
+  const cfg = smallConfig(head === 'c51' ? 'c51' : 'dqn');
+  const data = await prepareData(cfg);
+  const engine = createCpuDqnEngine(cfg, data.market, data.splits.train);
+  try {
+    for (const round of [0, 1]) {
+      await engine.collect(round, 0.5);
+      const trained = await engine.train(round);
+      expect(trained.steps).toBe(5);
+    }
+    return { online: (await engine.params()).online, market: data.market, split: data.splits.val, cfg };
+  } finally {
+    engine.destroy();
+  }
+}
+
+describe('validate_dqn on the CPU backend', () => {
+  for (const head of HEADS) {
+    it(`gives the host backtest, metrics and all (${head}, random weights, net at float 13)`, async () => {
+      const nets = randomNet(head, 13);
+      const online = nets.subarray(13, 13 + duelingLayout(head, SUPPORT.atoms).size);
+      const backend = createCpuBackend();
+      const device = await deviceRun(backend, head, nets, 13, market, split, params);
+      const host = backtest(
+        market,
+        split,
+        cloneDefaults().env,
+        dqnGreedyPolicy(head, duelingLayout(head, SUPPORT.atoms), online, SUPPORT, 1),
+        BARS_PER_YEAR,
+      );
+      expect(new Set(host.actions).size).toBeGreaterThan(5);
+      expect(host.metrics.trades).toBeGreaterThan(10);
+      expect(Array.from(device.actions)).toEqual(Array.from(host.actions));
+      expect(Array.from(device.trace.equity)).toEqual(Array.from(host.trace.equity));
+      for (let k = 0; k < STEPS; k++) expect(device.trace.traded[k]).toBe(Math.fround(host.trace.traded[k]));
+      expectSameMetrics(device.metrics, host.metrics);
+    });
+  }
+
+  it('refuses IQN, too many atoms and a split without a step', () => {
+    expect(validateDqnUnsupported({ head: 'iqn', atoms: 51 })).toMatch(/not IQN/);
+    expect(() => validateDqnSpec({ head: 'iqn', atoms: 51 })).toThrow(/not IQN/);
+    expect(() => validateDqnSpec({ head: 'c51', atoms: 200 })).toThrow(/workgroup memory/);
+    expect(validateDqnUnsupported({ head: 'c51', atoms: 51 })).toBeNull();
+    const net = { head: 'plain' as const, atoms: 1, vMin: -10, vMax: 10, netBase: 0 };
+    expect(() => validateDqnUniforms(params, { start: 10, end: 11 }, net)).toThrow(/no step/);
+    expect(() => validateDqnUniforms(params, split, { ...net, netBase: -1 })).toThrow(/netBase/);
+    expect(validateDqnKernel.spec.name).toBe('validate_dqn');
+  });
+});
+
+describe('the device DQN engine validates on the device', () => {
+  for (const algo of ['dqn', 'c51'] as const) {
+    it(`logs the host backtest's metrics over 2 epochs of trainDqn (${algo}, CPU backend)`, async () => {
+      const cfg = smallConfig(algo, { 'train.epochs': '2' });
+      const data = await prepareData(cfg);
+      const backend = createCpuBackend();
+      const engine = createDeviceDqnEngine(cfg, data.market, data.splits.train, backend);
+      let validated = 0;
+      const validate = engine.validate!;
+      expect(validate).toBeTypeOf('function');
+      engine.validate = (s, barsPerYear) => {
+        validated++;
+        return validate(s, barsPerYear);
+      };
+      const onlines: Float32Array[] = [];
+      try {
+        const { records } = await trainDqn({
+          cfg,
+          market: data.market,
+          splits: data.splits,
+          engine,
+          storage: new MemoryStorage(),
+          outDir: 'run',
+          barsPerYear: data.barsPerYear,
+          data: data.fingerprint,
+          firstEpoch: 1,
+          bestScore: Number.NEGATIVE_INFINITY,
+          onEpoch: async () => {
+            onlines.push((await engine.params()).online);
+          },
+        });
+        expect(validated).toBe(2);
+        expect(records.length).toBe(2);
+        const head = algo === 'c51' ? 'c51' : 'plain';
+        for (const [k, record] of records.entries()) {
+          const host = backtest(
+            data.market,
+            data.splits.val,
+            cfg.env,
+            dqnGreedyPolicy(
+              head,
+              duelingLayout(head, cfg.dqn.atoms),
+              onlines[k],
+              c51Support(cfg.dqn),
+              cfg.dqn.iqnActTau,
+            ),
+            data.barsPerYear,
+          );
+          expectSameMetrics(record.validation.policy, host.metrics);
+        }
+      } finally {
+        engine.destroy();
+        backend.destroy();
+      }
+    }, 120_000);
+  }
+});
+
+const unavailable = emuUnavailable();
+
+describe.skipIf(unavailable !== null)(
+  `validate_dqn CUDA twin on the CPU emulator${unavailable ? ` (skipped: ${unavailable})` : ''}`,
+  () => {
+    // validate_dqn's shared plan is static (COLLECT_SMEM, at most 48 KiB).
+    const emu = new CudaEmuBackend(48 * 1024);
+    for (const head of HEADS) {
+      for (const [name, p] of [
+        ['default simulator', params],
+        ['collapse at 99.9% of V_0', collapsing],
+      ] as const) {
+        it(`matches the host rollout (${head}, random weights, ${name})`, async () => {
+          const nets = randomNet(head, 8);
+          const online = nets.subarray(8, 8 + duelingLayout(head, SUPPORT.atoms).size);
+          const device = await deviceRun(emu, head, nets, 8, market, split, p);
+          const host = hostRollout(head, online, market, split, p);
+          if (p === params) expect(new Set(host.actions).size).toBeGreaterThan(5);
+          if (head === 'plain') {
+            // No exp: the reference's arithmetic exactly.
+            expect(Array.from(device.actions)).toEqual(Array.from(host.actions));
+            expect(Array.from(device.trace.equity)).toEqual(Array.from(host.trace.equity));
+            expect(Array.from(device.trace.exposure)).toEqual(Array.from(host.trace.exposure));
+          }
+          expectSameBacktest(device, host, 0);
+          if (p === collapsing) {
+            const e = device.trace.equity;
+            expect(e[e.length - 1]).toBe(e[e.length - 100]);
+            expect(e[e.length - 1]).toBeLessThanOrEqual(Math.fround(0.999) * p.initialCapital);
+          }
+        }, 120_000);
+      }
+      it(`matches the host rollout (${head}, weights after 10 train steps)`, async () => {
+        const t = await trainedNet(head);
+        const device = await deviceRun(emu, head, t.online, 0, t.market, t.split, envParams(t.cfg.env));
+        expectSameBacktest(device, hostRollout(head, t.online, t.market, t.split, envParams(t.cfg.env)), 0);
+      }, 120_000);
+    }
+  },
+);
+
+const nvcc = nvccCandidates().find((p) => nvccVersion(p) !== undefined);
+
+describe.skipIf(!nvcc)('validate_dqn compiles with nvcc for sm_90 (skipped: nvcc not found)', () => {
+  for (const head of HEADS) {
+    it(`builds a cubin without warnings (${head})`, () => {
+      const root = packageRoot();
+      const dir = mkdtempSync(join(tmpdir(), 'foxhunt-validate-dqn-nvcc-'));
+      for (const f of readdirSync(join(root, 'cuda')).filter((n) => n.endsWith('.cuh')))
+        writeFileSync(join(dir, f), readFileSync(join(root, 'cuda', f)));
+      const src = join(dir, 'validate_dqn.cu');
+      writeFileSync(
+        src,
+        cudaPreamble(validateDqnSpec({ head, atoms: 51 })) +
+          readFileSync(join(root, 'cuda', 'validate_dqn.cu'), 'utf8'),
+      );
+      const r = spawnSync(
+        nvcc!,
+        [
+          '-cubin',
+          '--gpu-architecture=sm_90',
+          '--std=c++17',
+          '-Werror',
+          'all-warnings',
+          '-I',
+          dir,
+          '-o',
+          join(dir, 'v.cubin'),
+          src,
+        ],
+        { encoding: 'utf8' },
+      );
+      expect(r.status, `${r.stdout}${r.stderr}`).toBe(0);
+    }, 120_000);
+  }
+});
+
+describe('validate_dqn on WebGPU', () => {
+  let backend: Backend | undefined;
+  let why = '';
+  beforeAll(async () => {
+    try {
+      backend = await createBackend('webgpu');
+    } catch (err) {
+      if (!(err instanceof BackendUnavailableError) || process.env.FOXHUNT_REQUIRE_WEBGPU === '1') throw err;
+      why = err.message;
+    }
+  }, 60_000);
+  afterAll(() => backend?.destroy());
+
+  for (const head of HEADS) {
+    it(`matches the host rollout (${head}, random weights, collapse included)`, async (ctx) => {
+      if (!backend) return ctx.skip(`${why} (set FOXHUNT_REQUIRE_WEBGPU=1 to fail instead)`);
+      const nets = randomNet(head, 8);
+      const online = nets.subarray(8, 8 + duelingLayout(head, SUPPORT.atoms).size);
+      for (const p of [params, collapsing]) {
+        const device = await deviceRun(backend, head, nets, 8, market, split, p);
+        expectSameBacktest(device, hostRollout(head, online, market, split, p), 1e-6);
+      }
+    }, 300_000);
+
+    it(`matches the host rollout (${head}, weights after 10 train steps)`, async (ctx) => {
+      if (!backend) return ctx.skip(`${why} (set FOXHUNT_REQUIRE_WEBGPU=1 to fail instead)`);
+      const t = await trainedNet(head);
+      const p = envParams(t.cfg.env);
+      const device = await deviceRun(backend, head, t.online, 0, t.market, t.split, p);
+      expectSameBacktest(device, hostRollout(head, t.online, t.market, t.split, p), 1e-6);
+    }, 300_000);
+  }
+});

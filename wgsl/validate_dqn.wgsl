@@ -1,0 +1,236 @@
+// validate_dqn: the validation backtest (src/eval/backtest.ts) with a DQN-family greedy policy as
+// one launch of one workgroup (descriptor, bindings and uniforms: src/kernels/validate_dqn.ts).
+// One episode from splitStart, `steps` decisions; per step the 256 invocations run the online
+// dueling net read from nets at u.netBase: the trunk and both streams' hidden layers one output
+// each (f32 sum bias first then inputs in order, LeakyReLU, as src/nets/forward.ts), the
+// streams' output layers four outputs per invocation and task (C51: 587 tasks), the mean of the
+// advantages over actions per atom, then per action Q (plain: (V + A) - mean; C51: the softmax
+// over atoms of (V + A) - mean and its expectation over the support); invocation 0 takes the
+// first argmax and steps the simulator (validate_env.wgsl).
+//
+// Numerics: f32 in the reference's order; the compiler may fuse multiply-adds, WGSL's division
+// and exp are a few ulp loose, so a Q value can differ in its last bits and an action only where
+// two Q values tie that closely.
+//!include validate_env.wgsl
+
+const S0_W = NET_Q_SHARED_LAYERS_0_W;
+const S0_B = NET_Q_SHARED_LAYERS_0_B;
+const S0_IN = NET_Q_SHARED_LAYERS_0_IN;
+const S0_OUT = NET_Q_SHARED_LAYERS_0_OUT;
+const S1_W = NET_Q_SHARED_LAYERS_1_W;
+const S1_B = NET_Q_SHARED_LAYERS_1_B;
+const S1_IN = NET_Q_SHARED_LAYERS_1_IN;
+const S1_OUT = NET_Q_SHARED_LAYERS_1_OUT;
+const V0_W = NET_Q_VALUE_STREAM_0_W;
+const V0_B = NET_Q_VALUE_STREAM_0_B;
+const V0_IN = NET_Q_VALUE_STREAM_0_IN;
+const V0_OUT = NET_Q_VALUE_STREAM_0_OUT;
+const V1_W = NET_Q_VALUE_STREAM_1_W;
+const V1_B = NET_Q_VALUE_STREAM_1_B;
+const V1_IN = NET_Q_VALUE_STREAM_1_IN;
+const A0_W = NET_Q_ADVANTAGE_STREAM_0_W;
+const A0_B = NET_Q_ADVANTAGE_STREAM_0_B;
+const A0_IN = NET_Q_ADVANTAGE_STREAM_0_IN;
+const A0_OUT = NET_Q_ADVANTAGE_STREAM_0_OUT;
+const A1_W = NET_Q_ADVANTAGE_STREAM_1_W;
+const A1_B = NET_Q_ADVANTAGE_STREAM_1_B;
+const A1_IN = NET_Q_ADVANTAGE_STREAM_1_IN;
+const A1_OUT = NET_Q_ADVANTAGE_STREAM_1_OUT;
+// Tasks of the streams' output layers: groups of four outputs, value stream first.
+const V1_GROUPS = (ATOMS + 3) / 4;
+const A1_GROUPS = (A1_OUT + 3) / 4;
+
+// The layer input (the state, then the trunk's layers in place), the streams' hidden layers
+// (value at 0, advantage at V0_OUT), V [ATOMS] then A [45 * ATOMS] (action-major), the mean of A
+// over actions per atom, Q.
+var<workgroup> x: array<f32, 256>;
+var<workgroup> hid: array<f32, 256>;
+var<workgroup> heads: array<f32, HEAD_OUT>;
+var<workgroup> mean_a: array<f32, ATOMS>;
+var<workgroup> q: array<f32, 48>;
+const_assert S0_OUT <= WG_X && S1_OUT <= WG_X && V0_OUT + A0_OUT <= WG_X && STATE_DIM <= 256;
+const_assert S0_OUT <= 256 && S1_OUT <= 256 && V0_OUT + A0_OUT <= 256 && NUM_ACTIONS <= 48;
+const_assert S0_IN == STATE_DIM && V0_IN == S1_OUT && A0_IN == S1_OUT && V1_IN == V0_OUT && A1_IN == A0_OUT;
+const_assert NET_Q_VALUE_STREAM_1_OUT == ATOMS && HEAD_OUT == ATOMS + A1_OUT && A1_OUT == NUM_ACTIONS * ATOMS && MARKET_FEATURES <= WG_X;
+
+fn leaky(a: f32) -> f32 {
+  return select(a * 0.01, a, a > 0.0);
+}
+
+// Output j of a dense layer (weights row-major [n_out, n_in] at u.netBase + w) over x.
+fn dense_x(w: u32, b: u32, n_in: u32, j: u32) -> f32 {
+  var acc = nets[u.netBase + b + j];
+  let row = u.netBase + w + j * n_in;
+  for (var k = 0u; k < n_in; k++) {
+    acc = acc + nets[row + k] * x[k];
+  }
+  return acc;
+}
+
+// Outputs j .. j + 3 of a dense layer over hid[x_off ..]: four independent sums, each in order.
+fn dense4_hid(w: u32, b: u32, n_in: u32, j: u32, x_off: u32) -> vec4<f32> {
+  let bb = u.netBase + b + j;
+  var acc = vec4<f32>(nets[bb], nets[bb + 1u], nets[bb + 2u], nets[bb + 3u]);
+  let r0 = u.netBase + w + j * n_in;
+  let r1 = r0 + n_in;
+  let r2 = r1 + n_in;
+  let r3 = r2 + n_in;
+  for (var k = 0u; k < n_in; k++) {
+    acc = acc + vec4<f32>(nets[r0 + k], nets[r1 + k], nets[r2 + k], nets[r3 + k]) * hid[x_off + k];
+  }
+  return acc;
+}
+
+// Output j of a dense layer over hid[x_off ..].
+fn dense1_hid(w: u32, b: u32, n_in: u32, j: u32, x_off: u32) -> f32 {
+  var acc = nets[u.netBase + b + j];
+  let row = u.netBase + w + j * n_in;
+  for (var k = 0u; k < n_in; k++) {
+    acc = acc + nets[row + k] * hid[x_off + k];
+  }
+  return acc;
+}
+
+// Task t of the streams' output layers: up to four outputs of value_stream.1 (into heads[0 ..])
+// or advantage_stream.1 (into heads[ATOMS ..]).
+fn output_task(t: u32) {
+  var w: u32 = V1_W;
+  var b: u32 = V1_B;
+  var n_out: u32 = ATOMS;
+  var x_off = 0u;
+  var at = 0u;
+  var g = t;
+  if (t >= V1_GROUPS) {
+    w = A1_W;
+    b = A1_B;
+    n_out = A1_OUT;
+    x_off = V0_OUT;
+    at = ATOMS;
+    g = t - V1_GROUPS;
+  }
+  let j = 4u * g;
+  if (j + 4u <= n_out) {
+    let y = dense4_hid(w, b, V1_IN, j, x_off);
+    heads[at + j] = y.x;
+    heads[at + j + 1u] = y.y;
+    heads[at + j + 2u] = y.z;
+    heads[at + j + 3u] = y.w;
+  } else {
+    for (var k = j; k < n_out; k++) {
+      heads[at + k] = dense1_hid(w, b, V1_IN, k, x_off);
+    }
+  }
+}
+
+// C51 support point k: vMin + k * delta, delta = (vMax - vMin) / (atoms - 1).
+fn c51_atom(k: u32) -> f32 {
+  let delta = (u.vMax - u.vMin) / f32(ATOMS - 1);
+  return u.vMin + f32(k) * delta;
+}
+
+// Q of action a from heads and mean_a.
+fn q_of(a: u32) -> f32 {
+  if (HEAD == 0) {
+    return (heads[0] + heads[ATOMS + a]) - mean_a[0];
+  }
+  let o = ATOMS + a * ATOMS;
+  var mx = -3.402823e38;
+  for (var z = 0u; z < ATOMS; z++) {
+    let logit = (heads[z] + heads[o + z]) - mean_a[z];
+    heads[o + z] = logit;
+    if (logit > mx) {
+      mx = logit;
+    }
+  }
+  var s = 0.0;
+  for (var z = 0u; z < ATOMS; z++) {
+    let e = exp(heads[o + z] - mx);
+    heads[o + z] = e;
+    s = s + e;
+  }
+  var qa = 0.0;
+  for (var z = 0u; z < ATOMS; z++) {
+    qa = qa + (heads[o + z] / s) * c51_atom(z);
+  }
+  return qa;
+}
+
+@compute @workgroup_size(WG_X, 1, 1)
+fn validate_dqn(@builtin(local_invocation_index) lid: u32) {
+  let steps = u.steps;
+  var ep: Episode;
+  if (lid == 0u) {
+    validate_begin(&ep);
+  }
+  var l = 0u;
+  loop {
+    if (lid == 0u) {
+      bar_s = ep.bar;
+      let pf = portfolio_features(ep);
+      x[MARKET_FEATURES] = pf.x;
+      x[MARKET_FEATURES + 1u] = pf.y;
+      x[MARKET_FEATURES + 2u] = pf.z;
+    }
+    let bar = workgroupUniformLoad(&bar_s);
+    if (l >= steps || workgroupUniformLoad(&stop_s) != 0) {
+      break;
+    }
+    if (lid < MARKET_FEATURES) {
+      x[lid] = features[u32(bar) * MARKET_FEATURES + lid];
+    }
+    workgroupBarrier();
+    var y = 0.0;
+    if (lid < S0_OUT) {
+      y = leaky(dense_x(S0_W, S0_B, S0_IN, lid));
+    }
+    workgroupBarrier();
+    if (lid < S0_OUT) {
+      x[lid] = y;
+    }
+    workgroupBarrier();
+    if (lid < S1_OUT) {
+      y = leaky(dense_x(S1_W, S1_B, S1_IN, lid));
+    }
+    workgroupBarrier();
+    if (lid < S1_OUT) {
+      x[lid] = y;
+    }
+    workgroupBarrier();
+    if (lid < V0_OUT) {
+      hid[lid] = leaky(dense_x(V0_W, V0_B, V0_IN, lid));
+    } else if (lid < V0_OUT + A0_OUT) {
+      hid[lid] = leaky(dense_x(A0_W, A0_B, A0_IN, lid - V0_OUT));
+    }
+    workgroupBarrier();
+    for (var t = lid; t < V1_GROUPS + A1_GROUPS; t += WG_X) {
+      output_task(t);
+    }
+    workgroupBarrier();
+    if (lid < ATOMS) {
+      var sum = 0.0;
+      for (var a = 0u; a < NUM_ACTIONS; a++) {
+        sum = sum + heads[ATOMS + a * ATOMS + lid];
+      }
+      mean_a[lid] = sum / f32(NUM_ACTIONS);
+    }
+    workgroupBarrier();
+    if (lid < NUM_ACTIONS) {
+      q[lid] = q_of(lid);
+    }
+    workgroupBarrier();
+    if (lid == 0u) {
+      var a = 0;
+      for (var k = 1; k < i32(NUM_ACTIONS); k++) {
+        if (q[k] > q[a]) {
+          a = k;
+        }
+      }
+      validate_record(&ep, a, l, steps);
+    }
+    l++;
+  }
+  // After a collapse: the account stays where it ended.
+  if (lid == 0u) {
+    validate_flat_tail(ep, l, steps);
+  }
+}
