@@ -1,14 +1,18 @@
 /**
- * Parity cases of validate_policy (src/kernels/validate_policy.ts): PPO's greedy actor over a
- * 550-bar split of the collection cases' random market, as one launch through DeviceValidator,
- * against the host backtest (src/eval/backtest.ts) run directly. One case with the default
- * simulator (trades, barrier exits that do not end the episode), one whose collapse threshold is
- * close to V_0, so the episode collapses and the rest of the curve must stay flat.
+ * Parity cases of validate_policy (src/kernels/validate_policy.ts) and validate_dqn
+ * (src/kernels/validate_dqn.ts): PPO's greedy actor, and the plain and C51 dueling nets' greedy
+ * policies, over a 550-bar split of the collection cases' random market, as one launch through
+ * DeviceValidator, against the host backtest (src/eval/backtest.ts, dqnGreedyPolicy) run directly.
+ * Per policy one case with the default simulator (trades, barrier exits that do not end the
+ * episode), one whose collapse threshold is close to V_0, so the episode collapses and the rest of
+ * the curve must stay flat. The nets are the initial ones with their output layers scaled up, so
+ * the greedy action varies with the state; the DQN nets sit at a float offset of the nets buffer.
  *
  * What must agree: the actions exactly, and the equity, exposure and traded notional of every
- * step to atol + rtol (the kernels round traded to f32; the GPU may fuse multiply-adds), up to the
- * first tie: a step whose two best logits (reference) are closer than TIE_GAP, where an action may
- * legitimately differ; from there both sides are zeroed. Browser-safe.
+ * step to atol + rtol (the kernels round traded to f32; the GPU may fuse multiply-adds, its exp is
+ * a few ulp off), up to the first tie: a step whose two best logits or Q values (reference) are
+ * closer than TIE_GAP, where an action may legitimately differ; from there both sides are zeroed.
+ * Browser-safe.
  */
 import type { Backend } from '../backend/types.js';
 import { cloneDefaults } from '../config.js';
@@ -16,10 +20,18 @@ import type { SplitRange } from '../data/types.js';
 import { DeviceValidator, type SharedValidateBuffers } from '../device/validate.js';
 import { type EnvParams, envParams } from '../env/params.js';
 import { policyRollout } from '../eval/backtest.js';
-import { ppoGreedyPolicy } from '../eval/policies.js';
+import { dqnGreedyPolicy, type Policy, ppoGreedyPolicy } from '../eval/policies.js';
 import type { TypedArray } from '../kernels/reference.js';
-import { forwardMlp, initParams } from '../nets/forward.js';
-import { NetId, NUM_ACTIONS, ppoActorLayout, STATE_DIM } from '../nets/layout.js';
+import { type C51Support, forwardC51, forwardDueling, forwardMlp, initParams } from '../nets/forward.js';
+import {
+  duelingLayout,
+  layerByName,
+  NetId,
+  NUM_ACTIONS,
+  ppoActorLayout,
+  type QHead,
+  STATE_DIM,
+} from '../nets/layout.js';
 import type { Outputs, ParityCase } from './cases.js';
 import { parityMarket, TIE_GAP } from './collect_cases.js';
 
@@ -52,15 +64,65 @@ function maskFrom(buf: TypedArray, from: number): TypedArray {
   return out;
 }
 
+/** The C51 support of the DQN cases (the config's default). */
+const SUPPORT: C51Support = { vMin: -10, vMax: 10, atoms: 51 };
+/** Where the DQN cases put the online net in the nets buffer (floats). */
+const DQN_BASE = 12;
+
+/** The policy a case validates: PPO's actor or a DQN-family head (validate_dqn has no IQN). */
+type Validated = 'ppo' | 'plain' | 'c51';
+
+/** The nets buffer of a case: the actor, or the online net (output layers scaled up) at DQN_BASE. */
+const nets = {
+  ppo: actor,
+  plain: memo(() => dqnNets('plain', 20)),
+  c51: memo(() => dqnNets('c51', 4)),
+} satisfies Record<Validated, () => Float32Array>;
+
+function dqnNets(head: QHead, scale: number): Float32Array {
+  const layout = duelingLayout(head, SUPPORT.atoms);
+  const p = initParams(layout, NetId.QOnline, SEED);
+  for (const name of ['value_stream.1', 'advantage_stream.1']) {
+    const l = layerByName(layout, name);
+    for (let k = l.wOffset; k < l.wOffset + l.in * l.out; k++) p[k] = Math.fround(p[k] * scale);
+  }
+  const out = new Float32Array(DQN_BASE + layout.size);
+  out.set(p, DQN_BASE);
+  return out;
+}
+
+/** The policy's values to argmax (logits or Q) and the greedy policy itself. */
+function scorer(which: Validated): {
+  score: (state: Float32Array, out: Float32Array) => void;
+  greedy: Policy;
+} {
+  if (which === 'ppo') {
+    const layout = ppoActorLayout();
+    return {
+      score: (state, out) => forwardMlp(layout, actor(), state.subarray(0, STATE_DIM), out),
+      greedy: ppoGreedyPolicy(actor(), layout),
+    };
+  }
+  const layout = duelingLayout(which, SUPPORT.atoms);
+  const online = nets[which]().subarray(DQN_BASE);
+  const probs = new Float32Array(NUM_ACTIONS * SUPPORT.atoms);
+  return {
+    score: (state, out) =>
+      which === 'c51'
+        ? forwardC51(layout, online, state, probs, out, SUPPORT)
+        : forwardDueling(layout, online, state, out),
+    greedy: dqnGreedyPolicy(which, layout, online, SUPPORT, 1),
+  };
+}
+
 /** The reference's rollout and its first tie step (STEPS when none). */
-function reference(params: EnvParams) {
-  const layout = ppoActorLayout();
-  const logits = new Float32Array(NUM_ACTIONS);
+function reference(which: Validated, params: EnvParams) {
+  const values = new Float32Array(NUM_ACTIONS);
+  const { score, greedy } = scorer(which);
   let tie = STEPS;
-  const greedy = ppoGreedyPolicy(actor(), layout);
   const policy = (state: Float32Array, bar: number) => {
-    forwardMlp(layout, actor(), state.subarray(0, STATE_DIM), logits);
-    const sorted = Array.from(logits).sort((a, b) => b - a);
+    score(state, values);
+    const sorted = Array.from(values).sort((a, b) => b - a);
     if (sorted[0] - sorted[1] < TIE_GAP) tie = Math.min(tie, bar - SPLIT.start);
     return greedy(state, bar);
   };
@@ -80,12 +142,13 @@ function outputs(
   };
 }
 
-function validateCase(name: string, adjust: (p: EnvParams) => EnvParams): ParityCase {
+function validateCase(which: Validated, name: string, adjust: (p: EnvParams) => EnvParams): ParityCase {
   const params = adjust(envParams(cloneDefaults().env));
-  const ref = memo(() => reference(params));
+  const ref = memo(() => reference(which, params));
+  const kernel = which === 'ppo' ? 'validate_policy' : 'validate_dqn';
   return {
-    name: `validate_policy ppo greedy ${STEPS} steps, ${name}`,
-    kernel: 'validate_policy',
+    name: `${kernel} ${which} greedy ${STEPS} steps, ${name}`,
+    kernel,
     tolerance: { kind: 'close', atol: 1e-4, rtol: 1e-4 },
     expected: () => outputs(ref(), ref().tie),
     actual: async (backend: Backend) => {
@@ -100,9 +163,15 @@ function validateCase(name: string, adjust: (p: EnvParams) => EnvParams): Parity
         make(m.ohlc, 'ohlc'),
         make(m.spreadBps, 'spread'),
         make(params.entropyTable, 'entropy'),
-        make(actor(), 'nets'),
+        make(nets[which](), 'nets'),
       ];
-      const v = new DeviceValidator(backend, shared, params, SPLIT);
+      const v = new DeviceValidator(
+        backend,
+        shared,
+        params,
+        SPLIT,
+        which === 'ppo' ? { kind: 'ppo' } : { kind: 'dqn', head: which, netBase: DQN_BASE, ...SUPPORT },
+      );
       try {
         return outputs(await v.run(252), ref().tie);
       } finally {
@@ -114,8 +183,9 @@ function validateCase(name: string, adjust: (p: EnvParams) => EnvParams): Parity
 }
 
 export function validateParityCases(): ParityCase[] {
-  return [
-    validateCase('default simulator', (p) => p),
-    validateCase('collapse at 99.9% of V_0', (p) => ({ ...p, collapseFraction: Math.fround(0.999) })),
-  ];
+  const collapse = (p: EnvParams) => ({ ...p, collapseFraction: Math.fround(0.999) });
+  return (['ppo', 'plain', 'c51'] as const).flatMap((which) => [
+    validateCase(which, 'default simulator', (p) => p),
+    validateCase(which, 'collapse at 99.9% of V_0', collapse),
+  ]);
 }

@@ -285,6 +285,48 @@ describe('the device DQN engine validates on the device', () => {
   }
 });
 
+describe('the device DQN engine on WebGPU', () => {
+  let backend: Backend | undefined;
+  let why = '';
+  beforeAll(async () => {
+    try {
+      backend = await createBackend('webgpu');
+    } catch (err) {
+      if (!(err instanceof BackendUnavailableError) || process.env.FOXHUNT_REQUIRE_WEBGPU === '1') throw err;
+      why = err.message;
+    }
+  }, 60_000);
+  afterAll(() => backend?.destroy());
+
+  for (const algo of ['dqn', 'c51'] as const) {
+    it(`validates the trained online net as the host backtest does (${algo}, 2 epochs)`, async (ctx) => {
+      if (!backend) return ctx.skip(`${why} (set FOXHUNT_REQUIRE_WEBGPU=1 to fail instead)`);
+      const cfg = smallConfig(algo);
+      const data = await prepareData(cfg);
+      const engine = createDeviceDqnEngine(cfg, data.market, data.splits.train, backend);
+      try {
+        for (const round of [0, 1]) {
+          await engine.collect(round, 0.5);
+          expect((await engine.train(round)).steps).toBe(5);
+        }
+        const device = await engine.validate!(data.splits.val, BARS_PER_YEAR);
+        const head = algo === 'c51' ? 'c51' : 'plain';
+        const host = hostRollout(
+          head,
+          (await engine.params()).online,
+          data.market,
+          data.splits.val,
+          envParams(cfg.env),
+        );
+        expect(device.trace.equity.length).toBe(data.splits.val.end - data.splits.val.start);
+        expectSameBacktest(device, host, 1e-6);
+      } finally {
+        engine.destroy();
+      }
+    }, 300_000);
+  }
+});
+
 const unavailable = emuUnavailable();
 
 describe.skipIf(unavailable !== null)(
