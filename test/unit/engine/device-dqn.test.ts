@@ -344,7 +344,9 @@ describe('bench train --algo dqn|c51', () => {
     // A device backend that captures graphs: the ring is filled first (256 rows / 64 per
     // collection), then one warm-up epoch per target phase (targetEvery 3, 5 steps: 3) captures
     // each phase's graph, so the measured epochs replay graphs and capture none.
+    // Its validate phase is training's: validate_dqn, one launch per epoch.
     let captures = 0;
+    let validations = 0;
     const device = createCpuBackend();
     backends.push(device);
     const capturing = new Proxy(device, {
@@ -354,6 +356,11 @@ describe('bench train --algo dqn|c51', () => {
           return (list: Dispatch[]) => {
             captures++;
             return { replay: () => target.run(list), destroy() {} };
+          };
+        if (name === 'run')
+          return (list: Dispatch[]) => {
+            validations += list.filter((d) => d.kernel.name === 'validate_dqn').length;
+            target.run(list);
           };
         const value = Reflect.get(target, name, target);
         return typeof value === 'function' ? value.bind(target) : value;
@@ -378,6 +385,7 @@ describe('bench train --algo dqn|c51', () => {
     ]);
     expect(lines[0]).toMatch(/^fill: 4 collections in \d+ ms$/);
     expect(captures).toBe(3);
+    expect(validations).toBe(5);
     expect(targetPhases(1000, 300)).toBe(10);
     expect(targetPhases(0, 300)).toBe(1);
     expect(targetPhases(7, 300)).toBe(7);
