@@ -55,10 +55,10 @@ const BARS_PER_YEAR = 252 * 390;
 const SUPPORT: C51Support = { vMin: -10, vMax: 10, atoms: 51 };
 const HEADS: QHead[] = ['plain', 'c51'];
 
-/** The initial online net with its output layers scaled up (C51: 4x, plain: 20x), placed at `base`. */
-function randomNet(head: QHead, base = 0): Float32Array {
-  const layout = duelingLayout(head, SUPPORT.atoms);
-  const p = initParams(layout, NetId.QOnline, 7);
+/** The initial online net (Philox `seed`) with its output layers scaled up (C51: 4x, plain: 20x), placed at `base`. */
+function randomNet(head: QHead, base = 0, atoms = SUPPORT.atoms, seed = 7): Float32Array {
+  const layout = duelingLayout(head, atoms);
+  const p = initParams(layout, NetId.QOnline, seed);
   const scale = head === 'c51' ? 4 : 20;
   for (const name of ['value_stream.1', 'advantage_stream.1']) {
     const l = layerByName(layout, name);
@@ -70,16 +70,23 @@ function randomNet(head: QHead, base = 0): Float32Array {
 }
 
 /** The host rollout of the greedy policy and its first tie step (`steps` when none). */
-function hostRollout(head: QHead, online: Float32Array, m: Market, s: SplitRange, p: EnvParams) {
-  const layout = duelingLayout(head, SUPPORT.atoms);
+function hostRollout(
+  head: QHead,
+  online: Float32Array,
+  m: Market,
+  s: SplitRange,
+  p: EnvParams,
+  support = SUPPORT,
+) {
+  const layout = duelingLayout(head, support.atoms);
   const q = new Float32Array(NUM_ACTIONS);
-  const probs = new Float32Array(NUM_ACTIONS * SUPPORT.atoms);
-  const greedy = dqnGreedyPolicy(head, layout, online, SUPPORT, 1);
+  const probs = new Float32Array(NUM_ACTIONS * support.atoms);
+  const greedy = dqnGreedyPolicy(head, layout, online, support, 1);
   const steps = s.end - s.start - 1;
   let tie = steps;
   const r = policyRollout(m, s, p, (state, bar) => {
     if (head === 'plain') forwardDueling(layout, online, state, q);
-    else forwardC51(layout, online, state, probs, q, SUPPORT);
+    else forwardC51(layout, online, state, probs, q, support);
     const sorted = Array.from(q).sort((a, b) => b - a);
     if (sorted[0] - sorted[1] < TIE_GAP) tie = Math.min(tie, bar - s.start);
     return greedy(state, bar);
@@ -111,9 +118,10 @@ async function deviceRun(
   m: Market,
   s: SplitRange,
   p: EnvParams,
+  support = SUPPORT,
 ): Promise<BacktestResult> {
   const shared = upload(backend, m, p, nets);
-  const v = new DeviceValidator(backend, shared, p, s, { kind: 'dqn', head, netBase: base, ...SUPPORT });
+  const v = new DeviceValidator(backend, shared, p, s, { kind: 'dqn', head, netBase: base, ...support });
   try {
     return await v.run(BARS_PER_YEAR);
   } finally {
@@ -228,6 +236,27 @@ describe('validate_dqn on the CPU backend', () => {
 });
 
 describe('the device DQN engine validates on the device', () => {
+  it('leaves C51 beyond the workgroup plan (76 atoms) to the host backtest', async () => {
+    const cfg = smallConfig('c51', { 'dqn.atoms': '76' });
+    const data = await prepareData(cfg);
+    const backend = createCpuBackend();
+    const wide = createDeviceDqnEngine(cfg, data.market, data.splits.train, backend);
+    const fits = createDeviceDqnEngine(
+      smallConfig('c51', { 'dqn.atoms': '75' }),
+      data.market,
+      data.splits.train,
+      backend,
+    );
+    try {
+      expect(wide.validate).toBeUndefined();
+      expect(fits.validate).toBeTypeOf('function');
+    } finally {
+      wide.destroy();
+      fits.destroy();
+      backend.destroy();
+    }
+  });
+
   for (const algo of ['dqn', 'c51'] as const) {
     it(`logs the host backtest's metrics over 2 epochs of trainDqn (${algo}, CPU backend)`, async () => {
       const cfg = smallConfig(algo, { 'train.epochs': '2' });
@@ -436,4 +465,15 @@ describe('validate_dqn on WebGPU', () => {
       expectSameBacktest(device, hostRollout(head, t.online, t.market, t.split, p), 1e-6);
     }, 300_000);
   }
+
+  it('runs C51 at 75 atoms, the most its 16 KiB of workgroup memory holds', async (ctx) => {
+    if (!backend) return ctx.skip(`${why} (set FOXHUNT_REQUIRE_WEBGPU=1 to fail instead)`);
+    const support = { vMin: -10, vMax: 10, atoms: 75 };
+    const nets = randomNet('c51', 4, 75, 8);
+    const online = nets.subarray(4, 4 + duelingLayout('c51', 75).size);
+    const device = await deviceRun(backend, 'c51', nets, 4, market, split, params, support);
+    const host = hostRollout('c51', online, market, split, params, support);
+    expect(new Set(host.actions).size).toBeGreaterThan(5);
+    expectSameBacktest(device, host, 1e-6);
+  }, 300_000);
 });
