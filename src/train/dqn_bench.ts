@@ -83,6 +83,9 @@ export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult>
       }
       t0 = performance.now();
       const params = await engine.params();
+      for (const [net, p] of Object.entries(params))
+        for (let k = 0; k < p.length; k++)
+          if (!Number.isFinite(p[k])) throw new Error(`bench train: ${net} parameter ${k} is ${p[k]}`);
       if (engine.validate) await engine.validate(o.splits.val, o.barsPerYear);
       else
         backtest(
