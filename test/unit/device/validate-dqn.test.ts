@@ -15,36 +15,36 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCpuBackend } from '../../src/backend/cpu/index.js';
-import { nvccCandidates, nvccVersion } from '../../src/backend/cuda/compile.js';
-import { packageRoot } from '../../src/backend/cuda/native.js';
-import { cudaPreamble } from '../../src/backend/cuda/preamble.js';
-import { createBackend } from '../../src/backend/index.js';
-import { type Backend, BackendUnavailableError } from '../../src/backend/types.js';
-import { type Config, cloneDefaults, loadConfig } from '../../src/config.js';
-import type { Market, SplitRange } from '../../src/data/types.js';
-import { DeviceValidator, type SharedValidateBuffers } from '../../src/device/validate.js';
-import { createCpuDqnEngine } from '../../src/engine/cpu_dqn.js';
-import { createDeviceDqnEngine } from '../../src/engine/device_dqn.js';
-import { type EnvParams, envParams } from '../../src/env/params.js';
-import { type BacktestResult, backtest, policyRollout } from '../../src/eval/backtest.js';
-import { computeMetrics, type Metrics } from '../../src/eval/metrics.js';
-import { dqnGreedyPolicy } from '../../src/eval/policies.js';
+import { createCpuBackend } from '../../../src/backend/cpu/index.js';
+import { nvccCandidates, nvccVersion } from '../../../src/backend/cuda/compile.js';
+import { packageRoot } from '../../../src/backend/cuda/native.js';
+import { cudaPreamble } from '../../../src/backend/cuda/preamble.js';
+import { createBackend } from '../../../src/backend/index.js';
+import { type Backend, BackendUnavailableError } from '../../../src/backend/types.js';
+import { type Config, cloneDefaults, loadConfig } from '../../../src/config.js';
+import type { Market, SplitRange } from '../../../src/data/types.js';
+import { DeviceValidator, type SharedValidateBuffers } from '../../../src/device/validate.js';
+import { createCpuDqnEngine } from '../../../src/engine/cpu_dqn.js';
+import { createDeviceDqnEngine } from '../../../src/engine/device_dqn.js';
+import { type EnvParams, envParams } from '../../../src/env/params.js';
+import { type BacktestResult, backtest, policyRollout } from '../../../src/eval/backtest.js';
+import { computeMetrics, type Metrics } from '../../../src/eval/metrics.js';
+import { dqnGreedyPolicy } from '../../../src/eval/policies.js';
 import {
   validateDqnKernel,
   validateDqnSpec,
   validateDqnUniforms,
   validateDqnUnsupported,
-} from '../../src/kernels/validate_dqn.js';
-import { c51Support } from '../../src/learn/dqn_update.js';
-import { type C51Support, forwardC51, forwardDueling, initParams } from '../../src/nets/forward.js';
-import { duelingLayout, layerByName, NetId, NUM_ACTIONS, type QHead } from '../../src/nets/layout.js';
-import { TIE_GAP } from '../../src/parity/collect_cases.js';
-import { trainDqn } from '../../src/train/dqn.js';
-import { prepareData } from '../../src/train/run.js';
-import { MemoryStorage } from '../../src/train/storage.js';
-import { randomMarket } from './env.fixtures.js';
-import { CudaEmuBackend, emuUnavailable } from './learn-device-cuda/emu_backend.js';
+} from '../../../src/kernels/validate_dqn.js';
+import { c51Support } from '../../../src/learn/dqn_update.js';
+import { type C51Support, forwardC51, forwardDueling, initParams } from '../../../src/nets/forward.js';
+import { duelingLayout, layerByName, NetId, NUM_ACTIONS, type QHead } from '../../../src/nets/layout.js';
+import { TIE_GAP } from '../../../src/parity/collect_cases.js';
+import { trainDqn } from '../../../src/train/dqn.js';
+import { prepareData } from '../../../src/train/run.js';
+import { MemoryStorage } from '../../../src/train/storage.js';
+import { randomMarket } from '../env/fixtures.js';
+import { CudaEmuBackend, emuUnavailable } from '../../emu/backend.js';
 
 const market = randomMarket(400, 5);
 const split = { start: 50, end: 350 };
@@ -362,7 +362,7 @@ describe.skipIf(unavailable !== null)(
   `validate_dqn CUDA twin on the CPU emulator${unavailable ? ` (skipped: ${unavailable})` : ''}`,
   () => {
     // validate_dqn's shared plan is static (COLLECT_SMEM, at most 48 KiB).
-    const emu = new CudaEmuBackend(48 * 1024);
+    const emu = new CudaEmuBackend();
     for (const head of HEADS) {
       for (const [name, p] of [
         ['default simulator', params],
