@@ -549,8 +549,8 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         // The action op after a skipped online pass is closed by the verdict's load.
         if (TD_WITH_NEXT_ACTION != 0 && i == PROGRAM_LEN - 1u) {
           need_next = workgroupUniformLoad(&stream_need);
-        } else if (TD_WITH_NEXT_ACTION == 2 && need == 0u && i == TARGET_AT - 1u) {
-          // TD_WITH_NEXT_ACTION 2: the fill of s' after a skipped action op follows the step's verdict load,
+        } else if (TD_WITH_NEXT_ACTION != 0 && need == 0u && i == TARGET_AT - 1u) {
+          // TD_WITH_NEXT_ACTION: the fill of s' after a skipped action op follows the step's verdict load,
           // whose barrier already closes the TD op before it (the env op is skipped, TD_WRITES_STEP).
         } else if (i != ACT_AT || need != 0u) {
           workgroupBarrier();

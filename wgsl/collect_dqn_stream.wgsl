@@ -42,14 +42,14 @@ const STEP_LEN = select(TILE_E, 2u * TILE_E, TD_WITH_NEXT_ACTION != 0);
 var<workgroup> stream_outcome: array<StepOut, STEP_LEN>;
 var<workgroup> stream_action: array<i32, STEP_LEN>;
 var<workgroup> stream_q_sa: array<f32, STEP_LEN>;
-// TD_WITH_NEXT_ACTION 1 or 2 (with FLAT_STEP): the TD op of step l also runs the action op of step l + 1 when no
+// TD_WITH_NEXT_ACTION 1 (with FLAT_STEP): the TD op of step l also runs the action op of step l + 1 when no
 // episode of the tile restarted at step l (the online Q-values of s' are then the next step's):
 // one op fewer a step, and the TD op's work off the chain. Beside the target pass's dueling
 // combination thread VERDICT_THREAD leaves the verdict (whether an episode restarted) in stream_need; the
 // TD op's barrier is its workgroupUniformLoad, and so is the next step's start (no verdict carried
 // from one step to the next in a variable: a build that did so ran at 5.38M against 5.95M, and one
 // that decided the merge from a plain load at 5.97M). The TD op runs on thread TD_THREAD0 + r (the
-// action on r, the next draw on 32 + r), with the bonus computed there. TD_WITH_NEXT_ACTION 2: also no
+// action on r, the next draw on 32 + r), with the bonus computed there. It also takes no
 // barrier of its own before the fill of s' when the action op was skipped (the verdict's load at the
 // step's start is one).
 const_assert TD_WITH_NEXT_ACTION == 0 || (ENV_AT + 2u == TARGET_AT && FLAT_STEP == 1 && DUAL_PASS == 1);

@@ -198,7 +198,7 @@ function streamDqnConstants(
     CURIOSITY_SIDE: cur ? 1 : 0,
     SIDE_LAYER_WORDS,
     FLAT_STEP: cur ? 1 : 0,
-    TD_WITH_NEXT_ACTION: cur ? 2 : 0,
+    TD_WITH_NEXT_ACTION: cur ? 1 : 0,
     PING_PONG: cur && pp ? 1 : 0,
     FOLDED_COMBINE: cur ? 1 : 0,
   };

@@ -60,7 +60,7 @@ describe('engine 5 schedules on webgpu', () => {
       kt: 8,
       ...tile,
     });
-    expect(spec.constants).toMatchObject({ TD_WITH_NEXT_ACTION: 2, FOLDED_COMBINE: 1, PING_PONG: 1 });
+    expect(spec.constants).toMatchObject({ TD_WITH_NEXT_ACTION: 1, FOLDED_COMBINE: 1, PING_PONG: 1 });
     const kept = await dqnBuildOutputs(backend, 3, { variant: 'tiled', tile });
     const plain = await dqnBuildOutputs(backend, 3, { variant: 'tiled', tile, constants: PLAIN_STEP });
     expect(Object.keys(kept)).toContain('2:actions');

@@ -275,7 +275,7 @@ describe('collect_dqn weight-streaming engine (5): plan and refusal', () => {
     // tile past 32 KiB).
     expect(cur.constants).toMatchObject({
       FLAT_STEP: 1,
-      TD_WITH_NEXT_ACTION: 2,
+      TD_WITH_NEXT_ACTION: 1,
       FOLDED_COMBINE: 1,
       PING_PONG: 0,
     });
@@ -287,7 +287,7 @@ describe('collect_dqn weight-streaming engine (5): plan and refusal', () => {
     });
     for (const tileEpisodes of [1, 2])
       expect(collectDqnSpec({ ...base, tileEpisodes, threads: 512 }).constants).toMatchObject({
-        TD_WITH_NEXT_ACTION: 2,
+        TD_WITH_NEXT_ACTION: 1,
         FOLDED_COMBINE: 1,
         PING_PONG: 1,
       });
