@@ -66,13 +66,18 @@ export function validatePolicySpec(): KernelSpec {
     throw new Error(
       `validate_policy: the actor's widest layer (${widest}) exceeds ${VALIDATE_THREADS} threads`,
     );
+  // The CUDA twin stages the actor in dynamic shared memory (its plan, then each layer's weights
+  // and bias); the WGSL twin reads the nets buffer and ignores the constant.
+  const sharedBytes = 4 * (196 + a.layers.reduce((n, l) => n + (l.in + 1) * l.out, 0));
   return {
     name: 'validate_policy',
+    sharedBytes,
     bindings: COLLECT_BINDINGS,
     uniforms: [...VALIDATE_UNIFORMS],
     workgroupSize: [VALIDATE_THREADS, 1, 1],
     constants: {
       ENGINE: 0,
+      DYN_SMEM_BYTES: sharedBytes,
       ...commonConstants(),
       ...envStateConstants(),
       ...netConstants('NET_A', a, 0),
