@@ -63,14 +63,35 @@ constexpr int A1_GROUPS = (A1_OUT + 3) / 4;
 COLLECT_DEVICE float leaky(float a) { return a > 0.0f ? a : fmul(a, 0.01f); }
 
 // Output j of the dense layer at (W, B) over x (weights row-major [n_out, N_IN]). The sizes are
-// compile-time so the loads unroll ahead of the add chain, whose order stays the reference's.
+// compile-time so the loads unroll ahead of the add chain, whose order stays the reference's;
+// rows of a multiple of 4 floats at a 16-byte boundary load 4 floats at a time (u.netBase % 4 == 0,
+// the host checks), a quarter of the load instructions.
 template <int W, int B, int N_IN>
 COLLECT_DEVICE float dense_out(const float* __restrict__ net, int j, const float* x) {
   float acc = ldg1(net + B + j);
   const float* row = net + W + j * N_IN;
+  if constexpr (N_IN % 4 == 0 && W % 4 == 0) {
+#pragma unroll 4
+    for (int k = 0; k < N_IN; k += 4) {
+      const float4 w = ldg4(row + k);
+      acc = fadd(acc, fmul(w.x, x[k]));
+      acc = fadd(acc, fmul(w.y, x[k + 1]));
+      acc = fadd(acc, fmul(w.z, x[k + 2]));
+      acc = fadd(acc, fmul(w.w, x[k + 3]));
+    }
+  } else {
 #pragma unroll 8
-  for (int k = 0; k < N_IN; k++) acc = fadd(acc, fmul(ldg1(row + k), x[k]));
+    for (int k = 0; k < N_IN; k++) acc = fadd(acc, fmul(ldg1(row + k), x[k]));
+  }
   return acc;
+}
+
+// acc + w . x[0 .. 4) in order.
+COLLECT_DEVICE float dot4_in_order(float acc, float4 w, const float* x) {
+  acc = fadd(acc, fmul(w.x, x[0]));
+  acc = fadd(acc, fmul(w.y, x[1]));
+  acc = fadd(acc, fmul(w.z, x[2]));
+  return fadd(acc, fmul(w.w, x[3]));
 }
 
 // Outputs j .. j + 3 of the dense layer at (W, B) over x into y[0 .. 4): four independent sums,
@@ -79,13 +100,23 @@ template <int W, int B, int N_IN>
 COLLECT_DEVICE void dense_out4(const float* __restrict__ net, int j, const float* x, float* y) {
   float a0 = ldg1(net + B + j), a1 = ldg1(net + B + j + 1), a2 = ldg1(net + B + j + 2), a3 = ldg1(net + B + j + 3);
   const float* r0 = net + W + j * N_IN;
+  if constexpr (N_IN % 4 == 0 && W % 4 == 0) {
+#pragma unroll 2
+    for (int k = 0; k < N_IN; k += 4) {
+      a0 = dot4_in_order(a0, ldg4(r0 + k), x + k);
+      a1 = dot4_in_order(a1, ldg4(r0 + N_IN + k), x + k);
+      a2 = dot4_in_order(a2, ldg4(r0 + 2 * N_IN + k), x + k);
+      a3 = dot4_in_order(a3, ldg4(r0 + 3 * N_IN + k), x + k);
+    }
+  } else {
 #pragma unroll 4
-  for (int k = 0; k < N_IN; k++) {
-    const float xv = x[k];
-    a0 = fadd(a0, fmul(ldg1(r0 + k), xv));
-    a1 = fadd(a1, fmul(ldg1(r0 + N_IN + k), xv));
-    a2 = fadd(a2, fmul(ldg1(r0 + 2 * N_IN + k), xv));
-    a3 = fadd(a3, fmul(ldg1(r0 + 3 * N_IN + k), xv));
+    for (int k = 0; k < N_IN; k++) {
+      const float xv = x[k];
+      a0 = fadd(a0, fmul(ldg1(r0 + k), xv));
+      a1 = fadd(a1, fmul(ldg1(r0 + N_IN + k), xv));
+      a2 = fadd(a2, fmul(ldg1(r0 + 2 * N_IN + k), xv));
+      a3 = fadd(a3, fmul(ldg1(r0 + 3 * N_IN + k), xv));
+    }
   }
   y[0] = a0;
   y[1] = a1;

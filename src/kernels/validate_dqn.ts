@@ -129,8 +129,10 @@ export function validateDqnUniforms(
   net: ValidateDqnNet,
 ): Record<string, number> {
   const steps = validateSteps(split);
-  if (!Number.isInteger(net.netBase) || net.netBase < 0)
-    throw new Error(`validate_dqn: netBase ${net.netBase} must be an integer >= 0`);
+  if (!Number.isInteger(net.netBase) || net.netBase < 0 || net.netBase % 4 !== 0)
+    throw new Error(
+      `validate_dqn: netBase ${net.netBase} must be an integer >= 0 and a multiple of 4 (16-byte loads)`,
+    );
   return {
     n: 1,
     steps,

@@ -202,11 +202,11 @@ async function trainedNet(head: QHead) {
 
 describe('validate_dqn on the CPU backend', () => {
   for (const head of HEADS) {
-    it(`gives the host backtest, metrics and all (${head}, random weights, net at float 13)`, async () => {
-      const nets = randomNet(head, 13);
-      const online = nets.subarray(13, 13 + duelingLayout(head, SUPPORT.atoms).size);
+    it(`gives the host backtest, metrics and all (${head}, random weights, net at float 16)`, async () => {
+      const nets = randomNet(head, 16);
+      const online = nets.subarray(16, 16 + duelingLayout(head, SUPPORT.atoms).size);
       const backend = createCpuBackend();
-      const device = await deviceRun(backend, head, nets, 13, market, split, params);
+      const device = await deviceRun(backend, head, nets, 16, market, split, params);
       const host = backtest(
         market,
         split,
@@ -231,6 +231,7 @@ describe('validate_dqn on the CPU backend', () => {
     const net = { head: 'plain' as const, atoms: 1, vMin: -10, vMax: 10, netBase: 0 };
     expect(() => validateDqnUniforms(params, { start: 10, end: 11 }, net)).toThrow(/no step/);
     expect(() => validateDqnUniforms(params, split, { ...net, netBase: -1 })).toThrow(/netBase/);
+    expect(() => validateDqnUniforms(params, split, { ...net, netBase: 13 })).toThrow(/multiple of 4/);
     expect(validateDqnKernel.spec.name).toBe('validate_dqn');
   });
 });
