@@ -115,15 +115,16 @@ export class CudaEmuBackend extends CpuBackend {
     Object.defineProperty(this, 'kind', { value: kind });
   }
   private readonly dir = mkdtempSync(join(tmpdir(), 'foxhunt-learn-emu-'));
-  private readonly binaries = new Map<string, string>();
+  /** Built binaries by kernel build, shared by the instances of a test file (g++ takes ~1 s each). */
+  private static readonly binaries = new Map<string, string>();
   /** Dispatches executed through the emulator so far. */
   launches = 0;
 
   private binary(spec: KernelSpec): string {
     const key = `${spec.name}|${spec.workgroupSize}|${JSON.stringify(spec.constants ?? {})}|${spec.sharedBytes ?? 0}|${spec.cluster ?? ''}`;
-    const known = this.binaries.get(key);
+    const known = CudaEmuBackend.binaries.get(key);
     if (known) return known;
-    const tag = `${spec.name}_${this.binaries.size}`;
+    const tag = `${spec.name}_${CudaEmuBackend.binaries.size}`;
     const gen = join(this.dir, `${tag}.cu`);
     writeFileSync(gen, cudaPreamble(spec) + readFileSync(join(root, 'cuda', `${spec.name}.cu`), 'utf8'));
     const cpp = join(this.dir, `${tag}.cpp`);
@@ -142,7 +143,7 @@ export class CudaEmuBackend extends CpuBackend {
       ].concat([`-I${join(root, 'cuda')}`, `-I${here}`, cpp, '-o', bin]),
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
-    this.binaries.set(key, bin);
+    CudaEmuBackend.binaries.set(key, bin);
     return bin;
   }
 

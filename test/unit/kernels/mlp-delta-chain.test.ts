@@ -348,9 +348,11 @@ describe('mlp_delta_chain', () => {
         [5, 2, true, false],
         [13, 8, false, true],
         [19, 16, true, true],
-        // More than 256 samples: the advantage sums' strided loop (threads 0..255 take 2 each; the
-        // staged block's threads 256..511 add +0), ppo_loss's bits all the same.
-        [300, 8, true, true],
+        // More than 256 samples: the advantage sums' strided loop (thread 0 takes 2; the staged
+        // block's threads 256..511 add +0), ppo_loss's bits all the same. Caught at B = 257:
+        // ppo_loss.cuh's sums without `tid < PPO_STAT_THREADS` (thread 256 adds sample 256 twice)
+        // or without the stride (`if (tid < n) s += ..`) -> fails.
+        [257, 8, true, true],
       ] as const) {
         const c = ppoCase(batch);
         const li = lossInputs(c, normalize);
