@@ -43,8 +43,8 @@ import { TIE_GAP } from '../../../src/parity/collect_cases.js';
 import { trainDqn } from '../../../src/train/dqn.js';
 import { prepareData } from '../../../src/train/run.js';
 import { MemoryStorage } from '../../../src/train/storage.js';
-import { randomMarket } from '../env/fixtures.js';
 import { CudaEmuBackend, emuUnavailable } from '../../emu/backend.js';
+import { randomMarket } from '../env/fixtures.js';
 
 const market = randomMarket(400, 5);
 const split = { start: 50, end: 350 };
