@@ -32,10 +32,10 @@ fn iqn_taus(
   }
   let r = idx / u.embed;
   let i = idx % u.embed;
-  let target = r >= half;
-  let q = select(r, r - half, target);
+  let is_target = r >= half;
+  let q = select(r, r - half, is_target);
   let b = q / u.nTau;
-  let k = select(0u, u.nTau, target) + q % u.nTau;
+  let k = select(0u, u.nTau, is_target) + q % u.nTau;
   let step = state[u.stateAt] + u.stepSlot;
   let w = philox4x32(vec4<u32>(TAU_STREAM, b, step, k >> 2u), vec2<u32>(u.key0, u.key1));
   let tau = u32_to_unit_float(w[k & 3u]);
