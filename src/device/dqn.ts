@@ -204,13 +204,16 @@ export class DeviceDqnLearner {
       t1v: deltas.take(B * T * L.t1.out),
       t1a: deltas.take(B * T * L.t1.out),
     };
+    // WebGPU binds each arena whole: it must fit the device's binding limit too.
+    const binding = Number(backend.info.limits.maxStorageBufferBindingSize ?? Number.POSITIVE_INFINITY);
+    const most = Math.min(MAX_ARENA, Math.floor(binding / 4));
     for (const [what, size] of [
       ['activation', acts.size],
       ['delta', deltas.size],
     ] as const) {
-      if (size > MAX_ARENA)
+      if (size > most)
         throw new Error(
-          `device dqn: the ${what} arena needs ${size} floats (dqn.batch ${B} x ${T} taus), above ${MAX_ARENA}; lower dqn.batch${iqn ? ' or dqn.iqnTau' : ''}`,
+          `device dqn: the ${what} arena needs ${4 * size} bytes (dqn.batch ${B} x ${T} taus), above this device's ${4 * most}; lower dqn.batch${iqn ? ' or dqn.iqnTau' : ''}`,
         );
     }
     let partials = 0;

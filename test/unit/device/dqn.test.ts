@@ -64,6 +64,26 @@ describe('device DQN learner input checks', () => {
     ).toThrow(/not a dueling c51 layout with 51 atoms/);
   });
 
+  it('refuses an activation arena past the device binding limit in one line', () => {
+    const iqn = duelingLayout('iqn');
+    const small = Object.create(backend, {
+      info: { value: { ...backend.info, limits: { maxStorageBufferBindingSize: 1 << 24 } } },
+    });
+    expect(
+      () =>
+        new DeviceDqnLearner({
+          backend: small,
+          head: 'iqn',
+          cfg: { ...cfg, batch: 64 },
+          layout: iqn,
+          params: new Float32Array(iqn.size),
+          key: [1, 2],
+        }),
+    ).toThrow(
+      /activation arena needs \d+ bytes \(dqn\.batch 64 x 64 taus\), above this device's 16777216; lower dqn\.batch or dqn\.iqnTau/,
+    );
+  });
+
   it('the loss kernels reject supports and quantile counts they cannot hold', () => {
     const common = {
       online: buf,
