@@ -218,49 +218,53 @@ describe('device DQN engine', () => {
     }
   });
 
-  it('replays each train epoch as one captured graph once the ring is full, as the direct runs compute', async () => {
-    // A backend with `capture` (as CUDA's): a graph here keeps the dispatches as recorded.
-    let captures = 0;
-    let replays = 0;
-    const capturing = Object.assign(cpuBackend(), {
-      capture(list: Dispatch[]) {
-        captures++;
-        const frozen = list.map((d) => ({ ...d, uniforms: { ...d.uniforms } }));
-        return {
-          replay() {
-            replays++;
-            capturing.run(frozen);
-          },
-          destroy() {},
-        };
-      },
-    });
-    // 64 samples per epoch fill the 256-row ring by epoch 4; 5 steps per epoch and a target copy
-    // every 3rd step give three target phases, so the later epochs replay graphs of earlier ones.
-    const cfg = config('dqn');
-    const { market, splits } = await prepareData(cfg);
-    const captured = createDeviceDqnEngine(cfg, market, splits.train, capturing);
-    const direct = createDeviceDqnEngine(cfg, market, splits.train, cpuBackend());
-    try {
-      for (let round = 0; round < 10; round++) {
-        for (const e of [captured, direct]) await e.collect(round, 0.5);
-        const [a, b] = [await captured.train(round), await direct.train(round)];
-        expect(a).toEqual(b);
+  for (const algo of ['dqn', 'iqn']) {
+    it(`${algo}: replays each train epoch as one captured graph once the ring is full, as the direct runs compute`, async () => {
+      // A backend with `capture` (as CUDA's): a graph here keeps the dispatches as recorded.
+      let captures = 0;
+      let replays = 0;
+      const capturing = Object.assign(cpuBackend(), {
+        capture(list: Dispatch[]) {
+          captures++;
+          const frozen = list.map((d) => ({ ...d, uniforms: { ...d.uniforms } }));
+          return {
+            replay() {
+              replays++;
+              capturing.run(frozen);
+            },
+            destroy() {},
+          };
+        },
+      });
+      // 64 samples per epoch fill the 256-row ring by epoch 4; 5 steps per epoch and a target copy
+      // every 3rd step give three target phases, so the later epochs replay graphs of earlier ones
+      // (IQN: its taus' Philox step comes from a device word, so replays draw new taus).
+      const cfg = configOf(algo);
+      const { market, splits } = await prepareData(cfg);
+      const captured = createDeviceDqnEngine(cfg, market, splits.train, capturing);
+      const direct = createDeviceDqnEngine(cfg, market, splits.train, cpuBackend());
+      try {
+        for (let round = 0; round < 10; round++) {
+          for (const e of [captured, direct]) await e.collect(round, 0.5);
+          const [a, b] = [await captured.train(round), await direct.train(round)];
+          expect(a).toEqual(b);
+        }
+        expect(captures).toBe(3);
+        expect(replays).toBeGreaterThan(captures);
+        const [p, q] = [await captured.snapshot(), await direct.snapshot()];
+        expect(p.replay.size).toBe(256);
+        expect(p).toEqual(q);
+      } finally {
+        captured.destroy();
+        direct.destroy();
       }
-      expect(captures).toBe(3);
-      expect(replays).toBeGreaterThan(captures);
-      const [p, q] = [await captured.snapshot(), await direct.snapshot()];
-      expect(p.replay.size).toBe(256);
-      expect(p).toEqual(q);
-    } finally {
-      captured.destroy();
-      direct.destroy();
-    }
-  });
+    });
+  }
 
   for (const [algo, where] of [
     ['c51', 'cpu'],
     ['c51', 'webgpu'],
+    ['iqn', 'cpu'],
     ['iqn', 'webgpu'],
   ] as const) {
     it(`${algo} on the ${where} backend: a snapshot restored into a fresh engine continues exactly`, async (ctx) => {
