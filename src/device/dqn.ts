@@ -20,7 +20,9 @@
  * each forward runs tau_embed on its T rows a trunk row and iqn_mix (h = trunk * e) before the
  * streams, which run on B T rows (online 2 B T: s with the online taus, s' with the target taus;
  * target B T); iqn_loss replaces dqn_loss; backward sums the streams' deltas of h (delta_sum),
- * iqn_mix backward gives the trunk's and tau_embed's deltas, mlp_backward of tau_embed: 27 launches.
+ * iqn_mix backward gives the trunk's and tau_embed's deltas, mlp_backward of tau_embed: 26
+ * launches (27 with the target update). The activations grow with B T (batch 512 x 64 taus: about
+ * 360 MB); an arena past 2^31 floats or the device's binding limit is refused in one line.
  *
  * `td` holds [B] priority signals (|.| + eps is PER's update) then [B] weighted losses.
  *
