@@ -9,7 +9,8 @@
  *   taus[tauOff + r]                    tau_r   (the online taus first: iqn_loss's layout)
  *   acts[cosOff + r embed + i]          f32(cos(f32(f32(i) * PI_F32) * tau_r)), i < embed
  * Workgroup: WG_X threads, one (r, i) each. Numerics: Philox exact; cos within a few ulp of the
- * reference's correctly rounded f64 cos (WGSL reduces the argument to [-pi, pi] first).
+ * reference's correctly rounded f64 cos (CUDA cosf; WGSL its own Cephes cosf, as the builtin is
+ * only specified to 2^-11).
  */
 
 import { iqnCosines } from '../nets/forward.js';
