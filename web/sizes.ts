@@ -46,8 +46,8 @@ export function sizesFor(device: DeviceClass, maxBufferSize = 0): RunSizes {
 }
 
 /**
- * The backend an algorithm trains on in the page: the device's, except IQN, which has no device
- * learner yet (`foxhunt train --algo iqn --backend webgpu` refuses it) and runs on the CPU.
+ * The backend an algorithm trains on in the page: the device's, except IQN, which runs on the CPU:
+ * the page does not size IQN's device learner yet (its activations grow with batch x dqn.iqnTau).
  */
 export function backendFor(algo: Algo, device: 'webgpu' | 'cpu'): 'webgpu' | 'cpu' {
   return algo === 'iqn' ? 'cpu' : device;

@@ -1,8 +1,8 @@
 /**
- * One DQN-family train step on a device (dueling double DQN with Huber, or C51; the TS reference
- * is src/learn/dqn_update.ts steps 2-6 and 8), on a batch already sampled into device buffers in
- * the replay row layout (src/learn/replay.ts) with i32 actions and PER importance weights. One
- * submission of 19 launches (20 when the target net updates), no readback:
+ * One DQN-family train step on a device (dueling double DQN with Huber, C51 or IQN; the TS
+ * reference is src/learn/dqn_update.ts steps 2-6 and 8), on a batch already sampled into device
+ * buffers in the replay row layout (src/learn/replay.ts) with i32 actions and PER importance
+ * weights. One submission of 19 launches (20 when the target net updates), no readback:
  *
  *   dqn_inputs        rows -> input rows [s; s'] (2B rows)
  *   mlp_forward x 4   online net on the 2B rows: trunk.0, trunk.1, value.0 + adv.0, value.1 + adv.1
@@ -14,6 +14,15 @@
  *   delta_sum         (between the stream and trunk launches) trunk deltas = sum of the two streams'
  *   adam_step         global-norm clip dqn.maxGradNorm, Adam dqn.lr
  *   dqn_target_update hard copy after every dqn.targetEvery-th step, or Polyak every step
+ *
+ * IQN (T = dqn.iqnTau taus a sample; rows r = b T + t): iqn_taus first writes the step's taus
+ * (Philox of the step in the `tauStep` buffer + the slot) and their cosines, [2 B T, iqnEmbed];
+ * each forward runs tau_embed on its T rows a trunk row and iqn_mix (h = trunk * e) before the
+ * streams, which run on B T rows (online 2 B T: s with the online taus, s' with the target taus;
+ * target B T); iqn_loss replaces dqn_loss; backward sums the streams' deltas of h (delta_sum),
+ * iqn_mix backward gives the trunk's and tau_embed's deltas, mlp_backward of tau_embed: 26
+ * launches (27 with the target update). The activations grow with B T (batch 512 x 64 taus: about
+ * 360 MB); an arena past 2^31 floats or the device's binding limit is refused in one line.
  *
  * `td` holds [B] priority signals (|.| + eps is PER's update) then [B] weighted losses.
  *
@@ -28,6 +37,9 @@ import { dqnInputsDispatch } from '../kernels/dqn_inputs.js';
 import { dqnLossDispatch } from '../kernels/dqn_loss.js';
 import { dqnTargetUpdateDispatch } from '../kernels/dqn_target_update.js';
 import { duelingCombineBackwardDispatch, duelingCombineDispatch } from '../kernels/dueling_combine.js';
+import { IQN_MAX_TAU, iqnLossDispatch } from '../kernels/iqn_loss.js';
+import { iqnMixBackwardDispatch, iqnMixDispatch } from '../kernels/iqn_mix.js';
+import { iqnTausDispatch } from '../kernels/iqn_taus.js';
 import { type BackwardJob, gradTiles, mlpBackwardDispatch } from '../kernels/mlp_backward.js';
 import { type ForwardJob, mlpForwardDispatch } from '../kernels/mlp_forward.js';
 import {
@@ -48,7 +60,7 @@ export interface DqnBatchBuffers {
 
 export interface DeviceDqnInit {
   backend: Backend;
-  /** 'plain' (Huber) or 'c51'; IQN is not on the device yet. */
+  /** 'plain' (Huber), 'c51' or 'iqn'. */
   head: QHead;
   cfg: DqnConfig;
   /** A dueling layout (src/nets/layout.ts `duelingLayout`, any widths) and its online params. */
@@ -56,6 +68,8 @@ export interface DeviceDqnInit {
   params: Float32Array;
   /** Most train steps recorded into one submission (`stepDispatches` slots; default 1). */
   maxSteps?: number;
+  /** Philox key of the IQN taus (`seedToKey(seed)`); IQN only. */
+  key?: readonly [number, number];
 }
 
 const NAMES = {
@@ -65,9 +79,14 @@ const NAMES = {
   v1: 'value_stream.1',
   a0: 'advantage_stream.0',
   a1: 'advantage_stream.1',
+  e: 'tau_embed',
 } as const;
 type Part = keyof typeof NAMES;
-const PARTS = Object.keys(NAMES) as Part[];
+/** The parts every head has (IQN adds `e`). */
+const PARTS = ['t0', 't1', 'v0', 'v1', 'a0', 'a1'] as Part[];
+
+/** Most floats of one arena: the kernels index them with u32 (and WebGPU binds them whole). */
+const MAX_ARENA = 2 ** 31;
 
 /** Bump allocator of float offsets. */
 function arena() {
@@ -88,18 +107,34 @@ export class DeviceDqnLearner {
   readonly backend: Backend;
   readonly batch: number;
   readonly atoms: number;
+  /** Taus per sample (IQN: dqn.iqnTau), else 1. */
+  readonly taus: number;
   /** Train steps taken (the target schedule and Adam's bias correction). */
   step = 0;
   readonly buffers: Record<
-    'params' | 'target' | 'grads' | 'moments' | 'acts' | 'deltas' | 'partials' | 'sched' | 'stats' | 'td',
+    | 'params'
+    | 'target'
+    | 'grads'
+    | 'moments'
+    | 'acts'
+    | 'deltas'
+    | 'partials'
+    | 'sched'
+    | 'stats'
+    | 'td'
+    | 'tauStep'
+    | 'tauValues',
     DeviceBuffer
   >;
   private readonly init: DeviceDqnInit;
   private readonly layers: Record<Part, Layer>;
+  private readonly parts: Part[];
   private readonly actsAt: {
     input: number;
-    online: Record<Part, number>;
-    target: Record<Part, number>;
+    /** IQN: the cosine features of the online then the target taus ([2 B T, iqnEmbed]). */
+    cos: number;
+    online: Record<Part | 'h', number>;
+    target: Record<Part | 'h', number>;
     q: number;
     qTarget: number;
   };
@@ -110,7 +145,6 @@ export class DeviceDqnLearner {
 
   constructor(init: DeviceDqnInit) {
     const { backend, head, cfg, layout } = init;
-    if (head === 'iqn') throw new Error('device dqn: IQN has no device learner yet (use plain or c51)');
     if (init.params.length !== layout.size)
       throw new Error(
         `device dqn: ${init.params.length} params, the ${layout.kind} layout needs ${layout.size}`,
@@ -121,10 +155,20 @@ export class DeviceDqnLearner {
     this.init = init;
     this.batch = cfg.batch;
     this.atoms = head === 'c51' ? cfg.atoms : 1;
+    const iqn = head === 'iqn';
+    const T = iqn ? cfg.iqnTau : 1;
+    this.taus = T;
+    if (iqn && !(Number.isInteger(T) && T >= 1 && T <= IQN_MAX_TAU))
+      throw new Error(`device dqn: dqn.iqnTau ${T} must be 1..${IQN_MAX_TAU} (iqn_loss's limit)`);
+    if (iqn && !init.key) throw new Error('device dqn: IQN needs the Philox key of its taus (init.key)');
+    this.parts = iqn ? [...PARTS, 'e'] : PARTS;
     this.maxSteps = init.maxSteps ?? 1;
     if (!Number.isInteger(this.maxSteps) || this.maxSteps < 1)
       throw new Error(`device dqn: maxSteps ${this.maxSteps} must be an integer >= 1`);
-    this.layers = Object.fromEntries(PARTS.map((p) => [p, layerByName(layout, NAMES[p])])) as Record<
+    const hasEmbed = layout.layers.some((l) => l.name === NAMES.e);
+    if (hasEmbed !== iqn)
+      throw new Error(`device dqn: ${layout.kind} is not a dueling ${head} layout with ${this.atoms} atoms`);
+    this.layers = Object.fromEntries(this.parts.map((p) => [p, layerByName(layout, NAMES[p])])) as Record<
       Part,
       Layer
     >;
@@ -132,27 +176,51 @@ export class DeviceDqnLearner {
     const wide = NUM_ACTIONS * this.atoms;
     if (L.t0.in !== STATE_DIM || L.v1.out !== this.atoms || L.a1.out !== wide)
       throw new Error(`device dqn: ${layout.kind} is not a dueling ${head} layout with ${this.atoms} atoms`);
+    if (iqn && (L.e.out !== L.t1.out || L.e.in !== cfg.iqnEmbed))
+      throw new Error(`device dqn: ${layout.kind}'s tau_embed is not ${cfg.iqnEmbed} -> ${L.t1.out}`);
     const B = this.batch;
+    // Rows of each part: the trunk a row per state, tau_embed and the streams T rows a state.
+    const rowsOf = (p: Part) => (p === 't0' || p === 't1' ? 1 : T);
     const acts = arena();
     const input = acts.take(2 * B * STATE_DIM);
-    const online = Object.fromEntries(PARTS.map((p) => [p, acts.take(2 * B * L[p].out)])) as Record<
-      Part,
-      number
-    >;
-    const q = acts.take(2 * B * wide);
-    const target = Object.fromEntries(PARTS.map((p) => [p, acts.take(B * L[p].out)])) as Record<Part, number>;
-    const qTarget = acts.take(B * wide);
-    this.actsAt = { input, online, target, q, qTarget };
+    const cos = iqn ? acts.take(2 * B * T * L.e.in) : 0;
+    const netActs = (states: number) => {
+      const at = Object.fromEntries(
+        this.parts.map((p) => [p, acts.take(states * rowsOf(p) * L[p].out)]),
+      ) as Record<Part | 'h', number>;
+      at.h = iqn ? acts.take(states * T * L.t1.out) : at.t1;
+      return at;
+    };
+    const online = netActs(2 * B);
+    const q = acts.take(2 * B * T * wide);
+    const target = netActs(B);
+    const qTarget = acts.take(B * T * wide);
+    this.actsAt = { input, cos, online, target, q, qTarget };
     const deltas = arena();
     this.deltaAt = {
-      q: deltas.take(B * wide),
-      ...(Object.fromEntries(PARTS.map((p) => [p, deltas.take(B * L[p].out)])) as Record<Part, number>),
-      t1v: deltas.take(B * L.t1.out),
-      t1a: deltas.take(B * L.t1.out),
+      q: deltas.take(B * T * wide),
+      ...(Object.fromEntries(this.parts.map((p) => [p, deltas.take(B * rowsOf(p) * L[p].out)])) as Record<
+        Part,
+        number
+      >),
+      t1v: deltas.take(B * T * L.t1.out),
+      t1a: deltas.take(B * T * L.t1.out),
     };
+    // WebGPU binds each arena whole: it must fit the device's binding limit too.
+    const binding = Number(backend.info.limits.maxStorageBufferBindingSize ?? Number.POSITIVE_INFINITY);
+    const most = Math.min(MAX_ARENA, Math.floor(binding / 4));
+    for (const [what, size] of [
+      ['activation', acts.size],
+      ['delta', deltas.size],
+    ] as const) {
+      if (size > most)
+        throw new Error(
+          `device dqn: the ${what} arena needs ${4 * size} bytes (dqn.batch ${B} x ${T} taus), above this device's ${4 * most}; lower dqn.batch${iqn ? ' or dqn.iqnTau' : ''}`,
+        );
+    }
     let partials = 0;
     this.partAt = Object.fromEntries(
-      PARTS.map((p) => {
+      this.parts.map((p) => {
         const at = partials;
         partials += gradTiles(L[p].in, L[p].out);
         return [p, at];
@@ -173,6 +241,8 @@ export class DeviceDqnLearner {
       sched: make(2 * this.maxSteps, 'schedule'),
       stats: make(1, 'stats'),
       td: make(2 * B, 'td'),
+      tauStep: make(1, 'tau step'),
+      tauValues: make(2 * B * T, 'taus'),
     };
     backend.upload(this.buffers.params, init.params);
     backend.upload(this.buffers.target, init.params);
@@ -180,15 +250,40 @@ export class DeviceDqnLearner {
     backend.upload(this.buffers.stats, new Float32Array(1));
   }
 
-  private forward(params: DeviceBuffer, rows: number, inputAt: number, at: Record<Part, number>): Dispatch[] {
+  /** The net on `rows` states at `inputAt` (IQN: their T taus' cosines at `cosAt`). */
+  private forward(
+    params: DeviceBuffer,
+    rows: number,
+    inputAt: number,
+    at: Record<Part | 'h', number>,
+    cosAt: number,
+  ): Dispatch[] {
     const L = this.layers;
     const job = (p: Part, xOff: number): ForwardJob => ({ layer: L[p], netBase: 0, xOff, yOff: at[p] });
-    const acts = this.buffers.acts;
+    const { acts, deltas } = this.buffers;
+    const T = this.taus;
+    const mix: Dispatch[] =
+      this.init.head === 'iqn'
+        ? [
+            mlpForwardDispatch(params, acts, rows * T, [job('e', cosAt)]),
+            iqnMixDispatch({
+              acts,
+              deltas,
+              batch: rows,
+              nTau: T,
+              width: L.t1.out,
+              trunkOff: at.t1,
+              embedOff: at.e,
+              outOff: at.h,
+            }),
+          ]
+        : [];
     return [
       mlpForwardDispatch(params, acts, rows, [job('t0', inputAt)]),
       mlpForwardDispatch(params, acts, rows, [job('t1', at.t0)]),
-      mlpForwardDispatch(params, acts, rows, [job('v0', at.t1), job('a0', at.t1)]),
-      mlpForwardDispatch(params, acts, rows, [job('v1', at.v0), job('a1', at.a0)]),
+      ...mix,
+      mlpForwardDispatch(params, acts, rows * T, [job('v0', at.h), job('a0', at.h)]),
+      mlpForwardDispatch(params, acts, rows * T, [job('v1', at.v0), job('a1', at.a0)]),
     ];
   }
 
@@ -207,16 +302,47 @@ export class DeviceDqnLearner {
       partBase: this.partAt[p],
     });
     const B = this.batch;
+    const T = this.taus;
+    const iqn = this.init.head === 'iqn';
+    // IQN: the streams' input is h = trunk * e (no activation of its own); iqn_mix backward turns
+    // the summed deltas of h (in place at t1v) into the trunk's and tau_embed's deltas.
+    const hAct = iqn ? 'none' : L.t1.act;
+    const mix: Dispatch[] = iqn
+      ? [
+          iqnMixBackwardDispatch({
+            acts: b.acts,
+            deltas: b.deltas,
+            batch: B,
+            nTau: T,
+            width: L.t1.out,
+            trunkOff: on.t1,
+            embedOff: on.e,
+            dOff: d.t1v,
+            dTrunkOff: d.t1,
+            dEmbedOff: d.e,
+            trunkAct: L.t1.act,
+            embedAct: L.e.act,
+          }),
+          mlpBackwardDispatch(bufs, B * T, [job('e', this.actsAt.cos, null)]),
+        ]
+      : [];
     return [
-      mlpBackwardDispatch(bufs, B, [
+      mlpBackwardDispatch(bufs, B * T, [
         job('v1', on.v0, { dOff: d.v0, act: L.v0.act }),
         job('a1', on.a0, { dOff: d.a0, act: L.a0.act }),
       ]),
-      mlpBackwardDispatch(bufs, B, [
-        job('v0', on.t1, { dOff: d.t1v, act: L.t1.act }),
-        job('a0', on.t1, { dOff: d.t1a, act: L.t1.act }),
+      mlpBackwardDispatch(bufs, B * T, [
+        job('v0', on.h, { dOff: d.t1v, act: hAct }),
+        job('a0', on.h, { dOff: d.t1a, act: hAct }),
       ]),
-      deltaSumDispatch({ deltas: b.deltas, count: B * L.t1.out, aOff: d.t1v, bOff: d.t1a, outOff: d.t1 }),
+      deltaSumDispatch({
+        deltas: b.deltas,
+        count: B * T * L.t1.out,
+        aOff: d.t1v,
+        bOff: d.t1a,
+        outOff: iqn ? d.t1v : d.t1,
+      }),
+      ...mix,
       mlpBackwardDispatch(bufs, B, [job('t1', on.t0, { dOff: d.t0, act: L.t0.act })]),
       mlpBackwardDispatch(bufs, B, [job('t0', this.actsAt.input, null)]),
     ];
@@ -232,10 +358,68 @@ export class DeviceDqnLearner {
       throw new Error(`device dqn: step slot ${slot} outside [0, ${this.maxSteps})`);
     const b = this.buffers;
     const B = this.batch;
+    const T = this.taus;
     const n = this.atoms;
     const wide = NUM_ACTIONS * n;
     const at = this.actsAt;
     const steps = this.step + 1 + slot;
+    const E = this.layers.e?.in ?? 0;
+    const iqn = head === 'iqn';
+    const taus: Dispatch[] = iqn
+      ? [
+          iqnTausDispatch({
+            state: b.tauStep,
+            taus: b.tauValues,
+            acts: b.acts,
+            batch: B,
+            nTau: T,
+            embed: E,
+            stateAt: 0,
+            stepSlot: slot,
+            key: this.init.key as readonly [number, number],
+            tauOff: 0,
+            cosOff: at.cos,
+          }),
+        ]
+      : [];
+    const loss: Dispatch = iqn
+      ? iqnLossDispatch({
+          online: b.acts,
+          targetNet: b.acts,
+          taus: b.tauValues,
+          rows: batch.rows,
+          actions: batch.actions,
+          weights: batch.weights,
+          dOut: b.deltas,
+          td: b.td,
+          batch: B,
+          nTau: T,
+          nTarget: T,
+          kappa: cfg.huberKappa,
+          qOff: at.q,
+          nextOff: at.q + B * T * wide,
+          targetOff: at.qTarget,
+          dOutOff: this.deltaAt.q,
+          tauOff: 0,
+        })
+      : dqnLossDispatch({
+          online: b.acts,
+          targetNet: b.acts,
+          rows: batch.rows,
+          actions: batch.actions,
+          weights: batch.weights,
+          dOut: b.deltas,
+          td: b.td,
+          batch: B,
+          head:
+            head === 'c51'
+              ? { kind: 'c51', support: { vMin: cfg.vMin, vMax: cfg.vMax, atoms: n } }
+              : { kind: 'huber', kappa: cfg.huberKappa },
+          qOff: at.q,
+          nextOff: at.q + B * wide,
+          targetOff: at.qTarget,
+          dOutOff: this.deltaAt.q,
+        });
     const target: Dispatch[] = [];
     if (cfg.targetEvery === 0 || steps % cfg.targetEvery === 0) {
       target.push(
@@ -251,12 +435,13 @@ export class DeviceDqnLearner {
     }
     return [
       dqnInputsDispatch({ rows: batch.rows, acts: b.acts, batch: B, outOff: at.input }),
-      ...this.forward(b.params, 2 * B, at.input, at.online),
-      ...this.forward(b.target, B, at.input + B * STATE_DIM, at.target),
+      ...taus,
+      ...this.forward(b.params, 2 * B, at.input, at.online, at.cos),
+      ...this.forward(b.target, B, at.input + B * STATE_DIM, at.target, at.cos + B * T * E),
       duelingCombineDispatch({
         acts: b.acts,
         deltas: b.deltas,
-        rows: 2 * B,
+        rows: 2 * B * T,
         atoms: n,
         vOff: at.online.v1,
         aOff: at.online.a1,
@@ -265,34 +450,17 @@ export class DeviceDqnLearner {
       duelingCombineDispatch({
         acts: b.acts,
         deltas: b.deltas,
-        rows: B,
+        rows: B * T,
         atoms: n,
         vOff: at.target.v1,
         aOff: at.target.a1,
         outOff: at.qTarget,
       }),
-      dqnLossDispatch({
-        online: b.acts,
-        targetNet: b.acts,
-        rows: batch.rows,
-        actions: batch.actions,
-        weights: batch.weights,
-        dOut: b.deltas,
-        td: b.td,
-        batch: B,
-        head:
-          head === 'c51'
-            ? { kind: 'c51', support: { vMin: cfg.vMin, vMax: cfg.vMax, atoms: n } }
-            : { kind: 'huber', kappa: cfg.huberKappa },
-        qOff: at.q,
-        nextOff: at.q + B * wide,
-        targetOff: at.qTarget,
-        dOutOff: this.deltaAt.q,
-      }),
+      loss,
       duelingCombineBackwardDispatch({
         acts: b.acts,
         deltas: b.deltas,
-        rows: B,
+        rows: B * T,
         atoms: n,
         dOutOff: this.deltaAt.q,
         dVOff: this.deltaAt.v1,
@@ -318,7 +486,10 @@ export class DeviceDqnLearner {
     ];
   }
 
-  /** Uploads Adam's bias corrections of steps `this.step + 1 .. this.step + count` to slots 0 .. count - 1. */
+  /**
+   * Uploads Adam's bias corrections of steps `this.step + 1 .. this.step + count` to slots
+   * 0 .. count - 1, and the Philox step of slot 0's IQN taus (`this.step`; slot k adds k).
+   */
   uploadSchedule(count: number): void {
     if (!Number.isInteger(count) || count < 1 || count > this.maxSteps)
       throw new Error(`device dqn: ${count} scheduled steps, this learner records 1 .. ${this.maxSteps}`);
@@ -326,6 +497,7 @@ export class DeviceDqnLearner {
     for (let k = 0; k < count; k++)
       sched.set(adamBiasCorrection({ lr: this.init.cfg.lr }, this.step + 1 + k), 2 * k);
     this.backend.upload(this.buffers.sched, sched);
+    this.backend.upload(this.buffers.tauStep, Uint32Array.of(this.step >>> 0));
   }
 
   /** Counts `count` recorded steps as taken. */

@@ -1,5 +1,5 @@
 /**
- * The DQN-family engine on a device (`--algo dqn|c51 --backend webgpu|cuda`; src/engine/dqn_engine.ts):
+ * The DQN-family engine on a device (`--algo dqn|c51|iqn --backend webgpu|cuda`; src/engine/dqn_engine.ts):
  * collect_dqn (DqnDeviceCollector) acts, DeviceReplay holds the replay ring and its PER sum tree,
  * DeviceDqnLearner trains, and the learner's online and target params reach the collector's nets
  * buffer by device copies after each train epoch. Nothing of the rollout or the replay crosses to
@@ -18,13 +18,13 @@
  *
  *   validate  validate_dqn (DeviceValidator) over the split in one launch, reading the market and
  *             the online net (float 0) from the collector's buffers; only the trace comes back.
- *             C51 beyond validate_dqn's workgroup plan (75 atoms) has no `validate`: the loop
- *             then backtests on the host.
+ *             C51 beyond validate_dqn's workgroup plan (75 atoms) and IQN have no `validate`:
+ *             the loop then backtests on the host.
  *
  * The draws equal the CPU engine's (same Philox streams, train step numbers and beta schedule),
  * and the DqnSnapshot is the CPU engine's format (ring, actions, tree, max priority, head, size
- * read back and uploaded), so checkpoints are interchangeable. IQN is refused: its device learner
- * lacks the tau embedding.
+ * read back and uploaded), so checkpoints are interchangeable (IQN's taus too: the learner draws
+ * them from the same Philox stream and train step).
  */
 import type { Backend, DeviceBuffer } from '../backend/types.js';
 import type { DqnRollout } from '../collect/rollout.js';
@@ -49,10 +49,6 @@ import { assertHostReplayFits } from './cpu_dqn.js';
 import { createHostCuriosity } from './dqn_curiosity.js';
 import type { DqnEngine, DqnSnapshot, DqnTrainStats } from './dqn_engine.js';
 import { type CollectStats, summarizeRollout } from './engine.js';
-
-/** The one line that refuses IQN on a device backend. */
-export const iqnOnDevice = (backend: string): string =>
-  `--algo iqn --backend ${backend}: the device learner has no IQN tau embedding yet; use --backend cpu, or --algo dqn|c51`;
 
 /** Indices of the nets buffer and of out_f / out_i among the collector's device buffers (src/collect/device.ts). */
 const NETS = 4;
@@ -98,9 +94,6 @@ export function createDeviceDqnEngine(
 ): DqnEngine {
   const { algo, seed } = cfg.train;
   const head = headOf(algo);
-  if (head === 'iqn') {
-    throw new Error(iqnOnDevice(backend.kind));
-  }
   const q = cfg.dqn;
   // Snapshots (checkpoints) hold the ring on the host.
   assertHostReplayFits(q.replayCapacity);
@@ -131,6 +124,7 @@ export function createDeviceDqnEngine(
       layout,
       params: initParams(layout, NetId.QOnline, seed),
       maxSteps: Math.max(1, steps),
+      key,
     });
     owned.push(learner);
     replay = new DeviceReplay(backend, {

@@ -17,6 +17,8 @@ import { dqnTargetUpdate } from './dqn_target_update.js';
 import { duelingCombineKernel } from './dueling_combine.js';
 import { exclusiveScan } from './exclusive_scan.js';
 import { iqnLoss } from './iqn_loss.js';
+import { iqnMix } from './iqn_mix.js';
+import { iqnTaus } from './iqn_taus.js';
 import { mlpBackward } from './mlp_backward.js';
 import { mlpChainForward } from './mlp_chain_forward.js';
 import { mlpDeltaChain } from './mlp_delta_chain.js';
@@ -48,6 +50,8 @@ const learnerKernels = [
   dqnInputs,
   deltaSum,
   iqnLoss,
+  iqnTaus,
+  iqnMix,
   replayInsert,
   perSample,
 ];

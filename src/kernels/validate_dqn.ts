@@ -8,7 +8,7 @@
  *   c51    per action the softmax over atoms of V + A - mean_a A, Q = expectation over the
  *          support vMin .. vMax, first argmax (forwardC51's order);
  * and thread 0 steps the simulator (wgsl/validate_env.wgsl, cuda/validate_env.cuh). IQN is not
- * supported (its greedy policy averages 32 tau passes; the device engine refuses IQN anyway).
+ * supported (its greedy policy averages 32 tau passes): the device engine validates IQN on the host.
  *
  * Bindings: collect_ppo's / collect_dqn's (src/kernels/collect_layout.ts); the online net is read
  * from `nets` at float `netBase` (the device DQN engine passes the collector's nets buffer, which

@@ -32,6 +32,7 @@ import { collectParityCases } from './collect_cases.js';
 import type { Tolerance } from './compare.js';
 import { curiosityParityCases } from './curiosity_cases.js';
 import { dqnParityCases } from './dqn_cases.js';
+import { iqnParityCases } from './iqn_cases.js';
 import { learnParityCases } from './learn_cases.js';
 import { replayParityCases } from './replay_cases.js';
 import { validateParityCases } from './validate_cases.js';
@@ -304,6 +305,7 @@ export function parityCases(): ParityCase[] {
     ...learnParityCases(),
     ...curiosityParityCases(),
     ...dqnParityCases(),
+    ...iqnParityCases(),
     ...replayParityCases(),
     ...collectParityCases(),
     ...validateParityCases(),

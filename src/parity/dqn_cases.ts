@@ -19,6 +19,7 @@ import {
   createDqnLearner,
   dqnLossGrad,
   gatherRows,
+  learnerTaus,
   targetUpdate,
   updateTarget,
 } from '../learn/dqn_update.js';
@@ -395,9 +396,10 @@ function dqnStepCase(
   cfg: DqnConfig,
   what: string,
 ): ParityCase {
-  const layout = duelingLayout(head, cfg.atoms);
+  const layout = duelingLayout(head, cfg.atoms, cfg.iqnEmbed);
   const atoms = head === 'c51' ? cfg.atoms : 1;
   const B = cfg.batch;
+  const key = seedToKey(11);
   const data = memo(() => ({ params: initParams(layout, NetId.QOnline, 5), batch: lossData(B, atoms, 70) }));
   return {
     name: `dqn learner ${head} ${what} [${check}]: batch ${B}, ${steps} steps`,
@@ -416,6 +418,7 @@ function dqnStepCase(
       for (let s = 0; s < steps; s++) {
         ref.rows.weights.set(batch.weights);
         gatherRows(ref, replay, index, B);
+        if (head === 'iqn') learnerTaus(ref, key, ref.steps, B);
         dqnLossGrad(ref, ref.online, ref.grad);
         if (check === 'grads') return { grads: ref.grad as Float32Array };
         clipGradNorm([ref.grad], cfg.maxGradNorm);
@@ -431,7 +434,7 @@ function dqnStepCase(
     }),
     actual: async (backend: Backend): Promise<Outputs> => {
       const { params, batch } = data();
-      const dev = new DeviceDqnLearner({ backend, head, cfg, layout, params });
+      const dev = new DeviceDqnLearner({ backend, head, cfg, layout, params, key });
       const bufs = {
         rows: backend.createBuffer(batch.rows.byteLength, 'rows'),
         actions: backend.createBuffer(batch.actions.byteLength, 'actions'),
@@ -494,5 +497,13 @@ export function dqnStepCases(): ParityCase[] {
       'Huber, clip 0.5, hard copy every 2',
     ),
     dqnStepCase('c51', 'params', 3, { ...base, targetEvery: 0, polyakTau: 0.05 }, '51 atoms, Polyak 0.05'),
+    dqnStepCase('iqn', 'grads', 1, { ...unclipped, iqnTau: 6 }, '6 taus, one step'),
+    dqnStepCase(
+      'iqn',
+      'params',
+      3,
+      { ...base, iqnTau: 5, iqnEmbed: 16, targetEvery: 2, maxGradNorm: 0.5 },
+      '5 taus, 16 cosines, clip 0.5, hard copy every 2',
+    ),
   ];
 }

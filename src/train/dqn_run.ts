@@ -2,7 +2,7 @@
  * A DQN-family training run (`--algo dqn|c51|iqn`): data and splits, the engine, fresh start or
  * resume, then the loop of src/train/dqn.ts. `--backend cpu` runs the CPU engine (the TS
  * references); `webgpu|cuda` run the device engine (src/engine/device_dqn.ts) for dqn and
- * c51 (IQN is refused there with one line); `auto` takes the CPU. A resume restores the replay and
+ * c51 and iqn; `auto` takes the CPU. A resume restores the replay and
  * the PER tree with the rest, so it continues bit for bit on the backend that wrote it (both
  * engines write the same snapshot, so a checkpoint also resumes on the other, to float noise).
  */
@@ -10,7 +10,7 @@
 import { chooseBackend, describeChoice } from '../backend/index.js';
 import { type Backend, BackendUnavailableError } from '../backend/types.js';
 import { createCpuDqnEngine } from '../engine/cpu_dqn.js';
-import { createDeviceDqnEngine, iqnOnDevice } from '../engine/device_dqn.js';
+import { createDeviceDqnEngine } from '../engine/device_dqn.js';
 import type { DqnEngine } from '../engine/dqn_engine.js';
 import { trainDqn } from './dqn.js';
 import type { DqnCheckpoint } from './dqn_checkpoint.js';
@@ -27,8 +27,6 @@ import {
 export async function runDqnTraining(opts: RunOptions): Promise<RunResult> {
   const { cfg, storage } = opts;
   const { algo, backend } = cfg.train;
-  if ((backend === 'webgpu' || backend === 'cuda') && algo === 'iqn')
-    throw new RunError(iqnOnDevice(backend));
   const resume = opts.resume as DqnCheckpoint | null;
   const outDir = cfg.train.outDir;
   const earlier = resume ? [] : await earlierRun(storage, outDir);
@@ -40,9 +38,7 @@ export async function runDqnTraining(opts: RunOptions): Promise<RunResult> {
   }
   if (backend === 'auto') {
     opts.onInfo?.(
-      algo === 'iqn'
-        ? 'backend: cpu (the iqn learner runs on the CPU only so far)'
-        : `backend: cpu (auto takes the CPU for ${algo}; --backend webgpu|cuda trains it on the device)`,
+      `backend: cpu (auto takes the CPU for ${algo}; --backend webgpu|cuda trains it on the device)`,
     );
   }
   const data = await prepareData(cfg, opts.bars);

@@ -351,7 +351,7 @@ describe('the demo page in headless Chromium', () => {
     await page.check('input[name=algo][value=iqn]');
     expect(await page.isVisible('#algo-note')).toBe(true);
     expect(await page.textContent('#algo-note')).toMatch(
-      /^IQN trains on the CPU reference.*no device\s+learner/,
+      /^IQN trains on the CPU reference.*does not size\s+its device learner/,
     );
     await train(page, 1, 'iqn');
     expect(await page.textContent('#epoch')).toBe('1');

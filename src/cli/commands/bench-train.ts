@@ -3,7 +3,7 @@
  * `foxhunt train` runs it (the learner's own launch plan, precision as train.precision), for one
  * or more N, with the update's achieved FLOP/s against the device's datasheet peaks
  * (src/backend/peaks.ts). The measuring lives in src/train/ppo_bench.ts; the learner's plan
- * knobs are in the dev harness: `node dist/dev/bench.js train --help`. `--algo dqn|c51` times
+ * knobs are in the dev harness: `node dist/dev/bench.js train --help`. `--algo dqn|c51|iqn` times
  * the DQN-family epoch instead (src/train/dqn_bench.ts).
  */
 import { capsOf } from '../../backend/caps.js';
@@ -19,7 +19,7 @@ import { intFlag, parseFlags } from '../args.js';
 import { type Command, UserError } from '../main.js';
 import { peaksLine } from './bench-collect.js';
 
-const usage = `usage: foxhunt bench train [--algo ppo|dqn|c51] [--backend auto|cuda|webgpu|cpu] [--episodes N[,N...]]
+const usage = `usage: foxhunt bench train [--algo ppo|dqn|c51|iqn] [--backend auto|cuda|webgpu|cpu] [--episodes N[,N...]]
                            [--steps L] [--precision auto|exact|tf32] [--repeats R] [--json]
 
 Times a PPO epoch per phase on the built-in synthetic market, as \`foxhunt train\` runs it: collect
@@ -30,9 +30,10 @@ epoch, then R measured ones, for each N. Reports milliseconds per phase, the upd
 achieved FLOP/s as a share of the device's f32 FMA peak and, for tf32, of its TF32 tensor-core peak
 (vendor datasheet figures, named in the output), and training samples/s.
 
-  --algo A          ppo (default), or dqn / c51: the DQN-family epoch per phase (collect, then
-                    dqn.stepsPerEpoch train steps at dqn.batch, replay and PER on the device in
-                    one submission, validate: validate_dqn on the device) and the train-step
+  --algo A          ppo (default), or dqn / c51 / iqn: the DQN-family epoch per phase (collect,
+                    then dqn.stepsPerEpoch train steps at dqn.batch, replay and PER on the device
+                    in one submission, validate: validate_dqn on the device, IQN on the host)
+                    and the train-step
                     time; default N = 128 (cpu: 8), 300 steps (cpu: 10) at batch 512, replay
                     capacity 1M (fewer where the device's largest storage buffer is smaller),
                     precision exact
@@ -107,8 +108,8 @@ async function run(args: string[]): Promise<number> {
   );
   if (positionals.length > 0) throw new UserError(`unexpected argument "${positionals[0]}"\n${usage}`);
   const algo = (values.algo as string | undefined) ?? 'ppo';
-  if (!['ppo', 'dqn', 'c51'].includes(algo))
-    throw new UserError(`--algo ${algo}: bench train measures ppo, dqn or c51`);
+  if (!['ppo', 'dqn', 'c51', 'iqn'].includes(algo))
+    throw new UserError(`--algo ${algo}: bench train measures ppo, dqn, c51 or iqn`);
   if (algo !== 'ppo' && (values.precision as string | undefined) === 'tf32')
     throw new UserError(`--precision tf32: the ${algo} learner runs in exact f32 only; drop --precision`);
   const request = (values.backend as string | undefined) ?? 'auto';
@@ -255,7 +256,8 @@ async function dqnBench(
         }),
       );
     } catch (err) {
-      if (err instanceof Error && err.message.startsWith('bench train:')) throw new UserError(err.message);
+      if (err instanceof Error && /^(bench train|device dqn):/.test(err.message))
+        throw new UserError(err.message);
       throw err;
     }
   }
@@ -276,7 +278,7 @@ async function dqnBench(
 
 export const benchTrainCommand: Command = {
   name: 'bench train',
-  summary: 'time a PPO (or dqn / c51) epoch per phase as train runs it',
+  summary: 'time a PPO (or dqn / c51 / iqn) epoch per phase as train runs it',
   usage,
   run,
 };

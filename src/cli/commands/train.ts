@@ -30,7 +30,7 @@ generated from the seed) when --data is not given. Every epoch appends a JSON li
 DIR/log.jsonl and writes DIR/last/; DIR/best/ keeps the epoch with the best validation Sharpe,
 which the run evaluates once on the test split at the end (see docs/TRAINING.md).
 
-  --algo A             ppo, or dqn, c51, iqn (the DQN family: --backend cpu only so far)
+  --algo A             ppo, or dqn, c51, iqn (the DQN family)
   --backend KIND       auto (default: cuda, then hardware webgpu, then cpu), cpu, webgpu or cuda
   --data FILE          market bars; default: the synthetic market
   --epochs E           epochs to run (train.epochs, default 20)

@@ -133,14 +133,14 @@ describe('foxhunt train / backtest', () => {
       'train',
       '--algo',
       'iqn',
-      '--backend',
-      'cuda',
+      '--dqn.iqnTau',
+      '0',
       '--out',
       join(root, 'dqn'),
       ...TINY,
     ]);
     expect(dqn.code).toBe(1);
-    expect(dqn.err).toMatch(/--algo iqn --backend cuda: the device learner has no IQN tau embedding yet/);
+    expect(dqn.err).toMatch(/config: dqn\.iqnTau: must be an integer >= 1/);
     expect(dqn.err.split('\n')).toHaveLength(1);
 
     const flag = await cli(['train', '--ppo.lr', 'fast']);

@@ -15,13 +15,40 @@ describe('device DQN learner input checks', () => {
   const buf = backend.createBuffer(4, 'x');
   const cfg = { ...defaultConfig.dqn, batch: 4 };
 
-  it('rejects IQN, a wrong params count and a layout of another head', () => {
+  it('rejects IQN without a key or past 64 taus, a wrong params count and a layout of another head', () => {
     const plain = duelingLayout('plain');
     const iqn = duelingLayout('iqn');
+    const params = new Float32Array(iqn.size);
+    const key = [1, 2] as const;
+    expect(() => new DeviceDqnLearner({ backend, head: 'iqn', cfg, layout: iqn, params })).toThrow(
+      /IQN needs the Philox key/,
+    );
     expect(
       () =>
-        new DeviceDqnLearner({ backend, head: 'iqn', cfg, layout: iqn, params: new Float32Array(iqn.size) }),
-    ).toThrow(/IQN has no device learner/);
+        new DeviceDqnLearner({ backend, head: 'iqn', cfg: { ...cfg, iqnTau: 65 }, layout: iqn, params, key }),
+    ).toThrow(/dqn\.iqnTau 65 must be 1\.\.64/);
+    expect(
+      () =>
+        new DeviceDqnLearner({
+          backend,
+          head: 'iqn',
+          cfg: { ...cfg, iqnEmbed: 32 },
+          layout: iqn,
+          params,
+          key,
+        }),
+    ).toThrow(/tau_embed is not 32 -> 256/);
+    expect(
+      () =>
+        new DeviceDqnLearner({
+          backend,
+          head: 'iqn',
+          cfg,
+          layout: plain,
+          params: new Float32Array(plain.size),
+          key,
+        }),
+    ).toThrow(/not a dueling iqn layout/);
     expect(
       () => new DeviceDqnLearner({ backend, head: 'plain', cfg, layout: plain, params: new Float32Array(3) }),
     ).toThrow(/3 params, the dueling layout needs/);
@@ -35,6 +62,26 @@ describe('device DQN learner input checks', () => {
           params: new Float32Array(plain.size),
         }),
     ).toThrow(/not a dueling c51 layout with 51 atoms/);
+  });
+
+  it('refuses an activation arena past the device binding limit in one line', () => {
+    const iqn = duelingLayout('iqn');
+    const small = Object.create(backend, {
+      info: { value: { ...backend.info, limits: { maxStorageBufferBindingSize: 1 << 24 } } },
+    });
+    expect(
+      () =>
+        new DeviceDqnLearner({
+          backend: small,
+          head: 'iqn',
+          cfg: { ...cfg, batch: 64 },
+          layout: iqn,
+          params: new Float32Array(iqn.size),
+          key: [1, 2],
+        }),
+    ).toThrow(
+      /activation arena needs \d+ bytes \(dqn\.batch 64 x 64 taus\), above this device's 16777216; lower dqn\.batch or dqn\.iqnTau/,
+    );
   });
 
   it('the loss kernels reject supports and quantile counts they cannot hold', () => {

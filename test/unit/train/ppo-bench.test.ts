@@ -152,8 +152,8 @@ describe('bench train', () => {
     const err: string[] = [];
     vi.spyOn(console, 'error').mockImplementation((...a) => void err.push(a.join(' ')));
     vi.spyOn(console, 'log').mockImplementation(() => {});
-    expect(await main(['bench', 'train', '--algo', 'iqn'])).toBe(1);
-    expect(err.at(-1)).toBe('foxhunt bench train: --algo iqn: bench train measures ppo, dqn or c51');
+    expect(await main(['bench', 'train', '--algo', 'sac'])).toBe(1);
+    expect(err.at(-1)).toBe('foxhunt bench train: --algo sac: bench train measures ppo, dqn, c51 or iqn');
     expect(await devMain(['train', '--chain', 'maybe'])).toBe(1);
     expect(err.at(-1)).toBe('dev/bench train: --chain must be on, off or both, got "maybe"');
     expect(await devMain(['train', '--chain-rows', '32'])).toBe(1);
