@@ -178,15 +178,7 @@ extern "C" __global__ void validate_dqn(KERNEL_ARGS) {
   }
   unsigned l = 0;
   for (;; l++) {
-    if (r == 0) {
-      state_portfolio(ep, x + MARKET_FEATURES);
-      *bar_s = ep.bar;
-    }
-    block_sync();
-    const int bar = *bar_s;
-    if (l >= steps || *stop != 0) break;
-    if (r < MARKET_FEATURES) x[r] = features[bar * MARKET_FEATURES + r];
-    block_sync();
+    if (!validate_state(ep, features, x, bar_s, stop, l, steps)) break;
     float y = 0.0f;
     if (r < S0_OUT) y = leaky(dense_out<S0_W, S0_B, STATE_DIM>(net, r, x));
     block_sync();
@@ -216,13 +208,7 @@ extern "C" __global__ void validate_dqn(KERNEL_ARGS) {
     block_sync();
     if (r < NUM_ACTIONS) q[r] = q_of(r, heads, mean, u.vMin, u.vMax);
     block_sync();
-    if (r == 0) {
-      int a = 0;
-      for (int k = 1; k < NUM_ACTIONS; k++)
-        if (q[k] > q[a]) a = k;
-      if (validate_record(ep, m, p, div_window, a, l, steps, out_f, out_i)) *stop = 1;
-    }
-    block_sync();
+    validate_act(ep, m, p, div_window, q, stop, l, steps, out_f, out_i);
   }
   if (r == 0) validate_flat_tail(ep, l, steps, out_f, out_i);
 }

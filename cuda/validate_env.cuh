@@ -37,3 +37,35 @@ COLLECT_DEVICE void validate_flat_tail(const Episode& ep, unsigned l, unsigned s
     out_i[OUT_I_ACTIONS * steps + k] = 0;
   }
 }
+
+// The block's start of step l: thread 0 writes the portfolio features into x[MARKET_FEATURES ..]
+// and the bar, then (after a barrier) every thread sees whether the episode goes on; if it does,
+// the first MARKET_FEATURES threads load the bar's market features into x and the block meets.
+COLLECT_DEVICE bool validate_state(const Episode& ep, const float* __restrict__ features, float* x,
+                                   volatile int* bar_s, volatile int* stop, unsigned l, unsigned steps) {
+  const int r = threadIdx.x;
+  if (r == 0) {
+    state_portfolio(ep, x + MARKET_FEATURES);
+    *bar_s = ep.bar;
+  }
+  block_sync();
+  const int bar = *bar_s;
+  if (l >= steps || *stop != 0) return false;
+  if (r < MARKET_FEATURES) x[r] = features[bar * MARKET_FEATURES + r];
+  block_sync();
+  return true;
+}
+
+// The block's end of step l: thread 0 takes the first argmax of the 45 scores and records the
+// step (a collapse sets *stop), then the block meets.
+COLLECT_DEVICE void validate_act(Episode& ep, const Market& m, const EnvScalars& p, int* div_window,
+                                 const float* scores, volatile int* stop, unsigned l, unsigned steps,
+                                 float* out_f, int* out_i) {
+  if (threadIdx.x == 0) {
+    int a = 0;
+    for (int k = 1; k < NUM_ACTIONS; k++)
+      if (scores[k] > scores[a]) a = k;
+    if (validate_record(ep, m, p, div_window, a, l, steps, out_f, out_i)) *stop = 1;
+  }
+  block_sync();
+}

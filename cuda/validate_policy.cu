@@ -69,15 +69,7 @@ extern "C" __global__ void validate_policy(KERNEL_ARGS) {
   }
   unsigned l = 0;
   for (;; l++) {
-    if (r == 0) {
-      state_portfolio(ep, x + MARKET_FEATURES);
-      *bar_s = ep.bar;
-    }
-    block_sync();
-    const int bar = *bar_s;
-    if (l >= steps || *stop != 0) break;
-    if (r < MARKET_FEATURES) x[r] = features[bar * MARKET_FEATURES + r];
-    block_sync();
+    if (!validate_state(ep, features, x, bar_s, stop, l, steps)) break;
     float y = 0.0f;
     if (r < NET_A_0_OUT) y = fmaxf(dense_out<NET_A_0_IN, NET_A_0_OUT>(smem + SM_L0, r, x), 0.0f);
     block_sync();
@@ -89,13 +81,7 @@ extern "C" __global__ void validate_policy(KERNEL_ARGS) {
     block_sync();
     if (r < NET_A_2_OUT) logits[r] = dense_out<NET_A_2_IN, NET_A_2_OUT>(smem + SM_L2, r, x);
     block_sync();
-    if (r == 0) {
-      int a = 0;
-      for (int k = 1; k < NUM_ACTIONS; k++)
-        if (logits[k] > logits[a]) a = k;
-      if (validate_record(ep, m, p, div_window, a, l, steps, out_f, out_i)) *stop = 1;
-    }
-    block_sync();
+    validate_act(ep, m, p, div_window, logits, stop, l, steps, out_f, out_i);
   }
   if (r == 0) validate_flat_tail(ep, l, steps, out_f, out_i);
 }
