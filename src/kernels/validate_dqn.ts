@@ -20,9 +20,9 @@
  * Outputs: VALIDATE_OUTPUT (values, exposure, traded, actions; see validate_policy.ts).
  */
 
-import type { Market, SplitRange } from '../data/types.js';
+import type { SplitRange } from '../data/types.js';
 import type { EnvParams } from '../env/params.js';
-import { backtestParams, policyRollout } from '../eval/backtest.js';
+import { backtestParams } from '../eval/backtest.js';
 import { dqnGreedyPolicy } from '../eval/policies.js';
 import { duelingLayout, layerByName, NUM_ACTIONS, type QHead, STATE_DIM } from '../nets/layout.js';
 import { seedToKey } from '../rng/philox.js';
@@ -30,17 +30,14 @@ import {
   COLLECT_BINDINGS,
   commonConstants,
   ENV_UNIFORMS,
-  envParamsFromUniforms,
   envStateConstants,
   envUniforms,
-  marketFromBuffers,
   netConstants,
   outputConstants,
-  sectionViews,
 } from './collect_layout.js';
 import type { Kernel, TypedArray } from './reference.js';
 import type { DeviceBuffer, Dispatch, KernelSpec } from './spec.js';
-import { VALIDATE_OUTPUT, validateSteps } from './validate_policy.js';
+import { VALIDATE_OUTPUT, validateReference, validateSteps } from './validate_policy.js';
 
 /** Threads of the workgroup: one per output of the trunk's layers (256). */
 export const VALIDATE_DQN_THREADS = 256;
@@ -155,34 +152,19 @@ export function validateDqnDispatch(
   return { kernel: spec, buffers, uniforms, groups: [1, 1, 1] };
 }
 
-/** The CPU twin: the host backtest's rollout (policyRollout) with dqnGreedyPolicy, written out in f32. */
+/** The CPU twin: the host backtest's rollout with dqnGreedyPolicy (validateReference). */
 function validateDqnReference(buffers: TypedArray[], u: Record<string, number>): void {
-  const [features, ohlc, spread, entropy, nets, , , , outF, outI] = buffers;
-  const market: Market = marketFromBuffers(
-    features as Float32Array,
-    ohlc as Float32Array,
-    spread as Float32Array,
-  );
-  const params = envParamsFromUniforms(u, entropy as Float32Array);
   const head: QHead = u.head === 1 ? 'c51' : 'plain';
   const layout = duelingLayout(head, u.atoms);
-  const online = (nets as Float32Array).subarray(u.netBase, u.netBase + layout.size);
-  if (online.length !== layout.size)
-    throw new Error(
-      `validate_dqn: nets holds ${nets.length} floats, the net at ${u.netBase} needs ${layout.size}`,
-    );
   const support = { vMin: u.vMin, vMax: u.vMax, atoms: u.atoms };
-  const { trace, actions } = policyRollout(
-    market,
-    { start: u.splitStart, end: u.splitEnd },
-    params,
-    dqnGreedyPolicy(head, layout, online, support, 1),
-  );
-  const s = sectionViews(VALIDATE_OUTPUT, outF as Float32Array, outI as Int32Array, 1, u.steps);
-  s.values.set(trace.equity.subarray(1));
-  s.exposure.set(trace.exposure);
-  s.traded.set(trace.traded);
-  s.actions.set(actions);
+  validateReference(buffers, u, (nets) => {
+    const online = nets.subarray(u.netBase, u.netBase + layout.size);
+    if (online.length !== layout.size)
+      throw new Error(
+        `validate_dqn: nets holds ${nets.length} floats, the net at ${u.netBase} needs ${layout.size}`,
+      );
+    return dqnGreedyPolicy(head, layout, online, support, 1);
+  });
 }
 
 export const validateDqnKernel: Kernel = {

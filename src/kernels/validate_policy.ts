@@ -24,7 +24,7 @@ import type { Market, SplitRange } from '../data/types.js';
 import type { EnvParams } from '../env/params.js';
 import { backtestParams, policyRollout } from '../eval/backtest.js';
 import type { EquityTrace } from '../eval/metrics.js';
-import { ppoGreedyPolicy } from '../eval/policies.js';
+import { type Policy, ppoGreedyPolicy } from '../eval/policies.js';
 import { ppoActorLayout } from '../nets/layout.js';
 import { seedToKey } from '../rng/philox.js';
 import {
@@ -134,8 +134,15 @@ export function traceFromOutputs(
   };
 }
 
-/** The CPU twin: the host backtest's rollout (policyRollout) with the greedy actor, written out in f32. */
-function validatePolicyReference(buffers: TypedArray[], u: Record<string, number>): void {
+/**
+ * The CPU twin of both validation kernels: the host backtest's rollout (policyRollout) with the
+ * policy `policyOf` builds from the nets buffer, written out in f32 as the kernels write it.
+ */
+export function validateReference(
+  buffers: TypedArray[],
+  u: Record<string, number>,
+  policyOf: (nets: Float32Array) => Policy,
+): void {
   const [features, ohlc, spread, entropy, nets, , , , outF, outI] = buffers;
   const market: Market = marketFromBuffers(
     features as Float32Array,
@@ -143,19 +150,18 @@ function validatePolicyReference(buffers: TypedArray[], u: Record<string, number
     spread as Float32Array,
   );
   const params = envParamsFromUniforms(u, entropy as Float32Array);
-  const actor = ppoActorLayout();
   const split = { start: u.splitStart, end: u.splitEnd };
-  const { trace, actions } = policyRollout(
-    market,
-    split,
-    params,
-    ppoGreedyPolicy((nets as Float32Array).subarray(0, actor.size), actor),
-  );
+  const { trace, actions } = policyRollout(market, split, params, policyOf(nets as Float32Array));
   const s = sectionViews(VALIDATE_OUTPUT, outF as Float32Array, outI as Int32Array, 1, u.steps);
   s.values.set(trace.equity.subarray(1));
   s.exposure.set(trace.exposure);
   s.traded.set(trace.traded);
   s.actions.set(actions);
+}
+
+function validatePolicyReference(buffers: TypedArray[], u: Record<string, number>): void {
+  const actor = ppoActorLayout();
+  validateReference(buffers, u, (nets) => ppoGreedyPolicy(nets.subarray(0, actor.size), actor));
 }
 
 export const validatePolicyKernel: Kernel = {

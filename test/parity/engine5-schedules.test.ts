@@ -7,12 +7,11 @@
  * against the f32 reference cannot decide (f16 weights: they run at epsilon 1). Lavapipe in CI; a
  * machine without WebGPU skips unless FOXHUNT_REQUIRE_WEBGPU=1.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createBackend } from '../../src/backend/index.js';
-import { type Backend, BackendUnavailableError } from '../../src/backend/types.js';
+import { describe, expect, it } from 'vitest';
 import { collectDqnSpec } from '../../src/kernels/collect_dqn.js';
 import type { Outputs } from '../../src/parity/cases.js';
 import { dqnBuildOutputs } from '../../src/parity/collect_cases.js';
+import { useWebgpu } from '../support/webgpu.js';
 
 /** The schedule switches off: TD_WITH_NEXT_ACTION 0 needs FOLDED_COMBINE 0 (collect_dqn.wgsl's const_asserts). */
 const PLAIN_STEP = { TD_WITH_NEXT_ACTION: 0, FOLDED_COMBINE: 0, PING_PONG: 0 };
@@ -32,21 +31,10 @@ function bitDiffs(a: Outputs, b: Outputs): Record<string, number> {
 }
 
 describe('engine 5 schedules on webgpu', () => {
-  let backend: Backend | undefined;
-  let unavailable = '';
-
-  beforeAll(async () => {
-    try {
-      backend = await createBackend('webgpu');
-    } catch (err) {
-      if (!(err instanceof BackendUnavailableError) || process.env.FOXHUNT_REQUIRE_WEBGPU === '1') throw err;
-      unavailable = err.message;
-    }
-  });
-  afterAll(() => backend?.destroy());
+  const webgpu = useWebgpu();
 
   it('gives the same bits with and without the merged, folded, two-buffer step (3 episodes, 2 a workgroup, 512 threads)', async (ctx) => {
-    if (!backend) return ctx.skip(`${unavailable} (set FOXHUNT_REQUIRE_WEBGPU=1 to fail instead)`);
+    const backend = webgpu(ctx);
     const tile = { tileEpisodes: 2, threads: 512, engine: 5 };
     // The default build of this tile runs all three schedules (else the comparison shows nothing).
     const spec = collectDqnSpec({

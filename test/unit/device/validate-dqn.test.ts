@@ -1,26 +1,6 @@
-/**
- * validate_dqn (src/kernels/validate_dqn.ts) against the host backtest with dqnGreedyPolicy it
- * replaces, plain and C51: the CPU twin through DeviceValidator, the CUDA twin on the g++ emulator
- * (CudaEmuBackend), the WGSL twin on WebGPU (lavapipe here; FOXHUNT_REQUIRE_WEBGPU=1 fails instead
- * of skipping), with random weights (output layers scaled up so the greedy action changes with the
- * state) and with weights after a few train steps; the device DQN engine's validate verb and the
- * DQN loop logging its metrics; nvcc compiles the CUDA twin.
- *
- * Where the twins may differ (GPU exp and division, fused multiply-adds): only at a step whose two
- * best Q values (reference) are closer than TIE_GAP; the comparisons stop at the first such step,
- * and the tests require it to come late (or never).
- */
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createCpuBackend } from '../../../src/backend/cpu/index.js';
-import { nvccCandidates, nvccVersion } from '../../../src/backend/cuda/compile.js';
-import { packageRoot } from '../../../src/backend/cuda/native.js';
-import { cudaPreamble } from '../../../src/backend/cuda/preamble.js';
-import { createBackend } from '../../../src/backend/index.js';
-import { type Backend, BackendUnavailableError } from '../../../src/backend/types.js';
+import type { Backend } from '../../../src/backend/types.js';
 import { type Config, cloneDefaults, loadConfig } from '../../../src/config.js';
 import type { Market, SplitRange } from '../../../src/data/types.js';
 import { DeviceValidator, type SharedValidateBuffers } from '../../../src/device/validate.js';
@@ -44,6 +24,7 @@ import { trainDqn } from '../../../src/train/dqn.js';
 import { prepareData } from '../../../src/train/run.js';
 import { MemoryStorage } from '../../../src/train/storage.js';
 import { CudaEmuBackend, emuUnavailable } from '../../emu/backend.js';
+import { useWebgpu } from '../../support/webgpu.js';
 import { randomMarket } from '../env/fixtures.js';
 
 const market = randomMarket(400, 5);
@@ -316,21 +297,11 @@ describe('the device DQN engine validates on the device', () => {
 });
 
 describe('the device DQN engine on WebGPU', () => {
-  let backend: Backend | undefined;
-  let why = '';
-  beforeAll(async () => {
-    try {
-      backend = await createBackend('webgpu');
-    } catch (err) {
-      if (!(err instanceof BackendUnavailableError) || process.env.FOXHUNT_REQUIRE_WEBGPU === '1') throw err;
-      why = err.message;
-    }
-  }, 60_000);
-  afterAll(() => backend?.destroy());
+  const webgpu = useWebgpu();
 
   for (const algo of ['dqn', 'c51'] as const) {
     it(`validates the trained online net as the host backtest does (${algo}, 2 epochs)`, async (ctx) => {
-      if (!backend) return ctx.skip(`${why} (set FOXHUNT_REQUIRE_WEBGPU=1 to fail instead)`);
+      const backend = webgpu(ctx);
       const cfg = smallConfig(algo);
       const data = await prepareData(cfg);
       const engine = createDeviceDqnEngine(cfg, data.market, data.splits.train, backend);
@@ -398,58 +369,12 @@ describe.skipIf(unavailable !== null)(
   },
 );
 
-const nvcc = nvccCandidates().find((p) => nvccVersion(p) !== undefined);
-
-describe.skipIf(!nvcc)('validate_dqn compiles with nvcc for sm_90 (skipped: nvcc not found)', () => {
-  for (const head of HEADS) {
-    it(`builds a cubin without warnings (${head})`, () => {
-      const root = packageRoot();
-      const dir = mkdtempSync(join(tmpdir(), 'foxhunt-validate-dqn-nvcc-'));
-      for (const f of readdirSync(join(root, 'cuda')).filter((n) => n.endsWith('.cuh')))
-        writeFileSync(join(dir, f), readFileSync(join(root, 'cuda', f)));
-      const src = join(dir, 'validate_dqn.cu');
-      writeFileSync(
-        src,
-        cudaPreamble(validateDqnSpec({ head, atoms: 51 })) +
-          readFileSync(join(root, 'cuda', 'validate_dqn.cu'), 'utf8'),
-      );
-      const r = spawnSync(
-        nvcc!,
-        [
-          '-cubin',
-          '--gpu-architecture=sm_90',
-          '--std=c++17',
-          '-Werror',
-          'all-warnings',
-          '-I',
-          dir,
-          '-o',
-          join(dir, 'v.cubin'),
-          src,
-        ],
-        { encoding: 'utf8' },
-      );
-      expect(r.status, `${r.stdout}${r.stderr}`).toBe(0);
-    }, 120_000);
-  }
-});
-
 describe('validate_dqn on WebGPU', () => {
-  let backend: Backend | undefined;
-  let why = '';
-  beforeAll(async () => {
-    try {
-      backend = await createBackend('webgpu');
-    } catch (err) {
-      if (!(err instanceof BackendUnavailableError) || process.env.FOXHUNT_REQUIRE_WEBGPU === '1') throw err;
-      why = err.message;
-    }
-  }, 60_000);
-  afterAll(() => backend?.destroy());
+  const webgpu = useWebgpu();
 
   for (const head of HEADS) {
     it(`matches the host rollout (${head}, random weights, collapse included)`, async (ctx) => {
-      if (!backend) return ctx.skip(`${why} (set FOXHUNT_REQUIRE_WEBGPU=1 to fail instead)`);
+      const backend = webgpu(ctx);
       const nets = randomNet(head, 8);
       const online = nets.subarray(8, 8 + duelingLayout(head, SUPPORT.atoms).size);
       for (const p of [params, collapsing]) {
@@ -459,7 +384,7 @@ describe('validate_dqn on WebGPU', () => {
     }, 300_000);
 
     it(`matches the host rollout (${head}, weights after 10 train steps)`, async (ctx) => {
-      if (!backend) return ctx.skip(`${why} (set FOXHUNT_REQUIRE_WEBGPU=1 to fail instead)`);
+      const backend = webgpu(ctx);
       const t = await trainedNet(head);
       const p = envParams(t.cfg.env);
       const device = await deviceRun(backend, head, t.online, 0, t.market, t.split, p);
@@ -468,7 +393,7 @@ describe('validate_dqn on WebGPU', () => {
   }
 
   it('runs C51 at 75 atoms, the most its 16 KiB of workgroup memory holds', async (ctx) => {
-    if (!backend) return ctx.skip(`${why} (set FOXHUNT_REQUIRE_WEBGPU=1 to fail instead)`);
+    const backend = webgpu(ctx);
     const support = { vMin: -10, vMax: 10, atoms: 75 };
     const nets = randomNet('c51', 4, 75, 8);
     const online = nets.subarray(4, 4 + duelingLayout('c51', 75).size);
