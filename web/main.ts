@@ -11,7 +11,6 @@ import { RUN_CSS } from '../src/report/html.js';
 import type { RunView } from '../src/report/view.js';
 import { duration } from '../src/train/report.js';
 import type { DeviceReport, Progress, Settings, TrainerApi } from './api.js';
-import { backendFor, sizesFor } from './sizes.js';
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const style = document.createElement('style');
@@ -109,40 +108,29 @@ async function probe() {
     }),
   );
   document.body.dataset.backend = device.backend;
-  onAlgo();
+  proposeSizes();
   setState('ready');
 }
 
 const algo = () => (form.elements.namedItem('algo') as RadioNodeList).value as Settings['algo'];
-/** The chosen algorithm's backend: the device's, but IQN on the CPU (sizes.ts). */
-const backend = () => backendFor(algo(), device!.backend);
-/** The run proposed for that backend: the device's sizes, or the CPU's when IQN leaves the GPU. */
-const runSizes = () => (backend() === device!.backend ? device!.sizes : sizesFor('cpu'));
-let sizedFor = '';
-/** Proposes the run of the chosen algorithm's backend, and says when that is the CPU on a WebGPU page. */
-function onAlgo() {
+/** Proposes the device's run sizes (the user may change them). */
+function proposeSizes() {
   if (!device) return;
-  $('algo-note').hidden = backend() === device.backend;
-  const sizes = runSizes();
-  const key = JSON.stringify(sizes);
-  if (key === sizedFor) return;
-  sizedFor = key;
-  for (const [k, v] of Object.entries(sizes)) {
+  for (const [k, v] of Object.entries(device.sizes)) {
     const input = form.elements.namedItem(k) as HTMLInputElement | null;
     if (input) input.value = String(v);
   }
 }
-for (const radio of form.querySelectorAll('input[name=algo]')) radio.addEventListener('change', onAlgo);
 
 function settings(): Settings {
   const value = (name: string) => Number((form.elements.namedItem(name) as HTMLInputElement).value);
-  const sizes = runSizes();
+  const sizes = device!.sizes;
   const episodes = value('episodes');
   const steps = value('steps');
   return {
     ...sizes,
     algo: algo(),
-    backend: backend(),
+    backend: device!.backend,
     epochs: value('epochs'),
     episodes,
     steps,

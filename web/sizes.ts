@@ -3,8 +3,9 @@
  * busy; a software adapter (SwiftShader, lavapipe, WARP: the GPU emulated on the CPU) and the CPU
  * reference get one that finishes an epoch in seconds. The user may change the numbers.
  */
-import type { Algo } from '../src/config.js';
+import { largestLearnerBatch } from '../src/device/dqn.js';
 import { REPLAY_F } from '../src/learn/replay.js';
+import { duelingLayout } from '../src/nets/layout.js';
 
 export interface RunSizes {
   epochs: number;
@@ -45,14 +46,6 @@ export function sizesFor(device: DeviceClass, maxBufferSize = 0): RunSizes {
   };
 }
 
-/**
- * The backend an algorithm trains on in the page: the device's, except IQN, which runs on the CPU:
- * the page does not size IQN's device learner yet (its activations grow with batch x dqn.iqnTau).
- */
-export function backendFor(algo: Algo, device: 'webgpu' | 'cpu'): 'webgpu' | 'cpu' {
-  return algo === 'iqn' ? 'cpu' : device;
-}
-
 /** Bytes of the replay ring the page allows: it lives in the tab, and in every checkpoint. */
 export const PAGE_REPLAY_BYTES = 64 * 2 ** 20;
 
@@ -64,17 +57,26 @@ export interface DqnSizes {
 
 /**
  * The DQN family's run, sized like the PPO run: a batch of at most one rollout (and the config's
- * default), about two replayed samples per collected step, and a replay of up to 16 rollouts that
+ * default) whose learner activations fit the adapter's storage binding (IQN: batch x taus rows), about two replayed samples per collected step, and a replay of up to 16 rollouts that
  * fits PAGE_REPLAY_BYTES and the device's largest storage buffer (`limits`: maxBufferSize and
  * maxStorageBufferBindingSize where known; empty on the CPU).
  */
 export function dqnSizesFor(
   s: { episodes: number; steps: number; minibatch: number },
-  defaults: { batch: number; replayCapacity: number },
+  defaults: { batch: number; replayCapacity: number; atoms: number; iqnTau: number; iqnEmbed: number },
   limits: Record<string, number>,
+  algo: 'dqn' | 'c51' | 'iqn' = 'dqn',
 ): DqnSizes {
   const rollout = s.episodes * s.steps;
-  const batch = Math.max(1, Math.min(defaults.batch, s.minibatch, rollout));
+  // The learner's activations (IQN: batch x taus rows) must fit one storage binding.
+  const layout = duelingLayout(algo === 'dqn' ? 'plain' : algo, defaults.atoms, defaults.iqnEmbed);
+  const binding = limits.maxStorageBufferBindingSize ?? Number.POSITIVE_INFINITY;
+  const wanted = Math.max(1, Math.min(defaults.batch, s.minibatch, rollout));
+  const batch = largestLearnerBatch(layout, wanted, defaults.iqnTau, binding);
+  if (batch < 1)
+    throw new Error(
+      `one ${algo.toUpperCase()} sample of ${defaults.iqnTau} taus does not fit this adapter's storage binding`,
+    );
   const largest = Math.min(
     PAGE_REPLAY_BYTES,
     limits.maxBufferSize ?? Number.POSITIVE_INFINITY,

@@ -73,7 +73,7 @@ function configOf(s: Settings) {
     // exploration and the PER beta anneal over the run.
     const q = cfg.dqn;
     q.lr = s.lr;
-    Object.assign(q, dqnSizesFor(s, q, s.backend === 'webgpu' ? adapterLimits : {}));
+    Object.assign(q, dqnSizesFor(s, q, s.backend === 'webgpu' ? adapterLimits : {}, s.algo));
     q.epsilonDecayEpochs = Math.min(q.epsilonDecayEpochs, s.epochs);
     q.betaEpochs = Math.min(q.betaEpochs, s.epochs);
   }

@@ -103,6 +103,96 @@ function arena() {
   };
 }
 
+type ActsAt = {
+  input: number;
+  /** IQN: the cosine features of the online then the target taus ([2 B T, iqnEmbed]). */
+  cos: number;
+  online: Record<Part | 'h', number>;
+  target: Record<Part | 'h', number>;
+  q: number;
+  qTarget: number;
+};
+type DeltaAt = Record<Part | 'q' | 't1v' | 't1a', number>;
+
+/** Where the learner's activations and deltas sit for B samples x T taus, and each arena's floats. */
+function learnerArenas(L: Record<Part, Layer>, parts: Part[], B: number, T: number, atoms: number) {
+  const iqn = parts.includes('e');
+  const wide = NUM_ACTIONS * atoms;
+  // Rows of each part: the trunk a row per state, tau_embed and the streams T rows a state.
+  const rowsOf = (p: Part) => (p === 't0' || p === 't1' ? 1 : T);
+  const acts = arena();
+  const input = acts.take(2 * B * STATE_DIM);
+  const cos = iqn ? acts.take(2 * B * T * L.e.in) : 0;
+  const netActs = (states: number) => {
+    const at = Object.fromEntries(parts.map((p) => [p, acts.take(states * rowsOf(p) * L[p].out)])) as Record<
+      Part | 'h',
+      number
+    >;
+    at.h = iqn ? acts.take(states * T * L.t1.out) : at.t1;
+    return at;
+  };
+  const online = netActs(2 * B);
+  const q = acts.take(2 * B * T * wide);
+  const target = netActs(B);
+  const qTarget = acts.take(B * T * wide);
+  const deltas = arena();
+  const deltaAt = {
+    q: deltas.take(B * T * wide),
+    ...(Object.fromEntries(parts.map((p) => [p, deltas.take(B * rowsOf(p) * L[p].out)])) as Record<
+      Part,
+      number
+    >),
+    t1v: deltas.take(B * T * L.t1.out),
+    t1a: deltas.take(B * T * L.t1.out),
+  };
+  const actsAt: ActsAt = { input, cos, online, target, q, qTarget };
+  return { actsAt, deltaAt: deltaAt as DeltaAt, acts: acts.size, deltas: deltas.size };
+}
+
+/** Why the arenas of B x T rows cannot be allocated (u32 indexing; WebGPU binds each whole), or null. */
+function arenaRefusal(
+  plan: { acts: number; deltas: number },
+  bindingBytes: number,
+  B: number,
+  T: number,
+): string | null {
+  const most = Math.min(MAX_ARENA, Math.floor(bindingBytes / 4));
+  for (const [what, size] of [
+    ['activation', plan.acts],
+    ['delta', plan.deltas],
+  ] as const)
+    if (size > most)
+      return `the ${what} arena needs ${4 * size} bytes (dqn.batch ${B} x ${T} taus), above this device's ${4 * most}`;
+  return null;
+}
+
+/**
+ * The largest batch, at most `batch`, whose learner arenas fit a device binding of `bindingBytes`
+ * (IQN's activations grow with batch x taus); 0 when not even one sample fits.
+ */
+export function largestLearnerBatch(
+  layout: NetLayout,
+  batch: number,
+  taus: number,
+  bindingBytes: number,
+): number {
+  const iqn = layout.layers.some((l) => l.name === NAMES.e);
+  const parts = iqn ? [...PARTS, 'e' as Part] : PARTS;
+  const L = Object.fromEntries(parts.map((p) => [p, layerByName(layout, NAMES[p])])) as Record<Part, Layer>;
+  const atoms = L.v1.out;
+  const T = iqn ? taus : 1;
+  const fits = (b: number) => arenaRefusal(learnerArenas(L, parts, b, T, atoms), bindingBytes, b, T) === null;
+  if (fits(batch)) return batch;
+  let lo = 0;
+  let hi = batch;
+  while (hi - lo > 1) {
+    const mid = (lo + hi) >> 1;
+    if (fits(mid)) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
 export class DeviceDqnLearner {
   readonly backend: Backend;
   readonly batch: number;
@@ -129,16 +219,8 @@ export class DeviceDqnLearner {
   private readonly init: DeviceDqnInit;
   private readonly layers: Record<Part, Layer>;
   private readonly parts: Part[];
-  private readonly actsAt: {
-    input: number;
-    /** IQN: the cosine features of the online then the target taus ([2 B T, iqnEmbed]). */
-    cos: number;
-    online: Record<Part | 'h', number>;
-    target: Record<Part | 'h', number>;
-    q: number;
-    qTarget: number;
-  };
-  private readonly deltaAt: Record<Part | 'q' | 't1v' | 't1a', number>;
+  private readonly actsAt: ActsAt;
+  private readonly deltaAt: DeltaAt;
   private readonly partAt: Record<Part, number>;
   private readonly partialCount: number;
   private readonly maxSteps: number;
@@ -179,45 +261,18 @@ export class DeviceDqnLearner {
     if (iqn && (L.e.out !== L.t1.out || L.e.in !== cfg.iqnEmbed))
       throw new Error(`device dqn: ${layout.kind}'s tau_embed is not ${cfg.iqnEmbed} -> ${L.t1.out}`);
     const B = this.batch;
-    // Rows of each part: the trunk a row per state, tau_embed and the streams T rows a state.
-    const rowsOf = (p: Part) => (p === 't0' || p === 't1' ? 1 : T);
-    const acts = arena();
-    const input = acts.take(2 * B * STATE_DIM);
-    const cos = iqn ? acts.take(2 * B * T * L.e.in) : 0;
-    const netActs = (states: number) => {
-      const at = Object.fromEntries(
-        this.parts.map((p) => [p, acts.take(states * rowsOf(p) * L[p].out)]),
-      ) as Record<Part | 'h', number>;
-      at.h = iqn ? acts.take(states * T * L.t1.out) : at.t1;
-      return at;
-    };
-    const online = netActs(2 * B);
-    const q = acts.take(2 * B * T * wide);
-    const target = netActs(B);
-    const qTarget = acts.take(B * T * wide);
-    this.actsAt = { input, cos, online, target, q, qTarget };
-    const deltas = arena();
-    this.deltaAt = {
-      q: deltas.take(B * T * wide),
-      ...(Object.fromEntries(this.parts.map((p) => [p, deltas.take(B * rowsOf(p) * L[p].out)])) as Record<
-        Part,
-        number
-      >),
-      t1v: deltas.take(B * T * L.t1.out),
-      t1a: deltas.take(B * T * L.t1.out),
-    };
-    // WebGPU binds each arena whole: it must fit the device's binding limit too.
-    const binding = Number(backend.info.limits.maxStorageBufferBindingSize ?? Number.POSITIVE_INFINITY);
-    const most = Math.min(MAX_ARENA, Math.floor(binding / 4));
-    for (const [what, size] of [
-      ['activation', acts.size],
-      ['delta', deltas.size],
-    ] as const) {
-      if (size > most)
-        throw new Error(
-          `device dqn: the ${what} arena needs ${4 * size} bytes (dqn.batch ${B} x ${T} taus), above this device's ${4 * most}; lower dqn.batch${iqn ? ' or dqn.iqnTau' : ''}`,
-        );
-    }
+    const plan = learnerArenas(L, this.parts, B, T, this.atoms);
+    this.actsAt = plan.actsAt;
+    this.deltaAt = plan.deltaAt;
+    const acts = { size: plan.acts };
+    const deltas = { size: plan.deltas };
+    const why = arenaRefusal(
+      plan,
+      Number(backend.info.limits.maxStorageBufferBindingSize ?? Number.POSITIVE_INFINITY),
+      B,
+      T,
+    );
+    if (why) throw new Error(`device dqn: ${why}; lower dqn.batch${iqn ? ' or dqn.iqnTau' : ''}`);
     let partials = 0;
     this.partAt = Object.fromEntries(
       this.parts.map((p) => {

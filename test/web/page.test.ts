@@ -278,7 +278,6 @@ describe('the demo page in headless Chromium', () => {
   it("trains 1 epoch of C51 on WebGPU with the device engine; its checkpoint is the CLI's format", async () => {
     const { page, errors } = await open(gpuBrowser);
     await page.check('input[name=algo][value=c51]');
-    expect(await page.isHidden('#algo-note')).toBe(true);
     await train(page, 1, 'c51');
     expect(await page.textContent('#epoch')).toBe('1');
     expect(await page.textContent('.run-subtitle')).toMatch(/^C51 on WebGPU/);
@@ -335,7 +334,6 @@ describe('the demo page in headless Chromium', () => {
   it('trains 1 epoch of DQN on WebGPU with the device engine', async () => {
     const { page, errors } = await open(gpuBrowser);
     await page.check('input[name=algo][value=dqn]');
-    expect(await page.isHidden('#algo-note')).toBe(true);
     await train(page, 1, 'dqn');
     expect(await page.textContent('#epoch')).toBe('1');
     expect(await page.textContent('.run-subtitle')).toMatch(/^DQN on WebGPU/);
@@ -346,17 +344,13 @@ describe('the demo page in headless Chromium', () => {
     await page.close();
   });
 
-  it('trains IQN on the CPU reference on a WebGPU device, saying why in one line', async () => {
+  it('trains 1 epoch of IQN on WebGPU with the device engine', async () => {
     const { page, errors } = await open(gpuBrowser);
     await page.check('input[name=algo][value=iqn]');
-    expect(await page.isVisible('#algo-note')).toBe(true);
-    expect(await page.textContent('#algo-note')).toMatch(
-      /^IQN trains on the CPU reference.*does not size\s+its device learner/,
-    );
     await train(page, 1, 'iqn');
     expect(await page.textContent('#epoch')).toBe('1');
-    expect(await page.textContent('.run-subtitle')).toMatch(/^IQN on the CPU reference/);
-    expect(await page.textContent('#info')).not.toMatch(/backend webgpu/);
+    expect(await page.textContent('.run-subtitle')).toMatch(/^IQN on WebGPU/);
+    expect(await page.textContent('#info')).toMatch(/^backend webgpu: .*swiftshader/im);
     expect(await points(page, 'equity')).toBeGreaterThan(100);
     expect(await page.$$eval('.verdict', (v) => v.length)).toBe(2);
     expect(errors).toEqual([]);

@@ -1,26 +1,50 @@
 /**
  * The page's run sizes (web/sizes.ts) and what its worker may import: the DQN family's replay fits
- * the adapter and the page's budget; IQN leaves the GPU; nothing the worker loads comes from node:.
+ * the adapter and the page's budget; IQN's batch fits its activations; nothing the worker loads comes from node:.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { createCpuBackend } from '../../src/backend/cpu/index.js';
 import { cloneDefaults } from '../../src/config.js';
+import { DeviceDqnLearner, largestLearnerBatch } from '../../src/device/dqn.js';
 import { REPLAY_F } from '../../src/learn/replay.js';
-import { backendFor, dqnSizesFor, PAGE_REPLAY_BYTES, sizesFor } from '../../web/sizes.js';
+import { duelingLayout } from '../../src/nets/layout.js';
+import { dqnSizesFor, PAGE_REPLAY_BYTES, sizesFor } from '../../web/sizes.js';
 
 const defaults = cloneDefaults().dqn;
 const ROW = 4 * REPLAY_F;
 
 describe('the DQN family in the page', () => {
-  it('trains DQN and C51 on the device, IQN on the CPU', () => {
-    expect(['ppo', 'dqn', 'c51', 'iqn'].map((a) => backendFor(a as 'dqn', 'webgpu'))).toEqual([
-      'webgpu',
-      'webgpu',
-      'webgpu',
-      'cpu',
-    ]);
-    expect(backendFor('dqn', 'cpu')).toBe('cpu');
+  it("sizes IQN's batch so that its learner's activations fit the adapter's storage binding", () => {
+    const hw = sizesFor('hardware', 2 ** 31);
+    const limits = { maxBufferSize: 2 ** 31, maxStorageBufferBindingSize: 128 * 2 ** 20 };
+    // Batch 512 x 64 taus needs about 360 MB of activations: over WebGPU's default 128 MiB binding.
+    const iqn = dqnSizesFor(hw, defaults, limits, 'iqn');
+    expect(iqn.batch).toBeLessThan(512);
+    expect(iqn.batch).toBeGreaterThan(64);
+    const layout = duelingLayout('iqn', defaults.atoms, defaults.iqnEmbed);
+    expect(largestLearnerBatch(layout, iqn.batch + 1, defaults.iqnTau, 128 * 2 ** 20)).toBe(iqn.batch);
+    // The learner the worker builds with that batch accepts it; one more sample it refuses.
+    const backend = createCpuBackend();
+    const binding = Object.create(backend, {
+      info: { value: { ...backend.info, limits: { maxStorageBufferBindingSize: 128 * 2 ** 20 } } },
+    });
+    const learner = (batch: number) =>
+      new DeviceDqnLearner({
+        backend: binding,
+        head: 'iqn',
+        cfg: { ...defaults, batch },
+        layout,
+        params: new Float32Array(layout.size),
+        key: [1, 2],
+      });
+    learner(iqn.batch).destroy();
+    expect(() => learner(iqn.batch + 1)).toThrow(/activation arena needs/);
+    backend.destroy();
+    // DQN and C51 keep the default batch; without a binding limit so does IQN.
+    expect(dqnSizesFor(hw, defaults, limits, 'c51').batch).toBe(512);
+    expect(dqnSizesFor(hw, defaults, {}, 'iqn').batch).toBe(512);
   });
 
   it('sizes a tiny run from its rollout: batch, two replayed samples per step, 16 rollouts of replay', () => {
