@@ -264,8 +264,6 @@ export class DeviceDqnLearner {
     const plan = learnerArenas(L, this.parts, B, T, this.atoms);
     this.actsAt = plan.actsAt;
     this.deltaAt = plan.deltaAt;
-    const acts = { size: plan.acts };
-    const deltas = { size: plan.deltas };
     const why = arenaRefusal(
       plan,
       Number(backend.info.limits.maxStorageBufferBindingSize ?? Number.POSITIVE_INFINITY),
@@ -290,8 +288,8 @@ export class DeviceDqnLearner {
       target: make(P, 'target'),
       grads: make(P, 'grads'),
       moments: make(2 * P, 'moments'),
-      acts: make(acts.size, 'acts'),
-      deltas: make(deltas.size, 'deltas'),
+      acts: make(plan.acts, 'acts'),
+      deltas: make(plan.deltas, 'deltas'),
       partials: make(partials, 'partials'),
       sched: make(2 * this.maxSteps, 'schedule'),
       stats: make(1, 'stats'),

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createCpuBackend } from '../../../src/backend/cpu/index.js';
 import type { Backend } from '../../../src/backend/types.js';
-import { type Config, cloneDefaults, loadConfig } from '../../../src/config.js';
+import { cloneDefaults } from '../../../src/config.js';
 import type { Market, SplitRange } from '../../../src/data/types.js';
 import { DeviceValidator, type SharedValidateBuffers } from '../../../src/device/validate.js';
 import { createCpuDqnEngine } from '../../../src/engine/cpu_dqn.js';
@@ -24,6 +24,7 @@ import { trainDqn } from '../../../src/train/dqn.js';
 import { prepareData } from '../../../src/train/run.js';
 import { MemoryStorage } from '../../../src/train/storage.js';
 import { CudaEmuBackend, emuUnavailable } from '../../emu/backend.js';
+import { smallDqnConfig } from '../../support/dqn.js';
 import { useWebgpu } from '../../support/webgpu.js';
 import { randomMarket } from '../env/fixtures.js';
 
@@ -149,20 +150,7 @@ function expectSameBacktest(device: BacktestResult, host: ReturnType<typeof host
     expectSameMetrics(device.metrics, computeMetrics(host.trace, BARS_PER_YEAR), Math.max(rel, 1e-7));
 }
 
-/** A small DQN-family configuration whose replay fills a batch in the first epoch. */
-const smallConfig = (algo: 'dqn' | 'c51', extra: Record<string, string> = {}): Config =>
-  loadConfig(undefined, {
-    'train.algo': algo,
-    'data.synthBars': '3000',
-    'env.episodeBars': '64',
-    'rollout.episodes': '4',
-    'rollout.steps': '16',
-    'dqn.batch': '16',
-    'dqn.stepsPerEpoch': '5',
-    'dqn.replayCapacity': '256',
-    'dqn.targetEvery': '3',
-    ...extra,
-  });
+const smallConfig = smallDqnConfig;
 
 /** The online net after two epochs of the CPU engine (collect + 5 train steps each), with its market. */
 async function trainedNet(head: QHead) {

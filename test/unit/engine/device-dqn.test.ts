@@ -20,20 +20,9 @@ import type { DqnEngine } from '../../../src/engine/dqn_engine.js';
 import { benchDqnTrain, targetPhases } from '../../../src/train/dqn_bench.js';
 import { prepareData } from '../../../src/train/run.js';
 import { CudaEmuBackend, emuUnavailable } from '../../emu/backend.js';
+import { smallDqnConfig } from '../../support/dqn.js';
 
-const config = (algo: string, extra: Record<string, string> = {}): Config =>
-  loadConfig(undefined, {
-    'train.algo': algo,
-    'data.synthBars': '3000',
-    'env.episodeBars': '64',
-    'rollout.episodes': '4',
-    'rollout.steps': '16',
-    'dqn.batch': '16',
-    'dqn.stepsPerEpoch': '5',
-    'dqn.replayCapacity': '256',
-    'dqn.targetEvery': '3',
-    ...extra,
-  });
+const config = smallDqnConfig;
 
 /** IQN with 4 taus a sample (learning and acting), to keep the reference quick. */
 const IQN = { 'dqn.iqnTau': '4', 'dqn.iqnActTau': '4' };
