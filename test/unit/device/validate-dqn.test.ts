@@ -44,7 +44,8 @@ const SUPPORT: C51Support = { vMin: -10, vMax: 10, atoms: 51 };
 const HEADS: QHead[] = ['plain', 'c51', 'iqn'];
 /** IQN's act taus (the config's default, as training validates with) and their fixed quadrature. */
 const ACT_TAUS = cloneDefaults().dqn.iqnActTau;
-const TAUS = Float32Array.from({ length: ACT_TAUS }, (_, k) => (k + 0.5) / ACT_TAUS);
+/** dqnGreedyPolicy's fixed quadrature of K act taus. */
+const tausOf = (k: number) => Float32Array.from({ length: k }, (_, t) => (t + 0.5) / k);
 
 /**
  * The initial online net (Philox `seed`) with its output layers scaled up (C51: 4x, plain and
@@ -76,16 +77,18 @@ function hostRollout(
   s: SplitRange,
   p: EnvParams,
   support = SUPPORT,
+  actTaus = ACT_TAUS,
 ) {
   const layout = duelingLayout(head, support.atoms);
+  const taus = tausOf(actTaus);
   const q = new Float32Array(NUM_ACTIONS);
   const probs = new Float32Array(NUM_ACTIONS * support.atoms);
-  const greedy = dqnGreedyPolicy(head, layout, online, support, ACT_TAUS);
+  const greedy = dqnGreedyPolicy(head, layout, online, support, actTaus);
   const steps = s.end - s.start - 1;
   let tie = steps;
   const r = policyRollout(m, s, p, (state, bar) => {
     if (head === 'plain') forwardDueling(layout, online, state, q);
-    else if (head === 'iqn') forwardIqn(layout, online, state, TAUS, q);
+    else if (head === 'iqn') forwardIqn(layout, online, state, taus, q);
     else forwardC51(layout, online, state, probs, q, support);
     const sorted = Array.from(q).sort((a, b) => b - a);
     if (sorted[0] - sorted[1] < TIE_GAP) tie = Math.min(tie, bar - s.start);
@@ -119,6 +122,7 @@ async function deviceRun(
   s: SplitRange,
   p: EnvParams,
   support = SUPPORT,
+  actTaus = ACT_TAUS,
 ): Promise<BacktestResult> {
   const shared = upload(backend, m, p, nets);
   const v = new DeviceValidator(backend, shared, p, s, {
@@ -126,7 +130,7 @@ async function deviceRun(
     head,
     netBase: base,
     ...support,
-    actTaus: ACT_TAUS,
+    actTaus,
     iqnEmbed: 64,
   });
   try {
@@ -458,6 +462,16 @@ describe('validate_dqn on WebGPU', () => {
     const online = nets.subarray(4, 4 + duelingLayout('c51', 75).size);
     const device = await deviceRun(backend, 'c51', nets, 4, market, split, params, support);
     const host = hostRollout('c51', online, market, split, params, support);
+    expect(new Set(host.actions).size).toBeGreaterThan(5);
+    expectSameBacktest(device, host, 1e-6);
+  }, 300_000);
+
+  it('runs IQN at 54 act taus x 64 cosine features, the most its 16 KiB of workgroup memory holds', async (ctx) => {
+    const backend = webgpu(ctx);
+    const nets = randomNet('iqn', 4);
+    const online = nets.subarray(4, 4 + duelingLayout('iqn').size);
+    const device = await deviceRun(backend, 'iqn', nets, 4, market, split, params, SUPPORT, 54);
+    const host = hostRollout('iqn', online, market, split, params, SUPPORT, 54);
     expect(new Set(host.actions).size).toBeGreaterThan(5);
     expectSameBacktest(device, host, 1e-6);
   }, 300_000);
