@@ -5,11 +5,17 @@
 // hidden layers one output each, the streams' output layers four outputs per thread and task
 // (C51: 587 tasks), the mean of the advantages over actions per atom, then per action Q (plain:
 // (V + A) - mean; C51: the softmax over atoms of (V + A) - mean and its expectation over the
-// support); thread 0 takes the first argmax and steps the simulator (validate_env.cuh).
+// support; IQN (HEAD 2): per act tau t < IQN_TAUS the trunk times relu(tau_embed(cosines of
+// tau_t)) through the streams and the plain combination, summed over t in order, then divided by
+// IQN_TAUS); thread 0 takes the first argmax and steps the simulator (validate_env.cuh). IQN's
+// taus are the host's fixed quadrature tau_t = f32((t + 0.5) / K) (eval/policies.ts
+// dqnGreedyPolicy: (2t + 1) / 2K correctly rounded) and their IQN_TAUS x IQN_EMBED cosine
+// features fill shared memory once per launch.
 //
 // Numerics: the reference's f32 arithmetic (src/nets/forward.ts; sums bias first then inputs in
-// order, never fused) except expf, a few ulp from the reference's correctly rounded exp: plain Q
-// agree bit for bit, C51 Q in their last bits, so an action only where two Q tie that closely.
+// order, never fused) except expf and cosf, a few ulp from the reference's correctly rounded
+// exp and cos: plain Q agree bit for bit, C51 and IQN Q in their last bits, so an action only
+// where two Q tie that closely.
 #define COLLECT_THREADS WG_X
 
 #include "validate_env.cuh"
@@ -31,6 +37,11 @@
 #define A1_W NET_Q_ADVANTAGE_STREAM_1_W
 #define A1_B NET_Q_ADVANTAGE_STREAM_1_B
 #define A1_OUT NET_Q_ADVANTAGE_STREAM_1_OUT
+// IQN's tau_embed (offsets 0 and never read by the other heads, whose IQN_TAUS = IQN_EMBED = 1).
+#define T_W NET_Q_TAU_EMBED_W
+#define T_B NET_Q_TAU_EMBED_B
+#define HEAD_C51 1
+#define HEAD_IQN 2
 
 static_assert(WG_X >= S0_OUT && WG_X >= S1_OUT && WG_X >= V0_OUT + A0_OUT && WG_X >= MARKET_FEATURES &&
                   WG_Y == 1 && WG_Z == 1,
@@ -43,7 +54,8 @@ static_assert(NET_Q_SHARED_LAYERS_0_IN == STATE_DIM && NET_Q_VALUE_STREAM_0_IN =
 
 // Shared plan (words): the layer input (the state, then the trunk's layers in place), the
 // streams' hidden layers (value at 0, advantage at V0_OUT), V [ATOMS] then A [45 * ATOMS]
-// (action-major), the mean of A over actions per atom, Q, the stop flag and the episode's bar.
+// (action-major), the mean of A over actions per atom, Q, the stop flag and the episode's bar,
+// IQN's cosine features (tau-major).
 constexpr int SM_X = 0;
 constexpr int SM_HID = 256;
 constexpr int SM_HEADS = 512;
@@ -51,9 +63,11 @@ constexpr int SM_MEAN = SM_HEADS + (HEAD_OUT + 3) / 4 * 4;
 constexpr int SM_Q = SM_MEAN + (ATOMS + 3) / 4 * 4;
 constexpr int SM_STOP = SM_Q + 48;
 constexpr int SM_BAR = SM_STOP + 1;
-constexpr int SM_FLOATS = SM_STOP + 4;
+constexpr int SM_COS = SM_STOP + 4;
+constexpr int COS_LEN = IQN_TAUS * IQN_EMBED;
+constexpr int SM_FLOATS = SM_COS + COS_LEN;
 static_assert(S0_OUT <= 256 && S1_OUT <= 256 && V0_OUT + A0_OUT <= 256 && NUM_ACTIONS <= 48 &&
-                  SM_FLOATS * 4 <= 48 * 1024,
+                  IQN_TAUS >= 1 && IQN_EMBED >= 1 && SM_FLOATS * 4 <= 48 * 1024,
               "validate_dqn: shared plan");
 
 // Tasks of the streams' output layers: groups of four outputs, value stream first.
@@ -135,9 +149,32 @@ COLLECT_DEVICE void output_group(const float* __restrict__ net, int g, const flo
   }
 }
 
+// Both streams on x (hidden layers into hid, output layers into heads, the mean of A per atom).
+COLLECT_DEVICE void streams(const float* __restrict__ net, int r, const float* x, float* hid, float* heads,
+                            float* mean) {
+  if (r < V0_OUT)
+    hid[r] = leaky(dense_out<V0_W, V0_B, S1_OUT>(net, r, x));
+  else if (r < V0_OUT + A0_OUT)
+    hid[r] = leaky(dense_out<A0_W, A0_B, S1_OUT>(net, r - V0_OUT, x));
+  block_sync();
+  for (int t = r; t < V1_GROUPS + A1_GROUPS; t += WG_X) {
+    if (t < V1_GROUPS)
+      output_group<V1_W, V1_B, V0_OUT, ATOMS>(net, t, hid, heads);
+    else
+      output_group<A1_W, A1_B, A0_OUT, A1_OUT>(net, t - V1_GROUPS, hid + V0_OUT, heads + ATOMS);
+  }
+  block_sync();
+  if (r < ATOMS) {
+    float sum = 0.0f;
+    for (int a = 0; a < NUM_ACTIONS; a++) sum = fadd(sum, heads[ATOMS + a * ATOMS + r]);
+    mean[r] = fdiv(sum, (float)NUM_ACTIONS);
+  }
+  block_sync();
+}
+
 // Q of action a from V and A (heads) and the mean of A over actions per atom.
 COLLECT_DEVICE float q_of(int a, float* heads, const float* mean, float vmin, float vmax) {
-  if constexpr (HEAD == 0) return fsub(fadd(heads[0], heads[ATOMS + a]), mean[0]);
+  if constexpr (HEAD != HEAD_C51) return fsub(fadd(heads[0], heads[ATOMS + a]), mean[0]);
   float* l = heads + ATOMS + a * ATOMS;
   float mx = -__int_as_float(0x7f800000);
   for (int z = 0; z < ATOMS; z++) {
@@ -171,10 +208,19 @@ extern "C" __global__ void validate_dqn(KERNEL_ARGS) {
   float* q = smem + SM_Q;
   volatile int* stop = reinterpret_cast<volatile int*>(smem + SM_STOP);
   volatile int* bar_s = reinterpret_cast<volatile int*>(smem + SM_BAR);
+  float* cos_tau = smem + SM_COS;
   Episode ep;
   if (r == 0) {
     start_episode(ep, m, p, div_window, p.split_start);
     *stop = 0;
+  }
+  if constexpr (HEAD == HEAD_IQN) {
+    const float pi = (float)3.14159265358979323846;
+    for (int k = r; k < COS_LEN; k += WG_X) {
+      const int t = k / IQN_EMBED;
+      const float tau = fdiv((float)(2 * t + 1), (float)(2 * IQN_TAUS));
+      cos_tau[k] = cosf(fmul(fmul((float)(k % IQN_EMBED), pi), tau));
+    }
   }
   unsigned l = 0;
   for (;; l++) {
@@ -188,25 +234,23 @@ extern "C" __global__ void validate_dqn(KERNEL_ARGS) {
     block_sync();
     if (r < S1_OUT) x[r] = y;
     block_sync();
-    if (r < V0_OUT)
-      hid[r] = leaky(dense_out<V0_W, V0_B, S1_OUT>(net, r, x));
-    else if (r < V0_OUT + A0_OUT)
-      hid[r] = leaky(dense_out<A0_W, A0_B, S1_OUT>(net, r - V0_OUT, x));
-    block_sync();
-    for (int t = r; t < V1_GROUPS + A1_GROUPS; t += WG_X) {
-      if (t < V1_GROUPS)
-        output_group<V1_W, V1_B, V0_OUT, ATOMS>(net, t, hid, heads);
-      else
-        output_group<A1_W, A1_B, A0_OUT, A1_OUT>(net, t - V1_GROUPS, hid + V0_OUT, heads + ATOMS);
+    if constexpr (HEAD == HEAD_IQN) {
+      // y holds trunk[r]; x takes h = trunk * phi per tau (its readers passed the barriers).
+      float qsum = 0.0f;
+      for (int t = 0; t < IQN_TAUS; t++) {
+        if (r < S1_OUT) {
+          const float phi = dense_out<T_W, T_B, IQN_EMBED>(net, r, cos_tau + t * IQN_EMBED);
+          x[r] = fmul(y, phi > 0.0f ? phi : 0.0f);
+        }
+        block_sync();
+        streams(net, r, x, hid, heads, mean);
+        if (r < NUM_ACTIONS) qsum = fadd(qsum, q_of(r, heads, mean, u.vMin, u.vMax));
+      }
+      if (r < NUM_ACTIONS) q[r] = fdiv(qsum, (float)IQN_TAUS);
+    } else {
+      streams(net, r, x, hid, heads, mean);
+      if (r < NUM_ACTIONS) q[r] = q_of(r, heads, mean, u.vMin, u.vMax);
     }
-    block_sync();
-    if (r < ATOMS) {
-      float sum = 0.0f;
-      for (int a = 0; a < NUM_ACTIONS; a++) sum = fadd(sum, heads[ATOMS + a * ATOMS + r]);
-      mean[r] = fdiv(sum, (float)NUM_ACTIONS);
-    }
-    block_sync();
-    if (r < NUM_ACTIONS) q[r] = q_of(r, heads, mean, u.vMin, u.vMax);
     block_sync();
     validate_act(ep, m, p, div_window, q, stop, l, steps, out_f, out_i);
   }

@@ -5,14 +5,21 @@
 // each (f32 sum bias first then inputs in order, LeakyReLU, as src/nets/forward.ts), the
 // streams' output layers four outputs per invocation and task (C51: 587 tasks), the mean of the
 // advantages over actions per atom, then per action Q (plain: (V + A) - mean; C51: the softmax
-// over atoms of (V + A) - mean and its expectation over the support); invocation 0 takes the
-// first argmax and steps the simulator (validate_env.wgsl).
+// over atoms of (V + A) - mean and its expectation over the support; IQN (HEAD 2): per act tau
+// t < IQN_TAUS the trunk times relu(tau_embed(cosines of tau_t)) through the streams and the
+// plain combination, summed over t in order, then divided by IQN_TAUS); invocation 0 takes the
+// first argmax and steps the simulator (validate_env.wgsl). IQN's taus are the host's fixed
+// quadrature tau_t = f32((t + 0.5) / K) (eval/policies.ts dqnGreedyPolicy), rounded exactly here,
+// and their IQN_TAUS x IQN_EMBED cosine features (iqn_cos.wgsl) fill workgroup memory once.
 //
 // Numerics: f32 in the reference's order; the compiler may fuse multiply-adds, WGSL's division
-// and exp are a few ulp loose, so a Q value can differ in its last bits and an action only where
-// two Q values tie that closely.
+// and exp are a few ulp loose, the Cephes cos within about 1e-7, so a Q value can differ in its
+// last bits and an action only where two Q values tie that closely.
 //!include validate_env.wgsl
+//!include iqn_cos.wgsl
 
+const HEAD_C51 = 1;
+const HEAD_IQN = 2;
 const S0_W = NET_Q_SHARED_LAYERS_0_W;
 const S0_B = NET_Q_SHARED_LAYERS_0_B;
 const S0_IN = NET_Q_SHARED_LAYERS_0_IN;
@@ -36,18 +43,24 @@ const A1_W = NET_Q_ADVANTAGE_STREAM_1_W;
 const A1_B = NET_Q_ADVANTAGE_STREAM_1_B;
 const A1_IN = NET_Q_ADVANTAGE_STREAM_1_IN;
 const A1_OUT = NET_Q_ADVANTAGE_STREAM_1_OUT;
+// IQN's tau_embed (offsets 0 and never read by the other heads, whose IQN_TAUS = IQN_EMBED = 1).
+const T_W = NET_Q_TAU_EMBED_W;
+const T_B = NET_Q_TAU_EMBED_B;
+const COS_LEN = IQN_TAUS * IQN_EMBED;
 // Tasks of the streams' output layers: groups of four outputs, value stream first.
 const V1_GROUPS = (ATOMS + 3) / 4;
 const A1_GROUPS = (A1_OUT + 3) / 4;
 
 // The layer input (the state, then the trunk's layers in place), the streams' hidden layers
 // (value at 0, advantage at V0_OUT), V [ATOMS] then A [45 * ATOMS] (action-major), the mean of A
-// over actions per atom, Q.
+// over actions per atom, Q, IQN's cosine features (tau-major).
 var<workgroup> x: array<f32, 256>;
 var<workgroup> hid: array<f32, 256>;
 var<workgroup> heads: array<f32, HEAD_OUT>;
 var<workgroup> mean_a: array<f32, ATOMS>;
 var<workgroup> q: array<f32, 48>;
+var<workgroup> cos_tau: array<f32, COS_LEN>;
+const_assert IQN_TAUS >= 1 && IQN_TAUS <= 128 && IQN_EMBED >= 1;
 const_assert S0_OUT <= WG_X && S1_OUT <= WG_X && V0_OUT + A0_OUT <= WG_X && STATE_DIM <= 256;
 const_assert S0_OUT <= 256 && S1_OUT <= 256 && V0_OUT + A0_OUT <= 256 && NUM_ACTIONS <= 48;
 const_assert S0_IN == STATE_DIM && V0_IN == S1_OUT && A0_IN == S1_OUT && V1_IN == V0_OUT && A1_IN == A0_OUT;
@@ -128,9 +141,9 @@ fn c51_atom(k: u32) -> f32 {
   return u.vMin + f32(k) * delta;
 }
 
-// Q of action a from heads and mean_a.
+// Q of action a from heads and mean_a (IQN: the quantile Q_tau of the tau in flight).
 fn q_of(a: u32) -> f32 {
-  if (HEAD == 0) {
+  if (HEAD != HEAD_C51) {
     return (heads[0] + heads[ATOMS + a]) - mean_a[0];
   }
   let o = ATOMS + a * ATOMS;
@@ -155,12 +168,70 @@ fn q_of(a: u32) -> f32 {
   return qa;
 }
 
+// tau_t = f32((t + 0.5) / K) = f32((2t + 1) / 2K), correctly rounded as the host's f64 quotient
+// rounded to f32 (WGSL's division is only within 2.5 ulp): m = floor(a 2^s / b) with the least s
+// that puts m in [2^23, 2^24), rounded to nearest even by the remainder, then m 2^-s (exact).
+// a 2^s < 2b 2^23 <= 2^32 for 2K <= 256.
+fn iqn_act_tau(t: u32) -> f32 {
+  let a = 2u * t + 1u;
+  let b = 2u * IQN_TAUS;
+  var s = 0u;
+  while ((a << s) < (b << 23u)) {
+    s++;
+  }
+  let n = a << s;
+  var m = n / b;
+  let r = n % b;
+  if (2u * r > b || (2u * r == b && (m & 1u) == 1u)) {
+    m++;
+  }
+  return f32(m) * bitcast<f32>((127u - s) << 23u);
+}
+
+// Output j of tau_embed (ReLU) over the cosine features of tau t.
+fn tau_embed(t: u32, j: u32) -> f32 {
+  var acc = nets[u.netBase + T_B + j];
+  let row = u.netBase + T_W + j * IQN_EMBED;
+  let c = t * IQN_EMBED;
+  for (var k = 0u; k < IQN_EMBED; k++) {
+    acc = acc + nets[row + k] * cos_tau[c + k];
+  }
+  return max(acc, 0.0);
+}
+
+// Both streams on x (hidden layers, output layers, the mean of A per atom): heads and mean_a.
+fn streams(lid: u32) {
+  if (lid < V0_OUT) {
+    hid[lid] = leaky(dense_x(V0_W, V0_B, V0_IN, lid));
+  } else if (lid < V0_OUT + A0_OUT) {
+    hid[lid] = leaky(dense_x(A0_W, A0_B, A0_IN, lid - V0_OUT));
+  }
+  workgroupBarrier();
+  for (var t = lid; t < V1_GROUPS + A1_GROUPS; t += WG_X) {
+    output_task(t);
+  }
+  workgroupBarrier();
+  if (lid < ATOMS) {
+    var sum = 0.0;
+    for (var a = 0u; a < NUM_ACTIONS; a++) {
+      sum = sum + heads[ATOMS + a * ATOMS + lid];
+    }
+    mean_a[lid] = sum / f32(NUM_ACTIONS);
+  }
+  workgroupBarrier();
+}
+
 @compute @workgroup_size(WG_X, 1, 1)
 fn validate_dqn(@builtin(local_invocation_index) lid: u32) {
   let steps = u.steps;
   var ep: Episode;
   if (lid == 0u) {
     validate_begin(&ep);
+  }
+  if (HEAD == HEAD_IQN) {
+    for (var k = lid; k < COS_LEN; k += WG_X) {
+      cos_tau[k] = iqn_cos_feature(k % IQN_EMBED, iqn_act_tau(k / IQN_EMBED));
+    }
   }
   var l = 0u;
   loop {
@@ -196,26 +267,27 @@ fn validate_dqn(@builtin(local_invocation_index) lid: u32) {
       x[lid] = y;
     }
     workgroupBarrier();
-    if (lid < V0_OUT) {
-      hid[lid] = leaky(dense_x(V0_W, V0_B, V0_IN, lid));
-    } else if (lid < V0_OUT + A0_OUT) {
-      hid[lid] = leaky(dense_x(A0_W, A0_B, A0_IN, lid - V0_OUT));
-    }
-    workgroupBarrier();
-    for (var t = lid; t < V1_GROUPS + A1_GROUPS; t += WG_X) {
-      output_task(t);
-    }
-    workgroupBarrier();
-    if (lid < ATOMS) {
-      var sum = 0.0;
-      for (var a = 0u; a < NUM_ACTIONS; a++) {
-        sum = sum + heads[ATOMS + a * ATOMS + lid];
+    if (HEAD == HEAD_IQN) {
+      // y holds trunk[lid]; x takes h = trunk * phi per tau (its readers passed the barriers).
+      var qsum = 0.0;
+      for (var t = 0u; t < IQN_TAUS; t++) {
+        if (lid < S1_OUT) {
+          x[lid] = y * tau_embed(t, lid);
+        }
+        workgroupBarrier();
+        streams(lid);
+        if (lid < NUM_ACTIONS) {
+          qsum = qsum + q_of(lid);
+        }
       }
-      mean_a[lid] = sum / f32(NUM_ACTIONS);
-    }
-    workgroupBarrier();
-    if (lid < NUM_ACTIONS) {
-      q[lid] = q_of(lid);
+      if (lid < NUM_ACTIONS) {
+        q[lid] = qsum / f32(IQN_TAUS);
+      }
+    } else {
+      streams(lid);
+      if (lid < NUM_ACTIONS) {
+        q[lid] = q_of(lid);
+      }
     }
     workgroupBarrier();
     if (lid == 0u) {

@@ -4,7 +4,7 @@
  * back; metrics are computed on the host from that trace with src/eval/metrics.ts, as the host
  * backtest does. The greedy policy is PPO's actor (validate_policy, src/kernels/validate_policy.ts:
  * actor at float 0 of the nets buffer) or a DQN-family online net (validate_dqn,
- * src/kernels/validate_dqn.ts: plain or C51, at float `netBase`).
+ * src/kernels/validate_dqn.ts: plain, C51 or IQN, at float `netBase`).
  */
 import type { Backend, DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import type { SplitRange } from '../data/types.js';

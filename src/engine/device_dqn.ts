@@ -18,8 +18,10 @@
  *
  *   validate  validate_dqn (DeviceValidator) over the split in one launch, reading the market and
  *             the online net (float 0) from the collector's buffers; only the trace comes back.
- *             C51 beyond validate_dqn's workgroup plan (75 atoms) and IQN have no `validate`:
- *             the loop then backtests on the host.
+ *             Plain, C51 and IQN (its greedy policy's dqn.iqnActTau fixed taus) validate there;
+ *             a head beyond validate_dqn's workgroup plan (C51 past 75 atoms, IQN past its
+ *             act taus x embed cosine features, validateDqnUnsupported) has no `validate`: the
+ *             loop then backtests on the host.
  *
  * The draws equal the CPU engine's (same Philox streams, train step numbers and beta schedule),
  * and the DqnSnapshot is the CPU engine's format (ring, actions, tree, max priority, head, size
@@ -175,13 +177,16 @@ export function createDeviceDqnEngine(
         atoms: q.atoms,
         vMin: q.vMin,
         vMax: q.vMax,
+        actTaus: q.iqnActTau,
+        iqnEmbed: q.iqnEmbed,
         netBase: 0,
       });
       validators.set(key, v);
     }
     return v;
   };
-  const validateOnDevice = validateDqnUnsupported({ head, atoms: q.atoms }) === null;
+  const validateOnDevice =
+    validateDqnUnsupported({ head, atoms: q.atoms, actTaus: q.iqnActTau, iqnEmbed: q.iqnEmbed }) === null;
   syncActing();
   syncCuriosity();
   // CUDA: the train epoch as one captured graph once the ring is full (graphs.ts).

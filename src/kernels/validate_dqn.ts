@@ -7,17 +7,23 @@
  *   plain  Q = V + A - mean A, first argmax (forward.ts forwardDueling's f32 order);
  *   c51    per action the softmax over atoms of V + A - mean_a A, Q = expectation over the
  *          support vMin .. vMax, first argmax (forwardC51's order);
- * and thread 0 steps the simulator (wgsl/validate_env.wgsl, cuda/validate_env.cuh). IQN is not
- * supported (its greedy policy averages 32 tau passes): the device engine validates IQN on the host.
+ *   iqn    per act tau t < K (K = dqn.iqnActTau, the host's fixed quadrature
+ *          tau_t = f32((t + 0.5) / K) of dqnGreedyPolicy, no random draws) phi = relu(tau_embed(
+ *          cos features of tau_t)), h = trunk * phi, the streams on h and the plain combination
+ *          Q_t; Q = (sum_t Q_t in order) / K, first argmax (forwardIqn's order). The K x embed
+ *          cosine features are computed once per launch into workgroup memory;
+ * and thread 0 steps the simulator (wgsl/validate_env.wgsl, cuda/validate_env.cuh).
  *
  * Bindings: collect_ppo's / collect_dqn's (src/kernels/collect_layout.ts); the online net is read
  * from `nets` at float `netBase` (the device DQN engine passes the collector's nets buffer, which
  * holds the online net at 0 after every train epoch: no copy). Own uniforms:
  *   n (1), steps (splitEnd - splitStart - 1), netBase, vMin, vMax (the C51 support, f32),
- *   head (0 plain, 1 c51) and atoms: the head as data for the CPU twin (the GPU twins use the
- *   equal constants HEAD, ATOMS),
+ *   head (0 plain, 1 c51, 2 iqn), atoms, actTaus and iqnEmbed: the head as data for the CPU twin
+ *   (the GPU twins use the equal constants HEAD, ATOMS, IQN_TAUS, IQN_EMBED),
  * then ENV_UNIFORMS with barrierTerminates 0 and episodeBars = steps (backtestParams).
  * Outputs: VALIDATE_OUTPUT (values, exposure, traded, actions; see validate_policy.ts).
+ * Limits (validateDqnUnsupported): C51 atoms and IQN's K x embed cosine features must fit the
+ * 16 KiB workgroup plan, IQN's K at most 128 (the WGSL twin rounds tau_t in u32 arithmetic).
  */
 
 import type { SplitRange } from '../data/types.js';
@@ -53,27 +59,66 @@ export const VALIDATE_DQN_UNIFORMS = [
   { name: 'vMax', type: 'f32' },
   { name: 'head', type: 'u32' },
   { name: 'atoms', type: 'u32' },
+  { name: 'actTaus', type: 'u32' },
+  { name: 'iqnEmbed', type: 'u32' },
   ...ENV_UNIFORMS,
 ] as const satisfies KernelSpec['uniforms'];
 
-/** The head of the validated net: plain or C51 with `atoms` atoms per action. */
+/** IQN's act taus when a head leaves them out (the config's default dqn.iqnActTau). */
+export const VALIDATE_IQN_ACT_TAUS = 32;
+/** IQN's cosine embedding when a head leaves it out (the config's default dqn.iqnEmbed). */
+export const VALIDATE_IQN_EMBED = 64;
+/** Most IQN act taus: the WGSL twin rounds (2t + 1) / 2K in u32, which holds for 2K <= 256. */
+const MAX_ACT_TAUS = 128;
+
+/**
+ * The head of the validated net: plain, C51 with `atoms` atoms per action, or IQN averaging
+ * `actTaus` taus over `iqnEmbed` cosine features (both ignored by the other heads).
+ */
 export interface ValidateDqnHead {
   head: QHead;
   atoms: number;
+  actTaus?: number;
+  iqnEmbed?: number;
 }
 
-/** Floats of the kernels' workgroup plan: layer input, streams' hidden, V and A, mean over actions, Q. */
-function planFloats(atoms: number): number {
-  return 2 * VALIDATE_DQN_THREADS + atoms * (NUM_ACTIONS + 1) + atoms + 48;
+/** The kernels' HEAD constant and the `head` uniform. */
+const HEAD_CODE: Record<QHead, number> = { plain: 0, c51: 1, iqn: 2 };
+
+/** The head's sizes as the kernels' constants: atoms (1 unless C51), K and embed (1 unless IQN). */
+function headSizes(o: ValidateDqnHead): { atoms: number; taus: number; embed: number } {
+  const iqn = o.head === 'iqn';
+  return {
+    atoms: o.head === 'c51' ? o.atoms : 1,
+    taus: iqn ? (o.actTaus ?? VALIDATE_IQN_ACT_TAUS) : 1,
+    embed: iqn ? (o.iqnEmbed ?? VALIDATE_IQN_EMBED) : 1,
+  };
+}
+
+/**
+ * Floats of the kernels' workgroup plan: layer input, streams' hidden, V and A, mean over
+ * actions, Q, the IQN cosine features (taus x embed).
+ */
+function planFloats(atoms: number, cosines: number): number {
+  return 2 * VALIDATE_DQN_THREADS + atoms * (NUM_ACTIONS + 1) + atoms + 48 + cosines;
 }
 
 /** Why validate_dqn cannot run this head, or null when it can. */
 export function validateDqnUnsupported(o: ValidateDqnHead): string | null {
-  if (o.head === 'iqn') return 'validate_dqn runs the plain and C51 heads only, not IQN';
+  if (o.head === 'iqn') {
+    const { taus, embed } = headSizes(o);
+    if (!Number.isInteger(taus) || taus < 1 || taus > MAX_ACT_TAUS)
+      return `validate_dqn: IQN act taus ${taus} must be an integer in 1 .. ${MAX_ACT_TAUS}`;
+    if (!Number.isInteger(embed) || embed < 1)
+      return `validate_dqn: IQN embedding ${embed} must be an integer >= 1`;
+    const bytes = 4 * planFloats(1, taus * embed) + 16;
+    if (bytes > WORKGROUP_BYTES)
+      return `validate_dqn: IQN's ${taus} act taus x ${embed} cosine features need ${bytes} bytes of workgroup memory (> ${WORKGROUP_BYTES}); at most ${Math.floor((WORKGROUP_BYTES - 16) / 4 - planFloats(1, 0))} features`;
+  }
   if (o.head === 'c51') {
     if (!Number.isInteger(o.atoms) || o.atoms < 2)
       return `validate_dqn: C51 atoms ${o.atoms} must be an integer >= 2`;
-    const bytes = 4 * planFloats(o.atoms) + 16;
+    const bytes = 4 * planFloats(o.atoms, 0) + 16;
     if (bytes > WORKGROUP_BYTES)
       return `validate_dqn: C51 with ${o.atoms} atoms needs ${bytes} bytes of workgroup memory (> ${WORKGROUP_BYTES}); at most 75 atoms`;
   }
@@ -83,14 +128,16 @@ export function validateDqnUnsupported(o: ValidateDqnHead): string | null {
 export function validateDqnSpec(o: ValidateDqnHead = { head: 'plain', atoms: 51 }): KernelSpec {
   const why = validateDqnUnsupported(o);
   if (why) throw new Error(why);
-  const atoms = o.head === 'c51' ? o.atoms : 1;
-  const layout = duelingLayout(o.head, atoms);
+  const { atoms, taus, embed } = headSizes(o);
+  const layout = duelingLayout(o.head, atoms, embed);
   const W = VALIDATE_DQN_THREADS;
   const width = (name: string) => layerByName(layout, name).out;
   const t0 = width('shared_layers.0');
   const t1 = width('shared_layers.1');
   if (layerByName(layout, 'shared_layers.0').in !== STATE_DIM || t0 > W || t1 > W)
     throw new Error(`validate_dqn: the trunk's layers must be at most ${W} wide`);
+  if (o.head === 'iqn' && width('tau_embed') !== t1)
+    throw new Error(`validate_dqn: tau_embed must be as wide as the trunk (${t1})`);
   if (width('value_stream.0') + width('advantage_stream.0') > W)
     throw new Error(`validate_dqn: the streams' hidden layers together must be at most ${W} wide`);
   return {
@@ -102,10 +149,15 @@ export function validateDqnSpec(o: ValidateDqnHead = { head: 'plain', atoms: 51 
       ENGINE: 0,
       ...commonConstants(),
       ...envStateConstants(),
+      // Heads without an IQN embedding still name it (offset 0, never read) so that one
+      // shader source compiles for every head.
+      ...(o.head === 'iqn' ? {} : { NET_Q_TAU_EMBED_W: 0, NET_Q_TAU_EMBED_B: 0 }),
       ...netConstants('NET_Q', layout, 0),
       ...outputConstants(VALIDATE_OUTPUT),
-      HEAD: o.head === 'c51' ? 1 : 0,
+      HEAD: HEAD_CODE[o.head],
       ATOMS: atoms,
+      IQN_TAUS: taus,
+      IQN_EMBED: embed,
       HEAD_OUT: atoms * (NUM_ACTIONS + 1),
     },
   };
@@ -126,6 +178,7 @@ export function validateDqnUniforms(
   net: ValidateDqnNet,
 ): Record<string, number> {
   const steps = validateSteps(split);
+  const sizes = headSizes(net);
   if (!Number.isInteger(net.netBase) || net.netBase < 0 || net.netBase % 4 !== 0)
     throw new Error(
       `validate_dqn: netBase ${net.netBase} must be an integer >= 0 and a multiple of 4 (16-byte loads)`,
@@ -136,8 +189,10 @@ export function validateDqnUniforms(
     netBase: net.netBase,
     vMin: net.vMin,
     vMax: net.vMax,
-    head: net.head === 'c51' ? 1 : 0,
-    atoms: net.head === 'c51' ? net.atoms : 1,
+    head: HEAD_CODE[net.head],
+    atoms: sizes.atoms,
+    actTaus: sizes.taus,
+    iqnEmbed: sizes.embed,
     // The key only seeds restarts, which the backtest never reaches (it stops at a collapse).
     ...envUniforms(backtestParams(params, steps), split, seedToKey(0)),
   };
@@ -154,8 +209,8 @@ export function validateDqnDispatch(
 
 /** The CPU twin: the host backtest's rollout with dqnGreedyPolicy (validateReference). */
 function validateDqnReference(buffers: TypedArray[], u: Record<string, number>): void {
-  const head: QHead = u.head === 1 ? 'c51' : 'plain';
-  const layout = duelingLayout(head, u.atoms);
+  const head: QHead = u.head === 2 ? 'iqn' : u.head === 1 ? 'c51' : 'plain';
+  const layout = duelingLayout(head, u.atoms, u.iqnEmbed);
   const support = { vMin: u.vMin, vMax: u.vMax, atoms: u.atoms };
   validateReference(buffers, u, (nets) => {
     const online = nets.subarray(u.netBase, u.netBase + layout.size);
@@ -163,7 +218,7 @@ function validateDqnReference(buffers: TypedArray[], u: Record<string, number>):
       throw new Error(
         `validate_dqn: nets holds ${nets.length} floats, the net at ${u.netBase} needs ${layout.size}`,
       );
-    return dqnGreedyPolicy(head, layout, online, support, 1);
+    return dqnGreedyPolicy(head, layout, online, support, u.actTaus);
   });
 }
 

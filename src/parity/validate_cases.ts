@@ -1,7 +1,8 @@
 /**
  * Parity cases of validate_policy (src/kernels/validate_policy.ts) and validate_dqn
- * (src/kernels/validate_dqn.ts): PPO's greedy actor, and the plain and C51 dueling nets' greedy
- * policies, over a 550-bar split of the collection cases' random market, as one launch through
+ * (src/kernels/validate_dqn.ts): PPO's greedy actor, and the plain, C51 and IQN dueling nets'
+ * greedy policies (IQN: the mean over IQN_ACT_TAUS fixed taus (t + 0.5) / K, K not a power of two
+ * so that the kernels' rounding of the taus is exercised), over a 550-bar split of the collection cases' random market, as one launch through
  * DeviceValidator, against the host backtest (src/eval/backtest.ts, dqnGreedyPolicy) run directly.
  * Per policy one case with the default simulator (trades, barrier exits that do not end the
  * episode), one whose collapse threshold is close to V_0, so the episode collapses and the rest of
@@ -22,7 +23,14 @@ import { type EnvParams, envParams } from '../env/params.js';
 import { policyRollout } from '../eval/backtest.js';
 import { dqnGreedyPolicy, type Policy, ppoGreedyPolicy } from '../eval/policies.js';
 import type { TypedArray } from '../kernels/reference.js';
-import { type C51Support, forwardC51, forwardDueling, forwardMlp, initParams } from '../nets/forward.js';
+import {
+  type C51Support,
+  forwardC51,
+  forwardDueling,
+  forwardIqn,
+  forwardMlp,
+  initParams,
+} from '../nets/forward.js';
 import {
   duelingLayout,
   layerByName,
@@ -69,22 +77,37 @@ const SUPPORT: C51Support = { vMin: -10, vMax: 10, atoms: 51 };
 /** Where the DQN cases put the online net in the nets buffer (floats). */
 const DQN_BASE = 12;
 
-/** The policy a case validates: PPO's actor or a DQN-family head (validate_dqn has no IQN). */
-type Validated = 'ppo' | 'plain' | 'c51';
+/** IQN's act taus and cosine embedding in the IQN cases. */
+const IQN_ACT_TAUS = 12;
+const IQN_EMBED = 64;
+const TAU_EMBED_SCALE = 8;
+
+/** The policy a case validates: PPO's actor or a DQN-family head. */
+type Validated = 'ppo' | 'plain' | 'c51' | 'iqn';
 
 /** The nets buffer of a case: the actor, or the online net (output layers scaled up) at DQN_BASE. */
 const nets = {
   ppo: actor,
   plain: memo(() => dqnNets('plain', 20)),
   c51: memo(() => dqnNets('c51', 4)),
+  iqn: memo(() => dqnNets('iqn', 20, TAU_EMBED_SCALE)),
 } satisfies Record<Validated, () => Float32Array>;
 
-function dqnNets(head: QHead, scale: number): Float32Array {
-  const layout = duelingLayout(head, SUPPORT.atoms);
+/**
+ * The online net with its output layers' weights scaled by `scale` (and IQN's tau_embed, weights
+ * and bias, by `embedScale`: the product with the trunk otherwise damps the state's effect).
+ */
+function dqnNets(head: QHead, scale: number, embedScale = 1): Float32Array {
+  const layout = duelingLayout(head, SUPPORT.atoms, IQN_EMBED);
   const p = initParams(layout, NetId.QOnline, SEED);
-  for (const name of ['value_stream.1', 'advantage_stream.1']) {
+  const scaled = [
+    ...['value_stream.1', 'advantage_stream.1'].map((name) => [name, scale] as const),
+    ...(head === 'iqn' ? [['tau_embed', embedScale] as const] : []),
+  ];
+  for (const [name, by] of scaled) {
     const l = layerByName(layout, name);
-    for (let k = l.wOffset; k < l.wOffset + l.in * l.out; k++) p[k] = Math.fround(p[k] * scale);
+    const end = name === 'tau_embed' ? l.bOffset + l.out : l.wOffset + l.in * l.out;
+    for (let k = l.wOffset; k < end; k++) p[k] = Math.fround(p[k] * by);
   }
   const out = new Float32Array(DQN_BASE + layout.size);
   out.set(p, DQN_BASE);
@@ -103,15 +126,18 @@ function scorer(which: Validated): {
       greedy: ppoGreedyPolicy(actor(), layout),
     };
   }
-  const layout = duelingLayout(which, SUPPORT.atoms);
+  const layout = duelingLayout(which, SUPPORT.atoms, IQN_EMBED);
   const online = nets[which]().subarray(DQN_BASE);
   const probs = new Float32Array(NUM_ACTIONS * SUPPORT.atoms);
+  const taus = Float32Array.from({ length: IQN_ACT_TAUS }, (_, k) => (k + 0.5) / IQN_ACT_TAUS);
   return {
     score: (state, out) =>
       which === 'c51'
         ? forwardC51(layout, online, state, probs, out, SUPPORT)
-        : forwardDueling(layout, online, state, out),
-    greedy: dqnGreedyPolicy(which, layout, online, SUPPORT, 1),
+        : which === 'iqn'
+          ? forwardIqn(layout, online, state, taus, out)
+          : forwardDueling(layout, online, state, out),
+    greedy: dqnGreedyPolicy(which, layout, online, SUPPORT, IQN_ACT_TAUS),
   };
 }
 
@@ -170,7 +196,16 @@ function validateCase(which: Validated, name: string, adjust: (p: EnvParams) => 
         shared,
         params,
         SPLIT,
-        which === 'ppo' ? { kind: 'ppo' } : { kind: 'dqn', head: which, netBase: DQN_BASE, ...SUPPORT },
+        which === 'ppo'
+          ? { kind: 'ppo' }
+          : {
+              kind: 'dqn',
+              head: which,
+              netBase: DQN_BASE,
+              ...SUPPORT,
+              actTaus: IQN_ACT_TAUS,
+              iqnEmbed: IQN_EMBED,
+            },
       );
       try {
         return outputs(await v.run(252), ref().tie);
@@ -184,7 +219,7 @@ function validateCase(which: Validated, name: string, adjust: (p: EnvParams) => 
 
 export function validateParityCases(): ParityCase[] {
   const collapse = (p: EnvParams) => ({ ...p, collapseFraction: Math.fround(0.999) });
-  return (['ppo', 'plain', 'c51'] as const).flatMap((which) => [
+  return (['ppo', 'plain', 'c51', 'iqn'] as const).flatMap((which) => [
     validateCase(which, 'default simulator', (p) => p),
     validateCase(which, 'collapse at 99.9% of V_0', collapse),
   ]);

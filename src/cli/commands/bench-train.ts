@@ -32,7 +32,7 @@ achieved FLOP/s as a share of the device's f32 FMA peak and, for tf32, of its TF
 
   --algo A          ppo (default), or dqn / c51 / iqn: the DQN-family epoch per phase (collect,
                     then dqn.stepsPerEpoch train steps at dqn.batch, replay and PER on the device
-                    in one submission, validate: validate_dqn on the device, IQN on the host)
+                    in one submission, validate: validate_dqn on the device)
                     and the train-step
                     time; default N = 128 (cpu: 8), 300 steps (cpu: 10) at batch 512, replay
                     capacity 1M (fewer where the device's largest storage buffer is smaller),

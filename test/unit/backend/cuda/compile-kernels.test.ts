@@ -60,29 +60,19 @@ describe('CUDA kernel sources', () => {
       expect(readFileSync(out).includes(Buffer.from(`\0${name}\0`))).toBe(true);
     });
     // Builds the registry's default spec does not cover.
-    it.each([['validate_dqn c51 head', validateDqnSpec({ head: 'c51', atoms: 51 })]] as const)(
-      '%s',
-      (tag, spec) => {
-        const src = join(dir, `${tag.replace(/\W/g, '_')}.cu`);
-        writeFileSync(src, cudaPreamble(spec) + readFileSync(join(cudaDir, `${spec.name}.cu`), 'utf8'));
-        const res = spawnSync(
-          nvcc!,
-          [
-            '-cubin',
-            ...compileOptions(9, 0),
-            '-Werror',
-            'all-warnings',
-            '-I',
-            dir,
-            '-o',
-            `${src}.cubin`,
-            src,
-          ],
-          { encoding: 'utf8' },
-        );
-        expect(res.status, `${res.stderr}${res.stdout}`).toBe(0);
-      },
-    );
+    it.each([
+      ['validate_dqn c51 head', validateDqnSpec({ head: 'c51', atoms: 51 })],
+      ['validate_dqn iqn head', validateDqnSpec({ head: 'iqn', atoms: 51, actTaus: 32, iqnEmbed: 64 })],
+    ] as const)('%s', (tag, spec) => {
+      const src = join(dir, `${tag.replace(/\W/g, '_')}.cu`);
+      writeFileSync(src, cudaPreamble(spec) + readFileSync(join(cudaDir, `${spec.name}.cu`), 'utf8'));
+      const res = spawnSync(
+        nvcc!,
+        ['-cubin', ...compileOptions(9, 0), '-Werror', 'all-warnings', '-I', dir, '-o', `${src}.cubin`, src],
+        { encoding: 'utf8' },
+      );
+      expect(res.status, `${res.stderr}${res.stdout}`).toBe(0);
+    });
     // The learner's TF32 tensor-core builds (constant TF32 = 1, train.precision tf32): they compile
     // for sm_90 without warnings, keep their register budgets without spilling (mlp_backward: 64
     // registers, 2 blocks of 512 threads per SM), and really issue TF32 mma.sync.
