@@ -259,42 +259,32 @@ describe('validate_dqn on the CPU backend', () => {
 });
 
 describe('the device DQN engine validates on the device', () => {
-  it('leaves C51 beyond the workgroup plan (76 atoms) to the host backtest', async () => {
-    const cfg = smallConfig('c51', { 'dqn.atoms': '76' });
-    const data = await prepareData(cfg);
-    const backend = createCpuBackend();
-    const wide = createDeviceDqnEngine(cfg, data.market, data.splits.train, backend);
-    const fits = createDeviceDqnEngine(
-      smallConfig('c51', { 'dqn.atoms': '75' }),
-      data.market,
-      data.splits.train,
-      backend,
-    );
-    try {
-      expect(wide.validate).toBeUndefined();
-      expect(fits.validate).toBeTypeOf('function');
-    } finally {
-      wide.destroy();
-      fits.destroy();
-      backend.destroy();
-    }
-  });
-
-  it('leaves IQN beyond the workgroup plan (64 act taus x 64 features) to the host backtest', async () => {
-    const cfg = smallConfig('iqn', { 'dqn.iqnActTau': '64' });
-    const data = await prepareData(cfg);
-    const backend = createCpuBackend();
-    const wide = createDeviceDqnEngine(cfg, data.market, data.splits.train, backend);
-    const fits = createDeviceDqnEngine(smallConfig('iqn'), data.market, data.splits.train, backend);
-    try {
-      expect(wide.validate).toBeUndefined();
-      expect(fits.validate).toBeTypeOf('function');
-    } finally {
-      wide.destroy();
-      fits.destroy();
-      backend.destroy();
-    }
-  });
+  const beyondPlan = [
+    ['C51 beyond the workgroup plan (76 atoms)', 'c51', { 'dqn.atoms': '76' }, { 'dqn.atoms': '75' }],
+    ['IQN beyond the workgroup plan (64 act taus x 64 features)', 'iqn', { 'dqn.iqnActTau': '64' }, {}],
+  ] as const;
+  for (const [what, algo, wideFlags, fitsFlags] of beyondPlan) {
+    it(`leaves ${what} to the host backtest`, async () => {
+      const cfg = smallConfig(algo, wideFlags);
+      const data = await prepareData(cfg);
+      const backend = createCpuBackend();
+      const wide = createDeviceDqnEngine(cfg, data.market, data.splits.train, backend);
+      const fits = createDeviceDqnEngine(
+        smallConfig(algo, fitsFlags),
+        data.market,
+        data.splits.train,
+        backend,
+      );
+      try {
+        expect(wide.validate).toBeUndefined();
+        expect(fits.validate).toBeTypeOf('function');
+      } finally {
+        wide.destroy();
+        fits.destroy();
+        backend.destroy();
+      }
+    });
+  }
 
   for (const algo of ['dqn', 'c51', 'iqn'] as const) {
     it(`logs the host backtest's metrics over 2 epochs of trainDqn (${algo}, CPU backend)`, async () => {
