@@ -1,8 +1,9 @@
 /**
  * Parity cases of validate_policy (src/kernels/validate_policy.ts) and validate_dqn
  * (src/kernels/validate_dqn.ts): PPO's greedy actor, and the plain, C51 and IQN dueling nets'
- * greedy policies (IQN: the mean over IQN_ACT_TAUS fixed taus (t + 0.5) / K, K not a power of two
- * so that the kernels' rounding of the taus is exercised), over a 550-bar split of the collection cases' random market, as one launch through
+ * greedy policies (IQN: the mean over IQN_ACT_TAUS fixed taus (t + 0.5) / K, K not a power of
+ * two so that the kernels' rounding of the taus is exercised), over a 550-bar split of the
+ * collection cases' random market, as one launch through
  * DeviceValidator, against the host backtest (src/eval/backtest.ts, dqnGreedyPolicy) run directly.
  * Per policy one case with the default simulator (trades, barrier exits that do not end the
  * episode), one whose collapse threshold is close to V_0, so the episode collapses and the rest of
