@@ -8,25 +8,29 @@
 # env: OUT (results folder), FOXHUNT (the CLI, default node bundle/bin/foxhunt.js), BASE (a second
 # bundle's CLI, timed beside this one), ARMS / ARMS2 (arm names below; ARMS2 starts once at most
 # WAVE2_AT runs are left or at LAUNCH2 s), SEEDS / SEEDS2, BACKEND, EXTRA (flags for every run),
-# PARITY=1|0, BENCH=1|0, LEARN_END, DEADLINE (seconds from the start).
+# PARITY=1|0, BENCH=1|0, LEARN_END, DEADLINE (seconds from the start), RUNS (the runs' folder,
+# default $OUT/runs; elsewhere, only their logs come back, packed as $OUT/runs.tgz).
 T0=$(date +%s); el(){ echo $(( $(date +%s) - T0 )); }
 : "${OUT:=gpu-out}" "${FOXHUNT:=node bundle/bin/foxhunt.js}" "${BACKEND:=cuda}"
 : "${BENCH:=1}" "${PARITY:=1}" "${LEARN_END:=330}" "${DEADLINE:=570}"
-: "${ARMS:=ppo c51 dqn}" "${SEEDS:=1 2 3}" "${LAUNCH2:=300}" "${WAVE2_AT:=3}"
-mkdir -p "$OUT/runs"
+: "${ARMS:=ppo c51 dqn}" "${SEEDS:=1 2 3}" "${LAUNCH2:=300}" "${WAVE2_AT:=3}" "${RUNS:=$OUT/runs}"
+mkdir -p "$RUNS"
 log(){ echo "[$(el)s] $*" | tee -a "$OUT/log.txt"; }
 log "commit ${FOXHUNT_COMMIT:-?}"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >> "$OUT/log.txt" 2>&1
 flags(){ case $1 in
   ppo) echo "--epochs 30";;            ppo-n512) echo "--epochs 30 --rollout.episodes 512";;
+  ppo-lrlin) echo "--epochs 30 --ppo.lrSchedule linear";;
+  ppo-lrlin-6e4) echo "--epochs 30 --ppo.lrSchedule linear --ppo.lr 6e-4";;
+  c51-v3) echo "--algo c51 --epochs 30 --dqn.vMin -3 --dqn.vMax 3";;
   c51) echo "--algo c51 --epochs 30";; dqn) echo "--algo dqn --epochs 30";;
   iqn) echo "--algo iqn --epochs 30";; iqn-e10) echo "--algo iqn --epochs 10";;
   c51-eps50) echo "--algo c51 --epochs 30 --dqn.epsilonDecayEpochs 50";;
   dqn-eps50) echo "--algo dqn --epochs 30 --dqn.epsilonDecayEpochs 50";;
   *) echo "unknown arm $1" >&2; return 1;; esac; }
 start(){ for a in $1; do for s in $2; do
-  setsid bash -c "exec $FOXHUNT train --backend $BACKEND --seed $s --out $OUT/runs/$a-s$s $(flags "$a") $EXTRA \
-    > $OUT/runs/$a-s$s.out 2>&1" < /dev/null &
+  setsid bash -c "exec $FOXHUNT train --backend $BACKEND --seed $s --out $RUNS/$a-s$s $(flags "$a") $EXTRA \
+    > $RUNS/$a-s$s.out 2>&1" < /dev/null &
   PIDS="$PIDS $!"
 done; done; log "started: $1"; }
 running(){ local n=0 p; for p in $PIDS; do kill -0 "$p" 2> /dev/null && n=$((n + 1)); done; echo $n; }
@@ -62,5 +66,8 @@ if [ "$BENCH" = 1 ]; then
   b 50 $FOXHUNT bench train --algo c51 --backend webgpu --episodes 128
   b 40 $FOXHUNT bench train --algo dqn --backend cuda --episodes 128
   b 60 $FOXHUNT bench train --algo iqn --backend cuda --episodes 128
+fi
+if [ "$RUNS" != "$OUT/runs" ]; then
+  (cd "$RUNS" && tar czf "$OUT/runs.tgz" --exclude='*.safetensors' --exclude='*.bin' *.out */log.jsonl */*.json 2> /dev/null)
 fi
 log "end"
