@@ -105,7 +105,9 @@ describe('config', () => {
     expect([0, 3].map((r) => ppoLr(c, r))).toEqual([1e-3, 1e-3]);
     const lin = loadConfig(undefined, { ...flags, 'ppo.lrSchedule': 'linear' });
     expect([0, 1, 2, 3].map((r) => ppoLr(lin, r))).toEqual([1e-3, 0.75e-3, 0.5e-3, 0.25e-3]);
-    expect(configError(() => loadConfig(undefined, { 'ppo.lrSchedule': 'cosine' })).field).toBe('ppo.lrSchedule');
+    expect(configError(() => loadConfig(undefined, { 'ppo.lrSchedule': 'cosine' })).field).toBe(
+      'ppo.lrSchedule',
+    );
   });
 
   it('rejects unknown fields and sections from JSON and flags', () => {
