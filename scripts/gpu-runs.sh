@@ -56,16 +56,17 @@ b(){ local lim=$1; shift
   timeout -k 5 "$lim" "$@" >> "$OUT/bench.txt" 2>&1; echo "rc=$? [$(el)s]" >> "$OUT/bench.txt"; }
 bb(){ [ -n "$BASE" ] && b "$@"; }
 if [ "$BENCH" = 1 ]; then
-  b 50 $FOXHUNT bench collect --algo dqn --backend cuda --episodes 128,65536
+  b 40 $FOXHUNT bench train --algo dqn --backend cuda --episodes 128
+  bb 40 $BASE bench train --algo dqn --backend cuda --episodes 128
   b 45 $FOXHUNT bench train --algo c51 --backend cuda --episodes 128
+  b 60 $FOXHUNT bench train --algo iqn --backend cuda --episodes 128
   b 40 $FOXHUNT bench train --backend cuda --episodes 128
   bb 40 $BASE bench train --backend cuda --episodes 128
-  b 50 $FOXHUNT bench collect --algo dqn --backend webgpu --precision f16 --episodes 128,128,65536
+  b 50 $FOXHUNT bench train --algo dqn --backend webgpu --episodes 128
+  b 50 $FOXHUNT bench train --algo c51 --backend webgpu --episodes 128
+  b 50 $FOXHUNT bench collect --algo dqn --backend cuda --episodes 128,65536
   b 45 $FOXHUNT bench train --backend webgpu --episodes 128
   bb 45 $BASE bench train --backend webgpu --episodes 128
-  b 50 $FOXHUNT bench train --algo c51 --backend webgpu --episodes 128
-  b 40 $FOXHUNT bench train --algo dqn --backend cuda --episodes 128
-  b 60 $FOXHUNT bench train --algo iqn --backend cuda --episodes 128
 fi
 if [ "$RUNS" != "$OUT/runs" ]; then
   (cd "$RUNS" && tar czf "$OUT/runs.tgz" --exclude='*.safetensors' --exclude='*.bin' *.out */log.jsonl */*.json 2> /dev/null)

@@ -6,6 +6,7 @@
  * actor at float 0 of the nets buffer) or a DQN-family online net (validate_dqn,
  * src/kernels/validate_dqn.ts: plain, C51 or IQN, at float `netBase`).
  */
+import { capsOf } from '../backend/caps.js';
 import type { Backend, DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import type { SplitRange } from '../data/types.js';
 import type { EnvParams } from '../env/params.js';
@@ -15,7 +16,7 @@ import { computeMetrics } from '../eval/metrics.js';
 import {
   type ValidateDqnNet,
   validateDqnDispatch,
-  validateDqnSpec,
+  validateDqnSpecFor,
   validateDqnUniforms,
 } from '../kernels/validate_dqn.js';
 import {
@@ -52,7 +53,7 @@ export class DeviceValidator {
     policy: ValidatedPolicy = { kind: 'ppo' },
   ) {
     if (policy.kind === 'dqn') {
-      this.spec = validateDqnSpec(policy);
+      this.spec = validateDqnSpecFor(policy, capsOf(backend));
       this.uniforms = validateDqnUniforms(params, split, policy);
     } else {
       this.spec = validatePolicySpec();
@@ -73,7 +74,7 @@ export class DeviceValidator {
 
   /** The backtest's launch (for backend.time). */
   dispatch(): Dispatch {
-    const dispatch = this.spec.name === 'validate_dqn' ? validateDqnDispatch : validatePolicyDispatch;
+    const dispatch = this.spec.name === 'validate_policy' ? validatePolicyDispatch : validateDqnDispatch;
     return dispatch(this.spec, [...this.shared, ...this.own], this.uniforms);
   }
 

@@ -28,7 +28,8 @@
  * read back and uploaded), so checkpoints are interchangeable (IQN's taus too: the learner draws
  * them from the same Philox stream and train step).
  */
-import type { Backend, DeviceBuffer } from '../backend/types.js';
+import { capsOf } from '../backend/caps.js';
+import type { Backend, ClusterOccupancy, DeviceBuffer } from '../backend/types.js';
 import type { DqnRollout } from '../collect/rollout.js';
 import type { Config } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
@@ -40,7 +41,7 @@ import { DeviceValidator } from '../device/validate.js';
 import { envParams } from '../env/params.js';
 import { DQN_OUTPUT } from '../kernels/collect_dqn.js';
 import { dqnTargetUpdateDispatch } from '../kernels/dqn_target_update.js';
-import { validateDqnUnsupported } from '../kernels/validate_dqn.js';
+import { validateDqnSpecFor, validateDqnUnsupported } from '../kernels/validate_dqn.js';
 import { headOf } from '../learn/dqn_update.js';
 import { perBeta } from '../learn/per.js';
 import { REPLAY_F } from '../learn/replay.js';
@@ -185,8 +186,13 @@ export function createDeviceDqnEngine(
     }
     return v;
   };
+  const validatedHead = { head, atoms: q.atoms, actTaus: q.iqnActTau, iqnEmbed: q.iqnEmbed };
+  const caps = capsOf(backend);
+  // On CUDA also the GPU must hold the cluster (a 16-CTA cluster is a non-portable size).
   const validateOnDevice =
-    validateDqnUnsupported({ head, atoms: q.atoms, actTaus: q.iqnActTau, iqnEmbed: q.iqnEmbed }) === null;
+    validateDqnUnsupported(validatedHead, caps) === null &&
+    ((backend as Partial<ClusterOccupancy>).maxActiveClusters?.(validateDqnSpecFor(validatedHead, caps)) ??
+      1) > 0;
   syncActing();
   syncCuriosity();
   // CUDA: the train epoch as one captured graph once the ring is full (graphs.ts).

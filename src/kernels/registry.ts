@@ -30,7 +30,7 @@ import { ppoLoss } from './ppo_loss.js';
 import type { Kernel } from './reference.js';
 import { replayInsert } from './replay_insert.js';
 import type { KernelSpec } from './spec.js';
-import { validateDqnKernel } from './validate_dqn.js';
+import { validateDqnClusterKernel, validateDqnKernel } from './validate_dqn.js';
 import { validatePolicyKernel } from './validate_policy.js';
 
 // The learners' kernels (src/device/learn.ts; dqn_loss: the DQN family's loss head).
@@ -66,6 +66,7 @@ export const kernels: Readonly<Record<string, Kernel>> = Object.fromEntries(
     collectPpoKernel,
     validatePolicyKernel,
     validateDqnKernel,
+    validateDqnClusterKernel,
     packHalf,
     ...learnerKernels,
   ].map((k) => [k.spec.name, k]),

@@ -26,6 +26,7 @@
  * 16 KiB workgroup plan, IQN's K at most 128 (the WGSL twin rounds tau_t in u32 arithmetic).
  */
 
+import type { BackendCaps } from '../backend/caps.js';
 import type { SplitRange } from '../data/types.js';
 import type { EnvParams } from '../env/params.js';
 import { backtestParams } from '../eval/backtest.js';
@@ -103,8 +104,33 @@ function planFloats(atoms: number, cosines: number): number {
   return 2 * VALIDATE_DQN_THREADS + atoms * (NUM_ACTIONS + 1) + atoms + 48 + cosines;
 }
 
-/** Why validate_dqn cannot run this head, or null when it can. */
-export function validateDqnUnsupported(o: ValidateDqnHead): string | null {
+/** What decides validate_dqn's build: the backend kind and whether it has thread-block clusters. */
+export type ValidateDqnTarget = Pick<BackendCaps, 'kind'> & {
+  features: Pick<BackendCaps['features'], 'clusters'>;
+};
+
+/**
+ * validate_dqn's build for a backend: on CUDA the cluster kernel (validateDqnClusterSpec), elsewhere
+ * the one-workgroup kernel (WGSL, and the CPU reference).
+ */
+export function validateDqnSpecFor(o: ValidateDqnHead, target: ValidateDqnTarget): KernelSpec {
+  return target.kind === 'cuda' ? validateDqnClusterSpec(o) : validateDqnSpec(o);
+}
+
+/**
+ * Why validate_dqn cannot run this head (on `target`, default a WebGPU device), or null when it can.
+ * CUDA runs the cluster kernel: it needs sm_90 and a net that fits 16 CTAs' shared memory.
+ */
+export function validateDqnUnsupported(o: ValidateDqnHead, target?: ValidateDqnTarget): string | null {
+  if (target?.kind === 'cuda') {
+    if (!target.features.clusters)
+      return 'validate_dqn on CUDA runs in a thread-block cluster, which needs compute capability 9.0 or newer';
+    if (o.head === 'c51' && (!Number.isInteger(o.atoms) || o.atoms < 2))
+      return `validate_dqn: C51 atoms ${o.atoms} must be an integer >= 2`;
+    if (validateDqnClusterSize(o) === null)
+      return `validate_dqn: the ${o.head} net does not fit the shared memory of ${CLUSTER_SIZES.at(-1)} CTAs`;
+    return null;
+  }
   if (o.head === 'iqn') {
     const { taus, embed } = headSizes(o);
     if (!Number.isInteger(taus) || taus < 1 || taus > MAX_ACT_TAUS)
@@ -163,6 +189,85 @@ export function validateDqnSpec(o: ValidateDqnHead = { head: 'plain', atoms: 51 
   };
 }
 
+/** Cluster sizes validate_dqn_cluster tries, smallest first (16 is a non-portable size on sm_90). */
+const CLUSTER_SIZES = [4, 8, 16] as const;
+/** Opt-in shared memory of an sm_90 block. */
+const CLUSTER_SMEM_BYTES = 227 * 1024;
+
+const al4 = (n: number) => Math.ceil(n / 4) * 4;
+
+/**
+ * Floats of validate_dqn_cluster's shared-memory plan per CTA at `c` CTAs a cluster: the same
+ * arithmetic as the plan in cuda/validate_dqn_cluster.cu (which checks it against DYN_SMEM_BYTES).
+ */
+export function clusterPlanFloats(o: ValidateDqnHead, c: number): number {
+  const { atoms, taus, embed } = headSizes(o);
+  const iqn = o.head === 'iqn';
+  const rows = iqn ? taus : 1;
+  const layout = duelingLayout(o.head, atoms, embed);
+  const out = (name: string) => layerByName(layout, name).out;
+  const s0 = out('shared_layers.0');
+  const s1 = out('shared_layers.1');
+  const v0 = out('value_stream.0');
+  const hOut = v0 + out('advantage_stream.0');
+  const headOut = atoms * (NUM_ACTIONS + 1);
+  const ldw = (n: number) => (al4(n) % 32 === 0 ? al4(n) + 4 : al4(n));
+  const slice = (inputs: number, outputs: number) => {
+    const sl = Math.ceil(outputs / c);
+    return sl * ldw(inputs) + al4(sl);
+  };
+  const msg = al4(STATE_DIM + 1);
+  return (
+    slice(STATE_DIM, s0) +
+    slice(s0, s1) +
+    slice(s1, hOut) +
+    slice(v0, headOut) +
+    2 * msg +
+    al4(s0) +
+    al4(s1) +
+    (iqn ? rows * ldw(s1) + rows * al4(s1) + al4(rows * embed) : 0) +
+    rows * ldw(hOut) +
+    rows * al4(headOut) +
+    al4(rows * atoms) +
+    al4(NUM_ACTIONS) +
+    4 +
+    al4(2 * 5)
+  );
+}
+
+/** CTAs of validate_dqn_cluster's cluster for this head: the fewest whose plan fits, or null. */
+export function validateDqnClusterSize(o: ValidateDqnHead): number | null {
+  return CLUSTER_SIZES.find((c) => 4 * clusterPlanFloats(o, c) <= CLUSTER_SMEM_BYTES) ?? null;
+}
+
+/**
+ * validate_dqn's CUDA build for sm_90 (cuda/validate_dqn_cluster.cu): the same bindings, uniforms,
+ * outputs and reference, run by one thread-block cluster whose CTAs keep the online net in their
+ * shared memory (CLUSTER CTAs, ROWS rows per bar: IQN's act taus, else 1).
+ */
+export function validateDqnClusterSpec(o: ValidateDqnHead = { head: 'plain', atoms: 51 }): KernelSpec {
+  const base = validateDqnSpec(o);
+  const c = validateDqnClusterSize(o);
+  if (c === null)
+    throw new Error(
+      `validate_dqn_cluster: the ${o.head} head's net does not fit ${CLUSTER_SIZES.at(-1)} CTAs' shared memory`,
+    );
+  const { taus } = headSizes(o);
+  const sharedBytes = 4 * clusterPlanFloats(o, c);
+  return {
+    ...base,
+    name: 'validate_dqn_cluster',
+    cluster: [c, 1, 1],
+    sharedBytes,
+    constants: {
+      ...base.constants,
+      CLUSTER: c,
+      ROWS: o.head === 'iqn' ? taus : 1,
+      DYN_SMEM_BYTES: sharedBytes,
+    },
+  };
+}
+
 /** Where the online net is and the C51 support (ignored by the plain head). */
 export interface ValidateDqnNet extends ValidateDqnHead {
   /** Float offset of the online net in the nets buffer. */
@@ -198,13 +303,13 @@ export function validateDqnUniforms(
   };
 }
 
-/** One workgroup runs the whole backtest. */
+/** One workgroup (validate_dqn_cluster: one cluster) runs the whole backtest. */
 export function validateDqnDispatch(
   spec: KernelSpec,
   buffers: DeviceBuffer[],
   uniforms: Record<string, number>,
 ): Dispatch {
-  return { kernel: spec, buffers, uniforms, groups: [1, 1, 1] };
+  return { kernel: spec, buffers, uniforms, groups: [spec.cluster?.[0] ?? 1, 1, 1] };
 }
 
 /** The CPU twin: the host backtest's rollout with dqnGreedyPolicy (validateReference). */
@@ -224,5 +329,10 @@ function validateDqnReference(buffers: TypedArray[], u: Record<string, number>):
 
 export const validateDqnKernel: Kernel = {
   spec: validateDqnSpec(),
+  reference: validateDqnReference,
+};
+
+export const validateDqnClusterKernel: Kernel = {
+  spec: validateDqnClusterSpec(),
   reference: validateDqnReference,
 };

@@ -11,8 +11,10 @@ import { type BacktestResult, backtest, policyRollout } from '../../../src/eval/
 import { computeMetrics, type Metrics } from '../../../src/eval/metrics.js';
 import { dqnGreedyPolicy } from '../../../src/eval/policies.js';
 import {
+  clusterPlanFloats,
   validateDqnKernel,
   validateDqnSpec,
+  validateDqnSpecFor,
   validateDqnUniforms,
   validateDqnUnsupported,
 } from '../../../src/kernels/validate_dqn.js';
@@ -256,6 +258,32 @@ describe('validate_dqn on the CPU backend', () => {
     expect(() => validateDqnUniforms(params, split, { ...net, netBase: 13 })).toThrow(/multiple of 4/);
     expect(validateDqnKernel.spec.name).toBe('validate_dqn');
   });
+
+  it('runs as one thread-block cluster on CUDA: the fewest CTAs whose shared memory holds the net', () => {
+    const sm90 = { kind: 'cuda' as const, features: { clusters: true } };
+    const cases = [
+      [{ head: 'plain', atoms: 51 }, 4],
+      [{ head: 'c51', atoms: 51 }, 16],
+      [{ head: 'iqn', atoms: 51, actTaus: 32, iqnEmbed: 64 }, 8],
+    ] as const;
+    for (const [head, ctas] of cases) {
+      const spec = validateDqnSpecFor(head, sm90);
+      expect([spec.name, spec.cluster], head.head).toEqual(['validate_dqn_cluster', [ctas, 1, 1]]);
+      expect(spec.sharedBytes).toBe(4 * clusterPlanFloats(head, ctas));
+      expect(spec.sharedBytes).toBeLessThanOrEqual(227 * 1024);
+      expect(4 * clusterPlanFloats(head, ctas / 2)).toBeGreaterThan(ctas > 4 ? 227 * 1024 : 0);
+      expect(validateDqnSpecFor(head, { kind: 'webgpu', features: { clusters: false } }).name).toBe(
+        'validate_dqn',
+      );
+      expect(validateDqnUnsupported(head, sm90)).toBeNull();
+    }
+    // Past the WGSL workgroup plan, CUDA still validates on the device.
+    expect(validateDqnUnsupported({ head: 'c51', atoms: 101 }, sm90)).toBeNull();
+    expect(validateDqnUnsupported({ head: 'c51', atoms: 400 }, sm90)).toMatch(/does not fit/);
+    expect(
+      validateDqnUnsupported({ head: 'plain', atoms: 1 }, { kind: 'cuda', features: { clusters: false } }),
+    ).toMatch(/compute capability 9\.0/);
+  });
 });
 
 describe('the device DQN engine validates on the device', () => {
@@ -378,10 +406,10 @@ describe('the device DQN engine on WebGPU', () => {
 const unavailable = emuUnavailable();
 
 describe.skipIf(unavailable !== null)(
-  `validate_dqn CUDA twin on the CPU emulator${unavailable ? ` (skipped: ${unavailable})` : ''}`,
+  `validate_dqn CUDA twin (validate_dqn_cluster) on the CPU emulator${unavailable ? ` (skipped: ${unavailable})` : ''}`,
   () => {
-    // validate_dqn's shared plan is static (COLLECT_SMEM, at most 48 KiB).
-    const emu = new CudaEmuBackend();
+    // As an sm_90 device: DeviceValidator runs the cluster kernel.
+    const emu = new CudaEmuBackend({ as: 'cuda' });
     for (const head of HEADS) {
       for (const [name, p] of [
         ['default simulator', params],

@@ -20,7 +20,7 @@ import { kernelSource } from '../../../../src/backend/cuda/sources.js';
 import { mlpBackwardSpecFor } from '../../../../src/kernels/mlp_backward.js';
 import { mlpForwardSpecFor } from '../../../../src/kernels/mlp_forward.js';
 import { kernels } from '../../../../src/kernels/registry.js';
-import { validateDqnSpec } from '../../../../src/kernels/validate_dqn.js';
+import { validateDqnClusterSpec } from '../../../../src/kernels/validate_dqn.js';
 
 const root = packageRoot();
 const cudaDir = join(root, 'cuda');
@@ -61,8 +61,11 @@ describe('CUDA kernel sources', () => {
     });
     // Builds the registry's default spec does not cover.
     it.each([
-      ['validate_dqn c51 head', validateDqnSpec({ head: 'c51', atoms: 51 })],
-      ['validate_dqn iqn head', validateDqnSpec({ head: 'iqn', atoms: 51, actTaus: 32, iqnEmbed: 64 })],
+      ['validate_dqn_cluster c51 head', validateDqnClusterSpec({ head: 'c51', atoms: 51 })],
+      [
+        'validate_dqn_cluster iqn head',
+        validateDqnClusterSpec({ head: 'iqn', atoms: 51, actTaus: 32, iqnEmbed: 64 }),
+      ],
     ] as const)('%s', (tag, spec) => {
       const src = join(dir, `${tag.replace(/\W/g, '_')}.cu`);
       writeFileSync(src, cudaPreamble(spec) + readFileSync(join(cudaDir, `${spec.name}.cu`), 'utf8'));
