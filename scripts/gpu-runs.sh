@@ -57,9 +57,9 @@ b(){ local lim=$1; shift
 bb(){ [ -n "$BASE" ] && b "$@"; }
 if [ "$BENCH" = 1 ]; then
   b 40 $FOXHUNT bench train --algo dqn --backend cuda --episodes 128
-  bb 40 $BASE bench train --algo dqn --backend cuda --episodes 128
-  b 45 $FOXHUNT bench train --algo c51 --backend cuda --episodes 128
   b 60 $FOXHUNT bench train --algo iqn --backend cuda --episodes 128
+  b 45 $FOXHUNT bench train --algo c51 --backend cuda --episodes 128
+  bb 40 $BASE bench train --algo dqn --backend cuda --episodes 128
   b 40 $FOXHUNT bench train --backend cuda --episodes 128
   bb 40 $BASE bench train --backend cuda --episodes 128
   b 50 $FOXHUNT bench train --algo dqn --backend webgpu --episodes 128
