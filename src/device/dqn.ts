@@ -29,8 +29,10 @@
  * Several steps in one submission (the device DQN engine's epoch): construct with `maxSteps`,
  * `uploadSchedule(count)` once, record `stepDispatches(batch, k)` for k < count, run, `advance(count)`.
  */
+
+import { capsOf } from '../backend/caps.js';
 import type { Backend, DeviceBuffer, Dispatch } from '../backend/types.js';
-import type { DqnConfig } from '../config.js';
+import type { DqnConfig, Precision } from '../config.js';
 import { adamBiasCorrection, adamStepDispatch } from '../kernels/adam_step.js';
 import { deltaSumDispatch } from '../kernels/delta_sum.js';
 import { dqnInputsDispatch } from '../kernels/dqn_inputs.js';
@@ -70,6 +72,11 @@ export interface DeviceDqnInit {
   maxSteps?: number;
   /** Philox key of the IQN taus (`seedToKey(seed)`); IQN only. */
   key?: readonly [number, number];
+  /**
+   * The matmuls' arithmetic: 'exact' (default, f32, the parity mode) or 'tf32' (CUDA only:
+   * mlp_forward / mlp_backward's TF32 tensor-core builds, operands rounded to 10-bit mantissas).
+   */
+  precision?: Precision;
 }
 
 const NAMES = {
@@ -224,9 +231,19 @@ export class DeviceDqnLearner {
   private readonly partAt: Record<Part, number>;
   private readonly partialCount: number;
   private readonly maxSteps: number;
+  /** DeviceDqnInit.precision is 'tf32'. */
+  readonly tf32: boolean;
 
   constructor(init: DeviceDqnInit) {
     const { backend, head, cfg, layout } = init;
+    const precision = init.precision ?? 'exact';
+    if (precision !== 'exact' && precision !== 'tf32')
+      throw new Error(`device dqn: precision must be 'exact' or 'tf32', got '${String(precision)}'`);
+    if (precision === 'tf32' && !capsOf(backend).features.tf32TensorCores)
+      throw new Error(
+        `device dqn: precision 'tf32' (tensor cores) needs the CUDA backend, not ${backend.kind}; use precision 'exact'`,
+      );
+    this.tf32 = precision === 'tf32';
     if (init.params.length !== layout.size)
       throw new Error(
         `device dqn: ${init.params.length} params, the ${layout.kind} layout needs ${layout.size}`,
@@ -318,7 +335,7 @@ export class DeviceDqnLearner {
     const mix: Dispatch[] =
       this.init.head === 'iqn'
         ? [
-            mlpForwardDispatch(params, acts, rows * T, [job('e', cosAt)]),
+            mlpForwardDispatch(params, acts, rows * T, [job('e', cosAt)], 1, this.tf32),
             iqnMixDispatch({
               acts,
               deltas,
@@ -332,11 +349,11 @@ export class DeviceDqnLearner {
           ]
         : [];
     return [
-      mlpForwardDispatch(params, acts, rows, [job('t0', inputAt)]),
-      mlpForwardDispatch(params, acts, rows, [job('t1', at.t0)]),
+      mlpForwardDispatch(params, acts, rows, [job('t0', inputAt)], 1, this.tf32),
+      mlpForwardDispatch(params, acts, rows, [job('t1', at.t0)], 1, this.tf32),
       ...mix,
-      mlpForwardDispatch(params, acts, rows * T, [job('v0', at.h), job('a0', at.h)]),
-      mlpForwardDispatch(params, acts, rows * T, [job('v1', at.v0), job('a1', at.a0)]),
+      mlpForwardDispatch(params, acts, rows * T, [job('v0', at.h), job('a0', at.h)], 1, this.tf32),
+      mlpForwardDispatch(params, acts, rows * T, [job('v1', at.v0), job('a1', at.a0)], 1, this.tf32),
     ];
   }
 
@@ -376,18 +393,26 @@ export class DeviceDqnLearner {
             trunkAct: L.t1.act,
             embedAct: L.e.act,
           }),
-          mlpBackwardDispatch(bufs, B * T, [job('e', this.actsAt.cos, null)]),
+          mlpBackwardDispatch(bufs, B * T, [job('e', this.actsAt.cos, null)], 1, undefined, this.tf32),
         ]
       : [];
     return [
-      mlpBackwardDispatch(bufs, B * T, [
-        job('v1', on.v0, { dOff: d.v0, act: L.v0.act }),
-        job('a1', on.a0, { dOff: d.a0, act: L.a0.act }),
-      ]),
-      mlpBackwardDispatch(bufs, B * T, [
-        job('v0', on.h, { dOff: d.t1v, act: hAct }),
-        job('a0', on.h, { dOff: d.t1a, act: hAct }),
-      ]),
+      mlpBackwardDispatch(
+        bufs,
+        B * T,
+        [job('v1', on.v0, { dOff: d.v0, act: L.v0.act }), job('a1', on.a0, { dOff: d.a0, act: L.a0.act })],
+        1,
+        undefined,
+        this.tf32,
+      ),
+      mlpBackwardDispatch(
+        bufs,
+        B * T,
+        [job('v0', on.h, { dOff: d.t1v, act: hAct }), job('a0', on.h, { dOff: d.t1a, act: hAct })],
+        1,
+        undefined,
+        this.tf32,
+      ),
       deltaSumDispatch({
         deltas: b.deltas,
         count: B * T * L.t1.out,
@@ -396,8 +421,15 @@ export class DeviceDqnLearner {
         outOff: iqn ? d.t1v : d.t1,
       }),
       ...mix,
-      mlpBackwardDispatch(bufs, B, [job('t1', on.t0, { dOff: d.t0, act: L.t0.act })]),
-      mlpBackwardDispatch(bufs, B, [job('t0', this.actsAt.input, null)]),
+      mlpBackwardDispatch(
+        bufs,
+        B,
+        [job('t1', on.t0, { dOff: d.t0, act: L.t0.act })],
+        1,
+        undefined,
+        this.tf32,
+      ),
+      mlpBackwardDispatch(bufs, B, [job('t0', this.actsAt.input, null)], 1, undefined, this.tf32),
     ];
   }
 

@@ -19,9 +19,13 @@
  *   validate  validate_dqn (DeviceValidator) over the split in one launch, reading the market and
  *             the online net (float 0) from the collector's buffers; only the trace comes back.
  *             Plain, C51 and IQN (its greedy policy's dqn.iqnActTau fixed taus) validate there;
- *             a head beyond validate_dqn's workgroup plan (C51 past 75 atoms, IQN past its
- *             act taus x embed cosine features, validateDqnUnsupported) has no `validate`: the
- *             loop then backtests on the host.
+ *             on CUDA as one thread-block cluster (validate_dqn_cluster). A head the build cannot
+ *             hold (WebGPU: C51 past 75 atoms, IQN past its act taus x embed cosine features;
+ *             CUDA: below sm_90, or a net past 16 CTAs' shared memory; validateDqnUnsupported)
+ *             has no `validate`: the loop then backtests on the host.
+ *
+ * train.precision tf32 (auto on CUDA) runs the learner's matmuls on TF32 tensor cores; the
+ * collector stays exact.
  *
  * The draws equal the CPU engine's (same Philox streams, train step numbers and beta schedule),
  * and the DqnSnapshot is the CPU engine's format (ring, actions, tree, max priority, head, size
@@ -31,7 +35,7 @@
 import { capsOf } from '../backend/caps.js';
 import type { Backend, ClusterOccupancy, DeviceBuffer } from '../backend/types.js';
 import type { DqnRollout } from '../collect/rollout.js';
-import type { Config } from '../config.js';
+import { type Config, resolvePrecision } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
 import { DqnDeviceCollector } from '../device/collect.js';
 import { DeviceDqnLearner } from '../device/dqn.js';
@@ -128,6 +132,7 @@ export function createDeviceDqnEngine(
       params: initParams(layout, NetId.QOnline, seed),
       maxSteps: Math.max(1, steps),
       key,
+      precision: resolvePrecision(cfg.train.precision, backend.kind),
     });
     owned.push(learner);
     replay = new DeviceReplay(backend, {

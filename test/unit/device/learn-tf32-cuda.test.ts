@@ -14,6 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { createCpuBackend } from '../../../src/backend/cpu/index.js';
 import type { Backend } from '../../../src/backend/types.js';
 import { defaultConfig, loadConfig } from '../../../src/config.js';
+import { DeviceDqnLearner } from '../../../src/device/dqn.js';
 import { DevicePpoLearner } from '../../../src/device/learn.js';
 import {
   backwardDispatches,
@@ -34,6 +35,7 @@ import { initParams } from '../../../src/nets/forward.js';
 import {
   type Activation,
   buildLayout,
+  duelingLayout,
   LEAKY_SLOPE,
   NetId,
   ppoActorLayout,
@@ -259,6 +261,57 @@ describe('the TF32 matmul builds', () => {
     } finally {
       backend.destroyBuffer(rollout.f);
       backend.destroyBuffer(rollout.i);
+      backend.destroy();
+    }
+  });
+
+  it('the DQN-family learner launches its matmuls as TF32 builds with precision tf32, and refuses it off CUDA', () => {
+    const backend = createCpuBackend();
+    const cfg = { ...defaultConfig.dqn, batch: 16, iqnTau: 4 };
+    try {
+      const layout = duelingLayout('c51', cfg.atoms);
+      const params = new Float32Array(layout.size);
+      expect(
+        () => new DeviceDqnLearner({ backend, head: 'c51', cfg, layout, params, precision: 'tf32' }),
+      ).toThrow(
+        "device dqn: precision 'tf32' (tensor cores) needs the CUDA backend, not cpu; use precision 'exact'",
+      );
+      Object.defineProperty(backend, 'kind', { value: 'cuda' });
+      for (const head of ['plain', 'c51', 'iqn'] as const) {
+        const l = duelingLayout(head, cfg.atoms, cfg.iqnEmbed);
+        const launches = (precision: 'exact' | 'tf32') => {
+          const learner = new DeviceDqnLearner({
+            backend,
+            head,
+            cfg,
+            layout: l,
+            params: new Float32Array(l.size),
+            key: [1, 0],
+            precision,
+          });
+          const batch = {
+            rows: backend.createBuffer(4 * 16 * 128, 'rows'),
+            actions: backend.createBuffer(4 * 16, 'actions'),
+            weights: backend.createBuffer(4 * 16, 'weights'),
+          };
+          try {
+            const ds = learner.stepDispatches(batch);
+            const mm = ds.filter((d) => d.kernel.name === 'mlp_forward' || d.kernel.name === 'mlp_backward');
+            for (const d of ds.filter((d) => !mm.includes(d)))
+              expect(d.kernel.constants?.TF32).toBeUndefined();
+            return mm;
+          } finally {
+            learner.destroy();
+            for (const b of Object.values(batch)) backend.destroyBuffer(b);
+          }
+        };
+        // Forward: online 4 (IQN 5) + target 4 (5); backward 4 (IQN 5).
+        const tf32 = launches('tf32');
+        expect(tf32.length, head).toBe(head === 'iqn' ? 15 : 12);
+        expect(tf32.every((d) => d.kernel.constants?.TF32 === 1)).toBe(true);
+        expect(launches('exact').every((d) => d.kernel.constants?.TF32 === undefined)).toBe(true);
+      }
+    } finally {
       backend.destroy();
     }
   });
