@@ -59,6 +59,7 @@ if [ "$BENCH" = 1 ]; then
   b 40 $FOXHUNT bench train --algo dqn --backend cuda --episodes 128
   b 60 $FOXHUNT bench train --algo iqn --backend cuda --episodes 128
   b 45 $FOXHUNT bench train --algo c51 --backend cuda --episodes 128
+  b 45 $FOXHUNT bench train --algo c51 --backend cuda --episodes 128 --precision exact
   bb 40 $BASE bench train --algo dqn --backend cuda --episodes 128
   b 40 $FOXHUNT bench train --backend cuda --episodes 128
   bb 40 $BASE bench train --backend cuda --episodes 128

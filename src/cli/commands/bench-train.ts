@@ -36,7 +36,7 @@ achieved FLOP/s as a share of the device's f32 FMA peak and, for tf32, of its TF
                     and the train-step
                     time; default N = 128 (cpu: 8), 300 steps (cpu: 10) at batch 512, replay
                     capacity 1M (fewer where the device's largest storage buffer is smaller),
-                    precision exact
+                    the learner's matmuls at --precision
   --backend KIND    auto (default), cuda, webgpu or cpu
   --episodes LIST   comma-separated N (default 128,1024: 64,000 and 512,000 samples at L = 500;
                     cpu: 8)
@@ -110,8 +110,6 @@ async function run(args: string[]): Promise<number> {
   const algo = (values.algo as string | undefined) ?? 'ppo';
   if (!['ppo', 'dqn', 'c51', 'iqn'].includes(algo))
     throw new UserError(`--algo ${algo}: bench train measures ppo, dqn, c51 or iqn`);
-  if (algo !== 'ppo' && (values.precision as string | undefined) === 'tf32')
-    throw new UserError(`--precision tf32: the ${algo} learner runs in exact f32 only; drop --precision`);
   const request = (values.backend as string | undefined) ?? 'auto';
   if (!BACKENDS.includes(request)) {
     throw new UserError(`--backend must be one of ${BACKENDS.join(', ')}, got "${request}"`);
@@ -233,6 +231,7 @@ async function dqnBench(
       'train.algo': algo,
       'rollout.episodes': String(n),
       'rollout.steps': String(steps),
+      'train.precision': (values.precision as string | undefined) ?? 'auto',
       ...(cpu ? { 'dqn.stepsPerEpoch': '10' } : {}),
       ...(rows < 1_000_000 ? { 'dqn.replayCapacity': String(rows) } : {}),
     }),
@@ -241,7 +240,7 @@ async function dqnBench(
   const results: BenchDqnResult[] = [];
   for (const cfg of settings) {
     log(
-      `${cfg.rollout.episodes} x ${steps}: ${cfg.dqn.stepsPerEpoch} train steps at batch ${cfg.dqn.batch}, replay capacity ${cfg.dqn.replayCapacity}`,
+      `${cfg.rollout.episodes} x ${steps}: ${cfg.dqn.stepsPerEpoch} train steps at batch ${cfg.dqn.batch}, replay capacity ${cfg.dqn.replayCapacity}, learner ${resolvePrecision(cfg.train.precision, backend.kind)}`,
     );
     try {
       results.push(
