@@ -260,17 +260,16 @@ async function dqnBench(
       throw err;
     }
   }
+  const precision = resolvePrecision(settings[0].train.precision, backend.kind);
   if (json) {
     console.log(
-      JSON.stringify(
-        { command: 'bench train', algo, precision: 'exact', backend: backend.info, results },
-        null,
-        2,
-      ),
+      JSON.stringify({ command: 'bench train', algo, precision, backend: backend.info, results }, null, 2),
     );
     return 0;
   }
-  console.log(`train ${algo}, exact, on ${backend.kind} (${backend.info.device}, ${backend.info.driver})`);
+  console.log(
+    `train ${algo}, learner ${precision}, on ${backend.kind} (${backend.info.device}, ${backend.info.driver})`,
+  );
   for (const line of dqnTable(results)) console.log(`  ${line}`);
   return 0;
 }
