@@ -12,8 +12,11 @@
 //
 // Per bar (ROWS = the act taus K for IQN, else 1):
 //   states   rank 0 builds the state (thread 0: portfolio features and the stop flag; the market
-//            features of the episode's bar) and pushes it to every CTA;
-//   S0, S1   the trunk 54 -> 256 -> 256, pushed to every CTA;
+//            features of the episode's bar, loaded during the previous bar) and pushes it to every
+//            CTA;
+//   S0       the trunk's first layer 54 -> 256 in every CTA from its own whole copy (transposed,
+//            [input][output]): no exchange;
+//   S1       the trunk's second layer 256 -> 256, pushed to every CTA;
 //   IQN      every CTA forms its K rows h_t = trunk * relu(phi_t) itself (phi_t = tau_embed of the
 //            cosine features of tau_t = f32((t + 0.5) / K), computed once per launch);
 //   H        value.0 ++ advantage.0 (256 outputs) on each of the ROWS rows, pushed to every CTA;
@@ -93,12 +96,12 @@ constexpr int LD_PHI = al4(S1_OUT);
 constexpr int LD_HID = slice_ldw(H_OUT);
 constexpr int LD_HEADS = al4(HEAD_OUT);
 
-// Shared plan (floats): the weight slices (S0, S1, H, O), the received state (STATE_DIM floats
+// Shared plan (floats): S0 whole (transposed, then its biases), the weight slices (S1, H, O), the received state (STATE_DIM floats
 // then the stop flag), rank 0's outgoing state, the trunk's two layers, IQN's h rows, phi rows and
 // cosine features, the hidden rows, the heads (rank 0), the mean over actions per row and atom, Q,
-// the stop flag and the bar (ints), the mbarriers.
+// the stop flag (int), the mbarriers.
 constexpr int W_S0 = 0;
-constexpr int W_S1 = W_S0 + slice_floats(STATE_DIM, S0_OUT);
+constexpr int W_S1 = W_S0 + STATE_DIM * S0_OUT + al4(S0_OUT);
 constexpr int W_H = W_S1 + slice_floats(S0_OUT, S1_OUT);
 constexpr int W_O = W_H + slice_floats(S1_OUT, H_OUT);
 constexpr int SM_X = W_O + slice_floats(O_IN, HEAD_OUT);
@@ -113,8 +116,7 @@ constexpr int SM_HEADS = SM_HID + R * LD_HID;
 constexpr int SM_MEAN = SM_HEADS + R * LD_HEADS;
 constexpr int SM_Q = SM_MEAN + al4(R * ATOMS);
 constexpr int SM_STOP = SM_Q + al4(NUM_ACTIONS);
-constexpr int SM_BAR = SM_STOP + 1;
-constexpr int MB_STATES = 0, MB_S0 = 1, MB_S1 = 2, MB_H = 3, MB_O = 4, MB_COUNT = 5;
+constexpr int MB_STATES = 0, MB_S1 = 1, MB_H = 2, MB_O = 3, MB_COUNT = 4;
 constexpr int SM_MBAR = SM_STOP + 4;
 constexpr int SM_FLOATS = SM_MBAR + al4(2 * MB_COUNT);
 static_assert(SM_FLOATS * 4 == DYN_SMEM_BYTES, "validate_dqn_cluster: DYN_SMEM_BYTES differs from the shared-memory plan");
@@ -248,13 +250,13 @@ extern "C" __global__ void validate_dqn_cluster(KERNEL_ARGS) {
   const float* __restrict__ net = nets + u.netBase;
   float* mbar = smem + SM_MBAR;
   volatile int* stop = reinterpret_cast<volatile int*>(smem + SM_STOP);
-  volatile int* bar_s = reinterpret_cast<volatile int*>(smem + SM_BAR);
   // One arrival per phase (thread 0's expect_tx); the bytes do the rest.
   if (r == 0) {
     for (int k = 0; k < MB_COUNT; k++) mbar_init(mbar + 2 * k, 1);
     mbar_init_fence();
   }
-  load_slice<STATE_DIM, S0_OUT, S0_OUT, S0_W, S0_B, 0, 0>(net, smem + W_S0, rank);
+  for (int t = r; t < STATE_DIM * S0_OUT; t += T) smem[W_S0 + t % STATE_DIM * S0_OUT + t / STATE_DIM] = ldg1(net + S0_W + t);
+  for (int j = r; j < S0_OUT; j += T) smem[W_S0 + STATE_DIM * S0_OUT + j] = ldg1(net + S0_B + j);
   load_slice<S0_OUT, S1_OUT, S1_OUT, S1_W, S1_B, 0, 0>(net, smem + W_S1, rank);
   load_slice<S1_OUT, H_OUT, V0_OUT, V0_W, V0_B, A0_W, A0_B>(net, smem + W_H, rank);
   load_slice<O_IN, HEAD_OUT, ATOMS, V1_W, V1_B, A1_W, A1_B>(net, smem + W_O, rank);
@@ -290,6 +292,9 @@ extern "C" __global__ void validate_dqn_cluster(KERNEL_ARGS) {
   float* heads = smem + SM_HEADS;
   float* mean = smem + SM_MEAN;
   float* q = smem + SM_Q;
+  // Rank 0, threads < MARKET_FEATURES: the market feature of the next bar (bar + 1 after every step).
+  float next_f = 0.0f;
+  if (rank == 0 && r < MARKET_FEATURES) next_f = features[p.split_start * MARKET_FEATURES + r];
   unsigned parity = 0;
   unsigned l = 0;
   for (;; l++) {
@@ -297,7 +302,6 @@ extern "C" __global__ void validate_dqn_cluster(KERNEL_ARGS) {
     block_sync();
     if (r == 0) {
       mbar_expect(mbar + 2 * MB_STATES, 4 * MSG);
-      mbar_expect(mbar + 2 * MB_S0, 4 * S0_OUT);
       mbar_expect(mbar + 2 * MB_S1, 4 * S1_OUT);
       mbar_expect(mbar + 2 * MB_H, 4 * R * H_OUT);
       if (rank == 0) mbar_expect(mbar + 2 * MB_O, 4 * R * HEAD_OUT);
@@ -306,24 +310,31 @@ extern "C" __global__ void validate_dqn_cluster(KERNEL_ARGS) {
       float* msg = smem + SM_MSG;
       if (r == 0) {
         state_portfolio(ep, msg + MARKET_FEATURES);
-        *bar_s = ep.bar;
         for (int k = STATE_DIM; k < MSG; k++) msg[k] = 0.0f;
         msg[STATE_DIM] = *stop != 0 ? 1.0f : 0.0f;
       }
-      block_sync();
-      const int bar = *bar_s;
-      if (r < MARKET_FEATURES) msg[r] = features[bar * MARKET_FEATURES + r];
+      // The episode is at bar splitStart + l (each step moves it one bar on; a collapse stops it).
+      const int bar = p.split_start + (int)l;
+      if (r < MARKET_FEATURES) msg[r] = next_f;
       block_sync();
       for (int t = r; t < C * (MSG / 4); t += T) {
         const int k = t % (MSG / 4);
         st_async4(smem + SM_X + 4 * k, (unsigned)(t / (MSG / 4)), lds4(msg + 4 * k), mbar + 2 * MB_STATES);
       }
+      // The next bar's features load while this bar's layers run (the last step's next bar is the
+      // split's last bar, inside it).
+      if (r < MARKET_FEATURES && l + 1 < steps) next_f = features[(bar + 1) * MARKET_FEATURES + r];
     }
     mbar_wait(mbar + 2 * MB_STATES, parity);
     if (smem[SM_X + STATE_DIM] != 0.0f) break;
-    cluster_layer<STATE_DIM, S0_OUT, true, S0_OUT, 0, 1, 0, 0, true>(smem + W_S0, smem + SM_X, smem + SM_TA, rank,
-                                                                    mbar + 2 * MB_S0);
-    mbar_wait(mbar + 2 * MB_S0, parity);
+    for (int j = r; j < S0_OUT; j += T) {
+      const float* w = smem + W_S0 + j;
+      float acc = w[STATE_DIM * S0_OUT];
+#pragma unroll 6
+      for (int k = 0; k < STATE_DIM; k++) acc = fadd(acc, fmul(w[k * S0_OUT], smem[SM_X + k]));
+      smem[SM_TA + j] = leaky(acc);
+    }
+    block_sync();
     cluster_layer<S0_OUT, S1_OUT, true, S1_OUT, 0, 1, 0, 0, true>(smem + W_S1, smem + SM_TA, smem + SM_TB, rank,
                                                                  mbar + 2 * MB_S1);
     mbar_wait(mbar + 2 * MB_S1, parity);

@@ -6,7 +6,7 @@
 #   OUT=out bash scripts/gpu-runs.sh            # then: node scripts/summarise-runs.mjs out/runs
 #
 # env: OUT (results folder), FOXHUNT (the CLI, default node bundle/bin/foxhunt.js), BASE (a second
-# bundle's CLI, timed beside this one), ARMS / ARMS2 (arm names below; ARMS2 starts once at most
+# bundle's CLI, timed beside this one), PARITY_KINDS (default "cuda webgpu"), ARMS / ARMS2 (arm names below; ARMS2 starts once at most
 # WAVE2_AT runs are left or at LAUNCH2 s), SEEDS / SEEDS2, BACKEND, EXTRA (flags for every run),
 # PARITY=1|0, BENCH=1|0, LEARN_END, DEADLINE (seconds from the start), RUNS (the runs' folder,
 # default $OUT/runs; elsewhere, only their logs come back, packed as $OUT/runs.tgz).
@@ -37,7 +37,7 @@ running(){ local n=0 p; for p in $PIDS; do kill -0 "$p" 2> /dev/null && n=$((n +
 PIDS=""
 start "$ARMS" "$SEEDS"
 if [ "$PARITY" = 1 ]; then
-  for k in cuda webgpu; do
+  for k in ${PARITY_KINDS:-cuda webgpu}; do
     timeout -k 5 200 $FOXHUNT parity --backend $k --record "$OUT/parity-kernels.json" \
       --markdown "$OUT/parity-$k.md" --json "$OUT/parity-$k.json" > "$OUT/parity-$k.out" 2>&1
     log "parity $k rc=$? $(tail -n 1 "$OUT/parity-$k.out")"

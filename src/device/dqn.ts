@@ -52,6 +52,7 @@ import {
   type QHead,
   STATE_DIM,
 } from '../nets/layout.js';
+import { withPdl } from './learn.js';
 
 /** A sampled batch on the device: `[B, REPLAY_F]` rows, `[B]` i32 actions, `[B]` f32 weights. */
 export interface DqnBatchBuffers {
@@ -72,6 +73,11 @@ export interface DeviceDqnInit {
   maxSteps?: number;
   /** Philox key of the IQN taus (`seedToKey(seed)`); IQN only. */
   key?: readonly [number, number];
+  /**
+   * Launch the step's kernels with Programmatic Dependent Launch (default true; CUDA sm_90, each
+   * kernel waits for its predecessor first, so results are unchanged; elsewhere plain launches).
+   */
+  pdl?: boolean;
   /**
    * The matmuls' arithmetic: 'exact' (default, f32, the parity mode) or 'tf32' (CUDA only:
    * mlp_forward / mlp_backward's TF32 tensor-core builds, operands rounded to 10-bit mantissas).
@@ -233,6 +239,8 @@ export class DeviceDqnLearner {
   private readonly maxSteps: number;
   /** DeviceDqnInit.precision is 'tf32'. */
   readonly tf32: boolean;
+  /** DeviceDqnInit.pdl. */
+  readonly pdl: boolean;
 
   constructor(init: DeviceDqnInit) {
     const { backend, head, cfg, layout } = init;
@@ -244,6 +252,7 @@ export class DeviceDqnLearner {
         `device dqn: precision 'tf32' (tensor cores) needs the CUDA backend, not ${backend.kind}; use precision 'exact'`,
       );
     this.tf32 = precision === 'tf32';
+    this.pdl = init.pdl ?? true;
     if (init.params.length !== layout.size)
       throw new Error(
         `device dqn: ${init.params.length} params, the ${layout.kind} layout needs ${layout.size}`,
@@ -568,7 +577,7 @@ export class DeviceDqnLearner {
         2 * slot,
       ),
       ...target,
-    ];
+    ].map((d) => (this.pdl ? withPdl(d) : d));
   }
 
   /**

@@ -134,8 +134,11 @@ export interface DevicePpoLearnerInit {
   fuseLoss?: boolean;
 }
 
-/** The kernels of the update whose CUDA source begins with LEARN_GRID_DEP_WAIT, so PDL is safe. */
-const PDL_KERNELS = new Set([
+/**
+ * The learners' kernels whose CUDA source begins with LEARN_GRID_DEP_WAIT, so PDL is safe: PPO's
+ * update and the DQN family's train step.
+ */
+export const PDL_KERNELS: ReadonlySet<string> = new Set([
   'ppo_gather',
   'mlp_forward',
   'mlp_chain_forward',
@@ -143,6 +146,14 @@ const PDL_KERNELS = new Set([
   'mlp_delta_chain',
   'ppo_loss',
   'adam_step',
+  'dqn_inputs',
+  'dueling_combine',
+  'dqn_loss',
+  'delta_sum',
+  'dqn_target_update',
+  'iqn_taus',
+  'iqn_mix',
+  'iqn_loss',
 ]);
 /**
  * Kernels that, on CUDA, trigger the next PDL launch as soon as all their blocks are past the wait
@@ -160,7 +171,7 @@ const pdlSpecs = {
  * `d` launched with PDL (one spec object per kernel spec and mode, so backends cache it once);
  * `early` adds the CUDA-only LEARN_PDL_TRIGGER constant (WGSL would reject an unknown override).
  */
-function withPdl(d: Dispatch, early: boolean): Dispatch {
+export function withPdl(d: Dispatch, early = false): Dispatch {
   if (!PDL_KERNELS.has(d.kernel.name)) return d;
   const cache = early ? pdlSpecs.early : pdlSpecs.wait;
   let kernel = cache.get(d.kernel);

@@ -218,7 +218,8 @@ export function clusterPlanFloats(o: ValidateDqnHead, c: number): number {
   };
   const msg = al4(STATE_DIM + 1);
   return (
-    slice(STATE_DIM, s0) +
+    STATE_DIM * s0 +
+    al4(s0) +
     slice(s0, s1) +
     slice(s1, hOut) +
     slice(v0, headOut) +
@@ -231,7 +232,7 @@ export function clusterPlanFloats(o: ValidateDqnHead, c: number): number {
     al4(rows * atoms) +
     al4(NUM_ACTIONS) +
     4 +
-    al4(2 * 5)
+    al4(2 * 4)
   );
 }
 

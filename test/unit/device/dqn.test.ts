@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../../src/backend/cpu/index.js';
+import { kernelSource } from '../../../src/backend/cuda/sources.js';
 import { defaultConfig } from '../../../src/config.js';
 import { DeviceDqnLearner } from '../../../src/device/dqn.js';
 import { dqnLossDispatch } from '../../../src/kernels/dqn_loss.js';
@@ -109,5 +110,47 @@ describe('device DQN learner input checks', () => {
     expect(() =>
       iqnLossDispatch({ ...common, taus: buf, nTau: 32, nTarget: 65, kappa: 1, tauOff: 0 }),
     ).toThrow(/65 target quantiles, need 1\.\.64/);
+  });
+});
+
+describe('device DQN learner launches', () => {
+  it('launches every step kernel with PDL by default (each waits for its predecessor first); pdl: false launches plainly', () => {
+    const backend = new CpuBackend();
+    const cfg = { ...defaultConfig.dqn, batch: 8, iqnTau: 4 };
+    const batch = {
+      rows: backend.createBuffer(4 * 8 * 128, 'rows'),
+      actions: backend.createBuffer(4 * 8, 'actions'),
+      weights: backend.createBuffer(4 * 8, 'weights'),
+    };
+    for (const head of ['plain', 'c51', 'iqn'] as const) {
+      const layout = duelingLayout(head, cfg.atoms, cfg.iqnEmbed);
+      const step = (pdl?: boolean) => {
+        const l = new DeviceDqnLearner({
+          backend,
+          head,
+          cfg,
+          layout,
+          params: new Float32Array(layout.size),
+          key: [1, 0],
+          ...(pdl === undefined ? {} : { pdl }),
+        });
+        const ds = l.stepDispatches(batch);
+        l.destroy();
+        return ds;
+      };
+      const on = step();
+      expect(
+        on.every((d) => d.kernel.pdl === true),
+        head,
+      ).toBe(true);
+      for (const name of new Set(on.map((d) => d.kernel.name))) {
+        const src = kernelSource(name).source;
+        const body = src.slice(src.indexOf(`${name}(KERNEL_ARGS) {`));
+        expect(body.split('\n')[1].trim(), name).toMatch(/^LEARN_GRID_DEP_WAIT\(\);/);
+      }
+      const off = step(false);
+      expect(off.some((d) => d.kernel.pdl)).toBe(false);
+      expect(off.map((d) => d.kernel.name)).toEqual(on.map((d) => d.kernel.name));
+    }
   });
 });

@@ -264,7 +264,7 @@ describe('validate_dqn on the CPU backend', () => {
     const cases = [
       [{ head: 'plain', atoms: 51 }, 4],
       [{ head: 'c51', atoms: 51 }, 16],
-      [{ head: 'iqn', atoms: 51, actTaus: 32, iqnEmbed: 64 }, 8],
+      [{ head: 'iqn', atoms: 51, actTaus: 32, iqnEmbed: 64 }, 16],
     ] as const;
     for (const [head, ctas] of cases) {
       const spec = validateDqnSpecFor(head, sm90);
@@ -278,7 +278,7 @@ describe('validate_dqn on the CPU backend', () => {
       expect(validateDqnUnsupported(head, sm90)).toBeNull();
     }
     // Past the WGSL workgroup plan, CUDA still validates on the device.
-    expect(validateDqnUnsupported({ head: 'c51', atoms: 101 }, sm90)).toBeNull();
+    expect(validateDqnUnsupported({ head: 'c51', atoms: 76 }, sm90)).toBeNull();
     expect(validateDqnUnsupported({ head: 'c51', atoms: 400 }, sm90)).toMatch(/does not fit/);
     expect(
       validateDqnUnsupported({ head: 'plain', atoms: 1 }, { kind: 'cuda', features: { clusters: false } }),
