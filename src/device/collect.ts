@@ -95,6 +95,15 @@ export interface DeviceCollectorInit {
   constants?: Record<string, number>;
 }
 
+/**
+ * The collector's arithmetic in `foxhunt train` for `algo` at the run's matmul precision: TF32
+ * tensor cores (constant TF32 = 1) for PPO and the plain DQN head when the precision is tf32 (their
+ * TF32 builds have parity cases), exact f32 otherwise (the C51 and IQN heads always).
+ */
+export function trainCollectPrecision(algo: CollectAlgo, precision: 'exact' | 'tf32'): 'exact' | 'tf32' {
+  return precision === 'tf32' && (algo === 'ppo' || algo === 'dqn') ? 'tf32' : 'exact';
+}
+
 /** Whether the kernels run their CUDA tensor-core mode (constant TF32 = 1). */
 const tensorCores = (init: DeviceCollectorInit) =>
   capsOf(init.backend).features.tf32TensorCores && init.constants?.TF32 === 1;

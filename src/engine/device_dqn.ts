@@ -24,8 +24,8 @@
  *             CUDA: below sm_90, or a net past 16 CTAs' shared memory; validateDqnUnsupported)
  *             has no `validate`: the loop then backtests on the host.
  *
- * train.precision tf32 (auto on CUDA) runs the learner's matmuls on TF32 tensor cores; the
- * collector stays exact.
+ * train.precision tf32 (auto on CUDA) runs the learner's matmuls on TF32 tensor cores, and the
+ * plain head's collector too (its TF32 builds; C51 and IQN collect in exact f32).
  *
  * The draws equal the CPU engine's (same Philox streams, train step numbers and beta schedule),
  * and the DqnSnapshot is the CPU engine's format (ring, actions, tree, max priority, head, size
@@ -37,7 +37,7 @@ import type { Backend, ClusterOccupancy, DeviceBuffer } from '../backend/types.j
 import type { DqnRollout } from '../collect/rollout.js';
 import { type Config, resolvePrecision } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
-import { DqnDeviceCollector } from '../device/collect.js';
+import { DqnDeviceCollector, trainCollectPrecision } from '../device/collect.js';
 import { DeviceDqnLearner } from '../device/dqn.js';
 import { canCapture, GraphCache } from '../device/graphs.js';
 import { collectorDqnRollout, DeviceReplay } from '../device/replay.js';
@@ -112,6 +112,13 @@ export function createDeviceDqnEngine(
   const curiosity = createHostCuriosity(cfg);
   const { episodes, steps: launchSteps } = cfg.rollout;
   const count = episodes * launchSteps;
+  // train.precision tf32 (auto on CUDA): the learner's matmuls on tensor cores, and the plain
+  // head's collector (trainCollectPrecision).
+  const precision = resolvePrecision(cfg.train.precision, backend.kind);
+  if (precision === 'tf32' && !capsOf(backend).features.tf32TensorCores)
+    throw new Error(
+      `train.precision tf32 runs on CUDA tensor cores only, this run's backend is ${backend.kind}: use train.precision exact, or --backend cuda`,
+    );
   const collector = new DqnDeviceCollector({
     backend,
     market,
@@ -119,6 +126,7 @@ export function createDeviceDqnEngine(
     cfg,
     algo,
     curiosity: curiosityOn,
+    ...(trainCollectPrecision(algo, precision) === 'tf32' ? { constants: { TF32: 1 } } : {}),
   });
   const owned: { destroy(): void }[] = [collector];
   let learner!: DeviceDqnLearner;
@@ -132,7 +140,7 @@ export function createDeviceDqnEngine(
       params: initParams(layout, NetId.QOnline, seed),
       maxSteps: Math.max(1, steps),
       key,
-      precision: resolvePrecision(cfg.train.precision, backend.kind),
+      precision,
     });
     owned.push(learner);
     replay = new DeviceReplay(backend, {

@@ -10,7 +10,7 @@ import { type BackendRequest, chooseBackend, describeChoice } from '../../backen
 import { type DevicePeaks, devicePeaks, tensorPeak } from '../../backend/peaks.js';
 import { BackendUnavailableError } from '../../backend/types.js';
 import { loadConfig, resolvePrecision } from '../../config.js';
-import type { CollectAlgo } from '../../device/collect.js';
+import { type CollectAlgo, trainCollectPrecision } from '../../device/collect.js';
 import { benchCollect, type CollectBenchResult, stepsThatFit } from '../../device/collect_bench.js';
 import { prepareData } from '../../train/run.js';
 import { intFlag, parseFlags } from '../args.js';
@@ -32,7 +32,7 @@ datasheet figures, named in the output; n/a for a device without them).
   --episodes LIST   comma-separated N (default 128,1024,8192,65536; cpu: 8)
   --steps L         steps per launch (default 64; cpu: 8); lowered where the outputs would not
                     fit one storage binding of the device
-  --precision P     auto (default: as train.precision auto, tf32 on cuda, exact elsewhere), exact
+  --precision P     auto (default: as foxhunt train: tf32 on cuda for ppo and dqn, else exact), exact
                     (f32, the parity mode), tf32 (cuda tensor cores) or f16 (webgpu, dqn: f16
                     weights, tensor cores through Dawn's subgroup matrices at large N)
   --repeats R       timed launches per N (default 5), after a warm-up of 300 ms
@@ -158,10 +158,13 @@ async function run(args: string[]): Promise<number> {
   }
   const { backend } = choice;
   try {
+    // auto: what `foxhunt train` runs (trainCollectPrecision: C51 and IQN collect in exact f32).
     const precision =
       precisionFlag === 'f16'
         ? 'f16'
-        : resolvePrecision(precisionFlag as 'auto' | 'exact' | 'tf32', backend.kind);
+        : precisionFlag === 'auto'
+          ? trainCollectPrecision(algo, resolvePrecision('auto', backend.kind))
+          : (precisionFlag as 'exact' | 'tf32');
     const caps = capsOf(backend);
     if (precision === 'tf32' && !caps.features.tf32TensorCores)
       throw new UserError(

@@ -14,6 +14,7 @@ import { CpuBackend, createCpuBackend } from '../../../src/backend/cpu/index.js'
 import { createBackend } from '../../../src/backend/index.js';
 import { type Backend, BackendUnavailableError, type Dispatch } from '../../../src/backend/types.js';
 import { type Config, loadConfig } from '../../../src/config.js';
+import { trainCollectPrecision } from '../../../src/device/collect.js';
 import { createCpuDqnEngine } from '../../../src/engine/cpu_dqn.js';
 import { createDeviceDqnEngine } from '../../../src/engine/device_dqn.js';
 import type { DqnEngine } from '../../../src/engine/dqn_engine.js';
@@ -165,6 +166,51 @@ describe('device DQN engine', () => {
     },
     600_000,
   );
+
+  it('train.precision on CUDA: TF32 collection for the plain head (what bench collect times), exact for C51 and IQN; the learner in TF32', async () => {
+    // A CPU backend presenting itself as an sm_80 CUDA device builds CUDA's launches (the TS
+    // references run them).
+    for (const [algo, precision, collectTf32] of [
+      ['dqn', 'auto', true],
+      ['dqn', 'exact', false],
+      ['c51', 'auto', false],
+      ['iqn', 'auto', false],
+    ] as const) {
+      const cfg = configOf(algo, { 'train.precision': precision, 'dqn.stepsPerEpoch': '1' });
+      const backend = cpuBackend();
+      Object.defineProperty(backend, 'kind', { value: 'cuda' });
+      // sm_80: no clusters, so the tiled collector (the CPU backend has no cluster twin).
+      const info = backend.info;
+      Object.defineProperty(backend, 'info', {
+        value: { ...info, limits: { ...info.limits, computeCapability: '8.0' } },
+      });
+      const seen: Dispatch[] = [];
+      const run = backend.run.bind(backend);
+      backend.run = (list: Dispatch[]) => {
+        seen.push(...list);
+        run(list);
+      };
+      const { market, splits } = await prepareData(cfg);
+      const dev = createDeviceDqnEngine(cfg, market, splits.train, backend);
+      try {
+        await dev.collect(0, 1);
+        await dev.train(0);
+        const collect = seen.filter((d) => d.kernel.name.startsWith('collect_dqn'));
+        expect(collect.length, algo).toBeGreaterThan(0);
+        expect(
+          collect.every((d) => (d.kernel.constants?.TF32 === 1) === collectTf32),
+          `${algo} ${precision}`,
+        ).toBe(true);
+        const matmuls = seen.filter((d) => d.kernel.name === 'mlp_forward');
+        expect(matmuls.length).toBeGreaterThan(0);
+        expect(matmuls.every((d) => (d.kernel.constants?.TF32 === 1) === (precision === 'auto'))).toBe(true);
+      } finally {
+        dev.destroy();
+      }
+    }
+    expect(trainCollectPrecision('ppo', 'tf32')).toBe('tf32');
+    expect(trainCollectPrecision('dqn', 'exact')).toBe('exact');
+  });
 
   it('collect reads back only the stats sections; train records one run and reads back once', async () => {
     const cfg = config('dqn');
