@@ -10,8 +10,6 @@ export type BackendName = 'auto' | 'cpu' | 'webgpu' | 'cuda';
 export type Precision = 'exact' | 'tf32';
 /** train.precision: a Precision, or `auto` (tf32 on CUDA, exact elsewhere; resolvePrecision). */
 export type PrecisionSetting = Precision | 'auto';
-/** ppo.lrSchedule: a constant learning rate, or a linear decay over train.epochs. */
-export type LrSchedule = 'constant' | 'linear';
 
 /** The arithmetic a run on `backendKind` uses for train.precision `setting`. */
 export function resolvePrecision(setting: PrecisionSetting, backendKind: string): Precision {
@@ -105,13 +103,8 @@ export interface PpoConfig {
   updateEpochs: number;
   /** Minibatch size. */
   minibatch: number;
-  /** Adam learning rate (of the first epoch when lrSchedule is `linear`). */
+  /** Adam learning rate. */
   lr: number;
-  /**
-   * `constant`, or `linear`: the update of epoch e (0-based) uses lr * (1 - e / train.epochs), so
-   * the rate falls toward 0 over the run (ppoLr). A resumed run follows its own train.epochs.
-   */
-  lrSchedule: LrSchedule;
   /** Global gradient-norm clip. */
   maxGradNorm: number;
   /** Normalise advantages per minibatch to zero mean, unit variance. */
@@ -270,7 +263,6 @@ export const defaultConfig: Readonly<Config> = Object.freeze({
     updateEpochs: 10,
     minibatch: 512,
     lr: 3e-4,
-    lrSchedule: 'constant',
     maxGradNorm: 0.5,
     normalizeAdvantages: true,
   },
@@ -312,12 +304,6 @@ export const defaultConfig: Readonly<Config> = Object.freeze({
     barsPerYear: 0,
   },
 }) as Config;
-
-/** PPO's learning rate for the update of epoch `round` (0-based): ppo.lrSchedule applied to ppo.lr. */
-export function ppoLr(c: Pick<Config, 'ppo' | 'train'>, round: number): number {
-  if (c.ppo.lrSchedule === 'constant') return c.ppo.lr;
-  return c.ppo.lr * Math.max(0, 1 - round / c.train.epochs);
-}
 
 export class ConfigError extends Error {
   constructor(
@@ -502,11 +488,6 @@ export function validateConfig(c: Config): Config {
     'must not exceed rollout.episodes * rollout.steps',
   );
   check(p.lr > 0, 'ppo.lr', 'must be > 0');
-  check(
-    p.lrSchedule === 'constant' || p.lrSchedule === 'linear',
-    'ppo.lrSchedule',
-    `unknown schedule "${p.lrSchedule}" (use constant or linear)`,
-  );
   check(p.maxGradNorm > 0, 'ppo.maxGradNorm', 'must be > 0');
 
   const q = c.dqn;

@@ -439,13 +439,9 @@ export class DevicePpoLearner {
     return launched;
   }
 
-  /**
-   * Writes the schedule of update number `update` (the next `steps` Adam steps, at learning rate
-   * `lr`, default ppo.lr) and zeroes the statistics.
-   */
-  prepareUpdate(rollout: DevicePpoRollout, update: number, lr = this.cfg.lr): number {
+  /** Writes the schedule of update number `update` (the next `steps` Adam steps) and zeroes the statistics. */
+  prepareUpdate(rollout: DevicePpoRollout, update: number): number {
     const perEpoch = this.checkRollout(rollout);
-    this.hyper.lr = lr;
     const steps = this.cfg.updateEpochs * perEpoch;
     this.ensureSched(1 + 2 * steps);
     const sched = new Uint32Array(1 + 2 * steps);
@@ -465,8 +461,8 @@ export class DevicePpoLearner {
    * One PPO update on `rollout` (update number `update` of the run: it seeds the shuffles as
    * update * updateEpochs + epoch). Returns the means over its minibatches, like ppoUpdateReference.
    */
-  async update(rollout: DevicePpoRollout, update: number, lr = this.cfg.lr): Promise<PpoUpdateStats> {
-    const steps = this.prepareUpdate(rollout, update, lr);
+  async update(rollout: DevicePpoRollout, update: number): Promise<PpoUpdateStats> {
+    const steps = this.prepareUpdate(rollout, update);
     const dispatches = this.updateDispatches(rollout);
     const chunk = dispatches.length / this.cfg.updateEpochs;
     const epochs = Array.from({ length: this.cfg.updateEpochs }, (_, e) =>

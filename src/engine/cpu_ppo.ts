@@ -11,7 +11,7 @@
  */
 import { collectPpo, type PpoLaunch } from '../collect/ppo.js';
 import { createPpoRollout } from '../collect/rollout.js';
-import { type Config, ppoLr } from '../config.js';
+import type { Config } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
 import { category } from '../env/actions.js';
 import type { CuriosityModel } from '../env/curiosity.js';
@@ -104,7 +104,7 @@ export function createCpuPpoEngine(cfg: Config, market: Market, train: SplitRang
           returns: rollout.returns,
           count,
         },
-        { ...cfg.ppo, lr: ppoLr(cfg, round) },
+        cfg.ppo,
         seed,
         round,
       );

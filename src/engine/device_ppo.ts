@@ -18,7 +18,7 @@
 import { capsOf } from '../backend/caps.js';
 import type { Backend } from '../backend/types.js';
 import { type CollectStats, summarizeRollout } from '../collect/rollout.js';
-import { type Config, ppoLr, resolvePrecision } from '../config.js';
+import { type Config, resolvePrecision } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
 import { PpoDeviceCollector } from '../device/collect.js';
 import { DeviceCuriosityLearner } from '../device/curiosity.js';
@@ -143,7 +143,7 @@ export function createDevicePpoEngine(
 
     async update(round: number): Promise<UpdateStats> {
       requireRollout('update');
-      const s = await learner.update(rollout, round, ppoLr(cfg, round));
+      const s = await learner.update(rollout, round);
       syncActing();
       return {
         total: s.total,

@@ -7,7 +7,6 @@ import {
   defaultConfig,
   loadConfig,
   mergeConfig,
-  ppoLr,
   resolvePrecision,
   validateConfig,
 } from '../../src/config.js';
@@ -96,18 +95,6 @@ describe('config', () => {
     );
     expect(bad.field).toBe('train.precision');
     expect(bad.message).toContain('use auto, exact or tf32');
-  });
-
-  it('ppo.lrSchedule: constant keeps ppo.lr; linear falls from ppo.lr toward 0 over train.epochs; others are refused', () => {
-    const flags = { 'ppo.lr': '0.001', 'train.epochs': '4' };
-    const c = loadConfig(undefined, flags);
-    expect(c.ppo.lrSchedule).toBe('constant');
-    expect([0, 3].map((r) => ppoLr(c, r))).toEqual([1e-3, 1e-3]);
-    const lin = loadConfig(undefined, { ...flags, 'ppo.lrSchedule': 'linear' });
-    expect([0, 1, 2, 3].map((r) => ppoLr(lin, r))).toEqual([1e-3, 0.75e-3, 0.5e-3, 0.25e-3]);
-    expect(configError(() => loadConfig(undefined, { 'ppo.lrSchedule': 'cosine' })).field).toBe(
-      'ppo.lrSchedule',
-    );
   });
 
   it('rejects unknown fields and sections from JSON and flags', () => {

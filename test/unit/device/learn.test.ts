@@ -150,34 +150,6 @@ describe('DevicePpoLearner', () => {
     expect(o.critic.step).toBe(ref.criticAdam.step);
   });
 
-  it('takes each update at the learning rate it is given (ppo.lrSchedule), like ppoUpdateReference', async () => {
-    const backend = createCpuBackend();
-    backends.push(backend);
-    const dev = learner(backend);
-    const r = uploadPpoRollout(backend, hostRollout(), STATE);
-    const a = init();
-    const b = init();
-    const ref = createPpoLearner(actorLayout, a.actor, criticLayout, a.critic);
-    const constant = createPpoLearner(actorLayout, b.actor, criticLayout, b.critic);
-    for (const [u, lr] of [
-      [0, cfg.lr],
-      [1, cfg.lr / 3],
-    ]) {
-      ppoUpdateReference(ref, hostRollout(), { ...cfg, lr }, SEED, u);
-      ppoUpdateReference(constant, hostRollout(), cfg, SEED, u);
-      await dev.update(r, u, lr);
-    }
-    const p = await dev.readParams();
-    let worst = 0;
-    let apart = 0;
-    p.actor.forEach((x, k) => {
-      worst = Math.max(worst, Math.abs(x - ref.actor[k]));
-      apart = Math.max(apart, Math.abs(x - constant.actor[k]));
-    });
-    expect(worst).toBeLessThan(1e-6);
-    expect(apart).toBeGreaterThan(1e-5);
-  });
-
   it('resumes bit for bit from its params and Adam state', async () => {
     const backend = createCpuBackend();
     backends.push(backend);
