@@ -185,10 +185,10 @@ export interface TrainConfig {
   /** Compute backend; `auto` picks CUDA, then hardware WebGPU, then CPU. */
   backend: BackendName;
   /**
-   * Matmul arithmetic of the learners (PPO and the DQN family) and the PPO collector: `exact`
-   * (f32, the parity mode), `tf32` (CUDA tensor cores, operands rounded to 10-bit mantissas; needs
-   * backend `cuda`) or `auto`
-   * (the default: tf32 when the run lands on CUDA, exact on WebGPU and the CPU).
+   * Matmul arithmetic of the learners (PPO and the DQN family) and of the PPO and plain DQN
+   * collectors (C51 and IQN collect in f32): `exact` (f32, the parity mode), `tf32` (CUDA tensor
+   * cores, operands rounded to 10-bit mantissas; needs backend `cuda`) or `auto` (the default:
+   * tf32 when the run lands on CUDA, exact on WebGPU and the CPU).
    */
   precision: PrecisionSetting;
   /** Epochs to run. */

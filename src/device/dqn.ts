@@ -29,7 +29,6 @@
  * Several steps in one submission (the device DQN engine's epoch): construct with `maxSteps`,
  * `uploadSchedule(count)` once, record `stepDispatches(batch, k)` for k < count, run, `advance(count)`.
  */
-
 import { capsOf } from '../backend/caps.js';
 import type { Backend, DeviceBuffer, Dispatch } from '../backend/types.js';
 import type { DqnConfig, Precision } from '../config.js';

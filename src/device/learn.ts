@@ -138,7 +138,7 @@ export interface DevicePpoLearnerInit {
  * The learners' kernels whose CUDA source begins with LEARN_GRID_DEP_WAIT, so PDL is safe: PPO's
  * update and the DQN family's train step.
  */
-export const PDL_KERNELS: ReadonlySet<string> = new Set([
+const PDL_KERNELS: ReadonlySet<string> = new Set([
   'ppo_gather',
   'mlp_forward',
   'mlp_chain_forward',

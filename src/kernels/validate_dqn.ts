@@ -24,6 +24,8 @@
  * Outputs: VALIDATE_OUTPUT (values, exposure, traded, actions; see validate_policy.ts).
  * Limits (validateDqnUnsupported): C51 atoms and IQN's K x embed cosine features must fit the
  * 16 KiB workgroup plan, IQN's K at most 128 (the WGSL twin rounds tau_t in u32 arithmetic).
+ * CUDA runs validate_dqn_cluster (validateDqnClusterSpec): the net in one thread-block cluster's
+ * shared memory, limited by 16 CTAs' 227 KiB instead.
  */
 
 import type { BackendCaps } from '../backend/caps.js';
@@ -154,6 +156,11 @@ export function validateDqnUnsupported(o: ValidateDqnHead, target?: ValidateDqnT
 export function validateDqnSpec(o: ValidateDqnHead = { head: 'plain', atoms: 51 }): KernelSpec {
   const why = validateDqnUnsupported(o);
   if (why) throw new Error(why);
+  return dqnValidateSpec(o);
+}
+
+/** The spec of either build, its limits checked by the caller. */
+function dqnValidateSpec(o: ValidateDqnHead): KernelSpec {
   const { atoms, taus, embed } = headSizes(o);
   const layout = duelingLayout(o.head, atoms, embed);
   const W = VALIDATE_DQN_THREADS;
@@ -247,12 +254,10 @@ export function validateDqnClusterSize(o: ValidateDqnHead): number | null {
  * shared memory (CLUSTER CTAs, ROWS rows per bar: IQN's act taus, else 1).
  */
 export function validateDqnClusterSpec(o: ValidateDqnHead = { head: 'plain', atoms: 51 }): KernelSpec {
-  const base = validateDqnSpec(o);
-  const c = validateDqnClusterSize(o);
-  if (c === null)
-    throw new Error(
-      `validate_dqn_cluster: the ${o.head} head's net does not fit ${CLUSTER_SIZES.at(-1)} CTAs' shared memory`,
-    );
+  const why = validateDqnUnsupported(o, { kind: 'cuda', features: { clusters: true } });
+  if (why) throw new Error(why);
+  const base = dqnValidateSpec(o);
+  const c = validateDqnClusterSize(o) as number;
   const { taus } = headSizes(o);
   const sharedBytes = 4 * clusterPlanFloats(o, c);
   return {

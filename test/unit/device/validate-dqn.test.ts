@@ -279,6 +279,7 @@ describe('validate_dqn on the CPU backend', () => {
     }
     // Past the WGSL workgroup plan, CUDA still validates on the device.
     expect(validateDqnUnsupported({ head: 'c51', atoms: 76 }, sm90)).toBeNull();
+    expect(validateDqnSpecFor({ head: 'c51', atoms: 76 }, sm90).constants?.ATOMS).toBe(76);
     expect(validateDqnUnsupported({ head: 'c51', atoms: 400 }, sm90)).toMatch(/does not fit/);
     expect(
       validateDqnUnsupported({ head: 'plain', atoms: 1 }, { kind: 'cuda', features: { clusters: false } }),
