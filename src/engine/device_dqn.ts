@@ -33,7 +33,7 @@
  * them from the same Philox stream and train step).
  */
 import { capsOf } from '../backend/caps.js';
-import type { Backend, ClusterOccupancy, DeviceBuffer } from '../backend/types.js';
+import type { Backend, ClusterOccupancy, DeviceBuffer, Dispatch } from '../backend/types.js';
 import type { DqnRollout } from '../collect/rollout.js';
 import { type Config, resolvePrecision } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
@@ -235,6 +235,15 @@ export function createDeviceDqnEngine(
     curiosity: curiosity.model.params.slice(),
   });
 
+  // Train step k of a recorded epoch: PER sample, the learner's step, the priority update.
+  const stepList = (k: number): Dispatch[] => [
+    ...replay.sample(k),
+    copyFloats(replay.batchF, weights, B, B * REPLAY_F, 0),
+    ...learner.stepDispatches(batch, k),
+    ...replay.updatePriorities(learner.buffers.td),
+    copyFloats(learner.buffers.td, history, 2 * B, 0, 2 * B * k),
+  ];
+
   return {
     backend: backend.kind,
 
@@ -247,6 +256,14 @@ export function createDeviceDqnEngine(
       return summarizeRollout(rollout.components, rollout.rewards, rollout.dones, rollout.truncateds, count);
     },
 
+    stepKernels(): Dispatch[] {
+      if (replay.size < B)
+        throw new Error('device dqn engine: stepKernels needs a replay of at least a batch');
+      learner.uploadSchedule(1);
+      replay.setFirstStep(learner.step);
+      return stepList(0);
+    },
+
     async train(_round: number): Promise<DqnTrainStats> {
       const out: DqnTrainStats = { steps: 0, loss: 0, gradNorm: 0, td: 0, beta: 0, replaySize: replay.size };
       if (replay.size < B || steps < 1) return out;
@@ -256,15 +273,7 @@ export function createDeviceDqnEngine(
       replay.setFirstStep(first);
       const record = () => {
         const list = [];
-        for (let k = 0; k < steps; k++) {
-          list.push(
-            ...replay.sample(k),
-            copyFloats(replay.batchF, weights, B, B * REPLAY_F, 0),
-            ...learner.stepDispatches(batch, k),
-            ...replay.updatePriorities(learner.buffers.td),
-            copyFloats(learner.buffers.td, history, 2 * B, 0, 2 * B * k),
-          );
-        }
+        for (let k = 0; k < steps; k++) list.push(...stepList(k));
         return list;
       };
       // The epoch's uniforms depend on the replay's size (fixed once the ring is full) and on

@@ -3,7 +3,7 @@
  * backend. The CPU engine (cpu_dqn.ts) calls the TS references; the device engine (device_dqn.ts)
  * implements the same verbs with the replay, PER tree and learner resident on the device.
  */
-import type { BackendKind } from '../backend/types.js';
+import type { BackendKind, Dispatch } from '../backend/types.js';
 import type { SplitRange } from '../data/types.js';
 import type { BacktestResult } from '../eval/backtest.js';
 import type { CollectStats } from './engine.js';
@@ -57,6 +57,12 @@ export interface DqnEngine {
    */
   validate?(split: SplitRange, barsPerYear: number): Promise<BacktestResult>;
   params(): Promise<DqnParams>;
+  /**
+   * Device engines: one train step's launches in order (PER sample, the learner's step, the
+   * priority update), step 0 of a one-step schedule, for per-kernel timing (`dev/bench.js profile`).
+   * Running them changes the weights and the replay's priorities.
+   */
+  stepKernels?(): Dispatch[];
   snapshot(): Promise<DqnSnapshot>;
   restore(snapshot: DqnSnapshot): Promise<void>;
   destroy(): void;

@@ -26,6 +26,7 @@ import { backtest } from '../eval/backtest.js';
 import { dqnGreedyPolicy } from '../eval/policies.js';
 import { c51Support, epsilonAt, headOf } from '../learn/dqn_update.js';
 import { duelingLayout } from '../nets/layout.js';
+import type { StepKernelTime } from './ppo_bench.js';
 
 export interface BenchDqnResult {
   algo: string;
@@ -37,6 +38,10 @@ export interface BenchDqnResult {
   times: { collectMs: number; trainMs: number; validateMs: number; epochMs: number };
   /** Mean wall milliseconds of one train step (trainMs / trainSteps). */
   stepMs: number;
+  /** Device engines: one train step's launches, each timed alone (where the step's time goes). */
+  stepKernels: StepKernelTime[];
+  /** Device milliseconds of one train step's launches run together (one submission). */
+  stepDeviceMs: number | null;
 }
 
 export interface BenchDqnOptions {
@@ -46,6 +51,8 @@ export interface BenchDqnOptions {
   splits: Splits;
   barsPerYear: number;
   repeats: number;
+  /** Repeats when timing each launch of one train step alone (default 20; 0 skips it). */
+  kernelRepeats?: number;
   onProgress?: (line: string) => void;
 }
 
@@ -62,6 +69,8 @@ export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult>
   const device = backend.kind !== 'cpu';
   const warmups = device && canCapture(backend) ? targetPhases(q.targetEvery, q.stepsPerEpoch) : 1;
   let round = 0;
+  const stepKernels: StepKernelTime[] = [];
+  let stepDeviceMs: number | null = null;
   try {
     if (device) {
       const fills = Math.ceil(q.replayCapacity / (cfg.rollout.episodes * cfg.rollout.steps));
@@ -105,6 +114,18 @@ export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult>
       sum.train += train;
       sum.validate += validate;
     }
+    const kernelRepeats = o.kernelRepeats ?? 20;
+    if (engine.stepKernels && kernelRepeats > 0) {
+      const list = engine.stepKernels();
+      stepDeviceMs = await backend.time(list, kernelRepeats);
+      for (const d of list) {
+        stepKernels.push({
+          launch: d.kernel.name,
+          groups: d.groups[0] * d.groups[1] * d.groups[2],
+          ms: await backend.time([d], kernelRepeats),
+        });
+      }
+    }
   } finally {
     engine.destroy();
   }
@@ -123,6 +144,8 @@ export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult>
     trainSteps: q.stepsPerEpoch,
     times,
     stepMs: times.trainMs / q.stepsPerEpoch,
+    stepKernels,
+    stepDeviceMs,
   };
 }
 

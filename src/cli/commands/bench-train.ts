@@ -32,11 +32,11 @@ achieved FLOP/s as a share of the device's f32 FMA peak and, for tf32, of its TF
 
   --algo A          ppo (default), or dqn / c51 / iqn: the DQN-family epoch per phase (collect,
                     then dqn.stepsPerEpoch train steps at dqn.batch, replay and PER on the device
-                    in one submission, validate: validate_dqn on the device)
-                    and the train-step
-                    time; default N = 128 (cpu: 8), 300 steps (cpu: 10) at batch 512, replay
-                    capacity 1M (fewer where the device's largest storage buffer is smaller),
-                    the learner's matmuls at --precision
+                    in one submission, validate: validate_dqn on the device), the train-step
+                    time, and on a device each launch of one train step timed alone; default
+                    N = 128 (cpu: 8), 300 steps (cpu: 10) at batch 512, replay capacity 1M
+                    (fewer where the device's largest storage buffer is smaller), the
+                    learner's matmuls at --precision
   --backend KIND    auto (default), cuda, webgpu or cpu
   --episodes LIST   comma-separated N (default 128,1024: 64,000 and 512,000 samples at L = 500;
                     cpu: 8)
@@ -271,6 +271,19 @@ async function dqnBench(
     `train ${algo}, learner ${precision}, on ${backend.kind} (${backend.info.device}, ${backend.info.driver})`,
   );
   for (const line of dqnTable(results)) console.log(`  ${line}`);
+  for (const r of results) {
+    if (r.stepKernels.length === 0) continue;
+    const sum = r.stepKernels.reduce((t, k) => t + k.ms, 0);
+    console.log(
+      `  one train step of ${r.episodes} x ${r.steps}: ${((r.stepDeviceMs ?? 0) * 1000).toFixed(1)} us on the device as one submission; each launch timed alone (sum ${(sum * 1000).toFixed(1)} us):`,
+    );
+    const width = Math.max(...r.stepKernels.map((k) => k.launch.length));
+    r.stepKernels.forEach((k, i) => {
+      console.log(
+        `    ${String(i + 1).padStart(2)}  ${k.launch.padEnd(width)}  ${String(k.groups).padStart(6)} groups  ${(k.ms * 1000).toFixed(1).padStart(8)} us`,
+      );
+    });
+  }
   return 0;
 }
 

@@ -413,7 +413,7 @@ describe('bench train --algo dqn|c51', () => {
       },
     });
     lines.length = 0;
-    await benchDqnTrain({
+    const timed = await benchDqnTrain({
       ...data,
       backend: capturing,
       cfg,
@@ -432,6 +432,19 @@ describe('bench train --algo dqn|c51', () => {
     expect(lines[0]).toMatch(/^fill: 4 collections in \d+ ms$/);
     expect(captures).toBe(3);
     expect(validations).toBe(5);
+    // One train step's launches, each timed alone, in the order the epoch records them.
+    const names = timed.stepKernels.map((k) => k.launch);
+    expect(names.slice(0, 2)).toEqual(['per_sample', 'per_sample']);
+    expect(names.filter((n) => n === 'mlp_forward')).toHaveLength(8);
+    expect(names.filter((n) => n === 'mlp_backward')).toHaveLength(4);
+    expect(names).toContain('dqn_loss');
+    expect(names.indexOf('adam_step')).toBe(names.length - 3);
+    for (const k of timed.stepKernels) {
+      expect(k.ms).toBeGreaterThan(0);
+      expect(k.groups).toBeGreaterThan(0);
+    }
+    expect(timed.stepDeviceMs).toBeGreaterThan(0);
+    expect(r.stepKernels).toEqual([]);
     expect(targetPhases(1000, 300)).toBe(10);
     expect(targetPhases(0, 300)).toBe(1);
     expect(targetPhases(7, 300)).toBe(7);
