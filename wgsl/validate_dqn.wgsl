@@ -93,20 +93,45 @@ fn transpose_net(lid: u32) {
 }
 
 // Output j of a dense layer (transposed weights at out_f[sb + w], [n_in, n_out]; bias at nets) over
-// x: the bias, then the inputs in order; four loads in flight before their four sums.
+// x: the bias, then the inputs in order; sixteen loads in flight before their sixteen sums (one
+// invocation's loads are all it has to hide the memory's latency with).
 fn dense_x(w: u32, b: u32, n_in: u32, n_out: u32, j: u32) -> f32 {
   var acc = nets[u.netBase + b + j];
   let col = sb + w + j;
   var k = 0u;
-  for (; k + 4u <= n_in; k += 4u) {
+  for (; k + 16u <= n_in; k += 16u) {
     let w0 = out_f[col + k * n_out];
     let w1 = out_f[col + (k + 1u) * n_out];
     let w2 = out_f[col + (k + 2u) * n_out];
     let w3 = out_f[col + (k + 3u) * n_out];
+    let w4 = out_f[col + (k + 4u) * n_out];
+    let w5 = out_f[col + (k + 5u) * n_out];
+    let w6 = out_f[col + (k + 6u) * n_out];
+    let w7 = out_f[col + (k + 7u) * n_out];
+    let w8 = out_f[col + (k + 8u) * n_out];
+    let w9 = out_f[col + (k + 9u) * n_out];
+    let w10 = out_f[col + (k + 10u) * n_out];
+    let w11 = out_f[col + (k + 11u) * n_out];
+    let w12 = out_f[col + (k + 12u) * n_out];
+    let w13 = out_f[col + (k + 13u) * n_out];
+    let w14 = out_f[col + (k + 14u) * n_out];
+    let w15 = out_f[col + (k + 15u) * n_out];
     acc = acc + w0 * x[k];
     acc = acc + w1 * x[k + 1u];
     acc = acc + w2 * x[k + 2u];
     acc = acc + w3 * x[k + 3u];
+    acc = acc + w4 * x[k + 4u];
+    acc = acc + w5 * x[k + 5u];
+    acc = acc + w6 * x[k + 6u];
+    acc = acc + w7 * x[k + 7u];
+    acc = acc + w8 * x[k + 8u];
+    acc = acc + w9 * x[k + 9u];
+    acc = acc + w10 * x[k + 10u];
+    acc = acc + w11 * x[k + 11u];
+    acc = acc + w12 * x[k + 12u];
+    acc = acc + w13 * x[k + 13u];
+    acc = acc + w14 * x[k + 14u];
+    acc = acc + w15 * x[k + 15u];
   }
   for (; k < n_in; k++) {
     acc = acc + out_f[col + k * n_out] * x[k];
@@ -119,15 +144,39 @@ fn dense_hid(w: u32, b: u32, n_in: u32, n_out: u32, j: u32, x_off: u32) -> f32 {
   var acc = nets[u.netBase + b + j];
   let col = sb + w + j;
   var k = 0u;
-  for (; k + 4u <= n_in; k += 4u) {
+  for (; k + 16u <= n_in; k += 16u) {
     let w0 = out_f[col + k * n_out];
     let w1 = out_f[col + (k + 1u) * n_out];
     let w2 = out_f[col + (k + 2u) * n_out];
     let w3 = out_f[col + (k + 3u) * n_out];
+    let w4 = out_f[col + (k + 4u) * n_out];
+    let w5 = out_f[col + (k + 5u) * n_out];
+    let w6 = out_f[col + (k + 6u) * n_out];
+    let w7 = out_f[col + (k + 7u) * n_out];
+    let w8 = out_f[col + (k + 8u) * n_out];
+    let w9 = out_f[col + (k + 9u) * n_out];
+    let w10 = out_f[col + (k + 10u) * n_out];
+    let w11 = out_f[col + (k + 11u) * n_out];
+    let w12 = out_f[col + (k + 12u) * n_out];
+    let w13 = out_f[col + (k + 13u) * n_out];
+    let w14 = out_f[col + (k + 14u) * n_out];
+    let w15 = out_f[col + (k + 15u) * n_out];
     acc = acc + w0 * hid[x_off + k];
     acc = acc + w1 * hid[x_off + k + 1u];
     acc = acc + w2 * hid[x_off + k + 2u];
     acc = acc + w3 * hid[x_off + k + 3u];
+    acc = acc + w4 * hid[x_off + k + 4u];
+    acc = acc + w5 * hid[x_off + k + 5u];
+    acc = acc + w6 * hid[x_off + k + 6u];
+    acc = acc + w7 * hid[x_off + k + 7u];
+    acc = acc + w8 * hid[x_off + k + 8u];
+    acc = acc + w9 * hid[x_off + k + 9u];
+    acc = acc + w10 * hid[x_off + k + 10u];
+    acc = acc + w11 * hid[x_off + k + 11u];
+    acc = acc + w12 * hid[x_off + k + 12u];
+    acc = acc + w13 * hid[x_off + k + 13u];
+    acc = acc + w14 * hid[x_off + k + 14u];
+    acc = acc + w15 * hid[x_off + k + 15u];
   }
   for (; k < n_in; k++) {
     acc = acc + out_f[col + k * n_out] * hid[x_off + k];
