@@ -1,8 +1,10 @@
 /**
- * Replayable dispatch sequences on backends that record them (CUDA: `capture` records a CUDA
- * graph, src/backend/cuda/index.ts). A captured sequence keeps its buffers and uniforms, so a
- * caller keys each graph by whatever its uniforms depend on and records a new one when the key is
- * new; the cache keeps the most recently used `limit` graphs.
+ * Replayable dispatch sequences: a CUDA graph where the backend records them (`capture`,
+ * src/backend/cuda/index.ts), elsewhere the recorded list itself, run again as the same dispatch
+ * objects (WebGPU checks and packs a dispatch object's uniforms once, src/backend/webgpu/index.ts).
+ * A recorded sequence keeps its buffers and uniforms, so a caller keys each one by whatever its
+ * uniforms depend on and records a new one when the key is new; the cache keeps the most recently
+ * used `limit` sequences.
  */
 import type { Backend, Dispatch } from '../backend/types.js';
 
@@ -21,13 +23,19 @@ export function canCapture(b: Backend): b is Backend & Capturable {
 
 export class GraphCache {
   private readonly graphs = new Map<string, CapturedSequence>();
-  /** Graphs recorded so far (for tests and benches). */
+  /** Sequences recorded so far (for tests and benches). */
   captures = 0;
 
   constructor(
-    private readonly backend: Backend & Capturable,
+    private readonly backend: Backend,
     private readonly limit = 16,
   ) {}
+
+  private record(list: Dispatch[]): CapturedSequence {
+    const b = this.backend;
+    if (canCapture(b)) return b.capture(list);
+    return { replay: () => b.run(list), destroy() {} };
+  }
 
   /** Enqueues the graph recorded under `key`, recording `record()` first when there is none. */
   replay(key: string, record: () => Dispatch[]): void {
@@ -35,7 +43,7 @@ export class GraphCache {
     if (graph) {
       this.graphs.delete(key);
     } else {
-      graph = this.backend.capture(record());
+      graph = this.record(record());
       this.captures++;
       if (this.graphs.size >= this.limit) {
         const [oldest, evicted] = this.graphs.entries().next().value as [string, CapturedSequence];

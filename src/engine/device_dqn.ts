@@ -39,7 +39,7 @@ import { type Config, resolvePrecision } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
 import { DqnDeviceCollector, trainCollectPrecision } from '../device/collect.js';
 import { DeviceDqnLearner } from '../device/dqn.js';
-import { canCapture, GraphCache } from '../device/graphs.js';
+import { GraphCache } from '../device/graphs.js';
 import { collectorDqnRollout, DeviceReplay } from '../device/replay.js';
 import { DeviceValidator } from '../device/validate.js';
 import { envParams } from '../env/params.js';
@@ -208,8 +208,9 @@ export function createDeviceDqnEngine(
       1) > 0;
   syncActing();
   syncCuriosity();
-  // CUDA: the train epoch as one captured graph once the ring is full (graphs.ts).
-  const graphs = canCapture(backend) ? new GraphCache(backend) : null;
+  // The train epoch recorded once per key when the ring is full (graphs.ts): a CUDA graph, or on
+  // WebGPU the same dispatch objects again.
+  const graphs = new GraphCache(backend);
   let rollout: DqnRollout | null = null;
 
   /** CollectStats from the few sections it needs: rewards .. components floats, dones + truncateds. */
@@ -278,7 +279,7 @@ export function createDeviceDqnEngine(
       };
       // The epoch's uniforms depend on the replay's size (fixed once the ring is full) and on
       // which of its steps copy the target net (the first step modulo targetEvery).
-      if (graphs && replay.size === replay.capacity) {
+      if (replay.size === replay.capacity) {
         graphs.replay(`${q.targetEvery > 0 ? first % q.targetEvery : 'polyak'}`, record);
       } else {
         backend.run(record());
@@ -381,7 +382,7 @@ export function createDeviceDqnEngine(
 
     destroy() {
       for (const v of validators.values()) v.destroy();
-      graphs?.destroy();
+      graphs.destroy();
       backend.destroyBuffer(weights);
       backend.destroyBuffer(history);
       replay.destroy();

@@ -11,15 +11,14 @@
  *             greedy policy backtested on the validation split (on a device: validate_dqn, one
  *             launch; on cpu: the host backtest)
  * On a device the bench measures training's steady state: collections first fill the replay ring
- * (dqn.replayCapacity rows), then warm-up epochs run once per target-copy phase where the backend
- * captures graphs (CUDA: the first step modulo dqn.targetEvery picks the epoch's graph; at the
- * defaults 10 phases), else one. Those, and the first epoch on the CPU, are not counted (kernel
- * compilation, graph capture); the means are over the measured repeats.
+ * (dqn.replayCapacity rows), then one warm-up epoch runs per target-copy phase (the first step
+ * modulo dqn.targetEvery picks the epoch's recorded sequence, src/device/graphs.ts: a CUDA graph,
+ * or the same WebGPU dispatch objects; at the defaults 10 phases). Those, and the first epoch on
+ * the CPU, are not counted (kernel compilation, recording); the means are over the measured repeats.
  */
 import type { Backend } from '../backend/types.js';
 import type { Config } from '../config.js';
 import type { Market, Splits } from '../data/types.js';
-import { canCapture } from '../device/graphs.js';
 import { createCpuDqnEngine } from '../engine/cpu_dqn.js';
 import { createDeviceDqnEngine } from '../engine/device_dqn.js';
 import { backtest } from '../eval/backtest.js';
@@ -67,7 +66,7 @@ export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult>
   const layout = duelingLayout(head, q.atoms, q.iqnEmbed);
   const sum = { collect: 0, train: 0, validate: 0 };
   const device = backend.kind !== 'cpu';
-  const warmups = device && canCapture(backend) ? targetPhases(q.targetEvery, q.stepsPerEpoch) : 1;
+  const warmups = device ? targetPhases(q.targetEvery, q.stepsPerEpoch) : 1;
   let round = 0;
   const stepKernels: StepKernelTime[] = [];
   let stepDeviceMs: number | null = null;
