@@ -41,6 +41,8 @@ export interface BenchDqnResult {
   stepKernels: StepKernelTime[];
   /** Device milliseconds of one train step's launches run together (one submission). */
   stepDeviceMs: number | null;
+  /** Device milliseconds of dqn.stepsPerEpoch such steps in one submission (the train phase's device share). */
+  trainDeviceMs: number | null;
 }
 
 export interface BenchDqnOptions {
@@ -70,6 +72,7 @@ export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult>
   let round = 0;
   const stepKernels: StepKernelTime[] = [];
   let stepDeviceMs: number | null = null;
+  let trainDeviceMs: number | null = null;
   try {
     if (device) {
       const fills = Math.ceil(q.replayCapacity / (cfg.rollout.episodes * cfg.rollout.steps));
@@ -117,6 +120,9 @@ export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult>
     if (engine.stepKernels && kernelRepeats > 0) {
       const list = engine.stepKernels();
       stepDeviceMs = await backend.time(list, kernelRepeats);
+      // The epoch's train steps as one submission of the same step's launches: the device's share
+      // of the train phase's wall time.
+      trainDeviceMs = await backend.time(Array.from({ length: q.stepsPerEpoch }, () => list).flat(), 1);
       for (const d of list) {
         stepKernels.push({
           launch: d.kernel.name,
@@ -145,6 +151,7 @@ export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult>
     stepMs: times.trainMs / q.stepsPerEpoch,
     stepKernels,
     stepDeviceMs,
+    trainDeviceMs,
   };
 }
 

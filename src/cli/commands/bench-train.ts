@@ -275,7 +275,7 @@ async function dqnBench(
     if (r.stepKernels.length === 0) continue;
     const sum = r.stepKernels.reduce((t, k) => t + k.ms, 0);
     console.log(
-      `  one train step of ${r.episodes} x ${r.steps}: ${((r.stepDeviceMs ?? 0) * 1000).toFixed(1)} us on the device as one submission; each launch timed alone (sum ${(sum * 1000).toFixed(1)} us):`,
+      `  one train step of ${r.episodes} x ${r.steps}: ${((r.stepDeviceMs ?? 0) * 1000).toFixed(1)} us on the device as one submission (${r.trainSteps} of them: ${(r.trainDeviceMs ?? 0).toFixed(1)} ms); each launch timed alone (sum ${(sum * 1000).toFixed(1)} us):`,
     );
     const width = Math.max(...r.stepKernels.map((k) => k.launch.length));
     r.stepKernels.forEach((k, i) => {

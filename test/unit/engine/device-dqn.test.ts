@@ -444,6 +444,7 @@ describe('bench train --algo dqn|c51', () => {
       expect(k.groups).toBeGreaterThan(0);
     }
     expect(timed.stepDeviceMs).toBeGreaterThan(0);
+    expect(timed.trainDeviceMs).toBeGreaterThan(0);
     expect(r.stepKernels).toEqual([]);
     expect(targetPhases(1000, 300)).toBe(10);
     expect(targetPhases(0, 300)).toBe(1);
