@@ -15,7 +15,10 @@
 //   dOut: float*: head-output gradient rows at dOutOff
 //   td: float*: [2 batch] priority signals, then weighted losses
 //   u: Uniforms { batch, atoms, qOff, nextOff, targetOff, dOutOff, kappa, vMin, vMax }
-// Block: WG_X threads, one sample each; C51 holds two MAX_ATOMS distributions per thread.
+// Block: WG_X threads, one sample (block b of the flat grid). Its threads zero the sample's dOut row
+// off the action's atoms; C51: thread q < 45 takes action q's expected value at s'; thread 0 takes
+// the argmax and the rest of the sample (two MAX_ATOMS distributions), each in the reference's
+// order.
 // Numerics: f32 with the accurate expf/logf (the TS reference uses Math.exp / Math.log rounded to
 // f32: tolerance).
 #include "grid.cuh"
@@ -41,22 +44,39 @@ __device__ __forceinline__ float dqn_huber(float x, float kappa) {
   return a <= kappa ? 0.5f * x * x : kappa * (a - 0.5f * kappa);
 }
 
+// Action q's expected value under the softmax of l[0 .. n) over the support vMin + z dz: the
+// probabilities as dqn_softmax rounds them (exp(l - max), divided by the sum in order),
+// recomputed instead of stored.
+__device__ __forceinline__ float dqn_expected(const float* l, unsigned int n, float vMin, float dz) {
+  float top = l[0];
+  for (unsigned int z = 1; z < n; z++) top = fmaxf(top, l[z]);
+  float s = 0.0f;
+  for (unsigned int z = 0; z < n; z++) s += expf(l[z] - top);
+  float qa = 0.0f;
+  for (unsigned int z = 0; z < n; z++) qa += (expf(l[z] - top) / s) * (vMin + (float)z * dz);
+  return qa;
+}
+
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) dqn_loss(KERNEL_ARGS) {
   LEARN_GRID_DEP_WAIT();  // first: a PDL launch may start before the previous kernel ends
-  const unsigned long long gid = flat_thread_id();
-  if (gid >= u.batch) return;
-  const unsigned int b = (unsigned int)gid;
+  __shared__ float qv[NUM_ACTIONS];
+  const unsigned long long bid = flat_block_id();
+  if (bid >= u.batch) return;
+  const unsigned int b = (unsigned int)bid;
+  const unsigned int tid = local_index();
   const unsigned int n = u.atoms;
   const unsigned int row = NUM_ACTIONS * n;
   const unsigned int o = b * row;
   const unsigned int a = (unsigned int)min(max(actions[b], 0), NUM_ACTIONS - 1);
+  for (unsigned int k = tid; k < row; k += WG_X)
+    if (k / n != a) dOut[u.dOutOff + o + k] = 0.0f;
   const float ret = rows[b * REPLAY_F + RETURN_AT];
   const float disc = rows[b * REPLAY_F + DISCOUNT_AT];
   const float w = weights[b];
   const float fb = (float)u.batch;
-  for (unsigned int k = 0; k < row; k++) dOut[u.dOutOff + o + k] = 0.0f;
 
   if (n == 1u) {
+    if (tid != 0u) return;
     const float* next = online + u.nextOff + o;
     unsigned int best = 0;
     for (unsigned int q = 1; q < NUM_ACTIONS; q++)
@@ -69,18 +89,19 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) dqn_loss(KERNEL
     return;
   }
 
+  const float dz = (u.vMax - u.vMin) / (float)(n - 1u);
+  for (unsigned int q = tid; q < NUM_ACTIONS; q += WG_X)
+    qv[q] = dqn_expected(online + u.nextOff + o + q * n, n, u.vMin, dz);
+  __syncthreads();
+  if (tid != 0u) return;
   float p[MAX_ATOMS];
   float m[MAX_ATOMS];
   float mx, lse;
-  const float dz = (u.vMax - u.vMin) / (float)(n - 1u);
   unsigned int best = 0;
   float bestQ = 0.0f;
   for (unsigned int q = 0; q < NUM_ACTIONS; q++) {
-    dqn_softmax(online + u.nextOff + o + q * n, n, p, &mx, &lse);
-    float qa = 0.0f;
-    for (unsigned int z = 0; z < n; z++) qa += p[z] * (u.vMin + (float)z * dz);
-    if (q == 0u || qa > bestQ) {
-      bestQ = qa;
+    if (q == 0u || qv[q] > bestQ) {
+      bestQ = qv[q];
       best = q;
     }
   }

@@ -20,6 +20,8 @@ log "commit ${FOXHUNT_COMMIT:-?}"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >> "$OUT/log.txt" 2>&1
 flags(){ case $1 in
   ppo) echo "--epochs 30";;            ppo-n512) echo "--epochs 30 --rollout.episodes 512";;
+  ppo-rp0-lr1e4) echo "--epochs 30 --env.riskPenaltyScale 0 --ppo.lr 1e-4";;
+  ppo-clip01) echo "--epochs 30 --ppo.clip 0.1";;
   c51-v3) echo "--algo c51 --epochs 30 --dqn.vMin -3 --dqn.vMax 3";;
   c51) echo "--algo c51 --epochs 30";; dqn) echo "--algo dqn --epochs 30";;
   iqn) echo "--algo iqn --epochs 30";; iqn-e10) echo "--algo iqn --epochs 10";;

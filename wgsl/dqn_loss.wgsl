@@ -15,11 +15,15 @@
 //   dOut: array<f32>, read_write: head-output gradient rows at dOutOff
 //   td: array<f32>, read_write: [2 batch] priority signals, then weighted losses
 //   u: Uniforms { batch, atoms, qOff, nextOff, targetOff, dOutOff, kappa, vMin, vMax }
-// Workgroup: WG_X threads, one sample each; C51 holds two MAX_ATOMS distributions per thread.
+// Workgroup: WG_X invocations, one sample (workgroup b of the flat grid). They zero the sample's
+// dOut row off the action's atoms; C51: invocation q < 45 takes action q's expected value at s';
+// invocation 0 takes the argmax and the rest of the sample (two MAX_ATOMS distributions), each in
+// the reference's order.
 // Numerics: f32 (the TS reference uses Math.exp / Math.log rounded to f32: tolerance).
 
 var<private> p: array<f32, MAX_ATOMS>;
 var<private> m: array<f32, MAX_ATOMS>;
+var<workgroup> qv: array<f32, NUM_ACTIONS>;
 
 // Softmax of buf[off .. off + n) into p (max subtracted); returns (max, log sum exp(l - max)).
 fn softmax_online(off: u32, n: u32) -> vec2<f32> {
@@ -52,13 +56,25 @@ fn huber(x: f32, kappa: f32) -> f32 {
   return select(kappa * (a - 0.5 * kappa), 0.5 * x * x, a <= kappa);
 }
 
+// Expected value of the softmax of online[off .. off + n) over the support vMin + z dz, the
+// probabilities rounded as softmax_online rounds them, recomputed instead of stored.
+fn expected_online(off: u32, n: u32, dz: f32) -> f32 {
+  var mx = online[off];
+  for (var z = 1u; z < n; z++) { mx = max(mx, online[off + z]); }
+  var s = 0.0;
+  for (var z = 0u; z < n; z++) { s = s + exp(online[off + z] - mx); }
+  var qa = 0.0;
+  for (var z = 0u; z < n; z++) { qa = qa + (exp(online[off + z] - mx) / s) * (u.vMin + f32(z) * dz); }
+  return qa;
+}
+
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)
 fn dqn_loss(
   @builtin(workgroup_id) wid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
   @builtin(local_invocation_index) tid: u32,
 ) {
-  let b = (wid.x + nwg.x * (wid.y + nwg.y * wid.z)) * u32(WG_X) + tid;
+  let b = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
   if (b >= u.batch) {
     return;
   }
@@ -66,34 +82,44 @@ fn dqn_loss(
   let row = u32(NUM_ACTIONS) * n;
   let o = b * row;
   let a = u32(clamp(actions[b], 0, NUM_ACTIONS - 1));
+  for (var k = tid; k < row; k += u32(WG_X)) {
+    if (k / n != a) { dOut[u.dOutOff + o + k] = 0.0; }
+  }
   let ret = rows[b * u32(REPLAY_F) + u32(RETURN_AT)];
   let disc = rows[b * u32(REPLAY_F) + u32(DISCOUNT_AT)];
   let w = weights[b];
   let fb = f32(u.batch);
-  for (var k = 0u; k < row; k++) { dOut[u.dOutOff + o + k] = 0.0; }
 
   if (n == 1u) {
-    var best = 0u;
-    for (var q = 1u; q < u32(NUM_ACTIONS); q++) {
-      if (online[u.nextOff + o + q] > online[u.nextOff + o + best]) { best = q; }
+    // (The return stays outside the per-invocation branch: workgroupBarrier below needs uniform
+    // control flow.)
+    if (tid == 0u) {
+      var best = 0u;
+      for (var q = 1u; q < u32(NUM_ACTIONS); q++) {
+        if (online[u.nextOff + o + q] > online[u.nextOff + o + best]) { best = q; }
+      }
+      let y = ret + disc * targetNet[u.targetOff + o + best];
+      let delta = online[u.qOff + o + a] - y;
+      dOut[u.dOutOff + o + a] = w * clamp(delta, -u.kappa, u.kappa) / fb;
+      td[b] = delta;
+      td[u.batch + b] = w * huber(delta, u.kappa);
     }
-    let y = ret + disc * targetNet[u.targetOff + o + best];
-    let delta = online[u.qOff + o + a] - y;
-    dOut[u.dOutOff + o + a] = w * clamp(delta, -u.kappa, u.kappa) / fb;
-    td[b] = delta;
-    td[u.batch + b] = w * huber(delta, u.kappa);
     return;
   }
 
   let dz = (u.vMax - u.vMin) / f32(n - 1u);
+  for (var q = tid; q < u32(NUM_ACTIONS); q += u32(WG_X)) {
+    qv[q] = expected_online(u.nextOff + o + q * n, n, dz);
+  }
+  workgroupBarrier();
+  if (tid != 0u) {
+    return;
+  }
   var best = 0u;
   var bestQ = 0.0;
   for (var q = 0u; q < u32(NUM_ACTIONS); q++) {
-    softmax_online(u.nextOff + o + q * n, n);
-    var qa = 0.0;
-    for (var z = 0u; z < n; z++) { qa = qa + p[z] * (u.vMin + f32(z) * dz); }
-    if (q == 0u || qa > bestQ) {
-      bestQ = qa;
+    if (q == 0u || qv[q] > bestQ) {
+      bestQ = qv[q];
       best = q;
     }
   }

@@ -1,9 +1,10 @@
 // validate_dqn: the validation backtest (src/eval/backtest.ts) with a DQN-family greedy policy as
 // one launch of one workgroup (descriptor, bindings and uniforms: src/kernels/validate_dqn.ts).
-// One episode from splitStart, `steps` decisions; per step the 256 invocations run the online
-// dueling net read from nets at u.netBase: the trunk and both streams' hidden layers one output
-// each (f32 sum bias first then inputs in order, LeakyReLU, as src/nets/forward.ts), the
-// streams' output layers four outputs per invocation and task (C51: 587 tasks), the mean of the
+// One episode from splitStart, `steps` decisions. First the workgroup copies the online net's
+// weights (nets at u.netBase) transposed into out_f past the trace (transpose_net); then per step
+// the 256 invocations run the net one output each: the trunk, both streams' hidden layers and
+// their output layers (f32 sum bias first then inputs in order, LeakyReLU, as
+// src/nets/forward.ts; C51's 2,346 outputs in ten rounds), the mean of the
 // advantages over actions per atom, then per action Q (plain: (V + A) - mean; C51: the softmax
 // over atoms of (V + A) - mean and its expectation over the support; IQN (HEAD 2): per act tau
 // t < IQN_TAUS the trunk times relu(tau_embed(cosines of tau_t)) through the streams and the
@@ -47,9 +48,6 @@ const A1_OUT = NET_Q_ADVANTAGE_STREAM_1_OUT;
 const T_W = NET_Q_TAU_EMBED_W;
 const T_B = NET_Q_TAU_EMBED_B;
 const COS_LEN = IQN_TAUS * IQN_EMBED;
-// Tasks of the streams' output layers: groups of four outputs, value stream first.
-const V1_GROUPS = (ATOMS + 3) / 4;
-const A1_GROUPS = (A1_OUT + 3) / 4;
 
 // The layer input (the state, then the trunk's layers in place), the streams' hidden layers
 // (value at 0, advantage at V0_OUT), V [ATOMS] then A [45 * ATOMS] (action-major), the mean of A
@@ -70,68 +68,129 @@ fn leaky(a: f32) -> f32 {
   return select(a * 0.01, a, a > 0.0);
 }
 
-// Output j of a dense layer (weights row-major [n_out, n_in] at u.netBase + w) over x.
-fn dense_x(w: u32, b: u32, n_in: u32, j: u32) -> f32 {
+// Float sb of out_f, past the trace, holds the net's weights transposed: a layer's [n_out, n_in]
+// matrix at nets[u.netBase + w] is at out_f[sb + w] as [n_in, n_out], so that the invocations'
+// loads of input k's weights, one output each, are contiguous (the row-major rows are n_in floats
+// apart: every invocation's load was its own cache line). Written once per launch.
+var<private> sb: u32;
+
+fn transpose_layer(w: u32, n_in: u32, n_out: u32, lid: u32) {
+  for (var i = lid; i < n_in * n_out; i += WG_X) {
+    out_f[sb + w + (i % n_in) * n_out + i / n_in] = nets[u.netBase + w + i];
+  }
+}
+
+fn transpose_net(lid: u32) {
+  transpose_layer(S0_W, S0_IN, S0_OUT, lid);
+  transpose_layer(S1_W, S1_IN, S1_OUT, lid);
+  transpose_layer(V0_W, V0_IN, V0_OUT, lid);
+  transpose_layer(A0_W, A0_IN, A0_OUT, lid);
+  transpose_layer(V1_W, V1_IN, ATOMS, lid);
+  transpose_layer(A1_W, A1_IN, A1_OUT, lid);
+  if (HEAD == HEAD_IQN) {
+    transpose_layer(T_W, IQN_EMBED, S1_OUT, lid);
+  }
+}
+
+// Output j of a dense layer (transposed weights at out_f[sb + w], [n_in, n_out]; bias at nets) over
+// x: the bias, then the inputs in order; sixteen loads in flight before their sixteen sums (one
+// invocation's loads are all it has to hide the memory's latency with).
+fn dense_x(w: u32, b: u32, n_in: u32, n_out: u32, j: u32) -> f32 {
   var acc = nets[u.netBase + b + j];
-  let row = u.netBase + w + j * n_in;
-  for (var k = 0u; k < n_in; k++) {
-    acc = acc + nets[row + k] * x[k];
+  let col = sb + w + j;
+  var k = 0u;
+  for (; k + 16u <= n_in; k += 16u) {
+    let w0 = out_f[col + k * n_out];
+    let w1 = out_f[col + (k + 1u) * n_out];
+    let w2 = out_f[col + (k + 2u) * n_out];
+    let w3 = out_f[col + (k + 3u) * n_out];
+    let w4 = out_f[col + (k + 4u) * n_out];
+    let w5 = out_f[col + (k + 5u) * n_out];
+    let w6 = out_f[col + (k + 6u) * n_out];
+    let w7 = out_f[col + (k + 7u) * n_out];
+    let w8 = out_f[col + (k + 8u) * n_out];
+    let w9 = out_f[col + (k + 9u) * n_out];
+    let w10 = out_f[col + (k + 10u) * n_out];
+    let w11 = out_f[col + (k + 11u) * n_out];
+    let w12 = out_f[col + (k + 12u) * n_out];
+    let w13 = out_f[col + (k + 13u) * n_out];
+    let w14 = out_f[col + (k + 14u) * n_out];
+    let w15 = out_f[col + (k + 15u) * n_out];
+    acc = acc + w0 * x[k];
+    acc = acc + w1 * x[k + 1u];
+    acc = acc + w2 * x[k + 2u];
+    acc = acc + w3 * x[k + 3u];
+    acc = acc + w4 * x[k + 4u];
+    acc = acc + w5 * x[k + 5u];
+    acc = acc + w6 * x[k + 6u];
+    acc = acc + w7 * x[k + 7u];
+    acc = acc + w8 * x[k + 8u];
+    acc = acc + w9 * x[k + 9u];
+    acc = acc + w10 * x[k + 10u];
+    acc = acc + w11 * x[k + 11u];
+    acc = acc + w12 * x[k + 12u];
+    acc = acc + w13 * x[k + 13u];
+    acc = acc + w14 * x[k + 14u];
+    acc = acc + w15 * x[k + 15u];
+  }
+  for (; k < n_in; k++) {
+    acc = acc + out_f[col + k * n_out] * x[k];
   }
   return acc;
 }
 
-// Outputs j .. j + 3 of a dense layer over hid[x_off ..]: four independent sums, each in order.
-fn dense4_hid(w: u32, b: u32, n_in: u32, j: u32, x_off: u32) -> vec4<f32> {
-  let bb = u.netBase + b + j;
-  var acc = vec4<f32>(nets[bb], nets[bb + 1u], nets[bb + 2u], nets[bb + 3u]);
-  let r0 = u.netBase + w + j * n_in;
-  let r1 = r0 + n_in;
-  let r2 = r1 + n_in;
-  let r3 = r2 + n_in;
-  for (var k = 0u; k < n_in; k++) {
-    acc = acc + vec4<f32>(nets[r0 + k], nets[r1 + k], nets[r2 + k], nets[r3 + k]) * hid[x_off + k];
-  }
-  return acc;
-}
-
-// Output j of a dense layer over hid[x_off ..].
-fn dense1_hid(w: u32, b: u32, n_in: u32, j: u32, x_off: u32) -> f32 {
+// Output j of a dense layer over hid[x_off ..] (as dense_x).
+fn dense_hid(w: u32, b: u32, n_in: u32, n_out: u32, j: u32, x_off: u32) -> f32 {
   var acc = nets[u.netBase + b + j];
-  let row = u.netBase + w + j * n_in;
-  for (var k = 0u; k < n_in; k++) {
-    acc = acc + nets[row + k] * hid[x_off + k];
+  let col = sb + w + j;
+  var k = 0u;
+  for (; k + 16u <= n_in; k += 16u) {
+    let w0 = out_f[col + k * n_out];
+    let w1 = out_f[col + (k + 1u) * n_out];
+    let w2 = out_f[col + (k + 2u) * n_out];
+    let w3 = out_f[col + (k + 3u) * n_out];
+    let w4 = out_f[col + (k + 4u) * n_out];
+    let w5 = out_f[col + (k + 5u) * n_out];
+    let w6 = out_f[col + (k + 6u) * n_out];
+    let w7 = out_f[col + (k + 7u) * n_out];
+    let w8 = out_f[col + (k + 8u) * n_out];
+    let w9 = out_f[col + (k + 9u) * n_out];
+    let w10 = out_f[col + (k + 10u) * n_out];
+    let w11 = out_f[col + (k + 11u) * n_out];
+    let w12 = out_f[col + (k + 12u) * n_out];
+    let w13 = out_f[col + (k + 13u) * n_out];
+    let w14 = out_f[col + (k + 14u) * n_out];
+    let w15 = out_f[col + (k + 15u) * n_out];
+    acc = acc + w0 * hid[x_off + k];
+    acc = acc + w1 * hid[x_off + k + 1u];
+    acc = acc + w2 * hid[x_off + k + 2u];
+    acc = acc + w3 * hid[x_off + k + 3u];
+    acc = acc + w4 * hid[x_off + k + 4u];
+    acc = acc + w5 * hid[x_off + k + 5u];
+    acc = acc + w6 * hid[x_off + k + 6u];
+    acc = acc + w7 * hid[x_off + k + 7u];
+    acc = acc + w8 * hid[x_off + k + 8u];
+    acc = acc + w9 * hid[x_off + k + 9u];
+    acc = acc + w10 * hid[x_off + k + 10u];
+    acc = acc + w11 * hid[x_off + k + 11u];
+    acc = acc + w12 * hid[x_off + k + 12u];
+    acc = acc + w13 * hid[x_off + k + 13u];
+    acc = acc + w14 * hid[x_off + k + 14u];
+    acc = acc + w15 * hid[x_off + k + 15u];
+  }
+  for (; k < n_in; k++) {
+    acc = acc + out_f[col + k * n_out] * hid[x_off + k];
   }
   return acc;
 }
 
-// Task t of the streams' output layers: up to four outputs of value_stream.1 (into heads[0 ..])
-// or advantage_stream.1 (into heads[ATOMS ..]).
-fn output_task(t: u32) {
-  var w: u32 = V1_W;
-  var b: u32 = V1_B;
-  var n_out: u32 = ATOMS;
-  var x_off = 0u;
-  var at = 0u;
-  var g = t;
-  if (t >= V1_GROUPS) {
-    w = A1_W;
-    b = A1_B;
-    n_out = A1_OUT;
-    x_off = V0_OUT;
-    at = ATOMS;
-    g = t - V1_GROUPS;
-  }
-  let j = 4u * g;
-  if (j + 4u <= n_out) {
-    let y = dense4_hid(w, b, V1_IN, j, x_off);
-    heads[at + j] = y.x;
-    heads[at + j + 1u] = y.y;
-    heads[at + j + 2u] = y.z;
-    heads[at + j + 3u] = y.w;
+// Output t of the streams' output layers: value_stream.1 (heads[0 .. ATOMS]), then
+// advantage_stream.1 (heads[ATOMS ..]).
+fn output_one(t: u32) {
+  if (t < ATOMS) {
+    heads[t] = dense_hid(V1_W, V1_B, V1_IN, ATOMS, t, 0u);
   } else {
-    for (var k = j; k < n_out; k++) {
-      heads[at + k] = dense1_hid(w, b, V1_IN, k, x_off);
-    }
+    heads[t] = dense_hid(A1_W, A1_B, A1_IN, A1_OUT, t - ATOMS, V0_OUT);
   }
 }
 
@@ -188,13 +247,13 @@ fn iqn_act_tau(t: u32) -> f32 {
   return f32(m) * bitcast<f32>((127u - s) << 23u);
 }
 
-// Output j of tau_embed (ReLU) over the cosine features of tau t.
+// Output j of tau_embed (ReLU) over the cosine features of tau t (transposed weights, as dense_x).
 fn tau_embed(t: u32, j: u32) -> f32 {
   var acc = nets[u.netBase + T_B + j];
-  let row = u.netBase + T_W + j * IQN_EMBED;
+  let col = sb + T_W + j;
   let c = t * IQN_EMBED;
   for (var k = 0u; k < IQN_EMBED; k++) {
-    acc = acc + nets[row + k] * cos_tau[c + k];
+    acc = acc + out_f[col + k * S1_OUT] * cos_tau[c + k];
   }
   return max(acc, 0.0);
 }
@@ -202,13 +261,13 @@ fn tau_embed(t: u32, j: u32) -> f32 {
 // Both streams on x (hidden layers, output layers, the mean of A per atom): heads and mean_a.
 fn streams(lid: u32) {
   if (lid < V0_OUT) {
-    hid[lid] = leaky(dense_x(V0_W, V0_B, V0_IN, lid));
+    hid[lid] = leaky(dense_x(V0_W, V0_B, V0_IN, V0_OUT, lid));
   } else if (lid < V0_OUT + A0_OUT) {
-    hid[lid] = leaky(dense_x(A0_W, A0_B, A0_IN, lid - V0_OUT));
+    hid[lid] = leaky(dense_x(A0_W, A0_B, A0_IN, A0_OUT, lid - V0_OUT));
   }
   workgroupBarrier();
-  for (var t = lid; t < V1_GROUPS + A1_GROUPS; t += WG_X) {
-    output_task(t);
+  for (var t = lid; t < HEAD_OUT; t += WG_X) {
+    output_one(t);
   }
   workgroupBarrier();
   if (lid < ATOMS) {
@@ -233,6 +292,9 @@ fn validate_dqn(@builtin(local_invocation_index) lid: u32) {
       cos_tau[k] = iqn_cos_feature(k % IQN_EMBED, iqn_act_tau(k / IQN_EMBED));
     }
   }
+  sb = OUT_F_STRIDE * steps;
+  transpose_net(lid);
+  storageBarrier();
   var l = 0u;
   loop {
     if (lid == 0u) {
@@ -252,7 +314,7 @@ fn validate_dqn(@builtin(local_invocation_index) lid: u32) {
     workgroupBarrier();
     var y = 0.0;
     if (lid < S0_OUT) {
-      y = leaky(dense_x(S0_W, S0_B, S0_IN, lid));
+      y = leaky(dense_x(S0_W, S0_B, S0_IN, S0_OUT, lid));
     }
     workgroupBarrier();
     if (lid < S0_OUT) {
@@ -260,7 +322,7 @@ fn validate_dqn(@builtin(local_invocation_index) lid: u32) {
     }
     workgroupBarrier();
     if (lid < S1_OUT) {
-      y = leaky(dense_x(S1_W, S1_B, S1_IN, lid));
+      y = leaky(dense_x(S1_W, S1_B, S1_IN, S1_OUT, lid));
     }
     workgroupBarrier();
     if (lid < S1_OUT) {

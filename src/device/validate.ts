@@ -16,6 +16,7 @@ import { computeMetrics } from '../eval/metrics.js';
 import {
   type ValidateDqnNet,
   validateDqnDispatch,
+  validateDqnScratchFloats,
   validateDqnSpecFor,
   validateDqnUniforms,
 } from '../kernels/validate_dqn.js';
@@ -44,6 +45,8 @@ export class DeviceValidator {
   private readonly spec: KernelSpec;
   private readonly own: DeviceBuffer[];
   private readonly uniforms: Record<string, number>;
+  /** Bytes of the trace at the start of out_f. */
+  private readonly outBytes: number;
 
   constructor(
     private readonly backend: Backend,
@@ -61,13 +64,17 @@ export class DeviceValidator {
     }
     this.steps = this.uniforms.steps;
     const out = validateOutputBytes(this.steps);
+    this.outBytes = out.f;
+    // validate_dqn's scratch past the trace (the net transposed; validate_dqn.ts).
+    const scratch =
+      this.spec.name === 'validate_dqn' && policy.kind === 'dqn' ? validateDqnScratchFloats(policy) : 0;
     const make = (bytes: number, label: string) =>
       backend.createBuffer(Math.max(4, bytes), `validate ${label}`);
     this.own = [
       make(ENV_F * 4, 'env_f'),
       make(ENV_I * 4, 'env_i'),
       make(params.diversityWindow * 4, 'div_window'),
-      make(out.f, 'out_f'),
+      make(out.f + 4 * scratch, 'out_f'),
       make(out.i, 'out_i'),
     ];
   }
@@ -86,7 +93,7 @@ export class DeviceValidator {
   async run(barsPerYear: number): Promise<BacktestResult> {
     this.launch();
     const [f, i] = await Promise.all([
-      this.backend.download(this.own[3]),
+      this.backend.download(this.own[3], 0, this.outBytes),
       this.backend.download(this.own[4]),
     ]);
     const { trace, actions } = traceFromOutputs(

@@ -13,8 +13,9 @@
  *   dOut[dOutOff + b * 45 * atoms ..]  dLoss/d head outputs (IS-weighted, / batch), zero off the action
  *   td[b]          the priority signal: Huber delta = Q(s, a) - y, C51 the cross-entropy L_b
  *   td[batch + b]  w_b * L_b (the step's loss is their sum / batch)
- * Workgroup: WG_X threads, one sample each (C51 keeps two distributions of up to MAX_ATOMS floats
- * per thread). Numerics: f32 with the twins' own exp/log (this reference rounds like dqn_loss.ts
+ * Workgroup: WG_X (64) threads, one sample: they zero its dOut row off the action, C51's first 45
+ * take one action's expected value at s' each, thread 0 the argmax and the rest of the sample (two
+ * distributions of up to MAX_ATOMS floats). Numerics: f32 with the twins' own exp/log (this reference rounds like dqn_loss.ts
  * with Math.exp/Math.log: tolerance).
  */
 
@@ -51,6 +52,7 @@ export const dqnLossSpec: KernelSpec = {
     { name: 'vMin', type: 'f32' },
     { name: 'vMax', type: 'f32' },
   ],
+  // At least NUM_ACTIONS: one thread an action's expected value.
   workgroupSize: [64, 1, 1],
   constants: {
     NUM_ACTIONS,
@@ -87,7 +89,6 @@ export function dqnLossDispatch(a: DqnLossArgs): Dispatch {
     );
   const kappa = a.head.kind === 'huber' ? a.head.kappa : 1;
   if (!(kappa > 0)) throw new Error(`dqn_loss: Huber kappa ${kappa} must be > 0`);
-  const workgroup = dqnLossSpec.workgroupSize[0];
   return {
     kernel: dqnLossSpec,
     buffers: [a.online, a.targetNet, a.rows, a.actions, a.weights, a.dOut, a.td],
@@ -102,7 +103,7 @@ export function dqnLossDispatch(a: DqnLossArgs): Dispatch {
       vMin: Math.fround(c51 ? c51.vMin : 0),
       vMax: Math.fround(c51 ? c51.vMax : 0),
     },
-    groups: grid1d(Math.ceil(a.batch / workgroup)),
+    groups: grid1d(a.batch),
   };
 }
 

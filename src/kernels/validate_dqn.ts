@@ -21,7 +21,11 @@
  *   head (0 plain, 1 c51, 2 iqn), atoms, actTaus and iqnEmbed: the head as data for the CPU twin
  *   (the GPU twins use the equal constants HEAD, ATOMS, IQN_TAUS, IQN_EMBED),
  * then ENV_UNIFORMS with barrierTerminates 0 and episodeBars = steps (backtestParams).
- * Outputs: VALIDATE_OUTPUT (values, exposure, traded, actions; see validate_policy.ts).
+ * Outputs: VALIDATE_OUTPUT (values, exposure, traded, actions; see validate_policy.ts). validate_dqn
+ * also takes out_f past the trace (float OUT_F_STRIDE * steps, validateDqnScratchFloats more) as its
+ * scratch: the launch first copies the net's weights there transposed, [n_in, n_out] a layer, so
+ * that the invocations' loads of one input's weights, one output each, coalesce (the CPU twin and
+ * validate_dqn_cluster leave it alone; the trace is all that is read back).
  * Limits (validateDqnUnsupported): C51 atoms and IQN's K x embed cosine features must fit the
  * 16 KiB workgroup plan, IQN's K at most 128 (the WGSL twin rounds tau_t in u32 arithmetic).
  * CUDA runs validate_dqn_cluster (validateDqnClusterSpec): the net in one thread-block cluster's
@@ -272,6 +276,12 @@ export function validateDqnClusterSpec(o: ValidateDqnHead = { head: 'plain', ato
       DYN_SMEM_BYTES: sharedBytes,
     },
   };
+}
+
+/** Floats validate_dqn's out_f holds past the trace: the transposed copy of the net's weights. */
+export function validateDqnScratchFloats(o: ValidateDqnHead): number {
+  const { atoms, embed } = headSizes(o);
+  return duelingLayout(o.head, atoms, embed).size;
 }
 
 /** Where the online net is and the C51 support (ignored by the plain head). */
