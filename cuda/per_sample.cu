@@ -4,8 +4,8 @@
 //          normalised by their max; rows -> batchI[batch + j], weights -> batchF[batch * ROW_F + j].
 // phase 1 (grid): gather of the sampled ring rows and actions into batchF[0 ..) and batchI[0 ..).
 // phase 2 (one block): priorities from td, last duplicate wins, state[0] = running max, then the
-//          written leaves' ancestors, TREE_LEVELS levels between two __syncthreads (which order
-//          the block's global writes too).
+//          written leaves' ancestors level by level (__syncthreads between levels; it orders the
+//          block's global writes too).
 // Threshold, descent and tree sums use the _rn intrinsics: no fused multiply-add, a correctly
 // rounded division, the same f32 bits as the TS reference.
 // Bindings (declared by the preamble generated from src/kernels/per_sample.ts):
@@ -66,26 +66,10 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) per_sample(KERN
     const float most = per_workgroup_max(partial, lid, m);
     if (lid == 0u) state[0] = __float_as_uint(fmaxf(__uint_as_float(state[0]), most));
     __syncthreads();
-    // TREE_LEVELS levels a round, one barrier each: per sample, the round's top ancestor a and
-    // every node under it down to the round's first level, recomputed from the level below it
-    // (final since the last barrier), children before parents. A node that is no sampled
-    // leaf's ancestor gets the sum it already holds (every writer keeps node = f32(left + right)),
-    // and samples that share a subtree write the same values.
-    const unsigned int depth = 31u - (unsigned int)__clz(u.leaves);
-    for (unsigned int lo = 1u; lo <= depth; lo += TREE_LEVELS) {
-      const unsigned int span = min((unsigned int)TREE_LEVELS, depth - lo + 1u);
-      const unsigned int top = lo + span - 1u;
+    for (unsigned int level = 1u; (u.leaves >> level) >= 1u; level++) {
       for (unsigned int j = lid; j < B; j += WG_X) {
-        const unsigned int a = (u.leaves + (unsigned int)sampled_row(j)) >> top;
-        const unsigned int n = 1u << span;
-        float v[1u << TREE_LEVELS];
-        for (unsigned int i = 0; i < n; i++) v[i] = tree[(a << span) + i];
-        for (unsigned int l = 1u; l <= span; l++) {
-          for (unsigned int i = 0; i < (n >> l); i++) {
-            v[i] = __fadd_rn(v[2u * i], v[2u * i + 1u]);
-            tree[(a << (span - l)) + i] = v[i];
-          }
-        }
+        const unsigned int k = (u.leaves + (unsigned int)sampled_row(j)) >> level;
+        tree[k] = __fadd_rn(tree[2u * k], tree[2u * k + 1u]);
       }
       __syncthreads();
     }

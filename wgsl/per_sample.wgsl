@@ -4,7 +4,7 @@
 //          normalised by their max; rows -> batchI[batch + j], weights -> batchF[batch * ROW_F + j].
 // phase 1 (grid): gather of the sampled ring rows and actions into batchF[0 ..) and batchI[0 ..).
 // phase 2 (one workgroup): priorities from td, last duplicate wins, state[0] = running max, then
-//          the written leaves' ancestors, TREE_LEVELS levels between two storageBarriers.
+//          the written leaves' ancestors level by level (storageBarrier between levels).
 // Bindings (declared by the preamble generated from src/kernels/per_sample.ts):
 //   ringF: array<f32>, read; ringI: array<i32>, read; tree: array<f32>, read_write;
 //   state: array<u32>, read_write ([0] max priority bits, [1] first step); batchF: array<f32>,
@@ -90,28 +90,10 @@ fn per_sample(
       state[0] = bitcast<u32>(max(bitcast<f32>(state[0]), most));
     }
     storageBarrier();
-    // TREE_LEVELS levels a round, one barrier each: per sample, the round's top ancestor a and
-    // every node under it down to the round's first level, recomputed from the level below it
-    // (final since the last barrier), children before parents. A node that is no sampled
-    // leaf's ancestor gets the sum it already holds (every writer keeps node = f32(left + right)),
-    // and samples that share a subtree write the same values.
-    let depth = 31u - countLeadingZeros(u.leaves);
-    for (var lo = 1u; lo <= depth; lo += TREE_LEVELS) {
-      let span = min(TREE_LEVELS, depth - lo + 1u);
-      let top = lo + span - 1u;
+    for (var level = 1u; (u.leaves >> level) >= 1u; level++) {
       for (var j = lid; j < B; j += WG_X) {
-        let a = (u.leaves + u32(sampled_row(j))) >> top;
-        let n = 1u << span;
-        var v: array<f32, 1u << TREE_LEVELS>;
-        for (var i = 0u; i < n; i++) {
-          v[i] = tree[(a << span) + i];
-        }
-        for (var l = 1u; l <= span; l++) {
-          for (var i = 0u; i < (n >> l); i++) {
-            v[i] = v[2u * i] + v[2u * i + 1u];
-            tree[(a << (span - l)) + i] = v[i];
-          }
-        }
+        let k = (u.leaves + u32(sampled_row(j))) >> level;
+        tree[k] = tree[2u * k] + tree[2u * k + 1u];
       }
       storageBarrier();
     }

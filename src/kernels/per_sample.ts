@@ -13,11 +13,9 @@
  * - phase 2 (priorities; one workgroup): p_j = f32(|td[j]| + eps); leaf rows[j] = p_j^alpha, written
  *   only by the last j of a duplicated row (perUpdate: the last in batch order wins); state[0] (f32
  *   bits) = max(state[0], max_j p_j) (the rows are scanned from workgroup memory for batches up to
- *   SHARED_ROWS, from batchI past that); then the ancestors of the written leaves, TREE_LEVELS
- *   (4) levels a barrier: each sample recomputes the 2^TREE_LEVELS-leaf subtree under its
- *   ancestor at the round's top level from the level below (threads sharing a node write the same
- *   sum; a node off every path gets the sum it holds, since every writer keeps node = f32(left +
- *   right)): the tree equals perUpdate's.
+ *   SHARED_ROWS, from batchI past that); then the ancestors of the written leaves, level by level
+ *   with a barrier between levels (threads sharing a node write the same sum): the tree equals
+ *   perUpdate's.
  * Indices are exact across backends (the descent compares f32 sums the tree holds bit for bit;
  * seg is a correctly rounded division: exact for a power-of-two batch on every GPU); weights and
  * priorities use pow, within a few f32 ulps of the TS reference.
@@ -63,8 +61,7 @@ export const perSampleSpec: KernelSpec = {
   ],
   workgroupSize: [256, 1, 1],
   // SHARED_ROWS: phase 2 keeps up to this many sampled rows in workgroup memory (8 KiB).
-  // TREE_LEVELS: phase 2 updates this many tree levels between two barriers (2^TREE_LEVELS loads a sample).
-  constants: { ROW_F, REPLAY_STREAM: Stream.Replay, SHARED_ROWS: 2048, TREE_LEVELS: 4 },
+  constants: { ROW_F, REPLAY_STREAM: Stream.Replay, SHARED_ROWS: 2048 },
 };
 
 export interface PerSampleArgs {
