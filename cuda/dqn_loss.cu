@@ -16,28 +16,14 @@
 //   td: float*: [2 batch] priority signals, then weighted losses
 //   u: Uniforms { batch, atoms, qOff, nextOff, targetOff, dOutOff, kappa, vMin, vMax }
 // Block: WG_X threads, one sample (block b of the flat grid). Its threads zero the sample's dOut row
-// off the action's atoms; C51: thread q < 45 takes action q's expected value at s'; thread 0 takes
-// the argmax and the rest of the sample (two MAX_ATOMS distributions), each in the reference's
-// order.
+// off the action's atoms; C51: thread q < 45 takes action q's expected value at s', thread 0 the
+// argmax; the two distributions (target at the argmax, the taken action's) go one atom a thread
+// where the order does not matter (loads, exp, division, the gradient), one thread where it does
+// (maxima, sums, the projection, the loss): the reference's values bit for bit in f32.
 // Numerics: f32 with the accurate expf/logf (the TS reference uses Math.exp / Math.log rounded to
 // f32: tolerance).
 #include "grid.cuh"
 #include "learn_common.cuh"
-
-// Softmax of l[0 .. n) into p (max subtracted); *mx and *lse receive the max and log sum exp(l - max).
-__device__ __forceinline__ void dqn_softmax(const float* l, unsigned int n, float* p, float* mx, float* lse) {
-  float top = l[0];
-  for (unsigned int z = 1; z < n; z++) top = fmaxf(top, l[z]);
-  float s = 0.0f;
-  for (unsigned int z = 0; z < n; z++) {
-    const float e = expf(l[z] - top);
-    p[z] = e;
-    s += e;
-  }
-  for (unsigned int z = 0; z < n; z++) p[z] = p[z] / s;
-  *mx = top;
-  *lse = logf(s);
-}
 
 __device__ __forceinline__ float dqn_huber(float x, float kappa) {
   const float a = fabsf(x);
@@ -45,7 +31,7 @@ __device__ __forceinline__ float dqn_huber(float x, float kappa) {
 }
 
 // Action q's expected value under the softmax of l[0 .. n) over the support vMin + z dz: the
-// probabilities as dqn_softmax rounds them (exp(l - max), divided by the sum in order),
+// probabilities as the softmax rounds them (exp(l - max), divided by the sum in order),
 // recomputed instead of stored.
 __device__ __forceinline__ float dqn_expected(const float* l, unsigned int n, float vMin, float dz) {
   float top = l[0];
@@ -93,41 +79,82 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) dqn_loss(KERNEL
   for (unsigned int q = tid; q < NUM_ACTIONS; q += WG_X)
     qv[q] = dqn_expected(online + u.nextOff + o + q * n, n, u.vMin, dz);
   __syncthreads();
-  if (tid != 0u) return;
-  float p[MAX_ATOMS];
-  float m[MAX_ATOMS];
-  float mx, lse;
-  unsigned int best = 0;
-  float bestQ = 0.0f;
-  for (unsigned int q = 0; q < NUM_ACTIONS; q++) {
-    if (q == 0u || qv[q] > bestQ) {
-      bestQ = qv[q];
-      best = q;
+  // The target distribution at the argmax and the taken action's: logits, their max (thread 0 for
+  // the target, thread 1 for the action), exp(l - max) per atom, the sums in atom order (threads
+  // 0 and 1 again), the probabilities per atom; thread 0 then projects the target and sums the
+  // loss in atom order, and the threads write the action's gradient per atom: the softmax's
+  // values, the reference's order.
+  __shared__ float lt[MAX_ATOMS], la[MAX_ATOMS], pt[MAX_ATOMS], pa[MAX_ATOMS], m[MAX_ATOMS];
+  __shared__ float red[4];  // target max, action max, target sum, action sum
+  __shared__ unsigned int best_s;
+  __shared__ float msum_s;
+  if (tid == 0u) {
+    unsigned int best = 0;
+    float bestQ = 0.0f;
+    for (unsigned int q = 0; q < NUM_ACTIONS; q++) {
+      if (q == 0u || qv[q] > bestQ) {
+        bestQ = qv[q];
+        best = q;
+      }
     }
+    best_s = best;
   }
-  dqn_softmax(targetNet + u.targetOff + o + best * n, n, p, &mx, &lse);
-  for (unsigned int z = 0; z < n; z++) m[z] = 0.0f;
-  for (unsigned int k = 0; k < n; k++) {
-    const float tz = fminf(u.vMax, fmaxf(u.vMin, ret + disc * (u.vMin + (float)k * dz)));
-    const float pos = (tz - u.vMin) / dz;
-    const unsigned int lo = min(n - 1u, (unsigned int)floorf(pos));
-    const unsigned int hi = min(n - 1u, (unsigned int)ceilf(pos));
-    if (lo == hi) {
-      m[lo] += p[k];
-    } else {
-      m[lo] += p[k] * ((float)hi - pos);
-      m[hi] += p[k] * (pos - (float)lo);
+  __syncthreads();
+  for (unsigned int z = tid; z < n; z += WG_X) {
+    lt[z] = targetNet[u.targetOff + o + best_s * n + z];
+    la[z] = online[u.qOff + o + a * n + z];
+  }
+  __syncthreads();
+  if (tid < 2u) {
+    const float* l = tid == 0u ? lt : la;
+    float top = l[0];
+    for (unsigned int z = 1; z < n; z++) top = fmaxf(top, l[z]);
+    red[tid] = top;
+  }
+  __syncthreads();
+  for (unsigned int z = tid; z < n; z += WG_X) {
+    pt[z] = expf(lt[z] - red[0]);
+    pa[z] = expf(la[z] - red[1]);
+  }
+  __syncthreads();
+  if (tid < 2u) {
+    const float* e = tid == 0u ? pt : pa;
+    float sum = 0.0f;
+    for (unsigned int z = 0; z < n; z++) sum += e[z];
+    red[2u + tid] = sum;
+  }
+  __syncthreads();
+  for (unsigned int z = tid; z < n; z += WG_X) {
+    pt[z] = pt[z] / red[2];
+    pa[z] = pa[z] / red[3];
+    m[z] = 0.0f;
+  }
+  __syncthreads();
+  if (tid == 0u) {
+    for (unsigned int k = 0; k < n; k++) {
+      const float tz = fminf(u.vMax, fmaxf(u.vMin, ret + disc * (u.vMin + (float)k * dz)));
+      const float pos = (tz - u.vMin) / dz;
+      const unsigned int lo = min(n - 1u, (unsigned int)floorf(pos));
+      const unsigned int hi = min(n - 1u, (unsigned int)ceilf(pos));
+      if (lo == hi) {
+        m[lo] += pt[k];
+      } else {
+        m[lo] += pt[k] * ((float)hi - pos);
+        m[hi] += pt[k] * (pos - (float)lo);
+      }
     }
+    const float mx = red[1];
+    const float lse = logf(red[3]);
+    float ce = 0.0f, msum = 0.0f;
+    for (unsigned int z = 0; z < n; z++) {
+      ce -= m[z] * ((la[z] - mx) - lse);
+      msum += m[z];
+    }
+    msum_s = msum;
+    td[b] = ce;
+    td[u.batch + b] = w * ce;
   }
-  const float* la = online + u.qOff + o + a * n;
-  dqn_softmax(la, n, p, &mx, &lse);
-  float ce = 0.0f, msum = 0.0f;
-  for (unsigned int z = 0; z < n; z++) {
-    ce -= m[z] * ((la[z] - mx) - lse);
-    msum += m[z];
-  }
+  __syncthreads();
   const float scale = w / fb;
-  for (unsigned int z = 0; z < n; z++) dOut[u.dOutOff + o + a * n + z] = scale * (p[z] * msum - m[z]);
-  td[b] = ce;
-  td[u.batch + b] = w * ce;
+  for (unsigned int z = tid; z < n; z += WG_X) dOut[u.dOutOff + o + a * n + z] = scale * (pa[z] * msum_s - m[z]);
 }

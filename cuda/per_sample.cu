@@ -81,25 +81,42 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) per_sample(KERN
   const float beta = u.betaStart + (u.betaEnd - u.betaStart) * progress;
   const float seg = __fdiv_rn(total, (float)B);
   float mw = 0.0f;
-  for (unsigned int j = lid; j < B; j += WG_X) {
-    const uint4 w4 = philox4x32_10(make_uint4(REPLAY_STREAM, step, j >> 2u, 0u), u.key0, u.key1);
-    const unsigned int word = (j & 3u) == 0u ? w4.x : (j & 3u) == 1u ? w4.y : (j & 3u) == 2u ? w4.z : w4.w;
-    float x = __fmul_rn(__fadd_rn((float)j, philox_unit_float(word)), seg);
-    unsigned int node = 1u;
-    while (node < u.leaves) {
-      const float left = tree[2u * node];
-      if (x < left || tree[2u * node + 1u] == 0.0f) {
-        node = 2u * node;
-      } else {
-        x = __fsub_rn(x, left);
-        node = 2u * node + 1u;
+  // Samples j and j + WG_X descend together (their loads overlap); past the batch, the second
+  // walks the tree from 0 and is dropped.
+  for (unsigned int j0 = lid; j0 < B; j0 += 2u * WG_X) {
+    unsigned int js[2] = {j0, j0 + WG_X};
+    float x[2];
+    unsigned int node[2] = {1u, 1u};
+    for (int h = 0; h < 2; h++) {
+      const unsigned int j = js[h];
+      const uint4 w4 = philox4x32_10(make_uint4(REPLAY_STREAM, step, j >> 2u, 0u), u.key0, u.key1);
+      const unsigned int word = (j & 3u) == 0u ? w4.x : (j & 3u) == 1u ? w4.y : (j & 3u) == 2u ? w4.z : w4.w;
+      x[h] = j < B ? __fmul_rn(__fadd_rn((float)j, philox_unit_float(word)), seg) : 0.0f;
+    }
+    while (node[0] < u.leaves) {
+      float left[2], right[2];
+      for (int h = 0; h < 2; h++) {
+        left[h] = tree[2u * node[h]];
+        right[h] = tree[2u * node[h] + 1u];
+      }
+      for (int h = 0; h < 2; h++) {
+        if (x[h] < left[h] || right[h] == 0.0f) {
+          node[h] = 2u * node[h];
+        } else {
+          x[h] = __fsub_rn(x[h], left[h]);
+          node[h] = 2u * node[h] + 1u;
+        }
       }
     }
-    batchI[B + j] = (int)(node - u.leaves);
-    const float prob = __fdiv_rn(tree[node], total);
-    const float wj = powf((float)u.size * prob, -beta);
-    batchF[(unsigned long long)B * ROW_F + j] = wj;
-    mw = fmaxf(mw, wj);
+    for (int h = 0; h < 2; h++) {
+      const unsigned int j = js[h];
+      if (j >= B) break;
+      batchI[B + j] = (int)(node[h] - u.leaves);
+      const float prob = __fdiv_rn(tree[node[h]], total);
+      const float wj = powf((float)u.size * prob, -beta);
+      batchF[(unsigned long long)B * ROW_F + j] = wj;
+      mw = fmaxf(mw, wj);
+    }
   }
   const float most = per_workgroup_max(partial, lid, mw);
   for (unsigned int j = lid; j < B; j += WG_X) {

@@ -8,8 +8,9 @@
 import { type Command, dispatch } from '../src/cli/main.js';
 import { devBenchCollectCommand } from './bench-collect.js';
 import { devBenchTrainCommand } from './bench-train.js';
+import { devProbeValidateCommand } from './probe-validate.js';
 
-export const devCommands: Command[] = [devBenchCollectCommand, devBenchTrainCommand];
+export const devCommands: Command[] = [devBenchCollectCommand, devBenchTrainCommand, devProbeValidateCommand];
 
 const PROGRAM = 'dev/bench';
 

@@ -16,48 +16,25 @@
 //   td: array<f32>, read_write: [2 batch] priority signals, then weighted losses
 //   u: Uniforms { batch, atoms, qOff, nextOff, targetOff, dOutOff, kappa, vMin, vMax }
 // Workgroup: WG_X invocations, one sample (workgroup b of the flat grid). They zero the sample's
-// dOut row off the action's atoms; C51: invocation q < 45 takes action q's expected value at s';
-// invocation 0 takes the argmax and the rest of the sample (two MAX_ATOMS distributions), each in
-// the reference's order.
+// dOut row off the action's atoms; C51: invocation q < 45 takes action q's expected value at s',
+// invocation 0 the argmax; the two distributions (target at the argmax, the taken action's) go one
+// atom an invocation where the order does not matter (loads, exp, division, the gradient), one
+// invocation where it does (maxima, sums, the projection, the loss), in the reference's order.
 // Numerics: f32 (the TS reference uses Math.exp / Math.log rounded to f32: tolerance).
 
-var<private> p: array<f32, MAX_ATOMS>;
-var<private> m: array<f32, MAX_ATOMS>;
 var<workgroup> qv: array<f32, NUM_ACTIONS>;
+var<workgroup> lt: array<f32, MAX_ATOMS>;
+var<workgroup> la: array<f32, MAX_ATOMS>;
+var<workgroup> pt: array<f32, MAX_ATOMS>;
+var<workgroup> pa: array<f32, MAX_ATOMS>;
+var<workgroup> m: array<f32, MAX_ATOMS>;
+// Target max, action max, target sum, action sum.
+var<workgroup> red: array<f32, 4>;
+var<workgroup> best_s: u32;
+var<workgroup> msum_s: f32;
 
-// Softmax of buf[off .. off + n) into p (max subtracted); returns (max, log sum exp(l - max)).
-fn softmax_online(off: u32, n: u32) -> vec2<f32> {
-  var mx = online[off];
-  for (var z = 1u; z < n; z++) { mx = max(mx, online[off + z]); }
-  var s = 0.0;
-  for (var z = 0u; z < n; z++) {
-    let e = exp(online[off + z] - mx);
-    p[z] = e;
-    s = s + e;
-  }
-  for (var z = 0u; z < n; z++) { p[z] = p[z] / s; }
-  return vec2<f32>(mx, log(s));
-}
-
-fn softmax_target(off: u32, n: u32) {
-  var mx = targetNet[off];
-  for (var z = 1u; z < n; z++) { mx = max(mx, targetNet[off + z]); }
-  var s = 0.0;
-  for (var z = 0u; z < n; z++) {
-    let e = exp(targetNet[off + z] - mx);
-    p[z] = e;
-    s = s + e;
-  }
-  for (var z = 0u; z < n; z++) { p[z] = p[z] / s; }
-}
-
-fn huber(x: f32, kappa: f32) -> f32 {
-  let a = abs(x);
-  return select(kappa * (a - 0.5 * kappa), 0.5 * x * x, a <= kappa);
-}
-
-// Expected value of the softmax of online[off .. off + n) over the support vMin + z dz, the
-// probabilities rounded as softmax_online rounds them, recomputed instead of stored.
+// Expected value of the softmax of online[off .. off + n) over the support vMin + z dz: exp(l -
+// max) divided by the sum in order, recomputed instead of stored.
 fn expected_online(off: u32, n: u32, dz: f32) -> f32 {
   var mx = online[off];
   for (var z = 1u; z < n; z++) { mx = max(mx, online[off + z]); }
@@ -66,6 +43,11 @@ fn expected_online(off: u32, n: u32, dz: f32) -> f32 {
   var qa = 0.0;
   for (var z = 0u; z < n; z++) { qa = qa + (exp(online[off + z] - mx) / s) * (u.vMin + f32(z) * dz); }
   return qa;
+}
+
+fn huber(x: f32, kappa: f32) -> f32 {
+  let a = abs(x);
+  return select(kappa * (a - 0.5 * kappa), 0.5 * x * x, a <= kappa);
 }
 
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)
@@ -112,42 +94,78 @@ fn dqn_loss(
     qv[q] = expected_online(u.nextOff + o + q * n, n, dz);
   }
   workgroupBarrier();
-  if (tid != 0u) {
-    return;
-  }
-  var best = 0u;
-  var bestQ = 0.0;
-  for (var q = 0u; q < u32(NUM_ACTIONS); q++) {
-    if (q == 0u || qv[q] > bestQ) {
-      bestQ = qv[q];
-      best = q;
+  // The target distribution at the argmax and the taken action's: logits, their max (invocation 0
+  // for the target, 1 for the action), exp(l - max) per atom, the sums in atom order (0 and 1
+  // again), the probabilities per atom; invocation 0 then projects the target and sums the loss in
+  // atom order, and the invocations write the action's gradient per atom: the reference's order.
+  if (tid == 0u) {
+    var best = 0u;
+    var bestQ = 0.0;
+    for (var q = 0u; q < u32(NUM_ACTIONS); q++) {
+      if (q == 0u || qv[q] > bestQ) {
+        bestQ = qv[q];
+        best = q;
+      }
     }
+    best_s = best;
   }
-  softmax_target(u.targetOff + o + best * n, n);
-  for (var z = 0u; z < n; z++) { m[z] = 0.0; }
-  for (var k = 0u; k < n; k++) {
-    let tz = clamp(ret + disc * (u.vMin + f32(k) * dz), u.vMin, u.vMax);
-    let pos = (tz - u.vMin) / dz;
-    let lo = min(n - 1u, u32(floor(pos)));
-    let hi = min(n - 1u, u32(ceil(pos)));
-    if (lo == hi) {
-      m[lo] = m[lo] + p[k];
-    } else {
-      m[lo] = m[lo] + p[k] * (f32(hi) - pos);
-      m[hi] = m[hi] + p[k] * (pos - f32(lo));
+  let best = workgroupUniformLoad(&best_s);
+  for (var z = tid; z < n; z += u32(WG_X)) {
+    lt[z] = targetNet[u.targetOff + o + best * n + z];
+    la[z] = online[u.qOff + o + a * n + z];
+  }
+  workgroupBarrier();
+  if (tid < 2u) {
+    var top = select(la[0], lt[0], tid == 0u);
+    for (var z = 1u; z < n; z++) { top = max(top, select(la[z], lt[z], tid == 0u)); }
+    red[tid] = top;
+  }
+  workgroupBarrier();
+  for (var z = tid; z < n; z += u32(WG_X)) {
+    pt[z] = exp(lt[z] - red[0]);
+    pa[z] = exp(la[z] - red[1]);
+  }
+  workgroupBarrier();
+  if (tid < 2u) {
+    var sum = 0.0;
+    for (var z = 0u; z < n; z++) { sum = sum + select(pa[z], pt[z], tid == 0u); }
+    red[2u + tid] = sum;
+  }
+  workgroupBarrier();
+  for (var z = tid; z < n; z += u32(WG_X)) {
+    pt[z] = pt[z] / red[2];
+    pa[z] = pa[z] / red[3];
+    m[z] = 0.0;
+  }
+  workgroupBarrier();
+  if (tid == 0u) {
+    for (var k = 0u; k < n; k++) {
+      let tz = clamp(ret + disc * (u.vMin + f32(k) * dz), u.vMin, u.vMax);
+      let pos = (tz - u.vMin) / dz;
+      let lo = min(n - 1u, u32(floor(pos)));
+      let hi = min(n - 1u, u32(ceil(pos)));
+      if (lo == hi) {
+        m[lo] = m[lo] + pt[k];
+      } else {
+        m[lo] = m[lo] + pt[k] * (f32(hi) - pos);
+        m[hi] = m[hi] + pt[k] * (pos - f32(lo));
+      }
     }
+    let mx = red[1];
+    let lse = log(red[3]);
+    var ce = 0.0;
+    var msum = 0.0;
+    for (var z = 0u; z < n; z++) {
+      ce = ce - m[z] * ((la[z] - mx) - lse);
+      msum = msum + m[z];
+    }
+    msum_s = msum;
+    td[b] = ce;
+    td[u.batch + b] = w * ce;
   }
-  let la = u.qOff + o + a * n;
-  let stats = softmax_online(la, n);
-  var ce = 0.0;
-  var msum = 0.0;
-  for (var z = 0u; z < n; z++) {
-    let logp = (online[la + z] - stats.x) - stats.y;
-    ce = ce - m[z] * logp;
-    msum = msum + m[z];
-  }
+  workgroupBarrier();
   let scale = w / fb;
-  for (var z = 0u; z < n; z++) { dOut[u.dOutOff + o + a * n + z] = scale * (p[z] * msum - m[z]); }
-  td[b] = ce;
-  td[u.batch + b] = w * ce;
+  for (var z = tid; z < n; z += u32(WG_X)) {
+    dOut[u.dOutOff + o + a * n + z] = scale * (pa[z] * msum_s - m[z]);
+  }
 }

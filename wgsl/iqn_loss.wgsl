@@ -10,9 +10,16 @@
 //   online, targetNet, taus, rows: array<f32>, read; actions: array<i32>, read (clamped);
 //   weights: array<f32>, read; dOut, td: array<f32>, read_write
 //   u: Uniforms { batch, nTau, nTarget, qOff, nextOff, targetOff, dOutOff, tauOff, kappa }
-// Workgroup: WG_X threads, one sample each; y in a MAX_TAU private array. Numerics: f32.
+// Workgroup: WG_X threads, one sample (workgroup b of the flat grid): invocation q < 45 sums action
+// q's target quantiles at s', invocation j takes y_j, the invocations zero the sample's dOut row off
+// the action and write each i's gradient; invocation 0 takes the argmax and sums the loss over
+// (i, j) in the reference's order. Numerics: f32.
 
-var<private> y: array<f32, MAX_TAU>;
+var<workgroup> qsum: array<f32, NUM_ACTIONS>;
+var<workgroup> y: array<f32, MAX_TAU>;
+var<workgroup> zs: array<f32, MAX_TAU>;
+var<workgroup> ts: array<f32, MAX_TAU>;
+var<workgroup> best_s: u32;
 
 fn huber(x: f32, kappa: f32) -> f32 {
   let a = abs(x);
@@ -25,7 +32,7 @@ fn iqn_loss(
   @builtin(num_workgroups) nwg: vec3<u32>,
   @builtin(local_invocation_index) tid: u32,
 ) {
-  let b = (wid.x + nwg.x * (wid.y + nwg.y * wid.z)) * u32(WG_X) + tid;
+  let b = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
   if (b >= u.batch) {
     return;
   }
@@ -35,33 +42,56 @@ fn iqn_loss(
   let disc = rows[b * u32(REPLAY_F) + u32(DISCOUNT_AT)];
   let w = weights[b];
   let next = b * u.nTarget * A;
-  var best = 0u;
-  var bestSum = 0.0;
-  for (var q = 0u; q < A; q++) {
+  let on = b * u.nTau * A;
+  for (var k = tid; k < u.nTau * A; k += u32(WG_X)) {
+    if (k % A != a) { dOut[u.dOutOff + on + k] = 0.0; }
+  }
+  for (var q = tid; q < A; q += u32(WG_X)) {
     var s = 0.0;
     for (var j = 0u; j < u.nTarget; j++) { s = s + online[u.nextOff + next + j * A + q]; }
-    if (q == 0u || s > bestSum) {
-      bestSum = s;
-      best = q;
-    }
+    qsum[q] = s;
   }
-  for (var j = 0u; j < u.nTarget; j++) { y[j] = ret + disc * targetNet[u.targetOff + next + j * A + best]; }
-  let on = b * u.nTau * A;
-  for (var k = 0u; k < u.nTau * A; k++) { dOut[u.dOutOff + on + k] = 0.0; }
+  for (var i = tid; i < u.nTau; i += u32(WG_X)) {
+    zs[i] = online[u.qOff + on + i * A + a];
+    ts[i] = taus[u.tauOff + b * u.nTau + i];
+  }
+  workgroupBarrier();
+  if (tid == 0u) {
+    var best = 0u;
+    var bestSum = 0.0;
+    for (var q = 0u; q < A; q++) {
+      if (q == 0u || qsum[q] > bestSum) {
+        bestSum = qsum[q];
+        best = q;
+      }
+    }
+    best_s = best;
+  }
+  let best = workgroupUniformLoad(&best_s);
+  for (var j = tid; j < u.nTarget; j += u32(WG_X)) {
+    y[j] = ret + disc * targetNet[u.targetOff + next + j * A + best];
+  }
+  workgroupBarrier();
   let nt = f32(u.nTarget);
-  var loss = 0.0;
-  for (var i = 0u; i < u.nTau; i++) {
-    let z = online[u.qOff + on + i * A + a];
-    let tau = taus[u.tauOff + b * u.nTau + i];
+  for (var i = tid; i < u.nTau; i += u32(WG_X)) {
     var g = 0.0;
     for (var j = 0u; j < u.nTarget; j++) {
-      let delta = y[j] - z;
-      let wq = abs(tau - select(0.0, 1.0, delta < 0.0));
-      loss = loss + wq * huber(delta, u.kappa) / u.kappa / nt;
+      let delta = y[j] - zs[i];
+      let wq = abs(ts[i] - select(0.0, 1.0, delta < 0.0));
       g = g - wq * (clamp(delta, -u.kappa, u.kappa) / u.kappa);
     }
     dOut[u.dOutOff + on + i * A + a] = w * (g / nt) / f32(u.batch);
   }
-  td[b] = loss;
-  td[u.batch + b] = w * loss;
+  if (tid == 0u) {
+    var loss = 0.0;
+    for (var i = 0u; i < u.nTau; i++) {
+      for (var j = 0u; j < u.nTarget; j++) {
+        let delta = y[j] - zs[i];
+        let wq = abs(ts[i] - select(0.0, 1.0, delta < 0.0));
+        loss = loss + wq * huber(delta, u.kappa) / u.kappa / nt;
+      }
+    }
+    td[b] = loss;
+    td[u.batch + b] = w * loss;
+  }
 }

@@ -104,26 +104,42 @@ fn per_sample(
   let beta = beta_of(step);
   let seg = total / f32(B);
   var mw = 0.0;
-  for (var j = lid; j < B; j += WG_X) {
-    let w = philox4x32(vec4<u32>(REPLAY_STREAM, step, j >> 2u, 0u), vec2<u32>(u.key0, u.key1));
-    let unit = u32_to_unit_float(w[j & 3u]);
-    let shifted = f32(j) + unit;
-    var x = shifted * seg;
-    var node = 1u;
-    while (node < u.leaves) {
-      let left = tree[2u * node];
-      if (x < left || tree[2u * node + 1u] == 0.0) {
-        node = 2u * node;
-      } else {
-        x = x - left;
-        node = 2u * node + 1u;
+  // Samples j and j + WG_X descend together (their loads overlap); past the batch, the second
+  // walks the tree from 0 and is dropped.
+  for (var j0 = lid; j0 < B; j0 += 2u * WG_X) {
+    let js = vec2<u32>(j0, j0 + WG_X);
+    var x = vec2<f32>(0.0, 0.0);
+    var node = vec2<u32>(1u, 1u);
+    for (var h = 0u; h < 2u; h++) {
+      let j = js[h];
+      let w = philox4x32(vec4<u32>(REPLAY_STREAM, step, j >> 2u, 0u), vec2<u32>(u.key0, u.key1));
+      let unit = u32_to_unit_float(w[j & 3u]);
+      let shifted = f32(j) + unit;
+      x[h] = select(0.0, shifted * seg, j < B);
+    }
+    while (node[0] < u.leaves) {
+      let left = vec2<f32>(tree[2u * node[0]], tree[2u * node[1]]);
+      let right = vec2<f32>(tree[2u * node[0] + 1u], tree[2u * node[1] + 1u]);
+      for (var h = 0u; h < 2u; h++) {
+        if (x[h] < left[h] || right[h] == 0.0) {
+          node[h] = 2u * node[h];
+        } else {
+          x[h] = x[h] - left[h];
+          node[h] = 2u * node[h] + 1u;
+        }
       }
     }
-    batchI[B + j] = i32(node - u.leaves);
-    let prob = tree[node] / total;
-    let wj = pow(f32(u.size) * prob, -beta);
-    batchF[B * ROW_F + j] = wj;
-    mw = max(mw, wj);
+    for (var h = 0u; h < 2u; h++) {
+      let j = js[h];
+      if (j >= B) {
+        break;
+      }
+      batchI[B + j] = i32(node[h] - u.leaves);
+      let prob = tree[node[h]] / total;
+      let wj = pow(f32(u.size) * prob, -beta);
+      batchF[B * ROW_F + j] = wj;
+      mw = max(mw, wj);
+    }
   }
   let most = workgroup_max(lid, mw);
   for (var j = lid; j < B; j += WG_X) {

@@ -10,7 +10,8 @@
  * L_b = sum_i mean_j rho_ij. Writes
  *   dOut[dOutOff + (b nTau + i) 45 ..]  dL/dZ at the action (w / batch), zero elsewhere
  *   td[b] = L_b (the priority signal), td[batch + b] = w L_b
- * Workgroup: WG_X threads, one sample each (the nTarget <= MAX_TAU targets in registers).
+ * Workgroup: WG_X (64) threads, one sample: a thread per action's target sum at s', per target
+ * y_j and per quantile i's gradient; thread 0 the argmax and the loss in the reference's order.
  * Numerics: f32 (the reference sums L_b in f64: tolerance).
  */
 
@@ -98,7 +99,7 @@ export function iqnLossDispatch(a: IqnLossArgs): Dispatch {
       tauOff: a.tauOff,
       kappa: Math.fround(a.kappa),
     },
-    groups: grid1d(Math.ceil(a.batch / iqnLossSpec.workgroupSize[0])),
+    groups: grid1d(a.batch),
   };
 }
 
