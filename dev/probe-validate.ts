@@ -21,14 +21,20 @@ import { initParams } from '../src/nets/forward.js';
 import { duelingLayout, NetId, ppoActorLayout } from '../src/nets/layout.js';
 import { prepareData } from '../src/train/run.js';
 
-const usage = `usage: node dist/dev/bench.js probe-validate [--backend webgpu|cuda|cpu] [--repeats R]
+const usage = `usage: node dist/dev/bench.js probe-validate [--backend webgpu|cuda|cpu] [--bars N] [--repeats R]
 
 Times validate_dqn (plain head) over the validation split, then WGSL probes (no-weights,
-read-only) on webgpu, and validate_policy for scale; microseconds a bar.`;
+read-only) on webgpu, and validate_policy for scale; microseconds a bar. --bars: the synthetic
+market's length (default data.synthBars, 60,000).`;
 
 async function run(argv: string[]): Promise<number> {
-  const { values } = parseFlags(argv, { backend: { type: 'string' }, repeats: { type: 'string' } }, usage);
+  const { values } = parseFlags(
+    argv,
+    { backend: { type: 'string' }, bars: { type: 'string' }, repeats: { type: 'string' } },
+    usage,
+  );
   const repeats = intFlag(values.repeats as string | undefined, 'repeats', 3, 1);
+  const bars = values.bars === undefined ? undefined : intFlag(values.bars as string, 'bars', 0, 1000);
   let choice: Awaited<ReturnType<typeof chooseBackend>>;
   try {
     choice = await chooseBackend(((values.backend as string | undefined) ?? 'webgpu') as BackendRequest);
@@ -39,7 +45,7 @@ async function run(argv: string[]): Promise<number> {
   const { backend } = choice;
   for (const line of describeChoice(choice)) console.error(line);
   try {
-    const cfg = loadConfig(undefined, {});
+    const cfg = loadConfig(undefined, bars === undefined ? {} : { 'data.synthBars': String(bars) });
     const data = await prepareData(cfg);
     const params = { ...envParams(cfg.env), collapseFraction: 0 };
     const layout = duelingLayout('plain', cfg.dqn.atoms, cfg.dqn.iqnEmbed);
