@@ -11,7 +11,7 @@ import { intFlag, parseFlags } from '../src/cli/args.js';
 import { type Command, UserError } from '../src/cli/main.js';
 import { loadConfig, type Precision, resolvePrecision } from '../src/config.js';
 import { CHAIN_ROWS, CHAIN_ROWS_CHOICES, CHAIN_ROWS_STAGED } from '../src/kernels/mlp_chain_forward.js';
-import { type BenchTrainResult, benchPpoTrain } from '../src/train/ppo_bench.js';
+import { type BenchTrainResult, benchPpoTrain, stepKernelLines } from '../src/train/ppo_bench.js';
 import { prepareData } from '../src/train/run.js';
 
 const usage = `usage: node dist/dev/bench.js train --algo ppo [--backend auto|cuda|webgpu|cpu] [--episodes N] [--steps L]
@@ -301,12 +301,7 @@ async function run(args: string[]): Promise<number> {
       console.log(
         `  one minibatch step of ${r.episodes} x ${r.steps} (${r.precision}), chain ${r.chain ? 'on' : 'off'}, delta chain ${r.deltaChain ? `on${r.fuseLoss ? ' with the loss head' : ''}` : 'off'}, each launch timed alone (sum ${(stepMs * 1000).toFixed(1)} us):`,
       );
-      const width = Math.max(...r.stepKernels.map((k) => k.launch.length));
-      for (const k of r.stepKernels) {
-        console.log(
-          `    ${k.launch.padEnd(width)}  ${String(k.groups).padStart(5)} groups  ${(k.ms * 1000).toFixed(1).padStart(8)} us`,
-        );
-      }
+      for (const line of stepKernelLines(r.stepKernels)) console.log(`    ${line}`);
     }
     for (const at64k of results.filter((r) => r.samples === 64_000)) {
       if (target === undefined) break;

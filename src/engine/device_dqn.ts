@@ -11,7 +11,8 @@
  *             values per sample). With curiosity on, the whole launch is read back instead: the
  *             curiosity model trains on the host.
  *   train     dqn.stepsPerEpoch steps recorded into one run (one submission, WebGPU splits long
- *             runs into chunks; on CUDA one captured graph per epoch once the ring is full): per step sample + gather, a copy of the IS weights out of the
+ *             runs into chunks; once the ring is full, recorded once per target phase and replayed:
+ *             a CUDA graph, or WebGPU's same dispatch list): per step sample + gather, a copy of the IS weights out of the
  *             batch, the learner's step, the priority update from its TD signals, and a copy of
  *             its `td` into a per-epoch history. The host reads back once at the end: that
  *             history (2 x batch floats per step) and the gradient-norm sum.

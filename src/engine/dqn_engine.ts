@@ -59,7 +59,7 @@ export interface DqnEngine {
   params(): Promise<DqnParams>;
   /**
    * Device engines: one train step's launches in order (PER sample, the learner's step, the
-   * priority update), step 0 of a one-step schedule, for per-kernel timing (`dev/bench.js profile`).
+   * priority update), step 0 of a one-step schedule, for per-launch timing (`foxhunt bench train --algo dqn|c51|iqn`).
    * Running them changes the weights and the replay's priorities.
    */
   stepKernels?(): Dispatch[];

@@ -13,10 +13,11 @@
  *   dOut[dOutOff + b * 45 * atoms ..]  dLoss/d head outputs (IS-weighted, / batch), zero off the action
  *   td[b]          the priority signal: Huber delta = Q(s, a) - y, C51 the cross-entropy L_b
  *   td[batch + b]  w_b * L_b (the step's loss is their sum / batch)
- * Workgroup: WG_X (64) threads, one sample: they zero its dOut row off the action, C51's first 45
- * take one action's expected value at s' each, thread 0 the argmax and the rest of the sample (two
- * distributions of up to MAX_ATOMS floats). Numerics: f32 with the twins' own exp/log (this reference rounds like dqn_loss.ts
- * with Math.exp/Math.log: tolerance).
+ * Workgroup: WG_X (64) threads, one sample: they zero its dOut row off the action; C51's first 45
+ * take one action's expected value at s' each, the two distributions (target at the argmax, the
+ * taken action's, up to MAX_ATOMS atoms) go an atom a thread, and thread 0 takes the argmax, the
+ * maxima, sums, projection and loss in the reference's order. Numerics: f32 with the twins' own
+ * exp/log (this reference rounds like dqn_loss.ts with Math.exp/Math.log: tolerance).
  */
 
 import { type C51Scratch, c51Sample, c51Scratch, dqnHuberSample } from '../learn/dqn_loss.js';

@@ -25,7 +25,7 @@ import { backtest } from '../eval/backtest.js';
 import { dqnGreedyPolicy } from '../eval/policies.js';
 import { c51Support, epsilonAt, headOf } from '../learn/dqn_update.js';
 import { duelingLayout } from '../nets/layout.js';
-import type { StepKernelTime } from './ppo_bench.js';
+import { type StepKernelTime, timeEachLaunch } from './ppo_bench.js';
 
 export interface BenchDqnResult {
   algo: string;
@@ -70,7 +70,7 @@ export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult>
   const device = backend.kind !== 'cpu';
   const warmups = device ? targetPhases(q.targetEvery, q.stepsPerEpoch) : 1;
   let round = 0;
-  const stepKernels: StepKernelTime[] = [];
+  let stepKernels: StepKernelTime[] = [];
   let stepDeviceMs: number | null = null;
   let trainDeviceMs: number | null = null;
   try {
@@ -123,13 +123,7 @@ export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult>
       // The epoch's train steps as one submission of the same step's launches: the device's share
       // of the train phase's wall time.
       trainDeviceMs = await backend.time(Array.from({ length: q.stepsPerEpoch }, () => list).flat(), 1);
-      for (const d of list) {
-        stepKernels.push({
-          launch: d.kernel.name,
-          groups: d.groups[0] * d.groups[1] * d.groups[2],
-          ms: await backend.time([d], kernelRepeats),
-        });
-      }
+      stepKernels = await timeEachLaunch(backend, list, kernelRepeats);
     }
   } finally {
     engine.destroy();

@@ -67,6 +67,30 @@ export interface StepKernelTime {
   ms: number;
 }
 
+/** Each launch of `list` timed alone: mean device milliseconds over `repeats` runs of it. */
+export async function timeEachLaunch(
+  backend: Backend,
+  list: Dispatch[],
+  repeats: number,
+  label: (d: Dispatch) => string = (d) => d.kernel.name,
+): Promise<StepKernelTime[]> {
+  const out: StepKernelTime[] = [];
+  for (const d of list) {
+    const ms = await backend.time([d], repeats);
+    out.push({ launch: label(d), groups: d.groups[0] * d.groups[1] * d.groups[2], ms });
+  }
+  return out;
+}
+
+/** The table of timeEachLaunch's result, a line a launch: number, label, groups, microseconds. */
+export function stepKernelLines(kernels: StepKernelTime[]): string[] {
+  const width = Math.max(...kernels.map((k) => k.launch.length));
+  return kernels.map(
+    (k, i) =>
+      `${String(i + 1).padStart(2)}  ${k.launch.padEnd(width)}  ${String(k.groups).padStart(6)} groups  ${(k.ms * 1000).toFixed(1).padStart(8)} us`,
+  );
+}
+
 /** `mlp_forward value_layer_1 + policy_layer_1`-style labels for the launches of one step. */
 function launchLabel(d: Dispatch, plan: MlpPlan): string {
   const u = d.uniforms;
@@ -302,15 +326,12 @@ export async function benchPpoTrain(o: BenchTrainOptions): Promise<BenchTrainRes
     }
     learner.prepareUpdate(rollout, o.repeats + 1);
     const updateDeviceMs = await backend.time(dispatches);
-    const stepKernels: StepKernelTime[] = [];
-    for (const d of dispatches.slice(0, dispatches.length / minibatchSteps)) {
-      const ms = await backend.time([d], o.kernelRepeats ?? 20);
-      stepKernels.push({
-        launch: launchLabel(d, learner.plan),
-        groups: d.groups[0] * d.groups[1] * d.groups[2],
-        ms,
-      });
-    }
+    const stepKernels = await timeEachLaunch(
+      backend,
+      dispatches.slice(0, dispatches.length / minibatchSteps),
+      o.kernelRepeats ?? 20,
+      (d) => launchLabel(d, learner.plan),
+    );
     const r = o.repeats;
     const times: PhaseTimes = {
       collectMs: collector ? sum.collect / r : 0,

@@ -13,7 +13,7 @@ import { type Backend, BackendUnavailableError } from '../../backend/types.js';
 import { loadConfig, resolvePrecision } from '../../config.js';
 import { REPLAY_F } from '../../learn/replay.js';
 import { type BenchDqnResult, benchDqnTrain, dqnTable } from '../../train/dqn_bench.js';
-import { type BenchTrainResult, benchPpoTrain } from '../../train/ppo_bench.js';
+import { type BenchTrainResult, benchPpoTrain, stepKernelLines } from '../../train/ppo_bench.js';
 import { prepareData } from '../../train/run.js';
 import { intFlag, parseFlags } from '../args.js';
 import { type Command, UserError } from '../main.js';
@@ -277,12 +277,7 @@ async function dqnBench(
     console.log(
       `  one train step of ${r.episodes} x ${r.steps}: ${((r.stepDeviceMs ?? 0) * 1000).toFixed(1)} us on the device as one submission (${r.trainSteps} of them: ${(r.trainDeviceMs ?? 0).toFixed(1)} ms); each launch timed alone (sum ${(sum * 1000).toFixed(1)} us):`,
     );
-    const width = Math.max(...r.stepKernels.map((k) => k.launch.length));
-    r.stepKernels.forEach((k, i) => {
-      console.log(
-        `    ${String(i + 1).padStart(2)}  ${k.launch.padEnd(width)}  ${String(k.groups).padStart(6)} groups  ${(k.ms * 1000).toFixed(1).padStart(8)} us`,
-      );
-    });
+    for (const line of stepKernelLines(r.stepKernels)) console.log(`    ${line}`);
   }
   return 0;
 }
