@@ -23,6 +23,8 @@ flags(){ case $1 in
   ppo-rp0-lr1e4) echo "--epochs 30 --env.riskPenaltyScale 0 --ppo.lr 1e-4";;
   ppo-clip01) echo "--epochs 30 --ppo.clip 0.1";;
   c51-v3) echo "--algo c51 --epochs 30 --dqn.vMin -3 --dqn.vMax 3";;
+  c51-tgt300) echo "--algo c51 --epochs 30 --dqn.targetEvery 300";;
+  c51-lr3e4) echo "--algo c51 --epochs 30 --dqn.lr 3e-4";;
   c51) echo "--algo c51 --epochs 30";; dqn) echo "--algo dqn --epochs 30";;
   iqn) echo "--algo iqn --epochs 30";; iqn-e10) echo "--algo iqn --epochs 10";;
   c51-eps50) echo "--algo c51 --epochs 30 --dqn.epsilonDecayEpochs 50";;
