@@ -1,13 +1,9 @@
 /**
  * Dev harness `node dist/dev/bench.js probe-validate`: where validate_dqn's time a bar goes on a
  * backend. Times the shipped kernel over the validation split of the synthetic market (one launch,
- * device time, random plain-head weights, no early stop), then probes built from its WGSL source
- * at run time (a renamed copy in the source table, so the shipped kernel is untouched):
- *   no-weights  the dense layers return their bias: the bar's fixed cost (simulator step,
- *               barriers, the transposition once a launch)
- *   read-only   the same transposed access pattern, read from the read-only nets binding instead of
- *               the read_write output buffer (the values are wrong; only the timing counts)
- * and, for scale, PPO's validate_policy over the same split.
+ * device time, random plain-head weights, no early stop), then the probes of VALIDATE_PROBES built
+ * from its WGSL source at run time (a renamed copy in the source table, so the shipped kernel is
+ * untouched), and, for scale, PPO's validate_policy over the same split.
  */
 import { type BackendRequest, chooseBackend, describeChoice } from '../src/backend/index.js';
 import { BackendUnavailableError } from '../src/backend/types.js';
@@ -22,17 +18,108 @@ import { duelingLayout, NetId, ppoActorLayout } from '../src/nets/layout.js';
 import { prepareData } from '../src/train/run.js';
 
 const usage = `usage: node dist/dev/bench.js probe-validate [--backend webgpu|cuda|cpu] [--bars N] [--repeats R]
+                                          [--probes P,P...]
 
-Times validate_dqn (plain head) over the validation split, then WGSL probes (no-weights,
-read-only) on webgpu, and validate_policy for scale; microseconds a bar. --bars: the synthetic
+Times validate_dqn (plain head) over the validation split, then WGSL probes of its source on
+webgpu (default all: no-weights, read-only, unroll-32, unroll-64, unroll-64 read-only,
+no-output-layers), and validate_policy for scale; microseconds a bar. --bars: the synthetic
 market's length (default data.synthBars, 60,000).`;
+
+/**
+ * The source with dense_x and dense_hid keeping `u` loads in flight (the shipped kernel: 16) before
+ * their sums, in the same order.
+ */
+function unrolled(src: string, u: number): string {
+  const body = (name: string, extra: string, input: (k: string) => string) => {
+    const loads = Array.from({ length: u }, (_, i) => `    let w${i} = out_f[col + (k + ${i}u) * n_out];`);
+    const sums = Array.from({ length: u }, (_, i) => `    acc = acc + w${i} * ${input(`k + ${i}u`)};`);
+    return [
+      `fn ${name}(w: u32, b: u32, n_in: u32, n_out: u32, j: u32${extra}) -> f32 {`,
+      '  var acc = nets[u.netBase + b + j];',
+      '  let col = sb + w + j;',
+      '  var k = 0u;',
+      `  for (; k + ${u}u <= n_in; k += ${u}u) {`,
+      ...loads,
+      ...sums,
+      '  }',
+      '  for (; k < n_in; k++) {',
+      `    acc = acc + out_f[col + k * n_out] * ${input('k')};`,
+      '  }',
+      '  return acc;',
+      '}',
+    ].join('\n');
+  };
+  const swap = (s: string, name: string, text: string) => {
+    const at = s.indexOf(`fn ${name}(`);
+    const end = s.indexOf('\n}\n', at) + 2;
+    if (at < 0 || end < 2) throw new Error(`probe unroll-${u}: no fn ${name}`);
+    return s.slice(0, at) + text + s.slice(end);
+  };
+  const x = swap(
+    src,
+    'dense_x',
+    body('dense_x', '', (k) => `x[${k}]`),
+  );
+  return swap(
+    x,
+    'dense_hid',
+    body('dense_hid', ', x_off: u32', (k) => `hid[x_off + ${k}]`),
+  );
+}
+
+/** `s` with every `from` replaced by `to`; an error where `from` does not occur. */
+function must(s: string, from: string, to: string): string {
+  if (!s.includes(from)) throw new Error(`probe edit: "${from}" is not in validate_dqn's source`);
+  return s.replaceAll(from, to);
+}
+
+const readOnly = (s: string) => must(s, 'out_f[col', 'nets[col - sb + u.netBase');
+
+/**
+ * The probes: edits of validate_dqn's WGSL source. Timing only: most compute wrong values.
+ *   no-weights           the dense layers return their bias (the bar's fixed cost)
+ *   read-only            the weights read from the read-only nets binding
+ *   unroll-32, -64       dense_x / dense_hid keep 32 / 64 loads in flight (shipped: 16), same order
+ *   unroll-64 read-only  both
+ *   no-output-layers     the streams' output layers return their bias (their share of a bar)
+ */
+export const VALIDATE_PROBES: Readonly<Record<string, (s: string) => string>> = {
+  'no-weights': (s) => must(must(s, 'k + 16u <= n_in', 'k + 16u <= 0u'), 'k < n_in', 'k < 0u'),
+  'read-only': readOnly,
+  'unroll-32': (s) => unrolled(s, 32),
+  'unroll-64': (s) => unrolled(s, 64),
+  'unroll-64 read-only': (s) => readOnly(unrolled(s, 64)),
+  'no-output-layers': (s) =>
+    must(
+      must(s, 'dense_hid(V1_W, V1_B, V1_IN, ATOMS, t, 0u)', 'nets[u.netBase + V1_B + t]'),
+      'dense_hid(A1_W, A1_B, A1_IN, A1_OUT, t - ATOMS, V0_OUT)',
+      'nets[u.netBase + A1_B + t - ATOMS]',
+    ),
+};
+
+/** [probe, kernel name, WGSL source] of the named probes (default all), each a renamed copy of `src`. */
+export function probeSources(src: string, names = Object.keys(VALIDATE_PROBES)): [string, string, string][] {
+  return names.map((name) => {
+    const edit = VALIDATE_PROBES[name];
+    if (!edit)
+      throw new UserError(`--probes: unknown probe "${name}" (${Object.keys(VALIDATE_PROBES).join(', ')})`);
+    const kernel = `validate_dqn_${name.replace(/[^a-z0-9]+/g, '_')}`;
+    return [name, kernel, must(edit(src), 'fn validate_dqn(', `fn ${kernel}(`)];
+  });
+}
 
 async function run(argv: string[]): Promise<number> {
   const { values } = parseFlags(
     argv,
-    { backend: { type: 'string' }, bars: { type: 'string' }, repeats: { type: 'string' } },
+    {
+      backend: { type: 'string' },
+      bars: { type: 'string' },
+      repeats: { type: 'string' },
+      probes: { type: 'string' },
+    },
     usage,
   );
+  const only = (values.probes as string | undefined)?.split(',');
   const repeats = intFlag(values.repeats as string | undefined, 'repeats', 3, 1);
   const bars = values.bars === undefined ? undefined : intFlag(values.bars as string, 'bars', 0, 1000);
   let choice: Awaited<ReturnType<typeof chooseBackend>>;
@@ -85,19 +172,8 @@ async function run(argv: string[]): Promise<number> {
     console.log(`${dqn.steps} bars, ${base.kernel.name} on ${backend.kind} (${backend.info.device})`);
     await time(base.kernel.name, base);
     if (backend.kind === 'webgpu' && base.kernel.name === 'validate_dqn') {
-      const src = wgslSources.validate_dqn;
-      const probes: [string, (s: string) => string][] = [
-        [
-          'no-weights',
-          (s) => s.replaceAll('k + 16u <= n_in', 'k + 16u <= 0u').replaceAll('k < n_in', 'k < 0u'),
-        ],
-        ['read-only', (s) => s.replaceAll('out_f[col', 'nets[col - sb + u.netBase')],
-      ];
-      for (const [name, edit] of probes) {
-        const kernel = `validate_dqn_${name.replace('-', '_')}`;
-        const probe = edit(src).replace('fn validate_dqn(', `fn ${kernel}(`);
-        if (probe === src) throw new Error(`probe ${name}: the source edit matched nothing`);
-        (wgslSources as Record<string, string>)[kernel] = probe;
+      for (const [name, kernel, source] of probeSources(wgslSources.validate_dqn, only)) {
+        (wgslSources as Record<string, string>)[kernel] = source;
         await time(name, { ...base, kernel: { ...base.kernel, name: kernel } });
       }
     }
