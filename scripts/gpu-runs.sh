@@ -5,13 +5,14 @@
 #
 #   OUT=out bash scripts/gpu-runs.sh            # then: node scripts/summarise-runs.mjs out/runs
 #
-# env: OUT (results folder), FOXHUNT (the CLI, default node bundle/bin/foxhunt.js), BASE (a second
-# bundle's CLI, timed beside this one), PARITY_KINDS (default "cuda webgpu"), ARMS / ARMS2 (arm names below; ARMS2 starts once at most
-# WAVE2_AT runs are left or at LAUNCH2 s), SEEDS / SEEDS2, BACKEND, EXTRA (flags for every run),
+# env: OUT (results folder), FOXHUNT (the CLI, default node bundle/bin/foxhunt.js), DEV (the dev
+# harness, default node bundle/dist/dev/bench.js), BASE (a second bundle's CLI, timed beside this
+# one), PARITY_KINDS (default "cuda webgpu"), ARMS / ARMS2 (arm names below; ARMS2 starts once at
+# most WAVE2_AT runs are left or at LAUNCH2 s), SEEDS / SEEDS2, BACKEND, EXTRA (flags for every run),
 # PARITY=1|0, BENCH=1|0, LEARN_END, DEADLINE (seconds from the start), RUNS (the runs' folder,
 # default $OUT/runs; elsewhere, only their logs come back, packed as $OUT/runs.tgz).
 T0=$(date +%s); el(){ echo $(( $(date +%s) - T0 )); }
-: "${OUT:=gpu-out}" "${FOXHUNT:=node bundle/bin/foxhunt.js}" "${BACKEND:=cuda}"
+: "${OUT:=gpu-out}" "${FOXHUNT:=node bundle/bin/foxhunt.js}" "${DEV:=node bundle/dist/dev/bench.js}" "${BACKEND:=cuda}"
 : "${BENCH:=1}" "${PARITY:=1}" "${LEARN_END:=330}" "${DEADLINE:=570}"
 : "${ARMS:=ppo c51 dqn}" "${SEEDS:=1 2 3}" "${LAUNCH2:=300}" "${WAVE2_AT:=3}" "${RUNS:=$OUT/runs}"
 mkdir -p "$RUNS"
@@ -58,18 +59,17 @@ b(){ local lim=$1; shift
   timeout -k 5 "$lim" "$@" >> "$OUT/bench.txt" 2>&1; echo "rc=$? [$(el)s]" >> "$OUT/bench.txt"; }
 bb(){ [ -n "$BASE" ] && b "$@"; }
 if [ "$BENCH" = 1 ]; then
+  b 60 $FOXHUNT bench train --algo dqn --backend webgpu --episodes 128
+  b 40 $DEV probe-validate --backend webgpu
+  bb 60 $BASE bench train --algo dqn --backend webgpu --episodes 128
+  b 60 $FOXHUNT bench train --algo c51 --backend webgpu --episodes 128
   b 40 $FOXHUNT bench train --algo dqn --backend cuda --episodes 128
-  b 60 $FOXHUNT bench train --algo iqn --backend cuda --episodes 128
   b 45 $FOXHUNT bench train --algo c51 --backend cuda --episodes 128
-  b 45 $FOXHUNT bench train --algo c51 --backend cuda --episodes 128 --precision exact
-  bb 40 $BASE bench train --algo dqn --backend cuda --episodes 128
+  b 60 $FOXHUNT bench train --algo iqn --backend cuda --episodes 128
+  b 90 $FOXHUNT bench train --algo iqn --backend webgpu --episodes 128
   b 40 $FOXHUNT bench train --backend cuda --episodes 128
-  bb 40 $BASE bench train --backend cuda --episodes 128
-  b 50 $FOXHUNT bench train --algo dqn --backend webgpu --episodes 128
-  b 50 $FOXHUNT bench train --algo c51 --backend webgpu --episodes 128
-  b 50 $FOXHUNT bench collect --algo dqn --backend cuda --episodes 128,65536
   b 45 $FOXHUNT bench train --backend webgpu --episodes 128
-  bb 45 $BASE bench train --backend webgpu --episodes 128
+  b 50 $FOXHUNT bench collect --algo dqn --backend cuda --episodes 128,65536
 fi
 if [ "$RUNS" != "$OUT/runs" ]; then
   (cd "$RUNS" && tar czf "$OUT/runs.tgz" --exclude='*.safetensors' --exclude='*.bin' *.out */log.jsonl */*.json 2> /dev/null)
