@@ -21,51 +21,8 @@ const usage = `usage: node dist/dev/bench.js probe-validate [--backend webgpu|cu
                                           [--probes P,P...]
 
 Times validate_dqn (plain head) over the validation split, then WGSL probes of its source on
-webgpu (default all: no-weights, read-only, unroll-32, unroll-64, unroll-64 read-only,
-no-output-layers), and validate_policy for scale; microseconds a bar. --bars: the synthetic
+webgpu (default all: no-weights, read-only, loads-16, one-part, no-output-layers), and validate_policy for scale; microseconds a bar. --bars: the synthetic
 market's length (default data.synthBars, 60,000).`;
-
-/**
- * The source with dense_x and dense_hid keeping `u` loads in flight (the shipped kernel: 16) before
- * their sums, in the same order.
- */
-function unrolled(src: string, u: number): string {
-  const body = (name: string, extra: string, input: (k: string) => string) => {
-    const loads = Array.from({ length: u }, (_, i) => `    let w${i} = out_f[col + (k + ${i}u) * n_out];`);
-    const sums = Array.from({ length: u }, (_, i) => `    acc = acc + w${i} * ${input(`k + ${i}u`)};`);
-    return [
-      `fn ${name}(w: u32, b: u32, n_in: u32, n_out: u32, j: u32${extra}) -> f32 {`,
-      '  var acc = nets[u.netBase + b + j];',
-      '  let col = sb + w + j;',
-      '  var k = 0u;',
-      `  for (; k + ${u}u <= n_in; k += ${u}u) {`,
-      ...loads,
-      ...sums,
-      '  }',
-      '  for (; k < n_in; k++) {',
-      `    acc = acc + out_f[col + k * n_out] * ${input('k')};`,
-      '  }',
-      '  return acc;',
-      '}',
-    ].join('\n');
-  };
-  const swap = (s: string, name: string, text: string) => {
-    const at = s.indexOf(`fn ${name}(`);
-    const end = s.indexOf('\n}\n', at) + 2;
-    if (at < 0 || end < 2) throw new Error(`probe unroll-${u}: no fn ${name}`);
-    return s.slice(0, at) + text + s.slice(end);
-  };
-  const x = swap(
-    src,
-    'dense_x',
-    body('dense_x', '', (k) => `x[${k}]`),
-  );
-  return swap(
-    x,
-    'dense_hid',
-    body('dense_hid', ', x_off: u32', (k) => `hid[x_off + ${k}]`),
-  );
-}
 
 /** `s` with every `from` replaced by `to`; an error where `from` does not occur. */
 function must(s: string, from: string, to: string): string {
@@ -73,28 +30,30 @@ function must(s: string, from: string, to: string): string {
   return s.replaceAll(from, to);
 }
 
-const readOnly = (s: string) => must(s, 'out_f[col', 'nets[col - sb + u.netBase');
-
 /**
  * The probes: edits of validate_dqn's WGSL source. Timing only: most compute wrong values.
- *   no-weights           the dense layers return their bias (the bar's fixed cost)
- *   read-only            the weights read from the read-only nets binding
- *   unroll-32, -64       dense_x / dense_hid keep 32 / 64 loads in flight (shipped: 16), same order
- *   unroll-64 read-only  both
- *   no-output-layers     the streams' output layers return their bias (their share of a bar)
+ *   no-weights        the dense layers return their bias (the bar's fixed cost)
+ *   read-only         the weights read from the read-only nets binding (same access pattern)
+ *   loads-16          dense_range without its 64-load block: 16 loads in flight (the earlier kernel)
+ *   one-part          the output layers one invocation an output (OUT_PARTS 1: the earlier kernel)
+ *   no-output-layers  the streams' output layers return their bias (their share of a bar)
  */
 export const VALIDATE_PROBES: Readonly<Record<string, (s: string) => string>> = {
-  'no-weights': (s) => must(must(s, 'k + 16u <= n_in', 'k + 16u <= 0u'), 'k < n_in', 'k < 0u'),
-  'read-only': readOnly,
-  'unroll-32': (s) => unrolled(s, 32),
-  'unroll-64': (s) => unrolled(s, 64),
-  'unroll-64 read-only': (s) => readOnly(unrolled(s, 64)),
-  'no-output-layers': (s) =>
+  'no-weights': (s) =>
     must(
-      must(s, 'dense_hid(V1_W, V1_B, V1_IN, ATOMS, t, 0u)', 'nets[u.netBase + V1_B + t]'),
-      'dense_hid(A1_W, A1_B, A1_IN, A1_OUT, t - ATOMS, V0_OUT)',
-      'nets[u.netBase + A1_B + t - ATOMS]',
+      must(must(s, 'k + 64u <= k1', 'k + 64u <= 0u'), 'k + 16u <= k1', 'k + 16u <= 0u'),
+      'k < k1',
+      'k < 0u',
     ),
+  'read-only': (s) => must(s, 'out_f[col', 'nets[col - sb + u.netBase'),
+  'loads-16': (s) => must(s, 'k + 64u <= k1', 'k + 64u <= 0u'),
+  'one-part': (s) =>
+    must(
+      must(s, 'if (OUT_PARTS == 1u) {', 'if (true) {'),
+      'let c = (n_in + OUT_PARTS - 1u) / OUT_PARTS;',
+      'let c = n_in;',
+    ),
+  'no-output-layers': (s) => must(s, 'k0, min(k0 + c, n_in), acc0)', 'k0, k0, acc0)'),
 };
 
 /** [probe, kernel name, WGSL source] of the named probes (default all), each a renamed copy of `src`. */

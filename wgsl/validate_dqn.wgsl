@@ -4,7 +4,8 @@
 // weights (nets at u.netBase) transposed into out_f past the trace (transpose_net); then per step
 // the 256 invocations run the net one output each: the trunk, both streams' hidden layers and
 // their output layers (f32 sum bias first then inputs in order, LeakyReLU, as
-// src/nets/forward.ts; C51's 2,346 outputs in ten rounds), the mean of the
+// src/nets/forward.ts; C51's 2,346 outputs in ten rounds; the plain and IQN heads' 46 outputs in
+// OUT_PARTS parts of their inputs, one invocation each, added in order), the mean of the
 // advantages over actions per atom, then per action Q (plain: (V + A) - mean; C51: the softmax
 // over atoms of (V + A) - mean and its expectation over the support; IQN (HEAD 2): per act tau
 // t < IQN_TAUS the trunk times relu(tau_embed(cosines of tau_t)) through the streams and the
@@ -13,7 +14,8 @@
 // quadrature tau_t = f32((t + 0.5) / K) (eval/policies.ts dqnGreedyPolicy), rounded exactly here,
 // and their IQN_TAUS x IQN_EMBED cosine features (iqn_cos.wgsl) fill workgroup memory once.
 //
-// Numerics: f32 in the reference's order; the compiler may fuse multiply-adds, WGSL's division
+// Numerics: f32 in the reference's order except the output layers' parts (plain, IQN: a sum of
+// partial sums); the compiler may fuse multiply-adds, WGSL's division
 // and exp are a few ulp loose, the Cephes cos within about 1e-7, so a Q value can differ in its
 // last bits and an action only where two Q values tie that closely.
 //!include validate_env.wgsl
@@ -49,16 +51,18 @@ const T_W = NET_Q_TAU_EMBED_W;
 const T_B = NET_Q_TAU_EMBED_B;
 const COS_LEN = IQN_TAUS * IQN_EMBED;
 
-// The layer input (the state, then the trunk's layers in place), the streams' hidden layers
-// (value at 0, advantage at V0_OUT), V [ATOMS] then A [45 * ATOMS] (action-major), the mean of A
-// over actions per atom, Q, IQN's cosine features (tau-major).
-var<workgroup> x: array<f32, 256>;
-var<workgroup> hid: array<f32, 256>;
+// act: the layer input at 0 (the state, then the trunk's layers in place; the output layers'
+// parts while those run), the streams' hidden layers at HID (value, then advantage at HID +
+// V0_OUT); V [ATOMS] then A [45 * ATOMS] (action-major), the mean of A over actions per atom, Q,
+// IQN's cosine features (tau-major).
+const HID = 256u;
+var<workgroup> act: array<f32, 512>;
 var<workgroup> heads: array<f32, HEAD_OUT>;
 var<workgroup> mean_a: array<f32, ATOMS>;
 var<workgroup> q: array<f32, 48>;
 var<workgroup> cos_tau: array<f32, COS_LEN>;
 const_assert IQN_TAUS >= 1 && IQN_TAUS <= 128 && IQN_EMBED >= 1;
+const_assert OUT_PARTS >= 1 && (OUT_PARTS == 1 || OUT_PARTS * HEAD_OUT <= WG_X);
 const_assert S0_OUT <= WG_X && S1_OUT <= WG_X && V0_OUT + A0_OUT <= WG_X && STATE_DIM <= 256;
 const_assert S0_OUT <= 256 && S1_OUT <= 256 && V0_OUT + A0_OUT <= 256 && NUM_ACTIONS <= 48;
 const_assert S0_IN == STATE_DIM && V0_IN == S1_OUT && A0_IN == S1_OUT && V1_IN == V0_OUT && A1_IN == A0_OUT;
@@ -92,15 +96,16 @@ fn transpose_net(lid: u32) {
   }
 }
 
-// Output j of a dense layer (transposed weights at out_f[sb + w], [n_in, n_out]; bias at nets) over
-// x: the bias, then the inputs in order; sixteen loads in flight before their sixteen sums (one
-// invocation's loads are all it has to hide the memory's latency with).
-fn dense_x(w: u32, b: u32, n_in: u32, n_out: u32, j: u32) -> f32 {
-  var acc = nets[u.netBase + b + j];
+// acc0 plus inputs k0 .. k1 - 1 of output j of a dense layer, in order: act[x_off + k] times the
+// transposed weights at out_f[sb + w] ([n_in, n_out]). Sixty-four loads in flight before their
+// sums, then sixteen, then one at a time (one invocation's loads are all it has to hide the
+// memory's latency with; 64 measured 12% faster than 16 on an H100).
+fn dense_range(w: u32, n_out: u32, j: u32, x_off: u32, k0: u32, k1: u32, acc0: f32) -> f32 {
+  var acc = acc0;
   let col = sb + w + j;
-  var k = 0u;
-  for (; k + 16u <= n_in; k += 16u) {
-    let w0 = out_f[col + k * n_out];
+  var k = k0;
+  for (; k + 64u <= k1; k += 64u) {
+    let w0 = out_f[col + (k + 0u) * n_out];
     let w1 = out_f[col + (k + 1u) * n_out];
     let w2 = out_f[col + (k + 2u) * n_out];
     let w3 = out_f[col + (k + 3u) * n_out];
@@ -116,36 +121,121 @@ fn dense_x(w: u32, b: u32, n_in: u32, n_out: u32, j: u32) -> f32 {
     let w13 = out_f[col + (k + 13u) * n_out];
     let w14 = out_f[col + (k + 14u) * n_out];
     let w15 = out_f[col + (k + 15u) * n_out];
-    acc = acc + w0 * x[k];
-    acc = acc + w1 * x[k + 1u];
-    acc = acc + w2 * x[k + 2u];
-    acc = acc + w3 * x[k + 3u];
-    acc = acc + w4 * x[k + 4u];
-    acc = acc + w5 * x[k + 5u];
-    acc = acc + w6 * x[k + 6u];
-    acc = acc + w7 * x[k + 7u];
-    acc = acc + w8 * x[k + 8u];
-    acc = acc + w9 * x[k + 9u];
-    acc = acc + w10 * x[k + 10u];
-    acc = acc + w11 * x[k + 11u];
-    acc = acc + w12 * x[k + 12u];
-    acc = acc + w13 * x[k + 13u];
-    acc = acc + w14 * x[k + 14u];
-    acc = acc + w15 * x[k + 15u];
+    let w16 = out_f[col + (k + 16u) * n_out];
+    let w17 = out_f[col + (k + 17u) * n_out];
+    let w18 = out_f[col + (k + 18u) * n_out];
+    let w19 = out_f[col + (k + 19u) * n_out];
+    let w20 = out_f[col + (k + 20u) * n_out];
+    let w21 = out_f[col + (k + 21u) * n_out];
+    let w22 = out_f[col + (k + 22u) * n_out];
+    let w23 = out_f[col + (k + 23u) * n_out];
+    let w24 = out_f[col + (k + 24u) * n_out];
+    let w25 = out_f[col + (k + 25u) * n_out];
+    let w26 = out_f[col + (k + 26u) * n_out];
+    let w27 = out_f[col + (k + 27u) * n_out];
+    let w28 = out_f[col + (k + 28u) * n_out];
+    let w29 = out_f[col + (k + 29u) * n_out];
+    let w30 = out_f[col + (k + 30u) * n_out];
+    let w31 = out_f[col + (k + 31u) * n_out];
+    let w32 = out_f[col + (k + 32u) * n_out];
+    let w33 = out_f[col + (k + 33u) * n_out];
+    let w34 = out_f[col + (k + 34u) * n_out];
+    let w35 = out_f[col + (k + 35u) * n_out];
+    let w36 = out_f[col + (k + 36u) * n_out];
+    let w37 = out_f[col + (k + 37u) * n_out];
+    let w38 = out_f[col + (k + 38u) * n_out];
+    let w39 = out_f[col + (k + 39u) * n_out];
+    let w40 = out_f[col + (k + 40u) * n_out];
+    let w41 = out_f[col + (k + 41u) * n_out];
+    let w42 = out_f[col + (k + 42u) * n_out];
+    let w43 = out_f[col + (k + 43u) * n_out];
+    let w44 = out_f[col + (k + 44u) * n_out];
+    let w45 = out_f[col + (k + 45u) * n_out];
+    let w46 = out_f[col + (k + 46u) * n_out];
+    let w47 = out_f[col + (k + 47u) * n_out];
+    let w48 = out_f[col + (k + 48u) * n_out];
+    let w49 = out_f[col + (k + 49u) * n_out];
+    let w50 = out_f[col + (k + 50u) * n_out];
+    let w51 = out_f[col + (k + 51u) * n_out];
+    let w52 = out_f[col + (k + 52u) * n_out];
+    let w53 = out_f[col + (k + 53u) * n_out];
+    let w54 = out_f[col + (k + 54u) * n_out];
+    let w55 = out_f[col + (k + 55u) * n_out];
+    let w56 = out_f[col + (k + 56u) * n_out];
+    let w57 = out_f[col + (k + 57u) * n_out];
+    let w58 = out_f[col + (k + 58u) * n_out];
+    let w59 = out_f[col + (k + 59u) * n_out];
+    let w60 = out_f[col + (k + 60u) * n_out];
+    let w61 = out_f[col + (k + 61u) * n_out];
+    let w62 = out_f[col + (k + 62u) * n_out];
+    let w63 = out_f[col + (k + 63u) * n_out];
+    acc = acc + w0 * act[x_off + k + 0u];
+    acc = acc + w1 * act[x_off + k + 1u];
+    acc = acc + w2 * act[x_off + k + 2u];
+    acc = acc + w3 * act[x_off + k + 3u];
+    acc = acc + w4 * act[x_off + k + 4u];
+    acc = acc + w5 * act[x_off + k + 5u];
+    acc = acc + w6 * act[x_off + k + 6u];
+    acc = acc + w7 * act[x_off + k + 7u];
+    acc = acc + w8 * act[x_off + k + 8u];
+    acc = acc + w9 * act[x_off + k + 9u];
+    acc = acc + w10 * act[x_off + k + 10u];
+    acc = acc + w11 * act[x_off + k + 11u];
+    acc = acc + w12 * act[x_off + k + 12u];
+    acc = acc + w13 * act[x_off + k + 13u];
+    acc = acc + w14 * act[x_off + k + 14u];
+    acc = acc + w15 * act[x_off + k + 15u];
+    acc = acc + w16 * act[x_off + k + 16u];
+    acc = acc + w17 * act[x_off + k + 17u];
+    acc = acc + w18 * act[x_off + k + 18u];
+    acc = acc + w19 * act[x_off + k + 19u];
+    acc = acc + w20 * act[x_off + k + 20u];
+    acc = acc + w21 * act[x_off + k + 21u];
+    acc = acc + w22 * act[x_off + k + 22u];
+    acc = acc + w23 * act[x_off + k + 23u];
+    acc = acc + w24 * act[x_off + k + 24u];
+    acc = acc + w25 * act[x_off + k + 25u];
+    acc = acc + w26 * act[x_off + k + 26u];
+    acc = acc + w27 * act[x_off + k + 27u];
+    acc = acc + w28 * act[x_off + k + 28u];
+    acc = acc + w29 * act[x_off + k + 29u];
+    acc = acc + w30 * act[x_off + k + 30u];
+    acc = acc + w31 * act[x_off + k + 31u];
+    acc = acc + w32 * act[x_off + k + 32u];
+    acc = acc + w33 * act[x_off + k + 33u];
+    acc = acc + w34 * act[x_off + k + 34u];
+    acc = acc + w35 * act[x_off + k + 35u];
+    acc = acc + w36 * act[x_off + k + 36u];
+    acc = acc + w37 * act[x_off + k + 37u];
+    acc = acc + w38 * act[x_off + k + 38u];
+    acc = acc + w39 * act[x_off + k + 39u];
+    acc = acc + w40 * act[x_off + k + 40u];
+    acc = acc + w41 * act[x_off + k + 41u];
+    acc = acc + w42 * act[x_off + k + 42u];
+    acc = acc + w43 * act[x_off + k + 43u];
+    acc = acc + w44 * act[x_off + k + 44u];
+    acc = acc + w45 * act[x_off + k + 45u];
+    acc = acc + w46 * act[x_off + k + 46u];
+    acc = acc + w47 * act[x_off + k + 47u];
+    acc = acc + w48 * act[x_off + k + 48u];
+    acc = acc + w49 * act[x_off + k + 49u];
+    acc = acc + w50 * act[x_off + k + 50u];
+    acc = acc + w51 * act[x_off + k + 51u];
+    acc = acc + w52 * act[x_off + k + 52u];
+    acc = acc + w53 * act[x_off + k + 53u];
+    acc = acc + w54 * act[x_off + k + 54u];
+    acc = acc + w55 * act[x_off + k + 55u];
+    acc = acc + w56 * act[x_off + k + 56u];
+    acc = acc + w57 * act[x_off + k + 57u];
+    acc = acc + w58 * act[x_off + k + 58u];
+    acc = acc + w59 * act[x_off + k + 59u];
+    acc = acc + w60 * act[x_off + k + 60u];
+    acc = acc + w61 * act[x_off + k + 61u];
+    acc = acc + w62 * act[x_off + k + 62u];
+    acc = acc + w63 * act[x_off + k + 63u];
   }
-  for (; k < n_in; k++) {
-    acc = acc + out_f[col + k * n_out] * x[k];
-  }
-  return acc;
-}
-
-// Output j of a dense layer over hid[x_off ..] (as dense_x).
-fn dense_hid(w: u32, b: u32, n_in: u32, n_out: u32, j: u32, x_off: u32) -> f32 {
-  var acc = nets[u.netBase + b + j];
-  let col = sb + w + j;
-  var k = 0u;
-  for (; k + 16u <= n_in; k += 16u) {
-    let w0 = out_f[col + k * n_out];
+  for (; k + 16u <= k1; k += 16u) {
+    let w0 = out_f[col + (k + 0u) * n_out];
     let w1 = out_f[col + (k + 1u) * n_out];
     let w2 = out_f[col + (k + 2u) * n_out];
     let w3 = out_f[col + (k + 3u) * n_out];
@@ -161,37 +251,47 @@ fn dense_hid(w: u32, b: u32, n_in: u32, n_out: u32, j: u32, x_off: u32) -> f32 {
     let w13 = out_f[col + (k + 13u) * n_out];
     let w14 = out_f[col + (k + 14u) * n_out];
     let w15 = out_f[col + (k + 15u) * n_out];
-    acc = acc + w0 * hid[x_off + k];
-    acc = acc + w1 * hid[x_off + k + 1u];
-    acc = acc + w2 * hid[x_off + k + 2u];
-    acc = acc + w3 * hid[x_off + k + 3u];
-    acc = acc + w4 * hid[x_off + k + 4u];
-    acc = acc + w5 * hid[x_off + k + 5u];
-    acc = acc + w6 * hid[x_off + k + 6u];
-    acc = acc + w7 * hid[x_off + k + 7u];
-    acc = acc + w8 * hid[x_off + k + 8u];
-    acc = acc + w9 * hid[x_off + k + 9u];
-    acc = acc + w10 * hid[x_off + k + 10u];
-    acc = acc + w11 * hid[x_off + k + 11u];
-    acc = acc + w12 * hid[x_off + k + 12u];
-    acc = acc + w13 * hid[x_off + k + 13u];
-    acc = acc + w14 * hid[x_off + k + 14u];
-    acc = acc + w15 * hid[x_off + k + 15u];
+    acc = acc + w0 * act[x_off + k + 0u];
+    acc = acc + w1 * act[x_off + k + 1u];
+    acc = acc + w2 * act[x_off + k + 2u];
+    acc = acc + w3 * act[x_off + k + 3u];
+    acc = acc + w4 * act[x_off + k + 4u];
+    acc = acc + w5 * act[x_off + k + 5u];
+    acc = acc + w6 * act[x_off + k + 6u];
+    acc = acc + w7 * act[x_off + k + 7u];
+    acc = acc + w8 * act[x_off + k + 8u];
+    acc = acc + w9 * act[x_off + k + 9u];
+    acc = acc + w10 * act[x_off + k + 10u];
+    acc = acc + w11 * act[x_off + k + 11u];
+    acc = acc + w12 * act[x_off + k + 12u];
+    acc = acc + w13 * act[x_off + k + 13u];
+    acc = acc + w14 * act[x_off + k + 14u];
+    acc = acc + w15 * act[x_off + k + 15u];
   }
-  for (; k < n_in; k++) {
-    acc = acc + out_f[col + k * n_out] * hid[x_off + k];
+  for (; k < k1; k++) {
+    acc = acc + out_f[col + k * n_out] * act[x_off + k];
   }
   return acc;
 }
 
-// Output t of the streams' output layers: value_stream.1 (heads[0 .. ATOMS]), then
-// advantage_stream.1 (heads[ATOMS ..]).
-fn output_one(t: u32) {
-  if (t < ATOMS) {
-    heads[t] = dense_hid(V1_W, V1_B, V1_IN, ATOMS, t, 0u);
-  } else {
-    heads[t] = dense_hid(A1_W, A1_B, A1_IN, A1_OUT, t - ATOMS, V0_OUT);
-  }
+// Output j of a dense layer over act[x_off ..]: the bias, then the inputs in order.
+fn dense(w: u32, b: u32, n_in: u32, n_out: u32, j: u32, x_off: u32) -> f32 {
+  return dense_range(w, n_out, j, x_off, 0u, n_in, nets[u.netBase + b + j]);
+}
+
+// Part p of output t of the streams' output layers (value_stream.1 for t < ATOMS, then
+// advantage_stream.1): its inputs [p c, p c + c), c = ceil(n_in / OUT_PARTS), part 0 from the bias.
+// The value and advantage outputs take the same path (no divergence within a warp).
+fn output_part(t: u32, p: u32) -> f32 {
+  let adv = t >= ATOMS;
+  let n_in = select(u32(V1_IN), u32(A1_IN), adv);
+  let j = select(t, t - ATOMS, adv);
+  let b = select(u32(V1_B), u32(A1_B), adv);
+  let c = (n_in + OUT_PARTS - 1u) / OUT_PARTS;
+  let k0 = min(p * c, n_in);
+  let acc0 = select(0.0, nets[u.netBase + b + j], p == 0u);
+  return dense_range(select(u32(V1_W), u32(A1_W), adv), select(u32(ATOMS), u32(A1_OUT), adv), j,
+                     select(HID, HID + V0_OUT, adv), k0, min(k0 + c, n_in), acc0);
 }
 
 // C51 support point k: vMin + k * delta, delta = (vMax - vMin) / (atoms - 1).
@@ -247,7 +347,7 @@ fn iqn_act_tau(t: u32) -> f32 {
   return f32(m) * bitcast<f32>((127u - s) << 23u);
 }
 
-// Output j of tau_embed (ReLU) over the cosine features of tau t (transposed weights, as dense_x).
+// Output j of tau_embed (ReLU) over the cosine features of tau t (transposed weights, as dense).
 fn tau_embed(t: u32, j: u32) -> f32 {
   var acc = nets[u.netBase + T_B + j];
   let col = sb + T_W + j;
@@ -258,16 +358,34 @@ fn tau_embed(t: u32, j: u32) -> f32 {
   return max(acc, 0.0);
 }
 
-// Both streams on x (hidden layers, output layers, the mean of A per atom): heads and mean_a.
+// Both streams on act (hidden layers, output layers, the mean of A per atom): heads and mean_a.
+// The output layers: with OUT_PARTS > 1 (plain, IQN: 46 outputs) invocation t + p HEAD_OUT sums
+// part p of output t into act[t + p HEAD_OUT] (the layer input there was last read before the
+// barrier above), and output t is then part 0 + part 1 + ... in order; C51's 2,346 outputs take
+// one invocation each, in rounds.
 fn streams(lid: u32) {
   if (lid < V0_OUT) {
-    hid[lid] = leaky(dense_x(V0_W, V0_B, V0_IN, V0_OUT, lid));
+    act[HID + lid] = leaky(dense(V0_W, V0_B, V0_IN, V0_OUT, lid, 0u));
   } else if (lid < V0_OUT + A0_OUT) {
-    hid[lid] = leaky(dense_x(A0_W, A0_B, A0_IN, A0_OUT, lid - V0_OUT));
+    act[HID + lid] = leaky(dense(A0_W, A0_B, A0_IN, A0_OUT, lid - V0_OUT, 0u));
   }
   workgroupBarrier();
-  for (var t = lid; t < HEAD_OUT; t += WG_X) {
-    output_one(t);
+  if (OUT_PARTS == 1u) {
+    for (var t = lid; t < HEAD_OUT; t += WG_X) {
+      heads[t] = output_part(t, 0u);
+    }
+  } else {
+    if (lid < OUT_PARTS * HEAD_OUT) {
+      act[lid] = output_part(lid % HEAD_OUT, lid / HEAD_OUT);
+    }
+    workgroupBarrier();
+    if (lid < HEAD_OUT) {
+      var sum = act[lid];
+      for (var p = 1u; p < OUT_PARTS; p++) {
+        sum = sum + act[p * HEAD_OUT + lid];
+      }
+      heads[lid] = sum;
+    }
   }
   workgroupBarrier();
   if (lid < ATOMS) {
@@ -300,41 +418,41 @@ fn validate_dqn(@builtin(local_invocation_index) lid: u32) {
     if (lid == 0u) {
       bar_s = ep.bar;
       let pf = portfolio_features(ep);
-      x[MARKET_FEATURES] = pf.x;
-      x[MARKET_FEATURES + 1u] = pf.y;
-      x[MARKET_FEATURES + 2u] = pf.z;
+      act[MARKET_FEATURES] = pf.x;
+      act[MARKET_FEATURES + 1u] = pf.y;
+      act[MARKET_FEATURES + 2u] = pf.z;
     }
     let bar = workgroupUniformLoad(&bar_s);
     if (l >= steps || workgroupUniformLoad(&stop_s) != 0) {
       break;
     }
     if (lid < MARKET_FEATURES) {
-      x[lid] = features[u32(bar) * MARKET_FEATURES + lid];
+      act[lid] = features[u32(bar) * MARKET_FEATURES + lid];
     }
     workgroupBarrier();
     var y = 0.0;
     if (lid < S0_OUT) {
-      y = leaky(dense_x(S0_W, S0_B, S0_IN, S0_OUT, lid));
+      y = leaky(dense(S0_W, S0_B, S0_IN, S0_OUT, lid, 0u));
     }
     workgroupBarrier();
     if (lid < S0_OUT) {
-      x[lid] = y;
+      act[lid] = y;
     }
     workgroupBarrier();
     if (lid < S1_OUT) {
-      y = leaky(dense_x(S1_W, S1_B, S1_IN, S1_OUT, lid));
+      y = leaky(dense(S1_W, S1_B, S1_IN, S1_OUT, lid, 0u));
     }
     workgroupBarrier();
     if (lid < S1_OUT) {
-      x[lid] = y;
+      act[lid] = y;
     }
     workgroupBarrier();
     if (HEAD == HEAD_IQN) {
-      // y holds trunk[lid]; x takes h = trunk * phi per tau (its readers passed the barriers).
+      // y holds trunk[lid]; act takes h = trunk * phi per tau (its readers passed the barriers).
       var qsum = 0.0;
       for (var t = 0u; t < IQN_TAUS; t++) {
         if (lid < S1_OUT) {
-          x[lid] = y * tau_embed(t, lid);
+          act[lid] = y * tau_embed(t, lid);
         }
         workgroupBarrier();
         streams(lid);

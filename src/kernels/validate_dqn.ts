@@ -3,7 +3,8 @@
  * one launch (the DQN twin of validate_policy.ts: same bindings, episode, outputs and trace). One
  * workgroup of 256 threads runs the dueling net of `duelingLayout` (src/nets/layout.ts) per step:
  * the trunk 54 -> 256 -> 256 and both streams' hidden layers one output per thread, the streams'
- * output layers in groups of four outputs per thread (C51's 45 x atoms advantages loop), then
+ * output layers one output per thread in rounds (C51), or, for the plain and IQN heads' 46 outputs,
+ * in OUT_PARTS parts of their inputs a thread, added in order (validateOutputParts), then
  *   plain  Q = V + A - mean A, first argmax (forward.ts forwardDueling's f32 order);
  *   c51    per action the softmax over atoms of V + A - mean_a A, Q = expectation over the
  *          support vMin .. vMax, first argmax (forwardC51's order);
@@ -103,8 +104,18 @@ function headSizes(o: ValidateDqnHead): { atoms: number; taus: number; embed: nu
 }
 
 /**
- * Floats of the kernels' workgroup plan: layer input, streams' hidden, V and A, mean over
- * actions, Q, the IQN cosine features (taus x embed).
+ * Parts the WGSL build splits each output of the streams' output layers into (OUT_PARTS): as many
+ * as the workgroup's invocations hold for `headOut` outputs, at most 8 (plain and IQN: 46 outputs, 5 parts of
+ * the 128 inputs; C51: 1). The parts run side by side on otherwise idle invocations and are added
+ * in order: the output layers were a third of a plain-head bar with one invocation an output.
+ */
+export function validateOutputParts(headOut: number): number {
+  return Math.max(1, Math.min(8, Math.floor(VALIDATE_DQN_THREADS / headOut)));
+}
+
+/**
+ * Floats of the kernels' workgroup plan: layer input (the output layers' parts while those run),
+ * streams' hidden, V and A, mean over actions, Q, the IQN cosine features (taus x embed).
  */
 function planFloats(atoms: number, cosines: number): number {
   return 2 * VALIDATE_DQN_THREADS + atoms * (NUM_ACTIONS + 1) + atoms + 48 + cosines;
@@ -196,6 +207,7 @@ function dqnValidateSpec(o: ValidateDqnHead): KernelSpec {
       IQN_TAUS: taus,
       IQN_EMBED: embed,
       HEAD_OUT: atoms * (NUM_ACTIONS + 1),
+      OUT_PARTS: validateOutputParts(atoms * (NUM_ACTIONS + 1)),
     },
   };
 }
