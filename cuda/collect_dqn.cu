@@ -72,9 +72,9 @@ constexpr int SM_END_ACT = align4(SM_ACT + E * LD_TRUNK);
 constexpr int SM_V = SM_END_ACT;
 constexpr int SM_A = align4(SM_V + E);
 constexpr int SM_END_PLAIN = align4(SM_A + E * LD_Q);
-// C51: chunk [E, LD_TRUNK], v and mean [E, LD_ATOMS], q [E, LD_Q]
+// C51: chunk [E, LD_C51_CHUNK(E)], v and mean [E, LD_ATOMS], q [E, LD_Q]
 constexpr int SM_CHUNK = SM_END_ACT;
-constexpr int SM_C51_V = align4(SM_CHUNK + E * LD_TRUNK);
+constexpr int SM_C51_V = align4(SM_CHUNK + E * LD_C51_CHUNK(E));
 constexpr int SM_MEAN = align4(SM_C51_V + E * LD_ATOMS);
 constexpr int SM_C51_Q = align4(SM_MEAN + E * LD_ATOMS);
 constexpr int SM_END_C51 = align4(SM_C51_Q + E * LD_Q);

@@ -172,18 +172,36 @@ COLLECT_FN void dueling_q(const float* __restrict__ p, float* act, float* hid, f
   block_sync();
 }
 
-// C51 (forward.ts forwardC51). The 45 x Atoms advantage logits do not fit in shared memory next to
-// the trunk (48 KiB per block), so advantage_stream.1 runs in chunks of C51_CHUNK actions, twice:
-// pass 0 sums the per-atom mean over actions (in action order, as the reference), pass 1 recomputes
-// each chunk (the same bits) and takes the per-action softmax and expectation. Buffers: act as for
-// dueling_q; chunk [R, LD_TRUNK] one chunk's logits; v and mean [R, LD_ATOMS]; q [R, LD_Q] output
-// (not aliasing act, which holds the advantage hidden layer until the end).
-__host__ __device__ constexpr int c51_chunk_actions(int atoms) {
+// C51 (forward.ts forwardC51). advantage_stream.1's 45 x Atoms logits go to a chunk buffer
+// [R, c51_chunk_ld(Atoms, R)]: all 45 actions at once where R rows of them fit C51_WHOLE_FLOATS (the
+// exact build's tiles of one or two episodes at 51 atoms), else in chunks of c51_chunk_actions actions that fit a
+// trunk-wide row (48 KiB per block). Pass 0 sums the per-atom mean over actions (in action order, as
+// the reference); pass 1 takes each action's softmax and expectation, from the same buffer when it
+// holds all actions, else recomputing each chunk (the same bits). One chunk computes the layer once,
+// with every thread holding several outputs' sums (independent chains), and takes all 45 softmaxes
+// side by side. Buffers: act as for dueling_q; chunk the logits; v and mean [R, LD_ATOMS]; q [R,
+// LD_Q] output (not aliasing act, which holds the advantage hidden layer until the end).
+// The tensor-core build keeps the chunks: a whole row's m16n8 tiles would not fit the registers.
+#if defined(COLLECT_TF32) && COLLECT_TF32
+#define C51_WHOLE_FLOATS 0
+#else
+#define C51_WHOLE_FLOATS 4640
+#endif
+__host__ __device__ constexpr bool c51_whole(int atoms, int rows) {
+  // ... and the exact layer's sums fit a thread's registers (DenseExact: at most 64).
+  return rows * tile_stride(NUM_ACTIONS * atoms) <= C51_WHOLE_FLOATS &&
+         (NUM_ACTIONS * atoms + COLLECT_THREADS - 1) / COLLECT_THREADS * rows <= 64;
+}
+__host__ __device__ constexpr int c51_chunk_actions(int atoms, int rows) {
   int c = NUM_ACTIONS;
-  while (c > 1 && (c * atoms > 256 || NUM_ACTIONS % c != 0)) c--;
+  while (!c51_whole(atoms, rows) && c > 1 && (c * atoms > 256 || NUM_ACTIONS % c != 0)) c--;
   return c;
 }
-#define C51_CHUNK c51_chunk_actions(COLLECT_ATOMS)
+__host__ __device__ constexpr int c51_chunk_ld(int atoms, int rows) {
+  return c51_whole(atoms, rows) ? tile_stride(NUM_ACTIONS * atoms) : LD_TRUNK;
+}
+#define C51_CHUNK(R) c51_chunk_actions(COLLECT_ATOMS, R)
+#define LD_C51_CHUNK(R) c51_chunk_ld(COLLECT_ATOMS, R)
 
 struct C51Buffers {
   float *act, *chunk, *v, *mean, *q;
@@ -193,23 +211,26 @@ template <int Base, int R, int C, int PASS>
 COLLECT_FN void c51_chunks(const float* __restrict__ p, const C51Buffers& b, float vmin, float delta) {
   using L = Dueling<HEAD_C51, Base>;
   constexpr int Z = L::Atoms;
-  constexpr int CA = C51_CHUNK;
-  static_assert(CA * Z <= 256, "one C51 chunk must fit a trunk-wide buffer");
+  constexpr int CA = C51_CHUNK(R);
+  constexpr int LDC = LD_C51_CHUNK(R);
+  static_assert(CA * Z <= LDC, "one C51 chunk must fit a row of its buffer");
   if constexpr (C * CA < NUM_ACTIONS) {
-    dense_tile<128, CA * Z, ACT_NONE, R, L::A1_W + C * CA * Z * 128, L::A1_B + C * CA * Z>(p, b.act + 128, LD_TRUNK,
-                                                                                       b.chunk, LD_TRUNK);
-    block_sync();
+    if constexpr (PASS == 0 || CA < NUM_ACTIONS) {
+      dense_tile<128, CA * Z, ACT_NONE, R, L::A1_W + C * CA * Z * 128, L::A1_B + C * CA * Z>(p, b.act + 128, LD_TRUNK,
+                                                                                         b.chunk, LDC);
+      block_sync();
+    }
     if constexpr (PASS == 0) {
       for (int task = threadIdx.x; task < R * Z; task += COLLECT_THREADS) {
         const int r = task / Z, z = task % Z;
         float s = C == 0 ? 0.0f : b.mean[r * LD_ATOMS + z];
-        for (int k = 0; k < CA; k++) s = fadd(s, b.chunk[r * LD_TRUNK + k * Z + z]);
+        for (int k = 0; k < CA; k++) s = fadd(s, b.chunk[r * LDC + k * Z + z]);
         b.mean[r * LD_ATOMS + z] = C * CA + CA == NUM_ACTIONS ? fdiv(s, (float)NUM_ACTIONS) : s;
       }
     } else {
       for (int task = threadIdx.x; task < R * CA; task += COLLECT_THREADS) {
         const int r = task / CA, k = task % CA;
-        float* l = b.chunk + r * LD_TRUNK + k * Z;
+        float* l = b.chunk + r * LDC + k * Z;
         const float* v = b.v + r * LD_ATOMS;
         const float* mr = b.mean + r * LD_ATOMS;
         float mx = -__int_as_float(0x7f800000);

@@ -81,6 +81,8 @@ const TILE: Partial<TileShape> = { tileEpisodes: 2, threads: 64, kt: 8 };
  * row groups (4 rows a thread; N = 5 leaves 3 rows empty), PPO 4 episodes in one row group.
  */
 const QUAD2_DQN: Partial<TileShape> = { ...TILE, tileEpisodes: 8, engine: 2 };
+/** One C51 episode a workgroup of 128 threads: CUDA computes all 45 actions' logits at once (c51_whole). */
+const C51_WHOLE: Partial<TileShape> = { ...TILE, tileEpisodes: 1, threads: 128 };
 const QUAD2_PPO: Partial<TileShape> = { ...TILE, tileEpisodes: 4, engine: 2 };
 const engineName = (engine: number | undefined) => (engine === 2 ? ' quad2 engine' : '');
 
@@ -325,6 +327,7 @@ function dqnCase(
   variant: CollectVariant,
   tile = TILE,
   clipped = false,
+  label = '',
 ): ParityCase {
   const head: QHead = algo === 'dqn' ? 'plain' : algo;
   const cfg = parityConfig(algo);
@@ -345,7 +348,7 @@ function dqnCase(
     };
   };
   return {
-    name: `collect_dqn ${head} ${variant}${engineName(tile.engine)} N=${N} L=${L}, two launches${clipped ? ', curiosity bonus at its default cap' : ''}`,
+    name: `collect_dqn ${head} ${variant}${engineName(tile.engine)} N=${N} L=${L}, two launches${clipped ? ', curiosity bonus at its default cap' : ''}${label}`,
     kernel: variant === 'cluster' ? 'collect_dqn_cluster' : 'collect_dqn',
     // Thread-block clusters exist on CUDA only.
     ...(variant === 'cluster' ? { backends: ['cuda' as const] } : {}),
@@ -606,6 +609,13 @@ export function collectParityCases(): ParityCase[] {
   return [
     dqnCase('dqn', 'tiled'),
     dqnCase('c51', 'tiled'),
+    dqnCase(
+      'c51',
+      'tiled',
+      C51_WHOLE,
+      false,
+      ' (1 episode x 128 threads: one pass over the advantage logits)',
+    ),
     dqnCase('iqn', 'tiled'),
     ppoCase('tiled'),
     dqnCase('dqn', 'tiled', QUAD2_DQN),

@@ -16,7 +16,8 @@
 #include "collect_nets.cuh"
 
 constexpr int ROWS = 20;      // two m16 tiles, the second partial
-constexpr int C51_ROWS = 5;
+constexpr int C51_ROWS = 5;       // chunks of 5 actions
+constexpr int C51_WHOLE_ROWS = 2; // all 45 actions' logits at once
 constexpr int IQN_ROWS = 3;
 constexpr int IQN_K = 8;
 constexpr int IQN_TC = 4;  // 12 rows per tau chunk: a partial m16 tile
@@ -62,7 +63,7 @@ static void run_dueling(const Job& j) {
     C51Buffers b;
     b.act = act;
     b.chunk = rest;
-    b.v = b.chunk + R * LD_TRUNK;
+    b.v = b.chunk + R * LD_C51_CHUNK(R);
     b.mean = b.v + R * LD_ATOMS;
     b.q = b.mean + R * LD_ATOMS;
     c51_q<0, R>(j.params, b, VMIN, VMAX);
@@ -111,6 +112,7 @@ static void kernel(void* arg) {
   if (j.net == "plain" || j.net == "plain_hid") run_dueling<HEAD_PLAIN, ROWS>(j);
   else if (j.net == "plain_at2") run_dueling<HEAD_PLAIN, ROWS, 2>(j);
   else if (j.net == "c51") run_dueling<HEAD_C51, C51_ROWS>(j);
+  else if (j.net == "c51_whole") run_dueling<HEAD_C51, C51_WHOLE_ROWS>(j);
   else if (j.net == "iqn") run_dueling<HEAD_IQN, IQN_ROWS>(j);
   else run_ppo_or_curiosity(j);
 }
@@ -152,6 +154,8 @@ int main(int argc, char** argv) {
   if (j.net == "plain" || j.net == "plain_hid" || j.net == "plain_at2")
     size = Dueling<0>::SIZE, j.rows = ROWS, j.in = STATE_DIM, j.out_width = NUM_ACTIONS;
   else if (j.net == "c51") size = Dueling<1>::SIZE, j.rows = C51_ROWS, j.in = STATE_DIM, j.out_width = NUM_ACTIONS;
+  else if (j.net == "c51_whole")
+    size = Dueling<1>::SIZE, j.rows = C51_WHOLE_ROWS, j.in = STATE_DIM, j.out_width = NUM_ACTIONS;
   else if (j.net == "iqn") size = Dueling<2>::SIZE, j.rows = IQN_ROWS, j.in = STATE_DIM, j.out_width = NUM_ACTIONS;
   else if (j.net == "actor") size = Actor<>::SIZE, j.rows = ROWS, j.in = STATE_DIM, j.out_width = NUM_ACTIONS;
   else if (j.net == "critic" || j.net == "critic_at1") size = Critic<>::SIZE, j.rows = ROWS, j.in = STATE_DIM, j.out_width = 1;

@@ -80,9 +80,21 @@ const cases: Case[] = [
     exactTol: 0,
   },
   {
+    // 5 rows: the advantage logits in chunks of 5 actions, recomputed for the softmax.
     net: 'c51',
     layout: duelingLayout('c51'),
     rows: C51_ROWS,
+    inDim: STATE_DIM,
+    outDim: NUM_ACTIONS,
+    ref: (p, x, _t, o) =>
+      forwardC51(duelingLayout('c51'), p, x, new Float32Array(NUM_ACTIONS * support.atoms), o, support),
+    exactTol: 1e-5,
+  },
+  {
+    // 2 rows: all 45 actions' logits at once, computed once.
+    net: 'c51_whole',
+    layout: duelingLayout('c51'),
+    rows: 2,
     inDim: STATE_DIM,
     outDim: NUM_ACTIONS,
     ref: (p, x, _t, o) =>
