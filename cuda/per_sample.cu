@@ -5,7 +5,7 @@
 // phase 1 (grid): gather of the sampled ring rows and actions into batchF[0 ..) and batchI[0 ..).
 // phase 2 (one block): priorities from td, last duplicate wins, state[0] = running max, then the
 //          written leaves' ancestors level by level (__syncthreads between levels; it orders the
-//          block's global writes too).
+//          block's global writes too), the top TOP_NODES nodes through shared memory.
 // Threshold, descent and tree sums use the _rn intrinsics: no fused multiply-add, a correctly
 // rounded division, the same f32 bits as the TS reference.
 // Bindings (declared by the preamble generated from src/kernels/per_sample.ts):
@@ -31,6 +31,8 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) per_sample(KERN
   // Phase 2's sampled rows in shared memory (batches up to SHARED_ROWS; larger ones read batchI):
   // each sample scans the later ones for its row.
   __shared__ int shared_rows[SHARED_ROWS];
+  // Phase 2's top of the tree (nodes 1 .. TOP_NODES - 1).
+  __shared__ float tree_top[TOP_NODES];
   const unsigned int lid = threadIdx.x;
   const unsigned int B = u.batch;
   if (u.phase == 1u) {
@@ -66,10 +68,26 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) per_sample(KERN
     const float most = per_workgroup_max(partial, lid, m);
     if (lid == 0u) state[0] = __float_as_uint(fmaxf(__uint_as_float(state[0]), most));
     __syncthreads();
-    for (unsigned int level = 1u; (u.leaves >> level) >= 1u; level++) {
+    // The written leaves' ancestors in global memory while a level has more than TOP_NODES / 2
+    // nodes; then that level into shared memory and every node above it from there (an unchanged
+    // node gets the same sum again), one shared barrier a level instead of a global round trip.
+    unsigned int level = 0u;
+    while ((u.leaves >> level) > TOP_NODES / 2u) {
+      level++;
       for (unsigned int j = lid; j < B; j += WG_X) {
         const unsigned int k = (u.leaves + (unsigned int)sampled_row(j)) >> level;
         tree[k] = __fadd_rn(tree[2u * k], tree[2u * k + 1u]);
+      }
+      __syncthreads();
+    }
+    const unsigned int c = u.leaves >> level;
+    for (unsigned int i = lid; i < c; i += WG_X) tree_top[c + i] = tree[c + i];
+    __syncthreads();
+    for (unsigned int n = c / 2u; n >= 1u; n /= 2u) {
+      for (unsigned int k = n + lid; k < 2u * n; k += WG_X) {
+        const float v = __fadd_rn(tree_top[2u * k], tree_top[2u * k + 1u]);
+        tree_top[k] = v;
+        tree[k] = v;
       }
       __syncthreads();
     }

@@ -4,7 +4,8 @@
 //          normalised by their max; rows -> batchI[batch + j], weights -> batchF[batch * ROW_F + j].
 // phase 1 (grid): gather of the sampled ring rows and actions into batchF[0 ..) and batchI[0 ..).
 // phase 2 (one workgroup): priorities from td, last duplicate wins, state[0] = running max, then
-//          the written leaves' ancestors level by level (storageBarrier between levels).
+//          the written leaves' ancestors level by level (storageBarrier between levels), the top
+//          TOP_NODES nodes through workgroup memory.
 // Bindings (declared by the preamble generated from src/kernels/per_sample.ts):
 //   ringF: array<f32>, read; ringI: array<i32>, read; tree: array<f32>, read_write;
 //   state: array<u32>, read_write ([0] max priority bits, [1] first step); batchF: array<f32>,
@@ -15,6 +16,8 @@ var<workgroup> partial: array<f32, WG_X>;
 // Phase 2's sampled rows in workgroup memory (batches up to SHARED_ROWS; larger ones read batchI):
 // each sample scans the later ones for its row.
 var<workgroup> shared_rows: array<i32, SHARED_ROWS>;
+// Phase 2's top of the tree (nodes 1 .. TOP_NODES - 1).
+var<workgroup> tree_top: array<f32, TOP_NODES>;
 
 fn sampled_row(q: u32) -> i32 {
   if (u.batch <= SHARED_ROWS) {
@@ -90,12 +93,30 @@ fn per_sample(
       state[0] = bitcast<u32>(max(bitcast<f32>(state[0]), most));
     }
     storageBarrier();
-    for (var level = 1u; (u.leaves >> level) >= 1u; level++) {
+    // The written leaves' ancestors in storage while a level has more than TOP_NODES / 2 nodes;
+    // then that level into workgroup memory and every node above it from there (an unchanged node
+    // gets the same sum again), one workgroup barrier a level instead of a storage round trip.
+    var level = 0u;
+    while ((u.leaves >> level) > TOP_NODES / 2u) {
+      level++;
       for (var j = lid; j < B; j += WG_X) {
         let k = (u.leaves + u32(sampled_row(j))) >> level;
         tree[k] = tree[2u * k] + tree[2u * k + 1u];
       }
       storageBarrier();
+    }
+    let c = u.leaves >> level;
+    for (var i = lid; i < c; i += WG_X) {
+      tree_top[c + i] = tree[c + i];
+    }
+    workgroupBarrier();
+    for (var n = c / 2u; n >= 1u; n = n / 2u) {
+      for (var k = n + lid; k < 2u * n; k += WG_X) {
+        let v = tree_top[2u * k] + tree_top[2u * k + 1u];
+        tree_top[k] = v;
+        tree[k] = v;
+      }
+      workgroupBarrier();
     }
     return;
   }

@@ -14,8 +14,9 @@
  *   only by the last j of a duplicated row (perUpdate: the last in batch order wins); state[0] (f32
  *   bits) = max(state[0], max_j p_j) (the rows are scanned from workgroup memory for batches up to
  *   SHARED_ROWS, from batchI past that); then the ancestors of the written leaves, level by level
- *   with a barrier between levels (threads sharing a node write the same sum): the tree equals
- *   perUpdate's.
+ *   with a barrier between levels (threads sharing a node write the same sum), until a level has
+ *   at most TOP_NODES / 2 nodes; that level goes to workgroup memory and every node above it is
+ *   summed there (an unchanged node gets the same sum again): the tree equals perUpdate's.
  * Indices are exact across backends (the descent compares f32 sums the tree holds bit for bit;
  * seg is a correctly rounded division: exact for a power-of-two batch on every GPU); weights and
  * priorities use pow, within a few f32 ulps of the TS reference.
@@ -60,8 +61,9 @@ export const perSampleSpec: KernelSpec = {
     { name: 'eps', type: 'f32' },
   ],
   workgroupSize: [256, 1, 1],
-  // SHARED_ROWS: phase 2 keeps up to this many sampled rows in workgroup memory (8 KiB).
-  constants: { ROW_F, REPLAY_STREAM: Stream.Replay, SHARED_ROWS: 2048 },
+  // SHARED_ROWS: phase 2 keeps up to this many sampled rows in workgroup memory (8 KiB);
+  // TOP_NODES: it sums the tree's top nodes 1 .. TOP_NODES - 1 in workgroup memory (4 KiB).
+  constants: { ROW_F, REPLAY_STREAM: Stream.Replay, SHARED_ROWS: 2048, TOP_NODES: 1024 },
 };
 
 export interface PerSampleArgs {
