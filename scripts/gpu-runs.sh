@@ -62,9 +62,10 @@ if [ "$BENCH" = 1 ]; then
   b 60 $FOXHUNT bench train --algo dqn --backend webgpu --episodes 128
   b 40 $DEV probe-validate --backend webgpu
   bb 60 $BASE bench train --algo dqn --backend webgpu --episodes 128
+  b 45 $FOXHUNT bench train --algo c51 --backend cuda --episodes 128
+  bb 45 $BASE bench train --algo c51 --backend cuda --episodes 128
   b 60 $FOXHUNT bench train --algo c51 --backend webgpu --episodes 128
   b 40 $FOXHUNT bench train --algo dqn --backend cuda --episodes 128
-  b 45 $FOXHUNT bench train --algo c51 --backend cuda --episodes 128
   b 60 $FOXHUNT bench train --algo iqn --backend cuda --episodes 128
   b 90 $FOXHUNT bench train --algo iqn --backend webgpu --episodes 128
   b 40 $FOXHUNT bench train --backend cuda --episodes 128
