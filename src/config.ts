@@ -326,6 +326,31 @@ export function cloneDefaults(): Config {
   return structuredClone(defaultConfig) as Config;
 }
 
+/**
+ * Defaults that differ by algorithm, laid over defaultConfig before the user's file and flags
+ * (which still win). Each was chosen on validation (docs/RESULTS.md): C51 updates its target net
+ * every 300 train steps (one epoch), the rest of the DQN family every 1,000.
+ */
+export const ALGO_DEFAULTS: Readonly<Partial<Record<Algo, DeepPartial<Config>>>> = Object.freeze({
+  c51: { dqn: { targetEvery: 300 } },
+});
+
+/** defaultConfig with `algo`'s own defaults (ALGO_DEFAULTS) and train.algo set to it. */
+export function defaultsFor(algo: string): Config {
+  const base = cloneDefaults();
+  const own = ALGO_DEFAULTS[algo as Algo];
+  const out = own ? mergeConfig(base, own, 'defaults') : base;
+  out.train.algo = algo as Algo;
+  return out;
+}
+
+/** The algorithm a config file's patch and flags select (flags win), else the default's. */
+export function selectedAlgo(patch: unknown, flags: Record<string, string> = {}): string {
+  if (flags['train.algo'] !== undefined) return flags['train.algo'];
+  const train = (patch as { train?: { algo?: unknown } } | null | undefined)?.train;
+  return typeof train?.algo === 'string' ? train.algo : defaultConfig.train.algo;
+}
+
 /** Merges `patch` into `base` (returns a new object); unknown sections or fields are errors. */
 export function mergeConfig(base: Config, patch: DeepPartial<Config>, origin = 'config'): Config {
   const out = structuredClone(base) as Config;
@@ -573,9 +598,8 @@ export function loadConfig(
   json?: { text: string; path: string },
   flags: Record<string, string> = {},
 ): Config {
-  let c = cloneDefaults();
+  let parsed: unknown;
   if (json) {
-    let parsed: unknown;
     try {
       parsed = JSON.parse(json.text);
     } catch (err) {
@@ -584,8 +608,9 @@ export function loadConfig(
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
       throw new ConfigError(json.path, 'must hold a JSON object of sections');
     }
-    c = mergeConfig(c, parsed as DeepPartial<Config>, json.path);
   }
+  let c = defaultsFor(selectedAlgo(parsed, flags));
+  if (json) c = mergeConfig(c, parsed as DeepPartial<Config>, json.path);
   c = applyFlags(c, flags);
   return validateConfig(c);
 }

@@ -8,7 +8,7 @@
  */
 import * as Comlink from 'comlink';
 import { adapterName, summarizeAdapter } from '../src/backend/webgpu/gpu.js';
-import { cloneDefaults, validateConfig } from '../src/config.js';
+import { defaultsFor, validateConfig } from '../src/config.js';
 import { barsFromBytes } from '../src/data/bytes.js';
 import { verdictSentence } from '../src/eval/verdict.js';
 import { checkpointCurves, runViewOf } from '../src/report/run_view.js';
@@ -56,8 +56,7 @@ const KEY_LIMITS = [
 ] as const;
 
 function configOf(s: Settings) {
-  const cfg = cloneDefaults();
-  cfg.train.algo = s.algo;
+  const cfg = defaultsFor(s.algo);
   cfg.train.backend = s.backend;
   cfg.train.epochs = s.epochs;
   cfg.train.seed = s.seed;

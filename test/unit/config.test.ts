@@ -5,6 +5,7 @@ import {
   ConfigError,
   cloneDefaults,
   defaultConfig,
+  defaultsFor,
   loadConfig,
   mergeConfig,
   resolvePrecision,
@@ -135,6 +136,30 @@ describe('config', () => {
     expect(c.env.rebateBps).toBe(defaultConfig.env.rebateBps);
     // The defaults object itself is never mutated by a merge.
     expect(defaultConfig.env.feeBps).toBe(1);
+  });
+
+  it("lays an algorithm's own defaults under the file and flags: C51 updates its target every 300 steps", () => {
+    const family = defaultConfig.dqn.targetEvery;
+    expect(family).toBe(1000);
+    expect(loadConfig(undefined, { 'train.algo': 'c51' }).dqn.targetEvery).toBe(300);
+    expect(loadConfig(undefined, { 'train.algo': 'dqn' }).dqn.targetEvery).toBe(family);
+    expect(loadConfig(undefined, { 'train.algo': 'iqn' }).dqn.targetEvery).toBe(family);
+    // Selected by the file, or by a flag over the file.
+    const file = { text: JSON.stringify({ train: { algo: 'c51' } }), path: 'c.json' };
+    expect(loadConfig(file).dqn.targetEvery).toBe(300);
+    expect(loadConfig(file, { 'train.algo': 'dqn' }).dqn.targetEvery).toBe(family);
+    // A value the user gives wins, from the file or a flag, even when it equals the family's.
+    const pinned = {
+      text: JSON.stringify({ train: { algo: 'c51' }, dqn: { targetEvery: 1000 } }),
+      path: 'p.json',
+    };
+    expect(loadConfig(pinned).dqn.targetEvery).toBe(1000);
+    expect(loadConfig(undefined, { 'train.algo': 'c51', 'dqn.targetEvery': '1000' }).dqn.targetEvery).toBe(
+      1000,
+    );
+    expect(defaultsFor('c51').train.algo).toBe('c51');
+    expect(defaultsFor('c51').dqn.targetEvery).toBe(300);
+    expect(defaultConfig.dqn.targetEvery).toBe(family);
   });
 
   it('validates after merging: an impossible flag value fails the load', () => {

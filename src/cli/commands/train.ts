@@ -8,9 +8,10 @@ import { readFile } from 'node:fs/promises';
 import {
   applyFlags,
   type Config,
-  cloneDefaults,
   type DeepPartial,
+  defaultsFor,
   mergeConfig,
+  selectedAlgo,
   validateConfig,
 } from '../../config.js';
 import { loadSourcedBars } from '../../node/data.js';
@@ -78,7 +79,7 @@ export const trainCommand: Command = {
 
     return asUserError(async () => {
       const storage = new NodeStorage();
-      let cfg = override(cloneDefaults());
+      let cfg = override(defaultsFor(selectedAlgo(file?.patch, flags)));
       let resume = null;
       if (values.resume)
         ({ cfg, checkpoint: resume } = await resumeConfig(storage, cfg.train.outDir, override));
