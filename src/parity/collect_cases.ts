@@ -616,8 +616,8 @@ export function collectParityCases(): ParityCase[] {
       C51_WHOLE,
       false,
       ' (1 episode x 128 threads: one pass over the advantage logits)',
-      // The one-pass path is the CUDA exact build's; WGSL runs this tile as the case above (its
-      // production C51 tile), so WebGPU and the CPU skip it (on lavapipe it took 41 s).
+      // The one-pass path is the CUDA exact build's only (WGSL's C51 code is the case above's), so
+      // WebGPU and the CPU skip it (on lavapipe it took 41 s).
       ['cuda'],
     ),
     dqnCase('iqn', 'tiled'),
