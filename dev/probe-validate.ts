@@ -17,13 +17,6 @@ import { initParams } from '../src/nets/forward.js';
 import { duelingLayout, NetId, ppoActorLayout } from '../src/nets/layout.js';
 import { prepareData } from '../src/train/run.js';
 
-const usage = `usage: node dist/dev/bench.js probe-validate [--backend webgpu|cuda|cpu] [--bars N] [--repeats R]
-                                          [--probes P,P...]
-
-Times validate_dqn (plain head) over the validation split, then WGSL probes of its source on
-webgpu (default all: no-weights, read-only, loads-16, one-part, no-output-layers), and validate_policy for scale; microseconds a bar. --bars: the synthetic
-market's length (default data.synthBars, 60,000).`;
-
 /** `s` with every `from` replaced by `to`; an error where `from` does not occur. */
 function must(s: string, from: string, to: string): string {
   if (!s.includes(from)) throw new Error(`probe edit: "${from}" is not in validate_dqn's source`);
@@ -55,6 +48,14 @@ export const VALIDATE_PROBES: Readonly<Record<string, (s: string) => string>> = 
     ),
   'no-output-layers': (s) => must(s, 'k0, min(k0 + c, n_in), acc0)', 'k0, k0, acc0)'),
 };
+
+const usage = `usage: node dist/dev/bench.js probe-validate [--backend webgpu|cuda|cpu] [--bars N] [--repeats R]
+                                          [--probes P,P...]
+
+Times validate_dqn (plain head) over the validation split, then WGSL probes of its source on
+webgpu (default all: ${Object.keys(VALIDATE_PROBES).join(', ')}),
+and validate_policy for scale; microseconds a bar. --bars: the synthetic market's length (default
+data.synthBars, 60,000).`;
 
 /** [probe, kernel name, WGSL source] of the named probes (default all), each a renamed copy of `src`. */
 export function probeSources(src: string, names = Object.keys(VALIDATE_PROBES)): [string, string, string][] {
