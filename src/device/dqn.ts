@@ -11,9 +11,15 @@
  *   dqn_loss          head-output gradient, each row's priority signal and weighted loss (`td`)
  *   dueling_combine   backward: the streams' output deltas
  *   mlp_backward x 4  value.1 + adv.1, value.0 + adv.0 (dX into two trunk delta rows), trunk.1, trunk.0
+ *                     (WebGPU: one more where the last one splits its dW tiles, to add their slices)
  *   delta_sum         (between the stream and trunk launches) trunk deltas = sum of the two streams'
  *   adam_step         global-norm clip dqn.maxGradNorm, Adam dqn.lr
  *   dqn_target_update hard copy after every dqn.targetEvery-th step, or Polyak every step
+ *
+ * Each matmul launch takes the k-groups (1 or the backend's kSplitFor) and, for mlp_backward, the
+ * dW batch slices that matmulShape (src/device/learn_mlp.ts) finds cheapest for its tiles and K
+ * loops: at batch 512 on a GPU the K = 256 layers run 4 k-groups, C51's 2,295-output layer 1
+ * forward and 4 backward (its dX tiles run K = 2,295), and the first layer's 8 dW tiles 8 slices.
  *
  * IQN (T = dqn.iqnTau taus a sample; rows r = b T + t): iqn_taus first writes the step's taus
  * (Philox of the step in the `tauStep` buffer + the slot) and their cosines, [2 B T, iqnEmbed];
@@ -41,8 +47,15 @@ import { duelingCombineBackwardDispatch, duelingCombineDispatch } from '../kerne
 import { IQN_MAX_TAU, iqnLossDispatch } from '../kernels/iqn_loss.js';
 import { iqnMixBackwardDispatch, iqnMixDispatch } from '../kernels/iqn_mix.js';
 import { iqnTausDispatch } from '../kernels/iqn_taus.js';
-import { type BackwardJob, gradTiles, mlpBackwardDispatch } from '../kernels/mlp_backward.js';
-import { type ForwardJob, mlpForwardDispatch } from '../kernels/mlp_forward.js';
+import {
+  type BackwardJob,
+  DW_SLOT_FLOATS,
+  dxTiles,
+  gradTiles,
+  mlpBackwardDispatch,
+  NO_DX,
+} from '../kernels/mlp_backward.js';
+import { type ForwardJob, tilesOf as forwardTiles, mlpForwardDispatch } from '../kernels/mlp_forward.js';
 import {
   type Layer,
   layerByName,
@@ -52,6 +65,7 @@ import {
   STATE_DIM,
 } from '../nets/layout.js';
 import { withPdl } from './learn.js';
+import { dwHandoffFor, dwSplitBudgetFor, kSplitFor, matmulShape } from './learn_mlp.js';
 
 /** A sampled batch on the device: `[B, REPLAY_F]` rows, `[B]` i32 actions, `[B]` f32 weights. */
 export interface DqnBatchBuffers {
@@ -126,8 +140,18 @@ type ActsAt = {
 };
 type DeltaAt = Record<Part | 'q' | 't1v' | 't1a', number>;
 
-/** Where the learner's activations and deltas sit for B samples x T taus, and each arena's floats. */
-function learnerArenas(L: Record<Part, Layer>, parts: Part[], B: number, T: number, atoms: number) {
+/**
+ * Where the learner's activations and deltas sit for B samples x T taus, and each arena's floats;
+ * `scratchSlots` split dW tiles' scratch slots (mlp_backward) at the end of the delta arena.
+ */
+function learnerArenas(
+  L: Record<Part, Layer>,
+  parts: Part[],
+  B: number,
+  T: number,
+  atoms: number,
+  scratchSlots: number,
+) {
   const iqn = parts.includes('e');
   const wide = NUM_ACTIONS * atoms;
   // Rows of each part: the trunk a row per state, tau_embed and the streams T rows a state.
@@ -158,7 +182,9 @@ function learnerArenas(L: Record<Part, Layer>, parts: Part[], B: number, T: numb
     t1a: deltas.take(B * T * L.t1.out),
   };
   const actsAt: ActsAt = { input, cos, online, target, q, qTarget };
-  return { actsAt, deltaAt: deltaAt as DeltaAt, acts: acts.size, deltas: deltas.size };
+  const scratchAt = scratchSlots > 0 ? Math.ceil(deltas.size / 4) * 4 : 0;
+  const deltaFloats = scratchSlots > 0 ? scratchAt + scratchSlots * DW_SLOT_FLOATS : deltas.size;
+  return { actsAt, deltaAt: deltaAt as DeltaAt, acts: acts.size, deltas: deltaFloats, scratchAt };
 }
 
 /** Why the arenas of B x T rows cannot be allocated (u32 indexing; WebGPU binds each whole), or null. */
@@ -178,9 +204,23 @@ function arenaRefusal(
   return null;
 }
 
+/** dW tiles (and partials) of each part, in `parts` order from 0, and their total. */
+function partialsOf(L: Record<Part, Layer>, parts: Part[]): { at: Record<Part, number>; count: number } {
+  let count = 0;
+  const at = Object.fromEntries(
+    parts.map((p) => {
+      const first = count;
+      count += gradTiles(L[p].in, L[p].out);
+      return [p, first];
+    }),
+  ) as Record<Part, number>;
+  return { at, count };
+}
+
 /**
  * The largest batch, at most `batch`, whose learner arenas fit a device binding of `bindingBytes`
- * (IQN's activations grow with batch x taus); 0 when not even one sample fits.
+ * (IQN's activations grow with batch x taus; the delta arena counted with the split dW scratch a
+ * GPU plans); 0 when not even one sample fits.
  */
 export function largestLearnerBatch(
   layout: NetLayout,
@@ -193,7 +233,9 @@ export function largestLearnerBatch(
   const L = Object.fromEntries(parts.map((p) => [p, layerByName(layout, NAMES[p])])) as Record<Part, Layer>;
   const atoms = L.v1.out;
   const T = iqn ? taus : 1;
-  const fits = (b: number) => arenaRefusal(learnerArenas(L, parts, b, T, atoms), bindingBytes, b, T) === null;
+  const slots = partialsOf(L, parts).count;
+  const fits = (b: number) =>
+    arenaRefusal(learnerArenas(L, parts, b, T, atoms, slots), bindingBytes, b, T) === null;
   if (fits(batch)) return batch;
   let lo = 0;
   let hi = batch;
@@ -240,6 +282,12 @@ export class DeviceDqnLearner {
   readonly tf32: boolean;
   /** DeviceDqnInit.pdl. */
   readonly pdl: boolean;
+  /**
+   * How the matmul launches are shaped (matmulShape, launch by launch): the backend's k-groups
+   * (kSplitFor), split-dW budget (dwSplitBudgetFor; 0: never split) and hand-off (dwHandoffFor),
+   * and where the split tiles' scratch slots start in `deltas`.
+   */
+  private readonly shape: { kSplit: number; budget: number; handoff: 'last' | 'later'; scratchAt: number };
 
   constructor(init: DeviceDqnInit) {
     const { backend, head, cfg, layout } = init;
@@ -286,7 +334,17 @@ export class DeviceDqnLearner {
     if (iqn && (L.e.out !== L.t1.out || L.e.in !== cfg.iqnEmbed))
       throw new Error(`device dqn: ${layout.kind}'s tau_embed is not ${cfg.iqnEmbed} -> ${L.t1.out}`);
     const B = this.batch;
-    const plan = learnerArenas(L, this.parts, B, T, this.atoms);
+    const partials = partialsOf(L, this.parts);
+    this.partAt = partials.at;
+    this.partialCount = partials.count;
+    const budget = dwSplitBudgetFor(backend);
+    const plan = learnerArenas(L, this.parts, B, T, this.atoms, budget > 0 ? partials.count : 0);
+    this.shape = {
+      kSplit: kSplitFor(backend),
+      budget,
+      handoff: dwHandoffFor(backend),
+      scratchAt: plan.scratchAt,
+    };
     this.actsAt = plan.actsAt;
     this.deltaAt = plan.deltaAt;
     const why = arenaRefusal(
@@ -296,15 +354,6 @@ export class DeviceDqnLearner {
       T,
     );
     if (why) throw new Error(`device dqn: ${why}; lower dqn.batch${iqn ? ' or dqn.iqnTau' : ''}`);
-    let partials = 0;
-    this.partAt = Object.fromEntries(
-      this.parts.map((p) => {
-        const at = partials;
-        partials += gradTiles(L[p].in, L[p].out);
-        return [p, at];
-      }),
-    ) as Record<Part, number>;
-    this.partialCount = partials;
     const P = layout.size;
     const make = (floats: number, label: string) =>
       backend.createBuffer(4 * Math.max(1, floats), `dqn.${label}`);
@@ -315,7 +364,7 @@ export class DeviceDqnLearner {
       moments: make(2 * P, 'moments'),
       acts: make(plan.acts, 'acts'),
       deltas: make(plan.deltas, 'deltas'),
-      partials: make(partials, 'partials'),
+      partials: make(partials.count, 'partials'),
       sched: make(2 * this.maxSteps, 'schedule'),
       stats: make(1, 'stats'),
       td: make(2 * B, 'td'),
@@ -340,10 +389,22 @@ export class DeviceDqnLearner {
     const job = (p: Part, xOff: number): ForwardJob => ({ layer: L[p], netBase: 0, xOff, yOff: at[p] });
     const { acts, deltas } = this.buffers;
     const T = this.taus;
+    // Each launch with the k-groups matmulShape finds cheapest for its tiles and K.
+    const fwd = (n: number, jobs: [ForwardJob] | [ForwardJob, ForwardJob]): Dispatch => {
+      const { kSplit } = matmulShape({
+        kSplit: this.shape.kSplit,
+        budget: this.shape.budget,
+        batch: n,
+        dw: 0,
+        other: jobs.reduce((t, j) => t + forwardTiles(j.layer.out, n), 0),
+        otherK: Math.max(...jobs.map((j) => j.layer.in)),
+      });
+      return mlpForwardDispatch(params, acts, n, jobs, kSplit, this.tf32);
+    };
     const mix: Dispatch[] =
       this.init.head === 'iqn'
         ? [
-            mlpForwardDispatch(params, acts, rows * T, [job('e', cosAt)], 1, this.tf32),
+            fwd(rows * T, [job('e', cosAt)]),
             iqnMixDispatch({
               acts,
               deltas,
@@ -357,11 +418,11 @@ export class DeviceDqnLearner {
           ]
         : [];
     return [
-      mlpForwardDispatch(params, acts, rows, [job('t0', inputAt)], 1, this.tf32),
-      mlpForwardDispatch(params, acts, rows, [job('t1', at.t0)], 1, this.tf32),
+      fwd(rows, [job('t0', inputAt)]),
+      fwd(rows, [job('t1', at.t0)]),
       ...mix,
-      mlpForwardDispatch(params, acts, rows * T, [job('v0', at.h), job('a0', at.h)], 1, this.tf32),
-      mlpForwardDispatch(params, acts, rows * T, [job('v1', at.v0), job('a1', at.a0)], 1, this.tf32),
+      fwd(rows * T, [job('v0', at.h), job('a0', at.h)]),
+      fwd(rows * T, [job('v1', at.v0), job('a1', at.a0)]),
     ];
   }
 
@@ -382,45 +443,45 @@ export class DeviceDqnLearner {
     const B = this.batch;
     const T = this.taus;
     const iqn = this.init.head === 'iqn';
+    const { kSplit, budget, handoff, scratchAt } = this.shape;
+    // Each launch shaped by matmulShape. Hand-off 'later' (WGSL): the split dW tiles a launch
+    // leaves are finished by the next mlp_backward launch's first workgroups, the last launch's by
+    // one more launch (the dispatches between them touch neither those gradients nor the slots).
+    let pending: { jobs: BackwardJob[]; splits: number } | undefined;
+    const bw = (rows: number, jobs: BackwardJob[]): Dispatch => {
+      const sumGroups = pending?.jobs.reduce((n, j) => n + gradTiles(j.layer.in, j.layer.out), 0) ?? 0;
+      const withDx = jobs.filter((j) => j.prev);
+      const shape = matmulShape(
+        {
+          kSplit,
+          budget,
+          batch: rows,
+          dw: jobs.reduce((n, j) => n + gradTiles(j.layer.in, j.layer.out), 0),
+          other: jobs.reduce((n, j) => n + dxTiles(j.layer.in, rows, j.prev ? 0 : NO_DX), 0),
+          otherK: Math.max(0, ...withDx.map((j) => j.layer.out)),
+        },
+        sumGroups,
+      );
+      const launch = mlpBackwardDispatch(
+        bufs,
+        rows,
+        jobs,
+        shape.kSplit,
+        { splits: shape.splits, scratchAt, handoff, sum: pending },
+        this.tf32,
+      );
+      pending = handoff === 'later' && shape.splits > 1 ? { jobs, splits: shape.splits } : undefined;
+      return launch;
+    };
     // IQN: the streams' input is h = trunk * e (no activation of its own); iqn_mix backward turns
     // the summed deltas of h (in place at t1v) into the trunk's and tau_embed's deltas.
     const hAct = iqn ? 'none' : L.t1.act;
-    const mix: Dispatch[] = iqn
-      ? [
-          iqnMixBackwardDispatch({
-            acts: b.acts,
-            deltas: b.deltas,
-            batch: B,
-            nTau: T,
-            width: L.t1.out,
-            trunkOff: on.t1,
-            embedOff: on.e,
-            dOff: d.t1v,
-            dTrunkOff: d.t1,
-            dEmbedOff: d.e,
-            trunkAct: L.t1.act,
-            embedAct: L.e.act,
-          }),
-          mlpBackwardDispatch(bufs, B * T, [job('e', this.actsAt.cos, null)], 1, undefined, this.tf32),
-        ]
-      : [];
-    return [
-      mlpBackwardDispatch(
-        bufs,
-        B * T,
-        [job('v1', on.v0, { dOff: d.v0, act: L.v0.act }), job('a1', on.a0, { dOff: d.a0, act: L.a0.act })],
-        1,
-        undefined,
-        this.tf32,
-      ),
-      mlpBackwardDispatch(
-        bufs,
-        B * T,
-        [job('v0', on.h, { dOff: d.t1v, act: hAct }), job('a0', on.h, { dOff: d.t1a, act: hAct })],
-        1,
-        undefined,
-        this.tf32,
-      ),
+    const out: Dispatch[] = [
+      bw(B * T, [
+        job('v1', on.v0, { dOff: d.v0, act: L.v0.act }),
+        job('a1', on.a0, { dOff: d.a0, act: L.a0.act }),
+      ]),
+      bw(B * T, [job('v0', on.h, { dOff: d.t1v, act: hAct }), job('a0', on.h, { dOff: d.t1a, act: hAct })]),
       deltaSumDispatch({
         deltas: b.deltas,
         count: B * T * L.t1.out,
@@ -428,17 +489,35 @@ export class DeviceDqnLearner {
         bOff: d.t1a,
         outOff: iqn ? d.t1v : d.t1,
       }),
-      ...mix,
-      mlpBackwardDispatch(
-        bufs,
-        B,
-        [job('t1', on.t0, { dOff: d.t0, act: L.t0.act })],
-        1,
-        undefined,
-        this.tf32,
-      ),
-      mlpBackwardDispatch(bufs, B, [job('t0', this.actsAt.input, null)], 1, undefined, this.tf32),
     ];
+    if (iqn) {
+      out.push(
+        iqnMixBackwardDispatch({
+          acts: b.acts,
+          deltas: b.deltas,
+          batch: B,
+          nTau: T,
+          width: L.t1.out,
+          trunkOff: on.t1,
+          embedOff: on.e,
+          dOff: d.t1v,
+          dTrunkOff: d.t1,
+          dEmbedOff: d.e,
+          trunkAct: L.t1.act,
+          embedAct: L.e.act,
+        }),
+        bw(B * T, [job('e', this.actsAt.cos, null)]),
+      );
+    }
+    out.push(
+      bw(B, [job('t1', on.t0, { dOff: d.t0, act: L.t0.act })]),
+      bw(B, [job('t0', this.actsAt.input, null)]),
+    );
+    if (pending)
+      out.push(
+        mlpBackwardDispatch(bufs, B, [], 1, { splits: 1, scratchAt, handoff, sum: pending }, this.tf32),
+      );
+    return out;
   }
 
   /**

@@ -376,6 +376,43 @@ function splitsFor(plan: MlpPlan, jobs: BackwardJob[], sumGroups = 0): number {
   return 1;
 }
 
+/** A matmul launch's k-groups and, for a backward launch, its dW tiles' batch slices. */
+export interface MatmulShape {
+  kSplit: number;
+  splits: number;
+}
+
+/**
+ * The cheapest shape of one matmul launch by waveCost, for learners without an MlpPlan (the DQN
+ * family): 1 or `kSplit` k-groups a workgroup (a 1-group workgroup is a quarter of a 4-group one,
+ * so four of them take its place in a wave), and for a backward launch 1, 2, 4 or 8 batch slices of
+ * its dW tiles (each at least one k-tile of rows; the launch stays within `budget` workgroups).
+ * `dw`: dW tiles over K = `batch` rows; `other`: the launch's other tiles (dX, or a forward's
+ * output tiles) over K = `otherK`; `sumGroups`: workgroups that finish an earlier launch's split
+ * tiles (WGSL hand-off). A budget of 0 (the CPU) keeps `kSplit` and never splits. Ties go to the
+ * fewer k-groups, then the fewer slices.
+ */
+export function matmulShape(
+  s: { kSplit: number; budget: number; batch: number; dw: number; other: number; otherK: number },
+  sumGroups = 0,
+): MatmulShape {
+  if (s.budget <= 0) return { kSplit: s.kSplit, splits: 1 };
+  const kTiles = Math.ceil(s.batch / TILE_K);
+  const wave = Math.max(1, Math.floor(s.budget / 2));
+  let best = { kSplit: 1, splits: 1, cost: Number.POSITIVE_INFINITY };
+  for (const k of s.kSplit > 1 ? [1, s.kSplit] : [1]) {
+    for (let n = 1; n <= (s.dw > 0 ? Math.min(MAX_DW_SPLITS, kTiles) : 1); n *= 2) {
+      const groups = n * s.dw + s.other + sumGroups;
+      if (n > 1 && groups > s.budget) break;
+      const dwRounds = s.dw > 0 ? Math.ceil(Math.ceil(kTiles / n) / k) : 0;
+      const longest = Math.max(dwRounds, s.other > 0 ? rounds(s.otherK, k) : 0);
+      const cost = Math.ceil(groups / (wave * Math.max(1, 4 / k))) * (longest + 2);
+      if (cost < best.cost) best = { kSplit: k, splits: n, cost };
+    }
+  }
+  return { kSplit: best.kSplit, splits: best.splits };
+}
+
 /** The device buffers an MlpPlan describes. */
 export interface MlpBuffers {
   params: DeviceBuffer;
