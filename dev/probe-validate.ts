@@ -27,12 +27,19 @@ function must(s: string, from: string, to: string): string {
  * The probes: edits of validate_dqn's WGSL source. Timing only: most compute wrong values.
  *   no-weights        the dense layers return their bias (the bar's fixed cost)
  *   read-only         the weights read from the read-only nets binding (same access pattern)
+ *   loads-16          dense_range without its 64-load block: 16 loads in flight (the earlier kernel)
  *   one-part          the output layers one invocation an output (OUT_PARTS 1: the earlier kernel)
  *   no-output-layers  the streams' output layers return their bias (their share of a bar)
  */
 export const VALIDATE_PROBES: Readonly<Record<string, (s: string) => string>> = {
-  'no-weights': (s) => must(must(s, 'k + 16u <= k1', 'k + 16u <= 0u'), 'k < k1', 'k < 0u'),
+  'no-weights': (s) =>
+    must(
+      must(must(s, 'k + 64u <= k1', 'k + 64u <= 0u'), 'k + 16u <= k1', 'k + 16u <= 0u'),
+      'k < k1',
+      'k < 0u',
+    ),
   'read-only': (s) => must(s, 'out_f[col', 'nets[col - sb + u.netBase'),
+  'loads-16': (s) => must(s, 'k + 64u <= k1', 'k + 64u <= 0u'),
   'one-part': (s) =>
     must(
       must(s, 'if (OUT_PARTS == 1u) {', 'if (true) {'),
