@@ -356,20 +356,14 @@ function splitsFor(plan: MlpPlan, jobs: BackwardJob[], sumGroups = 0): number {
   if (plan.splitBudget <= 0) return 1;
   const dw = jobs.reduce((n, j) => n + gradTiles(j.layer.in, j.layer.out), 0);
   const dx = jobs.reduce((n, j) => n + dxTiles(j.layer.in, plan.batch, j.prev ? 0 : NO_DX), 0);
-  const kTiles = Math.ceil(plan.batch / TILE_K);
   if (plan.splitPolicy === 'waves') {
-    // WebGPU: the fewest waves x rounds (see waveCost); the launch also finishes sumGroups tiles.
-    const dxRounds = Math.max(0, ...jobs.filter((j) => j.prev).map((j) => rounds(j.layer.out, plan.kSplit)));
-    let best = { s: 1, cost: Number.POSITIVE_INFINITY };
-    for (let s = 1; s <= Math.min(MAX_DW_SPLITS, kTiles); s *= 2) {
-      const groups = s * dw + dx + sumGroups;
-      if (s > 1 && groups > plan.splitBudget) break;
-      const dwRounds = Math.ceil(Math.ceil(kTiles / s) / plan.kSplit);
-      const cost = waveCost(groups, Math.max(dwRounds, dxRounds), plan.splitBudget);
-      if (cost < best.cost) best = { s, cost };
-    }
-    return best.s;
+    // WebGPU: the fewest waves x rounds (see waveCost) at the plan's k-groups; the launch also
+    // finishes sumGroups tiles.
+    const otherK = Math.max(0, ...jobs.filter((j) => j.prev).map((j) => j.layer.out));
+    const shape = { kSplit: plan.kSplit, budget: plan.splitBudget, batch: plan.batch, dw, other: dx, otherK };
+    return matmulShape(shape, sumGroups, [plan.kSplit]).splits;
   }
+  const kTiles = Math.ceil(plan.batch / TILE_K);
   for (let s = MAX_DW_SPLITS; s > 1; s /= 2) {
     if (s <= kTiles && s * dw + dx <= plan.splitBudget) return s;
   }
@@ -383,30 +377,31 @@ export interface MatmulShape {
 }
 
 /**
- * The cheapest shape of one matmul launch by waveCost, for learners without an MlpPlan (the DQN
- * family): 1 or `kSplit` k-groups a workgroup (a 1-group workgroup is a quarter of a 4-group one,
- * so four of them take its place in a wave), and for a backward launch 1, 2, 4 or 8 batch slices of
- * its dW tiles (each at least one k-tile of rows; the launch stays within `budget` workgroups).
- * `dw`: dW tiles over K = `batch` rows; `other`: the launch's other tiles (dX, or a forward's
- * output tiles) over K = `otherK`; `sumGroups`: workgroups that finish an earlier launch's split
- * tiles (WGSL hand-off). A budget of 0 (the CPU) keeps `kSplit` and never splits. Ties go to the
- * fewer k-groups, then the fewer slices.
+ * The cheapest shape of one matmul launch by waveCost: `kChoices` k-groups a workgroup (default 1
+ * or `kSplit`; a workgroup of k groups is k / kSplit of a full one, so kSplit / k of them take its
+ * place in a wave), and for a backward launch 1, 2, 4 or 8 batch slices of its dW tiles (each at
+ * least one k-tile of rows; the launch stays within `budget` workgroups). `dw`: dW tiles over
+ * K = `batch` rows; `other`: the launch's other tiles (dX, or a forward's output tiles) over
+ * K = `otherK`; `sumGroups`: workgroups that finish an earlier launch's split tiles (WGSL
+ * hand-off). The DQN family's learner shapes every launch with it; PPO's WebGPU plan its dW slices
+ * (splitsFor). A budget of 0 (the CPU) keeps `kSplit` and never splits. Ties go to the fewer
+ * k-groups, then the fewer slices.
  */
 export function matmulShape(
   s: { kSplit: number; budget: number; batch: number; dw: number; other: number; otherK: number },
   sumGroups = 0,
+  kChoices = s.kSplit > 1 ? [1, s.kSplit] : [1],
 ): MatmulShape {
   if (s.budget <= 0) return { kSplit: s.kSplit, splits: 1 };
   const kTiles = Math.ceil(s.batch / TILE_K);
-  const wave = Math.max(1, Math.floor(s.budget / 2));
-  let best = { kSplit: 1, splits: 1, cost: Number.POSITIVE_INFINITY };
-  for (const k of s.kSplit > 1 ? [1, s.kSplit] : [1]) {
+  let best = { kSplit: kChoices[0], splits: 1, cost: Number.POSITIVE_INFINITY };
+  for (const k of kChoices) {
     for (let n = 1; n <= (s.dw > 0 ? Math.min(MAX_DW_SPLITS, kTiles) : 1); n *= 2) {
       const groups = n * s.dw + s.other + sumGroups;
       if (n > 1 && groups > s.budget) break;
       const dwRounds = s.dw > 0 ? Math.ceil(Math.ceil(kTiles / n) / k) : 0;
       const longest = Math.max(dwRounds, s.other > 0 ? rounds(s.otherK, k) : 0);
-      const cost = Math.ceil(groups / (wave * Math.max(1, 4 / k))) * (longest + 2);
+      const cost = waveCost(groups, longest, (s.budget * s.kSplit) / k);
       if (cost < best.cost) best = { kSplit: k, splits: n, cost };
     }
   }

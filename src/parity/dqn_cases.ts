@@ -499,9 +499,10 @@ export function dqnStepCases(): ParityCase[] {
       'Huber, clip 0.5, hard copy every 2',
     ),
     dqnStepCase('c51', 'params', 3, { ...base, targetEvery: 0, polyakTau: 0.05 }, '51 atoms, Polyak 0.05'),
-    // Batch 128: the launches take k-groups and split dW tiles (matmulShape; the WGSL hand-off's
-    // sums in the next launch and in one launch after the last).
-    dqnStepCase('c51', 'grads', 1, { ...unclipped, batch: 128 }, '51 atoms, one step, split launches'),
+    // The launches take k-groups and split dW tiles (matmulShape). Batch 64: the first layer's dW
+    // split (CUDA's last-arrival hand-off; WGSL's launch after the last); batch 128: also the
+    // output layers' (WGSL: finished in the next launch).
+    dqnStepCase('c51', 'grads', 1, { ...unclipped, batch: 64 }, '51 atoms, one step, split launches'),
     dqnStepCase(
       'plain',
       'params',
