@@ -15,8 +15,9 @@
 // Two paths, chosen by the compile-time constant COLLECT_TF32:
 // - 0, exact (the parity mode): thread task = (output j, a group of rows); acc = b[j], then
 //   acc = f32(acc + f32(w[j, i] * x[i])) for i ascending: bit-for-bit the TS reference dense layer.
-//   Weights come straight from global/L1 as float4 when the layer is 16-byte aligned, the x row is
-//   a shared-memory broadcast, every weight is read once per block.
+//   Weights come straight from global/L1 as float4 when a row holds a multiple of 4 inputs (aligned
+//   vectors, shifted in registers where the layer starts off a 16-byte boundary), the x row is a
+//   shared-memory broadcast, every weight is read once per block.
 // - 1, tensor cores: warps own (16-row x 8-column) mma.sync m16n8k8 tiles with TF32 inputs
 //   (10-bit mantissa, round to nearest) and f32 accumulation: relative error ~1e-3 per layer,
 //   sums in a different order. A lane reads 4 consecutive k of its W row and X row as one float4
@@ -114,45 +115,86 @@ COLLECT_DEVICE float activate(float a) {
 
 // Exact path: thread task = (output j, RPG consecutive rows); a thread holds the accumulators of all
 // its PASSES tasks, so compute() and store() can be split by a barrier (in-place layers).
+// The k loop runs outside the passes: a thread's PASSES weight loads of one k step are independent,
+// so they are in flight together (each output's sum still runs over k ascending, the same bits).
+// Rows of 4k inputs whose layer starts off a 16-byte boundary (WOff % 4 = M != 0: every row has the
+// same M) load as aligned float4 too: the vector at row element 4t - M carries over its last 4 - M
+// elements to the next step, so a row takes In / 4 + 1 vector loads instead of In scalar ones (a
+// load instruction of a warp touches 32 rows, one L1 wavefront each, either way). The last vector
+// reads up to 3 floats past the row: the next row, or the bias that follows the weights (Out >= 3).
 template <int In, int Out, int Act, int Rows, int WOff, int BOff, int Flags = 0>
 struct DenseExact {
   static constexpr int GROUPS = exact_groups(Out, Rows);
   static constexpr int RPG = Rows / GROUPS;
   static constexpr int TASKS = Out * GROUPS;
   static constexpr int PASSES = (TASKS + COLLECT_THREADS - 1) / COLLECT_THREADS;
-  static constexpr bool VEC = In % 4 == 0 && WOff % 4 == 0;
+  static constexpr int M = WOff % 4;
+  static constexpr bool VEC = In % 4 == 0 && (M == 0 || (Out >= 3 && BOff > WOff));
   static_assert(PASSES * RPG <= 64, "layer too large for one block's registers: fewer rows per block");
   float acc[PASSES][RPG];
 
+  // Row elements i .. i + 3 of a misaligned row from the aligned vectors around them.
+  static COLLECT_MEMBER float4 shifted(float4 lo, float4 hi) {
+    if constexpr (M == 1) return make_float4(lo.y, lo.z, lo.w, hi.x);
+    if constexpr (M == 2) return make_float4(lo.z, lo.w, hi.x, hi.y);
+    return make_float4(lo.w, hi.x, hi.y, hi.z);
+  }
+
   COLLECT_MEMBER void compute(const float* __restrict__ params, const float* x, int ldx) {
+    const float* w[PASSES];
+    int r0[PASSES];
+    bool live[PASSES];
 #pragma unroll
     for (int pass = 0; pass < PASSES; pass++) {
       const int task = threadIdx.x + pass * COLLECT_THREADS;
-      if (task >= TASKS) break;
-      const int j = task % Out;
-      const int r0 = (task / Out) * RPG;
-      const float* w = params + WOff + j * In;
-      const float bias = ldg1(params + BOff + j);
-      float* a = acc[pass];
+      live[pass] = task < TASKS;
+      const int j = live[pass] ? task % Out : 0;
+      r0[pass] = live[pass] ? (task / Out) * RPG : 0;
+      // Misaligned vector rows: w points at the aligned vector that holds the row's first element.
+      w[pass] = params + WOff - (VEC ? M : 0) + j * In;
+      const float bias = live[pass] ? ldg1(params + BOff + j) : 0.0f;
 #pragma unroll
-      for (int r = 0; r < RPG; r++) a[r] = bias;
-      if constexpr (VEC) {
-        for (int i = 0; i < In; i += 4) {
-          const float4 w4 = ldg4(w + i);
+      for (int r = 0; r < RPG; r++) acc[pass][r] = bias;
+    }
+    if constexpr (VEC) {
+      float4 lo[PASSES];
+      if constexpr (M != 0) {
+#pragma unroll
+        for (int pass = 0; pass < PASSES; pass++)
+          if (live[pass]) lo[pass] = ldg4(w[pass]);
+      }
+      for (int i = 0; i < In; i += 4) {
+#pragma unroll
+        for (int pass = 0; pass < PASSES; pass++) {
+          if (!live[pass]) continue;
+          float4 w4;
+          if constexpr (M == 0) {
+            w4 = ldg4(w[pass] + i);
+          } else {
+            const float4 hi = ldg4(w[pass] + i + 4);
+            w4 = shifted(lo[pass], hi);
+            lo[pass] = hi;
+          }
+          float* a = acc[pass];
 #pragma unroll
           for (int r = 0; r < RPG; r++) {
-            const float4 x4 = lds4(x + (r0 + r) * ldx + i);
+            const float4 x4 = lds4(x + (r0[pass] + r) * ldx + i);
             a[r] = fadd(a[r], fmul(w4.x, x4.x));
             a[r] = fadd(a[r], fmul(w4.y, x4.y));
             a[r] = fadd(a[r], fmul(w4.z, x4.z));
             a[r] = fadd(a[r], fmul(w4.w, x4.w));
           }
         }
-      } else {
-        for (int i = 0; i < In; i++) {
-          const float wi = ldg1(w + i);
+      }
+    } else {
+      for (int i = 0; i < In; i++) {
 #pragma unroll
-          for (int r = 0; r < RPG; r++) a[r] = fadd(a[r], fmul(wi, x[(r0 + r) * ldx + i]));
+        for (int pass = 0; pass < PASSES; pass++) {
+          if (!live[pass]) continue;
+          const float wi = ldg1(w[pass] + i);
+          float* a = acc[pass];
+#pragma unroll
+          for (int r = 0; r < RPG; r++) a[r] = fadd(a[r], fmul(wi, x[(r0[pass] + r) * ldx + i]));
         }
       }
     }

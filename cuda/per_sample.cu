@@ -29,8 +29,9 @@ __device__ float per_workgroup_max(float* partial, unsigned int lid, float v) {
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) per_sample(KERNEL_ARGS) {
   __shared__ float partial[WG_X];
   // Phase 2's sampled rows in shared memory (batches up to SHARED_ROWS; larger ones read batchI):
-  // each sample scans the later ones for its row.
-  __shared__ int shared_rows[SHARED_ROWS];
+  // each sample scans the later ones for its row, four rows a load.
+  static_assert(SHARED_ROWS % 4 == 0, "phase 2 reads its rows as int4");
+  __shared__ __align__(16) int shared_rows[SHARED_ROWS];
   // Phase 2's top of the tree (nodes 1 .. TOP_NODES - 1).
   __shared__ float tree_top[TOP_NODES];
   const unsigned int lid = threadIdx.x;
@@ -57,10 +58,21 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) per_sample(KERN
       m = fmaxf(m, p);
       const int row = sampled_row(j);
       bool later = false;
-      for (unsigned int q = j + 1u; q < B; q++) {
-        if (sampled_row(q) == row) {
-          later = true;
-          break;
+      if (in_shared) {
+        // The warp's lanes scan the same rows (one broadcast int4 a step, no early exit), from its
+        // first sample on; each lane counts the rows after its own.
+        const unsigned int first = (j - (lid & 31u)) & ~3u;
+        for (unsigned int q = first; q < B; q += 4u) {
+          const int4 r4 = *reinterpret_cast<const int4*>(shared_rows + q);
+          later |= (q > j && r4.x == row) | (q + 1u > j && q + 1u < B && r4.y == row) |
+                   (q + 2u > j && q + 2u < B && r4.z == row) | (q + 3u > j && q + 3u < B && r4.w == row);
+        }
+      } else {
+        for (unsigned int q = j + 1u; q < B; q++) {
+          if (batchI[B + q] == row) {
+            later = true;
+            break;
+          }
         }
       }
       if (!later) tree[u.leaves + (unsigned int)row] = powf(p, u.alpha);

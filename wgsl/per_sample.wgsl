@@ -14,14 +14,14 @@
 
 var<workgroup> partial: array<f32, WG_X>;
 // Phase 2's sampled rows in workgroup memory (batches up to SHARED_ROWS; larger ones read batchI):
-// each sample scans the later ones for its row.
-var<workgroup> shared_rows: array<i32, SHARED_ROWS>;
+// each sample scans the later ones for its row, four rows a load.
+var<workgroup> shared_rows: array<vec4<i32>, SHARED_ROWS / 4>;
 // Phase 2's top of the tree (nodes 1 .. TOP_NODES - 1).
 var<workgroup> tree_top: array<f32, TOP_NODES>;
 
 fn sampled_row(q: u32) -> i32 {
   if (u.batch <= SHARED_ROWS) {
-    return shared_rows[q];
+    return shared_rows[q / 4u][q % 4u];
   }
   return batchI[u.batch + q];
 }
@@ -69,7 +69,7 @@ fn per_sample(
   }
   if (u.phase == 2u) {
     for (var j = lid; j < min(B, SHARED_ROWS); j += WG_X) {
-      shared_rows[j] = batchI[B + j];
+      shared_rows[j / 4u][j % 4u] = batchI[B + j];
     }
     workgroupBarrier();
     var m = 0.0;
@@ -78,10 +78,20 @@ fn per_sample(
       m = max(m, p);
       let row = sampled_row(j);
       var later = false;
-      for (var q = j + 1u; q < B; q++) {
-        if (sampled_row(q) == row) {
-          later = true;
-          break;
+      if (B <= SHARED_ROWS) {
+        // Each run of 32 invocations scans the same rows (one broadcast vector a step on a 32-wide
+        // subgroup, no early exit), from its first sample on; each counts the rows after its own.
+        let lanes = vec4<u32>(0u, 1u, 2u, 3u);
+        for (var v = (j & ~31u) / 4u; v < (B + 3u) / 4u; v++) {
+          let q = vec4<u32>(4u * v) + lanes;
+          later = later || any((q > vec4<u32>(j)) & (q < vec4<u32>(B)) & (shared_rows[v] == vec4<i32>(row)));
+        }
+      } else {
+        for (var q = j + 1u; q < B; q++) {
+          if (batchI[B + q] == row) {
+            later = true;
+            break;
+          }
         }
       }
       if (!later) {

@@ -174,6 +174,9 @@ export function replayParityCases(): ParityCase[] {
       stepSlot: 2,
       update: true,
     }),
+    // A batch that is not a multiple of 4 from a ring of fewer rows (phase 2 scans its rows four at
+    // a time: the last load holds rows past the batch).
+    replayChainCase({ capacity: 20, batch: 30, launches: [[2, 10]], stepSlot: 1, update: true }),
     // The default batch from a ring of 3000 rows; the resample (unequal priorities) repeats rows.
     replayChainCase({
       capacity: 3000,

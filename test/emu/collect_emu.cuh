@@ -41,6 +41,9 @@ struct alignas(8) float2 {
 struct alignas(16) uint4 {
   unsigned x, y, z, w;
 };
+struct alignas(16) int4 {
+  int x, y, z, w;
+};
 struct dim3 {
   unsigned x = 1, y = 1, z = 1;
 };
