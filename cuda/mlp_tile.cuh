@@ -15,8 +15,8 @@
 // Two paths, chosen by the compile-time constant COLLECT_TF32:
 // - 0, exact (the parity mode): thread task = (output j, a group of rows); acc = b[j], then
 //   acc = f32(acc + f32(w[j, i] * x[i])) for i ascending: bit-for-bit the TS reference dense layer.
-//   Weights come straight from global/L1 as float4 when a row holds a multiple of 4 inputs (aligned
-//   vectors, shifted in registers where the layer starts off a 16-byte boundary), the x row is a
+//   Weights come straight from global memory a 32-byte sector (two float4) at a time when a row holds
+//   a multiple of 8 inputs (aligned sectors around rows that start off one), the x row is a
 //   shared-memory broadcast, every weight is read once per block.
 // - 1, tensor cores: warps own (16-row x 8-column) mma.sync m16n8k8 tiles with TF32 inputs
 //   (10-bit mantissa, round to nearest) and f32 accumulation: relative error ~1e-3 per layer,
@@ -117,27 +117,44 @@ COLLECT_DEVICE float activate(float a) {
 // its PASSES tasks, so compute() and store() can be split by a barrier (in-place layers).
 // The k loop runs outside the passes: a thread's PASSES weight loads of one k step are independent,
 // so they are in flight together (each output's sum still runs over k ascending, the same bits).
-// Rows of 4k inputs whose layer starts off a 16-byte boundary (WOff % 4 = M != 0: every row has the
-// same M) load as aligned float4 too: the vector at row element 4t - M carries over its last 4 - M
-// elements to the next step, so a row takes In / 4 + 1 vector loads instead of In scalar ones (a
-// load instruction of a warp touches 32 rows, one L1 wavefront each, either way). The last vector
-// reads up to 3 floats past the row: the next row, or the bias that follows the weights (Out >= 3).
+// A load instruction of a warp touches 32 rows (one per lane) however wide it is, so rows of 8k
+// inputs are read a whole 32-byte sector at a time (two float4): each sector is used as it arrives
+// rather than half now and half from L1 a step later, after the other rows in flight have evicted
+// it. A layer that starts off a sector (WOff % 8 = M8 != 0: every row has the same M8) reads the
+// aligned sectors around each row and skips the M8 floats before it and the 8 - M8 after it (the
+// next row, or the bias that follows the weights: Out >= 8).
 template <int In, int Out, int Act, int Rows, int WOff, int BOff, int Flags = 0>
 struct DenseExact {
   static constexpr int GROUPS = exact_groups(Out, Rows);
   static constexpr int RPG = Rows / GROUPS;
   static constexpr int TASKS = Out * GROUPS;
   static constexpr int PASSES = (TASKS + COLLECT_THREADS - 1) / COLLECT_THREADS;
-  static constexpr int M = WOff % 4;
-  static constexpr bool VEC = In % 4 == 0 && (M == 0 || (Out >= 3 && BOff > WOff));
+  static constexpr int M8 = WOff % 8;
+  static constexpr bool SECTORS = In % 8 == 0 && (M8 == 0 || (Out >= 8 && BOff > WOff));
+  static constexpr bool VEC = !SECTORS && In % 4 == 0 && WOff % 4 == 0;
+  // Sectors a row spans: In / 8, one more when it starts off a sector.
+  static constexpr int NS = In / 8 + (M8 != 0 ? 1 : 0);
   static_assert(PASSES * RPG <= 64, "layer too large for one block's registers: fewer rows per block");
   float acc[PASSES][RPG];
 
-  // Row elements i .. i + 3 of a misaligned row from the aligned vectors around them.
-  static COLLECT_MEMBER float4 shifted(float4 lo, float4 hi) {
-    if constexpr (M == 1) return make_float4(lo.y, lo.z, lo.w, hi.x);
-    if constexpr (M == 2) return make_float4(lo.z, lo.w, hi.x, hi.y);
-    return make_float4(lo.w, hi.x, hi.y, hi.z);
+  // Sector s of every live task's row: row elements 8 s - M8 + t for t in [T0, T1).
+  template <int T0, int T1>
+  COLLECT_MEMBER void sector(const float* const (&w)[PASSES], const int (&r0)[PASSES], const bool (&live)[PASSES],
+                             int s, const float* x, int ldx) {
+#pragma unroll
+    for (int pass = 0; pass < PASSES; pass++) {
+      if (!live[pass]) continue;
+      const float4 lo = ldg4(w[pass] + 8 * s);
+      const float4 hi = ldg4(w[pass] + 8 * s + 4);
+      const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+      float* a = acc[pass];
+#pragma unroll
+      for (int t = T0; t < T1; t++) {
+        const int e = 8 * s - M8 + t;
+#pragma unroll
+        for (int r = 0; r < RPG; r++) a[r] = fadd(a[r], fmul(v[t], x[(r0[pass] + r) * ldx + e]));
+      }
+    }
   }
 
   COLLECT_MEMBER void compute(const float* __restrict__ params, const float* x, int ldx) {
@@ -150,31 +167,26 @@ struct DenseExact {
       live[pass] = task < TASKS;
       const int j = live[pass] ? task % Out : 0;
       r0[pass] = live[pass] ? (task / Out) * RPG : 0;
-      // Misaligned vector rows: w points at the aligned vector that holds the row's first element.
-      w[pass] = params + WOff - (VEC ? M : 0) + j * In;
+      // Sector rows: w points at the aligned sector that holds the row's first element.
+      w[pass] = params + WOff - (SECTORS ? M8 : 0) + j * In;
       const float bias = live[pass] ? ldg1(params + BOff + j) : 0.0f;
 #pragma unroll
       for (int r = 0; r < RPG; r++) acc[pass][r] = bias;
     }
-    if constexpr (VEC) {
-      float4 lo[PASSES];
-      if constexpr (M != 0) {
-#pragma unroll
-        for (int pass = 0; pass < PASSES; pass++)
-          if (live[pass]) lo[pass] = ldg4(w[pass]);
+    if constexpr (SECTORS) {
+      if constexpr (M8 == 0) {
+        for (int s = 0; s < NS; s++) sector<0, 8>(w, r0, live, s, x, ldx);
+      } else {
+        sector<M8, 8>(w, r0, live, 0, x, ldx);
+        for (int s = 1; s < NS - 1; s++) sector<0, 8>(w, r0, live, s, x, ldx);
+        sector<0, M8>(w, r0, live, NS - 1, x, ldx);
       }
+    } else if constexpr (VEC) {
       for (int i = 0; i < In; i += 4) {
 #pragma unroll
         for (int pass = 0; pass < PASSES; pass++) {
           if (!live[pass]) continue;
-          float4 w4;
-          if constexpr (M == 0) {
-            w4 = ldg4(w[pass] + i);
-          } else {
-            const float4 hi = ldg4(w[pass] + i + 4);
-            w4 = shifted(lo[pass], hi);
-            lo[pass] = hi;
-          }
+          const float4 w4 = ldg4(w[pass] + i);
           float* a = acc[pass];
 #pragma unroll
           for (int r = 0; r < RPG; r++) {
