@@ -2,14 +2,14 @@
  * One DQN-family train step on a device (dueling double DQN with Huber, C51 or IQN; the TS
  * reference is src/learn/dqn_update.ts steps 2-6 and 8), on a batch already sampled into device
  * buffers in the replay row layout (src/learn/replay.ts) with i32 actions and PER importance
- * weights. One submission of 19 launches (20 when the target net updates), no readback:
+ * weights. One submission of 16 launches (17 when the target net updates), no readback:
  *
  *   dqn_inputs        rows -> input rows [s; s'] (2B rows)
  *   mlp_forward x 4   online net on the 2B rows: trunk.0, trunk.1, value.0 + adv.0, value.1 + adv.1
  *   mlp_forward x 4   target net (its own params buffer) on the s' half
- *   dueling_combine   x 2 (online 2B rows, target B rows): Q or C51 logits
- *   dqn_loss          head-output gradient, each row's priority signal and weighted loss (`td`)
- *   dueling_combine   backward: the streams' output deltas
+ *   dqn_loss          the dueling combination of the three nets' streams (Q or C51 logits, kept in
+ *                     workgroup memory), the loss, each row's priority signal and weighted loss
+ *                     (`td`), and the combination's backward: the streams' output deltas
  *   mlp_backward x 4  value.1 + adv.1, value.0 + adv.0 (dX into two trunk delta rows), trunk.1, trunk.0
  *                     (WebGPU: one more where the last one splits its dW tiles, to add their slices)
  *   delta_sum         (between the stream and trunk launches) trunk deltas = sum of the two streams'
@@ -575,22 +575,22 @@ export class DeviceDqnLearner {
           tauOff: 0,
         })
       : dqnLossDispatch({
-          online: b.acts,
-          targetNet: b.acts,
+          acts: b.acts,
           rows: batch.rows,
           actions: batch.actions,
           weights: batch.weights,
-          dOut: b.deltas,
+          deltas: b.deltas,
           td: b.td,
           batch: B,
           head:
             head === 'c51'
               ? { kind: 'c51', support: { vMin: cfg.vMin, vMax: cfg.vMax, atoms: n } }
               : { kind: 'huber', kappa: cfg.huberKappa },
-          qOff: at.q,
-          nextOff: at.q + B * wide,
-          targetOff: at.qTarget,
-          dOutOff: this.deltaAt.q,
+          online: { v: at.online.v1, a: at.online.a1 },
+          next: { v: at.online.v1 + B * n, a: at.online.a1 + B * wide },
+          target: { v: at.target.v1, a: at.target.a1 },
+          dVOff: this.deltaAt.v1,
+          dAOff: this.deltaAt.a1,
         });
     const target: Dispatch[] = [];
     if (cfg.targetEvery === 0 || steps % cfg.targetEvery === 0) {
@@ -610,34 +610,38 @@ export class DeviceDqnLearner {
       ...taus,
       ...this.forward(b.params, 2 * B, at.input, at.online, at.cos),
       ...this.forward(b.target, B, at.input + B * STATE_DIM, at.target, at.cos + B * T * E),
-      duelingCombineDispatch({
-        acts: b.acts,
-        deltas: b.deltas,
-        rows: 2 * B * T,
-        atoms: n,
-        vOff: at.online.v1,
-        aOff: at.online.a1,
-        outOff: at.q,
-      }),
-      duelingCombineDispatch({
-        acts: b.acts,
-        deltas: b.deltas,
-        rows: B * T,
-        atoms: n,
-        vOff: at.target.v1,
-        aOff: at.target.a1,
-        outOff: at.qTarget,
-      }),
-      loss,
-      duelingCombineBackwardDispatch({
-        acts: b.acts,
-        deltas: b.deltas,
-        rows: B * T,
-        atoms: n,
-        dOutOff: this.deltaAt.q,
-        dVOff: this.deltaAt.v1,
-        dAOff: this.deltaAt.a1,
-      }),
+      ...(iqn
+        ? [
+            duelingCombineDispatch({
+              acts: b.acts,
+              deltas: b.deltas,
+              rows: 2 * B * T,
+              atoms: n,
+              vOff: at.online.v1,
+              aOff: at.online.a1,
+              outOff: at.q,
+            }),
+            duelingCombineDispatch({
+              acts: b.acts,
+              deltas: b.deltas,
+              rows: B * T,
+              atoms: n,
+              vOff: at.target.v1,
+              aOff: at.target.a1,
+              outOff: at.qTarget,
+            }),
+            loss,
+            duelingCombineBackwardDispatch({
+              acts: b.acts,
+              deltas: b.deltas,
+              rows: B * T,
+              atoms: n,
+              dOutOff: this.deltaAt.q,
+              dVOff: this.deltaAt.v1,
+              dAOff: this.deltaAt.a1,
+            }),
+          ]
+        : [loss]),
       ...this.backward(),
       adamStepDispatch(
         {

@@ -1,26 +1,34 @@
 /**
  * dqn_loss: the loss head of the DQN-family learner step on a sampled replay batch
  * (src/learn/dqn_loss.ts), dueling double DQN with the Huber loss (`atoms` = 1) or C51
- * (`atoms` > 1, the categorical projection on [vMin, vMax], cross-entropy through the log-softmax).
- * Per sample b < batch, from the head outputs already on the device:
- *   online  Q(s) rows at qOff, Q(s') rows at nextOff; targetNet  Q_target(s') rows at targetOff
- *           (rows of 45 x atoms floats, action-major)
- *   rows    the batch in the replay row layout (src/learn/replay.ts, REPLAY_F = 110 floats):
- *           n-step return at ReplayF.Return, discount at ReplayF.Discount
+ * (`atoms` > 1, the categorical projection on [vMin, vMax], cross-entropy through the log-softmax),
+ * with the dueling combination and its backward folded in (src/learn/dueling.ts `duelingCombine`,
+ * `duelingCombineBackward`: no head-output rows are written). Per sample b < batch, from the streams'
+ * output layers already on the device (all in `acts`; V rows of `atoms` floats, A rows of
+ * 45 x atoms, action-major):
+ *   online s    V at vOff + b atoms, A at aOff + b 45 atoms
+ *   online s'   V at nextVOff + .., A at nextAOff + ..;   target s'  V at tvOff + .., A at taOff + ..
+ *   rows        the batch in the replay row layout (src/learn/replay.ts, REPLAY_F = 110 floats):
+ *               n-step return at ReplayF.Return, discount at ReplayF.Discount
  *   actions i32 [batch] (clamped to [0, 45): a GPU cannot throw), weights f32 [batch] (PER's
- *           importance weights, 1 without PER)
- * it writes
- *   dOut[dOutOff + b * 45 * atoms ..]  dLoss/d head outputs (IS-weighted, / batch), zero off the action
+ *               importance weights, 1 without PER)
+ * the head outputs are Q[a, z] = f32(f32(V[z] + A[a, z]) - f32(f32(sum_a A[a, z]) / 45)), and it writes
+ *   deltas[dVOff + b atoms ..]      dLoss/dV = sum_a dOut[a, z] (dOut: the loss gradient of the head
+ *                                   outputs, IS-weighted, / batch, zero off the taken action)
+ *   deltas[dAOff + b 45 atoms ..]   dLoss/dA = f32(dOut[a, z] - f32(dV[z] / 45))
  *   td[b]          the priority signal: Huber delta = Q(s, a) - y, C51 the cross-entropy L_b
  *   td[batch + b]  w_b * L_b (the step's loss is their sum / batch)
- * Workgroup: WG_X (64) threads, one sample: they zero its dOut row off the action; C51's first 45
- * take one action's expected value at s' each, the two distributions (target at the argmax, the
- * taken action's, up to MAX_ATOMS atoms) go an atom a thread, and thread 0 takes the argmax, the
- * maxima, sums, projection and loss in the reference's order. Numerics: f32 with the twins' own
- * exp/log (this reference rounds like dqn_loss.ts with Math.exp/Math.log: tolerance).
+ * Workgroup: WG_X (64) threads, one sample: the three rows' per-atom means an (atom, row) a thread,
+ * the s' head outputs into workgroup memory an output a thread, the first 45 one action's value
+ * at s' each (C51: its expected value), thread 0 the argmax; C51's two distributions (target at
+ * the argmax, the taken action's) an atom a thread where the order does not matter, thread 0
+ * where it does (maxima, sums, projection, loss); the gradients an output a thread. Numerics: f32
+ * with the twins' own exp/log (this reference rounds like dqn_loss.ts with Math.exp/Math.log:
+ * tolerance).
  */
 
 import { type C51Scratch, c51Sample, c51Scratch, dqnHuberSample } from '../learn/dqn_loss.js';
+import { duelingCombine, duelingCombineBackward } from '../learn/dueling.js';
 import { REPLAY_F, ReplayF } from '../learn/replay.js';
 import type { C51Support } from '../nets/forward.js';
 import { NUM_ACTIONS } from '../nets/layout.js';
@@ -34,26 +42,29 @@ export const DQN_MAX_ATOMS = 64;
 export const dqnLossSpec: KernelSpec = {
   name: 'dqn_loss',
   bindings: [
-    { name: 'online', type: 'f32', access: 'read' },
-    { name: 'targetNet', type: 'f32', access: 'read' },
+    { name: 'acts', type: 'f32', access: 'read' },
     { name: 'rows', type: 'f32', access: 'read' },
     { name: 'actions', type: 'i32', access: 'read' },
     { name: 'weights', type: 'f32', access: 'read' },
-    { name: 'dOut', type: 'f32', access: 'read_write' },
+    { name: 'deltas', type: 'f32', access: 'read_write' },
     { name: 'td', type: 'f32', access: 'read_write' },
   ],
   uniforms: [
     { name: 'batch', type: 'u32' },
     { name: 'atoms', type: 'u32' },
-    { name: 'qOff', type: 'u32' },
-    { name: 'nextOff', type: 'u32' },
-    { name: 'targetOff', type: 'u32' },
-    { name: 'dOutOff', type: 'u32' },
+    { name: 'vOff', type: 'u32' },
+    { name: 'aOff', type: 'u32' },
+    { name: 'nextVOff', type: 'u32' },
+    { name: 'nextAOff', type: 'u32' },
+    { name: 'tvOff', type: 'u32' },
+    { name: 'taOff', type: 'u32' },
+    { name: 'dVOff', type: 'u32' },
+    { name: 'dAOff', type: 'u32' },
     { name: 'kappa', type: 'f32' },
     { name: 'vMin', type: 'f32' },
     { name: 'vMax', type: 'f32' },
   ],
-  // At least NUM_ACTIONS: one thread an action's expected value.
+  // At least NUM_ACTIONS: one thread an action's value at s'.
   workgroupSize: [64, 1, 1],
   constants: {
     NUM_ACTIONS,
@@ -64,21 +75,29 @@ export const dqnLossSpec: KernelSpec = {
   },
 };
 
+/** Where one state's streams outputs sit in `acts`: V rows at `v`, A rows at `a`. */
+export interface StreamsAt {
+  v: number;
+  a: number;
+}
+
 export interface DqnLossArgs {
-  online: DeviceBuffer;
-  targetNet: DeviceBuffer;
+  acts: DeviceBuffer;
   rows: DeviceBuffer;
   actions: DeviceBuffer;
   weights: DeviceBuffer;
-  dOut: DeviceBuffer;
+  deltas: DeviceBuffer;
   td: DeviceBuffer;
   batch: number;
   /** 'huber' (dueling double DQN) or the C51 support. */
   head: { kind: 'huber'; kappa: number } | { kind: 'c51'; support: C51Support };
-  qOff: number;
-  nextOff: number;
-  targetOff: number;
-  dOutOff: number;
+  /** The online net's streams on s and on s', the target net's on s'. */
+  online: StreamsAt;
+  next: StreamsAt;
+  target: StreamsAt;
+  /** Where dV and dA (the streams' output layers' deltas) go in `deltas`. */
+  dVOff: number;
+  dAOff: number;
 }
 
 export function dqnLossDispatch(a: DqnLossArgs): Dispatch {
@@ -92,14 +111,18 @@ export function dqnLossDispatch(a: DqnLossArgs): Dispatch {
   if (!(kappa > 0)) throw new Error(`dqn_loss: Huber kappa ${kappa} must be > 0`);
   return {
     kernel: dqnLossSpec,
-    buffers: [a.online, a.targetNet, a.rows, a.actions, a.weights, a.dOut, a.td],
+    buffers: [a.acts, a.rows, a.actions, a.weights, a.deltas, a.td],
     uniforms: {
       batch: a.batch,
       atoms: c51 ? c51.atoms : 1,
-      qOff: a.qOff,
-      nextOff: a.nextOff,
-      targetOff: a.targetOff,
-      dOutOff: a.dOutOff,
+      vOff: a.online.v,
+      aOff: a.online.a,
+      nextVOff: a.next.v,
+      nextAOff: a.next.a,
+      tvOff: a.target.v,
+      taOff: a.target.a,
+      dVOff: a.dVOff,
+      dAOff: a.dAOff,
       kappa: Math.fround(kappa),
       vMin: Math.fround(c51 ? c51.vMin : 0),
       vMax: Math.fround(c51 ? c51.vMax : 0),
@@ -109,33 +132,49 @@ export function dqnLossDispatch(a: DqnLossArgs): Dispatch {
 }
 
 function dqnLossReference(buffers: TypedArray[], u: Record<string, number>): void {
-  const [online, targetNet, rows, actions, weights, dOut, td] = buffers as Float32Array[];
+  const [acts, rows, actions, weights, deltas, td] = buffers as Float32Array[];
   const n = u.atoms;
+  const B = u.batch;
   const row = NUM_ACTIONS * n;
   const support = { vMin: u.vMin, vMax: u.vMax, atoms: n };
   const scratch: C51Scratch | null = n > 1 ? c51Scratch(support) : null;
-  for (let b = 0; b < u.batch; b++) {
+  const heads = (vOff: number, aOff: number) => {
+    const out = new Float32Array(B * row);
+    duelingCombine(acts.subarray(vOff, vOff + B * n), acts.subarray(aOff, aOff + B * row), out, B, n);
+    return out;
+  };
+  const q = heads(u.vOff, u.aOff);
+  const next = heads(u.nextVOff, u.nextAOff);
+  const target = heads(u.tvOff, u.taOff);
+  const dOut = new Float32Array(B * row);
+  for (let b = 0; b < B; b++) {
     const o = b * row;
-    const at = { q: u.qOff + o, next: u.nextOff + o, target: u.targetOff + o, dOut: u.dOutOff + o };
+    const at = { q: o, next: o, target: o, dOut: o };
     const s = {
       action: Math.min(NUM_ACTIONS - 1, Math.max(0, actions[b])),
       ret: rows[b * REPLAY_F + ReplayF.Return],
       discount: rows[b * REPLAY_F + ReplayF.Discount],
       weight: weights[b],
-      batch: u.batch,
+      batch: B,
     };
-    dOut.fill(0, at.dOut, at.dOut + row);
     let loss: number;
     if (scratch) {
-      loss = c51Sample(support, online, online, targetNet, at, s, dOut, scratch);
+      loss = c51Sample(support, q, next, target, at, s, dOut, scratch);
       td[b] = loss;
     } else {
-      const one = dqnHuberSample(online, online, targetNet, at, s, u.kappa, dOut);
+      const one = dqnHuberSample(q, next, target, at, s, u.kappa, dOut);
       loss = one.loss;
       td[b] = one.prio;
     }
-    td[u.batch + b] = s.weight * loss;
+    td[B + b] = s.weight * loss;
   }
+  duelingCombineBackward(
+    dOut,
+    deltas.subarray(u.dVOff, u.dVOff + B * n),
+    deltas.subarray(u.dAOff, u.dAOff + B * row),
+    B,
+    n,
+  );
 }
 
 export const dqnLoss: Kernel = { spec: dqnLossSpec, reference: dqnLossReference };

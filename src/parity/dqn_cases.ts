@@ -107,28 +107,55 @@ type Head = { kind: 'huber'; kappa: number } | { kind: 'c51'; support: C51Suppor
 function dqnLossCase(batch: number, head: Head, seed: number): ParityCase {
   const atoms = head.kind === 'c51' ? head.support.atoms : 1;
   const row = NUM_ACTIONS * atoms;
-  const data = memo(() => lossData(batch, atoms, seed));
+  // The streams' outputs of online s, online s' and target s' (V rows, then A rows), each at its
+  // own offset inside one activation buffer; the deltas dV, dA at offsets inside another.
+  const spread = atoms > 1 ? 2 : 3;
+  const at = { v: 7, a: 7 + batch * atoms + 2 };
+  const nextAt = { v: at.a + batch * row + 3, a: at.a + batch * row + 3 + batch * atoms + 1 };
+  const targetAt = { v: nextAt.a + batch * row + 5, a: nextAt.a + batch * row + 5 + batch * atoms };
+  const size = targetAt.a + batch * row + 4;
+  const dAt = { v: 11, a: 11 + batch * atoms + 6 };
+  const data = memo(() => {
+    const d = lossData(batch, atoms, seed);
+    const acts = new Float32Array(size).fill(Number.NaN);
+    [at, nextAt, targetAt].forEach((p, k) => {
+      acts.set(floats(seed + 20 + 2 * k, batch * atoms, -spread, spread), p.v);
+      acts.set(floats(seed + 21 + 2 * k, batch * row, -spread, spread), p.a);
+    });
+    return { ...d, acts };
+  });
   const what =
     head.kind === 'c51'
       ? `C51 ${atoms} atoms on [${head.support.vMin}, ${head.support.vMax}]`
       : `dueling double DQN, Huber kappa ${head.kappa}`;
   return {
-    name: `dqn_loss ${what}, batch ${batch} (replay rows, IS weights, episode ends)`,
+    name: `dqn_loss ${what} with the dueling combination, batch ${batch} (replay rows, IS weights, episode ends)`,
     kernel: 'dqn_loss',
     tolerance: DQN_LOSS,
     expected: memo(() => {
       const d = data();
-      const q = d.online.subarray(PAD.q, PAD.q + batch * row);
-      const nextAt = PAD.q + batch * row + PAD.next;
-      const next = d.online.subarray(nextAt, nextAt + batch * row);
-      const target = d.target.subarray(PAD.target);
+      const heads = (p: { v: number; a: number }) => {
+        const out = new Float32Array(batch * row);
+        duelingCombine(
+          d.acts.subarray(p.v, p.v + batch * atoms),
+          d.acts.subarray(p.a, p.a + batch * row),
+          out,
+          batch,
+          atoms,
+        );
+        return out;
+      };
+      const [q, next, target] = [heads(at), heads(nextAt), heads(targetAt)];
       const dOut = new Float32Array(batch * row);
       const prio = new Float32Array(batch);
       const loss =
         head.kind === 'c51'
           ? c51Loss(head.support, q, next, target, d.lossRows, dOut, prio)
           : dqnHuberLoss(q, next, target, d.lossRows, head.kappa, dOut, prio);
-      return { dOut, prio, loss: Float32Array.of(loss) };
+      const dV = new Float32Array(batch * atoms);
+      const dA = new Float32Array(batch * row);
+      duelingCombineBackward(dOut, dV, dA, batch, atoms);
+      return { dV, dA, prio, loss: Float32Array.of(loss) };
     }),
     actual: async (backend: Backend): Promise<Outputs> => {
       const d = data();
@@ -140,30 +167,31 @@ function dqnLossCase(batch: number, head: Head, seed: number): ParityCase {
         return buf;
       };
       try {
-        const dOut = make(new Float32Array(PAD.dOut + batch * row).fill(Number.NaN), 'dOut');
+        const deltas = make(new Float32Array(dAt.a + batch * row + 3).fill(Number.NaN), 'deltas');
         const td = make(new Float32Array(2 * batch).fill(Number.NaN), 'td');
         backend.run([
           dqnLossDispatch({
-            online: make(d.online, 'online'),
-            targetNet: make(d.target, 'targetNet'),
+            acts: make(d.acts, 'acts'),
             rows: make(d.rows, 'rows'),
             actions: make(d.actions, 'actions'),
             weights: make(d.weights, 'weights'),
-            dOut,
+            deltas,
             td,
             batch,
             head,
-            qOff: PAD.q,
-            nextOff: PAD.q + batch * row + PAD.next,
-            targetOff: PAD.target,
-            dOutOff: PAD.dOut,
+            online: at,
+            next: nextAt,
+            target: targetAt,
+            dVOff: dAt.v,
+            dAOff: dAt.a,
           }),
         ]);
-        const grads = new Float32Array(await backend.download(dOut, 4 * PAD.dOut, 4 * batch * row));
+        const dV = new Float32Array(await backend.download(deltas, 4 * dAt.v, 4 * batch * atoms));
+        const dA = new Float32Array(await backend.download(deltas, 4 * dAt.a, 4 * batch * row));
         const tds = new Float32Array(await backend.download(td, 0, 8 * batch));
         let loss = 0;
         for (let b = 0; b < batch; b++) loss += tds[batch + b];
-        return { dOut: grads, prio: tds.slice(0, batch), loss: Float32Array.of(loss / batch) };
+        return { dV, dA, prio: tds.slice(0, batch), loss: Float32Array.of(loss / batch) };
       } finally {
         for (const b of made) backend.destroyBuffer(b);
       }

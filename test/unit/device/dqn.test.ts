@@ -100,11 +100,26 @@ describe('device DQN learner input checks', () => {
       targetOff: 0,
       dOutOff: 0,
     };
+    const at = { v: 0, a: 0 };
+    const loss = {
+      acts: buf,
+      rows: buf,
+      actions: buf,
+      weights: buf,
+      deltas: buf,
+      td: buf,
+      batch: 4,
+      online: at,
+      next: at,
+      target: at,
+      dVOff: 0,
+      dAOff: 0,
+    };
     expect(() =>
-      dqnLossDispatch({ ...common, head: { kind: 'c51', support: { vMin: -10, vMax: 10, atoms: 65 } } }),
+      dqnLossDispatch({ ...loss, head: { kind: 'c51', support: { vMin: -10, vMax: 10, atoms: 65 } } }),
     ).toThrow(/C51 needs 2\.\.64 atoms/);
-    expect(() => dqnLossDispatch({ ...common, head: { kind: 'huber', kappa: 0 } })).toThrow(/kappa 0/);
-    expect(() => dqnLossDispatch({ ...common, batch: 0, head: { kind: 'huber', kappa: 1 } })).toThrow(
+    expect(() => dqnLossDispatch({ ...loss, head: { kind: 'huber', kappa: 0 } })).toThrow(/kappa 0/);
+    expect(() => dqnLossDispatch({ ...loss, batch: 0, head: { kind: 'huber', kappa: 1 } })).toThrow(
       /batch 0/,
     );
     expect(() =>
