@@ -21,8 +21,8 @@
 //   u: Uniforms { batch, atoms, vOff, aOff, nextVOff, nextAOff, tvOff, taOff, dVOff, dAOff, kappa,
 //      vMin, vMax }
 // Block: WG_X threads, one sample (block b of the flat grid): the three rows' means an (atom, row)
-// a thread, the s' head outputs into shared memory an output a thread, thread q < 45 action q's
-// value at s', thread 0 the argmax; C51's two distributions (target at the argmax, the taken
+// a thread, the s' head outputs into shared memory an output a thread, C51's exp(l - max) an output
+// a thread, thread q < 45 action q's value at s' (max, sum, expectation), thread 0 the argmax; C51's two distributions (target at the argmax, the taken
 // action's) one atom a thread where the order does not matter (loads, exp, division, the
 // gradient), one thread where it does (maxima, sums, the projection, the loss); the deltas an
 // output a thread: the reference's values bit for bit in f32.
@@ -34,19 +34,6 @@
 __device__ __forceinline__ float dqn_huber(float x, float kappa) {
   const float a = fabsf(x);
   return a <= kappa ? 0.5f * x * x : kappa * (a - 0.5f * kappa);
-}
-
-// Action q's expected value under the softmax of l[0 .. n) over the support vMin + z dz: the
-// probabilities as the softmax rounds them (exp(l - max), divided by the sum in order),
-// recomputed instead of stored.
-__device__ __forceinline__ float dqn_expected(const float* l, unsigned int n, float vMin, float dz) {
-  float top = l[0];
-  for (unsigned int z = 1; z < n; z++) top = fmaxf(top, l[z]);
-  float s = 0.0f;
-  for (unsigned int z = 0; z < n; z++) s += expf(l[z] - top);
-  float qa = 0.0f;
-  for (unsigned int z = 0; z < n; z++) qa += (expf(l[z] - top) / s) * (vMin + (float)z * dz);
-  return qa;
 }
 
 extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) dqn_loss(KERNEL_ARGS) {
@@ -82,9 +69,30 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) dqn_loss(KERNEL
     next[k] = (acts[u.nextVOff + b * n + z] + acts[u.nextAOff + o + k]) - mean[MAX_ATOMS + z];
   }
   __syncthreads();
+  // Each action's value at s': C51 its expected value under the softmax of its logits (exp(l - max)
+  // an output a thread, stored over the logits, then each action's sum and expectation in atom
+  // order by one thread), the Huber head's output itself.
   const float dz = n > 1u ? (u.vMax - u.vMin) / (float)(n - 1u) : 0.0f;
-  for (unsigned int q = tid; q < NUM_ACTIONS; q += WG_X)
-    qv[q] = n > 1u ? dqn_expected(next + q * n, n, u.vMin, dz) : next[q];
+  if (n > 1u) {
+    for (unsigned int q = tid; q < NUM_ACTIONS; q += WG_X) {
+      float top = next[q * n];
+      for (unsigned int z = 1; z < n; z++) top = fmaxf(top, next[q * n + z]);
+      qv[q] = top;
+    }
+    __syncthreads();
+    for (unsigned int k = tid; k < row; k += WG_X) next[k] = expf(next[k] - qv[k / n]);
+    __syncthreads();
+    for (unsigned int q = tid; q < NUM_ACTIONS; q += WG_X) {
+      const float* e = next + q * n;
+      float sum = 0.0f;
+      for (unsigned int z = 0; z < n; z++) sum += e[z];
+      float qa = 0.0f;
+      for (unsigned int z = 0; z < n; z++) qa += (e[z] / sum) * (u.vMin + (float)z * dz);
+      qv[q] = qa;
+    }
+  } else {
+    for (unsigned int q = tid; q < NUM_ACTIONS; q += WG_X) qv[q] = next[q];
+  }
   __syncthreads();
   if (tid == 0u) {
     unsigned int best = 0;

@@ -22,7 +22,8 @@
 //      vMin, vMax }
 // Workgroup: WG_X invocations, one sample (workgroup b of the flat grid): the three rows' means an
 // (atom, row) an invocation, the s' head outputs into workgroup memory an output an invocation,
-// invocation q < 45 action q's value at s', invocation 0 the argmax; C51's two distributions
+// C51's exp(l - max) an output an invocation, invocation q < 45 action q's value at s' (max, sum,
+// expectation), invocation 0 the argmax; C51's two distributions
 // (target at the argmax, the taken action's) one atom an invocation where the order does not
 // matter (loads, exp, division, the gradient), one invocation where it does (maxima, sums, the
 // projection, the loss), in the reference's order; the deltas an output an invocation.
@@ -42,18 +43,6 @@ var<workgroup> g: array<f32, MAX_ATOMS>;
 var<workgroup> red: array<f32, 4>;
 var<workgroup> best_s: u32;
 var<workgroup> msum_s: f32;
-
-// Expected value of the softmax of next[off .. off + n) over the support vMin + z dz: exp(l -
-// max) divided by the sum in order, recomputed instead of stored.
-fn expected_next(off: u32, n: u32, dz: f32) -> f32 {
-  var mx = next[off];
-  for (var z = 1u; z < n; z++) { mx = max(mx, next[off + z]); }
-  var s = 0.0;
-  for (var z = 0u; z < n; z++) { s = s + exp(next[off + z] - mx); }
-  var qa = 0.0;
-  for (var z = 0u; z < n; z++) { qa = qa + (exp(next[off + z] - mx) / s) * (u.vMin + f32(z) * dz); }
-  return qa;
-}
 
 fn huber(x: f32, kappa: f32) -> f32 {
   let a = abs(x);
@@ -89,13 +78,28 @@ fn dqn_loss(
     next[k] = (acts[u.nextVOff + b * n + z] + acts[u.nextAOff + o + k]) - mean[u32(MAX_ATOMS) + z];
   }
   workgroupBarrier();
+  // Each action's value at s': C51 its expected value under the softmax of its logits (exp(l - max)
+  // an output an invocation, stored over the logits, then each action's sum and expectation in atom
+  // order by one invocation), the Huber head's output itself.
   let dz = select(0.0, (u.vMax - u.vMin) / f32(max(n, 2u) - 1u), n > 1u);
-  for (var q = tid; q < u32(NUM_ACTIONS); q += u32(WG_X)) {
-    if (n > 1u) {
-      qv[q] = expected_next(q * n, n, dz);
-    } else {
-      qv[q] = next[q];
+  if (n > 1u) {
+    for (var q = tid; q < u32(NUM_ACTIONS); q += u32(WG_X)) {
+      var top = next[q * n];
+      for (var z = 1u; z < n; z++) { top = max(top, next[q * n + z]); }
+      qv[q] = top;
     }
+    workgroupBarrier();
+    for (var k = tid; k < row; k += u32(WG_X)) { next[k] = exp(next[k] - qv[k / n]); }
+    workgroupBarrier();
+    for (var q = tid; q < u32(NUM_ACTIONS); q += u32(WG_X)) {
+      var sum = 0.0;
+      for (var z = 0u; z < n; z++) { sum = sum + next[q * n + z]; }
+      var qa = 0.0;
+      for (var z = 0u; z < n; z++) { qa = qa + (next[q * n + z] / sum) * (u.vMin + f32(z) * dz); }
+      qv[q] = qa;
+    }
+  } else {
+    for (var q = tid; q < u32(NUM_ACTIONS); q += u32(WG_X)) { qv[q] = next[q]; }
   }
   workgroupBarrier();
   if (tid == 0u) {

@@ -18,9 +18,10 @@
  *   deltas[dAOff + b 45 atoms ..]   dLoss/dA = f32(dOut[a, z] - f32(dV[z] / 45))
  *   td[b]          the priority signal: Huber delta = Q(s, a) - y, C51 the cross-entropy L_b
  *   td[batch + b]  w_b * L_b (the step's loss is their sum / batch)
- * Workgroup: WG_X (64) threads, one sample: the three rows' per-atom means an (atom, row) a thread,
- * the s' head outputs into workgroup memory an output a thread, the first 45 one action's value
- * at s' each (C51: its expected value), thread 0 the argmax; C51's two distributions (target at
+ * Workgroup: WG_X (128) threads, one sample: the three rows' per-atom means an (atom, row) a thread,
+ * the s' head outputs into workgroup memory an output a thread (C51: then exp(l - max) an output a
+ * thread), the first 45 one action's value at s' each (C51: max, sum and expectation in atom
+ * order), thread 0 the argmax; C51's two distributions (target at
  * the argmax, the taken action's) an atom a thread where the order does not matter, thread 0
  * where it does (maxima, sums, projection, loss); the gradients an output a thread. Numerics: f32
  * with the twins' own exp/log (this reference rounds like dqn_loss.ts with Math.exp/Math.log:
@@ -65,7 +66,7 @@ export const dqnLossSpec: KernelSpec = {
     { name: 'vMax', type: 'f32' },
   ],
   // At least NUM_ACTIONS: one thread an action's value at s'.
-  workgroupSize: [64, 1, 1],
+  workgroupSize: [128, 1, 1],
   constants: {
     NUM_ACTIONS,
     REPLAY_F,
