@@ -29,8 +29,6 @@
 // projection, the loss), in the reference's order; the deltas an output an invocation.
 // Numerics: f32 (the TS reference uses Math.exp / Math.log rounded to f32: tolerance).
 
-const_assert NUM_ACTIONS % 9 == 0;
-
 // Per-atom means of online s, online s', target s'; the s' head outputs; each action's value.
 var<workgroup> mean: array<f32, 3 * MAX_ATOMS>;
 var<workgroup> next: array<f32, NUM_ACTIONS * MAX_ATOMS>;
@@ -70,22 +68,8 @@ fn dqn_loss(
     let which = j / n;
     let z = j - which * n;
     let base = select(select(u.taOff, u.nextAOff, which == 1u), u.aOff, which == 0u) + o + z;
-    // Nine loads issued before their adds (in action order): a load then its add, 45 times over,
-    // left each load's latency on the sum's chain.
     var s = 0.0;
-    for (var q = 0u; q < u32(NUM_ACTIONS); q += 9u) {
-      let p = base + q * n;
-      let x0 = acts[p];
-      let x1 = acts[p + n];
-      let x2 = acts[p + 2u * n];
-      let x3 = acts[p + 3u * n];
-      let x4 = acts[p + 4u * n];
-      let x5 = acts[p + 5u * n];
-      let x6 = acts[p + 6u * n];
-      let x7 = acts[p + 7u * n];
-      let x8 = acts[p + 8u * n];
-      s = ((((((((s + x0) + x1) + x2) + x3) + x4) + x5) + x6) + x7) + x8;
-    }
+    for (var q = 0u; q < u32(NUM_ACTIONS); q++) { s = s + acts[base + q * n]; }
     mean[which * u32(MAX_ATOMS) + z] = s / f32(NUM_ACTIONS);
   }
   workgroupBarrier();
