@@ -54,8 +54,9 @@ export function checkGradient(
 /**
  * Compiles cuda/<spec.name>.cu with `spec`'s generated preamble to PTX for sm_90 with nvcc (warnings
  * as errors) in `dir`: `body` is the PTX from the kernel's `.entry` on, `ok` false with nvcc's
- * message in `log` if it failed; `ptxas()` compiles the same source to a cubin with `-Xptxas -v`
- * (registers and spills in its `log`).
+ * message in `log` if it failed; `ptxas()` assembles that PTX to a cubin with `-Xptxas -v`
+ * (registers and spills in its `log`): the cubin nvcc builds from the source, without running the
+ * front end a second time.
  */
 export function ptxEntry(
   nvcc: string,
@@ -69,13 +70,20 @@ export function ptxEntry(
   const out = join(dir, `${tag}.ptx`);
   const args = [...compileOptions(9, 0), '-Werror', 'all-warnings', '-I', cuda];
   const ptx = spawnSync(nvcc, ['-ptx', ...args, '-o', out, src], { encoding: 'utf8' });
+  if (ptx.status !== 0) {
+    return {
+      ok: false,
+      log: ptx.stderr,
+      body: '',
+      ptxas: () => ({ ok: false, log: `${src}: ${ptx.stderr}` }),
+    };
+  }
   const ptxas = () => {
-    const r = spawnSync(nvcc, ['-cubin', '-Xptxas', '-v', ...args, '-o', join(dir, `${tag}.cubin`), src], {
+    const r = spawnSync(nvcc, ['-cubin', '-Xptxas', '-v', ...args, '-o', join(dir, `${tag}.cubin`), out], {
       encoding: 'utf8',
     });
     return { ok: r.status === 0, log: `${src}: ${r.stderr}` };
   };
-  if (ptx.status !== 0) return { ok: false, log: ptx.stderr, body: '', ptxas };
   const text = readFileSync(out, 'utf8');
   return { ok: true, log: ptx.stderr, body: text.slice(text.indexOf(`.entry ${spec.name}`)), ptxas };
 }
