@@ -135,6 +135,7 @@ type ActsAt = {
   cos: number;
   online: Record<Part | 'h', number>;
   target: Record<Part | 'h', number>;
+  /** IQN: the head outputs of online s and s' (plain and C51: unused, 0). */
   q: number;
   qTarget: number;
 };
@@ -168,12 +169,14 @@ function learnerArenas(
     return at;
   };
   const online = netActs(2 * B);
-  const q = acts.take(2 * B * T * wide);
+  // The head outputs and their gradient rows: IQN only (dqn_loss keeps the plain and C51 ones in
+  // workgroup memory).
+  const q = iqn ? acts.take(2 * B * T * wide) : 0;
   const target = netActs(B);
-  const qTarget = acts.take(B * T * wide);
+  const qTarget = iqn ? acts.take(B * T * wide) : 0;
   const deltas = arena();
   const deltaAt = {
-    q: deltas.take(B * T * wide),
+    q: iqn ? deltas.take(B * T * wide) : 0,
     ...(Object.fromEntries(parts.map((p) => [p, deltas.take(B * rowsOf(p) * L[p].out)])) as Record<
       Part,
       number
