@@ -12,7 +12,7 @@
  * collection tiles, the cluster kernel, TF32 tensor cores, the learner's delta chain.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, readSync, writeFileSync, writevSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +20,7 @@ import { CpuBackend } from '../../src/backend/cpu/index.js';
 import { cudaPreamble } from '../../src/backend/cuda/preamble.js';
 import type { BackendInfo, BackendKind, Dispatch, KernelSpec, ScalarType } from '../../src/backend/types.js';
 import { packUniforms, uniformBytes, validateDispatch } from '../../src/backend/uniforms.js';
+import { emuCompile } from './build.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
@@ -115,7 +116,7 @@ export class CudaEmuBackend extends CpuBackend {
     Object.defineProperty(this, 'kind', { value: kind });
   }
   private readonly dir = mkdtempSync(join(tmpdir(), 'foxhunt-learn-emu-'));
-  /** Built binaries by kernel build, shared by the instances of a test file (g++ takes ~1 s each). */
+  /** Built binaries by kernel build, shared by the instances of a test file. */
   private static readonly binaries = new Map<string, string>();
   /** Dispatches executed through the emulator so far. */
   launches = 0;
@@ -125,24 +126,13 @@ export class CudaEmuBackend extends CpuBackend {
     const known = CudaEmuBackend.binaries.get(key);
     if (known) return known;
     const tag = `${spec.name}_${CudaEmuBackend.binaries.size}`;
+    const source = cudaPreamble(spec) + readFileSync(join(root, 'cuda', `${spec.name}.cu`), 'utf8');
     const gen = join(this.dir, `${tag}.cu`);
-    writeFileSync(gen, cudaPreamble(spec) + readFileSync(join(root, 'cuda', `${spec.name}.cu`), 'utf8'));
+    writeFileSync(gen, source);
     const cpp = join(this.dir, `${tag}.cpp`);
     writeFileSync(cpp, harness(spec, gen));
-    const bin = join(this.dir, tag);
-    execFileSync(
-      'g++',
-      [
-        '-std=c++17',
-        '-O2',
-        '-ffp-contract=off',
-        '-fno-strict-aliasing',
-        '-DFOXHUNT_EMU',
-        '-U_FORTIFY_SOURCE',
-        '-w',
-      ].concat([`-I${join(root, 'cuda')}`, `-I${here}`, cpp, '-o', bin]),
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+    // The harness names its source by path: the key has it with a placeholder, and the source.
+    const bin = emuCompile(['-w', cpp], ['-w'], [harness(spec, '<source>'), source], true);
     CudaEmuBackend.binaries.set(key, bin);
     return bin;
   }
@@ -164,13 +154,26 @@ export class CudaEmuBackend extends CpuBackend {
       parts.push(new Uint8Array(Uint32Array.from(d.groups).buffer));
       const inPath = join(this.dir, 'in.bin');
       const outPath = join(this.dir, 'out.bin');
-      writeFileSync(inPath, Buffer.concat(parts));
+      // Straight from and into the buffers (some launches bind tens of MB).
+      const fd = openSync(inPath, 'w');
+      try {
+        writevSync(fd, parts);
+      } finally {
+        closeSync(fd);
+      }
       execFileSync(bin, [inPath, outPath], { stdio: ['ignore', 'pipe', 'pipe'] });
-      const out = readFileSync(outPath);
-      let at = 0;
-      for (const b of bufs) {
-        new Uint8Array(b.bytes, 0, b.size).set(out.subarray(at, at + b.size));
-        at += b.size;
+      const out = openSync(outPath, 'r');
+      try {
+        for (const b of bufs) {
+          const view = new Uint8Array(b.bytes, 0, b.size);
+          for (let at = 0; at < b.size; ) {
+            const n = readSync(out, view, at, b.size - at, null);
+            if (n === 0) throw new Error(`${d.kernel.name}: the emulator wrote back too few bytes`);
+            at += n;
+          }
+        }
+      } finally {
+        closeSync(out);
       }
       this.launches++;
     }

@@ -77,11 +77,17 @@ struct Barrier {
   unsigned generation = 0;
 };
 
-struct Fiber {
+// A fiber's stack and its saved context. A thread that finishes parks its slot's fiber, and the
+// thread of the same index in the next block resumes it (fiber_main loops).
+struct Slot {
   ucontext_t ctx;
   jmp_buf jump;
   bool started = false;
-  char* stack = nullptr;
+  std::unique_ptr<char[]> stack;
+};
+
+struct Fiber {
+  struct Slot* slot = nullptr;
   dim3 tid;
   bool done = false;
 };
@@ -98,7 +104,9 @@ struct Block {
   // Per-warp exchange slots for shuffles (one word per lane) and mma fragments.
   std::vector<uint32_t> shuffle;
   std::vector<uint32_t> mma_a, mma_b;
-  std::vector<float> mma_c;
+  // Per warp: the assembled A (16x8) and B (8x8) of its current mma, and that mma's barrier generation.
+  std::vector<float> mma_ab;
+  std::vector<unsigned> mma_ab_gen;
   std::vector<float> smem_storage;
   float* smem = nullptr;
   size_t smem_floats = 0;
@@ -128,21 +136,33 @@ inline dim3 g_block_idx, g_block_dim, g_grid_dim;
 inline void (*g_entry)(void*) = nullptr;
 inline void* g_entry_arg = nullptr;
 
-// Fiber stacks, reused by every block of every launch: allocating (and zero-filling) 256 KiB per
-// thread per block cost ~90 ms a block of 256 threads, most of the emulator's time.
+// Fiber slots, made once per process and reused by every block of every launch: allocating (and
+// zero-filling) 256 KiB per thread per block cost ~90 ms a block of 256 threads, and making a
+// context per thread per block (getcontext and the first swapcontext each make a signal-mask system
+// call) most of the time of the learner kernels' launches of many small blocks.
 constexpr size_t kStackBytes = 256 * 1024;
-inline std::vector<std::unique_ptr<char[]>> g_stacks;
-inline char* stack_for(size_t i) {
-  while (g_stacks.size() <= i) g_stacks.emplace_back(new char[kStackBytes]);
-  return g_stacks[i].get();
+inline std::vector<std::unique_ptr<Slot>> g_slots;
+inline void fiber_main();
+inline Slot* slot_for(size_t i) {
+  while (g_slots.size() <= i) {
+    auto slot = std::make_unique<Slot>();
+    slot->stack.reset(new char[kStackBytes]);
+    getcontext(&slot->ctx);
+    slot->ctx.uc_stack.ss_sp = slot->stack.get();
+    slot->ctx.uc_stack.ss_size = kStackBytes;
+    slot->ctx.uc_link = nullptr;
+    makecontext(&slot->ctx, fiber_main, 0);
+    g_slots.push_back(std::move(slot));
+  }
+  return g_slots[i].get();
 }
 
-// Switches: a fiber's first entry goes through swapcontext (it sets up the stack); every later
+// Switches: a slot's first entry goes through swapcontext (it sets up the stack); every later
 // switch is _setjmp/_longjmp, which saves no signal mask (swapcontext makes two system calls a
 // switch, half of the emulator's time at barriers). The compile flags undefine _FORTIFY_SOURCE,
 // whose checked longjmp refuses to jump between stacks.
 inline void yield() {
-  if (_setjmp(g_block->current->jump) == 0) _longjmp(g_block->scheduler_jump, 1);
+  if (_setjmp(g_block->current->slot->jump) == 0) _longjmp(g_block->scheduler_jump, 1);
 }
 
 inline void wait(Barrier& b, unsigned participants) {
@@ -168,11 +188,14 @@ inline void warp_wait() {
   wait(g_block->warp_barriers[warp], lanes);
 }
 
+// A slot's fiber: runs the thread the scheduler resumed it for, then parks until the next one.
 inline void fiber_main() {
-  g_entry(g_entry_arg);
-  g_block->current->done = true;
-  g_block->events++;
-  _longjmp(g_block->scheduler_jump, 1);
+  for (;;) {
+    g_entry(g_entry_arg);
+    g_block->current->done = true;
+    g_block->events++;
+    yield();
+  }
 }
 
 // Runs `entry(arg)` as a kernel over grid x block with `smem_bytes` of dynamic shared memory, in
@@ -206,7 +229,8 @@ inline void launch(dim3 grid, dim3 block, size_t smem_bytes, void (*entry)(void*
           b.shuffle.resize(warps * 32);
           b.mma_a.resize(warps * 32 * 4);
           b.mma_b.resize(warps * 32 * 2);
-          b.mma_c.resize(warps * 32 * 4);
+          b.mma_ab.resize(warps * 192);
+          b.mma_ab_gen.assign(warps, 0);
           // Uninitialised shared memory on a GPU holds garbage: NaN here makes reads of it visible.
           b.smem_floats = (smem_bytes + 3) / 4;
           b.smem_storage.assign(b.smem_floats + 4, std::nanf(""));
@@ -215,12 +239,7 @@ inline void launch(dim3 grid, dim3 block, size_t smem_bytes, void (*entry)(void*
           for (unsigned i = 0; i < threads; i++) {
             Fiber& f = b.fibers[i];
             f.tid = {i % block.x, (i / block.x) % block.y, i / (block.x * block.y)};
-            f.stack = stack_for(static_cast<size_t>(rank) * threads + i);
-            getcontext(&f.ctx);
-            f.ctx.uc_stack.ss_sp = f.stack;
-            f.ctx.uc_stack.ss_size = kStackBytes;
-            f.ctx.uc_link = nullptr;
-            makecontext(&f.ctx, fiber_main, 0);
+            f.slot = slot_for(static_cast<size_t>(rank) * threads + i);
           }
         }
         for (;;) {
@@ -235,9 +254,9 @@ inline void launch(dim3 grid, dim3 block, size_t smem_bytes, void (*entry)(void*
               all_done = false;
               b.current = &f;
               if (_setjmp(b.scheduler_jump) == 0) {
-                if (f.started) _longjmp(f.jump, 1);
-                f.started = true;
-                swapcontext(&b.scheduler, &f.ctx);
+                if (f.slot->started) _longjmp(f.slot->jump, 1);
+                f.slot->started = true;
+                swapcontext(&b.scheduler, &f.slot->ctx);
               }
             }
           }
@@ -280,33 +299,36 @@ inline T shfl_idx(T v, int src) {
   return shfl(v, [src](unsigned) { return static_cast<unsigned>(src); });
 }
 
+// The lane's D = A B + C (its C the d it passes in). A and B are assembled once per warp and mma:
+// the first lane past the barrier builds them from every lane's fragments (the barrier's
+// generation marks the mma), the others read them.
 inline void mma_tf32(float d[4], const unsigned a[4], const unsigned b[2]) {
   const unsigned tid = flat_tid();
-  const unsigned base = tid & ~31u;
+  const unsigned warp = tid / 32, base = tid & ~31u;
   for (int i = 0; i < 4; i++) g_block->mma_a[tid * 4 + i] = a[i];
   for (int i = 0; i < 2; i++) g_block->mma_b[tid * 2 + i] = b[i];
-  for (int i = 0; i < 4; i++) g_block->mma_c[tid * 4 + i] = d[i];
   warp_wait();
-  float A[16][8], B[8][8], C[16][8];
-  for (unsigned lane = 0; lane < 32; lane++) {
-    const unsigned g = lane >> 2, t = lane & 3, s = base + lane;
-    A[g][t] = __uint_as_float(g_block->mma_a[s * 4 + 0]);
-    A[g + 8][t] = __uint_as_float(g_block->mma_a[s * 4 + 1]);
-    A[g][t + 4] = __uint_as_float(g_block->mma_a[s * 4 + 2]);
-    A[g + 8][t + 4] = __uint_as_float(g_block->mma_a[s * 4 + 3]);
-    B[t][g] = __uint_as_float(g_block->mma_b[s * 2 + 0]);
-    B[t + 4][g] = __uint_as_float(g_block->mma_b[s * 2 + 1]);
-    C[g][2 * t] = g_block->mma_c[s * 4 + 0];
-    C[g][2 * t + 1] = g_block->mma_c[s * 4 + 1];
-    C[g + 8][2 * t] = g_block->mma_c[s * 4 + 2];
-    C[g + 8][2 * t + 1] = g_block->mma_c[s * 4 + 3];
+  float(*A)[8] = reinterpret_cast<float(*)[8]>(&g_block->mma_ab[warp * 192]);
+  float(*B)[8] = A + 16;
+  const unsigned gen = g_block->warp_barriers[warp].generation;
+  if (g_block->mma_ab_gen[warp] != gen) {
+    g_block->mma_ab_gen[warp] = gen;
+    for (unsigned lane = 0; lane < 32; lane++) {
+      const unsigned g = lane >> 2, t = lane & 3, s = base + lane;
+      A[g][t] = __uint_as_float(g_block->mma_a[s * 4 + 0]);
+      A[g + 8][t] = __uint_as_float(g_block->mma_a[s * 4 + 1]);
+      A[g][t + 4] = __uint_as_float(g_block->mma_a[s * 4 + 2]);
+      A[g + 8][t + 4] = __uint_as_float(g_block->mma_a[s * 4 + 3]);
+      B[t][g] = __uint_as_float(g_block->mma_b[s * 2 + 0]);
+      B[t + 4][g] = __uint_as_float(g_block->mma_b[s * 2 + 1]);
+    }
   }
   warp_wait();
   const unsigned g = (tid & 31u) >> 2, t = tid & 3u;
   const unsigned rows[4] = {g, g, g + 8, g + 8};
   const unsigned cols[4] = {2 * t, 2 * t + 1, 2 * t, 2 * t + 1};
   for (int i = 0; i < 4; i++) {
-    double acc = C[rows[i]][cols[i]];
+    double acc = d[i];
     for (int k = 0; k < 8; k++) acc += static_cast<double>(A[rows[i]][k]) * B[k][cols[i]];
     d[i] = static_cast<float>(acc);
   }

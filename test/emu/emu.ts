@@ -3,13 +3,13 @@
  * the unit tests check the very kernel code against the TS reference on a machine with no GPU.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { emuCompile } from './build.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const root = join(here, '..', '..');
 
 /** Why the emulator cannot run here, or null when g++ is available. */
 export function emuUnavailable(): string | null {
@@ -20,33 +20,20 @@ export function emuUnavailable(): string | null {
 const workDir = mkdtempSync(join(tmpdir(), 'foxhunt-cuda-emu-'));
 
 /**
- * Compiles test/emu/<source> with the given -D defines (numbers, or strings passed
- * verbatim); returns the binary path.
+ * Compiles test/emu/<source> with the given -D defines (numbers, or strings passed verbatim; a
+ * string `"path"` naming a file, such as KERNEL_SOURCE's generated source, counts by its content);
+ * returns the binary path (shared with identical builds of other test files: test/emu/build.ts).
  */
 export function buildEmu(source: string, defines: Record<string, number | string> = {}): string {
-  const tag = Object.entries(defines)
-    .map(([k, v]) => `${k}${v}`.replace(/\W/g, ''))
-    .join('_');
-  const out = join(workDir, `${source.replace(/\W/g, '_')}_${tag}`);
-  execFileSync(
-    'g++',
-    [
-      '-std=c++17',
-      '-O2',
-      '-ffp-contract=off',
-      '-fno-strict-aliasing',
-      '-DFOXHUNT_EMU',
-      '-U_FORTIFY_SOURCE',
-      ...Object.entries(defines).map(([k, v]) => `-D${k}=${v}`),
-      `-I${join(root, 'cuda')}`,
-      `-I${here}`,
-      join(here, source),
-      '-o',
-      out,
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  return out;
+  const flags = Object.entries(defines).map(([k, v]) => `-D${k}=${v}`);
+  const content: string[] = [];
+  const keyFlags = Object.entries(defines).map(([k, v]) => {
+    const file = typeof v === 'string' ? /^"(.+)"$/.exec(v)?.[1] : undefined;
+    if (file === undefined || !existsSync(file)) return `-D${k}=${v}`;
+    content.push(readFileSync(file, 'utf8'));
+    return `-D${k}=<file ${content.length - 1}>`;
+  });
+  return emuCompile([...flags, join(here, source)], [...keyFlags, source], content);
 }
 
 /** Writes `text` into the build directory (for generated sources); returns its path. */

@@ -195,8 +195,24 @@ const smallConfig = smallDqnConfig;
  */
 const trainedMinTie = (head: QHead) => (head === 'iqn' ? 0.4 : 0.9);
 
-/** The online net after two epochs of the CPU engine (collect + 5 train steps each), with its market. */
-async function trainedNet(head: QHead) {
+type Trained = Awaited<ReturnType<typeof trainNet>>;
+const trained = new Map<QHead, Promise<Trained>>();
+
+/**
+ * The online net after two epochs of the CPU engine (collect + 5 train steps each), with its
+ * market and the host rollout on its validation split: trained once per head, as the emulator's
+ * and WebGPU's cases check the same net (IQN's training takes ~15 s).
+ */
+function trainedNet(head: QHead): Promise<Trained> {
+  let t = trained.get(head);
+  if (!t) {
+    t = trainNet(head);
+    trained.set(head, t);
+  }
+  return t;
+}
+
+async function trainNet(head: QHead) {
   const cfg = smallConfig(head === 'plain' ? 'dqn' : head);
   expect([cfg.dqn.iqnActTau, cfg.dqn.iqnEmbed]).toEqual([ACT_TAUS, 64]);
   const data = await prepareData(cfg);
@@ -207,10 +223,34 @@ async function trainedNet(head: QHead) {
       const trained = await engine.train(round);
       expect(trained.steps).toBe(5);
     }
-    return { online: (await engine.params()).online, market: data.market, split: data.splits.val, cfg };
+    const online = (await engine.params()).online;
+    const split = data.splits.val;
+    const host = hostRollout(head, online, data.market, split, envParams(cfg.env));
+    return { online, market: data.market, split, cfg, host };
   } finally {
     engine.destroy();
   }
+}
+
+const randomHosts = new Map<EnvParams, Map<QHead, ReturnType<typeof hostRollout>>>();
+
+/**
+ * The host rollout of randomNet(head, 8)'s online net on the test market under `p`, once per head
+ * and simulator (the emulator's and WebGPU's cases compare with the same rollout).
+ */
+function randomHost(head: QHead, p: EnvParams): ReturnType<typeof hostRollout> {
+  let byHead = randomHosts.get(p);
+  if (!byHead) {
+    byHead = new Map();
+    randomHosts.set(p, byHead);
+  }
+  let host = byHead.get(head);
+  if (!host) {
+    const nets = randomNet(head, 8);
+    host = hostRollout(head, nets.subarray(8, 8 + duelingLayout(head, SUPPORT.atoms).size), market, split, p);
+    byHead.set(head, host);
+  }
+  return host;
 }
 
 describe('validate_dqn on the CPU backend', () => {
@@ -417,10 +457,8 @@ describe.skipIf(unavailable !== null)(
         ['collapse at 99.9% of V_0', collapsing],
       ] as const) {
         it(`matches the host rollout (${head}, random weights, ${name})`, async () => {
-          const nets = randomNet(head, 8);
-          const online = nets.subarray(8, 8 + duelingLayout(head, SUPPORT.atoms).size);
-          const device = await deviceRun(emu, head, nets, 8, market, split, p);
-          const host = hostRollout(head, online, market, split, p);
+          const device = await deviceRun(emu, head, randomNet(head, 8), 8, market, split, p);
+          const host = randomHost(head, p);
           if (p === params) expect(new Set(host.actions).size).toBeGreaterThan(5);
           if (head === 'plain') {
             // No exp: the reference's arithmetic exactly.
@@ -439,8 +477,7 @@ describe.skipIf(unavailable !== null)(
       it(`matches the host rollout (${head}, weights after 10 train steps)`, async () => {
         const t = await trainedNet(head);
         const device = await deviceRun(emu, head, t.online, 0, t.market, t.split, envParams(t.cfg.env));
-        const host = hostRollout(head, t.online, t.market, t.split, envParams(t.cfg.env));
-        expectSameBacktest(device, host, 0, trainedMinTie(head));
+        expectSameBacktest(device, t.host, 0, trainedMinTie(head));
       }, 120_000);
     }
   },
@@ -453,10 +490,9 @@ describe('validate_dqn on WebGPU', () => {
     it(`matches the host rollout (${head}, random weights, collapse included)`, async (ctx) => {
       const backend = webgpu(ctx);
       const nets = randomNet(head, 8);
-      const online = nets.subarray(8, 8 + duelingLayout(head, SUPPORT.atoms).size);
       for (const p of [params, collapsing]) {
         const device = await deviceRun(backend, head, nets, 8, market, split, p);
-        expectSameBacktest(device, hostRollout(head, online, market, split, p), 1e-6);
+        expectSameBacktest(device, randomHost(head, p), 1e-6);
       }
     }, 300_000);
 
@@ -465,12 +501,7 @@ describe('validate_dqn on WebGPU', () => {
       const t = await trainedNet(head);
       const p = envParams(t.cfg.env);
       const device = await deviceRun(backend, head, t.online, 0, t.market, t.split, p);
-      expectSameBacktest(
-        device,
-        hostRollout(head, t.online, t.market, t.split, p),
-        1e-6,
-        trainedMinTie(head),
-      );
+      expectSameBacktest(device, t.host, 1e-6, trainedMinTie(head));
     }, 300_000);
   }
 

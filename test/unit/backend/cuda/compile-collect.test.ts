@@ -4,19 +4,13 @@
  * TF32 = 1), the seed variant, for sm_90 (H100/H200) and sm_89. test/unit/backend/cuda/compile-kernels.test.ts compiles each
  * kernel's default descriptor; this covers the constants a benchmark or trainer may pick.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { nvccCandidates, nvccVersion } from '../../../../src/backend/cuda/compile.js';
-import { packageRoot } from '../../../../src/backend/cuda/native.js';
-import { cudaPreamble } from '../../../../src/backend/cuda/preamble.js';
 import type { KernelSpec } from '../../../../src/backend/types.js';
 import { type CollectDqnOptions, collectDqnSpec } from '../../../../src/kernels/collect_dqn.js';
 import { collectPpoSpec } from '../../../../src/kernels/collect_ppo.js';
+import { nvccCubin } from '../../../support/nvcc.js';
 
-const root = packageRoot();
 const nvcc = nvccCandidates().find((p) => nvccVersion(p) !== undefined);
 
 const dqn = (o: Partial<CollectDqnOptions>): KernelSpec =>
@@ -71,48 +65,13 @@ const variants: [string, KernelSpec, string][] = [
   ],
 ];
 
-function compile(spec: KernelSpec, arch: string, dir: string, tag: string): Promise<string> {
-  const src = join(dir, `${tag}.cu`);
-  writeFileSync(src, cudaPreamble(spec) + readFileSync(join(root, 'cuda', `${spec.name}.cu`), 'utf8'));
-  return new Promise((resolve) => {
-    const p = spawn(
-      nvcc!,
-      [
-        '-cubin',
-        `--gpu-architecture=${arch}`,
-        '--std=c++17',
-        '-Werror',
-        'all-warnings',
-        '-I',
-        dir,
-        '-o',
-        join(dir, `${tag}.cubin`),
-        src,
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let log = '';
-    p.stdout.on('data', (d) => {
-      log += d;
-    });
-    p.stderr.on('data', (d) => {
-      log += d;
-    });
-    p.on('close', (code) => resolve(code === 0 ? '' : `exit ${code}\n${log}`));
-  });
-}
-
 describe.skipIf(!nvcc)('collection kernel variants compile with nvcc (skipped: nvcc not found)', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'foxhunt-collect-nvcc-'));
-  for (const f of readdirSync(join(root, 'cuda')).filter((n) => n.endsWith('.cuh'))) {
-    writeFileSync(join(dir, f), readFileSync(join(root, 'cuda', f)));
-  }
   // Two at a time: each nvcc is single-threaded and CI has two cores.
   const results = new Map<string, Promise<string>>();
   let chain: Promise<unknown>[] = [Promise.resolve(), Promise.resolve()];
   variants.forEach(([name, spec, arch], i) => {
     const slot = i % 2;
-    const job = chain[slot].then(() => compile(spec, arch, dir, `v${i}`));
+    const job = chain[slot].then(async () => (await nvccCubin(nvcc!, spec, arch)).error ?? '');
     chain[slot] = job;
     results.set(name, job);
   });

@@ -21,6 +21,7 @@ import { mlpBackwardSpecFor } from '../../../../src/kernels/mlp_backward.js';
 import { mlpForwardSpecFor } from '../../../../src/kernels/mlp_forward.js';
 import { kernels } from '../../../../src/kernels/registry.js';
 import { validateDqnClusterSpec } from '../../../../src/kernels/validate_dqn.js';
+import { nvccCubin } from '../../../support/nvcc.js';
 
 const root = packageRoot();
 const cudaDir = join(root, 'cuda');
@@ -43,21 +44,12 @@ describe('CUDA kernel sources', () => {
     for (const f of readdirSync(cudaDir).filter((n) => n.endsWith('.cuh'))) {
       writeFileSync(join(dir, f), readFileSync(join(cudaDir, f)));
     }
-    it.each(kernelFiles)('%s', (file) => {
+    it.each(kernelFiles)('%s', async (file) => {
       const name = file.replace(/\.cu$/, '');
-      const src = join(dir, file);
-      writeFileSync(src, cudaPreamble(kernels[name].spec) + readFileSync(join(cudaDir, file), 'utf8'));
-      const out = join(dir, `${name}.cubin`);
-      const res = spawnSync(
-        nvcc!,
-        ['-cubin', ...compileOptions(9, 0), '-Werror', 'all-warnings', '-I', dir, '-o', out, src],
-        {
-          encoding: 'utf8',
-        },
-      );
-      expect(res.status, `${res.stderr}${res.stdout}`).toBe(0);
+      const r = await nvccCubin(nvcc!, kernels[name].spec, 'sm_90');
+      expect(r.error).toBeUndefined();
       // The exported entry point has the kernel's unmangled name (extern "C"), as cuModuleGetFunction needs.
-      expect(readFileSync(out).includes(Buffer.from(`\0${name}\0`))).toBe(true);
+      expect(readFileSync(r.cubin!).includes(Buffer.from(`\0${name}\0`))).toBe(true);
     });
     // Builds the registry's default spec does not cover.
     it.each([
@@ -66,15 +58,8 @@ describe('CUDA kernel sources', () => {
         'validate_dqn_cluster iqn head',
         validateDqnClusterSpec({ head: 'iqn', atoms: 51, actTaus: 32, iqnEmbed: 64 }),
       ],
-    ] as const)('%s', (tag, spec) => {
-      const src = join(dir, `${tag.replace(/\W/g, '_')}.cu`);
-      writeFileSync(src, cudaPreamble(spec) + readFileSync(join(cudaDir, `${spec.name}.cu`), 'utf8'));
-      const res = spawnSync(
-        nvcc!,
-        ['-cubin', ...compileOptions(9, 0), '-Werror', 'all-warnings', '-I', dir, '-o', `${src}.cubin`, src],
-        { encoding: 'utf8' },
-      );
-      expect(res.status, `${res.stderr}${res.stdout}`).toBe(0);
+    ] as const)('%s', async (_tag, spec) => {
+      expect((await nvccCubin(nvcc!, spec, 'sm_90')).error).toBeUndefined();
     });
     // The learner's TF32 tensor-core builds (constant TF32 = 1, train.precision tf32): they compile
     // for sm_90 without warnings, keep their register budgets without spilling (mlp_backward: 64
@@ -87,7 +72,8 @@ describe('CUDA kernel sources', () => {
       const file = `${tag.replace(/\W/g, '_')}_tf32`;
       const src = join(dir, `${file}.cu`);
       writeFileSync(src, cudaPreamble(spec) + readFileSync(join(cudaDir, `${spec.name}.cu`), 'utf8'));
-      const build = (kind: 'cubin' | 'ptx') => {
+      // The PTX, then the cubin assembled from it (the cubin nvcc builds from the source).
+      const build = (kind: 'cubin' | 'ptx', input: string) => {
         const out = join(dir, `${file}.${kind}`);
         const res = spawnSync(
           nvcc!,
@@ -102,18 +88,20 @@ describe('CUDA kernel sources', () => {
             dir,
             '-o',
             out,
-            src,
+            input,
           ],
           { encoding: 'utf8' },
         );
         expect(res.status, `${res.stderr}${res.stdout}`).toBe(0);
         return { out, log: `${res.stderr}${res.stdout}` };
       };
-      const cubin = build('cubin');
+      const ptx = build('ptx', src);
+      const cubin = build('cubin', ptx.out);
       expect(readFileSync(cubin.out).includes(Buffer.from(`\0${spec.name}\0`))).toBe(true);
       expect(cubin.log).toMatch(/0 bytes spill stores, 0 bytes spill loads/);
-      const ptx = readFileSync(build('ptx').out, 'utf8');
-      expect(ptx).toMatch(/mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32\.tf32\.f32/);
+      expect(readFileSync(ptx.out, 'utf8')).toMatch(
+        /mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32\.tf32\.f32/,
+      );
     });
     it('adam_step begins with the PDL wait, and with LEARN_PDL_TRIGGER (--pdl early) also triggers its dependents', () => {
       const ptxOf = (constants: Record<string, number>) => {
