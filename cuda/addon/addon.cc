@@ -614,6 +614,14 @@ Napi::Value EventRecord(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// The stream's later work waits for the event's (in a capture: a dependency edge of the graph).
+Napi::Value StreamWaitEvent(const Napi::CallbackInfo& info) {
+  requireReady(info.Env());
+  check(info.Env(), drv.cuStreamWaitEvent(handleArg<CUstream>(info, 0), handleArg<CUevent>(info, 1), 0),
+        "cuStreamWaitEvent");
+  return info.Env().Undefined();
+}
+
 Napi::Value EventSynchronize(const Napi::CallbackInfo& info) {
   requireReady(info.Env());
   check(info.Env(), drv.cuEventSynchronize(handleArg<CUevent>(info, 0)), "cuEventSynchronize");
@@ -703,6 +711,7 @@ Napi::Object Register(Napi::Env env, Napi::Object exports) {
       {"eventDestroy", EventDestroy},
       {"eventRecord", EventRecord},
       {"eventSynchronize", EventSynchronize},
+      {"streamWaitEvent", StreamWaitEvent},
       {"eventElapsedTime", EventElapsedTime},
       {"streamBeginCapture", StreamBeginCapture},
       {"streamEndCapture", StreamEndCapture},

@@ -58,6 +58,7 @@ std::string loadDriver(const char* path, Driver& d, void*& handle) {
             bind(handle, d.cuEventCreate, {"cuEventCreate"}, missing) &&
             bind(handle, d.cuEventDestroy, {"cuEventDestroy_v2"}, missing) &&
             bind(handle, d.cuEventRecord, {"cuEventRecord"}, missing) &&
+            bind(handle, d.cuStreamWaitEvent, {"cuStreamWaitEvent"}, missing) &&
             bind(handle, d.cuEventSynchronize, {"cuEventSynchronize"}, missing) &&
             bind(handle, d.cuEventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"}, missing) &&
             bind(handle, d.cuStreamBeginCapture, {"cuStreamBeginCapture_v2"}, missing) &&

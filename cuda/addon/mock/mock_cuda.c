@@ -7,7 +7,10 @@
  *   u32[8] shared bytes, u32[9] parameter bytes, then the parameter block itself from byte 40.
  * Modules are the "cubin" the mock NVRTC returns: "MOCKCUBIN\n" + options + source, and a function
  * exists if its name appears as ` <name>(` in it. Events read a clock that advances 1 ms per
- * launch. Stream capture records launches and cuGraphLaunch performs them. A launch asking for more
+ * launch. Stream capture records launches and cuGraphLaunch performs them in issue order; a stream
+ * that waits on an event recorded in the capture joins it, and ending the capture while a joined
+ * stream has launches the capturing stream did not wait for fails with
+ * CUDA_ERROR_STREAM_CAPTURE_UNJOINED (904), as on a GPU. A launch asking for more
  * dynamic shared memory than its function's cuFuncSetAttribute allowance (48 KiB by default) fails
  * with CUDA_ERROR_INVALID_VALUE, as on a GPU. cuLaunchKernelEx takes one attribute: a cluster
  * dimension, or programmatic stream serialization (PDL) set to 1. It refuses a grid that is not a
@@ -46,11 +49,26 @@ typedef struct {
   unsigned pdl;        /* 1: launched with programmatic stream serialization */
 } Launch;
 
-typedef struct {
+typedef struct Stream {
   int capturing;
-  Launch* pending;
+  Launch* pending; /* the capture's launches in issue order (the capturing stream's) */
   size_t count;
+  struct Stream* origin; /* while capturing: the stream that began the capture (itself there) */
+  size_t ops;            /* launches of this stream in the capture */
+  size_t joined;         /* of those, how many the origin has waited for */
 } Stream;
+
+/* An event: the clock at its record and, recorded during a capture, where it was recorded. */
+typedef struct {
+  unsigned clock;
+  Stream* stream;
+  size_t ops;
+} Event;
+
+/* Streams that joined the current capture (waited on one of its events), for the unjoined check. */
+enum { MAX_JOINED = 64 };
+static Stream* joined_streams[MAX_JOINED];
+static int joined_count = 0;
 
 typedef struct {
   Launch* launches;
@@ -198,8 +216,10 @@ CUresult cuLaunchKernel(Function* fn, unsigned gx, unsigned gy, unsigned gz, uns
     memcpy(l.params, extra[1], l.size);
   }
   if (s && s->capturing) {
-    s->pending = realloc(s->pending, (s->count + 1) * sizeof(Launch));
-    s->pending[s->count++] = l;
+    Stream* o = s->origin;
+    o->pending = realloc(o->pending, (o->count + 1) * sizeof(Launch));
+    o->pending[o->count++] = l;
+    s->ops++;
     return OK;
   }
   perform(&l);
@@ -234,7 +254,7 @@ CUresult cuLaunchKernelEx(const LaunchConfig* c, Function* fn, void** kernelPara
                                 c->shared, c->stream, kernelParams, extra);
     if (r != OK) return r;
     if (c->stream && c->stream->capturing) {
-      c->stream->pending[c->stream->count - 1].pdl = 1;
+      c->stream->origin->pending[c->stream->origin->count - 1].pdl = 1;
     } else if (sequence != seq && extra && *(size_t*)extra[3] >= 8) {
       const unsigned mark[2] = {6, 1};
       CUdeviceptr first;
@@ -254,7 +274,7 @@ CUresult cuLaunchKernelEx(const LaunchConfig* c, Function* fn, void** kernelPara
                               c->stream, kernelParams, extra);
   if (r != OK) return r;
   if (c->stream && c->stream->capturing) {
-    memcpy(c->stream->pending[c->stream->count - 1].cluster, cl, sizeof(unsigned) * 3);
+    memcpy(c->stream->origin->pending[c->stream->origin->count - 1].cluster, cl, sizeof(unsigned) * 3);
   } else if (sequence != seq && extra && *(size_t*)extra[3] >= 8) {
     /* Already performed: append the cluster after the parameter block. */
     CUdeviceptr first;
@@ -285,26 +305,67 @@ CUresult cuStreamSynchronize(Stream* s) {
   return getenv("FOXHUNT_MOCK_FAULT") ? ILLEGAL_ADDRESS : OK;
 }
 
-CUresult cuEventCreate(unsigned** ev, unsigned flags) { (void)flags; *ev = calloc(1, sizeof(unsigned)); return OK; }
-CUresult cuEventDestroy_v2(unsigned* ev) { free(ev); return OK; }
-CUresult cuEventRecord(unsigned* ev, Stream* s) { (void)s; *ev = sequence; return OK; }
-CUresult cuEventSynchronize(unsigned* ev) { (void)ev; return OK; }
-CUresult cuEventElapsedTime(float* ms, unsigned* start, unsigned* end) { *ms = (float)(*end - *start); return OK; }
+CUresult cuEventCreate(Event** ev, unsigned flags) { (void)flags; *ev = calloc(1, sizeof(Event)); return OK; }
+CUresult cuEventDestroy_v2(Event* ev) { free(ev); return OK; }
+CUresult cuEventRecord(Event* ev, Stream* s) {
+  ev->clock = sequence;
+  ev->stream = s && s->capturing ? s : NULL;
+  ev->ops = s ? s->ops : 0;
+  return OK;
+}
+CUresult cuEventSynchronize(Event* ev) { (void)ev; return OK; }
+CUresult cuEventElapsedTime(float* ms, Event* start, Event* end) { *ms = (float)(end->clock - start->clock); return OK; }
+/* Waiting on an event recorded in a capture pulls the stream into it (the fork of parallel
+ * branches); the capturing stream waiting on another stream's last launch joins that branch. */
+CUresult cuStreamWaitEvent(Stream* s, Event* ev, unsigned flags) {
+  if (flags != 0) return INVALID_VALUE;
+  if (ev->stream == NULL) return OK;
+  Stream* o = ev->stream->origin;
+  if (!s->capturing) {
+    if (joined_count == MAX_JOINED) return INVALID_VALUE;
+    joined_streams[joined_count++] = s;
+    s->capturing = 1;
+    s->origin = o;
+    s->ops = 0;
+    s->joined = 0;
+  } else if (s->origin != o) {
+    return INVALID_VALUE;
+  }
+  if (s == o && ev->ops > ev->stream->joined) ev->stream->joined = ev->ops;
+  return OK;
+}
 
 CUresult cuStreamBeginCapture_v2(Stream* s, int mode) {
   if (s->capturing || mode != 1) return INVALID_VALUE;
   s->capturing = 1;
   s->count = 0;
+  s->origin = s;
+  s->ops = 0;
+  joined_count = 0;
   return OK;
 }
+/* CUDA_ERROR_STREAM_CAPTURE_UNJOINED where a stream that joined the capture has launches the
+ * capturing stream did not wait for. */
 CUresult cuStreamEndCapture(Stream* s, Graph** g) {
-  if (!s->capturing) return INVALID_VALUE;
+  if (!s->capturing || s->origin != s) return INVALID_VALUE;
+  int unjoined = 0;
+  for (int k = 0; k < joined_count; k++) {
+    if (joined_streams[k]->ops > joined_streams[k]->joined) unjoined = 1;
+    joined_streams[k]->capturing = 0;
+  }
+  joined_count = 0;
+  s->capturing = 0;
+  if (unjoined) {
+    free(s->pending);
+    s->pending = NULL;
+    s->count = 0;
+    return 904;
+  }
   *g = calloc(1, sizeof(Graph));
   (*g)->launches = s->pending;
   (*g)->count = s->count;
   s->pending = NULL;
   s->count = 0;
-  s->capturing = 0;
   return OK;
 }
 CUresult cuGraphInstantiateWithFlags(Graph** exec, Graph* g, unsigned long long flags) {

@@ -2,7 +2,8 @@
  * The CUDA backend: the Backend interface on the thin addon (native.ts). One compute stream;
  * `run` launches in order and returns at once, `download`/`sync` wait on a worker thread.
  * Kernels are compiled on first use (compile.ts) for the device's architecture and cached.
- * `capture` records a dispatch sequence into a CUDA graph that replays with one launch.
+ * `capture` records a dispatch sequence into a CUDA graph that replays with one launch, dispatches
+ * that share no written buffer as parallel branches (stream_plan.ts).
  */
 import {
   type Backend,
@@ -20,6 +21,26 @@ import { type CudaNative, type DevicePtr, type Handle, loadNative, type NativeDe
 import { packParams } from './params.js';
 import { cudaPreamble } from './preamble.js';
 import { kernelSource } from './sources.js';
+import { type Access, planStreams } from './stream_plan.js';
+
+/** Streams a captured graph's parallel branches use at most (the capturing stream included). */
+const MAX_CAPTURE_STREAMS = 4;
+
+/** The buffers a dispatch reads and writes, by its kernel's binding access. */
+function accessOf(d: Dispatch): Access<DeviceBuffer> {
+  const reads: DeviceBuffer[] = [];
+  const writes: DeviceBuffer[] = [];
+  d.kernel.bindings.forEach((b, i) => {
+    (b.access === 'read' ? reads : writes).push(d.buffers[i]);
+  });
+  return { reads, writes };
+}
+
+interface Launch {
+  d: Dispatch;
+  fn: Handle;
+  params: Uint8Array;
+}
 
 /** A dispatch sequence recorded once and replayed with one graph launch (same buffers, same uniforms). */
 export interface CapturedSequence {
@@ -84,6 +105,8 @@ export class CudaBackend implements Backend, GraphCapable, ClusterOccupancy {
   private readonly live = new Set<CudaBuffer>();
   private readonly options: string[];
   private destroyed = false;
+  /** Streams of a capture's parallel branches (capture), made as needed and kept. */
+  private readonly branches: Handle[] = [];
 
   constructor(
     private readonly native: CudaNative,
@@ -152,9 +175,13 @@ export class CudaBackend implements Backend, GraphCapable, ClusterOccupancy {
   }
 
   run(dispatches: Dispatch[]): void {
+    for (const l of this.prepare(dispatches)) this.launch(l, this.stream);
+  }
+
+  /** Compiles and checks every dispatch first, so a bad one enqueues nothing. */
+  private prepare(dispatches: Dispatch[]): Launch[] {
     this.checkAlive();
-    // Compile and check everything first, so a bad dispatch enqueues nothing.
-    const launches = dispatches.map((d) => {
+    return dispatches.map((d) => {
       validateDispatch(d);
       const fn = this.functionFor(d.kernel);
       return {
@@ -166,39 +193,15 @@ export class CudaBackend implements Backend, GraphCapable, ClusterOccupancy {
         ),
       };
     });
-    for (const { d, fn, params } of launches) {
-      if (d.groups[0] * d.groups[1] * d.groups[2] === 0) continue;
-      const [bx, by, bz] = d.kernel.workgroupSize;
-      const cluster = d.kernel.cluster;
-      if (cluster) {
-        guarded(() =>
-          this.native.launchKernelCluster(
-            fn,
-            d.groups[0],
-            d.groups[1],
-            d.groups[2],
-            bx,
-            by,
-            bz,
-            d.kernel.sharedBytes ?? 0,
-            this.stream,
-            params,
-            cluster[0],
-            cluster[1],
-            cluster[2],
-          ),
-        );
-        continue;
-      }
-      // PDL needs sm_90 (the kernel's own wait compiles away below it) and an addon built with
-      // launchKernelPdl (an older build keeps working); a plain launch gives the same results.
-      const launch =
-        d.kernel.pdl && this.device.computeMajor >= 9 && typeof this.native.launchKernelPdl === 'function'
-          ? this.native.launchKernelPdl
-          : this.native.launchKernel;
+  }
+
+  private launch({ d, fn, params }: Launch, stream: Handle): void {
+    if (d.groups[0] * d.groups[1] * d.groups[2] === 0) return;
+    const [bx, by, bz] = d.kernel.workgroupSize;
+    const cluster = d.kernel.cluster;
+    if (cluster) {
       guarded(() =>
-        launch.call(
-          this.native,
+        this.native.launchKernelCluster(
           fn,
           d.groups[0],
           d.groups[1],
@@ -207,11 +210,36 @@ export class CudaBackend implements Backend, GraphCapable, ClusterOccupancy {
           by,
           bz,
           d.kernel.sharedBytes ?? 0,
-          this.stream,
+          stream,
           params,
+          cluster[0],
+          cluster[1],
+          cluster[2],
         ),
       );
+      return;
     }
+    // PDL needs sm_90 (the kernel's own wait compiles away below it) and an addon built with
+    // launchKernelPdl (an older build keeps working); a plain launch gives the same results.
+    const launch =
+      d.kernel.pdl && this.device.computeMajor >= 9 && typeof this.native.launchKernelPdl === 'function'
+        ? this.native.launchKernelPdl
+        : this.native.launchKernel;
+    guarded(() =>
+      launch.call(
+        this.native,
+        fn,
+        d.groups[0],
+        d.groups[1],
+        d.groups[2],
+        bx,
+        by,
+        bz,
+        d.kernel.sharedBytes ?? 0,
+        stream,
+        params,
+      ),
+    );
   }
 
   async download(src: DeviceBuffer, byteOffset = 0, byteLength?: number): Promise<ArrayBuffer> {
@@ -256,21 +284,61 @@ export class CudaBackend implements Backend, GraphCapable, ClusterOccupancy {
   }
 
   capture(dispatches: Dispatch[]): CapturedSequence {
-    this.checkAlive();
     // Module loads are not allowed while a stream captures: compile everything first.
-    for (const d of dispatches) this.functionFor(d.kernel);
+    const launches = this.prepare(dispatches);
+    // Dispatches that share no written buffer become parallel branches (stream_plan.ts); an addon
+    // built before streamWaitEvent captures the list in order.
+    const forks = typeof this.native.streamWaitEvent === 'function';
+    const plan = planStreams(
+      launches.map(({ d }) => accessOf(d)),
+      forks ? MAX_CAPTURE_STREAMS : 1,
+    );
+    while (this.branches.length < plan.streams - 1)
+      this.branches.push(guarded(() => this.native.streamCreate()));
+    const streams = [this.stream, ...this.branches];
+    const events: Handle[] = [];
+    const event = () => {
+      const e = guarded(() => this.native.eventCreate());
+      events.push(e);
+      return e;
+    };
     guarded(() => this.native.streamBeginCapture(this.stream));
     try {
-      this.run(dispatches);
+      // Each branch joins the capture through an event recorded before any launch.
+      const fork = plan.streams > 1 ? event() : undefined;
+      if (fork) guarded(() => this.native.eventRecord(fork, this.stream));
+      const started = new Set<number>([0]);
+      const after: Handle[] = [];
+      plan.stream.forEach((s, i) => {
+        const stream = streams[s];
+        if (!started.has(s)) {
+          started.add(s);
+          guarded(() => this.native.streamWaitEvent?.(stream, fork as Handle));
+        }
+        for (const w of plan.waits[i]) guarded(() => this.native.streamWaitEvent?.(stream, after[w]));
+        this.launch(launches[i], stream);
+        if (plan.waited[i]) {
+          after[i] = event();
+          guarded(() => this.native.eventRecord(after[i], stream));
+        }
+      });
+      for (const j of plan.joins) guarded(() => this.native.streamWaitEvent?.(this.stream, after[j]));
     } catch (err) {
       try {
         this.native.graphDestroy(this.native.streamEndCapture(this.stream));
       } catch {
         // The capture is already invalid; the original error is the one to report.
       }
+      for (const e of events) this.native.eventDestroy(e);
       throw err;
     }
-    const graph = guarded(() => this.native.streamEndCapture(this.stream));
+    let graph: Handle;
+    try {
+      graph = guarded(() => this.native.streamEndCapture(this.stream));
+    } finally {
+      // The events only shaped the graph's edges; the graph does not refer to them.
+      for (const e of events) this.native.eventDestroy(e);
+    }
     let exec: Handle;
     try {
       exec = guarded(() => this.native.graphInstantiate(graph));
@@ -308,6 +376,7 @@ export class CudaBackend implements Backend, GraphCapable, ClusterOccupancy {
     }
     this.live.clear();
     for (const m of this.modules) this.native.moduleUnload(m);
+    for (const b of this.branches) this.native.streamDestroy(b);
     this.native.streamDestroy(this.stream);
     this.native.shutdown();
   }

@@ -263,6 +263,32 @@ describe.skipIf(!cc)('CUDA backend over the mock driver (skipped: no C compiler 
     backend.destroyBuffer(b);
   });
 
+  it('captures independent dispatches as branches that join the capture and all replay', async () => {
+    const a = backend.createBuffer(256, 'a');
+    const b = backend.createBuffer(256, 'b');
+    const mk = (buf: typeof a, n: number): Dispatch => ({
+      kernel: philoxStreamSpec,
+      buffers: [buf],
+      uniforms: { n, stream: 0, base: 0, step: 0, key0: 0, key1: 0 },
+      groups: [1, 1, 1],
+    });
+    // b's launches share no buffer with a's: a second stream, forked from and joined to the
+    // capturing one (the mock fails the capture's end with CUDA_ERROR_STREAM_CAPTURE_UNJOINED
+    // otherwise). Twice, so the second capture reuses the branch stream.
+    for (const round of [0, 1]) {
+      const seq = backend.capture([mk(a, 11), mk(b, 22), mk(b, 23), mk(a, 33)]);
+      seq.replay();
+      const a1 = new Uint32Array(await backend.download(a));
+      const b1 = new Uint32Array(await backend.download(b));
+      expect([a1[10 + 2], b1[10 + 2]], `round ${round}`).toEqual([33, 23]);
+      // Issue order: a 11, b 22, b 23, a 33.
+      expect(a1[1] - b1[1]).toBe(1);
+      seq.destroy();
+    }
+    backend.destroyBuffer(a);
+    backend.destroyBuffer(b);
+  });
+
   it('rejects a dispatch that does not match its kernel before launching anything', () => {
     const words = backend.createBuffer(16, 'words');
     const bad: Dispatch = {
