@@ -12,8 +12,10 @@
 //   taken action, zero elsewhere, so the combination's backward is dV = g (the sum over actions)
 //   and dA[a', z] = (a' == a ? g_z : 0) - dV_z / 45.
 // Bindings (declared by the preamble generated from src/kernels/dqn_loss.ts):
-//   acts: const float*: V rows (atoms floats) at vOff / nextVOff / tvOff, A rows (45 x atoms,
-//     action-major) at aOff / nextAOff / taOff, row b of each at b atoms and b 45 atoms
+//   acts: const float*: the online net's V rows (atoms floats) at vOff / nextVOff, A rows (45 x
+//     atoms, action-major) at aOff / nextAOff, row b of each at b atoms and b 45 atoms
+//   targetActs: const float*: the target net's, V rows at tvOff and A rows at taOff (its own
+//     buffer: the target net's forward pass need not wait for the online net's)
 //   rows: const float*: [batch, REPLAY_F] replay rows (return at RETURN_AT, discount at DISCOUNT_AT)
 //   actions: const int* (clamped to [0, 45)); weights: const float*: importance weights
 //   deltas: float*: dV rows at dVOff, dA rows at dAOff (the streams' output layers' deltas)
@@ -58,7 +60,7 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) dqn_loss(KERNEL
   for (unsigned int j = tid; j < 3u * n; j += WG_X) {
     const unsigned int which = j / n;
     const unsigned int z = j - which * n;
-    const float* A = acts + (which == 0u ? u.aOff : which == 1u ? u.nextAOff : u.taOff) + o + z;
+    const float* A = (which == 2u ? targetActs + u.taOff : acts + (which == 0u ? u.aOff : u.nextAOff)) + o + z;
     float s = 0.0f;
     for (unsigned int q = 0; q < NUM_ACTIONS; q++) s += A[q * n];
     mean[which * MAX_ATOMS + z] = s / (float)NUM_ACTIONS;
@@ -109,7 +111,7 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) dqn_loss(KERNEL
   // The target's head outputs at the argmax and the online s outputs at the taken action.
   const unsigned int best = best_s;
   for (unsigned int z = tid; z < n; z += WG_X) {
-    lt[z] = (acts[u.tvOff + b * n + z] + acts[u.taOff + o + best * n + z]) - mean[2u * MAX_ATOMS + z];
+    lt[z] = (targetActs[u.tvOff + b * n + z] + targetActs[u.taOff + o + best * n + z]) - mean[2u * MAX_ATOMS + z];
     la[z] = (acts[u.vOff + b * n + z] + acts[u.aOff + o + a * n + z]) - mean[z];
   }
   __syncthreads();

@@ -12,8 +12,9 @@
 //   taken action, zero elsewhere, so the combination's backward is dV = g (the sum over actions)
 //   and dA[a', z] = (a' == a ? g_z : 0) - dV_z / 45.
 // Bindings (declared by the preamble generated from src/kernels/dqn_loss.ts):
-//   acts: array<f32>, read: V rows (atoms floats) at vOff / nextVOff / tvOff, A rows (45 x atoms,
-//     action-major) at aOff / nextAOff / taOff, row b of each at b atoms and b 45 atoms
+//   acts: array<f32>, read: the online net's V rows (atoms floats) at vOff / nextVOff, A rows (45 x
+//     atoms, action-major) at aOff / nextAOff, row b of each at b atoms and b 45 atoms
+//   targetActs: array<f32>, read: the target net's, V rows at tvOff and A rows at taOff
 //   rows: array<f32>, read: [batch, REPLAY_F] replay rows (return at RETURN_AT, discount at DISCOUNT_AT)
 //   actions: array<i32>, read (clamped to [0, 45)); weights: array<f32>, read: importance weights
 //   deltas: array<f32>, read_write: dV rows at dVOff, dA rows at dAOff (the streams' output deltas)
@@ -67,9 +68,14 @@ fn dqn_loss(
   for (var j = tid; j < 3u * n; j += u32(WG_X)) {
     let which = j / n;
     let z = j - which * n;
-    let base = select(select(u.taOff, u.nextAOff, which == 1u), u.aOff, which == 0u) + o + z;
     var s = 0.0;
-    for (var q = 0u; q < u32(NUM_ACTIONS); q++) { s = s + acts[base + q * n]; }
+    if (which == 2u) {
+      let base = u.taOff + o + z;
+      for (var q = 0u; q < u32(NUM_ACTIONS); q++) { s = s + targetActs[base + q * n]; }
+    } else {
+      let base = select(u.nextAOff, u.aOff, which == 0u) + o + z;
+      for (var q = 0u; q < u32(NUM_ACTIONS); q++) { s = s + acts[base + q * n]; }
+    }
     mean[which * u32(MAX_ATOMS) + z] = s / f32(NUM_ACTIONS);
   }
   workgroupBarrier();
@@ -116,7 +122,7 @@ fn dqn_loss(
   // The target's head outputs at the argmax and the online s outputs at the taken action.
   let best = workgroupUniformLoad(&best_s);
   for (var z = tid; z < n; z += u32(WG_X)) {
-    lt[z] = (acts[u.tvOff + b * n + z] + acts[u.taOff + o + best * n + z]) - mean[2u * u32(MAX_ATOMS) + z];
+    lt[z] = (targetActs[u.tvOff + b * n + z] + targetActs[u.taOff + o + best * n + z]) - mean[2u * u32(MAX_ATOMS) + z];
     la[z] = (acts[u.vOff + b * n + z] + acts[u.aOff + o + a * n + z]) - mean[z];
   }
   workgroupBarrier();

@@ -130,10 +130,14 @@ function arena() {
 }
 
 type ActsAt = {
+  /** The states s then s' ([2 B, STATE_DIM]). */
   input: number;
+  /** The same in the target arena (plain and C51; IQN: `input`, one arena). */
+  targetInput: number;
   /** IQN: the cosine features of the online then the target taus ([2 B T, iqnEmbed]). */
   cos: number;
   online: Record<Part | 'h', number>;
+  /** In the target arena. */
   target: Record<Part | 'h', number>;
   /** IQN: the head outputs of online s and s' (plain and C51: unused, 0). */
   q: number;
@@ -158,21 +162,26 @@ function learnerArenas(
   // Rows of each part: the trunk a row per state, tau_embed and the streams T rows a state.
   const rowsOf = (p: Part) => (p === 't0' || p === 't1' ? 1 : T);
   const acts = arena();
+  // The target net's activations in an arena of their own (plain and C51), so its forward pass
+  // conflicts with the online net's on no buffer (a parallel branch of the CUDA graph). IQN keeps
+  // one arena: both nets read the taus' cosine features in it.
+  const targetActs = iqn ? acts : arena();
   const input = acts.take(2 * B * STATE_DIM);
+  const targetInput = iqn ? input : targetActs.take(2 * B * STATE_DIM);
   const cos = iqn ? acts.take(2 * B * T * L.e.in) : 0;
-  const netActs = (states: number) => {
-    const at = Object.fromEntries(parts.map((p) => [p, acts.take(states * rowsOf(p) * L[p].out)])) as Record<
+  const netActs = (from: typeof acts, states: number) => {
+    const at = Object.fromEntries(parts.map((p) => [p, from.take(states * rowsOf(p) * L[p].out)])) as Record<
       Part | 'h',
       number
     >;
-    at.h = iqn ? acts.take(states * T * L.t1.out) : at.t1;
+    at.h = iqn ? from.take(states * T * L.t1.out) : at.t1;
     return at;
   };
-  const online = netActs(2 * B);
+  const online = netActs(acts, 2 * B);
   // The head outputs and their gradient rows: IQN only (dqn_loss keeps the plain and C51 ones in
   // workgroup memory).
   const q = iqn ? acts.take(2 * B * T * wide) : 0;
-  const target = netActs(B);
+  const target = netActs(targetActs, B);
   const qTarget = iqn ? acts.take(B * T * wide) : 0;
   const deltas = arena();
   const deltaAt = {
@@ -184,15 +193,22 @@ function learnerArenas(
     t1v: deltas.take(B * T * L.t1.out),
     t1a: deltas.take(B * T * L.t1.out),
   };
-  const actsAt: ActsAt = { input, cos, online, target, q, qTarget };
+  const actsAt: ActsAt = { input, targetInput, cos, online, target, q, qTarget };
   const scratchAt = scratchSlots > 0 ? Math.ceil(deltas.size / 4) * 4 : 0;
   const deltaFloats = scratchSlots > 0 ? scratchAt + scratchSlots * DW_SLOT_FLOATS : deltas.size;
-  return { actsAt, deltaAt: deltaAt as DeltaAt, acts: acts.size, deltas: deltaFloats, scratchAt };
+  return {
+    actsAt,
+    deltaAt: deltaAt as DeltaAt,
+    acts: acts.size,
+    targetActs: iqn ? 0 : targetActs.size,
+    deltas: deltaFloats,
+    scratchAt,
+  };
 }
 
 /** Why the arenas of B x T rows cannot be allocated (u32 indexing; WebGPU binds each whole), or null. */
 function arenaRefusal(
-  plan: { acts: number; deltas: number },
+  plan: { acts: number; targetActs: number; deltas: number },
   bindingBytes: number,
   B: number,
   T: number,
@@ -200,6 +216,7 @@ function arenaRefusal(
   const most = Math.min(MAX_ARENA, Math.floor(bindingBytes / 4));
   for (const [what, size] of [
     ['activation', plan.acts],
+    ['target activation', plan.targetActs],
     ['delta', plan.deltas],
   ] as const)
     if (size > most)
@@ -264,6 +281,7 @@ export class DeviceDqnLearner {
     | 'grads'
     | 'moments'
     | 'acts'
+    | 'targetActs'
     | 'deltas'
     | 'partials'
     | 'sched'
@@ -360,12 +378,14 @@ export class DeviceDqnLearner {
     const P = layout.size;
     const make = (floats: number, label: string) =>
       backend.createBuffer(4 * Math.max(1, floats), `dqn.${label}`);
+    const acts = make(plan.acts, 'acts');
     this.buffers = {
       params: make(P, 'params'),
       target: make(P, 'target'),
       grads: make(P, 'grads'),
       moments: make(2 * P, 'moments'),
-      acts: make(plan.acts, 'acts'),
+      acts,
+      targetActs: iqn ? acts : make(plan.targetActs, 'target acts'),
       deltas: make(plan.deltas, 'deltas'),
       partials: make(partials.count, 'partials'),
       sched: make(2 * this.maxSteps, 'schedule'),
@@ -380,9 +400,10 @@ export class DeviceDqnLearner {
     backend.upload(this.buffers.stats, new Float32Array(1));
   }
 
-  /** The net on `rows` states at `inputAt` (IQN: their T taus' cosines at `cosAt`). */
+  /** The net on `rows` states at `inputAt` of `acts` (IQN: their T taus' cosines at `cosAt`). */
   private forward(
     params: DeviceBuffer,
+    acts: DeviceBuffer,
     rows: number,
     inputAt: number,
     at: Record<Part | 'h', number>,
@@ -390,7 +411,7 @@ export class DeviceDqnLearner {
   ): Dispatch[] {
     const L = this.layers;
     const job = (p: Part, xOff: number): ForwardJob => ({ layer: L[p], netBase: 0, xOff, yOff: at[p] });
-    const { acts, deltas } = this.buffers;
+    const { deltas } = this.buffers;
     const T = this.taus;
     // Each launch with the k-groups matmulShape finds cheapest for its tiles and K.
     const fwd = (n: number, jobs: [ForwardJob] | [ForwardJob, ForwardJob]): Dispatch => {
@@ -560,7 +581,7 @@ export class DeviceDqnLearner {
     const loss: Dispatch = iqn
       ? iqnLossDispatch({
           online: b.acts,
-          targetNet: b.acts,
+          targetNet: b.targetActs,
           taus: b.tauValues,
           rows: batch.rows,
           actions: batch.actions,
@@ -579,6 +600,7 @@ export class DeviceDqnLearner {
         })
       : dqnLossDispatch({
           acts: b.acts,
+          targetActs: b.targetActs,
           rows: batch.rows,
           actions: batch.actions,
           weights: batch.weights,
@@ -610,9 +632,19 @@ export class DeviceDqnLearner {
     }
     return [
       dqnInputsDispatch({ rows: batch.rows, acts: b.acts, batch: B, outOff: at.input }),
+      ...(b.targetActs === b.acts
+        ? []
+        : [dqnInputsDispatch({ rows: batch.rows, acts: b.targetActs, batch: B, outOff: at.targetInput })]),
       ...taus,
-      ...this.forward(b.params, 2 * B, at.input, at.online, at.cos),
-      ...this.forward(b.target, B, at.input + B * STATE_DIM, at.target, at.cos + B * T * E),
+      ...this.forward(b.params, b.acts, 2 * B, at.input, at.online, at.cos),
+      ...this.forward(
+        b.target,
+        b.targetActs,
+        B,
+        at.targetInput + B * STATE_DIM,
+        at.target,
+        at.cos + B * T * E,
+      ),
       ...(iqn
         ? [
             duelingCombineDispatch({
@@ -742,6 +774,6 @@ export class DeviceDqnLearner {
   }
 
   destroy(): void {
-    for (const buf of Object.values(this.buffers)) this.backend.destroyBuffer(buf);
+    for (const buf of new Set(Object.values(this.buffers))) this.backend.destroyBuffer(buf);
   }
 }

@@ -4,8 +4,9 @@
  * (`atoms` > 1, the categorical projection on [vMin, vMax], cross-entropy through the log-softmax),
  * with the dueling combination and its backward folded in (src/learn/dueling.ts `duelingCombine`,
  * `duelingCombineBackward`: no head-output rows are written). Per sample b < batch, from the streams'
- * output layers already on the device (all in `acts`; V rows of `atoms` floats, A rows of
- * 45 x atoms, action-major):
+ * output layers already on the device (the online net's in `acts`, the target net's in
+ * `targetActs`, so its forward pass runs beside the online net's in a CUDA graph; V rows of `atoms`
+ * floats, A rows of 45 x atoms, action-major):
  *   online s    V at vOff + b atoms, A at aOff + b 45 atoms
  *   online s'   V at nextVOff + .., A at nextAOff + ..;   target s'  V at tvOff + .., A at taOff + ..
  *   rows        the batch in the replay row layout (src/learn/replay.ts, REPLAY_F = 110 floats):
@@ -44,6 +45,7 @@ export const dqnLossSpec: KernelSpec = {
   name: 'dqn_loss',
   bindings: [
     { name: 'acts', type: 'f32', access: 'read' },
+    { name: 'targetActs', type: 'f32', access: 'read' },
     { name: 'rows', type: 'f32', access: 'read' },
     { name: 'actions', type: 'i32', access: 'read' },
     { name: 'weights', type: 'f32', access: 'read' },
@@ -76,7 +78,7 @@ export const dqnLossSpec: KernelSpec = {
   },
 };
 
-/** Where one state's streams outputs sit in `acts`: V rows at `v`, A rows at `a`. */
+/** Where one state's streams outputs sit (in `acts`, or `targetActs`): V rows at `v`, A rows at `a`. */
 export interface StreamsAt {
   v: number;
   a: number;
@@ -84,6 +86,8 @@ export interface StreamsAt {
 
 export interface DqnLossArgs {
   acts: DeviceBuffer;
+  /** The target net's activations (may be `acts` itself). */
+  targetActs: DeviceBuffer;
   rows: DeviceBuffer;
   actions: DeviceBuffer;
   weights: DeviceBuffer;
@@ -92,7 +96,7 @@ export interface DqnLossArgs {
   batch: number;
   /** 'huber' (dueling double DQN) or the C51 support. */
   head: { kind: 'huber'; kappa: number } | { kind: 'c51'; support: C51Support };
-  /** The online net's streams on s and on s', the target net's on s'. */
+  /** The online net's streams on s and on s' (in `acts`), the target net's on s' (in `targetActs`). */
   online: StreamsAt;
   next: StreamsAt;
   target: StreamsAt;
@@ -112,7 +116,7 @@ export function dqnLossDispatch(a: DqnLossArgs): Dispatch {
   if (!(kappa > 0)) throw new Error(`dqn_loss: Huber kappa ${kappa} must be > 0`);
   return {
     kernel: dqnLossSpec,
-    buffers: [a.acts, a.rows, a.actions, a.weights, a.deltas, a.td],
+    buffers: [a.acts, a.targetActs, a.rows, a.actions, a.weights, a.deltas, a.td],
     uniforms: {
       batch: a.batch,
       atoms: c51 ? c51.atoms : 1,
@@ -133,20 +137,20 @@ export function dqnLossDispatch(a: DqnLossArgs): Dispatch {
 }
 
 function dqnLossReference(buffers: TypedArray[], u: Record<string, number>): void {
-  const [acts, rows, actions, weights, deltas, td] = buffers as Float32Array[];
+  const [acts, targetActs, rows, actions, weights, deltas, td] = buffers as Float32Array[];
   const n = u.atoms;
   const B = u.batch;
   const row = NUM_ACTIONS * n;
   const support = { vMin: u.vMin, vMax: u.vMax, atoms: n };
   const scratch: C51Scratch | null = n > 1 ? c51Scratch(support) : null;
-  const heads = (vOff: number, aOff: number) => {
+  const heads = (from: Float32Array, vOff: number, aOff: number) => {
     const out = new Float32Array(B * row);
-    duelingCombine(acts.subarray(vOff, vOff + B * n), acts.subarray(aOff, aOff + B * row), out, B, n);
+    duelingCombine(from.subarray(vOff, vOff + B * n), from.subarray(aOff, aOff + B * row), out, B, n);
     return out;
   };
-  const q = heads(u.vOff, u.aOff);
-  const next = heads(u.nextVOff, u.nextAOff);
-  const target = heads(u.tvOff, u.taOff);
+  const q = heads(acts, u.vOff, u.aOff);
+  const next = heads(acts, u.nextVOff, u.nextAOff);
+  const target = heads(targetActs, u.tvOff, u.taOff);
   const dOut = new Float32Array(B * row);
   for (let b = 0; b < B; b++) {
     const o = b * row;

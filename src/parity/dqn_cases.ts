@@ -108,7 +108,9 @@ function dqnLossCase(batch: number, head: Head, seed: number): ParityCase {
   const atoms = head.kind === 'c51' ? head.support.atoms : 1;
   const row = NUM_ACTIONS * atoms;
   // The streams' outputs of online s, online s' and target s' (V rows, then A rows), each at its
-  // own offset inside one activation buffer; the deltas dV, dA at offsets inside another.
+  // own offset: the online rows in one activation buffer, the target's in another (NaN wherever
+  // the other buffer's rows are, so a twin reading the wrong buffer fails); the deltas dV, dA at
+  // offsets inside a third.
   const spread = atoms > 1 ? 2 : 3;
   const at = { v: 7, a: 7 + batch * atoms + 2 };
   const nextAt = { v: at.a + batch * row + 3, a: at.a + batch * row + 3 + batch * atoms + 1 };
@@ -118,11 +120,13 @@ function dqnLossCase(batch: number, head: Head, seed: number): ParityCase {
   const data = memo(() => {
     const d = lossData(batch, atoms, seed);
     const acts = new Float32Array(size).fill(Number.NaN);
+    const targetActs = new Float32Array(size).fill(Number.NaN);
     [at, nextAt, targetAt].forEach((p, k) => {
-      acts.set(floats(seed + 20 + 2 * k, batch * atoms, -spread, spread), p.v);
-      acts.set(floats(seed + 21 + 2 * k, batch * row, -spread, spread), p.a);
+      const into = k === 2 ? targetActs : acts;
+      into.set(floats(seed + 20 + 2 * k, batch * atoms, -spread, spread), p.v);
+      into.set(floats(seed + 21 + 2 * k, batch * row, -spread, spread), p.a);
     });
-    return { ...d, acts };
+    return { ...d, acts, targetActs };
   });
   const what =
     head.kind === 'c51'
@@ -134,18 +138,18 @@ function dqnLossCase(batch: number, head: Head, seed: number): ParityCase {
     tolerance: DQN_LOSS,
     expected: memo(() => {
       const d = data();
-      const heads = (p: { v: number; a: number }) => {
+      const heads = (from: Float32Array, p: { v: number; a: number }) => {
         const out = new Float32Array(batch * row);
         duelingCombine(
-          d.acts.subarray(p.v, p.v + batch * atoms),
-          d.acts.subarray(p.a, p.a + batch * row),
+          from.subarray(p.v, p.v + batch * atoms),
+          from.subarray(p.a, p.a + batch * row),
           out,
           batch,
           atoms,
         );
         return out;
       };
-      const [q, next, target] = [heads(at), heads(nextAt), heads(targetAt)];
+      const [q, next, target] = [heads(d.acts, at), heads(d.acts, nextAt), heads(d.targetActs, targetAt)];
       const dOut = new Float32Array(batch * row);
       const prio = new Float32Array(batch);
       const loss =
@@ -172,6 +176,7 @@ function dqnLossCase(batch: number, head: Head, seed: number): ParityCase {
         backend.run([
           dqnLossDispatch({
             acts: make(d.acts, 'acts'),
+            targetActs: make(d.targetActs, 'targetActs'),
             rows: make(d.rows, 'rows'),
             actions: make(d.actions, 'actions'),
             weights: make(d.weights, 'weights'),

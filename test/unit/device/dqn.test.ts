@@ -103,6 +103,7 @@ describe('device DQN learner input checks', () => {
     const at = { v: 0, a: 0 };
     const loss = {
       acts: buf,
+      targetActs: buf,
       rows: buf,
       actions: buf,
       weights: buf,

@@ -5,7 +5,12 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type Access, conflicts, planStreams, type StreamPlan } from '../../../../src/backend/cuda/stream_plan.js';
+import {
+  type Access,
+  conflicts,
+  planStreams,
+  type StreamPlan,
+} from '../../../../src/backend/cuda/stream_plan.js';
 
 /** Whether dispatch `a` completes before `b` starts in the plan's graph (stream order and waits). */
 function orderedBefore(plan: StreamPlan, n: number): (a: number, b: number) => boolean {
@@ -29,7 +34,7 @@ function orderedBefore(plan: StreamPlan, n: number): (a: number, b: number) => b
 
 /** Whether the capturing stream, after its last dispatch and the joins, has every dispatch done. */
 function joinsAll(plan: StreamPlan, n: number): boolean {
-  const before = orderedBefore(plan, n);
+  const precedes = orderedBefore(plan, n);
   const ends = [...plan.joins];
   for (let i = n - 1; i >= 0; i--) {
     if (plan.stream[i] === 0) {
@@ -37,7 +42,7 @@ function joinsAll(plan: StreamPlan, n: number): boolean {
       break;
     }
   }
-  return Array.from({ length: n }, (_, i) => i).every((i) => ends.some((e) => e === i || before(i, e)));
+  return Array.from({ length: n }, (_, i) => i).every((i) => ends.some((e) => e === i || precedes(i, e)));
 }
 
 const access = (reads: string[], writes: string[]): Access<string> => ({ reads, writes });
@@ -72,14 +77,14 @@ describe('planStreams', () => {
         const n = list.length;
         expect(plan.stream).toHaveLength(n);
         expect(plan.streams).toBeLessThanOrEqual(maxStreams);
-        const before = orderedBefore(plan, n);
+        const precedes = orderedBefore(plan, n);
         // Brute force: i < j conflict where one writes a buffer the other reads or writes.
         for (let j = 0; j < n; j++) {
           for (let i = 0; i < j; i++) {
             const clash =
               list[i].writes.some((b) => list[j].reads.includes(b) || list[j].writes.includes(b)) ||
               list[j].writes.some((b) => list[i].reads.includes(b));
-            if (clash) expect(before(i, j), `${i} before ${j}`).toBe(true);
+            if (clash) expect(precedes(i, j), `${i} before ${j}`).toBe(true);
           }
         }
         expect(joinsAll(plan, n)).toBe(true);
@@ -99,7 +104,13 @@ describe('planStreams', () => {
 
   it('puts everything on the capturing stream in order when it may use one stream', () => {
     const plan = planStreams([access([], ['a']), access([], ['b']), access(['a'], ['c'])], 1);
-    expect(plan).toEqual({ streams: 1, stream: [0, 0, 0], waits: [[], [], []], waited: [false, false, false], joins: [] });
+    expect(plan).toEqual({
+      streams: 1,
+      stream: [0, 0, 0],
+      waits: [[], [], []],
+      waited: [false, false, false],
+      joins: [],
+    });
   });
 
   it('runs a train step priority update and the next sampling beside the backward pass and Adam', () => {
@@ -115,19 +126,19 @@ describe('planStreams', () => {
       access(['td'], ['history']), // td copy
     ];
     const plan = planStreams([...step, ...step], 4);
-    const before = orderedBefore(plan, 16);
+    const precedes = orderedBefore(plan, 16);
     // The priority update and the td copy are ordered after the loss only, not after the backward.
     for (const i of [6, 7]) {
-      expect(before(3, i)).toBe(true);
-      expect(before(4, i) || before(i, 4)).toBe(false);
-      expect(before(5, i) || before(i, 5)).toBe(false);
+      expect(precedes(3, i)).toBe(true);
+      expect(precedes(4, i) || precedes(i, 4)).toBe(false);
+      expect(precedes(5, i) || precedes(i, 5)).toBe(false);
     }
     // The next step's sampling waits for the priority update, not for Adam; its inputs wait for
     // the backward (which reads acts) and its forwards for Adam (params).
-    expect(before(6, 8)).toBe(true);
-    expect(before(5, 8)).toBe(false);
-    expect(before(4, 9)).toBe(true);
-    expect(before(5, 10)).toBe(true);
+    expect(precedes(6, 8)).toBe(true);
+    expect(precedes(5, 8)).toBe(false);
+    expect(precedes(4, 9)).toBe(true);
+    expect(precedes(5, 10)).toBe(true);
     expect(joinsAll(plan, 16)).toBe(true);
   });
 
