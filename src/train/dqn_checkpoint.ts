@@ -5,9 +5,10 @@
  *   optimizer.safetensors   `online.exp_avg.<tensor>`, `online.exp_avg_sq.<tensor>`, the same for
  *                           curiosity (AdamW)
  *   env.safetensors         `env.f` [N, 10]
- *   replay.safetensors      `replay.rows` [capacity, 110] (state, bootstrap state, return,
- *                           discount), `replay.actions` [capacity] (as f32: exact below 2^24),
- *                           `per.tree` [2 * leaves]: the sum tree
+ *   replay.safetensors      `replay.rows` [rows, 110] (state, bootstrap state, return,
+ *                           discount), `replay.actions` [rows] (as f32: exact below 2^24),
+ *                           `per.tree` [2 * leaves]: the sum tree; rows = the ring's size while
+ *                           it has not wrapped (the rest is zeros), else its capacity
  *   state.json              epoch, config, seed, backend, data fingerprint, train steps, Adam
  *                           steps, the episodes' integer buffers, replay head and size, the max
  *                           priority, the epoch's log record; written last (checkpoint.ts)
@@ -79,9 +80,12 @@ export async function saveDqnCheckpoint(
   };
   const saved = state.config.dqn.checkpointReplay;
   if (saved) {
+    // A ring that has not wrapped yet holds rows 0 .. size - 1 and zeros after them: only those
+    // rows are written (a run's first epochs, and any run shorter than the ring).
+    const rows = snap.replay.size < capacity ? snap.replay.size : capacity;
     groups.replay = [
-      { name: 'replay.rows', shape: [capacity, REPLAY_F], data: snap.replay.f },
-      { name: 'replay.actions', shape: [capacity], data: Float32Array.from(snap.replay.i) },
+      { name: 'replay.rows', shape: [rows, REPLAY_F], data: snap.replay.f.subarray(0, rows * REPLAY_F) },
+      { name: 'replay.actions', shape: [rows], data: Float32Array.from(snap.replay.i.subarray(0, rows)) },
       { name: 'per.tree', shape: [snap.per.tree.length], data: snap.per.tree },
     ];
   }
@@ -157,13 +161,24 @@ export async function loadDqnCheckpoint(storage: Storage, dir: string): Promise<
   return { state, snapshot };
 
   function savedReplay(): Pick<DqnSnapshot, 'replay' | 'per'> {
+    const tree = tensorOf(ckpt, dir, 'replay', 'per.tree');
+    // An unwrapped ring was saved up to its size (saveDqnCheckpoint): padded back with the zeros
+    // it held, to the capacity of the run that wrote it.
+    const capacity = state.config.dqn.replayCapacity;
+    const rows = tensorOf(ckpt, dir, 'replay', 'replay.rows');
+    const actions = tensorOf(ckpt, dir, 'replay', 'replay.actions');
+    const kept = actions.length;
+    const { head, size } = state.replay;
+    if (rows.length !== kept * REPLAY_F || (kept !== capacity && (kept !== size || head !== size % capacity)))
+      throw new CheckpointError(
+        `${dir}: replay.safetensors holds ${kept} actions and ${rows.length / REPLAY_F} rows, not the ring's ${capacity} nor its ${size} filled ones (head ${head})`,
+      );
+    const f = new Float32Array(capacity * REPLAY_F);
+    f.set(rows);
+    const i = new Int32Array(capacity);
+    i.set(actions);
     return {
-      replay: {
-        f: tensorOf(ckpt, dir, 'replay', 'replay.rows'),
-        i: Int32Array.from(tensorOf(ckpt, dir, 'replay', 'replay.actions')),
-        head: state.replay.head,
-        size: state.replay.size,
-      },
+      replay: { f, i, head, size },
       per: { tree: tensorOf(ckpt, dir, 'replay', 'per.tree'), maxPriority: state.replay.maxPriority },
     };
   }

@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
@@ -167,6 +167,17 @@ describe('DQN-family training on the CPU', () => {
     const kept = join(root, 'with-replay');
     await run(tinyConfig('dqn', kept, { 'train.epochs': '1' }), null);
     expect(readdirSync(lastDir(kept))).toContain('replay.safetensors');
+    // A ring that has not wrapped is written up to its size and read back whole, zeros after it
+    // (the exact-resume test above resumes from such a checkpoint).
+    const partial = await loadDqnCheckpoint(storage, lastDir(kept));
+    const size = partial.state.replay.size;
+    expect(size).toBeGreaterThan(0);
+    expect(size).toBeLessThan(200);
+    expect(partial.snapshot.replay.f.length).toBe(200 * 110);
+    expect(partial.snapshot.replay.f.subarray(size * 110).every((x) => x === 0)).toBe(true);
+    expect(partial.snapshot.replay.f.subarray(0, 110).some((x) => x !== 0)).toBe(true);
+    const bytes = statSync(join(lastDir(kept), 'replay.safetensors')).size;
+    expect(bytes).toBeLessThan(200 * 111 * 4);
   }, 180_000);
 
   it('refuses a replay larger than the CPU engine allocates, with one line', async () => {
