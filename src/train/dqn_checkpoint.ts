@@ -82,7 +82,7 @@ export async function saveDqnCheckpoint(
   if (saved) {
     // A ring that has not wrapped yet holds rows 0 .. size - 1 and zeros after them: only those
     // rows are written (a run's first epochs, and any run shorter than the ring).
-    const rows = snap.replay.size < capacity ? snap.replay.size : capacity;
+    const rows = Math.min(snap.replay.size, capacity);
     groups.replay = [
       { name: 'replay.rows', shape: [rows, REPLAY_F], data: snap.replay.f.subarray(0, rows * REPLAY_F) },
       { name: 'replay.actions', shape: [rows], data: Float32Array.from(snap.replay.i.subarray(0, rows)) },
@@ -161,7 +161,6 @@ export async function loadDqnCheckpoint(storage: Storage, dir: string): Promise<
   return { state, snapshot };
 
   function savedReplay(): Pick<DqnSnapshot, 'replay' | 'per'> {
-    const tree = tensorOf(ckpt, dir, 'replay', 'per.tree');
     // An unwrapped ring was saved up to its size (saveDqnCheckpoint): padded back with the zeros
     // it held, to the capacity of the run that wrote it.
     const capacity = state.config.dqn.replayCapacity;
