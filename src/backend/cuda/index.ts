@@ -313,16 +313,16 @@ export class CudaBackend implements Backend, GraphCapable, ClusterOccupancy {
         const stream = streams[s];
         if (!started.has(s)) {
           started.add(s);
-          guarded(() => this.native.streamWaitEvent?.(stream, fork as Handle));
+          guarded(() => this.native.streamWaitEvent(stream, fork as Handle));
         }
-        for (const w of plan.waits[i]) guarded(() => this.native.streamWaitEvent?.(stream, after[w]));
+        for (const w of plan.waits[i]) guarded(() => this.native.streamWaitEvent(stream, after[w]));
         this.launch(launches[i], stream);
         if (plan.waited[i]) {
           after[i] = event();
           guarded(() => this.native.eventRecord(after[i], stream));
         }
       });
-      for (const j of plan.joins) guarded(() => this.native.streamWaitEvent?.(this.stream, after[j]));
+      for (const j of plan.joins) guarded(() => this.native.streamWaitEvent(this.stream, after[j]));
     } catch (err) {
       try {
         this.native.graphDestroy(this.native.streamEndCapture(this.stream));

@@ -133,7 +133,7 @@ export interface CudaNative {
   eventDestroy(event: Handle): void;
   eventRecord(event: Handle, stream: Handle): void;
   /** The stream's later work waits for the event (in a capture: the graph's edges between branches). */
-  streamWaitEvent?(stream: Handle, event: Handle): void;
+  streamWaitEvent(stream: Handle, event: Handle): void;
   eventSynchronize(event: Handle): void;
   eventElapsedTime(start: Handle, end: Handle): number;
   streamBeginCapture(stream: Handle): void;
