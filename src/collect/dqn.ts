@@ -20,8 +20,9 @@ import { createStepOut } from '../env/output.js';
 import type { EnvParams } from '../env/params.js';
 import { buildState, type EnvState } from '../env/state.js';
 import { envStep } from '../env/step.js';
-import { type C51Support, forwardC51, forwardDueling, forwardIqn } from '../nets/forward.js';
+import { type C51Support, forwardC51, forwardDueling, forwardIqn, type Weights } from '../nets/forward.js';
 import { type NetLayout, NUM_ACTIONS, type QHead, STATE_DIM } from '../nets/layout.js';
+import { packNet } from '../nets/simd.js';
 import { philox4x32, u32ToUnitFloat } from '../rng/philox.js';
 import { Stream } from '../rng/streams.js';
 import { createDqnRollout, type DqnRollout, writeComponents } from './rollout.js';
@@ -73,7 +74,7 @@ export function actingTaus(key: [number, number], e: number, g: number, taus: Fl
 /** Q-values of `x` under `params` with the nets' head. */
 function qValues(
   nets: DqnNets,
-  params: Float32Array,
+  params: Weights,
   x: Float32Array,
   taus: Float32Array,
   probs: Float32Array,
@@ -108,13 +109,16 @@ export function collectDqn(
   const probs = new Float32Array(NUM_ACTIONS * nets.support.atoms);
   const taus = new Float32Array(nets.actTaus);
   const w = new Uint32Array(4);
+  // Both nets are fixed for the launch: packed once for the SIMD forward passes.
+  const online = packNet(nets.layout, nets.online);
+  const targetNet = packNet(nets.layout, nets.target);
   for (let e = 0; e < env.n; e++) {
     for (let l = 0; l < L; l++) {
       const g = (launch.stepBase + l) >>> 0;
       const idx = e * L + l;
       buildState(env, market, e, state, 0);
       if (nets.head === 'iqn') actingTaus(env.key, e, g, taus);
-      qValues(nets, nets.online, state, taus, probs, q);
+      qValues(nets, online, state, taus, probs, q);
       philox4x32(Stream.Action, e, g, 0, env.key[0], env.key[1], w);
       const a = u32ToUnitFloat(w[0]) < epsilon ? w[1] % NUM_ACTIONS : argmaxQ(q);
 
@@ -122,7 +126,7 @@ export function collectDqn(
 
       let target = step.total;
       if (!step.done) {
-        qValues(nets, nets.target, step.nextState, taus, probs, qNext);
+        qValues(nets, targetNet, step.nextState, taus, probs, qNext);
         target = f(step.total + f(gamma * qNext[argmaxQ(qNext)]));
       }
       out.states.set(state, idx * STATE_DIM);

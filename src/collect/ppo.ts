@@ -23,6 +23,7 @@ import { buildState, type EnvState } from '../env/state.js';
 import { envStep } from '../env/step.js';
 import { forwardMlp } from '../nets/forward.js';
 import { type NetLayout, NUM_ACTIONS, STATE_DIM } from '../nets/layout.js';
+import { packNet } from '../nets/simd.js';
 import { philox4x32, u32ToUnitFloat } from '../rng/philox.js';
 import { Stream } from '../rng/streams.js';
 import { gaeEpisode } from './gae.js';
@@ -101,14 +102,17 @@ export function collectPpo(
   const boot = new Float32Array(L);
   const sample: Sample = { action: 0, logProb: 0 };
   const w = new Uint32Array(4);
+  // Both nets are fixed for the launch: packed once for the SIMD forward passes.
+  const actor = packNet(nets.actorLayout, nets.actor);
+  const critic = packNet(nets.criticLayout, nets.critic);
   for (let e = 0; e < env.n; e++) {
     boot.fill(0);
     for (let l = 0; l < L; l++) {
       const g = (launch.stepBase + l) >>> 0;
       const idx = e * L + l;
       buildState(env, market, e, state, 0);
-      forwardMlp(nets.actorLayout, nets.actor, state, logits);
-      forwardMlp(nets.criticLayout, nets.critic, state, value);
+      forwardMlp(nets.actorLayout, actor, state, logits);
+      forwardMlp(nets.criticLayout, critic, state, value);
       const v = value[0];
       philox4x32(Stream.Action, e, g, 0, env.key[0], env.key[1], w);
       sampleSoftmax(logits, u32ToUnitFloat(w[0]), sample);
@@ -116,7 +120,7 @@ export function collectPpo(
       envStep(env, market, params, e, sample.action, step, curiosity);
 
       if (!step.done && (step.truncated || l === L - 1)) {
-        forwardMlp(nets.criticLayout, nets.critic, step.nextState, value);
+        forwardMlp(nets.criticLayout, critic, step.nextState, value);
         boot[l] = value[0];
       }
       out.states.set(state, idx * STATE_DIM);

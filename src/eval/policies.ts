@@ -5,6 +5,7 @@
  */
 import { type C51Support, forwardC51, forwardDueling, forwardIqn, forwardMlp } from '../nets/forward.js';
 import { type NetLayout, NUM_ACTIONS, ppoActorLayout, type QHead } from '../nets/layout.js';
+import { packNet } from '../nets/simd.js';
 import { philox4x32, seedToKey, u32ToUnitFloat } from '../rng/philox.js';
 import { Stream } from '../rng/streams.js';
 
@@ -22,11 +23,15 @@ export function argmax(xs: Float32Array, n = xs.length): number {
   return best;
 }
 
-/** PPO's greedy policy: the mode of the categorical, i.e. the argmax of the actor's logits. */
+/**
+ * PPO's greedy policy: the mode of the categorical, i.e. the argmax of the actor's logits. A
+ * policy packs its weights once (src/nets/simd.ts): it sees `actor` as it was when made.
+ */
 export function ppoGreedyPolicy(actor: Float32Array, layout: NetLayout = ppoActorLayout()): Policy {
   const logits = new Float32Array(NUM_ACTIONS);
+  const weights = packNet(layout, actor);
   return (state) => {
-    forwardMlp(layout, actor, state, logits);
+    forwardMlp(layout, weights, state, logits);
     return argmax(logits, NUM_ACTIONS);
   };
 }
@@ -49,7 +54,7 @@ export function randomPolicy(seed: number): Policy {
  * A DQN-family greedy policy: the first argmax of the online net's Q (plain: dueling head; C51:
  * the expectation over the support; IQN: the mean over `actTaus` evenly spaced taus
  * (k + 0.5) / K, a fixed quadrature of the mean instead of random draws, so validation is
- * deterministic).
+ * deterministic). It sees `online` as it was when made (packed once, src/nets/simd.ts).
  */
 export function dqnGreedyPolicy(
   head: QHead,
@@ -61,10 +66,11 @@ export function dqnGreedyPolicy(
   const q = new Float32Array(NUM_ACTIONS);
   const probs = new Float32Array(NUM_ACTIONS * support.atoms);
   const taus = Float32Array.from({ length: actTaus }, (_, k) => (k + 0.5) / actTaus);
+  const weights = packNet(layout, online);
   return (state) => {
-    if (head === 'plain') forwardDueling(layout, online, state, q);
-    else if (head === 'c51') forwardC51(layout, online, state, probs, q, support);
-    else forwardIqn(layout, online, state, taus, q);
+    if (head === 'plain') forwardDueling(layout, weights, state, q);
+    else if (head === 'c51') forwardC51(layout, weights, state, probs, q, support);
+    else forwardIqn(layout, weights, state, taus, q);
     return argmax(q, NUM_ACTIONS);
   };
 }

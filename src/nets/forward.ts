@@ -24,12 +24,15 @@
  * Exponentials and cosines use f64 Math then round to f32: GPU exp/cos are a few ulp off
  * (WGSL cos at arguments up to 63 pi is notably loose), which parity tolerances must absorb.
  *
- * Hot paths allocate nothing: per-layout scratch activations are cached in a WeakMap.
+ * Hot paths allocate nothing: per-layout scratch activations are cached in a WeakMap. The forward
+ * passes take the params themselves or a `PackedNet` of them (src/nets/simd.ts: the same bits on
+ * WebAssembly SIMD, for many passes with fixed weights).
  */
 
 import { philox4x32, seedToKey, u32ToUnitFloat } from '../rng/philox.js';
 import { Stream } from '../rng/streams.js';
 import { type Layer, LEAKY_SLOPE, layerByName, type NetLayout, NUM_ACTIONS } from './layout.js';
+import type { PackedNet } from './simd.js';
 
 const f = Math.fround;
 
@@ -92,6 +95,14 @@ export function denseForward(
   }
 }
 
+/** A net's params, or the same packed for SIMD (simd.ts packNet). */
+export type Weights = Float32Array | PackedNet;
+
+function dense(w: Weights, layer: Layer, x: Float32Array, xOff: number, y: Float32Array, yOff: number): void {
+  if (w instanceof Float32Array) denseForward(w, layer, x, xOff, y, yOff);
+  else w.forward(layer, x, xOff, y, yOff, LEAKY_SLOPE_F32);
+}
+
 const scratchCache = new WeakMap<NetLayout, Map<string, Float32Array>>();
 
 /** The cached output buffer of `layer` (length `layer.out`) for this layout. */
@@ -113,7 +124,10 @@ function checkLength(what: string, got: number, want: number, layout: NetLayout)
   if (got < want) throw new Error(`${layout.kind}: ${what} has ${got} floats, needs ${want}`);
 }
 
-function checkParams(layout: NetLayout, params: Float32Array): void {
+function checkParams(layout: NetLayout, w: Weights): void {
+  if (!(w instanceof Float32Array) && w.layout !== layout)
+    throw new Error(`${layout.kind}: the packed weights are of ${w.layout.kind}, not this layout`);
+  const params = w instanceof Float32Array ? w : w.params;
   if (params.length !== layout.size) {
     throw new Error(`${layout.kind}: params have ${params.length} floats, the layout needs ${layout.size}`);
   }
@@ -123,12 +137,7 @@ function checkParams(layout: NetLayout, params: Float32Array): void {
  * Generic chain (PPO actor, PPO critic, curiosity): layers in layout order, each feeding the
  * next. `out` receives the last layer's output (length >= its `out`).
  */
-export function forwardMlp(
-  layout: NetLayout,
-  params: Float32Array,
-  x: Float32Array,
-  out: Float32Array,
-): void {
+export function forwardMlp(layout: NetLayout, params: Weights, x: Float32Array, out: Float32Array): void {
   checkParams(layout, params);
   const layers = layout.layers;
   checkLength('input', x.length, layers[0].in, layout);
@@ -140,7 +149,7 @@ export function forwardMlp(
       throw new Error(`${layout.kind}: layer ${layer.name} is not a chain (in ${layer.in})`);
     }
     const next = l === layers.length - 1 ? out : scratch(layout, layer.name, layer.out);
-    denseForward(params, layer, cur, 0, next, 0);
+    dense(params, layer, cur, 0, next, 0);
     cur = next;
   }
 }
@@ -173,12 +182,12 @@ function duelingLayers(layout: NetLayout): DuelingLayers {
 }
 
 /** Trunk: returns the cached `shared_layers.1` output. */
-function trunk(layout: NetLayout, d: DuelingLayers, params: Float32Array, x: Float32Array): Float32Array {
+function trunk(layout: NetLayout, d: DuelingLayers, params: Weights, x: Float32Array): Float32Array {
   checkLength('input', x.length, d.s0.in, layout);
   const h0 = scratch(layout, d.s0.name, d.s0.out);
   const h1 = scratch(layout, d.s1.name, d.s1.out);
-  denseForward(params, d.s0, x, 0, h0, 0);
-  denseForward(params, d.s1, h0, 0, h1, 0);
+  dense(params, d.s0, x, 0, h0, 0);
+  dense(params, d.s1, h0, 0, h1, 0);
   return h1;
 }
 
@@ -186,17 +195,17 @@ function trunk(layout: NetLayout, d: DuelingLayers, params: Float32Array, x: Flo
 function streams(
   layout: NetLayout,
   d: DuelingLayers,
-  params: Float32Array,
+  params: Weights,
   h: Float32Array,
 ): { v: Float32Array; a: Float32Array } {
   const vh = scratch(layout, d.v0.name, d.v0.out);
   const v = scratch(layout, d.v1.name, d.v1.out);
   const ah = scratch(layout, d.a0.name, d.a0.out);
   const a = scratch(layout, d.a1.name, d.a1.out);
-  denseForward(params, d.v0, h, 0, vh, 0);
-  denseForward(params, d.v1, vh, 0, v, 0);
-  denseForward(params, d.a0, h, 0, ah, 0);
-  denseForward(params, d.a1, ah, 0, a, 0);
+  dense(params, d.v0, h, 0, vh, 0);
+  dense(params, d.v1, vh, 0, v, 0);
+  dense(params, d.a0, h, 0, ah, 0);
+  dense(params, d.a1, ah, 0, a, 0);
   return { v, a };
 }
 
@@ -209,12 +218,7 @@ function combineDueling(v: number, a: Float32Array, q: Float32Array, qOff: numbe
 }
 
 /** Plain dueling Q network (layout `duelingLayout('plain')`): 45 Q-values. */
-export function forwardDueling(
-  layout: NetLayout,
-  params: Float32Array,
-  x: Float32Array,
-  q: Float32Array,
-): void {
+export function forwardDueling(layout: NetLayout, params: Weights, x: Float32Array, q: Float32Array): void {
   checkParams(layout, params);
   const d = duelingLayers(layout);
   if (d.v1.out !== 1 || d.a1.out !== NUM_ACTIONS) {
@@ -237,7 +241,7 @@ export function c51Atom(support: C51Support, k: number): number {
  */
 export function forwardC51(
   layout: NetLayout,
-  params: Float32Array,
+  params: Weights,
   x: Float32Array,
   probs: Float32Array,
   q: Float32Array,
@@ -293,7 +297,7 @@ export function iqnCosines(tau: number, c: Float32Array, n: number): void {
  */
 export function forwardIqn(
   layout: NetLayout,
-  params: Float32Array,
+  params: Weights,
   x: Float32Array,
   taus: Float32Array,
   q: Float32Array,
@@ -316,7 +320,7 @@ export function forwardIqn(
   q.fill(0, 0, NUM_ACTIONS);
   for (let t = 0; t < taus.length; t++) {
     iqnCosines(taus[t], cos, embed.in);
-    denseForward(params, embed, cos, 0, phi, 0);
+    dense(params, embed, cos, 0, phi, 0);
     for (let j = 0; j < embed.out; j++) h[j] = f(h1[j] * phi[j]);
     const { v, a } = streams(layout, d, params, h);
     combineDueling(v[0], a, qt, 0);
