@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { playwright } from '@vitest/browser-playwright';
 import { defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 // Debian's Chromium (scripts/setup-system.sh); WebGPU runs on its SwiftShader Vulkan.
 const chromium = playwright({
@@ -44,6 +45,30 @@ const CUDA_EMU = [
   'device/learn-tf32-cuda',
 ].map((name) => `test/unit/${name}.test.ts`);
 
+// The longest files (minutes each on the 2-core CI machine, docs/TESTING.md), longest first: they
+// start at once and overlap the many short files. Vitest's own order runs the projects by name and
+// a fresh clone's files by size, which left the C51 learning test and the page's suite to the end.
+const LONGEST = [
+  'test/e2e/c51-learns.test.ts',
+  'test/parity/kernels.test.ts',
+  'test/unit/engine/device-dqn.test.ts',
+  'test/web/page.test.ts',
+  'test/unit/device/validate-dqn.test.ts',
+  'test/unit/kernels/collect-dqn-cluster-cuda.test.ts',
+  'test/unit/kernels/mlp-delta-chain.test.ts',
+  'test/e2e/train-learns.test.ts',
+];
+
+class LongestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const rank = (f: TestSpecification) => {
+      const i = LONGEST.findIndex((p) => f.moduleId.endsWith(p));
+      return i < 0 ? LONGEST.length : i;
+    };
+    return (await super.sort(files)).sort((a, b) => rank(a) - rank(b));
+  }
+}
+
 // GPU suites run in forked processes: Dawn has crashed inside worker threads. Two files at a time
 // (Vitest's default is cores - 1, one on the 2-core CI machine), the page's suite among them: its
 // bound on the page's main thread is on CPU time, which a busy machine does not inflate.
@@ -51,6 +76,7 @@ export default defineConfig({
   test: {
     pool: 'forks',
     maxWorkers: 2,
+    sequence: { sequencer: LongestFirst },
     testTimeout: 120_000,
     hookTimeout: 120_000,
     projects: [
