@@ -14,7 +14,10 @@
  * activations are read from the outputs: relu' = y > 0 ? 1 : 0, leaky' = y > 0 ? 1 : slope
  * (at a pre-activation of exactly 0 this is PyTorch's choice too).
  */
+
+import { denseForward } from '../nets/forward.js';
 import { type Layer, LEAKY_SLOPE, type NetLayout } from '../nets/layout.js';
+import { PackedNet, packNet } from '../nets/simd.js';
 
 export type Floats = Float32Array | Float64Array;
 export type FloatsCtor = Float32ArrayConstructor | Float64ArrayConstructor;
@@ -80,17 +83,18 @@ export function forwardMlpBatch(layout: NetLayout, params: Floats, cache: MlpCac
   checkBatch(cache, params, batch);
   const r = roundFor(params);
   const slope = r(LEAKY_SLOPE);
-  const finite = params instanceof Float32Array && allFinite(params);
+  // f32: forward.ts's dense layer row by row, on WebAssembly SIMD with the weights packed once
+  // per call (src/nets/simd.ts: the same bits), else its scalar loop.
+  const packed = params instanceof Float32Array ? packNet(layout, params) : null;
   layout.layers.forEach((layer, l) => {
     const x = cache.acts[l];
     const y = cache.acts[l + 1];
     if (params instanceof Float32Array) {
       const xs = x as Float32Array;
       const ys = y as Float32Array;
-      if (finite && zeroFraction(xs, batch * layer.in) >= SPARSE_FROM) {
-        forwardSparse32(params, layer, xs, ys, batch, slope);
-      } else {
-        forwardLayer32(params, layer, xs, ys, batch, slope);
+      for (let b = 0; b < batch; b++) {
+        if (packed instanceof PackedNet) packed.forward(layer, xs, b * layer.in, ys, b * layer.out, slope);
+        else denseForward(params, layer, xs, b * layer.in, ys, b * layer.out);
       }
       return;
     }
@@ -212,186 +216,13 @@ const loops64 = {
 
 const f = Math.fround;
 
-// The f32 kernels compute every output with exactly the reference's operations in the
-// reference's order (each dot product from the bias, i ascending; each weight-gradient sum over
-// b ascending and each input-gradient sum over j ascending, terms with a zero delta skipped; a
-// rounding after every multiply and add), so their results are bit for bit those of the plain
-// loops. They only interleave independent sums: one f32 dot product is a single dependency
-// chain (add, round, add, round), so the forward runs 2 rows x 4 outputs = 8 chains side by
-// side (each weight read once per two rows), and the backward sums 8 adjacent outputs at once in
-// registers over the list of nonzero deltas instead of a read-modify-write of the output row per
-// term; the forward also skips zero inputs where that is exact (forwardSparse32). Measured on
-// the critic (batch 128, this 2-core Xeon, CPU time): forward ~3.3x, backward ~1.7x.
-
-/** Share of exact zeros in the inputs from which the sparse forward is used (ReLU outputs). */
-const SPARSE_FROM = 0.25;
-
-function allFinite(p: Float32Array): boolean {
-  for (let k = 0; k < p.length; k++) if (!Number.isFinite(p[k])) return false;
-  return true;
-}
-
-function zeroFraction(x: Float32Array, n: number): number {
-  let zeros = 0;
-  for (let k = 0; k < n; k++) if (x[k] === 0) zeros++;
-  return zeros / n;
-}
-
-/**
- * The dense layer over each row's nonzero inputs only (ReLU leaves about half of them 0), four
- * outputs at a time. Exact for finite weights (the caller checks): a skipped term f32(w * +-0)
- * is +-0, and adding +-0 leaves a sum unchanged unless the sum is -0; a sum that does not start
- * at -0 never becomes -0 (IEEE round-to-nearest), so a block whose bias holds a -0 runs the
- * full loop instead.
- */
-function forwardSparse32(
-  p: Float32Array,
-  layer: Layer,
-  x: Float32Array,
-  y: Float32Array,
-  batch: number,
-  slope: number,
-): void {
-  const { in: n, out: nOut, wOffset, bOffset, act } = layer;
-  const relu = act === 'relu';
-  const leaky = act === 'leaky';
-  const put = (k: number, acc: number) => {
-    if (relu) y[k] = Math.max(acc, 0);
-    else if (leaky) y[k] = acc > 0 ? acc : f(acc * slope);
-    else y[k] = acc;
-  };
-  nzCapacity(n);
-  const idx = nzIndex;
-  const val = nzValue;
-  for (let b = 0; b < batch; b++) {
-    const xb = b * n;
-    const yb = b * nOut;
-    let count = 0;
-    for (let i = 0; i < n; i++) {
-      const v = x[xb + i];
-      if (v === 0) continue;
-      idx[count] = i;
-      val[count] = v;
-      count++;
-    }
-    let j = 0;
-    for (; j + 3 < nOut; j += 4) {
-      let a0 = p[bOffset + j];
-      let a1 = p[bOffset + j + 1];
-      let a2 = p[bOffset + j + 2];
-      let a3 = p[bOffset + j + 3];
-      if (Object.is(a0, -0) || Object.is(a1, -0) || Object.is(a2, -0) || Object.is(a3, -0)) break;
-      const w0 = wOffset + j * n;
-      const w1 = w0 + n;
-      const w2 = w1 + n;
-      const w3 = w2 + n;
-      for (let t = 0; t < count; t++) {
-        const i = idx[t];
-        const v = val[t];
-        a0 = f(a0 + f(p[w0 + i] * v));
-        a1 = f(a1 + f(p[w1 + i] * v));
-        a2 = f(a2 + f(p[w2 + i] * v));
-        a3 = f(a3 + f(p[w3 + i] * v));
-      }
-      put(yb + j, a0);
-      put(yb + j + 1, a1);
-      put(yb + j + 2, a2);
-      put(yb + j + 3, a3);
-    }
-    for (; j < nOut; j++) {
-      const w = wOffset + j * n;
-      let a = p[bOffset + j];
-      for (let i = 0; i < n; i++) a = f(a + f(p[w + i] * x[xb + i]));
-      put(yb + j, a);
-    }
-  }
-}
-
-/** y = act(W x + b) for rows 0..batch, f32 at every step (forward.ts's dense layer). */
-function forwardLayer32(
-  p: Float32Array,
-  layer: Layer,
-  x: Float32Array,
-  y: Float32Array,
-  batch: number,
-  slope: number,
-): void {
-  const { in: n, out: nOut, wOffset, bOffset, act } = layer;
-  const relu = act === 'relu';
-  const leaky = act === 'leaky';
-  const put = (k: number, acc: number) => {
-    if (relu) y[k] = Math.max(acc, 0);
-    else if (leaky) y[k] = acc > 0 ? acc : f(acc * slope);
-    else y[k] = acc;
-  };
-  let b = 0;
-  for (; b + 1 < batch; b += 2) {
-    const xa = b * n;
-    const xb = xa + n;
-    const ya = b * nOut;
-    const yb = ya + nOut;
-    let j = 0;
-    for (; j + 3 < nOut; j += 4) {
-      const w0 = wOffset + j * n;
-      const w1 = w0 + n;
-      const w2 = w1 + n;
-      const w3 = w2 + n;
-      let a0 = p[bOffset + j];
-      let a1 = p[bOffset + j + 1];
-      let a2 = p[bOffset + j + 2];
-      let a3 = p[bOffset + j + 3];
-      let b0 = a0;
-      let b1 = a1;
-      let b2 = a2;
-      let b3 = a3;
-      for (let i = 0; i < n; i++) {
-        const u = x[xa + i];
-        const v = x[xb + i];
-        const p0 = p[w0 + i];
-        const p1 = p[w1 + i];
-        const p2 = p[w2 + i];
-        const p3 = p[w3 + i];
-        a0 = f(a0 + f(p0 * u));
-        a1 = f(a1 + f(p1 * u));
-        a2 = f(a2 + f(p2 * u));
-        a3 = f(a3 + f(p3 * u));
-        b0 = f(b0 + f(p0 * v));
-        b1 = f(b1 + f(p1 * v));
-        b2 = f(b2 + f(p2 * v));
-        b3 = f(b3 + f(p3 * v));
-      }
-      put(ya + j, a0);
-      put(ya + j + 1, a1);
-      put(ya + j + 2, a2);
-      put(ya + j + 3, a3);
-      put(yb + j, b0);
-      put(yb + j + 1, b1);
-      put(yb + j + 2, b2);
-      put(yb + j + 3, b3);
-    }
-    for (; j < nOut; j++) {
-      const w = wOffset + j * n;
-      let a = p[bOffset + j];
-      let c = a;
-      for (let i = 0; i < n; i++) {
-        const pw = p[w + i];
-        a = f(a + f(pw * x[xa + i]));
-        c = f(c + f(pw * x[xb + i]));
-      }
-      put(ya + j, a);
-      put(yb + j, c);
-    }
-  }
-  for (; b < batch; b++) {
-    const xa = b * n;
-    for (let j = 0; j < nOut; j++) {
-      const w = wOffset + j * n;
-      let a = p[bOffset + j];
-      for (let i = 0; i < n; i++) a = f(a + f(p[w + i] * x[xa + i]));
-      put(b * nOut + j, a);
-    }
-  }
-}
+// The f32 backward kernels compute every output with exactly the reference's operations in the
+// reference's order (each weight-gradient sum over b ascending and each input-gradient sum over j
+// ascending, terms with a zero delta skipped; a rounding after every multiply and add), so their
+// results are bit for bit those of the plain loops. They only interleave independent sums: the
+// backward sums 8 adjacent outputs at once in registers over the list of nonzero deltas instead of
+// a read-modify-write of the output row per term (~1.7x on the critic, batch 128). The forward is
+// forward.ts's dense layer, on WebAssembly SIMD (src/nets/simd.ts).
 
 // Nonzero deltas of one column or row (index and value), reused across calls.
 let nzIndex = new Int32Array(0);
