@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { backwardMlp, createMlpCache, type Floats, forwardMlpBatch } from '../../../src/learn/mlp.js';
+import {
+  backwardMlp,
+  createMlpCache,
+  type Floats,
+  forwardMlpBatch,
+  inputGradMlp,
+} from '../../../src/learn/mlp.js';
 import { forwardMlp, initParams } from '../../../src/nets/forward.js';
 import {
   buildLayout,
@@ -112,6 +118,40 @@ describe('backwardMlp', () => {
     }
     expect(scale).toBeGreaterThan(0);
     expect(worst / scale).toBeLessThan(1e-4);
+  });
+
+  it("in f32 buffers, gives the input gradient of the reference's loop bit for bit", () => {
+    const layout = ppoCriticLayout();
+    const batch = 4;
+    const p32 = initParams(layout, NetId.Critic, 3);
+    const cache = createMlpCache(layout, batch);
+    cache.acts[0].set(Float32Array.from(uniforms(batch * 54, 4, -2, 2)));
+    forwardMlpBatch(layout, p32, cache, batch);
+    backwardMlp(
+      layout,
+      p32,
+      cache,
+      Float32Array.from(uniforms(batch, 5)),
+      batch,
+      new Float32Array(layout.size),
+    );
+    const d = cache.deltas[0] as Float32Array;
+    d[3] = 0; // a zero delta is skipped, as in the reference
+    const dx = new Float32Array(batch * 54).fill(Number.NaN);
+    inputGradMlp(layout, p32, cache, batch, dx);
+    // dx[b, i] = f32(dx + f32(d[b, j] * W0[j, i])) over j ascending, nonzero d, from +0.
+    const { in: n, out: nOut, wOffset } = layout.layers[0];
+    const f = Math.fround;
+    for (let b = 0; b < batch; b++) {
+      for (let i = 0; i < n; i++) {
+        let acc = 0;
+        for (let j = 0; j < nOut; j++) {
+          const v = d[b * nOut + j];
+          if (v !== 0) acc = f(acc + f(v * p32[wOffset + j * n + i]));
+        }
+        expect(Object.is(dx[b * n + i], acc)).toBe(true);
+      }
+    }
   });
 
   it('rejects a batch larger than the cache', () => {
