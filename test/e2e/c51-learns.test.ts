@@ -22,7 +22,7 @@ const SEEDS = (process.env.FOXHUNT_LEARNS_SEEDS ?? '1').split(',').map((s) => Nu
 
 /**
  * The CPU-sized C51 configuration (configs/cpu-c51.json, docs/DQN.md): 15 epochs of 64 x 32
- * epsilon-greedy steps, 50 train steps of batch 64 with PER, about 3 minutes on one core, always on
+ * epsilon-greedy steps, 50 train steps of batch 64 with PER, about 2.5 minutes on one core, always on
  * the CPU reference (bit-for-bit reproducible; the GPU runs are in docs/RESULTS.md). The last
  * epoch's greedy policy must beat random and its own untrained net on validation in return and
  * Sharpe, and trade. Seeds 1 and 2 pass; seed 3 fails: at epoch 15 it stands aside (no trade).
