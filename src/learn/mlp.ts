@@ -347,16 +347,21 @@ function inputGrad32(
   const { in: n, out: nOut, wOffset } = layer;
   nzCapacity(nOut);
   for (let b = 0; b < batch; b++) {
-    let count = 0;
-    for (let j = 0; j < nOut; j++) {
-      const v = d[b * nOut + j];
-      if (v === 0) continue;
-      nzIndex[count] = j;
-      nzValue[count] = v;
-      count++;
-    }
-    sparseColumnSums(p, wOffset, n, count, prev, b * n, x, slope, act);
+    sparseColumnSums(p, wOffset, n, rowNonzeros(d, b, nOut), prev, b * n, x, slope, act);
   }
+}
+
+/** Row b's nonzero deltas (of nOut) into nzIndex / nzValue, j ascending; returns their count. */
+function rowNonzeros(d: Float32Array, b: number, nOut: number): number {
+  let count = 0;
+  for (let j = 0; j < nOut; j++) {
+    const v = d[b * nOut + j];
+    if (v === 0) continue;
+    nzIndex[count] = j;
+    nzValue[count] = v;
+    count++;
+  }
+  return count;
 }
 
 /**
@@ -380,15 +385,7 @@ export function inputGradMlp(
     // The same sums, eight columns at a time over each row's nonzero deltas (sparseColumnSums).
     nzCapacity(nOut);
     for (let b = 0; b < batch; b++) {
-      let count = 0;
-      for (let j = 0; j < nOut; j++) {
-        const v = d[b * nOut + j];
-        if (v === 0) continue;
-        nzIndex[count] = j;
-        nzValue[count] = v;
-        count++;
-      }
-      sparseColumnSums(params, wOffset, n, count, dx, b * n, null, 0, 'none');
+      sparseColumnSums(params, wOffset, n, rowNonzeros(d, b, nOut), dx, b * n, null, 0, 'none');
     }
     return;
   }
