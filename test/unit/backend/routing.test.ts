@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { create } from 'webgpu';
 import { CpuBackend } from '../../../src/backend/cpu/index.js';
 import { type CudaModule, chooseBackend, createBackend, describeChoice } from '../../../src/backend/index.js';
 import { type Backend, BackendUnavailableError } from '../../../src/backend/types.js';
-import { DAWN_NODE_FLAGS } from '../../../src/backend/webgpu/gpu.js';
+import { findGpu } from '../../../src/backend/webgpu/gpu.js';
 
 const noCudaModule = () => Promise.reject(new Error('Cannot find module ./cuda/index.js'));
 const noCudaDevice = (): Promise<CudaModule> =>
@@ -11,12 +10,15 @@ const noCudaDevice = (): Promise<CudaModule> =>
     createCudaBackend: () => Promise.reject(new BackendUnavailableError('cuda', 'no CUDA device')),
   });
 
-/** Dawn on lavapipe, with the adapter dressed up as a hardware GPU (to exercise `auto`). */
+/**
+ * Dawn on lavapipe, with the adapter dressed up as a hardware GPU (to exercise `auto`). It wraps
+ * the process's shared Dawn instance: an instance of its own would be garbage-collected later,
+ * and Dawn has aborted the process when an instance is collected while another device works.
+ */
 function hardwareLookingGpu(): GPU {
-  const real = create(DAWN_NODE_FLAGS);
   return {
     requestAdapter: async (o?: GPURequestAdapterOptions) => {
-      const adapter = await real.requestAdapter(o);
+      const adapter = await (await findGpu()).requestAdapter(o);
       if (!adapter) return null;
       const info = {
         vendor: 'nvidia',
