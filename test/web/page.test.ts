@@ -89,8 +89,10 @@ async function train(page: Page, epochs: number, algo = 'ppo'): Promise<number[]
 }
 
 /**
- * The page's main-thread tasks over 50 ms of wall clock in a Chromium trace (category `toplevel`,
- * its ThreadControllerImpl::RunTask events), each with the CPU time the thread spent in it.
+ * The page's main-thread tasks over 20 ms of wall clock in a Chromium trace (category `toplevel`,
+ * its ThreadControllerImpl::RunTask events), each with the CPU time the thread spent in it. The
+ * Long Tasks API's 50 ms is not the trace's: a 68 ms long task has shown up as a shorter RunTask,
+ * so the trace is read from 20 ms to hold a task for every long task the page saw.
  */
 function slowMainThreadTasks(trace: Buffer): { wallMs: number; cpuMs: number }[] {
   type Event = { name: string; ph: string; pid: number; tid: number; dur?: number; tdur?: number };
@@ -107,7 +109,7 @@ function slowMainThreadTasks(trace: Buffer): { wallMs: number; cpuMs: number }[]
   expect(tasks.length).toBeGreaterThan(100);
   expect(tasks.every((e) => e.tdur !== undefined)).toBe(true);
   return tasks
-    .filter((e) => e.dur! > 50_000)
+    .filter((e) => e.dur! > 20_000)
     .map((e) => ({ wallMs: Math.round(e.dur! / 1000), cpuMs: Math.round(e.tdur! / 1000) }));
 }
 
