@@ -17,7 +17,7 @@
 
 import { denseForward } from '../nets/forward.js';
 import { type Layer, LEAKY_SLOPE, type NetLayout } from '../nets/layout.js';
-import { PackedNet, packNet } from '../nets/simd.js';
+import { columnSums, PackedNet, packNet } from '../nets/simd.js';
 
 export type Floats = Float32Array | Float64Array;
 export type FloatsCtor = Float32ArrayConstructor | Float64ArrayConstructor;
@@ -220,9 +220,10 @@ const f = Math.fround;
 // reference's order (each weight-gradient sum over b ascending and each input-gradient sum over j
 // ascending, terms with a zero delta skipped; a rounding after every multiply and add), so their
 // results are bit for bit those of the plain loops. They only interleave independent sums: the
-// backward sums 8 adjacent outputs at once in registers over the list of nonzero deltas instead of
-// a read-modify-write of the output row per term (~1.7x on the critic, batch 128). The forward is
-// forward.ts's dense layer, on WebAssembly SIMD (src/nets/simd.ts).
+// backward sums 8 adjacent outputs at once over the list of nonzero deltas instead of a
+// read-modify-write of the output row per term, on WebAssembly SIMD (src/nets/simd.ts ColumnSums)
+// or, where it is missing, in registers (sparseColumnSums). The forward is forward.ts's dense
+// layer, on WebAssembly SIMD too.
 
 // Nonzero deltas of one column or row (index and value), reused across calls.
 let nzIndex = new Int32Array(0);
@@ -306,6 +307,34 @@ function sparseColumnSums(
   }
 }
 
+type ColumnSummer = (
+  count: number,
+  out: Float32Array,
+  outOff: number,
+  scale: Float32Array | null,
+  slope: number,
+  act: Layer['act'],
+) => void;
+
+/**
+ * sparseColumnSums over one matrix for many lists of nonzero deltas: `rows` rows of `n` floats of
+ * `m` from float `off`. Where WebAssembly SIMD is present the matrix is staged once and the sums
+ * run there (src/nets/simd.ts ColumnSums: the same operations in the same order, the same bits).
+ */
+function columnSummer(m: Float32Array, off: number, rows: number, n: number, cap: number): ColumnSummer {
+  const simd = columnSums();
+  if (simd === null) {
+    return (count, out, outOff, scale, slope, act) =>
+      sparseColumnSums(m, off, n, count, out, outOff, scale, slope, act);
+  }
+  simd.stage(m, off, rows, n, cap);
+  return (count, out, outOff, scale, slope, act) => {
+    const s = simd.run(nzIndex, nzValue, count);
+    if (scale === null) out.set(s, outOff);
+    else for (let i = 0; i < n; i++) out[outOff + i] = f(s[i] * actDerivative(act, scale[outOff + i], slope));
+  };
+}
+
 /**
  * Weight and bias gradient of one layer: g[j, i] = sum_b d[b, j] * x[b, i], g_bias[j] = sum_b
  * d[b, j], b ascending over the rows whose delta is nonzero (the reference's skip).
@@ -313,6 +342,7 @@ function sparseColumnSums(
 function weightGrad32(layer: Layer, x: Float32Array, d: Float32Array, batch: number, g: Float32Array): void {
   const { in: n, out: nOut, wOffset, bOffset } = layer;
   nzCapacity(batch);
+  const sums = columnSummer(x, 0, batch, n, batch);
   for (let j = 0; j < nOut; j++) {
     let count = 0;
     let gb = 0;
@@ -324,7 +354,7 @@ function weightGrad32(layer: Layer, x: Float32Array, d: Float32Array, batch: num
       nzValue[count] = v;
       count++;
     }
-    sparseColumnSums(x, 0, n, count, g, wOffset + j * n, null, 0, 'none');
+    sums(count, g, wOffset + j * n, null, 0, 'none');
     g[bOffset + j] = gb;
   }
 }
@@ -346,9 +376,8 @@ function inputGrad32(
 ): void {
   const { in: n, out: nOut, wOffset } = layer;
   nzCapacity(nOut);
-  for (let b = 0; b < batch; b++) {
-    sparseColumnSums(p, wOffset, n, rowNonzeros(d, b, nOut), prev, b * n, x, slope, act);
-  }
+  const sums = columnSummer(p, wOffset, nOut, n, nOut);
+  for (let b = 0; b < batch; b++) sums(rowNonzeros(d, b, nOut), prev, b * n, x, slope, act);
 }
 
 /** Row b's nonzero deltas (of nOut) into nzIndex / nzValue, j ascending; returns their count. */
@@ -384,9 +413,8 @@ export function inputGradMlp(
   if (params instanceof Float32Array && dx instanceof Float32Array && d instanceof Float32Array) {
     // The same sums, eight columns at a time over each row's nonzero deltas (sparseColumnSums).
     nzCapacity(nOut);
-    for (let b = 0; b < batch; b++) {
-      sparseColumnSums(params, wOffset, n, rowNonzeros(d, b, nOut), dx, b * n, null, 0, 'none');
-    }
+    const sums = columnSummer(params, wOffset, nOut, n, nOut);
+    for (let b = 0; b < batch; b++) sums(rowNonzeros(d, b, nOut), dx, b * n, null, 0, 'none');
     return;
   }
   for (let b = 0; b < batch; b++) {

@@ -6,18 +6,22 @@
  * scalar loop does. The weights are packed once per net ([ceil(out / 4)][in][4], zero rows past
  * `out`), so a `PackedNet` is for many forward passes with the same weights: a backtest's greedy
  * policy, one collection round. Where WebAssembly SIMD is missing, `packNet` returns the params
- * themselves and forward.ts runs the scalar loop.
+ * themselves and forward.ts runs the scalar loop. The CPU learner's backward sums run here too
+ * (ColumnSums, below).
  */
 import type { Layer, NetLayout } from './layout.js';
 
 /**
- * The module: one function d(w, b, x, y, in, groups) over its exported memory m, byte pointers:
- *   for g < groups: acc = v128.load(b + 16 g); for i < in: acc = acc + w[g, i] * splat(x[i])
- *   (w at w + 16 (g in + i)); v128.store(y + 16 g, acc)
+ * The module, over its exported memory m (byte pointers):
+ *   d(w, b, x, y, in, groups): for g < groups: acc = v128.load(b + 16 g); for i < in:
+ *     acc = acc + w[g, i] * splat(x[i]) (w at w + 16 (g in + i)); v128.store(y + 16 g, acc)
+ *   s(m, idx, val, count, rowBytes, pairs, out): for p < pairs: acc0 = acc1 = +0; for t < count:
+ *     r = m + idx[t] rowBytes + 32 p; acc0 = acc0 + splat(val[t]) * v128.load(r);
+ *     acc1 = acc1 + splat(val[t]) * v128.load(r + 16); v128.store(out + 32 p, acc0, acc1)
  */
 function moduleBytes(): Uint8Array<ArrayBuffer> {
   const section = (id: number, body: number[]) => [id, ...leb(body.length), ...body];
-  const body = [
+  const dense = [
     // locals: j, i, wp, xp (i32), acc (v128)
     0x02, 0x04, 0x7f, 0x01, 0x7b,
     // j = 0; loop
@@ -37,13 +41,41 @@ function moduleBytes(): Uint8Array<ArrayBuffer> {
     0x20, 0x03, 0x20, 0x06, 0x41, 0x04, 0x74, 0x6a, 0x20, 0x0a, 0xfd, 0x0b, 0x00, 0x00, 0x20, 0x06, 0x41,
     0x01, 0x6a, 0x22, 0x06, 0x20, 0x05, 0x47, 0x0d, 0x00, 0x0b, 0x0b,
   ];
+  const zero = [0xfd, 0x0c, ...new Array(16).fill(0)];
+  // biome-ignore format: one instruction group a line, as above
+  const sums = [
+    // locals: p, t, r (i32), acc0, acc1, vs (v128)
+    0x02, 0x03, 0x7f, 0x03, 0x7b,
+    // loop (p from 0)
+    0x03, 0x40,
+    //   acc0 = acc1 = +0; t = 0; block; loop; br_if 1 (t >= count)
+    ...zero, 0x21, 0x0a, ...zero, 0x21, 0x0b, 0x41, 0x00, 0x21, 0x08, 0x02, 0x40, 0x03, 0x40,
+    0x20, 0x08, 0x20, 0x03, 0x4f, 0x0d, 0x01,
+    //     vs = f32x4.splat(f32.load(val + (t << 2)))
+    0x20, 0x02, 0x20, 0x08, 0x41, 0x02, 0x74, 0x6a, 0x2a, 0x00, 0x00, 0xfd, 0x13, 0x21, 0x0c,
+    //     r = i32.load(idx + (t << 2)) * rowBytes + m + (p << 5)
+    0x20, 0x01, 0x20, 0x08, 0x41, 0x02, 0x74, 0x6a, 0x28, 0x00, 0x00, 0x20, 0x04, 0x6c, 0x20, 0x00, 0x6a,
+    0x20, 0x07, 0x41, 0x05, 0x74, 0x6a, 0x21, 0x09,
+    //     acc0 = f32x4.add(acc0, f32x4.mul(vs, v128.load(r)))
+    0x20, 0x0a, 0x20, 0x0c, 0x20, 0x09, 0xfd, 0x00, 0x00, 0x00, 0xfd, 0xe6, 0x01, 0xfd, 0xe4, 0x01, 0x21, 0x0a,
+    //     acc1 = f32x4.add(acc1, f32x4.mul(vs, v128.load(r + 16)))
+    0x20, 0x0b, 0x20, 0x0c, 0x20, 0x09, 0xfd, 0x00, 0x00, 0x10, 0xfd, 0xe6, 0x01, 0xfd, 0xe4, 0x01, 0x21, 0x0b,
+    //     t = t + 1; br 0; end; end
+    0x20, 0x08, 0x41, 0x01, 0x6a, 0x21, 0x08, 0x0c, 0x00, 0x0b, 0x0b,
+    //   r = out + (p << 5); v128.store(r, acc0); v128.store(r + 16, acc1)
+    0x20, 0x06, 0x20, 0x07, 0x41, 0x05, 0x74, 0x6a, 0x22, 0x09, 0x20, 0x0a, 0xfd, 0x0b, 0x00, 0x00,
+    0x20, 0x09, 0x20, 0x0b, 0xfd, 0x0b, 0x00, 0x10,
+    //   br_if (p = p + 1) != pairs; end
+    0x20, 0x07, 0x41, 0x01, 0x6a, 0x22, 0x07, 0x20, 0x05, 0x47, 0x0d, 0x00, 0x0b, 0x0b,
+  ];
+  const i32s = (n: number) => new Array(n).fill(0x7f);
   return new Uint8Array([
     ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
-    ...section(1, [0x01, 0x60, 0x06, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x00]),
-    ...section(3, [0x01, 0x00]),
+    ...section(1, [0x02, 0x60, 0x06, ...i32s(6), 0x00, 0x60, 0x07, ...i32s(7), 0x00]),
+    ...section(3, [0x02, 0x00, 0x01]),
     ...section(5, [0x01, 0x00, 0x01]),
-    ...section(7, [0x02, 0x01, 0x6d, 0x02, 0x00, 0x01, 0x64, 0x00, 0x00]),
-    ...section(10, [0x01, ...leb(body.length), ...body]),
+    ...section(7, [0x03, 0x01, 0x6d, 0x02, 0x00, 0x01, 0x64, 0x00, 0x00, 0x01, 0x73, 0x00, 0x01]),
+    ...section(10, [0x02, ...leb(dense.length), ...dense, ...leb(sums.length), ...sums]),
   ]);
 }
 
@@ -150,4 +182,78 @@ export class PackedNet {
 export function packNet(layout: NetLayout, params: Float32Array): PackedNet | Float32Array {
   const module = simdModule();
   return module ? new PackedNet(layout, params, module) : params;
+}
+
+type Sums = (
+  m: number,
+  idx: number,
+  val: number,
+  count: number,
+  rowBytes: number,
+  pairs: number,
+  out: number,
+) => void;
+
+/**
+ * Sums over listed rows of a matrix staged in WebAssembly memory: for each column i < n,
+ * sum_t f32(val[t] * M[idx[t], i]), t ascending from +0, every multiply and add rounded to f32 (the
+ * scalar loop's bits, eight columns a pass). One instance serves every call; its memory grows to
+ * the largest matrix staged.
+ */
+export class ColumnSums {
+  private readonly sums: Sums;
+  private readonly memory: WebAssembly.Memory;
+  private f32: Float32Array;
+  private i32: Int32Array;
+  private n = 0;
+  private idxAt = 0;
+  private valAt = 0;
+  private outAt = 0;
+
+  constructor(module: WebAssembly.Module) {
+    const exported = new WebAssembly.Instance(module).exports as { m: WebAssembly.Memory; s: Sums };
+    this.sums = exported.s;
+    this.memory = exported.m;
+    this.f32 = new Float32Array(this.memory.buffer);
+    this.i32 = new Int32Array(this.memory.buffer);
+  }
+
+  /** Stages `rows` rows of `n` floats of `m` from float `start`, for lists of up to `cap` rows. */
+  stage(m: Float32Array, start: number, rows: number, n: number, cap: number): void {
+    // The last pass of eight columns reads up to seven floats past the last row.
+    const matrix = rows * n + 8;
+    this.n = n;
+    this.idxAt = matrix;
+    this.valAt = matrix + cap;
+    this.outAt = matrix + 2 * cap;
+    const bytes = 4 * (this.outAt + Math.ceil(n / 8) * 8);
+    const have = this.memory.buffer.byteLength;
+    if (have < bytes) {
+      this.memory.grow(Math.ceil((bytes - have) / 65536));
+      this.f32 = new Float32Array(this.memory.buffer);
+      this.i32 = new Int32Array(this.memory.buffer);
+    }
+    this.f32.set(m.subarray(start, start + rows * n), 0);
+    this.f32.fill(0, rows * n, matrix);
+  }
+
+  /** The n column sums over rows idx[t] weighted by val[t], t < count (a view, valid until the next call). */
+  run(idx: Int32Array, val: Float32Array, count: number): Float32Array {
+    this.i32.set(idx.subarray(0, count), this.idxAt);
+    this.f32.set(val.subarray(0, count), this.valAt);
+    const n = this.n;
+    this.sums(0, 4 * this.idxAt, 4 * this.valAt, count, 4 * n, Math.ceil(n / 8), 4 * this.outAt);
+    return this.f32.subarray(this.outAt, this.outAt + n);
+  }
+}
+
+let columnSumsInstance: ColumnSums | null | undefined;
+
+/** The shared ColumnSums, or null where WebAssembly SIMD is unavailable. */
+export function columnSums(): ColumnSums | null {
+  if (columnSumsInstance === undefined) {
+    const module = simdModule();
+    columnSumsInstance = module ? new ColumnSums(module) : null;
+  }
+  return columnSumsInstance;
 }

@@ -154,6 +154,55 @@ describe('backwardMlp', () => {
     }
   });
 
+  it("in f32 buffers, gives the weight gradients of the reference's loops bit for bit", () => {
+    // Layer by layer from the output: g[j, i] = sum_b f32(d[b, j] x[b, i]), b ascending over the
+    // nonzero deltas from +0; the deltas below are f32(sum_j d[b, j] W[j, i]) times act'(x).
+    const layout = ppoCriticLayout();
+    const batch = 6;
+    const p32 = initParams(layout, NetId.Critic, 11);
+    const cache = createMlpCache(layout, batch);
+    cache.acts[0].set(Float32Array.from(uniforms(batch * 54, 12, -2, 2)));
+    forwardMlpBatch(layout, p32, cache, batch);
+    const c = Float32Array.from(uniforms(batch, 13));
+    c[2] = 0;
+    const g32 = new Float32Array(layout.size).fill(Number.NaN);
+    backwardMlp(layout, p32, cache, c, batch, g32);
+    const f = Math.fround;
+    const layers = layout.layers;
+    let d = Float32Array.from(c);
+    for (let l = layers.length - 1; l >= 0; l--) {
+      const { in: n, out: nOut, wOffset, bOffset } = layers[l];
+      const x = cache.acts[l] as Float32Array;
+      for (let j = 0; j < nOut; j++) {
+        let gb = 0;
+        for (let b = 0; b < batch; b++) if (d[b * nOut + j] !== 0) gb = f(gb + d[b * nOut + j]);
+        expect(Object.is(g32[bOffset + j], gb)).toBe(true);
+        for (let i = 0; i < n; i++) {
+          let acc = 0;
+          for (let b = 0; b < batch; b++) {
+            const v = d[b * nOut + j];
+            if (v !== 0) acc = f(acc + f(v * x[b * n + i]));
+          }
+          if (!Object.is(g32[wOffset + j * n + i], acc))
+            expect([l, j, i, g32[wOffset + j * n + i]]).toEqual([l, j, i, acc]);
+        }
+      }
+      if (l === 0) break;
+      const prev = new Float32Array(batch * n);
+      for (let b = 0; b < batch; b++) {
+        for (let i = 0; i < n; i++) {
+          let acc = 0;
+          for (let j = 0; j < nOut; j++) {
+            const v = d[b * nOut + j];
+            if (v !== 0) acc = f(acc + f(v * p32[wOffset + j * n + i]));
+          }
+          prev[b * n + i] = f(acc * (x[b * n + i] > 0 ? 1 : 0));
+        }
+      }
+      d = prev;
+    }
+  });
+
   it('rejects a batch larger than the cache', () => {
     const layout = curiosityLayout();
     const cache = createMlpCache(layout, 2);

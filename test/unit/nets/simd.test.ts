@@ -1,7 +1,8 @@
 /**
  * The WebAssembly SIMD dense layers (src/nets/simd.ts) give denseForward's bits: every output of
  * any layer shape, activation and input, special values included, and every forward pass of the
- * real layouts (PPO actor, plain, C51, IQN) through a packed net.
+ * real layouts (PPO actor, plain, C51, IQN) through a packed net. The SIMD column sums of the CPU
+ * learner's backward (ColumnSums) give the scalar loop's bits for any matrix and row list.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -23,7 +24,7 @@ import {
   ppoActorLayout,
   STATE_DIM,
 } from '../../../src/nets/layout.js';
-import { type PackedNet, packNet, simdAvailable } from '../../../src/nets/simd.js';
+import { columnSums, type PackedNet, packNet, simdAvailable } from '../../../src/nets/simd.js';
 
 /** Equal bits, any NaN equal to any NaN (their payloads are not part of the contract). */
 function sameBits(a: Float32Array, b: Float32Array): boolean {
@@ -135,6 +136,40 @@ describe('SIMD dense layers', () => {
     }
     expect(() => forwardDueling(duelingLayout('plain', 1, 64), packNet(actor, a), state, got)).toThrow(
       /packed weights are of ppo_actor, not this layout/,
+    );
+  });
+});
+
+describe('SIMD column sums', () => {
+  it("give the scalar loop's bits for any matrix, row list and weights, staged again and again", () => {
+    const sums = columnSums();
+    expect(sums).not.toBeNull();
+    const f = Math.fround;
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 40 }),
+        fc.integer({ min: 1, max: 37 }),
+        fc.integer({ min: 0, max: 5 }),
+        fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+        (rows, n, start, seed) => {
+          const values = fc.sample(float, { numRuns: start + rows * n + 2 * rows, seed });
+          const m = Float32Array.from(values.slice(0, start + rows * n));
+          // A list of rows in any order, repeats allowed, with its weights.
+          const count = (seed % (2 * rows)) + (seed % 3 === 0 ? 0 : 1);
+          const idx = Int32Array.from({ length: count }, (_, t) => (seed >>> (t % 16)) % rows);
+          const val = Float32Array.from(values.slice(start + rows * n, start + rows * n + count));
+          sums!.stage(m, start, rows, n, count);
+          const got = Float32Array.from(sums!.run(idx, val, count));
+          const want = new Float32Array(n);
+          for (let i = 0; i < n; i++) {
+            let a = 0;
+            for (let t = 0; t < count; t++) a = f(a + f(val[t] * m[start + idx[t] * n + i]));
+            want[i] = a;
+          }
+          expect(sameBits(got, want)).toBe(true);
+        },
+      ),
+      { numRuns: 300 },
     );
   });
 });
