@@ -78,6 +78,18 @@ function checkBatch(cache: MlpCache, params: Floats, batch: number): void {
   }
 }
 
+// One packed net per layout, packed again on every batch: a learner's weights change between
+// batches, and a new instance and memory per batch cost more than the packing (allocation, GC).
+const packedByLayout = new WeakMap<NetLayout, PackedNet>();
+
+function packedFor(layout: NetLayout, params: Float32Array): PackedNet | Float32Array {
+  const kept = packedByLayout.get(layout);
+  if (kept) return kept.repack(params);
+  const packed = packNet(layout, params);
+  if (packed instanceof PackedNet) packedByLayout.set(layout, packed);
+  return packed;
+}
+
 /** Forward on rows 0..batch of `cache.acts[0]`; returns the output buffer (`[batch, out]` used). */
 export function forwardMlpBatch(layout: NetLayout, params: Floats, cache: MlpCache, batch: number): Floats {
   checkBatch(cache, params, batch);
@@ -85,7 +97,7 @@ export function forwardMlpBatch(layout: NetLayout, params: Floats, cache: MlpCac
   const slope = r(LEAKY_SLOPE);
   // f32: forward.ts's dense layer row by row, on WebAssembly SIMD with the weights packed once
   // per call (src/nets/simd.ts: the same bits), else its scalar loop.
-  const packed = params instanceof Float32Array ? packNet(layout, params) : null;
+  const packed = params instanceof Float32Array ? packedFor(layout, params) : null;
   layout.layers.forEach((layer, l) => {
     const x = cache.acts[l];
     const y = cache.acts[l + 1];

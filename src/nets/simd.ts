@@ -122,10 +122,11 @@ export class PackedNet {
   private readonly x: number;
   private readonly y: number;
 
+  private packed: Float32Array;
+
   constructor(
     readonly layout: NetLayout,
-    /** The weights packed (not read again: later changes to them are not seen). */
-    readonly params: Float32Array,
+    params: Float32Array,
     module: WebAssembly.Module,
   ) {
     let floats = 0;
@@ -145,7 +146,27 @@ export class PackedNet {
     if (have < bytes) exported.m.grow(Math.ceil((bytes - have) / 65536));
     this.dense = exported.d;
     this.mem = new Float32Array(exported.m.buffer);
-    for (const l of layout.layers) {
+    this.packed = params;
+    this.repack(params);
+  }
+
+  /** The weights packed (not read again: later changes to them are not seen until `repack`). */
+  get params(): Float32Array {
+    return this.packed;
+  }
+
+  /**
+   * Packs `params` (weights of the same layout) over the ones packed before, in the same memory:
+   * for a learner whose weights change between batches (no new instance or memory per batch).
+   */
+  repack(params: Float32Array): this {
+    if (params.length !== this.layout.size) {
+      throw new Error(
+        `${this.layout.kind}: ${params.length} params to repack, the layout has ${this.layout.size}`,
+      );
+    }
+    this.packed = params;
+    for (const l of this.layout.layers) {
       const { w, b } = this.at.get(l.wOffset)!;
       for (let j = 0; j < l.out; j++) {
         const g = j >> 2;
@@ -155,6 +176,7 @@ export class PackedNet {
         this.mem[b + j] = params[l.bOffset + j];
       }
     }
+    return this;
   }
 
   /** denseForward(params, layer, x, xOff, y, yOff) on the packed weights: the same bits. */

@@ -134,6 +134,15 @@ describe('SIMD dense layers', () => {
       run(packed, got, probs[1]);
       expect(sameBits(got, want), head).toBe(true);
     }
+    // Packed again over the old weights: the new ones' bits, in the same memory.
+    const b = initParams(actor, NetId.Actor, 4);
+    const kept = packNet(actor, a) as PackedNet;
+    expect(kept.repack(b)).toBe(kept);
+    expect(kept.params).toBe(b);
+    forwardMlp(actor, b, state, want);
+    forwardMlp(actor, kept, state, got);
+    expect(sameBits(got, want)).toBe(true);
+    expect(() => kept.repack(new Float32Array(3))).toThrow(/3 params to repack/);
     expect(() => forwardDueling(duelingLayout('plain', 1, 64), packNet(actor, a), state, got)).toThrow(
       /packed weights are of ppo_actor, not this layout/,
     );
