@@ -96,7 +96,8 @@ export function forwardMlpBatch(layout: NetLayout, params: Floats, cache: MlpCac
   const r = roundFor(params);
   const slope = r(LEAKY_SLOPE);
   // f32: forward.ts's dense layer row by row, on WebAssembly SIMD with the weights packed once
-  // per call (src/nets/simd.ts: the same bits), else its scalar loop.
+  // per call into the layout's kept net (packedFor; src/nets/simd.ts: the same bits), else its
+  // scalar loop.
   const packed = params instanceof Float32Array ? packedFor(layout, params) : null;
   layout.layers.forEach((layer, l) => {
     const x = cache.acts[l];
