@@ -27,7 +27,11 @@ function run(args) {
   const child = spawn(
     process.execPath,
     [vitest, 'run', ...args, '--reporter=default', '--reporter=json', `--outputFile.json=${report}`],
-    { stdio: ['inherit', 'pipe', 'pipe'] },
+    // Piped to be read, coloured as on a terminal when this script's output is one.
+    {
+      stdio: ['inherit', 'pipe', 'pipe'],
+      env: { ...process.env, ...(process.stdout.isTTY ? { FORCE_COLOR: '1' } : {}) },
+    },
   );
   const chunks = [];
   const watch = (out) => (chunk) => {
