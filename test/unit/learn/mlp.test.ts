@@ -46,6 +46,16 @@ function gradOf(layout: NetLayout, params: Float64Array, x: Float64Array, c: Flo
   return grad;
 }
 
+/** The critic's params of `seed`, a cache of `batch` random input rows (seed + 1), its forward pass. */
+function criticForward(batch: number, seed: number) {
+  const layout = ppoCriticLayout();
+  const p32 = initParams(layout, NetId.Critic, seed);
+  const cache = createMlpCache(layout, batch);
+  cache.acts[0].set(Float32Array.from(uniforms(batch * 54, seed + 1, -2, 2)));
+  forwardMlpBatch(layout, p32, cache, batch);
+  return { layout, p32, cache };
+}
+
 describe('backwardMlp', () => {
   it('agrees with central differences on every parameter of a small mixed-activation net', () => {
     const layout = buildLayout('small', [
@@ -121,12 +131,8 @@ describe('backwardMlp', () => {
   });
 
   it("in f32 buffers, gives the input gradient of the reference's loop bit for bit", () => {
-    const layout = ppoCriticLayout();
     const batch = 4;
-    const p32 = initParams(layout, NetId.Critic, 3);
-    const cache = createMlpCache(layout, batch);
-    cache.acts[0].set(Float32Array.from(uniforms(batch * 54, 4, -2, 2)));
-    forwardMlpBatch(layout, p32, cache, batch);
+    const { layout, p32, cache } = criticForward(batch, 3);
     backwardMlp(
       layout,
       p32,
@@ -157,12 +163,8 @@ describe('backwardMlp', () => {
   it("in f32 buffers, gives the weight gradients of the reference's loops bit for bit", () => {
     // Layer by layer from the output: g[j, i] = sum_b f32(d[b, j] x[b, i]), b ascending over the
     // nonzero deltas from +0; the deltas below are f32(sum_j d[b, j] W[j, i]) times act'(x).
-    const layout = ppoCriticLayout();
     const batch = 6;
-    const p32 = initParams(layout, NetId.Critic, 11);
-    const cache = createMlpCache(layout, batch);
-    cache.acts[0].set(Float32Array.from(uniforms(batch * 54, 12, -2, 2)));
-    forwardMlpBatch(layout, p32, cache, batch);
+    const { layout, p32, cache } = criticForward(batch, 11);
     const c = Float32Array.from(uniforms(batch, 13));
     c[2] = 0;
     const g32 = new Float32Array(layout.size).fill(Number.NaN);
