@@ -46,6 +46,25 @@ function gradOf(layout: NetLayout, params: Float64Array, x: Float64Array, c: Flo
   return grad;
 }
 
+/** The reference's input-gradient sum: f32(acc + f32(d[b, j] W[j, i])) over j ascending, nonzero d, from +0. */
+function inputSum(
+  d: Float32Array,
+  w: Float32Array,
+  b: number,
+  i: number,
+  n: number,
+  nOut: number,
+  wOffset: number,
+): number {
+  const f = Math.fround;
+  let acc = 0;
+  for (let j = 0; j < nOut; j++) {
+    const v = d[b * nOut + j];
+    if (v !== 0) acc = f(acc + f(v * w[wOffset + j * n + i]));
+  }
+  return acc;
+}
+
 /** The critic's params of `seed`, a cache of `batch` random input rows (seed + 1), its forward pass. */
 function criticForward(batch: number, seed: number) {
   const layout = ppoCriticLayout();
@@ -147,15 +166,9 @@ describe('backwardMlp', () => {
     inputGradMlp(layout, p32, cache, batch, dx);
     // dx[b, i] = f32(dx + f32(d[b, j] * W0[j, i])) over j ascending, nonzero d, from +0.
     const { in: n, out: nOut, wOffset } = layout.layers[0];
-    const f = Math.fround;
     for (let b = 0; b < batch; b++) {
       for (let i = 0; i < n; i++) {
-        let acc = 0;
-        for (let j = 0; j < nOut; j++) {
-          const v = d[b * nOut + j];
-          if (v !== 0) acc = f(acc + f(v * p32[wOffset + j * n + i]));
-        }
-        expect(Object.is(dx[b * n + i], acc)).toBe(true);
+        expect(Object.is(dx[b * n + i], inputSum(d, p32, b, i, n, nOut, wOffset))).toBe(true);
       }
     }
   });
@@ -193,12 +206,7 @@ describe('backwardMlp', () => {
       const prev = new Float32Array(batch * n);
       for (let b = 0; b < batch; b++) {
         for (let i = 0; i < n; i++) {
-          let acc = 0;
-          for (let j = 0; j < nOut; j++) {
-            const v = d[b * nOut + j];
-            if (v !== 0) acc = f(acc + f(v * p32[wOffset + j * n + i]));
-          }
-          prev[b * n + i] = f(acc * (x[b * n + i] > 0 ? 1 : 0));
+          prev[b * n + i] = f(inputSum(d, p32, b, i, n, nOut, wOffset) * (x[b * n + i] > 0 ? 1 : 0));
         }
       }
       d = prev;
