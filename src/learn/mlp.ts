@@ -234,9 +234,9 @@ const f = Math.fround;
 // ascending, terms with a zero delta skipped; a rounding after every multiply and add), so their
 // results are bit for bit those of the plain loops. They only interleave independent sums: the
 // backward sums 8 adjacent outputs at once over the list of nonzero deltas instead of a
-// read-modify-write of the output row per term, on WebAssembly SIMD (src/nets/simd.ts ColumnSums)
-// or, where it is missing, in registers (sparseColumnSums). The forward is forward.ts's dense
-// layer, on WebAssembly SIMD too.
+// read-modify-write of the output row per term, on WebAssembly SIMD (src/nets/simd.ts ColumnSums;
+// where it is missing, the plain loop: columnSummer). The forward is forward.ts's dense layer, on
+// WebAssembly SIMD too.
 
 // Nonzero deltas of one column or row (index and value), reused across calls.
 let nzIndex = new Int32Array(0);
@@ -246,77 +246,6 @@ function nzCapacity(n: number): void {
   if (nzIndex.length < n) {
     nzIndex = new Int32Array(n);
     nzValue = new Float32Array(n);
-  }
-}
-
-/**
- * For i in 0..n: sum_t f32(nzValue[t] * m[nzIndex[t] * n + off + i]), t ascending from +0 (the
- * reference's axpy accumulation with zero deltas skipped), eight columns i at a time in
- * registers: eight independent chains, and one store per output instead of the reference's
- * read-modify-write per term. Stored at out[outOff + i], times act'(scale[outOff + i]) when
- * `scale` is given (rounded once more, as the reference does).
- */
-function sparseColumnSums(
-  m: Float32Array,
-  off: number,
-  n: number,
-  count: number,
-  out: Float32Array,
-  outOff: number,
-  scale: Float32Array | null,
-  slope: number,
-  act: Layer['act'],
-): void {
-  const idx = nzIndex;
-  const val = nzValue;
-  let i = 0;
-  for (; i + 7 < n; i += 8) {
-    let a0 = 0;
-    let a1 = 0;
-    let a2 = 0;
-    let a3 = 0;
-    let a4 = 0;
-    let a5 = 0;
-    let a6 = 0;
-    let a7 = 0;
-    for (let t = 0; t < count; t++) {
-      const v = val[t];
-      const k = idx[t] * n + off + i;
-      a0 = f(a0 + f(v * m[k]));
-      a1 = f(a1 + f(v * m[k + 1]));
-      a2 = f(a2 + f(v * m[k + 2]));
-      a3 = f(a3 + f(v * m[k + 3]));
-      a4 = f(a4 + f(v * m[k + 4]));
-      a5 = f(a5 + f(v * m[k + 5]));
-      a6 = f(a6 + f(v * m[k + 6]));
-      a7 = f(a7 + f(v * m[k + 7]));
-    }
-    const o = outOff + i;
-    if (scale === null) {
-      out[o] = a0;
-      out[o + 1] = a1;
-      out[o + 2] = a2;
-      out[o + 3] = a3;
-      out[o + 4] = a4;
-      out[o + 5] = a5;
-      out[o + 6] = a6;
-      out[o + 7] = a7;
-    } else {
-      out[o] = f(a0 * actDerivative(act, scale[o], slope));
-      out[o + 1] = f(a1 * actDerivative(act, scale[o + 1], slope));
-      out[o + 2] = f(a2 * actDerivative(act, scale[o + 2], slope));
-      out[o + 3] = f(a3 * actDerivative(act, scale[o + 3], slope));
-      out[o + 4] = f(a4 * actDerivative(act, scale[o + 4], slope));
-      out[o + 5] = f(a5 * actDerivative(act, scale[o + 5], slope));
-      out[o + 6] = f(a6 * actDerivative(act, scale[o + 6], slope));
-      out[o + 7] = f(a7 * actDerivative(act, scale[o + 7], slope));
-    }
-  }
-  for (; i < n; i++) {
-    let a = 0;
-    for (let t = 0; t < count; t++) a = f(a + f(val[t] * m[idx[t] * n + off + i]));
-    const o = outOff + i;
-    out[o] = scale === null ? a : f(a * actDerivative(act, scale[o], slope));
   }
 }
 
@@ -330,19 +259,29 @@ type ColumnSummer = (
 ) => void;
 
 /**
- * sparseColumnSums over one matrix for many lists of nonzero deltas: `rows` rows of `n` floats of
- * `m` from float `off`. Where WebAssembly SIMD is present the matrix is staged once and the sums
- * run there (src/nets/simd.ts ColumnSums: the same operations in the same order, the same bits).
+ * Column sums over one matrix for many lists of nonzero deltas: `rows` rows of `n` floats of `m`
+ * from float `off`. A call sums, for i in 0..n, f32(nzValue[t] * m[off + nzIndex[t] * n + i]) over
+ * t < count ascending from +0 (the reference's axpy accumulation with zero deltas skipped) and
+ * stores it at out[outOff + i], times act'(scale[outOff + i]) when `scale` is given (rounded once
+ * more, as the reference does). On WebAssembly SIMD the matrix is staged once and eight columns
+ * run a pass (src/nets/simd.ts ColumnSums: the same operations in the same order, the same bits);
+ * where SIMD is missing, the reference's loop over each column.
  */
 function columnSummer(m: Float32Array, off: number, rows: number, n: number, cap: number): ColumnSummer {
   const simd = columnSums();
-  if (simd === null) {
-    return (count, out, outOff, scale, slope, act) =>
-      sparseColumnSums(m, off, n, count, out, outOff, scale, slope, act);
-  }
-  simd.stage(m, off, rows, n, cap);
+  const sums = simd === null ? new Float32Array(n) : null;
+  simd?.stage(m, off, rows, n, cap);
   return (count, out, outOff, scale, slope, act) => {
-    const s = simd.run(nzIndex, nzValue, count);
+    let s: Float32Array;
+    if (simd !== null) s = simd.run(nzIndex, nzValue, count);
+    else {
+      s = sums!;
+      for (let i = 0; i < n; i++) {
+        let acc = 0;
+        for (let t = 0; t < count; t++) acc = f(acc + f(nzValue[t] * m[off + nzIndex[t] * n + i]));
+        s[i] = acc;
+      }
+    }
     if (scale === null) out.set(s, outOff);
     else for (let i = 0; i < n; i++) out[outOff + i] = f(s[i] * actDerivative(act, scale[outOff + i], slope));
   };
@@ -424,7 +363,7 @@ export function inputGradMlp(
   const r = roundFor(dx);
   const d = cache.deltas[0];
   if (params instanceof Float32Array && dx instanceof Float32Array && d instanceof Float32Array) {
-    // The same sums, eight columns at a time over each row's nonzero deltas (sparseColumnSums).
+    // The same sums, eight columns at a time over each row's nonzero deltas (columnSummer).
     nzCapacity(nOut);
     const sums = columnSummer(params, wOffset, nOut, n, nOut);
     for (let b = 0; b < batch; b++) sums(rowNonzeros(d, b, nOut), dx, b * n, null, 0, 'none');

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   backwardMlp,
   createMlpCache,
@@ -210,6 +210,28 @@ describe('backwardMlp', () => {
         }
       }
       d = prev;
+    }
+  });
+
+  it('without WebAssembly SIMD (scalar forward and sums), gives the same gradients bit for bit', async () => {
+    const batch = 5;
+    const { layout, p32, cache } = criticForward(batch, 21);
+    const c = Float32Array.from(uniforms(batch, 22));
+    const simd = new Float32Array(layout.size);
+    backwardMlp(layout, p32, cache, c, batch, simd);
+    vi.resetModules();
+    vi.stubGlobal('WebAssembly', undefined);
+    try {
+      const scalar = await import('../../../src/learn/mlp.js');
+      const cache2 = scalar.createMlpCache(layout, batch);
+      cache2.acts[0].set(cache.acts[0].subarray(0, batch * 54));
+      scalar.forwardMlpBatch(layout, p32, cache2, batch);
+      const plain = new Float32Array(layout.size);
+      scalar.backwardMlp(layout, p32, cache2, c, batch, plain);
+      expect(plain.every((v, k) => Object.is(v, simd[k]))).toBe(true);
+    } finally {
+      vi.unstubAllGlobals();
+      vi.resetModules();
     }
   });
 
