@@ -42,6 +42,12 @@ export interface Backend {
   ): void;
   /** Encodes the dispatches in order; they run as one submission (no host round trip between them). */
   run(dispatches: Dispatch[]): void;
+  /**
+   * Where the device has a second queue (CUDA: a second stream): runs the dispatches beside later
+   * work, which waits for them only where it touches a buffer they write or writes one they read;
+   * `download` of a buffer they write waits for them alone. Absent: `run` does the same in order.
+   */
+  runBeside?(dispatches: Dispatch[]): void;
   /** Device -> host; flushes pending work first. */
   download(src: DeviceBuffer, byteOffset?: number, byteLength?: number): Promise<ArrayBuffer>;
   /** Waits for all submitted work. */

@@ -85,8 +85,11 @@ export class DeviceValidator {
     return dispatch(this.spec, [...this.shared, ...this.own], this.uniforms);
   }
 
+  /** Enqueues the backtest beside later work where the backend can (Backend.runBeside). */
   launch(): void {
-    this.backend.run([this.dispatch()]);
+    const b = this.backend;
+    if (b.runBeside) b.runBeside([this.dispatch()]);
+    else b.run([this.dispatch()]);
   }
 
   /** Runs the backtest of the net now in the nets buffer; returns its metrics, trace and actions. */

@@ -316,6 +316,7 @@ export function createDeviceDqnEngine(
     ...(validateOnDevice
       ? { validate: (split: SplitRange, barsPerYear: number) => validator(split).run(barsPerYear) }
       : {}),
+    validatesBeside: validateOnDevice && typeof backend.runBeside === 'function',
 
     params,
 

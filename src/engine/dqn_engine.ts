@@ -56,6 +56,11 @@ export interface DqnEngine {
    * the weights never leave the device); absent, the loop runs the host backtest on params().online.
    */
   validate?(split: SplitRange, barsPerYear: number): Promise<BacktestResult>;
+  /**
+   * `validate` runs beside later work (Backend.runBeside, a second CUDA stream): the loop starts
+   * epoch e's validation after epoch e + 1's collection, beside its train phase.
+   */
+  readonly validatesBeside?: boolean;
   params(): Promise<DqnParams>;
   /**
    * Device engines: one train step's launches in order (PER sample, the learner's step, the

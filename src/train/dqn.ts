@@ -12,6 +12,11 @@
  *   5. checkpoint last/ every train.checkpointEvery epochs and after the last one; best/ when the
  *                 validation score (src/eval/verdict.ts) beats every earlier epoch's
  *   6. log        one JSON line to <outDir>/log.jsonl
+ * Where the engine validates beside later work (DqnEngine.validatesBeside: CUDA), epoch e's
+ * validation starts after epoch e + 1's collection and runs beside its train phase; epoch e ends
+ * (5, 6) after that train phase, from a snapshot taken before the collection (so only where one is
+ * taken every epoch anyway: train.checkpointEvery 1, or dqn.checkpointReplay false). The results
+ * are the same either way.
  * After the last epoch, best/ is evaluated once on the test split and a summary line ends the log.
  * A non-finite reward, loss or parameter stops the run before anything of that epoch is written.
  */
@@ -65,6 +70,14 @@ export async function trainDqn(run: DqnRun): Promise<{ records: EpochRecord[]; s
     lastSaved: run.firstEpoch - 1,
   };
 
+  // With the engine's validation beside later work (a CUDA stream), epoch e's validation starts
+  // after epoch e + 1's collection and runs beside its train phase; the epoch ends (checkpoints,
+  // log) after that train phase. Its snapshot is taken before the next collection, so this needs
+  // one every epoch anyway: last/ every epoch, or a checkpoint without the replay.
+  const overlap = validationOverlaps(cfg, engine) && cfg.train.epochs > run.firstEpoch;
+  /** Starts the pending epoch's validation and ends that epoch. */
+  let pending: (() => Promise<void>) | null = null;
+
   for (let epoch = run.firstEpoch; epoch <= cfg.train.epochs; epoch++) {
     const round = epoch - 1;
     const finite = (what: string, values: Record<string, number>) => {
@@ -85,12 +98,32 @@ export async function trainDqn(run: DqnRun): Promise<{ records: EpochRecord[]; s
     const epsilon = epsilonAt(cfg.dqn, round);
     const rollout = await engine.collect(round, epsilon);
     const collectMs = performance.now() - t0;
-    finite('the mean reward', rollout.reward);
+
+    // The previous epoch's validation runs beside this epoch's train phase; that epoch is
+    // written before anything of this one is checked (its own error, a stop, comes first).
+    const previous = pending?.() ?? null;
+    pending = null;
+    // Handled now, awaited below (a rejection while the train phase runs is not unhandled).
+    previous?.catch(() => undefined);
+    const settle = async () => {
+      if (previous) await previous;
+    };
+    if (!Object.values(rollout.reward).every(Number.isFinite)) {
+      await settle();
+      finite('the mean reward', rollout.reward);
+    }
 
     await run.onPhase?.(epoch, 'update');
     t0 = performance.now();
-    const trained = await engine.train(round);
+    let trained: Awaited<ReturnType<DqnEngine['train']>>;
+    try {
+      trained = await engine.train(round);
+    } catch (err) {
+      await settle();
+      throw err;
+    }
     const updateMs = performance.now() - t0;
+    await settle();
     finite('the loss', { loss: trained.loss, gradNorm: trained.gradNorm, td: trained.td });
 
     await run.onPhase?.(epoch, 'curiosity');
@@ -110,57 +143,77 @@ export async function trainDqn(run: DqnRun): Promise<{ records: EpochRecord[]; s
       for (let k = 0; k < p.length; k++)
         if (!Number.isFinite(p[k])) finite(`a ${net} parameter`, { [k]: p[k] });
     }
-    const policy = engine.validate
-      ? (await engine.validate(splits.val, run.barsPerYear)).metrics
-      : backtest(
-          market,
-          splits.val,
-          cfg.env,
-          dqnGreedyPolicy(head, layout, params.online, c51Support(cfg.dqn), cfg.dqn.iqnActTau),
-          run.barsPerYear,
-        ).metrics;
-    const validateMs = performance.now() - t0;
+    const paramsMs = performance.now() - t0;
+    // Overlapping: the state at the end of this epoch, before the next collection changes it.
+    t0 = performance.now();
+    const early = overlap && epoch < cfg.train.epochs ? await engine.snapshot() : null;
+    const snapshotMs = early ? performance.now() - t0 : 0;
 
-    const record: EpochRecord = {
-      epoch,
-      algo,
-      backend: engine.backend,
-      losses: {
-        total: trained.loss,
-        gradNorm: trained.gradNorm,
-        td: trained.td,
-        trainSteps: trained.steps,
-        beta: trained.beta,
-        replaySize: trained.replaySize,
-        ...(curiosityLoss === undefined ? {} : { curiosity: curiosityLoss }),
-      },
-      reward: rollout.reward,
-      epsilon,
-      throughput: {
-        envStepsPerSec: rollout.steps / (collectMs / 1000),
-        samplesPerSec: updateMs > 0 ? (trained.steps * cfg.dqn.batch) / (updateMs / 1000) : 0,
-      },
-      timeMs: {
-        collect: collectMs,
-        update: updateMs,
-        curiosity: curiosityMs,
-        validate: validateMs,
-        checkpoint: 0,
-      },
-      validation: { policy, buyHold, random },
-      score: validationScore(policy),
+    const end = async () => {
+      const t1 = performance.now();
+      const policy = engine.validate
+        ? (await engine.validate(splits.val, run.barsPerYear)).metrics
+        : backtest(
+            market,
+            splits.val,
+            cfg.env,
+            dqnGreedyPolicy(head, layout, params.online, c51Support(cfg.dqn), cfg.dqn.iqnActTau),
+            run.barsPerYear,
+          ).metrics;
+      const validateMs = paramsMs + performance.now() - t1;
+
+      const record: EpochRecord = {
+        epoch,
+        algo,
+        backend: engine.backend,
+        losses: {
+          total: trained.loss,
+          gradNorm: trained.gradNorm,
+          td: trained.td,
+          trainSteps: trained.steps,
+          beta: trained.beta,
+          replaySize: trained.replaySize,
+          ...(curiosityLoss === undefined ? {} : { curiosity: curiosityLoss }),
+        },
+        reward: rollout.reward,
+        epsilon,
+        throughput: {
+          envStepsPerSec: rollout.steps / (collectMs / 1000),
+          samplesPerSec: updateMs > 0 ? (trained.steps * cfg.dqn.batch) / (updateMs / 1000) : 0,
+        },
+        timeMs: {
+          collect: collectMs,
+          update: updateMs,
+          curiosity: curiosityMs,
+          validate: validateMs,
+          checkpoint: snapshotMs,
+        },
+        validation: { policy, buyHold, random },
+        score: validationScore(policy),
+      };
+
+      await endEpoch(loop, record, async () => {
+        const snapshot = early ?? (await engine.snapshot());
+        const state = { algo, epoch, seed, backend: engine.backend, config: cfg, data: run.data, record };
+        return (dir) => saveDqnCheckpoint(run.storage, dir, snapshot, state);
+      });
+      records.push(record);
     };
-
-    await endEpoch(loop, record, async () => {
-      const snapshot = await engine.snapshot();
-      const state = { algo, epoch, seed, backend: engine.backend, config: cfg, data: run.data, record };
-      return (dir) => saveDqnCheckpoint(run.storage, dir, snapshot, state);
-    });
-    records.push(record);
+    if (early) pending = end;
+    else await end();
   }
   const summary = await summarize(run);
   await appendLog(run.storage, run.outDir, summary);
   return { records, summary };
+}
+
+/**
+ * Whether the loop runs epoch e's validation beside epoch e + 1's train phase: the engine's
+ * validation runs beside later work, and a snapshot is taken every epoch anyway (last/ every epoch,
+ * or checkpoints without the replay), since the epoch ends after the next collection changed it.
+ */
+export function validationOverlaps(cfg: Config, engine: Pick<DqnEngine, 'validatesBeside'>): boolean {
+  return engine.validatesBeside === true && (cfg.train.checkpointEvery === 1 || !cfg.dqn.checkpointReplay);
 }
 
 /** best/ as it is stored, on the test split (once, here), and the verdict sentences. */

@@ -10,6 +10,10 @@
  *   validate  what training's validate phase runs: params read back (the finite check), then the
  *             greedy policy backtested on the validation split (on a device: validate_dqn, one
  *             launch; on cpu: the host backtest)
+ *   epoch     the wall time of one epoch. Where training runs epoch e's validation beside epoch
+ *             e + 1's train phase (src/train/dqn.ts validationOverlaps: CUDA), so does the bench,
+ *             and an epoch is collect + max(train, the previous epoch's validation) + the params
+ *             read; elsewhere the sum of the three phases
  * On a device the bench measures training's steady state: collections first fill the replay ring
  * (dqn.replayCapacity rows), then one warm-up epoch runs per target-copy phase (the first step
  * modulo dqn.targetEvery picks the epoch's recorded sequence, src/device/graphs.ts: a CUDA graph,
@@ -25,6 +29,7 @@ import { backtest } from '../eval/backtest.js';
 import { dqnGreedyPolicy } from '../eval/policies.js';
 import { c51Support, epsilonAt, headOf } from '../learn/dqn_update.js';
 import { duelingLayout } from '../nets/layout.js';
+import { validationOverlaps } from './dqn.js';
 import { type StepKernelTime, timeEachLaunch } from './ppo_bench.js';
 
 export interface BenchDqnResult {
@@ -33,8 +38,13 @@ export interface BenchDqnResult {
   steps: number;
   batch: number;
   trainSteps: number;
-  /** Mean wall milliseconds per epoch phase over the measured repeats. */
+  /**
+   * Mean wall milliseconds per epoch phase over the measured repeats; epochMs is the epoch's wall
+   * time (less than the sum where validation overlaps the next train phase).
+   */
   times: { collectMs: number; trainMs: number; validateMs: number; epochMs: number };
+  /** Epoch e's validation ran beside epoch e + 1's train phase, as training runs it. */
+  overlapped: boolean;
   /** Mean wall milliseconds of one train step (trainMs / trainSteps). */
   stepMs: number;
   /** Device engines: one train step's launches, each timed alone (where the step's time goes). */
@@ -66,9 +76,12 @@ export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult>
       : createDeviceDqnEngine(cfg, o.market, o.splits.train, backend);
   const head = headOf(cfg.train.algo);
   const layout = duelingLayout(head, q.atoms, q.iqnEmbed);
-  const sum = { collect: 0, train: 0, validate: 0 };
+  const sum = { collect: 0, train: 0, validate: 0, epoch: 0 };
   const device = backend.kind !== 'cpu';
+  // At least one warm-up: with overlap, the first measured epoch's train phase has the warm-up's
+  // validation beside it, as every later one.
   const warmups = device ? targetPhases(q.targetEvery, q.stepsPerEpoch) : 1;
+  const overlapped = validationOverlaps(cfg, engine);
   let round = 0;
   let stepKernels: StepKernelTime[] = [];
   let stepDeviceMs: number | null = null;
@@ -80,13 +93,36 @@ export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult>
       for (; round < fills; round++) await engine.collect(round, 1);
       o.onProgress?.(`fill: ${fills} collections in ${(performance.now() - t0).toFixed(0)} ms`);
     }
+    // The validation of the net in place now, started; resolves to its wall milliseconds.
+    const startValidation = (online: Float32Array): Promise<number> => {
+      const t0 = performance.now();
+      const done = engine.validate
+        ? engine.validate(o.splits.val, o.barsPerYear)
+        : Promise.resolve(
+            backtest(
+              o.market,
+              o.splits.val,
+              cfg.env,
+              dqnGreedyPolicy(head, layout, online, c51Support(q), q.iqnActTau),
+              o.barsPerYear,
+            ),
+          );
+      return done.then(() => performance.now() - t0);
+    };
+    let pending: (() => Promise<number>) | null = null;
     for (let r = 1 - warmups; r <= o.repeats; r++, round++) {
-      let t0 = performance.now();
+      const start = performance.now();
+      let t0 = start;
       await engine.collect(round, epsilonAt(q, r));
       const collect = performance.now() - t0;
+      // As training: the previous epoch's validation beside this train phase.
+      const previous = pending?.() ?? null;
+      pending = null;
+      previous?.catch(() => undefined);
       t0 = performance.now();
       const trained = await engine.train(r);
       const train = performance.now() - t0;
+      let validate = previous ? await previous : 0;
       if (trained.steps !== q.stepsPerEpoch) {
         throw new Error(
           `bench train: epoch ${round + 1} took ${trained.steps} train steps, not ${q.stepsPerEpoch} (the replay holds ${trained.replaySize} rows, a batch is ${q.batch}): raise --episodes or --steps`,
@@ -97,25 +133,23 @@ export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult>
       for (const [net, p] of Object.entries(params))
         for (let k = 0; k < p.length; k++)
           if (!Number.isFinite(p[k])) throw new Error(`bench train: ${net} parameter ${k} is ${p[k]}`);
-      if (engine.validate) await engine.validate(o.splits.val, o.barsPerYear);
-      else
-        backtest(
-          o.market,
-          o.splits.val,
-          cfg.env,
-          dqnGreedyPolicy(head, layout, params.online, c51Support(q), q.iqnActTau),
-          o.barsPerYear,
-        );
-      const validate = performance.now() - t0;
+      validate += performance.now() - t0;
+      if (overlapped) pending = () => startValidation(params.online);
+      else validate += await startValidation(params.online);
+      const epoch = performance.now() - start;
       const what = r <= 0 ? 'warm-up' : `epoch ${r}`;
       o.onProgress?.(
-        `${what}: collect ${collect.toFixed(1)} ms, train ${train.toFixed(1)} ms, validate ${validate.toFixed(1)} ms`,
+        `${what}: collect ${collect.toFixed(1)} ms, train ${train.toFixed(1)} ms, validate ${validate.toFixed(1)} ms` +
+          `${overlapped ? " (the previous epoch's, beside the train phase)" : ''}, epoch ${epoch.toFixed(1)} ms`,
       );
       if (r <= 0) continue;
       sum.collect += collect;
       sum.train += train;
       sum.validate += validate;
+      sum.epoch += epoch;
     }
+    // The last epoch's validation, not timed: the device is idle for the launches' timing below.
+    if (pending) await pending();
     const kernelRepeats = o.kernelRepeats ?? 20;
     if (engine.stepKernels && kernelRepeats > 0) {
       const list = engine.stepKernels();
@@ -133,7 +167,7 @@ export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult>
     collectMs: sum.collect / r,
     trainMs: sum.train / r,
     validateMs: sum.validate / r,
-    epochMs: (sum.collect + sum.train + sum.validate) / r,
+    epochMs: sum.epoch / r,
   };
   return {
     algo: cfg.train.algo,
@@ -142,6 +176,7 @@ export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult>
     batch: q.batch,
     trainSteps: q.stepsPerEpoch,
     times,
+    overlapped,
     stepMs: times.trainMs / q.stepsPerEpoch,
     stepKernels,
     stepDeviceMs,

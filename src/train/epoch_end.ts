@@ -49,7 +49,8 @@ export async function endEpoch(
     // best/ first: a resume from an older last/ redoes this epoch and finds best/ already equal.
     if (saveBest) await write(bestDir(loop.outDir));
     if (saveLast) await write(lastDir(loop.outDir));
-    record.timeMs.checkpoint = performance.now() - t0;
+    // Added to what the loop spent on the snapshot before (if it took one).
+    record.timeMs.checkpoint += performance.now() - t0;
     if (saveLast) loop.lastSaved = epoch;
     if (saveBest) loop.bestScore = record.score;
   }

@@ -17,11 +17,15 @@
  * multiple of the cluster, or a cluster of more than 8 blocks unless the function allows
  * non-portable sizes (then at most 16), and writes the cluster dimensions as three more u32 after
  * the parameter block; a PDL launch writes the u32 pair 6, 1 (the attribute and its value) there. Setting
- * FOXHUNT_MOCK_FAULT makes cuStreamSynchronize fail with CUDA_ERROR_ILLEGAL_ADDRESS.
+ * FOXHUNT_MOCK_FAULT makes cuStreamSynchronize fail with CUDA_ERROR_ILLEGAL_ADDRESS. With
+ * FOXHUNT_MOCK_LOG set to a path, the stream operations outside a capture append one line each to
+ * that file, streams and events by number in creation order (s0: none): `launch s1`,
+ * `record e1 s1`, `wait s2 e1`, `htod s1`, `dtod s1`, `dtoh s1`, `sync s1`, `graph s1`.
  * cuOccupancyMaxActiveClusters models 132 SMs in 8 GPCs of 18, 18, 18, 18, 16, 16, 16 and 12 SMs
  * (a made-up layout with the H200's count: 15 clusters of 8 blocks at one block per SM, 7 of 16), one
  * block per SM past 114 KiB of dynamic shared memory, else two.
  */
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +60,7 @@ typedef struct Stream {
   struct Stream* origin; /* while capturing: the stream that began the capture (itself there) */
   size_t ops;            /* launches of this stream in the capture */
   size_t joined;         /* of those, how many the origin has waited for */
+  unsigned id;           /* creation order, from 1 (FOXHUNT_MOCK_LOG) */
 } Stream;
 
 /* An event: the clock at its record and, recorded during a capture, where it was recorded. */
@@ -63,6 +68,7 @@ typedef struct {
   unsigned clock;
   Stream* stream;
   size_t ops;
+  unsigned id; /* creation order, from 1 (FOXHUNT_MOCK_LOG) */
 } Event;
 
 /* Streams that joined the current capture (waited on one of its events), for the unjoined check. */
@@ -76,6 +82,21 @@ typedef struct {
 } Graph;
 
 static unsigned sequence = 0;
+
+/* One line of the stream-operation log (FOXHUNT_MOCK_LOG), if one is asked for. */
+static void note(const char* fmt, ...) {
+  const char* path = getenv("FOXHUNT_MOCK_LOG");
+  if (!path) return;
+  FILE* f = fopen(path, "a");
+  if (!f) return;
+  va_list args;
+  va_start(args, fmt);
+  vfprintf(f, fmt, args);
+  va_end(args);
+  fputc('\n', f);
+  fclose(f);
+}
+static unsigned sid(const void* s) { return s ? ((const struct Stream*)s)->id : 0; }
 
 CUresult cuGetErrorName(CUresult r, const char** s) {
   switch (r) {
@@ -143,17 +164,17 @@ CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n, void* s) {
   return OK;
 }
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, void* s) {
-  (void)s;
+  note("htod s%u", sid(s));
   memcpy((void*)(uintptr_t)dst, src, n);
   return OK;
 }
 CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, void* s) {
-  (void)s;
+  note("dtoh s%u", sid(s));
   memcpy(dst, (const void*)(uintptr_t)src, n);
   return OK;
 }
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, void* s) {
-  (void)s;
+  note("dtod s%u", sid(s));
   memmove((void*)(uintptr_t)dst, (const void*)(uintptr_t)src, n);
   return OK;
 }
@@ -222,6 +243,7 @@ CUresult cuLaunchKernel(Function* fn, unsigned gx, unsigned gy, unsigned gz, uns
     s->ops++;
     return OK;
   }
+  note("launch s%u", sid(s));
   perform(&l);
   return OK;
 }
@@ -298,16 +320,28 @@ CUresult cuOccupancyMaxActiveClusters(int* n, Function* fn, const LaunchConfig* 
   return OK;
 }
 
-CUresult cuStreamCreate(Stream** s, unsigned flags) { (void)flags; *s = calloc(1, sizeof(Stream)); return OK; }
+static unsigned streams_made = 0, events_made = 0;
+CUresult cuStreamCreate(Stream** s, unsigned flags) {
+  (void)flags;
+  *s = calloc(1, sizeof(Stream));
+  (*s)->id = ++streams_made;
+  return OK;
+}
 CUresult cuStreamDestroy_v2(Stream* s) { free(s->pending); free(s); return OK; }
 CUresult cuStreamSynchronize(Stream* s) {
-  (void)s;
+  note("sync s%u", sid(s));
   return getenv("FOXHUNT_MOCK_FAULT") ? ILLEGAL_ADDRESS : OK;
 }
 
-CUresult cuEventCreate(Event** ev, unsigned flags) { (void)flags; *ev = calloc(1, sizeof(Event)); return OK; }
+CUresult cuEventCreate(Event** ev, unsigned flags) {
+  (void)flags;
+  *ev = calloc(1, sizeof(Event));
+  (*ev)->id = ++events_made;
+  return OK;
+}
 CUresult cuEventDestroy_v2(Event* ev) { free(ev); return OK; }
 CUresult cuEventRecord(Event* ev, Stream* s) {
+  if (!(s && s->capturing)) note("record e%u s%u", ev->id, sid(s));
   ev->clock = sequence;
   ev->stream = s && s->capturing ? s : NULL;
   ev->ops = s ? s->ops : 0;
@@ -319,7 +353,10 @@ CUresult cuEventElapsedTime(float* ms, Event* start, Event* end) { *ms = (float)
  * branches); the capturing stream waiting on another stream's last launch joins that branch. */
 CUresult cuStreamWaitEvent(Stream* s, Event* ev, unsigned flags) {
   if (flags != 0) return INVALID_VALUE;
-  if (ev->stream == NULL) return OK;
+  if (ev->stream == NULL) {
+    note("wait s%u e%u", sid(s), ev->id);
+    return OK;
+  }
   Stream* o = ev->stream->origin;
   if (!s->capturing) {
     if (joined_count == MAX_JOINED) return INVALID_VALUE;
@@ -377,7 +414,7 @@ CUresult cuGraphInstantiateWithFlags(Graph** exec, Graph* g, unsigned long long 
   return OK;
 }
 CUresult cuGraphLaunch(Graph* exec, Stream* s) {
-  (void)s;
+  note("graph s%u", sid(s));
   for (size_t i = 0; i < exec->count; i++) perform(&exec->launches[i]);
   return OK;
 }

@@ -1,6 +1,8 @@
 /**
  * The CUDA backend: the Backend interface on the thin addon (native.ts). One compute stream;
  * `run` launches in order and returns at once, `download`/`sync` wait on a worker thread.
+ * `runBeside` launches on a second stream beside it: later work on the compute stream waits for
+ * that work only where it touches a buffer the side work writes, or writes one it reads.
  * Kernels are compiled on first use (compile.ts) for the device's architecture and cached.
  * `capture` records a dispatch sequence into a CUDA graph that replays with one launch, dispatches
  * that share no written buffer as parallel branches (stream_plan.ts).
@@ -107,6 +109,8 @@ export class CudaBackend implements Backend, GraphCapable, ClusterOccupancy {
   private destroyed = false;
   /** Streams of a capture's parallel branches (capture), made as needed and kept. */
   private readonly branches: Handle[] = [];
+  /** The second stream of runBeside, its last launch's event, and the buffers of its unjoined work. */
+  private side: { stream: Handle; done: Handle; pending: Access<CudaBuffer> | null } | null = null;
 
   constructor(
     private readonly native: CudaNative,
@@ -154,6 +158,7 @@ export class CudaBackend implements Backend, GraphCapable, ClusterOccupancy {
   upload(dst: DeviceBuffer, data: ArrayBufferView, dstByteOffset = 0): void {
     const b = this.own(dst);
     checkRange(b, dstByteOffset, data.byteLength, 'upload');
+    this.after([], [b]);
     const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
     guarded(() => this.native.memcpyHtoDAsync(b.ptr + BigInt(dstByteOffset), bytes, this.stream));
   }
@@ -164,6 +169,7 @@ export class CudaBackend implements Backend, GraphCapable, ClusterOccupancy {
     checkRange(s, srcByteOffset, byteLength, 'copy source');
     checkRange(d, dstByteOffset, byteLength, 'copy destination');
     if (byteLength === 0) return;
+    this.after([s], [d]);
     guarded(() =>
       this.native.memcpyDtoDAsync(
         d.ptr + BigInt(dstByteOffset),
@@ -175,7 +181,68 @@ export class CudaBackend implements Backend, GraphCapable, ClusterOccupancy {
   }
 
   run(dispatches: Dispatch[]): void {
-    for (const l of this.prepare(dispatches)) this.launch(l, this.stream);
+    const launches = this.prepare(dispatches);
+    this.afterAll(launches.map(({ d }) => this.accessOf(d)));
+    for (const l of launches) this.launch(l, this.stream);
+  }
+
+  /**
+   * Enqueues the dispatches on a second stream, after everything enqueued so far, and returns at
+   * once: the compute stream goes on with later work. Its later work waits for them only where it
+   * writes a buffer they read, or touches one they write (`after`); `download` of a buffer they
+   * write waits for them alone; `sync` waits for both streams. An addon without streamWaitEvent
+   * runs them in order on the compute stream.
+   */
+  runBeside(dispatches: Dispatch[]): void {
+    if (typeof this.native.streamWaitEvent !== 'function') {
+      this.run(dispatches);
+      return;
+    }
+    const launches = this.prepare(dispatches);
+    const accesses = launches.map(({ d }) => this.accessOf(d));
+    this.afterAll(accesses);
+    if (!this.side) {
+      const stream = guarded(() => this.native.streamCreate());
+      this.side = { stream, done: guarded(() => this.native.eventCreate()), pending: null };
+    }
+    const side = this.side;
+    // The side stream starts after the compute stream's work so far (and its own earlier work).
+    guarded(() => this.native.eventRecord(side.done, this.stream));
+    guarded(() => this.native.streamWaitEvent(side.stream, side.done));
+    for (const l of launches) this.launch(l, side.stream);
+    guarded(() => this.native.eventRecord(side.done, side.stream));
+    // A new object each time: a download that synced the side stream clears only what it waited for.
+    side.pending = {
+      reads: [...(side.pending?.reads ?? []), ...accesses.flatMap((a) => a.reads)],
+      writes: [...(side.pending?.writes ?? []), ...accesses.flatMap((a) => a.writes)],
+    };
+  }
+
+  /** The compute stream's next work waits for the side stream's if it conflicts with it on a buffer. */
+  private after(reads: readonly CudaBuffer[], writes: readonly CudaBuffer[]): void {
+    const p = this.side?.pending;
+    if (!p) return;
+    const conflict =
+      reads.some((b) => p.writes.includes(b)) ||
+      writes.some((b) => p.writes.includes(b) || p.reads.includes(b));
+    if (conflict) this.join();
+  }
+
+  private afterAll(accesses: readonly Access<CudaBuffer>[]): void {
+    for (const a of accesses) this.after(a.reads, a.writes);
+  }
+
+  /** The compute stream waits (on the device) for everything enqueued on the side stream. */
+  private join(): void {
+    const side = this.side;
+    if (!side?.pending) return;
+    guarded(() => this.native.streamWaitEvent(this.stream, side.done));
+    side.pending = null;
+  }
+
+  private accessOf(d: Dispatch): Access<CudaBuffer> {
+    const a = accessOf(d);
+    return { reads: a.reads.map((b) => this.own(b)), writes: a.writes.map((b) => this.own(b)) };
   }
 
   /** Compiles and checks every dispatch first, so a bad one enqueues nothing. */
@@ -246,18 +313,31 @@ export class CudaBackend implements Backend, GraphCapable, ClusterOccupancy {
     const b = this.own(src);
     const length = byteLength ?? b.size - byteOffset;
     checkRange(b, byteOffset, length, 'download');
-    await this.sync();
+    // A buffer the side stream writes comes back through it, not after the compute stream's work.
+    const side = this.side;
+    const waited = side?.pending;
+    const stream = side && waited?.writes.includes(b) ? side.stream : this.stream;
+    await this.syncStream(stream);
+    // The side stream's work enqueued until then is done: nothing left to join.
+    if (side && stream === side.stream && side.pending === waited) side.pending = null;
     const out = new ArrayBuffer(length);
     if (length > 0) {
-      guarded(() => this.native.memcpyDtoH(new Uint8Array(out), b.ptr + BigInt(byteOffset), this.stream));
+      guarded(() => this.native.memcpyDtoH(new Uint8Array(out), b.ptr + BigInt(byteOffset), stream));
     }
     return out;
   }
 
+  /** Waits for all enqueued work, the side stream's included. */
   async sync(): Promise<void> {
     this.checkAlive();
+    this.join();
+    await this.syncStream(this.stream);
+  }
+
+  private async syncStream(stream: Handle): Promise<void> {
+    this.checkAlive();
     try {
-      await this.native.streamSynchronizeAsync(this.stream);
+      await this.native.streamSynchronizeAsync(stream);
     } catch (err) {
       throw translateError(err);
     }
@@ -286,13 +366,13 @@ export class CudaBackend implements Backend, GraphCapable, ClusterOccupancy {
   capture(dispatches: Dispatch[]): CapturedSequence {
     // Module loads are not allowed while a stream captures: compile everything first.
     const launches = this.prepare(dispatches);
+    const accesses = launches.map(({ d }) => this.accessOf(d));
+    // Waits on the side stream go before the capture (and before each replay), not into the graph.
+    this.afterAll(accesses);
     // Dispatches that share no written buffer become parallel branches (stream_plan.ts); an addon
     // built before streamWaitEvent captures the list in order.
     const forks = typeof this.native.streamWaitEvent === 'function';
-    const plan = planStreams(
-      launches.map(({ d }) => accessOf(d)),
-      forks ? MAX_CAPTURE_STREAMS : 1,
-    );
+    const plan = planStreams(accesses, forks ? MAX_CAPTURE_STREAMS : 1);
     while (this.branches.length < plan.streams - 1)
       this.branches.push(guarded(() => this.native.streamCreate()));
     const streams = [this.stream, ...this.branches];
@@ -350,6 +430,7 @@ export class CudaBackend implements Backend, GraphCapable, ClusterOccupancy {
       replay: () => {
         if (!alive) throw new Error('captured sequence was destroyed');
         this.checkAlive();
+        this.afterAll(accesses);
         guarded(() => this.native.graphLaunch(exec, this.stream));
       },
       destroy: () => {
@@ -362,6 +443,8 @@ export class CudaBackend implements Backend, GraphCapable, ClusterOccupancy {
 
   destroyBuffer(buf: DeviceBuffer): void {
     const b = this.own(buf);
+    // cuMemFree waits for the device's work; the buffer leaves the side stream's pending set.
+    this.after([], [b]);
     b.freed = true;
     this.live.delete(b);
     guarded(() => this.native.memFree(b.ptr));
@@ -377,6 +460,10 @@ export class CudaBackend implements Backend, GraphCapable, ClusterOccupancy {
     this.live.clear();
     for (const m of this.modules) this.native.moduleUnload(m);
     for (const b of this.branches) this.native.streamDestroy(b);
+    if (this.side) {
+      this.native.eventDestroy(this.side.done);
+      this.native.streamDestroy(this.side.stream);
+    }
     this.native.streamDestroy(this.stream);
     this.native.shutdown();
   }

@@ -271,6 +271,10 @@ async function dqnBench(
     `train ${algo}, learner ${precision}, on ${backend.kind} (${backend.info.device}, ${backend.info.driver})`,
   );
   for (const line of dqnTable(results)) console.log(`  ${line}`);
+  if (results.some((r) => r.overlapped))
+    console.log(
+      "  epoch ms: each epoch's validation ran beside the next epoch's train phase, as train runs it (epoch < collect + train + validate)",
+    );
   for (const r of results) {
     if (r.stepKernels.length === 0) continue;
     const sum = r.stepKernels.reduce((t, k) => t + k.ms, 0);

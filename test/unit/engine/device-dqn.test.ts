@@ -385,7 +385,11 @@ describe('bench train --algo dqn|c51', () => {
     expect(lines.map((l) => l.split(':')[0])).toEqual(['warm-up', 'epoch 1', 'epoch 2']);
     expect(r).toMatchObject({ algo: 'c51', episodes: 4, steps: 16, batch: 16, trainSteps: 5 });
     for (const ms of Object.values(r.times)) expect(ms).toBeGreaterThan(0);
-    expect(r.times.epochMs).toBeCloseTo(r.times.collectMs + r.times.trainMs + r.times.validateMs, 6);
+    // No validation beside the next train phase on the CPU: an epoch is its phases in a row.
+    expect(r.overlapped).toBe(false);
+    const phases = r.times.collectMs + r.times.trainMs + r.times.validateMs;
+    expect(r.times.epochMs).toBeGreaterThanOrEqual(phases - 1e-9);
+    expect(r.times.epochMs).toBeLessThan(phases + 50);
     expect(r.stepMs).toBeCloseTo(r.times.trainMs / 5, 9);
     // A device backend that captures graphs: the ring is filled first (256 rows / 64 per
     // collection), then one warm-up epoch per target phase (targetEvery 3, 5 steps: 3) captures
@@ -395,9 +399,18 @@ describe('bench train --algo dqn|c51', () => {
     let validations = 0;
     const device = createCpuBackend();
     backends.push(device);
+    let beside = 0;
+    let withBeside = false;
     const capturing = new Proxy(device, {
       get(target, name) {
         if (name === 'kind') return 'webgpu';
+        if (name === 'runBeside')
+          return withBeside
+            ? (list: Dispatch[]) => {
+                beside += list.length;
+                target.run(list);
+              }
+            : undefined;
         if (name === 'capture')
           return (list: Dispatch[]) => {
             captures++;
@@ -432,6 +445,21 @@ describe('bench train --algo dqn|c51', () => {
     expect(lines[0]).toMatch(/^fill: 4 collections in \d+ ms$/);
     expect(captures).toBe(3);
     expect(validations).toBe(5);
+    expect(timed.overlapped).toBe(false);
+    // A backend with a second queue: each epoch's validation beside the next train phase, as
+    // training runs it (the last one after the loop).
+    withBeside = true;
+    validations = 0;
+    lines.length = 0;
+    const overlapped = await benchDqnTrain({
+      ...data,
+      backend: capturing,
+      cfg,
+      barsPerYear: data.barsPerYear,
+      repeats: 1,
+    });
+    expect(overlapped.overlapped).toBe(true);
+    expect([validations, beside]).toEqual([0, 4]);
     // One train step's launches, each timed alone, in the order the epoch records them.
     const names = timed.stepKernels.map((k) => k.launch);
     expect(names.slice(0, 2)).toEqual(['per_sample', 'per_sample']);

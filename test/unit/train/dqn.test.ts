@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -5,13 +6,18 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../../src/cli/main.js';
 import { applyFlags, type Config, loadConfig, validateConfig } from '../../../src/config.js';
 import { createCpuDqnEngine } from '../../../src/engine/cpu_dqn.js';
+import type { DqnEngine } from '../../../src/engine/dqn_engine.js';
 import { backtest } from '../../../src/eval/backtest.js';
+import { dqnGreedyPolicy } from '../../../src/eval/policies.js';
+import { c51Support, headOf } from '../../../src/learn/dqn_update.js';
+import { duelingLayout } from '../../../src/nets/layout.js';
 import { writeReport } from '../../../src/node/report.js';
 import { NodeStorage } from '../../../src/node/storage.js';
 import { runViewOf } from '../../../src/report/run_view.js';
 import { bestDir, lastDir } from '../../../src/train/checkpoint.js';
 import { trainDqn } from '../../../src/train/dqn.js';
 import { dqnCheckpointPolicy, loadDqnCheckpoint } from '../../../src/train/dqn_checkpoint.js';
+import { RunStoppedError } from '../../../src/train/epoch_end.js';
 import { prepareData, type RunOptions, resumeConfig, runTraining } from '../../../src/train/run.js';
 import { type EpochRecord, readLog } from '../../../src/train/runlog.js';
 
@@ -178,6 +184,119 @@ describe('DQN-family training on the CPU', () => {
     expect(partial.snapshot.replay.f.subarray(0, 110).some((x) => x !== 0)).toBe(true);
     const bytes = statSync(join(lastDir(kept), 'replay.safetensors')).size;
     expect(bytes).toBeLessThan(200 * 111 * 4);
+  }, 180_000);
+
+  it('validation beside the next train phase (validatesBeside): the same log and checkpoints, epoch e validated after collection e + 1', async () => {
+    const events: string[] = [];
+    const run = async (name: string, beside: boolean, over: Record<string, string>, signal?: AbortSignal) => {
+      const outDir = join(root, name);
+      const cfg = tinyConfig('c51', outDir, { 'train.epochs': '3', ...over });
+      const data = await prepareData(cfg);
+      const inner = createCpuDqnEngine(cfg, data.market, data.splits.train);
+      const head = headOf('c51');
+      const layout = duelingLayout(head, cfg.dqn.atoms, cfg.dqn.iqnEmbed);
+      let collects = 0;
+      let trains = 0;
+      // A device engine's validation reads the net in place when it runs: so does this one.
+      const engine: DqnEngine = {
+        ...inner,
+        validatesBeside: beside,
+        collect: (round, epsilon) => {
+          events.push(`collect ${++collects}`);
+          return inner.collect(round, epsilon);
+        },
+        train: async (round) => {
+          const out = await inner.train(round);
+          events.push(`train ${++trains}`);
+          return out;
+        },
+        validate: async (split, barsPerYear) => {
+          events.push(`validate after collect ${collects}, train ${trains}`);
+          const online = (await inner.params()).online.slice();
+          const policy = dqnGreedyPolicy(head, layout, online, c51Support(cfg.dqn), cfg.dqn.iqnActTau);
+          return backtest(data.market, split, cfg.env, policy, barsPerYear);
+        },
+      };
+      events.length = 0;
+      const result = await trainDqn({
+        cfg,
+        market: data.market,
+        splits: data.splits,
+        engine,
+        storage,
+        outDir,
+        barsPerYear: data.barsPerYear,
+        data: data.fingerprint,
+        firstEpoch: 1,
+        bestScore: Number.NEGATIVE_INFINITY,
+        onEpoch: () => {
+          if (signal) stop.abort();
+        },
+        signal,
+      }).catch((err: Error) => err);
+      return { outDir, result, events: [...events] };
+    };
+    const stop = new AbortController();
+    const files = (dir: string) =>
+      Object.fromEntries(
+        readdirSync(dir)
+          .filter((f) => f !== 'state.json')
+          .map((f) => [
+            f,
+            createHash('sha256')
+              .update(readFileSync(join(dir, f)))
+              .digest('hex'),
+          ]),
+      );
+    const state = (dir: string) => {
+      const s = JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8'));
+      s.state.record = deterministic(s.state.record);
+      s.state.config.train.outDir = '';
+      return s;
+    };
+    const inOrder = await run('order-plain', false, {});
+    const beside = await run('order-beside', true, {});
+    expect(inOrder.events).toEqual([
+      'collect 1',
+      'train 1',
+      'validate after collect 1, train 1',
+      'collect 2',
+      'train 2',
+      'validate after collect 2, train 2',
+      'collect 3',
+      'train 3',
+      'validate after collect 3, train 3',
+    ]);
+    // Epoch e's validation waits for the next collection and overlaps the next train phase.
+    expect(beside.events).toEqual([
+      'collect 1',
+      'train 1',
+      'collect 2',
+      'validate after collect 2, train 1',
+      'train 2',
+      'collect 3',
+      'validate after collect 3, train 2',
+      'train 3',
+      'validate after collect 3, train 3',
+    ]);
+    const logA = (await readLog(storage, inOrder.outDir)).map(deterministic);
+    expect(logA).toHaveLength(3);
+    expect((await readLog(storage, beside.outDir)).map(deterministic)).toEqual(logA);
+    for (const dir of [lastDir, bestDir]) {
+      expect(files(dir(beside.outDir))).toEqual(files(dir(inOrder.outDir)));
+      expect(state(dir(beside.outDir))).toEqual(state(dir(inOrder.outDir)));
+    }
+    // A snapshot every epoch is needed for that: with last/ every 2 epochs and the replay in it, in order.
+    const sparse = await run('order-sparse', true, { 'train.checkpointEvery': '2' });
+    expect(sparse.events).toEqual(inOrder.events);
+    // A stop asked during epoch 1 ends the run after epoch 1 either way; last/ holds epoch 1.
+    const stopped = await run('order-stop', true, {}, stop.signal);
+    expect(stopped.result).toBeInstanceOf(RunStoppedError);
+    expect((stopped.result as Error).message).toMatch(
+      /stopped after epoch 1; a resume continues from last\/ \(epoch 1\)/,
+    );
+    expect((await readLog(storage, stopped.outDir)).map((r) => r.epoch)).toEqual([1]);
+    expect(state(lastDir(stopped.outDir)).state.epoch).toBe(1);
   }, 180_000);
 
   it('refuses a replay larger than the CPU engine allocates, with one line', async () => {

@@ -5,7 +5,7 @@
  * events, graph capture, the error path); the kernels themselves run in the parity suite on a GPU.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -287,6 +287,71 @@ describe.skipIf(!cc)('CUDA backend over the mock driver (skipped: no C compiler 
     }
     backend.destroyBuffer(a);
     backend.destroyBuffer(b);
+  });
+
+  it('runs beside: a second stream after the first one, joined only where a buffer conflicts', async () => {
+    const log = join(dir, 'streams.log');
+    const buf = (label: string) => backend.createBuffer(256, label);
+    const [nets, out, x, y] = [buf('nets'), buf('out'), buf('x'), buf('y')];
+    // Philox's kernel with a second, read-only binding: the mock runs any kernel it finds by name.
+    const spec: KernelSpec = {
+      ...philoxStreamSpec,
+      bindings: [...philoxStreamSpec.bindings, { name: 'src', type: 'u32', access: 'read' }],
+    };
+    const mk = (dst: typeof nets, src: typeof nets, n = 1): Dispatch => ({
+      kernel: spec,
+      buffers: [dst, src],
+      uniforms: { n, stream: 0, base: 0, step: 0, key0: 0, key1: 0 },
+      groups: [1, 1, 1],
+    });
+    const ops = async (body: () => void | Promise<void>): Promise<string[]> => {
+      rmSync(log, { force: true });
+      process.env.FOXHUNT_MOCK_LOG = log;
+      try {
+        await body();
+      } finally {
+        delete process.env.FOXHUNT_MOCK_LOG;
+      }
+      return existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n') : [];
+    };
+    // The validation (reads nets, writes out) on the side stream, after the compute stream's work.
+    const first = await ops(() => backend.runBeside([mk(out, nets)]));
+    expect(first).toHaveLength(4);
+    const [, ev, main] = /^record (e\d+) (s\d+)$/.exec(first[0]) ?? [];
+    const [, side] = /^wait (s\d+) /.exec(first[1]) ?? [];
+    expect(side).toBeDefined();
+    expect(side).not.toBe(main);
+    expect(first).toEqual([
+      `record ${ev} ${main}`,
+      `wait ${side} ${ev}`,
+      `launch ${side}`,
+      `record ${ev} ${side}`,
+    ]);
+    // A collection that only reads nets too: no wait. A copy into nets: waits first.
+    expect(await ops(() => backend.run([mk(x, nets)]))).toEqual([`launch ${main}`]);
+    expect(await ops(() => backend.copy(y, nets, 16))).toEqual([`wait ${main} ${ev}`, `dtod ${main}`]);
+    // Joined once: later work does not wait again.
+    expect(await ops(() => backend.copy(y, nets, 16))).toEqual([`dtod ${main}`]);
+    // Its output comes back through the side stream alone, after which nothing is left to join.
+    backend.runBeside([mk(out, nets, 5)]);
+    expect(await ops(async () => void (await backend.download(out, 0, 16)))).toEqual([
+      `sync ${side}`,
+      `dtoh ${side}`,
+      `sync ${side}`,
+    ]);
+    expect(await ops(() => backend.upload(nets, new Uint32Array(4)))).toEqual([`htod ${main}`]);
+    // The launch record: its parameter block from word 10, two pointers, then the uniforms (n first).
+    expect(new Uint32Array(await backend.download(out))[10 + 4]).toBe(5);
+    // Reading what it writes, in a launch, a graph or a download of another range: waits.
+    backend.runBeside([mk(out, nets)]);
+    expect(await ops(() => backend.run([mk(x, out)]))).toEqual([`wait ${main} ${ev}`, `launch ${main}`]);
+    const seq = backend.capture([mk(y, out)]);
+    backend.runBeside([mk(out, nets)]);
+    expect(await ops(() => seq.replay())).toEqual([`wait ${main} ${ev}`, `graph ${main}`]);
+    seq.destroy();
+    backend.runBeside([mk(out, nets)]);
+    expect(await ops(() => backend.sync())).toEqual([`wait ${main} ${ev}`, `sync ${main}`]);
+    for (const b of [nets, out, x, y]) backend.destroyBuffer(b);
   });
 
   it('rejects a dispatch that does not match its kernel before launching anything', () => {
