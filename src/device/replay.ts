@@ -222,13 +222,17 @@ export class DeviceReplay {
     return [perUpdateDispatch(this.args(td))];
   }
 
-  /** Host copies of the ring, its actions, the sum tree and the max priority (a snapshot). */
-  async read(): Promise<DeviceReplayState> {
+  /**
+   * Host copies of the ring, its actions, the sum tree and the max priority (a snapshot);
+   * `withRing` false: the max priority only (empty ring, actions and tree).
+   */
+  async read(withRing = true): Promise<DeviceReplayState> {
     const b = this.backend;
+    const none = async () => new ArrayBuffer(0);
     const [f, i, tree, state] = await Promise.all([
-      b.download(this.ringF),
-      b.download(this.ringI),
-      b.download(this.tree),
+      withRing ? b.download(this.ringF) : none(),
+      withRing ? b.download(this.ringI) : none(),
+      withRing ? b.download(this.tree) : none(),
       b.download(this.state, 0, 4),
     ]);
     return {

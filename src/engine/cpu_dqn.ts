@@ -106,7 +106,7 @@ export function createCpuDqnEngine(cfg: Config, market: Market, train: SplitRang
       };
     },
 
-    async snapshot(): Promise<DqnSnapshot> {
+    async snapshot(withReplay = true): Promise<DqnSnapshot> {
       const moments = (a: AdamState) => ({
         m: (a.m as Float32Array).slice(),
         v: (a.v as Float32Array).slice(),
@@ -121,8 +121,13 @@ export function createCpuDqnEngine(cfg: Config, market: Market, train: SplitRang
         optim: { online: moments(learner.adam), curiosity: moments(curiosity.adam) },
         env: { f: env.f.slice(), i: env.i.slice(), window: env.window.slice() },
         trainSteps: learner.steps,
-        replay: { f: replay.f.slice(), i: replay.i.slice(), head: replay.head, size: replay.size },
-        per: { tree: per.tree.slice(), maxPriority: per.maxPriority },
+        replay: {
+          f: withReplay ? replay.f.slice() : new Float32Array(0),
+          i: withReplay ? replay.i.slice() : new Int32Array(0),
+          head: replay.head,
+          size: replay.size,
+        },
+        per: { tree: withReplay ? per.tree.slice() : new Float32Array(0), maxPriority: per.maxPriority },
       };
     },
 

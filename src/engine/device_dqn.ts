@@ -320,11 +320,11 @@ export function createDeviceDqnEngine(
 
     params,
 
-    async snapshot(): Promise<DqnSnapshot> {
+    async snapshot(withReplay = true): Promise<DqnSnapshot> {
       const env = await collector.readEnv();
       const { m, v } = await learner.readMoments();
       const a = curiosity.adam;
-      const ring = await replay.read();
+      const ring = await replay.read(withReplay);
       return {
         params: await params(),
         optim: {

@@ -68,7 +68,12 @@ export interface DqnEngine {
    * Running them changes the weights and the replay's priorities.
    */
   stepKernels?(): Dispatch[];
-  snapshot(): Promise<DqnSnapshot>;
+  /**
+   * The engine's whole state. `replay` false (a checkpoint without it, dqn.checkpointReplay false)
+   * leaves the ring and the tree out (empty arrays; head, size and the max priority stay), so that
+   * the device does not copy them back.
+   */
+  snapshot(replay?: boolean): Promise<DqnSnapshot>;
   restore(snapshot: DqnSnapshot): Promise<void>;
   destroy(): void;
 }

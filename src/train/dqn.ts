@@ -146,7 +146,8 @@ export async function trainDqn(run: DqnRun): Promise<{ records: EpochRecord[]; s
     const paramsMs = performance.now() - t0;
     // Overlapping: the state at the end of this epoch, before the next collection changes it.
     t0 = performance.now();
-    const early = overlap && epoch < cfg.train.epochs ? await engine.snapshot() : null;
+    const early =
+      overlap && epoch < cfg.train.epochs ? await engine.snapshot(cfg.dqn.checkpointReplay) : null;
     const snapshotMs = early ? performance.now() - t0 : 0;
 
     const end = async () => {
@@ -193,7 +194,7 @@ export async function trainDqn(run: DqnRun): Promise<{ records: EpochRecord[]; s
       };
 
       await endEpoch(loop, record, async () => {
-        const snapshot = early ?? (await engine.snapshot());
+        const snapshot = early ?? (await engine.snapshot(cfg.dqn.checkpointReplay));
         const state = { algo, epoch, seed, backend: engine.backend, config: cfg, data: run.data, record };
         return (dir) => saveDqnCheckpoint(run.storage, dir, snapshot, state);
       });

@@ -108,6 +108,15 @@ describe('device DQN engine', () => {
         expect(maxDiff(x.replay.f, y.replay.f)).toBeLessThan(1e-5);
         expect(maxDiff(x.per.tree, y.per.tree)).toBeLessThan(1e-4 * y.per.tree[1]);
         expect(x.per.maxPriority).toBeCloseTo(y.per.maxPriority, 5);
+        // Without the replay: nothing of the ring comes back, the rest does.
+        const slim = await dev.snapshot(false);
+        expect([slim.replay.f.length, slim.replay.i.length, slim.per.tree.length]).toEqual([0, 0, 0]);
+        expect([slim.replay.head, slim.replay.size, slim.per.maxPriority]).toEqual([
+          x.replay.head,
+          x.replay.size,
+          x.per.maxPriority,
+        ]);
+        expect(slim.optim).toEqual(x.optim);
         // The priority updates ran: the filled leaves no longer all hold the insert priority.
         const leaves = x.per.tree.length / 2;
         expect(new Set(x.per.tree.subarray(leaves, leaves + x.replay.size)).size).toBeGreaterThan(10);

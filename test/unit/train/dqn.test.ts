@@ -98,6 +98,14 @@ describe('DQN-family training on the CPU', () => {
     expect(state.epoch).toBe(2);
     expect(state.trainSteps).toBe(8);
     expect(snapshot).toEqual(snap);
+    // Without the replay (dqn.checkpointReplay false): the rest, and the ring's head, size and max priority.
+    const slim = await engine.snapshot(false);
+    expect([slim.replay.f.length, slim.replay.i.length, slim.per.tree.length]).toEqual([0, 0, 0]);
+    const empty = {
+      replay: { ...snap.replay, f: slim.replay.f, i: slim.replay.i },
+      per: { ...snap.per, tree: slim.per.tree },
+    };
+    expect(slim).toEqual({ ...snap, ...empty });
 
     // A fresh engine restored from the checkpoint holds the same state ...
     const fresh = createCpuDqnEngine(cfg, data.market, data.splits.train);
