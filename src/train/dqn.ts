@@ -30,7 +30,7 @@ import { c51Support, epsilonAt, headOf } from '../learn/dqn_update.js';
 import { duelingLayout } from '../nets/layout.js';
 import { bestDir, lastDir } from './checkpoint.js';
 import { loadDqnCheckpoint, saveDqnCheckpoint } from './dqn_checkpoint.js';
-import { type EpochLoop, endEpoch, type Phase } from './epoch_end.js';
+import { type EpochLoop, EpochTail, endEpoch, type Phase } from './epoch_end.js';
 import { divergenceCause, TrainingDivergedError } from './ppo.js';
 import type { DataFingerprint } from './ppo_checkpoint.js';
 import { appendLog, type EpochRecord, type RunSummary } from './runlog.js';
@@ -75,8 +75,8 @@ export async function trainDqn(run: DqnRun): Promise<{ records: EpochRecord[]; s
   // log) after that train phase. Its snapshot is taken before the next collection, so this needs
   // one every epoch anyway: last/ every epoch, or a checkpoint without the replay.
   const overlap = validationOverlaps(cfg, engine) && cfg.train.epochs > run.firstEpoch;
-  /** Starts the pending epoch's validation and ends that epoch. */
-  let pending: (() => Promise<void>) | null = null;
+  /** The previous epoch's validation and end, beside this epoch. */
+  const tail = new EpochTail<void>();
 
   for (let epoch = run.firstEpoch; epoch <= cfg.train.epochs; epoch++) {
     const round = epoch - 1;
@@ -101,15 +101,9 @@ export async function trainDqn(run: DqnRun): Promise<{ records: EpochRecord[]; s
 
     // The previous epoch's validation runs beside this epoch's train phase; that epoch is
     // written before anything of this one is checked (its own error, a stop, comes first).
-    const previous = pending?.() ?? null;
-    pending = null;
-    // Handled now, awaited below (a rejection while the train phase runs is not unhandled).
-    previous?.catch(() => undefined);
-    const settle = async () => {
-      if (previous) await previous;
-    };
+    tail.start();
     if (!Object.values(rollout.reward).every(Number.isFinite)) {
-      await settle();
+      await tail.settle();
       finite('the mean reward', rollout.reward);
     }
 
@@ -119,11 +113,11 @@ export async function trainDqn(run: DqnRun): Promise<{ records: EpochRecord[]; s
     try {
       trained = await engine.train(round);
     } catch (err) {
-      await settle();
+      await tail.settle();
       throw err;
     }
     const updateMs = performance.now() - t0;
-    await settle();
+    await tail.settle();
     finite('the loss', { loss: trained.loss, gradNorm: trained.gradNorm, td: trained.td });
 
     await run.onPhase?.(epoch, 'curiosity');
@@ -200,7 +194,7 @@ export async function trainDqn(run: DqnRun): Promise<{ records: EpochRecord[]; s
       });
       records.push(record);
     };
-    if (early) pending = end;
+    if (early) tail.defer(end);
     else await end();
   }
   const summary = await summarize(run);

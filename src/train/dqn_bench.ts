@@ -30,6 +30,7 @@ import { dqnGreedyPolicy } from '../eval/policies.js';
 import { c51Support, epsilonAt, headOf } from '../learn/dqn_update.js';
 import { duelingLayout } from '../nets/layout.js';
 import { validationOverlaps } from './dqn.js';
+import { EpochTail } from './epoch_end.js';
 import { type StepKernelTime, timeEachLaunch } from './ppo_bench.js';
 
 export interface BenchDqnResult {
@@ -109,20 +110,18 @@ export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult>
           );
       return done.then(() => performance.now() - t0);
     };
-    let pending: (() => Promise<number>) | null = null;
+    const tail = new EpochTail<number>();
     for (let r = 1 - warmups; r <= o.repeats; r++, round++) {
       const start = performance.now();
       let t0 = start;
       await engine.collect(round, epsilonAt(q, r));
       const collect = performance.now() - t0;
       // As training: the previous epoch's validation beside this train phase.
-      const previous = pending?.() ?? null;
-      pending = null;
-      previous?.catch(() => undefined);
+      tail.start();
       t0 = performance.now();
       const trained = await engine.train(r);
       const train = performance.now() - t0;
-      let validate = previous ? await previous : 0;
+      let validate = (await tail.settle()) ?? 0;
       if (trained.steps !== q.stepsPerEpoch) {
         throw new Error(
           `bench train: epoch ${round + 1} took ${trained.steps} train steps, not ${q.stepsPerEpoch} (the replay holds ${trained.replaySize} rows, a batch is ${q.batch}): raise --episodes or --steps`,
@@ -134,7 +133,7 @@ export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult>
         for (let k = 0; k < p.length; k++)
           if (!Number.isFinite(p[k])) throw new Error(`bench train: ${net} parameter ${k} is ${p[k]}`);
       validate += performance.now() - t0;
-      if (overlapped) pending = () => startValidation(params.online);
+      if (overlapped) tail.defer(() => startValidation(params.online));
       else validate += await startValidation(params.online);
       const epoch = performance.now() - start;
       const what = r <= 0 ? 'warm-up' : `epoch ${r}`;
@@ -149,7 +148,7 @@ export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult>
       sum.epoch += epoch;
     }
     // The last epoch's validation, not timed: the device is idle for the launches' timing below.
-    if (pending) await pending();
+    await tail.settle();
     const kernelRepeats = o.kernelRepeats ?? 20;
     if (engine.stepKernels && kernelRepeats > 0) {
       const list = engine.stepKernels();

@@ -65,3 +65,31 @@ export async function endEpoch(
     );
   }
 }
+
+/**
+ * The end of an epoch that runs beside the next one (its validation on a second stream): `defer`
+ * keeps it, `start` runs it once (a rejection is held until `settle`, not left unhandled), and
+ * `settle` starts it if it has not started and waits for it, rethrowing its error.
+ */
+export class EpochTail<T> {
+  private deferred: (() => Promise<T>) | null = null;
+  private running: Promise<T> | null = null;
+
+  defer(end: () => Promise<T>): void {
+    this.deferred = end;
+  }
+
+  start(): void {
+    if (!this.deferred) return;
+    this.running = this.deferred();
+    this.deferred = null;
+    this.running.catch(() => undefined);
+  }
+
+  async settle(): Promise<T | undefined> {
+    this.start();
+    const running = this.running;
+    this.running = null;
+    return running ? await running : undefined;
+  }
+}
