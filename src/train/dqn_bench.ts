@@ -6,7 +6,9 @@
  *             device: replay_insert, the stats sections read back; on cpu: the host replay)
  *   train     dqn.stepsPerEpoch train steps at dqn.batch (on a device: PER sample, step and
  *             priority update in one submission, the TD history read back at the end; on cpu:
- *             the TS references); `stepMs` = train / steps
+ *             the TS references); `stepMs` = train / steps; `stepAloneMs` the same with
+ *             nothing beside the train phase (more train phases after the measured epochs, where
+ *             validation overlapped it)
  *   validate  what training's validate phase runs: params read back (the finite check), then the
  *             greedy policy backtested on the validation split (on a device: validate_dqn, one
  *             launch; on cpu: the host backtest)
@@ -48,6 +50,11 @@ export interface BenchDqnResult {
   overlapped: boolean;
   /** Mean wall milliseconds of one train step (trainMs / trainSteps). */
   stepMs: number;
+  /**
+   * The same with nothing beside the train phase: where validation overlapped it, from as many
+   * more train phases run alone after the measured epochs; else stepMs.
+   */
+  stepAloneMs: number;
   /** Device engines: one train step's launches, each timed alone (where the step's time goes). */
   stepKernels: StepKernelTime[];
   /** Device milliseconds of one train step's launches run together (one submission). */
@@ -87,6 +94,7 @@ export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult>
   let stepKernels: StepKernelTime[] = [];
   let stepDeviceMs: number | null = null;
   let trainDeviceMs: number | null = null;
+  let trainAlone = 0;
   try {
     if (device) {
       const fills = Math.ceil(q.replayCapacity / (cfg.rollout.episodes * cfg.rollout.steps));
@@ -147,8 +155,14 @@ export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult>
       sum.validate += validate;
       sum.epoch += epoch;
     }
-    // The last epoch's validation, not timed: the device is idle for the launches' timing below.
+    // The last epoch's validation, not timed: the device is idle for what follows.
     await tail.settle();
+    // The train phase alone (the learner's own speed), where validation shared the GPU with it.
+    for (let k = 0; overlapped && k < o.repeats; k++, round++) {
+      const t0 = performance.now();
+      await engine.train(round);
+      trainAlone += performance.now() - t0;
+    }
     const kernelRepeats = o.kernelRepeats ?? 20;
     if (engine.stepKernels && kernelRepeats > 0) {
       const list = engine.stepKernels();
@@ -177,6 +191,7 @@ export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult>
     times,
     overlapped,
     stepMs: times.trainMs / q.stepsPerEpoch,
+    stepAloneMs: overlapped ? trainAlone / r / q.stepsPerEpoch : times.trainMs / q.stepsPerEpoch,
     stepKernels,
     stepDeviceMs,
     trainDeviceMs,
@@ -193,7 +208,17 @@ export function targetPhases(targetEvery: number, steps: number): number {
 /** The table `foxhunt bench train --algo dqn|c51` prints. */
 export function dqnTable(results: BenchDqnResult[]): string[] {
   const rows = [
-    ['N x L', 'batch', 'train steps', 'collect ms', 'train ms', 'validate ms', 'epoch ms', 'step ms'],
+    [
+      'N x L',
+      'batch',
+      'train steps',
+      'collect ms',
+      'train ms',
+      'validate ms',
+      'epoch ms',
+      'step ms',
+      'step ms alone',
+    ],
     ...results.map((r) => [
       `${r.episodes} x ${r.steps}`,
       String(r.batch),
@@ -203,6 +228,7 @@ export function dqnTable(results: BenchDqnResult[]): string[] {
       r.times.validateMs.toFixed(1),
       r.times.epochMs.toFixed(1),
       r.stepMs.toFixed(3),
+      r.stepAloneMs.toFixed(3),
     ]),
   ];
   const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));

@@ -400,6 +400,7 @@ describe('bench train --algo dqn|c51', () => {
     expect(r.times.epochMs).toBeGreaterThanOrEqual(phases - 1e-9);
     expect(r.times.epochMs).toBeLessThan(phases + 50);
     expect(r.stepMs).toBeCloseTo(r.times.trainMs / 5, 9);
+    expect(r.stepAloneMs).toBe(r.stepMs);
     // A device backend that captures graphs: the ring is filled first (256 rows / 64 per
     // collection), then one warm-up epoch per target phase (targetEvery 3, 5 steps: 3) captures
     // each phase's graph, so the measured epochs replay graphs and capture none.
@@ -468,6 +469,8 @@ describe('bench train --algo dqn|c51', () => {
       repeats: 1,
     });
     expect(overlapped.overlapped).toBe(true);
+    expect(overlapped.stepAloneMs).toBeGreaterThan(0);
+    expect(overlapped.stepAloneMs).not.toBe(overlapped.stepMs);
     expect([validations, beside]).toEqual([0, 4]);
     // One train step's launches, each timed alone, in the order the epoch records them.
     const names = timed.stepKernels.map((k) => k.launch);
