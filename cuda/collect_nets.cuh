@@ -228,23 +228,36 @@ COLLECT_FN void c51_chunks(const float* __restrict__ p, const C51Buffers& b, flo
         b.mean[r * LD_ATOMS + z] = C * CA + CA == NUM_ACTIONS ? fdiv(s, (float)NUM_ACTIONS) : s;
       }
     } else {
+      // The logits and their exponentials on every thread; each (row, action)'s max, sum and
+      // expectation on one thread in atom order (the reference's bits). q holds the max until Q.
+      for (int task = threadIdx.x; task < R * CA * Z; task += COLLECT_THREADS) {
+        const int r = task / (CA * Z), kz = task % (CA * Z), z = kz % Z;
+        float* l = b.chunk + r * LDC + kz;
+        *l = fsub(fadd(b.v[r * LD_ATOMS + z], *l), b.mean[r * LD_ATOMS + z]);
+      }
+      block_sync();
       for (int task = threadIdx.x; task < R * CA; task += COLLECT_THREADS) {
         const int r = task / CA, k = task % CA;
-        float* l = b.chunk + r * LDC + k * Z;
-        const float* v = b.v + r * LD_ATOMS;
-        const float* mr = b.mean + r * LD_ATOMS;
+        const float* l = b.chunk + r * LDC + k * Z;
         float mx = -__int_as_float(0x7f800000);
         for (int z = 0; z < Z; z++) {
-          const float logit = fsub(fadd(v[z], l[z]), mr[z]);
-          l[z] = logit;
+          const float logit = l[z];
           if (logit > mx) mx = logit;
         }
+        b.q[r * LD_Q + C * CA + k] = mx;
+      }
+      block_sync();
+      for (int task = threadIdx.x; task < R * CA * Z; task += COLLECT_THREADS) {
+        const int r = task / (CA * Z), kz = task % (CA * Z);
+        float* l = b.chunk + r * LDC + kz;
+        *l = expf(fsub(*l, b.q[r * LD_Q + C * CA + kz / Z]));
+      }
+      block_sync();
+      for (int task = threadIdx.x; task < R * CA; task += COLLECT_THREADS) {
+        const int r = task / CA, k = task % CA;
+        const float* l = b.chunk + r * LDC + k * Z;
         float s = 0.0f;
-        for (int z = 0; z < Z; z++) {
-          const float e = expf(fsub(l[z], mx));
-          l[z] = e;
-          s = fadd(s, e);
-        }
+        for (int z = 0; z < Z; z++) s = fadd(s, l[z]);
         float q = 0.0f;
         for (int z = 0; z < Z; z++) q = fadd(q, fmul(fdiv(l[z], s), fadd(vmin, fmul((float)z, delta))));
         b.q[r * LD_Q + C * CA + k] = q;

@@ -23,9 +23,9 @@
 //   O        value.1 ++ advantage.1 (ATOMS + 45 * ATOMS outputs; value rows read hidden columns
 //            0 .. 127, advantage rows 128 .. 255) on each row, pushed to rank 0 only;
 //   act      rank 0: the mean of A over actions per row and atom, Q per action (plain: V + A -
-//            mean; C51: the expectation over the support of the softmax over atoms; IQN: the plain
-//            Q of each tau summed in tau order, over K), thread 0 takes the first argmax and steps
-//            the simulator (validate_env.cuh).
+//            mean; C51: the expectation over the support of the softmax over atoms, c51_q on the
+//            whole block; IQN: the plain Q of each tau summed in tau order, over K), thread 0
+//            takes the first argmax and steps the simulator (validate_env.cuh).
 // Every mbarrier serves one exchange a bar; thread 0 posts all of a bar's expected bytes after a
 // block barrier, so no thread is still waiting on the previous bar's phase. A peer can push bar
 // l + 1's data only after rank 0 has every O output of bar l, so every read of bar l's buffers is
@@ -220,26 +220,45 @@ COLLECT_FN void cluster_layer(const float* ws, const float* x, float* y, unsigne
   }
 }
 
-// Q of action a from one row's V and A (heads) and its mean of A over actions per atom.
-COLLECT_DEVICE float q_of(int a, float* heads, const float* mean, float vmin, float vmax) {
-  if constexpr (HEAD != HEAD_C51) return fsub(fadd(heads[0], heads[ATOMS + a]), mean[0]);
-  float* l = heads + ATOMS + a * ATOMS;
-  float mx = -__int_as_float(0x7f800000);
-  for (int z = 0; z < ATOMS; z++) {
-    const float logit = fsub(fadd(heads[z], l[z]), mean[z]);
-    l[z] = logit;
-    if (logit > mx) mx = logit;
+// Q of action a from one row's V and A (heads) and its mean of A over actions per atom (plain
+// and IQN; C51 takes c51_q).
+COLLECT_DEVICE float q_of(int a, const float* heads, const float* mean) {
+  return fsub(fadd(heads[0], heads[ATOMS + a]), mean[0]);
+}
+
+// C51 Q of every action into q (rank 0's whole block): the expectation over the support of the
+// softmax over atoms of V + A - mean A. The logits and their exponentials run on every thread; the
+// max, the sum and the expectation run one action a thread in atom order, so every Q has the bits of
+// the one-thread loop (src/nets/forward.ts forwardC51). The logits and exponentials overwrite A; q
+// holds each action's max until its Q.
+COLLECT_FN void c51_q(float* heads, const float* mean, float* q, float vmin, float vmax) {
+  float* l = heads + ATOMS;
+  const int r = threadIdx.x;
+  for (int t = r; t < NUM_ACTIONS * ATOMS; t += T) {
+    const int z = t % ATOMS;
+    l[t] = fsub(fadd(heads[z], l[t]), mean[z]);
   }
-  float s = 0.0f;
-  for (int z = 0; z < ATOMS; z++) {
-    const float e = expf(fsub(l[z], mx));
-    l[z] = e;
-    s = fadd(s, e);
+  block_sync();
+  if (r < NUM_ACTIONS) {
+    float mx = -__int_as_float(0x7f800000);
+    for (int z = 0; z < ATOMS; z++) {
+      const float logit = l[r * ATOMS + z];
+      if (logit > mx) mx = logit;
+    }
+    q[r] = mx;
   }
-  const float delta = fdiv(fsub(vmax, vmin), (float)(ATOMS > 1 ? ATOMS - 1 : 1));
-  float q = 0.0f;
-  for (int z = 0; z < ATOMS; z++) q = fadd(q, fmul(fdiv(l[z], s), fadd(vmin, fmul((float)z, delta))));
-  return q;
+  block_sync();
+  for (int t = r; t < NUM_ACTIONS * ATOMS; t += T) l[t] = expf(fsub(l[t], q[t / ATOMS]));
+  block_sync();
+  if (r < NUM_ACTIONS) {
+    const float* e = l + r * ATOMS;
+    float s = 0.0f;
+    for (int z = 0; z < ATOMS; z++) s = fadd(s, e[z]);
+    const float delta = fdiv(fsub(vmax, vmin), (float)(ATOMS > 1 ? ATOMS - 1 : 1));
+    float qa = 0.0f;
+    for (int z = 0; z < ATOMS; z++) qa = fadd(qa, fmul(fdiv(e[z], s), fadd(vmin, fmul((float)z, delta))));
+    q[r] = qa;
+  }
 }
 
 extern "C" __global__ void validate_dqn_cluster(KERNEL_ARGS) {
@@ -360,13 +379,15 @@ extern "C" __global__ void validate_dqn_cluster(KERNEL_ARGS) {
         mean[t] = fdiv(sum, (float)NUM_ACTIONS);
       }
       block_sync();
-      if (r < NUM_ACTIONS) {
+      if constexpr (HEAD == HEAD_C51) {
+        c51_q(heads, mean, q, u.vMin, u.vMax);
+      } else if (r < NUM_ACTIONS) {
         if constexpr (IQN) {
           float qsum = 0.0f;
-          for (int t = 0; t < R; t++) qsum = fadd(qsum, q_of(r, heads + t * LD_HEADS, mean + t, u.vMin, u.vMax));
+          for (int t = 0; t < R; t++) qsum = fadd(qsum, q_of(r, heads + t * LD_HEADS, mean + t));
           q[r] = fdiv(qsum, (float)R);
         } else {
-          q[r] = q_of(r, heads, mean, u.vMin, u.vMax);
+          q[r] = q_of(r, heads, mean);
         }
       }
       block_sync();

@@ -300,31 +300,49 @@ fn c51_atom(k: u32) -> f32 {
   return u.vMin + f32(k) * delta;
 }
 
-// Q of action a from heads and mean_a (IQN: the quantile Q_tau of the tau in flight).
+// Q of action a from heads and mean_a, plain and IQN (the quantile Q_tau of the tau in flight).
 fn q_of(a: u32) -> f32 {
-  if (HEAD != HEAD_C51) {
-    return (heads[0] + heads[ATOMS + a]) - mean_a[0];
+  return (heads[0] + heads[ATOMS + a]) - mean_a[0];
+}
+
+// C51 Q of every action into q (the whole workgroup): the expectation over the support of the
+// softmax over atoms of V + A - mean A. The logits and their exponentials run on every invocation;
+// the max, the sum and the expectation one action an invocation in atom order, so every Q has the
+// bits of the one-invocation loop (forwardC51's order). They overwrite A; q holds each action's max
+// until its Q.
+fn c51_q(lid: u32) {
+  for (var t = lid; t < A1_OUT; t += WG_X) {
+    let z = t % ATOMS;
+    heads[ATOMS + t] = (heads[z] + heads[ATOMS + t]) - mean_a[z];
   }
-  let o = ATOMS + a * ATOMS;
-  var mx = -3.402823e38;
-  for (var z = 0u; z < ATOMS; z++) {
-    let logit = (heads[z] + heads[o + z]) - mean_a[z];
-    heads[o + z] = logit;
-    if (logit > mx) {
-      mx = logit;
+  workgroupBarrier();
+  if (lid < NUM_ACTIONS) {
+    var mx = -3.402823e38;
+    for (var z = 0u; z < ATOMS; z++) {
+      let logit = heads[ATOMS + lid * ATOMS + z];
+      if (logit > mx) {
+        mx = logit;
+      }
     }
+    q[lid] = mx;
   }
-  var s = 0.0;
-  for (var z = 0u; z < ATOMS; z++) {
-    let e = exp(heads[o + z] - mx);
-    heads[o + z] = e;
-    s = s + e;
+  workgroupBarrier();
+  for (var t = lid; t < A1_OUT; t += WG_X) {
+    heads[ATOMS + t] = exp(heads[ATOMS + t] - q[t / ATOMS]);
   }
-  var qa = 0.0;
-  for (var z = 0u; z < ATOMS; z++) {
-    qa = qa + (heads[o + z] / s) * c51_atom(z);
+  workgroupBarrier();
+  if (lid < NUM_ACTIONS) {
+    let o = ATOMS + lid * ATOMS;
+    var s = 0.0;
+    for (var z = 0u; z < ATOMS; z++) {
+      s = s + heads[o + z];
+    }
+    var qa = 0.0;
+    for (var z = 0u; z < ATOMS; z++) {
+      qa = qa + (heads[o + z] / s) * c51_atom(z);
+    }
+    q[lid] = qa;
   }
-  return qa;
 }
 
 // tau_t = f32((t + 0.5) / K) = f32((2t + 1) / 2K), correctly rounded as the host's f64 quotient
@@ -463,6 +481,9 @@ fn validate_dqn(@builtin(local_invocation_index) lid: u32) {
       if (lid < NUM_ACTIONS) {
         q[lid] = qsum / f32(IQN_TAUS);
       }
+    } else if (HEAD == HEAD_C51) {
+      streams(lid);
+      c51_q(lid);
     } else {
       streams(lid);
       if (lid < NUM_ACTIONS) {
