@@ -436,14 +436,8 @@ describe('bench train --algo dqn|c51', () => {
       },
     });
     lines.length = 0;
-    const timed = await benchDqnTrain({
-      ...data,
-      backend: capturing,
-      cfg,
-      barsPerYear: data.barsPerYear,
-      repeats: 2,
-      onProgress: (line) => lines.push(line),
-    });
+    const onDevice = { ...data, backend: capturing, cfg, barsPerYear: data.barsPerYear };
+    const timed = await benchDqnTrain({ ...onDevice, repeats: 2, onProgress: (line) => lines.push(line) });
     expect(lines.map((l) => l.split(':')[0])).toEqual([
       'fill',
       'warm-up',
@@ -460,14 +454,7 @@ describe('bench train --algo dqn|c51', () => {
     // training runs it (the last one after the loop).
     withBeside = true;
     validations = 0;
-    lines.length = 0;
-    const overlapped = await benchDqnTrain({
-      ...data,
-      backend: capturing,
-      cfg,
-      barsPerYear: data.barsPerYear,
-      repeats: 1,
-    });
+    const overlapped = await benchDqnTrain({ ...onDevice, repeats: 1 });
     expect(overlapped.overlapped).toBe(true);
     expect(overlapped.stepAloneMs).toBeGreaterThan(0);
     expect(overlapped.stepAloneMs).not.toBe(overlapped.stepMs);

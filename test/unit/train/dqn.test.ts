@@ -15,7 +15,7 @@ import { writeReport } from '../../../src/node/report.js';
 import { NodeStorage } from '../../../src/node/storage.js';
 import { runViewOf } from '../../../src/report/run_view.js';
 import { bestDir, lastDir } from '../../../src/train/checkpoint.js';
-import { trainDqn } from '../../../src/train/dqn.js';
+import { type DqnRun, trainDqn } from '../../../src/train/dqn.js';
 import { dqnCheckpointPolicy, loadDqnCheckpoint } from '../../../src/train/dqn_checkpoint.js';
 import { RunStoppedError } from '../../../src/train/epoch_end.js';
 import { prepareData, type RunOptions, resumeConfig, runTraining } from '../../../src/train/run.js';
@@ -49,11 +49,24 @@ function tinyConfig(algo: string, outDir: string, over: Record<string, string> =
   );
 }
 
-async function train(algo: string, over: Record<string, string> = {}) {
-  const outDir = join(root, algo);
+/**
+ * trainDqn on the CPU engine in <root>/<name> (default: algo); `wrap` may put the engine behind a
+ * proxy, `run` adds to the run's options.
+ */
+async function train(
+  algo: string,
+  over: Record<string, string> = {},
+  o: {
+    name?: string;
+    wrap?: (engine: DqnEngine, cfg: Config, data: Awaited<ReturnType<typeof prepareData>>) => DqnEngine;
+    run?: Partial<DqnRun>;
+  } = {},
+) {
+  const outDir = join(root, o.name ?? algo);
   const cfg = tinyConfig(algo, outDir, over);
   const data = await prepareData(cfg);
-  const engine = createCpuDqnEngine(cfg, data.market, data.splits.train);
+  const inner = createCpuDqnEngine(cfg, data.market, data.splits.train);
+  const engine = o.wrap ? o.wrap(inner, cfg, data) : inner;
   const { records, summary } = await trainDqn({
     cfg,
     market: data.market,
@@ -65,6 +78,7 @@ async function train(algo: string, over: Record<string, string> = {}) {
     data: data.fingerprint,
     firstEpoch: 1,
     bestScore: Number.NEGATIVE_INFINITY,
+    ...o.run,
   });
   return { cfg, data, engine, records, summary, outDir };
 }
@@ -196,53 +210,45 @@ describe('DQN-family training on the CPU', () => {
 
   it('validation beside the next train phase (validatesBeside): the same log and checkpoints, epoch e validated after collection e + 1', async () => {
     const events: string[] = [];
-    const run = async (name: string, beside: boolean, over: Record<string, string>, signal?: AbortSignal) => {
-      const outDir = join(root, name);
-      const cfg = tinyConfig('c51', outDir, { 'train.epochs': '3', ...over });
-      const data = await prepareData(cfg);
-      const inner = createCpuDqnEngine(cfg, data.market, data.splits.train);
-      const head = headOf('c51');
-      const layout = duelingLayout(head, cfg.dqn.atoms, cfg.dqn.iqnEmbed);
-      let collects = 0;
-      let trains = 0;
-      // A device engine's validation reads the net in place when it runs: so does this one.
-      const engine: DqnEngine = {
-        ...inner,
-        validatesBeside: beside,
-        collect: (round, epsilon) => {
-          events.push(`collect ${++collects}`);
-          return inner.collect(round, epsilon);
-        },
-        train: async (round) => {
-          const out = await inner.train(round);
-          events.push(`train ${++trains}`);
-          return out;
-        },
-        validate: async (split, barsPerYear) => {
-          events.push(`validate after collect ${collects}, train ${trains}`);
-          const online = (await inner.params()).online.slice();
-          const policy = dqnGreedyPolicy(head, layout, online, c51Support(cfg.dqn), cfg.dqn.iqnActTau);
-          return backtest(data.market, split, cfg.env, policy, barsPerYear);
-        },
+    // A device engine's validation reads the net in place when it runs: so does this one's.
+    const wrap =
+      (beside: boolean) =>
+      (inner: DqnEngine, cfg: Config, data: Awaited<ReturnType<typeof prepareData>>): DqnEngine => {
+        const head = headOf('c51');
+        const layout = duelingLayout(head, cfg.dqn.atoms, cfg.dqn.iqnEmbed);
+        let collects = 0;
+        let trains = 0;
+        return {
+          ...inner,
+          validatesBeside: beside,
+          collect: (round, epsilon) => {
+            events.push(`collect ${++collects}`);
+            return inner.collect(round, epsilon);
+          },
+          train: async (round) => {
+            const out = await inner.train(round);
+            events.push(`train ${++trains}`);
+            return out;
+          },
+          validate: async (split, barsPerYear) => {
+            events.push(`validate after collect ${collects}, train ${trains}`);
+            const online = (await inner.params()).online.slice();
+            const policy = dqnGreedyPolicy(head, layout, online, c51Support(cfg.dqn), cfg.dqn.iqnActTau);
+            return backtest(data.market, split, cfg.env, policy, barsPerYear);
+          },
+        };
       };
+    const run = async (name: string, beside: boolean, over: Record<string, string>, signal?: AbortSignal) => {
       events.length = 0;
-      const result = await trainDqn({
-        cfg,
-        market: data.market,
-        splits: data.splits,
-        engine,
-        storage,
-        outDir,
-        barsPerYear: data.barsPerYear,
-        data: data.fingerprint,
-        firstEpoch: 1,
-        bestScore: Number.NEGATIVE_INFINITY,
-        onEpoch: () => {
-          if (signal) stop.abort();
-        },
-        signal,
-      }).catch((err: Error) => err);
-      return { outDir, result, events: [...events] };
+      const onEpoch = () => {
+        if (signal) stop.abort();
+      };
+      const result = await train(
+        'c51',
+        { 'train.epochs': '3', ...over },
+        { name, wrap: wrap(beside), run: { onEpoch, signal } },
+      ).catch((err: Error) => err);
+      return { outDir: join(root, name), result, events: [...events] };
     };
     const stop = new AbortController();
     const files = (dir: string) =>
