@@ -182,7 +182,8 @@ export class CudaBackend implements Backend, GraphCapable, ClusterOccupancy {
 
   run(dispatches: Dispatch[]): void {
     const launches = this.prepare(dispatches);
-    this.afterAll(launches.map(({ d }) => this.accessOf(d)));
+    // The buffer lists only while side work is pending: no allocation per launch otherwise.
+    if (this.side?.pending) this.afterAll(launches.map(({ d }) => this.accessOf(d)));
     for (const l of launches) this.launch(l, this.stream);
   }
 
