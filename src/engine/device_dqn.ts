@@ -172,11 +172,7 @@ export function createDeviceDqnEngine(
     launchSteps,
   );
   const nets = collector.deviceBuffers[NETS];
-  const syncActing = () => {
-    learner.copyNetsTo(nets);
-    const pack = collector.packDispatch();
-    if (pack.length) backend.run(pack);
-  };
+  const syncActing = () => learner.copyNetsTo(nets);
   const syncCuriosity = () => collector.setWeights({ curiosity: curiosity.model.params });
   // validate_dqn reads the market and the online net (float 0 of nets, kept current by
   // syncActing) from the collector's buffers: one validator per split, no copy.

@@ -27,26 +27,8 @@
 
 import { collectDqn, type DqnNets } from '../collect/dqn.js';
 import type { DqnRollout } from '../collect/rollout.js';
-import {
-  CURIOSITY_HIDDEN,
-  CURIOSITY_IN,
-  CURIOSITY_OUT,
-  curiosityLayout,
-  duelingLayout,
-  NUM_ACTIONS,
-  type QHead,
-} from '../nets/layout.js';
-import {
-  actWidth,
-  checkEngine,
-  isQuadEngine,
-  MMA_ENGINE,
-  MMA_THREADS,
-  STREAM_ENGINE,
-  tileEngineConstants,
-  wsFloats,
-} from './collect_engine.js';
-import { HALF_MMA_DIRECTIVES, halfConstants } from './collect_half.js';
+import { curiosityLayout, duelingLayout, NUM_ACTIONS, type QHead } from '../nets/layout.js';
+import { checkEngine, isQuadEngine, tileEngineConstants } from './collect_engine.js';
 import {
   COLLECT_BINDINGS,
   commonConstants,
@@ -116,15 +98,9 @@ export interface CollectDqnOptions {
    * WGSL tile engine (collect_tile.wgsl, constant ENGINE): 0 (default) a thread owns rows x
    * outputs strided by tj with scalar activations; 2 quad blocks (vec4 activations, a thread
    * owns QUAD_MQ quads of 4 consecutive outputs in named accumulators, at most QUAD2_MAX_ROWS
-   * rows per thread; tj is then unused), the same bits; 4 and 5 the f16 engines (plain head).
+   * rows per thread; tj is then unused), the same bits.
    */
   engine?: number;
-  /**
-   * The device's workgroup memory in bytes (maxComputeWorkgroupStorageSize), where known: engine 5
-   * then also puts the dual pass on two activation buffers (PING_PONG) past PING_PONG_MAX_EPISODES episodes
-   * a workgroup where the second buffer fits.
-   */
-  workgroupBytes?: number;
 }
 
 /**
@@ -145,29 +121,13 @@ export function dqnTileConstants(o: CollectDqnOptions): Record<string, number> {
       TAU_ROWS: 1,
       ENGINE: 0,
       MQ: 1,
-      MMA_KSPLIT: 1,
     };
   const rows = o.tileEpisodes * (o.head === 'iqn' ? o.tauRows : 1);
-  const engine = tileEngineConstants(o.engine ?? 0, rows, o.threads, o.tj, 256);
-  const actW = actWidth(o.engine ?? 0, o.kt, 256);
-  // PING_PONG's second activation buffer (ROWS x ACT_W floats): always up to PING_PONG_MAX_EPISODES, past it
-  // where the device's workgroup memory holds it (H200 through Dawn, 48 KiB: N = 512, 4 a workgroup,
-  // 16.4M env-steps/s against 14.9M with one buffer).
-  const pp = () =>
-    rows <= PING_PONG_MAX_EPISODES ||
-    (o.workgroupBytes !== undefined &&
-      dqnWorkgroupBytes({ ...o, workgroupBytes: undefined }) + engine.ROWS * actW * 4 <= o.workgroupBytes);
   return {
     TJ: o.tj,
     KT: o.kt,
-    ...engine,
-    // Engine 5 with the dual pass (512 threads): the curiosity model's two layers ride beside the
-    // next-state pass's first two (CURIOSITY_SIDE, collect_dqn.wgsl), one weight word a thread, up to
-    // CURIOSITY_SIDE_MAX_EPISODES episodes a workgroup (its arrays grow with the tile).
-    ...(engine.ENGINE === STREAM_ENGINE
-      ? streamDqnConstants(engine.DUAL_PASS === 1 && rows <= CURIOSITY_SIDE_MAX_EPISODES, pp())
-      : {}),
-    ACT_W: actW,
+    ...tileEngineConstants(o.engine ?? 0, rows, o.threads, o.tj, 256),
+    ACT_W: 256,
     QW: o.head === 'c51' ? 256 : 48,
     WS_OUT: 256,
     MJ_MAX: Math.ceil(256 / o.tj),
@@ -175,116 +135,17 @@ export function dqnTileConstants(o: CollectDqnOptions): Record<string, number> {
   };
 }
 
-/**
- * Engine 5's DQN-only constants: CURIOSITY_SIDE (the curiosity layers beside the dual pass), FLAT_STEP (with
- * CURIOSITY_SIDE: the ops from the action on run without the table's loads, collect_dqn.wgsl),
- * TD_WITH_NEXT_ACTION (with FLAT_STEP: the TD op beside the next step's action op), PING_PONG
- * (with TD_WITH_NEXT_ACTION, up to PING_PONG_MAX_EPISODES a workgroup or where the device's workgroup memory holds
- * it: the dual pass's layers on two activation buffers, one barrier a layer fewer) and FOLDED_COMBINE (with
- * TD_WITH_NEXT_ACTION: no dueling-combination ops, the acting and TD threads combine their own rows).
- */
-function streamDqnConstants(
-  cur: boolean,
-  pp: boolean,
-): {
-  CURIOSITY_SIDE: number;
-  SIDE_LAYER_WORDS: number;
-  FLAT_STEP: number;
-  TD_WITH_NEXT_ACTION: number;
-  PING_PONG: number;
-  FOLDED_COMBINE: number;
-} {
-  return {
-    CURIOSITY_SIDE: cur ? 1 : 0,
-    SIDE_LAYER_WORDS,
-    FLAT_STEP: cur ? 1 : 0,
-    TD_WITH_NEXT_ACTION: cur ? 1 : 0,
-    PING_PONG: cur && pp ? 1 : 0,
-    FOLDED_COMBINE: cur ? 1 : 0,
-  };
-}
-
-/**
- * Engine 5 puts the dual pass's layers on two activation buffers (PING_PONG) up to this many episodes a
- * workgroup whatever the device: the second buffer is 2 KiB an episode (4 episodes: 38 KiB in all,
- * past the 32 KiB of lavapipe and of WebGPU's default limit; taken where the device has the room).
- */
-export const PING_PONG_MAX_EPISODES = 2;
-
-/**
- * Words of engine 5's step-program table (collect_dqn.wgsl stream_prog): the plain head's 19 ops (fill,
- * 5 online, action, 4 curiosity, env, fill, 5 target, TD) of 17 words (an Op); 15 with CURIOSITY_SIDE
- * (no curiosity ops).
- */
-const streamProgramWords = (cur: boolean) => (cur ? 15 : 19) * 17;
-
-/**
- * Engine 5 runs the curiosity layers beside the next-state pass (CURIOSITY_SIDE) up to this many episodes a
- * workgroup: at 8 its arrays (14 KiB) would take the 512-thread tile past 48 KiB.
- */
-export const CURIOSITY_SIDE_MAX_EPISODES = 4;
-
-/**
- * Engine 5's side layers (CURIOSITY_SIDE): 16-byte weight words (8 inputs of one output) of the widest
- * curiosity layer, one a thread: fc1 64 outputs x 5 groups of its 35 inputs.
- */
-export const SIDE_LAYER_WORDS = Math.max(
-  CURIOSITY_HIDDEN * Math.ceil(CURIOSITY_IN / 8),
-  CURIOSITY_OUT * (CURIOSITY_HIDDEN / 8),
-);
-
-/**
- * Floats of engine 5's CURIOSITY_SIDE arrays: the model's two rows of 64 floats and the bonus's 32-float
- * target (stream_curiosity_rows) and the side words' sums (stream_side_part) per episode, or their one-element stand-ins;
- * and tile_cbar.
- */
-const streamCuriosityFloats = (cur: boolean, e: number) => (cur ? e * 160 + SIDE_LAYER_WORDS * e : 4 + 1) + e;
-
-/** Floats of engine 5's entropy table in workgroup memory (diversityWindow <= 256). */
-const STREAM_ENTROPY_FLOATS = 257;
-
 /** Workgroup memory the WGSL kernel declares for these options, in bytes. */
 export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
   const c = dqnTileConstants(o);
   const e = episodesPerGroup(o);
   const head = o.head;
-  // The engine's activation array, plus the other engine's one-element array (a vec4 or a f32);
-  // engine 4: f16 activations.
-  // Engine 4's qv also holds 16 spare rows and its epilogue scratch (collect_tile.wgsl QV_LEN).
-  const mma = c.ENGINE === MMA_ENGINE;
-  // With the K split (512 threads) the scratch is its own array (res_k, 16 subgroups x 2 tiles).
-  const ksplit = mma && o.threads === 2 * MMA_THREADS;
-  const qv = !mma
-    ? c.ROWS * c.QW
-    : ksplit
-      ? c.ROWS * c.QW + (o.threads / 32) * 512
-      : Math.max((c.ROWS + 16) * c.QW, (MMA_THREADS / 32) * 512);
-  // Engine 5: no other engine's array; the parts' sums (stream_part, threads x episodes), the dual
-  // pass's restart flags and verdict, the step program's table (stream_prog).
-  const gv = c.ENGINE === STREAM_ENGINE;
+  // The engine's activation array, plus the other engine's one-element array (a vec4 or a f32).
   const floats =
-    (mma ? (c.ROWS * c.ACT_W) / 2 : c.ROWS * c.ACT_W * (gv && c.PING_PONG === 1 ? 2 : 1)) +
-    (mma
-      ? 0
-      : gv
-        ? o.threads * o.tileEpisodes +
-          e +
-          1 +
-          streamProgramWords(c.CURIOSITY_SIDE === 1) +
-          streamCuriosityFloats(c.CURIOSITY_SIDE === 1, e) +
-          (c.FLAT_STEP === 1 ? c.ROWS * 48 : 1) +
-          // The two steps' action draws (a vec2 an episode each) and the acting thread's episode (20
-          // words), step outcome (7), action and Q(s, a) per episode in workgroup memory.
-          4 * e +
-          29 * e +
-          // TD_WITH_NEXT_ACTION's second parity of the outcome (7 words), action and Q(s, a).
-          (c.TD_WITH_NEXT_ACTION !== 0 ? 9 * e : 0) +
-          STREAM_ENTROPY_FLOATS
-        : isQuadEngine(c.ENGINE)
-          ? 1
-          : 4) +
-    wsFloats(c.ENGINE, c.KT, c.WS_OUT) +
-    qv +
+    c.ROWS * c.ACT_W +
+    (isQuadEngine(c.ENGINE) ? 1 : 4) +
+    c.KT * c.WS_OUT +
+    c.ROWS * c.QW +
     e * 7 +
     (head !== 'plain' ? e * 48 : 1) +
     (head === 'iqn' ? e * 256 + e * o.actTaus : 2) +
@@ -322,10 +183,6 @@ export function checkDqnOptions(o: CollectDqnOptions): void {
     if (o.head === 'c51' && o.atoms > 256) bad(`C51 with ${o.atoms} atoms > 256 is not supported`);
     if (o.head === 'iqn' && o.actTaus % o.tauRows !== 0) bad(`tauRows ${o.tauRows} must divide ${o.actTaus}`);
     checkEngine('collect_dqn', o.engine ?? 0, o.threads, 256);
-    if (o.engine === MMA_ENGINE && o.head !== 'plain')
-      bad(`the tensor-core engine (4) has the plain head only, not ${o.head}`);
-    if (o.engine === STREAM_ENGINE && o.head !== 'plain')
-      bad(`the weight-streaming engine (5) has the plain head only, not ${o.head}`);
   }
 }
 
@@ -502,20 +359,10 @@ export function collectDqnSpec(o: CollectDqnOptions): KernelSpec {
   // gets such a tile: its workgroup memory limit rejects it first).
   const shared = cudaDqnSharedBytes(o);
   const dynamic: Record<string, number> = shared > CUDA_STATIC_SHARED ? { DYN_SMEM_BYTES: shared } : {};
-  // Engine 4 (WebGPU tensor cores) reads an f16 copy of the nets (collect_half.ts) as an 11th
-  // binding, and its module opens with the f16 and subgroup-matrix enables.
-  // Engine 5 reads the same copy in pack_half's k-group layout, as 16-byte words (8 halves).
-  const mma = o.variant === 'tiled' && o.engine === MMA_ENGINE;
-  const gv = o.variant === 'tiled' && o.engine === STREAM_ENGINE;
   return {
     name: 'collect_dqn',
     ...(shared > CUDA_STATIC_SHARED ? { sharedBytes: shared } : {}),
-    ...(mma ? { wgslDirectives: HALF_MMA_DIRECTIVES } : {}),
-    bindings: mma
-      ? [...COLLECT_BINDINGS, { name: 'nets16', type: 'u32', access: 'read', wgslType: 'f16' }]
-      : gv
-        ? [...COLLECT_BINDINGS, { name: 'nets16', type: 'u32', access: 'read', wgslType: 'vec4<u32>' }]
-        : COLLECT_BINDINGS,
+    bindings: COLLECT_BINDINGS,
     uniforms: [...DQN_UNIFORMS],
     workgroupSize: [o.threads, 1, 1],
     constants: {
@@ -536,8 +383,6 @@ export function collectDqnSpec(o: CollectDqnOptions): KernelSpec {
       ...netConstants('NET_C', c, 2 * q.size),
       ...outputConstants(DQN_OUTPUT),
       ...dynamic,
-      ...(mma ? halfConstants() : {}),
-      ...(gv ? halfConstants() : {}),
     },
   };
 }

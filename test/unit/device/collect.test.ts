@@ -6,12 +6,7 @@ import { main } from '../../../src/cli/main.js';
 import { collectDqn, type DqnNets } from '../../../src/collect/dqn.js';
 import { collectPpo } from '../../../src/collect/ppo.js';
 import { type Config, cloneDefaults, SPEC_REWARD_TERMS } from '../../../src/config.js';
-import {
-  chooseTile,
-  DqnDeviceCollector,
-  MMA_WIDE_FROM,
-  PpoDeviceCollector,
-} from '../../../src/device/collect.js';
+import { chooseTile, DqnDeviceCollector, PpoDeviceCollector } from '../../../src/device/collect.js';
 import { collectFlopsPerStep, stepsThatFit } from '../../../src/device/collect_bench.js';
 import { envParams } from '../../../src/env/params.js';
 import { createEnv } from '../../../src/env/state.js';
@@ -175,12 +170,6 @@ describe('tile shapes', () => {
     // Fewer episodes per workgroup leave more threads per episode across the layer's outputs.
     expect(chooseTile('dqn', 128, big, 32).tj).toBe(256);
     expect(chooseTile('dqn', 65536, big, 32).tj).toBe(32);
-    // The tensor-core engine: 48 episodes (three 16-row tiles) from MMA_WIDE_FROM, 32 below.
-    expect(chooseTile('dqn', 65536, big, 32, { engine: 4 }).tileEpisodes).toBe(48);
-    expect(chooseTile('dqn', MMA_WIDE_FROM, big, 32, { engine: 4 }).tileEpisodes).toBe(48);
-    expect(chooseTile('dqn', 8192, big, 32, { engine: 4 }).tileEpisodes).toBe(32);
-    expect(chooseTile('dqn', 128, big, 32, { engine: 4 })).toMatchObject({ tileEpisodes: 1, threads: 512 });
-    expect(chooseTile('dqn', 8192, big, 32, { engine: 4 }).threads).toBe(256);
   });
 
   it('the chosen shapes fit the workgroup memory they were chosen for', () => {
@@ -309,10 +298,11 @@ describe('bench collect', () => {
     try {
       expect(await main(['bench', 'collect', '--variant', 'seed', '--backend', 'cpu'])).toBe(1);
       expect(err.mock.calls.join('\n')).toMatch(/unknown option --variant/);
+      // The WebGPU f16 engines were retired: f16 is no precision of bench collect.
       expect(
-        await main(['bench', 'collect', '--algo', 'ppo', '--precision', 'f16', '--backend', 'cpu']),
+        await main(['bench', 'collect', '--algo', 'dqn', '--precision', 'f16', '--backend', 'cpu']),
       ).toBe(1);
-      expect(err.mock.calls.join('\n')).toMatch(/--precision f16 runs the plain dqn head only, not ppo/);
+      expect(err.mock.calls.join('\n')).toMatch(/--precision must be one of auto, exact, tf32, got "f16"/);
       expect(await main(['bench', 'collect', '--precision', 'tf32', '--backend', 'cpu'])).toBe(1);
       expect(err.mock.calls.join('\n')).toMatch(
         /--precision tf32 runs on CUDA tensor cores, and the backend is cpu/,
