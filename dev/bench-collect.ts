@@ -32,7 +32,7 @@ const usage = `usage: node dist/dev/bench.js collect --algo dqn|c51|iqn|ppo [--b
                              [--cluster C]
                              [--constants JSON] [--repeats R] [--seed S] [--json]
 
-Times one launch of collect_dqn (online + target dueling nets; --algo c51 / iqn for those heads)
+Times one launch of collect_dqn (the online dueling net; --algo c51 / iqn for those heads)
 or collect_ppo (actor + critic) over N episodes x L steps on the built-in synthetic market, for
 each N, and reports env-steps/s, model FLOPs per step, achieved FLOP/s next to the device's
 measured f32 ceiling (a 1024x1024 dense_forward over a large batch on the same backend), weight

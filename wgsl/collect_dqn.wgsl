@@ -1,13 +1,14 @@
 // collect_dqn: L steps of N episodes in one launch, the WGSL twin of src/collect/dqn.ts. Per
 // step: build the state, online Q (dueling: plain / C51 / IQN by the constant HEAD), choose the
-// action epsilon-greedily with Philox(Action, e, stepBase + l, 0), step the simulator, target Q
-// on the next state for the TD error, write the experience, restart an ended episode.
+// action epsilon-greedily with Philox(Action, e, stepBase + l, 0), step the simulator, write the
+// experience, restart an ended episode. New experiences enter the replay at its max priority, so no
+// target net runs here.
 // Bindings, uniforms and the output layout: src/kernels/collect_layout.ts and collect_dqn.ts
 // (features, ohlc, spread, entropy, nets, env_f, env_i, div_window, out_f, out_i; u.*).
 //
 // Workgroup: WG_X invocations. SEED_VARIANT 0 (the kernel): the workgroup owns TILE_E episodes;
-// invocation lid < TILE_E steps episode group * TILE_E + lid, and every layer of every network
-// runs on the whole tile through the tile engine (collect_tile.wgsl), one ROWS x ACT_W
+// invocation lid < TILE_E steps episode group * TILE_E + lid, and every layer of both networks
+// (online, curiosity) runs on the whole tile through the tile engine (collect_tile.wgsl), one ROWS x ACT_W
 // activation buffer in workgroup memory. IQN rows are (episode, tau) pairs, TAU_ROWS taus per
 // pass. SEED_VARIANT 1 (benchmark only, plain head): one invocation per episode, every weight
 // read from global memory into private arrays (the seed design).
@@ -58,7 +59,6 @@ const OP_ACT = 3u;
 const OP_CUR_FILL = 4u;
 const OP_CUR_MSE = 5u;
 const OP_ENV = 6u;
-const OP_TD = 7u;
 const OP_TAUS = 8u;
 const OP_C51_V = 9u;
 const OP_C51_SUM = 10u;
@@ -75,54 +75,53 @@ const IQN_PASSES = ACT_TAUS / TAU_ROWS;
 const IQN_OPS = 7u;
 // Ops of one network forward (net_op) per head.
 const NET_LEN = select(select(4 + IQN_OPS * IQN_PASSES, 6 + 4 * C51_CHUNKS, HEAD == HEAD_C51), 5, HEAD == HEAD_PLAIN);
-// Program: [taus (IQN)], fill s, online net, action, curiosity (4 ops), env, fill s', target net, td.
+// Program: [taus (IQN)], fill s, online net, action, curiosity (4 ops), env, fill s' (its output).
 const PRE = select(1u, 2u, HEAD == HEAD_IQN);
 const ACT_AT = PRE + NET_LEN;
 const CUR_AT = ACT_AT + 1u;
 const ENV_AT = CUR_AT + 4u;
-const TARGET_AT = ENV_AT + 2u;
-const PROGRAM_LEN = TARGET_AT + NET_LEN + 1u;
+const PROGRAM_LEN = ENV_AT + 2u;
 
 // Value and advantage streams fused (same input, the trunk's 256 features; value first).
-fn streams_op(base: u32) -> Op {
+fn streams_op() -> Op {
   return Op(OP_DENSE,
-    block(base + NET_Q_VALUE_STREAM_0_W, base + NET_Q_VALUE_STREAM_0_B, 128u, 0u, 256u),
-    block(base + NET_Q_ADVANTAGE_STREAM_0_W, base + NET_Q_ADVANTAGE_STREAM_0_B, 128u, 0u, 256u),
+    block(NET_Q_VALUE_STREAM_0_W, NET_Q_VALUE_STREAM_0_B, 128u, 0u, 256u),
+    block(NET_Q_ADVANTAGE_STREAM_0_W, NET_Q_ADVANTAGE_STREAM_0_B, 128u, 0u, 256u),
     0u, 256u, ACT_LEAKY, false, 0u, 0u);
 }
 
 // The two plain heads fused into qv: advantage (from columns [128, 256)) at [0, 45), value
 // (from [0, 128)) at 45.
-fn heads_op(base: u32) -> Op {
+fn heads_op() -> Op {
   return Op(OP_DENSE,
-    block(base + NET_Q_ADVANTAGE_STREAM_1_W, base + NET_Q_ADVANTAGE_STREAM_1_B, NUM_ACTIONS, 128u, 128u),
-    block(base + NET_Q_VALUE_STREAM_1_W, base + NET_Q_VALUE_STREAM_1_B, 1u, 0u, 128u),
+    block(NET_Q_ADVANTAGE_STREAM_1_W, NET_Q_ADVANTAGE_STREAM_1_B, NUM_ACTIONS, 128u, 128u),
+    block(NET_Q_VALUE_STREAM_1_W, NET_Q_VALUE_STREAM_1_B, 1u, 0u, 128u),
     0u, 256u, ACT_NONE, true, 0u, 0u);
 }
 
 // C51 advantage logits of actions [c * C51_ACTIONS, ..) into qv; C51's streams put the advantage
 // hidden layer first (columns [0, 128)).
-fn c51_chunk_op(base: u32, c: u32) -> Op {
+fn c51_chunk_op(c: u32) -> Op {
   let a0 = c * C51_ACTIONS;
   let na = min(C51_ACTIONS, NUM_ACTIONS - a0);
   return Op(OP_DENSE,
-    block(base + NET_Q_ADVANTAGE_STREAM_1_W + a0 * ATOMS * 128u, base + NET_Q_ADVANTAGE_STREAM_1_B + a0 * ATOMS,
+    block(NET_Q_ADVANTAGE_STREAM_1_W + a0 * ATOMS * 128u, NET_Q_ADVANTAGE_STREAM_1_B + a0 * ATOMS,
       na * ATOMS, 0u, 128u),
     NO_BLOCK, 0u, 128u, ACT_NONE, true, 0u, c);
 }
 
-// Op j of the dueling net at `base` (online 0, target NET_T_BASE - NET_Q_BASE).
-fn net_op(j: u32, base: u32) -> Op {
+// Op j of the online dueling net.
+fn net_op(j: u32) -> Op {
   if (j == 0u) {
-    return layer(base + NET_Q_SHARED_LAYERS_0_W, base + NET_Q_SHARED_LAYERS_0_B, STATE_DIM, 256u, ACT_LEAKY, false, 0u);
+    return layer(NET_Q_SHARED_LAYERS_0_W, NET_Q_SHARED_LAYERS_0_B, STATE_DIM, 256u, ACT_LEAKY, false, 0u);
   }
   if (j == 1u) {
-    return layer(base + NET_Q_SHARED_LAYERS_1_W, base + NET_Q_SHARED_LAYERS_1_B, 256u, 256u, ACT_LEAKY, false, 0u);
+    return layer(NET_Q_SHARED_LAYERS_1_W, NET_Q_SHARED_LAYERS_1_B, 256u, 256u, ACT_LEAKY, false, 0u);
   }
   if (HEAD == HEAD_PLAIN) {
     switch (j) {
-      case 2u: { return streams_op(base); }
-      case 3u: { return heads_op(base); }
+      case 2u: { return streams_op(); }
+      case 3u: { return heads_op(); }
       default: { return phase(OP_COMBINE, 0u); }
     }
   }
@@ -131,12 +130,12 @@ fn net_op(j: u32, base: u32) -> Op {
     // the division, pass 2 (chunk, softmax and expectation) x C.
     if (j == 2u) {
       return Op(OP_DENSE,
-        block(base + NET_Q_ADVANTAGE_STREAM_0_W, base + NET_Q_ADVANTAGE_STREAM_0_B, 128u, 0u, 256u),
-        block(base + NET_Q_VALUE_STREAM_0_W, base + NET_Q_VALUE_STREAM_0_B, 128u, 0u, 256u),
+        block(NET_Q_ADVANTAGE_STREAM_0_W, NET_Q_ADVANTAGE_STREAM_0_B, 128u, 0u, 256u),
+        block(NET_Q_VALUE_STREAM_0_W, NET_Q_VALUE_STREAM_0_B, 128u, 0u, 256u),
         0u, 256u, ACT_LEAKY, false, 0u, 0u);
     }
     if (j == 3u) {
-      return Op(OP_DENSE, block(base + NET_Q_VALUE_STREAM_1_W, base + NET_Q_VALUE_STREAM_1_B, ATOMS, 128u, 128u),
+      return Op(OP_DENSE, block(NET_Q_VALUE_STREAM_1_W, NET_Q_VALUE_STREAM_1_B, ATOMS, 128u, 128u),
         NO_BLOCK, 128u, 256u, ACT_NONE, true, 0u, 0u);
     }
     if (j == 4u) {
@@ -145,7 +144,7 @@ fn net_op(j: u32, base: u32) -> Op {
     let k = j - 5u;
     if (k < 2u * C51_CHUNKS) {
       if (k % 2u == 0u) {
-        return c51_chunk_op(base, k / 2u);
+        return c51_chunk_op(k / 2u);
       }
       return phase(OP_C51_SUM, k / 2u);
     }
@@ -154,7 +153,7 @@ fn net_op(j: u32, base: u32) -> Op {
     }
     let k2 = k - 2u * C51_CHUNKS - 1u;
     if (k2 % 2u == 0u) {
-      return c51_chunk_op(base, k2 / 2u);
+      return c51_chunk_op(k2 / 2u);
     }
     return phase(OP_C51_Q, k2 / 2u);
   }
@@ -170,10 +169,10 @@ fn net_op(j: u32, base: u32) -> Op {
   let p = k / IQN_OPS;
   switch (k % IQN_OPS) {
     case 0u: { return phase(OP_IQN_COS, p); }
-    case 1u: { return layer(base + NET_Q_TAU_EMBED_W, base + NET_Q_TAU_EMBED_B, IQN_EMBED, 256u, ACT_RELU, false, 0u); }
+    case 1u: { return layer(NET_Q_TAU_EMBED_W, NET_Q_TAU_EMBED_B, IQN_EMBED, 256u, ACT_RELU, false, 0u); }
     case 2u: { return phase(OP_IQN_MUL, p); }
-    case 3u: { return streams_op(base); }
-    case 4u: { return heads_op(base); }
+    case 3u: { return streams_op(); }
+    case 4u: { return heads_op(); }
     case 5u: { return phase(OP_COMBINE, p); }
     default: { return phase(OP_IQN_SUM, p); }
   }
@@ -188,7 +187,7 @@ fn op_at(i: u32) -> Op {
     return phase(OP_FILL, 0u);
   }
   if (i < ACT_AT) {
-    return net_op(i - PRE, 0u);
+    return net_op(i - PRE);
   }
   if (i == ACT_AT) {
     return phase(OP_ACT, 0u);
@@ -204,13 +203,7 @@ fn op_at(i: u32) -> Op {
   if (i == ENV_AT) {
     return phase(OP_ENV, 0u);
   }
-  if (i < TARGET_AT) {
-    return phase(OP_FILL, 1u);
-  }
-  if (i < TARGET_AT + NET_LEN) {
-    return net_op(i - TARGET_AT, NET_T_BASE - NET_Q_BASE);
-  }
-  return phase(OP_TD, 0u);
+  return phase(OP_FILL, 1u);
 }
 
 // Plain dueling combination of every row of qv: A in columns [0, 45), V in column 45;
@@ -403,7 +396,6 @@ fn tiled_collect(group: u32, lid: u32) {
   let e = e0 + lid;
   let mine = lid < TILE_E && e < u.n;
   let key = vec2<u32>(u.key0, u.key1);
-  let nl = u.n * u.steps;
   var ep: Episode;
   if (mine) {
     ep = load_episode(e);
@@ -411,8 +403,6 @@ fn tiled_collect(group: u32, lid: u32) {
   for (var l = 0u; l < u.steps; l++) {
     let g = u.stepBase + l;
     var a = 0;
-    var q_sa = 0.0;
-    var out: StepOut;
     for (var i = 0u; i < PROGRAM_LEN; i++) {
       if (u.curiosity == 0u && i >= CUR_AT && i < ENV_AT) {
         continue;
@@ -449,7 +439,6 @@ fn tiled_collect(group: u32, lid: u32) {
             } else {
               a = i32(argmax_q(lid));
             }
-            q_sa = final_q(lid, u32(a));
             tile_cat[lid] = action_category(a);
             tile_bonus[lid] = 0.0;
           }
@@ -463,20 +452,11 @@ fn tiled_collect(group: u32, lid: u32) {
         case OP_ENV: {
           if (mine) {
             let bonus = tile_bonus[lid];
-            out = env_step(e, &ep, a, bonus);
+            let out = env_step(e, &ep, a, bonus);
             tile_bar[lid] = ep.bar;
             tile_pf[lid] = vec4<f32>(portfolio_features(ep), 0.0);
             write_step(e, l, a, out, bonus);
             finish_step(e, &ep, out);
-          }
-        }
-        case OP_TD: {
-          if (mine) {
-            var td_target = out.total;
-            if (out.done == 0) {
-              td_target = out.total + u.gamma * final_q(lid, argmax_q(lid));
-            }
-            out_f[OUT_F_TD_ERRORS * nl + e * u.steps + l] = abs(td_target - q_sa);
           }
         }
         case OP_C51_V, OP_C51_SUM, OP_C51_DIV, OP_C51_Q: {
@@ -498,18 +478,17 @@ fn tiled_collect(group: u32, lid: u32) {
 
 // Plain dueling Q of the state in x[0, 54) into q; h and y are scratch.
 fn seed_q(
-  base: u32,
   x: ptr<function, array<f32, SEED_W>>,
   h: ptr<function, array<f32, SEED_W>>,
   y: ptr<function, array<f32, SEED_W>>,
   q: ptr<function, array<f32, 48>>,
 ) {
-  seed_dense(base + NET_Q_SHARED_LAYERS_0_W, base + NET_Q_SHARED_LAYERS_0_B, STATE_DIM, 256u, ACT_LEAKY, x, 0u, h, 0u);
-  seed_dense(base + NET_Q_SHARED_LAYERS_1_W, base + NET_Q_SHARED_LAYERS_1_B, 256u, 256u, ACT_LEAKY, h, 0u, y, 0u);
-  seed_dense(base + NET_Q_VALUE_STREAM_0_W, base + NET_Q_VALUE_STREAM_0_B, 256u, 128u, ACT_LEAKY, y, 0u, h, 0u);
-  seed_dense(base + NET_Q_ADVANTAGE_STREAM_0_W, base + NET_Q_ADVANTAGE_STREAM_0_B, 256u, 128u, ACT_LEAKY, y, 0u, h, 128u);
-  seed_dense(base + NET_Q_VALUE_STREAM_1_W, base + NET_Q_VALUE_STREAM_1_B, 128u, 1u, ACT_NONE, h, 0u, y, 0u);
-  seed_dense(base + NET_Q_ADVANTAGE_STREAM_1_W, base + NET_Q_ADVANTAGE_STREAM_1_B, 128u, NUM_ACTIONS, ACT_NONE, h, 128u, y, 1u);
+  seed_dense(NET_Q_SHARED_LAYERS_0_W, NET_Q_SHARED_LAYERS_0_B, STATE_DIM, 256u, ACT_LEAKY, x, 0u, h, 0u);
+  seed_dense(NET_Q_SHARED_LAYERS_1_W, NET_Q_SHARED_LAYERS_1_B, 256u, 256u, ACT_LEAKY, h, 0u, y, 0u);
+  seed_dense(NET_Q_VALUE_STREAM_0_W, NET_Q_VALUE_STREAM_0_B, 256u, 128u, ACT_LEAKY, y, 0u, h, 0u);
+  seed_dense(NET_Q_ADVANTAGE_STREAM_0_W, NET_Q_ADVANTAGE_STREAM_0_B, 256u, 128u, ACT_LEAKY, y, 0u, h, 128u);
+  seed_dense(NET_Q_VALUE_STREAM_1_W, NET_Q_VALUE_STREAM_1_B, 128u, 1u, ACT_NONE, h, 0u, y, 0u);
+  seed_dense(NET_Q_ADVANTAGE_STREAM_1_W, NET_Q_ADVANTAGE_STREAM_1_B, 128u, NUM_ACTIONS, ACT_NONE, h, 128u, y, 1u);
   var sum = 0.0;
   for (var a = 0u; a < NUM_ACTIONS; a++) {
     sum = sum + (*y)[1u + a];
@@ -538,7 +517,7 @@ fn seed_collect(e: u32) {
     for (var k = 0u; k < STATE_DIM; k++) {
       out_f[OUT_F_STATES * nl + i * STATE_DIM + k] = x[k];
     }
-    seed_q(0u, &x, &h, &y, &q);
+    seed_q(&x, &h, &y, &q);
     let w = philox4x32(vec4<u32>(STREAM_ACTION, e, g, 0u), key);
     var a = 0;
     if (u32_to_unit_float(w.x) < u.epsilon) {
@@ -550,7 +529,6 @@ fn seed_collect(e: u32) {
         }
       }
     }
-    let q_sa = q[a];
     var bonus = 0.0;
     if (u.curiosity != 0u) {
       bonus = seed_curiosity(ep.bar, action_category(a), &x, &h);
@@ -562,16 +540,6 @@ fn seed_collect(e: u32) {
       out_f[OUT_F_NEXT_STATES * nl + i * STATE_DIM + k] = x[k];
     }
     finish_step(e, &ep, out);
-    var td_target = out.total;
-    if (out.done == 0) {
-      seed_q(NET_T_BASE - NET_Q_BASE, &x, &h, &y, &q);
-      var best = q[0];
-      for (var k = 1; k < 45; k++) {
-        best = max(best, q[k]);
-      }
-      td_target = out.total + u.gamma * best;
-    }
-    out_f[OUT_F_TD_ERRORS * nl + i] = abs(td_target - q_sa);
   }
   store_episode(e, ep);
 }

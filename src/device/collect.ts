@@ -346,7 +346,6 @@ abstract class DeviceCollector {
 
 export interface DqnWeights {
   online?: Float32Array;
-  target?: Float32Array;
   curiosity?: Float32Array;
 }
 
@@ -390,8 +389,7 @@ export class DqnDeviceCollector extends DeviceCollector {
   setWeights(w: DqnWeights): void {
     const q = duelingLayout(this.head, this.options.atoms, this.options.iqnEmbed).size;
     this.uploadNet(w.online, 0, q, 'online');
-    this.uploadNet(w.target, q, q, 'target');
-    this.uploadNet(w.curiosity, 2 * q, curiosityLayout().size, 'curiosity');
+    this.uploadNet(w.curiosity, q, curiosityLayout().size, 'curiosity');
   }
 
   /** The dispatch of one launch at the current stepBase (for timing; does not advance). */
@@ -401,7 +399,6 @@ export class DqnDeviceCollector extends DeviceCollector {
       ...this.base,
       stepBase: this.stepBase >>> 0,
       epsilon: Math.fround(epsilon),
-      gamma: Math.fround(q.gamma),
       vMin: Math.fround(q.vMin),
       vMax: Math.fround(q.vMax),
       head: HeadCode[this.head],
@@ -431,7 +428,6 @@ export class DqnDeviceCollector extends DeviceCollector {
       nextStates: s.nextStates as Float32Array,
       dones: s.dones as Int32Array,
       truncateds: s.truncateds as Int32Array,
-      tdErrors: s.tdErrors as Float32Array,
       components: s.components as Float32Array,
     };
   }

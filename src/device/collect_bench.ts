@@ -39,8 +39,8 @@ import {
 const fma = (layers: readonly Layer[]) => layers.reduce((s, l) => s + l.in * l.out, 0);
 
 /**
- * Model FLOPs of one env step (2 per multiply-add): DQN online net on s and target net on s'
- * (IQN: trunk once, embedding and streams per acting tau), PPO actor and critic on s, and the
+ * Model FLOPs of one env step (2 per multiply-add): DQN online net on s (IQN: trunk once,
+ * embedding and streams per acting tau), PPO actor and critic on s, and the
  * curiosity model. The rare extra critic pass of a truncated PPO step is not counted.
  */
 export function collectFlopsPerStep(algo: CollectAlgo, cfg: Config): number {
@@ -51,7 +51,7 @@ export function collectFlopsPerStep(algo: CollectAlgo, cfg: Config): number {
   const trunk = layers.filter((l) => l.name.startsWith('shared_layers'));
   const rest = layers.filter((l) => !l.name.startsWith('shared_layers'));
   const perNet = fma(trunk) + (head === 'iqn' ? cfg.dqn.iqnActTau : 1) * fma(rest);
-  return 2 * (2 * perNet + curiosity);
+  return 2 * (perNet + curiosity);
 }
 
 /**
@@ -182,8 +182,8 @@ export async function benchCollect(o: CollectBenchOptions): Promise<CollectBench
     const c = new DqnDeviceCollector(init);
     const layout = duelingLayout(c.head, cfg.dqn.atoms, cfg.dqn.iqnEmbed);
     const online = initParams(layout, NetId.QOnline, seed);
-    c.setWeights({ online, target: online, curiosity });
-    netsFloats = 2 * online.length + curiosity.length;
+    c.setWeights({ online, curiosity });
+    netsFloats = online.length + curiosity.length;
     epsilon = cfg.dqn.epsilonEnd;
     collector = c;
   }

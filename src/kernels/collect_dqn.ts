@@ -1,20 +1,20 @@
 /**
  * collect_dqn: L steps of N episodes in one launch (SPEC 6, 9): per step build the 54-float
  * state, run the online dueling net, choose the action epsilon-greedily (Philox), step the
- * simulator (src/env/step.ts), run the target net on the next state for the TD error, write the
- * experience, restart finished episodes. Episode state persists in env_f / env_i / div_window.
+ * simulator (src/env/step.ts), write the experience, restart finished episodes. Episode state
+ * persists in env_f / env_i / div_window. New experiences enter the replay at its max priority
+ * (replay_insert), so the collection runs no target net and writes no TD error.
  *
  * Bindings, uniform block and output layout: src/kernels/collect_layout.ts. Own uniforms:
  *   n, steps        N episodes, L steps
  *   stepBase        global step of the launch's first step (Philox action counter word 2 is
  *                   stepBase + t: consecutive launches continue the streams)
- *   epsilon, gamma  exploration rate, discount of the TD error
+ *   epsilon         exploration rate
  *   vMin, vMax      C51 support (ignored by the other heads)
  *   curiosity       1: the curiosity bonus is on (its net is in `nets`), 0: bonus 0
  *   head, atoms, actTaus, iqnEmbed  the head as data for the CPU twin; the GPU twins use the
  *                   equal constants HEAD, ATOMS, ACT_TAUS, IQN_EMBED
- * nets: online dueling net at NET_Q_BASE, target at NET_T_BASE (same layout), curiosity at
- * NET_C_BASE.
+ * nets: online dueling net at NET_Q_BASE, curiosity at NET_C_BASE.
  *
  * Variants (constant SEED_VARIANT): 0, the tiled kernel (a workgroup owns TILE_E episodes and
  * runs each layer as a small matrix product with the weights staged in workgroup memory);
@@ -56,7 +56,6 @@ export const DQN_OUTPUT = outputLayout([
   { name: 'states', type: 'f32', width: 54 },
   { name: 'nextStates', type: 'f32', width: 54 },
   { name: 'rewards', type: 'f32', width: 1 },
-  { name: 'tdErrors', type: 'f32', width: 1 },
   { name: 'components', type: 'f32', width: 5 },
   { name: 'actions', type: 'i32', width: 1 },
   { name: 'dones', type: 'i32', width: 1 },
@@ -191,7 +190,6 @@ export const DQN_UNIFORMS = [
   { name: 'steps', type: 'u32' },
   { name: 'stepBase', type: 'u32' },
   { name: 'epsilon', type: 'f32' },
-  { name: 'gamma', type: 'f32' },
   { name: 'vMin', type: 'f32' },
   { name: 'vMax', type: 'f32' },
   { name: 'curiosity', type: 'u32' },
@@ -225,11 +223,10 @@ export const DEFAULT_CLUSTER = 8;
  * Bytes of cuda/collect_dqn_cluster.cu's shared-memory plan per CTA (the kernel asserts its own sum
  * equals this): the CTA's slices (ceil(Out / C) rows of every layer, rows padded to a multiple of 4
  * floats and off a multiple of 32, then the biases; TF32: rows padded to 8, 16-padded inputs) of the
- * online and target dueling nets (trunk 0, trunk 1, both streams' hidden layers as one, both output
- * layers as one, TF32: the advantage layer alone); then for all E episodes, per net, states, two
- * trunk buffers and value ++ advantages, then each episode's Q(s, a); the curiosity input, hidden
- * and output rows of the CTA's own episodes; actions; what the owned episodes' TD errors need (4
- * floats each); TF32: the split-K partial sums of two layers; the exchanges' five mbarriers; the
+ * online dueling net (trunk 0, trunk 1, both streams' hidden layers as one, both output layers as
+ * one, TF32: the advantage layer alone); then for all E episodes states, two trunk buffers, value ++
+ * advantages and next states; the curiosity input, hidden and output rows of the CTA's own
+ * episodes; actions; TF32: the split-K partial sums of a layer; the exchanges' five mbarriers; the
  * curiosity model's weights where the whole plan still fits 227 KiB; then the owned episodes'
  * 20-word simulator state.
  */
@@ -248,35 +245,35 @@ export function cudaClusterSharedBytes(
   // The sliced output layer: value ++ advantages (exact), advantages alone (TF32: each CTA takes the
   // value column itself).
   const outs = o.tf32 ? NUM_ACTIONS : 1 + NUM_ACTIONS;
-  const net = slice(54, 256) + slice(256, 256) + slice(256, 256) + slice(128, outs);
-  let at = 2 * net;
-  // Online and target: states, two trunk buffers, value ++ advantages each.
-  for (let net = 0; net < 2; net++)
-    for (const width of [tileStride(54), tileStride(256), tileStride(256), tileStride(NUM_ACTIONS)])
-      at = align4(at + e * width);
+  let at = slice(54, 256) + slice(256, 256) + slice(256, 256) + slice(128, outs);
+  // States, two trunk buffers, value ++ advantages, next states.
+  for (const width of [
+    tileStride(54),
+    tileStride(256),
+    tileStride(256),
+    tileStride(NUM_ACTIONS),
+    tileStride(54),
+  ])
+    at = align4(at + e * width);
   const owned = Math.ceil(e / c);
   for (const [rows, width] of [
-    // Each episode's Q(s, a).
-    [e, 1],
     // The curiosity input, hidden and output rows of the CTA's own episodes.
     [owned, tileStride(64)],
     [owned, tileStride(64)],
     [owned, tileStride(32)],
     // Actions.
     [e, 1],
-    // What each owned episode's TD error needs (total, done, Q(s, a)).
-    [owned, 4],
   ])
     at = align4(at + rows * width);
   if (o.tf32) {
-    // Partial sums of the online and the target layer of a phase: the largest split-K plan.
+    // Partial sums of a layer phase: the largest split-K plan.
     const warps = Math.floor((o.threads ?? 256) / 32);
     const part = (inp: number, out: number) => {
       const plan = splitkPlan(mmaRows(out) / 8, mmaK(inp) / 16, warps);
       return (plan % 16) * e * mmaRows(out);
     };
     const parts = [part(54, 256), part(256, 256), part(128, outs)];
-    at = align4(at + 2 * Math.max(...parts));
+    at = align4(at + Math.max(...parts));
   }
   // The exchanges' five mbarriers (8 bytes each; used by the CLUSTER_MBAR build).
   at = align4(at + 10);
@@ -349,8 +346,7 @@ export function collectDqnSpec(o: CollectDqnOptions): KernelSpec {
         ...commonConstants(),
         ...envStateConstants(),
         ...netConstants('NET_Q', q, 0),
-        ...netConstants('NET_T', q, q.size),
-        ...netConstants('NET_C', c, 2 * q.size),
+        ...netConstants('NET_C', c, q.size),
         ...outputConstants(DQN_OUTPUT),
       },
     };
@@ -379,17 +375,16 @@ export function collectDqnSpec(o: CollectDqnOptions): KernelSpec {
       // shader source compiles for every head.
       ...(o.head === 'iqn' ? {} : { NET_Q_TAU_EMBED_W: 0, NET_Q_TAU_EMBED_B: 0 }),
       ...netConstants('NET_Q', q, 0),
-      ...netConstants('NET_T', q, q.size),
-      ...netConstants('NET_C', c, 2 * q.size),
+      ...netConstants('NET_C', c, q.size),
       ...outputConstants(DQN_OUTPUT),
       ...dynamic,
     },
   };
 }
 
-/** Floats of the nets buffer: online, target, curiosity. */
+/** Floats of the nets buffer: online, curiosity. */
 export function dqnNetsSize(o: Pick<CollectDqnOptions, 'head' | 'atoms' | 'iqnEmbed'>): number {
-  return 2 * duelingLayout(o.head, o.atoms, o.iqnEmbed).size + curiosityLayout().size;
+  return duelingLayout(o.head, o.atoms, o.iqnEmbed).size + curiosityLayout().size;
 }
 
 /** The launch over all N episodes: buffers in COLLECT_BINDINGS order, uniforms complete. */
@@ -428,11 +423,10 @@ function collectDqnReference(buffers: TypedArray[], u: Record<string, number>): 
     head,
     layout,
     online: f32.subarray(0, q),
-    target: f32.subarray(q, 2 * q),
     support: { vMin: u.vMin, vMax: u.vMax, atoms: u.atoms },
     actTaus: u.actTaus,
   };
-  const curiosity = u.curiosity ? { layout: cur, params: f32.subarray(2 * q, 2 * q + cur.size) } : null;
+  const curiosity = u.curiosity ? { layout: cur, params: f32.subarray(q, q + cur.size) } : null;
   const v = sectionViews(DQN_OUTPUT, outF as Float32Array, outI as Int32Array, u.n, u.steps);
   const rollout: DqnRollout = {
     n: u.n,
@@ -443,7 +437,6 @@ function collectDqnReference(buffers: TypedArray[], u: Record<string, number>): 
     nextStates: v.nextStates as Float32Array,
     dones: v.dones as Int32Array,
     truncateds: v.truncateds as Int32Array,
-    tdErrors: v.tdErrors as Float32Array,
     components: v.components as Float32Array,
   };
   collectDqn(
@@ -452,7 +445,7 @@ function collectDqnReference(buffers: TypedArray[], u: Record<string, number>): 
     params,
     dqnNets,
     curiosity,
-    { steps: u.steps, epsilon: u.epsilon, stepBase: u.stepBase, gamma: u.gamma },
+    { steps: u.steps, epsilon: u.epsilon, stepBase: u.stepBase },
     rollout,
   );
 }

@@ -186,7 +186,6 @@ function dqnNets(head: QHead, cfg: Config): DqnNets {
     head,
     layout,
     online: initParams(layout, NetId.QOnline, SEED),
-    target: initParams(layout, NetId.QOnline + 1, SEED),
     support: { vMin: q.vMin, vMax: q.vMax, atoms: q.atoms },
     actTaus: q.iqnActTau,
   };
@@ -240,7 +239,6 @@ function dqnOutputs(r: DqnRollout, ties: TieSteps, prefix: string): Outputs {
     [`${prefix}states`]: maskSteps(r.states, STATE_DIM, ties),
     [`${prefix}nextStates`]: maskSteps(r.nextStates, STATE_DIM, ties),
     [`${prefix}rewards`]: maskSteps(r.rewards, 1, ties),
-    [`${prefix}tdErrors`]: maskSteps(r.tdErrors, 1, ties),
     [`${prefix}components`]: maskSteps(r.components, 5, ties),
   };
 }
@@ -255,7 +253,6 @@ function dqnReference(cfg: Config, nets: DqnNets, n: number, epsilons: readonly 
       steps: L,
       epsilon,
       stepBase: k * L,
-      gamma: cfg.dqn.gamma,
     }),
   ) as [DqnRollout, DqnRollout];
   return { rollouts, env };
@@ -269,7 +266,7 @@ async function dqnDeviceRun(
 ): Promise<DqnRun> {
   const c = new DqnDeviceCollector({ ...init, market: market(), split: SPLIT });
   try {
-    c.setWeights({ online: nets.online, target: nets.target, curiosity: curiosityNet() });
+    c.setWeights({ online: nets.online, curiosity: curiosityNet() });
     c.launch(epsilons[0]);
     const first = await c.readDqn();
     c.launch(epsilons[1]);
@@ -481,8 +478,9 @@ const TENSOR_RTOL = 2e-2;
  * A tensor-core build of the plain DQN collector against the reference: `n` episodes, epsilon 1 in
  * both launches, so every action is the Philox draw and trajectories cannot fork where the reduced
  * precision Q-values reorder near-ties: actions, dones, truncations, states and the episode state
- * must match as in f32; the Q-derived floats (TD errors) and the curiosity bonus inside rewards and
- * components (unclipped, parityConfig: the bonus carries the curiosity layers) within TENSOR_ATOL + TENSOR_RTOL.
+ * must match as in f32; the curiosity bonus inside rewards and components (unclipped, parityConfig: the
+ * bonus carries the curiosity layers) within TENSOR_ATOL + TENSOR_RTOL. The Q-values themselves are
+ * checked by dqnGreedyCase.
  * `init` picks the build (backend, variant, tile, constants).
  */
 function dqnEpsilonOneCase(
@@ -526,6 +524,61 @@ function dqnTf32Case(variant: 'tiled' | 'cluster'): ParityCase {
   );
 }
 
+/** Relative tolerance of a greedy action's Q under TF32 (dqnGreedyCase): ~1e-3 a layer, four layers. */
+const GREEDY_RTOL = 1e-2;
+
+/**
+ * A CUDA TF32 build acting greedily (epsilon 0 in both launches): its Q-values reach no output, so
+ * each action is checked against the f32 reference net on the state the kernel chose it in. Output:
+ * per step, (max Q - Q(a)) / max |Q| under the reference (0 where the kernel took a best action);
+ * expected all zeros within GREEDY_RTOL. Trajectories may fork at near ties, so nothing else is
+ * compared (dqnTf32Case checks the simulator's outputs).
+ */
+function dqnGreedyCase(variant: 'tiled' | 'cluster'): ParityCase {
+  const cfg = parityConfig('dqn');
+  cfg.rollout.episodes = N;
+  const nets = memo(() => dqnNets('plain', cfg));
+  const shortfall = (run: DqnRun): Outputs => {
+    const out = new Float32Array(2 * N * L);
+    const q = new Float32Array(NUM_ACTIONS);
+    run.rollouts.forEach((r, k) => {
+      for (let i = 0; i < N * L; i++) {
+        forwardDueling(
+          nets().layout,
+          nets().online,
+          r.states.subarray(i * STATE_DIM, (i + 1) * STATE_DIM),
+          q,
+        );
+        const scale = q.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+        out[k * N * L + i] = scale > 0 ? (q[argmaxQ(q)] - q[r.actions[i]]) / scale : 0;
+      }
+    });
+    return { shortfall: out };
+  };
+  return {
+    name: `collect_dqn plain ${variant} TF32 tensor cores N=${N} L=${L}${variant === 'cluster' ? ' (8 CTAs x 8 episodes)' : ''}, greedy: each action a best one of the f32 net within ${GREEDY_RTOL}`,
+    kernel: variant === 'cluster' ? 'collect_dqn_cluster' : 'collect_dqn',
+    backends: ['cuda'],
+    tolerance: { kind: 'close', atol: GREEDY_RTOL, rtol: 0 },
+    expected: memo(() => ({ shortfall: new Float32Array(2 * N * L) })),
+    actual: async (backend: Backend) =>
+      shortfall(
+        await dqnDeviceRun(
+          {
+            backend,
+            cfg,
+            algo: 'dqn',
+            variant,
+            constants: { TF32: 1 },
+            ...(variant === 'cluster' ? { cluster: 8, tile: { tileEpisodes: 8 } } : { tile: TILE }),
+          },
+          nets(),
+          [0, 0],
+        ),
+      ),
+  };
+}
+
 /** The collection kernels' cases, tiled first, then the seed variants the benchmark compares. */
 export function collectParityCases(): ParityCase[] {
   return [
@@ -551,6 +604,8 @@ export function collectParityCases(): ParityCase[] {
     dqnCase('dqn', 'cluster', TILE, true),
     dqnTf32Case('tiled'),
     dqnTf32Case('cluster'),
+    dqnGreedyCase('tiled'),
+    dqnGreedyCase('cluster'),
     ppoCase('seed'),
   ];
 }

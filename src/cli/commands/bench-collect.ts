@@ -26,8 +26,8 @@ market, for each N: the kernel, tile and engine the collector chooses for this d
 as a share of the device's f32 FMA peak and, for tf32, of its tensor-core peak (vendor datasheet
 figures, named in the output; n/a for a device without them).
 
-  --algo A          ppo (default: actor + critic, what foxhunt train collects), dqn (online +
-                    target dueling nets), c51 or iqn
+  --algo A          ppo (default: actor + critic, what foxhunt train collects), dqn (the online
+                    dueling net), c51 or iqn
   --backend KIND    auto (default), cuda, webgpu or cpu
   --episodes LIST   comma-separated N (default 128,1024,8192,65536; cpu: 8)
   --steps L         steps per launch (default 64; cpu: 8); lowered where the outputs would not

@@ -53,10 +53,9 @@ describe('DqnDeviceCollector', () => {
     const cfg = config(3, 9);
     const layout = duelingLayout('plain');
     const online = initParams(layout, NetId.QOnline, SEED);
-    const target = initParams(layout, NetId.QOnline + 1, SEED);
     const backend = createCpuBackend();
     const c = new DqnDeviceCollector({ backend, market, split, cfg, algo: 'dqn' });
-    c.setWeights({ online, target, curiosity });
+    c.setWeights({ online, curiosity });
     c.launch(0.4);
     const first = await c.readDqn();
     c.launch(0.2);
@@ -70,7 +69,6 @@ describe('DqnDeviceCollector', () => {
       head: 'plain',
       layout,
       online,
-      target,
       support: { vMin: -10, vMax: 10, atoms: 51 },
       actTaus: 32,
     };
@@ -79,13 +77,11 @@ describe('DqnDeviceCollector', () => {
       steps: 9,
       epsilon: 0.4,
       stepBase: 0,
-      gamma: 0.99,
     });
     const r2 = collectDqn(ref, market, params, nets, cur, {
       steps: 9,
       epsilon: 0.2,
       stepBase: 9,
-      gamma: 0.99,
     });
     expect(first).toEqual(r1);
     expect(second).toEqual(r2);
@@ -104,7 +100,7 @@ describe('DqnDeviceCollector', () => {
       cfg: config(2, 2),
       algo: 'dqn',
     });
-    expect(() => c.setWeights({ target: new Float32Array(10) })).toThrow(/target has 10 floats/);
+    expect(() => c.setWeights({ online: new Float32Array(10) })).toThrow(/online has 10 floats/);
   });
 
   it('uploads nothing until weights are given and reads nothing back until asked', () => {
@@ -233,8 +229,8 @@ describe('layout data', () => {
       }
       expect([f, i]).toEqual([layout.floatsPerStep, layout.intsPerStep]);
     }
-    // 2 states of 54, reward, TD error, 5 components; action, done, truncated.
-    expect(outputBytes(DQN_OUTPUT, 1, 1)).toEqual({ f: 115 * 4, i: 12 });
+    // 2 states of 54, reward, 5 components; action, done, truncated.
+    expect(outputBytes(DQN_OUTPUT, 1, 1)).toEqual({ f: 114 * 4, i: 12 });
   });
 
   it('both kernels bind ten storage buffers and name every layer offset they read', () => {
@@ -252,17 +248,18 @@ describe('layout data', () => {
       tauRows: 32,
     });
     const q = duelingLayout('plain');
-    expect(spec.constants?.NET_T_BASE).toBe(q.size);
-    expect(spec.constants?.NET_T_ADVANTAGE_STREAM_1_W).toBe(q.size + q.layers[5].wOffset);
-    expect(spec.constants?.NET_C_FC2_B).toBe(2 * q.size + curiosityLayout().layers[1].bOffset);
+    expect(spec.constants?.NET_Q_ADVANTAGE_STREAM_1_W).toBe(q.layers[5].wOffset);
+    // The online net and the curiosity model only: the collection runs no target net.
+    expect(spec.constants?.NET_T_BASE).toBeUndefined();
+    expect(spec.constants?.NET_C_FC2_B).toBe(q.size + curiosityLayout().layers[1].bOffset);
   });
 });
 
 describe('bench collect', () => {
   it('counts the model FLOPs of a step from the layouts', () => {
     const cfg = cloneDefaults();
-    // 2 x (online 150,784 + target 150,784 + curiosity 4,288) multiply-adds.
-    expect(collectFlopsPerStep('dqn', cfg)).toBe(2 * (2 * 150_784 + 4_288));
+    // 2 x (online 150,784 + curiosity 4,288) multiply-adds.
+    expect(collectFlopsPerStep('dqn', cfg)).toBe(2 * (150_784 + 4_288));
     // 2 x (actor 17,984 + critic 363,584 + curiosity 4,288).
     expect(collectFlopsPerStep('ppo', cfg)).toBe(2 * (17_984 + 363_584 + 4_288));
   });
