@@ -176,3 +176,43 @@ export const CLUSTER_TUNING = {
   /** Opt-in shared memory per block on sm_90 (227 KiB), the only architecture with clusters today. */
   sharedBytes: 227 * 1024,
 } as const;
+
+/**
+ * The WGSL f16 engines' tile rules, device-independent (they apply wherever engine 4 or 5 is
+ * asked for). H200 measurements, env-steps/s.
+ */
+export const HALF_ENGINE_TUNING = {
+  /**
+   * Up to this N the f16 precision runs the weight-streaming engine (5), above it the tensor cores
+   * (4): N = 128 2.90M against 1.17M, N = 1,024 15.7M against 9.17M, N = 2,048 19.2M against 18.2M
+   * (72c8ad1), N = 4,096 20.8M against 26.7M (8b1748f), N = 8,192 11.7M against 26.8M.
+   */
+  streamingUpTo: 2048,
+  /**
+   * Engine 5 up to this N runs the dual pass (512 threads: the online net's layers on s' beside the
+   * target's, 6 dependent layers a step instead of 10), one workgroup per SM with N / 128 episodes
+   * each (1, 2, 4): N = 128 3.70M against 3.03M (94b256a); N = 256 9.66M (2 a workgroup) against
+   * 6.85M (the single pass, 1 a workgroup, two per SM), N = 512 14.18M (4) against 12.16M
+   * (8a21c7a). Above it the single pass is faster (N = 1,024: 18.47M at 4 a workgroup, two per SM,
+   * against 14.66M with the dual pass; N = 2,048: 24.20M against 15.01M).
+   */
+  dualPassUpTo: 512,
+  /** Engine 5's dual pass: N / this episodes a workgroup (one 512-thread workgroup per SM). */
+  dualPassDivisor: 128,
+  /**
+   * Engine 5's single pass: N / this episodes a workgroup (two workgroups per SM at N = 1,024):
+   * N = 1,024 15.7M at 4 (256 workgroups) against 11.8M at 8; N = 128 2.90M at 1 against 2.38M at 2.
+   */
+  singlePassDivisor: 256,
+  /**
+   * N from which the tensor-core engine (4) takes its widest tile, 48 episodes (three 16-row tiles):
+   * N = 65,536 33.2M against 27.1M at 32; at N = 8,192 the 171 workgroups of 48 leave SMs idle
+   * (22.8M against 26.8M at 32).
+   */
+  mmaWideFrom: 32768,
+  /**
+   * Engine 4 splits K over 512 threads for tiles of up to this many episodes (one row tile):
+   * N = 1,024 9.17M against 8.6M at 256 threads; N = 128 1.17M against 1.09M.
+   */
+  mmaSplitKUpTo: 16,
+} as const;

@@ -8,6 +8,7 @@ import { capsOf } from '../../../src/backend/caps.js';
 import { createCpuBackend } from '../../../src/backend/cpu/index.js';
 import { TUNING, tuningFor } from '../../../src/backend/tuning.js';
 import type { Backend } from '../../../src/backend/types.js';
+import { SUBGROUP_MATRIX_FEATURE } from '../../../src/backend/webgpu/gpu.js';
 import {
   dwHandoffFor,
   dwSplitBudgetFor,
@@ -28,9 +29,10 @@ const dawn = device('webgpu', {
   vendor: 'nvidia',
   architecture: 'hopper',
   software: 'no',
-  features: 'timestamp-query,subgroups',
+  features: `timestamp-query,shader-f16,${SUBGROUP_MATRIX_FEATURE}`,
   maxComputeWorkgroupStorageSize: 49152,
   maxComputeInvocationsPerWorkgroup: 1024,
+  maxStorageBuffersPerShaderStage: 12,
 });
 const lavapipe = device('webgpu', {
   vendor: 'mesa',
@@ -55,6 +57,7 @@ describe('backend caps', () => {
       tf32TensorCores: true,
       clusters: true,
       dynamicSharedMemory: true,
+      subgroupMatrix: false,
       wgsl: false,
     });
     expect(c.limits).toMatchObject({
@@ -74,12 +77,14 @@ describe('backend caps', () => {
       architecture: 'hopper',
       software: false,
     });
+    expect(d.features.subgroupMatrix).toBe(true);
     expect(d.features.wgsl).toBe(true);
     expect(d.features.tf32TensorCores).toBe(false);
-    expect(d.limits.invocationsPerWorkgroup).toBe(1024);
+    expect(d.limits.storageBuffersPerStage).toBe(12);
     const l = capsOf(lavapipe);
     expect(l.deviceClass).toBe('webgpu-software');
-    expect(l.limits.workgroupStorageBytes).toBe(32768);
+    expect(l.features.subgroupMatrix).toBe(false);
+    expect(l.limits.storageBuffersPerStage).toBe(8);
   });
 
   it('describes the CPU, and a backend that reports no info', () => {
