@@ -1,11 +1,11 @@
 // collect_cluster_layers.cuh: a piece of collect_dqn_cluster.cu (included by it, after
-// collect_cluster_plan.cuh): the dueling nets over a thread-block cluster. Each CTA loads its 1/C
-// slice of every layer's outputs (online and target nets) into shared memory once per launch
+// collect_cluster_plan.cuh): the online dueling net over a thread-block cluster. Each CTA loads its 1/C
+// slice of every layer's outputs into shared memory once per launch
 // (load_dueling); a layer phase computes the slice's outputs for all E rows (exact f32: cluster_layer;
 // TF32: mma_compute + mma_store) and pushes them into every CTA's activations with asynchronous
 // stores counted on the receiver's mbarrier (put, put4); layer_phase waits for its bytes. Also the
 // curiosity model on a CTA's own rows (local_layer, curiosity_model) and the TF32 build's value
-// column (value_rows); dueling_va runs the four phases of one or both nets.
+// column (value_rows); dueling_va runs the net's four phases.
 #pragma once
 
 // Copies this CTA's slice of a layer: rows j < SPLIT from W1/B1 (IN1 inputs from column K1), the rest
@@ -257,26 +257,20 @@ COLLECT_FN void curiosity_model(const float* __restrict__ nets, float* smem, int
   local_layer<CNet::HIDDEN, CNet::OUT, ACT_NONE, LD1>(w1, b1, smem + SM_CH, LD_CH, smem + SM_CO, LD_CO, t, nt);
 }
 
-// One layer phase of up to two layers with the same shape (the online net and, if ws2, the target
-// net), ended by the wait for this phase's bytes: exact, each
-// thread's outputs pushed as it finishes them; TF32, both layers' partial sums, one block barrier,
-// both layers' sums pushed. `extra(layer)` runs between the pushes and the wait (work that reads no
-// output of this phase: it overlaps the exchange).
+// One layer phase, ended by the wait for this phase's bytes: exact, each thread's outputs pushed as
+// it finishes them; TF32, the partial sums, one block barrier, the sums pushed. `extra(layer)` runs
+// between the pushes and the wait (work that reads no output of this phase: it overlaps the exchange).
 template <int In, int Out, int Act, int SPLIT, int XOFF2, class Extra>
-COLLECT_FN void layer_phase(const float* ws, const float* x, int ldx, float* y, int ldy, const float* ws2,
-                            const float* x2, float* y2, float* smem, unsigned rank, int layer, unsigned& phases,
-                            Extra& extra) {
+COLLECT_FN void layer_phase(const float* ws, const float* x, int ldx, float* y, int ldy, float* smem, unsigned rank,
+                            int layer, unsigned& phases, Extra& extra) {
   float* bar = smem + SM_MBAR + 2 * (MB_LAYER0 + layer);
-  // Every CTA receives every row's Out columns of each net: this phase's bytes.
-  if (threadIdx.x == 0) mbar_expect(bar, (unsigned)(E * Out * 4 * (ws2 ? 2 : 1)));
+  // Every CTA receives every row's Out columns: this phase's bytes.
+  if (threadIdx.x == 0) mbar_expect(bar, (unsigned)(E * Out * 4));
 #if TF32
   mma_compute<In, Out>(ws, x, ldx, smem + SM_PART);
-  if (ws2) mma_compute<In, Out>(ws2, x2, ldx, smem + SM_PART + PART_MAX);
   block_sync();
   mma_store<In, Out, Act>(ws, smem + SM_PART, y, ldy, rank, bar);
-  if (ws2) mma_store<In, Out, Act>(ws2, smem + SM_PART + PART_MAX, y2, ldy, rank, bar);
 #else
-  if (ws2) cluster_layer<In, Out, Act, SPLIT, XOFF2>(ws2, x2, ldx, y2, ldy, rank, bar);
   cluster_layer<In, Out, Act, SPLIT, XOFF2>(ws, x, ldx, y, ldy, rank, bar);
 #endif
   extra(layer);
@@ -316,34 +310,24 @@ COLLECT_FN void value_rows(const ValueLane& v, const float* a, float* va) {
   }
 }
 
-// The online net on SM_X0 -> SM_VA and, if `target`, the target net on SM_XT -> SM_VT, phase by
-// phase (4 exchanges): states x -> a -> b -> a -> value ++ advantages va, every row in every CTA once
-// the phase's exchange has completed (TF32: the value column by the row's warp); `extra(k)` inside
-// layer phase k (layer_phase).
+// The online net on SM_X0 -> SM_VA, phase by phase (4 exchanges): states x -> a -> b -> a -> value ++
+// advantages va, every row in every CTA once the phase's exchange has completed (TF32: the value
+// column by the row's warp); `extra(k)` inside layer phase k (layer_phase).
 template <class Extra>
-COLLECT_FN void dueling_va(float* s, bool target, unsigned rank, unsigned& ph, const ValueLane& vq,
-                           const ValueLane& vt, Extra& extra) {
-  const float* wt = target ? s + SM_WT : nullptr;
+COLLECT_FN void dueling_va(float* s, unsigned rank, unsigned& ph, const ValueLane& vq, Extra& extra) {
   // TF32: the value column while the advantages travel.
   auto extra3 = [&](int layer) {
     extra(layer);
-    if (TF32 && layer == 3) {
-      value_rows(vq, s + SM_A, s + SM_VA);
-      if (target) value_rows(vt, s + SM_AT, s + SM_VT);
-    }
+    if (TF32 && layer == 3) value_rows(vq, s + SM_A, s + SM_VA);
   };
-  layer_phase<STATE_DIM, 256, ACT_LEAKY, 256, 0>(s + SM_WQ + NW_S0, s + SM_X0, LD_STATE, s + SM_A, LD_TRUNK,
-                                                 wt ? wt + NW_S0 : nullptr, s + SM_XT, s + SM_AT, s, rank, 0, ph,
-                                                 extra3);
-  layer_phase<256, 256, ACT_LEAKY, 256, 0>(s + SM_WQ + NW_S1, s + SM_A, LD_TRUNK, s + SM_B, LD_TRUNK,
-                                           wt ? wt + NW_S1 : nullptr, s + SM_AT, s + SM_BT, s, rank, 1, ph,
+  layer_phase<STATE_DIM, 256, ACT_LEAKY, 256, 0>(s + SM_WQ + NW_S0, s + SM_X0, LD_STATE, s + SM_A, LD_TRUNK, s, rank,
+                                                 0, ph, extra3);
+  layer_phase<256, 256, ACT_LEAKY, 256, 0>(s + SM_WQ + NW_S1, s + SM_A, LD_TRUNK, s + SM_B, LD_TRUNK, s, rank, 1, ph,
                                            extra3);
-  layer_phase<256, 256, ACT_LEAKY, 256, 0>(s + SM_WQ + NW_H, s + SM_B, LD_TRUNK, s + SM_A, LD_TRUNK,
-                                           wt ? wt + NW_H : nullptr, s + SM_BT, s + SM_AT, s, rank, 2, ph,
+  layer_phase<256, 256, ACT_LEAKY, 256, 0>(s + SM_WQ + NW_H, s + SM_B, LD_TRUNK, s + SM_A, LD_TRUNK, s, rank, 2, ph,
                                            extra3);
   // TF32: advantages from hidden columns 128..255 into columns 1..45; exact: value ++ advantages.
   constexpr int XO = TF32 ? 128 : 0, YO = TF32 ? 1 : 0;
   layer_phase<OUT_IN, OUT_L, ACT_NONE, TF32 ? 0 : 1, 128>(s + SM_WQ + NW_O, s + SM_A + XO, LD_TRUNK, s + SM_VA + YO,
-                                                          LD_VQ, wt ? wt + NW_O : nullptr, s + SM_AT + XO,
-                                                          s + SM_VT + YO, s, rank, 3, ph, extra3);
+                                                          LD_VQ, s, rank, 3, ph, extra3);
 }

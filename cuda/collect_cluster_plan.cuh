@@ -81,47 +81,40 @@ constexpr int PART_MAX =
 constexpr int PART_MAX = 0;
 #endif
 
-// Shared-memory plan (floats). Weight slices: one dueling net (trunk 0, trunk 1, hidden, out).
+// Shared-memory plan (floats). Weight slices of the online dueling net (trunk 0, trunk 1, hidden, out).
 constexpr int NW_S0 = 0;
 constexpr int NW_S1 = NW_S0 + wslice_floats(STATE_DIM, 256);
 constexpr int NW_H = NW_S1 + wslice_floats(256, 256);
 constexpr int NW_O = NW_H + wslice_floats(256, 256);
 constexpr int NW_SIZE = NW_O + wslice_floats(OUT_IN, OUT_L);
 constexpr int SM_WQ = 0;
-constexpr int SM_WT = SM_WQ + NW_SIZE;
-constexpr int SM_END_W = SM_WT + NW_SIZE;
+constexpr int SM_END_W = SM_WQ + NW_SIZE;
 // Activations of all E episodes, complete in every CTA: states, two ping-pong trunk buffers, value
-// ++ advantages, Q (local), curiosity input (local), hidden and output.
+// ++ advantages; then the next states (each owner's rows only), curiosity input, hidden and output
+// (local).
 constexpr int LD_VQ = LD_Q;
 constexpr int LD_CH = tile_stride(CNet::HIDDEN);
 constexpr int LD_CO = tile_stride(CNet::OUT);
 static_assert(OUT_Q <= LD_VQ, "value ++ advantages fit a Q row");
-// Online net: states X0 -> A -> B -> A -> VA; target net: next states XT -> AT -> BT -> AT -> VT.
+// Online net: states X0 -> A -> B -> A -> VA. XT: the next state s' of each step (row i of cluster
+// episode i, written by its owner: the step's output and the curiosity bonus's target).
 constexpr int SM_X0 = SM_END_W;
 constexpr int SM_A = align4(SM_X0 + E * LD_STATE);
 constexpr int SM_B = align4(SM_A + E * LD_TRUNK);
 constexpr int SM_VA = align4(SM_B + E * LD_TRUNK);
 constexpr int SM_XT = align4(SM_VA + E * LD_VQ);
-constexpr int SM_AT = align4(SM_XT + E * LD_STATE);
-constexpr int SM_BT = align4(SM_AT + E * LD_TRUNK);
-constexpr int SM_VT = align4(SM_BT + E * LD_TRUNK);
-// Each episode's Q(s, a) of its decision (local).
-constexpr int SM_QSEL = align4(SM_VT + E * LD_VQ);
 // The curiosity model's input, hidden and output rows of the CTA's owned episodes (slot s: episode
 // s * C + rank).
-constexpr int SM_CI = align4(SM_QSEL + E);
+constexpr int SM_CI = align4(SM_XT + E * LD_STATE);
 constexpr int SM_CH = align4(SM_CI + EPC * LD_CURIOSITY);
 constexpr int SM_CO = align4(SM_CH + EPC * LD_CH);
 // Each episode's action (an integer in a float slot; local).
 constexpr int SM_ACTION = align4(SM_CO + EPC * LD_CO);
-// What the TD error of an owned episode's step needs from its owner (slot s: total reward, done, the
-// chosen action's Q; written in the step's layer phases, read in the next step's simulator phase).
-constexpr int SM_TDIN = align4(SM_ACTION + E);
-// TF32 build: the partial sums of the online and the target layer of a phase.
-constexpr int SM_PART = align4(SM_TDIN + 4 * EPC);
+// TF32 build: the partial sums of a layer phase.
+constexpr int SM_PART = align4(SM_ACTION + E);
 // The exchanges' transaction barriers (8 bytes each): the states, then dueling layer k.
 constexpr int MB_STATES = 0, MB_LAYER0 = 1, MB_COUNT = 5;
-constexpr int SM_MBAR = align4(SM_PART + 2 * PART_MAX);
+constexpr int SM_MBAR = align4(SM_PART + PART_MAX);
 // The curiosity model's weights, where they fit beside the rest (CUR_SMEM): layer 0's rows of IN
 // floats, its biases, layer 1's rows, its biases; each row stride odd (a warp reading one weight of 32
 // consecutive rows hits 32 banks).

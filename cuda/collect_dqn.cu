@@ -2,14 +2,13 @@
 // src/kernels/collect_dqn.ts). Per step: build the 54-float state, online dueling Q (head HEAD:
 // plain, C51 expectation, IQN mean over ACT_TAUS taus), epsilon-greedy action from
 // Philox(Action, e, g, 0), curiosity forward model, simulator step (collect_env.cuh), next state,
-// target Q of the next state, TD error |r + gamma max Q_target(s') (1 - done) - Q(s, a)|, restart of
-// finished episodes. Episodes persist in env_f / env_i / div_window between launches.
+// restart of finished episodes. Episodes persist in env_f / env_i / div_window between launches.
 //
 // Bindings (src/kernels/collect_layout.ts): features [T, 51], ohlc [T, 4], spread [T], entropy
-// [W + 1], nets (online at NET_Q_BASE, target at NET_T_BASE, curiosity at NET_C_BASE), env_f
+// [W + 1], nets (online at NET_Q_BASE, curiosity at NET_C_BASE), env_f
 // [N, ENV_F], env_i [N, ENV_I], div_window [N, W], out_f / out_i (sections OUT_F_* / OUT_I_*, value
 // of episode e at step l at section * N * L + (e * L + l) * width + k). Uniforms: struct Uniforms
-// of the preamble (n, steps, stepBase, epsilon, gamma, vMin, vMax, curiosity, ..., the simulator).
+// of the preamble (n, steps, stepBase, epsilon, vMin, vMax, curiosity, ..., the simulator).
 //
 // Block: WG_X threads (a multiple of 32) own TILE_E episodes (block b: episodes b * TILE_E ..).
 // - SEED_VARIANT 0, tiled: thread r < TILE_E runs episode r's simulator with its state in registers;
@@ -43,9 +42,8 @@
 #include "grid.cuh"
 
 using QNet = Dueling<HEAD, NET_Q_BASE>;
-using TNet = Dueling<HEAD, NET_T_BASE>;
 using CNet = Curiosity<NET_C_BASE>;
-static_assert(QNet::S0_W == NET_Q_0_W && QNet::SIZE == NET_Q_SIZE && TNet::SIZE == NET_T_SIZE,
+static_assert(QNet::S0_W == NET_Q_0_W && QNet::SIZE == NET_Q_SIZE,
               "collect_nets.cuh dueling layout differs from src/nets/layout.ts");
 static_assert(CNet::L1_B == NET_C_1_B && CNet::SIZE == NET_C_SIZE,
               "collect_nets.cuh curiosity layout differs from src/nets/layout.ts");
@@ -65,7 +63,7 @@ constexpr int TC = iqn_tau_chunk(E, ACT_TAUS);
 
 // Shared-memory plan (floats), then the episodes. act [E, LD_TRUNK] takes the states, runs the trunk in place and, for
 // the plain head, receives q (q aliases it); the curiosity model runs in act too (dead between the
-// online forward and the target forward).
+// online forward and the next state).
 constexpr int SM_ACT = 0;
 constexpr int SM_END_ACT = align4(SM_ACT + E * LD_TRUNK);
 // plain: v [E], a [E, LD_Q]
@@ -201,11 +199,7 @@ extern "C" __global__ void DQN_LAUNCH_BOUNDS collect_dqn(KERNEL_ARGS) {
     q_values<NET_Q_BASE>(nets, smem, u.vMin, u.vMax);
 
     int action = 0;
-    float q_sel = 0.0f;
-    if (active) {
-      action = choose_action(q_row, e, g, u.epsilon, u.key0, u.key1);
-      q_sel = q_row[action];
-    }
+    if (active) action = choose_action(q_row, e, g, u.epsilon, u.key0, u.key1);
     if (env_thread && u.curiosity) {
       curiosity_input(cur + r * LD_CURIOSITY, LD_CURIOSITY, features, active ? ep.bar : 0, action_category(action));
     }
@@ -213,42 +207,18 @@ extern "C" __global__ void DQN_LAUNCH_BOUNDS collect_dqn(KERNEL_ARGS) {
     if (u.curiosity) curiosity_predict<NET_C_BASE, E>(nets, cur);
 
     const float mse = active && u.curiosity ? curiosity_mse(cur + r * LD_CURIOSITY, features, ep.bar) : 0.0f;
-    // Every mse is read before the next states overwrite act.
+    // Every mse is read before the next decision's states overwrite act.
     block_sync();
-    // What the TD error and the restart need of the step, kept through the target forward.
-    int done = 0, ended = 0;
-    float total = 0.0f;
-    if (env_thread) {
-      const Market m = {features, ohlc, spread, entropy};
-      StepOut so;
-      if (active) {
-        const EnvScalars p = env_scalars(u);
-        env_step(ep, m, p, div_window + (unsigned long long)e * p.diversity_window, action, mse, u.curiosity != 0, so);
-      }
-      state_row(xs, ep, m, active);
-      if (active) {
-        float* s = out_f_at(o, OUT_F_NEXT_STATES, STATE_DIM);
-        for (int k = 0; k < STATE_DIM; k++) s[k] = xs[k];
-        write_step(o, so, action);
-        done = so.done;
-        ended = so.done || so.truncated;
-        total = so.total;
-      }
-    }
-    block_sync();
-    q_values<NET_T_BASE>(nets, smem, u.vMin, u.vMax);
-
     if (active) {
-      StepOut so;
-      so.done = done;
-      so.truncated = ended && !done;
-      so.total = total;
-      *out_f_at(o, OUT_F_TD_ERRORS, 1) = td_error(so, q_row, u.gamma, q_sel);
-      const EnvScalars p = env_scalars(u);
       const Market m = {features, ohlc, spread, entropy};
-      restart_if_ended(ep, m, p, div_window + (unsigned long long)e * p.diversity_window, e, so);
+      const EnvScalars p = env_scalars(u);
+      int* window = div_window + (unsigned long long)e * p.diversity_window;
+      StepOut so;
+      env_step(ep, m, p, window, action, mse, u.curiosity != 0, so);
+      build_state(ep, m, out_f_at(o, OUT_F_NEXT_STATES, STATE_DIM));
+      write_step(o, so, action);
+      restart_if_ended(ep, m, p, window, e, so);
     }
-    block_sync();
   }
   if (active) store_episode(ep, env_f, env_i, e);
 }
@@ -290,7 +260,6 @@ extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
     for (int k = 0; k < STATE_DIM; k++) so_s[k] = s[k];
     q_values_thread<NET_Q_BASE>(nets, s, q);
     const int action = choose_action(q, e, g, u.epsilon, p.key0, p.key1);
-    const float q_sel = q[action];
     float mse = 0.0f;
     if (u.curiosity) {
       curiosity_input(cur_in, CNet::IN, features, ep.bar, action_category(action));
@@ -304,8 +273,6 @@ extern "C" __global__ void collect_dqn(KERNEL_ARGS) {
     float* so_n = out_f_at(o, OUT_F_NEXT_STATES, STATE_DIM);
     for (int k = 0; k < STATE_DIM; k++) so_n[k] = s[k];
     write_step(o, so, action);
-    if (!so.done) q_values_thread<NET_T_BASE>(nets, s, q);
-    *out_f_at(o, OUT_F_TD_ERRORS, 1) = td_error(so, q, u.gamma, q_sel);
     restart_if_ended(ep, m, p, window, e, so);
   }
   store_episode(ep, env_f, env_i, e);

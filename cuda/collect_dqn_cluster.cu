@@ -2,10 +2,10 @@
 // on sm_90 thread-block clusters (descriptor: src/kernels/collect_dqn.ts, variant `cluster`). Same
 // bindings, uniforms, outputs and episode state as collect_dqn.cu; only the work split differs.
 //
-// Why: at N = 128 the tiled kernel runs 128 blocks of one episode and each block streams all 1.2 MB of
-// online + target weights from L2 every step. Here a cluster of CLUSTER CTAs owns TILE_E episodes and
-// every CTA keeps a 1/CLUSTER slice of every layer's OUTPUT neurons (weights + bias of the online and
-// target nets) in its shared memory, loaded once per launch: no weight traffic per step. The
+// Why: at N = 128 the tiled kernel runs 128 blocks of one episode and each block streams all 0.6 MB of
+// online weights from L2 every step. Here a cluster of CLUSTER CTAs owns TILE_E episodes and every
+// CTA keeps a 1/CLUSTER slice of every layer's OUTPUT neurons (weights + bias of the online net) in
+// its shared memory, loaded once per launch: no weight traffic per step. The
 // curiosity model (17 KB) runs in each CTA on its own episodes only, its weights in shared memory
 // where the plan leaves room (CUR_SMEM), else read through the cache.
 //
@@ -22,21 +22,19 @@
 // warp per episode, Q in registers; same arithmetic, same bits) instead of waiting for another
 // exchange.
 //
-// Pipeline: the target net on step t's next states and the online net on step t + 1's states
-// need only the simulator step, so they run in the same phases: right after its step an owner
-// restarts a finished episode (restart_if_ended reads only the step's outcome) and broadcasts both
-// the next state s' (target input) and the state the next decision sees (online input; s' unless
-// the episode restarted). Exchanges per step: 1 (states) + 4 (both nets) = 5; one online forward
-// before the loop (5 exchanges), and the last step's online forward is spare.
+// Step: right after its simulator step an owner restarts a finished episode (restart_if_ended reads
+// only the step's outcome) and broadcasts the state the next decision sees (s' unless the episode
+// restarted); it keeps s' itself (the step's output, the curiosity bonus's target). Exchanges per
+// step: 1 (states) + 4 (the online net) = 5; one online forward before the loop (5 exchanges), and
+// the last step's online forward is spare.
 //
 // Episodes: episode i of the cluster lives in CTA i % CLUSTER (slot i / CLUSTER), with its simulator
 // state in that CTA's shared memory: the serial simulator work is spread over the cluster's SMs
 // instead of queueing on one. The simulator phase of a step runs three things at once on different
 // warps (HELPERS, with enough warps): each owned slot's warp steps its episode (lane 0) and builds its
-// state rows (all lanes), other warps run the curiosity model on the CTA's rows, and the last warps
-// take the previous step's TD errors; the owner adds the curiosity bonus and writes the step's
-// outputs inside the next layer phase, while the peers' outputs travel. The whole CTA copies the
-// state rows to the peers and the outputs.
+// state rows (all lanes) while the other warps run the curiosity model on the CTA's rows; the owner
+// adds the curiosity bonus and writes the step's outputs inside the next layer phase, while the
+// peers' outputs travel. The whole CTA copies the state rows to the peers and the outputs.
 //
 // How many episodes per cluster: the descriptor's default fills ~128 CTAs, and the collector raises
 // it (cuOccupancyMaxActiveClusters) until the clusters fit on the GPU at once: an H200 holds 15
@@ -48,7 +46,7 @@
 //
 // Pieces: collect_cluster_plan.cuh (slice geometry, shared-memory plan), collect_cluster_layers.cuh
 // (slices, layer phases and their exchange, curiosity model); here the decisions, the states'
-// exchange, the TD errors, the simulator phase's roles and the kernel's step loop.
+// exchange, the simulator phase's roles and the kernel's step loop.
 //
 // Exchange: a CTA pushes each output it computes into every CTA's buffer as asynchronous stores
 // (st.async: 16-byte where its slice is whole quads, else 4-byte) that count their bytes on the
@@ -80,9 +78,8 @@ static_assert(HEAD == HEAD_PLAIN, "collect_dqn_cluster implements the plain duel
 static_assert(WG_X % 32 == 0 && WG_Y == 1 && WG_Z == 1, "collect_dqn_cluster runs on 1-D blocks of whole warps");
 
 using QNet = Dueling<HEAD_PLAIN, NET_Q_BASE>;
-using TNet = Dueling<HEAD_PLAIN, NET_T_BASE>;
 using CNet = Curiosity<NET_C_BASE>;
-static_assert(QNet::S0_W == NET_Q_0_W && QNet::SIZE == NET_Q_SIZE && TNet::SIZE == NET_T_SIZE,
+static_assert(QNet::S0_W == NET_Q_0_W && QNet::SIZE == NET_Q_SIZE,
               "collect_nets.cuh dueling layout differs from src/nets/layout.ts");
 static_assert(CNet::L1_B == NET_C_1_B && CNet::SIZE == NET_C_SIZE,
               "collect_nets.cuh curiosity layout differs from src/nets/layout.ts");
@@ -150,12 +147,6 @@ COLLECT_DEVICE int warp_argmax(const QLanes& q, int lane) {
   return idx == NUM_ACTIONS || q0 != q0 ? 0 : idx;
 }
 
-// Q[a] to every lane (a the same in every lane).
-COLLECT_DEVICE float q_at(const QLanes& q, int a) {
-  const float lo = warp_bcast(q.lo, a & 31), hi = warp_bcast(q.hi, a & 31);
-  return a < 32 ? lo : hi;
-}
-
 // The decisions of all E episodes in every CTA (identical bits in each), one warp per episode: its Q
 // row, its epsilon-greedy action (choose_action with the argmax over the warp) and, for the CTA's own
 // episodes, the curiosity input.
@@ -172,11 +163,7 @@ COLLECT_FN void decide(float* smem, unsigned long long base, unsigned n, unsigne
     const int a = base + (unsigned long long)r >= n     ? 0
                   : philox_unit_float(w.x) < epsilon ? (int)(w.y % NUM_ACTIONS)
                                                      : greedy;
-    const float qa = q_at(q, a);
-    if (lane == 0) {
-      actions[r] = a;
-      smem[SM_QSEL + r] = qa;
-    }
+    if (lane == 0) actions[r] = a;
     if (curiosity && r % C == (int)rank) {
       // curiosity_input's row: features[bar][0..32) ++ one-hot(category), then zeros. The decision's
       // state row (SM_X0, built here by the owner) begins with features[bar]: the same floats, read
@@ -205,20 +192,20 @@ constexpr int STATE_QUADS = (STATE_DIM + 3) / 4;
 static_assert(STATE_QUADS * 4 <= LD_STATE, "a state row's quads stay inside its stride");
 
 // After a block barrier that follows build_row: the whole CTA copies the rows of its owned episodes in
-// the NB buffers `at` into every peer, and writes each active
-// episode's row of buffer b to the output section `sec[b]` at step `step[b]` of the launch (not where
-// step[b] is negative). Then every CTA has every row: the wait for the bytes of the other CTAs' rows
-// on the states mbarrier.
-template <int NB>
+// the first NP of the NB buffers `at` into every peer, and writes each active episode's row of buffer
+// b to the output section `sec[b]` at step `step[b]` of the launch (not where step[b] is negative).
+// Then every CTA has every row of those NP buffers: the wait for the bytes of the other CTAs' rows on
+// the states mbarrier.
+template <int NB, int NP>
 COLLECT_FN void share_states(float* smem, const int (&at)[NB], const int (&sec)[NB], const int (&step)[NB],
                              const Out& o, unsigned long long base, unsigned n, unsigned steps, unsigned rank,
                              unsigned& phases) {
   float* bar = smem + SM_MBAR + 2 * MB_STATES;
-  if (threadIdx.x == 0) mbar_expect(bar, (unsigned)((E - owned_rows((int)rank)) * NB * STATE_QUADS * 16));
+  if (threadIdx.x == 0) mbar_expect(bar, (unsigned)((E - owned_rows((int)rank)) * NP * STATE_QUADS * 16));
   // Peers: a row's quads.
-  for (int task = threadIdx.x; task < EPC * NB * C * STATE_QUADS; task += T) {
-    const int q = task % STATE_QUADS, c = task / STATE_QUADS % C, b = task / (STATE_QUADS * C) % NB,
-              slot = task / (STATE_QUADS * C * NB);
+  for (int task = threadIdx.x; task < EPC * NP * C * STATE_QUADS; task += T) {
+    const int q = task % STATE_QUADS, c = task / STATE_QUADS % C, b = task / (STATE_QUADS * C) % NP,
+              slot = task / (STATE_QUADS * C * NP);
     const int i = slot * C + (int)rank;
     if (i >= E || c == (int)rank) continue;
     const int k = at[b] + i * LD_STATE + 4 * q;
@@ -236,38 +223,14 @@ COLLECT_FN void share_states(float* smem, const int (&at)[NB], const int (&sec)[
   phases ^= 1u << MB_STATES;
 }
 
-// TD errors of step l's owned episodes s0, s0 + ds, ..., by one whole warp (after the barrier that
-// follows the step's layer phases; before the next step's third layer phase rewrites SM_VT): each
-// target-Q row from SM_VT and its argmax, then |target - Q(s, a)| from what the owner left in SM_TDIN;
-// a done step uses r alone (td_error).
-COLLECT_FN void td_errors(const float* smem, float* out_f, unsigned long long nl, unsigned long long base, unsigned n,
-                          unsigned steps, unsigned l, float gamma, unsigned rank, int s0, int ds) {
-  const int lane = lane_id();
-  for (int s = s0; s < EPC; s += ds) {
-    const int r = s * C + (int)rank;
-    const unsigned long long e = base + (unsigned long long)r;
-    if (r >= E || e >= n) break;
-    const QLanes q = q_lanes(smem + SM_VT + r * LD_VQ, lane);
-    const float qbest = q_at(q, warp_argmax(q, lane));
-    if (lane == 0) {
-      const float* in = smem + SM_TDIN + 4 * s;
-      const float total = in[0];
-      const float target = in[1] != 0.0f ? total : fadd(total, fmul(gamma, qbest));
-      out_f[OUT_F_TD_ERRORS * nl + e * steps + l] = fabsf(fsub(target, in[2]));
-    }
-  }
-}
-
 // Roles in the simulator phase. With enough warps (HELPERS) each owned episode slot s has a warp of
-// its own (its lane 0 the owner, the other lanes build the state rows), warps EPC .. WARPS - NTD - 1
-// run the curiosity model (named barrier 1 between its layers) and the last NTD warps the previous
-// step's TD errors, all at once; otherwise owner s is thread s and warp 0 does the TD errors and the
-// whole CTA the curiosity model after the simulator step.
+// its own (its lane 0 the owner, the other lanes build the state rows) and warps EPC .. WARPS - 1 run
+// the curiosity model (named barrier 1 between its layers), all at once; otherwise owner s is thread s
+// and the whole CTA runs the curiosity model after the simulator step.
 constexpr int WARPS = T / 32;
-constexpr bool HELPERS = WARPS >= EPC + 2;
-constexpr int NTD = HELPERS ? (EPC < WARPS - EPC - 1 ? EPC : WARPS - EPC - 1) : 1;
+constexpr bool HELPERS = WARPS >= EPC + 1;
 constexpr int CUR_WARP0 = HELPERS ? EPC : 0;
-constexpr int CUR_THREADS = HELPERS ? 32 * (WARPS - EPC - NTD) : T;
+constexpr int CUR_THREADS = HELPERS ? 32 * (WARPS - EPC) : T;
 // The owned slot of this thread (EPC or more: none).
 COLLECT_DEVICE int owner_slot() {
   const int t = (int)threadIdx.x;
@@ -346,7 +309,6 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
   // Every zero is in before the curiosity weights and the mbarriers go into the same range.
   block_sync();
   load_dueling<NET_Q_BASE>(nets, smem + SM_WQ, rank);
-  load_dueling<NET_T_BASE>(nets, smem + SM_WT, rank);
   if (CUR_SMEM) load_curiosity(nets, smem + SM_CW);
   // One arrival per phase (thread 0's expect_tx); the bytes do the rest.
   if (threadIdx.x == 0) {
@@ -362,10 +324,10 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
   if (owner) build_row(smem, SM_X0, i, ep, m, active);
   block_sync();
   unsigned phases = 0;
-  share_states<1>(smem, {SM_X0}, {OUT_F_STATES}, {0}, o, base, u.n, u.steps, rank, phases);
+  share_states<1, 1>(smem, {SM_X0}, {OUT_F_STATES}, {0}, o, base, u.n, u.steps, rank, phases);
   auto none = [](int) {};
-  const ValueLane vq = value_lane<NET_Q_BASE>(nets), vt = value_lane<NET_T_BASE>(nets);
-  dueling_va(smem, false, rank, phases, vq, vt, none);
+  const ValueLane vq = value_lane<NET_Q_BASE>(nets);
+  dueling_va(smem, rank, phases, vq, none);
   for (unsigned l = 0; l < u.steps; l++, o.idx++) {
     const unsigned g = u.stepBase + l;
     // The owner's market lines of this step (bar t + 1: OHLC, spread, features; the diversity
@@ -385,14 +347,11 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
     // model runs beside the simulator and the owner adds bonus and total in the layer phases below).
     StepOut so{};
     const int action = active ? actions[i] : 0;
-    const float q_sel = active ? smem[SM_QSEL + i] : 0.0f;
     if (HELPERS) {
       if (warp < EPC) {
         if (warp_active)
           owner_step(smem, episodes[warp], m, p, div_window + (unsigned long long)(base + wi) * p.diversity_window,
                      actions[wi], (unsigned)(base + wi), wi, so);
-      } else if (warp >= WARPS - NTD) {
-        if (l > 0) td_errors(smem, out_f, o.nl, base, u.n, u.steps, l - 1, u.gamma, rank, warp - (WARPS - NTD), NTD);
       } else if (u.curiosity) {
         curiosity_model(nets, smem, (int)threadIdx.x - 32 * CUR_WARP0, CUR_THREADS,
                         [] { named_sync(1, CUR_THREADS); });
@@ -411,16 +370,15 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
             sts4(smem + SM_X0 + i * LD_STATE + k, lds4(smem + SM_XT + i * LD_STATE + k));
         }
       }
-      if (warp == WARPS - 1 && l > 0) td_errors(smem, out_f, o.nl, base, u.n, u.steps, l - 1, u.gamma, rank, 0, 1);
       if (u.curiosity) curiosity_model(nets, smem, (int)threadIdx.x, T, [] { block_sync(); });
     }
     block_sync();
-    share_states<2>(smem, {SM_XT, SM_X0}, {OUT_F_NEXT_STATES, OUT_F_STATES},
-                    {(int)l, l + 1 < u.steps ? (int)l + 1 : -1}, o, base, u.n, u.steps, rank, phases);
+    // s' stays with its owner (the output); the next decision's rows go to every CTA.
+    share_states<2, 1>(smem, {SM_X0, SM_XT}, {OUT_F_STATES, OUT_F_NEXT_STATES},
+                       {l + 1 < u.steps ? (int)l + 1 : -1, (int)l}, o, base, u.n, u.steps, rank, phases);
     // In the second layer phase, while the peers' outputs travel: the owner's curiosity bonus and total
     // (env_step's operations, from the model's error on decision bar t: curiosity_mse against
-    // features[t + 1][0..32), the first floats of the next-state row s'), the step's outputs, and what
-    // the TD error needs.
+    // features[t + 1][0..32), the first floats of the next-state row s') and the step's outputs.
     auto finish = [&](int layer) {
       if (layer != 1 || !active) return;
       if (u.curiosity) {
@@ -429,18 +387,9 @@ extern "C" __global__ void CLUSTER_LAUNCH_BOUNDS collect_dqn_cluster(KERNEL_ARGS
         so.total = step_total(so);
       }
       write_step(o, so, action);
-      float* in = smem + SM_TDIN + 4 * slot;
-      in[0] = so.total;
-      in[1] = so.done ? 1.0f : 0.0f;
-      in[2] = q_sel;
     };
-    dueling_va(smem, true, rank, phases, vq, vt, finish);
+    dueling_va(smem, rank, phases, vq, finish);
   }
-  // The last step's TD errors (its target rows are complete past the last layer phase; the barrier
-  // orders the owners' SM_TDIN writes before the reads).
-  block_sync();
-  if (u.steps > 0 && warp >= WARPS - NTD)
-    td_errors(smem, out_f, o.nl, base, u.n, u.steps, u.steps - 1, u.gamma, rank, warp - (WARPS - NTD), NTD);
   if (active) store_episode(ep, env_f, env_i, e);
   // No CTA leaves while a peer may still write into its shared memory.
   cluster_sync();

@@ -1,6 +1,6 @@
 // The per-episode DQN decisions both collect_dqn kernels (tiled / seed in collect_dqn.cu, cluster
-// in collect_dqn_cluster.cu) take on one thread: greedy action, epsilon-greedy choice from Philox,
-// TD error. Twin of src/collect/dqn.ts steps 2 and 4; needs the preamble (NUM_ACTIONS,
+// in collect_dqn_cluster.cu) take on one thread: greedy action, epsilon-greedy choice from Philox.
+// Twin of src/collect/dqn.ts step 2; needs the preamble (NUM_ACTIONS,
 // STREAM_ACTION), philox.cuh and collect_env.cuh's StepOut (through collect_io.cuh).
 #pragma once
 
@@ -19,8 +19,3 @@ COLLECT_DEVICE int choose_action(const float* q, unsigned e, unsigned g, float e
   return philox_unit_float(w.x) < epsilon ? (int)(w.y % NUM_ACTIONS) : argmax_q(q);
 }
 
-// TD error of the step (src/collect/dqn.ts step 4): a done step uses r alone.
-COLLECT_DEVICE float td_error(const StepOut& so, const float* q_target, float gamma, float q_sel) {
-  const float target = so.done ? so.total : fadd(so.total, fmul(gamma, q_target[argmax_q(q_target)]));
-  return fabsf(fsub(target, q_sel));
-}

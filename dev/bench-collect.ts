@@ -19,7 +19,7 @@ import {
   type TileShape,
 } from '../src/device/collect.js';
 import { benchCollect, type CollectBenchResult, stepsThatFit, warmUp } from '../src/device/collect_bench.js';
-import { ENGINES, isHalfEngine } from '../src/kernels/collect_engine.js';
+import { ENGINES } from '../src/kernels/collect_engine.js';
 import { denseForwardDispatch } from '../src/kernels/dense_forward.js';
 import { initParams } from '../src/nets/forward.js';
 import { buildLayout, NetId } from '../src/nets/layout.js';
@@ -27,12 +27,12 @@ import { prepareData } from '../src/train/run.js';
 
 const usage = `usage: node dist/dev/bench.js collect --algo dqn|c51|iqn|ppo [--backend auto|cuda|webgpu|cpu]
                              [--episodes N[,N...]] [--steps L] [--variant tiled|seed|cluster[,...]|both|all]
-                             [--precision exact|tf32|f16|both] [--engine auto|0|2|4|5|both|all|E,E...]
+                             [--precision exact|tf32|both] [--engine auto|0|2|both|all|E,E...]
                              [--tile E] [--threads T]
                              [--cluster C]
                              [--constants JSON] [--repeats R] [--seed S] [--json]
 
-Times one launch of collect_dqn (online + target dueling nets; --algo c51 / iqn for those heads)
+Times one launch of collect_dqn (the online dueling net; --algo c51 / iqn for those heads)
 or collect_ppo (actor + critic) over N episodes x L steps on the built-in synthetic market, for
 each N, and reports env-steps/s, model FLOPs per step, achieved FLOP/s next to the device's
 measured f32 ceiling (a 1024x1024 dense_forward over a large batch on the same backend), weight
@@ -57,24 +57,16 @@ per episode are measured in the same run (--variant both, the default for dqn an
                     256, or a warp for each of 9 or 10 episodes per cluster)
   --precision P     the tiled and cluster kernels' arithmetic: exact (f32, the parity mode; the
                     default except on cuda), tf32 (cuda: tensor cores, constant TF32 = 1; the
-                    cluster variant then takes at most 16 episodes per cluster), f16 (webgpu, plain dqn
-                    head: f16 weights with f32 sums; up to N = 2,048 tile engine 5, weights streamed
-                    from L2 into registers, f32 activations, needs 11 storage buffers per shader
-                    stage; above it tile engine 4, tensor cores through Dawn's experimental subgroup
-                    matrices, f16 activations, needs chromium-experimental-subgroup-matrix;
-                    --engine 4 or 5 forces one) or both (cuda: exact and tf32, the cuda default;
-                    webgpu: exact and f16)
+                    cluster variant then takes at most 16 episodes per cluster) or both (cuda: exact
+                    and tf32, the cuda default)
   --engine E        webgpu only: the tiled kernel's WGSL tile engine, 0 (scalar activations,
                     outputs strided over threads), 2 (quad blocks: vec4 activations, 4 x 2
-                    outputs per thread in named accumulators), 4 and 5 (the f16 engines: tensor
-                    cores, weight streaming into registers; the f16 runs take these, the exact
-                    runs the others), a list (0,2), both (0,2), all, each in
+                    outputs per thread in named accumulators), a list (0,2), both (0,2), all, each in
                     the same sweep, or auto (default: the collectors' choice, src/device/collect.ts
                     chooseTile)
   --tile E          episodes per workgroup of the tiled kernel (default: chosen from N and the
                     device's workgroup memory)
-  --threads T       threads per workgroup (default 256; webgpu f16 engine 5: 512, the dual pass, up to
-                    N = 512; cuda tf32: 512 for 64 dqn / 32 ppo episodes)
+  --threads T       threads per workgroup (default 256; cuda tf32: 512 for 64 dqn / 32 ppo episodes)
   --constants JSON  extra kernel constants merged into the tiled and cluster kernels' specs, for
                     timing a build variant; constants a kernel does not use are ignored
   --repeats R       timed launches per setting (default 5) after the warm-up: one launch, then on
@@ -91,8 +83,8 @@ export interface CeilingResult {
 }
 
 /**
- * Our own f32 ceiling (the dev harness's "% ceiling"): a floor on the f32 peak, which the TF32 and
- * f16 builds exceed; `foxhunt bench` divides by the datasheet peaks instead. The f32 ceiling: a square dense_forward layer over a large batch, on the same backend. */
+ * Our own f32 ceiling (the dev harness's "% ceiling"): a floor on the f32 peak, which the TF32
+ * builds exceed; `foxhunt bench` divides by the datasheet peaks instead. The f32 ceiling: a square dense_forward layer over a large batch, on the same backend. */
 export async function measureCeiling(
   backend: Backend,
   batch: number,
@@ -138,7 +130,7 @@ const si = (x: number, unit: string) => {
 };
 
 const label = (r: CollectBenchResult) =>
-  `${r.variant}${r.precision === 'tf32' ? '-tf32' : r.precision === 'f16' ? '-f16' : ''}${r.engine === 1 ? '-quad' : r.engine === 2 ? '-quad2' : r.engine === 3 ? '-lat' : r.engine === 5 ? '-stream' : ''}${
+  `${r.variant}${r.precision === 'tf32' ? '-tf32' : ''}${r.engine === 2 ? '-quad2' : ''}${
     r.constants
       ? Object.entries(r.constants)
           .map(([k, v]) => ` ${k}=${v}`)
@@ -308,13 +300,11 @@ async function run(args: string[]): Promise<number> {
   const seed = intFlag(values.seed as string | undefined, 'seed', 1, 0);
 
   const precisionArg = values.precision as string | undefined;
-  if (precisionArg !== undefined && !['exact', 'tf32', 'f16', 'both'].includes(precisionArg))
-    throw new UserError('--precision must be exact, tf32, f16 or both');
-  // f16 runs Dawn's experimental subgroup matrices: the WebGPU device must ask for them.
-  const wantF16 = request === 'webgpu' && (precisionArg === 'f16' || precisionArg === 'both');
+  if (precisionArg !== undefined && !['exact', 'tf32', 'both'].includes(precisionArg))
+    throw new UserError('--precision must be exact, tf32 or both');
   let choice: Awaited<ReturnType<typeof chooseBackend>>;
   try {
-    choice = await chooseBackend(request as BackendRequest, { subgroupMatrix: wantF16 });
+    choice = await chooseBackend(request as BackendRequest);
   } catch (err) {
     if (err instanceof BackendUnavailableError) throw new UserError(err.message);
     throw err;
@@ -326,22 +316,10 @@ async function run(args: string[]): Promise<number> {
       `the cluster variant needs --backend cuda on an sm_90 GPU (H100 / H200), not ${backend.kind}; use --variant tiled, seed or both`,
     );
   const precisionFlag = precisionArg ?? (backend.kind === 'cuda' ? 'both' : 'exact');
-  if (precisionFlag === 'tf32' && backend.kind !== 'cuda')
-    throw new UserError(
-      '--precision tf32 needs --backend cuda (WebGPU has f16 tensor cores: --precision f16)',
-    );
-  if (precisionFlag === 'f16' && backend.kind !== 'webgpu')
-    throw new UserError(
-      '--precision f16 needs --backend webgpu (CUDA has tf32 tensor cores: --precision tf32)',
-    );
-  if (precisionFlag === 'both' && backend.kind === 'cpu')
-    throw new UserError('--precision both needs --backend cuda or webgpu (the CPU computes in f32)');
-  if ((precisionFlag === 'f16' || (precisionFlag === 'both' && backend.kind === 'webgpu')) && algo !== 'dqn')
-    throw new UserError(`--precision f16 (tile engines 4 and 5) runs the plain dqn head only, not ${algo}`);
-  const precisions: ('exact' | 'tf32' | 'f16')[] =
-    precisionFlag === 'both'
-      ? ['exact', backend.kind === 'cuda' ? 'tf32' : 'f16']
-      : [precisionFlag as 'exact' | 'tf32' | 'f16'];
+  if ((precisionFlag === 'tf32' || precisionFlag === 'both') && backend.kind !== 'cuda')
+    throw new UserError(`--precision ${precisionFlag} needs --backend cuda (tf32 tensor cores)`);
+  const precisions: ('exact' | 'tf32')[] =
+    precisionFlag === 'both' ? ['exact', 'tf32'] : [precisionFlag as 'exact' | 'tf32'];
   const engineFlag = (values.engine as string | undefined) ?? 'auto';
   const engineList =
     engineFlag === 'both' ? ['0', '2'] : engineFlag === 'all' ? ENGINES.map(String) : engineFlag.split(',');
@@ -357,35 +335,19 @@ async function run(args: string[]): Promise<number> {
     throw new UserError(`--engine ${engineFlag} picks the WGSL tile engine: it needs --backend webgpu`);
   // undefined: the collector chooses.
   const engines: (number | undefined)[] = engineFlag === 'auto' ? [undefined] : engineList.map(Number);
-  // The f16 runs take the list's f16 engines (4 unless one is listed), the exact runs the others.
-  const halfEngines = engines.filter((e): e is number => e !== undefined && isHalfEngine(e));
-  const f32Engines = engines.filter((e) => e === undefined || !isHalfEngine(e));
-  if (precisions.includes('exact') && f32Engines.length === 0)
-    throw new UserError(`--engine ${engineFlag}: engines 4 and 5 are the f16 precision; use --precision f16`);
-  if (halfEngines.length > 0 && !precisions.includes('f16') && engineFlag !== 'all')
-    throw new UserError(
-      `--engine ${engineFlag}: engines 4 and 5 run the f16 precision; add --precision f16 or both`,
-    );
   // Each tiled run in every precision and engine, then the seed variant (exact: it has no
   // tensor-core path, and no tile engine).
   type Run = {
     variant: CollectVariant;
-    precision: 'exact' | 'tf32' | 'f16';
+    precision: 'exact' | 'tf32';
     engine?: number;
   };
   const runs = variants.flatMap((v): Run[] =>
     v === 'cluster'
-      ? precisions.filter((p) => p !== 'f16').map((p): Run => ({ variant: v, precision: p }))
+      ? precisions.map((p): Run => ({ variant: v, precision: p }))
       : v === 'seed'
         ? [{ variant: v, precision: 'exact' }]
-        : precisions.flatMap((p): Run[] =>
-            p === 'f16'
-              ? // The collector picks the f16 engine for N (halfEngineFor) unless the list names one.
-                (halfEngines.length > 0 ? halfEngines : [undefined]).map(
-                  (engine): Run => ({ variant: v, precision: p, engine }),
-                )
-              : f32Engines.map((engine) => ({ variant: v, precision: p, engine })),
-          ),
+        : precisions.flatMap((p): Run[] => engines.map((engine) => ({ variant: v, precision: p, engine }))),
   );
   const episodes = parseEpisodes(values.episodes as string | undefined, cpu ? [8] : [128, 1024, 8192, 65536]);
   const steps = intFlag(values.steps as string | undefined, 'steps', cpu ? 8 : 64, 1);

@@ -1,20 +1,19 @@
 // collect_dqn: L steps of N episodes in one launch, the WGSL twin of src/collect/dqn.ts. Per
 // step: build the state, online Q (dueling: plain / C51 / IQN by the constant HEAD), choose the
-// action epsilon-greedily with Philox(Action, e, stepBase + l, 0), step the simulator, target Q
-// on the next state for the TD error, write the experience, restart an ended episode.
+// action epsilon-greedily with Philox(Action, e, stepBase + l, 0), step the simulator, write the
+// experience, restart an ended episode. New experiences enter the replay at its max priority, so no
+// target net runs here.
 // Bindings, uniforms and the output layout: src/kernels/collect_layout.ts and collect_dqn.ts
 // (features, ohlc, spread, entropy, nets, env_f, env_i, div_window, out_f, out_i; u.*).
 //
 // Workgroup: WG_X invocations. SEED_VARIANT 0 (the kernel): the workgroup owns TILE_E episodes;
-// invocation lid < TILE_E steps episode group * TILE_E + lid, and every layer of every network
-// runs on the whole tile through the tile engine (collect_tile.wgsl), one ROWS x ACT_W
+// invocation lid < TILE_E steps episode group * TILE_E + lid, and every layer of both networks
+// (online, curiosity) runs on the whole tile through the tile engine (collect_tile.wgsl), one ROWS x ACT_W
 // activation buffer in workgroup memory. IQN rows are (episode, tau) pairs, TAU_ROWS taus per
 // pass. SEED_VARIANT 1 (benchmark only, plain head): one invocation per episode, every weight
 // read from global memory into private arrays (the seed design).
 // Launch: ceil(N / TILE_E) workgroups (seed: ceil(N / WG_X)) over x and y (grid1d), flat id = group.
-// Tile engine (constant ENGINE; each module holds one): 0 and 2 f32, 4 and 5 the f16 precision
-// (plain head only; they bind an 11th buffer, nets16). Engine 5's side of the step program is in
-// collect_dqn_stream.wgsl.
+// Tile engine (constant ENGINE; each module holds one): 0 or 2 (f32).
 //
 // Numerics: f32; layer sums in the reference order (the compiler may fuse multiply-adds),
 // division, exp and cos within WGSL's stated accuracy (IQN's cos argument is reduced to
@@ -45,19 +44,6 @@ var<workgroup> trunk: array<f32, TRUNK_LEN>;
 var<workgroup> c51_v: array<f32, C51_LEN>;
 var<workgroup> c51_mean: array<f32, C51_LEN>;
 var<workgroup> tile_tau: array<f32, TAU_LEN>;
-//!if ENGINE == 5
-//!include collect_dqn_stream.wgsl
-//!endif
-//!if ENGINE != 5
-const CUR_OPS = 4u;
-//!endif
-// Whether the TD op writes the step (engine 5's CURIOSITY_SIDE), not the env op.
-//!if ENGINE == 5
-const TD_WRITES_STEP = CURIOSITY_SIDE == 1;
-//!endif
-//!if ENGINE != 5
-const TD_WRITES_STEP = false;
-//!endif
 
 // ---- the tiled kernel: a per-step program of ops ----
 //
@@ -73,7 +59,6 @@ const OP_ACT = 3u;
 const OP_CUR_FILL = 4u;
 const OP_CUR_MSE = 5u;
 const OP_ENV = 6u;
-const OP_TD = 7u;
 const OP_TAUS = 8u;
 const OP_C51_V = 9u;
 const OP_C51_SUM = 10u;
@@ -90,55 +75,53 @@ const IQN_PASSES = ACT_TAUS / TAU_ROWS;
 const IQN_OPS = 7u;
 // Ops of one network forward (net_op) per head.
 const NET_LEN = select(select(4 + IQN_OPS * IQN_PASSES, 6 + 4 * C51_CHUNKS, HEAD == HEAD_C51), 5, HEAD == HEAD_PLAIN);
-// Program: [taus (IQN)], fill s, online net, action, curiosity (4 ops; none with engine 5's CURIOSITY_SIDE),
-// env, fill s', target net, td.
+// Program: [taus (IQN)], fill s, online net, action, curiosity (4 ops), env, fill s' (its output).
 const PRE = select(1u, 2u, HEAD == HEAD_IQN);
 const ACT_AT = PRE + NET_LEN;
 const CUR_AT = ACT_AT + 1u;
-const ENV_AT = CUR_AT + CUR_OPS;
-const TARGET_AT = ENV_AT + 2u;
-const PROGRAM_LEN = TARGET_AT + NET_LEN + 1u;
+const ENV_AT = CUR_AT + 4u;
+const PROGRAM_LEN = ENV_AT + 2u;
 
 // Value and advantage streams fused (same input, the trunk's 256 features; value first).
-fn streams_op(base: u32) -> Op {
+fn streams_op() -> Op {
   return Op(OP_DENSE,
-    block(base + NET_Q_VALUE_STREAM_0_W, base + NET_Q_VALUE_STREAM_0_B, 128u, 0u, 256u),
-    block(base + NET_Q_ADVANTAGE_STREAM_0_W, base + NET_Q_ADVANTAGE_STREAM_0_B, 128u, 0u, 256u),
+    block(NET_Q_VALUE_STREAM_0_W, NET_Q_VALUE_STREAM_0_B, 128u, 0u, 256u),
+    block(NET_Q_ADVANTAGE_STREAM_0_W, NET_Q_ADVANTAGE_STREAM_0_B, 128u, 0u, 256u),
     0u, 256u, ACT_LEAKY, false, 0u, 0u);
 }
 
 // The two plain heads fused into qv: advantage (from columns [128, 256)) at [0, 45), value
 // (from [0, 128)) at 45.
-fn heads_op(base: u32) -> Op {
+fn heads_op() -> Op {
   return Op(OP_DENSE,
-    block(base + NET_Q_ADVANTAGE_STREAM_1_W, base + NET_Q_ADVANTAGE_STREAM_1_B, NUM_ACTIONS, 128u, 128u),
-    block(base + NET_Q_VALUE_STREAM_1_W, base + NET_Q_VALUE_STREAM_1_B, 1u, 0u, 128u),
+    block(NET_Q_ADVANTAGE_STREAM_1_W, NET_Q_ADVANTAGE_STREAM_1_B, NUM_ACTIONS, 128u, 128u),
+    block(NET_Q_VALUE_STREAM_1_W, NET_Q_VALUE_STREAM_1_B, 1u, 0u, 128u),
     0u, 256u, ACT_NONE, true, 0u, 0u);
 }
 
 // C51 advantage logits of actions [c * C51_ACTIONS, ..) into qv; C51's streams put the advantage
 // hidden layer first (columns [0, 128)).
-fn c51_chunk_op(base: u32, c: u32) -> Op {
+fn c51_chunk_op(c: u32) -> Op {
   let a0 = c * C51_ACTIONS;
   let na = min(C51_ACTIONS, NUM_ACTIONS - a0);
   return Op(OP_DENSE,
-    block(base + NET_Q_ADVANTAGE_STREAM_1_W + a0 * ATOMS * 128u, base + NET_Q_ADVANTAGE_STREAM_1_B + a0 * ATOMS,
+    block(NET_Q_ADVANTAGE_STREAM_1_W + a0 * ATOMS * 128u, NET_Q_ADVANTAGE_STREAM_1_B + a0 * ATOMS,
       na * ATOMS, 0u, 128u),
     NO_BLOCK, 0u, 128u, ACT_NONE, true, 0u, c);
 }
 
-// Op j of the dueling net at `base` (online 0, target NET_T_BASE - NET_Q_BASE).
-fn net_op(j: u32, base: u32) -> Op {
+// Op j of the online dueling net.
+fn net_op(j: u32) -> Op {
   if (j == 0u) {
-    return layer(base + NET_Q_SHARED_LAYERS_0_W, base + NET_Q_SHARED_LAYERS_0_B, STATE_DIM, 256u, ACT_LEAKY, false, 0u);
+    return layer(NET_Q_SHARED_LAYERS_0_W, NET_Q_SHARED_LAYERS_0_B, STATE_DIM, 256u, ACT_LEAKY, false, 0u);
   }
   if (j == 1u) {
-    return layer(base + NET_Q_SHARED_LAYERS_1_W, base + NET_Q_SHARED_LAYERS_1_B, 256u, 256u, ACT_LEAKY, false, 0u);
+    return layer(NET_Q_SHARED_LAYERS_1_W, NET_Q_SHARED_LAYERS_1_B, 256u, 256u, ACT_LEAKY, false, 0u);
   }
   if (HEAD == HEAD_PLAIN) {
     switch (j) {
-      case 2u: { return streams_op(base); }
-      case 3u: { return heads_op(base); }
+      case 2u: { return streams_op(); }
+      case 3u: { return heads_op(); }
       default: { return phase(OP_COMBINE, 0u); }
     }
   }
@@ -147,12 +130,12 @@ fn net_op(j: u32, base: u32) -> Op {
     // the division, pass 2 (chunk, softmax and expectation) x C.
     if (j == 2u) {
       return Op(OP_DENSE,
-        block(base + NET_Q_ADVANTAGE_STREAM_0_W, base + NET_Q_ADVANTAGE_STREAM_0_B, 128u, 0u, 256u),
-        block(base + NET_Q_VALUE_STREAM_0_W, base + NET_Q_VALUE_STREAM_0_B, 128u, 0u, 256u),
+        block(NET_Q_ADVANTAGE_STREAM_0_W, NET_Q_ADVANTAGE_STREAM_0_B, 128u, 0u, 256u),
+        block(NET_Q_VALUE_STREAM_0_W, NET_Q_VALUE_STREAM_0_B, 128u, 0u, 256u),
         0u, 256u, ACT_LEAKY, false, 0u, 0u);
     }
     if (j == 3u) {
-      return Op(OP_DENSE, block(base + NET_Q_VALUE_STREAM_1_W, base + NET_Q_VALUE_STREAM_1_B, ATOMS, 128u, 128u),
+      return Op(OP_DENSE, block(NET_Q_VALUE_STREAM_1_W, NET_Q_VALUE_STREAM_1_B, ATOMS, 128u, 128u),
         NO_BLOCK, 128u, 256u, ACT_NONE, true, 0u, 0u);
     }
     if (j == 4u) {
@@ -161,7 +144,7 @@ fn net_op(j: u32, base: u32) -> Op {
     let k = j - 5u;
     if (k < 2u * C51_CHUNKS) {
       if (k % 2u == 0u) {
-        return c51_chunk_op(base, k / 2u);
+        return c51_chunk_op(k / 2u);
       }
       return phase(OP_C51_SUM, k / 2u);
     }
@@ -170,7 +153,7 @@ fn net_op(j: u32, base: u32) -> Op {
     }
     let k2 = k - 2u * C51_CHUNKS - 1u;
     if (k2 % 2u == 0u) {
-      return c51_chunk_op(base, k2 / 2u);
+      return c51_chunk_op(k2 / 2u);
     }
     return phase(OP_C51_Q, k2 / 2u);
   }
@@ -186,10 +169,10 @@ fn net_op(j: u32, base: u32) -> Op {
   let p = k / IQN_OPS;
   switch (k % IQN_OPS) {
     case 0u: { return phase(OP_IQN_COS, p); }
-    case 1u: { return layer(base + NET_Q_TAU_EMBED_W, base + NET_Q_TAU_EMBED_B, IQN_EMBED, 256u, ACT_RELU, false, 0u); }
+    case 1u: { return layer(NET_Q_TAU_EMBED_W, NET_Q_TAU_EMBED_B, IQN_EMBED, 256u, ACT_RELU, false, 0u); }
     case 2u: { return phase(OP_IQN_MUL, p); }
-    case 3u: { return streams_op(base); }
-    case 4u: { return heads_op(base); }
+    case 3u: { return streams_op(); }
+    case 4u: { return heads_op(); }
     case 5u: { return phase(OP_COMBINE, p); }
     default: { return phase(OP_IQN_SUM, p); }
   }
@@ -204,7 +187,7 @@ fn op_at(i: u32) -> Op {
     return phase(OP_FILL, 0u);
   }
   if (i < ACT_AT) {
-    return net_op(i - PRE, 0u);
+    return net_op(i - PRE);
   }
   if (i == ACT_AT) {
     return phase(OP_ACT, 0u);
@@ -220,33 +203,8 @@ fn op_at(i: u32) -> Op {
   if (i == ENV_AT) {
     return phase(OP_ENV, 0u);
   }
-  if (i < TARGET_AT) {
-    return phase(OP_FILL, 1u);
-  }
-  if (i < TARGET_AT + NET_LEN) {
-    return net_op(i - TARGET_AT, NET_T_BASE - NET_Q_BASE);
-  }
-  return phase(OP_TD, 0u);
+  return phase(OP_FILL, 1u);
 }
-
-// Op i of a step's program as the workgroup runs it: from the table (engine 5) or decoded.
-fn step_op(i: u32) -> Op {
-//!if ENGINE == 5
-  if (ENGINE == 5) {
-    return workgroupUniformLoad(&stream_prog[i]);
-  }
-//!endif
-  return op_at(i);
-}
-
-// Whether an op ends with its own barrier: not where the next op's table load is one (engine 5:
-// the table's loads are the only ops' boundaries then).
-//!if ENGINE == 5
-const OP_BARRIER = false;
-//!endif
-//!if ENGINE != 5
-const OP_BARRIER = true;
-//!endif
 
 // Plain dueling combination of every row of qv: A in columns [0, 45), V in column 45;
 // Q[a] = (V + A[a]) - mean(A) written over A. Where the workgroup has a thread for every row and
@@ -266,14 +224,6 @@ fn combine_dueling(lid: u32) {
       let mean = sum / 45.0;
       q = (qv[o + NUM_ACTIONS] + qv[o + a]) - mean;
     }
-//!if ENGINE == 5
-    if (FLAT_STEP == 1) {
-      if (r < ROWS) {
-        stream_q[r * 48u + a] = q;
-      }
-      return;
-    }
-//!endif
     workgroupBarrier();
     if (r < ROWS) {
       qv[r * QW + a] = q;
@@ -411,11 +361,6 @@ fn iqn_phase(kind: u32, p: u32, lid: u32) {
 }
 
 fn final_q(r: u32, a: u32) -> f32 {
-//!if ENGINE == 5
-  if (FLAT_STEP == 1) {
-    return stream_q[r * 48u + a];
-  }
-//!endif
   if (HEAD == HEAD_PLAIN) {
     return qv[r * QW + a];
   }
@@ -446,168 +391,26 @@ fn write_step(e: u32, l: u32, a: i32, out: StepOut, bonus: f32) {
   write_components(i, out, bonus);
 }
 
-// The env op of episode e (lid's): step the simulator with the action and the bonus, leave the next
-// state's bar and portfolio for the fill of s', write the step (not with TD_WRITES_STEP: the TD op writes it
-// once the bonus is known), restart an ended episode.
-fn env_op(e: u32, l: u32, lid: u32, a: i32, ep: ptr<function, Episode>) -> StepOut {
-  var bonus = tile_bonus[lid];
-//!if ENGINE == 5
-  // CURIOSITY_SIDE 1: the bonus is added in the TD op (after the model's layers).
-  if (CURIOSITY_SIDE == 1) {
-    tile_cbar[lid] = (*ep).bar;
-    bonus = 0.0;
-  }
-//!endif
-  let out = env_step(e, ep, a, bonus);
-  tile_bar[lid] = (*ep).bar;
-  tile_pf[lid] = vec4<f32>(portfolio_features(*ep), 0.0);
-  if (!TD_WRITES_STEP) {
-    write_step(e, l, a, out, bonus);
-  }
-//!if ENGINE == 5
-  stream_restart[lid] = select(0u, 1u, out.done != 0 || out.truncated != 0);
-//!endif
-  finish_step(e, ep, out);
-  return out;
-}
-
-fn tiled_collect(group: u32, lid: u32, sg: u32) {
+fn tiled_collect(group: u32, lid: u32) {
   let e0 = group * TILE_E;
   let e = e0 + lid;
   let mine = lid < TILE_E && e < u.n;
   let key = vec2<u32>(u.key0, u.key1);
-  let nl = u.n * u.steps;
   var ep: Episode;
   if (mine) {
     ep = load_episode(e);
-//!if ENGINE == 5
-    stream_episode[lid] = ep;
-//!endif
   }
-//!if ENGINE == 5
-  // TD_WITH_NEXT_ACTION: the verdict the TD op loads (whether it also runs the next action op).
-  var need_next = 1u;
-  for (var i = lid; i <= u32(u.diversityWindow); i += WG_X) {
-    stream_entropy[i] = entropy[i];
-  }
-  if (lid >= 32u && lid < 32u + TILE_E) {
-    let r = lid - 32u;
-    stream_draws[r] = philox4x32(vec4<u32>(STREAM_ACTION, e0 + r, u.stepBase, 0u), key).xy;
-  }
-  for (var i = lid; i < PROGRAM_LEN; i += WG_X) {
-    stream_prog[i] = op_at(i);
-  }
-  workgroupBarrier();
-//!endif
   for (var l = 0u; l < u.steps; l++) {
     let g = u.stepBase + l;
     var a = 0;
-    var q_sa = 0.0;
-    var out: StepOut;
-//!if ENGINE == 5
-    // DUAL_PASS 1: the last step's target pass also ran the online net on s', which is this step's
-    // state unless an episode of the tile restarted: then (and at a launch's first step) the fill
-    // of s and the online pass run (stream_fill_next wrote the states out otherwise).
-    var need = 1u;
-    if (TD_WITH_NEXT_ACTION != 0) {
-      // The last step's verdict (stream_verdict), loaded again: the launch's first step runs its
-      // online pass.
-      let v = workgroupUniformLoad(&stream_need);
-      need = select(v, 1u, l == 0u);
-    } else if (DUAL_PASS == 1) {
-      if (lid == 0u) {
-        var any = select(0u, 1u, l == 0u);
-        for (var r = 0u; r < TILE_E; r++) {
-          any = any | stream_restart[r];
-        }
-        stream_need = any;
-      }
-      need = workgroupUniformLoad(&stream_need);
-    }
-//!endif
     for (var i = 0u; i < PROGRAM_LEN; i++) {
       if (u.curiosity == 0u && i >= CUR_AT && i < ENV_AT) {
         continue;
       }
-//!if ENGINE == 5
-      if ((need == 0u && i < ACT_AT) || (TD_WRITES_STEP && i == ENV_AT)) {
-        continue;
-      }
-      // TD_WITH_NEXT_ACTION: the action op ran in the last step's TD op unless the online pass runs.
-      if (TD_WITH_NEXT_ACTION != 0 && need == 0u && i == ACT_AT) {
-        continue;
-      }
-      // FOLDED_COMBINE: no combination ops (the online pass's, the next-state pass's).
-      if (FOLDED_COMBINE == 1 && (i == ACT_AT - 1u || i == TARGET_AT + 4u)) {
-        continue;
-      }
-      stream_delta = select(0u, NET_T_BASE - NET_Q_BASE, DUAL_PASS == 1 && i >= TARGET_AT && i < TARGET_AT + NET_LEN);
-      stream_side = stream_side_at(i);
-      stream_reduce = stream_reduce_at(i);
-      var o: Op;
-      if (FLAT_STEP == 1 && i >= ACT_AT) {
-        // The action op after a skipped online pass is closed by the verdict's load.
-        if (TD_WITH_NEXT_ACTION != 0 && i == PROGRAM_LEN - 1u) {
-          need_next = workgroupUniformLoad(&stream_need);
-        } else if (TD_WITH_NEXT_ACTION != 0 && need == 0u && i == TARGET_AT - 1u) {
-          // TD_WITH_NEXT_ACTION: the fill of s' after a skipped action op follows the step's verdict load,
-          // whose barrier already closes the TD op before it (the env op is skipped, TD_WRITES_STEP).
-        } else if (i != ACT_AT || need != 0u) {
-          workgroupBarrier();
-        }
-        o = stream_flat_op(i);
-      } else {
-        o = step_op(i);
-      }
-//!endif
-//!if ENGINE != 5
-      let o = step_op(i);
-//!endif
-//!if ENGINE == 5
-      // TD_WITH_NEXT_ACTION: the action op, and the TD op with the next step's action op beside it when no
-      // episode restarted (one call of stream_act for both: the kernel inlines it once).
-      if (TD_WITH_NEXT_ACTION != 0 && (o.kind == OP_ACT || o.kind == OP_TD)) {
-        var la = l;
-        if (o.kind == OP_TD) {
-          stream_td(e0, l, lid);
-          la = l + 1u;
-        }
-        if (o.kind == OP_ACT || (need_next == 0u && la < u.steps)) {
-          stream_act(e0, la, lid);
-        }
-        continue;
-      }
-//!endif
+      let o = op_at(i);
       switch (o.kind) {
         case OP_DENSE: {
-//!if ENGINE == 5
-          // The next-state pass's layers, the ops of every step, each through its
-          // own call with its op computed from a constant index, so the shader compiler can
-          // specialise each copy of the layer (its blocks, parts and loop counts) instead of
-          // running one copy on the table's values.
-          if (i >= TARGET_AT && i < TARGET_AT + 4u) {
-            switch (i - TARGET_AT) {
-              case 0u: {
-                stream_dense_at(TARGET_AT, lid);
-              }
-              case 1u: {
-                stream_dense_at(TARGET_AT + 1u, lid);
-              }
-              case 2u: {
-                stream_dense_at(TARGET_AT + 2u, lid);
-              }
-              default: {
-                stream_dense_at(TARGET_AT + 3u, lid);
-                // FOLDED_COMBINE: the verdict beside the heads (no combination op).
-                if (FOLDED_COMBINE == 1) {
-                  stream_verdict(lid);
-                }
-              }
-            }
-            break;
-          }
-//!endif
-          dense(o.b0, o.b1, o.k_start, o.n_k, o.act, o.to_q, o.out_col, lid, sg);
+          dense(o.b0, o.b1, o.k_start, o.n_k, o.act, o.to_q, o.out_col, lid);
         }
         case OP_TAUS: {
           for (var idx = lid; idx < TILE_E * ACT_TAUS; idx += WG_X) {
@@ -618,71 +421,26 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         }
         case OP_FILL: {
           // arg 0: the state s_t of each episode; arg 1: the next state the env op left.
-//!if ENGINE == 5
-          if (o.arg == 1u && (DUAL_PASS == 1 || CURIOSITY_SIDE == 1)) {
-            stream_fill_next(e0, l, lid);
-          } else {
-//!endif
-            if (o.arg == 0u && lid < TILE_E) {
-//!if ENGINE == 5
-              if (mine) {
-                ep = stream_episode[lid];
-              }
-//!endif
-              tile_bar[lid] = select(u.splitStart, ep.bar, mine);
-              tile_pf[lid] = select(vec4<f32>(0.0), vec4<f32>(portfolio_features(ep), 0.0), mine);
-            }
-            workgroupBarrier();
-            fill_states(e0, l, select(u32(OUT_F_NEXT_STATES), u32(OUT_F_STATES), o.arg == 0u), true, lid);
-//!if ENGINE == 5
+          if (o.arg == 0u && lid < TILE_E) {
+            tile_bar[lid] = select(u.splitStart, ep.bar, mine);
+            tile_pf[lid] = select(vec4<f32>(0.0), vec4<f32>(portfolio_features(ep), 0.0), mine);
           }
-//!endif
+          workgroupBarrier();
+          fill_states(e0, l, select(u32(OUT_F_NEXT_STATES), u32(OUT_F_STATES), o.arg == 0u), true, lid);
         }
         case OP_COMBINE: {
           combine_dueling(lid);
-//!if ENGINE == 5
-          if (TD_WITH_NEXT_ACTION != 0 && i == TARGET_AT + 4u) {
-            stream_verdict(lid);
-          }
-//!endif
         }
         case OP_ACT: {
-//!if ENGINE == 5
-          if (lid >= 32u && lid < 32u + TILE_E && l + 1u < u.steps) {
-            let r = lid - 32u;
-            stream_draws[((l + 1u) & 1u) * TILE_E + r] = philox4x32(vec4<u32>(STREAM_ACTION, e0 + r, g + 1u, 0u), key).xy;
-          }
-//!endif
           if (mine) {
-//!if ENGINE == 5
-            ep = stream_episode[lid];
-            stream_env_prefetch(e, ep);
-//!endif
-//!if ENGINE == 5
-            let w = stream_draws[(l & 1u) * TILE_E + lid];
-//!endif
-//!if ENGINE != 5
-            let w = philox4x32(vec4<u32>(STREAM_ACTION, e, g, 0u), key).xy;
-//!endif
+            let w = philox4x32(vec4<u32>(STREAM_ACTION, e, g, 0u), key);
             if (u32_to_unit_float(w.x) < u.epsilon) {
               a = i32(w.y % NUM_ACTIONS);
             } else {
               a = i32(argmax_q(lid));
             }
-            q_sa = final_q(lid, u32(a));
             tile_cat[lid] = action_category(a);
             tile_bonus[lid] = 0.0;
-            // TD_WRITES_STEP: no curiosity op between the action and the env step, which the same thread
-            // then runs in this op (the program's env op is skipped).
-            if (TD_WRITES_STEP) {
-              out = env_op(e, l, lid, a, &ep);
-            }
-//!if ENGINE == 5
-            stream_episode[lid] = ep;
-            stream_outcome[lid] = out;
-            stream_action[lid] = a;
-            stream_q_sa[lid] = q_sa;
-//!endif
           }
         }
         case OP_CUR_FILL: {
@@ -693,34 +451,12 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
         }
         case OP_ENV: {
           if (mine) {
-//!if ENGINE == 5
-            ep = stream_episode[lid];
-            a = stream_action[lid];
-//!endif
-            out = env_op(e, l, lid, a, &ep);
-//!if ENGINE == 5
-            stream_episode[lid] = ep;
-            stream_outcome[lid] = out;
-//!endif
-          }
-        }
-        case OP_TD: {
-          if (mine) {
-//!if ENGINE == 5
-            out = stream_outcome[lid];
-            a = stream_action[lid];
-            q_sa = stream_q_sa[lid];
-            if (CURIOSITY_SIDE == 1) {
-              let bonus = stream_bonus(lid);
-              out.total = out.total + bonus;
-              write_step(e, l, a, out, bonus);
-            }
-//!endif
-            var td_target = out.total;
-            if (out.done == 0) {
-              td_target = out.total + u.gamma * final_q(lid + TD_ROW0, argmax_q(lid + TD_ROW0));
-            }
-            out_f[OUT_F_TD_ERRORS * nl + e * u.steps + l] = abs(td_target - q_sa);
+            let bonus = tile_bonus[lid];
+            let out = env_step(e, &ep, a, bonus);
+            tile_bar[lid] = ep.bar;
+            tile_pf[lid] = vec4<f32>(portfolio_features(ep), 0.0);
+            write_step(e, l, a, out, bonus);
+            finish_step(e, &ep, out);
           }
         }
         case OP_C51_V, OP_C51_SUM, OP_C51_DIV, OP_C51_Q: {
@@ -730,15 +466,10 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
           iqn_phase(o.kind, o.arg, lid);
         }
       }
-      if (OP_BARRIER) {
-        workgroupBarrier();
-      }
+      workgroupBarrier();
     }
   }
   if (mine) {
-//!if ENGINE == 5
-    ep = stream_episode[lid];
-//!endif
     store_episode(e, ep);
   }
 }
@@ -747,18 +478,17 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
 
 // Plain dueling Q of the state in x[0, 54) into q; h and y are scratch.
 fn seed_q(
-  base: u32,
   x: ptr<function, array<f32, SEED_W>>,
   h: ptr<function, array<f32, SEED_W>>,
   y: ptr<function, array<f32, SEED_W>>,
   q: ptr<function, array<f32, 48>>,
 ) {
-  seed_dense(base + NET_Q_SHARED_LAYERS_0_W, base + NET_Q_SHARED_LAYERS_0_B, STATE_DIM, 256u, ACT_LEAKY, x, 0u, h, 0u);
-  seed_dense(base + NET_Q_SHARED_LAYERS_1_W, base + NET_Q_SHARED_LAYERS_1_B, 256u, 256u, ACT_LEAKY, h, 0u, y, 0u);
-  seed_dense(base + NET_Q_VALUE_STREAM_0_W, base + NET_Q_VALUE_STREAM_0_B, 256u, 128u, ACT_LEAKY, y, 0u, h, 0u);
-  seed_dense(base + NET_Q_ADVANTAGE_STREAM_0_W, base + NET_Q_ADVANTAGE_STREAM_0_B, 256u, 128u, ACT_LEAKY, y, 0u, h, 128u);
-  seed_dense(base + NET_Q_VALUE_STREAM_1_W, base + NET_Q_VALUE_STREAM_1_B, 128u, 1u, ACT_NONE, h, 0u, y, 0u);
-  seed_dense(base + NET_Q_ADVANTAGE_STREAM_1_W, base + NET_Q_ADVANTAGE_STREAM_1_B, 128u, NUM_ACTIONS, ACT_NONE, h, 128u, y, 1u);
+  seed_dense(NET_Q_SHARED_LAYERS_0_W, NET_Q_SHARED_LAYERS_0_B, STATE_DIM, 256u, ACT_LEAKY, x, 0u, h, 0u);
+  seed_dense(NET_Q_SHARED_LAYERS_1_W, NET_Q_SHARED_LAYERS_1_B, 256u, 256u, ACT_LEAKY, h, 0u, y, 0u);
+  seed_dense(NET_Q_VALUE_STREAM_0_W, NET_Q_VALUE_STREAM_0_B, 256u, 128u, ACT_LEAKY, y, 0u, h, 0u);
+  seed_dense(NET_Q_ADVANTAGE_STREAM_0_W, NET_Q_ADVANTAGE_STREAM_0_B, 256u, 128u, ACT_LEAKY, y, 0u, h, 128u);
+  seed_dense(NET_Q_VALUE_STREAM_1_W, NET_Q_VALUE_STREAM_1_B, 128u, 1u, ACT_NONE, h, 0u, y, 0u);
+  seed_dense(NET_Q_ADVANTAGE_STREAM_1_W, NET_Q_ADVANTAGE_STREAM_1_B, 128u, NUM_ACTIONS, ACT_NONE, h, 128u, y, 1u);
   var sum = 0.0;
   for (var a = 0u; a < NUM_ACTIONS; a++) {
     sum = sum + (*y)[1u + a];
@@ -787,7 +517,7 @@ fn seed_collect(e: u32) {
     for (var k = 0u; k < STATE_DIM; k++) {
       out_f[OUT_F_STATES * nl + i * STATE_DIM + k] = x[k];
     }
-    seed_q(0u, &x, &h, &y, &q);
+    seed_q(&x, &h, &y, &q);
     let w = philox4x32(vec4<u32>(STREAM_ACTION, e, g, 0u), key);
     var a = 0;
     if (u32_to_unit_float(w.x) < u.epsilon) {
@@ -799,7 +529,6 @@ fn seed_collect(e: u32) {
         }
       }
     }
-    let q_sa = q[a];
     var bonus = 0.0;
     if (u.curiosity != 0u) {
       bonus = seed_curiosity(ep.bar, action_category(a), &x, &h);
@@ -811,16 +540,6 @@ fn seed_collect(e: u32) {
       out_f[OUT_F_NEXT_STATES * nl + i * STATE_DIM + k] = x[k];
     }
     finish_step(e, &ep, out);
-    var td_target = out.total;
-    if (out.done == 0) {
-      seed_q(NET_T_BASE - NET_Q_BASE, &x, &h, &y, &q);
-      var best = q[0];
-      for (var k = 1; k < 45; k++) {
-        best = max(best, q[k]);
-      }
-      td_target = out.total + u.gamma * best;
-    }
-    out_f[OUT_F_TD_ERRORS * nl + i] = abs(td_target - q_sa);
   }
   store_episode(e, ep);
 }
@@ -830,21 +549,11 @@ fn collect_dqn(
   @builtin(workgroup_id) wid: vec3<u32>,
   @builtin(num_workgroups) nwg: vec3<u32>,
   @builtin(local_invocation_index) lid: u32,
-//!if ENGINE == 4
-  // The tensor-core engine's subgroup index: subgroup-uniform for the uniformity analysis, as
-  // its subgroup-matrix builtins require of their offsets (lid / 32 is not).
-  @builtin(subgroup_id) sgid: u32,
-//!endif
 ) {
   let group = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
   if (SEED_VARIANT == 1) {
     seed_collect(group * WG_X + lid);
     return;
   }
-//!if ENGINE == 4
-  tiled_collect(group, lid, sgid);
-//!endif
-//!if ENGINE != 4
-  tiled_collect(group, lid, lid / 32u);
-//!endif
+  tiled_collect(group, lid);
 }

@@ -15,64 +15,6 @@
 // function: the diversity entropy comes from the host-built table `entropy`.
 //!include philox.wgsl
 
-// Engine 5: the next bar's ohlc quad and spread and the diversity window's slot are
-// read at the start of the action op (stream_env_prefetch), so the env step does not wait on them, and
-// the entropy table sits in workgroup memory; elsewhere the env step reads the bindings.
-//!if ENGINE == 5
-var<private> pf_o1: u32 = 0xffffffffu;
-var<private> pf_ohlc: vec4<f32>;
-var<private> pf_spread: f32;
-var<private> pf_slot: u32 = 0xffffffffu;
-var<private> pf_old: i32;
-var<workgroup> stream_entropy: array<f32, ENTROPY_MAX>;
-const ENTROPY_MAX = 257u;
-
-fn stream_env_prefetch(e: u32, ep: Episode) {
-  pf_o1 = u32(ep.bar + 1) * 4u;
-  pf_ohlc = vec4<f32>(ohlc[pf_o1], ohlc[pf_o1 + 1u], ohlc[pf_o1 + 2u], ohlc[pf_o1 + 3u]);
-  pf_spread = spread[ep.bar + 1];
-  pf_slot = e * u32(u.diversityWindow) + u32(ep.div_head);
-  pf_old = div_window[pf_slot];
-}
-//!endif
-
-// ohlc[o1 + c] of the bar after the episode's (o1 = its first word).
-fn ohlc_next(o1: u32, c: u32) -> f32 {
-//!if ENGINE == 5
-  if (o1 == pf_o1) {
-    return pf_ohlc[c];
-  }
-//!endif
-  return ohlc[o1 + c];
-}
-
-fn spread_next(bar: i32) -> f32 {
-//!if ENGINE == 5
-  if (u32(bar) * 4u == pf_o1) {
-    return pf_spread;
-  }
-//!endif
-  return spread[bar];
-}
-
-fn window_at(slot: u32) -> i32 {
-//!if ENGINE == 5
-  if (slot == pf_slot) {
-    return pf_old;
-  }
-//!endif
-  return div_window[slot];
-}
-
-fn entropy_at(n: i32) -> f32 {
-//!if ENGINE == 5
-  if (ENGINE == 5) {
-    return stream_entropy[n];
-  }
-//!endif
-  return entropy[n];
-}
-
 const EVENT_NONE = 0;
 const EVENT_PROFIT = 1;
 const EVENT_STOP = 2;
@@ -265,17 +207,17 @@ fn execute_order(ep: ptr<function, Episode>, a: i32) -> bool {
   var rate: f32;
   var fills: bool;
   if (order_type == 0) {
-    price = with_half_spread(ohlc_next(o1, 0u), side, (*ep).spread);
+    price = with_half_spread(ohlc[o1], side, (*ep).spread);
     rate = u.marketRate;
     fills = true;
   } else if (order_type == 1) {
     price = close;
     rate = u.marketRate;
-    fills = ohlc_next(o1, 2u) <= price && price <= ohlc_next(o1, 1u);
+    fills = ohlc[o1 + 2u] <= price && price <= ohlc[o1 + 1u];
   } else {
     price = close * select(u.passiveUp, u.passiveDown, side > 0);
     rate = u.passiveRate;
-    fills = select(ohlc_next(o1, 1u) > price, ohlc_next(o1, 2u) < price, side > 0);
+    fills = select(ohlc[o1 + 1u] > price, ohlc[o1 + 2u] < price, side > 0);
   }
   if (!fills) {
     return false;
@@ -320,9 +262,9 @@ fn check_barrier(ep: ptr<function, Episode>) -> i32 {
   }
   let bar1 = (*ep).bar + 1;
   let o1 = u32(bar1) * 4u;
-  let open = ohlc_next(o1, 0u);
-  let high = ohlc_next(o1, 1u);
-  let low = ohlc_next(o1, 2u);
+  let open = ohlc[o1];
+  let high = ohlc[o1 + 1u];
+  let low = ohlc[o1 + 2u];
   let profit = (*ep).profit_level;
   let stop = (*ep).stop_level;
   let long_pos = units > 0.0;
@@ -342,7 +284,7 @@ fn check_barrier(ep: ptr<function, Episode>) -> i32 {
     level = profit;
   } else if (bar1 >= (*ep).expiry) {
     event = EVENT_TIME;
-    level = ohlc_next(o1, 3u);
+    level = ohlc[o1 + 3u];
   }
   if (event == EVENT_NONE) {
     return event;
@@ -359,7 +301,7 @@ fn push_category(e: u32, ep: ptr<function, Episode>, cat: i32) {
   let w = u.diversityWindow;
   let slot = e * u32(w) + u32((*ep).div_head);
   if ((*ep).div_count == w) {
-    let old = window_at(slot);
+    let old = div_window[slot];
     if (old == 0) {
       (*ep).hist0 -= 1;
     } else if (old == 1) {
@@ -387,7 +329,7 @@ fn diversity_reward(ep: Episode) -> f32 {
   if (n < u.diversityMinActions) {
     return 0.0;
   }
-  let nh = ((entropy_at(n) - entropy_at(ep.hist0)) - entropy_at(ep.hist1)) - entropy_at(ep.hist2);
+  let nh = ((entropy[n] - entropy[ep.hist0]) - entropy[ep.hist1]) - entropy[ep.hist2];
   return select(0.0, u.diversityPenalty, nh < f32(n) * u.diversityCutoff);
 }
 
@@ -442,9 +384,9 @@ fn env_step(e: u32, ep: ptr<function, Episode>, a: i32, bonus: f32) -> StepOut {
     event = check_barrier(ep);
   }
 
-  let close1 = ohlc_next(u32(t + 1) * 4u, 3u);
+  let close1 = ohlc[u32(t + 1) * 4u + 3u];
   (*ep).last = close1;
-  (*ep).spread = spread_next(t + 1);
+  (*ep).spread = spread[t + 1];
   (*ep).bar = t + 1;
   let step = (*ep).step + 1;
   (*ep).step = step;

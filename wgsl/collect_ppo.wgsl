@@ -183,7 +183,7 @@ fn write_ppo_step(i: u32, a: i32, log_prob: f32, value: f32, out: StepOut, bonus
   write_components(i, out, bonus);
 }
 
-fn tiled_collect(group: u32, lid: u32, sg: u32) {
+fn tiled_collect(group: u32, lid: u32) {
   let e0 = group * TILE_E;
   let e = e0 + lid;
   let mine = lid < TILE_E && e < u.n;
@@ -206,7 +206,7 @@ fn tiled_collect(group: u32, lid: u32, sg: u32) {
       let o = op_at(i);
       switch (o.kind) {
         case OP_DENSE: {
-          dense(o.b0, o.b1, o.k_start, o.n_k, o.act, o.to_q, o.out_col, lid, sg);
+          dense(o.b0, o.b1, o.k_start, o.n_k, o.act, o.to_q, o.out_col, lid);
         }
         case OP_FILL: {
           if (o.arg == FILL_STATE && lid < TILE_E) {
@@ -347,5 +347,5 @@ fn collect_ppo(
     seed_collect(group * WG_X + lid);
     return;
   }
-  tiled_collect(group, lid, lid / 32u);
+  tiled_collect(group, lid);
 }

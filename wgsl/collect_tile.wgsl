@@ -26,13 +26,10 @@
 //   0  collect_tile_scalar.wgsl        the thread shape above, scalar activations (`act_s`), f32
 //   2  collect_tile_quad.wgsl          quad blocks: vec4 activations (`act_v`), 2 output quads x
 //                                      up to 4 rows a thread in named accumulators; same bits as 0
-//   4  collect_tile_tensor_cores.wgsl  subgroup matrices: f16 activations (`act_h`) and weights
-//                                      (`nets16`, packed by pack_half), f32 sums; not the same bits
-//   5  collect_tile_weight_stream.wgsl f16 weights streamed into registers, f32 activations and sums
 // Every writer of act goes through act_set4 (whole quads: a store to one dynamically indexed
-// component of a shared vector may be compiled as a read-modify-write of it, a race), except
-// engine 5's PING_PONG layers, whose threads store named components (see dense_stream).
-// Engines 1 (quad blocks, not unrolled) and 3 (small tiles) were retired: docs/COLLECT.md.
+// component of a shared vector may be compiled as a read-modify-write of it, a race).
+// Engines 1 (quad blocks, not unrolled), 3 (small tiles) and the f16 engines 4 (tensor cores) and 5
+// (weight streaming) were retired: docs/COLLECT.md.
 //
 // Each engine's functions, workgroup arrays and branches sit in `//!if ENGINE == ...` blocks: the
 // WebGPU backend compiles a module with its own engine's code only (src/backend/webgpu/preamble.ts
@@ -72,55 +69,17 @@ const WQ = WS_OUT / 4;
 const PREFETCH_Q = (WQ * KT + WG_X - 1) / WG_X;
 //!endif
 
-// Engine 0 reads scalar activations, engines 2 and 5 vec4s. Unresolved, the unused one is
-// one element.
+// Engine 0 reads scalar activations, engine 2 vec4s. Unresolved, the unused one is one element.
 const SCALAR = ENGINE == 0;
 //!if ENGINE == 0
 var<workgroup> act_s: array<f32, select(1, ROWS * ACT_W, SCALAR)>;
 //!endif
-// Activation buffers: one, or engine 5's two with PING_PONG (its dual pass's layers read one and write
-// the other).
-//!if ENGINE == 5
-const ACT_BUFS = 1u + PING_PONG;
+//!if ENGINE == 2
+var<workgroup> act_v: array<vec4<f32>, select(1, ROWS * ACT_W4, !SCALAR)>;
 //!endif
-//!if ENGINE != 5
-const ACT_BUFS = 1u;
-//!endif
-//!if ENGINE == 2, 5
-var<workgroup> act_v: array<vec4<f32>, select(1, ROWS * ACT_W4 * ACT_BUFS, !SCALAR)>;
-//!endif
-// Staged weights: vec4 quads (engines 0 and 2).
-//!if ENGINE == 0, 2
+// Staged weights: vec4 quads.
 var<workgroup> ws: array<vec4<f32>, WS_OUT * KT4>;
-//!endif
-//!if ENGINE == 4
-// Engine 4: f16 activations (rows of ACT_W halves, a multiple of 8 so every tile row starts on
-// 16 bytes). Its epilogue scratch (two 16 x 16 f32 result tiles per subgroup) shares qv's
-// memory: Q-values live from a heads op to the action / TD op after it, with no other layer in
-// between, and a heads op stores its tiles straight into qv (16 spare rows past ROWS take the
-// repeated tiles of subgroups without one of their own).
-const NSG = WG_X / 32;
-// K split (512 threads, one row tile): subgroups sg and sg + 8 take alternate 16-input steps of the
-// same output tiles, and the epilogue adds their partial tiles from `res_k` (not shared with qv).
-const KSPLIT = MMA_KSPLIT;
-var<workgroup> act_h: array<f16, ROWS * ACT_W>;
-//!if MMA_KSPLIT == 2
-var<workgroup> res_k: array<f32, NSG * 512>;
-//!endif
-const QV_LEN = select(max((ROWS + 16) * QW, NSG * 512), ROWS * QW, KSPLIT > 1);
-//!endif
-//!if ENGINE != 4
-const QV_LEN = ROWS * QW;
-//!endif
-// The tile row of an episode's target-net Q-values: TILE_E + its own row in engine 5's dual pass
-// (DUAL_PASS 1), else its own.
-//!if ENGINE == 5
-const TD_ROW0 = select(0u, TILE_E, DUAL_PASS == 1);
-//!endif
-//!if ENGINE != 5
-const TD_ROW0 = 0u;
-//!endif
-var<workgroup> qv: array<f32, QV_LEN>;
+var<workgroup> qv: array<f32, ROWS * QW>;
 
 struct Block {
   // Offsets of the weight [rows, k_len] and bias [rows] in nets.
@@ -148,12 +107,7 @@ fn activate(a: f32, kind: u32) -> f32 {
 }
 
 fn act_get(r: u32, k: u32) -> f32 {
-//!if ENGINE == 4
-  if (ENGINE == 4) {
-    return f32(act_h[r * ACT_W + k]);
-  }
-//!endif
-//!if ENGINE == 2, 5
+//!if ENGINE == 2
   if (!SCALAR) {
     return act_v[r * ACT_W4 + k / 4u][k % 4u];
   }
@@ -170,17 +124,7 @@ fn act_get(r: u32, k: u32) -> f32 {
 // shared vector may be compiled as a read-modify-write of the whole vector (HLSL, a dynamically
 // indexed component), a race between invocations writing neighbours.
 fn act_set4(r: u32, k4: u32, v: vec4<f32>) {
-//!if ENGINE == 4
-  if (ENGINE == 4) {
-    let o = r * ACT_W + 4u * k4;
-    act_h[o] = to_half(v.x);
-    act_h[o + 1u] = to_half(v.y);
-    act_h[o + 2u] = to_half(v.z);
-    act_h[o + 3u] = to_half(v.w);
-    return;
-  }
-//!endif
-//!if ENGINE == 2, 5
+//!if ENGINE == 2
   if (!SCALAR) {
     act_v[r * ACT_W4 + k4] = v;
   }
@@ -218,8 +162,7 @@ fn layer_bias(b0: Block, b1: Block, j: u32) -> f32 {
 // Y = act(X W^T + b) over input columns [k_start, n_k) (k_start a multiple of KT: the blocks
 // have no weight before it) for all ROWS rows; Y goes to columns [out_col, out_col + n_out) of
 // act (to_q false, in place) or of qv (to_q true).
-// `sg` is the invocation's subgroup (engine 4 only: the subgroup_id builtin; others pass lid / 32).
-fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32, sg: u32) {
+fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, out_col: u32, lid: u32) {
 //!if ENGINE == 0
   if (ENGINE == 0) {
     dense_scalar(b0, b1, k_start, n_k, kind, to_q, out_col, lid);
@@ -230,45 +173,10 @@ fn dense(b0: Block, b1: Block, k_start: u32, n_k: u32, kind: u32, to_q: bool, ou
     dense_quad2(b0, b1, k_start, n_k, kind, to_q, out_col, lid);
   }
 //!endif
-//!if ENGINE == 4
-  if (ENGINE == 4) {
-    dense_mma(b0, b1, n_k, kind, to_q, out_col, lid, sg);
-  }
-//!endif
-//!if ENGINE == 5
-  if (ENGINE == 5) {
-    dense_stream(b0, b1, kind, to_q, out_col, lid, 0u);
-  }
-//!endif
 }
 
 //!if ENGINE == 2
 //!include collect_tile_quad.wgsl
-//!endif
-
-//!if ENGINE == 4, 5
-// Offset in nets16, in halves, of the packed matrix of the layer whose first block starts at
-// nets[w] (engines 4 and 5: src/kernels/collect_half.ts).
-fn mma_offset(w: u32) -> u32 {
-  if (w == MMH_KEY_0) { return MMH_OFF_0; }
-  if (w == MMH_KEY_1) { return MMH_OFF_1; }
-  if (w == MMH_KEY_2) { return MMH_OFF_2; }
-  if (w == MMH_KEY_3) { return MMH_OFF_3; }
-  if (w == MMH_KEY_4) { return MMH_OFF_4; }
-  if (w == MMH_KEY_5) { return MMH_OFF_5; }
-  if (w == MMH_KEY_6) { return MMH_OFF_6; }
-  if (w == MMH_KEY_7) { return MMH_OFF_7; }
-  if (w == MMH_KEY_8) { return MMH_OFF_8; }
-  return MMH_OFF_9;
-}
-//!endif
-
-//!if ENGINE == 4
-//!include collect_tile_tensor_cores.wgsl
-//!endif
-
-//!if ENGINE == 5
-//!include collect_tile_weight_stream.wgsl
 //!endif
 
 // One op of a kernel's per-step program (see collect_dqn.wgsl): a DENSE layer of the tile

@@ -8,7 +8,6 @@
  */
 
 import type { Backend, BackendKind } from './types.js';
-import { SUBGROUP_MATRIX_FEATURE } from './webgpu/gpu.js';
 
 /**
  * The device classes the tuning table has a row for: CUDA, WebGPU on a GPU, WebGPU on a software
@@ -38,8 +37,6 @@ export interface BackendCaps {
     clusters: boolean;
     /** Opt-in dynamic shared memory past the 48 KiB static plan (CUDA). */
     dynamicSharedMemory: boolean;
-    /** Dawn's chromium-experimental-subgroup-matrix, requested and granted (WebGPU f16 tensor cores). */
-    subgroupMatrix: boolean;
     /** WGSL kernels: the collection kernel's tile engines and the split-dW hand-off apply. */
     wgsl: boolean;
   };
@@ -48,8 +45,6 @@ export interface BackendCaps {
     workgroupStorageBytes: number;
     /** CUDA opt-in shared memory per block; undefined elsewhere. */
     sharedOptinBytes?: number;
-    /** Storage buffers per shader stage (8, WebGPU's default, where not stated). */
-    storageBuffersPerStage: number;
     /** Largest storage buffer binding, where stated. */
     maxStorageBufferBindingSize?: number;
     /** Invocations per workgroup, where stated (WebGPU). */
@@ -69,7 +64,6 @@ export function capsOf(backend: Pick<Backend, 'kind'> & { info?: Backend['info']
   const computeCapability: [number, number] | undefined =
     kind === 'cuda' && cc ? [Number(cc[1]), Number(cc[2])] : undefined;
   const software = kind === 'webgpu' && limits.software === 'yes';
-  const features = String(limits.features ?? '').split(',');
   return {
     kind,
     deviceClass: kind === 'webgpu' ? (software ? 'webgpu-software' : 'webgpu') : kind,
@@ -85,13 +79,11 @@ export function capsOf(backend: Pick<Backend, 'kind'> & { info?: Backend['info']
       tf32TensorCores: kind === 'cuda',
       clusters: kind === 'cuda' && (computeCapability === undefined || computeCapability[0] >= 9),
       dynamicSharedMemory: kind === 'cuda',
-      subgroupMatrix: kind === 'webgpu' && features.includes(SUBGROUP_MATRIX_FEATURE),
       wgsl: kind === 'webgpu',
     },
     limits: {
       workgroupStorageBytes: num(limits.maxComputeWorkgroupStorageSize) ?? 48 * 1024,
       sharedOptinBytes: num(limits.maxSharedPerBlockOptin),
-      storageBuffersPerStage: Number(limits.maxStorageBuffersPerShaderStage ?? 8),
       maxStorageBufferBindingSize: num(limits.maxStorageBufferBindingSize),
       invocationsPerWorkgroup: num(limits.maxComputeInvocationsPerWorkgroup),
       smCount: num(limits.smCount),

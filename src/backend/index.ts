@@ -18,8 +18,6 @@ export type BackendRequest = 'auto' | BackendKind;
 export interface CreateBackendOptions {
   /** WebGPU: a GPU object to use (`navigator.gpu`, Dawn's `create()`); default: found automatically. */
   gpu?: GPU;
-  /** WebGPU: also request the subgroup-matrix feature (WebGpuOptions.subgroupMatrix). */
-  subgroupMatrix?: boolean;
   /** CUDA: device ordinal. */
   cudaDevice?: number;
   /** CUDA: how to load the backend module; default: import `./cuda/index.js` (tests replace it). */
@@ -67,8 +65,7 @@ async function createCuda(opts: CreateBackendOptions): Promise<Backend> {
 
 function create(kind: BackendKind, opts: CreateBackendOptions, auto: boolean): Promise<Backend> {
   if (kind === 'cpu') return Promise.resolve(createCpuBackend());
-  if (kind === 'webgpu')
-    return createWebGpuBackend({ gpu: opts.gpu, requireHardware: auto, subgroupMatrix: opts.subgroupMatrix });
+  if (kind === 'webgpu') return createWebGpuBackend({ gpu: opts.gpu, requireHardware: auto });
   if (kind === 'cuda') return createCuda(opts);
   throw new BackendUnavailableError(kind, `unknown backend "${kind}" (use auto, cpu, webgpu or cuda)`);
 }

@@ -15,8 +15,6 @@ export interface DevicePeaks {
   f32: number;
   /** Dense TF32 tensor-core peak (f32 sums), FLOP/s. */
   tf32?: number;
-  /** Dense f16 tensor-core peak with f32 sums, FLOP/s. */
-  f16?: number;
   /** Where the figures come from. */
   source: string;
 }
@@ -38,8 +36,7 @@ export const PEAKS: readonly PeaksRow[] = [
     name: 'NVIDIA H100 PCIe (sm_90)',
     f32: 51.2 * T,
     tf32: 378 * T,
-    f16: 756 * T,
-    source: 'NVIDIA H100 Tensor Core GPU datasheet, PCIe column (TF32 756, FP16 1,513 with sparsity)',
+    source: 'NVIDIA H100 Tensor Core GPU datasheet, PCIe column (TF32 756 with sparsity)',
   },
   {
     device: /\b(GH200|H200|H100)\b(?!.*\b(NVL|PCIe)\b)/i,
@@ -47,9 +44,8 @@ export const PEAKS: readonly PeaksRow[] = [
     name: 'NVIDIA H100 / H200 SXM (sm_90)',
     f32: 66.9 * T,
     tf32: 494.7 * T,
-    f16: 989.4 * T,
     source:
-      'NVIDIA H100 and H200 Tensor Core GPU datasheets, SXM columns (FP32 67, TF32 989, FP16 1,979 with sparsity); 132 SMs x 128 FP32 lanes x 2 x 1,980 MHz = 66.9 TFLOP/s',
+      'NVIDIA H100 and H200 Tensor Core GPU datasheets, SXM columns (FP32 67, TF32 989 with sparsity); 132 SMs x 128 FP32 lanes x 2 x 1,980 MHz = 66.9 TFLOP/s',
   },
   {
     device: /\bA100\b/i,
@@ -57,8 +53,7 @@ export const PEAKS: readonly PeaksRow[] = [
     name: 'NVIDIA A100 (sm_80)',
     f32: 19.5 * T,
     tf32: 156 * T,
-    f16: 312 * T,
-    source: 'NVIDIA A100 Tensor Core GPU datasheet (FP32 19.5, TF32 156, FP16 312 dense)',
+    source: 'NVIDIA A100 Tensor Core GPU datasheet (FP32 19.5, TF32 156 dense)',
   },
   {
     device: /\bL4\b/i,
@@ -66,8 +61,7 @@ export const PEAKS: readonly PeaksRow[] = [
     name: 'NVIDIA L4 (sm_89)',
     f32: 30.3 * T,
     tf32: 60 * T,
-    f16: 121 * T,
-    source: 'NVIDIA L4 Tensor Core GPU datasheet (FP32 30.3, TF32 120, FP16 242 with sparsity)',
+    source: 'NVIDIA L4 Tensor Core GPU datasheet (FP32 30.3, TF32 120 with sparsity)',
   },
   {
     device: /RTX 4090/i,
@@ -75,9 +69,7 @@ export const PEAKS: readonly PeaksRow[] = [
     name: 'NVIDIA GeForce RTX 4090 (sm_89)',
     f32: 82.6 * T,
     tf32: 82.6 * T,
-    f16: 165.2 * T,
-    source:
-      'NVIDIA Ada Lovelace architecture whitepaper, appendix A (FP32 82.6, TF32 82.6, FP16 with FP32 accumulate 165.2 dense)',
+    source: 'NVIDIA Ada Lovelace architecture whitepaper, appendix A (FP32 82.6, TF32 82.6 dense)',
   },
 ];
 
@@ -95,8 +87,8 @@ export function devicePeaks(backend: Pick<Backend, 'kind' | 'info'>): DevicePeak
   return peaks;
 }
 
-/** The tensor-core peak of a precision (`tf32`, `f16`), undefined for exact f32. */
+/** The tensor-core peak of a precision (`tf32`), undefined for exact f32. */
 export function tensorPeak(peaks: DevicePeaks | undefined, precision: string): number | undefined {
   if (!peaks) return undefined;
-  return precision === 'tf32' ? peaks.tf32 : precision === 'f16' ? peaks.f16 : undefined;
+  return precision === 'tf32' ? peaks.tf32 : undefined;
 }

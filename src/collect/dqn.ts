@@ -1,8 +1,9 @@
 /**
  * Reference DQN-family rollout (the TS twin of the collect_dqn kernels): N episode slots, each
- * taking L steps with epsilon-greedy actions on the online network, writing experiences and
- * their initial TD-error priorities. Slots are independent, so the loop order (slot-major
- * here, one thread per slot on the device) does not change any result.
+ * taking L steps with epsilon-greedy actions on the online network and writing the experiences
+ * (they enter the replay at its max priority, so the collection needs no target network). Slots
+ * are independent, so the loop order (slot-major here, one thread per slot on the device) does not
+ * change any result.
  *
  * Per step of slot e at global step g = stepBase + l:
  *   1. s = buildState; Q_online(s) (plain: dueling head; C51: expectation over the support;
@@ -10,9 +11,6 @@
  *   2. w = Philox(Action, e, g, 0); u = unit float of w0; u < epsilon -> a = w1 % 45 (modulo bias
  *      45 / 2^32, identical on every backend), else a = first argmax of Q_online(s).
  *   3. envStep (curiosity bonus inside); s' = the state after the step, before any restart.
- *   4. td = |f32(r + f32(gamma * max_a Q_target(s'))) - Q_online(s, a)|; a done step uses r
- *      alone (the target network is not evaluated); truncation bootstraps. IQN evaluates the
- *      target on the same K taus as step 1.
  */
 import type { Market } from '../data/types.js';
 import type { CuriosityModel } from '../env/curiosity.js';
@@ -34,7 +32,6 @@ export interface DqnNets {
   /** `duelingLayout(head, atoms, iqnEmbed)`. */
   layout: NetLayout;
   online: Float32Array;
-  target: Float32Array;
   /** C51 support (read for head 'c51'). */
   support: C51Support;
   /** IQN taus per acting evaluation K (read for head 'iqn'). */
@@ -49,8 +46,6 @@ export interface DqnLaunch {
   epsilon: number;
   /** Global step of the launch's first step (the Philox step counter). */
   stepBase: number;
-  /** Discount of the TD error. */
-  gamma: number;
 }
 
 /** First index of the largest of the 45 values (ties go to the lower action). */
@@ -101,17 +96,14 @@ export function collectDqn(
     );
   }
   const epsilon = f(launch.epsilon);
-  const gamma = f(launch.gamma);
   const step = createStepOut();
   const state = new Float32Array(STATE_DIM);
   const q = new Float32Array(NUM_ACTIONS);
-  const qNext = new Float32Array(NUM_ACTIONS);
   const probs = new Float32Array(NUM_ACTIONS * nets.support.atoms);
   const taus = new Float32Array(nets.actTaus);
   const w = new Uint32Array(4);
-  // Both nets are fixed for the launch: packed once for the SIMD forward passes.
+  // The net is fixed for the launch: packed once for the SIMD forward passes.
   const online = packNet(nets.layout, nets.online);
-  const targetNet = packNet(nets.layout, nets.target);
   for (let e = 0; e < env.n; e++) {
     for (let l = 0; l < L; l++) {
       const g = (launch.stepBase + l) >>> 0;
@@ -123,19 +115,12 @@ export function collectDqn(
       const a = u32ToUnitFloat(w[0]) < epsilon ? w[1] % NUM_ACTIONS : argmaxQ(q);
 
       envStep(env, market, params, e, a, step, curiosity);
-
-      let target = step.total;
-      if (!step.done) {
-        qValues(nets, targetNet, step.nextState, taus, probs, qNext);
-        target = f(step.total + f(gamma * qNext[argmaxQ(qNext)]));
-      }
       out.states.set(state, idx * STATE_DIM);
       out.actions[idx] = a;
       out.rewards[idx] = step.total;
       out.nextStates.set(step.nextState, idx * STATE_DIM);
       out.dones[idx] = step.done;
       out.truncateds[idx] = step.truncated;
-      out.tdErrors[idx] = Math.abs(f(target - q[a]));
       writeComponents(out.components, idx, step);
     }
   }

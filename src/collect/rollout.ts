@@ -22,8 +22,6 @@ export interface DqnRollout {
   dones: Int32Array;
   /** 1 when the step truncated the episode (bootstrapped like a non-terminal step). */
   truncateds: Int32Array;
-  /** |r + gamma * max_a Q_target(s', a) * (1 - done) - Q_online(s, a)|: initial priorities. */
-  tdErrors: Float32Array;
   /** `[N * L, 5]` pnl, barrier, risk, diversity, curiosity. */
   components: Float32Array;
 }
@@ -58,7 +56,6 @@ export function createDqnRollout(n: number, steps: number): DqnRollout {
     nextStates: new Float32Array(m * STATE_DIM),
     dones: new Int32Array(m),
     truncateds: new Int32Array(m),
-    tdErrors: new Float32Array(m),
     components: new Float32Array(m * COMPONENTS),
   };
 }

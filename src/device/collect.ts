@@ -12,9 +12,8 @@
  */
 
 import { capsOf } from '../backend/caps.js';
-import { CLUSTER_TUNING, HALF_ENGINE_TUNING, tuningFor } from '../backend/tuning.js';
+import { CLUSTER_TUNING, tuningFor } from '../backend/tuning.js';
 import type { Backend, ClusterOccupancy, DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
-import { SUBGROUP_MATRIX_FEATURE } from '../backend/webgpu/gpu.js';
 import type { DqnRollout, PpoRollout } from '../collect/rollout.js';
 import type { Config } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
@@ -32,14 +31,6 @@ import {
   dqnWorkgroupBytes,
   HeadCode,
 } from '../kernels/collect_dqn.js';
-import { isHalfEngine, MMA_ENGINE, STREAM_ENGINE } from '../kernels/collect_engine.js';
-import {
-  type HalfNetsLayout,
-  type HalfOrder,
-  halfNetsLayout,
-  halfTable,
-  packHalfDispatch,
-} from '../kernels/collect_half.js';
 import { envUniforms, type OutputLayout, outputBytes, sectionViews } from '../kernels/collect_layout.js';
 import {
   type CollectPpoOptions,
@@ -61,7 +52,7 @@ import { seedToKey } from '../rng/philox.js';
 import { type CollectAlgo, chooseTile, type TileShape } from './tile_choice.js';
 
 export type { CollectAlgo, TileShape } from './tile_choice.js';
-export { CUDA_TF32_WIDE_THREADS, chooseTile, MMA_WIDE_FROM, QUAD_ENGINE_MIN_ROWS } from './tile_choice.js';
+export { CUDA_TF32_WIDE_THREADS, chooseTile, QUAD_ENGINE_MIN_ROWS } from './tile_choice.js';
 export type CollectVariant = 'tiled' | 'seed' | 'cluster';
 
 export interface DeviceCollectorInit {
@@ -119,25 +110,6 @@ const SEED_THREADS = 64;
 
 /** Workgroup memory a backend offers its kernels (CUDA and the CPU have no WGSL limit to meet). */
 const workgroupBytes = (backend: Backend): number => capsOf(backend).limits.workgroupStorageBytes;
-
-/** Up to this N the WebGPU f16 precision runs the weight-streaming engine (5), above it the tensor cores (4). */
-export const STREAM_MAX_EPISODES = HALF_ENGINE_TUNING.streamingUpTo;
-
-/** Up to this N engine 5 runs the dual pass (src/backend/tuning.ts HALF_ENGINE_TUNING.dualPassUpTo). */
-export const DUAL_PASS_MAX_EPISODES = HALF_ENGINE_TUNING.dualPassUpTo;
-
-/** Storage buffers per shader stage a WebGPU backend allows (8, WebGPU's default, where it does not say). */
-export const storageBuffersPerStage = (backend: Backend): number =>
-  capsOf(backend).limits.storageBuffersPerStage;
-
-/**
- * Whether the f16 engines' collection kernel fits the backend: it binds an 11th storage buffer
- * (nets16), one more than some adapters allow (Chromium's SwiftShader: 10).
- */
-export const halfBindingFits = (backend: Backend): boolean => storageBuffersPerStage(backend) >= 11;
-
-/** The WebGPU f16 precision's tile engine for N episodes (see STREAM_MAX_EPISODES). */
-export const halfEngineFor = (n: number): number => (n <= STREAM_MAX_EPISODES ? STREAM_ENGINE : MMA_ENGINE);
 
 /** Threads per CTA of the cluster variant unless given. */
 const CLUSTER_THREADS: number = CLUSTER_TUNING.threads;
@@ -374,29 +346,13 @@ abstract class DeviceCollector {
 
 export interface DqnWeights {
   online?: Float32Array;
-  target?: Float32Array;
   curiosity?: Float32Array;
-}
-
-/**
- * Whether a backend can run the tensor-core tile engine (4): WebGPU with the subgroup-matrix
- * feature requested and granted (createBackend(..., { subgroupMatrix: true })).
- */
-export function hasSubgroupMatrix(backend: Backend): boolean {
-  return capsOf(backend).features.subgroupMatrix;
 }
 
 /** collect_dqn on a backend (plain, C51 or IQN head). */
 export class DqnDeviceCollector extends DeviceCollector {
   readonly head: QHead;
   readonly options: CollectDqnOptions;
-  /** Engines 4 and 5: the f16 copy of the nets (binding 10), pack_half's table, layout and order. */
-  private readonly half?: {
-    layout: HalfNetsLayout;
-    table: DeviceBuffer;
-    nets16: DeviceBuffer;
-    order: HalfOrder;
-  };
 
   constructor(init: DeviceCollectorInit) {
     if (init.algo === 'ppo') throw new Error('DqnDeviceCollector: use PpoDeviceCollector for ppo');
@@ -421,74 +377,28 @@ export class DqnDeviceCollector extends DeviceCollector {
         ...base,
         ...shape,
         tileEpisodes: variant === 'seed' ? shape.threads : shape.tileEpisodes,
-        workgroupBytes: limit,
       };
     };
-    if (init.tile?.engine === MMA_ENGINE && !hasSubgroupMatrix(init.backend))
-      throw new Error(
-        `collect dqn: the tensor-core engine (4, f16) needs a WebGPU device with ${SUBGROUP_MATRIX_FEATURE} ` +
-          `(Dawn on a GPU with cooperative matrices, backend created with subgroupMatrix: true); ${capsOf(init.backend).features.wgsl ? `this adapter (${init.backend.info.device}) does not offer it` : `not ${init.backend.kind}`}: use --precision exact`,
-      );
-    if (init.tile?.engine === STREAM_ENGINE && !capsOf(init.backend).features.wgsl)
-      throw new Error(
-        `collect dqn: the weight-streaming engine (5, f16 weights) is a WebGPU tile engine, not ${init.backend.kind}'s: use --precision exact (CUDA: --precision tf32)`,
-      );
-    if (init.tile?.engine === STREAM_ENGINE && !halfBindingFits(init.backend))
-      throw new Error(
-        `collect dqn: the weight-streaming engine (5, f16 weights) reads an 11th storage buffer (the f16 nets); ${init.backend.info.device} allows ${storageBuffersPerStage(init.backend)} per shader stage: use --precision exact`,
-      );
     const options = variant === 'cluster' ? clusterOptions(base, init) : tiled();
     super(init, withConstants(collectDqnSpec(options), init.constants), dqnNetsSize(options), DQN_OUTPUT);
     this.head = head;
     this.options = options;
-    if (variant === 'tiled' && isHalfEngine(options.engine ?? 0)) {
-      const layout = halfNetsLayout();
-      const tableData = halfTable(layout);
-      const table = init.backend.createBuffer(tableData.byteLength, 'collect nets16 table');
-      init.backend.upload(table, tableData);
-      const nets16 = init.backend.createBuffer(layout.words * 4, 'collect nets16');
-      this.half = { layout, table, nets16, order: options.engine === STREAM_ENGINE ? 1 : 0 };
-    }
-  }
-
-  /**
-   * Engines 4 and 5: the dispatch that refreshes the f16 copy of the nets from the nets buffer (none
-   * for the other engines). `setWeights` and `launch` run it; a caller timing `dispatch()` alone after
-   * writing the nets buffer on the device runs it first.
-   */
-  packDispatch(): Dispatch[] {
-    const h = this.half;
-    return h ? [packHalfDispatch(this.buffers[4], h.table, h.nets16, h.layout, h.order)] : [];
-  }
-
-  override destroy(): void {
-    if (this.half) {
-      this.backend.destroyBuffer(this.half.table);
-      this.backend.destroyBuffer(this.half.nets16);
-    }
-    super.destroy();
   }
 
   /** Uploads whichever networks are given (flat buffers in duelingLayout / curiosityLayout). */
   setWeights(w: DqnWeights): void {
     const q = duelingLayout(this.head, this.options.atoms, this.options.iqnEmbed).size;
     this.uploadNet(w.online, 0, q, 'online');
-    this.uploadNet(w.target, q, q, 'target');
-    this.uploadNet(w.curiosity, 2 * q, curiosityLayout().size, 'curiosity');
-    if (this.half) this.backend.run(this.packDispatch());
+    this.uploadNet(w.curiosity, q, curiosityLayout().size, 'curiosity');
   }
 
-  /**
-   * The dispatch of one launch at the current stepBase (for timing; does not advance). Engine 4
-   * reads the f16 copy that setWeights and launch refresh (packDispatch).
-   */
+  /** The dispatch of one launch at the current stepBase (for timing; does not advance). */
   dispatch(epsilon: number): Dispatch {
     const q = this.cfg.dqn;
     const uniforms: Record<string, number> = {
       ...this.base,
       stepBase: this.stepBase >>> 0,
       epsilon: Math.fround(epsilon),
-      gamma: Math.fround(q.gamma),
       vMin: Math.fround(q.vMin),
       vMax: Math.fround(q.vMax),
       head: HeadCode[this.head],
@@ -498,16 +408,12 @@ export class DqnDeviceCollector extends DeviceCollector {
     };
     for (const u of DQN_UNIFORMS)
       if (!(u.name in uniforms)) throw new Error(`collect_dqn: uniform ${u.name} unset`);
-    const buffers = this.half ? [...this.buffers, this.half.nets16] : [...this.buffers];
-    return collectDqnDispatch(this.spec, buffers, uniforms);
+    return collectDqnDispatch(this.spec, [...this.buffers], uniforms);
   }
 
-  /**
-   * One launch: N x L experiences into the rollout buffers; advances stepBase by L. Engine 4 first
-   * refreshes its f16 copy of the nets (a learner may have written the nets buffer on the device).
-   */
+  /** One launch: N x L experiences into the rollout buffers; advances stepBase by L. */
   launch(epsilon: number): void {
-    this.backend.run([...this.packDispatch(), this.dispatch(epsilon)]);
+    this.backend.run([this.dispatch(epsilon)]);
     this.stepBase += this.steps;
   }
 
@@ -522,7 +428,6 @@ export class DqnDeviceCollector extends DeviceCollector {
       nextStates: s.nextStates as Float32Array,
       dones: s.dones as Int32Array,
       truncateds: s.truncateds as Int32Array,
-      tdErrors: s.tdErrors as Float32Array,
       components: s.components as Float32Array,
     };
   }

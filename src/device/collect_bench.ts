@@ -16,7 +16,6 @@ import type { Backend, Dispatch } from '../backend/types.js';
 import type { Config } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
 import { DQN_OUTPUT } from '../kernels/collect_dqn.js';
-import { isHalfEngine } from '../kernels/collect_engine.js';
 import { outputBytes } from '../kernels/collect_layout.js';
 import { PPO_OUTPUT } from '../kernels/collect_ppo.js';
 import { initParams } from '../nets/forward.js';
@@ -33,7 +32,6 @@ import {
   type CollectAlgo,
   type CollectVariant,
   DqnDeviceCollector,
-  halfEngineFor,
   PpoDeviceCollector,
   type TileShape,
 } from './collect.js';
@@ -41,8 +39,8 @@ import {
 const fma = (layers: readonly Layer[]) => layers.reduce((s, l) => s + l.in * l.out, 0);
 
 /**
- * Model FLOPs of one env step (2 per multiply-add): DQN online net on s and target net on s'
- * (IQN: trunk once, embedding and streams per acting tau), PPO actor and critic on s, and the
+ * Model FLOPs of one env step (2 per multiply-add): DQN online net on s (IQN: trunk once,
+ * embedding and streams per acting tau), PPO actor and critic on s, and the
  * curiosity model. The rare extra critic pass of a truncated PPO step is not counted.
  */
 export function collectFlopsPerStep(algo: CollectAlgo, cfg: Config): number {
@@ -53,7 +51,7 @@ export function collectFlopsPerStep(algo: CollectAlgo, cfg: Config): number {
   const trunk = layers.filter((l) => l.name.startsWith('shared_layers'));
   const rest = layers.filter((l) => !l.name.startsWith('shared_layers'));
   const perNet = fma(trunk) + (head === 'iqn' ? cfg.dqn.iqnActTau : 1) * fma(rest);
-  return 2 * (2 * perNet + curiosity);
+  return 2 * (perNet + curiosity);
 }
 
 /**
@@ -108,12 +106,8 @@ export interface CollectBenchOptions {
   steps: number;
   repeats: number;
   tile?: Partial<TileShape>;
-  /**
-   * `tf32`: the CUDA kernels' tensor-core mode (constant TF32 = 1); `f16`: WebGPU's f16 tile
-   * engines (the tile's engine if it is 4, tensor cores, or 5, weight streaming; else the one
-   * halfEngineFor picks for N); `exact` otherwise.
-   */
-  precision?: 'exact' | 'tf32' | 'f16';
+  /** `tf32`: the CUDA kernels' tensor-core mode (constant TF32 = 1); `exact` otherwise. */
+  precision?: 'exact' | 'tf32';
   /** Extra kernel constants merged over the ones the options imply (bench collect --constants). */
   constants?: Record<string, number>;
 }
@@ -121,7 +115,7 @@ export interface CollectBenchOptions {
 export interface CollectBenchResult {
   algo: CollectAlgo;
   variant: CollectVariant;
-  precision: 'exact' | 'tf32' | 'f16';
+  precision: 'exact' | 'tf32';
   episodes: number;
   steps: number;
   /** Episodes per workgroup (1 for the seed variant: one per thread), threads per workgroup. */
@@ -134,7 +128,7 @@ export interface CollectBenchResult {
   /** The tile engine's threads across outputs and weight slice (WGSL). */
   tj: number;
   kt: number;
-  /** The WGSL tile engine (0 scalar, 2 quad blocks, 4 and 5 f16; 0 on CUDA and the CPU, which ignore it). */
+  /** The WGSL tile engine (0 scalar, 2 quad blocks; 0 on CUDA and the CPU, which ignore it). */
   engine: number;
   /** Device milliseconds per launch (N x L env steps). */
   ms: number;
@@ -169,13 +163,7 @@ export async function benchCollect(o: CollectBenchOptions): Promise<CollectBench
     algo: o.algo,
     variant: o.variant,
     cluster: o.cluster,
-    tile:
-      precision === 'f16'
-        ? {
-            ...o.tile,
-            engine: isHalfEngine(o.tile?.engine ?? -1) ? o.tile?.engine : halfEngineFor(o.episodes),
-          }
-        : o.tile,
+    tile: o.tile,
     constants,
   };
   const seed = cfg.train.seed;
@@ -194,8 +182,8 @@ export async function benchCollect(o: CollectBenchOptions): Promise<CollectBench
     const c = new DqnDeviceCollector(init);
     const layout = duelingLayout(c.head, cfg.dqn.atoms, cfg.dqn.iqnEmbed);
     const online = initParams(layout, NetId.QOnline, seed);
-    c.setWeights({ online, target: online, curiosity });
-    netsFloats = 2 * online.length + curiosity.length;
+    c.setWeights({ online, curiosity });
+    netsFloats = online.length + curiosity.length;
     epsilon = cfg.dqn.epsilonEnd;
     collector = c;
   }

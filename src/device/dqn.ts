@@ -752,11 +752,9 @@ export class DeviceDqnLearner {
     this.backend.upload(this.buffers.moments, all);
   }
 
-  /** Device copy of the online then the target params to `dst` at `dstByteOffset` (no readback). */
-  copyNetsTo(dst: DeviceBuffer, dstByteOffset = 0): void {
-    const bytes = 4 * this.init.layout.size;
-    this.backend.copy(this.buffers.params, dst, bytes, 0, dstByteOffset);
-    this.backend.copy(this.buffers.target, dst, bytes, 0, dstByteOffset + bytes);
+  /** Device copy of the online params to `dst` at `dstByteOffset` (no readback). */
+  copyOnlineTo(dst: DeviceBuffer, dstByteOffset = 0): void {
+    this.backend.copy(this.buffers.params, dst, 4 * this.init.layout.size, 0, dstByteOffset);
   }
 
   /** Sum of the global gradient norms since the last `resetNormSum` (0 when dqn.maxGradNorm is 0). */

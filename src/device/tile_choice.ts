@@ -1,29 +1,20 @@
 /**
  * The tile shape of the collection kernels (collect_dqn, collect_ppo tiled and seed variants):
  * episodes and threads per workgroup, threads across outputs (TJ), the weight slice (KT), IQN's
- * tau rows and the WGSL tile engine. Three tables decide it:
+ * tau rows and the WGSL tile engine. Two tables decide it:
  * - ALGO_TILES: what each algorithm's networks allow (layer width, the largest tile of the static
  *   shared-memory plan and of the dynamic one);
  * - the device class's CollectTuning (src/backend/tuning.ts): workgroups aimed for, dynamic shared
  *   memory, TF32 wide threads, quad engines;
- * - ENGINE_TILES: the WGSL f16 engines' own rules (HALF_ENGINE_TUNING).
  * Then the first tile, from the widest down by halves, whose workgroup memory fits. Overrides are
  * taken as given (an impossible one is an error). The table test (test/unit/device/tile-choice.test.ts)
  * proves it chooses what the nested conditionals before it chose.
  */
 import { capsOf } from '../backend/caps.js';
-import { HALF_ENGINE_TUNING, tuningFor } from '../backend/tuning.js';
+import { tuningFor } from '../backend/tuning.js';
 import type { Backend } from '../backend/types.js';
 import { cudaDqnSharedBytes } from '../kernels/collect_dqn.js';
-import {
-  MMA_ENGINE,
-  MMA_MAX_ROW_TILES,
-  QUAD_MQ,
-  QUAD2_MAX_ROWS,
-  STREAM_ENGINE,
-  STREAM_MAX_ROWS,
-  sliceCandidates,
-} from '../kernels/collect_engine.js';
+import { QUAD_MQ, QUAD2_MAX_ROWS, sliceCandidates } from '../kernels/collect_engine.js';
 import { cudaPpoSharedBytes } from '../kernels/collect_ppo.js';
 
 export type CollectAlgo = 'dqn' | 'c51' | 'iqn' | 'ppo';
@@ -35,7 +26,7 @@ export interface TileShape {
   tj: number;
   kt: number;
   tauRows: number;
-  /** WGSL tile engine (CollectDqnOptions.engine): 0 scalar, 2 quad blocks, 4 and 5 f16; CUDA ignores it. */
+  /** WGSL tile engine (CollectDqnOptions.engine): 0 scalar, 2 quad blocks; CUDA ignores it. */
   engine?: number;
 }
 
@@ -45,9 +36,6 @@ export interface TileShape {
  * engine 0, which spreads single outputs over every thread.
  */
 export const QUAD_ENGINE_MIN_ROWS = 16;
-
-/** N from which the tensor-core engine (4) takes its widest tile, 48 episodes per workgroup. */
-export const MMA_WIDE_FROM = HALF_ENGINE_TUNING.mmaWideFrom;
 
 /** Threads of a TF32 wide tile (CollectTuning.tf32WideThreads on CUDA). */
 export const CUDA_TF32_WIDE_THREADS = 512;
@@ -110,36 +98,6 @@ export const ALGO_TILES: Readonly<Record<CollectAlgo, AlgoTiles>> = {
   },
 };
 
-interface EngineTiles {
-  /** Episodes of the first tile tried; undefined: the device's rule. */
-  episodes?: (n: number, maxEpisodes: number) => number | undefined;
-  /** Episodes per tile at most. */
-  maxEpisodes?: number;
-  /** Threads of a tile of `e` episodes; undefined: the device's rule. */
-  threads?: (e: number, n: number) => number | undefined;
-  /** N / this episodes per workgroup, instead of the device's workgroups. */
-  divisor?: (n: number) => number;
-}
-
-const H = HALF_ENGINE_TUNING;
-
-/** The WGSL f16 engines' rules (the f32 engines 0 and 2 follow the device's). */
-export const ENGINE_TILES: Readonly<Record<number, EngineTiles>> = {
-  // Tensor cores: 48 episodes (three 16-row tiles) from mmaWideFrom; one-row-tile workgroups split K
-  // over 512 threads.
-  [MMA_ENGINE]: {
-    episodes: (n) => (n >= H.mmaWideFrom ? MMA_MAX_ROW_TILES * 16 : undefined),
-    threads: (e) => (e <= H.mmaSplitKUpTo ? 512 : undefined),
-  },
-  // Weight streaming: N / 128 episodes and 512 threads (the dual pass) up to dualPassUpTo, N / 256
-  // above; at most STREAM_MAX_ROWS rows.
-  [STREAM_ENGINE]: {
-    maxEpisodes: STREAM_MAX_ROWS,
-    divisor: (n) => (n <= H.dualPassUpTo ? H.dualPassDivisor : H.singlePassDivisor),
-    threads: (_e, n) => (n <= H.dualPassUpTo ? 512 : undefined),
-  },
-};
-
 /** Power of two <= x (x >= 1). */
 const pow2floor = (x: number) => 2 ** Math.floor(Math.log2(Math.max(1, x)));
 
@@ -198,7 +156,6 @@ export function chooseTile(
   const caps = capsOf(backend);
   const device = tuningFor(caps).collect;
   const a = ALGO_TILES[algo];
-  const rule: EngineTiles = (override.engine !== undefined && ENGINE_TILES[override.engine]) || {};
   const dynamicMax = device.dynamicSharedTiles
     ? tf32
       ? a.dynamicEpisodes.tf32
@@ -209,21 +166,14 @@ export function chooseTile(
     dynamicMax > a.staticEpisodes &&
     e > a.staticEpisodes &&
     dynamicSharedFits(caps.limits.sharedOptinBytes, algo, e);
-  const maxEpisodes = Math.min(
-    override.threads ?? MAX_THREADS,
-    Math.max(a.staticEpisodes, dynamicMax),
-    rule.maxEpisodes ?? Number.POSITIVE_INFINITY,
-  );
-  const first =
-    override.tileEpisodes ??
-    rule.episodes?.(n, maxEpisodes) ??
-    Math.min(maxEpisodes, pow2floor(n / (rule.divisor?.(n) ?? device.workgroups)));
+  const maxEpisodes = Math.min(override.threads ?? MAX_THREADS, Math.max(a.staticEpisodes, dynamicMax));
+  const first = override.tileEpisodes ?? Math.min(maxEpisodes, pow2floor(n / device.workgroups));
   const wideThreads = (e: number) =>
     tf32 && device.tf32WideThreads !== undefined && e >= a.tf32WideThreadsFrom
       ? device.tf32WideThreads
       : undefined;
   for (let e = first; e >= 1; e = override.tileEpisodes === undefined ? e / 2 : 0) {
-    const threads = override.threads ?? rule.threads?.(e, n) ?? wideThreads(e) ?? DEFAULT_THREADS;
+    const threads = override.threads ?? wideThreads(e) ?? DEFAULT_THREADS;
     const tj = override.tj ?? threads / rowGroups(e, threads, a.width);
     for (const tauRows of tauRowCandidates(algo, e, actTaus, override.tauRows)) {
       const rows = e * tauRows;

@@ -54,7 +54,6 @@ export function createCpuDqnEngine(cfg: Config, market: Market, train: SplitRang
     head,
     layout,
     online: learner.online as Float32Array,
-    target: learner.target as Float32Array,
     support: c51Support(q),
     actTaus: q.iqnActTau,
   };

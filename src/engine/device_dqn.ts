@@ -1,14 +1,14 @@
 /**
  * The DQN-family engine on a device (`--algo dqn|c51|iqn --backend webgpu|cuda`; src/engine/dqn_engine.ts):
  * collect_dqn (DqnDeviceCollector) acts, DeviceReplay holds the replay ring and its PER sum tree,
- * DeviceDqnLearner trains, and the learner's online and target params reach the collector's nets
- * buffer by device copies after each train epoch. Nothing of the rollout or the replay crosses to
+ * DeviceDqnLearner trains, and the learner's online params reach the collector's nets buffer by a
+ * device copy after each train epoch. Nothing of the rollout or the replay crosses to
  * the host on the way:
  *
  *   collect   one launch, then replay_insert from the collector's out_f / out_i (n-step folded,
- *             new rows at the max priority); read back for CollectStats only the rewards,
- *             tdErrors + components floats and the dones + truncateds integers (9 of the 116
- *             values per sample). With curiosity on, the whole launch is read back instead: the
+ *             new rows at the max priority); read back for CollectStats only the rewards +
+ *             components floats and the dones + truncateds integers (8 of the 117 values per
+ *             sample). With curiosity on, the whole launch is read back instead: the
  *             curiosity model trains on the host.
  *   train     dqn.stepsPerEpoch steps recorded into one run (one submission, WebGPU splits long
  *             runs into chunks; once the ring is full, recorded once per target phase and replayed:
@@ -71,16 +71,12 @@ function sectionAt(name: string): number {
 }
 
 /**
- * What CollectStats reads: out_f's rewards, tdErrors and components sections (contiguous, in that
- * order) and out_i's dones and truncateds, as [first, end) section offsets in N x L units.
+ * What CollectStats reads: out_f's rewards and components sections (contiguous, in that order) and
+ * out_i's dones and truncateds, as [first, end) section offsets in N x L units.
  */
 const STATS_F = [sectionAt('rewards'), sectionAt('components') + 5] as const;
 const STATS_I = [sectionAt('dones'), sectionAt('truncateds') + 1] as const;
-if (
-  STATS_F[1] - STATS_F[0] !== 7 ||
-  sectionAt('tdErrors') !== STATS_F[0] + 1 ||
-  STATS_I[1] - STATS_I[0] !== 2
-)
+if (STATS_F[1] - STATS_F[0] !== 6 || STATS_I[1] - STATS_I[0] !== 2)
   throw new Error('device dqn engine: collect_dqn output sections are not where the stats read expects');
 
 /** An f32 device copy as a dispatch (dqn_target_update's hard copy), so it records into a run. */
@@ -172,11 +168,7 @@ export function createDeviceDqnEngine(
     launchSteps,
   );
   const nets = collector.deviceBuffers[NETS];
-  const syncActing = () => {
-    learner.copyNetsTo(nets);
-    const pack = collector.packDispatch();
-    if (pack.length) backend.run(pack);
-  };
+  const syncActing = () => learner.copyOnlineTo(nets);
   const syncCuriosity = () => collector.setWeights({ curiosity: curiosity.model.params });
   // validate_dqn reads the market and the online net (float 0 of nets, kept current by
   // syncActing) from the collector's buffers: one validator per split, no copy.
@@ -223,7 +215,7 @@ export function createDeviceDqnEngine(
     const floats = new Float32Array(f);
     const ints = new Int32Array(i);
     return summarizeRollout(
-      floats.subarray(2 * count),
+      floats.subarray(count),
       floats.subarray(0, count),
       ints.subarray(0, count),
       ints.subarray(count, 2 * count),

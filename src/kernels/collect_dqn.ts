@@ -1,20 +1,20 @@
 /**
  * collect_dqn: L steps of N episodes in one launch (SPEC 6, 9): per step build the 54-float
  * state, run the online dueling net, choose the action epsilon-greedily (Philox), step the
- * simulator (src/env/step.ts), run the target net on the next state for the TD error, write the
- * experience, restart finished episodes. Episode state persists in env_f / env_i / div_window.
+ * simulator (src/env/step.ts), write the experience, restart finished episodes. Episode state
+ * persists in env_f / env_i / div_window. New experiences enter the replay at its max priority
+ * (replay_insert), so the collection runs no target net and writes no TD error.
  *
  * Bindings, uniform block and output layout: src/kernels/collect_layout.ts. Own uniforms:
  *   n, steps        N episodes, L steps
  *   stepBase        global step of the launch's first step (Philox action counter word 2 is
  *                   stepBase + t: consecutive launches continue the streams)
- *   epsilon, gamma  exploration rate, discount of the TD error
+ *   epsilon         exploration rate
  *   vMin, vMax      C51 support (ignored by the other heads)
  *   curiosity       1: the curiosity bonus is on (its net is in `nets`), 0: bonus 0
  *   head, atoms, actTaus, iqnEmbed  the head as data for the CPU twin; the GPU twins use the
  *                   equal constants HEAD, ATOMS, ACT_TAUS, IQN_EMBED
- * nets: online dueling net at NET_Q_BASE, target at NET_T_BASE (same layout), curiosity at
- * NET_C_BASE.
+ * nets: online dueling net at NET_Q_BASE, curiosity at NET_C_BASE.
  *
  * Variants (constant SEED_VARIANT): 0, the tiled kernel (a workgroup owns TILE_E episodes and
  * runs each layer as a small matrix product with the weights staged in workgroup memory);
@@ -27,26 +27,8 @@
 
 import { collectDqn, type DqnNets } from '../collect/dqn.js';
 import type { DqnRollout } from '../collect/rollout.js';
-import {
-  CURIOSITY_HIDDEN,
-  CURIOSITY_IN,
-  CURIOSITY_OUT,
-  curiosityLayout,
-  duelingLayout,
-  NUM_ACTIONS,
-  type QHead,
-} from '../nets/layout.js';
-import {
-  actWidth,
-  checkEngine,
-  isQuadEngine,
-  MMA_ENGINE,
-  MMA_THREADS,
-  STREAM_ENGINE,
-  tileEngineConstants,
-  wsFloats,
-} from './collect_engine.js';
-import { HALF_MMA_DIRECTIVES, halfConstants } from './collect_half.js';
+import { curiosityLayout, duelingLayout, NUM_ACTIONS, type QHead } from '../nets/layout.js';
+import { checkEngine, isQuadEngine, tileEngineConstants } from './collect_engine.js';
 import {
   COLLECT_BINDINGS,
   commonConstants,
@@ -74,7 +56,6 @@ export const DQN_OUTPUT = outputLayout([
   { name: 'states', type: 'f32', width: 54 },
   { name: 'nextStates', type: 'f32', width: 54 },
   { name: 'rewards', type: 'f32', width: 1 },
-  { name: 'tdErrors', type: 'f32', width: 1 },
   { name: 'components', type: 'f32', width: 5 },
   { name: 'actions', type: 'i32', width: 1 },
   { name: 'dones', type: 'i32', width: 1 },
@@ -116,15 +97,9 @@ export interface CollectDqnOptions {
    * WGSL tile engine (collect_tile.wgsl, constant ENGINE): 0 (default) a thread owns rows x
    * outputs strided by tj with scalar activations; 2 quad blocks (vec4 activations, a thread
    * owns QUAD_MQ quads of 4 consecutive outputs in named accumulators, at most QUAD2_MAX_ROWS
-   * rows per thread; tj is then unused), the same bits; 4 and 5 the f16 engines (plain head).
+   * rows per thread; tj is then unused), the same bits.
    */
   engine?: number;
-  /**
-   * The device's workgroup memory in bytes (maxComputeWorkgroupStorageSize), where known: engine 5
-   * then also puts the dual pass on two activation buffers (PING_PONG) past PING_PONG_MAX_EPISODES episodes
-   * a workgroup where the second buffer fits.
-   */
-  workgroupBytes?: number;
 }
 
 /**
@@ -145,29 +120,13 @@ export function dqnTileConstants(o: CollectDqnOptions): Record<string, number> {
       TAU_ROWS: 1,
       ENGINE: 0,
       MQ: 1,
-      MMA_KSPLIT: 1,
     };
   const rows = o.tileEpisodes * (o.head === 'iqn' ? o.tauRows : 1);
-  const engine = tileEngineConstants(o.engine ?? 0, rows, o.threads, o.tj, 256);
-  const actW = actWidth(o.engine ?? 0, o.kt, 256);
-  // PING_PONG's second activation buffer (ROWS x ACT_W floats): always up to PING_PONG_MAX_EPISODES, past it
-  // where the device's workgroup memory holds it (H200 through Dawn, 48 KiB: N = 512, 4 a workgroup,
-  // 16.4M env-steps/s against 14.9M with one buffer).
-  const pp = () =>
-    rows <= PING_PONG_MAX_EPISODES ||
-    (o.workgroupBytes !== undefined &&
-      dqnWorkgroupBytes({ ...o, workgroupBytes: undefined }) + engine.ROWS * actW * 4 <= o.workgroupBytes);
   return {
     TJ: o.tj,
     KT: o.kt,
-    ...engine,
-    // Engine 5 with the dual pass (512 threads): the curiosity model's two layers ride beside the
-    // next-state pass's first two (CURIOSITY_SIDE, collect_dqn.wgsl), one weight word a thread, up to
-    // CURIOSITY_SIDE_MAX_EPISODES episodes a workgroup (its arrays grow with the tile).
-    ...(engine.ENGINE === STREAM_ENGINE
-      ? streamDqnConstants(engine.DUAL_PASS === 1 && rows <= CURIOSITY_SIDE_MAX_EPISODES, pp())
-      : {}),
-    ACT_W: actW,
+    ...tileEngineConstants(o.engine ?? 0, rows, o.threads, o.tj, 256),
+    ACT_W: 256,
     QW: o.head === 'c51' ? 256 : 48,
     WS_OUT: 256,
     MJ_MAX: Math.ceil(256 / o.tj),
@@ -175,116 +134,17 @@ export function dqnTileConstants(o: CollectDqnOptions): Record<string, number> {
   };
 }
 
-/**
- * Engine 5's DQN-only constants: CURIOSITY_SIDE (the curiosity layers beside the dual pass), FLAT_STEP (with
- * CURIOSITY_SIDE: the ops from the action on run without the table's loads, collect_dqn.wgsl),
- * TD_WITH_NEXT_ACTION (with FLAT_STEP: the TD op beside the next step's action op), PING_PONG
- * (with TD_WITH_NEXT_ACTION, up to PING_PONG_MAX_EPISODES a workgroup or where the device's workgroup memory holds
- * it: the dual pass's layers on two activation buffers, one barrier a layer fewer) and FOLDED_COMBINE (with
- * TD_WITH_NEXT_ACTION: no dueling-combination ops, the acting and TD threads combine their own rows).
- */
-function streamDqnConstants(
-  cur: boolean,
-  pp: boolean,
-): {
-  CURIOSITY_SIDE: number;
-  SIDE_LAYER_WORDS: number;
-  FLAT_STEP: number;
-  TD_WITH_NEXT_ACTION: number;
-  PING_PONG: number;
-  FOLDED_COMBINE: number;
-} {
-  return {
-    CURIOSITY_SIDE: cur ? 1 : 0,
-    SIDE_LAYER_WORDS,
-    FLAT_STEP: cur ? 1 : 0,
-    TD_WITH_NEXT_ACTION: cur ? 1 : 0,
-    PING_PONG: cur && pp ? 1 : 0,
-    FOLDED_COMBINE: cur ? 1 : 0,
-  };
-}
-
-/**
- * Engine 5 puts the dual pass's layers on two activation buffers (PING_PONG) up to this many episodes a
- * workgroup whatever the device: the second buffer is 2 KiB an episode (4 episodes: 38 KiB in all,
- * past the 32 KiB of lavapipe and of WebGPU's default limit; taken where the device has the room).
- */
-export const PING_PONG_MAX_EPISODES = 2;
-
-/**
- * Words of engine 5's step-program table (collect_dqn.wgsl stream_prog): the plain head's 19 ops (fill,
- * 5 online, action, 4 curiosity, env, fill, 5 target, TD) of 17 words (an Op); 15 with CURIOSITY_SIDE
- * (no curiosity ops).
- */
-const streamProgramWords = (cur: boolean) => (cur ? 15 : 19) * 17;
-
-/**
- * Engine 5 runs the curiosity layers beside the next-state pass (CURIOSITY_SIDE) up to this many episodes a
- * workgroup: at 8 its arrays (14 KiB) would take the 512-thread tile past 48 KiB.
- */
-export const CURIOSITY_SIDE_MAX_EPISODES = 4;
-
-/**
- * Engine 5's side layers (CURIOSITY_SIDE): 16-byte weight words (8 inputs of one output) of the widest
- * curiosity layer, one a thread: fc1 64 outputs x 5 groups of its 35 inputs.
- */
-export const SIDE_LAYER_WORDS = Math.max(
-  CURIOSITY_HIDDEN * Math.ceil(CURIOSITY_IN / 8),
-  CURIOSITY_OUT * (CURIOSITY_HIDDEN / 8),
-);
-
-/**
- * Floats of engine 5's CURIOSITY_SIDE arrays: the model's two rows of 64 floats and the bonus's 32-float
- * target (stream_curiosity_rows) and the side words' sums (stream_side_part) per episode, or their one-element stand-ins;
- * and tile_cbar.
- */
-const streamCuriosityFloats = (cur: boolean, e: number) => (cur ? e * 160 + SIDE_LAYER_WORDS * e : 4 + 1) + e;
-
-/** Floats of engine 5's entropy table in workgroup memory (diversityWindow <= 256). */
-const STREAM_ENTROPY_FLOATS = 257;
-
 /** Workgroup memory the WGSL kernel declares for these options, in bytes. */
 export function dqnWorkgroupBytes(o: CollectDqnOptions): number {
   const c = dqnTileConstants(o);
   const e = episodesPerGroup(o);
   const head = o.head;
-  // The engine's activation array, plus the other engine's one-element array (a vec4 or a f32);
-  // engine 4: f16 activations.
-  // Engine 4's qv also holds 16 spare rows and its epilogue scratch (collect_tile.wgsl QV_LEN).
-  const mma = c.ENGINE === MMA_ENGINE;
-  // With the K split (512 threads) the scratch is its own array (res_k, 16 subgroups x 2 tiles).
-  const ksplit = mma && o.threads === 2 * MMA_THREADS;
-  const qv = !mma
-    ? c.ROWS * c.QW
-    : ksplit
-      ? c.ROWS * c.QW + (o.threads / 32) * 512
-      : Math.max((c.ROWS + 16) * c.QW, (MMA_THREADS / 32) * 512);
-  // Engine 5: no other engine's array; the parts' sums (stream_part, threads x episodes), the dual
-  // pass's restart flags and verdict, the step program's table (stream_prog).
-  const gv = c.ENGINE === STREAM_ENGINE;
+  // The engine's activation array, plus the other engine's one-element array (a vec4 or a f32).
   const floats =
-    (mma ? (c.ROWS * c.ACT_W) / 2 : c.ROWS * c.ACT_W * (gv && c.PING_PONG === 1 ? 2 : 1)) +
-    (mma
-      ? 0
-      : gv
-        ? o.threads * o.tileEpisodes +
-          e +
-          1 +
-          streamProgramWords(c.CURIOSITY_SIDE === 1) +
-          streamCuriosityFloats(c.CURIOSITY_SIDE === 1, e) +
-          (c.FLAT_STEP === 1 ? c.ROWS * 48 : 1) +
-          // The two steps' action draws (a vec2 an episode each) and the acting thread's episode (20
-          // words), step outcome (7), action and Q(s, a) per episode in workgroup memory.
-          4 * e +
-          29 * e +
-          // TD_WITH_NEXT_ACTION's second parity of the outcome (7 words), action and Q(s, a).
-          (c.TD_WITH_NEXT_ACTION !== 0 ? 9 * e : 0) +
-          STREAM_ENTROPY_FLOATS
-        : isQuadEngine(c.ENGINE)
-          ? 1
-          : 4) +
-    wsFloats(c.ENGINE, c.KT, c.WS_OUT) +
-    qv +
+    c.ROWS * c.ACT_W +
+    (isQuadEngine(c.ENGINE) ? 1 : 4) +
+    c.KT * c.WS_OUT +
+    c.ROWS * c.QW +
     e * 7 +
     (head !== 'plain' ? e * 48 : 1) +
     (head === 'iqn' ? e * 256 + e * o.actTaus : 2) +
@@ -322,10 +182,6 @@ export function checkDqnOptions(o: CollectDqnOptions): void {
     if (o.head === 'c51' && o.atoms > 256) bad(`C51 with ${o.atoms} atoms > 256 is not supported`);
     if (o.head === 'iqn' && o.actTaus % o.tauRows !== 0) bad(`tauRows ${o.tauRows} must divide ${o.actTaus}`);
     checkEngine('collect_dqn', o.engine ?? 0, o.threads, 256);
-    if (o.engine === MMA_ENGINE && o.head !== 'plain')
-      bad(`the tensor-core engine (4) has the plain head only, not ${o.head}`);
-    if (o.engine === STREAM_ENGINE && o.head !== 'plain')
-      bad(`the weight-streaming engine (5) has the plain head only, not ${o.head}`);
   }
 }
 
@@ -334,7 +190,6 @@ export const DQN_UNIFORMS = [
   { name: 'steps', type: 'u32' },
   { name: 'stepBase', type: 'u32' },
   { name: 'epsilon', type: 'f32' },
-  { name: 'gamma', type: 'f32' },
   { name: 'vMin', type: 'f32' },
   { name: 'vMax', type: 'f32' },
   { name: 'curiosity', type: 'u32' },
@@ -368,11 +223,10 @@ export const DEFAULT_CLUSTER = 8;
  * Bytes of cuda/collect_dqn_cluster.cu's shared-memory plan per CTA (the kernel asserts its own sum
  * equals this): the CTA's slices (ceil(Out / C) rows of every layer, rows padded to a multiple of 4
  * floats and off a multiple of 32, then the biases; TF32: rows padded to 8, 16-padded inputs) of the
- * online and target dueling nets (trunk 0, trunk 1, both streams' hidden layers as one, both output
- * layers as one, TF32: the advantage layer alone); then for all E episodes, per net, states, two
- * trunk buffers and value ++ advantages, then each episode's Q(s, a); the curiosity input, hidden
- * and output rows of the CTA's own episodes; actions; what the owned episodes' TD errors need (4
- * floats each); TF32: the split-K partial sums of two layers; the exchanges' five mbarriers; the
+ * online dueling net (trunk 0, trunk 1, both streams' hidden layers as one, both output layers as
+ * one, TF32: the advantage layer alone); then for all E episodes states, two trunk buffers, value ++
+ * advantages and next states; the curiosity input, hidden and output rows of the CTA's own
+ * episodes; actions; TF32: the split-K partial sums of a layer; the exchanges' five mbarriers; the
  * curiosity model's weights where the whole plan still fits 227 KiB; then the owned episodes'
  * 20-word simulator state.
  */
@@ -391,35 +245,35 @@ export function cudaClusterSharedBytes(
   // The sliced output layer: value ++ advantages (exact), advantages alone (TF32: each CTA takes the
   // value column itself).
   const outs = o.tf32 ? NUM_ACTIONS : 1 + NUM_ACTIONS;
-  const net = slice(54, 256) + slice(256, 256) + slice(256, 256) + slice(128, outs);
-  let at = 2 * net;
-  // Online and target: states, two trunk buffers, value ++ advantages each.
-  for (let net = 0; net < 2; net++)
-    for (const width of [tileStride(54), tileStride(256), tileStride(256), tileStride(NUM_ACTIONS)])
-      at = align4(at + e * width);
+  let at = slice(54, 256) + slice(256, 256) + slice(256, 256) + slice(128, outs);
+  // States, two trunk buffers, value ++ advantages, next states.
+  for (const width of [
+    tileStride(54),
+    tileStride(256),
+    tileStride(256),
+    tileStride(NUM_ACTIONS),
+    tileStride(54),
+  ])
+    at = align4(at + e * width);
   const owned = Math.ceil(e / c);
   for (const [rows, width] of [
-    // Each episode's Q(s, a).
-    [e, 1],
     // The curiosity input, hidden and output rows of the CTA's own episodes.
     [owned, tileStride(64)],
     [owned, tileStride(64)],
     [owned, tileStride(32)],
     // Actions.
     [e, 1],
-    // What each owned episode's TD error needs (total, done, Q(s, a)).
-    [owned, 4],
   ])
     at = align4(at + rows * width);
   if (o.tf32) {
-    // Partial sums of the online and the target layer of a phase: the largest split-K plan.
+    // Partial sums of a layer phase: the largest split-K plan.
     const warps = Math.floor((o.threads ?? 256) / 32);
     const part = (inp: number, out: number) => {
       const plan = splitkPlan(mmaRows(out) / 8, mmaK(inp) / 16, warps);
       return (plan % 16) * e * mmaRows(out);
     };
     const parts = [part(54, 256), part(256, 256), part(128, outs)];
-    at = align4(at + 2 * Math.max(...parts));
+    at = align4(at + Math.max(...parts));
   }
   // The exchanges' five mbarriers (8 bytes each; used by the CLUSTER_MBAR build).
   at = align4(at + 10);
@@ -492,8 +346,7 @@ export function collectDqnSpec(o: CollectDqnOptions): KernelSpec {
         ...commonConstants(),
         ...envStateConstants(),
         ...netConstants('NET_Q', q, 0),
-        ...netConstants('NET_T', q, q.size),
-        ...netConstants('NET_C', c, 2 * q.size),
+        ...netConstants('NET_C', c, q.size),
         ...outputConstants(DQN_OUTPUT),
       },
     };
@@ -502,20 +355,10 @@ export function collectDqnSpec(o: CollectDqnOptions): KernelSpec {
   // gets such a tile: its workgroup memory limit rejects it first).
   const shared = cudaDqnSharedBytes(o);
   const dynamic: Record<string, number> = shared > CUDA_STATIC_SHARED ? { DYN_SMEM_BYTES: shared } : {};
-  // Engine 4 (WebGPU tensor cores) reads an f16 copy of the nets (collect_half.ts) as an 11th
-  // binding, and its module opens with the f16 and subgroup-matrix enables.
-  // Engine 5 reads the same copy in pack_half's k-group layout, as 16-byte words (8 halves).
-  const mma = o.variant === 'tiled' && o.engine === MMA_ENGINE;
-  const gv = o.variant === 'tiled' && o.engine === STREAM_ENGINE;
   return {
     name: 'collect_dqn',
     ...(shared > CUDA_STATIC_SHARED ? { sharedBytes: shared } : {}),
-    ...(mma ? { wgslDirectives: HALF_MMA_DIRECTIVES } : {}),
-    bindings: mma
-      ? [...COLLECT_BINDINGS, { name: 'nets16', type: 'u32', access: 'read', wgslType: 'f16' }]
-      : gv
-        ? [...COLLECT_BINDINGS, { name: 'nets16', type: 'u32', access: 'read', wgslType: 'vec4<u32>' }]
-        : COLLECT_BINDINGS,
+    bindings: COLLECT_BINDINGS,
     uniforms: [...DQN_UNIFORMS],
     workgroupSize: [o.threads, 1, 1],
     constants: {
@@ -532,19 +375,16 @@ export function collectDqnSpec(o: CollectDqnOptions): KernelSpec {
       // shader source compiles for every head.
       ...(o.head === 'iqn' ? {} : { NET_Q_TAU_EMBED_W: 0, NET_Q_TAU_EMBED_B: 0 }),
       ...netConstants('NET_Q', q, 0),
-      ...netConstants('NET_T', q, q.size),
-      ...netConstants('NET_C', c, 2 * q.size),
+      ...netConstants('NET_C', c, q.size),
       ...outputConstants(DQN_OUTPUT),
       ...dynamic,
-      ...(mma ? halfConstants() : {}),
-      ...(gv ? halfConstants() : {}),
     },
   };
 }
 
-/** Floats of the nets buffer: online, target, curiosity. */
+/** Floats of the nets buffer: online, curiosity. */
 export function dqnNetsSize(o: Pick<CollectDqnOptions, 'head' | 'atoms' | 'iqnEmbed'>): number {
-  return 2 * duelingLayout(o.head, o.atoms, o.iqnEmbed).size + curiosityLayout().size;
+  return duelingLayout(o.head, o.atoms, o.iqnEmbed).size + curiosityLayout().size;
 }
 
 /** The launch over all N episodes: buffers in COLLECT_BINDINGS order, uniforms complete. */
@@ -583,11 +423,10 @@ function collectDqnReference(buffers: TypedArray[], u: Record<string, number>): 
     head,
     layout,
     online: f32.subarray(0, q),
-    target: f32.subarray(q, 2 * q),
     support: { vMin: u.vMin, vMax: u.vMax, atoms: u.atoms },
     actTaus: u.actTaus,
   };
-  const curiosity = u.curiosity ? { layout: cur, params: f32.subarray(2 * q, 2 * q + cur.size) } : null;
+  const curiosity = u.curiosity ? { layout: cur, params: f32.subarray(q, q + cur.size) } : null;
   const v = sectionViews(DQN_OUTPUT, outF as Float32Array, outI as Int32Array, u.n, u.steps);
   const rollout: DqnRollout = {
     n: u.n,
@@ -598,7 +437,6 @@ function collectDqnReference(buffers: TypedArray[], u: Record<string, number>): 
     nextStates: v.nextStates as Float32Array,
     dones: v.dones as Int32Array,
     truncateds: v.truncateds as Int32Array,
-    tdErrors: v.tdErrors as Float32Array,
     components: v.components as Float32Array,
   };
   collectDqn(
@@ -607,7 +445,7 @@ function collectDqnReference(buffers: TypedArray[], u: Record<string, number>): 
     params,
     dqnNets,
     curiosity,
-    { steps: u.steps, epsilon: u.epsilon, stepBase: u.stepBase, gamma: u.gamma },
+    { steps: u.steps, epsilon: u.epsilon, stepBase: u.stepBase },
     rollout,
   );
 }

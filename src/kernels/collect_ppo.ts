@@ -19,7 +19,7 @@
 import { collectPpo, type PpoNets } from '../collect/ppo.js';
 import type { PpoRollout } from '../collect/rollout.js';
 import { curiosityLayout, NUM_ACTIONS, ppoActorLayout, ppoCriticLayout, STATE_DIM } from '../nets/layout.js';
-import { actWidth, checkEngine, isQuadEngine, tileEngineConstants, wsFloats } from './collect_engine.js';
+import { checkEngine, isQuadEngine, tileEngineConstants } from './collect_engine.js';
 import {
   COLLECT_BINDINGS,
   commonConstants,
@@ -80,13 +80,12 @@ export function ppoTileConstants(o: CollectPpoOptions): Record<string, number> {
       MJ_MAX: 1,
       ENGINE: 0,
       MQ: 1,
-      MMA_KSPLIT: 1,
     };
   return {
     TJ: o.tj,
     KT: o.kt,
     ...tileEngineConstants(o.engine ?? 0, o.tileEpisodes, o.threads, o.tj, 512),
-    ACT_W: actWidth(o.engine ?? 0, o.kt, 512),
+    ACT_W: 512,
     QW: 48,
     WS_OUT: 512,
     MJ_MAX: Math.ceil(512 / o.tj),
@@ -99,13 +98,7 @@ export function ppoWorkgroupBytes(o: CollectPpoOptions): number {
   const e = o.variant === 'seed' ? o.threads : o.tileEpisodes;
   // The engine's activation array, plus the other engine's one-element array (a vec4 or a f32).
   return (
-    (c.ROWS * c.ACT_W +
-      (isQuadEngine(c.ENGINE) ? 1 : 4) +
-      wsFloats(c.ENGINE, c.KT, c.WS_OUT) +
-      c.ROWS * c.QW +
-      e * 8 +
-      1) *
-    4
+    (c.ROWS * c.ACT_W + (isQuadEngine(c.ENGINE) ? 1 : 4) + c.KT * c.WS_OUT + c.ROWS * c.QW + e * 8 + 1) * 4
   );
 }
 
@@ -115,15 +108,7 @@ export function checkPpoOptions(o: CollectPpoOptions): void {
   if (o.kt % 4 !== 0) throw new Error(`collect_ppo: kt ${o.kt} must be a multiple of 4`);
   if (o.tileEpisodes > o.threads)
     throw new Error('collect_ppo: a tile cannot own more episodes than threads');
-  if ((o.engine ?? 0) === 5)
-    throw new Error(
-      'collect_ppo: the weight-streaming engine (5) runs the plain DQN head only; use engine 0 or 2',
-    );
   checkEngine('collect_ppo', o.engine ?? 0, o.threads, 512);
-  if ((o.engine ?? 0) === 4)
-    throw new Error(
-      'collect_ppo: the tensor-core engine (4) runs the plain DQN head only; use engine 0 or 2',
-    );
 }
 
 export const PPO_UNIFORMS = [

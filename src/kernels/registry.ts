@@ -5,7 +5,6 @@
 
 import { adamStep } from './adam_step.js';
 import { collectDqnClusterKernel, collectDqnKernel } from './collect_dqn.js';
-import { packHalf } from './collect_half.js';
 import { collectPpoKernel } from './collect_ppo.js';
 import { curiosityGather } from './curiosity_gather.js';
 import { curiosityLoss } from './curiosity_loss.js';
@@ -67,7 +66,6 @@ export const kernels: Readonly<Record<string, Kernel>> = Object.fromEntries(
     validatePolicyKernel,
     validateDqnKernel,
     validateDqnClusterKernel,
-    packHalf,
     ...learnerKernels,
   ].map((k) => [k.spec.name, k]),
 );

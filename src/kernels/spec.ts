@@ -17,11 +17,6 @@ export interface BindingSpec {
   /** Element type of the buffer (for typed-array views on the CPU and WGSL array types). */
   type: ScalarType;
   access: 'read' | 'read_write';
-  /**
-   * WGSL only: the array's element type in the shader when it differs from `type` (e.g. `f16`
-   * for a buffer of packed half pairs that the host and the CPU twin see as u32 words).
-   */
-  wgslType?: string;
 }
 
 export interface UniformSpec {
@@ -58,11 +53,6 @@ export interface KernelSpec {
    * order. Older GPUs, WebGPU and the CPU launch as usual: it changes no results.
    */
   pdl?: boolean;
-  /**
-   * WGSL only: global directives that open the module (`enable f16;`, `diagnostic(...);`), for
-   * kernels that need a WebGPU feature the device must have been created with.
-   */
-  wgslDirectives?: string[];
 }
 
 /** An opaque device allocation; only its owning backend can read it. */

@@ -20,7 +20,6 @@
  * Browser-safe.
  */
 import type { Backend, BackendKind } from '../backend/types.js';
-import { SUBGROUP_MATRIX_FEATURE } from '../backend/webgpu/gpu.js';
 import { argmaxQ, collectDqn, type DqnNets } from '../collect/dqn.js';
 import { collectPpo, type PpoNets } from '../collect/ppo.js';
 import type { DqnRollout, PpoRollout } from '../collect/rollout.js';
@@ -31,16 +30,12 @@ import {
   type CollectVariant,
   type DeviceCollectorInit,
   DqnDeviceCollector,
-  halfBindingFits,
-  hasSubgroupMatrix,
   PpoDeviceCollector,
-  storageBuffersPerStage,
   type TileShape,
 } from '../device/collect.js';
 import type { CuriosityModel } from '../env/curiosity.js';
 import { envParams } from '../env/params.js';
 import { createEnv, ENV_F, ENV_I, type EnvState } from '../env/state.js';
-import { CURIOSITY_SIDE_MAX_EPISODES, PING_PONG_MAX_EPISODES } from '../kernels/collect_dqn.js';
 import type { TypedArray } from '../kernels/reference.js';
 import { forwardC51, forwardDueling, forwardIqn, forwardMlp, initParams } from '../nets/forward.js';
 import {
@@ -191,7 +186,6 @@ function dqnNets(head: QHead, cfg: Config): DqnNets {
     head,
     layout,
     online: initParams(layout, NetId.QOnline, SEED),
-    target: initParams(layout, NetId.QOnline + 1, SEED),
     support: { vMin: q.vMin, vMax: q.vMax, atoms: q.atoms },
     actTaus: q.iqnActTau,
   };
@@ -245,7 +239,6 @@ function dqnOutputs(r: DqnRollout, ties: TieSteps, prefix: string): Outputs {
     [`${prefix}states`]: maskSteps(r.states, STATE_DIM, ties),
     [`${prefix}nextStates`]: maskSteps(r.nextStates, STATE_DIM, ties),
     [`${prefix}rewards`]: maskSteps(r.rewards, 1, ties),
-    [`${prefix}tdErrors`]: maskSteps(r.tdErrors, 1, ties),
     [`${prefix}components`]: maskSteps(r.components, 5, ties),
   };
 }
@@ -260,7 +253,6 @@ function dqnReference(cfg: Config, nets: DqnNets, n: number, epsilons: readonly 
       steps: L,
       epsilon,
       stepBase: k * L,
-      gamma: cfg.dqn.gamma,
     }),
   ) as [DqnRollout, DqnRollout];
   return { rollouts, env };
@@ -274,7 +266,7 @@ async function dqnDeviceRun(
 ): Promise<DqnRun> {
   const c = new DqnDeviceCollector({ ...init, market: market(), split: SPLIT });
   try {
-    c.setWeights({ online: nets.online, target: nets.target, curiosity: curiosityNet() });
+    c.setWeights({ online: nets.online, curiosity: curiosityNet() });
     c.launch(epsilons[0]);
     const first = await c.readDqn();
     c.launch(epsilons[1]);
@@ -286,25 +278,6 @@ async function dqnDeviceRun(
 }
 
 const EPSILONS: [number, number] = [0.3, 0.1];
-
-/**
- * The plain DQN collector on `backend` with the parity cases' market, config and nets: `n` episodes,
- * two launches at epsilons 0.3 and 0.1 (greedy actions too), the build `init` picks; every output
- * and the episode state after. For comparing two builds of one backend that must give the same bits
- * (test/parity/engine5-schedules.test.ts), where the reference cannot decide the greedy actions.
- */
-export async function dqnBuildOutputs(
-  backend: Backend,
-  n: number,
-  init: Omit<DeviceCollectorInit, 'market' | 'split' | 'backend' | 'cfg' | 'algo'>,
-): Promise<Outputs> {
-  const cfg = parityConfig('dqn');
-  cfg.rollout.episodes = n;
-  return dqnRunOutputs(
-    await dqnDeviceRun({ ...init, backend, cfg, algo: 'dqn' }, dqnNets('plain', cfg), EPSILONS),
-    n,
-  );
-}
 
 /** Both launches' outputs of `n` episodes and the episode state after, no step masked (no ties). */
 function dqnRunOutputs(run: DqnRun, n: number): Outputs {
@@ -495,18 +468,19 @@ function ppoCase(variant: CollectVariant, tile = TILE): ParityCase {
   };
 }
 
-// ---- collect_dqn on tensor cores (WebGPU engine 4, f16) ---------------------------------------
+// ---- collect_dqn on tensor cores (CUDA TF32) ---------------------------------------------------
 
-/** Float tolerance of the f16 engine: f16 operands (11-bit significands) through four layers. */
-export const HALF_ATOL = 2e-2;
-export const HALF_RTOL = 2e-2;
+/** Float tolerance of the tensor-core builds: reduced-precision operands through four layers. */
+const TENSOR_ATOL = 2e-2;
+const TENSOR_RTOL = 2e-2;
 
 /**
  * A tensor-core build of the plain DQN collector against the reference: `n` episodes, epsilon 1 in
  * both launches, so every action is the Philox draw and trajectories cannot fork where the reduced
  * precision Q-values reorder near-ties: actions, dones, truncations, states and the episode state
- * must match as in f32; the Q-derived floats (TD errors) and the curiosity bonus inside rewards and
- * components (unclipped, parityConfig: the bonus carries the curiosity layers) within HALF_ATOL + HALF_RTOL.
+ * must match as in f32; the curiosity bonus inside rewards and components (unclipped, parityConfig: the
+ * bonus carries the curiosity layers) within TENSOR_ATOL + TENSOR_RTOL. The Q-values themselves are
+ * checked by dqnGreedyCase.
  * `init` picks the build (backend, variant, tile, constants).
  */
 function dqnEpsilonOneCase(
@@ -522,66 +496,11 @@ function dqnEpsilonOneCase(
   const outputs = (run: DqnRun): Outputs => dqnRunOutputs(run, n);
   return {
     ...head,
-    tolerance: { kind: 'close', atol: HALF_ATOL, rtol: HALF_RTOL },
+    tolerance: { kind: 'close', atol: TENSOR_ATOL, rtol: TENSOR_RTOL },
     expected: memo(() => outputs(reference())),
     actual: async (backend: Backend) =>
       outputs(await dqnDeviceRun({ ...init, backend, cfg, algo: 'dqn' }, nets(), epsilons)),
   };
-}
-
-/**
- * The WebGPU tensor-core engine (4, f16), `n` episodes at `tileEpisodes` per workgroup (up to 16: one
- * row tile; 32: two; 48: three). Runs only on a WebGPU device with the subgroup-matrix feature
- * (lavapipe has none).
- */
-function dqnHalfCase(n: number, tileEpisodes: number, threads = 256): ParityCase {
-  return dqnEpsilonOneCase(
-    n,
-    {
-      name: `collect_dqn plain tiled f16 tensor-core engine N=${n} L=${L} (${tileEpisodes} per workgroup${threads > 256 ? `, ${threads} threads: K split` : ''}), epsilon 1, two launches`,
-      kernel: 'collect_dqn',
-      backends: ['webgpu'],
-      requires: (backend) =>
-        hasSubgroupMatrix(backend)
-          ? null
-          : `needs ${SUBGROUP_MATRIX_FEATURE} (tensor cores from WGSL; Dawn exposes it on NVIDIA with allow_unsafe_apis), which ${backend.info.device} does not offer`,
-    },
-    { variant: 'tiled', tile: { tileEpisodes, threads, engine: 4 } },
-  );
-}
-
-/**
- * The WebGPU weight-streaming engine (5: f16 weights read straight into registers, f32 activations
- * and sums), `n` episodes at `tileEpisodes` per workgroup (at most 8), `threads` per workgroup (a
- * multiple of 256: the input groups of a layer split over threads / 256 parts, more for the narrow
- * layers). No device feature: it runs on lavapipe and SwiftShader too.
- */
-function dqnStreamCase(n: number, tileEpisodes: number, threads: number): ParityCase {
-  const streamForm = (e: number, t: number) =>
-    t < 512
-      ? ''
-      : e <= PING_PONG_MAX_EPISODES
-        ? ': dual pass, curiosity beside it, two activation buffers'
-        : e <= CURIOSITY_SIDE_MAX_EPISODES
-          ? ': dual pass, curiosity beside it'
-          : ': dual pass';
-  return dqnEpsilonOneCase(
-    n,
-    {
-      name: `collect_dqn plain tiled f16 weight-streaming engine N=${n} L=${L} (${tileEpisodes} per workgroup, ${threads} threads${streamForm(tileEpisodes, threads)}), epsilon 1, two launches`,
-      kernel: 'collect_dqn',
-      backends: ['webgpu'],
-      requires: (backend) => {
-        if (!halfBindingFits(backend))
-          return `needs 11 storage buffers per shader stage (the f16 nets), ${backend.info.device} allows ${storageBuffersPerStage(backend)}`;
-        const max = Number(backend.info.limits.maxComputeInvocationsPerWorkgroup ?? 256);
-        return max >= threads
-          ? null
-          : `needs ${threads} invocations per workgroup, ${backend.info.device} allows ${max}`;
-      },
-    },
-    { variant: 'tiled', tile: { tileEpisodes, threads, engine: 5 } },
-  );
 }
 
 /**
@@ -605,6 +524,61 @@ function dqnTf32Case(variant: 'tiled' | 'cluster'): ParityCase {
   );
 }
 
+/** Relative tolerance of a greedy action's Q under TF32 (dqnGreedyCase): ~1e-3 a layer, four layers. */
+const GREEDY_RTOL = 1e-2;
+
+/**
+ * A CUDA TF32 build acting greedily (epsilon 0 in both launches): its Q-values reach no output, so
+ * each action is checked against the f32 reference net on the state the kernel chose it in. Output:
+ * per step, (max Q - Q(a)) / max |Q| under the reference (0 where the kernel took a best action);
+ * expected all zeros within GREEDY_RTOL. Trajectories may fork at near ties, so nothing else is
+ * compared (dqnTf32Case checks the simulator's outputs).
+ */
+function dqnGreedyCase(variant: 'tiled' | 'cluster'): ParityCase {
+  const cfg = parityConfig('dqn');
+  cfg.rollout.episodes = N;
+  const nets = memo(() => dqnNets('plain', cfg));
+  const shortfall = (run: DqnRun): Outputs => {
+    const out = new Float32Array(2 * N * L);
+    const q = new Float32Array(NUM_ACTIONS);
+    run.rollouts.forEach((r, k) => {
+      for (let i = 0; i < N * L; i++) {
+        forwardDueling(
+          nets().layout,
+          nets().online,
+          r.states.subarray(i * STATE_DIM, (i + 1) * STATE_DIM),
+          q,
+        );
+        const scale = q.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+        out[k * N * L + i] = scale > 0 ? (q[argmaxQ(q)] - q[r.actions[i]]) / scale : 0;
+      }
+    });
+    return { shortfall: out };
+  };
+  return {
+    name: `collect_dqn plain ${variant} TF32 tensor cores N=${N} L=${L}${variant === 'cluster' ? ' (8 CTAs x 8 episodes)' : ''}, greedy: each action a best one of the f32 net within ${GREEDY_RTOL}`,
+    kernel: variant === 'cluster' ? 'collect_dqn_cluster' : 'collect_dqn',
+    backends: ['cuda'],
+    tolerance: { kind: 'close', atol: GREEDY_RTOL, rtol: 0 },
+    expected: memo(() => ({ shortfall: new Float32Array(2 * N * L) })),
+    actual: async (backend: Backend) =>
+      shortfall(
+        await dqnDeviceRun(
+          {
+            backend,
+            cfg,
+            algo: 'dqn',
+            variant,
+            constants: { TF32: 1 },
+            ...(variant === 'cluster' ? { cluster: 8, tile: { tileEpisodes: 8 } } : { tile: TILE }),
+          },
+          nets(),
+          [0, 0],
+        ),
+      ),
+  };
+}
+
 /** The collection kernels' cases, tiled first, then the seed variants the benchmark compares. */
 export function collectParityCases(): ParityCase[] {
   return [
@@ -624,23 +598,14 @@ export function collectParityCases(): ParityCase[] {
     ppoCase('tiled'),
     dqnCase('dqn', 'tiled', QUAD2_DQN),
     ppoCase('tiled', QUAD2_PPO),
-    dqnHalfCase(N, 4),
-    dqnHalfCase(40, 32),
-    dqnHalfCase(40, 48),
-    dqnHalfCase(N, 4, 512),
-    dqnStreamCase(N, 2, 256),
-    dqnStreamCase(3, 1, 256),
-    dqnStreamCase(16, 8, 256),
-    dqnStreamCase(10, 4, 512),
-    dqnStreamCase(3, 2, 512),
-    dqnStreamCase(2, 1, 512),
-    dqnStreamCase(11, 6, 512),
     dqnCase('dqn', 'seed'),
     dqnCase('dqn', 'cluster'),
     dqnCase('dqn', 'tiled', TILE, true),
     dqnCase('dqn', 'cluster', TILE, true),
     dqnTf32Case('tiled'),
     dqnTf32Case('cluster'),
+    dqnGreedyCase('tiled'),
+    dqnGreedyCase('cluster'),
     ppoCase('seed'),
   ];
 }

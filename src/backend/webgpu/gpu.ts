@@ -7,15 +7,11 @@ import { BackendUnavailableError } from '../types.js';
 import { type FdApi, quietAdapters } from './dawn_log.js';
 
 /**
- * Dawn toggles for Node. `vulkan_enable_f16_on_nvidia`: Dawn keeps shader-f16 off on NVIDIA's
- * Vulkan driver unless asked. `timestamp_quantization`: the browser's anti-fingerprinting
- * rounding of timestamps, useless for benchmarks. Both are device toggles that do nothing where
- * they do not apply, so they are passed on every Node instance.
+ * Dawn toggles for Node. `timestamp_quantization`: the browser's anti-fingerprinting rounding of
+ * timestamps, useless for benchmarks. A device toggle that does nothing where it does not apply,
+ * so it is passed on every Node instance.
  */
-export const DAWN_NODE_FLAGS = [
-  'enable-dawn-features=vulkan_enable_f16_on_nvidia',
-  'disable-dawn-features=timestamp_quantization',
-];
+export const DAWN_NODE_FLAGS = ['disable-dawn-features=timestamp_quantization'];
 
 /**
  * The flags a Node Dawn instance is created with: DAWN_NODE_FLAGS plus any in the environment
@@ -23,16 +19,9 @@ export const DAWN_NODE_FLAGS = [
  * `enable-dawn-features=disable_robustness` to measure Dawn without its bounds-checking
  * rewrites). Read once, when the process's instance is created.
  */
-export function dawnNodeFlags(
-  env: Record<string, string | undefined> = process.env,
-  unsafeApis = false,
-): string[] {
+export function dawnNodeFlags(env: Record<string, string | undefined> = process.env): string[] {
   const extra = (env.FOXHUNT_DAWN_FLAGS ?? '').split(/\s+/).filter((f) => f.length > 0);
-  return mergeDawnFlags([
-    ...DAWN_NODE_FLAGS,
-    ...(unsafeApis ? ['enable-dawn-features=allow_unsafe_apis'] : []),
-    ...extra,
-  ]);
+  return mergeDawnFlags([...DAWN_NODE_FLAGS, ...extra]);
 }
 
 /**
@@ -55,19 +44,12 @@ export function mergeDawnFlags(flags: string[]): string[] {
   return [...[...lists].map(([k, v]) => `${k}=${v.join(',')}`), ...other];
 }
 
-/** The WebGPU feature of tensor cores from WGSL (Dawn, experimental; the collection kernel's engine 4). */
-export const SUBGROUP_MATRIX_FEATURE = 'chromium-experimental-subgroup-matrix';
-
 interface DawnModule {
   create(flags: string[]): GPU;
 }
 
-/**
- * The caller's GPU, else navigator.gpu, else a Dawn instance; throws BackendUnavailableError.
- * `unsafeApis`: a Dawn instance created with `allow_unsafe_apis`, which exposes experimental
- * features such as chromium-experimental-subgroup-matrix (the tensor-core collection engine).
- */
-export async function findGpu(gpu?: GPU, unsafeApis = false): Promise<GPU> {
+/** The caller's GPU, else navigator.gpu, else a Dawn instance; throws BackendUnavailableError. */
+export async function findGpu(gpu?: GPU): Promise<GPU> {
   if (gpu) return gpu;
   const nav = (globalThis as { navigator?: { gpu?: GPU } }).navigator;
   if (nav?.gpu) return nav.gpu;
@@ -90,18 +72,14 @@ export async function findGpu(gpu?: GPU, unsafeApis = false): Promise<GPU> {
   }
   // One Dawn instance per process: creating and dropping instances repeatedly has crashed Dawn's
   // Node bindings at teardown, and an instance is cheap to share between backends.
-  // (At most two: with and without allow_unsafe_apis.)
-  const key = unsafeApis ? 'unsafe' : 'safe';
-  let found = dawnGpus.get(key);
-  if (!found) {
-    found = mod.create(dawnNodeFlags(process.env, unsafeApis));
-    if (!process.env.FOXHUNT_DEBUG) found = quietAdapters(found, ...(await dawnLog(process.env)));
-    dawnGpus.set(key, found);
+  if (!dawnGpu) {
+    dawnGpu = mod.create(dawnNodeFlags(process.env));
+    if (!process.env.FOXHUNT_DEBUG) dawnGpu = quietAdapters(dawnGpu, ...(await dawnLog(process.env)));
   }
-  return found;
+  return dawnGpu;
 }
 
-const dawnGpus = new Map<string, GPU>();
+let dawnGpu: GPU | undefined;
 
 /** node:fs and the debug log's path (dawn_log.ts), imported under names a bundler does not follow. */
 async function dawnLog(env: Record<string, string | undefined>): Promise<[FdApi, string]> {

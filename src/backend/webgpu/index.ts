@@ -28,13 +28,7 @@ import {
   type KernelSpec,
 } from '../types.js';
 import { packUniforms, rejectCluster, uniformBytes, validateDispatch } from '../uniforms.js';
-import {
-  type AdapterSummary,
-  adapterName,
-  findGpu,
-  SUBGROUP_MATRIX_FEATURE,
-  summarizeAdapter,
-} from './gpu.js';
+import { type AdapterSummary, adapterName, findGpu, summarizeAdapter } from './gpu.js';
 import { wgslModule } from './preamble.js';
 
 // The WebGPU flag values (GPUBufferUsage, GPUMapMode, GPUShaderStage), spelled out because Dawn's
@@ -76,8 +70,8 @@ const LIMITS = [
   'maxBindingsPerBindGroup',
 ] as const;
 
-/** Features used when present: GPU timing, subgroup operations, f16 arithmetic. */
-const OPTIONAL_FEATURES: GPUFeatureName[] = ['timestamp-query', 'subgroups', 'shader-f16'];
+/** Features used when present: GPU timing, subgroup operations. */
+const OPTIONAL_FEATURES: GPUFeatureName[] = ['timestamp-query', 'subgroups'];
 
 /** A WebGPU validation or out-of-memory error: a bug in a kernel or its dispatch, or a size too big. */
 export class WebGpuError extends Error {
@@ -89,13 +83,6 @@ export interface WebGpuOptions {
   gpu?: GPU;
   /** Refuse a software adapter (llvmpipe, SwiftShader) with BackendUnavailableError: `auto` routing. */
   requireHardware?: boolean;
-  /**
-   * Also request chromium-experimental-subgroup-matrix (tensor cores from WGSL, the collection
-   * kernel's f16 engine) where the adapter has it and its subgroups are 32 lanes wide (the engine
-   * is written for that); in Node the Dawn instance is then created with allow_unsafe_apis,
-   * without which Dawn does not expose it.
-   */
-  subgroupMatrix?: boolean;
 }
 
 const align = (n: number, a: number) => Math.ceil(n / a) * a;
@@ -122,7 +109,7 @@ interface Pipeline {
 }
 
 export async function createWebGpuBackend(opts: WebGpuOptions = {}): Promise<WebGpuBackend> {
-  const gpu = await findGpu(opts.gpu, opts.subgroupMatrix === true);
+  const gpu = await findGpu(opts.gpu);
   let adapter: GPUAdapter | null;
   try {
     adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
@@ -147,13 +134,7 @@ export async function createWebGpuBackend(opts: WebGpuOptions = {}): Promise<Web
     const v = (adapter.limits as unknown as Record<string, unknown>)[key];
     if (typeof v === 'number') requiredLimits[key] = v;
   }
-  // The tensor-core engine is written for 32-lane subgroups (8 per 256-invocation workgroup).
-  const sizes = adapter.info as unknown as { subgroupMinSize?: number; subgroupMaxSize?: number };
-  const lanes32 = sizes.subgroupMinSize === 32 && sizes.subgroupMaxSize === 32;
-  const features = [
-    ...OPTIONAL_FEATURES,
-    ...(opts.subgroupMatrix && lanes32 ? [SUBGROUP_MATRIX_FEATURE as GPUFeatureName] : []),
-  ].filter((f) => adapter.features.has(f));
+  const features = OPTIONAL_FEATURES.filter((f) => adapter.features.has(f));
   let device: GPUDevice;
   try {
     device = await adapter.requestDevice({ label: 'foxhunt', requiredLimits, requiredFeatures: features });

@@ -23,7 +23,6 @@ function wgslNumber(name: string, value: number): string {
 export function wgslPreamble(spec: KernelSpec): string {
   const [x, y, z] = spec.workgroupSize;
   const lines = [
-    ...(spec.wgslDirectives ?? []),
     `// ---- generated from the KernelSpec of ${spec.name} ----`,
     `const WG_X = ${x};`,
     `const WG_Y = ${y};`,
@@ -37,9 +36,7 @@ export function wgslPreamble(spec: KernelSpec): string {
     lines.push(`@group(0) @binding(${spec.bindings.length}) var<uniform> u: Uniforms;`);
   }
   spec.bindings.forEach((b, i) => {
-    lines.push(
-      `@group(0) @binding(${i}) var<storage, ${b.access}> ${b.name}: array<${b.wgslType ?? b.type}>;`,
-    );
+    lines.push(`@group(0) @binding(${i}) var<storage, ${b.access}> ${b.name}: array<${b.type}>;`);
   });
   lines.push(`// ---- wgsl/${spec.name}.wgsl ----`, '');
   return lines.join('\n');
@@ -96,47 +93,7 @@ function resolveBlocks(): boolean {
   return env?.FOXHUNT_WGSL_ALL_BLOCKS !== '1';
 }
 
-/**
- * `source` with the blocks of `//!if NAME == V1, V2, ...` whose values are all in `values` blanked,
- * the rest as it stands: the unresolved module of a kernel whose other blocks compile everywhere,
- * without the blocks that only some engines need (the collection kernels' f16 engines, ENGINE 4
- * and 5: a device feature, an extra binding).
- */
-export function withoutBlocks(source: string, name: string, values: number | readonly number[]): string {
-  const drop = new Set(typeof values === 'number' ? [values] : values);
-  const open = new RegExp(`^\\s*//!if\\s+${name}\\s*==\\s*([0-9 ,]+?)\\s*$`);
-  let depth = 0;
-  return source
-    .split('\n')
-    .map((line) => {
-      if (depth === 0) {
-        const m = open.exec(line);
-        if (m?.[1].split(',').every((v) => drop.has(Number(v.trim())))) {
-          depth = 1;
-          return '';
-        }
-        return line;
-      }
-      if (/^\s*\/\/!if\b/.test(line)) depth++;
-      else if (/^\s*\/\/!endif\s*$/.test(line)) depth--;
-      return '';
-    })
-    .join('\n');
-}
-
-/** The collection kernels' engines whose blocks an unresolved module leaves out (withoutBlocks). */
-export const HALF_ENGINES = [4, 5] as const;
-
-/**
- * The module compiled for `spec`: preamble, then `source` with its `//!if` blocks resolved
- * (unresolved under FOXHUNT_WGSL_ALL_BLOCKS=1, except the f16 engines' blocks in a module of
- * another engine, which need a device feature or the nets16 binding, and those engines' own
- * modules).
- */
+/** The module compiled for `spec`: preamble, then `source` with its `//!if` blocks resolved (see resolveBlocks). */
 export function wgslModule(spec: KernelSpec, source: string): string {
-  // The tensor-core engine's module is always resolved: its entry point calls the step loop with
-  // the subgroup_id builtin, the others' with lid / 32, and the uniformity analysis rejects the latter.
-  if (resolveBlocks() || (HALF_ENGINES as readonly number[]).includes(spec.constants?.ENGINE ?? -1))
-    return wgslPreamble(spec) + selectWgsl(source, spec.constants);
-  return wgslPreamble(spec) + withoutBlocks(source, 'ENGINE', HALF_ENGINES);
+  return wgslPreamble(spec) + (resolveBlocks() ? selectWgsl(source, spec.constants) : source);
 }

@@ -17,24 +17,23 @@ import { intFlag, parseFlags } from '../args.js';
 import { type Command, UserError } from '../main.js';
 
 const usage = `usage: foxhunt bench collect [--algo ppo|dqn|c51|iqn] [--backend auto|cuda|webgpu|cpu]
-                             [--episodes N[,N...]] [--steps L] [--precision auto|exact|tf32|f16]
+                             [--episodes N[,N...]] [--steps L] [--precision auto|exact|tf32]
                              [--repeats R] [--json]
 
 Times one launch of the collection kernel over N episodes x L steps on the built-in synthetic
 market, for each N: the kernel, tile and engine the collector chooses for this device and N (what
 \`foxhunt train\` runs), and reports env-steps/s, the model FLOPs per step and the achieved FLOP/s
-as a share of the device's f32 FMA peak and, for tf32 and f16, of its tensor-core peak (vendor
-datasheet figures, named in the output; n/a for a device without them).
+as a share of the device's f32 FMA peak and, for tf32, of its tensor-core peak (vendor datasheet
+figures, named in the output; n/a for a device without them).
 
-  --algo A          ppo (default: actor + critic, what foxhunt train collects), dqn (online +
-                    target dueling nets), c51 or iqn
+  --algo A          ppo (default: actor + critic, what foxhunt train collects), dqn (the online
+                    dueling net), c51 or iqn
   --backend KIND    auto (default), cuda, webgpu or cpu
   --episodes LIST   comma-separated N (default 128,1024,8192,65536; cpu: 8)
   --steps L         steps per launch (default 64; cpu: 8); lowered where the outputs would not
                     fit one storage binding of the device
   --precision P     auto (default: as foxhunt train: tf32 on cuda for ppo and dqn, else exact), exact
-                    (f32, the parity mode), tf32 (cuda tensor cores) or f16 (webgpu, dqn: f16
-                    weights, tensor cores through Dawn's subgroup matrices at large N)
+                    (f32, the parity mode) or tf32 (cuda tensor cores)
   --repeats R       timed launches per N (default 5), after a warm-up of 300 ms
   --json            one JSON object on stdout instead of the table
 
@@ -43,7 +42,7 @@ constants.`;
 
 const ALGOS: CollectAlgo[] = ['ppo', 'dqn', 'c51', 'iqn'];
 const BACKENDS = ['auto', 'cuda', 'webgpu', 'cpu'];
-const PRECISIONS = ['auto', 'exact', 'tf32', 'f16'];
+const PRECISIONS = ['auto', 'exact', 'tf32'];
 
 const si = (x: number, unit: string) => {
   for (const [v, s] of [
@@ -56,7 +55,7 @@ const si = (x: number, unit: string) => {
   return `${x.toFixed(2)} ${unit}`;
 };
 
-/** `tiled tf32`, `cluster tf32`, `tiled f16 engine 5`: what ran. */
+/** `tiled tf32`, `cluster tf32`, `tiled exact engine 2`: what ran. */
 export function kernelLabel(r: CollectBenchResult, webgpu: boolean): string {
   const engine = webgpu && r.variant === 'tiled' ? ` engine ${r.engine}` : '';
   return `${r.variant} ${r.precision}${engine}`;
@@ -110,7 +109,6 @@ export function peaksLine(peaks: DevicePeaks | undefined, device: string): strin
   if (!peaks) return `peaks: none known for ${device} (src/backend/peaks.ts lists the devices)`;
   const parts = [`f32 FMA ${si(peaks.f32, 'FLOP/s')}`];
   if (peaks.tf32) parts.push(`TF32 dense ${si(peaks.tf32, 'FLOP/s')}`);
-  if (peaks.f16) parts.push(`F16 dense ${si(peaks.f16, 'FLOP/s')}`);
   return `peaks of ${peaks.name}: ${parts.join(', ')} (source: ${peaks.source})`;
 }
 
@@ -145,13 +143,10 @@ async function run(args: string[]): Promise<number> {
   const precisionFlag = (values.precision as string | undefined) ?? 'auto';
   if (!PRECISIONS.includes(precisionFlag))
     throw new UserError(`--precision must be one of ${PRECISIONS.join(', ')}, got "${precisionFlag}"`);
-  if (precisionFlag === 'f16' && algo !== 'dqn')
-    throw new UserError(`--precision f16 runs the plain dqn head only, not ${algo}`);
   const repeats = intFlag(values.repeats as string | undefined, 'repeats', 5, 1);
   let choice: Awaited<ReturnType<typeof chooseBackend>>;
   try {
-    // f16 at large N runs Dawn's experimental subgroup matrices: the device must ask for them.
-    choice = await chooseBackend(request as BackendRequest, { subgroupMatrix: precisionFlag === 'f16' });
+    choice = await chooseBackend(request as BackendRequest);
   } catch (err) {
     if (err instanceof BackendUnavailableError) throw new UserError(err.message);
     throw err;
@@ -160,19 +155,13 @@ async function run(args: string[]): Promise<number> {
   try {
     // auto: what `foxhunt train` runs (trainCollectPrecision: C51 and IQN collect in exact f32).
     const precision =
-      precisionFlag === 'f16'
-        ? 'f16'
-        : precisionFlag === 'auto'
-          ? trainCollectPrecision(algo, resolvePrecision('auto', backend.kind))
-          : (precisionFlag as 'exact' | 'tf32');
+      precisionFlag === 'auto'
+        ? trainCollectPrecision(algo, resolvePrecision('auto', backend.kind))
+        : (precisionFlag as 'exact' | 'tf32');
     const caps = capsOf(backend);
     if (precision === 'tf32' && !caps.features.tf32TensorCores)
       throw new UserError(
-        `--precision tf32 runs on CUDA tensor cores, and the backend is ${backend.kind}: use --precision exact (webgpu: or f16), or --backend cuda`,
-      );
-    if (precision === 'f16' && !caps.features.wgsl)
-      throw new UserError(
-        `--precision f16 is WebGPU's, and the backend is ${backend.kind}: use --precision exact (cuda: or tf32), or --backend webgpu`,
+        `--precision tf32 runs on CUDA tensor cores, and the backend is ${backend.kind}: use --precision exact, or --backend cuda`,
       );
     const cpu = caps.deviceClass === 'cpu';
     const episodes = parseEpisodes(

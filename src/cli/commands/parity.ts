@@ -61,9 +61,7 @@ async function run(args: string[]): Promise<number> {
   }
   let choice: Awaited<ReturnType<typeof chooseBackend>>;
   try {
-    // WebGPU asks for the subgroup-matrix feature too, so the tensor-core collect cases run where
-    // the adapter has it (they are skipped, with the reason, where it has not).
-    choice = await chooseBackend(request as BackendRequest, { subgroupMatrix: request === 'webgpu' });
+    choice = await chooseBackend(request as BackendRequest);
   } catch (err) {
     if (err instanceof BackendUnavailableError) throw new UserError(err.message);
     throw err;

@@ -37,14 +37,13 @@ describe('device peaks', () => {
     expect(devicePeaks(device('cuda', 'NVIDIA H200', { computeCapability: '8.0' }))).toBeUndefined();
   });
 
-  it('every row names its source and orders its peaks f32 <= tf32 <= f16', () => {
+  it('every row names its source and orders its peaks f32 <= tf32', () => {
     for (const r of PEAKS) {
       expect(r.source.length).toBeGreaterThan(20);
       expect(r.tf32 ?? r.f32).toBeGreaterThanOrEqual(r.f32);
-      expect(r.f16 ?? 0).toBeGreaterThanOrEqual(r.tf32 ?? 0);
     }
     expect(tensorPeak(PEAKS[1], 'exact')).toBeUndefined();
-    expect(tensorPeak(PEAKS[1], 'f16')).toBe(PEAKS[1].f16);
+    expect(tensorPeak(PEAKS[1], 'tf32')).toBe(PEAKS[1].tf32);
   });
 
   it('prints the shares of the f32 and tensor peaks, and the source under the table', () => {

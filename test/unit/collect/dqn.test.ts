@@ -18,7 +18,6 @@ import { philox4x32, seedToKey, u32ToUnitFloat } from '../../../src/rng/philox.j
 import { Stream } from '../../../src/rng/streams.js';
 import { randomMarket } from '../env/fixtures.js';
 
-const f = Math.fround;
 const market: Market = randomMarket(600, 2);
 // Short episodes so that truncations and restarts happen inside a 20-step launch.
 const params = envParams({ ...defaultConfig.env, ...SPEC_REWARD_TERMS, episodeBars: 6 });
@@ -31,7 +30,6 @@ function nets(head: QHead, seed = 3): DqnNets {
     head,
     layout,
     online: initParams(layout, NetId.QOnline, seed),
-    target: initParams(layout, NetId.QOnline + 1, seed),
     support: { vMin: -10, vMax: 10, atoms: 11 },
     actTaus: 8,
   };
@@ -40,7 +38,7 @@ function nets(head: QHead, seed = 3): DqnNets {
 const plain = nets('plain');
 
 function collect(env: EnvState, n: DqnNets, steps: number, stepBase: number, epsilon = 0.5): DqnRollout {
-  return collectDqn(env, market, params, n, curiosity, { steps, epsilon, stepBase, gamma: 0.99 });
+  return collectDqn(env, market, params, n, curiosity, { steps, epsilon, stepBase });
 }
 
 /** Row r of a `[rows, width]` buffer. */
@@ -60,7 +58,7 @@ describe('collectDqn (reference)', () => {
         const src = l < 10 ? first : second;
         const r = e * 10 + (l % 10);
         const r20 = e * 20 + l;
-        for (const key of ['actions', 'rewards', 'dones', 'truncateds', 'tdErrors'] as const) {
+        for (const key of ['actions', 'rewards', 'dones', 'truncateds'] as const) {
           expect(row(one[key], r20)).toEqual(row(src[key], r));
         }
         expect(row(one.states, r20, STATE_DIM)).toEqual(row(src.states, r, STATE_DIM));
@@ -87,7 +85,7 @@ describe('collectDqn (reference)', () => {
       'nextStates',
       'dones',
       'truncateds',
-      'tdErrors',
+      'components',
     ] as const) {
       expect(Buffer.from(a[key].buffer).equals(Buffer.from(b[key].buffer))).toBe(true);
     }
@@ -116,22 +114,12 @@ describe('collectDqn (reference)', () => {
     }
   });
 
-  it('writes TD errors against the target network, cut at done and bootstrapped at truncation', () => {
+  it('writes dones and truncations, and each next state is the state the following step starts from', () => {
     const out = collect(createEnv(market, split, params, 3, 8), plain, 20, 0);
-    const q = new Float32Array(NUM_ACTIONS);
-    const qn = new Float32Array(NUM_ACTIONS);
     let truncated = 0;
     let done = 0;
     for (let r = 0; r < 60; r++) {
-      forwardDueling(plain.layout, plain.online, out.states.subarray(r * STATE_DIM, (r + 1) * STATE_DIM), q);
-      forwardDueling(
-        plain.layout,
-        plain.target,
-        out.nextStates.subarray(r * STATE_DIM, (r + 1) * STATE_DIM),
-        qn,
-      );
-      const boot = out.dones[r] ? 0 : f(f(0.99) * Math.max(...qn));
-      expect(out.tdErrors[r]).toBe(Math.abs(f(f(out.rewards[r] + boot) - q[out.actions[r]])));
+      expect(out.dones[r] && out.truncateds[r]).toBe(0);
       truncated += out.truncateds[r];
       done += out.dones[r];
       // within an episode, the next state is the state the following step starts from
@@ -163,7 +151,6 @@ describe('collectDqn (reference)', () => {
             forwardIqn(net.layout, net.online, s, taus, q);
           }
           expect(out.actions[r]).toBe(argmaxQ(q));
-          expect(Number.isFinite(out.tdErrors[r])).toBe(true);
         }
       }
     }

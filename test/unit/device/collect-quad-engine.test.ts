@@ -6,13 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { createCpuBackend } from '../../../src/backend/cpu/index.js';
 import type { Backend } from '../../../src/backend/types.js';
-import {
-  chooseTile,
-  DUAL_PASS_MAX_EPISODES,
-  halfEngineFor,
-  QUAD_ENGINE_MIN_ROWS,
-  STREAM_MAX_EPISODES,
-} from '../../../src/device/collect.js';
+import { chooseTile, QUAD_ENGINE_MIN_ROWS } from '../../../src/device/collect.js';
 import {
   type CollectDqnOptions,
   collectDqnSpec,
@@ -86,17 +80,14 @@ describe('WGSL quad engine', () => {
   });
 
   it('rejects engines it does not have and thread counts its quads cannot divide', () => {
-    expect(() => collectDqnSpec(dqn(32, 6))).toThrow(/engine 6 must be 0, 2, 4, 5/);
-    // The retired engines 1 (quad blocks) and 3 (small tiles) are refused.
-    expect(() => collectDqnSpec(dqn(32, 1))).toThrow(/engine 1 must be 0, 2, 4, 5/);
-    expect(() => collectDqnSpec(dqn(1, 3))).toThrow(/engine 3 must be 0, 2, 4, 5/);
-    // Engine 4 (tensor cores) is the plain DQN head's only: PPO refuses it.
-    expect(() =>
-      collectPpoSpec({ variant: 'tiled', tileEpisodes: 4, threads: 256, tj: 64, kt: 4, engine: 4 }),
-    ).toThrow(/tensor-core engine \(4\) runs the plain DQN head only/);
+    expect(() => collectDqnSpec(dqn(32, 6))).toThrow(/engine 6 must be 0, 2/);
+    // The retired engines 1 (quad blocks), 3 (small tiles), 4 and 5 (f16) are refused.
+    expect(() => collectDqnSpec(dqn(32, 1))).toThrow(/engine 1 must be 0, 2/);
+    expect(() => collectDqnSpec(dqn(1, 3))).toThrow(/engine 3 must be 0, 2/);
+    expect(() => collectDqnSpec(dqn(32, 4))).toThrow(/engine 4 must be 0, 2/);
     expect(() =>
       collectPpoSpec({ variant: 'tiled', tileEpisodes: 4, threads: 256, tj: 64, kt: 4, engine: 5 }),
-    ).toThrow(/weight-streaming engine \(5\) runs the plain DQN head only/);
+    ).toThrow(/engine 5 must be 0, 2/);
     expect(() => collectDqnSpec({ ...dqn(4, 2), threads: 48, tj: 48 })).toThrow(/multiple of 32/);
     expect(() =>
       collectPpoSpec({ variant: 'tiled', tileEpisodes: 4, threads: 32, tj: 32, kt: 4, engine: 2 }),
@@ -114,31 +105,5 @@ describe('WGSL quad engine', () => {
     expect(() => collectDqnSpec(dqn(64, 2))).toThrow(/at most 4 rows per thread, this tile needs 8/);
     // An override reaches the shader through chooseTile as given.
     expect(chooseTile('dqn', 65536, backendOf('webgpu'), 32, { engine: 2 }).engine).toBe(2);
-  });
-});
-
-describe('WGSL f16 engines: which one, and engine 5 tiles', () => {
-  it('takes the weight-streaming engine (5) up to STREAM_MAX_EPISODES and the tensor cores (4) above', () => {
-    expect(halfEngineFor(128)).toBe(5);
-    expect(halfEngineFor(1024)).toBe(5);
-    expect(halfEngineFor(STREAM_MAX_EPISODES)).toBe(5);
-    expect(halfEngineFor(STREAM_MAX_EPISODES + 1)).toBe(4);
-    expect(halfEngineFor(65536)).toBe(4);
-  });
-
-  it('gives engine 5 N / 128 episodes per workgroup and 512 threads (the dual pass) up to DUAL_PASS_MAX_EPISODES, N / 256 (at most 8) on 256 threads above', () => {
-    const gpu = backendOf('webgpu');
-    const fits = (t: { tileEpisodes: number; kt: number; engine?: number; threads: number }) =>
-      dqnWorkgroupBytes({ ...dqn(t.tileEpisodes, t.engine ?? 0), kt: t.kt, threads: t.threads }) <= 48 * 1024;
-    const tile = (n: number) => chooseTile('dqn', n, gpu, 32, { engine: 5 }, fits);
-    expect(tile(128)).toMatchObject({ tileEpisodes: 1, threads: 512, engine: 5 });
-    expect(tile(256)).toMatchObject({ tileEpisodes: 2, threads: 512, engine: 5 });
-    expect(tile(512)).toMatchObject({ tileEpisodes: 4, threads: 512, engine: 5 });
-    expect(tile(DUAL_PASS_MAX_EPISODES).threads).toBe(512);
-    expect(tile(DUAL_PASS_MAX_EPISODES * 2).threads).toBe(256);
-    expect(tile(1024)).toMatchObject({ tileEpisodes: 4, threads: 256, engine: 5 });
-    expect(tile(2048).tileEpisodes).toBe(8);
-    // Never more rows than engine 5 has sums for.
-    expect(tile(65536).tileEpisodes).toBe(8);
   });
 });

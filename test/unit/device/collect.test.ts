@@ -6,12 +6,7 @@ import { main } from '../../../src/cli/main.js';
 import { collectDqn, type DqnNets } from '../../../src/collect/dqn.js';
 import { collectPpo } from '../../../src/collect/ppo.js';
 import { type Config, cloneDefaults, SPEC_REWARD_TERMS } from '../../../src/config.js';
-import {
-  chooseTile,
-  DqnDeviceCollector,
-  MMA_WIDE_FROM,
-  PpoDeviceCollector,
-} from '../../../src/device/collect.js';
+import { chooseTile, DqnDeviceCollector, PpoDeviceCollector } from '../../../src/device/collect.js';
 import { collectFlopsPerStep, stepsThatFit } from '../../../src/device/collect_bench.js';
 import { envParams } from '../../../src/env/params.js';
 import { createEnv } from '../../../src/env/state.js';
@@ -58,10 +53,9 @@ describe('DqnDeviceCollector', () => {
     const cfg = config(3, 9);
     const layout = duelingLayout('plain');
     const online = initParams(layout, NetId.QOnline, SEED);
-    const target = initParams(layout, NetId.QOnline + 1, SEED);
     const backend = createCpuBackend();
     const c = new DqnDeviceCollector({ backend, market, split, cfg, algo: 'dqn' });
-    c.setWeights({ online, target, curiosity });
+    c.setWeights({ online, curiosity });
     c.launch(0.4);
     const first = await c.readDqn();
     c.launch(0.2);
@@ -75,7 +69,6 @@ describe('DqnDeviceCollector', () => {
       head: 'plain',
       layout,
       online,
-      target,
       support: { vMin: -10, vMax: 10, atoms: 51 },
       actTaus: 32,
     };
@@ -84,13 +77,11 @@ describe('DqnDeviceCollector', () => {
       steps: 9,
       epsilon: 0.4,
       stepBase: 0,
-      gamma: 0.99,
     });
     const r2 = collectDqn(ref, market, params, nets, cur, {
       steps: 9,
       epsilon: 0.2,
       stepBase: 9,
-      gamma: 0.99,
     });
     expect(first).toEqual(r1);
     expect(second).toEqual(r2);
@@ -109,7 +100,7 @@ describe('DqnDeviceCollector', () => {
       cfg: config(2, 2),
       algo: 'dqn',
     });
-    expect(() => c.setWeights({ target: new Float32Array(10) })).toThrow(/target has 10 floats/);
+    expect(() => c.setWeights({ online: new Float32Array(10) })).toThrow(/online has 10 floats/);
   });
 
   it('uploads nothing until weights are given and reads nothing back until asked', () => {
@@ -175,12 +166,6 @@ describe('tile shapes', () => {
     // Fewer episodes per workgroup leave more threads per episode across the layer's outputs.
     expect(chooseTile('dqn', 128, big, 32).tj).toBe(256);
     expect(chooseTile('dqn', 65536, big, 32).tj).toBe(32);
-    // The tensor-core engine: 48 episodes (three 16-row tiles) from MMA_WIDE_FROM, 32 below.
-    expect(chooseTile('dqn', 65536, big, 32, { engine: 4 }).tileEpisodes).toBe(48);
-    expect(chooseTile('dqn', MMA_WIDE_FROM, big, 32, { engine: 4 }).tileEpisodes).toBe(48);
-    expect(chooseTile('dqn', 8192, big, 32, { engine: 4 }).tileEpisodes).toBe(32);
-    expect(chooseTile('dqn', 128, big, 32, { engine: 4 })).toMatchObject({ tileEpisodes: 1, threads: 512 });
-    expect(chooseTile('dqn', 8192, big, 32, { engine: 4 }).threads).toBe(256);
   });
 
   it('the chosen shapes fit the workgroup memory they were chosen for', () => {
@@ -244,8 +229,8 @@ describe('layout data', () => {
       }
       expect([f, i]).toEqual([layout.floatsPerStep, layout.intsPerStep]);
     }
-    // 2 states of 54, reward, TD error, 5 components; action, done, truncated.
-    expect(outputBytes(DQN_OUTPUT, 1, 1)).toEqual({ f: 115 * 4, i: 12 });
+    // 2 states of 54, reward, 5 components; action, done, truncated.
+    expect(outputBytes(DQN_OUTPUT, 1, 1)).toEqual({ f: 114 * 4, i: 12 });
   });
 
   it('both kernels bind ten storage buffers and name every layer offset they read', () => {
@@ -263,17 +248,18 @@ describe('layout data', () => {
       tauRows: 32,
     });
     const q = duelingLayout('plain');
-    expect(spec.constants?.NET_T_BASE).toBe(q.size);
-    expect(spec.constants?.NET_T_ADVANTAGE_STREAM_1_W).toBe(q.size + q.layers[5].wOffset);
-    expect(spec.constants?.NET_C_FC2_B).toBe(2 * q.size + curiosityLayout().layers[1].bOffset);
+    expect(spec.constants?.NET_Q_ADVANTAGE_STREAM_1_W).toBe(q.layers[5].wOffset);
+    // The online net and the curiosity model only: the collection runs no target net.
+    expect(spec.constants?.NET_T_BASE).toBeUndefined();
+    expect(spec.constants?.NET_C_FC2_B).toBe(q.size + curiosityLayout().layers[1].bOffset);
   });
 });
 
 describe('bench collect', () => {
   it('counts the model FLOPs of a step from the layouts', () => {
     const cfg = cloneDefaults();
-    // 2 x (online 150,784 + target 150,784 + curiosity 4,288) multiply-adds.
-    expect(collectFlopsPerStep('dqn', cfg)).toBe(2 * (2 * 150_784 + 4_288));
+    // 2 x (online 150,784 + curiosity 4,288) multiply-adds.
+    expect(collectFlopsPerStep('dqn', cfg)).toBe(2 * (150_784 + 4_288));
     // 2 x (actor 17,984 + critic 363,584 + curiosity 4,288).
     expect(collectFlopsPerStep('ppo', cfg)).toBe(2 * (17_984 + 363_584 + 4_288));
   });
@@ -309,10 +295,11 @@ describe('bench collect', () => {
     try {
       expect(await main(['bench', 'collect', '--variant', 'seed', '--backend', 'cpu'])).toBe(1);
       expect(err.mock.calls.join('\n')).toMatch(/unknown option --variant/);
+      // The WebGPU f16 engines were retired: f16 is no precision of bench collect.
       expect(
-        await main(['bench', 'collect', '--algo', 'ppo', '--precision', 'f16', '--backend', 'cpu']),
+        await main(['bench', 'collect', '--algo', 'dqn', '--precision', 'f16', '--backend', 'cpu']),
       ).toBe(1);
-      expect(err.mock.calls.join('\n')).toMatch(/--precision f16 runs the plain dqn head only, not ppo/);
+      expect(err.mock.calls.join('\n')).toMatch(/--precision must be one of auto, exact, tf32, got "f16"/);
       expect(await main(['bench', 'collect', '--precision', 'tf32', '--backend', 'cpu'])).toBe(1);
       expect(err.mock.calls.join('\n')).toMatch(
         /--precision tf32 runs on CUDA tensor cores, and the backend is cpu/,

@@ -76,7 +76,6 @@ describe('device replay fed by the DQN collector', () => {
     });
     c.setWeights({
       online: initParams(layout, NetId.QOnline, 5),
-      target: initParams(layout, NetId.QOnline + 1, 5),
       curiosity: initParams(curiosityLayout(), NetId.Curiosity, 5),
     });
     const capacity = 40;

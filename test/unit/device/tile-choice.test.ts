@@ -1,6 +1,7 @@
 /**
  * The collection tile choice as a table (src/device/tile_choice.ts) gives the same tile as the
- * nested conditionals it replaced, kept here verbatim as `chooseTileBefore` (main at 24625e6), for
+ * nested conditionals it replaced, kept here as `chooseTileBefore` (main at 24625e6, verbatim but for
+ * the rules of the retired WebGPU f16 engines 4 and 5), for
  * every device class (CUDA sm_90 and sm_89, WebGPU on a GPU and on a software adapter, with 48 and
  * 16 KiB of workgroup memory, the CPU), algorithm, N, precision and engine or tile override, with
  * the collectors' own workgroup-memory checks.
@@ -22,25 +23,13 @@ import {
   dqnWorkgroupBytes,
   type HeadCode,
 } from '../../../src/kernels/collect_dqn.js';
-import {
-  MMA_ENGINE,
-  MMA_MAX_ROW_TILES,
-  QUAD_MQ,
-  QUAD2_MAX_ROWS,
-  STREAM_ENGINE,
-  STREAM_MAX_ROWS,
-  sliceCandidates,
-} from '../../../src/kernels/collect_engine.js';
+import { QUAD_MQ, QUAD2_MAX_ROWS, sliceCandidates } from '../../../src/kernels/collect_engine.js';
 import { cudaPpoSharedBytes, ppoWorkgroupBytes } from '../../../src/kernels/collect_ppo.js';
 
-// ---- the choice before the table (src/device/collect.ts at 24625e6), verbatim ----
+// ---- the choice before the table (src/device/collect.ts at 24625e6), verbatim but for the f16 engines ----
 const QUAD_ENGINE_MIN_ROWS = 16;
-const MMA_WIDE_FROM = 32768;
 const CUDA_TF32_WIDE_THREADS = 512;
 const cudaTf32WideFrom = (algo: CollectAlgo) => (algo === 'ppo' ? 32 : 64);
-const STREAM_EPISODES_PER_WORKGROUP_DIVISOR = 256;
-const DUAL_PASS_DIVISOR = 128;
-const DUAL_PASS_MAX_EPISODES = 512;
 const pow2floor = (x: number) => 2 ** Math.floor(Math.log2(Math.max(1, x)));
 function workgroupBytes(backend: Backend): number {
   const v = backend.info.limits.maxComputeWorkgroupStorageSize;
@@ -92,42 +81,11 @@ function chooseTileBefore(
   const maxE = Math.min(
     override.threads ?? CUDA_TF32_WIDE_THREADS,
     algo === 'iqn' ? 2 : cudaWide ? 2 * staticMax : staticMax,
-    override.engine === STREAM_ENGINE ? STREAM_MAX_ROWS : Number.POSITIVE_INFINITY,
   );
-  // The tensor-core engine (4) takes 48 episodes (three 16-row tiles) at large N: H200,
-  // N = 65,536: 33.2M env-steps/s against 27.1M at 32; at N = 8,192 the 171 workgroups of 48
-  // leave SMs idle (22.8M against 26.8M at 32), so 32 below MMA_WIDE_FROM.
-  const mma = override.engine === MMA_ENGINE;
-  // The weight-streaming engine (5) takes N / 256 episodes per workgroup: H200, N = 1,024: 15.7M
-  // env-steps/s at 4 (256 workgroups) against 11.8M at 8; N = 128: 2.90M at 1 against 2.38M at 2.
-  const gv = override.engine === STREAM_ENGINE;
-  const first =
-    override.tileEpisodes ??
-    (mma && n >= MMA_WIDE_FROM
-      ? MMA_MAX_ROW_TILES * 16
-      : Math.min(
-          maxE,
-          pow2floor(
-            n /
-              (gv
-                ? n <= DUAL_PASS_MAX_EPISODES
-                  ? DUAL_PASS_DIVISOR
-                  : STREAM_EPISODES_PER_WORKGROUP_DIVISOR
-                : 128),
-          ),
-        ));
+  const first = override.tileEpisodes ?? Math.min(maxE, pow2floor(n / 128));
   for (let e = first; e >= 1; e = override.tileEpisodes === undefined ? e / 2 : 0) {
-    // The tensor-core engine splits K over 512 threads for one-row-tile workgroups (H200, N = 1,024:
-    // 9.17M env-steps/s against 8.6M at 256; N = 128: 1.17M against 1.09M).
-    // Engine 5 runs 512 threads up to DUAL_PASS_MAX_EPISODES: its target pass then carries the online
-    // net's layers on s' too (DUAL_PASS), half the threads each.
     const threads =
-      override.threads ??
-      ((mma && e <= 16) || (gv && n <= DUAL_PASS_MAX_EPISODES)
-        ? 512
-        : cuda && tf32 && e >= cudaTf32WideFrom(algo)
-          ? CUDA_TF32_WIDE_THREADS
-          : 256);
+      override.threads ?? (cuda && tf32 && e >= cudaTf32WideFrom(algo) ? CUDA_TF32_WIDE_THREADS : 256);
     const tj = override.tj ?? threads / rowGroups(e, threads, algo === 'ppo' ? 512 : 256);
     const tauCandidates: number[] = [];
     if (override.tauRows !== undefined) tauCandidates.push(override.tauRows);
@@ -196,8 +154,6 @@ const OVERRIDES: Partial<TileShape>[] = [
   {},
   { engine: 0 },
   { engine: 2 },
-  { engine: MMA_ENGINE },
-  { engine: STREAM_ENGINE },
   { threads: 64 },
   { threads: 256 },
   { threads: 512 },

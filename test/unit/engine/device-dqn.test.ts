@@ -244,9 +244,9 @@ describe('device DQN engine', () => {
       log.length = 0;
       const [x, y] = [await dev.collect(0, 0.5), await cpu.collect(0, 0.5)];
       expect(x).toEqual(y);
-      // rewards, tdErrors, 5 components (f32) and dones, truncateds (i32) of 64 samples.
+      // rewards, 5 components (f32) and dones, truncateds (i32) of 64 samples.
       expect(log.filter((l) => l.startsWith('download'))).toEqual([
-        `download ${4 * 7 * count}`,
+        `download ${4 * 6 * count}`,
         `download ${4 * 2 * count}`,
       ]);
       log.length = 0;

@@ -84,11 +84,7 @@ function dqnJob(head: QHead, tileEpisodes: number, extra: Record<string, number>
   };
   const spec = collectDqnSpec(o);
   const layout = duelingLayout(head, 51, 64);
-  const nets = concat([
-    initParams(layout, 0, SEED),
-    initParams(layout, 1, SEED),
-    initParams(curiosityLayout(), 4, SEED),
-  ]);
+  const nets = concat([initParams(layout, 0, SEED), initParams(curiosityLayout(), 4, SEED)]);
   expect(nets.length).toBe(dqnNetsSize(o));
   return {
     spec: { ...spec, constants: { ...spec.constants, ...extra } },
@@ -99,7 +95,6 @@ function dqnJob(head: QHead, tileEpisodes: number, extra: Record<string, number>
       steps: STEPS,
       stepBase: launch * STEPS,
       epsilon: 0.3,
-      gamma: 0.99,
       vMin: -10,
       vMax: 10,
       curiosity: launch === 1 ? 0 : 1,
@@ -230,7 +225,7 @@ describe.skipIf(unavailable !== null)(
   `CUDA collection kernels on the CPU emulator${unavailable ? ` (skipped: ${unavailable})` : ''}`,
   () => {
     // Mutations tried at N = 10 x 10 steps x 3 launches, each failing the cases marked: E,
-    // collect_dqn.cu's tiled step `ended = so.done` (truncations not restarted); P, collect_ppo.cu's
+    // collect_dqn.cu's tiled step restarting only `if (so.done)` (truncations not restarted); P, collect_ppo.cu's
     // bootstrap without `so.truncated`; B, collect_env.cuh truncating at `step > episode_bars`. The
     // plain head at 4 episodes per block is the parity case "collect_dqn plain tiled" (E fails it
     // on emu), so it is not repeated here; E and P pass the C51, IQN, PPO and seed parity cases.

@@ -70,7 +70,7 @@ const cases: Case[] = [
     exactTol: 0,
   },
   {
-    // At 2 mod 4 floats into the buffer, as the DQN target net: 8-byte weight pairs, not float4.
+    // At 2 mod 4 floats into the buffer (behind a net of 2 mod 4 floats): 8-byte weight pairs, not float4.
     net: 'plain_at2',
     layout: duelingLayout('plain'),
     rows: ROWS,

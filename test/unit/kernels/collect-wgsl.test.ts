@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KernelSpec } from '../../../src/backend/types.js';
-import { HALF_ENGINES, wgslPreamble, withoutBlocks } from '../../../src/backend/webgpu/preamble.js';
+import { wgslPreamble } from '../../../src/backend/webgpu/preamble.js';
 import { type CollectDqnOptions, collectDqnSpec } from '../../../src/kernels/collect_dqn.js';
 import { type CollectPpoOptions, collectPpoSpec } from '../../../src/kernels/collect_ppo.js';
 import { wgslSources } from '../../../src/kernels/sources.js';
@@ -78,10 +78,8 @@ describe('collection WGSL', () => {
     it(`${spec.name} compiles: ${name}`, async (ctx) => {
       if (!device)
         return ctx.skip(`WebGPU unavailable: ${unavailable} (FOXHUNT_REQUIRE_WEBGPU=1 fails instead)`);
-      // Every engine's blocks but the f16 engines' (4 needs a device feature lavapipe lacks,
-      // chromium-experimental-subgroup-matrix; both read the nets16 binding).
-      const source = withoutBlocks(wgslSources[spec.name], 'ENGINE', HALF_ENGINES);
-      const module = device.createShaderModule({ code: wgslPreamble(spec) + source });
+      // Every engine's blocks (the source unresolved).
+      const module = device.createShaderModule({ code: wgslPreamble(spec) + wgslSources[spec.name] });
       const info = await module.getCompilationInfo();
       const errors = info.messages.filter((m) => m.type === 'error').map((m) => `${m.lineNum}: ${m.message}`);
       expect(errors).toEqual([]);

@@ -11,25 +11,19 @@ describe('dawnNodeFlags', () => {
     const flags = dawnNodeFlags({
       FOXHUNT_DAWN_FLAGS: 'enable-dawn-features=disable_robustness\n  backend=vulkan',
     });
-    // One enable flag: Dawn's Node bindings keep only the last flag of a name, so a second
-    // enable-dawn-features would drop vulkan_enable_f16_on_nvidia.
     expect(flags).toEqual([
-      'enable-dawn-features=vulkan_enable_f16_on_nvidia,disable_robustness',
       'disable-dawn-features=timestamp_quantization',
+      'enable-dawn-features=disable_robustness',
       'backend=vulkan',
     ]);
+    // One flag per name: Dawn's Node bindings keep only the last flag of a name, so a second
+    // disable-dawn-features would drop timestamp_quantization.
+    expect(
+      dawnNodeFlags({ FOXHUNT_DAWN_FLAGS: 'disable-dawn-features=lazy_clear_resource_on_first_use' }),
+    ).toEqual(['disable-dawn-features=timestamp_quantization,lazy_clear_resource_on_first_use']);
   });
 
-  it('adds allow_unsafe_apis for the subgroup-matrix (tensor-core) engine, once', () => {
-    expect(dawnNodeFlags({}, true)[0]).toBe(
-      'enable-dawn-features=vulkan_enable_f16_on_nvidia,allow_unsafe_apis',
-    );
-    expect(
-      dawnNodeFlags(
-        { FOXHUNT_DAWN_FLAGS: 'enable-dawn-features=allow_unsafe_apis,disable_robustness' },
-        true,
-      )[0],
-    ).toBe('enable-dawn-features=vulkan_enable_f16_on_nvidia,allow_unsafe_apis,disable_robustness');
+  it('merges flags of one name into one, each toggle once', () => {
     expect(mergeDawnFlags(['a=1', 'disable-dawn-features=x', 'disable-dawn-features=y,x'])).toEqual([
       'disable-dawn-features=x,y',
       'a=1',

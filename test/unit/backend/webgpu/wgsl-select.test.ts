@@ -7,12 +7,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import {
-  HALF_ENGINES,
-  selectWgsl,
-  wgslModule,
-  withoutBlocks,
-} from '../../../../src/backend/webgpu/preamble.js';
+import { selectWgsl, wgslModule } from '../../../../src/backend/webgpu/preamble.js';
 import { type CollectDqnOptions, collectDqnSpec } from '../../../../src/kernels/collect_dqn.js';
 import { collectPpoSpec } from '../../../../src/kernels/collect_ppo.js';
 import { wgslSources } from '../../../../src/kernels/sources.js';
@@ -92,8 +87,7 @@ describe('collection modules', () => {
     variant: 'tiled',
     threads: 256,
     tauRows: 1,
-    // Engine 5 holds at most 8 rows.
-    tileEpisodes: engine === 5 ? 8 : 32,
+    tileEpisodes: 32,
     tj: 32,
     kt: 8,
     engine,
@@ -104,19 +98,11 @@ describe('collection modules', () => {
     const own: Record<number, string[]> = {
       0: ['fn dense_scalar(', 'var<workgroup> act_s', 'fn ws_index(', 'fn layer_quad('],
       2: ['fn dense_quad2(', 'var<workgroup> act_v', 'fn wsq_index(', 'fn quad_weights('],
-      4: ['fn dense_mma(', 'var<workgroup> act_h', 'fn mma_q(', 'subgroupMatrixLoad', 'fn mma_offset('],
-      5: [
-        'fn dense_stream(',
-        'var<workgroup> act_v',
-        'var<workgroup> stream_part',
-        'fn stream_fma_run(',
-        'fn mma_offset(',
-      ],
     };
-    for (const engine of [0, 2, 4, 5]) {
+    for (const engine of [0, 2]) {
       const m = module(engine);
       for (const s of own[engine]) expect(m, `engine ${engine}`).toContain(s);
-      for (const other of [0, 2, 4, 5].filter((e) => e !== engine))
+      for (const other of [0, 2].filter((e) => e !== engine))
         for (const s of own[other].filter((x) => !own[engine].includes(x)))
           expect(m, `engine ${engine} without ${s}`).not.toContain(s);
     }
@@ -129,39 +115,13 @@ describe('collection modules', () => {
     expect(ppo).not.toContain('fn dense_scalar(');
   });
 
-  it('open the tensor-core engine with its enables and its f16 binding, and only that engine', () => {
-    const m = module(4);
-    expect(m.startsWith('enable f16;\nenable chromium_experimental_subgroup_matrix;\n')).toBe(true);
-    expect(m).toContain('@builtin(subgroup_id) sgid: u32');
-    expect(m).toContain('@group(0) @binding(10) var<storage, read> nets16: array<f16>;');
-    expect(m).toContain('@group(0) @binding(11) var<uniform> u: Uniforms;');
-    expect(m).toMatch(/const MT = 2;/);
-    expect(m).toMatch(/const ACT_W = 264;/);
+  it('open with no enables and bind the ten collection buffers only', () => {
     for (const engine of [0, 2]) {
-      expect(module(engine)).not.toContain('enable');
-      expect(module(engine)).not.toContain('var<storage, read> nets16');
+      const m = module(engine);
+      expect(m).not.toMatch(/^enable /m);
+      expect(m).not.toContain('subgroup');
+      expect(m).toContain('@group(0) @binding(10) var<uniform> u: Uniforms;');
     }
-  });
-
-  it('bind nets16 as 16-byte words in the weight-streaming engine (5), with no enables', () => {
-    const m = module(5);
-    expect(m).toContain('@group(0) @binding(10) var<storage, read> nets16: array<vec4<u32>>;');
-    expect(m).not.toContain('enable');
-    expect(m).not.toContain('@builtin(subgroup_id)');
-  });
-
-  it('drop the f16 engines from unresolved modules of the other engines (a device feature, the nets16 binding)', () => {
-    const spec = collectDqnSpec(dqn(0));
-    const raw = withoutBlocks(wgslSources.collect_dqn, 'ENGINE', HALF_ENGINES);
-    expect(raw).not.toContain('fn dense_mma(');
-    expect(raw).not.toContain('fn dense_stream(');
-    expect(raw).not.toContain('fn mma_offset(');
-    // A block listing another engine beside them stays.
-    expect(raw).toContain('var<workgroup> act_v');
-    expect(raw).toContain('fn dense_scalar(');
-    expect(raw).toContain('fn dense_quad2(');
-    expect(raw.split('\n').length).toBe(wgslSources.collect_dqn.split('\n').length);
-    expect(spec.constants?.ENGINE).toBe(0);
   });
 
   it('keep every line where the source has it (compiler messages keep their line numbers)', () => {
@@ -180,8 +140,6 @@ describe('collection modules', () => {
     for (const [engine, file] of [
       [0, 'collect_tile_scalar'],
       [2, 'collect_tile_quad'],
-      [4, 'collect_tile_tensor_cores'],
-      [5, 'collect_tile_weight_stream'],
     ] as const) {
       const raw = readFileSync(new URL('collect_tile.wgsl', dir), 'utf8');
       expect(raw).toContain(`//!if ENGINE == ${engine}\n//!include ${file}.wgsl\n//!endif`);
