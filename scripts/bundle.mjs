@@ -86,6 +86,15 @@ else
   console.error(
     'bundle: build/Release/foxhunt_cuda.node missing (npm run build:addon): the bundle has no cuda backend',
   );
+// The commit the bundle was staged from (`-dirty` with uncommitted changes to what it copies), so a
+// run on another machine (`foxhunt parity --record`) names it without a git checkout there.
+function gitCommit() {
+  const git = (...args) => spawnSync('git', args, { cwd: root, encoding: 'utf8' });
+  const head = git('rev-parse', '--short', 'HEAD');
+  if (head.status !== 0) return undefined;
+  const dirty = git('status', '--porcelain', '--', 'bin', 'src', 'dev', 'wgsl', 'cuda', 'package.json');
+  return `${head.stdout.trim()}${dirty.stdout.trim() ? '-dirty' : ''}`;
+}
 writeFileSync(
   join(out, 'package.json'),
   `${JSON.stringify(
@@ -97,6 +106,7 @@ writeFileSync(
       type: pkg.type,
       bin: pkg.bin,
       engines: pkg.engines,
+      gitCommit: gitCommit(),
     },
     null,
     2,

@@ -4,10 +4,10 @@
  * Markdown section docs/PARITY.md records. Needs only node and the built package (no npm, no
  * Vitest), so it runs on a GPU host from the portable bundle.
  */
-import { execFileSync } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { type BackendRequest, chooseBackend, describeChoice } from '../../backend/index.js';
 import { BackendUnavailableError } from '../../backend/types.js';
+import { currentCommit } from '../../parity/commit.js';
 import { type ParityRecord, recordEntry } from '../../parity/record.js';
 import { describeFailure, formatMarkdown, runParity } from '../../parity/run.js';
 import { parseFlags } from '../args.js';
@@ -26,20 +26,10 @@ case fails.
   --record FILE      after a passing run of every case on cuda or webgpu, store the kernel files'
                      SHA-256 for this backend in FILE (docs/parity-kernels.json: a unit test
                      checks that the shipped kernels are the ones recorded there)
-  --commit SHA       commit recorded in the report (default: $FOXHUNT_COMMIT, else git, else unknown)`;
+  --commit SHA       commit recorded in the report (default: $FOXHUNT_COMMIT, else the commit a bundle
+                     was staged from, else git, else unknown)`;
 
 const BACKENDS = ['auto', 'cpu', 'webgpu', 'cuda'];
-
-function currentCommit(): string {
-  if (process.env.FOXHUNT_COMMIT) return process.env.FOXHUNT_COMMIT;
-  try {
-    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { stdio: ['ignore', 'pipe', 'ignore'] })
-      .toString()
-      .trim();
-  } catch {
-    return 'unknown';
-  }
-}
 
 async function run(args: string[]): Promise<number> {
   const { values, positionals } = parseFlags(

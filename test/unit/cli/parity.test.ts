@@ -1,8 +1,10 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { main } from '../../../src/cli/main.js';
+import { currentCommit } from '../../../src/parity/commit.js';
 import type { ParityReport } from '../../../src/parity/run.js';
 
 function capture() {
@@ -51,5 +53,18 @@ describe('foxhunt parity', () => {
     err.length = 0;
     expect(await main(['parity', '--backend', 'cpu', '--case', 'no such case'])).toBe(1);
     expect(err.at(-1)).toBe('foxhunt parity: no parity case matches --case "no such case"');
+  });
+
+  it('names the commit: $FOXHUNT_COMMIT, else the one a bundle was staged from, else git', () => {
+    const bundle = mkdtempSync(join(tmpdir(), 'foxhunt-commit-'));
+    writeFileSync(
+      join(bundle, 'package.json'),
+      JSON.stringify({ name: 'foxhunt', gitCommit: 'abc1234-dirty' }),
+    );
+    expect(currentCommit({ FOXHUNT_COMMIT: 'fedcba9' }, bundle)).toBe('fedcba9');
+    expect(currentCommit({}, bundle)).toBe('abc1234-dirty');
+    // The repo's own package.json has no gitCommit: git's HEAD.
+    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD']).toString().trim();
+    expect(currentCommit({})).toBe(head);
   });
 });

@@ -5,7 +5,7 @@
  * build) and WebGPU finds its Dawn binary.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -32,6 +32,14 @@ describe('npm run bundle', () => {
     expect(build.stdout).toMatch(/bundle: wrote .*: \d+ files, [\d.]+ MiB \(limit 64\.0 MiB\)/);
     expect(sizeOf(out)).toBeLessThan(64 * 2 ** 20);
     expect(existsSync(join(out, 'build/Release/foxhunt_cuda.node'))).toBe(true);
+    // The commit it was staged from, for reports written where there is no git checkout.
+    const head = spawnSync('git', ['rev-parse', '--short', 'HEAD'], {
+      cwd: root,
+      encoding: 'utf8',
+    }).stdout.trim();
+    expect(JSON.parse(readFileSync(join(out, 'package.json'), 'utf8')).gitCommit).toMatch(
+      new RegExp(`^${head}(-dirty)?$`),
+    );
     // Only this platform's Dawn binary.
     expect(readdirSync(join(out, 'node_modules/webgpu/dist'))).toEqual([
       `${process.platform}-${process.arch}`,
