@@ -5,19 +5,20 @@
 #
 #   OUT=out bash scripts/gpu-runs.sh            # then: node scripts/summarise-runs.mjs out/runs
 #
-# env: OUT (results folder), FOXHUNT (the CLI, default node bundle/bin/foxhunt.js), DEV (the dev
-# harness, default node bundle/dist/dev/bench.js), BASE (a second bundle's CLI, timed beside this
-# one), PARITY_KINDS (default "cuda webgpu"), ARMS / ARMS2 (arm names below; ARMS2 starts once at
-# most WAVE2_AT runs are left or at LAUNCH2 s), SEEDS / SEEDS2, BACKEND, EXTRA (flags for every run),
-# PARITY=1|0, BENCH=1|0, LEARN_END, DEADLINE (seconds from the start), RUNS (the runs' folder,
-# default $OUT/runs; elsewhere, only their logs come back, packed as $OUT/runs.tgz).
+# env: OUT (results folder), FOXHUNT_COMMIT (default: the bundle's gitCommit), FOXHUNT (the CLI,
+# default node bundle/bin/foxhunt.js), DEV (the dev harness, default node bundle/dist/dev/bench.js),
+# BASE (a second bundle's CLI, timed beside this one), PARITY_KINDS (default "cuda webgpu"), ARMS /
+# ARMS2 (arm names below; ARMS2 starts once at most WAVE2_AT runs are left or at LAUNCH2 s), SEEDS /
+# SEEDS2, BACKEND, EXTRA (flags for every run), PARITY=1|0, BENCH=1|0, LEARN_END, DEADLINE (seconds
+# from the start), RUNS (the runs' folder, default $OUT/runs; elsewhere, only their logs come back,
+# packed as $OUT/runs.tgz).
 T0=$(date +%s); el(){ echo $(( $(date +%s) - T0 )); }
 : "${OUT:=gpu-out}" "${FOXHUNT:=node bundle/bin/foxhunt.js}" "${DEV:=node bundle/dist/dev/bench.js}" "${BACKEND:=cuda}"
 : "${BENCH:=1}" "${PARITY:=1}" "${LEARN_END:=330}" "${DEADLINE:=570}"
 : "${ARMS:=ppo c51 dqn}" "${SEEDS:=1 2 3}" "${LAUNCH2:=300}" "${WAVE2_AT:=3}" "${RUNS:=$OUT/runs}"
 mkdir -p "$RUNS"
 log(){ echo "[$(el)s] $*" | tee -a "$OUT/log.txt"; }
-log "commit ${FOXHUNT_COMMIT:-?}"
+log "commit ${FOXHUNT_COMMIT:-$(node -p "require('./bundle/package.json').gitCommit" 2> /dev/null)}"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >> "$OUT/log.txt" 2>&1
 flags(){ case $1 in
   ppo) echo "--epochs 30";;            ppo-n512) echo "--epochs 30 --rollout.episodes 512";;
