@@ -9,6 +9,7 @@
 
 import { chooseBackend, describeChoice } from '../backend/index.js';
 import { type Backend, BackendUnavailableError } from '../backend/types.js';
+import type { Config } from '../config.js';
 import { createCpuDqnEngine } from '../engine/cpu_dqn.js';
 import { createDeviceDqnEngine } from '../engine/device_dqn.js';
 import type { DqnEngine } from '../engine/dqn_engine.js';
@@ -83,6 +84,8 @@ export async function runDqnTraining(opts: RunOptions): Promise<RunResult> {
         }
       },
     );
+    const warning = noTrainStepWarning(cfg, firstEpoch, resume !== null);
+    if (warning) opts.onInfo?.(warning);
     const { records, summary } = await trainDqn({
       cfg,
       market: data.market,
@@ -103,4 +106,22 @@ export async function runDqnTraining(opts: RunOptions): Promise<RunResult> {
     engine.destroy();
     device?.destroy();
   }
+}
+
+/**
+ * A fresh run whose collections cannot fill a batch before its last epoch trains nothing: each
+ * epoch adds at most rollout.episodes x rollout.steps rows to the replay, and a train step needs
+ * dqn.batch of them. Null where some step can run (or on resume, whose replay size is not known here).
+ */
+export function noTrainStepWarning(cfg: Config, firstEpoch: number, resumed: boolean): string | null {
+  if (resumed) return null;
+  const { episodes, steps } = cfg.rollout;
+  const epochs = cfg.train.epochs - firstEpoch + 1;
+  const rows = Math.min(cfg.dqn.replayCapacity, epochs * episodes * steps);
+  if (rows >= cfg.dqn.batch) return null;
+  return (
+    `warning: no train step will run: ${epochs} epoch${epochs === 1 ? '' : 's'} of ${episodes} x ${steps} ` +
+    `steps put at most ${rows} rows in the replay, fewer than dqn.batch ${cfg.dqn.batch}; raise --epochs, ` +
+    '--rollout.episodes or --rollout.steps, or lower --dqn.batch'
+  );
 }

@@ -63,12 +63,18 @@ export function timing(elapsedMs: number, done: number, todo: number): Timing {
 const timeText = (t: Timing | undefined) =>
   t ? `  ${duration(t.elapsedMs)} elapsed${t.etaMs === null ? '' : `, ETA ${duration(t.etaMs)}`}` : '';
 
+/** The epoch's loss, or (DQN family) why no train step ran: the replay holds less than a batch. */
+const lossText = (r: EpochRecord) =>
+  r.losses.trainSteps === 0
+    ? `no train step (the replay holds ${r.losses.replaySize} rows, under a batch)`
+    : `loss ${num(r.losses.total, 4)}`;
+
 /** One plain line per finished epoch (non-TTY progress). */
 export function epochLine(r: EpochRecord, epochs: number, time?: Timing): string {
   const v = r.validation;
   const t = r.timeMs;
   return (
-    `epoch ${r.epoch}/${epochs}  loss ${num(r.losses.total, 4)}  ` +
+    `epoch ${r.epoch}/${epochs}  ${lossText(r)}  ` +
     (r.epsilon === undefined ? `entropy ${num(r.entropy ?? 0, 3)}  ` : `epsilon ${num(r.epsilon, 3)}  `) +
     `reward ${num(r.reward.total, 4)}  val ${pct(v.policy.totalReturn)} sharpe ${num(v.policy.sharpe)}  ` +
     `(buy-and-hold ${pct(v.buyHold.totalReturn)} ${num(v.buyHold.sharpe)}, random ${pct(v.random.totalReturn)} ` +
