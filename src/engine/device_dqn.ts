@@ -42,6 +42,7 @@ import { DqnDeviceCollector, trainCollectPrecision } from '../device/collect.js'
 import { DeviceDqnLearner } from '../device/dqn.js';
 import { GraphCache } from '../device/graphs.js';
 import { collectorDqnRollout, DeviceReplay } from '../device/replay.js';
+import { ALGO_TILES } from '../device/tile_choice.js';
 import { DeviceValidator } from '../device/validate.js';
 import { envParams } from '../env/params.js';
 import { DQN_OUTPUT } from '../kernels/collect_dqn.js';
@@ -90,6 +91,24 @@ const copyFloats = (src: DeviceBuffer, dst: DeviceBuffer, count: number, srcOff:
     update: 'copy',
   });
 
+/**
+ * Episodes per block of the tiled collector when a validation cluster of `sideCtas` CTAs runs beside
+ * it (DqnEngine.validatesBeside): the tile doubled, up to `maxTile`, until every block has an SM
+ * beside the cluster's. Undefined where the tile already fits, or the backend states no SM count.
+ */
+export function besideTile(
+  episodes: number,
+  tile: number,
+  smCount: number | undefined,
+  sideCtas: number,
+  maxTile: number,
+): number | undefined {
+  if (smCount === undefined || smCount - sideCtas < 1) return undefined;
+  let e = tile;
+  while (Math.ceil(episodes / e) > smCount - sideCtas && 2 * e <= maxTile) e *= 2;
+  return e === tile ? undefined : e;
+}
+
 export function createDeviceDqnEngine(
   cfg: Config,
   market: Market,
@@ -116,15 +135,43 @@ export function createDeviceDqnEngine(
     throw new Error(
       `train.precision tf32 runs on CUDA tensor cores only, this run's backend is ${backend.kind}: use train.precision exact, or --backend cuda`,
     );
-  const collector = new DqnDeviceCollector({
-    backend,
-    market,
-    split: train,
-    cfg,
-    algo,
-    curiosity: curiosityOn,
-    ...(trainCollectPrecision(algo, precision) === 'tf32' ? { constants: { TF32: 1 } } : {}),
-  });
+  const validatedHead = { head, atoms: q.atoms, actTaus: q.iqnActTau, iqnEmbed: q.iqnEmbed };
+  const caps = capsOf(backend);
+  const validateSpec =
+    validateDqnUnsupported(validatedHead, caps) === null ? validateDqnSpecFor(validatedHead, caps) : null;
+  // On CUDA also the GPU must hold the cluster (a 16-CTA cluster is a non-portable size).
+  const validateOnDevice =
+    validateSpec !== null &&
+    ((backend as Partial<ClusterOccupancy>).maxActiveClusters?.(validateSpec) ?? 1) > 0;
+  const validatesBeside = validateOnDevice && typeof backend.runBeside === 'function';
+  const collectorFor = (tileEpisodes?: number) =>
+    new DqnDeviceCollector({
+      backend,
+      market,
+      split: train,
+      cfg,
+      algo,
+      curiosity: curiosityOn,
+      ...(tileEpisodes === undefined ? {} : { tile: { tileEpisodes } }),
+      ...(trainCollectPrecision(algo, precision) === 'tf32' ? { constants: { TF32: 1 } } : {}),
+    });
+  let collector = collectorFor();
+  // The validation runs beside the next collection (src/train/dqn.ts): the tiled collector's blocks
+  // keep an SM each beside the validation cluster's CTAs.
+  const wider =
+    validatesBeside && validateSpec?.cluster && collector.options.variant === 'tiled'
+      ? besideTile(
+          episodes,
+          collector.options.tileEpisodes,
+          caps.limits.smCount,
+          validateSpec.cluster.reduce((a, b) => a * b, 1),
+          ALGO_TILES[algo].staticEpisodes,
+        )
+      : undefined;
+  if (wider !== undefined) {
+    collector.destroy();
+    collector = collectorFor(wider);
+  }
   const owned: { destroy(): void }[] = [collector];
   let learner!: DeviceDqnLearner;
   let replay!: DeviceReplay;
@@ -192,13 +239,6 @@ export function createDeviceDqnEngine(
     }
     return v;
   };
-  const validatedHead = { head, atoms: q.atoms, actTaus: q.iqnActTau, iqnEmbed: q.iqnEmbed };
-  const caps = capsOf(backend);
-  // On CUDA also the GPU must hold the cluster (a 16-CTA cluster is a non-portable size).
-  const validateOnDevice =
-    validateDqnUnsupported(validatedHead, caps) === null &&
-    ((backend as Partial<ClusterOccupancy>).maxActiveClusters?.(validateDqnSpecFor(validatedHead, caps)) ??
-      1) > 0;
   syncActing();
   syncCuriosity();
   // The train epoch recorded once per key when the ring is full (graphs.ts): a CUDA graph, or on
@@ -308,7 +348,7 @@ export function createDeviceDqnEngine(
     ...(validateOnDevice
       ? { validate: (split: SplitRange, barsPerYear: number) => validator(split).run(barsPerYear) }
       : {}),
-    validatesBeside: validateOnDevice && typeof backend.runBeside === 'function',
+    validatesBeside,
 
     params,
 

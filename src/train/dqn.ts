@@ -13,8 +13,8 @@
  *                 validation score (src/eval/verdict.ts) beats every earlier epoch's
  *   6. log        one JSON line to <outDir>/log.jsonl
  * Where the engine validates beside later work (DqnEngine.validatesBeside: CUDA), epoch e's
- * validation starts after epoch e + 1's collection and runs beside its train phase; epoch e ends
- * (5, 6) after that train phase, from a snapshot taken before the collection (so only where one is
+ * validation starts before epoch e + 1's collection and runs beside it and its train phase; epoch e
+ * ends (5, 6) after that train phase, from a snapshot taken before the collection (so only where one is
  * taken every epoch anyway: train.checkpointEvery 1, or dqn.checkpointReplay false). The results
  * are the same either way.
  * After the last epoch, best/ is evaluated once on the test split and a summary line ends the log.
@@ -71,7 +71,7 @@ export async function trainDqn(run: DqnRun): Promise<{ records: EpochRecord[]; s
   };
 
   // With the engine's validation beside later work (a CUDA stream), epoch e's validation starts
-  // after epoch e + 1's collection and runs beside its train phase; the epoch ends (checkpoints,
+  // before epoch e + 1's collection and runs beside it and its train phase; the epoch ends (checkpoints,
   // log) after that train phase. Its snapshot is taken before the next collection, so this needs
   // one every epoch anyway: last/ every epoch, or a checkpoint without the replay.
   const overlap = validationOverlaps(cfg, engine) && cfg.train.epochs > run.firstEpoch;
@@ -93,15 +93,21 @@ export async function trainDqn(run: DqnRun): Promise<{ records: EpochRecord[]; s
       }
     };
 
+    // The previous epoch's validation starts first and runs beside this epoch's collection and
+    // train phase; that epoch is written before anything of this one is checked (its own error,
+    // a stop, comes first).
+    tail.start();
     await run.onPhase?.(epoch, 'collect');
     let t0 = performance.now();
     const epsilon = epsilonAt(cfg.dqn, round);
-    const rollout = await engine.collect(round, epsilon);
+    let rollout: Awaited<ReturnType<DqnEngine['collect']>>;
+    try {
+      rollout = await engine.collect(round, epsilon);
+    } catch (err) {
+      await tail.settle();
+      throw err;
+    }
     const collectMs = performance.now() - t0;
-
-    // The previous epoch's validation runs beside this epoch's train phase; that epoch is
-    // written before anything of this one is checked (its own error, a stop, comes first).
-    tail.start();
     if (!Object.values(rollout.reward).every(Number.isFinite)) {
       await tail.settle();
       finite('the mean reward', rollout.reward);

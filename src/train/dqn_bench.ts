@@ -35,6 +35,10 @@ import { validationOverlaps } from './dqn.js';
 import { EpochTail } from './epoch_end.js';
 import { type StepKernelTime, timeEachLaunch } from './ppo_bench.js';
 
+const EXP_BESIDE =
+  (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env
+    .FOXHUNT_EXP_BESIDE === '1';
+
 export interface BenchDqnResult {
   algo: string;
   episodes: number;
@@ -122,6 +126,7 @@ export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult>
     for (let r = 1 - warmups; r <= o.repeats; r++, round++) {
       const start = performance.now();
       let t0 = start;
+      if (EXP_BESIDE) tail.start();
       await engine.collect(round, epsilonAt(q, r));
       const collect = performance.now() - t0;
       // As training: the previous epoch's validation beside this train phase.

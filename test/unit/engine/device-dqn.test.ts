@@ -16,7 +16,7 @@ import { type Backend, BackendUnavailableError, type Dispatch } from '../../../s
 import { type Config, loadConfig } from '../../../src/config.js';
 import { trainCollectPrecision } from '../../../src/device/collect.js';
 import { createCpuDqnEngine } from '../../../src/engine/cpu_dqn.js';
-import { createDeviceDqnEngine } from '../../../src/engine/device_dqn.js';
+import { besideTile, createDeviceDqnEngine } from '../../../src/engine/device_dqn.js';
 import type { DqnEngine } from '../../../src/engine/dqn_engine.js';
 import { benchDqnTrain, targetPhases } from '../../../src/train/dqn_bench.js';
 import { prepareData } from '../../../src/train/run.js';
@@ -488,5 +488,19 @@ describe('bench train --algo dqn|c51', () => {
     ).rejects.toThrow(
       /^bench train: epoch 1 took 0 train steps, not 300 \(the replay holds 16 rows, a batch is 32\)/,
     );
+  });
+});
+
+describe('besideTile', () => {
+  it('doubles the tiled collector until its blocks and the validation cluster fit the SMs', () => {
+    // C51 at N = 128 on 132 SMs beside a 16-CTA cluster: 128 one-episode blocks do not fit 116 SMs.
+    expect(besideTile(128, 1, 132, 16, 32)).toBe(2);
+    expect(besideTile(1024, 8, 132, 16, 32)).toBe(16);
+    // Already fitting, no SM count, the largest tile reached, no SM left: unchanged.
+    expect(besideTile(64, 1, 132, 16, 32)).toBeUndefined();
+    expect(besideTile(128, 1, undefined, 16, 32)).toBeUndefined();
+    expect(besideTile(65536, 32, 132, 16, 32)).toBeUndefined();
+    expect(besideTile(128, 1, 16, 16, 32)).toBeUndefined();
+    expect(besideTile(128, 1, 20, 16, 4)).toBe(4);
   });
 });

@@ -240,7 +240,8 @@ describe('DQN-family training on the CPU', () => {
       };
     const run = async (name: string, beside: boolean, over: Record<string, string>, signal?: AbortSignal) => {
       events.length = 0;
-      const onEpoch = () => {
+      const onEpoch = (record: { epoch: number }) => {
+        events.push(`end ${record.epoch}`);
         if (signal) stop.abort();
       };
       const result = await train(
@@ -274,24 +275,31 @@ describe('DQN-family training on the CPU', () => {
       'collect 1',
       'train 1',
       'validate after collect 1, train 1',
+      'end 1',
       'collect 2',
       'train 2',
       'validate after collect 2, train 2',
+      'end 2',
       'collect 3',
       'train 3',
       'validate after collect 3, train 3',
+      'end 3',
     ]);
-    // Epoch e's validation waits for the next collection and overlaps the next train phase.
+    // Epoch e's validation starts before the next collection and overlaps it and the next train
+    // phase; epoch e ends (log, checkpoints) after that train phase.
     expect(beside.events).toEqual([
       'collect 1',
       'train 1',
+      'validate after collect 1, train 1',
       'collect 2',
-      'validate after collect 2, train 1',
       'train 2',
+      'end 1',
+      'validate after collect 2, train 2',
       'collect 3',
-      'validate after collect 3, train 2',
       'train 3',
+      'end 2',
       'validate after collect 3, train 3',
+      'end 3',
     ]);
     const logA = (await readLog(storage, inOrder.outDir)).map(deterministic);
     expect(logA).toHaveLength(3);
