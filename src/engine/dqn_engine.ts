@@ -58,7 +58,7 @@ export interface DqnEngine {
   validate?(split: SplitRange, barsPerYear: number): Promise<BacktestResult>;
   /**
    * `validate` runs beside later work (Backend.runBeside, a second CUDA stream): the loop starts
-   * epoch e's validation after epoch e + 1's collection, beside its train phase.
+   * epoch e's validation before epoch e + 1's collection, beside it and its train phase.
    */
   readonly validatesBeside?: boolean;
   params(): Promise<DqnParams>;

@@ -209,7 +209,7 @@ export async function trainDqn(run: DqnRun): Promise<{ records: EpochRecord[]; s
 }
 
 /**
- * Whether the loop runs epoch e's validation beside epoch e + 1's train phase: the engine's
+ * Whether the loop runs epoch e's validation beside epoch e + 1's collection and train phase: the engine's
  * validation runs beside later work, and a snapshot is taken every epoch anyway (last/ every epoch,
  * or checkpoints without the replay), since the epoch ends after the next collection changed it.
  */

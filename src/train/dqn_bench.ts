@@ -13,9 +13,9 @@
  *             greedy policy backtested on the validation split (on a device: validate_dqn, one
  *             launch; on cpu: the host backtest)
  *   epoch     the wall time of one epoch. Where training runs epoch e's validation beside epoch
- *             e + 1's train phase (src/train/dqn.ts validationOverlaps: CUDA), so does the bench,
- *             and an epoch is collect + max(train, the previous epoch's validation) + the params
- *             read; elsewhere the sum of the three phases
+ *             e + 1's collection and train phase (src/train/dqn.ts validationOverlaps: CUDA), so
+ *             does the bench, and an epoch is max(collect + train, the previous epoch's
+ *             validation) + the params read; elsewhere the sum of the three phases
  * On a device the bench measures training's steady state: collections first fill the replay ring
  * (dqn.replayCapacity rows), then one warm-up epoch runs per target-copy phase (the first step
  * modulo dqn.targetEvery picks the epoch's recorded sequence, src/device/graphs.ts: a CUDA graph,
@@ -35,10 +35,6 @@ import { validationOverlaps } from './dqn.js';
 import { EpochTail } from './epoch_end.js';
 import { type StepKernelTime, timeEachLaunch } from './ppo_bench.js';
 
-const EXP_BESIDE =
-  (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env
-    .FOXHUNT_EXP_BESIDE === '1';
-
 export interface BenchDqnResult {
   algo: string;
   episodes: number;
@@ -47,10 +43,10 @@ export interface BenchDqnResult {
   trainSteps: number;
   /**
    * Mean wall milliseconds per epoch phase over the measured repeats; epochMs is the epoch's wall
-   * time (less than the sum where validation overlaps the next train phase).
+   * time (less than the sum where validation overlaps the next collection and train phase).
    */
   times: { collectMs: number; trainMs: number; validateMs: number; epochMs: number };
-  /** Epoch e's validation ran beside epoch e + 1's train phase, as training runs it. */
+  /** Epoch e's validation ran beside epoch e + 1's collection and train phase, as training runs it. */
   overlapped: boolean;
   /** Mean wall milliseconds of one train step (trainMs / trainSteps). */
   stepMs: number;
@@ -90,8 +86,8 @@ export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult>
   const layout = duelingLayout(head, q.atoms, q.iqnEmbed);
   const sum = { collect: 0, train: 0, validate: 0, epoch: 0 };
   const device = backend.kind !== 'cpu';
-  // At least one warm-up: with overlap, the first measured epoch's train phase has the warm-up's
-  // validation beside it, as every later one.
+  // At least one warm-up: with overlap, the first measured epoch has the warm-up's validation
+  // beside it, as every later one.
   const warmups = device ? targetPhases(q.targetEvery, q.stepsPerEpoch) : 1;
   const overlapped = validationOverlaps(cfg, engine);
   let round = 0;
@@ -126,11 +122,10 @@ export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult>
     for (let r = 1 - warmups; r <= o.repeats; r++, round++) {
       const start = performance.now();
       let t0 = start;
-      if (EXP_BESIDE) tail.start();
+      // As training: the previous epoch's validation beside this collection and train phase.
+      tail.start();
       await engine.collect(round, epsilonAt(q, r));
       const collect = performance.now() - t0;
-      // As training: the previous epoch's validation beside this train phase.
-      tail.start();
       t0 = performance.now();
       const trained = await engine.train(r);
       const train = performance.now() - t0;
@@ -152,7 +147,7 @@ export async function benchDqnTrain(o: BenchDqnOptions): Promise<BenchDqnResult>
       const what = r <= 0 ? 'warm-up' : `epoch ${r}`;
       o.onProgress?.(
         `${what}: collect ${collect.toFixed(1)} ms, train ${train.toFixed(1)} ms, validate ${validate.toFixed(1)} ms` +
-          `${overlapped ? " (the previous epoch's, beside the train phase)" : ''}, epoch ${epoch.toFixed(1)} ms`,
+          `${overlapped ? " (the previous epoch's, beside the collection and train phase)" : ''}, epoch ${epoch.toFixed(1)} ms`,
       );
       if (r <= 0) continue;
       sum.collect += collect;

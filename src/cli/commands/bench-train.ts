@@ -273,7 +273,7 @@ async function dqnBench(
   for (const line of dqnTable(results)) console.log(`  ${line}`);
   if (results.some((r) => r.overlapped))
     console.log(
-      "  epoch ms: each epoch's validation ran beside the next epoch's train phase, as train runs it (epoch < collect + train + validate)",
+      "  epoch ms: each epoch's validation ran beside the next epoch's collection and train phase, as train runs it (epoch < collect + train + validate)",
     );
   for (const r of results) {
     if (r.stepKernels.length === 0) continue;
