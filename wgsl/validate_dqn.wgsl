@@ -2,10 +2,11 @@
 // one launch of one workgroup (descriptor, bindings and uniforms: src/kernels/validate_dqn.ts).
 // One episode from splitStart, `steps` decisions. First the workgroup copies the online net's
 // weights (nets at u.netBase) transposed into out_f past the trace (transpose_net); then per step
-// the 256 invocations run the net one output each: the trunk, both streams' hidden layers and
-// their output layers (f32 sum bias first then inputs in order, LeakyReLU, as
-// src/nets/forward.ts; C51's 2,346 outputs in ten rounds; the plain and IQN heads' 46 outputs in
-// OUT_PARTS parts of their inputs, one invocation each, added in order), the mean of the
+// the WG_X (256 or 1024) invocations run the net: the trunk's and both streams' hidden layers
+// (256 outputs a layer) in TRUNK_PARTS = WG_X / 256 parts of their inputs, one invocation each,
+// added in order, and their output layers (f32 sum bias first then inputs in order, LeakyReLU, as
+// src/nets/forward.ts; C51's 2,346 outputs one an invocation in rounds; the plain and IQN heads'
+// 46 outputs in OUT_PARTS parts of their inputs, one invocation each, added in order), the mean of the
 // advantages over actions per atom, then per action Q (plain: (V + A) - mean; C51: the softmax
 // over atoms of (V + A) - mean and its expectation over the support; IQN (HEAD 2): per act tau
 // t < IQN_TAUS the trunk times relu(tau_embed(cosines of tau_t)) through the streams and the
@@ -14,8 +15,8 @@
 // quadrature tau_t = f32((t + 0.5) / K) (eval/policies.ts dqnGreedyPolicy), rounded exactly here,
 // and their IQN_TAUS x IQN_EMBED cosine features (iqn_cos.wgsl) fill workgroup memory once.
 //
-// Numerics: f32 in the reference's order except the output layers' parts (plain, IQN: a sum of
-// partial sums); the compiler may fuse multiply-adds, WGSL's division
+// Numerics: f32 in the reference's order except the parts (the hidden layers' with TRUNK_PARTS > 1,
+// the plain and IQN output layers': a sum of partial sums); the compiler may fuse multiply-adds, WGSL's division
 // and exp are a few ulp loose, the Cephes cos within about 1e-7, so a Q value can differ in its
 // last bits and an action only where two Q values tie that closely.
 //!include validate_env.wgsl
@@ -55,15 +56,18 @@ const COS_LEN = IQN_TAUS * IQN_EMBED;
 // parts while those run), the streams' hidden layers at HID (value, then advantage at HID +
 // V0_OUT); V [ATOMS] then A [45 * ATOMS] (action-major), the mean of A over actions per atom, Q,
 // IQN's cosine features (tau-major).
+// With TRUNK_PARTS > 1, heads (HEADS_LEN >= WG_X floats) also holds the hidden layers' parts,
+// part p of output j at j + 256 p, while no head output is live.
 const HID = 256u;
 var<workgroup> act: array<f32, 512>;
-var<workgroup> heads: array<f32, HEAD_OUT>;
+var<workgroup> heads: array<f32, HEADS_LEN>;
 var<workgroup> mean_a: array<f32, ATOMS>;
 var<workgroup> q: array<f32, 48>;
 var<workgroup> cos_tau: array<f32, COS_LEN>;
 const_assert IQN_TAUS >= 1 && IQN_TAUS <= 128 && IQN_EMBED >= 1;
 const_assert OUT_PARTS >= 1 && (OUT_PARTS == 1 || OUT_PARTS * HEAD_OUT <= WG_X);
 const_assert S0_OUT <= WG_X && S1_OUT <= WG_X && V0_OUT + A0_OUT <= WG_X && STATE_DIM <= 256;
+const_assert WG_X == 256 * TRUNK_PARTS && HEADS_LEN >= HEAD_OUT && (TRUNK_PARTS == 1 || HEADS_LEN >= WG_X);
 const_assert S0_OUT <= 256 && S1_OUT <= 256 && V0_OUT + A0_OUT <= 256 && NUM_ACTIONS <= 48;
 const_assert S0_IN == STATE_DIM && V0_IN == S1_OUT && A0_IN == S1_OUT && V1_IN == V0_OUT && A1_IN == A0_OUT;
 const_assert NET_Q_VALUE_STREAM_1_OUT == ATOMS && HEAD_OUT == ATOMS + A1_OUT && A1_OUT == NUM_ACTIONS * ATOMS && MARKET_FEATURES <= WG_X;
@@ -279,6 +283,50 @@ fn dense(w: u32, b: u32, n_in: u32, n_out: u32, j: u32, x_off: u32) -> f32 {
   return dense_range(w, n_out, j, x_off, 0u, n_in, nets[u.netBase + b + j]);
 }
 
+// Part p < TRUNK_PARTS of output j of a hidden layer over act[x_off ..]: its inputs [p c, p c + c),
+// c = ceil(n_in / TRUNK_PARTS), part 0 from the bias.
+fn dense_part(w: u32, b: u32, n_in: u32, n_out: u32, j: u32, p: u32, x_off: u32) -> f32 {
+  let c = (n_in + TRUNK_PARTS - 1u) / TRUNK_PARTS;
+  let k0 = min(p * c, n_in);
+  let acc0 = select(0.0, nets[u.netBase + b + j], p == 0u);
+  return dense_range(w, n_out, j, x_off, k0, min(k0 + c, n_in), acc0);
+}
+
+// The sum in order of the TRUNK_PARTS parts of output j in heads.
+fn parts_sum(j: u32) -> f32 {
+  var s = heads[j];
+  for (var p = 1u; p < TRUNK_PARTS; p++) {
+    s = s + heads[p * 256u + j];
+  }
+  return s;
+}
+
+// A trunk layer over act[0 .. n_in) into act[0 .. n_out) (LeakyReLU); returns output lid to the
+// invocations lid < n_out (0 to the rest).
+fn trunk_layer(w: u32, b: u32, n_in: u32, n_out: u32, lid: u32) -> f32 {
+  var y = 0.0;
+  if (TRUNK_PARTS == 1u) {
+    if (lid < n_out) {
+      y = leaky(dense(w, b, n_in, n_out, lid, 0u));
+    }
+    workgroupBarrier();
+  } else {
+    let j = lid % 256u;
+    if (j < n_out) {
+      heads[lid] = dense_part(w, b, n_in, n_out, j, lid / 256u, 0u);
+    }
+    workgroupBarrier();
+    if (lid < n_out) {
+      y = leaky(parts_sum(lid));
+    }
+  }
+  if (lid < n_out) {
+    act[lid] = y;
+  }
+  workgroupBarrier();
+  return y;
+}
+
 // Part p of output t of the streams' output layers (value_stream.1 for t < ATOMS, then
 // advantage_stream.1): its inputs [p c, p c + c), c = ceil(n_in / OUT_PARTS), part 0 from the bias.
 // The value and advantage outputs take the same path (no divergence within a warp).
@@ -382,10 +430,24 @@ fn tau_embed(t: u32, j: u32) -> f32 {
 // barrier above), and output t is then part 0 + part 1 + ... in order; C51's 2,346 outputs take
 // one invocation each, in rounds.
 fn streams(lid: u32) {
-  if (lid < V0_OUT) {
-    act[HID + lid] = leaky(dense(V0_W, V0_B, V0_IN, V0_OUT, lid, 0u));
-  } else if (lid < V0_OUT + A0_OUT) {
-    act[HID + lid] = leaky(dense(A0_W, A0_B, A0_IN, A0_OUT, lid - V0_OUT, 0u));
+  if (TRUNK_PARTS == 1u) {
+    if (lid < V0_OUT) {
+      act[HID + lid] = leaky(dense(V0_W, V0_B, V0_IN, V0_OUT, lid, 0u));
+    } else if (lid < V0_OUT + A0_OUT) {
+      act[HID + lid] = leaky(dense(A0_W, A0_B, A0_IN, A0_OUT, lid - V0_OUT, 0u));
+    }
+  } else {
+    let j = lid % 256u;
+    let p = lid / 256u;
+    if (j < V0_OUT) {
+      heads[lid] = dense_part(V0_W, V0_B, V0_IN, V0_OUT, j, p, 0u);
+    } else if (j < V0_OUT + A0_OUT) {
+      heads[lid] = dense_part(A0_W, A0_B, A0_IN, A0_OUT, j - V0_OUT, p, 0u);
+    }
+    workgroupBarrier();
+    if (lid < V0_OUT + A0_OUT) {
+      act[HID + lid] = leaky(parts_sum(lid));
+    }
   }
   workgroupBarrier();
   if (OUT_PARTS == 1u) {
@@ -448,23 +510,8 @@ fn validate_dqn(@builtin(local_invocation_index) lid: u32) {
       act[lid] = features[u32(bar) * MARKET_FEATURES + lid];
     }
     workgroupBarrier();
-    var y = 0.0;
-    if (lid < S0_OUT) {
-      y = leaky(dense(S0_W, S0_B, S0_IN, S0_OUT, lid, 0u));
-    }
-    workgroupBarrier();
-    if (lid < S0_OUT) {
-      act[lid] = y;
-    }
-    workgroupBarrier();
-    if (lid < S1_OUT) {
-      y = leaky(dense(S1_W, S1_B, S1_IN, S1_OUT, lid, 0u));
-    }
-    workgroupBarrier();
-    if (lid < S1_OUT) {
-      act[lid] = y;
-    }
-    workgroupBarrier();
+    trunk_layer(S0_W, S0_B, S0_IN, S0_OUT, lid);
+    let y = trunk_layer(S1_W, S1_B, S1_IN, S1_OUT, lid);
     if (HEAD == HEAD_IQN) {
       // y holds trunk[lid]; act takes h = trunk * phi per tau (its readers passed the barriers).
       var qsum = 0.0;

@@ -49,6 +49,8 @@ export interface BackendCaps {
     maxStorageBufferBindingSize?: number;
     /** Invocations per workgroup, where stated (WebGPU). */
     invocationsPerWorkgroup?: number;
+    /** A workgroup's largest x size, where stated (WebGPU). */
+    workgroupSizeX?: number;
     /** Streaming multiprocessors, where stated (CUDA). */
     smCount?: number;
   };
@@ -86,6 +88,7 @@ export function capsOf(backend: Pick<Backend, 'kind'> & { info?: Backend['info']
       sharedOptinBytes: num(limits.maxSharedPerBlockOptin),
       maxStorageBufferBindingSize: num(limits.maxStorageBufferBindingSize),
       invocationsPerWorkgroup: num(limits.maxComputeInvocationsPerWorkgroup),
+      workgroupSizeX: num(limits.maxComputeWorkgroupSizeX),
       smCount: num(limits.smCount),
     },
   };

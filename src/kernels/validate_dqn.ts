@@ -1,10 +1,12 @@
 /**
  * validate_dqn: the validation backtest (src/eval/backtest.ts) of a DQN-family greedy policy as
  * one launch (the DQN twin of validate_policy.ts: same bindings, episode, outputs and trace). One
- * workgroup of 256 threads runs the dueling net of `duelingLayout` (src/nets/layout.ts) per step:
- * the trunk 54 -> 256 -> 256 and both streams' hidden layers one output per thread, the streams'
- * output layers one output per thread in rounds (C51), or, for the plain and IQN heads' 46 outputs,
- * in OUT_PARTS parts of their inputs a thread, added in order (validateOutputParts), then
+ * workgroup runs the dueling net of `duelingLayout` (src/nets/layout.ts) per step: of 256 threads
+ * (what WebGPU guarantees), or 1024 where the device allows them (validateDqnThreads). The trunk
+ * 54 -> 256 -> 256 and both streams' hidden layers one output per 256 threads, each output's inputs
+ * in TRUNK_PARTS = threads / 256 parts added in order; the streams' output layers one output per
+ * thread in rounds (C51), or, for the plain and IQN heads' 46 outputs, in OUT_PARTS parts of their
+ * inputs a thread, added in order (validateOutputParts), then
  *   plain  Q = V + A - mean A, first argmax (forward.ts forwardDueling's f32 order);
  *   c51    per action the softmax over atoms of V + A - mean_a A, Q = expectation over the
  *          support vMin .. vMax, first argmax (forwardC51's order);
@@ -55,6 +57,14 @@ import { VALIDATE_OUTPUT, validateReference, validateSteps } from './validate_po
 
 /** Threads of the workgroup: one per output of the trunk's layers (256). */
 export const VALIDATE_DQN_THREADS = 256;
+/**
+ * Threads of the wide build, where the device allows them (maxComputeInvocationsPerWorkgroup and
+ * maxComputeWorkgroupSizeX, above WebGPU's guaranteed 256): each hidden output's inputs in four
+ * parts on otherwise idle invocations, and C51's output layer in three rounds instead of ten.
+ */
+export const VALIDATE_DQN_WIDE_THREADS = 1024;
+/** Floats of the layer input and the streams' hidden layers (the kernels' `act`). */
+const ACT_FLOATS = 2 * VALIDATE_DQN_THREADS;
 
 /** Workgroup memory WebGPU guarantees (maxComputeWorkgroupStorageSize), which the plan must fit. */
 const WORKGROUP_BYTES = 16384;
@@ -109,29 +119,57 @@ function headSizes(o: ValidateDqnHead): { atoms: number; taus: number; embed: nu
  * the 128 inputs; C51: 1). The parts run side by side on otherwise idle invocations and are added
  * in order: the output layers were a third of a plain-head bar with one invocation an output.
  */
-export function validateOutputParts(headOut: number): number {
-  return Math.max(1, Math.min(8, Math.floor(VALIDATE_DQN_THREADS / headOut)));
+export function validateOutputParts(headOut: number, threads = VALIDATE_DQN_THREADS): number {
+  const fit = Math.min(Math.floor(threads / headOut), Math.floor(ACT_FLOATS / headOut));
+  return Math.max(1, Math.min(8, fit));
 }
 
 /**
- * Floats of the kernels' workgroup plan: layer input (the output layers' parts while those run),
- * streams' hidden, V and A, mean over actions, Q, the IQN cosine features (taus x embed).
+ * Floats of the kernels' workgroup plan at `threads`: layer input (the output layers' parts while
+ * those run), streams' hidden, V and A (at least `threads` floats in the wide build: the hidden
+ * layers' parts), mean over actions, Q, the IQN cosine features (taus x embed).
  */
-function planFloats(atoms: number, cosines: number): number {
-  return 2 * VALIDATE_DQN_THREADS + atoms * (NUM_ACTIONS + 1) + atoms + 48 + cosines;
+function planFloats(atoms: number, cosines: number, threads = VALIDATE_DQN_THREADS): number {
+  return ACT_FLOATS + headsFloats(atoms, threads) + atoms + 48 + cosines;
 }
 
-/** What decides validate_dqn's build: the backend kind and whether it has thread-block clusters. */
+/** Floats of the kernels' `heads`: V and A, and in the wide build the hidden layers' parts. */
+function headsFloats(atoms: number, threads: number): number {
+  const headOut = atoms * (NUM_ACTIONS + 1);
+  return threads > VALIDATE_DQN_THREADS ? Math.max(headOut, threads) : headOut;
+}
+
+/**
+ * What decides validate_dqn's build: the backend kind, whether it has thread-block clusters, and
+ * (WebGPU) how many invocations a workgroup may have.
+ */
 export type ValidateDqnTarget = Pick<BackendCaps, 'kind'> & {
   features: Pick<BackendCaps['features'], 'clusters'>;
+  limits?: Pick<BackendCaps['limits'], 'invocationsPerWorkgroup' | 'workgroupSizeX'>;
 };
+
+/**
+ * The WGSL build's threads on `target`: the wide build where the device allows 1024 invocations
+ * and its plan fits the 16 KiB every build is held to, else 256 (validateDqnUnsupported's limits
+ * are the 256 build's, so a head validates on the device wherever it did).
+ */
+export function validateDqnThreads(o: ValidateDqnHead, target?: ValidateDqnTarget): number {
+  const W = VALIDATE_DQN_WIDE_THREADS;
+  const lim = target?.limits;
+  if (!lim || (lim.invocationsPerWorkgroup ?? 0) < W || (lim.workgroupSizeX ?? 0) < W)
+    return VALIDATE_DQN_THREADS;
+  const { atoms, taus, embed } = headSizes(o);
+  return 4 * planFloats(atoms, taus * embed, W) + 16 <= WORKGROUP_BYTES ? W : VALIDATE_DQN_THREADS;
+}
 
 /**
  * validate_dqn's build for a backend: on CUDA the cluster kernel (validateDqnClusterSpec), elsewhere
  * the one-workgroup kernel (WGSL, and the CPU reference).
  */
 export function validateDqnSpecFor(o: ValidateDqnHead, target: ValidateDqnTarget): KernelSpec {
-  return target.kind === 'cuda' ? validateDqnClusterSpec(o) : validateDqnSpec(o);
+  return target.kind === 'cuda'
+    ? validateDqnClusterSpec(o)
+    : validateDqnSpec(o, validateDqnThreads(o, target));
 }
 
 /**
@@ -168,14 +206,28 @@ export function validateDqnUnsupported(o: ValidateDqnHead, target?: ValidateDqnT
   return null;
 }
 
-export function validateDqnSpec(o: ValidateDqnHead = { head: 'plain', atoms: 51 }): KernelSpec {
+/** The WGSL build at `threads` (256, or 1024 where validateDqnThreads allows it). */
+export function validateDqnSpec(
+  o: ValidateDqnHead = { head: 'plain', atoms: 51 },
+  threads = VALIDATE_DQN_THREADS,
+): KernelSpec {
   const why = validateDqnUnsupported(o);
   if (why) throw new Error(why);
-  return dqnValidateSpec(o);
+  if (threads !== VALIDATE_DQN_THREADS && threads !== VALIDATE_DQN_WIDE_THREADS)
+    throw new Error(
+      `validate_dqn: ${threads} threads; the builds have ${VALIDATE_DQN_THREADS} or ${VALIDATE_DQN_WIDE_THREADS}`,
+    );
+  const { atoms, taus, embed } = headSizes(o);
+  const bytes = 4 * planFloats(atoms, taus * embed, threads) + 16;
+  if (bytes > WORKGROUP_BYTES)
+    throw new Error(
+      `validate_dqn: the ${threads}-thread build of this head needs ${bytes} bytes of workgroup memory (> ${WORKGROUP_BYTES})`,
+    );
+  return dqnValidateSpec(o, threads);
 }
 
 /** The spec of either build, its limits checked by the caller. */
-function dqnValidateSpec(o: ValidateDqnHead): KernelSpec {
+function dqnValidateSpec(o: ValidateDqnHead, threads = VALIDATE_DQN_THREADS): KernelSpec {
   const { atoms, taus, embed } = headSizes(o);
   const layout = duelingLayout(o.head, atoms, embed);
   const W = VALIDATE_DQN_THREADS;
@@ -192,7 +244,7 @@ function dqnValidateSpec(o: ValidateDqnHead): KernelSpec {
     name: 'validate_dqn',
     bindings: COLLECT_BINDINGS,
     uniforms: [...VALIDATE_DQN_UNIFORMS],
-    workgroupSize: [W, 1, 1],
+    workgroupSize: [threads, 1, 1],
     constants: {
       ENGINE: 0,
       ...commonConstants(),
@@ -207,7 +259,9 @@ function dqnValidateSpec(o: ValidateDqnHead): KernelSpec {
       IQN_TAUS: taus,
       IQN_EMBED: embed,
       HEAD_OUT: atoms * (NUM_ACTIONS + 1),
-      OUT_PARTS: validateOutputParts(atoms * (NUM_ACTIONS + 1)),
+      HEADS_LEN: headsFloats(atoms, threads),
+      TRUNK_PARTS: threads / W,
+      OUT_PARTS: validateOutputParts(atoms * (NUM_ACTIONS + 1), threads),
     },
   };
 }

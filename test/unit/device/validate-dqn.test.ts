@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { capsOf } from '../../../src/backend/caps.js';
 import { createCpuBackend } from '../../../src/backend/cpu/index.js';
 import type { Backend } from '../../../src/backend/types.js';
 import { cloneDefaults } from '../../../src/config.js';
@@ -15,6 +16,7 @@ import {
   validateDqnKernel,
   validateDqnSpec,
   validateDqnSpecFor,
+  validateDqnThreads,
   validateDqnUniforms,
   validateDqnUnsupported,
 } from '../../../src/kernels/validate_dqn.js';
@@ -299,6 +301,36 @@ describe('validate_dqn on the CPU backend', () => {
     expect(validateDqnKernel.spec.name).toBe('validate_dqn');
   });
 
+  it('takes 1024 threads where the device allows them and the plan fits 16 KiB, else 256', () => {
+    const gpu = (invocations: number, x = invocations) => ({
+      kind: 'webgpu' as const,
+      features: { clusters: false },
+      limits: { invocationsPerWorkgroup: invocations, workgroupSizeX: x },
+    });
+    const iqn = { head: 'iqn' as const, atoms: 51, actTaus: 32, iqnEmbed: 64 };
+    for (const head of [{ head: 'plain' as const, atoms: 1 }, { head: 'c51' as const, atoms: 51 }, iqn]) {
+      expect(validateDqnThreads(head, gpu(1024)), head.head).toBe(1024);
+      expect(validateDqnThreads(head, gpu(256)), head.head).toBe(256);
+      expect(validateDqnThreads(head, gpu(1024, 256)), head.head).toBe(256);
+      expect(validateDqnThreads(head), head.head).toBe(256);
+      const spec = validateDqnSpecFor(head, gpu(1024));
+      expect(spec.workgroupSize).toEqual([1024, 1, 1]);
+      expect(spec.constants?.TRUNK_PARTS).toBe(4);
+      expect(spec.constants?.HEADS_LEN).toBeGreaterThanOrEqual(1024);
+      expect(validateDqnSpecFor(head, gpu(256)).constants?.TRUNK_PARTS).toBe(1);
+    }
+    // The wide build's parts need 1024 floats of `heads`: past 16 KiB these heads keep 256 threads
+    // (and still validate on the device).
+    expect(validateDqnThreads({ head: 'c51', atoms: 75 }, gpu(1024))).toBe(1024);
+    expect(validateDqnThreads({ ...iqn, actTaus: 54 }, gpu(1024))).toBe(256);
+    expect(validateDqnThreads({ ...iqn, actTaus: 40 }, gpu(1024))).toBe(256);
+    expect(validateDqnThreads({ ...iqn, actTaus: 38 }, gpu(1024))).toBe(1024);
+    expect(() => validateDqnSpec({ ...iqn, actTaus: 54 }, 1024)).toThrow(
+      /1024-thread build .* workgroup memory/,
+    );
+    expect(() => validateDqnSpec(iqn, 512)).toThrow(/256 or 1024/);
+  });
+
   it('runs as one thread-block cluster on CUDA: the fewest CTAs whose shared memory holds the net', () => {
     const sm90 = { kind: 'cuda' as const, features: { clusters: true } };
     const cases = [
@@ -505,6 +537,18 @@ describe('validate_dqn on WebGPU', () => {
     }, 300_000);
   }
 
+  // IQN at 54 act taus (below) also runs the 256-thread build: its plan is past 16 KiB at 1024.
+  it('runs the 256-thread build where the device allows no more (c51, random weights)', async (ctx) => {
+    const backend = webgpu(ctx);
+    const limits = { ...backend.info.limits, maxComputeInvocationsPerWorkgroup: 256 };
+    const narrow = Object.create(backend, { info: { value: { ...backend.info, limits } } }) as Backend;
+    const policy = { head: 'c51' as const, atoms: SUPPORT.atoms };
+    expect(validateDqnThreads(policy, capsOf(backend))).toBe(1024);
+    expect(validateDqnThreads(policy, capsOf(narrow))).toBe(256);
+    const device = await deviceRun(narrow, 'c51', randomNet('c51', 8), 8, market, split, params);
+    expectSameBacktest(device, randomHost('c51', params), 1e-6);
+  }, 300_000);
+
   it('runs C51 at 75 atoms, the most its 16 KiB of workgroup memory holds', async (ctx) => {
     const backend = webgpu(ctx);
     const support = { vMin: -10, vMax: 10, atoms: 75 };
@@ -518,6 +562,9 @@ describe('validate_dqn on WebGPU', () => {
 
   it('runs IQN at 54 act taus x 64 cosine features, the most its 16 KiB of workgroup memory holds', async (ctx) => {
     const backend = webgpu(ctx);
+    expect(validateDqnThreads({ head: 'iqn', atoms: 51, actTaus: 54, iqnEmbed: 64 }, capsOf(backend))).toBe(
+      256,
+    );
     const nets = randomNet('iqn', 4);
     const online = nets.subarray(4, 4 + duelingLayout('iqn').size);
     const device = await deviceRun(backend, 'iqn', nets, 4, market, split, params, SUPPORT, 54);
