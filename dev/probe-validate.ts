@@ -46,7 +46,7 @@ export const VALIDATE_PROBES: Readonly<Record<string, (s: string) => string>> = 
       'let c = (n_in + OUT_PARTS - 1u) / OUT_PARTS;',
       'let c = n_in;',
     ),
-  'no-output-layers': (s) => must(s, 'k0, min(k0 + c, n_in), acc0)', 'k0, k0, acc0)'),
+  'no-output-layers': (s) => must(s, 'adv), k0, min(k0 + c, n_in), acc0)', 'adv), k0, k0, acc0)'),
 };
 
 const usage = `usage: node dist/dev/bench.js probe-validate [--backend webgpu|cuda|cpu] [--bars N] [--repeats R]
