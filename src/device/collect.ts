@@ -350,38 +350,41 @@ export interface DqnWeights {
 }
 
 /** collect_dqn on a backend (plain, C51 or IQN head). */
+/** The collect_dqn build a DqnDeviceCollector of `init` runs: its variant, tile and head. */
+export function dqnCollectorOptions(init: DeviceCollectorInit): CollectDqnOptions {
+  if (init.algo === 'ppo') throw new Error('DqnDeviceCollector: use PpoDeviceCollector for ppo');
+  const head = HEAD_OF[init.algo];
+  const q = init.cfg.dqn;
+  const variant =
+    init.variant ??
+    chooseDqnVariant(init.backend, init.algo, init.cfg.rollout.episodes, tensorCores(init), init.tile);
+  const base = { head, atoms: q.atoms, iqnEmbed: q.iqnEmbed, actTaus: q.iqnActTau, variant };
+  if (variant === 'cluster') return clusterOptions(base, init);
+  const limit = workgroupBytes(init.backend);
+  const shape = chooseTile(
+    init.algo,
+    init.cfg.rollout.episodes,
+    init.backend,
+    q.iqnActTau,
+    variant === 'seed' ? { threads: SEED_THREADS, ...init.tile } : init.tile,
+    (t) => dqnWorkgroupBytes({ ...base, ...t }) <= limit,
+    variant === 'tiled' && tensorCores(init),
+  );
+  return {
+    ...base,
+    ...shape,
+    tileEpisodes: variant === 'seed' ? shape.threads : shape.tileEpisodes,
+  };
+}
+
 export class DqnDeviceCollector extends DeviceCollector {
   readonly head: QHead;
   readonly options: CollectDqnOptions;
 
   constructor(init: DeviceCollectorInit) {
-    if (init.algo === 'ppo') throw new Error('DqnDeviceCollector: use PpoDeviceCollector for ppo');
-    const head = HEAD_OF[init.algo];
-    const q = init.cfg.dqn;
-    const variant =
-      init.variant ??
-      chooseDqnVariant(init.backend, init.algo, init.cfg.rollout.episodes, tensorCores(init), init.tile);
-    const base = { head, atoms: q.atoms, iqnEmbed: q.iqnEmbed, actTaus: q.iqnActTau, variant };
-    const tiled = (): CollectDqnOptions => {
-      const limit = workgroupBytes(init.backend);
-      const shape = chooseTile(
-        init.algo,
-        init.cfg.rollout.episodes,
-        init.backend,
-        q.iqnActTau,
-        variant === 'seed' ? { threads: SEED_THREADS, ...init.tile } : init.tile,
-        (t) => dqnWorkgroupBytes({ ...base, ...t }) <= limit,
-        variant === 'tiled' && tensorCores(init),
-      );
-      return {
-        ...base,
-        ...shape,
-        tileEpisodes: variant === 'seed' ? shape.threads : shape.tileEpisodes,
-      };
-    };
-    const options = variant === 'cluster' ? clusterOptions(base, init) : tiled();
+    const options = dqnCollectorOptions(init);
     super(init, withConstants(collectDqnSpec(options), init.constants), dqnNetsSize(options), DQN_OUTPUT);
-    this.head = head;
+    this.head = options.head;
     this.options = options;
   }
 

@@ -38,7 +38,12 @@ import type { Backend, ClusterOccupancy, DeviceBuffer, Dispatch } from '../backe
 import type { DqnRollout } from '../collect/rollout.js';
 import { type Config, resolvePrecision } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
-import { DqnDeviceCollector, trainCollectPrecision } from '../device/collect.js';
+import {
+  type DeviceCollectorInit,
+  DqnDeviceCollector,
+  dqnCollectorOptions,
+  trainCollectPrecision,
+} from '../device/collect.js';
 import { DeviceDqnLearner } from '../device/dqn.js';
 import { GraphCache } from '../device/graphs.js';
 import { collectorDqnRollout, DeviceReplay } from '../device/replay.js';
@@ -144,34 +149,30 @@ export function createDeviceDqnEngine(
     validateSpec !== null &&
     ((backend as Partial<ClusterOccupancy>).maxActiveClusters?.(validateSpec) ?? 1) > 0;
   const validatesBeside = validateOnDevice && typeof backend.runBeside === 'function';
-  const collectorFor = (tileEpisodes?: number) =>
-    new DqnDeviceCollector({
-      backend,
-      market,
-      split: train,
-      cfg,
-      algo,
-      curiosity: curiosityOn,
-      ...(tileEpisodes === undefined ? {} : { tile: { tileEpisodes } }),
-      ...(trainCollectPrecision(algo, precision) === 'tf32' ? { constants: { TF32: 1 } } : {}),
-    });
-  let collector = collectorFor();
+  const collectorInit = (tileEpisodes?: number): DeviceCollectorInit => ({
+    backend,
+    market,
+    split: train,
+    cfg,
+    algo,
+    curiosity: curiosityOn,
+    ...(tileEpisodes === undefined ? {} : { tile: { tileEpisodes } }),
+    ...(trainCollectPrecision(algo, precision) === 'tf32' ? { constants: { TF32: 1 } } : {}),
+  });
   // The validation runs beside the next collection (src/train/dqn.ts): the tiled collector's blocks
   // keep an SM each beside the validation cluster's CTAs.
+  const chosen = dqnCollectorOptions(collectorInit());
   const wider =
-    validatesBeside && validateSpec?.cluster && collector.options.variant === 'tiled'
+    validatesBeside && validateSpec?.cluster && chosen.variant === 'tiled'
       ? besideTile(
           episodes,
-          collector.options.tileEpisodes,
+          chosen.tileEpisodes,
           caps.limits.smCount,
           validateSpec.cluster.reduce((a, b) => a * b, 1),
           ALGO_TILES[algo].staticEpisodes,
         )
       : undefined;
-  if (wider !== undefined) {
-    collector.destroy();
-    collector = collectorFor(wider);
-  }
+  const collector = new DqnDeviceCollector(collectorInit(wider));
   const owned: { destroy(): void }[] = [collector];
   let learner!: DeviceDqnLearner;
   let replay!: DeviceReplay;
