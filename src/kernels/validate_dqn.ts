@@ -133,6 +133,12 @@ function planFloats(atoms: number, cosines: number, threads = VALIDATE_DQN_THREA
   return ACT_FLOATS + headsFloats(atoms, threads) + atoms + 48 + cosines;
 }
 
+/** Workgroup bytes of the build of `o` at `threads`: its plan and 16 for validate_env.wgsl's flags. */
+function planBytes(o: ValidateDqnHead, threads: number): number {
+  const { atoms, taus, embed } = headSizes(o);
+  return 4 * planFloats(atoms, taus * embed, threads) + 16;
+}
+
 /** Floats of the kernels' `heads`: V and A, and in the wide build the hidden layers' parts. */
 function headsFloats(atoms: number, threads: number): number {
   const headOut = atoms * (NUM_ACTIONS + 1);
@@ -158,8 +164,7 @@ export function validateDqnThreads(o: ValidateDqnHead, target?: ValidateDqnTarge
   const lim = target?.limits;
   if (!lim || (lim.invocationsPerWorkgroup ?? 0) < W || (lim.workgroupSizeX ?? 0) < W)
     return VALIDATE_DQN_THREADS;
-  const { atoms, taus, embed } = headSizes(o);
-  return 4 * planFloats(atoms, taus * embed, W) + 16 <= WORKGROUP_BYTES ? W : VALIDATE_DQN_THREADS;
+  return planBytes(o, W) <= WORKGROUP_BYTES ? W : VALIDATE_DQN_THREADS;
 }
 
 /**
@@ -217,8 +222,7 @@ export function validateDqnSpec(
     throw new Error(
       `validate_dqn: ${threads} threads; the builds have ${VALIDATE_DQN_THREADS} or ${VALIDATE_DQN_WIDE_THREADS}`,
     );
-  const { atoms, taus, embed } = headSizes(o);
-  const bytes = 4 * planFloats(atoms, taus * embed, threads) + 16;
+  const bytes = planBytes(o, threads);
   if (bytes > WORKGROUP_BYTES)
     throw new Error(
       `validate_dqn: the ${threads}-thread build of this head needs ${bytes} bytes of workgroup memory (> ${WORKGROUP_BYTES})`,
