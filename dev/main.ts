@@ -8,9 +8,15 @@
 import { type Command, dispatch } from '../src/cli/main.js';
 import { devBenchCollectCommand } from './bench-collect.js';
 import { devBenchTrainCommand } from './bench-train.js';
+import { devProbeDispatchCommand } from './probe-dispatch.js';
 import { devProbeValidateCommand } from './probe-validate.js';
 
-export const devCommands: Command[] = [devBenchCollectCommand, devBenchTrainCommand, devProbeValidateCommand];
+export const devCommands: Command[] = [
+  devBenchCollectCommand,
+  devBenchTrainCommand,
+  devProbeValidateCommand,
+  devProbeDispatchCommand,
+];
 
 const PROGRAM = 'dev/bench';
 
