@@ -151,7 +151,7 @@ function headsFloats(atoms: number, threads: number): number {
  */
 export type ValidateDqnTarget = Pick<BackendCaps, 'kind'> & {
   features: Pick<BackendCaps['features'], 'clusters'>;
-  limits?: Pick<BackendCaps['limits'], 'invocationsPerWorkgroup' | 'workgroupSizeX'>;
+  limits?: Pick<BackendCaps['limits'], 'invocationsPerWorkgroup' | 'workgroupSizeX' | 'sharedOptinBytes'>;
 };
 
 /**
@@ -173,7 +173,7 @@ export function validateDqnThreads(o: ValidateDqnHead, target?: ValidateDqnTarge
  */
 export function validateDqnSpecFor(o: ValidateDqnHead, target: ValidateDqnTarget): KernelSpec {
   return target.kind === 'cuda'
-    ? validateDqnClusterSpec(o)
+    ? validateDqnClusterSpec(o, target.limits?.sharedOptinBytes)
     : validateDqnSpec(o, validateDqnThreads(o, target));
 }
 
@@ -325,9 +325,15 @@ export function validateDqnClusterSize(o: ValidateDqnHead): number | null {
 /**
  * validate_dqn's CUDA build for sm_90 (cuda/validate_dqn_cluster.cu): the same bindings, uniforms,
  * outputs and reference, run by one thread-block cluster whose CTAs keep the online net in their
- * shared memory (CLUSTER CTAs, ROWS rows per bar: IQN's act taus, else 1).
+ * shared memory (CLUSTER CTAs, ROWS rows per bar: IQN's act taus, else 1). With `smBytes` (the
+ * device's opt-in shared memory a block) each CTA launches with that much, more than its plan
+ * (DYN_SMEM_BYTES) uses, so that no other kernel's block shares its SM: the validation runs beside
+ * the collection and the train phase, and blocks beside its CTAs slowed its bars (docs/DQN.md).
  */
-export function validateDqnClusterSpec(o: ValidateDqnHead = { head: 'plain', atoms: 51 }): KernelSpec {
+export function validateDqnClusterSpec(
+  o: ValidateDqnHead = { head: 'plain', atoms: 51 },
+  smBytes?: number,
+): KernelSpec {
   const why = validateDqnUnsupported(o, { kind: 'cuda', features: { clusters: true } });
   if (why) throw new Error(why);
   const base = dqnValidateSpec(o);
@@ -338,7 +344,7 @@ export function validateDqnClusterSpec(o: ValidateDqnHead = { head: 'plain', ato
     ...base,
     name: 'validate_dqn_cluster',
     cluster: [c, 1, 1],
-    sharedBytes,
+    sharedBytes: Math.max(sharedBytes, smBytes ?? 0),
     constants: {
       ...base.constants,
       CLUSTER: c,

@@ -348,6 +348,11 @@ describe('validate_dqn on the CPU backend', () => {
         'validate_dqn',
       );
       expect(validateDqnUnsupported(head, sm90)).toBeNull();
+      // Given the device's opt-in bytes, each CTA launches with all of them (no other block beside
+      // it on its SM); the kernel's plan stays DYN_SMEM_BYTES.
+      const whole = validateDqnSpecFor(head, { ...sm90, limits: { sharedOptinBytes: 232448 } });
+      expect(whole.sharedBytes).toBe(232448);
+      expect(whole.constants?.DYN_SMEM_BYTES).toBe(4 * clusterPlanFloats(head, ctas));
     }
     // Past the WGSL workgroup plan, CUDA still validates on the device.
     expect(validateDqnUnsupported({ head: 'c51', atoms: 76 }, sm90)).toBeNull();
