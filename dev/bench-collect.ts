@@ -5,10 +5,9 @@
  * achieved FLOP/s against our own dense_forward's rate on the device, and bytes per step. A
  * table, or JSON. Compile-checked; not part of the user CLI.
  */
-import { type BackendRequest, chooseBackend, describeChoice } from '../src/backend/index.js';
+import { describeChoice } from '../src/backend/index.js';
 import type { Backend } from '../src/backend/types.js';
-import { BackendUnavailableError } from '../src/backend/types.js';
-import { intFlag, parseFlags } from '../src/cli/args.js';
+import { chooseBackendFlag, intFlag, parseFlags } from '../src/cli/args.js';
 import { type Command, UserError } from '../src/cli/main.js';
 import { loadConfig } from '../src/config.js';
 import {
@@ -302,13 +301,7 @@ async function run(args: string[]): Promise<number> {
   const precisionArg = values.precision as string | undefined;
   if (precisionArg !== undefined && !['exact', 'tf32', 'both'].includes(precisionArg))
     throw new UserError('--precision must be exact, tf32 or both');
-  let choice: Awaited<ReturnType<typeof chooseBackend>>;
-  try {
-    choice = await chooseBackend(request as BackendRequest);
-  } catch (err) {
-    if (err instanceof BackendUnavailableError) throw new UserError(err.message);
-    throw err;
-  }
+  const choice = await chooseBackendFlag(request);
   const { backend } = choice;
   const cpu = backend.kind === 'cpu';
   if (variants.includes('cluster') && backend.kind !== 'cuda')

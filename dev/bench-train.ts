@@ -5,9 +5,8 @@
  * epochs x 125 minibatches of 512 = 1,250 update steps) and a large-N one; training samples/s,
  * the update's FLOPs and achieved FLOP/s. The measuring lives in src/train/ppo_bench.ts.
  */
-import { type BackendRequest, chooseBackend, describeChoice } from '../src/backend/index.js';
-import { BackendUnavailableError } from '../src/backend/types.js';
-import { intFlag, parseFlags } from '../src/cli/args.js';
+import { describeChoice } from '../src/backend/index.js';
+import { chooseBackendFlag, intFlag, parseFlags } from '../src/cli/args.js';
 import { type Command, UserError } from '../src/cli/main.js';
 import { loadConfig, type Precision, resolvePrecision } from '../src/config.js';
 import { CHAIN_ROWS, CHAIN_ROWS_CHOICES, CHAIN_ROWS_STAGED } from '../src/kernels/mlp_chain_forward.js';
@@ -208,13 +207,7 @@ async function run(args: string[]): Promise<number> {
       `--precision ${precisionFlag}: tf32 runs on CUDA tensor cores only; use --precision exact, or --backend cuda`,
     );
   }
-  let choice: Awaited<ReturnType<typeof chooseBackend>>;
-  try {
-    choice = await chooseBackend(request as BackendRequest);
-  } catch (err) {
-    if (err instanceof BackendUnavailableError) throw new UserError(err.message);
-    throw err;
-  }
+  const choice = await chooseBackendFlag(request);
   const { backend } = choice;
   const json = values.json === true;
   const log = (line: string) => {

@@ -5,9 +5,9 @@
  * each reading and writing the same storage buffer (so each waits for the one before, as layers
  * would), with G workgroups of 256; prints device time and wall time (with the encoding) a dispatch.
  */
-import { type BackendRequest, chooseBackend, describeChoice } from '../src/backend/index.js';
-import { BackendUnavailableError, type KernelSpec } from '../src/backend/types.js';
-import { intFlag, parseFlags } from '../src/cli/args.js';
+import { describeChoice } from '../src/backend/index.js';
+import type { KernelSpec } from '../src/backend/types.js';
+import { chooseBackendFlag, intFlag, parseFlags } from '../src/cli/args.js';
 import { type Command, UserError } from '../src/cli/main.js';
 import { wgslSources } from '../src/kernels/sources.js';
 
@@ -36,13 +36,7 @@ async function run(argv: string[]): Promise<number> {
   const groups = ((values.groups as string | undefined) ?? '1,16,40')
     .split(',')
     .map((g) => intFlag(g, 'groups', 1, 1));
-  let choice: Awaited<ReturnType<typeof chooseBackend>>;
-  try {
-    choice = await chooseBackend(((values.backend as string | undefined) ?? 'webgpu') as BackendRequest);
-  } catch (err) {
-    if (err instanceof BackendUnavailableError) throw new UserError(err.message);
-    throw err;
-  }
+  const choice = await chooseBackendFlag((values.backend as string | undefined) ?? 'webgpu');
   const { backend } = choice;
   for (const line of describeChoice(choice)) console.error(line);
   if (backend.kind !== 'webgpu')

@@ -5,9 +5,8 @@
  * from its WGSL source at run time (a renamed copy in the source table, so the shipped kernel is
  * untouched), and, for scale, PPO's validate_policy over the same split.
  */
-import { type BackendRequest, chooseBackend, describeChoice } from '../src/backend/index.js';
-import { BackendUnavailableError } from '../src/backend/types.js';
-import { intFlag, parseFlags } from '../src/cli/args.js';
+import { describeChoice } from '../src/backend/index.js';
+import { chooseBackendFlag, intFlag, parseFlags } from '../src/cli/args.js';
 import { type Command, UserError } from '../src/cli/main.js';
 import { loadConfig } from '../src/config.js';
 import { DeviceValidator, type SharedValidateBuffers } from '../src/device/validate.js';
@@ -82,13 +81,7 @@ async function run(argv: string[]): Promise<number> {
   const only = (values.probes as string | undefined)?.split(',');
   const repeats = intFlag(values.repeats as string | undefined, 'repeats', 3, 1);
   const bars = values.bars === undefined ? undefined : intFlag(values.bars as string, 'bars', 0, 1000);
-  let choice: Awaited<ReturnType<typeof chooseBackend>>;
-  try {
-    choice = await chooseBackend(((values.backend as string | undefined) ?? 'webgpu') as BackendRequest);
-  } catch (err) {
-    if (err instanceof BackendUnavailableError) throw new UserError(err.message);
-    throw err;
-  }
+  const choice = await chooseBackendFlag((values.backend as string | undefined) ?? 'webgpu');
   const { backend } = choice;
   for (const line of describeChoice(choice)) console.error(line);
   try {

@@ -4,6 +4,8 @@
  * names the nearest valid one.
  */
 import { parseArgs } from 'node:util';
+import { type BackendChoice, type BackendRequest, chooseBackend } from '../backend/index.js';
+import { BackendUnavailableError } from '../backend/types.js';
 import { nearestName } from '../config.js';
 import { UserError } from './main.js';
 
@@ -64,4 +66,14 @@ export function intFlag(value: string | undefined, name: string, fallback: numbe
   if (!Number.isInteger(n) || n < min)
     throw new UserError(`--${name} must be an integer >= ${min}, got "${value}"`);
   return n;
+}
+
+/** The backend a command asked for (`--backend`); one that cannot start is a UserError saying why. */
+export async function chooseBackendFlag(request: string): Promise<BackendChoice> {
+  try {
+    return await chooseBackend(request as BackendRequest);
+  } catch (err) {
+    if (err instanceof BackendUnavailableError) throw new UserError(err.message);
+    throw err;
+  }
 }

@@ -6,14 +6,13 @@
  * `node dist/dev/bench.js collect --help`.
  */
 import { capsOf } from '../../backend/caps.js';
-import { type BackendRequest, chooseBackend, describeChoice } from '../../backend/index.js';
+import { describeChoice } from '../../backend/index.js';
 import { type DevicePeaks, devicePeaks, tensorPeak } from '../../backend/peaks.js';
-import { BackendUnavailableError } from '../../backend/types.js';
 import { loadConfig, resolvePrecision } from '../../config.js';
 import { type CollectAlgo, trainCollectPrecision } from '../../device/collect.js';
 import { benchCollect, type CollectBenchResult, stepsThatFit } from '../../device/collect_bench.js';
 import { prepareData } from '../../train/run.js';
-import { intFlag, parseFlags } from '../args.js';
+import { chooseBackendFlag, intFlag, parseFlags } from '../args.js';
 import { type Command, UserError } from '../main.js';
 
 const usage = `usage: foxhunt bench collect [--algo ppo|dqn|c51|iqn] [--backend auto|cuda|webgpu|cpu]
@@ -144,13 +143,7 @@ async function run(args: string[]): Promise<number> {
   if (!PRECISIONS.includes(precisionFlag))
     throw new UserError(`--precision must be one of ${PRECISIONS.join(', ')}, got "${precisionFlag}"`);
   const repeats = intFlag(values.repeats as string | undefined, 'repeats', 5, 1);
-  let choice: Awaited<ReturnType<typeof chooseBackend>>;
-  try {
-    choice = await chooseBackend(request as BackendRequest);
-  } catch (err) {
-    if (err instanceof BackendUnavailableError) throw new UserError(err.message);
-    throw err;
-  }
+  const choice = await chooseBackendFlag(request);
   const { backend } = choice;
   try {
     // auto: what `foxhunt train` runs (trainCollectPrecision: C51 and IQN collect in exact f32).

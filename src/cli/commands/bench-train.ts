@@ -7,15 +7,15 @@
  * the DQN-family epoch instead (src/train/dqn_bench.ts).
  */
 import { capsOf } from '../../backend/caps.js';
-import { type BackendRequest, chooseBackend, describeChoice } from '../../backend/index.js';
+import { describeChoice } from '../../backend/index.js';
 import { type DevicePeaks, devicePeaks, tensorPeak } from '../../backend/peaks.js';
-import { type Backend, BackendUnavailableError } from '../../backend/types.js';
+import type { Backend } from '../../backend/types.js';
 import { loadConfig, resolvePrecision } from '../../config.js';
 import { REPLAY_F } from '../../learn/replay.js';
 import { type BenchDqnResult, benchDqnTrain, dqnTable } from '../../train/dqn_bench.js';
 import { type BenchTrainResult, benchPpoTrain, stepKernelLines } from '../../train/ppo_bench.js';
 import { prepareData } from '../../train/run.js';
-import { intFlag, parseFlags } from '../args.js';
+import { chooseBackendFlag, intFlag, parseFlags } from '../args.js';
 import { type Command, UserError } from '../main.js';
 import { peaksLine } from './bench-collect.js';
 
@@ -127,13 +127,7 @@ async function run(args: string[]): Promise<number> {
   const episodesList = episodesFlag?.split(',').map((s) => Number(s.trim()));
   if (episodesList?.some((n) => !Number.isInteger(n) || n < 1))
     throw new UserError(`--episodes must be a comma-separated list of integers >= 1, got "${episodesFlag}"`);
-  let choice: Awaited<ReturnType<typeof chooseBackend>>;
-  try {
-    choice = await chooseBackend(request as BackendRequest);
-  } catch (err) {
-    if (err instanceof BackendUnavailableError) throw new UserError(err.message);
-    throw err;
-  }
+  const choice = await chooseBackendFlag(request);
   const { backend } = choice;
   const json = values.json === true;
   const log = (line: string) => {

@@ -5,12 +5,11 @@
  * Vitest), so it runs on a GPU host from the portable bundle.
  */
 import { readFile, writeFile } from 'node:fs/promises';
-import { type BackendRequest, chooseBackend, describeChoice } from '../../backend/index.js';
-import { BackendUnavailableError } from '../../backend/types.js';
+import { describeChoice } from '../../backend/index.js';
 import { currentCommit } from '../../parity/commit.js';
 import { type ParityRecord, recordEntry } from '../../parity/record.js';
 import { describeFailure, formatMarkdown, runParity } from '../../parity/run.js';
-import { parseFlags } from '../args.js';
+import { chooseBackendFlag, parseFlags } from '../args.js';
 import { type Command, UserError } from '../main.js';
 
 const usage = `usage: foxhunt parity [--backend auto|cpu|webgpu|cuda] [options]
@@ -49,13 +48,7 @@ async function run(args: string[]): Promise<number> {
   if (!BACKENDS.includes(request)) {
     throw new UserError(`--backend must be one of ${BACKENDS.join(', ')}, got "${request}"`);
   }
-  let choice: Awaited<ReturnType<typeof chooseBackend>>;
-  try {
-    choice = await chooseBackend(request as BackendRequest);
-  } catch (err) {
-    if (err instanceof BackendUnavailableError) throw new UserError(err.message);
-    throw err;
-  }
+  const choice = await chooseBackendFlag(request);
   for (const line of describeChoice(choice)) console.error(line);
   const { backend } = choice;
   try {

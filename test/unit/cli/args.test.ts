@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { intFlag, parseFlags } from '../../../src/cli/args.js';
+import { chooseBackendFlag, intFlag, parseFlags } from '../../../src/cli/args.js';
 import { main, UserError } from '../../../src/cli/main.js';
 import { applyFlags, cloneDefaults, nearestName } from '../../../src/config.js';
 import { duration, progressLine, timing } from '../../../src/train/report.js';
@@ -66,6 +66,14 @@ describe('flags', () => {
     }
     expect(out.join('\n')).toMatch(/usage: foxhunt bench <subcommand>[\s\S]*bench train[\s\S]*bench collect/);
     expect(out.join('\n')).not.toMatch(/data synth/);
+  });
+
+  it('a backend that cannot start is a UserError with its reason; cpu starts', async () => {
+    await expect(chooseBackendFlag('tpu')).rejects.toThrow(UserError);
+    await expect(chooseBackendFlag('tpu')).rejects.toThrow(/unknown backend "tpu"/);
+    const { backend } = await chooseBackendFlag('cpu');
+    expect(backend.kind).toBe('cpu');
+    backend.destroy();
   });
 
   it('an unknown config field names the nearest field of its section', () => {
