@@ -227,11 +227,15 @@ COLLECT_DEVICE float q_of(int a, const float* heads, const float* mean) {
 }
 
 // C51 Q of every action into q (rank 0's whole block): the expectation over the support of the
-// softmax over atoms of V + A - mean A. The logits and their exponentials run on every thread; the
-// max, the sum and the expectation run one action a thread in atom order, so every Q has the bits of
-// the one-thread loop (src/nets/forward.ts forwardC51). The logits and exponentials overwrite A; q
-// holds each action's max until its Q.
-COLLECT_FN void c51_q(float* heads, const float* mean, float* q, float vmin, float vmax) {
+// softmax over atoms of V + A - mean A, with the bits of the one-thread loop (src/nets/forward.ts
+// forwardC51). The logits, the exponentials and the terms e_z / s * atom_z run on every thread; the
+// max per action as C51_PARTS partial maxima (a max does not depend on its order), then the two sums
+// over atoms one action a thread in atom order. The logits, exponentials and terms overwrite A; part
+// (C51_PARTS floats an action) is scratch; q holds each action's max, then its sum, then its Q.
+constexpr int C51_PARTS = T / NUM_ACTIONS < 8 ? T / NUM_ACTIONS : 8;
+constexpr int C51_SPAN = (ATOMS + C51_PARTS - 1) / C51_PARTS;
+static_assert(HEAD != HEAD_C51 || NUM_ACTIONS * C51_PARTS <= LD_HID, "validate_dqn_cluster: C51's partial maxima fit the hidden rows");
+COLLECT_FN void c51_q(float* heads, const float* mean, float* q, float* part, float vmin, float vmax) {
   float* l = heads + ATOMS;
   const int r = threadIdx.x;
   for (int t = r; t < NUM_ACTIONS * ATOMS; t += T) {
@@ -239,11 +243,23 @@ COLLECT_FN void c51_q(float* heads, const float* mean, float* q, float vmin, flo
     l[t] = fsub(fadd(heads[z], l[t]), mean[z]);
   }
   block_sync();
+  for (int t = r; t < NUM_ACTIONS * C51_PARTS; t += T) {
+    const int a = t / C51_PARTS, z0 = (t % C51_PARTS) * C51_SPAN;
+    const int z1 = z0 + C51_SPAN < ATOMS ? z0 + C51_SPAN : ATOMS;
+    float mx = -__int_as_float(0x7f800000);
+    for (int z = z0; z < z1; z++) {
+      const float logit = l[a * ATOMS + z];
+      if (logit > mx) mx = logit;
+    }
+    part[t] = mx;
+  }
+  block_sync();
   if (r < NUM_ACTIONS) {
     float mx = -__int_as_float(0x7f800000);
-    for (int z = 0; z < ATOMS; z++) {
-      const float logit = l[r * ATOMS + z];
-      if (logit > mx) mx = logit;
+#pragma unroll
+    for (int k = 0; k < C51_PARTS; k++) {
+      const float m = part[r * C51_PARTS + k];
+      if (m > mx) mx = m;
     }
     q[r] = mx;
   }
@@ -253,10 +269,22 @@ COLLECT_FN void c51_q(float* heads, const float* mean, float* q, float vmin, flo
   if (r < NUM_ACTIONS) {
     const float* e = l + r * ATOMS;
     float s = 0.0f;
+#pragma unroll
     for (int z = 0; z < ATOMS; z++) s = fadd(s, e[z]);
-    const float delta = fdiv(fsub(vmax, vmin), (float)(ATOMS > 1 ? ATOMS - 1 : 1));
+    q[r] = s;
+  }
+  block_sync();
+  const float delta = fdiv(fsub(vmax, vmin), (float)(ATOMS > 1 ? ATOMS - 1 : 1));
+  for (int t = r; t < NUM_ACTIONS * ATOMS; t += T) {
+    const int z = t % ATOMS;
+    l[t] = fmul(fdiv(l[t], q[t / ATOMS]), fadd(vmin, fmul((float)z, delta)));
+  }
+  block_sync();
+  if (r < NUM_ACTIONS) {
+    const float* w = l + r * ATOMS;
     float qa = 0.0f;
-    for (int z = 0; z < ATOMS; z++) qa = fadd(qa, fmul(fdiv(e[z], s), fadd(vmin, fmul((float)z, delta))));
+#pragma unroll
+    for (int z = 0; z < ATOMS; z++) qa = fadd(qa, w[z]);
     q[r] = qa;
   }
 }
@@ -380,7 +408,8 @@ extern "C" __global__ void validate_dqn_cluster(KERNEL_ARGS) {
       }
       block_sync();
       if constexpr (HEAD == HEAD_C51) {
-        c51_q(heads, mean, q, u.vMin, u.vMax);
+        // Rank 0's hidden rows are free here: the peers write them again only after the next state.
+        c51_q(heads, mean, q, smem + SM_HID, u.vMin, u.vMax);
       } else if (r < NUM_ACTIONS) {
         if constexpr (IQN) {
           float qsum = 0.0f;

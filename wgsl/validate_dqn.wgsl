@@ -354,22 +354,40 @@ fn q_of(a: u32) -> f32 {
 }
 
 // C51 Q of every action into q (the whole workgroup): the expectation over the support of the
-// softmax over atoms of V + A - mean A. The logits and their exponentials run on every invocation;
-// the max, the sum and the expectation one action an invocation in atom order, so every Q has the
-// bits of the one-invocation loop (forwardC51's order). They overwrite A; q holds each action's max
-// until its Q.
+// softmax over atoms of V + A - mean A in forwardC51's order. The logits, the exponentials and the
+// terms e_z / s * atom_z run on every invocation; the max per action as C51_PARTS partial maxima
+// (a max does not depend on its order) in act (free once the output layers have read it), then
+// the two sums over atoms one action an invocation in atom order. The logits, exponentials and
+// terms overwrite A; q holds each action's max, then its sum, then its Q.
+const C51_PARTS = min(WG_X / NUM_ACTIONS, 8);
+const C51_SPAN = (ATOMS + C51_PARTS - 1) / C51_PARTS;
+const_assert HEAD != HEAD_C51 || NUM_ACTIONS * C51_PARTS <= 512;
 fn c51_q(lid: u32) {
   for (var t = lid; t < A1_OUT; t += WG_X) {
     let z = t % ATOMS;
     heads[ATOMS + t] = (heads[z] + heads[ATOMS + t]) - mean_a[z];
   }
   workgroupBarrier();
-  if (lid < NUM_ACTIONS) {
+  for (var t = lid; t < NUM_ACTIONS * C51_PARTS; t += WG_X) {
+    let o = ATOMS + (t / C51_PARTS) * ATOMS;
+    let z0 = (t % C51_PARTS) * C51_SPAN;
+    let z1 = min(z0 + C51_SPAN, ATOMS);
     var mx = -3.402823e38;
-    for (var z = 0u; z < ATOMS; z++) {
-      let logit = heads[ATOMS + lid * ATOMS + z];
+    for (var z = z0; z < z1; z++) {
+      let logit = heads[o + z];
       if (logit > mx) {
         mx = logit;
+      }
+    }
+    act[t] = mx;
+  }
+  workgroupBarrier();
+  if (lid < NUM_ACTIONS) {
+    var mx = -3.402823e38;
+    for (var k = 0u; k < C51_PARTS; k++) {
+      let m = act[lid * C51_PARTS + k];
+      if (m > mx) {
+        mx = m;
       }
     }
     q[lid] = mx;
@@ -385,9 +403,18 @@ fn c51_q(lid: u32) {
     for (var z = 0u; z < ATOMS; z++) {
       s = s + heads[o + z];
     }
+    q[lid] = s;
+  }
+  workgroupBarrier();
+  for (var t = lid; t < A1_OUT; t += WG_X) {
+    heads[ATOMS + t] = (heads[ATOMS + t] / q[t / ATOMS]) * c51_atom(t % ATOMS);
+  }
+  workgroupBarrier();
+  if (lid < NUM_ACTIONS) {
+    let o = ATOMS + lid * ATOMS;
     var qa = 0.0;
     for (var z = 0u; z < ATOMS; z++) {
-      qa = qa + (heads[o + z] / s) * c51_atom(z);
+      qa = qa + heads[o + z];
     }
     q[lid] = qa;
   }
