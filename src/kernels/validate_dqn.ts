@@ -334,11 +334,15 @@ export function validateDqnClusterSpec(o: ValidateDqnHead = { head: 'plain', ato
   const c = validateDqnClusterSize(o) as number;
   const { taus } = headSizes(o);
   const sharedBytes = 4 * clusterPlanFloats(o, c);
+  // Experiment (bench only): launch with every opt-in byte of an sm_90 SM, so that no other block
+  // shares a validation CTA's SM.
+  const fullSm = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env
+    .FOXHUNT_EXP_FULL_SM;
   return {
     ...base,
     name: 'validate_dqn_cluster',
     cluster: [c, 1, 1],
-    sharedBytes,
+    sharedBytes: fullSm ? Math.max(sharedBytes, 227 * 1024) : sharedBytes,
     constants: {
       ...base.constants,
       CLUSTER: c,
