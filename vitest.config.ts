@@ -71,7 +71,8 @@ class LongestFirst extends BaseSequencer {
 
 // GPU suites run in forked processes: Dawn has crashed inside worker threads. Two files at a time
 // (Vitest's default is cores - 1, one on the 2-core CI machine), the page's suite among them: its
-// bound on the page's main thread is on CPU time, which a busy machine does not inflate.
+// bound on the page's main thread is on CPU time, which a busy machine inflates far less than wall
+// time (test/web/page.test.ts).
 export default defineConfig({
   test: {
     pool: 'forks',
