@@ -349,7 +349,6 @@ export interface DqnWeights {
   curiosity?: Float32Array;
 }
 
-/** collect_dqn on a backend (plain, C51 or IQN head). */
 /** The collect_dqn build a DqnDeviceCollector of `init` runs: its variant, tile and head. */
 export function dqnCollectorOptions(init: DeviceCollectorInit): CollectDqnOptions {
   if (init.algo === 'ppo') throw new Error('DqnDeviceCollector: use PpoDeviceCollector for ppo');
@@ -377,6 +376,7 @@ export function dqnCollectorOptions(init: DeviceCollectorInit): CollectDqnOption
   };
 }
 
+/** collect_dqn on a backend (plain, C51 or IQN head). */
 export class DqnDeviceCollector extends DeviceCollector {
   readonly head: QHead;
   readonly options: CollectDqnOptions;
