@@ -9,6 +9,8 @@
  *   over all bars with target 0; 0 when no bar lost (the ratio is undefined, and JSON has no Infinity).
  * - Max drawdown = max_k (1 - V_k / max_{j<=k} V_j), a fraction in [0, 1].
  * - Calmar = CAGR / max drawdown with CAGR = (V_n / V_0)^(barsPerYear / n) - 1; 0 without drawdown.
+ *   Capped at the largest finite double: a short split of fast bars can overflow CAGR (JSON has no
+ *   Infinity, and the log would read it back as null).
  * - Trades are maximal runs of a non-zero position sign. A step's PnL belongs to the position
  *   held when the step began, or, when the step began flat, to the position it opened; so in a
  *   reversal the closing trade carries the whole bar. A position still open at the end counts
@@ -171,7 +173,7 @@ export function computeMetrics(trace: EquityTrace, barsPerYear: number): Metrics
     sharpe: std > 0 ? (mean / std) * annual : 0,
     sortino: downside > 0 ? (mean / downside) * annual : 0,
     maxDrawdown,
-    calmar: maxDrawdown > 0 ? cagr / maxDrawdown : 0,
+    calmar: maxDrawdown > 0 ? Math.min(cagr / maxDrawdown, Number.MAX_VALUE) : 0,
     hitRate: trades.length ? wins / trades.length : 0,
     trades: trades.length,
     turnover: (tradedSum / (equitySum / n)) * (barsPerYear / n),

@@ -50,6 +50,13 @@ describe('computeMetrics', () => {
     });
   });
 
+  it('keeps Calmar finite when CAGR overflows (a short split of fast bars)', () => {
+    // +50% over 2 steps at 1-second bars: (1.5)^(barsPerYear / 2) - 1 is Infinity in f64.
+    const m = computeMetrics(trace([1, 1.6, 1.5], [1, 1]), 252 * 86_400);
+    expect(m.calmar).toBe(Number.MAX_VALUE);
+    expect(JSON.parse(JSON.stringify(m)).calmar).toBe(Number.MAX_VALUE);
+  });
+
   it('annualises Sharpe by sqrt(barsPerYear)', () => {
     const a = computeMetrics(t, 1).sharpe;
     expect(computeMetrics(t, 100).sharpe).toBeCloseTo(a * 10, 12);
