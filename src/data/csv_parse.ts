@@ -46,7 +46,11 @@ export async function parseCsvTable(input: CsvInput, file: string): Promise<RawT
 
   const takeRow = (row: string[]) => {
     if (!idx) {
-      if (row.length > 0) row[0] = row[0].replace(/^\uFEFF/, '');
+      if (row.length > 0 && row[0].charCodeAt(0) === 0xfeff) {
+        // After a BOM papaparse reads an opening quote as text: `\uFEFF"timestamp"` keeps its quotes.
+        const first = row[0].slice(1);
+        row[0] = /^"[\s\S]*"$/.test(first) ? first.slice(1, -1).replace(/""/g, '"') : first;
+      }
       const found = findColumns(row);
       if (found.missing) {
         throw new DataError(

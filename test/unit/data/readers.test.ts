@@ -123,6 +123,19 @@ describe('CSV reading', () => {
     expect(Array.from(iso.bars.timestamp)).toEqual(expected);
   });
 
+  it('reads a UTF-8 BOM before a quoted header (Excel, pandas utf-8-sig with quoting)', async () => {
+    const path = join(dir, 'bom-quoted.csv');
+    const quoted = (line: string) =>
+      line
+        .split(',')
+        .map((c) => `"${c}"`)
+        .join(',');
+    writeFileSync(path, `\uFEFF${[HEADER, ...goodRows()].map(quoted).join('\r\n')}\r\n`);
+    const { bars } = await loadBars(path);
+    expect(bars.n).toBe(5);
+    expect(bars.close[4]).toBe(104.5);
+  });
+
   it('takes the spread from bid/ask when there is no spread column', async () => {
     const path = csvFile('quotes.csv', [
       'timestamp,open,high,low,close,volume,bid,ask',
