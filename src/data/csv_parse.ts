@@ -32,6 +32,7 @@ export async function parseCsvTable(input: CsvInput, file: string): Promise<RawT
   /** Data-row indices before which blank lines were skipped (one entry per blank line). */
   const blankBefore: number[] = [];
   let idx: ReturnType<typeof findColumns>['index'] | null = null;
+  let columns = 0;
   let quote: 'spread' | 'bidask' | null = null;
   let rows = 0;
   let failure: DataError | null = null;
@@ -61,6 +62,7 @@ export async function parseCsvTable(input: CsvInput, file: string): Promise<RawT
         );
       }
       idx = found.index;
+      columns = row.length;
       quote = idx.spread >= 0 ? 'spread' : idx.bid >= 0 ? 'bidask' : null;
       return;
     }
@@ -70,6 +72,17 @@ export async function parseCsvTable(input: CsvInput, file: string): Promise<RawT
     }
     const r = rows++;
     let first: CellProblem | null = null;
+    // A cell past the header's last column means the row's cells are shifted (an unquoted
+    // delimiter, `1,000` as a volume): cells read by position would be silently wrong. Empty
+    // ones (a trailing delimiter) are harmless.
+    for (let c = columns; c < row.length && !first; c++) {
+      if (row[c].trim() !== '') {
+        first = {
+          rule: 'too many fields',
+          detail: `${row.length} fields where the header has ${columns}; a cell holding the delimiter must be quoted`,
+        };
+      }
+    }
     ts.last = null;
     cols.timestamp.push(parseTimestampCell(row[idx.timestamp] ?? '', ts));
     first ??= ts.last;

@@ -55,6 +55,8 @@ describe('CSV validation names file, row and rule', () => {
     ['wrong-type.csv', 2, '2024-03-01T10:01:00Z,101,102.5,100.5,101.5,lots', 'wrong type'],
     ['bad-time.csv', 2, 'yesterday,101,102.5,100.5,101.5,20', 'wrong type'],
     ['missing-value.csv', 2, '2024-03-01T10:01:00Z,101,,100.5,101.5,20', 'missing value'],
+    // An unquoted thousands separator: volume would read 1 and the "000" cell be ignored.
+    ['too-many-fields.csv', 3, '2024-03-01T10:02:00Z,102,103.5,101.5,102.5,1,000', 'too many fields'],
   ];
   for (const [name, row, line, rule] of cases) {
     it(`${rule} (${name})`, async () => {
@@ -134,6 +136,13 @@ describe('CSV reading', () => {
     const { bars } = await loadBars(path);
     expect(bars.n).toBe(5);
     expect(bars.close[4]).toBe(104.5);
+  });
+
+  it('accepts empty cells past the header (a trailing delimiter)', async () => {
+    const { bars } = await loadBars(
+      csvFile('trailing-comma.csv', [HEADER, ...goodRows().map((r) => `${r},`)]),
+    );
+    expect(bars.n).toBe(5);
   });
 
   it('takes the spread from bid/ask when there is no spread column', async () => {
