@@ -52,11 +52,16 @@ export async function parseCsvTable(input: CsvInput, file: string): Promise<RawT
         const first = row[0].slice(1);
         row[0] = /^"[\s\S]*"$/.test(first) ? first.slice(1, -1).replace(/""/g, '"') : first;
       }
+      // Blank lines before the header are skipped (and counted in line numbers) like later ones.
+      if (row.every((h) => h.trim() === '')) {
+        blankBefore.push(0);
+        return;
+      }
       const found = findColumns(row);
       if (found.missing) {
         throw new DataError(
           file,
-          'header (line 1)',
+          `header (line ${blankBefore.length + 1})`,
           `missing column "${found.missing}"`,
           `found: ${row.map((h) => h.trim()).join(', ')}`,
         );

@@ -86,6 +86,17 @@ describe('CSV validation names file, row and rule', () => {
     expect((await loadError(headerOnly)).rule).toBe('empty file');
   });
 
+  it('skips blank lines before the header; a file of blank lines is empty', async () => {
+    const rows = goodRows();
+    rows[1] = '2024-03-01T10:01:00Z,101,102.5,100.5,101.5,-5';
+    expect((await loadError(csvFile('lead.csv', ['', ' ', HEADER, ...rows]))).message).toContain(
+      'data row 2 (line 5): volume < 0',
+    );
+    expect((await loadError(csvFile('blanks.csv', ['', '', '']))).message).toContain(
+      'empty file (no header row)',
+    );
+  });
+
   it('counts line numbers past blank lines', async () => {
     const rows = goodRows();
     rows[3] = '2024-03-01T10:03:00Z,103,104.5,102.5,103.5,-5';
