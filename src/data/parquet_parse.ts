@@ -5,13 +5,38 @@
  * epoch integers or ISO strings (cells.ts decides the unit). Row numbers in errors count data rows
  * from 1.
  */
-import { type AsyncBuffer, type FileMetaData, parquetMetadataAsync, parquetRead } from 'hyparquet';
+import {
+  type AsyncBuffer,
+  type Compressors,
+  type FileMetaData,
+  parquetMetadataAsync,
+  parquetRead,
+} from 'hyparquet';
+import {
+  decompressBrotli,
+  decompressLz4,
+  decompressLz4Raw,
+  decompressZstd,
+  gunzip,
+} from 'hyparquet-compressors';
 import { type CellProblem, parseNumberCell, parseTimestampCell } from './cells.js';
 import { DataError } from './errors.js';
 import { findColumns, type RawTable } from './table.js';
 
 type Key = 'timestamp' | 'open' | 'high' | 'low' | 'close' | 'volume' | 'spread' | 'bid' | 'ask';
 const KEYS: Key[] = ['timestamp', 'open', 'high', 'low', 'close', 'volume', 'spread', 'bid', 'ask'];
+
+/**
+ * The codecs hyparquet lacks (it reads snappy and uncompressed itself): ZSTD (Polars' default),
+ * GZIP, BROTLI, LZ4, from hyparquet-compressors (pure JS, so the browser page reads them too).
+ */
+const CODECS: Compressors = {
+  GZIP: (input, length) => gunzip(input, new Uint8Array(length)),
+  BROTLI: decompressBrotli,
+  ZSTD: (input) => decompressZstd(input),
+  LZ4: decompressLz4,
+  LZ4_RAW: decompressLz4Raw,
+};
 
 /**
  * Parses Parquet bytes into columns; rules are checked afterwards by validateTable. `buffer` is
@@ -60,6 +85,7 @@ export async function parseParquetTable(buffer: AsyncBuffer | ArrayBuffer, file:
     await parquetRead({
       file: buffer,
       metadata,
+      compressors: CODECS,
       columns: [...cols.keys()],
       onChunk({ columnName, columnData, rowStart, rowEnd }) {
         const col = cols.get(columnName);

@@ -1,6 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { parquetWriteFile } from 'hyparquet-writer';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseIsoMs, parseNumberCell } from '../../../src/data/cells.js';
@@ -193,6 +194,37 @@ describe('Parquet', () => {
     const path = join(dir, 'round.parquet');
     await saveBars(path, bars);
     expectSameBars((await loadBars(path)).bars, bars);
+  });
+
+  it('reads GZIP, BROTLI and ZSTD compressed files (hyparquet alone reads only snappy)', async () => {
+    const t0 = Date.UTC(2024, 2, 1, 10);
+    const columnData = [
+      { name: 'timestamp', data: [0, 1, 2].map((i) => t0 + 60_000 * i), type: 'TIMESTAMP' as const },
+      { name: 'open', data: [100, 101, 102], type: 'DOUBLE' as const },
+      { name: 'high', data: [101.5, 102.5, 103.5], type: 'DOUBLE' as const },
+      { name: 'low', data: [99.5, 100.5, 101.5], type: 'DOUBLE' as const },
+      { name: 'close', data: [100.5, 101.5, 102.5], type: 'DOUBLE' as const },
+      { name: 'volume', data: [10, 20, 30], type: 'DOUBLE' as const },
+    ];
+    for (const [codec, compress] of [
+      ['GZIP', gzipSync],
+      ['BROTLI', brotliCompressSync],
+    ] as const) {
+      const path = join(dir, `${codec}.parquet`);
+      parquetWriteFile({
+        filename: path,
+        columnData,
+        codec,
+        compressors: { [codec]: (b: Uint8Array) => new Uint8Array(compress(b)) },
+      });
+      const { bars } = await loadBars(path);
+      expect(Array.from(bars.close), codec).toEqual([100.5, 101.5, 102.5]);
+    }
+    // Written by pyarrow with compression='zstd' (Polars' default codec); test/fixtures/README.md.
+    const zstd = await loadBars(join(import.meta.dirname, '../../fixtures/bars-zstd.parquet'));
+    expect(zstd.bars.n).toBe(20);
+    expect(zstd.bars.close[19]).toBe(119.5);
+    expect(zstd.bars.timestamp[1] - zstd.bars.timestamp[0]).toBe(60_000);
   });
 
   it('applies the same rules, naming file, row and rule', async () => {
