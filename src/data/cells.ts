@@ -85,11 +85,47 @@ const MILLIS_BELOW = 1e14;
 const MICROS_BELOW = 1e17;
 
 /**
+ * The `scale` of a file whose first numeric timestamp is an ISO-8601 basic-format date, `YYYYMMDD`
+ * (or `YYYYMMDDHHMMSS`): read as epoch seconds (or milliseconds) it would land in 1970 (or the
+ * 26th century), spaced 1 to 70 "seconds" a day apart, and train silently on a wrong clock.
+ */
+export const COMPACT_DATE = -1;
+
+/**
+ * A `YYYYMMDD` or `YYYYMMDDHHMMSS` integer (years 1800-2200) -> ms since epoch (UTC), or NaN when
+ * `x` is not one (other digit counts, month 13, February 30, minute 60).
+ */
+export function compactDateMs(x: number): number {
+  if (!Number.isInteger(x)) return Number.NaN;
+  let date = x;
+  let h = 0;
+  let mi = 0;
+  let sec = 0;
+  if (x >= 1e13 && x < 1e14) {
+    date = Math.floor(x / 1e6);
+    const time = x % 1e6;
+    h = Math.floor(time / 1e4);
+    mi = Math.floor(time / 100) % 100;
+    sec = time % 100;
+    if (h > 23 || mi > 59 || sec > 59) return Number.NaN;
+  } else if (!(x >= 1e7 && x < 1e8)) return Number.NaN;
+  const y = Math.floor(date / 1e4);
+  const mo = Math.floor(date / 100) % 100;
+  const d = date % 100;
+  if (y < 1800 || y > 2200 || mo < 1 || mo > 12 || d < 1) return Number.NaN;
+  if (d > new Date(Date.UTC(y, mo, 0)).getUTCDate()) return Number.NaN;
+  return Date.UTC(y, mo - 1, d, h, mi, sec);
+}
+
+/**
  * Milliseconds per unit of an epoch number, decided once per file from the first timestamp's
  * magnitude: < 1e11 seconds (1e11 s is the year 5138), < 1e14 milliseconds, < 1e17
- * microseconds, else nanoseconds. Every row of a file uses the same unit.
+ * microseconds, else nanoseconds. Every row of a file uses the same unit. A first timestamp that
+ * is a valid `YYYYMMDD` or `YYYYMMDDHHMMSS` date gives COMPACT_DATE instead: the file's numbers
+ * are dates in that form (as epoch seconds they would be August 1970).
  */
 export function timestampScale(first: number): number {
+  if (!Number.isNaN(compactDateMs(first))) return COMPACT_DATE;
   const a = Math.abs(first);
   if (a < SECONDS_BELOW) return 1000;
   if (a < MILLIS_BELOW) return 1;
@@ -156,19 +192,13 @@ export function parseTimestampCell(raw: unknown, state: { scale: number; last: C
     if (Number.isFinite(ms)) return ms;
   } else if (typeof raw === 'number' || typeof raw === 'bigint') {
     const x = Number(raw);
-    if (Number.isFinite(x)) {
-      if (state.scale === 0) state.scale = timestampScale(x);
-      return x * state.scale;
-    }
+    if (Number.isFinite(x)) return epochMs(x, raw, state);
   } else if (typeof raw === 'string') {
     const iso = parseIsoUtcMillis(raw);
     if (!Number.isNaN(iso)) return iso;
     const t = raw.trim();
     const x = Number(t);
-    if (t !== '' && Number.isFinite(x)) {
-      if (state.scale === 0) state.scale = timestampScale(x);
-      return x * state.scale;
-    }
+    if (t !== '' && Number.isFinite(x)) return epochMs(x, raw, state);
     const ms = parseIsoMs(t);
     if (Number.isFinite(ms)) return ms;
     state.last =
@@ -185,4 +215,18 @@ export function parseTimestampCell(raw: unknown, state: { scale: number; last: C
       ? { rule: 'missing value', detail: 'timestamp is null' }
       : { rule: 'wrong type', detail: `timestamp=${JSON.stringify(String(raw))} is not a time` };
   return Number.NaN;
+}
+
+/** A numeric timestamp -> ms, in the file's unit (set from `x` when it is the first one). */
+function epochMs(x: number, raw: unknown, state: { scale: number; last: CellProblem | null }): number {
+  if (state.scale === 0) state.scale = timestampScale(x);
+  if (state.scale !== COMPACT_DATE) return x * state.scale;
+  const ms = compactDateMs(x);
+  if (Number.isNaN(ms)) {
+    state.last = {
+      rule: 'wrong type',
+      detail: `timestamp=${JSON.stringify(String(raw))} is not a YYYYMMDD[HHMMSS] date, as the file's first timestamp is`,
+    };
+  }
+  return ms;
 }

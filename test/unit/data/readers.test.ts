@@ -137,6 +137,23 @@ describe('CSV reading', () => {
     expect(Array.from(iso.bars.timestamp)).toEqual(expected);
   });
 
+  it('reads YYYYMMDD and YYYYMMDDHHMMSS numbers as dates, not as epoch seconds of 1970', async () => {
+    const rows = (ts: string[]) => [HEADER, ...ts.map((t) => `${t},100,101,99,100,1`)];
+    const daily = await loadBars(csvFile('yyyymmdd.csv', rows(['20240229', '20240301', '20240304'])));
+    expect(Array.from(daily.bars.timestamp)).toEqual([
+      Date.UTC(2024, 1, 29),
+      Date.UTC(2024, 2, 1),
+      Date.UTC(2024, 2, 4),
+    ]);
+    const minutes = await loadBars(csvFile('yyyymmddhhmmss.csv', rows(['20240304143000', '20240304143100'])));
+    expect(Array.from(minutes.bars.timestamp)).toEqual([
+      Date.UTC(2024, 2, 4, 14, 30),
+      Date.UTC(2024, 2, 4, 14, 31),
+    ]);
+    const bad = csvFile('yyyymmdd-bad.csv', rows(['20240228', '20240230']));
+    expect((await loadError(bad)).message).toContain('data row 2 (line 3): wrong type (timestamp="20240230"');
+  });
+
   it('reads a UTF-8 BOM before a quoted header (Excel, pandas utf-8-sig with quoting)', async () => {
     const path = join(dir, 'bom-quoted.csv');
     const quoted = (line: string) =>
