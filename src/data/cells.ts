@@ -113,7 +113,7 @@ export function compactDateMs(x: number): number {
   const mo = Math.floor(date / 100) % 100;
   const d = date % 100;
   if (y < 1800 || y > 2200 || mo < 1 || mo > 12 || d < 1) return Number.NaN;
-  if (d > new Date(Date.UTC(y, mo, 0)).getUTCDate()) return Number.NaN;
+  if (d > daysInMonth(y, mo)) return Number.NaN;
   return Date.UTC(y, mo - 1, d, h, mi, sec);
 }
 
@@ -147,6 +147,12 @@ function digits(s: string, i: number, len: number): number {
   return x;
 }
 
+const MONTH_DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/** Days in month `mo` (1-12) of year `y` (Gregorian), without a Date: this is on the CSV hot path. */
+const daysInMonth = (y: number, mo: number) =>
+  mo === 2 && y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0) ? 29 : MONTH_DAYS[mo - 1];
+
 /**
  * `YYYY-MM-DDTHH:MM:SS.sssZ` (what toISOString and foxhunt write) without Date.parse: about a
  * third of the cost of loading a CSV went to parsing such strings. NaN when `s` has another shape.
@@ -162,7 +168,7 @@ function parseIsoUtcMillis(s: string): number {
   const mi = digits(s, 14, 2);
   const sec = digits(s, 17, 2);
   const ms = digits(s, 20, 3);
-  if (y < 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59)
+  if (y < 0 || mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo) || h < 0 || h > 23 || mi < 0 || mi > 59)
     return Number.NaN;
   if (sec < 0 || sec > 59 || ms < 0) return Number.NaN;
   return Date.UTC(y, mo - 1, d, h, mi, sec, ms);
@@ -177,6 +183,10 @@ export function parseIsoMs(s: string): number {
   const fast = parseIsoUtcMillis(s);
   if (!Number.isNaN(fast)) return fast;
   if (!ISO_START.test(s)) return Number.NaN;
+  // Date.parse rolls February 30 over to March 1 (a duplicate of the real one, or a silent shift).
+  const mo = digits(s, 5, 2);
+  if (mo < 1 || mo > 12 || digits(s, 8, 2) < 1 || digits(s, 8, 2) > daysInMonth(digits(s, 0, 4), mo))
+    return Number.NaN;
   let iso = s.length > 10 && s[10] === ' ' ? `${s.slice(0, 10)}T${s.slice(11)}` : s;
   if (iso.length > 10 && !HAS_ZONE.test(iso)) iso += 'Z';
   return Date.parse(iso);

@@ -137,6 +137,18 @@ describe('CSV reading', () => {
     expect(Array.from(iso.bars.timestamp)).toEqual(expected);
   });
 
+  it('rejects a day past the end of its month instead of rolling it into the next month', () => {
+    for (const t of [
+      '2023-02-29',
+      '2024-02-30T10:00:00Z',
+      '2024-04-31 09:30:00',
+      '2024-02-30T10:00:00.000Z',
+    ]) {
+      expect(parseIsoMs(t), t).toBeNaN();
+    }
+    expect(parseIsoMs('2024-02-29')).toBe(Date.UTC(2024, 1, 29));
+  });
+
   it('reads YYYYMMDD and YYYYMMDDHHMMSS numbers as dates, not as epoch seconds of 1970', async () => {
     const rows = (ts: string[]) => [HEADER, ...ts.map((t) => `${t},100,101,99,100,1`)];
     const daily = await loadBars(csvFile('yyyymmdd.csv', rows(['20240229', '20240301', '20240304'])));
