@@ -68,3 +68,15 @@ export async function saveBars(file: string, bars: Bars): Promise<void> {
   if (formatOf(file) === 'csv') await writeCsv(file, bars);
   else writeParquet(file, bars);
 }
+
+/** One line on what --drop-invalid / --fill-gaps changed, or null when they were not asked for. */
+export function repairLine(report: LoadReport, opts: LoadOptions): string | null {
+  const parts: string[] = [];
+  if (opts.dropInvalid) {
+    parts.push(
+      `dropped ${report.dropped} invalid row(s)${report.firstDropped ? ` (first: ${report.firstDropped})` : ''}`,
+    );
+  }
+  if (opts.fillGaps) parts.push(`filled ${report.filled} missing bar(s) in ${report.gapsFilled} gap(s)`);
+  return parts.length ? parts.join('; ') : null;
+}

@@ -1,9 +1,52 @@
 /** Market bars from a file, for the CLI: the Node side of prepareData (src/train/run.ts). */
-import { loadBars } from '../data/load.js';
+import { DataError } from '../data/errors.js';
+import { type LoadOptions, loadBars, repairLine } from '../data/load.js';
 import type { SourcedBars } from '../train/run.js';
 
-/** Reads and validates `file` (CSV or Parquet); undefined when no file is given (synthetic market). */
-export async function loadSourcedBars(file: string | undefined): Promise<SourcedBars | undefined> {
+/** Bars from a file and, when repairs were asked for, the one line of what they changed. */
+export type LoadedBars = SourcedBars & { repairs: string | null };
+
+/**
+ * Reads and validates `file` (CSV or Parquet), repaired as `opts` asks (--drop-invalid,
+ * --fill-gaps: the source then names them, so checkpoints and messages say what the run saw);
+ * undefined when no file is given (synthetic market).
+ */
+export async function loadSourcedBars(
+  file: string | undefined,
+  opts: LoadOptions = {},
+): Promise<LoadedBars | undefined> {
   if (file === undefined) return undefined;
-  return { bars: (await loadBars(file)).bars, source: file };
+  let loaded: Awaited<ReturnType<typeof loadBars>>;
+  try {
+    loaded = await loadBars(file, opts);
+  } catch (err) {
+    // A row that breaks a rule (not a file-wide problem): say how to train without it.
+    if (
+      err instanceof DataError &&
+      /\brow \d/.test(err.where) &&
+      err.rule !== 'malformed quotes' &&
+      !opts.dropInvalid
+    )
+      err.message += '; --drop-invalid drops such rows (foxhunt data check FILE --drop-invalid counts them)';
+    throw err;
+  }
+  const { bars, report } = loaded;
+  const flags = [opts.dropInvalid ? '--drop-invalid' : '', opts.fillGaps ? '--fill-gaps' : ''].filter(
+    Boolean,
+  );
+  return {
+    bars,
+    source: flags.length ? `${file} (${flags.join(' ')})` : file,
+    repairs: repairLine(report, opts),
+  };
+}
+
+/** The repair flags of `train` and `backtest` (as `data check`'s); an error line when they lack --data. */
+export function repairOptions(values: Record<string, unknown>): { opts: LoadOptions; error: string | null } {
+  const opts = { fillGaps: values['fill-gaps'] === true, dropInvalid: values['drop-invalid'] === true };
+  const error =
+    (opts.fillGaps || opts.dropInvalid) && values.data === undefined
+      ? '--drop-invalid and --fill-gaps repair the bars of --data FILE; the synthetic market needs no repair'
+      : null;
+  return { opts, error };
 }

@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import type { SplitRange } from '../../data/types.js';
 import { backtest, baselines } from '../../eval/backtest.js';
-import { loadSourcedBars } from '../../node/data.js';
+import { loadSourcedBars, repairOptions } from '../../node/data.js';
 import { NodeStorage } from '../../node/storage.js';
 import { checkpointPolicy } from '../../train/dqn_checkpoint.js';
 import { metricsTable } from '../../train/report.js';
@@ -17,7 +17,8 @@ import { parseFlags } from '../args.js';
 import { type Command, UserError } from '../main.js';
 import { asUserError } from './train.js';
 
-const usage = `usage: foxhunt backtest --checkpoint DIR [--data FILE] [--split train|val|test|all] [--json]
+const usage = `usage: foxhunt backtest --checkpoint DIR [--data FILE [--drop-invalid] [--fill-gaps]]
+                        [--split train|val|test|all] [--json]
 
 Runs the checkpoint's greedy policy over one split as one continuous episode (barriers close
 positions but do not end it), with buy-and-hold and a random policy on the same bars and costs.
@@ -25,6 +26,8 @@ positions but do not end it), with buy-and-hold and a random policy on the same 
   --checkpoint DIR   a run directory (its best/ checkpoint) or a checkpoint directory (DIR/best,
                      DIR/last)
   --data FILE        market bars; default: the synthetic market the checkpoint trained on
+  --drop-invalid     drop FILE's rows that break a rule instead of failing (reports how many)
+  --fill-gaps        insert flat zero-volume bars for FILE's missing bars at the modal interval
   --split NAME       train, val, test (default) or all (every bar after the warm-up)
   --json             print the metrics as one JSON object instead of a table`;
 
@@ -42,11 +45,15 @@ export const backtestCommand: Command = {
         data: { type: 'string' },
         split: { type: 'string', default: 'test' },
         json: { type: 'boolean' },
+        'drop-invalid': { type: 'boolean' },
+        'fill-gaps': { type: 'boolean' },
       },
       usage,
     );
     if (positionals.length) throw new UserError(`unexpected argument "${positionals[0]}"\n${usage}`);
     if (values.checkpoint === undefined) throw new UserError(`--checkpoint DIR is required\n${usage}`);
+    const repair = repairOptions(values);
+    if (repair.error) throw new UserError(repair.error);
     const split = String(values.split) as (typeof SPLITS)[number];
     if (!SPLITS.includes(split))
       throw new UserError(`--split must be one of ${SPLITS.join(', ')}, got "${split}"`);
@@ -70,7 +77,9 @@ export const backtestCommand: Command = {
           `the checkpoint trained on ${state.data.source}: pass it (or other bars) with --data`,
         );
       }
-      const data = await prepareData(cfg, await loadSourcedBars(dataFile));
+      const bars = await loadSourcedBars(dataFile, repair.opts);
+      if (bars?.repairs) console.error(`data: ${bars.source}: ${bars.repairs}`);
+      const data = await prepareData(cfg, bars);
       const range: SplitRange =
         split === 'all' ? { start: cfg.data.maxLookback, end: data.market.n } : data.splits[split];
       const report: ValidationReport = {
@@ -81,7 +90,7 @@ export const backtestCommand: Command = {
         console.log(JSON.stringify({ checkpoint: dir, epoch: state.epoch, split, range, ...report }));
       } else {
         console.log(
-          `backtest of ${dir} (epoch ${state.epoch}) on ${dataFile ?? 'the synthetic market'}, ` +
+          `backtest of ${dir} (epoch ${state.epoch}) on ${bars?.source ?? 'the synthetic market'}, ` +
             `${split} split: bars [${range.start}, ${range.end})`,
         );
         console.log(metricsTable(report));

@@ -6,6 +6,9 @@ import { readFile } from 'node:fs/promises';
 import { type Config, loadConfig } from '../../config.js';
 import { DataError } from '../../data/errors.js';
 import { type LoadOptions, type LoadReport, loadBars } from '../../data/load.js';
+
+export { repairLine } from '../../data/load.js';
+
 import type { Bars } from '../../data/types.js';
 import { UserError } from '../main.js';
 
@@ -32,18 +35,6 @@ export async function loadForCli(
     if (err instanceof DataError) throw new UserError(err.message);
     throw err;
   }
-}
-
-/** One line on what --drop-invalid / --fill-gaps changed, or null when they were not asked for. */
-export function repairLine(report: LoadReport, opts: LoadOptions): string | null {
-  const parts: string[] = [];
-  if (opts.dropInvalid) {
-    parts.push(
-      `dropped ${report.dropped} invalid row(s)${report.firstDropped ? ` (first: ${report.firstDropped})` : ''}`,
-    );
-  }
-  if (opts.fillGaps) parts.push(`filled ${report.filled} missing bar(s) in ${report.gapsFilled} gap(s)`);
-  return parts.length ? parts.join('; ') : null;
 }
 
 /** A duration in ms as text: 500ms, 30s, 1m, 1.5h, 1d. */

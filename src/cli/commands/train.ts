@@ -14,7 +14,7 @@ import {
   selectedAlgo,
   validateConfig,
 } from '../../config.js';
-import { loadSourcedBars } from '../../node/data.js';
+import { loadSourcedBars, repairOptions } from '../../node/data.js';
 import { writeReport } from '../../node/report.js';
 import { NodeStorage } from '../../node/storage.js';
 import { epochLine, metricsTable, progressLine, timing } from '../../train/report.js';
@@ -23,8 +23,8 @@ import type { EpochRecord } from '../../train/runlog.js';
 import { intFlag, parseFlags } from '../args.js';
 import { type Command, UserError } from '../main.js';
 
-const usage = `usage: foxhunt train --algo ppo|dqn|c51|iqn [--backend auto|cpu|webgpu|cuda] [--data FILE] [--epochs E]
-                     [--seed S] [--out DIR] [--config FILE] [--resume | --force] [--section.field value ...]
+const usage = `usage: foxhunt train --algo ppo|dqn|c51|iqn [--backend auto|cpu|webgpu|cuda] [--data FILE [--drop-invalid]
+                     [--fill-gaps]] [--epochs E] [--seed S] [--out DIR] [--config FILE] [--resume | --force] [--section.field value ...]
 
 Trains on FILE (CSV or Parquet bars), or on the built-in synthetic market (data.synthBars bars,
 generated from the seed) when --data is not given. Every epoch appends a JSON line to
@@ -34,6 +34,8 @@ which the run evaluates once on the test split at the end (see docs/TRAINING.md)
   --algo A             ppo, or dqn, c51, iqn (the DQN family)
   --backend KIND       auto (default: cuda, then hardware webgpu, then cpu), cpu, webgpu or cuda
   --data FILE          market bars; default: the synthetic market
+  --drop-invalid       drop FILE's rows that break a rule instead of failing (reports how many)
+  --fill-gaps          insert flat zero-volume bars for FILE's missing bars at the modal interval
   --epochs E           epochs to run (train.epochs, default 20)
   --seed S             run seed: Philox key, network init, synthetic market (train.seed, default 1)
   --out DIR            output directory (train.outDir, default runs/latest)
@@ -61,11 +63,15 @@ export const trainCommand: Command = {
         config: { type: 'string' },
         resume: { type: 'boolean' },
         force: { type: 'boolean' },
+        'drop-invalid': { type: 'boolean' },
+        'fill-gaps': { type: 'boolean' },
       },
       usage,
     );
     if (positionals.length) throw new UserError(`unexpected argument "${positionals[0]}"\n${usage}`);
     if (values.resume && values.force) throw new UserError('--resume and --force exclude each other');
+    const repair = repairOptions(values);
+    if (repair.error) throw new UserError(repair.error);
     const flags: Record<string, string> = { ...configFlags };
     if (values.algo !== undefined) flags['train.algo'] = String(values.algo);
     if (values.backend !== undefined) flags['train.backend'] = String(values.backend);
@@ -98,12 +104,14 @@ export const trainCommand: Command = {
         stop.abort();
         process.once('SIGINT', quit);
       };
+      const bars = await loadSourcedBars(values.data as string | undefined, repair.opts);
+      if (bars?.repairs) console.error(`data: ${bars.source}: ${bars.repairs}`);
       process.once('SIGINT', onInterrupt);
       const result = await runTraining({
         signal: stop.signal,
         cfg,
         storage,
-        bars: await loadSourcedBars(values.data as string | undefined),
+        bars,
         resume,
         force: values.force === true,
         onInfo: (line) => console.error(line),

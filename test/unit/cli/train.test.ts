@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
@@ -154,6 +154,65 @@ describe('foxhunt train / backtest', () => {
     const resume = await cli(['train', '--resume', '--out', dir, '--epochs', '3', '--ppo.lr', '0.01']);
     expect(resume.code).toBe(1);
     expect(resume.err).toMatch(/ppo\.lr differs/);
+  });
+});
+
+describe('foxhunt train / backtest --drop-invalid, --fill-gaps', () => {
+  it('trains on a file with a broken row or missing bars only when asked to repair it, and says what changed', async () => {
+    const clean = join(root, 'bars.csv');
+    expect((await cli(['data', 'synth', '--bars', '2000', '--seed', '4', '--out', clean])).code).toBe(0);
+    const lines = readFileSync(clean, 'utf8').trimEnd().split('\n');
+    const dup = join(root, 'dup.csv');
+    writeFileSync(dup, `${[...lines.slice(0, 900), lines[899], ...lines.slice(900)].join('\n')}\n`);
+    const gaps = join(root, 'gaps.csv');
+    writeFileSync(gaps, `${[...lines.slice(0, 700), ...lines.slice(703)].join('\n')}\n`);
+    const run = (data: string, out: string, ...more: string[]) =>
+      cli([
+        'train',
+        '--backend',
+        'cpu',
+        '--epochs',
+        '1',
+        '--data',
+        data,
+        '--out',
+        join(root, out),
+        ...more,
+        ...TINY,
+      ]);
+
+    const refused = await run(dup, 'dup-refused');
+    expect(refused.code).toBe(1);
+    expect(refused.err).toMatch(
+      /dup\.csv: data row 900 \(line 901\): duplicate timestamp .*; --drop-invalid drops such rows/,
+    );
+    expect(refused.err.split('\n')).toHaveLength(1);
+    expect(existsSync(join(root, 'dup-refused'))).toBe(false);
+
+    const dropped = await run(dup, 'dup', '--drop-invalid');
+    expect(dropped.code).toBe(0);
+    expect(dropped.err).toMatch(
+      /^data: .*dup\.csv \(--drop-invalid\): dropped 1 invalid row\(s\) \(first: .*data row 900/m,
+    );
+    const state = JSON.parse(readFileSync(join(root, 'dup', 'last', 'state.json'), 'utf8'));
+    expect(state.state.data.source).toMatch(/dup\.csv \(--drop-invalid\)$/);
+    expect(state.state.data.bars).toBe(2000);
+
+    const filled = await run(gaps, 'gaps', '--fill-gaps');
+    expect(filled.code).toBe(0);
+    expect(filled.err).toMatch(/gaps\.csv \(--fill-gaps\): filled 3 missing bar\(s\) in 1 gap\(s\)/);
+
+    // backtest reads the file the same way, or says how to.
+    const bt = await cli(['backtest', '--checkpoint', join(root, 'dup'), '--data', dup]);
+    expect(bt.code).toBe(1);
+    expect(bt.err).toMatch(/duplicate timestamp .*--drop-invalid/);
+    const bt2 = await cli(['backtest', '--checkpoint', join(root, 'dup'), '--data', dup, '--drop-invalid']);
+    expect(bt2.code).toBe(0);
+    expect(bt2.out).toMatch(/on .*dup\.csv \(--drop-invalid\), test split/);
+
+    const noFile = await cli(['train', '--drop-invalid', '--out', join(root, 'none'), ...TINY]);
+    expect(noFile.code).toBe(1);
+    expect(noFile.err).toMatch(/--drop-invalid and --fill-gaps repair the bars of --data FILE/);
   });
 });
 
