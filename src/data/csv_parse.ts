@@ -63,7 +63,7 @@ export async function parseCsvTable(input: CsvInput, file: string): Promise<RawT
           file,
           `header (line ${blankBefore.length + 1})`,
           `missing column "${found.missing}"`,
-          `found: ${row.map((h) => h.trim()).join(', ')}`,
+          `${found.hint ? `${found.hint}; ` : ''}found: ${row.map((h) => h.trim()).join(', ')}`,
         );
       }
       idx = found.index;

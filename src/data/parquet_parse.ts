@@ -62,7 +62,12 @@ export async function parseParquetTable(buffer: AsyncBuffer | ArrayBuffer, file:
   }
   const found = findColumns(names);
   if (found.missing) {
-    throw new DataError(file, 'schema', `missing column "${found.missing}"`, `found: ${names.join(', ')}`);
+    throw new DataError(
+      file,
+      'schema',
+      `missing column "${found.missing}"`,
+      `${found.hint ? `${found.hint}; ` : ''}found: ${names.join(', ')}`,
+    );
   }
   const n = Number(metadata.num_rows);
   if (n === 0) throw new DataError(file, 'file', 'empty file', 'no data rows');

@@ -48,18 +48,30 @@ export class Column {
 }
 
 /**
+ * Names of the time column where no column is called `timestamp`: Yahoo Finance and most daily
+ * exports say `Date`, others `Datetime` or `time`. One of them must be present alone: separate
+ * date and time columns are refused (they need joining into one instant first).
+ */
+export const TIMESTAMP_ALIASES = ['datetime', 'date', 'time'] as const;
+
+/**
  * Maps a header (list of names) to the indices of the columns foxhunt reads. Names match
- * case-insensitively after trimming; extra columns are ignored. Returns the index per name
- * (-1 when absent) or the name of the first missing required column.
+ * case-insensitively after trimming; extra columns are ignored; the time column is `timestamp`,
+ * else the one of TIMESTAMP_ALIASES present. Returns the index per name (-1 when absent) or the
+ * name of the first missing required column, with a hint where one helps.
  */
 export function findColumns(header: string[]): {
   index: Record<(typeof REQUIRED_COLUMNS)[number] | 'spread' | 'bid' | 'ask', number>;
   missing: string | null;
+  hint: string | null;
 } {
   const lower = header.map((h) => h.trim().toLowerCase());
   const at = (name: string) => lower.indexOf(name);
+  const aliases = TIMESTAMP_ALIASES.filter((a) => at(a) >= 0);
+  let timestamp = at('timestamp');
+  if (timestamp < 0 && aliases.length === 1) timestamp = at(aliases[0]);
   const index = {
-    timestamp: at('timestamp'),
+    timestamp,
     open: at('open'),
     high: at('high'),
     low: at('low'),
@@ -70,8 +82,17 @@ export function findColumns(header: string[]): {
     ask: at('ask'),
   };
   let missing: string | null = REQUIRED_COLUMNS.find((c) => index[c] < 0) ?? null;
+  let hint: string | null = null;
+  if (missing === 'timestamp') {
+    hint =
+      aliases.length > 1
+        ? `${aliases.join(' and ')} are separate columns: join them into one "timestamp" column of instants`
+        : `the time column may also be called ${TIMESTAMP_ALIASES.join(', ')}`;
+  } else if (missing === 'volume') {
+    hint = 'a market without volume (FX quotes) needs a volume column of 0s';
+  }
   // Half a quote is a mistake worth stopping for: the user meant to give a spread.
   if (!missing && index.spread < 0 && index.bid < 0 !== index.ask < 0)
     missing = index.bid < 0 ? 'bid' : 'ask';
-  return { index, missing };
+  return { index, missing, hint };
 }

@@ -76,7 +76,41 @@ describe('CSV validation names file, row and rule', () => {
     const err = await loadError(path);
     expect(err.message).toContain(path);
     expect(err.message).toContain('header (line 1)');
-    expect(err.message).toContain('missing column "volume"');
+    expect(err.message).toContain(
+      'missing column "volume" (a market without volume (FX quotes) needs a volume column of 0s',
+    );
+  });
+
+  it('reads a Date (or Datetime, time) column as the timestamp; refuses separate date and time columns', async () => {
+    const rows = goodRows();
+    // Yahoo Finance's daily export: Date first, an Adj Close column beside Close.
+    const yahoo = csvFile('yahoo.csv', [
+      'Date,Open,High,Low,Close,Adj Close,Volume',
+      ...rows.map((r) => {
+        const c = r.split(',');
+        return [c[0], c[1], c[2], c[3], c[4], '1', c[5]].join(',');
+      }),
+    ]);
+    const ref = await loadBars(csvFile('ref.csv', [HEADER, ...rows]));
+    const got = await loadBars(yahoo);
+    expect(got.bars.timestamp).toEqual(ref.bars.timestamp);
+    expect(got.bars.close).toEqual(ref.bars.close);
+    const both = csvFile('date-time.csv', [
+      'Date,Time,Open,High,Low,Close,Volume',
+      '2024-03-01,10:00:00,1,2,1,1,1',
+    ]);
+    const err = await loadError(both);
+    expect(err.message).toContain('missing column "timestamp" (date and time are separate columns');
+    // timestamp wins over an alias beside it.
+    const named = csvFile('named.csv', [
+      'date,timestamp,open,high,low,close,volume',
+      ...rows.map((r) => `x,${r}`),
+    ]);
+    expect((await loadBars(named)).bars.timestamp).toEqual(ref.bars.timestamp);
+    const none = csvFile('no-time.csv', ['when,open,high,low,close,volume', ...rows]);
+    expect((await loadError(none)).message).toContain(
+      'the time column may also be called datetime, date, time',
+    );
   });
 
   it('empty file and header-only file', async () => {
