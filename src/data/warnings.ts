@@ -8,8 +8,12 @@ import type { Bars, Splits } from './types.js';
 
 /** Flat bars in a row (open = high = low = close = the previous close) worth a warning. */
 export const FLAT_STRETCH_BARS = 20;
-/** A close this many times the previous one, or below its inverse, is worth a warning. */
-export const JUMP_FACTOR = 10;
+/**
+ * A close this many times the previous one, or below its inverse, is worth a warning: an unadjusted
+ * 2:1 split halves the close in one bar, which real markets rarely do (the S&P 500 fell 20% on its
+ * worst day).
+ */
+export const JUMP_FACTOR = 1.8;
 
 const iso = (ms: number) => new Date(ms).toISOString();
 

@@ -210,6 +210,21 @@ describe('foxhunt train / backtest --drop-invalid, --fill-gaps', () => {
     expect(bt2.code).toBe(0);
     expect(bt2.out).toMatch(/on .*dup\.csv \(--drop-invalid\), test split/);
 
+    // data check's warnings reach train: an unadjusted 2:1 split halves every price from row 1500 on.
+    const split = join(root, 'split.csv');
+    const halve = (l: string) =>
+      l
+        .split(',')
+        .map((c, j) => (j >= 1 && j <= 4 ? String(Number(c) / 2) : c))
+        .join(',');
+    writeFileSync(split, `${[...lines.slice(0, 1500), ...lines.slice(1500).map(halve)].join('\n')}\n`);
+    const warned = await run(split, 'split');
+    expect(warned.code).toBe(0);
+    expect(warned.err).toMatch(
+      /^warning: .*split\.csv: 1 close\(s\) more than 1\.8x away from the previous one .*unadjusted split/m,
+    );
+    expect(dropped.err).not.toMatch(/warning/);
+
     const noFile = await cli(['train', '--drop-invalid', '--out', join(root, 'none'), ...TINY]);
     expect(noFile.code).toBe(1);
     expect(noFile.err).toMatch(/--drop-invalid and --fill-gaps repair the bars of --data FILE/);

@@ -1,6 +1,6 @@
 /**
  * `data check` on degenerate files: absurd magnitudes are rejected naming the row and the rule;
- * valid data that trains poorly (no volume, flat stretches, 10x jumps, splits too small to
+ * valid data that trains poorly (no volume, flat stretches, jumps, splits too small to
  * validate on) passes with one warning line each.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -90,7 +90,7 @@ describe('data check on degenerate data', () => {
     expect(r.code).toBe(0);
   });
 
-  it('warns, and exits 0, on all-zero volume, flat stretches, 10x jumps and too-small splits', async () => {
+  it('warns, and exits 0, on all-zero volume, flat stretches, jumps (x10, a 2:1 split) and too-small splits', async () => {
     const b = generateSynthetic({ bars: 6000, seed: 3 });
     const clean = join(dir, 'clean.csv');
     await saveBars(clean, b);
@@ -112,6 +112,8 @@ describe('data check on degenerate data', () => {
     // One bar jumps x10 and the next falls back.
     bad.high[5000] = bad.close[5000] = bad.close[4999] * 10.5;
     bad.open[5001] = bad.high[5001] = bad.close[5000];
+    // An unadjusted 2:1 split: every price from bar 5500 on halves.
+    for (const col of [bad.open, bad.high, bad.low, bad.close]) for (let t = 5500; t < b.n; t++) col[t] /= 2;
     const file = join(dir, 'degenerate.csv');
     await saveBars(file, bad);
     const r = await cli('data', 'check', file);
@@ -125,7 +127,7 @@ describe('data check on degenerate data', () => {
       ),
     );
     expect(w[2]).toMatch(
-      /2 close\(s\) more than 10x away from the previous one \(first at .*\): an unadjusted split/,
+      /3 close\(s\) more than 1.8x away from the previous one \(first at .*\): an unadjusted split/,
     );
 
     const short = join(dir, 'short.csv');
