@@ -7,7 +7,8 @@
  *   0 when std is 0 (a flat policy has neither risk nor return).
  * - Sortino = mean(r) / sqrt(mean(min(r, 0)^2)) * sqrt(barsPerYear), downside deviation
  *   over all bars with target 0; 0 when no bar lost (the ratio is undefined, and JSON has no Infinity).
- * - Max drawdown = max_k (1 - V_k / max_{j<=k} V_j), a fraction in [0, 1].
+ * - Max drawdown = max_k (1 - V_k / max_{j<=k} V_j), a fraction: above 1 where the account went
+ *   below zero (a short through a gap can lose more than the account).
  * - Calmar = CAGR / max drawdown with CAGR = (V_n / V_0)^(barsPerYear / n) - 1; 0 without drawdown.
  *   Capped at the largest finite double: a short split of fast bars can overflow CAGR (JSON has no
  *   Infinity, and the log would read it back as null).
@@ -17,7 +18,7 @@
  *   as closed at the last mark.
  * - Hit rate = fraction of trades with PnL > 0 (0 without trades).
  * - Average holding = mean bars per trade, from the bar it opened to the bar it closed.
- * - Turnover = sum of traded notional / mean equity, per year (times barsPerYear / n).
+ * - Turnover = sum of traded notional / mean |equity|, per year (times barsPerYear / n).
  * - Average |exposure| = mean over steps of |units * close / V| after the step.
  */
 
@@ -140,13 +141,14 @@ export function computeMetrics(trace: EquityTrace, barsPerYear: number): Metrics
   let equitySum = 0;
   let exposureSum = 0;
   for (let k = 1; k <= n; k++) {
-    const r = equity[k] / equity[k - 1] - 1;
+    // An account at exactly 0 has no return (0 / 0 would make every ratio NaN, which JSON loses).
+    const r = equity[k - 1] !== 0 ? equity[k] / equity[k - 1] - 1 : 0;
     sum += r;
     if (r < 0) downSq += r * r;
     peak = Math.max(peak, equity[k]);
     maxDrawdown = Math.max(maxDrawdown, 1 - equity[k] / peak);
     tradedSum += traded[k - 1];
-    equitySum += equity[k];
+    equitySum += Math.abs(equity[k]);
     exposureSum += Math.abs(exposure[k - 1]);
   }
   const mean = sum / n;

@@ -57,6 +57,16 @@ describe('computeMetrics', () => {
     expect(JSON.parse(JSON.stringify(m)).calmar).toBe(Number.MAX_VALUE);
   });
 
+  it('stays finite and non-negative where the account goes below zero, and through an account of exactly 0', () => {
+    // A short through a gap: 1 -> -0.5 (a loss of 150%), then the stopped account stays there.
+    const m = computeMetrics(trace([1, 1, -0.5, -0.5], [-1, -1, 0], [1, 0, 0]), 3);
+    expect(m.totalReturn).toBeCloseTo(-1.5, 12);
+    expect(m.maxDrawdown).toBeCloseTo(1.5, 12);
+    expect(m.turnover).toBeCloseTo(1 / ((1 + 0.5 + 0.5) / 3), 12);
+    const zero = computeMetrics(trace([1, 0, 0, 0.1], [1, 0, 1], [1, 0, 0.1]), 3);
+    for (const v of Object.values(zero)) expect(Number.isFinite(v)).toBe(true);
+  });
+
   it('annualises Sharpe by sqrt(barsPerYear)', () => {
     const a = computeMetrics(t, 1).sharpe;
     expect(computeMetrics(t, 100).sharpe).toBeCloseTo(a * 10, 12);
