@@ -71,7 +71,8 @@ export async function parseCsvTable(input: CsvInput, file: string): Promise<RawT
       quote = idx.spread >= 0 ? 'spread' : idx.bid >= 0 ? 'bidask' : null;
       return;
     }
-    if (row.length === 1 && row[0].trim() === '') {
+    // A blank line, or one of delimiters only (a spreadsheet's empty rows, `,,,,,`): no data.
+    if (row[0].trim() === '' && row.every((c) => c.trim() === '')) {
       blankBefore.push(rows);
       return;
     }

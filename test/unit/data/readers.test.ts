@@ -138,6 +138,19 @@ describe('CSV validation names file, row and rule', () => {
     const path = csvFile('blank.csv', [HEADER, rows[0], '', rows[1], rows[2], rows[3], rows[4]]);
     expect((await loadError(path)).message).toContain('data row 4 (line 6): volume < 0');
   });
+
+  it("reads a spreadsheet's rows of delimiters only (,,,,,) as blank lines", async () => {
+    const rows = goodRows();
+    const path = csvFile('excel.csv', [HEADER, rows[0], ',,,,,', ...rows.slice(1), ',,,,,', ' , ,,,,']);
+    const { bars } = await loadBars(path);
+    expect(bars.n).toBe(5);
+    rows[3] = '2024-03-01T10:03:00Z,103,104.5,102.5,103.5,-5';
+    const bad = csvFile('excel-bad.csv', [HEADER, rows[0], ',,,,,', ...rows.slice(1)]);
+    expect((await loadError(bad)).message).toContain('data row 4 (line 6): volume < 0');
+    // A row with a timestamp and nothing else is still a row with missing values.
+    const partial = csvFile('partial.csv', [HEADER, ...goodRows(), '2024-03-01T10:05:00Z,,,,,']);
+    expect((await loadError(partial)).rule).toBe('missing value');
+  });
 });
 
 describe('CSV reading', () => {
