@@ -26,8 +26,9 @@ import type { EpochRecord } from '../../train/runlog.js';
 import { intFlag, parseFlags } from '../args.js';
 import { type Command, UserError } from '../main.js';
 
-const usage = `usage: foxhunt train --algo ppo|dqn|c51|iqn [--backend auto|cpu|webgpu|cuda] [--data FILE [--drop-invalid]
-                     [--fill-gaps]] [--epochs E] [--seed S] [--out DIR] [--config FILE] [--resume | --force] [--section.field value ...]
+const usage = `usage: foxhunt train --algo ppo|dqn|c51|iqn [--backend auto|cpu|webgpu|cuda]
+                     [--data FILE [--drop-invalid] [--fill-gaps]] [--epochs E] [--seed S] [--out DIR]
+                     [--config FILE] [--resume | --force] [--section.field value ...]
 
 Trains on FILE (CSV or Parquet bars), or on the built-in synthetic market (data.synthBars bars,
 generated from the seed) when --data is not given. Every epoch appends a JSON line to
