@@ -193,12 +193,28 @@ export function parseIsoMs(s: string): number {
 }
 
 /**
+ * An instant in ms since the epoch with its sub-millisecond part kept (a fraction): the Parquet
+ * reader's TIMESTAMP(MICROS / NANOS) cells, which a Date would truncate to whole milliseconds (500 us
+ * bars would read as duplicates).
+ */
+export class InstantMs {
+  constructor(readonly ms: number) {}
+  /** From whole microseconds / nanoseconds since the epoch, exact to f64's resolution at that size. */
+  static fromMicros(us: bigint): InstantMs {
+    return new InstantMs(Number(us / 1000n) + Number(us % 1000n) / 1e3);
+  }
+  static fromNanos(ns: bigint): InstantMs {
+    return new InstantMs(Number(ns / 1_000_000n) + Number(ns % 1_000_000n) / 1e6);
+  }
+}
+
+/**
  * A timestamp cell -> ms since epoch. `scale` holds the file's epoch unit once known
  * (0 before the first numeric timestamp). Returns NaN and fills `problem` when rejected.
  */
 export function parseTimestampCell(raw: unknown, state: { scale: number; last: CellProblem | null }): number {
-  if (raw instanceof Date) {
-    const ms = raw.getTime();
+  if (raw instanceof Date || raw instanceof InstantMs) {
+    const ms = raw instanceof Date ? raw.getTime() : raw.ms;
     if (Number.isFinite(ms)) return ms;
   } else if (typeof raw === 'number' || typeof raw === 'bigint') {
     const x = Number(raw);

@@ -19,7 +19,7 @@ import {
   decompressZstd,
   gunzip,
 } from 'hyparquet-compressors';
-import { type CellProblem, parseNumberCell, parseTimestampCell } from './cells.js';
+import { type CellProblem, InstantMs, parseNumberCell, parseTimestampCell } from './cells.js';
 import { DataError } from './errors.js';
 import { findColumns, type RawTable } from './table.js';
 
@@ -91,6 +91,11 @@ export async function parseParquetTable(buffer: AsyncBuffer | ArrayBuffer, file:
       file: buffer,
       metadata,
       compressors: CODECS,
+      // TIMESTAMP(MICROS / NANOS) with their sub-millisecond part (hyparquet's Dates truncate it).
+      parsers: {
+        timestampFromMicroseconds: InstantMs.fromMicros,
+        timestampFromNanoseconds: InstantMs.fromNanos,
+      },
       columns: [...cols.keys()],
       onChunk({ columnName, columnData, rowStart, rowEnd }) {
         const col = cols.get(columnName);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { parquetWriteFile } from 'hyparquet-writer';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { parseIsoMs, parseNumberCell } from '../../../src/data/cells.js';
+import { InstantMs, parseIsoMs, parseNumberCell } from '../../../src/data/cells.js';
 import { DataError } from '../../../src/data/errors.js';
 import { loadBars, saveBars } from '../../../src/data/load.js';
 import { generateSynthetic } from '../../../src/data/synthetic.js';
@@ -301,6 +301,18 @@ describe('Parquet', () => {
     expect(zstd.bars.n).toBe(20);
     expect(zstd.bars.close[19]).toBe(119.5);
     expect(zstd.bars.timestamp[1] - zstd.bars.timestamp[0]).toBe(60_000);
+  });
+
+  it('keeps the sub-millisecond part of TIMESTAMP(MICROS) and (NANOS) cells', async () => {
+    // 20 bars 500 us apart, TIMESTAMP(us, UTC), by pyarrow (test/fixtures/README.md): as whole ms
+    // (hyparquet's Dates) every other bar would repeat its neighbour's time.
+    const { bars } = await loadBars(join(import.meta.dirname, '../../fixtures/bars-500us.parquet'));
+    expect(bars.n).toBe(20);
+    expect(bars.timestamp[0]).toBe(Date.UTC(2024, 2, 1, 10));
+    for (let i = 1; i < 20; i++) expect(bars.timestamp[i] - bars.timestamp[i - 1]).toBeCloseTo(0.5, 9);
+    const ns = 1_709_287_200_123_456_789n;
+    expect(InstantMs.fromNanos(ns).ms).toBe(1_709_287_200_123 + 0.456789);
+    expect(InstantMs.fromMicros(ns / 1000n).ms).toBe(1_709_287_200_123 + 0.456);
   });
 
   it('applies the same rules, naming file, row and rule', async () => {
