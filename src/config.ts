@@ -355,19 +355,21 @@ export function selectedAlgo(patch: unknown, flags: Record<string, string> = {})
 export function mergeConfig(base: Config, patch: DeepPartial<Config>, origin = 'config'): Config {
   const out = structuredClone(base) as Config;
   for (const [section, fields] of Object.entries(patch ?? {})) {
-    if (!(section in out))
+    if (!Object.hasOwn(out, section))
       throw new ConfigError(section, `unknown section in ${origin} (known: ${Object.keys(out).join(', ')})`);
     if (fields === null || typeof fields !== 'object' || Array.isArray(fields)) {
       throw new ConfigError(section, `must be an object in ${origin}`);
     }
     const target = out[section as keyof Config] as unknown as Record<string, unknown>;
     for (const [key, value] of Object.entries(fields as Record<string, unknown>)) {
-      if (!(key in target)) throw new ConfigError(`${section}.${key}`, `unknown field in ${origin}`);
+      if (!Object.hasOwn(target, key))
+        throw new ConfigError(`${section}.${key}`, `unknown field in ${origin}`);
       const expected = typeof target[key];
-      if (typeof value !== expected) {
+      // JSON.parse reads 1e999 as Infinity, which JSON.stringify would then write as null.
+      if (typeof value !== expected || (expected === 'number' && !Number.isFinite(value))) {
         throw new ConfigError(
           `${section}.${key}`,
-          `expected a ${expected}, got ${JSON.stringify(value)} in ${origin}`,
+          `expected a ${expected === 'number' ? 'finite number' : expected}, got ${typeof value === 'number' ? value : JSON.stringify(value)} in ${origin}`,
         );
       }
       target[key] = value;
@@ -386,9 +388,11 @@ export function applyFlags(base: Config, flags: Record<string, string>): Config 
     const [section, key, ...rest] = path.split('.');
     if (!section || !key || rest.length)
       throw new ConfigError(path, 'flags take the form --section.field value');
-    const sec = base[section as keyof Config] as unknown as Record<string, unknown> | undefined;
+    const sec = Object.hasOwn(base, section)
+      ? (base[section as keyof Config] as unknown as Record<string, unknown>)
+      : undefined;
     if (!sec) throw new ConfigError(path, `unknown section (known: ${Object.keys(base).join(', ')})`);
-    if (!(key in sec)) {
+    if (!Object.hasOwn(sec, key)) {
       const near = nearestName(key, Object.keys(sec));
       throw new ConfigError(path, `unknown field${near ? ` (did you mean ${section}.${near}?)` : ''}`);
     }
