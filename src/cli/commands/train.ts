@@ -163,7 +163,7 @@ export const trainCommand: Command = {
  */
 export function splitConfigFlags(
   args: string[],
-  usage: string,
+  _usage: string,
 ): { named: string[]; config: Record<string, string> } {
   const named: string[] = [];
   const config: Record<string, string> = {};
@@ -174,8 +174,9 @@ export function splitConfigFlags(
       continue;
     }
     if (m[2] !== undefined) config[m[1]] = m[2];
-    else if (i + 1 < args.length) config[m[1]] = args[++i];
-    else throw new UserError(`--${m[1]} needs a value\n${usage}`);
+    // The next word is the value unless it is another option (`--ppo.lr --out DIR`); `-1` is a value.
+    else if (i + 1 < args.length && !/^--?[A-Za-z]/.test(args[i + 1])) config[m[1]] = args[++i];
+    else throw new UserError(`--${m[1]} needs a value`);
   }
   return { named, config };
 }
