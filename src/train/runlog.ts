@@ -46,6 +46,11 @@ export interface RunSummary {
   verdict: { validation: string; test: string };
 }
 
+/** A log.jsonl that cannot be read (a line that is not JSON): the CLI prints it as one line. */
+export class LogError extends Error {
+  override name = 'LogError';
+}
+
 export const logPath = (outDir: string): string => joinPath(outDir, 'log.jsonl');
 
 export async function appendLog(
@@ -90,7 +95,9 @@ async function readLines(
       records.push(JSON.parse(line));
     } catch {
       if (tornTail && i === lines.length - 1) return;
-      throw new Error(`${path}: line ${i + 1} is not valid JSON (a torn write?); delete that line to resume`);
+      throw new LogError(
+        `${path}: line ${i + 1} is not valid JSON (a torn write?); delete that line to resume`,
+      );
     }
   });
   return records;

@@ -203,6 +203,7 @@ const USER_ERRORS = new Set([
   'ConfigError',
   'BackendUnavailableError',
   'RunStoppedError',
+  'LogError',
 ]);
 
 export async function asUserError<T>(body: () => Promise<T>): Promise<T> {

@@ -33,3 +33,16 @@ describe('CLI misuse: one line, exit 1', () => {
     expect(existsSync(out)).toBe(false);
   });
 });
+
+describe('damaged run directories', () => {
+  it('a log line that is not JSON is one line for resume and report', async () => {
+    const torn = join(root, 'torn');
+    mkdirSync(torn);
+    writeFileSync(join(torn, 'log.jsonl'), '{"epoch": 1}\n{"garb\n');
+    const r = await cli(['report', torn]);
+    expect(r.code).toBe(1);
+    expect(r.err).toBe(
+      `foxhunt report: ${join(torn, 'log.jsonl')}: line 2 is not valid JSON (a torn write?); delete that line to resume`,
+    );
+  });
+});
