@@ -17,7 +17,9 @@ export class NodeStorage implements Storage {
     try {
       return await readFile(path);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      // ENOTDIR: a path under a file (`--checkpoint run/log.jsonl`) holds nothing either.
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') return null;
       throw err;
     }
   }

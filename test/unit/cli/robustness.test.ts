@@ -46,3 +46,15 @@ describe('damaged run directories', () => {
     );
   });
 });
+
+describe('a file where a directory belongs', () => {
+  it('backtest --checkpoint FILE says there is no checkpoint there', async () => {
+    const file = join(root, 'not-a-dir.txt');
+    writeFileSync(file, 'x');
+    const r = await cli(['backtest', '--checkpoint', file]);
+    expect(r.code).toBe(1);
+    expect(r.err).toBe(
+      `foxhunt backtest: ${file}: no checkpoint here (missing state.json); train first, or check the path`,
+    );
+  });
+});
