@@ -6,6 +6,8 @@ import { reportHtml } from '../report/html.js';
 import { runViewOf } from '../report/run_view.js';
 import { bestDir, lastDir } from '../train/checkpoint.js';
 import { checkpointPolicy } from '../train/dqn_checkpoint.js';
+import { RunError } from '../train/run.js';
+import { readLog } from '../train/runlog.js';
 import { committedDir } from '../train/storage.js';
 import { loadSourcedBars } from './data.js';
 import { NodeStorage } from './storage.js';
@@ -31,6 +33,11 @@ export async function writeReport(outDir: string, dataFile?: string): Promise<st
   let file = dataFile;
   const dir =
     (await committedDir(storage, bestDir(outDir))) ?? (await committedDir(storage, lastDir(outDir)));
+  // Nothing to draw: refuse rather than write a blank page (and create a directory that was a typo).
+  if (dir === null && (await readLog(storage, outDir)).length === 0)
+    throw new RunError(
+      `${outDir}: no run here (no best/, last/ or logged epoch); give the --out directory of a foxhunt train run`,
+    );
   if (file === undefined && dir !== null) {
     const source = (await checkpointPolicy(storage, dir)).state.data.source;
     if (source !== 'synthetic' && (await storage.exists(source))) file = source;

@@ -58,3 +58,19 @@ describe('a file where a directory belongs', () => {
     );
   });
 });
+
+describe('report on a directory without a run', () => {
+  it('refuses in one line and creates nothing', async () => {
+    const missing = join(root, 'no-such-run');
+    const r = await cli(['report', missing]);
+    expect(r.code).toBe(1);
+    expect(r.err).toBe(
+      `foxhunt report: ${missing}: no run here (no best/, last/ or logged epoch); give the --out directory of a foxhunt train run`,
+    );
+    expect(existsSync(missing)).toBe(false);
+    const empty = join(root, 'empty-run');
+    mkdirSync(empty);
+    expect((await cli(['report', empty])).code).toBe(1);
+    expect(existsSync(join(empty, 'report.html'))).toBe(false);
+  });
+});
