@@ -211,6 +211,11 @@ export async function asUserError<T>(body: () => Promise<T>): Promise<T> {
     return await body();
   } catch (err) {
     if (err instanceof Error && USER_ERRORS.has(err.name)) throw new UserError(err.message);
+    // A buffer past the typed-array or memory limit: sizes from the config (--rollout.episodes 1e8).
+    if (err instanceof RangeError && /typed array length|allocation failed/i.test(err.message))
+      throw new UserError(
+        `${err.message}: the config's sizes do not fit in memory; lower rollout.episodes, rollout.steps or dqn.replayCapacity`,
+      );
     throw err;
   }
 }

@@ -74,3 +74,32 @@ describe('report on a directory without a run', () => {
     expect(existsSync(join(empty, 'report.html'))).toBe(false);
   });
 });
+
+describe('sizes past memory', () => {
+  it('a rollout too large to allocate is one line naming the sizes to lower', async () => {
+    const out = join(root, 'huge');
+    const r = await cli([
+      'train',
+      '--backend',
+      'cpu',
+      '--epochs',
+      '1',
+      '--data.synthBars',
+      '2000',
+      '--env.episodeBars',
+      '24',
+      '--rollout.episodes',
+      '100000000',
+      '--rollout.steps',
+      '16',
+      '--out',
+      out,
+    ]);
+    expect(r.code).toBe(1);
+    expect(r.err.split('\n').at(-1)).toMatch(
+      /^foxhunt train: Invalid typed array length: \d+: the config's sizes do not fit in memory; lower rollout\.episodes/,
+    );
+    expect(r.err).not.toContain('FOXHUNT_DEBUG');
+    expect(existsSync(join(out, 'last'))).toBe(false);
+  });
+});
