@@ -93,7 +93,7 @@ export async function readCheckpoint<S>(storage: Storage, dir: string): Promise<
     if ((await sha256Hex(bytes)) !== hash) {
       throw new CheckpointError(
         `${path}: contents differ from ${STATE_FILE} (a crash while a checkpoint was written?); ` +
-          'this checkpoint cannot be resumed, start the run again',
+          "this checkpoint cannot be loaded: use the run's other one (best/ or last/), or train again (--force replaces the run)",
       );
     }
     try {

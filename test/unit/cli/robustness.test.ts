@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
@@ -101,5 +101,34 @@ describe('sizes past memory', () => {
     );
     expect(r.err).not.toContain('FOXHUNT_DEBUG');
     expect(existsSync(join(out, 'last'))).toBe(false);
+  });
+});
+
+describe('a damaged checkpoint', () => {
+  it('backtest says to use the other checkpoint or train again, not to resume', async () => {
+    const out = join(root, 'flip');
+    const small = [
+      '--backend',
+      'cpu',
+      '--epochs',
+      '1',
+      '--data.synthBars',
+      '2000',
+      '--env.episodeBars',
+      '24',
+    ];
+    const sizes = ['--rollout.episodes', '4', '--rollout.steps', '16', '--ppo.minibatch', '32'];
+    expect((await cli(['train', ...small, ...sizes, '--out', out])).code).toBe(0);
+    const actor = join(out, 'last', 'actor.safetensors');
+    const bytes = readFileSync(actor);
+    bytes[bytes.length - 3] ^= 0xff;
+    writeFileSync(actor, bytes);
+    const r = await cli(['backtest', '--checkpoint', join(out, 'last')]);
+    expect(r.code).toBe(1);
+    expect(r.err).toBe(
+      `foxhunt backtest: ${actor}: contents differ from state.json (a crash while a checkpoint was written?); ` +
+        "this checkpoint cannot be loaded: use the run's other one (best/ or last/), or train again (--force replaces the run)",
+    );
+    expect((await cli(['backtest', '--checkpoint', out])).code).toBe(0);
   });
 });
