@@ -4,7 +4,8 @@
  * test tables and the verdict. Progress (elapsed, ETA) goes to stderr (a bar on a TTY, one line
  * per epoch otherwise); the tables and the verdict to stdout.
  */
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import {
   applyFlags,
   type Config,
@@ -93,6 +94,7 @@ export const trainCommand: Command = {
       let resume = null;
       if (values.resume)
         ({ cfg, checkpoint: resume } = await resumeConfig(storage, cfg.train.outDir, override));
+      await assertDirectoryPath(cfg.train.outDir);
       const epochs = cfg.train.epochs;
       const tty = process.stderr.isTTY === true;
       let last: EpochRecord | null = null;
@@ -217,6 +219,19 @@ export async function asUserError<T>(body: () => Promise<T>): Promise<T> {
         `${err.message}: the config's sizes do not fit in memory; lower rollout.episodes, rollout.steps or dqn.replayCapacity`,
       );
     throw err;
+  }
+}
+
+/** Refuses an --out that is a file, or lies under one, before an epoch is spent on it. */
+async function assertDirectoryPath(outDir: string): Promise<void> {
+  for (let p = resolve(outDir); ; p = dirname(p)) {
+    try {
+      if ((await stat(p)).isDirectory()) return;
+      throw new UserError(`--out ${outDir}: ${p} is a file, not a directory; give another --out`);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if ((code !== 'ENOENT' && code !== 'ENOTDIR') || p === dirname(p)) throw err;
+    }
   }
 }
 

@@ -132,3 +132,21 @@ describe('a damaged checkpoint', () => {
     expect((await cli(['backtest', '--checkpoint', out])).code).toBe(0);
   });
 });
+
+describe('--out that is a file', () => {
+  it('is refused in one line before training, and the file is kept', async () => {
+    const file = join(root, 'out-file');
+    writeFileSync(file, 'keep');
+    const args = ['--backend', 'cpu', '--epochs', '1', '--data.synthBars', '2000', '--env.episodeBars', '24'];
+    for (const out of [file, join(file, 'sub')]) {
+      for (const extra of [[], ['--force']]) {
+        const r = await cli(['train', ...args, ...extra, '--out', out]);
+        expect(r.code).toBe(1);
+        expect(r.err).toBe(
+          `foxhunt train: --out ${out}: ${file} is a file, not a directory; give another --out`,
+        );
+      }
+    }
+    expect(readFileSync(file, 'utf8')).toBe('keep');
+  });
+});
