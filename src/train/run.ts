@@ -21,7 +21,7 @@ import { createDevicePpoEngine } from '../engine/device_ppo.js';
 import type { PpoEngine } from '../engine/engine.js';
 import { inferBarsPerYear } from '../eval/metrics.js';
 import { assertMarketFinite, buildMarket } from '../features/market.js';
-import { bestDir, lastDir, STATE_FILE } from './checkpoint.js';
+import { bestDir, CheckpointError, lastDir, STATE_FILE } from './checkpoint.js';
 import { checkpointAlgo, type DqnCheckpoint, loadDqnCheckpoint } from './dqn_checkpoint.js';
 import { runDqnTraining } from './dqn_run.js';
 import { type Phase, trainPpo } from './ppo.js';
@@ -98,6 +98,19 @@ export async function resumeConfig(
   const legacy = joinPath(outDir, 'checkpoint');
   const useLegacy = !(await committedDir(storage, lastDir(outDir))) && (await storage.exists(legacy));
   const dir = useLegacy ? legacy : lastDir(outDir);
+  if (!useLegacy && !(await committedDir(storage, dir))) {
+    // A run stopped before its first last/ (a log, best/): nothing to resume, and a fresh run
+    // into it is refused too, so say the one way on.
+    const earlier = [
+      ...((await committedDir(storage, bestDir(outDir))) ? ['best'] : []),
+      ...((await storage.exists(joinPath(outDir, 'log.jsonl'))) ? ['log.jsonl'] : []),
+    ];
+    if (earlier.length)
+      throw new CheckpointError(
+        `${lastDir(outDir)}: no checkpoint here to resume (the run stopped before its first; ${outDir} ` +
+          `holds only ${earlier.join(', ')}); --force starts it again, --out DIR trains elsewhere`,
+      );
+  }
   const checkpoint =
     (await checkpointAlgo(storage, dir)) === 'ppo'
       ? await loadPpoCheckpoint(storage, dir)

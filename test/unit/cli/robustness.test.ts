@@ -150,3 +150,19 @@ describe('--out that is a file', () => {
     expect(readFileSync(file, 'utf8')).toBe('keep');
   });
 });
+
+describe('--resume of a run without last/', () => {
+  it('says --force, since a fresh run into the directory is refused as well', async () => {
+    const out = join(root, 'log-only');
+    mkdirSync(out);
+    writeFileSync(join(out, 'log.jsonl'), '');
+    const args = ['--backend', 'cpu', '--epochs', '1', '--data.synthBars', '2000', '--env.episodeBars', '24'];
+    const r = await cli(['train', ...args, '--resume', '--out', out]);
+    expect(r.code).toBe(1);
+    expect(r.err).toBe(
+      `foxhunt train: ${join(out, 'last')}: no checkpoint here to resume (the run stopped before its first; ${out} holds only log.jsonl); --force starts it again, --out DIR trains elsewhere`,
+    );
+    const empty = join(root, 'no-run');
+    expect((await cli(['train', ...args, '--resume', '--out', empty])).err).toMatch(/no checkpoint here/);
+  });
+});
