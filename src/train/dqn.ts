@@ -80,7 +80,7 @@ export async function trainDqn(run: DqnRun): Promise<{ records: EpochRecord[]; s
 
   for (let epoch = run.firstEpoch; epoch <= cfg.train.epochs; epoch++) {
     const round = epoch - 1;
-    const finite = (what: string, values: Record<string, number>) => {
+    const finite = (what: string, values: Record<string, number>, beforeUpdate = false) => {
       for (const [k, v] of Object.entries(values)) {
         if (Number.isFinite(v)) continue;
         throw new TrainingDivergedError(
@@ -88,7 +88,7 @@ export async function trainDqn(run: DqnRun): Promise<{ records: EpochRecord[]; s
             (loop.lastSaved > 0
               ? `the last good checkpoint (epoch ${loop.lastSaved}) in ${ckptDir} is kept`
               : 'no checkpoint was written') +
-            `. ${divergenceCause(market, 'dqn')}`,
+            `. ${divergenceCause(market, 'dqn', beforeUpdate)}`,
         );
       }
     };
@@ -110,7 +110,7 @@ export async function trainDqn(run: DqnRun): Promise<{ records: EpochRecord[]; s
     const collectMs = performance.now() - t0;
     if (!Object.values(rollout.reward).every(Number.isFinite)) {
       await tail.settle();
-      finite('the mean reward', rollout.reward);
+      finite('the mean reward', rollout.reward, epoch === 1);
     }
 
     await run.onPhase?.(epoch, 'update');

@@ -61,11 +61,17 @@ export class TrainingDivergedError extends Error {
  * Why a run went non-finite: the inputs were checked finite before epoch 1 (prepareData), so a
  * non-finite input found now names the data; otherwise the optimisation diverged.
  */
-export function divergenceCause(market: Market, section: 'ppo' | 'dqn' = 'ppo'): string {
+export function divergenceCause(
+  market: Market,
+  section: 'ppo' | 'dqn' = 'ppo',
+  beforeUpdate = false,
+): string {
   const bad = firstNonFinite(market);
-  return bad
-    ? `The market inputs are not finite (${describeNonFinite(bad)}): check the data`
-    : `The market inputs are finite, so the optimisation diverged: start a new run with a lower ${section}.lr or ${section}.maxGradNorm`;
+  if (bad) return `The market inputs are not finite (${describeNonFinite(bad)}): check the data`;
+  // Epoch 1's rewards come from the initial nets: only the environment's scales can overflow them.
+  if (beforeUpdate)
+    return 'The market inputs are finite and no update has run yet, so the environment overflows f32: start a new run with env.initialCapital and env.pnlScale nearer their defaults (1 and 100)';
+  return `The market inputs are finite, so the optimisation diverged: start a new run with a lower ${section}.lr or ${section}.maxGradNorm`;
 }
 
 export interface PpoResult {
@@ -88,16 +94,17 @@ export async function trainPpo(run: PpoRun): Promise<PpoResult> {
 
   for (let epoch = run.firstEpoch; epoch <= cfg.train.epochs; epoch++) {
     const round = epoch - 1;
-    const diverged = (what: string, value: number) =>
+    const diverged = (what: string, value: number, beforeUpdate = false) =>
       new TrainingDivergedError(
         `epoch ${epoch}: ${what} is ${value}; the run stopped and ` +
           (loop.lastSaved > 0
             ? `the last good checkpoint (epoch ${loop.lastSaved}) in ${ckptDir} is kept (--resume continues from it)`
             : 'no checkpoint was written') +
-          `. ${divergenceCause(market)}`,
+          `. ${divergenceCause(market, 'ppo', beforeUpdate)}`,
       );
-    const finite = (what: string, values: Record<string, number>) => {
-      for (const [k, v] of Object.entries(values)) if (!Number.isFinite(v)) throw diverged(`${what} ${k}`, v);
+    const finite = (what: string, values: Record<string, number>, beforeUpdate = false) => {
+      for (const [k, v] of Object.entries(values))
+        if (!Number.isFinite(v)) throw diverged(`${what} ${k}`, v, beforeUpdate);
     };
 
     // 1. Collect N x L experiences with the current policy.
@@ -105,7 +112,7 @@ export async function trainPpo(run: PpoRun): Promise<PpoResult> {
     let t0 = performance.now();
     const rollout = await engine.collect(round);
     const collectMs = performance.now() - t0;
-    finite('the mean reward', rollout.reward);
+    finite('the mean reward', rollout.reward, epoch === 1);
 
     // 2. PPO update on the rollout.
     await run.onPhase?.(epoch, 'update');

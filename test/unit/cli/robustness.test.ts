@@ -166,3 +166,40 @@ describe('--resume of a run without last/', () => {
     expect((await cli(['train', ...args, '--resume', '--out', empty])).err).toMatch(/no checkpoint here/);
   });
 });
+
+describe('an environment that overflows f32', () => {
+  it('names the env scales, not the learning rate, when epoch 1 rewards are not finite', async () => {
+    const args = ['--backend', 'cpu', '--epochs', '1', '--data.synthBars', '2000', '--env.episodeBars', '24'];
+    const sizes = ['--rollout.episodes', '4', '--rollout.steps', '16', '--ppo.minibatch', '32'];
+    const dqn = [
+      '--algo',
+      'dqn',
+      '--dqn.batch',
+      '16',
+      '--dqn.stepsPerEpoch',
+      '1',
+      '--dqn.replayCapacity',
+      '256',
+    ];
+    for (const algo of [[], dqn]) {
+      const out = join(root, `overflow${algo.length}`);
+      const r = await cli([
+        'train',
+        ...args,
+        ...sizes,
+        ...algo,
+        '--env.initialCapital',
+        '1e300',
+        '--out',
+        out,
+      ]);
+      expect(r.code).toBe(1);
+      const line = r.err.split('\n').at(-1);
+      expect(line).toMatch(
+        /^foxhunt train: epoch 1: the mean reward total is NaN; .*no checkpoint was written/,
+      );
+      expect(line).toContain('env.initialCapital and env.pnlScale nearer their defaults');
+      expect(line).not.toContain('.lr');
+    }
+  });
+});
