@@ -32,8 +32,11 @@ const buttons = {
 let device: DeviceReport | null = null;
 let dataOk = true;
 let running = false;
+type State = 'ready' | 'running' | 'paused' | 'finished' | 'stopped' | 'failed';
+let current: State = 'ready';
 
-function setState(state: 'ready' | 'running' | 'paused' | 'finished' | 'stopped' | 'failed') {
+function setState(state: State) {
+  current = state;
   running = state === 'running' || state === 'paused';
   $('status').textContent = state;
   buttons.start.disabled = running || !device || !dataOk;
@@ -188,7 +191,7 @@ async function loadData(file: File) {
   showError('data-error', null);
   $('data-status').textContent = `reading ${file.name}...`;
   dataOk = false;
-  setState('ready');
+  setState(current);
   try {
     const { source, bars } = await trainer.loadData(file.name, new Uint8Array(await file.arrayBuffer()));
     $('data-status').textContent = `${source}: ${bars.toLocaleString('en')} bars, valid`;
@@ -198,7 +201,7 @@ async function loadData(file: File) {
     $('data-status').textContent = `${file.name}: not usable, nothing will train on it`;
     showError('data-error', errorText(err));
   }
-  setState('ready');
+  setState(current);
 }
 $('data-clear').addEventListener('click', () => {
   trainer.clearData();
@@ -207,7 +210,7 @@ $('data-clear').addEventListener('click', () => {
   $('data-status').textContent = 'synthetic market';
   $('data-clear').hidden = true;
   $<HTMLInputElement>('data-file').value = '';
-  setState('ready');
+  setState(current);
 });
 $<HTMLInputElement>('data-file').addEventListener('change', (ev) => {
   const file = (ev.target as HTMLInputElement).files?.[0];

@@ -132,10 +132,12 @@ const api: TrainerApi = {
     running = true;
     stopRequested = false;
     paused = null;
+    // The market of this run: a file dropped (or cleared) while it trains is for the next run.
+    const runBars = bars;
     try {
       const cfg = configOf(s);
       const st = await store();
-      const data = await prepareData(cfg, bars);
+      const data = await prepareData(cfg, runBars);
       const records: EpochRecord[] = [];
       const stepsPerEpoch = s.episodes * s.steps;
       const start = performance.now();
@@ -157,7 +159,7 @@ const api: TrainerApi = {
       };
       const view = (extra: Partial<RunView>): RunView => ({
         title: 'foxhunt in this tab',
-        subtitle: `${s.algo.toUpperCase()} on ${s.backend === 'webgpu' ? 'WebGPU' : 'the CPU reference'}, ${bars?.source ?? 'synthetic market'} (${data.market.n} bars), ${s.episodes} episodes x ${s.steps} steps per rollout`,
+        subtitle: `${s.algo.toUpperCase()} on ${s.backend === 'webgpu' ? 'WebGPU' : 'the CPU reference'}, ${runBars?.source ?? 'synthetic market'} (${data.market.n} bars), ${s.episodes} episodes x ${s.steps} steps per rollout`,
         epochs: records.map(epochPoint),
         curves: null,
         tables: [],
@@ -167,7 +169,7 @@ const api: TrainerApi = {
       await runTraining({
         cfg,
         storage: st,
-        bars,
+        bars: runBars,
         force: true,
         resume: null,
         backendOptions: { gpu: (navigator as Navigator & { gpu?: GPU }).gpu },
@@ -192,7 +194,7 @@ const api: TrainerApi = {
           cb.onProgress(progress(record.epoch, 'epoch done', record));
         },
       });
-      const final = await runViewOf(st, OUT, bars);
+      const final = await runViewOf(st, OUT, runBars);
       cb.onView({ ...final, title: 'foxhunt in this tab', subtitle: view({}).subtitle });
       return 'finished';
     } catch (err) {

@@ -222,6 +222,27 @@ describe('the demo page in headless Chromium', () => {
     await page.close();
   });
 
+  it('keeps a run going when a file is dropped mid-run: the file is for the next run', async () => {
+    const { page, errors } = await open(cpuBrowser);
+    await page.fill('input[name=epochs]', '2');
+    await page.fill('input[name=episodes]', '2');
+    await page.fill('input[name=steps]', '16');
+    await page.click('#start');
+    await page.waitForFunction(() => document.getElementById('phase')!.textContent!.startsWith('epoch 1'));
+    const csv = 'timestamp,open,high,low,close,volume\n2024-01-01T00:00:00Z,100,101,99,100.5,10\n';
+    await dropFile(page, 'next.csv', new TextEncoder().encode(csv));
+    await page.waitForFunction(() => document.getElementById('data-status')!.textContent!.endsWith('valid'));
+    expect(await page.textContent('#status')).toBe('running');
+    expect(await page.isEnabled('#stop')).toBe(true);
+    expect(await page.isDisabled('#start')).toBe(true);
+    await page.waitForFunction(() => document.getElementById('status')!.textContent !== 'running');
+    expect(await page.textContent('#run-error')).toBe('');
+    expect(await page.textContent('#status')).toBe('finished');
+    expect(await page.textContent('#run')).toContain('synthetic market');
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('shows the row-and-rule error of data check for a malformed CSV and trains nothing', async () => {
     const csv =
       'timestamp,open,high,low,close,volume\n' +
