@@ -177,7 +177,14 @@ buttons.resume.addEventListener('click', () => {
 buttons.stop.addEventListener('click', () => trainer.stop());
 
 async function save(what: 'checkpoint' | 'log') {
-  const { name, bytes } = await trainer.download(what);
+  showError('run-error', null);
+  // A run stopped before its first epoch has nothing to download: say so on the page.
+  const got = await trainer.download(what).catch((err) => {
+    showError('run-error', errorText(err));
+    return null;
+  });
+  if (!got) return;
+  const { name, bytes } = got;
   const a = document.createElement('a');
   a.href = URL.createObjectURL(new Blob([bytes as Uint8Array<ArrayBuffer>]));
   a.download = name;

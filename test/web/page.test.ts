@@ -243,6 +243,20 @@ describe('the demo page in headless Chromium', () => {
     await page.close();
   });
 
+  it('says on the page that a run stopped before its first epoch has nothing to download', async () => {
+    const { page, errors } = await open(cpuBrowser);
+    await page.fill('input[name=episodes]', '2');
+    await page.fill('input[name=steps]', '16');
+    await page.click('#start');
+    await page.click('#stop');
+    await page.waitForFunction(() => document.getElementById('status')!.textContent === 'stopped');
+    await page.click('#dl-checkpoint');
+    await page.waitForSelector('#run-error:not([hidden])');
+    expect(await page.textContent('#run-error')).toBe('no checkpoint yet: train first');
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('shows the row-and-rule error of data check for a malformed CSV and trains nothing', async () => {
     const csv =
       'timestamp,open,high,low,close,volume\n' +
