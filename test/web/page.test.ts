@@ -257,6 +257,18 @@ describe('the demo page in headless Chromium', () => {
     await page.close();
   });
 
+  it('does not start with an empty run field', async () => {
+    const { page } = await open(cpuBrowser);
+    await page.fill('input[name=episodes]', '');
+    await page.click('#start');
+    expect(
+      await page.$$eval('#hyper input:invalid', (els) => els.map((e) => (e as HTMLInputElement).name)),
+    ).toEqual(['episodes']);
+    expect(await page.textContent('#status')).toBe('ready');
+    expect(await page.textContent('#run-error')).toBe('');
+    await page.close();
+  });
+
   it('shows the row-and-rule error of data check for a malformed CSV and trains nothing', async () => {
     const csv =
       'timestamp,open,high,low,close,volume\n' +
