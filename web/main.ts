@@ -235,6 +235,8 @@ drop.addEventListener('drop', (ev) => {
   const file = ev.dataTransfer?.files[0];
   if (file) loadData(file);
 });
+// A file dropped beside the drop zone would make the browser open it in place of the page (and its run).
+for (const type of ['dragover', 'drop']) window.addEventListener(type, (ev) => ev.preventDefault());
 
 $<HTMLInputElement>('ckpt-file').addEventListener('change', async (ev) => {
   const files = [...((ev.target as HTMLInputElement).files ?? [])];

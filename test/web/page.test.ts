@@ -269,6 +269,20 @@ describe('the demo page in headless Chromium', () => {
     await page.close();
   });
 
+  it('keeps the page when a file is dropped beside the drop zone', async () => {
+    const { page } = await open(cpuBrowser);
+    // The browser opens a file dropped where no handler takes it, in place of the page.
+    const prevented = await page.evaluate(() =>
+      ['dragover', 'drop'].map((type) => {
+        const ev = new DragEvent(type, { bubbles: true, cancelable: true });
+        document.querySelector('header')!.dispatchEvent(ev);
+        return ev.defaultPrevented;
+      }),
+    );
+    expect(prevented).toEqual([true, true]);
+    await page.close();
+  });
+
   it('shows the row-and-rule error of data check for a malformed CSV and trains nothing', async () => {
     const csv =
       'timestamp,open,high,low,close,volume\n' +
