@@ -82,6 +82,23 @@ function configOf(s: Settings) {
   return validateConfig(cfg);
 }
 
+/**
+ * Every tab of the page keeps its run in the same IndexedDB directory (OUT), so one run at a time:
+ * holds the origin's Web Lock until release(), or gives null while another tab holds it (no lock
+ * where the browser has no Web Locks, e.g. a page served over plain http).
+ */
+function runLock(): Promise<(() => void) | null> {
+  const locks = (navigator as { locks?: LockManager }).locks;
+  if (!locks) return Promise.resolve(() => {});
+  return new Promise((granted) => {
+    locks
+      .request('foxhunt-web-run', { ifAvailable: true }, (lock) =>
+        lock ? new Promise<void>((release) => granted(release)) : granted(null),
+      )
+      .catch(() => granted(() => {}));
+  });
+}
+
 const api: TrainerApi = {
   async probe(): Promise<DeviceReport> {
     const gpu = (navigator as Navigator & { gpu?: GPU }).gpu;
@@ -130,6 +147,13 @@ const api: TrainerApi = {
   async train(s, cb) {
     if (running) throw new Error('a run is already in progress');
     running = true;
+    const release = await runLock();
+    if (!release) {
+      running = false;
+      throw new Error(
+        'another tab of this page is training (the tabs share its checkpoints): stop it or wait for it to end',
+      );
+    }
     stopRequested = false;
     paused = null;
     // The market of this run: a file dropped (or cleared) while it trains is for the next run.
@@ -202,6 +226,7 @@ const api: TrainerApi = {
       throw err;
     } finally {
       running = false;
+      release();
     }
   },
 

@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, wr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parquetWriteFile } from 'hyparquet-writer';
-import { type Browser, chromium, type Page } from 'playwright';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright';
 import { build, type PreviewServer, preview } from 'vite';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
@@ -51,7 +51,7 @@ afterAll(async () => {
 });
 
 /** A fresh page of `browser` on the site, its console errors collected, the device probed. */
-async function open(browser: Browser): Promise<{ page: Page; errors: string[] }> {
+async function open(browser: Browser | BrowserContext): Promise<{ page: Page; errors: string[] }> {
   const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
@@ -281,6 +281,28 @@ describe('the demo page in headless Chromium', () => {
     );
     expect(prevented).toEqual([true, true]);
     await page.close();
+  });
+
+  it('trains in one tab at a time: a second tab of the page says why it does not start', async () => {
+    // The tabs of one browser profile share the IndexedDB directory of the run.
+    const ctx = await cpuBrowser.newContext();
+    const [a, b] = [await open(ctx), await open(ctx)];
+    for (const { page } of [a, b]) {
+      await page.fill('input[name=epochs]', '2');
+      await page.fill('input[name=episodes]', '2');
+      await page.fill('input[name=steps]', '16');
+    }
+    await a.page.click('#start');
+    await a.page.waitForFunction(() => document.getElementById('phase')!.textContent!.startsWith('epoch 1'));
+    await b.page.click('#start');
+    await b.page.waitForFunction(() => document.getElementById('status')!.textContent !== 'running');
+    expect(await b.page.textContent('#status')).toBe('failed');
+    expect(await b.page.textContent('#run-error')).toMatch(/^another tab of this page is training/);
+    await a.page.waitForFunction(() => document.getElementById('status')!.textContent !== 'running');
+    expect(await a.page.textContent('#status')).toBe('finished');
+    expect(await a.page.textContent('#run-error')).toBe('');
+    expect([...a.errors, ...b.errors]).toEqual([]);
+    await ctx.close();
   });
 
   it('shows the row-and-rule error of data check for a malformed CSV and trains nothing', async () => {
