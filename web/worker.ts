@@ -223,6 +223,11 @@ const api: TrainerApi = {
       return 'finished';
     } catch (err) {
       if (err instanceof Stopped) return 'stopped';
+      // The CPU reference allocates the rollout in this tab: a huge N x L fails with a bare RangeError.
+      if (err instanceof RangeError && /typed array length|allocation failed/i.test(err.message))
+        throw new Error(
+          `${s.episodes} episodes x ${s.steps} steps per rollout do not fit in this tab's memory (${err.message}): lower episodes N or steps L`,
+        );
       throw err;
     } finally {
       running = false;

@@ -305,6 +305,21 @@ describe('the demo page in headless Chromium', () => {
     await ctx.close();
   });
 
+  it('says a rollout too large for the tab does not fit, in words (CPU reference)', async () => {
+    const { page, errors } = await open(cpuBrowser);
+    await page.fill('input[name=epochs]', '1');
+    await page.fill('input[name=episodes]', '65536');
+    await page.fill('input[name=steps]', '4096');
+    await page.click('#start');
+    await page.waitForFunction(() => document.getElementById('status')!.textContent !== 'running');
+    expect(await page.textContent('#status')).toBe('failed');
+    expect(await page.textContent('#run-error')).toMatch(
+      /^65536 episodes x 4096 steps per rollout do not fit in this tab's memory \(.+\): lower episodes N or steps L$/,
+    );
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('shows the row-and-rule error of data check for a malformed CSV and trains nothing', async () => {
     const csv =
       'timestamp,open,high,low,close,volume\n' +
