@@ -240,6 +240,8 @@ for (const type of ['dragover', 'drop']) window.addEventListener(type, (ev) => e
 
 $<HTMLInputElement>('ckpt-file').addEventListener('change', async (ev) => {
   const files = [...((ev.target as HTMLInputElement).files ?? [])];
+  // Cancelling the file dialog (Chromium) empties the selection: keep the last backtest.
+  if (!files.length) return;
   const box = $('backtest');
   try {
     const named = await Promise.all(

@@ -499,6 +499,11 @@ describe('the demo page in headless Chromium', () => {
       const shown = JSON.parse((await page.getAttribute('#backtest', 'data-report'))!);
       expect(shown).toEqual({ policy: cli.policy, buyHold: cli.buyHold, random: cli.random });
       expect(await page.textContent('#backtest .verdict')).toMatch(/on the test split/);
+      // Cancelling the file dialog empties the selection: the backtest stays, no error replaces it.
+      await page.setInputFiles('#ckpt-file', []);
+      await page.waitForTimeout(500);
+      expect(await page.getAttribute('#backtest', 'data-report')).not.toBeNull();
+      expect(await page.$('#backtest .error')).toBeNull();
       expect(errors).toEqual([]);
       await page.close();
     });
