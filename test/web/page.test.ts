@@ -288,17 +288,26 @@ describe('the demo page in headless Chromium', () => {
     const ctx = await cpuBrowser.newContext();
     const [a, b] = [await open(ctx), await open(ctx)];
     for (const { page } of [a, b]) {
-      await page.fill('input[name=epochs]', '2');
+      await page.fill('input[name=epochs]', '4');
       await page.fill('input[name=episodes]', '2');
       await page.fill('input[name=steps]', '16');
     }
     await a.page.click('#start');
-    await a.page.waitForFunction(() => document.getElementById('phase')!.textContent!.startsWith('epoch 1'));
+    // A is the background tab now: poll it on a timer (no animation frames there).
+    await a.page.waitForFunction(
+      () => document.getElementById('phase')!.textContent!.startsWith('epoch'),
+      null,
+      {
+        polling: 100,
+      },
+    );
     await b.page.click('#start');
     await b.page.waitForFunction(() => document.getElementById('status')!.textContent !== 'running');
     expect(await b.page.textContent('#status')).toBe('failed');
     expect(await b.page.textContent('#run-error')).toMatch(/^another tab of this page is training/);
-    await a.page.waitForFunction(() => document.getElementById('status')!.textContent !== 'running');
+    await a.page.waitForFunction(() => document.getElementById('status')!.textContent !== 'running', null, {
+      polling: 100,
+    });
     expect(await a.page.textContent('#status')).toBe('finished');
     expect(await a.page.textContent('#run-error')).toBe('');
     expect([...a.errors, ...b.errors]).toEqual([]);
