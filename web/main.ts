@@ -32,8 +32,11 @@ const buttons = {
 let device: DeviceReport | null = null;
 let dataOk = true;
 let running = false;
+type State = 'ready' | 'running' | 'paused' | 'finished' | 'stopped' | 'failed';
+let current: State = 'ready';
 
-function setState(state: 'ready' | 'running' | 'paused' | 'finished' | 'stopped' | 'failed') {
+function setState(state: State) {
+  current = state;
   running = state === 'running' || state === 'paused';
   $('status').textContent = state;
   buttons.start.disabled = running || !device || !dataOk;
@@ -174,7 +177,14 @@ buttons.resume.addEventListener('click', () => {
 buttons.stop.addEventListener('click', () => trainer.stop());
 
 async function save(what: 'checkpoint' | 'log') {
-  const { name, bytes } = await trainer.download(what);
+  showError('run-error', null);
+  // A run stopped before its first epoch has nothing to download: say so on the page.
+  const got = await trainer.download(what).catch((err) => {
+    showError('run-error', errorText(err));
+    return null;
+  });
+  if (!got) return;
+  const { name, bytes } = got;
   const a = document.createElement('a');
   a.href = URL.createObjectURL(new Blob([bytes as Uint8Array<ArrayBuffer>]));
   a.download = name;
@@ -188,7 +198,7 @@ async function loadData(file: File) {
   showError('data-error', null);
   $('data-status').textContent = `reading ${file.name}...`;
   dataOk = false;
-  setState('ready');
+  setState(current);
   try {
     const { source, bars } = await trainer.loadData(file.name, new Uint8Array(await file.arrayBuffer()));
     $('data-status').textContent = `${source}: ${bars.toLocaleString('en')} bars, valid`;
@@ -198,7 +208,7 @@ async function loadData(file: File) {
     $('data-status').textContent = `${file.name}: not usable, nothing will train on it`;
     showError('data-error', errorText(err));
   }
-  setState('ready');
+  setState(current);
 }
 $('data-clear').addEventListener('click', () => {
   trainer.clearData();
@@ -207,7 +217,7 @@ $('data-clear').addEventListener('click', () => {
   $('data-status').textContent = 'synthetic market';
   $('data-clear').hidden = true;
   $<HTMLInputElement>('data-file').value = '';
-  setState('ready');
+  setState(current);
 });
 $<HTMLInputElement>('data-file').addEventListener('change', (ev) => {
   const file = (ev.target as HTMLInputElement).files?.[0];
@@ -225,9 +235,13 @@ drop.addEventListener('drop', (ev) => {
   const file = ev.dataTransfer?.files[0];
   if (file) loadData(file);
 });
+// A file dropped beside the drop zone would make the browser open it in place of the page (and its run).
+for (const type of ['dragover', 'drop']) window.addEventListener(type, (ev) => ev.preventDefault());
 
 $<HTMLInputElement>('ckpt-file').addEventListener('change', async (ev) => {
   const files = [...((ev.target as HTMLInputElement).files ?? [])];
+  // Cancelling the file dialog (Chromium) empties the selection: keep the last backtest.
+  if (!files.length) return;
   const box = $('backtest');
   try {
     const named = await Promise.all(

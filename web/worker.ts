@@ -82,6 +82,23 @@ function configOf(s: Settings) {
   return validateConfig(cfg);
 }
 
+/**
+ * Every tab of the page keeps its run in the same IndexedDB directory (OUT), so one run at a time:
+ * holds the origin's Web Lock until release(), or gives null while another tab holds it (no lock
+ * where the browser has no Web Locks, e.g. a page served over plain http).
+ */
+function runLock(): Promise<(() => void) | null> {
+  const locks = (navigator as { locks?: LockManager }).locks;
+  if (!locks) return Promise.resolve(() => {});
+  return new Promise((granted) => {
+    locks
+      .request('foxhunt-web-run', { ifAvailable: true }, (lock) =>
+        lock ? new Promise<void>((release) => granted(release)) : granted(null),
+      )
+      .catch(() => granted(() => {}));
+  });
+}
+
 const api: TrainerApi = {
   async probe(): Promise<DeviceReport> {
     const gpu = (navigator as Navigator & { gpu?: GPU }).gpu;
@@ -130,12 +147,21 @@ const api: TrainerApi = {
   async train(s, cb) {
     if (running) throw new Error('a run is already in progress');
     running = true;
+    const release = await runLock();
+    if (!release) {
+      running = false;
+      throw new Error(
+        'another tab of this page is training (the tabs share its checkpoints): stop it or wait for it to end',
+      );
+    }
     stopRequested = false;
     paused = null;
+    // The market of this run: a file dropped (or cleared) while it trains is for the next run.
+    const runBars = bars;
     try {
       const cfg = configOf(s);
       const st = await store();
-      const data = await prepareData(cfg, bars);
+      const data = await prepareData(cfg, runBars);
       const records: EpochRecord[] = [];
       const stepsPerEpoch = s.episodes * s.steps;
       const start = performance.now();
@@ -157,7 +183,7 @@ const api: TrainerApi = {
       };
       const view = (extra: Partial<RunView>): RunView => ({
         title: 'foxhunt in this tab',
-        subtitle: `${s.algo.toUpperCase()} on ${s.backend === 'webgpu' ? 'WebGPU' : 'the CPU reference'}, ${bars?.source ?? 'synthetic market'} (${data.market.n} bars), ${s.episodes} episodes x ${s.steps} steps per rollout`,
+        subtitle: `${s.algo.toUpperCase()} on ${s.backend === 'webgpu' ? 'WebGPU' : 'the CPU reference'}, ${runBars?.source ?? 'synthetic market'} (${data.market.n} bars), ${s.episodes} episodes x ${s.steps} steps per rollout`,
         epochs: records.map(epochPoint),
         curves: null,
         tables: [],
@@ -167,7 +193,7 @@ const api: TrainerApi = {
       await runTraining({
         cfg,
         storage: st,
-        bars,
+        bars: runBars,
         force: true,
         resume: null,
         backendOptions: { gpu: (navigator as Navigator & { gpu?: GPU }).gpu },
@@ -192,14 +218,20 @@ const api: TrainerApi = {
           cb.onProgress(progress(record.epoch, 'epoch done', record));
         },
       });
-      const final = await runViewOf(st, OUT, bars);
+      const final = await runViewOf(st, OUT, runBars);
       cb.onView({ ...final, title: 'foxhunt in this tab', subtitle: view({}).subtitle });
       return 'finished';
     } catch (err) {
       if (err instanceof Stopped) return 'stopped';
+      // The CPU reference allocates the rollout in this tab: a huge N x L fails with a bare RangeError.
+      if (err instanceof RangeError && /typed array length|allocation failed/i.test(err.message))
+        throw new Error(
+          `${s.episodes} episodes x ${s.steps} steps per rollout do not fit in this tab's memory (${err.message}): lower episodes N or steps L`,
+        );
       throw err;
     } finally {
       running = false;
+      release();
     }
   },
 

@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, wr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parquetWriteFile } from 'hyparquet-writer';
-import { type Browser, chromium, type Page } from 'playwright';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright';
 import { build, type PreviewServer, preview } from 'vite';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
@@ -51,7 +51,7 @@ afterAll(async () => {
 });
 
 /** A fresh page of `browser` on the site, its console errors collected, the device probed. */
-async function open(browser: Browser): Promise<{ page: Page; errors: string[] }> {
+async function open(browser: Browser | BrowserContext): Promise<{ page: Page; errors: string[] }> {
   const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
@@ -218,6 +218,113 @@ describe('the demo page in headless Chromium', () => {
     await page.waitForFunction(() => document.getElementById('status')!.textContent === 'stopped');
     expect(Number(await page.textContent('#epoch'))).toBeLessThan(5);
     expect(await page.isEnabled('#start')).toBe(true);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('keeps a run going when a file is dropped mid-run: the file is for the next run', async () => {
+    const { page, errors } = await open(cpuBrowser);
+    await page.fill('input[name=epochs]', '2');
+    await page.fill('input[name=episodes]', '2');
+    await page.fill('input[name=steps]', '16');
+    await page.click('#start');
+    await page.waitForFunction(() => document.getElementById('phase')!.textContent!.startsWith('epoch 1'));
+    const csv = 'timestamp,open,high,low,close,volume\n2024-01-01T00:00:00Z,100,101,99,100.5,10\n';
+    await dropFile(page, 'next.csv', new TextEncoder().encode(csv));
+    await page.waitForFunction(() => document.getElementById('data-status')!.textContent!.endsWith('valid'));
+    expect(await page.textContent('#status')).toBe('running');
+    expect(await page.isEnabled('#stop')).toBe(true);
+    expect(await page.isDisabled('#start')).toBe(true);
+    await page.waitForFunction(() => document.getElementById('status')!.textContent !== 'running');
+    expect(await page.textContent('#run-error')).toBe('');
+    expect(await page.textContent('#status')).toBe('finished');
+    expect(await page.textContent('#run')).toContain('synthetic market');
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('says on the page that a run stopped before its first epoch has nothing to download', async () => {
+    const { page, errors } = await open(cpuBrowser);
+    await page.fill('input[name=episodes]', '2');
+    await page.fill('input[name=steps]', '16');
+    await page.click('#start');
+    await page.click('#stop');
+    await page.waitForFunction(() => document.getElementById('status')!.textContent === 'stopped');
+    await page.click('#dl-checkpoint');
+    await page.waitForSelector('#run-error:not([hidden])');
+    expect(await page.textContent('#run-error')).toBe('no checkpoint yet: train first');
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('does not start with an empty run field', async () => {
+    const { page } = await open(cpuBrowser);
+    await page.fill('input[name=episodes]', '');
+    await page.click('#start');
+    expect(
+      await page.$$eval('#hyper input:invalid', (els) => els.map((e) => (e as HTMLInputElement).name)),
+    ).toEqual(['episodes']);
+    expect(await page.textContent('#status')).toBe('ready');
+    expect(await page.textContent('#run-error')).toBe('');
+    await page.close();
+  });
+
+  it('keeps the page when a file is dropped beside the drop zone', async () => {
+    const { page } = await open(cpuBrowser);
+    // The browser opens a file dropped where no handler takes it, in place of the page.
+    const prevented = await page.evaluate(() =>
+      ['dragover', 'drop'].map((type) => {
+        const ev = new DragEvent(type, { bubbles: true, cancelable: true });
+        document.querySelector('header')!.dispatchEvent(ev);
+        return ev.defaultPrevented;
+      }),
+    );
+    expect(prevented).toEqual([true, true]);
+    await page.close();
+  });
+
+  it('trains in one tab at a time: a second tab of the page says why it does not start', async () => {
+    // The tabs of one browser profile share the IndexedDB directory of the run.
+    const ctx = await cpuBrowser.newContext();
+    const [a, b] = [await open(ctx), await open(ctx)];
+    for (const { page } of [a, b]) {
+      await page.fill('input[name=epochs]', '4');
+      await page.fill('input[name=episodes]', '2');
+      await page.fill('input[name=steps]', '16');
+    }
+    await a.page.click('#start');
+    // A is the background tab now: poll it on a timer (no animation frames there).
+    await a.page.waitForFunction(
+      () => document.getElementById('phase')!.textContent!.startsWith('epoch'),
+      null,
+      {
+        polling: 100,
+      },
+    );
+    await b.page.click('#start');
+    await b.page.waitForFunction(() => document.getElementById('status')!.textContent !== 'running');
+    expect(await b.page.textContent('#status')).toBe('failed');
+    expect(await b.page.textContent('#run-error')).toMatch(/^another tab of this page is training/);
+    await a.page.waitForFunction(() => document.getElementById('status')!.textContent !== 'running', null, {
+      polling: 100,
+    });
+    expect(await a.page.textContent('#status')).toBe('finished');
+    expect(await a.page.textContent('#run-error')).toBe('');
+    expect([...a.errors, ...b.errors]).toEqual([]);
+    await ctx.close();
+  });
+
+  it('says a rollout too large for the tab does not fit, in words (CPU reference)', async () => {
+    const { page, errors } = await open(cpuBrowser);
+    await page.fill('input[name=epochs]', '1');
+    await page.fill('input[name=episodes]', '65536');
+    await page.fill('input[name=steps]', '4096');
+    await page.click('#start');
+    await page.waitForFunction(() => document.getElementById('status')!.textContent !== 'running');
+    expect(await page.textContent('#status')).toBe('failed');
+    expect(await page.textContent('#run-error')).toMatch(
+      /^65536 episodes x 4096 steps per rollout do not fit in this tab's memory \(.+\): lower episodes N or steps L$/,
+    );
     expect(errors).toEqual([]);
     await page.close();
   });
@@ -401,6 +508,11 @@ describe('the demo page in headless Chromium', () => {
       const shown = JSON.parse((await page.getAttribute('#backtest', 'data-report'))!);
       expect(shown).toEqual({ policy: cli.policy, buyHold: cli.buyHold, random: cli.random });
       expect(await page.textContent('#backtest .verdict')).toMatch(/on the test split/);
+      // Cancelling the file dialog empties the selection: the backtest stays, no error replaces it.
+      await page.setInputFiles('#ckpt-file', []);
+      await page.waitForTimeout(500);
+      expect(await page.getAttribute('#backtest', 'data-report')).not.toBeNull();
+      expect(await page.$('#backtest .error')).toBeNull();
       expect(errors).toEqual([]);
       await page.close();
     });
