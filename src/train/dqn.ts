@@ -141,7 +141,8 @@ export async function trainDqn(run: DqnRun): Promise<{ records: EpochRecord[]; s
     const params = await engine.params();
     for (const [net, p] of Object.entries(params)) {
       for (let k = 0; k < p.length; k++)
-        if (!Number.isFinite(p[k])) finite(`a ${net} parameter`, { [k]: p[k] });
+        if (!Number.isFinite(p[k]))
+          finite(`${/^[aeiou]/.test(net) ? 'an' : 'a'} ${net} parameter`, { [k]: p[k] });
     }
     const paramsMs = performance.now() - t0;
     // Overlapping: the state at the end of this epoch, before the next collection changes it.

@@ -136,7 +136,9 @@ export async function trainPpo(run: PpoRun): Promise<PpoResult> {
     await run.onPhase?.(epoch, 'validate');
     t0 = performance.now();
     const params = await engine.params();
-    assertFiniteParams(params, (net, value) => diverged(`a ${net} parameter`, value));
+    assertFiniteParams(params, (net, value) =>
+      diverged(`${/^[aeiou]/.test(net) ? 'an' : 'a'} ${net} parameter`, value),
+    );
     // On a device the backtest runs there (validate_policy); the CPU engine runs the host one.
     const policy = engine.validate
       ? (await engine.validate(splits.val, run.barsPerYear)).metrics
