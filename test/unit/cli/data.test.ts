@@ -2,10 +2,10 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { main } from '../../../src/cli/main.js';
 import { loadBars } from '../../../src/data/load.js';
 import { generateSynthetic } from '../../../src/data/synthetic.js';
 import { FEATURE_NAMES } from '../../../src/features/features.js';
+import { runCli } from '../../support/cli.js';
 
 let dir: string;
 beforeAll(() => {
@@ -16,15 +16,7 @@ afterEach(() => {
 });
 
 /** Runs main in-process, capturing stdout and stderr lines. */
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  vi.spyOn(console, 'log').mockImplementation((...a) => void out.push(a.join(' ')));
-  vi.spyOn(console, 'error').mockImplementation((...a) => void err.push(a.join(' ')));
-  const code = await main(argv);
-  vi.restoreAllMocks();
-  return { code, out: out.join('\n'), err: err.join('\n') };
-}
+const cli = (...argv: string[]) => runCli(argv);
 
 describe('foxhunt data', () => {
   it('synth writes the seeded market; check summarises it (exit 0)', async () => {

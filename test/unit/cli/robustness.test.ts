@@ -1,26 +1,13 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it, vi } from 'vitest';
-import { main } from '../../../src/cli/main.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runCli } from '../../support/cli.js';
 
 const root = mkdtempSync(join(tmpdir(), 'foxhunt-robust-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-/** Runs the CLI and captures stdout and stderr. */
-async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const log = vi.spyOn(console, 'log').mockImplementation((...a) => void out.push(a.join(' ')));
-  const error = vi.spyOn(console, 'error').mockImplementation((...a) => void err.push(a.join(' ')));
-  try {
-    const code = await main(args);
-    return { code, out: out.join('\n'), err: err.join('\n') };
-  } finally {
-    log.mockRestore();
-    error.mockRestore();
-  }
-}
+const cli = runCli;
 
 describe('CLI misuse: one line, exit 1', () => {
   it('a config flag followed by another option says that it needs a value', async () => {

@@ -7,10 +7,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { main } from '../../../src/cli/main.js';
 import { saveBars } from '../../../src/data/load.js';
 import { generateSynthetic } from '../../../src/data/synthetic.js';
 import type { Bars } from '../../../src/data/types.js';
+import { runCli } from '../../support/cli.js';
 
 let dir: string;
 beforeAll(() => {
@@ -20,15 +20,7 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  vi.spyOn(console, 'log').mockImplementation((...a) => void out.push(a.join(' ')));
-  vi.spyOn(console, 'error').mockImplementation((...a) => void err.push(a.join(' ')));
-  const code = await main(argv);
-  vi.restoreAllMocks();
-  return { code, out: out.join('\n'), err: err.join('\n') };
-}
+const cli = (...argv: string[]) => runCli(argv);
 
 /**
  * A CSV of three minute bars with `row2` (without its timestamp) as the second; the others are

@@ -7,12 +7,12 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { main } from '../../../src/cli/main.js';
 import { applyFlags, cloneDefaults, validateConfig } from '../../../src/config.js';
 import { FEATURE_CLIP, FEATURE_COUNT } from '../../../src/features/features.js';
 import { loadSourcedBars } from '../../../src/node/data.js';
 import { NodeStorage } from '../../../src/node/storage.js';
 import { runTraining } from '../../../src/train/run.js';
+import { runCli } from '../../support/cli.js';
 
 const FIXTURE = 'test/fixtures/sp500-daily.csv';
 const root = mkdtempSync(join(tmpdir(), 'foxhunt-real-'));
@@ -21,15 +21,7 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  vi.spyOn(console, 'log').mockImplementation((...a) => void out.push(a.join(' ')));
-  vi.spyOn(console, 'error').mockImplementation((...a) => void err.push(a.join(' ')));
-  const code = await main(argv);
-  vi.restoreAllMocks();
-  return { code, out: out.join('\n'), err: err.join('\n') };
-}
+const cli = (...argv: string[]) => runCli(argv);
 
 describe('real data: S&P 500 daily, 2000-2020', () => {
   it('data check calls it valid, with splits and no warning', async () => {
