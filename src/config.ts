@@ -605,7 +605,8 @@ export function loadConfig(
   let parsed: unknown;
   if (json) {
     try {
-      parsed = JSON.parse(json.text);
+      // A byte-order mark (Windows editors write one) is not JSON.
+      parsed = JSON.parse(json.text.replace(/^\uFEFF/, ''));
     } catch (err) {
       throw new ConfigError(json.path, `not valid JSON: ${(err as Error).message}`);
     }

@@ -15,6 +15,10 @@ function configMessage(f: () => unknown): string {
 const file = (text: string) => ({ text, path: 'c.json' });
 
 describe('config files and flags: robustness', () => {
+  it('reads a config file that starts with a byte-order mark (as Windows editors save it)', () => {
+    expect(loadConfig(file('\uFEFF{"ppo": {"lr": 0.0005}}')).ppo.lr).toBe(0.0005);
+  });
+
   it('refuses a number JSON reads as Infinity (1e999) instead of training on it', () => {
     expect(configMessage(() => loadConfig(file('{"ppo": {"lr": 1e999}}')))).toBe(
       'config: ppo.lr: expected a finite number, got Infinity in c.json',

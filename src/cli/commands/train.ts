@@ -247,7 +247,7 @@ async function readConfigFile(
   }
   let patch: unknown;
   try {
-    patch = JSON.parse(text);
+    patch = JSON.parse(text.replace(/^\uFEFF/, '')); // a byte-order mark is not JSON
   } catch (err) {
     throw new UserError(`--config ${path}: not valid JSON (${(err as Error).message})`);
   }

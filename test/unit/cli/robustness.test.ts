@@ -10,6 +10,14 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 const cli = runCli;
 
 describe('CLI misuse: one line, exit 1', () => {
+  it('train --config reads a file with a byte-order mark (its fields are checked, not a JSON error)', async () => {
+    const path = join(root, 'bom.json');
+    writeFileSync(path, '\uFEFF{"ppo": {"lr": "fast"}}');
+    const r = await cli(['train', '--backend', 'cpu', '--config', path, '--out', join(root, 'bom')]);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/ppo\.lr: expected a finite number, got "fast"/);
+  });
+
   it('a config flag followed by another option says that it needs a value', async () => {
     const out = join(root, 'noval');
     const r = await cli(['train', '--backend', 'cpu', '--ppo.lr', '--out', out]);
