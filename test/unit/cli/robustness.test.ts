@@ -9,6 +9,9 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 const cli = runCli;
 
+/** A one-epoch CPU run on a short synthetic market. */
+const small = ['--backend', 'cpu', '--epochs', '1', '--data.synthBars', '2000', '--env.episodeBars', '24'];
+
 describe('CLI misuse: one line, exit 1', () => {
   it('train --config reads a file with a byte-order mark (its fields are checked, not a JSON error)', async () => {
     const path = join(root, 'bom.json');
@@ -75,14 +78,7 @@ describe('sizes past memory', () => {
     const out = join(root, 'huge');
     const r = await cli([
       'train',
-      '--backend',
-      'cpu',
-      '--epochs',
-      '1',
-      '--data.synthBars',
-      '2000',
-      '--env.episodeBars',
-      '24',
+      ...small,
       '--rollout.episodes',
       '100000000',
       '--rollout.steps',
@@ -102,16 +98,6 @@ describe('sizes past memory', () => {
 describe('a damaged checkpoint', () => {
   it('backtest says to use the other checkpoint or train again, not to resume', async () => {
     const out = join(root, 'flip');
-    const small = [
-      '--backend',
-      'cpu',
-      '--epochs',
-      '1',
-      '--data.synthBars',
-      '2000',
-      '--env.episodeBars',
-      '24',
-    ];
     const sizes = ['--rollout.episodes', '4', '--rollout.steps', '16', '--ppo.minibatch', '32'];
     expect((await cli(['train', ...small, ...sizes, '--out', out])).code).toBe(0);
     const actor = join(out, 'last', 'actor.safetensors');
