@@ -93,9 +93,12 @@ export function tradesOf(trace: EquityTrace): Trade[] {
 }
 
 /**
- * Annualisation factor from timestamps (ms), used when cfg.train.barsPerYear is 0:
- * intraday data (median spacing under 20 h) -> 252 trading days * median bars per UTC day;
- * daily-like spacing (under 4 days, weekends included) -> 252; coarser -> 365.25 days / spacing.
+ * Annualisation factor from timestamps (ms), used when cfg.train.barsPerYear is 0. The days of a
+ * year are 365 for a market that trades at weekends (at least WEEKEND_SHARE of the bars fall on a
+ * UTC Saturday or Sunday: crypto, or the synthetic market) and 252 trading days otherwise (a
+ * 24/5 market's Sunday-evening open stays under it). Intraday data (median spacing under 20 h) ->
+ * those days * median bars per UTC day; daily-like spacing (under 4 days) -> those days; coarser ->
+ * 365.25 days / spacing.
  */
 export function inferBarsPerYear(timestamp: Float64Array): number {
   const n = timestamp.length;
@@ -104,17 +107,25 @@ export function inferBarsPerYear(timestamp: Float64Array): number {
   for (let i = 1; i < n; i++) gaps[i - 1] = timestamp[i] - timestamp[i - 1];
   const spacing = median(gaps);
   const day = 86_400_000;
-  if (spacing < (20 * day) / 24) {
-    const perDay = new Map<number, number>();
-    for (let i = 0; i < n; i++) {
-      const d = Math.floor(timestamp[i] / day);
-      perDay.set(d, (perDay.get(d) ?? 0) + 1);
-    }
-    return 252 * median(Float64Array.from(perDay.values()));
+  if (spacing >= 4 * day) return (365.25 * day) / spacing;
+  let weekend = 0;
+  for (let i = 0; i < n; i++) {
+    // 1970-01-01 was a Thursday: day index + 4 mod 7 is the weekday with Sunday = 0.
+    const weekday = (((Math.floor(timestamp[i] / day) + 4) % 7) + 7) % 7;
+    if (weekday === 0 || weekday === 6) weekend++;
   }
-  if (spacing < 4 * day) return 252;
-  return (365.25 * day) / spacing;
+  const days = weekend >= WEEKEND_SHARE * n ? 365 : 252;
+  if (spacing >= (20 * day) / 24) return days;
+  const perDay = new Map<number, number>();
+  for (let i = 0; i < n; i++) {
+    const d = Math.floor(timestamp[i] / day);
+    perDay.set(d, (perDay.get(d) ?? 0) + 1);
+  }
+  return days * median(Float64Array.from(perDay.values()));
 }
+
+/** Share of bars on a UTC weekend above which a market trades 365 days a year (24/7 gives 2/7). */
+const WEEKEND_SHARE = 0.1;
 
 function median(xs: Float64Array): number {
   const s = Float64Array.from(xs).sort();

@@ -107,20 +107,41 @@ describe('tradesOf', () => {
 
 describe('inferBarsPerYear', () => {
   const minute = 60_000;
+  const hour = 60 * minute;
   const day = 86_400_000;
-  const days = (count: number, perDay: number, step: number, open = 13.5 * 60 * minute) =>
+  const monday = 4 * day; // 1970-01-05
+  /** `perDay` bars `step` apart from `open` on `count` trading days, Monday to Friday. */
+  const weekdays = (count: number, perDay: number, step: number, open = 13.5 * hour) =>
     Float64Array.from({ length: count * perDay }, (_, i) => {
-      const d = Math.floor(i / perDay);
-      return d * day + open + (i % perDay) * step;
+      const k = Math.floor(i / perDay);
+      return monday + (Math.floor(k / 5) * 7 + (k % 5)) * day + open + (i % perDay) * step;
     });
+  const aroundTheClock = (count: number, step: number, start = monday) =>
+    Float64Array.from({ length: count }, (_, i) => start + i * step);
 
-  it('uses 252 days times the bars of a trading session for intraday data', () => {
-    expect(inferBarsPerYear(days(5, 78, 5 * minute))).toBe(252 * 78);
-    expect(inferBarsPerYear(days(5, 24, 60 * minute, 0))).toBe(252 * 24);
+  it('uses 252 days times the bars of a trading session for weekday intraday data', () => {
+    expect(inferBarsPerYear(weekdays(10, 78, 5 * minute))).toBe(252 * 78);
+    expect(inferBarsPerYear(weekdays(10, 24, hour, 0))).toBe(252 * 24);
   });
 
-  it('uses 252 for daily and 365.25 / spacing for coarser bars', () => {
-    expect(inferBarsPerYear(days(10, 1, 0))).toBe(252);
+  it('uses 365 days for a market that trades at weekends, whatever day it starts on', () => {
+    expect(inferBarsPerYear(aroundTheClock(24 * 30, hour))).toBe(365 * 24);
+    expect(inferBarsPerYear(aroundTheClock(60_000, minute, Date.UTC(2024, 0, 1)))).toBe(365 * 1440);
+    expect(inferBarsPerYear(aroundTheClock(400, day, Date.UTC(2021, 5, 5)))).toBe(365);
+  });
+
+  it('keeps 252 days for a 24/5 market that opens on Sunday evening (UTC)', () => {
+    // Forex: Sunday 22:00 to Friday 22:00 UTC, hourly.
+    const bars: number[] = [];
+    for (let week = 0; week < 8; week++) {
+      const sunday = monday - day + week * 7 * day;
+      for (let h = 22; h < 22 + 5 * 24; h++) bars.push(sunday + h * hour);
+    }
+    expect(inferBarsPerYear(Float64Array.from(bars))).toBe(252 * 24);
+  });
+
+  it('uses 252 for weekday daily bars and 365.25 / spacing for coarser bars', () => {
+    expect(inferBarsPerYear(weekdays(30, 1, 0))).toBe(252);
     expect(inferBarsPerYear(Float64Array.from({ length: 10 }, (_, i) => i * 7 * day))).toBeCloseTo(
       365.25 / 7,
       12,
