@@ -27,7 +27,7 @@ import {
 
 export async function runDqnTraining(opts: RunOptions): Promise<RunResult> {
   const { cfg, storage } = opts;
-  const { algo, backend } = cfg.train;
+  const { backend } = cfg.train;
   const resume = opts.resume as DqnCheckpoint | null;
   const outDir = cfg.train.outDir;
   const earlier = resume ? [] : await earlierRun(storage, outDir);
@@ -37,28 +37,23 @@ export async function runDqnTraining(opts: RunOptions): Promise<RunResult> {
         'elsewhere, --force deletes it and starts again',
     );
   }
-  if (backend === 'auto') {
-    opts.onInfo?.(
-      `backend: cpu (auto takes the CPU for ${algo}; --backend webgpu|cuda trains it on the device)`,
-    );
-  }
   const data = await prepareData(cfg, opts.bars);
   if (resume) checkSameData(resume.state.data, data.fingerprint, outDir);
   let device: Backend | null = null;
-  if (backend === 'webgpu' || backend === 'cuda') {
-    try {
-      const choice = await chooseBackend(backend, opts.backendOptions);
-      device = choice.backend;
-      for (const line of describeChoice(choice)) opts.onInfo?.(line);
-    } catch (err) {
-      if (err instanceof BackendUnavailableError) throw new RunError(err.message);
-      throw err;
-    }
-    if (resume && resume.state.backend !== device.kind) {
-      opts.onInfo?.(
-        `resuming a ${resume.state.backend} checkpoint on ${device.kind}: it continues to float noise, not bit for bit`,
-      );
-    }
+  try {
+    const choice = await chooseBackend(backend, opts.backendOptions);
+    for (const line of describeChoice(choice)) opts.onInfo?.(line);
+    if (choice.backend.kind === 'cpu') choice.backend.destroy();
+    else device = choice.backend;
+  } catch (err) {
+    if (err instanceof BackendUnavailableError) throw new RunError(err.message);
+    throw err;
+  }
+  const kind = device?.kind ?? 'cpu';
+  if (resume && resume.state.backend !== kind) {
+    opts.onInfo?.(
+      `resuming a ${resume.state.backend} checkpoint on ${kind}: it continues to float noise, not bit for bit`,
+    );
   }
   let engine: DqnEngine;
   try {

@@ -1,41 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../../src/backend/cpu/index.js';
-import { type CudaModule, chooseBackend, createBackend, describeChoice } from '../../../src/backend/index.js';
+import { chooseBackend, createBackend, describeChoice } from '../../../src/backend/index.js';
 import { type Backend, BackendUnavailableError } from '../../../src/backend/types.js';
-import { findGpu } from '../../../src/backend/webgpu/gpu.js';
-
-const noCudaModule = () => Promise.reject(new Error('Cannot find module ./cuda/index.js'));
-const noCudaDevice = (): Promise<CudaModule> =>
-  Promise.resolve({
-    createCudaBackend: () => Promise.reject(new BackendUnavailableError('cuda', 'no CUDA device')),
-  });
-
-/**
- * Dawn on lavapipe, with the adapter dressed up as a hardware GPU (to exercise `auto`). It wraps
- * the process's shared Dawn instance: an instance of its own would be garbage-collected later,
- * and Dawn has aborted the process when an instance is collected while another device works.
- */
-function hardwareLookingGpu(): GPU {
-  return {
-    requestAdapter: async (o?: GPURequestAdapterOptions) => {
-      const adapter = await (await findGpu()).requestAdapter(o);
-      if (!adapter) return null;
-      const info = {
-        vendor: 'nvidia',
-        architecture: 'hopper',
-        description: 'NVIDIA H200',
-        isFallbackAdapter: false,
-      };
-      return new Proxy(adapter, {
-        get: (target, prop) => {
-          if (prop === 'info') return info;
-          const v = Reflect.get(target, prop, target);
-          return typeof v === 'function' ? v.bind(target) : v;
-        },
-      });
-    },
-  } as unknown as GPU;
-}
+import { hardwareLookingGpu, noCudaDevice, noCudaModule } from '../../support/webgpu.js';
 
 describe('backend routing', () => {
   it('gives the CPU backend when asked for it', async () => {

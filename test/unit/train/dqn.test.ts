@@ -20,6 +20,7 @@ import { dqnCheckpointPolicy, loadDqnCheckpoint } from '../../../src/train/dqn_c
 import { RunStoppedError } from '../../../src/train/epoch_end.js';
 import { prepareData, type RunOptions, resumeConfig, runTraining } from '../../../src/train/run.js';
 import { type EpochRecord, readLog } from '../../../src/train/runlog.js';
+import { hardwareLookingGpu, noCudaDevice, noCudaModule } from '../../support/webgpu.js';
 
 const root = mkdtempSync(join(tmpdir(), 'foxhunt-dqn-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -320,6 +321,34 @@ describe('DQN-family training on the CPU', () => {
     expect((await readLog(storage, stopped.outDir)).map((r) => r.epoch)).toEqual([1]);
     expect(state(lastDir(stopped.outDir)).state.epoch).toBe(1);
   }, 180_000);
+
+  it('--backend auto takes the device for the DQN family as for PPO: hardware WebGPU here, else the CPU', async () => {
+    const auto = async (name: string, backendOptions: RunOptions['backendOptions']) => {
+      const info: string[] = [];
+      const cfg = tinyConfig('dqn', join(root, name), { 'train.backend': 'auto', 'train.epochs': '1' });
+      const r = await runTraining({
+        cfg,
+        resume: null,
+        storage,
+        backendOptions,
+        onInfo: (l) => info.push(l),
+      });
+      return { backend: r.backend, info };
+    };
+    const gpu = await auto('auto-gpu', { loadCuda: noCudaDevice, gpu: hardwareLookingGpu() });
+    expect(gpu.backend).toBe('webgpu');
+    expect(gpu.info).toContain('backend webgpu: NVIDIA H200');
+    expect((await readLog(storage, join(root, 'auto-gpu')))[0].backend).toBe('webgpu');
+    // Lavapipe is a software adapter, which auto skips, saying so.
+    const cpu = await auto('auto-cpu', { loadCuda: noCudaModule });
+    expect(cpu.backend).toBe('cpu');
+    expect(cpu.info).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^backend webgpu skipped: only a software adapter/),
+        'backend cpu: CPU reference',
+      ]),
+    );
+  }, 120_000);
 
   it('refuses a replay larger than the CPU engine allocates, with one line', async () => {
     const cfg = tinyConfig('c51', join(root, 'big'), { 'dqn.replayCapacity': '20000000' });
