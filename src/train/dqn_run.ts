@@ -1,9 +1,8 @@
 /**
  * A DQN-family training run (`--algo dqn|c51|iqn`): data and splits, the engine, fresh start or
  * resume, then the loop of src/train/dqn.ts. `--backend cpu` runs the CPU engine (the TS
- * references); `webgpu|cuda` run the device engine (src/engine/device_dqn.ts) for dqn and
- * c51 and iqn; `auto` takes the CPU. A resume restores the replay and
- * the PER tree with the rest, so it continues bit for bit on the backend that wrote it (both
+ * references); `webgpu|cuda` run the device engine (src/engine/device_dqn.ts) for dqn, c51 and
+ * iqn; `auto` takes CUDA, then hardware WebGPU, then the CPU. A resume restores the replay and the PER tree with the rest, so it continues bit for bit on the backend that wrote it (both
  * engines write the same snapshot, so a checkpoint also resumes on the other, to float noise).
  */
 
