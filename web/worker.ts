@@ -147,6 +147,9 @@ const api: TrainerApi = {
   async train(s, cb) {
     if (running) throw new Error('a run is already in progress');
     running = true;
+    // Before the first await: a Stop or Pause the page sends right after Start is for this run.
+    stopRequested = false;
+    paused = null;
     const release = await runLock();
     if (!release) {
       running = false;
@@ -154,8 +157,6 @@ const api: TrainerApi = {
         'another tab of this page is training (the tabs share its checkpoints): stop it or wait for it to end',
       );
     }
-    stopRequested = false;
-    paused = null;
     // The market of this run: a file dropped (or cleared) while it trains is for the next run.
     const runBars = bars;
     try {
@@ -199,6 +200,9 @@ const api: TrainerApi = {
         backendOptions: { gpu: (navigator as Navigator & { gpu?: GPU }).gpu },
         onInfo: (line) => cb.onInfo(line),
         onPhase: async (epoch, phase) => {
+          // The CPU phases run without yielding: take the page's Pause or Stop messages now, or
+          // they wait for the checkpoint's IndexedDB writes, an epoch later.
+          await new Promise((r) => setTimeout(r, 0));
           if (paused) {
             cb.onProgress(progress(epoch, 'paused'));
             await paused.promise;

@@ -222,6 +222,26 @@ describe('the demo page in headless Chromium', () => {
     await page.close();
   });
 
+  it("stops at the next phase boundary, even inside the CPU run's first epoch", async () => {
+    const { page, errors } = await open(cpuBrowser);
+    await page.fill('input[name=epochs]', '2');
+    await page.fill('input[name=episodes]', '32');
+    await page.fill('input[name=steps]', '64');
+    await page.click('#start');
+    // The collection of 32 x 64 steps takes seconds on the CPU reference: Stop lands inside it and
+    // takes effect at the update's boundary, before the epoch's checkpoint.
+    await page.waitForFunction(() => document.getElementById('phase')!.textContent === 'epoch 1: collect');
+    await page.click('#stop');
+    await page.waitForFunction(() => document.getElementById('status')!.textContent !== 'running');
+    expect(await page.textContent('#status')).toBe('stopped');
+    expect(await page.textContent('#epoch')).toBe('0');
+    await page.click('#dl-checkpoint');
+    await page.waitForSelector('#run-error:not([hidden])');
+    expect(await page.textContent('#run-error')).toBe('no checkpoint yet: train first');
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('keeps a run going when a file is dropped mid-run: the file is for the next run', async () => {
     const { page, errors } = await open(cpuBrowser);
     await page.fill('input[name=epochs]', '2');
