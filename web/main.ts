@@ -82,7 +82,11 @@ const emptyView: RunView = {
 drawRun(emptyView);
 const drawBacktest = drawer($('backtest'));
 
+/** The run's last progress (null before its first phase). */
+let last: Progress | null = null;
+
 function showProgress(p: Progress) {
+  last = p;
   $('epoch').textContent = String(p.done);
   $('epochs').textContent = String(p.epochs);
   $('phase').textContent = p.phase === 'paused' ? 'paused' : `epoch ${p.epoch}: ${p.phase}`;
@@ -92,6 +96,18 @@ function showProgress(p: Progress) {
       : `${Math.round(p.stepsPerSec).toLocaleString('en')} env steps/s (collection alone ${Math.round(p.collectStepsPerSec ?? 0).toLocaleString('en')})`;
   $('eta').textContent = p.etaMs === null ? '-' : duration(p.etaMs);
   $<HTMLProgressElement>('progress-bar').value = p.done / p.epochs;
+}
+
+/** Where a run ended, in place of the phase it was in. */
+function showEnd(outcome: 'finished' | 'stopped' | 'failed', epochs: number) {
+  const done = last?.done ?? 0;
+  $('phase').textContent =
+    outcome === 'finished'
+      ? 'all epochs done'
+      : last === null
+        ? `${outcome} before its first epoch`
+        : `${outcome} in epoch ${done + 1} (${done} of ${epochs} finished)`;
+  $('eta').textContent = '-';
 }
 
 async function probe() {
@@ -150,7 +166,14 @@ form.addEventListener('submit', async (ev) => {
   $('info').textContent = '';
   setState('running');
   const s = settings();
+  // The last run's progress is not this one's.
+  last = null;
+  $('epoch').textContent = '0';
   $('epochs').textContent = String(s.epochs);
+  $('phase').textContent = 'starting';
+  $('rate').textContent = '-';
+  $('eta').textContent = '-';
+  $<HTMLProgressElement>('progress-bar').value = 0;
   try {
     const outcome = await trainer.train(
       s,
@@ -160,9 +183,11 @@ form.addEventListener('submit', async (ev) => {
         onView: drawRun,
       }),
     );
+    showEnd(outcome, s.epochs);
     setState(outcome);
   } catch (err) {
     showError('run-error', errorText(err));
+    showEnd('failed', s.epochs);
     setState('failed');
   }
 });

@@ -85,6 +85,7 @@ async function train(page: Page, epochs: number, algo = 'ppo'): Promise<number[]
   );
   expect(await page.textContent('#run-error')).toBe('');
   expect(await page.textContent('#status')).toBe('finished');
+  expect(await page.textContent('#phase')).toBe('all epochs done');
   return page.evaluate(() => (window as unknown as { longTasks: number[] }).longTasks);
 }
 
@@ -216,7 +217,9 @@ describe('the demo page in headless Chromium', () => {
     await page.waitForFunction((n) => Number(document.getElementById('epoch')!.textContent) > n, atPause);
     await page.click('#stop');
     await page.waitForFunction(() => document.getElementById('status')!.textContent === 'stopped');
-    expect(Number(await page.textContent('#epoch'))).toBeLessThan(5);
+    const done = Number(await page.textContent('#epoch'));
+    expect(done).toBeLessThan(5);
+    expect(await page.textContent('#phase')).toBe(`stopped in epoch ${done + 1} (${done} of 5 finished)`);
     expect(await page.isEnabled('#start')).toBe(true);
     expect(errors).toEqual([]);
     await page.close();
@@ -235,6 +238,9 @@ describe('the demo page in headless Chromium', () => {
     await page.waitForFunction(() => document.getElementById('status')!.textContent !== 'running');
     expect(await page.textContent('#status')).toBe('stopped');
     expect(await page.textContent('#epoch')).toBe('0');
+    // Where it stopped, not the phase it was in.
+    expect(await page.textContent('#phase')).toBe('stopped in epoch 1 (0 of 2 finished)');
+    expect(await page.textContent('#eta')).toBe('-');
     await page.click('#dl-checkpoint');
     await page.waitForSelector('#run-error:not([hidden])');
     expect(await page.textContent('#run-error')).toBe('no checkpoint yet: train first');
