@@ -199,7 +199,11 @@ buttons.resume.addEventListener('click', () => {
   trainer.resume();
   setState('running');
 });
-buttons.stop.addEventListener('click', () => trainer.stop());
+buttons.stop.addEventListener('click', () => {
+  trainer.stop();
+  // The worker stops at its next phase boundary: nothing to pause, resume or stop meanwhile.
+  buttons.pause.disabled = buttons.resume.disabled = buttons.stop.disabled = true;
+});
 
 async function save(what: 'checkpoint' | 'log') {
   showError('run-error', null);

@@ -240,7 +240,7 @@ const api: TrainerApi = {
   },
 
   pause() {
-    if (!running || paused) return;
+    if (!running || paused || stopRequested) return;
     let release = () => {};
     const promise = new Promise<void>((r) => (release = r));
     paused = { promise, release };

@@ -234,7 +234,14 @@ describe('the demo page in headless Chromium', () => {
     // The collection of 32 x 64 steps takes seconds on the CPU reference: Stop lands inside it and
     // takes effect at the update's boundary, before the epoch's checkpoint.
     await page.waitForFunction(() => document.getElementById('phase')!.textContent === 'epoch 1: collect');
-    await page.click('#stop');
+    // Until the worker takes it, Stop leaves nothing to press: no Pause of a run that is stopping.
+    const enabled = await page.evaluate(() => {
+      document.getElementById('stop')!.click();
+      return ['pause', 'resume', 'stop'].filter(
+        (id) => !(document.getElementById(id) as HTMLButtonElement).disabled,
+      );
+    });
+    expect(enabled).toEqual([]);
     await page.waitForFunction(() => document.getElementById('status')!.textContent !== 'running');
     expect(await page.textContent('#status')).toBe('stopped');
     expect(await page.textContent('#epoch')).toBe('0');
