@@ -10,6 +10,7 @@ import * as Comlink from 'comlink';
 import { adapterName, summarizeAdapter } from '../src/backend/webgpu/gpu.js';
 import { defaultsFor, validateConfig } from '../src/config.js';
 import { barsFromBytes } from '../src/data/bytes.js';
+import { minBars } from '../src/data/splits.js';
 import { verdictSentence } from '../src/eval/verdict.js';
 import { checkpointCurves, runViewOf } from '../src/report/run_view.js';
 import { backtestCurves, epochPoint, type RunView } from '../src/report/view.js';
@@ -99,43 +100,70 @@ function runLock(): Promise<(() => void) | null> {
   });
 }
 
-const api: TrainerApi = {
-  async probe(): Promise<DeviceReport> {
-    const gpu = (navigator as Navigator & { gpu?: GPU }).gpu;
-    const adapter = gpu
-      ? await gpu.requestAdapter({ powerPreference: 'high-performance' }).catch(() => null)
-      : null;
-    if (!adapter) {
-      return {
-        backend: 'cpu',
-        class: 'cpu',
-        name: 'CPU reference (TypeScript, this worker)',
-        limits: {},
-        note: gpu
-          ? 'WebGPU gave no adapter (disabled, blocklisted GPU or no driver): training runs on the CPU reference, small and slow'
-          : 'this browser has no WebGPU: training runs on the CPU reference, small and slow',
-        sizes: sizesFor('cpu'),
-      };
-    }
-    const summary = summarizeAdapter(adapter);
-    const limits: Record<string, number> = {};
-    for (const k of KEY_LIMITS) limits[k] = adapter.limits[k];
-    adapterLimits = limits;
-    const name = [summary.vendor, summary.architecture].filter(Boolean).join(' ') || adapterName(summary);
+/** The device: the adapter and its limits, or why the page uses the CPU reference; the run it proposes. */
+async function probeDevice(): Promise<DeviceReport> {
+  const gpu = (navigator as Navigator & { gpu?: GPU }).gpu;
+  const adapter = gpu
+    ? await gpu.requestAdapter({ powerPreference: 'high-performance' }).catch(() => null)
+    : null;
+  if (!adapter) {
     return {
-      backend: 'webgpu',
-      class: summary.software ? 'software' : 'hardware',
-      name: summary.software ? `${name} (software adapter: the GPU emulated on the CPU)` : name,
-      limits,
-      note: summary.software
-        ? 'a software adapter runs the WebGPU kernels on the CPU: correct, but no faster than the CPU reference; the run is sized small'
-        : null,
-      sizes: sizesFor(summary.software ? 'software' : 'hardware', limits.maxBufferSize),
+      backend: 'cpu',
+      class: 'cpu',
+      name: 'CPU reference (TypeScript, this worker)',
+      limits: {},
+      note: gpu
+        ? 'WebGPU gave no adapter (disabled, blocklisted GPU or no driver): training runs on the CPU reference, small and slow'
+        : 'this browser has no WebGPU: training runs on the CPU reference, small and slow',
+      sizes: sizesFor('cpu'),
     };
+  }
+  const summary = summarizeAdapter(adapter);
+  const limits: Record<string, number> = {};
+  for (const k of KEY_LIMITS) limits[k] = adapter.limits[k];
+  adapterLimits = limits;
+  const name = [summary.vendor, summary.architecture].filter(Boolean).join(' ') || adapterName(summary);
+  return {
+    backend: 'webgpu',
+    class: summary.software ? 'software' : 'hardware',
+    name: summary.software ? `${name} (software adapter: the GPU emulated on the CPU)` : name,
+    limits,
+    note: summary.software
+      ? 'a software adapter runs the WebGPU kernels on the CPU: correct, but no faster than the CPU reference; the run is sized small'
+      : null,
+    sizes: sizesFor(summary.software ? 'software' : 'hardware', limits.maxBufferSize),
+  };
+}
+
+/**
+ * Throws, in words, when a file of `n` bars is too short for the page's runs: the splits of
+ * `foxhunt train` (makeSplits) at the device's episode length.
+ */
+function checkLength(file: string, n: number, episodeBars: number) {
+  const cfg = defaultsFor('ppo');
+  cfg.env.episodeBars = episodeBars;
+  const need = minBars(cfg);
+  if (n >= need) return;
+  const { maxLookback: L, trainFrac } = cfg.data;
+  throw new Error(
+    `${file}: ${n.toLocaleString('en')} bars, too few to train on: the page's runs need at least ${need.toLocaleString('en')} ` +
+      `(${L} bars of feature warm-up, a ${L}-bar gap before each of the validation and test splits, and a training ` +
+      `split of ${Math.round(trainFrac * 100)}% of the rest longer than an episode's ${episodeBars} bars)`,
+  );
+}
+
+let probed: Promise<DeviceReport> | null = null;
+
+const api: TrainerApi = {
+  /** Asked once: a file's check waits for the device's run sizes. */
+  probe(): Promise<DeviceReport> {
+    probed ??= probeDevice();
+    return probed;
   },
 
   async loadData(name, bytes) {
     const { bars: b } = await barsFromBytes(name, bytes);
+    checkLength(name, b.n, (await api.probe()).sizes.episodeBars);
     bars = { bars: b, source: name };
     return { source: name, bars: b.n };
   },

@@ -127,6 +127,13 @@ async function dropFile(page: Page, name: string, bytes: Uint8Array) {
   await page.dispatchEvent('#drop', 'drop', { dataTransfer: transfer });
 }
 
+/** The bytes of a CSV of `bars` synthetic bars, written by saveBars. */
+async function synthCsv(name: string, bars: number): Promise<Uint8Array> {
+  const file = join(tmp, name);
+  await saveBars(file, generateSynthetic({ bars, seed: 3 }));
+  return readFileSync(file);
+}
+
 /** Waits until every chart has drawn its canvas (charts are created one per task). */
 const chartsDrawn = (page: Page) =>
   page.waitForFunction(() =>
@@ -262,8 +269,7 @@ describe('the demo page in headless Chromium', () => {
     await page.fill('input[name=steps]', '16');
     await page.click('#start');
     await page.waitForFunction(() => document.getElementById('phase')!.textContent!.startsWith('epoch 1'));
-    const csv = 'timestamp,open,high,low,close,volume\n2024-01-01T00:00:00Z,100,101,99,100.5,10\n';
-    await dropFile(page, 'next.csv', new TextEncoder().encode(csv));
+    await dropFile(page, 'next.csv', await synthCsv('next.csv', 1000));
     await page.waitForFunction(() => document.getElementById('data-status')!.textContent!.endsWith('valid'));
     expect(await page.textContent('#status')).toBe('running');
     expect(await page.isEnabled('#stop')).toBe(true);
@@ -358,6 +364,30 @@ describe('the demo page in headless Chromium', () => {
     expect(await page.textContent('#run-error')).toMatch(
       /^65536 episodes x 4096 steps per rollout do not fit in this tab's memory \(.+\): lower episodes N or steps L$/,
     );
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('refuses a file too short to train on when it is dropped, saying why, and trains on one just long enough', async () => {
+    const { page, errors } = await open(cpuBrowser);
+    // The CPU reference's run: episodes of 250 bars, so 3 x 120 warm-up and gap bars and a
+    // training split (70%) of 251 bars: 719 bars (minBars).
+    await dropFile(page, 'short.csv', await synthCsv('short.csv', 718));
+    await page.waitForFunction(
+      () => !document.getElementById('data-status')!.textContent!.startsWith('reading'),
+    );
+    expect(await page.textContent('#data-error')).toBe(
+      "short.csv: 718 bars, too few to train on: the page's runs need at least 719 (120 bars of feature warm-up, " +
+        'a 120-bar gap before each of the validation and test splits, and a training split of 70% of the rest ' +
+        "longer than an episode's 250 bars)",
+    );
+    expect(await page.textContent('#data-status')).toBe('short.csv: not usable, nothing will train on it');
+    expect(await page.isDisabled('#start')).toBe(true);
+    await dropFile(page, 'enough.csv', await synthCsv('enough.csv', 719));
+    await page.waitForFunction(() => document.getElementById('data-status')!.textContent!.endsWith('valid'));
+    expect(await page.isHidden('#data-error')).toBe(true);
+    await train(page, 1);
+    expect(await page.textContent('.run-subtitle')).toMatch(/enough\.csv \(719 bars\)/);
     expect(errors).toEqual([]);
     await page.close();
   });
