@@ -249,7 +249,11 @@ $('data-clear').addEventListener('click', () => {
   setState(current);
 });
 $<HTMLInputElement>('data-file').addEventListener('change', (ev) => {
-  const file = (ev.target as HTMLInputElement).files?.[0];
+  const input = ev.target as HTMLInputElement;
+  const file = input.files?.[0];
+  // A file chosen again while it is the input's value fires no change: cleared, it reloads
+  // (edited, or after another file was dropped).
+  input.value = '';
   if (file) loadData(file);
 });
 const drop = $('drop');
@@ -268,7 +272,10 @@ drop.addEventListener('drop', (ev) => {
 for (const type of ['dragover', 'drop']) window.addEventListener(type, (ev) => ev.preventDefault());
 
 $<HTMLInputElement>('ckpt-file').addEventListener('change', async (ev) => {
-  const files = [...((ev.target as HTMLInputElement).files ?? [])];
+  const input = ev.target as HTMLInputElement;
+  const files = [...(input.files ?? [])];
+  // As for the data file: the same checkpoint chosen again backtests again.
+  input.value = '';
   // Cancelling the file dialog (Chromium) empties the selection: keep the last backtest.
   if (!files.length) return;
   const box = $('backtest');

@@ -392,6 +392,29 @@ describe('the demo page in headless Chromium', () => {
     await page.close();
   });
 
+  it('reloads a data file chosen again in the file picker', async () => {
+    const { page, errors } = await open(cpuBrowser);
+    const file = join(tmp, 'again.csv');
+    writeFileSync(file, await synthCsv('again.csv', 1000));
+    const status = (text: string) =>
+      page.waitForFunction((t) => document.getElementById('data-status')!.textContent === t, text, {
+        timeout: 10_000,
+      });
+    await page.setInputFiles('#data-file', file);
+    await status('again.csv: 1,000 bars, valid');
+    await dropFile(page, 'other.csv', await synthCsv('other.csv', 800));
+    await status('other.csv: 800 bars, valid');
+    // The picker's value was again.csv: choosing it again fired no change event, and other.csv stayed.
+    await page.setInputFiles('#data-file', file);
+    await status('again.csv: 1,000 bars, valid');
+    // Edited and chosen again, it is read again.
+    writeFileSync(file, await synthCsv('again.csv', 900));
+    await page.setInputFiles('#data-file', file);
+    await status('again.csv: 900 bars, valid');
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('shows the row-and-rule error of data check for a malformed CSV and trains nothing', async () => {
     const csv =
       'timestamp,open,high,low,close,volume\n' +
@@ -571,6 +594,13 @@ describe('the demo page in headless Chromium', () => {
       const shown = JSON.parse((await page.getAttribute('#backtest', 'data-report'))!);
       expect(shown).toEqual({ policy: cli.policy, buyHold: cli.buyHold, random: cli.random });
       expect(await page.textContent('#backtest .verdict')).toMatch(/on the test split/);
+      // The same files chosen again (say, once the data file a checkpoint needs is dropped) backtest again.
+      await page.evaluate(() => document.getElementById('backtest')!.removeAttribute('data-report'));
+      await page.setInputFiles(
+        '#ckpt-file',
+        readdirSync(best).map((f) => join(best, f)),
+      );
+      await page.waitForSelector('#backtest[data-report]', { timeout: 10_000 });
       // Cancelling the file dialog empties the selection: the backtest stays, no error replaces it.
       await page.setInputFiles('#ckpt-file', []);
       await page.waitForTimeout(500);
