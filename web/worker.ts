@@ -21,14 +21,15 @@ import { type EpochRecord, logPath } from '../src/train/runlog.js';
 import { committedDir, joinPath, MemoryStorage, type Storage } from '../src/train/storage.js';
 import type { DeviceReport, Progress, Settings, TrainerApi } from './api.js';
 import { IndexedDbStorage } from './idb_storage.js';
+import { KEEP_RUNS, newRunDir } from './runs.js';
 import { dqnSizesFor, sizesFor } from './sizes.js';
 import { type NamedBytes, readTar, writeTar } from './tar.js';
-
-const OUT = 'web-run';
 
 class Stopped extends Error {}
 
 let storage: Storage | null = null;
+/** This tab's last run: its directory (runs.ts) and the epochs it finished. */
+let run: { dir: string; epochs: number } | null = null;
 /** IndexedDB where the browser allows it (not in every private mode), else memory. */
 async function store(): Promise<Storage> {
   if (!storage) {
@@ -61,7 +62,6 @@ function configOf(s: Settings) {
   cfg.train.backend = s.backend;
   cfg.train.epochs = s.epochs;
   cfg.train.seed = s.seed;
-  cfg.train.outDir = OUT;
   cfg.train.checkpointEvery = 1;
   cfg.rollout.episodes = s.episodes;
   cfg.rollout.steps = s.steps;
@@ -84,8 +84,8 @@ function configOf(s: Settings) {
 }
 
 /**
- * Every tab of the page keeps its run in the same IndexedDB directory (OUT), so one run at a time:
- * holds the origin's Web Lock until release(), or gives null while another tab holds it (no lock
+ * One run at a time in the page's tabs: they share the device, and a new run removes old runs'
+ * directories (runs.ts), which must not be a running one's. Holds the origin's Web Lock until release(), or gives null while another tab holds it (no lock
  * where the browser has no Web Locks, e.g. a page served over plain http).
  */
 function runLock(): Promise<(() => void) | null> {
@@ -182,7 +182,7 @@ const api: TrainerApi = {
     if (!release) {
       running = false;
       throw new Error(
-        'another tab of this page is training (the tabs share its checkpoints): stop it or wait for it to end',
+        'another tab of this page is training (one run at a time: the tabs share the device and the storage): stop it or wait for it to end',
       );
     }
     // The market of this run: a file dropped (or cleared) while it trains is for the next run.
@@ -190,6 +190,10 @@ const api: TrainerApi = {
     try {
       const cfg = configOf(s);
       const st = await store();
+      const out = await newRunDir(st, run?.dir ?? null);
+      const thisRun = { dir: out, epochs: 0 };
+      run = thisRun;
+      cfg.train.outDir = out;
       const data = await prepareData(cfg, runBars);
       const records: EpochRecord[] = [];
       const stepsPerEpoch = s.episodes * s.steps;
@@ -240,7 +244,8 @@ const api: TrainerApi = {
         },
         onEpoch: async (record) => {
           records.push(record);
-          const curves = await checkpointCurves(st, lastDir(OUT), data, 'last/');
+          thisRun.epochs = records.length;
+          const curves = await checkpointCurves(st, lastDir(out), data, 'last/');
           cb.onView(
             view({
               curves,
@@ -250,7 +255,7 @@ const api: TrainerApi = {
           cb.onProgress(progress(record.epoch, 'epoch done', record));
         },
       });
-      const final = await runViewOf(st, OUT, runBars);
+      const final = await runViewOf(st, out, runBars);
       cb.onView({ ...final, title: 'foxhunt in this tab', subtitle: view({}).subtitle });
       return 'finished';
     } catch (err) {
@@ -287,13 +292,21 @@ const api: TrainerApi = {
 
   async download(what) {
     const st = await store();
+    // A run that finished an epoch wrote both; another tab's runs may have removed them since.
+    const missing = () =>
+      new Error(
+        run?.epochs
+          ? `this tab's run is no longer stored (the page keeps its tabs' last ${KEEP_RUNS} runs): train again`
+          : `no ${what} yet: train first`,
+      );
     if (what === 'log') {
-      const bytes = await st.read(logPath(OUT));
-      if (!bytes) throw new Error('no log yet: train first');
+      const bytes = run && (await st.read(logPath(run.dir)));
+      if (!bytes) throw missing();
       return Comlink.transfer({ name: 'log.jsonl', bytes }, [bytes.buffer]);
     }
-    const dir = (await committedDir(st, bestDir(OUT))) ?? (await committedDir(st, lastDir(OUT)));
-    if (!dir) throw new Error('no checkpoint yet: train first');
+    const dir =
+      run && ((await committedDir(st, bestDir(run.dir))) ?? (await committedDir(st, lastDir(run.dir))));
+    if (!dir) throw missing();
     const files: NamedBytes[] = [];
     for (const name of await st.list(dir)) files.push({ name, bytes: (await st.read(joinPath(dir, name)))! });
     const bytes = writeTar(files);

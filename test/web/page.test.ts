@@ -353,6 +353,73 @@ describe('the demo page in headless Chromium', () => {
     await ctx.close();
   });
 
+  it("gives each tab's Download its own run's checkpoint, and keeps one run per tab in storage", async () => {
+    const ctx = await cpuBrowser.newContext();
+    const [a, b] = [await open(ctx), await open(ctx)];
+    const trainSeed = async (page: Page, seed: number) => {
+      await page.bringToFront();
+      await page.fill('input[name=seed]', String(seed));
+      await train(page, 1);
+    };
+    // The seed in the state.json of the tab's downloaded best/.
+    const downloadedSeed = async (page: Page) => {
+      await page.bringToFront();
+      const [download] = await Promise.all([page.waitForEvent('download'), page.click('#dl-checkpoint')]);
+      const tar = readFileSync((await download.path())!);
+      const state = readTar(new Uint8Array(tar)).find((f) => f.name === 'state.json')!;
+      return JSON.parse(new TextDecoder().decode(state.bytes)).state.config.train.seed;
+    };
+    // The run directories in the origin's IndexedDB.
+    const runDirs = (page: Page) =>
+      page.evaluate(
+        () =>
+          new Promise<string[]>((resolve, reject) => {
+            const open = indexedDB.open('foxhunt');
+            open.onerror = () => reject(open.error);
+            open.onsuccess = () => {
+              const keys = open.result.transaction('files').objectStore('files').getAllKeys();
+              keys.onerror = () => reject(keys.error);
+              keys.onsuccess = () =>
+                resolve([
+                  ...new Set((keys.result as string[]).map((k) => k.split('/').slice(0, 2).join('/'))),
+                ]);
+            };
+          }),
+      );
+    await trainSeed(a.page, 11);
+    await trainSeed(b.page, 12);
+    expect(await downloadedSeed(a.page)).toBe(11);
+    expect(await downloadedSeed(b.page)).toBe(12);
+    // B trains again: its earlier run is gone from storage, A's stays A's.
+    await trainSeed(b.page, 13);
+    expect(await downloadedSeed(a.page)).toBe(11);
+    expect(await downloadedSeed(b.page)).toBe(13);
+    const dirs = await runDirs(a.page);
+    expect(dirs).toHaveLength(2);
+    for (const d of dirs) expect(d).toMatch(/^web-runs\//);
+    // Removed by other tabs' runs (the page keeps the last few), A's run is gone: A says so.
+    await a.page.evaluate(
+      (dir) =>
+        new Promise<void>((resolve, reject) => {
+          const open = indexedDB.open('foxhunt');
+          open.onsuccess = () => {
+            const t = open.result.transaction('files', 'readwrite');
+            t.objectStore('files').delete(IDBKeyRange.bound(`${dir}/`, `${dir}0`, false, true));
+            t.oncomplete = () => resolve();
+            t.onerror = () => reject(t.error);
+          };
+        }),
+      dirs.sort()[0],
+    );
+    await a.page.click('#dl-checkpoint');
+    await a.page.waitForSelector('#run-error:not([hidden])');
+    expect(await a.page.textContent('#run-error')).toBe(
+      "this tab's run is no longer stored (the page keeps its tabs' last 3 runs): train again",
+    );
+    expect([...a.errors, ...b.errors]).toEqual([]);
+    await ctx.close();
+  });
+
   it('says a rollout too large for the tab does not fit, in words (CPU reference)', async () => {
     const { page, errors } = await open(cpuBrowser);
     await page.fill('input[name=epochs]', '1');
