@@ -166,7 +166,7 @@ form.addEventListener('submit', async (ev) => {
   $('info').textContent = '';
   setState('running');
   const s = settings();
-  // The last run's progress is not this one's.
+  // The last run's progress and charts are not this one's.
   last = null;
   $('epoch').textContent = '0';
   $('epochs').textContent = String(s.epochs);
@@ -174,6 +174,7 @@ form.addEventListener('submit', async (ev) => {
   $('rate').textContent = '-';
   $('eta').textContent = '-';
   $<HTMLProgressElement>('progress-bar').value = 0;
+  drawRun({ ...emptyView, title: 'foxhunt in this tab', subtitle: 'no epoch finished yet' });
   try {
     const outcome = await trainer.train(
       s,

@@ -228,6 +228,21 @@ describe('the demo page in headless Chromium', () => {
     expect(done).toBeLessThan(5);
     expect(await page.textContent('#phase')).toBe(`stopped in epoch ${done + 1} (${done} of 5 finished)`);
     expect(await page.isEnabled('#start')).toBe(true);
+    // Started again (a longer first epoch), the page shows none of the stopped run's progress,
+    // charts or tables.
+    await page.fill('input[name=episodes]', '32');
+    await page.fill('input[name=steps]', '64');
+    const shown = await page.evaluate(() => {
+      document.getElementById('start')!.click();
+      return ['epoch', 'phase'].map((id) => document.getElementById(id)!.textContent);
+    });
+    expect(shown).toEqual(['0', 'starting']);
+    await page.waitForFunction(
+      () => document.querySelector('[data-chart=reward]')!.getAttribute('data-points') === '0',
+      null,
+      { timeout: 5000 },
+    );
+    expect(await page.$$('.run-tables table')).toHaveLength(0);
     expect(errors).toEqual([]);
     await page.close();
   });
