@@ -232,12 +232,13 @@ async function loadData(file: File) {
   try {
     const { source, bars } = await trainer.loadData(file.name, new Uint8Array(await file.arrayBuffer()));
     $('data-status').textContent = `${source}: ${bars.toLocaleString('en')} bars, valid`;
-    $('data-clear').hidden = false;
     dataOk = true;
   } catch (err) {
     $('data-status').textContent = `${file.name}: not usable, nothing will train on it`;
     showError('data-error', errorText(err));
   }
+  // After a file that is not usable too: the way back to the synthetic market (and to Start).
+  $('data-clear').hidden = false;
   setState(current);
 }
 $('data-clear').addEventListener('click', () => {

@@ -516,6 +516,12 @@ describe('the demo page in headless Chromium', () => {
     expect(await page.isDisabled('#start')).toBe(true);
     expect(await page.textContent('#epoch')).toBe('0');
     expect(await page.textContent('#status')).toBe('ready');
+    // The way back to the synthetic market is offered, though no good file came before.
+    expect(await page.isVisible('#data-clear')).toBe(true);
+    await page.click('#data-clear');
+    expect(await page.textContent('#data-status')).toBe('synthetic market');
+    expect(await page.isHidden('#data-error')).toBe(true);
+    expect(await page.isEnabled('#start')).toBe(true);
     await page.close();
   });
 
