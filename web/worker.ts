@@ -316,8 +316,12 @@ const api: TrainerApi = {
   async backtest(files) {
     const mem = new MemoryStorage();
     const flat = files.flatMap((f) => (f.name.endsWith('.tar') ? readTar(f.bytes) : [f]));
-    for (const f of flat) await mem.write(joinPath('upload', f.name), f.bytes);
-    const { state, policy } = await checkpointPolicy(mem, 'upload');
+    if (!flat.some((f) => f.name === 'state.json'))
+      throw new Error(
+        `no state.json among ${files.map((f) => f.name).join(', ')}: choose a checkpoint's state.json with its .safetensors files, or the .tar that Download checkpoint gives`,
+      );
+    for (const f of flat) await mem.write(joinPath('checkpoint', f.name), f.bytes);
+    const { state, policy } = await checkpointPolicy(mem, 'checkpoint');
     const cfg = state.config;
     const synthetic = state.data.source === 'synthetic';
     if (!synthetic && !bars) {

@@ -698,6 +698,30 @@ describe('the demo page in headless Chromium', () => {
       await page.close();
     });
 
+    it('says what a chosen checkpoint lacks', async () => {
+      const best = join(out, 'best');
+      const { page, errors } = await open(cpuBrowser);
+      const said = async (files: string[]) => {
+        await page.setInputFiles(
+          '#ckpt-file',
+          files.map((f) => join(best, f)),
+        );
+        await page.waitForSelector('#backtest .error');
+        const text = await page.textContent('#backtest .error');
+        await page.evaluate(() => document.getElementById('backtest')!.replaceChildren());
+        return text;
+      };
+      expect(await said(['actor.safetensors', 'critic.safetensors'])).toBe(
+        "no state.json among actor.safetensors, critic.safetensors: choose a checkpoint's state.json with its " +
+          '.safetensors files, or the .tar that Download checkpoint gives',
+      );
+      expect(await said(['state.json'])).toBe(
+        'checkpoint/actor.safetensors: missing, but state.json lists it; the checkpoint is incomplete',
+      );
+      expect(errors).toEqual([]);
+      await page.close();
+    });
+
     it('writes report.html, which opens offline with its charts drawn and no console error', async () => {
       // train wrote it; `foxhunt report` rebuilds it.
       const report = join(out, 'report.html');
