@@ -55,11 +55,14 @@ function showError(id: string, message: string | null) {
 
 const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
-/** Draws the latest view once per frame, however fast the worker sends them. */
+/**
+ * Draws the latest view once per frame, however fast the worker sends them. `reset` forgets the
+ * drawing, for when something else replaced root's contents: the next view draws afresh.
+ */
 function drawer(root: HTMLElement) {
   let drawing: RunDrawing | null = null;
   let pending: RunView | null = null;
-  return (view: RunView) => {
+  const draw = (view: RunView) => {
     if (pending === null)
       requestAnimationFrame(() => {
         if (drawing) drawing.update(pending!);
@@ -68,6 +71,11 @@ function drawer(root: HTMLElement) {
       });
     pending = view;
   };
+  draw.reset = () => {
+    drawing?.destroy();
+    drawing = null;
+  };
+  return draw;
 }
 const drawRun = drawer($('run'));
 // The charts exist, empty, before a run starts: creating them is the page's heaviest drawing.
@@ -290,6 +298,7 @@ $<HTMLInputElement>('ckpt-file').addEventListener('change', async (ev) => {
     drawBacktest(result.view);
   } catch (err) {
     delete box.dataset.report;
+    drawBacktest.reset();
     box.replaceChildren(
       Object.assign(document.createElement('p'), { className: 'error', textContent: errorText(err) }),
     );

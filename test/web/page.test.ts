@@ -698,26 +698,38 @@ describe('the demo page in headless Chromium', () => {
       await page.close();
     });
 
-    it('says what a chosen checkpoint lacks', async () => {
+    it('says what a chosen checkpoint lacks, and shows the next good one', async () => {
       const best = join(out, 'best');
       const { page, errors } = await open(cpuBrowser);
-      const said = async (files: string[]) => {
-        await page.setInputFiles(
+      const choose = (files: string[]) =>
+        page.setInputFiles(
           '#ckpt-file',
           files.map((f) => join(best, f)),
         );
-        await page.waitForSelector('#backtest .error');
-        const text = await page.textContent('#backtest .error');
-        await page.evaluate(() => document.getElementById('backtest')!.replaceChildren());
-        return text;
-      };
-      expect(await said(['actor.safetensors', 'critic.safetensors'])).toBe(
+      const error = (start: string) =>
+        page.waitForFunction(
+          (t) => document.querySelector('#backtest .error')?.textContent?.startsWith(t),
+          start,
+          { timeout: 10_000 },
+        );
+      await choose(readdirSync(best));
+      await page.waitForSelector('#backtest .verdict');
+      await choose(['actor.safetensors', 'critic.safetensors']);
+      await error('no state.json');
+      expect(await page.textContent('#backtest .error')).toBe(
         "no state.json among actor.safetensors, critic.safetensors: choose a checkpoint's state.json with its " +
           '.safetensors files, or the .tar that Download checkpoint gives',
       );
-      expect(await said(['state.json'])).toBe(
+      await choose(['state.json']);
+      await error('checkpoint/');
+      expect(await page.textContent('#backtest .error')).toBe(
         'checkpoint/actor.safetensors: missing, but state.json lists it; the checkpoint is incomplete',
       );
+      // A good choice after a bad one shows its backtest in place of the error.
+      await choose(readdirSync(best));
+      await page.waitForSelector('#backtest[data-report]');
+      await page.waitForSelector('#backtest .verdict', { timeout: 10_000 });
+      expect(await page.$('#backtest .error')).toBeNull();
       expect(errors).toEqual([]);
       await page.close();
     });
