@@ -55,11 +55,14 @@ function showError(id: string, message: string | null) {
 
 const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
-/** Draws the latest view once per frame, however fast the worker sends them. */
+/**
+ * Draws the latest view once per frame, however fast the worker sends them. `reset` forgets the
+ * drawing, for when something else replaced root's contents: the next view draws afresh.
+ */
 function drawer(root: HTMLElement) {
   let drawing: RunDrawing | null = null;
   let pending: RunView | null = null;
-  return (view: RunView) => {
+  const draw = (view: RunView) => {
     if (pending === null)
       requestAnimationFrame(() => {
         if (drawing) drawing.update(pending!);
@@ -68,6 +71,11 @@ function drawer(root: HTMLElement) {
       });
     pending = view;
   };
+  draw.reset = () => {
+    drawing?.destroy();
+    drawing = null;
+  };
+  return draw;
 }
 const drawRun = drawer($('run'));
 // The charts exist, empty, before a run starts: creating them is the page's heaviest drawing.
@@ -82,7 +90,11 @@ const emptyView: RunView = {
 drawRun(emptyView);
 const drawBacktest = drawer($('backtest'));
 
+/** The run's last progress (null before its first phase). */
+let last: Progress | null = null;
+
 function showProgress(p: Progress) {
+  last = p;
   $('epoch').textContent = String(p.done);
   $('epochs').textContent = String(p.epochs);
   $('phase').textContent = p.phase === 'paused' ? 'paused' : `epoch ${p.epoch}: ${p.phase}`;
@@ -92,6 +104,18 @@ function showProgress(p: Progress) {
       : `${Math.round(p.stepsPerSec).toLocaleString('en')} env steps/s (collection alone ${Math.round(p.collectStepsPerSec ?? 0).toLocaleString('en')})`;
   $('eta').textContent = p.etaMs === null ? '-' : duration(p.etaMs);
   $<HTMLProgressElement>('progress-bar').value = p.done / p.epochs;
+}
+
+/** Where a run ended, in place of the phase it was in. */
+function showEnd(outcome: 'finished' | 'stopped' | 'failed', epochs: number) {
+  const done = last?.done ?? 0;
+  $('phase').textContent =
+    outcome === 'finished'
+      ? 'all epochs done'
+      : last === null
+        ? `${outcome} before its first epoch`
+        : `${outcome} in epoch ${done + 1} (${done} of ${epochs} finished)`;
+  $('eta').textContent = '-';
 }
 
 async function probe() {
@@ -150,7 +174,15 @@ form.addEventListener('submit', async (ev) => {
   $('info').textContent = '';
   setState('running');
   const s = settings();
+  // The last run's progress and charts are not this one's.
+  last = null;
+  $('epoch').textContent = '0';
   $('epochs').textContent = String(s.epochs);
+  $('phase').textContent = 'starting';
+  $('rate').textContent = '-';
+  $('eta').textContent = '-';
+  $<HTMLProgressElement>('progress-bar').value = 0;
+  drawRun({ ...emptyView, title: 'foxhunt in this tab', subtitle: 'no epoch finished yet' });
   try {
     const outcome = await trainer.train(
       s,
@@ -160,9 +192,11 @@ form.addEventListener('submit', async (ev) => {
         onView: drawRun,
       }),
     );
+    showEnd(outcome, s.epochs);
     setState(outcome);
   } catch (err) {
     showError('run-error', errorText(err));
+    showEnd('failed', s.epochs);
     setState('failed');
   }
 });
@@ -174,7 +208,11 @@ buttons.resume.addEventListener('click', () => {
   trainer.resume();
   setState('running');
 });
-buttons.stop.addEventListener('click', () => trainer.stop());
+buttons.stop.addEventListener('click', () => {
+  trainer.stop();
+  // The worker stops at its next phase boundary: nothing to pause, resume or stop meanwhile.
+  buttons.pause.disabled = buttons.resume.disabled = buttons.stop.disabled = true;
+});
 
 async function save(what: 'checkpoint' | 'log') {
   showError('run-error', null);
@@ -202,12 +240,13 @@ async function loadData(file: File) {
   try {
     const { source, bars } = await trainer.loadData(file.name, new Uint8Array(await file.arrayBuffer()));
     $('data-status').textContent = `${source}: ${bars.toLocaleString('en')} bars, valid`;
-    $('data-clear').hidden = false;
     dataOk = true;
   } catch (err) {
     $('data-status').textContent = `${file.name}: not usable, nothing will train on it`;
     showError('data-error', errorText(err));
   }
+  // After a file that is not usable too: the way back to the synthetic market (and to Start).
+  $('data-clear').hidden = false;
   setState(current);
 }
 $('data-clear').addEventListener('click', () => {
@@ -220,7 +259,11 @@ $('data-clear').addEventListener('click', () => {
   setState(current);
 });
 $<HTMLInputElement>('data-file').addEventListener('change', (ev) => {
-  const file = (ev.target as HTMLInputElement).files?.[0];
+  const input = ev.target as HTMLInputElement;
+  const file = input.files?.[0];
+  // A file chosen again while it is the input's value fires no change: cleared, it reloads
+  // (edited, or after another file was dropped).
+  input.value = '';
   if (file) loadData(file);
 });
 const drop = $('drop');
@@ -239,7 +282,10 @@ drop.addEventListener('drop', (ev) => {
 for (const type of ['dragover', 'drop']) window.addEventListener(type, (ev) => ev.preventDefault());
 
 $<HTMLInputElement>('ckpt-file').addEventListener('change', async (ev) => {
-  const files = [...((ev.target as HTMLInputElement).files ?? [])];
+  const input = ev.target as HTMLInputElement;
+  const files = [...(input.files ?? [])];
+  // As for the data file: the same checkpoint chosen again backtests again.
+  input.value = '';
   // Cancelling the file dialog (Chromium) empties the selection: keep the last backtest.
   if (!files.length) return;
   const box = $('backtest');
@@ -252,6 +298,7 @@ $<HTMLInputElement>('ckpt-file').addEventListener('change', async (ev) => {
     drawBacktest(result.view);
   } catch (err) {
     delete box.dataset.report;
+    drawBacktest.reset();
     box.replaceChildren(
       Object.assign(document.createElement('p'), { className: 'error', textContent: errorText(err) }),
     );

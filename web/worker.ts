@@ -10,6 +10,7 @@ import * as Comlink from 'comlink';
 import { adapterName, summarizeAdapter } from '../src/backend/webgpu/gpu.js';
 import { defaultsFor, validateConfig } from '../src/config.js';
 import { barsFromBytes } from '../src/data/bytes.js';
+import { minBars } from '../src/data/splits.js';
 import { verdictSentence } from '../src/eval/verdict.js';
 import { checkpointCurves, runViewOf } from '../src/report/run_view.js';
 import { backtestCurves, epochPoint, type RunView } from '../src/report/view.js';
@@ -20,14 +21,15 @@ import { type EpochRecord, logPath } from '../src/train/runlog.js';
 import { committedDir, joinPath, MemoryStorage, type Storage } from '../src/train/storage.js';
 import type { DeviceReport, Progress, Settings, TrainerApi } from './api.js';
 import { IndexedDbStorage } from './idb_storage.js';
+import { KEEP_RUNS, newRunDir } from './runs.js';
 import { dqnSizesFor, sizesFor } from './sizes.js';
 import { type NamedBytes, readTar, writeTar } from './tar.js';
-
-const OUT = 'web-run';
 
 class Stopped extends Error {}
 
 let storage: Storage | null = null;
+/** This tab's last run: its directory (runs.ts) and the epochs it finished. */
+let run: { dir: string; epochs: number } | null = null;
 /** IndexedDB where the browser allows it (not in every private mode), else memory. */
 async function store(): Promise<Storage> {
   if (!storage) {
@@ -60,7 +62,6 @@ function configOf(s: Settings) {
   cfg.train.backend = s.backend;
   cfg.train.epochs = s.epochs;
   cfg.train.seed = s.seed;
-  cfg.train.outDir = OUT;
   cfg.train.checkpointEvery = 1;
   cfg.rollout.episodes = s.episodes;
   cfg.rollout.steps = s.steps;
@@ -83,8 +84,8 @@ function configOf(s: Settings) {
 }
 
 /**
- * Every tab of the page keeps its run in the same IndexedDB directory (OUT), so one run at a time:
- * holds the origin's Web Lock until release(), or gives null while another tab holds it (no lock
+ * One run at a time in the page's tabs: they share the device, and a new run removes old runs'
+ * directories (runs.ts), which must not be a running one's. Holds the origin's Web Lock until release(), or gives null while another tab holds it (no lock
  * where the browser has no Web Locks, e.g. a page served over plain http).
  */
 function runLock(): Promise<(() => void) | null> {
@@ -99,43 +100,70 @@ function runLock(): Promise<(() => void) | null> {
   });
 }
 
-const api: TrainerApi = {
-  async probe(): Promise<DeviceReport> {
-    const gpu = (navigator as Navigator & { gpu?: GPU }).gpu;
-    const adapter = gpu
-      ? await gpu.requestAdapter({ powerPreference: 'high-performance' }).catch(() => null)
-      : null;
-    if (!adapter) {
-      return {
-        backend: 'cpu',
-        class: 'cpu',
-        name: 'CPU reference (TypeScript, this worker)',
-        limits: {},
-        note: gpu
-          ? 'WebGPU gave no adapter (disabled, blocklisted GPU or no driver): training runs on the CPU reference, small and slow'
-          : 'this browser has no WebGPU: training runs on the CPU reference, small and slow',
-        sizes: sizesFor('cpu'),
-      };
-    }
-    const summary = summarizeAdapter(adapter);
-    const limits: Record<string, number> = {};
-    for (const k of KEY_LIMITS) limits[k] = adapter.limits[k];
-    adapterLimits = limits;
-    const name = [summary.vendor, summary.architecture].filter(Boolean).join(' ') || adapterName(summary);
+/** The device: the adapter and its limits, or why the page uses the CPU reference; the run it proposes. */
+async function probeDevice(): Promise<DeviceReport> {
+  const gpu = (navigator as Navigator & { gpu?: GPU }).gpu;
+  const adapter = gpu
+    ? await gpu.requestAdapter({ powerPreference: 'high-performance' }).catch(() => null)
+    : null;
+  if (!adapter) {
     return {
-      backend: 'webgpu',
-      class: summary.software ? 'software' : 'hardware',
-      name: summary.software ? `${name} (software adapter: the GPU emulated on the CPU)` : name,
-      limits,
-      note: summary.software
-        ? 'a software adapter runs the WebGPU kernels on the CPU: correct, but no faster than the CPU reference; the run is sized small'
-        : null,
-      sizes: sizesFor(summary.software ? 'software' : 'hardware', limits.maxBufferSize),
+      backend: 'cpu',
+      class: 'cpu',
+      name: 'CPU reference (TypeScript, this worker)',
+      limits: {},
+      note: gpu
+        ? 'WebGPU gave no adapter (disabled, blocklisted GPU or no driver): training runs on the CPU reference, small and slow'
+        : 'this browser has no WebGPU: training runs on the CPU reference, small and slow',
+      sizes: sizesFor('cpu'),
     };
+  }
+  const summary = summarizeAdapter(adapter);
+  const limits: Record<string, number> = {};
+  for (const k of KEY_LIMITS) limits[k] = adapter.limits[k];
+  adapterLimits = limits;
+  const name = [summary.vendor, summary.architecture].filter(Boolean).join(' ') || adapterName(summary);
+  return {
+    backend: 'webgpu',
+    class: summary.software ? 'software' : 'hardware',
+    name: summary.software ? `${name} (software adapter: the GPU emulated on the CPU)` : name,
+    limits,
+    note: summary.software
+      ? 'a software adapter runs the WebGPU kernels on the CPU: correct, but no faster than the CPU reference; the run is sized small'
+      : null,
+    sizes: sizesFor(summary.software ? 'software' : 'hardware', limits.maxBufferSize),
+  };
+}
+
+/**
+ * Throws, in words, when a file of `n` bars is too short for the page's runs: the splits of
+ * `foxhunt train` (makeSplits) at the device's episode length.
+ */
+function checkLength(file: string, n: number, episodeBars: number) {
+  const cfg = defaultsFor('ppo');
+  cfg.env.episodeBars = episodeBars;
+  const need = minBars(cfg);
+  if (n >= need) return;
+  const { maxLookback: L, trainFrac } = cfg.data;
+  throw new Error(
+    `${file}: ${n.toLocaleString('en')} bars, too few to train on: the page's runs need at least ${need.toLocaleString('en')} ` +
+      `(${L} bars of feature warm-up, a ${L}-bar gap before each of the validation and test splits, and a training ` +
+      `split of ${Math.round(trainFrac * 100)}% of the rest longer than an episode's ${episodeBars} bars)`,
+  );
+}
+
+let probed: Promise<DeviceReport> | null = null;
+
+const api: TrainerApi = {
+  /** Asked once: a file's check waits for the device's run sizes. */
+  probe(): Promise<DeviceReport> {
+    probed ??= probeDevice();
+    return probed;
   },
 
   async loadData(name, bytes) {
     const { bars: b } = await barsFromBytes(name, bytes);
+    checkLength(name, b.n, (await api.probe()).sizes.episodeBars);
     bars = { bars: b, source: name };
     return { source: name, bars: b.n };
   },
@@ -147,20 +175,25 @@ const api: TrainerApi = {
   async train(s, cb) {
     if (running) throw new Error('a run is already in progress');
     running = true;
+    // Before the first await: a Stop or Pause the page sends right after Start is for this run.
+    stopRequested = false;
+    paused = null;
     const release = await runLock();
     if (!release) {
       running = false;
       throw new Error(
-        'another tab of this page is training (the tabs share its checkpoints): stop it or wait for it to end',
+        'another tab of this page is training (one run at a time: the tabs share the device and the storage): stop it or wait for it to end',
       );
     }
-    stopRequested = false;
-    paused = null;
     // The market of this run: a file dropped (or cleared) while it trains is for the next run.
     const runBars = bars;
     try {
       const cfg = configOf(s);
       const st = await store();
+      const out = await newRunDir(st, run?.dir ?? null);
+      const thisRun = { dir: out, epochs: 0 };
+      run = thisRun;
+      cfg.train.outDir = out;
       const data = await prepareData(cfg, runBars);
       const records: EpochRecord[] = [];
       const stepsPerEpoch = s.episodes * s.steps;
@@ -199,6 +232,9 @@ const api: TrainerApi = {
         backendOptions: { gpu: (navigator as Navigator & { gpu?: GPU }).gpu },
         onInfo: (line) => cb.onInfo(line),
         onPhase: async (epoch, phase) => {
+          // The CPU phases run without yielding: take the page's Pause or Stop messages now, or
+          // they wait for the checkpoint's IndexedDB writes, an epoch later.
+          await new Promise((r) => setTimeout(r, 0));
           if (paused) {
             cb.onProgress(progress(epoch, 'paused'));
             await paused.promise;
@@ -208,7 +244,8 @@ const api: TrainerApi = {
         },
         onEpoch: async (record) => {
           records.push(record);
-          const curves = await checkpointCurves(st, lastDir(OUT), data, 'last/');
+          thisRun.epochs = records.length;
+          const curves = await checkpointCurves(st, lastDir(out), data, 'last/');
           cb.onView(
             view({
               curves,
@@ -218,7 +255,7 @@ const api: TrainerApi = {
           cb.onProgress(progress(record.epoch, 'epoch done', record));
         },
       });
-      const final = await runViewOf(st, OUT, runBars);
+      const final = await runViewOf(st, out, runBars);
       cb.onView({ ...final, title: 'foxhunt in this tab', subtitle: view({}).subtitle });
       return 'finished';
     } catch (err) {
@@ -236,7 +273,7 @@ const api: TrainerApi = {
   },
 
   pause() {
-    if (!running || paused) return;
+    if (!running || paused || stopRequested) return;
     let release = () => {};
     const promise = new Promise<void>((r) => (release = r));
     paused = { promise, release };
@@ -255,13 +292,21 @@ const api: TrainerApi = {
 
   async download(what) {
     const st = await store();
+    // A run that finished an epoch wrote both; another tab's runs may have removed them since.
+    const missing = () =>
+      new Error(
+        run?.epochs
+          ? `this tab's run is no longer stored (the page keeps its tabs' last ${KEEP_RUNS} runs): train again`
+          : `no ${what} yet: train first`,
+      );
     if (what === 'log') {
-      const bytes = await st.read(logPath(OUT));
-      if (!bytes) throw new Error('no log yet: train first');
+      const bytes = run && (await st.read(logPath(run.dir)));
+      if (!bytes) throw missing();
       return Comlink.transfer({ name: 'log.jsonl', bytes }, [bytes.buffer]);
     }
-    const dir = (await committedDir(st, bestDir(OUT))) ?? (await committedDir(st, lastDir(OUT)));
-    if (!dir) throw new Error('no checkpoint yet: train first');
+    const dir =
+      run && ((await committedDir(st, bestDir(run.dir))) ?? (await committedDir(st, lastDir(run.dir))));
+    if (!dir) throw missing();
     const files: NamedBytes[] = [];
     for (const name of await st.list(dir)) files.push({ name, bytes: (await st.read(joinPath(dir, name)))! });
     const bytes = writeTar(files);
@@ -271,8 +316,12 @@ const api: TrainerApi = {
   async backtest(files) {
     const mem = new MemoryStorage();
     const flat = files.flatMap((f) => (f.name.endsWith('.tar') ? readTar(f.bytes) : [f]));
-    for (const f of flat) await mem.write(joinPath('upload', f.name), f.bytes);
-    const { state, policy } = await checkpointPolicy(mem, 'upload');
+    if (!flat.some((f) => f.name === 'state.json'))
+      throw new Error(
+        `no state.json among ${files.map((f) => f.name).join(', ')}: choose a checkpoint's state.json with its .safetensors files, or the .tar that Download checkpoint gives`,
+      );
+    for (const f of flat) await mem.write(joinPath('checkpoint', f.name), f.bytes);
+    const { state, policy } = await checkpointPolicy(mem, 'checkpoint');
     const cfg = state.config;
     const synthetic = state.data.source === 'synthetic';
     if (!synthetic && !bars) {

@@ -22,13 +22,8 @@ export class SplitError extends Error {
  * (`env.episodeBars + 1` bars); validation and test at least 2 bars (one state and its next bar).
  */
 export function makeSplits(n: number, cfg: Pick<Config, 'data' | 'env'>): Splits {
-  const L = cfg.data.maxLookback;
-  const usable = n - 3 * L;
-  const nTrain = Math.floor(usable * cfg.data.trainFrac);
-  const nVal = Math.floor(usable * cfg.data.valFrac);
-  const nTest = usable - nTrain - nVal;
-  const needTrain = cfg.env.episodeBars + 1;
-  if (nTrain < needTrain || nVal < 2 || nTest < 2) {
+  const { L, usable, nTrain, nVal, nTest, needTrain, fits } = splitSizes(n, cfg);
+  if (!fits) {
     const need = Math.ceil(
       3 * L +
         Math.max(
@@ -48,4 +43,22 @@ export function makeSplits(n: number, cfg: Pick<Config, 'data' | 'env'>): Splits
   const val = { start: train.end + L, end: train.end + L + nVal };
   const test = { start: val.end + L, end: n };
   return { train, val, test };
+}
+
+/** The split lengths of `n` bars by `cfg`, and whether makeSplits takes them. */
+function splitSizes(n: number, cfg: Pick<Config, 'data' | 'env'>) {
+  const L = cfg.data.maxLookback;
+  const usable = n - 3 * L;
+  const nTrain = Math.floor(usable * cfg.data.trainFrac);
+  const nVal = Math.floor(usable * cfg.data.valFrac);
+  const nTest = usable - nTrain - nVal;
+  const needTrain = cfg.env.episodeBars + 1;
+  return { L, usable, nTrain, nVal, nTest, needTrain, fits: nTrain >= needTrain && nVal >= 2 && nTest >= 2 };
+}
+
+/** The fewest bars makeSplits splits by `cfg` (every longer series splits too). */
+export function minBars(cfg: Pick<Config, 'data' | 'env'>): number {
+  let n = 3 * cfg.data.maxLookback;
+  while (!splitSizes(n, cfg).fits) n++;
+  return n;
 }

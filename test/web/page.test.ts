@@ -85,6 +85,7 @@ async function train(page: Page, epochs: number, algo = 'ppo'): Promise<number[]
   );
   expect(await page.textContent('#run-error')).toBe('');
   expect(await page.textContent('#status')).toBe('finished');
+  expect(await page.textContent('#phase')).toBe('all epochs done');
   return page.evaluate(() => (window as unknown as { longTasks: number[] }).longTasks);
 }
 
@@ -124,6 +125,13 @@ async function dropFile(page: Page, name: string, bytes: Uint8Array) {
     [name, Buffer.from(bytes).toString('base64')],
   );
   await page.dispatchEvent('#drop', 'drop', { dataTransfer: transfer });
+}
+
+/** The bytes of a CSV of `bars` synthetic bars, written by saveBars. */
+async function synthCsv(name: string, bars: number): Promise<Uint8Array> {
+  const file = join(tmp, name);
+  await saveBars(file, generateSynthetic({ bars, seed: 3 }));
+  return readFileSync(file);
 }
 
 /** Waits until every chart has drawn its canvas (charts are created one per task). */
@@ -216,8 +224,55 @@ describe('the demo page in headless Chromium', () => {
     await page.waitForFunction((n) => Number(document.getElementById('epoch')!.textContent) > n, atPause);
     await page.click('#stop');
     await page.waitForFunction(() => document.getElementById('status')!.textContent === 'stopped');
-    expect(Number(await page.textContent('#epoch'))).toBeLessThan(5);
+    const done = Number(await page.textContent('#epoch'));
+    expect(done).toBeLessThan(5);
+    expect(await page.textContent('#phase')).toBe(`stopped in epoch ${done + 1} (${done} of 5 finished)`);
     expect(await page.isEnabled('#start')).toBe(true);
+    // Started again (a longer first epoch), the page shows none of the stopped run's progress,
+    // charts or tables.
+    await page.fill('input[name=episodes]', '32');
+    await page.fill('input[name=steps]', '64');
+    const shown = await page.evaluate(() => {
+      document.getElementById('start')!.click();
+      return ['epoch', 'phase'].map((id) => document.getElementById(id)!.textContent);
+    });
+    expect(shown).toEqual(['0', 'starting']);
+    await page.waitForFunction(
+      () => document.querySelector('[data-chart=reward]')!.getAttribute('data-points') === '0',
+      null,
+      { timeout: 5000 },
+    );
+    expect(await page.$$('.run-tables table')).toHaveLength(0);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it("stops at the next phase boundary, even inside the CPU run's first epoch", async () => {
+    const { page, errors } = await open(cpuBrowser);
+    await page.fill('input[name=epochs]', '2');
+    await page.fill('input[name=episodes]', '32');
+    await page.fill('input[name=steps]', '64');
+    await page.click('#start');
+    // The collection of 32 x 64 steps takes seconds on the CPU reference: Stop lands inside it and
+    // takes effect at the update's boundary, before the epoch's checkpoint.
+    await page.waitForFunction(() => document.getElementById('phase')!.textContent === 'epoch 1: collect');
+    // Until the worker takes it, Stop leaves nothing to press: no Pause of a run that is stopping.
+    const enabled = await page.evaluate(() => {
+      document.getElementById('stop')!.click();
+      return ['pause', 'resume', 'stop'].filter(
+        (id) => !(document.getElementById(id) as HTMLButtonElement).disabled,
+      );
+    });
+    expect(enabled).toEqual([]);
+    await page.waitForFunction(() => document.getElementById('status')!.textContent !== 'running');
+    expect(await page.textContent('#status')).toBe('stopped');
+    expect(await page.textContent('#epoch')).toBe('0');
+    // Where it stopped, not the phase it was in.
+    expect(await page.textContent('#phase')).toBe('stopped in epoch 1 (0 of 2 finished)');
+    expect(await page.textContent('#eta')).toBe('-');
+    await page.click('#dl-checkpoint');
+    await page.waitForSelector('#run-error:not([hidden])');
+    expect(await page.textContent('#run-error')).toBe('no checkpoint yet: train first');
     expect(errors).toEqual([]);
     await page.close();
   });
@@ -229,8 +284,7 @@ describe('the demo page in headless Chromium', () => {
     await page.fill('input[name=steps]', '16');
     await page.click('#start');
     await page.waitForFunction(() => document.getElementById('phase')!.textContent!.startsWith('epoch 1'));
-    const csv = 'timestamp,open,high,low,close,volume\n2024-01-01T00:00:00Z,100,101,99,100.5,10\n';
-    await dropFile(page, 'next.csv', new TextEncoder().encode(csv));
+    await dropFile(page, 'next.csv', await synthCsv('next.csv', 1000));
     await page.waitForFunction(() => document.getElementById('data-status')!.textContent!.endsWith('valid'));
     expect(await page.textContent('#status')).toBe('running');
     expect(await page.isEnabled('#stop')).toBe(true);
@@ -314,6 +368,73 @@ describe('the demo page in headless Chromium', () => {
     await ctx.close();
   });
 
+  it("gives each tab's Download its own run's checkpoint, and keeps one run per tab in storage", async () => {
+    const ctx = await cpuBrowser.newContext();
+    const [a, b] = [await open(ctx), await open(ctx)];
+    const trainSeed = async (page: Page, seed: number) => {
+      await page.bringToFront();
+      await page.fill('input[name=seed]', String(seed));
+      await train(page, 1);
+    };
+    // The seed in the state.json of the tab's downloaded best/.
+    const downloadedSeed = async (page: Page) => {
+      await page.bringToFront();
+      const [download] = await Promise.all([page.waitForEvent('download'), page.click('#dl-checkpoint')]);
+      const tar = readFileSync((await download.path())!);
+      const state = readTar(new Uint8Array(tar)).find((f) => f.name === 'state.json')!;
+      return JSON.parse(new TextDecoder().decode(state.bytes)).state.config.train.seed;
+    };
+    // The run directories in the origin's IndexedDB.
+    const runDirs = (page: Page) =>
+      page.evaluate(
+        () =>
+          new Promise<string[]>((resolve, reject) => {
+            const open = indexedDB.open('foxhunt');
+            open.onerror = () => reject(open.error);
+            open.onsuccess = () => {
+              const keys = open.result.transaction('files').objectStore('files').getAllKeys();
+              keys.onerror = () => reject(keys.error);
+              keys.onsuccess = () =>
+                resolve([
+                  ...new Set((keys.result as string[]).map((k) => k.split('/').slice(0, 2).join('/'))),
+                ]);
+            };
+          }),
+      );
+    await trainSeed(a.page, 11);
+    await trainSeed(b.page, 12);
+    expect(await downloadedSeed(a.page)).toBe(11);
+    expect(await downloadedSeed(b.page)).toBe(12);
+    // B trains again: its earlier run is gone from storage, A's stays A's.
+    await trainSeed(b.page, 13);
+    expect(await downloadedSeed(a.page)).toBe(11);
+    expect(await downloadedSeed(b.page)).toBe(13);
+    const dirs = await runDirs(a.page);
+    expect(dirs).toHaveLength(2);
+    for (const d of dirs) expect(d).toMatch(/^web-runs\//);
+    // Removed by other tabs' runs (the page keeps the last few), A's run is gone: A says so.
+    await a.page.evaluate(
+      (dir) =>
+        new Promise<void>((resolve, reject) => {
+          const open = indexedDB.open('foxhunt');
+          open.onsuccess = () => {
+            const t = open.result.transaction('files', 'readwrite');
+            t.objectStore('files').delete(IDBKeyRange.bound(`${dir}/`, `${dir}0`, false, true));
+            t.oncomplete = () => resolve();
+            t.onerror = () => reject(t.error);
+          };
+        }),
+      dirs.sort()[0],
+    );
+    await a.page.click('#dl-checkpoint');
+    await a.page.waitForSelector('#run-error:not([hidden])');
+    expect(await a.page.textContent('#run-error')).toBe(
+      "this tab's run is no longer stored (the page keeps its tabs' last 3 runs): train again",
+    );
+    expect([...a.errors, ...b.errors]).toEqual([]);
+    await ctx.close();
+  });
+
   it('says a rollout too large for the tab does not fit, in words (CPU reference)', async () => {
     const { page, errors } = await open(cpuBrowser);
     await page.fill('input[name=epochs]', '1');
@@ -325,6 +446,53 @@ describe('the demo page in headless Chromium', () => {
     expect(await page.textContent('#run-error')).toMatch(
       /^65536 episodes x 4096 steps per rollout do not fit in this tab's memory \(.+\): lower episodes N or steps L$/,
     );
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('refuses a file too short to train on when it is dropped, saying why, and trains on one just long enough', async () => {
+    const { page, errors } = await open(cpuBrowser);
+    // The CPU reference's run: episodes of 250 bars, so 3 x 120 warm-up and gap bars and a
+    // training split (70%) of 251 bars: 719 bars (minBars).
+    await dropFile(page, 'short.csv', await synthCsv('short.csv', 718));
+    await page.waitForFunction(
+      () => !document.getElementById('data-status')!.textContent!.startsWith('reading'),
+    );
+    expect(await page.textContent('#data-error')).toBe(
+      "short.csv: 718 bars, too few to train on: the page's runs need at least 719 (120 bars of feature warm-up, " +
+        'a 120-bar gap before each of the validation and test splits, and a training split of 70% of the rest ' +
+        "longer than an episode's 250 bars)",
+    );
+    expect(await page.textContent('#data-status')).toBe('short.csv: not usable, nothing will train on it');
+    expect(await page.isDisabled('#start')).toBe(true);
+    await dropFile(page, 'enough.csv', await synthCsv('enough.csv', 719));
+    await page.waitForFunction(() => document.getElementById('data-status')!.textContent!.endsWith('valid'));
+    expect(await page.isHidden('#data-error')).toBe(true);
+    await train(page, 1);
+    expect(await page.textContent('.run-subtitle')).toMatch(/enough\.csv \(719 bars\)/);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('reloads a data file chosen again in the file picker', async () => {
+    const { page, errors } = await open(cpuBrowser);
+    const file = join(tmp, 'again.csv');
+    writeFileSync(file, await synthCsv('again.csv', 1000));
+    const status = (text: string) =>
+      page.waitForFunction((t) => document.getElementById('data-status')!.textContent === t, text, {
+        timeout: 10_000,
+      });
+    await page.setInputFiles('#data-file', file);
+    await status('again.csv: 1,000 bars, valid');
+    await dropFile(page, 'other.csv', await synthCsv('other.csv', 800));
+    await status('other.csv: 800 bars, valid');
+    // The picker's value was again.csv: choosing it again fired no change event, and other.csv stayed.
+    await page.setInputFiles('#data-file', file);
+    await status('again.csv: 1,000 bars, valid');
+    // Edited and chosen again, it is read again.
+    writeFileSync(file, await synthCsv('again.csv', 900));
+    await page.setInputFiles('#data-file', file);
+    await status('again.csv: 900 bars, valid');
     expect(errors).toEqual([]);
     await page.close();
   });
@@ -348,6 +516,12 @@ describe('the demo page in headless Chromium', () => {
     expect(await page.isDisabled('#start')).toBe(true);
     expect(await page.textContent('#epoch')).toBe('0');
     expect(await page.textContent('#status')).toBe('ready');
+    // The way back to the synthetic market is offered, though no good file came before.
+    expect(await page.isVisible('#data-clear')).toBe(true);
+    await page.click('#data-clear');
+    expect(await page.textContent('#data-status')).toBe('synthetic market');
+    expect(await page.isHidden('#data-error')).toBe(true);
+    expect(await page.isEnabled('#start')).toBe(true);
     await page.close();
   });
 
@@ -508,10 +682,53 @@ describe('the demo page in headless Chromium', () => {
       const shown = JSON.parse((await page.getAttribute('#backtest', 'data-report'))!);
       expect(shown).toEqual({ policy: cli.policy, buyHold: cli.buyHold, random: cli.random });
       expect(await page.textContent('#backtest .verdict')).toMatch(/on the test split/);
+      // The same files chosen again (say, once the data file a checkpoint needs is dropped) backtest again.
+      await page.evaluate(() => document.getElementById('backtest')!.removeAttribute('data-report'));
+      await page.setInputFiles(
+        '#ckpt-file',
+        readdirSync(best).map((f) => join(best, f)),
+      );
+      await page.waitForSelector('#backtest[data-report]', { timeout: 10_000 });
       // Cancelling the file dialog empties the selection: the backtest stays, no error replaces it.
       await page.setInputFiles('#ckpt-file', []);
       await page.waitForTimeout(500);
       expect(await page.getAttribute('#backtest', 'data-report')).not.toBeNull();
+      expect(await page.$('#backtest .error')).toBeNull();
+      expect(errors).toEqual([]);
+      await page.close();
+    });
+
+    it('says what a chosen checkpoint lacks, and shows the next good one', async () => {
+      const best = join(out, 'best');
+      const { page, errors } = await open(cpuBrowser);
+      const choose = (files: string[]) =>
+        page.setInputFiles(
+          '#ckpt-file',
+          files.map((f) => join(best, f)),
+        );
+      const error = (start: string) =>
+        page.waitForFunction(
+          (t) => document.querySelector('#backtest .error')?.textContent?.startsWith(t),
+          start,
+          { timeout: 10_000 },
+        );
+      await choose(readdirSync(best));
+      await page.waitForSelector('#backtest .verdict');
+      await choose(['actor.safetensors', 'critic.safetensors']);
+      await error('no state.json');
+      expect(await page.textContent('#backtest .error')).toBe(
+        "no state.json among actor.safetensors, critic.safetensors: choose a checkpoint's state.json with its " +
+          '.safetensors files, or the .tar that Download checkpoint gives',
+      );
+      await choose(['state.json']);
+      await error('checkpoint/');
+      expect(await page.textContent('#backtest .error')).toBe(
+        'checkpoint/actor.safetensors: missing, but state.json lists it; the checkpoint is incomplete',
+      );
+      // A good choice after a bad one shows its backtest in place of the error.
+      await choose(readdirSync(best));
+      await page.waitForSelector('#backtest[data-report]');
+      await page.waitForSelector('#backtest .verdict', { timeout: 10_000 });
       expect(await page.$('#backtest .error')).toBeNull();
       expect(errors).toEqual([]);
       await page.close();

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { cloneDefaults } from '../../../src/config.js';
 import { fillGaps, gapStats, medianInterval, modalInterval } from '../../../src/data/gaps.js';
-import { makeSplits, SplitError } from '../../../src/data/splits.js';
+import { makeSplits, minBars, SplitError } from '../../../src/data/splits.js';
 import { generateSynthetic } from '../../../src/data/synthetic.js';
 import type { Bars } from '../../../src/data/types.js';
 import { buildMarket } from '../../../src/features/market.js';
@@ -45,6 +45,18 @@ describe('splits', () => {
       expect(m).toContain('data.maxLookback');
     }
     expect(() => makeSplits(1200, cfg)).not.toThrow();
+  });
+
+  it('gives the fewest bars that split (minBars), for the default episode and a shorter one', () => {
+    const cfg = cloneDefaults();
+    for (const episodeBars of [500, 250]) {
+      cfg.env.episodeBars = episodeBars;
+      const n = minBars(cfg);
+      expect(() => makeSplits(n - 1, cfg)).toThrow(SplitError);
+      for (let m = n; m < n + 50; m++) expect(() => makeSplits(m, cfg)).not.toThrow();
+    }
+    // 3 x 120 warm-up and gap bars, then 251 training bars at 70%: 719.
+    expect(minBars(cfg)).toBe(719);
   });
 });
 
