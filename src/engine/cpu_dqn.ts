@@ -85,6 +85,9 @@ export function createCpuDqnEngine(cfg: Config, market: Market, train: SplitRang
         out.gradNorm += s.gradNorm;
         out.td += s.td;
         out.steps++;
+        // A diverged step wrote non-finite priorities, which the next one cannot sample from: stop
+        // here, and the trainer reports the non-finite averages as a divergence.
+        if (!Number.isFinite(s.loss + s.gradNorm + s.td)) break;
       }
       out.loss /= out.steps;
       out.gradNorm /= out.steps;

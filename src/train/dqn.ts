@@ -124,7 +124,7 @@ export async function trainDqn(run: DqnRun): Promise<{ records: EpochRecord[]; s
     }
     const updateMs = performance.now() - t0;
     await tail.settle();
-    finite('the loss', { loss: trained.loss, gradNorm: trained.gradNorm, td: trained.td });
+    finite("the train step's", { loss: trained.loss, gradNorm: trained.gradNorm, td: trained.td });
 
     await run.onPhase?.(epoch, 'curiosity');
     t0 = performance.now();

@@ -95,4 +95,21 @@ describe('finite inputs', () => {
       /epoch 1: .* The market inputs are finite, so the optimisation diverged: start a new run with a lower ppo.lr/,
     );
   });
+
+  it("a DQN train step that diverges names the step's quantity once and dqn.lr", async () => {
+    const { runTraining } = await import('../../../src/train/run.js');
+    const dqn = {
+      'train.algo': 'dqn',
+      'train.epochs': '3',
+      'dqn.lr': '1e30',
+      'dqn.batch': '16',
+      'dqn.stepsPerEpoch': '8',
+      'dqn.replayCapacity': '256',
+    };
+    await expect(
+      runTraining({ cfg: config(join(root, 'dqn-lr'), dqn), storage, resume: null }),
+    ).rejects.toThrow(
+      /^epoch \d: the train step's (loss|gradNorm|td) is (NaN|-?Infinity); .* start a new run with a lower dqn.lr/,
+    );
+  });
 });
