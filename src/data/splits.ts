@@ -11,7 +11,7 @@
  * t + 1 of the same split, so the last state of a split is end - 2.
  */
 import type { Config } from '../config.js';
-import type { Splits } from './types.js';
+import type { SplitRange, Splits } from './types.js';
 
 export class SplitError extends Error {
   override name = 'SplitError';
@@ -61,4 +61,19 @@ export function minBars(cfg: Pick<Config, 'data' | 'env'>): number {
   let n = 3 * cfg.data.maxLookback;
   while (!splitSizes(n, cfg).fits) n++;
   return n;
+}
+
+/**
+ * Every bar after the warm-up, [maxLookback, n): what `backtest --split all` runs over. Needs one
+ * state and its next bar past the warm-up, not the three splits' room.
+ */
+export function allBars(n: number, cfg: Pick<Config, 'data'>): SplitRange {
+  const L = cfg.data.maxLookback;
+  if (n < L + 2) {
+    throw new SplitError(
+      `data too short for a backtest: ${n} bars, of which the first ${L} are the warm-up ` +
+        `(the checkpoint's data.maxLookback); --split all needs at least ${L + 2} (the warm-up, a state and its next bar)`,
+    );
+  }
+  return { start: L, end: n };
 }

@@ -48,8 +48,11 @@ export interface SourcedBars {
   source: string;
 }
 
-/** Builds the market of `input`, or of the synthetic market of cfg.data.synthBars bars (seed cfg.train.seed). */
-export async function prepareData(cfg: Config, input?: SourcedBars): Promise<PreparedData> {
+/**
+ * The market of `input`, or of the synthetic market of cfg.data.synthBars bars (seed
+ * cfg.train.seed), with its fingerprint and bars per year; no splits (prepareData adds them).
+ */
+export async function prepareMarket(cfg: Config, input?: SourcedBars): Promise<Omit<PreparedData, 'splits'>> {
   const bars: Bars = input?.bars ?? generateSynthetic({ bars: cfg.data.synthBars, seed: cfg.train.seed });
   const dataFile = input?.source;
   const market = buildMarket(bars, cfg);
@@ -58,7 +61,6 @@ export async function prepareData(cfg: Config, input?: SourcedBars): Promise<Pre
   for (let t = 0; t < market.n; t++) closeSum += market.ohlc[t * 4 + 3];
   return {
     market,
-    splits: makeSplits(market.n, cfg),
     fingerprint: {
       source: dataFile ?? 'synthetic',
       bars: market.n,
@@ -68,6 +70,13 @@ export async function prepareData(cfg: Config, input?: SourcedBars): Promise<Pre
     },
     barsPerYear: cfg.train.barsPerYear > 0 ? cfg.train.barsPerYear : inferBarsPerYear(market.timestamp),
   };
+}
+
+/** prepareMarket with the train / validation / test splits of cfg.data. */
+export async function prepareData(cfg: Config, input?: SourcedBars): Promise<PreparedData> {
+  // Splits first: data too short for them is the error to report (before bars per year).
+  const splits = makeSplits(input?.bars.n ?? cfg.data.synthBars, cfg);
+  return { ...(await prepareMarket(cfg, input)), splits };
 }
 
 /** Fields a resume may change; anything else would make the continued run a different run. */

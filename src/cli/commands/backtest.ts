@@ -4,13 +4,14 @@
  * checkpoint's costs and config.
  */
 import { join } from 'node:path';
+import { allBars, SplitError } from '../../data/splits.js';
 import type { SplitRange } from '../../data/types.js';
 import { backtest, baselines } from '../../eval/backtest.js';
 import { loadSourcedBars, repairOptions } from '../../node/data.js';
 import { NodeStorage } from '../../node/storage.js';
 import { checkpointPolicy } from '../../train/dqn_checkpoint.js';
 import { metricsTable } from '../../train/report.js';
-import { prepareData } from '../../train/run.js';
+import { type PreparedData, prepareData, prepareMarket } from '../../train/run.js';
 import type { ValidationReport } from '../../train/runlog.js';
 import { committedDir } from '../../train/storage.js';
 import { parseFlags } from '../args.js';
@@ -28,7 +29,8 @@ positions but do not end it), with buy-and-hold and a random policy on the same 
   --data FILE        market bars; default: the synthetic market the checkpoint trained on
   --drop-invalid     drop FILE's rows that break a rule instead of failing (reports how many)
   --fill-gaps        insert flat zero-volume bars for FILE's missing bars at the modal interval
-  --split NAME       train, val, test (default) or all (every bar after the warm-up)
+  --split NAME       train, val, test (default) or all (every bar after the warm-up: data too
+                     short for the three splits still backtests)
   --json             print the metrics as one JSON object instead of a table`;
 
 const SPLITS = ['train', 'val', 'test', 'all'] as const;
@@ -79,9 +81,20 @@ export const backtestCommand: Command = {
       }
       const bars = await loadSourcedBars(dataFile, repair.opts);
       if (bars?.repairs) console.error(`data: ${bars.source}: ${bars.repairs}`);
-      const data = await prepareData(cfg, bars);
-      const range: SplitRange =
-        split === 'all' ? { start: cfg.data.maxLookback, end: data.market.n } : data.splits[split];
+      let range: SplitRange;
+      let data: Omit<PreparedData, 'splits'>;
+      if (split === 'all') {
+        // Every bar after the warm-up: the three splits need not fit.
+        range = allBars(bars?.bars.n ?? cfg.data.synthBars, cfg);
+        data = await prepareMarket(cfg, bars);
+      } else {
+        const prepared = await prepareData(cfg, bars).catch((err: Error) => {
+          if (err instanceof SplitError) err.message += '; --split all backtests every bar after the warm-up';
+          throw err;
+        });
+        range = prepared.splits[split];
+        data = prepared;
+      }
       const report: ValidationReport = {
         policy: backtest(data.market, range, cfg.env, policy, data.barsPerYear).metrics,
         ...baselines(data.market, range, cfg.env, cfg.train.seed, data.barsPerYear),
