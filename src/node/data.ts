@@ -41,7 +41,17 @@ export async function loadSourcedBars(
   };
 }
 
-/** The repair flags of `train` and `backtest` (as `data check`'s); an error line when they lack --data. */
+/** The file and repairs of a source that loadSourcedBars named (`FILE (--drop-invalid --fill-gaps)`). */
+export function sourceFile(source: string): { file: string; opts: LoadOptions } {
+  const m = / \(((?:--drop-invalid|--fill-gaps)(?: --fill-gaps)?)\)$/.exec(source);
+  if (!m) return { file: source, opts: {} };
+  return {
+    file: source.slice(0, m.index),
+    opts: { dropInvalid: m[1].includes('--drop-invalid'), fillGaps: m[1].includes('--fill-gaps') },
+  };
+}
+
+/** The repair flags of `train`, `backtest` and `report` (as `data check`'s); an error line when they lack --data. */
 export function repairOptions(values: Record<string, unknown>): { opts: LoadOptions; error: string | null } {
   const opts = { fillGaps: values['fill-gaps'] === true, dropInvalid: values['drop-invalid'] === true };
   const error =

@@ -5,11 +5,10 @@ import { join } from 'node:path';
 import { reportHtml } from '../report/html.js';
 import { runViewOf } from '../report/run_view.js';
 import { bestDir, lastDir } from '../train/checkpoint.js';
-import { checkpointPolicy } from '../train/dqn_checkpoint.js';
-import { RunError } from '../train/run.js';
+import { RunError, type SourcedBars } from '../train/run.js';
 import { readLog } from '../train/runlog.js';
 import { committedDir } from '../train/storage.js';
-import { loadSourcedBars } from './data.js';
+import { loadSourcedBars, sourceFile } from './data.js';
 import { NodeStorage } from './storage.js';
 
 const require = createRequire(import.meta.url);
@@ -25,12 +24,17 @@ async function uplotSources(): Promise<{ js: string; css: string }> {
 }
 
 /**
- * Renders the run in `outDir` into `outDir/report.html` and returns its path. `dataFile`: the
- * bars a run on a file trained on; default: the file its checkpoint names, when it still exists.
+ * Renders the run in `outDir` into `outDir/report.html` and returns its path. `data`: the bars
+ * the run trained on (`--data`: checked against its checkpoint); default: the file its checkpoint
+ * names, read with the repairs it names, when it still exists. `onWarning` hears why curves are
+ * left out.
  */
-export async function writeReport(outDir: string, dataFile?: string): Promise<string> {
+export async function writeReport(
+  outDir: string,
+  data?: SourcedBars,
+  onWarning?: (line: string) => void,
+): Promise<string> {
   const storage = new NodeStorage();
-  let file = dataFile;
   const dir =
     (await committedDir(storage, bestDir(outDir))) ?? (await committedDir(storage, lastDir(outDir)));
   // Nothing to draw: refuse rather than write a blank page (and create a directory that was a typo).
@@ -38,11 +42,11 @@ export async function writeReport(outDir: string, dataFile?: string): Promise<st
     throw new RunError(
       `${outDir}: no run here (no best/, last/ or logged epoch); give the --out directory of a foxhunt train run`,
     );
-  if (file === undefined && dir !== null) {
-    const source = (await checkpointPolicy(storage, dir)).state.data.source;
-    if (source !== 'synthetic' && (await storage.exists(source))) file = source;
-  }
-  const view = await runViewOf(storage, outDir, await loadSourcedBars(file));
+  const found = async (source: string) => {
+    const { file, opts } = sourceFile(source);
+    return (await storage.exists(file)) ? loadSourcedBars(file, opts) : undefined;
+  };
+  const view = await runViewOf(storage, outDir, data ?? found, onWarning);
   const path = join(outDir, 'report.html');
   await storage.write(path, reportHtml(view, await uplotSources()));
   return path;

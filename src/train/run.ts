@@ -296,14 +296,19 @@ export async function bestScoreOf(storage: Storage, outDir: string): Promise<num
   return typeof score === 'number' ? score : Number.NEGATIVE_INFINITY;
 }
 
-/** Refuses to continue or evaluate a checkpoint on bars other than those it trained on. */
-export function checkSameData(was: DataFingerprint, now: DataFingerprint, where: string): void {
-  const same =
+/** Whether two fingerprints name the same bars (their sources' names may differ). */
+export function sameData(was: DataFingerprint, now: DataFingerprint): boolean {
+  return (
     was.bars === now.bars &&
     was.firstTimestamp === now.firstTimestamp &&
     was.lastTimestamp === now.lastTimestamp &&
-    was.closeSum === now.closeSum;
-  if (!same) {
+    was.closeSum === now.closeSum
+  );
+}
+
+/** Refuses to continue a checkpoint on bars other than those it trained on. */
+export function checkSameData(was: DataFingerprint, now: DataFingerprint, where: string): void {
+  if (!sameData(was, now)) {
     throw new RunError(
       `the checkpoint in ${where} was trained on ${was.source} (${was.bars} bars), which differs from ` +
         `${now.source} (${now.bars} bars); pass the same --data (and seed for the synthetic market)`,

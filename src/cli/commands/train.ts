@@ -147,7 +147,7 @@ export const trainCommand: Command = {
       console.log(metricsTable(s.test));
       console.log(`log: ${outDir}/log.jsonl  checkpoints: ${outDir}/best/ ${outDir}/last/`);
       // The run is complete without it: a report that fails says so and leaves the exit status alone.
-      await writeReport(outDir, values.data as string | undefined).then(
+      await writeReport(outDir, bars, (line) => console.error(`warning: ${line}`)).then(
         (path) => console.log(`report: ${path}`),
         (err: Error) =>
           console.error(`report.html not written (${err.message}); foxhunt report ${outDir} retries`),
