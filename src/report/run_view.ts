@@ -7,7 +7,7 @@
 import type { Config } from '../config.js';
 import { makeSplits } from '../data/splits.js';
 import type { Policy } from '../eval/policies.js';
-import { bestDir, lastDir } from '../train/checkpoint.js';
+import { bestDir, CheckpointError, lastDir } from '../train/checkpoint.js';
 import { checkpointPolicy } from '../train/dqn_checkpoint.js';
 import { type PreparedData, prepareMarket, RunError, type SourcedBars, sameData } from '../train/run.js';
 import { readLog, readSummary } from '../train/runlog.js';
@@ -39,6 +39,34 @@ function validationCurves(cfg: Config, policy: Policy, data: PreparedData, label
   ).curves;
 }
 
+type Loaded = Awaited<ReturnType<typeof checkpointPolicy>>;
+
+/**
+ * The checkpoint a report draws: best/, else last/, loaded; `skipped` says why each one that is
+ * there could not be loaded (a damaged file: CheckpointError), one line each.
+ */
+async function reportCheckpoint(
+  storage: Storage,
+  outDir: string,
+): Promise<{ checkpoint: (Loaded & { label: string }) | null; skipped: string[] }> {
+  const skipped: string[] = [];
+  for (const [label, path] of [
+    ['best/', bestDir(outDir)],
+    ['last/', lastDir(outDir)],
+  ] as const) {
+    const dir = await committedDir(storage, path);
+    if (dir === null) continue;
+    try {
+      return { checkpoint: { ...(await checkpointPolicy(storage, dir)), label }, skipped };
+    } catch (err) {
+      if (!(err instanceof CheckpointError)) throw err;
+      // The error's advice (use the other checkpoint) is what the report does.
+      skipped.push(err.message.split('; ')[0]);
+    }
+  }
+  return { checkpoint: null, skipped };
+}
+
 /**
  * The bars a report draws on: the ones a caller holds (`--data`, or the run's own in the browser),
  * which must be those the run trained on, or a lookup by the source its checkpoint names (a file
@@ -60,12 +88,20 @@ export async function runViewOf(
 ): Promise<RunView> {
   const records = await readLog(storage, outDir);
   const summary = await readSummary(storage, outDir);
-  const dir =
-    (await committedDir(storage, bestDir(outDir))) ?? (await committedDir(storage, lastDir(outDir)));
+  const { checkpoint, skipped } = await reportCheckpoint(storage, outDir);
+  if (!checkpoint && skipped.length && records.length === 0)
+    throw new RunError(
+      `${outDir}: nothing to report: no epoch is logged and no checkpoint loads (${skipped.join('; ')}); ` +
+        'train again (--force replaces the run)',
+    );
+  const next = checkpoint ? `report.html draws ${checkpoint.label}` : 'report.html has no curves';
+  for (const why of skipped) onWarning(`${why}: skipped, ${next}`);
   let curves: Curves | null = null;
   let subtitle = `${records[0]?.backend ?? 'no'} backend, ${records.length} epochs logged`;
-  if (dir !== null) {
-    const { state, policy } = await checkpointPolicy(storage, dir);
+  if (!checkpoint && skipped.length)
+    subtitle += `; no curves: ${skipped.length === 2 ? 'neither best/ nor last/ can' : 'its checkpoint cannot'} be loaded`;
+  if (checkpoint !== null) {
+    const { state, policy } = checkpoint;
     const cfg = state.config;
     const trained = state.data;
     subtitle =
@@ -78,7 +114,7 @@ export async function runViewOf(
       // The fingerprint first: other bars may be too short for the splits as well.
       const data = await prepareMarket(cfg, given);
       if (sameData(trained, data.fingerprint)) {
-        const label = `${dir === bestDir(outDir) ? 'best/' : 'last/'}, epoch ${state.epoch}`;
+        const label = `${checkpoint.label}, epoch ${state.epoch}`;
         const splits = makeSplits(data.market.n, cfg);
         curves = validationCurves(cfg, policy, { ...data, splits }, label);
       } else if (found) {

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -106,5 +106,63 @@ describe('report of a run whose data file changed since', () => {
     );
     expect(viewOf(run).curves).toBeNull();
     expect(existsSync(join(run, 'report.html'))).toBe(true);
+  });
+});
+
+describe('report of a run with a damaged checkpoint', () => {
+  /** A copy of the synthetic run, its `dirs` checkpoints' actor files flipped by a byte. */
+  function damaged(name: string, dirs: string[]): string {
+    const run = join(root, name);
+    cpSync(onSynth, run, { recursive: true });
+    for (const d of dirs) {
+      const actor = join(run, d, 'actor.safetensors');
+      const bytes = readFileSync(actor);
+      bytes[bytes.length - 3] ^= 0xff;
+      writeFileSync(actor, bytes);
+    }
+    return run;
+  }
+  const differ = 'contents differ from state.json (a crash while a checkpoint was written?)';
+
+  it('draws last/ when best/ cannot be loaded, and says so on stderr', async () => {
+    const run = damaged('bad-best', ['best']);
+    const r = await runCli(['report', run]);
+    expect(r.code).toBe(0);
+    expect(r.err).toBe(
+      `warning: ${join(run, 'best', 'actor.safetensors')}: ${differ}: skipped, report.html draws last/`,
+    );
+    expect(viewOf(run).curves?.label).toBe('last/, epoch 1');
+    expect(viewOf(run).verdict).toHaveLength(2);
+  });
+
+  it('writes what the log holds when neither checkpoint loads', async () => {
+    const run = damaged('bad-both', ['best', 'last']);
+    const r = await runCli(['report', run]);
+    expect(r.code).toBe(0);
+    expect(r.err.split('\n')).toEqual(
+      ['best', 'last'].map(
+        (d) => `warning: ${join(run, d, 'actor.safetensors')}: ${differ}: skipped, report.html has no curves`,
+      ),
+    );
+    const view = viewOf(run);
+    expect(view.curves).toBeNull();
+    expect(view.epochs).toHaveLength(1);
+    expect(view.subtitle).toBe(
+      'cpu backend, 1 epochs logged; no curves: neither best/ nor last/ can be loaded',
+    );
+  });
+
+  it('refuses in one line when neither checkpoint loads and no epoch is logged', async () => {
+    const run = damaged('bad-all', ['best', 'last']);
+    writeFileSync(join(run, 'log.jsonl'), '');
+    rmSync(join(run, 'report.html'));
+    const r = await runCli(['report', run]);
+    expect(r.code).toBe(1);
+    const why = (d: string) => `${join(run, d, 'actor.safetensors')}: ${differ}`;
+    expect(r.err).toBe(
+      `foxhunt report: ${run}: nothing to report: no epoch is logged and no checkpoint loads ` +
+        `(${why('best')}; ${why('last')}); train again (--force replaces the run)`,
+    );
+    expect(existsSync(join(run, 'report.html'))).toBe(false);
   });
 });
