@@ -79,7 +79,10 @@ export async function readCheckpoint<S>(storage: Storage, dir: string): Promise<
   try {
     record = JSON.parse(text);
   } catch (err) {
-    throw new CheckpointError(`${statePath}: not valid JSON (${(err as Error).message})`);
+    // The parser quotes the start of the text, newlines and all: keep the message one line.
+    throw new CheckpointError(
+      `${statePath}: not valid JSON (${(err as Error).message.replace(/\s+/g, ' ')})`,
+    );
   }
   if (record?.version !== 1 || typeof record.files !== 'object' || record.state === undefined) {
     throw new CheckpointError(`${statePath}: not a foxhunt checkpoint record (version 1 expected)`);

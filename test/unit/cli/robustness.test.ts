@@ -114,6 +114,19 @@ describe('a damaged checkpoint', () => {
   });
 });
 
+describe('a state.json that is not JSON', () => {
+  it('is one line, though the parser quotes the text with its newline', async () => {
+    const out = join(root, 'garbled');
+    const sizes = ['--rollout.episodes', '4', '--rollout.steps', '16', '--ppo.minibatch', '32'];
+    expect((await cli(['train', ...small, ...sizes, '--out', out])).code).toBe(0);
+    writeFileSync(join(out, 'last', 'state.json'), 'garbage\n');
+    const r = await cli(['backtest', '--checkpoint', join(out, 'last')]);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/^foxhunt backtest: .*state\.json: not valid JSON \(.*\)$/);
+    expect(r.err.split('\n')).toHaveLength(1);
+  });
+});
+
 describe('--out that is a file', () => {
   it('is refused in one line before training, and the file is kept', async () => {
     const file = join(root, 'out-file');
