@@ -379,8 +379,16 @@ export function mergeConfig(base: Config, patch: DeepPartial<Config>, origin = '
 }
 
 /**
+ * A decimal number as text (`3`, `-0.5`, `.5`, `1e-4`, `+2`), without the other forms Number()
+ * reads (`0x10`, `0b11`, `0o7`, `Infinity`, the empty string as 0); spaces around it are the
+ * caller's to trim.
+ */
+export const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
+
+/**
  * Applies `--section.field value` pairs (strings from the command line), coercing to the
- * field's type. Returns the new config; throws ConfigError naming the flag on bad input.
+ * field's type (numbers: DECIMAL, spaces around them ignored). Returns the new config; throws
+ * ConfigError naming the flag on bad input.
  */
 export function applyFlags(base: Config, flags: Record<string, string>): Config {
   const patch: Record<string, Record<string, unknown>> = {};
@@ -399,13 +407,14 @@ export function applyFlags(base: Config, flags: Record<string, string>): Config 
     const kind = typeof sec[key];
     let value: unknown = raw;
     if (kind === 'number') {
+      if (!DECIMAL.test(raw.trim())) throw new ConfigError(path, `expected a decimal number, got "${raw}"`);
       value = Number(raw);
-      if (raw.trim() === '' || !Number.isFinite(value))
-        throw new ConfigError(path, `expected a number, got "${raw}"`);
+      if (!Number.isFinite(value)) throw new ConfigError(path, `expected a finite number, got "${raw}"`);
     } else if (kind === 'boolean') {
-      if (raw !== 'true' && raw !== 'false')
+      const word = raw.trim();
+      if (word !== 'true' && word !== 'false')
         throw new ConfigError(path, `expected true or false, got "${raw}"`);
-      value = raw === 'true';
+      value = word === 'true';
     }
     if (!patch[section]) patch[section] = {};
     patch[section][key] = value;

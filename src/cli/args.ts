@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util';
 import { type BackendChoice, type BackendRequest, chooseBackend } from '../backend/index.js';
 import { BackendUnavailableError } from '../backend/types.js';
-import { nearestName } from '../config.js';
+import { DECIMAL, nearestName } from '../config.js';
 import { UserError } from './main.js';
 
 export type OptionSpec = Record<
@@ -19,7 +19,8 @@ export interface ParsedFlags {
   positionals: string[];
 }
 
-const NEGATIVE_NUMBER = /^-(\d|\.\d)/;
+/** A word after an option that is its value, though it starts with `-`: `-1`, `-.5`, `-Infinity`. */
+export const NEGATIVE_NUMBER = /^-(\d|\.\d|Infinity$)/;
 
 export function parseFlags(args: string[], options: OptionSpec, _usage?: string): ParsedFlags {
   // parseArgs reads `-1` as a short option: join it to the string option before it.
@@ -62,7 +63,7 @@ function flagError(err: Error & { code?: string }, options: OptionSpec): string 
 /** An integer flag with bounds, or a UserError naming the flag. */
 export function intFlag(value: string | undefined, name: string, fallback: number, min = 0): number {
   if (value === undefined) return fallback;
-  const n = Number(value);
+  const n = DECIMAL.test(value.trim()) ? Number(value) : Number.NaN;
   if (!Number.isInteger(n) || n < min)
     throw new UserError(`--${name} must be an integer >= ${min}, got "${value}"`);
   return n;

@@ -48,4 +48,45 @@ describe('config files and flags: robustness', () => {
       /^config: hasOwnProperty\.x: unknown section/,
     );
   });
+
+  it('takes only decimal numbers from flags: not hex, binary, octal, 1_000, Infinity or an empty string', () => {
+    const flag = (raw: string) => configMessage(() => applyFlags(cloneDefaults(), { 'ppo.lr': raw }));
+    for (const raw of [
+      '0x10',
+      '0X1F',
+      '0b11',
+      '0o7',
+      '1_000',
+      'Infinity',
+      '-Infinity',
+      'NaN',
+      '',
+      ' ',
+      '1e-4x',
+      '--1',
+    ])
+      expect(flag(raw)).toBe(`config: ppo.lr: expected a decimal number, got "${raw}"`);
+    expect(flag('1e999')).toBe('config: ppo.lr: expected a finite number, got "1e999"');
+    expect(configMessage(() => applyFlags(cloneDefaults(), { 'rollout.episodes': '0x80' }))).toBe(
+      'config: rollout.episodes: expected a decimal number, got "0x80"',
+    );
+  });
+
+  it('reads a decimal number with spaces around it, as a shell quote may leave them', () => {
+    const c = applyFlags(cloneDefaults(), {
+      'ppo.lr': ' 3e-4 ',
+      'rollout.episodes': '\t64',
+      'ppo.clip': '+.25',
+    });
+    expect([c.ppo.lr, c.rollout.episodes, c.ppo.clip]).toEqual([3e-4, 64, 0.25]);
+    expect(applyFlags(cloneDefaults(), { 'env.barrierTerminates': ' true ' }).env.barrierTerminates).toBe(
+      true,
+    );
+  });
+
+  it('refuses a number written as a string in a config file, hex included', () => {
+    expect(configMessage(() => loadConfig(file('{"ppo": {"lr": "0x10"}}')))).toBe(
+      'config: ppo.lr: expected a finite number, got "0x10" in c.json',
+    );
+  });
 });

@@ -8,7 +8,7 @@
 import { capsOf } from '../../backend/caps.js';
 import { describeChoice } from '../../backend/index.js';
 import { type DevicePeaks, devicePeaks, tensorPeak } from '../../backend/peaks.js';
-import { loadConfig, resolvePrecision } from '../../config.js';
+import { DECIMAL, loadConfig, resolvePrecision } from '../../config.js';
 import { type CollectAlgo, trainCollectPrecision } from '../../device/collect.js';
 import { benchCollect, type CollectBenchResult, stepsThatFit } from '../../device/collect_bench.js';
 import { prepareData } from '../../train/run.js';
@@ -113,7 +113,7 @@ export function peaksLine(peaks: DevicePeaks | undefined, device: string): strin
 
 function parseEpisodes(value: string | undefined, fallback: number[]): number[] {
   if (value === undefined) return fallback;
-  const list = value.split(',').map((s) => Number(s.trim()));
+  const list = value.split(',').map((s) => (DECIMAL.test(s.trim()) ? Number(s) : Number.NaN));
   if (list.length === 0 || list.some((n) => !Number.isInteger(n) || n < 1)) {
     throw new UserError(`--episodes must be a comma-separated list of integers >= 1, got "${value}"`);
   }

@@ -10,7 +10,7 @@ import { capsOf } from '../../backend/caps.js';
 import { describeChoice } from '../../backend/index.js';
 import { type DevicePeaks, devicePeaks, tensorPeak } from '../../backend/peaks.js';
 import type { Backend } from '../../backend/types.js';
-import { loadConfig, resolvePrecision } from '../../config.js';
+import { DECIMAL, loadConfig, resolvePrecision } from '../../config.js';
 import { REPLAY_F } from '../../learn/replay.js';
 import { type BenchDqnResult, benchDqnTrain, dqnTable } from '../../train/dqn_bench.js';
 import { type BenchTrainResult, benchPpoTrain, stepKernelLines } from '../../train/ppo_bench.js';
@@ -124,7 +124,7 @@ async function run(args: string[]): Promise<number> {
     );
   }
   const episodesFlag = values.episodes as string | undefined;
-  const episodesList = episodesFlag?.split(',').map((s) => Number(s.trim()));
+  const episodesList = episodesFlag?.split(',').map((s) => (DECIMAL.test(s.trim()) ? Number(s) : Number.NaN));
   if (episodesList?.some((n) => !Number.isInteger(n) || n < 1))
     throw new UserError(`--episodes must be a comma-separated list of integers >= 1, got "${episodesFlag}"`);
   const choice = await chooseBackendFlag(request);

@@ -24,7 +24,7 @@ import { NodeStorage } from '../../node/storage.js';
 import { epochLine, metricsTable, progressLine, timing } from '../../train/report.js';
 import { resumeConfig, runTraining } from '../../train/run.js';
 import type { EpochRecord } from '../../train/runlog.js';
-import { intFlag, parseFlags } from '../args.js';
+import { intFlag, NEGATIVE_NUMBER, parseFlags } from '../args.js';
 import { type Command, UserError } from '../main.js';
 
 const usage = `usage: foxhunt train --algo ppo|dqn|c51|iqn [--backend auto|cpu|webgpu|cuda]
@@ -177,7 +177,8 @@ export function splitConfigFlags(
     }
     if (m[2] !== undefined) config[m[1]] = m[2];
     // The next word is the value unless it is another option (`--ppo.lr --out DIR`); `-1` is a value.
-    else if (i + 1 < args.length && !/^--?[A-Za-z]/.test(args[i + 1])) config[m[1]] = args[++i];
+    else if (i + 1 < args.length && (!/^--?[A-Za-z]/.test(args[i + 1]) || NEGATIVE_NUMBER.test(args[i + 1])))
+      config[m[1]] = args[++i];
     else throw new UserError(`--${m[1]} needs a value`);
   }
   return { named, config };

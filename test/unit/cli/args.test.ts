@@ -41,6 +41,40 @@ describe('flags', () => {
     expect(() => intFlag('-1', 'seed', 0, 0)).toThrow('--seed must be an integer >= 0, got "-1"');
   });
 
+  it('integer flags take decimal integers only: not hex, 1_000 or an empty string', () => {
+    for (const raw of ['0x10', '0b1', '1_000', '', ' ', 'Infinity'])
+      expect(() => intFlag(raw, 'seed', 0, 0)).toThrow(`--seed must be an integer >= 0, got "${raw}"`);
+    expect(intFlag(' 12 ', 'seed', 0, 0)).toBe(12);
+    expect(intFlag('1e3', 'epochs', 0, 1)).toBe(1000);
+  });
+
+  it("bench's --episodes lists take decimal integers only", async () => {
+    const err: string[] = [];
+    const spy = vi.spyOn(console, 'error').mockImplementation((...a) => void err.push(a.join(' ')));
+    try {
+      for (const bench of ['collect', 'train'])
+        expect(await main(['bench', bench, '--backend', 'cpu', '--episodes', '8,0x10'])).toBe(1);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(err).toEqual(
+      ['collect', 'train'].map(
+        (b) => `foxhunt bench ${b}: --episodes must be a comma-separated list of integers >= 1, got "8,0x10"`,
+      ),
+    );
+  });
+
+  it('a config flag takes -Infinity as its value (and refuses it), not as an option', async () => {
+    const err: string[] = [];
+    const spy = vi.spyOn(console, 'error').mockImplementation((...a) => void err.push(a.join(' ')));
+    try {
+      expect(await main(['train', '--dqn.vMin', '-Infinity'])).toBe(1);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(err).toEqual(['foxhunt train: config: dqn.vMin: expected a decimal number, got "-Infinity"']);
+  });
+
   it('foxhunt train prints the one line, not the usage', async () => {
     const err: string[] = [];
     const spy = vi.spyOn(console, 'error').mockImplementation((...a) => void err.push(a.join(' ')));

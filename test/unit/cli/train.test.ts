@@ -132,7 +132,7 @@ describe('foxhunt train / backtest', () => {
 
     const flag = await cli(['train', '--ppo.lr', 'fast']);
     expect(flag.code).toBe(1);
-    expect(flag.err).toMatch(/ppo\.lr: expected a number/);
+    expect(flag.err).toMatch(/ppo\.lr: expected a decimal number, got "fast"/);
 
     const missing = await cli(['backtest', '--checkpoint', join(root, 'nowhere')]);
     expect(missing.code).toBe(1);
