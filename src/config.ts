@@ -447,6 +447,36 @@ export function nearestName(word: string, candidates: readonly string[]): string
   return best;
 }
 
+/**
+ * Upper bounds of the size fields. The kernel-held ones are what every backend's kernels hold, so
+ * a config that validates runs on cpu, webgpu and cuda (device memory permitting: a device too
+ * small says so when the run starts); the others keep a slip (100000 for 1000) from a run that
+ * takes hours or exhausts memory. test/unit/config-robust.test.ts ties each to what it copies.
+ */
+export const SIZE_LIMITS = Object.freeze({
+  /** C51 atoms: dqn_loss (WGSL and CUDA) holds a sample's atoms in workgroup arrays (DQN_MAX_ATOMS). */
+  atoms: 64,
+  /** IQN quantiles N = N': iqn_loss holds a sample's target quantiles in workgroup arrays (IQN_MAX_TAU). */
+  iqnTau: 64,
+  /** IQN cosine features: collect_dqn writes them into a trunk-wide activation row of 256 floats. */
+  iqnEmbed: 256,
+  /** IQN acting taus: collection runs the streams once per tau and step (8x the default). */
+  iqnActTau: 256,
+  /**
+   * DQN-family batch: the IQN learner's activation arena (batch x iqnTau rows) at the largest
+   * iqnTau and iqnEmbed stays within 2^31 floats, the kernels' u32 indexing (src/device/dqn.ts).
+   */
+  batch: 8192,
+  /** PPO minibatch and curiosity batch (128x and 64x the defaults). */
+  minibatch: 65_536,
+  /** rollout.episodes * rollout.steps: collect_dqn's WGSL twin indexes its 114 floats a step in u32. */
+  rolloutSteps: 2 ** 25,
+  /** Replay rows: the ring lives on the host too (checkpoints), at most 4 GiB of 444-byte rows (src/engine/cpu_dqn.ts). */
+  replayCapacity: Math.floor((4 * 2 ** 30) / 444),
+  /** Synthetic bars: their [T, 51] f32 features (2 GB at this size) fit one WebGPU storage binding. */
+  synthBars: 10_000_000,
+});
+
 function check(cond: boolean, field: string, message: string): void {
   if (!cond) throw new ConfigError(field, message);
 }
@@ -455,6 +485,7 @@ const isInt = (x: number) => Number.isInteger(x);
 
 /** Throws ConfigError naming the first impossible field; returns the config unchanged. */
 export function validateConfig(c: Config): Config {
+  const LIM = SIZE_LIMITS;
   const d = c.data;
   check(d.trainFrac > 0 && d.trainFrac < 1, 'data.trainFrac', 'must be in (0, 1)');
   check(d.valFrac > 0 && d.valFrac < 1, 'data.valFrac', 'must be in (0, 1)');
@@ -469,7 +500,11 @@ export function validateConfig(c: Config): Config {
     'must be an integer >= 60 (longest feature window)',
   );
   check(d.defaultSpreadBps >= 0, 'data.defaultSpreadBps', 'must be >= 0');
-  check(isInt(d.synthBars) && d.synthBars >= 1000, 'data.synthBars', 'must be an integer >= 1000');
+  check(
+    isInt(d.synthBars) && d.synthBars >= 1000 && d.synthBars <= LIM.synthBars,
+    'data.synthBars',
+    `must be an integer in [1000, ${LIM.synthBars}]`,
+  );
 
   const e = c.env;
   for (const k of [
@@ -502,7 +537,11 @@ export function validateConfig(c: Config): Config {
   );
   check(e.diversityPenalty <= 0, 'env.diversityPenalty', 'must be <= 0 (it is a penalty)');
   check(isInt(e.curiosityEvery) && e.curiosityEvery >= 1, 'env.curiosityEvery', 'must be an integer >= 1');
-  check(isInt(e.curiosityBatch) && e.curiosityBatch >= 1, 'env.curiosityBatch', 'must be an integer >= 1');
+  check(
+    isInt(e.curiosityBatch) && e.curiosityBatch >= 1 && e.curiosityBatch <= LIM.minibatch,
+    'env.curiosityBatch',
+    `must be an integer in [1, ${LIM.minibatch}]`,
+  );
   check(e.curiosityLr > 0, 'env.curiosityLr', 'must be > 0');
   check(e.curiosityWeightDecay >= 0, 'env.curiosityWeightDecay', 'must be >= 0');
   check(isInt(e.episodeBars) && e.episodeBars >= 2, 'env.episodeBars', 'must be an integer >= 2');
@@ -514,7 +553,11 @@ export function validateConfig(c: Config): Config {
     'must be an integer >= 1 (N = 0 collects nothing)',
   );
   check(isInt(r.steps) && r.steps >= 1, 'rollout.steps', 'must be an integer >= 1');
-  check(r.episodes * r.steps <= 2 ** 31 - 1, 'rollout.steps', 'episodes * steps must fit in an i32 index');
+  check(
+    r.episodes * r.steps <= LIM.rolloutSteps,
+    'rollout.steps',
+    `rollout.episodes * rollout.steps must be at most ${LIM.rolloutSteps} (2^25: the collection kernels index their output in u32)`,
+  );
 
   const p = c.ppo;
   check(p.gamma > 0 && p.gamma <= 1, 'ppo.gamma', 'must be in (0, 1]');
@@ -523,7 +566,11 @@ export function validateConfig(c: Config): Config {
   check(p.valueCoef >= 0, 'ppo.valueCoef', 'must be >= 0');
   check(p.entropyCoef >= 0, 'ppo.entropyCoef', 'must be >= 0');
   check(isInt(p.updateEpochs) && p.updateEpochs >= 1, 'ppo.updateEpochs', 'must be an integer >= 1');
-  check(isInt(p.minibatch) && p.minibatch >= 1, 'ppo.minibatch', 'must be an integer >= 1');
+  check(
+    isInt(p.minibatch) && p.minibatch >= 1 && p.minibatch <= LIM.minibatch,
+    'ppo.minibatch',
+    `must be an integer in [1, ${LIM.minibatch}]`,
+  );
   check(
     c.train.algo !== 'ppo' || p.minibatch <= r.episodes * r.steps,
     'ppo.minibatch',
@@ -536,9 +583,9 @@ export function validateConfig(c: Config): Config {
   check(q.gamma > 0 && q.gamma <= 1, 'dqn.gamma', 'must be in (0, 1]');
   check(isInt(q.nStep) && q.nStep >= 1, 'dqn.nStep', 'must be an integer >= 1');
   check(
-    isInt(q.replayCapacity) && q.replayCapacity >= q.batch,
+    isInt(q.replayCapacity) && q.replayCapacity >= q.batch && q.replayCapacity <= LIM.replayCapacity,
     'dqn.replayCapacity',
-    'must be an integer >= dqn.batch',
+    `must be an integer in [dqn.batch, ${LIM.replayCapacity}] (4 GiB of 444-byte rows, held on the host for checkpoints)`,
   );
   check(q.priorityAlpha >= 0, 'dqn.priorityAlpha', 'must be >= 0');
   check(q.betaStart >= 0 && q.betaStart <= 1, 'dqn.betaStart', 'must be in [0, 1]');
@@ -549,7 +596,11 @@ export function validateConfig(c: Config): Config {
   check(q.maxGradNorm > 0, 'dqn.maxGradNorm', 'must be > 0');
   check(isInt(q.targetEvery) && q.targetEvery >= 0, 'dqn.targetEvery', 'must be an integer >= 0');
   check(q.polyakTau > 0 && q.polyakTau <= 1, 'dqn.polyakTau', 'must be in (0, 1]');
-  check(isInt(q.batch) && q.batch >= 1, 'dqn.batch', 'must be an integer >= 1');
+  check(
+    isInt(q.batch) && q.batch >= 1 && q.batch <= LIM.batch,
+    'dqn.batch',
+    `must be an integer in [1, ${LIM.batch}]`,
+  );
   check(isInt(q.stepsPerEpoch) && q.stepsPerEpoch >= 1, 'dqn.stepsPerEpoch', 'must be an integer >= 1');
   check(q.epsilonStart >= 0 && q.epsilonStart <= 1, 'dqn.epsilonStart', 'must be in [0, 1]');
   check(
@@ -562,11 +613,27 @@ export function validateConfig(c: Config): Config {
     'dqn.epsilonDecayEpochs',
     'must be an integer >= 1',
   );
-  check(isInt(q.atoms) && q.atoms >= 2, 'dqn.atoms', 'must be an integer >= 2');
+  check(
+    isInt(q.atoms) && q.atoms >= 2 && q.atoms <= LIM.atoms,
+    'dqn.atoms',
+    `must be an integer in [2, ${LIM.atoms}] (dqn_loss holds ${LIM.atoms} atoms a sample)`,
+  );
   check(q.vMax > q.vMin, 'dqn.vMax', 'must be > dqn.vMin');
-  check(isInt(q.iqnEmbed) && q.iqnEmbed >= 1, 'dqn.iqnEmbed', 'must be an integer >= 1');
-  check(isInt(q.iqnTau) && q.iqnTau >= 1, 'dqn.iqnTau', 'must be an integer >= 1');
-  check(isInt(q.iqnActTau) && q.iqnActTau >= 1, 'dqn.iqnActTau', 'must be an integer >= 1');
+  check(
+    isInt(q.iqnEmbed) && q.iqnEmbed >= 1 && q.iqnEmbed <= LIM.iqnEmbed,
+    'dqn.iqnEmbed',
+    `must be an integer in [1, ${LIM.iqnEmbed}] (collect_dqn writes the cosines into a ${LIM.iqnEmbed}-float trunk row)`,
+  );
+  check(
+    isInt(q.iqnTau) && q.iqnTau >= 1 && q.iqnTau <= LIM.iqnTau,
+    'dqn.iqnTau',
+    `must be an integer in [1, ${LIM.iqnTau}] (iqn_loss holds ${LIM.iqnTau} quantiles a sample)`,
+  );
+  check(
+    isInt(q.iqnActTau) && q.iqnActTau >= 1 && q.iqnActTau <= LIM.iqnActTau,
+    'dqn.iqnActTau',
+    `must be an integer in [1, ${LIM.iqnActTau}]`,
+  );
   check(q.huberKappa > 0, 'dqn.huberKappa', 'must be > 0');
 
   const t = c.train;

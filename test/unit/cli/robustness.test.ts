@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { UserError } from '../../../src/cli/main.js';
 import { runCli } from '../../support/cli.js';
 
 const root = mkdtempSync(join(tmpdir(), 'foxhunt-robust-'));
@@ -74,7 +75,7 @@ describe('report on a directory without a run', () => {
 });
 
 describe('sizes past memory', () => {
-  it('a rollout too large to allocate is one line naming the sizes to lower', async () => {
+  it("a rollout past the kernels' indexing is refused by the config check, naming the sizes", async () => {
     const out = join(root, 'huge');
     const r = await cli([
       'train',
@@ -87,11 +88,23 @@ describe('sizes past memory', () => {
       out,
     ]);
     expect(r.code).toBe(1);
-    expect(r.err.split('\n').at(-1)).toMatch(
-      /^foxhunt train: Invalid typed array length: \d+: the config's sizes do not fit in memory; lower rollout\.episodes/,
+    expect(r.err).toBe(
+      'foxhunt train: config: rollout.steps: rollout.episodes * rollout.steps must be at most 33554432 ' +
+        '(2^25: the collection kernels index their output in u32)',
     );
-    expect(r.err).not.toContain('FOXHUNT_DEBUG');
-    expect(existsSync(join(out, 'last'))).toBe(false);
+    expect(existsSync(out)).toBe(false);
+  });
+
+  it('an allocation that fails within the limits is one line naming the sizes to lower', async () => {
+    // Imported after main.js (through runCli): train.js first would close the commands' import cycle early.
+    const { asUserError } = await import('../../../src/cli/commands/train.js');
+    const failed = asUserError(() =>
+      Promise.reject(new RangeError('Invalid typed array length: 8589934592')),
+    );
+    await expect(failed).rejects.toThrow(
+      /^Invalid typed array length: \d+: the config's sizes do not fit in memory; lower rollout\.episodes/,
+    );
+    await expect(failed).rejects.toBeInstanceOf(UserError);
   });
 });
 

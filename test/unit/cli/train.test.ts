@@ -127,7 +127,7 @@ describe('foxhunt train / backtest', () => {
       ...TINY,
     ]);
     expect(dqn.code).toBe(1);
-    expect(dqn.err).toMatch(/config: dqn\.iqnTau: must be an integer >= 1/);
+    expect(dqn.err).toMatch(/config: dqn\.iqnTau: must be an integer in \[1, 64\]/);
     expect(dqn.err.split('\n')).toHaveLength(1);
 
     const flag = await cli(['train', '--ppo.lr', 'fast']);

@@ -351,7 +351,12 @@ describe('DQN-family training on the CPU', () => {
   }, 120_000);
 
   it('refuses a replay larger than the CPU engine allocates, with one line', async () => {
-    const cfg = tinyConfig('c51', join(root, 'big'), { 'dqn.replayCapacity': '20000000' });
+    expect(() => tinyConfig('c51', join(root, 'big'), { 'dqn.replayCapacity': '20000000' })).toThrow(
+      /dqn\.replayCapacity: must be an integer in \[dqn\.batch, 9673349\]/,
+    );
+    // The engine's own check stands behind the config's, for configs built without validateConfig.
+    const cfg = tinyConfig('c51', join(root, 'big'));
+    cfg.dqn.replayCapacity = 20_000_000;
     const data = await prepareData(cfg);
     expect(() => createCpuDqnEngine(cfg, data.market, data.splits.train)).toThrow(
       /dqn.replayCapacity 20000000 needs 8.3 GiB .* lower dqn.replayCapacity/,
