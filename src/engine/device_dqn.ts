@@ -98,20 +98,47 @@ const copyFloats = (src: DeviceBuffer, dst: DeviceBuffer, count: number, srcOff:
 
 /**
  * Episodes per block of the tiled collector when a validation cluster of `sideCtas` CTAs runs beside
- * it (DqnEngine.validatesBeside): the tile doubled, up to `maxTile`, until every block has an SM
- * beside the cluster's. Undefined where the tile already fits, or the backend states no SM count.
+ * it (DqnEngine.validatesBeside): the tile doubled, while `fits` the doubled tile, until every block
+ * has an SM beside the cluster's. Undefined where the tile already fits, or the backend states no SM
+ * count.
  */
 export function besideTile(
   episodes: number,
   tile: number,
   smCount: number | undefined,
   sideCtas: number,
-  maxTile: number,
+  fits: (tileEpisodes: number) => boolean,
 ): number | undefined {
   if (smCount === undefined || smCount - sideCtas < 1) return undefined;
   let e = tile;
-  while (Math.ceil(episodes / e) > smCount - sideCtas && 2 * e <= maxTile) e *= 2;
+  while (Math.ceil(episodes / e) > smCount - sideCtas && fits(2 * e)) e *= 2;
   return e === tile ? undefined : e;
+}
+
+/**
+ * besideTile for the collector `init` would build: tiles up to the algorithm's static plan that
+ * the collector's own workgroup-memory check accepts (C51's 32-episode tile does not fit 48 KiB).
+ */
+export function collectorBesideTile(init: DeviceCollectorInit, sideCtas: number): number | undefined {
+  const chosen = dqnCollectorOptions(init);
+  if (chosen.variant !== 'tiled' || init.algo === 'ppo') return undefined;
+  const max = ALGO_TILES[init.algo].staticEpisodes;
+  const fits = (tileEpisodes: number) => {
+    if (tileEpisodes > max) return false;
+    try {
+      dqnCollectorOptions({ ...init, tile: { ...init.tile, tileEpisodes } });
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  return besideTile(
+    init.cfg.rollout.episodes,
+    chosen.tileEpisodes,
+    capsOf(init.backend).limits.smCount,
+    sideCtas,
+    fits,
+  );
 }
 
 export function createDeviceDqnEngine(
@@ -161,15 +188,11 @@ export function createDeviceDqnEngine(
   });
   // The validation runs beside the next collection (src/train/dqn.ts): the tiled collector's blocks
   // keep an SM each beside the validation cluster's CTAs.
-  const chosen = dqnCollectorOptions(collectorInit());
   const wider =
-    validatesBeside && validateSpec?.cluster && chosen.variant === 'tiled'
-      ? besideTile(
-          episodes,
-          chosen.tileEpisodes,
-          caps.limits.smCount,
+    validatesBeside && validateSpec?.cluster
+      ? collectorBesideTile(
+          collectorInit(),
           validateSpec.cluster.reduce((a, b) => a * b, 1),
-          ALGO_TILES[algo].staticEpisodes,
         )
       : undefined;
   const collector = new DqnDeviceCollector(collectorInit(wider));

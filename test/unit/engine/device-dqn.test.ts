@@ -14,9 +14,9 @@ import { CpuBackend, createCpuBackend } from '../../../src/backend/cpu/index.js'
 import { createBackend } from '../../../src/backend/index.js';
 import { type Backend, BackendUnavailableError, type Dispatch } from '../../../src/backend/types.js';
 import { type Config, loadConfig } from '../../../src/config.js';
-import { trainCollectPrecision } from '../../../src/device/collect.js';
+import { dqnCollectorOptions, trainCollectPrecision } from '../../../src/device/collect.js';
 import { createCpuDqnEngine } from '../../../src/engine/cpu_dqn.js';
-import { besideTile, createDeviceDqnEngine } from '../../../src/engine/device_dqn.js';
+import { besideTile, collectorBesideTile, createDeviceDqnEngine } from '../../../src/engine/device_dqn.js';
 import type { DqnEngine } from '../../../src/engine/dqn_engine.js';
 import { benchDqnTrain, targetPhases } from '../../../src/train/dqn_bench.js';
 import { prepareData } from '../../../src/train/run.js';
@@ -492,15 +492,53 @@ describe('bench train --algo dqn|c51', () => {
 });
 
 describe('besideTile', () => {
+  const upTo = (max: number) => (e: number) => e <= max;
   it('doubles the tiled collector until its blocks and the validation cluster fit the SMs', () => {
     // C51 at N = 128 on 132 SMs beside a 16-CTA cluster: 128 one-episode blocks do not fit 116 SMs.
-    expect(besideTile(128, 1, 132, 16, 32)).toBe(2);
-    expect(besideTile(1024, 8, 132, 16, 32)).toBe(16);
+    expect(besideTile(128, 1, 132, 16, upTo(32))).toBe(2);
+    expect(besideTile(1024, 8, 132, 16, upTo(32))).toBe(16);
     // Already fitting, no SM count, the largest tile reached, no SM left: unchanged.
-    expect(besideTile(64, 1, 132, 16, 32)).toBeUndefined();
-    expect(besideTile(128, 1, undefined, 16, 32)).toBeUndefined();
-    expect(besideTile(65536, 32, 132, 16, 32)).toBeUndefined();
-    expect(besideTile(128, 1, 16, 16, 32)).toBeUndefined();
-    expect(besideTile(128, 1, 20, 16, 4)).toBe(4);
+    expect(besideTile(64, 1, 132, 16, upTo(32))).toBeUndefined();
+    expect(besideTile(128, 1, undefined, 16, upTo(32))).toBeUndefined();
+    expect(besideTile(65536, 32, 132, 16, upTo(32))).toBeUndefined();
+    expect(besideTile(128, 1, 16, 16, upTo(32))).toBeUndefined();
+    expect(besideTile(128, 1, 20, 16, upTo(4))).toBe(4);
+  });
+
+  it("never widens past a tile the collector's workgroup memory holds (C51 at N >= 2048 on an H100)", () => {
+    // The CPU backend dressed as an H100 (the tile choice reads only kind and limits).
+    const h100 = createCpuBackend();
+    const limits = {
+      computeCapability: '9.0',
+      maxSharedPerBlock: 49152,
+      maxSharedPerBlockOptin: 232448,
+      maxComputeWorkgroupStorageSize: 49152,
+      smCount: 132,
+    };
+    Object.defineProperty(h100, 'kind', { value: 'cuda' });
+    Object.defineProperty(h100, 'info', { value: { ...h100.info, kind: 'cuda', limits } });
+    for (const [n, tile] of [
+      [128, 2],
+      [1024, 16],
+      [2048, undefined],
+      [8192, undefined],
+    ] as const) {
+      const cfg = loadConfig(undefined, { 'train.algo': 'c51', 'rollout.episodes': String(n) });
+      const init = {
+        backend: h100,
+        market: null as never,
+        split: null as never,
+        cfg,
+        algo: 'c51' as const,
+        curiosity: false,
+      };
+      const wider = collectorBesideTile(init, 16);
+      expect(wider, `N = ${n}`).toBe(tile);
+      // The collector takes it: dqnCollectorOptions throws "no tile fits" for a tile too wide.
+      expect(
+        dqnCollectorOptions({ ...init, tile: wider === undefined ? undefined : { tileEpisodes: wider } })
+          .tileEpisodes,
+      ).toBe(wider ?? dqnCollectorOptions(init).tileEpisodes);
+    }
   });
 });
