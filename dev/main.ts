@@ -10,14 +10,12 @@ import { devBenchCollectCommand } from './bench-collect.js';
 import { devBenchTrainCommand } from './bench-train.js';
 import { devProbeDispatchCommand } from './probe-dispatch.js';
 import { devProbeValidateCommand } from './probe-validate.js';
-import { devProbeVsplitCommand } from './probe-vsplit.js';
 
 export const devCommands: Command[] = [
   devBenchCollectCommand,
   devBenchTrainCommand,
   devProbeValidateCommand,
   devProbeDispatchCommand,
-  devProbeVsplitCommand,
 ];
 
 const PROGRAM = 'dev/bench';
