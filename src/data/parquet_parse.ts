@@ -1,12 +1,13 @@
 /**
  * Parquet bytes -> columns with hyparquet, without touching a file system (parquet.ts opens
- * files for the CLI; the browser page passes a dropped file's bytes). Reading goes column chunk
- * by column chunk (`onChunk`, no row objects); timestamps may be TIMESTAMP columns (read as Date),
+ * files for the CLI; the browser page passes a dropped file's bytes). Reading goes row group by
+ * row group, column chunk by column chunk (`onChunk`, no row objects); timestamps may be TIMESTAMP columns (read as Date),
  * epoch integers or ISO strings (cells.ts decides the unit). Row numbers in errors count data rows
  * from 1.
  */
 import {
   type AsyncBuffer,
+  type ColumnData,
   type Compressors,
   type FileMetaData,
   parquetMetadataAsync,
@@ -86,41 +87,53 @@ export async function parseParquetTable(buffer: AsyncBuffer | ArrayBuffer, file:
   const problemOrder = new Map<number, number>();
   const ts = { scale: 0, last: null as CellProblem | null };
   const cell = { last: null as CellProblem | null };
+  const onChunk = ({ columnName, columnData, rowStart, rowEnd }: ColumnData) => {
+    const col = cols.get(columnName);
+    if (!col) return;
+    for (let r = rowStart; r < rowEnd; r++) {
+      const raw = columnData[r - rowStart];
+      let x: number;
+      let problem: CellProblem | null;
+      if (col.key === 'timestamp') {
+        ts.last = null;
+        x = parseTimestampCell(raw, ts);
+        problem = ts.last;
+      } else {
+        cell.last = null;
+        x = parseNumberCell(raw, col.key, cell);
+        problem = cell.last;
+      }
+      col.data[r] = x;
+      if (problem && (problemOrder.get(r) ?? KEYS.length) > col.order) {
+        problems.set(r, problem);
+        problemOrder.set(r, col.order);
+      }
+    }
+  };
   try {
-    await parquetRead({
-      file: buffer,
-      metadata,
-      compressors: CODECS,
-      // TIMESTAMP(MICROS / NANOS) with their sub-millisecond part (hyparquet's Dates truncate it).
-      parsers: {
-        timestampFromMicroseconds: InstantMs.fromMicros,
-        timestampFromNanoseconds: InstantMs.fromNanos,
-      },
-      columns: [...cols.keys()],
-      onChunk({ columnName, columnData, rowStart, rowEnd }) {
-        const col = cols.get(columnName);
-        if (!col) return;
-        for (let r = rowStart; r < rowEnd; r++) {
-          const raw = columnData[r - rowStart];
-          let x: number;
-          let problem: CellProblem | null;
-          if (col.key === 'timestamp') {
-            ts.last = null;
-            x = parseTimestampCell(raw, ts);
-            problem = ts.last;
-          } else {
-            cell.last = null;
-            x = parseNumberCell(raw, col.key, cell);
-            problem = cell.last;
-          }
-          col.data[r] = x;
-          if (problem && (problemOrder.get(r) ?? KEYS.length) > col.order) {
-            problems.set(r, problem);
-            problemOrder.set(r, col.order);
-          }
-        }
-      },
-    });
+    // One row group at a time: hyparquet decodes every requested group at once and keeps them all
+    // until the read ends (ISO timestamps as strings, TIMESTAMP cells as Dates), so a whole 5M-row
+    // file held ~1.8 GB where one group of it is a few hundred MB at most.
+    let groupStart = 0;
+    for (const group of metadata.row_groups) {
+      const groupEnd = groupStart + Number(group.num_rows);
+      if (groupEnd > groupStart)
+        await parquetRead({
+          file: buffer,
+          metadata,
+          rowStart: groupStart,
+          rowEnd: groupEnd,
+          compressors: CODECS,
+          // TIMESTAMP(MICROS / NANOS) with their sub-millisecond part (hyparquet's Dates truncate it).
+          parsers: {
+            timestampFromMicroseconds: InstantMs.fromMicros,
+            timestampFromNanoseconds: InstantMs.fromNanos,
+          },
+          columns: [...cols.keys()],
+          onChunk,
+        });
+      groupStart = groupEnd;
+    }
   } catch (err) {
     throw new DataError(file, 'file', 'cannot decode Parquet data', (err as Error).message);
   }

@@ -2,11 +2,13 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { brotliCompressSync, gzipSync } from 'node:zlib';
-import { parquetWriteFile } from 'hyparquet-writer';
+import { type AsyncBuffer, parquetMetadata } from 'hyparquet';
+import { parquetWriteBuffer, parquetWriteFile } from 'hyparquet-writer';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { InstantMs, parseIsoMs, parseNumberCell } from '../../../src/data/cells.js';
 import { DataError } from '../../../src/data/errors.js';
 import { loadBars, saveBars } from '../../../src/data/load.js';
+import { parseParquetTable } from '../../../src/data/parquet_parse.js';
 import { generateSynthetic } from '../../../src/data/synthetic.js';
 import type { Bars } from '../../../src/data/types.js';
 
@@ -313,6 +315,53 @@ describe('Parquet', () => {
     const ns = 1_709_287_200_123_456_789n;
     expect(InstantMs.fromNanos(ns).ms).toBe(1_709_287_200_123 + 0.456789);
     expect(InstantMs.fromMicros(ns / 1000n).ms).toBe(1_709_287_200_123 + 0.456);
+  });
+
+  it('reads one row group at a time (a whole file decoded at once held ~1.8 GB for 5M rows)', async () => {
+    const bars = generateSynthetic({ bars: 3000, seed: 4 });
+    const bytes = parquetWriteBuffer({
+      columnData: [
+        { name: 'timestamp', data: Array.from(bars.timestamp), type: 'TIMESTAMP' },
+        ...(['open', 'high', 'low', 'close', 'volume'] as const).map((k) => ({
+          name: k,
+          data: bars[k],
+          type: 'DOUBLE' as const,
+        })),
+      ],
+      rowGroupSize: 1000,
+    });
+    const groups = parquetMetadata(bytes).row_groups.map((g) => {
+      const starts = g.columns.map((c) =>
+        Number(c.meta_data!.dictionary_page_offset ?? c.meta_data!.data_page_offset),
+      );
+      const ends = g.columns.map((c, i) => starts[i] + Number(c.meta_data!.total_compressed_size));
+      return [Math.min(...starts), Math.max(...ends)];
+    });
+    expect(groups.length).toBe(3);
+    // Each read of a row group's bytes is logged when asked for and when it arrives (a tick later).
+    const events: string[] = [];
+    const groupOf = (start: number) => groups.findIndex(([a, b]) => start >= a && start < b);
+    const buffer: AsyncBuffer = {
+      byteLength: bytes.byteLength,
+      async slice(start, end) {
+        const g = groupOf(start);
+        if (g >= 0) events.push(`ask ${g}`);
+        await new Promise((r) => setImmediate(r));
+        if (g >= 0) events.push(`got ${g}`);
+        return bytes.slice(start, end);
+      },
+    };
+    const table = await parseParquetTable(buffer, 'groups.parquet');
+    expect(table.n).toBe(3000);
+    expect(table.close).toEqual(bars.close);
+    // No group's bytes are asked for before every read of the group before it arrived.
+    const count = (list: string[], e: string) => list.filter((x) => x === e).length;
+    for (const [i, e] of events.entries()) {
+      const g = Number(e.split(' ')[1]);
+      if (e.startsWith('ask') && g > 0)
+        expect(count(events.slice(0, i), `got ${g - 1}`), e).toBe(count(events.slice(0, i), `ask ${g - 1}`));
+    }
+    for (const g of [0, 1, 2]) expect(events).toContain(`got ${g}`);
   });
 
   it('applies the same rules, naming file, row and rule', async () => {
