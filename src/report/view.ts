@@ -27,7 +27,7 @@ export interface Curves {
   /** Which checkpoint the policy curve is, e.g. `epoch 3`. */
   label: string;
   split: string;
-  /** Bar times, seconds since 1970 (uPlot's time axis). */
+  /** Bar times, seconds since 1970 (uPlot's time axis); long splits thinned (curveIndices). */
   time: number[];
   policy: number[];
   buyHold: number[];
@@ -42,6 +42,44 @@ export interface Curves {
 
 /** Centres of the held-exposure histogram's bins. */
 export const HELD_BINS = [-1, -0.75, -0.5, -0.25, 0, 0.25, 0.5, 0.75, 1];
+
+/**
+ * At most this many points per curve (plus the last). A chart is ~560 px wide, and a split of a
+ * large file has hundreds of thousands of bars: every bar of a 5M-bar file's validation split made
+ * report.html 68 MB.
+ */
+export const CURVE_POINTS = 2000;
+
+/**
+ * The bars a thinned curve keeps: all of them when there are at most `maxPoints`, else per bucket
+ * of consecutive bars its first, its lowest and highest equity and its deepest drawdown (so the
+ * peaks, troughs and the maximum drawdown are drawn where they happened), and the last bar.
+ */
+export function curveIndices(
+  equity: ArrayLike<number>,
+  drawdown: ArrayLike<number>,
+  maxPoints: number,
+): number[] {
+  const n = equity.length;
+  if (n <= maxPoints) return Array.from({ length: n }, (_, k) => k);
+  const buckets = Math.max(1, Math.floor(maxPoints / 4));
+  const size = Math.ceil(n / buckets);
+  const out: number[] = [];
+  for (let a = 0; a < n; a += size) {
+    const b = Math.min(n, a + size);
+    let lo = a;
+    let hi = a;
+    let deep = a;
+    for (let k = a + 1; k < b; k++) {
+      if (equity[k] < equity[lo]) lo = k;
+      if (equity[k] > equity[hi]) hi = k;
+      if (drawdown[k] > drawdown[deep]) deep = k;
+    }
+    for (const k of [...new Set([a, lo, hi, deep])].sort((x, y) => x - y)) out.push(k);
+  }
+  if (out[out.length - 1] !== n - 1) out.push(n - 1);
+  return out;
+}
 
 export interface RunView {
   title: string;
@@ -93,31 +131,33 @@ export function backtestCurves(
   seed: number,
   barsPerYear: number,
   label: string,
+  maxPoints = CURVE_POINTS,
 ): { curves: Curves; report: ValidationReport } {
   const run = (p: Policy) => backtest(market, split, envCfg, p, barsPerYear);
   const mine = run(policy);
   const buyHold = run(buyAndHoldPolicy);
   const random = run(randomPolicy(seed));
-  const norm = (e: Float64Array) => Array.from(e, (v) => v / e[0]);
-  const equity = norm(mine.trace.equity);
+  const equity = mine.trace.equity;
+  const drawdown = new Float64Array(equity.length);
   let peak = 0;
-  const drawdown = equity.map((v) => {
-    peak = Math.max(peak, v);
-    return 1 - v / peak;
-  });
+  for (let k = 0; k < equity.length; k++) {
+    peak = Math.max(peak, equity[k]);
+    drawdown[k] = 1 - equity[k] / peak;
+  }
+  const keep = curveIndices(equity, drawdown, maxPoints);
+  const norm = (e: Float64Array) => keep.map((k) => e[k] / e[0]);
   const targetShare = EXPOSURES.map(() => 0);
   for (const a of mine.actions) targetShare[exposureIndex(a)] += 1 / mine.actions.length;
   const heldShare = HELD_BINS.map(() => 0);
   for (const x of mine.trace.exposure) heldShare[Math.round((x + 1) * 4)] += 1 / mine.trace.exposure.length;
-  const time = equity.map((_, k) => market.timestamp[split.start + k] / 1000);
   const curves = {
     label,
     split: splitName,
-    time,
-    policy: equity,
+    time: keep.map((k) => market.timestamp[split.start + k] / 1000),
+    policy: norm(equity),
     buyHold: norm(buyHold.trace.equity),
     random: norm(random.trace.equity),
-    drawdown,
+    drawdown: keep.map((k) => drawdown[k]),
     targetShare,
     heldShare,
   };
