@@ -265,6 +265,7 @@ abstract class DeviceCollector {
     this.steps = cfg.rollout.steps;
     this.spec = spec;
     this.layout = layout;
+    checkMarketFits(backend, market);
     const params = envParams(cfg.env);
     const env = createEnv(market, split, params, this.n, cfg.train.seed);
     const out = outputBytes(layout, this.n, this.steps);
@@ -377,6 +378,27 @@ export function dqnCollectorOptions(init: DeviceCollectorInit): CollectDqnOption
 }
 
 /** collect_dqn on a backend (plain, C51 or IQN head). */
+/**
+ * Throws one clear error when the market's features (51 f32 per bar, the largest binding the
+ * collectors and the device validation share) exceed the device's largest storage binding:
+ * 128 MiB on lavapipe and many browsers holds ~658k bars, under a 5-year minute file.
+ */
+export function checkMarketFits(backend: Backend, market: Market): void {
+  const lim = backend.info.limits;
+  const most = Math.min(
+    Number(lim.maxStorageBufferBindingSize ?? Number.POSITIVE_INFINITY),
+    Number(lim.maxBufferSize ?? Number.POSITIVE_INFINITY),
+  );
+  const bytes = market.features.byteLength;
+  if (bytes <= most) return;
+  const perBar = bytes / market.n;
+  throw new Error(
+    `the market's ${market.n} bars take ${bytes} bytes of features, over this device's largest storage ` +
+      `buffer (${most} bytes: ${Math.floor(most / perBar)} bars); train on fewer bars (a shorter --data file), ` +
+      'or another backend (--backend cpu, or cuda)',
+  );
+}
+
 export class DqnDeviceCollector extends DeviceCollector {
   readonly head: QHead;
   readonly options: CollectDqnOptions;

@@ -117,6 +117,20 @@ describe('DqnDeviceCollector', () => {
 });
 
 describe('PpoDeviceCollector', () => {
+  it("refuses a market whose features exceed the device's storage binding, naming the bars that fit", () => {
+    // lavapipe's 128 MiB held 658k bars: a 5-year minute file (2.6M bars) stopped at its first
+    // dispatch with only the buffer's name; the collector now says what to do before allocating.
+    const backend = createCpuBackend();
+    Object.defineProperty(backend, 'info', {
+      value: { ...backend.info, limits: { maxStorageBufferBindingSize: 100_000 } },
+    });
+    const create = () => new PpoDeviceCollector({ backend, market, split, cfg: config(2, 11), algo: 'ppo' });
+    expect(create).toThrow(
+      "the market's 600 bars take 122400 bytes of features, over this device's largest storage buffer " +
+        '(100000 bytes: 490 bars); train on fewer bars (a shorter --data file), or another backend (--backend cpu, or cuda)',
+    );
+  });
+
   it('on the CPU backend, a launch equals the reference collector (GAE included)', async () => {
     const cfg = config(2, 11);
     const actor = initParams(ppoActorLayout(), NetId.Actor, SEED);
