@@ -109,10 +109,13 @@ export function validateTable(t: RawTable, opts: ValidateOptions = {}): Validate
   for (let r = 0; r < n; r++) {
     const problem = rowProblem(t, r, lastTs);
     if (problem) {
-      const err = new DataError(t.file, t.where(r), problem[0], problem[1]);
-      if (!opts.dropInvalid) throw err;
+      // Only the first dropped row's message is kept: building one per row cost more than the rest.
+      if (!opts.dropInvalid || dropped === 0) {
+        const err = new DataError(t.file, t.where(r), problem[0], problem[1]);
+        if (!opts.dropInvalid) throw err;
+        firstDropped = err.message;
+      }
       dropped++;
-      firstDropped ??= err.message;
       continue;
     }
     timestamp[w] = lastTs = t.timestamp[r];

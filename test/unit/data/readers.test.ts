@@ -4,13 +4,15 @@ import { join } from 'node:path';
 import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { type AsyncBuffer, parquetMetadata } from 'hyparquet';
 import { parquetWriteBuffer, parquetWriteFile } from 'hyparquet-writer';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { InstantMs, parseIsoMs, parseNumberCell } from '../../../src/data/cells.js';
+import { parseCsvTable } from '../../../src/data/csv_parse.js';
 import { DataError } from '../../../src/data/errors.js';
 import { loadBars, saveBars } from '../../../src/data/load.js';
 import { parseParquetTable } from '../../../src/data/parquet_parse.js';
 import { generateSynthetic } from '../../../src/data/synthetic.js';
 import type { Bars } from '../../../src/data/types.js';
+import { validateTable } from '../../../src/data/validate.js';
 
 let dir: string;
 beforeAll(() => {
@@ -426,6 +428,19 @@ describe('repair options', () => {
     expect(report.firstDropped).toContain('data row 2 (line 3): high < low');
     expect(bars.n).toBe(3);
     expect(Array.from(bars.open)).toEqual([100, 102, 104]);
+  });
+
+  it('dropInvalid locates only the first dropped row (one location per row was quadratic past blank lines)', async () => {
+    // Every other row bad and each followed by a blank line: every location scans the blank lines
+    // before it, so 200k bad rows took 19.5 s to drop where reading them takes 0.8 s.
+    const lines = [HEADER];
+    for (let i = 0; i < 50; i++) lines.push(`${1_700_000_000 + 60 * i},1,2,0.5,1,${i % 2 ? '' : 5}`, '');
+    const table = await parseCsvTable(lines.join('\n'), 'blank.csv');
+    const where = vi.spyOn(table, 'where');
+    const { bars, dropped, firstDropped } = validateTable(table, { dropInvalid: true });
+    expect([bars.n, dropped]).toEqual([25, 25]);
+    expect(firstDropped).toBe('blank.csv: data row 2 (line 4): missing value (volume is empty)');
+    expect(where).toHaveBeenCalledTimes(1);
   });
 
   it('fillGaps inserts flat zero-volume bars at the modal interval and reports them', async () => {
