@@ -7,6 +7,7 @@ import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import { computeFeatures, FEATURE_COUNT, FEATURE_NAMES } from '../../features/features.js';
 import { parseFlags } from '../args.js';
+import { featureText } from '../feature_text.js';
 import { type Command, UserError } from '../main.js';
 import { configFrom, loadForCli, repairLine } from './data-common.js';
 
@@ -20,9 +21,6 @@ significant digits). The first data.maxLookback rows are the warm-up: zeros.
   --fill-gaps     insert flat zero-volume bars for missing bars first
   --drop-invalid  drop rows that break a rule instead of failing
   --config FILE   JSON config (data.maxLookback)`;
-
-/** f32 feature as short text: 7 significant digits, no trailing zeros. */
-const text = (x: number) => String(+x.toPrecision(7));
 
 async function run(args: string[]): Promise<number> {
   const { values, positionals } = parseFlags(
@@ -55,7 +53,7 @@ async function run(args: string[]): Promise<number> {
     for (let t0 = 0; t0 < bars.n; t0 += block) {
       const lines: string[] = [];
       for (let t = t0; t < Math.min(bars.n, t0 + block); t++) {
-        for (let j = 0; j < FEATURE_COUNT; j++) cells[j] = text(features[t * FEATURE_COUNT + j]);
+        for (let j = 0; j < FEATURE_COUNT; j++) cells[j] = featureText(features[t * FEATURE_COUNT + j]);
         lines.push(`${new Date(bars.timestamp[t]).toISOString()},${cells.join(',')}\n`);
       }
       await write(lines.join(''));

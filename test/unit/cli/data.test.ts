@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { featureText } from '../../../src/cli/feature_text.js';
 import { loadBars } from '../../../src/data/load.js';
 import { generateSynthetic } from '../../../src/data/synthetic.js';
 import { FEATURE_NAMES } from '../../../src/features/features.js';
@@ -95,6 +96,29 @@ describe('foxhunt data', () => {
     const row = lines[300].split(',');
     expect(row.length).toBe(52);
     expect(row.slice(1).every((x) => Number.isFinite(Number(x)) && Math.abs(Number(x)) <= 5)).toBe(true);
+  });
+
+  it("features' cell text is String(+x.toPrecision(7)) for f32 values of every magnitude, ties included", () => {
+    const want = (x: number) => String(+x.toPrecision(7));
+    const values = [0, -0, 5, -5, 1, 0.5, 1e-6, 1e6, 999_999.94, 9.9999995, 1e-7, 3e-39, 1e30, Number.NaN];
+    // Powers of ten and their f32 neighbours (log10 one off), ties of 7 digits (odd / 2^q).
+    for (let k = -8; k <= 8; k++) {
+      const p = Math.fround(10 ** k);
+      values.push(p, p * (1 + 2 ** -23), p * (1 - 2 ** -24));
+    }
+    for (let q = 0; q < 40; q++) for (let m = 1; m < 400; m += 2) values.push(m / 2 ** q, (1e6 + m) / 2 ** q);
+    // Random f32 bit patterns over the whole exponent range.
+    const bits = new Uint32Array(1);
+    const f32 = new Float32Array(bits.buffer);
+    for (let i = 0; i < 200_000; i++) {
+      bits[0] = (Math.imul(i, 2_654_435_761) ^ (i << 7)) >>> 0;
+      values.push(f32[0]);
+    }
+    for (const v of values) {
+      const x = Math.fround(v);
+      for (const y of [x, -x])
+        if (featureText(y) !== want(y)) expect(featureText(y), String(y)).toBe(want(y));
+    }
   });
 
   it('bench data times every phase of the data path', async () => {
