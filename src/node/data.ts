@@ -25,6 +25,7 @@ export async function loadSourcedBars(
       err instanceof DataError &&
       /\brow \d/.test(err.where) &&
       err.rule !== 'malformed quotes' &&
+      err.rule !== 'row too long' &&
       !opts.dropInvalid
     )
       err.message += '; --drop-invalid drops such rows (foxhunt data check FILE --drop-invalid counts them)';
