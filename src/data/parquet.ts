@@ -1,6 +1,6 @@
 /**
- * Parquet <-> bars with hyparquet (reader) and hyparquet-writer. Reading goes column chunk by
- * column chunk (`onChunk`, no row objects); timestamps may be TIMESTAMP columns (read as Date),
+ * Parquet <-> bars with hyparquet (reader) and hyparquet-writer. Reading goes row group by row
+ * group, column chunk by column chunk (`onChunk`, no row objects); timestamps may be TIMESTAMP columns (read as Date),
  * epoch integers or ISO strings (cells.ts decides the unit). Row numbers in errors count data
  * rows from 1.
  */
