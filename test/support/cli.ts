@@ -15,3 +15,21 @@ export async function runCli(args: string[]): Promise<{ code: number; out: strin
     error.mockRestore();
   }
 }
+
+/** Flags of a one-epoch CPU run on a short synthetic market (seconds). */
+export const ONE_EPOCH_CPU = [
+  '--backend',
+  'cpu',
+  '--epochs',
+  '1',
+  '--data.synthBars',
+  '2000',
+  '--env.episodeBars',
+  '24',
+  '--rollout.episodes',
+  '4',
+  '--rollout.steps',
+  '16',
+  '--ppo.minibatch',
+  '32',
+];

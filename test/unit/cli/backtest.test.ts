@@ -2,28 +2,12 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../../support/cli.js';
+import { ONE_EPOCH_CPU, runCli } from '../../support/cli.js';
 
 const root = mkdtempSync(join(tmpdir(), 'foxhunt-backtest-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-/** A one-epoch CPU run on a short synthetic market. */
-const small = [
-  '--backend',
-  'cpu',
-  '--epochs',
-  '1',
-  '--data.synthBars',
-  '2000',
-  '--env.episodeBars',
-  '24',
-  '--rollout.episodes',
-  '4',
-  '--rollout.steps',
-  '16',
-  '--ppo.minibatch',
-  '32',
-];
+const small = ONE_EPOCH_CPU;
 
 const run = join(root, 'run');
 const synth = join(root, 'synth.csv');

@@ -3,28 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunView } from '../../../src/report/view.js';
-import { runCli } from '../../support/cli.js';
+import { ONE_EPOCH_CPU, runCli } from '../../support/cli.js';
 
 const root = mkdtempSync(join(tmpdir(), 'foxhunt-report-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-/** A one-epoch CPU run on a short market. */
-const small = [
-  '--backend',
-  'cpu',
-  '--epochs',
-  '1',
-  '--data.synthBars',
-  '2000',
-  '--env.episodeBars',
-  '24',
-  '--rollout.episodes',
-  '4',
-  '--rollout.steps',
-  '16',
-  '--ppo.minibatch',
-  '32',
-];
+const small = ONE_EPOCH_CPU;
 
 /** The RunView a report.html draws. */
 function viewOf(dir: string): RunView {
