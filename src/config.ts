@@ -119,10 +119,10 @@ export interface DqnConfig {
    * rewards of its episode, cut at an episode end and at the launch's last step (src/learn/replay.ts).
    */
   nStep: number;
-  /** Replay capacity in transitions (a ring: the oldest are overwritten); 440 bytes each. */
+  /** Replay capacity in transitions (a ring: the oldest are overwritten); 444 bytes each (110 floats and an action). */
   replayCapacity: number;
   /**
-   * Write the replay ring and the PER tree into checkpoints (replay.safetensors, 440 bytes a
+   * Write the replay ring and the PER tree into checkpoints (replay.safetensors, 444 bytes a
    * transition). false keeps checkpoints small and fast; a --resume then starts from an empty
    * replay and continues, but not exactly as the uninterrupted run would.
    */
