@@ -85,8 +85,9 @@ function configOf(s: Settings) {
 
 /**
  * One run at a time in the page's tabs: they share the device, and a new run removes old runs'
- * directories (runs.ts), which must not be a running one's. Holds the origin's Web Lock until release(), or gives null while another tab holds it (no lock
- * where the browser has no Web Locks, e.g. a page served over plain http).
+ * directories (runs.ts), which must not be a running one's. Holds the origin's Web Lock until
+ * release(), or gives null while another tab holds it (no lock where the browser has no Web
+ * Locks, e.g. a page served over plain http).
  */
 function runLock(): Promise<(() => void) | null> {
   const locks = (navigator as { locks?: LockManager }).locks;

@@ -1,9 +1,9 @@
 /**
  * Parquet bytes -> columns with hyparquet, without touching a file system (parquet.ts opens
  * files for the CLI; the browser page passes a dropped file's bytes). Reading goes row group by
- * row group, column chunk by column chunk (`onChunk`, no row objects); timestamps may be TIMESTAMP columns (read as Date),
- * epoch integers or ISO strings (cells.ts decides the unit). Row numbers in errors count data rows
- * from 1.
+ * row group, column chunk by column chunk (`onChunk`, no row objects); timestamps may be TIMESTAMP
+ * columns, epoch integers or ISO strings (cells.ts decides the unit). Row numbers in errors count
+ * data rows from 1.
  */
 import {
   type AsyncBuffer,

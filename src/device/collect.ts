@@ -377,7 +377,6 @@ export function dqnCollectorOptions(init: DeviceCollectorInit): CollectDqnOption
   };
 }
 
-/** collect_dqn on a backend (plain, C51 or IQN head). */
 /**
  * Throws one clear error when the market's features (51 f32 per bar, the largest binding the
  * collectors and the device validation share) exceed the device's largest storage binding:
@@ -399,6 +398,7 @@ export function checkMarketFits(backend: Backend, market: Market): void {
   );
 }
 
+/** collect_dqn on a backend (plain, C51 or IQN head). */
 export class DqnDeviceCollector extends DeviceCollector {
   readonly head: QHead;
   readonly options: CollectDqnOptions;

@@ -2,12 +2,13 @@
  * A DQN-family training run (`--algo dqn|c51|iqn`): data and splits, the engine, fresh start or
  * resume, then the loop of src/train/dqn.ts. `--backend cpu` runs the CPU engine (the TS
  * references); `webgpu|cuda` run the device engine (src/engine/device_dqn.ts) for dqn, c51 and
- * iqn; `auto` takes CUDA, then hardware WebGPU, then the CPU. A resume restores the replay and the PER tree with the rest, so it continues bit for bit on the backend that wrote it (both
- * engines write the same snapshot, so a checkpoint also resumes on the other, to float noise).
+ * iqn; `auto` takes CUDA, then hardware WebGPU, then the CPU. A resume restores the replay and the
+ * PER tree with the rest, so it continues bit for bit on the backend that wrote it (both engines
+ * write the same snapshot, so a checkpoint also resumes on the other, to float noise).
  */
 
 import { chooseBackend, describeChoice } from '../backend/index.js';
-import { type Backend, BackendUnavailableError } from '../backend/types.js';
+import type { Backend } from '../backend/types.js';
 import type { Config } from '../config.js';
 import { createCpuDqnEngine } from '../engine/cpu_dqn.js';
 import { createDeviceDqnEngine } from '../engine/device_dqn.js';
@@ -38,15 +39,13 @@ export async function runDqnTraining(opts: RunOptions): Promise<RunResult> {
   }
   const data = await prepareData(cfg, opts.bars);
   if (resume) checkSameData(resume.state.data, data.fingerprint, outDir);
-  let device: Backend | null = null;
-  try {
-    const choice = await chooseBackend(backend, opts.backendOptions);
-    for (const line of describeChoice(choice)) opts.onInfo?.(line);
-    if (choice.backend.kind === 'cpu') choice.backend.destroy();
-    else device = choice.backend;
-  } catch (err) {
-    if (err instanceof BackendUnavailableError) throw new RunError(err.message);
-    throw err;
+  // Its BackendUnavailableError is a user error, as on the PPO path; the CPU engine needs no backend.
+  const choice = await chooseBackend(backend, opts.backendOptions);
+  for (const line of describeChoice(choice)) opts.onInfo?.(line);
+  let device: Backend | null = choice.backend;
+  if (device.kind === 'cpu') {
+    device.destroy();
+    device = null;
   }
   const kind = device?.kind ?? 'cpu';
   if (resume && resume.state.backend !== kind) {

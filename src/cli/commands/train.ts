@@ -55,7 +55,7 @@ export const trainCommand: Command = {
     'train an agent (PPO, DQN, C51, IQN) on a data file or the synthetic market; log, checkpoints, validation',
   usage,
   async run(args) {
-    const { named, config: configFlags } = splitConfigFlags(args, usage);
+    const { named, config: configFlags } = splitConfigFlags(args);
     const { values, positionals } = parseFlags(
       named,
       {
@@ -163,10 +163,7 @@ export const trainCommand: Command = {
  * Separates `--section.field value` (or `--section.field=value`) config flags, which parseArgs
  * cannot declare in advance, from the command's own options.
  */
-export function splitConfigFlags(
-  args: string[],
-  _usage: string,
-): { named: string[]; config: Record<string, string> } {
+export function splitConfigFlags(args: string[]): { named: string[]; config: Record<string, string> } {
   const named: string[] = [];
   const config: Record<string, string> = {};
   for (let i = 0; i < args.length; i++) {
