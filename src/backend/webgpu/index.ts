@@ -52,6 +52,8 @@ const MAX_PENDING_RUNS = 64;
 export const RUN_CHUNK = 256;
 /** Cached bind groups before the cache is dropped (the learner's steady state needs ~100s). */
 const MAX_BIND_GROUPS = 16_384;
+/** How long a failed map waits for device.lost before it reports the map's own error. */
+const LOST_WAIT_MS = 1000;
 const COMPUTE_STAGE = 0x4;
 
 /** Limits requested at the adapter's real values instead of WebGPU's conservative defaults. */
@@ -512,6 +514,10 @@ export class WebGpuBackend implements Backend {
       await buf.mapAsync(MAP_READ);
     } catch (err) {
       buf.destroy();
+      // A device lost (or destroyed) while the map was pending fails the map first, and may
+      // resolve device.lost a moment later (Chromium: "Buffer was unmapped before mapping was
+      // resolved"): wait for it, briefly, so that the loss is what the run reports.
+      await Promise.race([this.device.lost, new Promise((r) => setTimeout(r, LOST_WAIT_MS))]);
       await this.settle();
       throw new WebGpuError(`${what} failed: ${message(err)}`);
     }

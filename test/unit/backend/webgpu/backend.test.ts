@@ -204,6 +204,13 @@ describe('WebGPU backend (Dawn on lavapipe)', () => {
     await expect(backend.sync()).rejects.toThrow(/WebGPU device lost .*restart the run/);
   });
 
+  it('reports a device lost during a download as DeviceLostError, not as the failed map', async () => {
+    const words = backend.createBuffer(1 << 20, 'words');
+    const pending = backend.download(words);
+    backend.device.destroy();
+    await expect(pending).rejects.toThrow(DeviceLostError);
+  });
+
   it('lets go of Dawn on destroy and refuses later calls', () => {
     backend.destroy();
     expect(backend.alive).toBe(false);
