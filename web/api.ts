@@ -52,6 +52,13 @@ export interface BacktestResult {
   epoch: number;
 }
 
+/** What this tab's last run has stored, to download. */
+export interface StoredFiles {
+  /** best/ or last/ (a run stopped or failed before its first epoch has none). */
+  checkpoint: boolean;
+  log: boolean;
+}
+
 export interface TrainerApi {
   probe(): Promise<DeviceReport>;
   /** Parses and validates a dropped file; throws the DataError message (file, row, rule). */
@@ -62,6 +69,7 @@ export interface TrainerApi {
   pause(): void;
   resume(): void;
   stop(): void;
+  stored(): Promise<StoredFiles>;
   /** best/ as a tar of its files, or the log. */
   download(what: 'checkpoint' | 'log'): Promise<NamedBytes>;
   /** A checkpoint's files (state.json and its .safetensors, or a .tar of them) on the test split. */

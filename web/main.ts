@@ -6,11 +6,13 @@
 import * as Comlink from 'comlink';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
+import { ConfigError } from '../src/config.js';
 import { type RunDrawing, renderRun } from '../src/report/draw.js';
 import { RUN_CSS } from '../src/report/html.js';
 import type { RunView } from '../src/report/view.js';
 import { duration } from '../src/train/report.js';
-import type { DeviceReport, Progress, Settings, TrainerApi } from './api.js';
+import type { DeviceReport, Progress, Settings, StoredFiles, TrainerApi } from './api.js';
+import { configOf, FORM_FIELD } from './run_config.js';
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const style = document.createElement('style');
@@ -31,6 +33,10 @@ const buttons = {
 };
 let device: DeviceReport | null = null;
 let dataOk = true;
+/** Whether the run fields make a config that validateConfig accepts (checkSettings). */
+let settingsOk = false;
+/** What this tab's run has stored (asked of the worker when a run ends): the Download buttons. */
+let stored: StoredFiles = { checkpoint: false, log: false };
 let running = false;
 type State = 'ready' | 'running' | 'paused' | 'finished' | 'stopped' | 'failed';
 let current: State = 'ready';
@@ -39,12 +45,18 @@ function setState(state: State) {
   current = state;
   running = state === 'running' || state === 'paused';
   $('status').textContent = state;
-  buttons.start.disabled = running || !device || !dataOk;
+  buttons.start.disabled = running || !device || !dataOk || !settingsOk;
   buttons.pause.disabled = state !== 'running';
   buttons.resume.disabled = state !== 'paused';
   buttons.stop.disabled = !running;
-  buttons.checkpoint.disabled = running || state === 'ready' || state === 'failed';
-  buttons.log.disabled = buttons.checkpoint.disabled;
+  buttons.checkpoint.disabled = running || !stored.checkpoint;
+  buttons.log.disabled = running || !stored.log;
+}
+
+/** Asks the worker what this tab's run has stored, for the Download buttons. */
+async function refreshStored() {
+  stored = await trainer.stored().catch(() => ({ checkpoint: false, log: false }));
+  setState(current);
 }
 
 function showError(id: string, message: string | null) {
@@ -136,6 +148,7 @@ async function probe() {
   );
   document.body.dataset.backend = device.backend;
   proposeSizes();
+  checkSettings();
   setState('ready');
 }
 
@@ -149,8 +162,11 @@ function proposeSizes() {
   }
 }
 
+const field = (name: string) => form.elements.namedItem(name) as HTMLInputElement;
+
 function settings(): Settings {
-  const value = (name: string) => Number((form.elements.namedItem(name) as HTMLInputElement).value);
+  // An empty (or unparsable) field is NaN, which every rule of the config refuses.
+  const value = (name: string) => (field(name).value.trim() === '' ? Number.NaN : Number(field(name).value));
   const sizes = device!.sizes;
   const episodes = value('episodes');
   const steps = value('steps');
@@ -167,11 +183,39 @@ function settings(): Settings {
   };
 }
 
+/**
+ * Checks the run fields by the config's own rules (configOf: validateConfig, as at Start): the
+ * first field at fault shows the config's message beside it, and Start stays disabled until it
+ * is fixed. A rule of no field of the form shows below them.
+ */
+function checkSettings() {
+  if (!device) return;
+  let fault: { name: string | null; message: string } | null = null;
+  try {
+    configOf(settings(), device.limits);
+  } catch (err) {
+    const name = err instanceof ConfigError ? (FORM_FIELD[err.field] ?? null) : null;
+    fault = { name, message: errorText(err) };
+  }
+  for (const name of new Set(Object.values(FORM_FIELD))) {
+    const bad = fault?.name === name;
+    field(name).setAttribute('aria-invalid', String(bad));
+    showError(`${name}-error`, bad ? fault!.message : null);
+  }
+  showError('settings-error', fault && fault.name === null ? fault.message : null);
+  settingsOk = fault === null;
+  setState(current);
+}
+form.addEventListener('input', checkSettings);
+form.addEventListener('change', checkSettings);
+
 form.addEventListener('submit', async (ev) => {
   ev.preventDefault();
-  if (running) return;
+  if (running || !settingsOk) return;
   showError('run-error', null);
   $('info').textContent = '';
+  // The run replaces this tab's last one in storage (once it holds the run lock).
+  stored = { checkpoint: false, log: false };
   setState('running');
   const s = settings();
   // The last run's progress and charts are not this one's.
@@ -199,6 +243,8 @@ form.addEventListener('submit', async (ev) => {
     showEnd('failed', s.epochs);
     setState('failed');
   }
+  // A run stopped or failed after some epochs keeps their checkpoints; one before its first has none.
+  await refreshStored();
 });
 buttons.pause.addEventListener('click', () => {
   trainer.pause();
@@ -216,9 +262,10 @@ buttons.stop.addEventListener('click', () => {
 
 async function save(what: 'checkpoint' | 'log') {
   showError('run-error', null);
-  // A run stopped before its first epoch has nothing to download: say so on the page.
+  // Another tab's run may have removed this tab's since: say so on the page.
   const got = await trainer.download(what).catch((err) => {
     showError('run-error', errorText(err));
+    refreshStored();
     return null;
   });
   if (!got) return;

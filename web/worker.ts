@@ -7,8 +7,9 @@
  * unwinds runTraining (the engine and backend are destroyed on the way out).
  */
 import * as Comlink from 'comlink';
+import { BackendUnavailableError, DeviceLostError } from '../src/backend/types.js';
 import { adapterName, summarizeAdapter } from '../src/backend/webgpu/gpu.js';
-import { defaultsFor, validateConfig } from '../src/config.js';
+import { defaultsFor } from '../src/config.js';
 import { barsFromBytes } from '../src/data/bytes.js';
 import { minBars } from '../src/data/splits.js';
 import { verdictSentence } from '../src/eval/verdict.js';
@@ -19,10 +20,11 @@ import { checkpointPolicy } from '../src/train/dqn_checkpoint.js';
 import { checkSameData, prepareData, runTraining, type SourcedBars } from '../src/train/run.js';
 import { type EpochRecord, logPath } from '../src/train/runlog.js';
 import { committedDir, joinPath, MemoryStorage, type Storage } from '../src/train/storage.js';
-import type { DeviceReport, Progress, Settings, TrainerApi } from './api.js';
+import type { DeviceReport, Progress, TrainerApi } from './api.js';
 import { IndexedDbStorage } from './idb_storage.js';
+import { configOf } from './run_config.js';
 import { KEEP_RUNS, newRunDir } from './runs.js';
-import { dqnSizesFor, sizesFor } from './sizes.js';
+import { sizesFor } from './sizes.js';
 import { type NamedBytes, readTar, writeTar } from './tar.js';
 
 class Stopped extends Error {}
@@ -56,32 +58,6 @@ const KEY_LIMITS = [
   'maxComputeInvocationsPerWorkgroup',
   'maxStorageBuffersPerShaderStage',
 ] as const;
-
-function configOf(s: Settings) {
-  const cfg = defaultsFor(s.algo);
-  cfg.train.backend = s.backend;
-  cfg.train.epochs = s.epochs;
-  cfg.train.seed = s.seed;
-  cfg.train.checkpointEvery = 1;
-  cfg.rollout.episodes = s.episodes;
-  cfg.rollout.steps = s.steps;
-  cfg.ppo.minibatch = s.minibatch;
-  cfg.ppo.updateEpochs = s.updateEpochs;
-  cfg.ppo.lr = s.lr;
-  if (s.algo !== 'ppo') {
-    // The DQN family: batch, train steps and replay from the rollout and the device (sizes.ts);
-    // exploration and the PER beta anneal over the run.
-    const q = cfg.dqn;
-    q.lr = s.lr;
-    Object.assign(q, dqnSizesFor(s, q, s.backend === 'webgpu' ? adapterLimits : {}, s.algo));
-    q.epsilonDecayEpochs = Math.min(q.epsilonDecayEpochs, s.epochs);
-    q.betaEpochs = Math.min(q.betaEpochs, s.epochs);
-  }
-  cfg.data.synthBars = s.synthBars;
-  cfg.env.episodeBars = s.episodeBars;
-  cfg.env.curiosityBatch = Math.min(cfg.env.curiosityBatch, s.episodes * s.steps);
-  return validateConfig(cfg);
-}
 
 /**
  * One run at a time in the page's tabs: they share the device, and a new run removes old runs'
@@ -188,8 +164,10 @@ const api: TrainerApi = {
     }
     // The market of this run: a file dropped (or cleared) while it trains is for the next run.
     const runBars = bars;
+    /** Epochs this run finished (each wrote its checkpoint: checkpointEvery 1). */
+    let finished = 0;
     try {
-      const cfg = configOf(s);
+      const cfg = configOf(s, adapterLimits);
       const st = await store();
       const out = await newRunDir(st, run?.dir ?? null);
       const thisRun = { dir: out, epochs: 0 };
@@ -245,7 +223,7 @@ const api: TrainerApi = {
         },
         onEpoch: async (record) => {
           records.push(record);
-          thisRun.epochs = records.length;
+          thisRun.epochs = finished = records.length;
           const curves = await checkpointCurves(st, lastDir(out), data, 'last/');
           cb.onView(
             view({
@@ -266,6 +244,21 @@ const api: TrainerApi = {
         throw new Error(
           `${s.episodes} episodes x ${s.steps} steps per rollout do not fit in this tab's memory (${err.message}): lower episodes N or steps L`,
         );
+      // The GPU went away (a driver reset or crash, or the browser took the device back): say what
+      // is kept and what to do; the backend's own words go to the trainer messages.
+      if (err instanceof DeviceLostError) {
+        cb.onInfo(err.message);
+        throw new Error(
+          `the GPU stopped working in epoch ${finished + 1} (its driver was reset, or the browser took the GPU back). ` +
+            (finished
+              ? `This run's checkpoints of its ${finished} finished epoch${finished > 1 ? 's' : ''} are kept: Download checkpoint saves them. Start trains a new run in their place`
+              : 'No epoch had finished, so there is no checkpoint to keep. Start trains a new run') +
+            '; if it fails as well, reload the page.',
+        );
+      }
+      // The adapter the page found at load is gone (say, after a GPU crash).
+      if (err instanceof BackendUnavailableError && s.backend === 'webgpu')
+        throw new Error(`${err.message}: reload the page to look for the GPU again`);
       throw err;
     } finally {
       running = false;
@@ -289,6 +282,17 @@ const api: TrainerApi = {
   stop() {
     stopRequested = true;
     api.resume();
+  },
+
+  async stored() {
+    if (!run) return { checkpoint: false, log: false };
+    const st = await store();
+    return {
+      checkpoint:
+        (await committedDir(st, bestDir(run.dir))) !== null ||
+        (await committedDir(st, lastDir(run.dir))) !== null,
+      log: await st.exists(logPath(run.dir)),
+    };
   },
 
   async download(what) {

@@ -12,6 +12,7 @@ import { type Browser, type BrowserContext, chromium, type Page } from 'playwrig
 import { build, type PreviewServer, preview } from 'vite';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
+import { defaultsFor, validateConfig } from '../../src/config.js';
 import { loadBars, saveBars } from '../../src/data/load.js';
 import { generateSynthetic } from '../../src/data/synthetic.js';
 import { readTar } from '../../web/tar.js';
@@ -270,9 +271,10 @@ describe('the demo page in headless Chromium', () => {
     // Where it stopped, not the phase it was in.
     expect(await page.textContent('#phase')).toBe('stopped in epoch 1 (0 of 2 finished)');
     expect(await page.textContent('#eta')).toBe('-');
-    await page.click('#dl-checkpoint');
-    await page.waitForSelector('#run-error:not([hidden])');
-    expect(await page.textContent('#run-error')).toBe('no checkpoint yet: train first');
+    // No epoch finished: no checkpoint and no log line to download.
+    await page.waitForFunction(() => !(document.getElementById('start') as HTMLButtonElement).disabled);
+    expect(await page.isDisabled('#dl-checkpoint')).toBe(true);
+    expect(await page.isDisabled('#dl-log')).toBe(true);
     expect(errors).toEqual([]);
     await page.close();
   });
@@ -297,29 +299,96 @@ describe('the demo page in headless Chromium', () => {
     await page.close();
   });
 
-  it('says on the page that a run stopped before its first epoch has nothing to download', async () => {
+  it('disables Download while the run has no checkpoint, and enables it once one is written', async () => {
     const { page, errors } = await open(cpuBrowser);
+    expect(await page.isDisabled('#dl-checkpoint')).toBe(true);
     await page.fill('input[name=episodes]', '2');
     await page.fill('input[name=steps]', '16');
     await page.click('#start');
     await page.click('#stop');
     await page.waitForFunction(() => document.getElementById('status')!.textContent === 'stopped');
-    await page.click('#dl-checkpoint');
-    await page.waitForSelector('#run-error:not([hidden])');
-    expect(await page.textContent('#run-error')).toBe('no checkpoint yet: train first');
+    expect(await page.textContent('#epoch')).toBe('0');
+    await page.waitForFunction(() => !(document.getElementById('start') as HTMLButtonElement).disabled);
+    expect(await page.isDisabled('#dl-checkpoint')).toBe(true);
+    expect(await page.isDisabled('#dl-log')).toBe(true);
+    await train(page, 1);
+    await page.waitForFunction(
+      () => !(document.getElementById('dl-checkpoint') as HTMLButtonElement).disabled,
+    );
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#dl-checkpoint')]);
+    const tar = readTar(new Uint8Array(readFileSync((await download.path())!)));
+    const state = JSON.parse(new TextDecoder().decode(tar.find((f) => f.name === 'state.json')!.bytes)).state;
+    expect(state.epoch).toBe(1);
+    expect(await page.isEnabled('#dl-log')).toBe(true);
     expect(errors).toEqual([]);
     await page.close();
   });
 
-  it('does not start with an empty run field', async () => {
-    const { page } = await open(cpuBrowser);
+  it("refuses run fields the config refuses as they are entered, with the config's message beside the field", async () => {
+    const { page, errors } = await open(cpuBrowser);
+    // The message validateConfig (src/config.ts) gives for each value, as `foxhunt train` prints it.
+    const configSays = (algo: 'ppo' | 'dqn', edit: (c: ReturnType<typeof defaultsFor>) => void) => {
+      const c = defaultsFor(algo);
+      edit(c);
+      try {
+        validateConfig(c);
+      } catch (err) {
+        return (err as Error).message;
+      }
+      throw new Error('the config accepted it');
+    };
+    const shown = () =>
+      page.$$eval('#hyper .field-error:not([hidden]), #settings-error:not([hidden])', (els) =>
+        els.map((e) => [e.id, e.textContent]),
+      );
+    const invalid = () =>
+      page.$$eval('#hyper input[aria-invalid=true]', (els) => els.map((e) => (e as HTMLInputElement).name));
+    expect(await shown()).toEqual([]);
+    await page.fill('input[name=lr]', '0');
+    expect(await shown()).toEqual([['lr-error', configSays('ppo', (c) => (c.ppo.lr = 0))]]);
+    expect(await page.textContent('#lr-error')).toBe('config: ppo.lr: must be > 0');
+    expect(await invalid()).toEqual(['lr']);
+    expect(await page.isDisabled('#start')).toBe(true);
+    // The same field of a DQN run is dqn.lr.
+    await page.check('input[name=algo][value=dqn]');
+    expect(await shown()).toEqual([['lr-error', configSays('dqn', (c) => (c.dqn.lr = 0))]]);
+    await page.check('input[name=algo][value=ppo]');
+    await page.fill('input[name=lr]', '0.001');
+    expect(await shown()).toEqual([]);
+    expect(await invalid()).toEqual([]);
+    expect(await page.isEnabled('#start')).toBe(true);
+    // A rollout the kernels cannot index: the config's rule for the product, beside steps.
+    await page.fill('input[name=episodes]', '65536');
+    await page.fill('input[name=steps]', '4096');
+    expect(await shown()).toEqual([
+      [
+        'steps-error',
+        configSays('ppo', (c) => {
+          c.rollout.episodes = 65536;
+          c.rollout.steps = 4096;
+        }),
+      ],
+    ]);
+    expect(await page.isDisabled('#start')).toBe(true);
+    await page.fill('input[name=steps]', '16');
+    // An empty field and a fractional epoch count.
     await page.fill('input[name=episodes]', '');
-    await page.click('#start');
-    expect(
-      await page.$$eval('#hyper input:invalid', (els) => els.map((e) => (e as HTMLInputElement).name)),
-    ).toEqual(['episodes']);
+    expect(await shown()).toEqual([
+      ['episodes-error', configSays('ppo', (c) => (c.rollout.episodes = Number.NaN))],
+    ]);
+    await page.fill('input[name=episodes]', '2');
+    await page.fill('input[name=epochs]', '1.5');
+    expect(await shown()).toEqual([['epochs-error', configSays('ppo', (c) => (c.train.epochs = 1.5))]]);
+    expect(await page.isDisabled('#start')).toBe(true);
+    // Enter in a field submits the form: nothing starts while a field is refused.
+    await page.press('input[name=epochs]', 'Enter');
+    await page.waitForTimeout(300);
     expect(await page.textContent('#status')).toBe('ready');
-    expect(await page.textContent('#run-error')).toBe('');
+    expect(await page.textContent('#phase')).toBe('idle');
+    await page.fill('input[name=epochs]', '1');
+    expect(await shown()).toEqual([]);
+    expect(await page.isEnabled('#start')).toBe(true);
+    expect(errors).toEqual([]);
     await page.close();
   });
 
@@ -433,23 +502,6 @@ describe('the demo page in headless Chromium', () => {
     );
     expect([...a.errors, ...b.errors]).toEqual([]);
     await ctx.close();
-  });
-
-  it('says a rollout too large for the kernels is refused, in words (CPU reference)', async () => {
-    const { page, errors } = await open(cpuBrowser);
-    await page.fill('input[name=epochs]', '1');
-    await page.fill('input[name=episodes]', '65536');
-    await page.fill('input[name=steps]', '4096');
-    await page.click('#start');
-    await page.waitForFunction(() => document.getElementById('status')!.textContent !== 'running');
-    expect(await page.textContent('#status')).toBe('failed');
-    // The config refuses it before any allocation (the worker's out-of-memory wording covers sizes
-    // under the cap that the tab still cannot hold, which depend on the machine).
-    expect(await page.textContent('#run-error')).toBe(
-      'config: rollout.steps: rollout.episodes * rollout.steps must be at most 33554432 (2^25: the collection kernels index their output in u32)',
-    );
-    expect(errors).toEqual([]);
-    await page.close();
   });
 
   it('refuses a file too short to train on when it is dropped, saying why, and trains on one just long enough', async () => {
@@ -618,6 +670,72 @@ describe('the demo page in headless Chromium', () => {
     }
     expect(await page.textContent('#backtest .verdict')).toMatch(
       /loaded C51 checkpoint \(epoch 1, webgpu backend\)/,
+    );
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('says what to do when the GPU is lost mid-run, keeps the checkpoints written, and trains again', async () => {
+    const { page, errors } = await open(gpuBrowser);
+    await page.fill('input[name=epochs]', '2');
+    await page.fill('input[name=episodes]', '2');
+    await page.fill('input[name=steps]', '16');
+    // The test's hook, in the trainer's worker only (the page has none): the device the run
+    // requests is kept, to be destroyed as a driver reset or a GPU crash loses it (the device's
+    // `lost` promise resolves, and its pending work fails).
+    const [worker] = page.workers();
+    await worker.evaluate(() => {
+      const request = GPUAdapter.prototype.requestDevice;
+      GPUAdapter.prototype.requestDevice = async function (this: GPUAdapter, desc?: GPUDeviceDescriptor) {
+        const device = await request.call(this, desc);
+        (self as unknown as { runDevice: GPUDevice }).runDevice = device;
+        return device;
+      };
+    });
+    await page.click('#start');
+    await page.waitForFunction(
+      () => document.getElementById('phase')!.textContent!.startsWith('epoch 2:'),
+      null,
+      {
+        timeout: 300_000,
+      },
+    );
+    await worker.evaluate(() => (self as unknown as { runDevice: GPUDevice }).runDevice.destroy());
+    await page.waitForFunction(() => document.getElementById('status')!.textContent !== 'running', null, {
+      timeout: 60_000,
+    });
+    expect(await page.textContent('#status')).toBe('failed');
+    expect(await page.textContent('#phase')).toBe('failed in epoch 2 (1 of 2 finished)');
+    expect(await page.textContent('#run-error')).toBe(
+      'the GPU stopped working in epoch 2 (its driver was reset, or the browser took the GPU back). ' +
+        "This run's checkpoints of its 1 finished epoch are kept: Download checkpoint saves them. " +
+        'Start trains a new run in their place; if it fails as well, reload the page.',
+    );
+    // The backend's own words, for a bug report.
+    expect(await page.textContent('#info')).toMatch(/^WebGPU device lost \(destroyed\)/m);
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#dl-checkpoint')]);
+    const tar = readTar(new Uint8Array(readFileSync((await download.path())!)));
+    const state = JSON.parse(new TextDecoder().decode(tar.find((f) => f.name === 'state.json')!.bytes)).state;
+    expect([state.epoch, state.backend]).toEqual([1, 'webgpu']);
+    // The page stays usable: a new run gets a new device and collects on it (stopped there, as
+    // the epoch's kernels compile again on the new device: ~30 s on SwiftShader).
+    await page.click('#start');
+    await page.waitForFunction(() => document.getElementById('phase')!.textContent === 'epoch 1: collect');
+    await page.click('#stop');
+    await page.waitForFunction(() => document.getElementById('status')!.textContent !== 'running', null, {
+      timeout: 60_000,
+    });
+    expect(await page.textContent('#status')).toBe('stopped');
+    expect(await page.textContent('#run-error')).toBe('');
+    expect(await page.textContent('#info')).toMatch(/^backend webgpu: .*swiftshader/im);
+    // With the adapter gone too (WebGPU disabled after repeated GPU crashes), Start says to reload.
+    await worker.evaluate(() => {
+      GPU.prototype.requestAdapter = async () => null;
+    });
+    await page.click('#start');
+    await page.waitForFunction(() => document.getElementById('status')!.textContent === 'failed');
+    expect(await page.textContent('#run-error')).toMatch(
+      /^backend webgpu unavailable: .*: reload the page to look for the GPU again$/,
     );
     expect(errors).toEqual([]);
     await page.close();
