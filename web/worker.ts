@@ -17,6 +17,7 @@ import { checkpointCurves, runViewOf } from '../src/report/run_view.js';
 import { backtestCurves, epochPoint, type RunView } from '../src/report/view.js';
 import { bestDir, lastDir } from '../src/train/checkpoint.js';
 import { checkpointPolicy } from '../src/train/dqn_checkpoint.js';
+import { TrainingDivergedError } from '../src/train/ppo.js';
 import { checkSameData, prepareData, runTraining, type SourcedBars } from '../src/train/run.js';
 import { type EpochRecord, logPath } from '../src/train/runlog.js';
 import { committedDir, joinPath, MemoryStorage, type Storage } from '../src/train/storage.js';
@@ -244,16 +245,24 @@ const api: TrainerApi = {
         throw new Error(
           `${s.episodes} episodes x ${s.steps} steps per rollout do not fit in this tab's memory (${err.message}): lower episodes N or steps L`,
         );
+      const kept = finished
+        ? `This run's checkpoints of its ${finished} finished epoch${finished > 1 ? 's' : ''} are kept: Download checkpoint saves them.`
+        : 'No epoch had finished, so there is no checkpoint to keep.';
       // The GPU went away (a driver reset or crash, or the browser took the device back): say what
       // is kept and what to do; the backend's own words go to the trainer messages.
       if (err instanceof DeviceLostError) {
         cb.onInfo(err.message);
         throw new Error(
           `the GPU stopped working in epoch ${finished + 1} (its driver was reset, or the browser took the GPU back). ` +
-            (finished
-              ? `This run's checkpoints of its ${finished} finished epoch${finished > 1 ? 's' : ''} are kept: Download checkpoint saves them. Start trains a new run in their place`
-              : 'No epoch had finished, so there is no checkpoint to keep. Start trains a new run') +
-            '; if it fails as well, reload the page.',
+            `${kept} Start trains a new run${finished ? ' in their place' : ''}; if it fails as well, reload the page.`,
+        );
+      }
+      // In the page's words: its learning-rate field, not the CLI's --resume and config fields.
+      if (err instanceof TrainingDivergedError) {
+        cb.onInfo(err.message);
+        throw new Error(
+          `${err.symptom}: the training diverged. ${kept} ` +
+            (err.optimisation ? 'Start a new run with a lower learning rate.' : `${err.reason}.`),
         );
       }
       // The adapter the page found at load is gone (say, after a GPU crash).

@@ -31,7 +31,7 @@ import { duelingLayout } from '../nets/layout.js';
 import { bestDir, lastDir } from './checkpoint.js';
 import { loadDqnCheckpoint, saveDqnCheckpoint } from './dqn_checkpoint.js';
 import { type EpochLoop, EpochTail, endEpoch, type Phase } from './epoch_end.js';
-import { divergenceCause, TrainingDivergedError } from './ppo.js';
+import { TrainingDivergedError } from './ppo.js';
 import type { DataFingerprint } from './ppo_checkpoint.js';
 import { appendLog, type EpochRecord, type RunSummary } from './runlog.js';
 import type { Storage } from './storage.js';
@@ -84,11 +84,13 @@ export async function trainDqn(run: DqnRun): Promise<{ records: EpochRecord[]; s
       for (const [k, v] of Object.entries(values)) {
         if (Number.isFinite(v)) continue;
         throw new TrainingDivergedError(
-          `epoch ${epoch}: ${what} ${k} is ${v}; the run stopped and ` +
-            (loop.lastSaved > 0
-              ? `the last good checkpoint (epoch ${loop.lastSaved}) in ${ckptDir} is kept`
-              : 'no checkpoint was written') +
-            `. ${divergenceCause(market, 'dqn', beforeUpdate)}`,
+          `epoch ${epoch}: ${what} ${k} is ${v}`,
+          loop.lastSaved > 0
+            ? `the last good checkpoint (epoch ${loop.lastSaved}) in ${ckptDir} is kept`
+            : 'no checkpoint was written',
+          market,
+          'dqn',
+          beforeUpdate,
         );
       }
     };

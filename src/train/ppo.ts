@@ -55,7 +55,27 @@ export interface PpoRun {
 /** Training produced a NaN or an infinity: the message names the epoch and the quantity. */
 export class TrainingDivergedError extends Error {
   override name = 'TrainingDivergedError';
+  /** divergenceCause's sentence: what to check or change. */
+  readonly reason: string;
+  /** The inputs were finite and an update had run: the optimisation diverged (a lower lr helps). */
+  readonly optimisation: boolean;
+  constructor(
+    /** The epoch and the quantity, e.g. `epoch 2: the PPO loss total is NaN`. */
+    readonly symptom: string,
+    /** What the run kept, e.g. `the last good checkpoint (epoch 1) in DIR is kept`. */
+    kept: string,
+    market: Market,
+    section: 'ppo' | 'dqn',
+    beforeUpdate: boolean,
+  ) {
+    const reason = divergenceCause(market, section, beforeUpdate);
+    super(`${symptom}; the run stopped and ${kept}. ${reason}`);
+    this.reason = reason;
+    this.optimisation = !beforeUpdate && !reason.startsWith(NON_FINITE_INPUTS);
+  }
 }
+
+const NON_FINITE_INPUTS = 'The market inputs are not finite';
 
 /**
  * Why a run went non-finite: the inputs were checked finite before epoch 1 (prepareData), so a
@@ -67,7 +87,7 @@ export function divergenceCause(
   beforeUpdate = false,
 ): string {
   const bad = firstNonFinite(market);
-  if (bad) return `The market inputs are not finite (${describeNonFinite(bad)}): check the data`;
+  if (bad) return `${NON_FINITE_INPUTS} (${describeNonFinite(bad)}): check the data`;
   // Epoch 1's rewards come from the initial nets: only the environment's scales can overflow them.
   if (beforeUpdate)
     return 'The market inputs are finite and no update has run yet, so the environment overflows f32: start a new run with env.initialCapital and env.pnlScale nearer their defaults (1 and 100)';
@@ -96,11 +116,13 @@ export async function trainPpo(run: PpoRun): Promise<PpoResult> {
     const round = epoch - 1;
     const diverged = (what: string, value: number, beforeUpdate = false) =>
       new TrainingDivergedError(
-        `epoch ${epoch}: ${what} is ${value}; the run stopped and ` +
-          (loop.lastSaved > 0
-            ? `the last good checkpoint (epoch ${loop.lastSaved}) in ${ckptDir} is kept (--resume continues from it)`
-            : 'no checkpoint was written') +
-          `. ${divergenceCause(market, 'ppo', beforeUpdate)}`,
+        `epoch ${epoch}: ${what} is ${value}`,
+        loop.lastSaved > 0
+          ? `the last good checkpoint (epoch ${loop.lastSaved}) in ${ckptDir} is kept (--resume continues from it)`
+          : 'no checkpoint was written',
+        market,
+        'ppo',
+        beforeUpdate,
       );
     const finite = (what: string, values: Record<string, number>, beforeUpdate = false) => {
       for (const [k, v] of Object.entries(values))

@@ -392,6 +392,28 @@ describe('the demo page in headless Chromium', () => {
     await page.close();
   });
 
+  it("says in the page's words that a run diverged, and keeps its checkpoints downloadable", async () => {
+    const { page, errors } = await open(cpuBrowser);
+    // The config takes any positive learning rate; 1e6 makes PPO's loss NaN in epoch 2.
+    await page.fill('input[name=epochs]', '2');
+    await page.fill('input[name=episodes]', '2');
+    await page.fill('input[name=steps]', '16');
+    await page.fill('input[name=lr]', '1e6');
+    await page.click('#start');
+    await page.waitForFunction(() => document.getElementById('status')!.textContent !== 'running');
+    expect(await page.textContent('#status')).toBe('failed');
+    // Not the CLI's words (--resume, ppo.lr, the storage path): the page's field and button.
+    expect(await page.textContent('#run-error')).toMatch(
+      /^epoch 2: the PPO loss \w+ is NaN: the training diverged\. This run's checkpoints of its 1 finished epoch are kept: Download checkpoint saves them\. Start a new run with a lower learning rate\.$/,
+    );
+    await page.waitForFunction(
+      () => !(document.getElementById('dl-checkpoint') as HTMLButtonElement).disabled,
+    );
+    expect(await page.isEnabled('#dl-log')).toBe(true);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('keeps the page when a file is dropped beside the drop zone', async () => {
     const { page } = await open(cpuBrowser);
     // The browser opens a file dropped where no handler takes it, in place of the page.
