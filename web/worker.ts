@@ -18,7 +18,7 @@ import { backtestCurves, epochPoint, type RunView } from '../src/report/view.js'
 import { bestDir, lastDir } from '../src/train/checkpoint.js';
 import { checkpointPolicy } from '../src/train/dqn_checkpoint.js';
 import { TrainingDivergedError } from '../src/train/ppo.js';
-import { checkSameData, prepareData, runTraining, type SourcedBars } from '../src/train/run.js';
+import { prepareData, runTraining, type SourcedBars, sameData } from '../src/train/run.js';
 import { type EpochRecord, logPath } from '../src/train/runlog.js';
 import { committedDir, joinPath, MemoryStorage, type Storage } from '../src/train/storage.js';
 import type { DeviceReport, Progress, TrainerApi } from './api.js';
@@ -342,7 +342,12 @@ const api: TrainerApi = {
       throw new Error(`the checkpoint trained on ${state.data.source}: drop that file on the page first`);
     }
     const data = await prepareData(cfg, synthetic ? undefined : bars);
-    checkSameData(state.data, data.fingerprint, 'the loaded checkpoint');
+    const now = data.fingerprint;
+    if (!sameData(state.data, now))
+      throw new Error(
+        `the checkpoint trained on ${state.data.source} (${state.data.bars.toLocaleString('en')} bars), and the page's ` +
+          `${now.source} (${now.bars.toLocaleString('en')} bars) holds other bars: drop ${state.data.source} on the page first`,
+      );
     const { curves, report } = backtestCurves(
       data.market,
       data.splits.test,

@@ -550,6 +550,42 @@ describe('the demo page in headless Chromium', () => {
     await page.close();
   });
 
+  it('backtests a checkpoint trained on a file only on that file, saying which to drop', async () => {
+    const { page, errors } = await open(cpuBrowser);
+    await dropFile(page, 'a.csv', await synthCsv('a.csv', 800));
+    await page.waitForFunction(
+      () => document.getElementById('data-status')!.textContent === 'a.csv: 800 bars, valid',
+    );
+    await train(page, 1);
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#dl-checkpoint')]);
+    const tar = join(tmp, 'a.tar');
+    await download.saveAs(tar);
+    const backtest = async () => {
+      await page.evaluate(() => document.getElementById('backtest')!.replaceChildren());
+      await page.setInputFiles('#ckpt-file', tar);
+      await page.waitForSelector('#backtest .error, #backtest .verdict', { timeout: 10_000 });
+      return page.$eval('#backtest .error', (e) => e.textContent).catch(() => null);
+    };
+    // Other bars on the page: the page's words (not the CLI's --data).
+    await dropFile(page, 'b.csv', await synthCsv('b.csv', 900));
+    await page.waitForFunction(
+      () => document.getElementById('data-status')!.textContent === 'b.csv: 900 bars, valid',
+    );
+    expect(await backtest()).toBe(
+      "the checkpoint trained on a.csv (800 bars), and the page's b.csv (900 bars) holds other bars: drop a.csv on the page first",
+    );
+    await page.click('#data-clear');
+    expect(await backtest()).toBe('the checkpoint trained on a.csv: drop that file on the page first');
+    await dropFile(page, 'a.csv', await synthCsv('a.csv', 800));
+    await page.waitForFunction(
+      () => document.getElementById('data-status')!.textContent === 'a.csv: 800 bars, valid',
+    );
+    expect(await backtest()).toBeNull();
+    expect(await page.getAttribute('#backtest', 'data-report')).not.toBeNull();
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('reloads a data file chosen again in the file picker', async () => {
     const { page, errors } = await open(cpuBrowser);
     const file = join(tmp, 'again.csv');
