@@ -31,10 +31,11 @@ export interface Progress {
   phase: string;
   /** Epochs finished in this run. */
   done: number;
-  /** Env steps collected per wall-clock second over the finished epochs (update and validation included). */
+  /** Env steps collected per wall-clock second over the finished epochs (update and validation included, pauses not). */
   stepsPerSec: number | null;
   /** The last epoch's collection alone, env steps per second. */
   collectStepsPerSec: number | null;
+  /** Time trained so far, pauses excluded. */
   elapsedMs: number;
   etaMs: number | null;
 }

@@ -178,8 +178,10 @@ const api: TrainerApi = {
       const records: EpochRecord[] = [];
       const stepsPerEpoch = s.episodes * s.steps;
       const start = performance.now();
+      // Time spent paused: not training, so neither in the rate nor in the ETA.
+      let pausedMs = 0;
       const progress = (epoch: number, phase: string, last?: EpochRecord): Progress => {
-        const elapsedMs = performance.now() - start;
+        const elapsedMs = performance.now() - start - pausedMs;
         const done = records.length;
         return {
           epoch,
@@ -217,7 +219,9 @@ const api: TrainerApi = {
           await new Promise((r) => setTimeout(r, 0));
           if (paused) {
             cb.onProgress(progress(epoch, 'paused'));
+            const pausedAt = performance.now();
             await paused.promise;
+            pausedMs += performance.now() - pausedAt;
           }
           if (stopRequested) throw new Stopped();
           cb.onProgress(progress(epoch, phase));

@@ -213,16 +213,23 @@ describe('the demo page in headless Chromium', () => {
     await page.fill('input[name=epochs]', '5');
     await page.fill('input[name=episodes]', '2');
     await page.fill('input[name=steps]', '16');
+    const rate = async () =>
+      Number((await page.textContent('#rate'))!.match(/^([\d,]+) env steps\/s/)![1].replace(/,/g, ''));
     await page.click('#start');
+    await page.waitForFunction(() => document.getElementById('epoch')!.textContent !== '0');
     await page.click('#pause');
     // The worker takes the pause at its next phase boundary (a CPU phase runs to its end first).
     await page.waitForFunction(() => document.getElementById('phase')!.textContent === 'paused');
     const atPause = Number(await page.textContent('#epoch'));
-    await page.waitForTimeout(1000);
+    const rateAtPause = await rate();
+    await page.waitForTimeout(3000);
     expect(await page.textContent('#phase')).toBe('paused');
     expect(Number(await page.textContent('#epoch'))).toBe(atPause);
     await page.click('#resume');
     await page.waitForFunction((n) => Number(document.getElementById('epoch')!.textContent) > n, atPause);
+    // The rate counts the time trained, not the pause: an epoch of 2 x 16 steps takes well under
+    // a second here, so 3 s counted would cut the rate to a fraction of what it was.
+    expect(await rate()).toBeGreaterThan(rateAtPause / 2);
     await page.click('#stop');
     await page.waitForFunction(() => document.getElementById('status')!.textContent === 'stopped');
     const done = Number(await page.textContent('#epoch'));
