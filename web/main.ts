@@ -53,10 +53,10 @@ function setState(state: State) {
   buttons.log.disabled = running || !stored.log;
 }
 
-/** Asks the worker what this tab's run has stored, for the Download buttons. */
-async function refreshStored() {
+/** Asks the worker what this tab's run has stored, for the Download buttons; then shows `state`. */
+async function refreshStored(state = current) {
   stored = await trainer.stored().catch(() => ({ checkpoint: false, log: false }));
-  setState(current);
+  setState(state);
 }
 
 function showError(id: string, message: string | null) {
@@ -227,8 +227,9 @@ form.addEventListener('submit', async (ev) => {
   $('eta').textContent = '-';
   $<HTMLProgressElement>('progress-bar').value = 0;
   drawRun({ ...emptyView, title: 'foxhunt in this tab', subtitle: 'no epoch finished yet' });
+  let outcome: 'finished' | 'stopped' | 'failed';
   try {
-    const outcome = await trainer.train(
+    outcome = await trainer.train(
       s,
       Comlink.proxy({
         onInfo: (line: string) => void ($('info').textContent += `${line}\n`),
@@ -236,15 +237,14 @@ form.addEventListener('submit', async (ev) => {
         onView: drawRun,
       }),
     );
-    showEnd(outcome, s.epochs);
-    setState(outcome);
   } catch (err) {
     showError('run-error', errorText(err));
-    showEnd('failed', s.epochs);
-    setState('failed');
+    outcome = 'failed';
   }
-  // A run stopped or failed after some epochs keeps their checkpoints; one before its first has none.
-  await refreshStored();
+  showEnd(outcome, s.epochs);
+  // A run stopped or failed after some epochs keeps their checkpoints; one before its first has
+  // none. Asked before the state changes, so that the buttons change with it.
+  await refreshStored(outcome);
 });
 buttons.pause.addEventListener('click', () => {
   trainer.pause();

@@ -278,8 +278,7 @@ describe('the demo page in headless Chromium', () => {
     // Where it stopped, not the phase it was in.
     expect(await page.textContent('#phase')).toBe('stopped in epoch 1 (0 of 2 finished)');
     expect(await page.textContent('#eta')).toBe('-');
-    // No epoch finished: no checkpoint and no log line to download.
-    await page.waitForFunction(() => !(document.getElementById('start') as HTMLButtonElement).disabled);
+    // No epoch finished: no checkpoint and no log line to download (the buttons change with the status).
     expect(await page.isDisabled('#dl-checkpoint')).toBe(true);
     expect(await page.isDisabled('#dl-log')).toBe(true);
     expect(errors).toEqual([]);
@@ -315,13 +314,11 @@ describe('the demo page in headless Chromium', () => {
     await page.click('#stop');
     await page.waitForFunction(() => document.getElementById('status')!.textContent === 'stopped');
     expect(await page.textContent('#epoch')).toBe('0');
-    await page.waitForFunction(() => !(document.getElementById('start') as HTMLButtonElement).disabled);
+    expect(await page.isEnabled('#start')).toBe(true);
     expect(await page.isDisabled('#dl-checkpoint')).toBe(true);
     expect(await page.isDisabled('#dl-log')).toBe(true);
     await train(page, 1);
-    await page.waitForFunction(
-      () => !(document.getElementById('dl-checkpoint') as HTMLButtonElement).disabled,
-    );
+    expect(await page.isEnabled('#dl-checkpoint')).toBe(true);
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('#dl-checkpoint')]);
     const tar = readTar(new Uint8Array(readFileSync((await download.path())!)));
     const state = JSON.parse(new TextDecoder().decode(tar.find((f) => f.name === 'state.json')!.bytes)).state;
@@ -413,9 +410,7 @@ describe('the demo page in headless Chromium', () => {
     expect(await page.textContent('#run-error')).toMatch(
       /^epoch 2: the PPO loss \w+ is NaN: the training diverged\. This run's checkpoints of its 1 finished epoch are kept: Download checkpoint saves them\. Start a new run with a lower learning rate\.$/,
     );
-    await page.waitForFunction(
-      () => !(document.getElementById('dl-checkpoint') as HTMLButtonElement).disabled,
-    );
+    expect(await page.isEnabled('#dl-checkpoint')).toBe(true);
     expect(await page.isEnabled('#dl-log')).toBe(true);
     expect(errors).toEqual([]);
     await page.close();
