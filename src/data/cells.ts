@@ -45,11 +45,20 @@ function parsePlainDecimal(s: string): number {
   return negative ? -x : x;
 }
 
-/** A number cell: finite, not blank. Returns NaN and fills `problem` when rejected. */
+/**
+ * Text that exports write for a missing number: Yahoo Finance writes `null` for every cell of a
+ * day without data, R `NA`, Python `None`. Such a cell is a `missing value`, not a `wrong type`.
+ */
+const MISSING_MARKERS = new Set(['null', 'na', 'n/a', 'none', '#n/a', '-']);
+
+/**
+ * A number cell: finite, not blank. Returns NaN when rejected and fills `problem.last` unless it
+ * already holds a problem: a row's first rejected cell (the leftmost) is the one reported.
+ */
 export function parseNumberCell(raw: unknown, column: string, problem: { last: CellProblem | null }): number {
   if (typeof raw === 'number') {
     if (Number.isFinite(raw)) return raw;
-    problem.last = Number.isNaN(raw)
+    problem.last ??= Number.isNaN(raw)
       ? { rule: 'NaN value', detail: `${column}=NaN` }
       : { rule: 'infinite value', detail: `${column}=${raw}` };
     return Number.NaN;
@@ -61,18 +70,25 @@ export function parseNumberCell(raw: unknown, column: string, problem: { last: C
     const x = Number(raw);
     if (Number.isFinite(x) && (x !== 0 || raw.trim() !== '')) return x;
     const t = raw.trim();
-    if (t === '') problem.last = { rule: 'missing value', detail: `${column} is empty` };
-    else if (t.toLowerCase() === 'nan') problem.last = { rule: 'NaN value', detail: `${column}=${t}` };
+    const lower = t.toLowerCase();
+    if (t === '') problem.last ??= { rule: 'missing value', detail: `${column} is empty` };
+    else if (MISSING_MARKERS.has(lower)) problem.last ??= { rule: 'missing value', detail: `${column}=${t}` };
+    else if (lower === 'nan') problem.last ??= { rule: 'NaN value', detail: `${column}=${t}` };
     else if (Number.isNaN(x))
-      problem.last = { rule: 'wrong type', detail: `${column}=${JSON.stringify(raw)} is not a number` };
-    else problem.last = { rule: 'infinite value', detail: `${column}=${t}` };
+      problem.last ??= {
+        rule: 'wrong type',
+        detail: `${column}=${JSON.stringify(raw)} is not a number${
+          /^-?\d[\d.]*,\d+$/.test(t) ? ' (a decimal comma or a thousands separator: write 1234.5)' : ''
+        }`,
+      };
+    else problem.last ??= { rule: 'infinite value', detail: `${column}=${t}` };
     return Number.NaN;
   }
   if (raw === null || raw === undefined) {
-    problem.last = { rule: 'missing value', detail: `${column} is null` };
+    problem.last ??= { rule: 'missing value', detail: `${column} is null` };
     return Number.NaN;
   }
-  problem.last = {
+  problem.last ??= {
     rule: 'wrong type',
     detail: `${column}=${JSON.stringify(String(raw))} (${typeof raw}) is not a number`,
   };

@@ -54,6 +54,9 @@ export class Column {
  */
 export const TIMESTAMP_ALIASES = ['datetime', 'date', 'time'] as const;
 
+/** The column pandas' `to_parquet` writes for an index without a name. */
+const PANDAS_INDEX = '__index_level_0__';
+
 /**
  * Maps a header (list of names) to the indices of the columns foxhunt reads. Names match
  * case-insensitively after trimming; extra columns are ignored; the time column is `timestamp`,
@@ -83,11 +86,20 @@ export function findColumns(header: string[]): {
   };
   let missing: string | null = REQUIRED_COLUMNS.find((c) => index[c] < 0) ?? null;
   let hint: string | null = null;
-  if (missing === 'timestamp') {
-    hint =
-      aliases.length > 1
-        ? `${aliases.join(' and ')} are separate columns: join them into one "timestamp" column of instants`
-        : `the time column may also be called ${TIMESTAMP_ALIASES.join(', ')}`;
+  // Names that are numbers: the file's first line is a bar (Binance's kline files, MetaTrader's
+  // exports have no header).
+  const numeric = header.filter((h) => h.trim() !== '' && Number.isFinite(Number(h))).length;
+  const timeLike = header.filter((h, i) => i !== index.timestamp && /time|date/i.test(h));
+  if (missing && numeric >= 2) {
+    hint = `the first line holds numbers, not column names: add a header line naming the columns (${REQUIRED_COLUMNS.join(',')}, in the file's order)`;
+  } else if (missing === 'timestamp') {
+    if (aliases.length > 1)
+      hint = `${aliases.join(' and ')} are separate columns: join them into one "timestamp" column of instants`;
+    else if (lower.includes(PANDAS_INDEX))
+      hint = `${PANDAS_INDEX} is pandas' unnamed index: name it before writing (df.index.name = "timestamp"), or write df.reset_index(names="timestamp")`;
+    else if (timeLike.length > 0)
+      hint = `rename the column of each bar's start time (${timeLike.map((h) => `"${h.trim()}"`).join(' or ')}) to "timestamp"`;
+    else hint = `the time column may also be called ${TIMESTAMP_ALIASES.join(', ')}`;
   } else if (missing === 'volume') {
     hint = 'a market without volume (FX quotes) needs a volume column of 0s';
   }

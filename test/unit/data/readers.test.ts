@@ -118,6 +118,78 @@ describe('CSV validation names file, row and rule', () => {
     );
   });
 
+  it("reads Yahoo's null cells as missing values and reports a row's leftmost bad cell", async () => {
+    // Yahoo Finance writes a day without data as `null` in every cell but the date.
+    const yahoo = withRow('yahoo-null.csv', 2, '2024-03-01T10:01:00Z,null,null,null,null,null');
+    const err = await loadError(yahoo);
+    expect(err.rule).toBe('missing value');
+    expect(err.message).toContain('data row 2 (line 3): missing value (open=null)');
+    for (const marker of ['NA', 'N/A', 'None', '#N/A']) {
+      const path = withRow(
+        `marker-${marker.replace('/', '')}.csv`,
+        3,
+        `2024-03-01T10:02:00Z,102,103.5,101.5,102.5,${marker}`,
+      );
+      expect((await loadError(path)).message).toContain(`missing value (volume=${marker})`);
+    }
+    const two = withRow('two-bad.csv', 2, '2024-03-01T10:01:00Z,101,102.5,abc,101.5,lots');
+    expect((await loadError(two)).message).toContain('wrong type (low="abc" is not a number)');
+    const comma = withRow('comma.csv', 2, '2024-03-01T10:01:00Z,"101,25",102.5,100.5,101.5,20');
+    expect((await loadError(comma)).message).toContain(
+      'open="101,25" is not a number (a decimal comma or a thousands separator: write 1234.5)',
+    );
+  });
+
+  it('says a newest-first file must be reversed, without offering to drop its rows', async () => {
+    const path = csvFile('newest-first.csv', [HEADER, ...goodRows().reverse()]);
+    const err = await loadError(path);
+    expect(err.message).toContain(
+      'data row 2 (line 3): timestamp before previous row (2024-03-01T10:03:00.000Z < 2024-03-01T10:04:00.000Z; rows must be in time order (the file runs newest first: reverse its data rows, oldest first))',
+    );
+    await expect(loadSourcedBars(path)).rejects.toThrow(/oldest first\)\)$/);
+    // One row out of order in a file that runs forward: no such advice, and --drop-invalid is offered.
+    const rows = goodRows();
+    [rows[1], rows[2]] = [rows[2], rows[1]];
+    const swapped = csvFile('swapped.csv', [HEADER, ...rows]);
+    expect((await loadError(swapped)).message).not.toContain('newest first');
+    await expect(loadSourcedBars(swapped)).rejects.toThrow(/--drop-invalid drops such rows/);
+  });
+
+  it('names the fix when the header is missing or names the time column otherwise', async () => {
+    const rows = goodRows().map((r) =>
+      r.replace(/^2024-03-01T10:0(\d):00Z/, (_, m) => String(Date.UTC(2024, 2, 1, 10, +m))),
+    );
+    // Binance's kline files: no header line.
+    const bare = csvFile('no-header.csv', rows);
+    expect((await loadError(bare)).message).toContain(
+      'missing column "timestamp" (the first line holds numbers, not column names: add a header line naming the columns (timestamp,open,high,low,close,volume, in the file\'s order)',
+    );
+    const binance = csvFile('open-time.csv', [
+      'Open Time,Open,High,Low,Close,Volume,Close Time',
+      ...rows.map((r) => `${r},0`),
+    ]);
+    expect((await loadError(binance)).message).toContain(
+      'missing column "timestamp" (rename the column of each bar\'s start time ("Open Time" or "Close Time") to "timestamp"',
+    );
+    // pandas writes an unnamed DatetimeIndex as __index_level_0__.
+    const pq = join(dir, 'unnamed-index.parquet');
+    const t0 = Date.UTC(2024, 0, 1);
+    parquetWriteFile({
+      filename: pq,
+      columnData: [
+        { name: 'open', data: [1, 1], type: 'DOUBLE' },
+        { name: 'high', data: [2, 2], type: 'DOUBLE' },
+        { name: 'low', data: [0.5, 0.5], type: 'DOUBLE' },
+        { name: 'close', data: [1, 1], type: 'DOUBLE' },
+        { name: 'volume', data: [1, 1], type: 'DOUBLE' },
+        { name: '__index_level_0__', data: [t0, t0 + 60_000], type: 'TIMESTAMP' },
+      ],
+    });
+    expect((await loadError(pq)).message).toContain(
+      `missing column "timestamp" (__index_level_0__ is pandas' unnamed index: name it before writing (df.index.name = "timestamp")`,
+    );
+  });
+
   it('empty file and header-only file', async () => {
     const empty = join(dir, 'empty.csv');
     writeFileSync(empty, '');
