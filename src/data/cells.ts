@@ -151,6 +151,7 @@ export function timestampScale(first: number): number {
 
 const ISO_START = /^\d{4}-\d{2}-\d{2}/;
 const HAS_ZONE = /(?:[zZ]|[+-]\d{2}(?::?\d{2})?)$/;
+const HOURS_OFFSET = /T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?[+-]\d{2}$/;
 
 /** Digits s[i..i+len) as a number, or -1 if any is not a digit. */
 function digits(s: string, i: number, len: number): number {
@@ -205,6 +206,8 @@ export function parseIsoMs(s: string): number {
     return Number.NaN;
   let iso = s.length > 10 && s[10] === ' ' ? `${s.slice(0, 10)}T${s.slice(11)}` : s;
   if (iso.length > 10 && !HAS_ZONE.test(iso)) iso += 'Z';
+  // An offset of hours alone (`+00`, PostgreSQL's timestamptz text) is ISO-8601; Date.parse wants minutes.
+  else if (HOURS_OFFSET.test(iso)) iso += ':00';
   return Date.parse(iso);
 }
 
@@ -248,7 +251,7 @@ export function parseTimestampCell(raw: unknown, state: { scale: number; last: C
         ? { rule: 'missing value', detail: 'timestamp is empty' }
         : {
             rule: 'wrong type',
-            detail: `timestamp=${JSON.stringify(raw)} is neither ISO-8601 nor an epoch number`,
+            detail: `timestamp=${JSON.stringify(raw)} is neither ISO-8601 (2024-03-01T10:00:00Z, 2024-03-01 10:00:00-05:00, 2024-03-01) nor an epoch number`,
           };
     return Number.NaN;
   }

@@ -278,6 +278,16 @@ describe('CSV reading', () => {
     expect(Array.from(iso.bars.timestamp)).toEqual(expected);
   });
 
+  it("reads an offset of hours alone (PostgreSQL's timestamptz text, 2024-03-01 10:00:00+00)", () => {
+    expect(parseIsoMs('2024-03-01 10:00:00+00')).toBe(Date.UTC(2024, 2, 1, 10));
+    expect(parseIsoMs('2024-03-01 05:00:00.250-05')).toBe(Date.UTC(2024, 2, 1, 10, 0, 0, 250));
+    expect(parseIsoMs('2024-03-01T15:30+05')).toBe(Date.UTC(2024, 2, 1, 10, 30));
+    // Minutes with or without a colon were read before; a bare date keeps its meaning.
+    expect(parseIsoMs('2024-03-01T10:00:00+0000')).toBe(Date.UTC(2024, 2, 1, 10));
+    expect(parseIsoMs('2024-03-01T10:00:00-05:00')).toBe(Date.UTC(2024, 2, 1, 15));
+    expect(parseIsoMs('2024-03-01')).toBe(Date.UTC(2024, 2, 1));
+  });
+
   it('rejects a day past the end of its month instead of rolling it into the next month', () => {
     for (const t of [
       '2023-02-29',
