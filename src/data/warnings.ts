@@ -84,7 +84,7 @@ export function dataWarnings(bars: Bars, splits: Splits | null, cfg: Pick<Config
   if (jumps > 0) {
     out.push(
       `${jumps} close(s) more than ${JUMP_FACTOR}x away from the previous one (first at ${iso(ts[firstJump])}): ` +
-        'an unadjusted split or a bad tick?',
+        'an unadjusted split (adjust the prices before it) or a bad tick (fix the row)?',
     );
   }
 

@@ -119,7 +119,7 @@ describe('data check on degenerate data', () => {
       ),
     );
     expect(w[2]).toMatch(
-      /3 close\(s\) more than 1.8x away from the previous one \(first at .*\): an unadjusted split/,
+      /3 close\(s\) more than 1.8x away from the previous one \(first at .*\): an unadjusted split \(adjust the prices before it\) or a bad tick \(fix the row\)\?$/,
     );
 
     const short = join(dir, 'short.csv');
