@@ -97,6 +97,12 @@ export function findColumns(header: string[]): {
       hint = `${aliases.join(' and ')} are separate columns: join them into one "timestamp" column of instants`;
     else if (lower.includes(PANDAS_INDEX))
       hint = `${PANDAS_INDEX} is pandas' unnamed index: name it before writing (df.index.name = "timestamp"), or write df.reset_index(names="timestamp")`;
+    else if (lower[0] === 'price')
+      hint =
+        'yfinance\'s header of 3 lines (Price, Ticker, Date): download with multi_level_index=False, or write df.droplevel("Ticker", axis=1)';
+    else if (lower[0] === '')
+      hint =
+        'the first column has no name (pandas writes an unnamed index so): name it "timestamp" (df.index.name = "timestamp" before writing)';
     else if (timeLike.length > 0)
       hint = `rename the column of each bar's start time (${timeLike.map((h) => `"${h.trim()}"`).join(' or ')}) to "timestamp"`;
     else hint = `the time column may also be called ${TIMESTAMP_ALIASES.join(', ')}`;

@@ -171,6 +171,20 @@ describe('CSV validation names file, row and rule', () => {
     expect((await loadError(binance)).message).toContain(
       'missing column "timestamp" (rename the column of each bar\'s start time ("Open Time" or "Close Time") to "timestamp"',
     );
+    // pandas' to_csv of an unnamed DatetimeIndex, and yfinance's multi-level columns.
+    const unnamed = csvFile('unnamed.csv', [',open,high,low,close,volume', ...goodRows()]);
+    expect((await loadError(unnamed)).message).toContain(
+      'missing column "timestamp" (the first column has no name (pandas writes an unnamed index so): name it "timestamp"',
+    );
+    const yf = csvFile('yfinance.csv', [
+      'Price,Close,High,Low,Open,Volume',
+      'Ticker,AAPL,AAPL,AAPL,AAPL,AAPL',
+      'Date,,,,,',
+      '2024-03-01,100.5,101.5,99.5,100,10',
+    ]);
+    expect((await loadError(yf)).message).toContain(
+      'missing column "timestamp" (yfinance\'s header of 3 lines (Price, Ticker, Date): download with multi_level_index=False, or write df.droplevel("Ticker", axis=1); found: Price',
+    );
     // pandas writes an unnamed DatetimeIndex as __index_level_0__.
     const pq = join(dir, 'unnamed-index.parquet');
     const t0 = Date.UTC(2024, 0, 1);
