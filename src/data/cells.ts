@@ -78,7 +78,11 @@ export function parseNumberCell(raw: unknown, column: string, problem: { last: C
       problem.last ??= {
         rule: 'wrong type',
         detail: `${column}=${JSON.stringify(raw)} is not a number${
-          /^-?\d[\d.]*,\d+$/.test(t) ? ' (a decimal comma or a thousands separator: write 1234.5)' : ''
+          /^-?\d[\d.]*,\d+$/.test(t)
+            ? ' (a decimal comma or a thousands separator: write 1234.5)'
+            : /^[-+]?[$€£¥]/.test(t)
+              ? ' (a currency sign: write the bare number)'
+              : ''
         }`,
       };
     else problem.last ??= { rule: 'infinite value', detail: `${column}=${t}` };

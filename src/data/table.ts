@@ -90,8 +90,17 @@ export function findColumns(header: string[]): {
   // exports have no header).
   const numeric = header.filter((h) => h.trim() !== '' && Number.isFinite(Number(h))).length;
   const timeLike = header.filter((h, i) => i !== index.timestamp && /time|date/i.test(h));
+  // Other names holding the missing one as a word: `Volume BTC`, `Close/Last`.
+  const similar = missing
+    ? header.filter((h) => new RegExp(`\\b${missing}\\b`, 'i').test(h) && h.trim().toLowerCase() !== missing)
+    : [];
   if (missing && numeric >= 2) {
     hint = `the first line holds numbers, not column names: add a header line naming the columns (${REQUIRED_COLUMNS.join(',')}, in the file's order)`;
+  } else if (missing && header.filter((h) => h.trim() !== '').length === 1) {
+    // A title or a URL above the header (CryptoDataDownload's files start with their address).
+    hint = 'the first line is one field, not the column names: delete the lines above the header';
+  } else if (missing !== 'timestamp' && similar.length > 0) {
+    hint = `rename the column to use (${similar.map((h) => `"${h.trim()}"`).join(' or ')}) to "${missing}"`;
   } else if (missing === 'timestamp') {
     if (aliases.length > 1)
       hint = `${aliases.join(' and ')} are separate columns: join them into one "timestamp" column of instants`;

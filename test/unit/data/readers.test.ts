@@ -171,6 +171,33 @@ describe('CSV validation names file, row and rule', () => {
     expect((await loadError(binance)).message).toContain(
       'missing column "timestamp" (rename the column of each bar\'s start time ("Open Time" or "Close Time") to "timestamp"',
     );
+    // CryptoDataDownload: a URL above the header, and volume in two currencies.
+    const titled = csvFile('titled.csv', ['https://www.CryptoDataDownload.com', HEADER, ...goodRows()]);
+    expect((await loadError(titled)).message).toContain(
+      'missing column "timestamp" (the first line is one field, not the column names: delete the lines above the header',
+    );
+    const twoVolumes = csvFile('two-volumes.csv', [
+      'timestamp,open,high,low,close,Volume BTC,Volume USDT',
+      ...goodRows().map((r) => `${r},1`),
+    ]);
+    expect((await loadError(twoVolumes)).message).toContain(
+      'missing column "volume" (rename the column to use ("Volume BTC" or "Volume USDT") to "volume"',
+    );
+    // Nasdaq.com: Close/Last, and dollar signs in the cells.
+    const nasdaq = csvFile('nasdaq.csv', [
+      'Date,Close/Last,Volume,Open,High,Low',
+      '2024-03-01,$100.5,10,$100,$101.5,$99.5',
+    ]);
+    expect((await loadError(nasdaq)).message).toContain(
+      'missing column "close" (rename the column to use ("Close/Last") to "close"',
+    );
+    const dollars = csvFile('dollars.csv', [
+      'Date,Close,Volume,Open,High,Low',
+      '2024-03-01,$100.5,10,$100,$101.5,$99.5',
+    ]);
+    expect((await loadError(dollars)).message).toContain(
+      'open="$100" is not a number (a currency sign: write the bare number)',
+    );
     // pandas' to_csv of an unnamed DatetimeIndex, and yfinance's multi-level columns.
     const unnamed = csvFile('unnamed.csv', [',open,high,low,close,volume', ...goodRows()]);
     expect((await loadError(unnamed)).message).toContain(
