@@ -1,8 +1,8 @@
 /**
  * What `data check` warns about (exit 0): valid data that trains poorly or not at all, or bars
- * wider than the barriers (daily or hourly bars at the minute-bar defaults). Every
- * feature stays finite on such data (docs/DATA.md, "Degenerate data"); the warnings say where
- * the features carry no information or the splits cannot measure anything.
+ * wider than the barriers (daily or hourly bars at the minute-bar defaults). Every feature stays
+ * finite on such data (docs/DATA.md, "Degenerate data"); the warnings say where the features
+ * carry no information, the barriers close every position, or the splits cannot measure anything.
  */
 import type { Config } from '../config.js';
 import type { Bars, Splits } from './types.js';

@@ -98,9 +98,9 @@ export function tradesOf(trace: EquityTrace): Trade[] {
  * UTC Saturday: crypto, or the synthetic market) and 252 trading days otherwise. Saturday, not the
  * weekend: a 24/5 market opens on Sunday evening UTC, and daily FX bars stamped at the New York
  * close (22:00 UTC, Sunday to Thursday, as Oanda writes them) put a fifth of the bars on a Sunday,
- * but nothing that trades five days a week has a bar on a UTC Saturday. Intraday data (median spacing under 20 h) ->
- * those days * median bars per UTC day; daily-like spacing (under 4 days) -> those days; coarser ->
- * 365.25 days / spacing.
+ * but nothing that trades five days a week has a bar on a UTC Saturday. Intraday data (median
+ * spacing under 20 h) -> those days * median bars per UTC day; daily-like spacing (under 4 days)
+ * -> those days; coarser -> 365.25 days / spacing.
  */
 export function inferBarsPerYear(timestamp: Float64Array): number {
   const n = timestamp.length;
