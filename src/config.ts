@@ -574,7 +574,7 @@ export function validateConfig(c: Config): Config {
   check(
     c.train.algo !== 'ppo' || p.minibatch <= r.episodes * r.steps,
     'ppo.minibatch',
-    'must not exceed rollout.episodes * rollout.steps',
+    `must not exceed rollout.episodes * rollout.steps (${p.minibatch} > ${r.episodes} * ${r.steps}): lower --ppo.minibatch or raise the rollout`,
   );
   check(p.lr > 0, 'ppo.lr', 'must be > 0');
   check(p.maxGradNorm > 0, 'ppo.maxGradNorm', 'must be > 0');

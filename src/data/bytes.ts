@@ -18,8 +18,18 @@ export function formatOf(file: string): DataFormat {
   const ext = dot > 0 ? base.slice(dot).toLowerCase() : '';
   if (ext === '.csv') return 'csv';
   if (ext === '.parquet' || ext === '.pq') return 'parquet';
-  throw new DataError(file, 'file', 'unknown format', `extension "${ext}"; use .csv or .parquet`);
+  const fix = COMPRESSED.has(ext)
+    ? 'a compressed file: extract the .csv or .parquet inside first'
+    : DELIMITED.has(ext)
+      ? 'delimited text reads as CSV (comma, semicolon or tab): rename it to .csv'
+      : 'use .csv or .parquet';
+  throw new DataError(file, 'file', 'unknown format', `extension "${ext}"; ${fix}`);
 }
+
+/** Archives a market file often comes in (Binance's klines are zipped CSV). */
+const COMPRESSED = new Set(['.zip', '.gz', '.bz2', '.xz', '.zst', '.7z', '.tgz']);
+/** Delimited text under another name. */
+const DELIMITED = new Set(['.tsv', '.txt', '.tab', '.dat']);
 
 /** Parses and validates `bytes` named `file` (its extension picks the reader); throws DataError. */
 export async function barsFromBytes(file: string, bytes: Uint8Array): Promise<{ bars: Bars; rows: number }> {

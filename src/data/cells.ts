@@ -45,11 +45,20 @@ function parsePlainDecimal(s: string): number {
   return negative ? -x : x;
 }
 
-/** A number cell: finite, not blank. Returns NaN and fills `problem` when rejected. */
+/**
+ * Text that exports write for a missing number: Yahoo Finance writes `null` for every cell of a
+ * day without data, R `NA`, Python `None`. Such a cell is a `missing value`, not a `wrong type`.
+ */
+const MISSING_MARKERS = new Set(['null', 'na', 'n/a', 'none', '#n/a', '-']);
+
+/**
+ * A number cell: finite, not blank. Returns NaN when rejected and fills `problem.last` unless it
+ * already holds a problem: a row's first rejected cell (the leftmost) is the one reported.
+ */
 export function parseNumberCell(raw: unknown, column: string, problem: { last: CellProblem | null }): number {
   if (typeof raw === 'number') {
     if (Number.isFinite(raw)) return raw;
-    problem.last = Number.isNaN(raw)
+    problem.last ??= Number.isNaN(raw)
       ? { rule: 'NaN value', detail: `${column}=NaN` }
       : { rule: 'infinite value', detail: `${column}=${raw}` };
     return Number.NaN;
@@ -61,18 +70,29 @@ export function parseNumberCell(raw: unknown, column: string, problem: { last: C
     const x = Number(raw);
     if (Number.isFinite(x) && (x !== 0 || raw.trim() !== '')) return x;
     const t = raw.trim();
-    if (t === '') problem.last = { rule: 'missing value', detail: `${column} is empty` };
-    else if (t.toLowerCase() === 'nan') problem.last = { rule: 'NaN value', detail: `${column}=${t}` };
+    const lower = t.toLowerCase();
+    if (t === '') problem.last ??= { rule: 'missing value', detail: `${column} is empty` };
+    else if (MISSING_MARKERS.has(lower)) problem.last ??= { rule: 'missing value', detail: `${column}=${t}` };
+    else if (lower === 'nan') problem.last ??= { rule: 'NaN value', detail: `${column}=${t}` };
     else if (Number.isNaN(x))
-      problem.last = { rule: 'wrong type', detail: `${column}=${JSON.stringify(raw)} is not a number` };
-    else problem.last = { rule: 'infinite value', detail: `${column}=${t}` };
+      problem.last ??= {
+        rule: 'wrong type',
+        detail: `${column}=${JSON.stringify(raw)} is not a number${
+          /^-?\d[\d.]*,\d+$/.test(t)
+            ? ' (a decimal comma or a thousands separator: write 1234.5)'
+            : /^[-+]?[$€£¥]/.test(t)
+              ? ' (a currency sign: write the bare number)'
+              : ''
+        }`,
+      };
+    else problem.last ??= { rule: 'infinite value', detail: `${column}=${t}` };
     return Number.NaN;
   }
   if (raw === null || raw === undefined) {
-    problem.last = { rule: 'missing value', detail: `${column} is null` };
+    problem.last ??= { rule: 'missing value', detail: `${column} is null` };
     return Number.NaN;
   }
-  problem.last = {
+  problem.last ??= {
     rule: 'wrong type',
     detail: `${column}=${JSON.stringify(String(raw))} (${typeof raw}) is not a number`,
   };
@@ -135,6 +155,7 @@ export function timestampScale(first: number): number {
 
 const ISO_START = /^\d{4}-\d{2}-\d{2}/;
 const HAS_ZONE = /(?:[zZ]|[+-]\d{2}(?::?\d{2})?)$/;
+const HOURS_OFFSET = /T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?[+-]\d{2}$/;
 
 /** Digits s[i..i+len) as a number, or -1 if any is not a digit. */
 function digits(s: string, i: number, len: number): number {
@@ -189,6 +210,8 @@ export function parseIsoMs(s: string): number {
     return Number.NaN;
   let iso = s.length > 10 && s[10] === ' ' ? `${s.slice(0, 10)}T${s.slice(11)}` : s;
   if (iso.length > 10 && !HAS_ZONE.test(iso)) iso += 'Z';
+  // An offset of hours alone (`+00`, PostgreSQL's timestamptz text) is ISO-8601; Date.parse wants minutes.
+  else if (HOURS_OFFSET.test(iso)) iso += ':00';
   return Date.parse(iso);
 }
 
@@ -232,7 +255,7 @@ export function parseTimestampCell(raw: unknown, state: { scale: number; last: C
         ? { rule: 'missing value', detail: 'timestamp is empty' }
         : {
             rule: 'wrong type',
-            detail: `timestamp=${JSON.stringify(raw)} is neither ISO-8601 nor an epoch number`,
+            detail: `timestamp=${JSON.stringify(raw)} is neither ISO-8601 (2024-03-01T10:00:00Z, 2024-03-01 10:00:00-05:00, 2024-03-01) nor an epoch number`,
           };
     return Number.NaN;
   }

@@ -54,6 +54,9 @@ export class Column {
  */
 export const TIMESTAMP_ALIASES = ['datetime', 'date', 'time'] as const;
 
+/** The column pandas' `to_parquet` writes for an index without a name. */
+const PANDAS_INDEX = '__index_level_0__';
+
 /**
  * Maps a header (list of names) to the indices of the columns foxhunt reads. Names match
  * case-insensitively after trimming; extra columns are ignored; the time column is `timestamp`,
@@ -83,11 +86,35 @@ export function findColumns(header: string[]): {
   };
   let missing: string | null = REQUIRED_COLUMNS.find((c) => index[c] < 0) ?? null;
   let hint: string | null = null;
-  if (missing === 'timestamp') {
-    hint =
-      aliases.length > 1
-        ? `${aliases.join(' and ')} are separate columns: join them into one "timestamp" column of instants`
-        : `the time column may also be called ${TIMESTAMP_ALIASES.join(', ')}`;
+  // Names that are numbers: the file's first line is a bar (Binance's kline files, MetaTrader's
+  // exports have no header).
+  const numeric = header.filter((h) => h.trim() !== '' && Number.isFinite(Number(h))).length;
+  const timeLike = header.filter((h, i) => i !== index.timestamp && /time|date/i.test(h));
+  // Other names holding the missing one as a word: `Volume BTC`, `Close/Last`.
+  const similar = missing
+    ? header.filter((h) => new RegExp(`\\b${missing}\\b`, 'i').test(h) && h.trim().toLowerCase() !== missing)
+    : [];
+  if (missing && numeric >= 2) {
+    hint = `the first line holds numbers, not column names: add a header line naming the columns (${REQUIRED_COLUMNS.join(',')}, in the file's order)`;
+  } else if (missing && header.filter((h) => h.trim() !== '').length === 1) {
+    // A title or a URL above the header (CryptoDataDownload's files start with their address).
+    hint = 'the first line is one field, not the column names: delete the lines above the header';
+  } else if (missing !== 'timestamp' && similar.length > 0) {
+    hint = `rename the column to use (${similar.map((h) => `"${h.trim()}"`).join(' or ')}) to "${missing}"`;
+  } else if (missing === 'timestamp') {
+    if (aliases.length > 1)
+      hint = `${aliases.join(' and ')} are separate columns: join them into one "timestamp" column of instants`;
+    else if (lower.includes(PANDAS_INDEX))
+      hint = `${PANDAS_INDEX} is pandas' unnamed index: name it before writing (df.index.name = "timestamp"), or write df.reset_index(names="timestamp")`;
+    else if (lower[0] === 'price')
+      hint =
+        'yfinance\'s header of 3 lines (Price, Ticker, Date): download with multi_level_index=False, or write df.droplevel("Ticker", axis=1)';
+    else if (lower[0] === '')
+      hint =
+        'the first column has no name (pandas writes an unnamed index so): name it "timestamp" (df.index.name = "timestamp" before writing)';
+    else if (timeLike.length > 0)
+      hint = `rename the column of each bar's start time (${timeLike.map((h) => `"${h.trim()}"`).join(' or ')}) to "timestamp"`;
+    else hint = `the time column may also be called ${TIMESTAMP_ALIASES.join(', ')}`;
   } else if (missing === 'volume') {
     hint = 'a market without volume (FX quotes) needs a volume column of 0s';
   }

@@ -40,6 +40,21 @@ const outOfRange = (x: number) => x < MIN_PRICE || x > MAX_PRICE;
 /** The spread of a quote in bps of its mid. */
 const quotedSpreadBps = (bid: number, ask: number) => ((ask - bid) / ((ask + bid) / 2)) * 1e4;
 
+/** What a file that lists its newest bar first is told (dropping rows would keep one bar). */
+export const NEWEST_FIRST = 'the file runs newest first: reverse its data rows, oldest first';
+
+/**
+ * Whether the file's last row is older than its first: an export that lists the newest bar first
+ * (Alpha Vantage, Investing.com, Nasdaq.com), which every later row then breaks.
+ */
+function newestFirst(t: RawTable): boolean {
+  let first = Number.NaN;
+  let last = Number.NaN;
+  for (let r = 0; r < t.n && Number.isNaN(first); r++) first = t.timestamp[r];
+  for (let r = t.n - 1; r >= 0 && Number.isNaN(last); r--) last = t.timestamp[r];
+  return last < first;
+}
+
 /** The first rule that row `r` breaks, as [rule, detail], or null when the row is valid. */
 function rowProblem(t: RawTable, r: number, lastTs: number): [string, string] | null {
   const cell = t.problems.get(r);
@@ -86,7 +101,9 @@ function rowProblem(t: RawTable, r: number, lastTs: number): [string, string] | 
   if (ts < lastTs)
     return [
       'timestamp before previous row',
-      `${new Date(ts).toISOString()} < ${new Date(lastTs).toISOString()}; rows must be in time order`,
+      `${new Date(ts).toISOString()} < ${new Date(lastTs).toISOString()}; rows must be in time order${
+        newestFirst(t) ? ` (${NEWEST_FIRST})` : ''
+      }`,
     ];
   return null;
 }

@@ -1,7 +1,8 @@
 /**
- * What `data check` warns about (exit 0): valid data that trains poorly or not at all. Every
- * feature stays finite on such data (docs/DATA.md, "Degenerate data"); the warnings say where
- * the features carry no information or the splits cannot measure anything.
+ * What `data check` warns about (exit 0): valid data that trains poorly or not at all, or bars
+ * wider than the barriers (daily or hourly bars at the minute-bar defaults). Every feature stays
+ * finite on such data (docs/DATA.md, "Degenerate data"); the warnings say where the features
+ * carry no information, the barriers close every position, or the splits cannot measure anything.
  */
 import type { Config } from '../config.js';
 import type { Bars, Splits } from './types.js';
@@ -16,6 +17,20 @@ export const FLAT_STRETCH_BARS = 20;
 export const JUMP_FACTOR = 1.8;
 
 const iso = (ms: number) => new Date(ms).toISOString();
+
+/** The median over bars of (high - low) / close, in bps: how far a typical bar moves. */
+export function medianRangeBps(bars: Bars): number {
+  const r = new Float64Array(bars.n);
+  for (let t = 0; t < bars.n; t++) r[t] = ((bars.high[t] - bars.low[t]) / bars.close[t]) * 1e4;
+  r.sort();
+  return r[bars.n >> 1];
+}
+
+/** `x` rounded to two significant digits (820, 1400): a suggestion, not a measurement. */
+const roundTo2 = (x: number) => {
+  const p = 10 ** Math.max(0, Math.floor(Math.log10(x)) - 1);
+  return Math.round(x / p) * p;
+};
 
 /** One line per problem found; `splits` is null when the data is too short to split at all. */
 export function dataWarnings(bars: Bars, splits: Splits | null, cfg: Pick<Config, 'env'>): string[] {
@@ -69,7 +84,18 @@ export function dataWarnings(bars: Bars, splits: Splits | null, cfg: Pick<Config
   if (jumps > 0) {
     out.push(
       `${jumps} close(s) more than ${JUMP_FACTOR}x away from the previous one (first at ${iso(ts[firstJump])}): ` +
-        'an unadjusted split or a bad tick?',
+        'an unadjusted split (adjust the prices before it) or a bad tick (fix the row)?',
+    );
+  }
+
+  const range = medianRangeBps(bars);
+  if (range > cfg.env.stopLossBps) {
+    const stop = roundTo2(3 * range);
+    const profit = roundTo2((stop * cfg.env.profitTargetBps) / cfg.env.stopLossBps);
+    out.push(
+      `the median bar spans ${Math.round(range)} bps from low to high, more than env.stopLossBps (${cfg.env.stopLossBps}): ` +
+        `most positions close at a barrier within a bar or two, buy-and-hold's too (it re-buys the bar after); ` +
+        `for bars this wide set barriers a few bars wide, e.g. --env.stopLossBps ${stop} --env.profitTargetBps ${profit}`,
     );
   }
 

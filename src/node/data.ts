@@ -1,10 +1,32 @@
 /** Market bars from a file, for the CLI: the Node side of prepareData (src/train/run.ts). */
 import { DataError } from '../data/errors.js';
 import { type LoadOptions, loadBars, repairLine } from '../data/load.js';
+import { NEWEST_FIRST } from '../data/validate.js';
 import type { SourcedBars } from '../train/run.js';
 
 /** Bars from a file and, when repairs were asked for, the one line of what they changed. */
 export type LoadedBars = SourcedBars & { repairs: string | null };
+
+/**
+ * loadBars, with a row's broken rule (not a file-wide problem) saying how to go on without the row:
+ * `--drop-invalid` (the CLI's data commands, train, backtest and report all take it).
+ */
+export async function loadBarsWithHint(file: string, opts: LoadOptions): ReturnType<typeof loadBars> {
+  try {
+    return await loadBars(file, opts);
+  } catch (err) {
+    if (
+      err instanceof DataError &&
+      /\brow \d/.test(err.where) &&
+      err.rule !== 'malformed quotes' &&
+      err.rule !== 'row too long' &&
+      !err.detail.includes(NEWEST_FIRST) &&
+      !opts.dropInvalid
+    )
+      err.message += '; --drop-invalid drops such rows (foxhunt data check FILE --drop-invalid counts them)';
+    throw err;
+  }
+}
 
 /**
  * Reads and validates `file` (CSV or Parquet), repaired as `opts` asks (--drop-invalid,
@@ -16,22 +38,7 @@ export async function loadSourcedBars(
   opts: LoadOptions = {},
 ): Promise<LoadedBars | undefined> {
   if (file === undefined) return undefined;
-  let loaded: Awaited<ReturnType<typeof loadBars>>;
-  try {
-    loaded = await loadBars(file, opts);
-  } catch (err) {
-    // A row that breaks a rule (not a file-wide problem): say how to train without it.
-    if (
-      err instanceof DataError &&
-      /\brow \d/.test(err.where) &&
-      err.rule !== 'malformed quotes' &&
-      err.rule !== 'row too long' &&
-      !opts.dropInvalid
-    )
-      err.message += '; --drop-invalid drops such rows (foxhunt data check FILE --drop-invalid counts them)';
-    throw err;
-  }
-  const { bars, report } = loaded;
+  const { bars, report } = await loadBarsWithHint(file, opts);
   const flags = [opts.dropInvalid ? '--drop-invalid' : '', opts.fillGaps ? '--fill-gaps' : ''].filter(
     Boolean,
   );

@@ -9,15 +9,17 @@
  * Dawn's requestAdapter probes synchronously, before it returns its promise, so the swap spans
  * one synchronous call and no JS output can fall inside it. It needs /proc/self/fd (Linux) to
  * reopen the original stderr; elsewhere, or when anything fails before the swap, the call runs
- * unchanged. This file imports nothing from Node (the browser bundle includes gpu.ts): the
- * caller passes node:fs.
+ * unchanged. So it does when stderr is a regular file: reopening makes a new open file (appending)
+ * where the old one may be shared with stdout (`> run.log 2>&1`), whose writes at its own offset
+ * would then overwrite every later stderr line. This file imports nothing from Node (the browser
+ * bundle includes gpu.ts): the caller passes node:fs.
  */
 
 /** The node:fs calls the swap needs. */
 export interface FdApi {
   openSync(path: string, flags: string): number;
   closeSync(fd: number): void;
-  fstatSync(fd: number): unknown;
+  fstatSync(fd: number): { isFile(): boolean };
 }
 
 /** Runs `call` with descriptor 2 appending to `path`, then puts the original stderr back. */
@@ -27,6 +29,7 @@ export function withStderrTo<T>(fs: FdApi, path: string, call: () => T): T {
     // The swap relies on 2 being the lowest free descriptor once closed.
     fs.fstatSync(0);
     fs.fstatSync(1);
+    if (fs.fstatSync(2).isFile()) return call();
     saved = fs.openSync('/proc/self/fd/2', 'a');
   } catch {
     return call();

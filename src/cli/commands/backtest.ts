@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { allBars, SplitError } from '../../data/splits.js';
 import type { SplitRange } from '../../data/types.js';
 import { backtest, baselines } from '../../eval/backtest.js';
-import { loadSourcedBars, repairOptions } from '../../node/data.js';
+import { loadSourcedBars, repairOptions, sourceFile } from '../../node/data.js';
 import { NodeStorage } from '../../node/storage.js';
 import { checkpointPolicy } from '../../train/dqn_checkpoint.js';
 import { metricsTable } from '../../train/report.js';
@@ -75,8 +75,10 @@ export const backtestCommand: Command = {
       const cfg = state.config;
       const dataFile = values.data as string | undefined;
       if (dataFile === undefined && state.data.source !== 'synthetic') {
+        const { file, opts } = sourceFile(state.data.source);
+        const flags = `${opts.dropInvalid ? ' --drop-invalid' : ''}${opts.fillGaps ? ' --fill-gaps' : ''}`;
         throw new UserError(
-          `the checkpoint trained on ${state.data.source}: pass it (or other bars) with --data`,
+          `the checkpoint trained on ${state.data.source}: pass --data ${file}${flags} (or other bars with --data)`,
         );
       }
       const bars = await loadSourcedBars(dataFile, repair.opts);

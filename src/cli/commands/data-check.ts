@@ -15,8 +15,8 @@ const usage = `usage: foxhunt data check FILE [--fill-gaps] [--drop-invalid] [--
 Validates FILE (.csv or .parquet: timestamp, open, high, low, close, volume, optional spread
 in bps or bid and ask) and prints rows, span, intervals, gaps, prices, volume and the
 train/val/test splits, then a "warning" line for each problem that does not stop training
-(all-zero volume, flat stretches, 10x jumps, splits too small to validate on). Exits 1 with
-the first broken rule (file, row, rule).
+(all-zero volume, flat stretches, 10x jumps, bars wider than the barriers, splits too small to
+validate on). Exits 1 with the first broken rule (file, row, rule).
 
   --fill-gaps     insert flat zero-volume bars for missing bars at the modal interval
   --drop-invalid  drop rows that break a rule instead of failing (reports how many)

@@ -5,7 +5,8 @@
 import { readFile } from 'node:fs/promises';
 import { type Config, loadConfig } from '../../config.js';
 import { DataError } from '../../data/errors.js';
-import { type LoadOptions, type LoadReport, loadBars } from '../../data/load.js';
+import type { LoadOptions, LoadReport } from '../../data/load.js';
+import { loadBarsWithHint } from '../../node/data.js';
 
 export { repairLine } from '../../data/load.js';
 
@@ -24,13 +25,13 @@ export async function configFrom(path: string | undefined): Promise<Config> {
   return loadConfig({ text, path });
 }
 
-/** loadBars with data errors as UserErrors (one line: file, row, rule). */
+/** loadBars with data errors as UserErrors (one line: file, row, rule, and the --drop-invalid hint). */
 export async function loadForCli(
   file: string,
   opts: LoadOptions,
 ): Promise<{ bars: Bars; report: LoadReport }> {
   try {
-    return await loadBars(file, opts);
+    return await loadBarsWithHint(file, opts);
   } catch (err) {
     if (err instanceof DataError) throw new UserError(err.message);
     throw err;

@@ -47,7 +47,9 @@ describe('foxhunt data', () => {
     );
     const r = await cli('data', 'check', bad);
     expect(r.code).toBe(1);
-    expect(r.err).toBe(`foxhunt data check: ${bad}: data row 2 (line 3): volume < 0 (volume=-3)`);
+    expect(r.err).toBe(
+      `foxhunt data check: ${bad}: data row 2 (line 3): volume < 0 (volume=-3); --drop-invalid drops such rows (foxhunt data check FILE --drop-invalid counts them)`,
+    );
     const dropped = await cli('data', 'check', bad, '--drop-invalid');
     expect(dropped.code).toBe(0);
     expect(dropped.out).toContain('dropped 1 invalid row(s)');

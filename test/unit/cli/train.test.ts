@@ -190,6 +190,11 @@ describe('foxhunt train / backtest --drop-invalid, --fill-gaps', () => {
     expect(filled.err).toMatch(/gaps\.csv \(--fill-gaps\): filled 3 missing bar\(s\) in 1 gap\(s\)/);
 
     // backtest reads the file the same way, or says how to.
+    const bare = await cli(['backtest', '--checkpoint', join(root, 'dup')]);
+    expect(bare.code).toBe(1);
+    expect(bare.err).toBe(
+      `foxhunt backtest: the checkpoint trained on ${dup} (--drop-invalid): pass --data ${dup} --drop-invalid (or other bars with --data)`,
+    );
     const bt = await cli(['backtest', '--checkpoint', join(root, 'dup'), '--data', dup]);
     expect(bt.code).toBe(1);
     expect(bt.err).toMatch(/duplicate timestamp .*--drop-invalid/);

@@ -30,4 +30,16 @@ describe('barsFromBytes', () => {
     await expect(barsFromBytes(path, new Uint8Array(readFileSync(path)))).rejects.toThrow(cli as string);
     await expect(barsFromBytes('bars.txt', new Uint8Array(1))).rejects.toThrow(/unknown format/);
   });
+
+  it('says how to read an archive or delimited text under another extension', async () => {
+    await expect(barsFromBytes('BTCUSDT-1h-2024-01.zip', new Uint8Array(1))).rejects.toThrow(
+      'BTCUSDT-1h-2024-01.zip: file: unknown format (extension ".zip"; a compressed file: extract the .csv or .parquet inside first)',
+    );
+    await expect(barsFromBytes('bars.tsv', new Uint8Array(1))).rejects.toThrow(
+      'bars.tsv: file: unknown format (extension ".tsv"; delimited text reads as CSV (comma, semicolon or tab): rename it to .csv)',
+    );
+    await expect(barsFromBytes('bars.xlsx', new Uint8Array(1))).rejects.toThrow(
+      'bars.xlsx: file: unknown format (extension ".xlsx"; use .csv or .parquet)',
+    );
+  });
 });

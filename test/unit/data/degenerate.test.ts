@@ -119,7 +119,7 @@ describe('data check on degenerate data', () => {
       ),
     );
     expect(w[2]).toMatch(
-      /3 close\(s\) more than 1.8x away from the previous one \(first at .*\): an unadjusted split/,
+      /3 close\(s\) more than 1.8x away from the previous one \(first at .*\): an unadjusted split \(adjust the prices before it\) or a bad tick \(fix the row\)\?$/,
     );
 
     const short = join(dir, 'short.csv');
@@ -134,5 +134,31 @@ describe('data check on degenerate data', () => {
     expect(warnings((await cli('data', 'check', none)).out)).toEqual([
       'warning   no train/val/test splits: the data is too short for the config (splits line)',
     ]);
+  });
+
+  it('warns when the median bar is wider than the stop-loss barrier, naming barriers to set', async () => {
+    // Bars 2% high to low (a daily stock): at the defaults (stop 30 bps) every position hits a barrier.
+    const b = generateSynthetic({ bars: 3000, seed: 5 });
+    const wide: Bars = { ...b, high: b.high.map((h) => h * 1.01), low: b.low.map((l) => l * 0.99) };
+    const file = join(dir, 'wide.csv');
+    await saveBars(file, wide);
+    const r = await cli('data', 'check', file);
+    expect(r.code).toBe(0);
+    const w = warnings(r.out).filter((l) => l.includes('env.stopLossBps'));
+    expect(w).toHaveLength(1);
+    expect(w[0]).toMatch(
+      /^warning {3}the median bar spans 2\d\d bps from low to high, more than env.stopLossBps \(30\): most positions close at a barrier within a bar or two, buy-and-hold's too .*--env.stopLossBps \d+ --env.profitTargetBps \d+$/,
+    );
+    // The suggestion is about three bar ranges, the profit target at the configured 5:3.
+    const [, range, stop, profit] = /spans (\d+) bps.*stopLossBps (\d+) --env.profitTargetBps (\d+)/
+      .exec(w[0])!
+      .map(Number);
+    expect(stop / (3 * range)).toBeCloseTo(1, 1);
+    expect(Math.abs(profit / stop - 5 / 3)).toBeLessThan(0.1);
+    // Following it silences the warning; so does train's flag (the same config).
+    const cfg = join(dir, 'wide.json');
+    writeFileSync(cfg, JSON.stringify({ env: { stopLossBps: stop, profitTargetBps: profit } }));
+    const fixed = await cli('data', 'check', file, '--config', cfg);
+    expect(warnings(fixed.out).filter((l) => l.includes('env.stopLossBps'))).toEqual([]);
   });
 });

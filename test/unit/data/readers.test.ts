@@ -118,6 +118,119 @@ describe('CSV validation names file, row and rule', () => {
     );
   });
 
+  it("reads Yahoo's null cells as missing values and reports a row's leftmost bad cell", async () => {
+    // Yahoo Finance writes a day without data as `null` in every cell but the date.
+    const yahoo = withRow('yahoo-null.csv', 2, '2024-03-01T10:01:00Z,null,null,null,null,null');
+    const err = await loadError(yahoo);
+    expect(err.rule).toBe('missing value');
+    expect(err.message).toContain('data row 2 (line 3): missing value (open=null)');
+    for (const marker of ['NA', 'N/A', 'None', '#N/A']) {
+      const path = withRow(
+        `marker-${marker.replace('/', '')}.csv`,
+        3,
+        `2024-03-01T10:02:00Z,102,103.5,101.5,102.5,${marker}`,
+      );
+      expect((await loadError(path)).message).toContain(`missing value (volume=${marker})`);
+    }
+    const two = withRow('two-bad.csv', 2, '2024-03-01T10:01:00Z,101,102.5,abc,101.5,lots');
+    expect((await loadError(two)).message).toContain('wrong type (low="abc" is not a number)');
+    const comma = withRow('comma.csv', 2, '2024-03-01T10:01:00Z,"101,25",102.5,100.5,101.5,20');
+    expect((await loadError(comma)).message).toContain(
+      'open="101,25" is not a number (a decimal comma or a thousands separator: write 1234.5)',
+    );
+  });
+
+  it('says a newest-first file must be reversed, without offering to drop its rows', async () => {
+    const path = csvFile('newest-first.csv', [HEADER, ...goodRows().reverse()]);
+    const err = await loadError(path);
+    expect(err.message).toContain(
+      'data row 2 (line 3): timestamp before previous row (2024-03-01T10:03:00.000Z < 2024-03-01T10:04:00.000Z; rows must be in time order (the file runs newest first: reverse its data rows, oldest first))',
+    );
+    await expect(loadSourcedBars(path)).rejects.toThrow(/oldest first\)\)$/);
+    // One row out of order in a file that runs forward: no such advice, and --drop-invalid is offered.
+    const rows = goodRows();
+    [rows[1], rows[2]] = [rows[2], rows[1]];
+    const swapped = csvFile('swapped.csv', [HEADER, ...rows]);
+    expect((await loadError(swapped)).message).not.toContain('newest first');
+    await expect(loadSourcedBars(swapped)).rejects.toThrow(/--drop-invalid drops such rows/);
+  });
+
+  it('names the fix when the header is missing or names the time column otherwise', async () => {
+    const rows = goodRows().map((r) =>
+      r.replace(/^2024-03-01T10:0(\d):00Z/, (_, m) => String(Date.UTC(2024, 2, 1, 10, +m))),
+    );
+    // Binance's kline files: no header line.
+    const bare = csvFile('no-header.csv', rows);
+    expect((await loadError(bare)).message).toContain(
+      'missing column "timestamp" (the first line holds numbers, not column names: add a header line naming the columns (timestamp,open,high,low,close,volume, in the file\'s order)',
+    );
+    const binance = csvFile('open-time.csv', [
+      'Open Time,Open,High,Low,Close,Volume,Close Time',
+      ...rows.map((r) => `${r},0`),
+    ]);
+    expect((await loadError(binance)).message).toContain(
+      'missing column "timestamp" (rename the column of each bar\'s start time ("Open Time" or "Close Time") to "timestamp"',
+    );
+    // CryptoDataDownload: a URL above the header, and volume in two currencies.
+    const titled = csvFile('titled.csv', ['https://www.CryptoDataDownload.com', HEADER, ...goodRows()]);
+    expect((await loadError(titled)).message).toContain(
+      'missing column "timestamp" (the first line is one field, not the column names: delete the lines above the header',
+    );
+    const twoVolumes = csvFile('two-volumes.csv', [
+      'timestamp,open,high,low,close,Volume BTC,Volume USDT',
+      ...goodRows().map((r) => `${r},1`),
+    ]);
+    expect((await loadError(twoVolumes)).message).toContain(
+      'missing column "volume" (rename the column to use ("Volume BTC" or "Volume USDT") to "volume"',
+    );
+    // Nasdaq.com: Close/Last, and dollar signs in the cells.
+    const nasdaq = csvFile('nasdaq.csv', [
+      'Date,Close/Last,Volume,Open,High,Low',
+      '2024-03-01,$100.5,10,$100,$101.5,$99.5',
+    ]);
+    expect((await loadError(nasdaq)).message).toContain(
+      'missing column "close" (rename the column to use ("Close/Last") to "close"',
+    );
+    const dollars = csvFile('dollars.csv', [
+      'Date,Close,Volume,Open,High,Low',
+      '2024-03-01,$100.5,10,$100,$101.5,$99.5',
+    ]);
+    expect((await loadError(dollars)).message).toContain(
+      'open="$100" is not a number (a currency sign: write the bare number)',
+    );
+    // pandas' to_csv of an unnamed DatetimeIndex, and yfinance's multi-level columns.
+    const unnamed = csvFile('unnamed.csv', [',open,high,low,close,volume', ...goodRows()]);
+    expect((await loadError(unnamed)).message).toContain(
+      'missing column "timestamp" (the first column has no name (pandas writes an unnamed index so): name it "timestamp"',
+    );
+    const yf = csvFile('yfinance.csv', [
+      'Price,Close,High,Low,Open,Volume',
+      'Ticker,AAPL,AAPL,AAPL,AAPL,AAPL',
+      'Date,,,,,',
+      '2024-03-01,100.5,101.5,99.5,100,10',
+    ]);
+    expect((await loadError(yf)).message).toContain(
+      'missing column "timestamp" (yfinance\'s header of 3 lines (Price, Ticker, Date): download with multi_level_index=False, or write df.droplevel("Ticker", axis=1); found: Price',
+    );
+    // pandas writes an unnamed DatetimeIndex as __index_level_0__.
+    const pq = join(dir, 'unnamed-index.parquet');
+    const t0 = Date.UTC(2024, 0, 1);
+    parquetWriteFile({
+      filename: pq,
+      columnData: [
+        { name: 'open', data: [1, 1], type: 'DOUBLE' },
+        { name: 'high', data: [2, 2], type: 'DOUBLE' },
+        { name: 'low', data: [0.5, 0.5], type: 'DOUBLE' },
+        { name: 'close', data: [1, 1], type: 'DOUBLE' },
+        { name: 'volume', data: [1, 1], type: 'DOUBLE' },
+        { name: '__index_level_0__', data: [t0, t0 + 60_000], type: 'TIMESTAMP' },
+      ],
+    });
+    expect((await loadError(pq)).message).toContain(
+      `missing column "timestamp" (__index_level_0__ is pandas' unnamed index: name it before writing (df.index.name = "timestamp")`,
+    );
+  });
+
   it('empty file and header-only file', async () => {
     const empty = join(dir, 'empty.csv');
     writeFileSync(empty, '');
@@ -204,6 +317,16 @@ describe('CSV reading', () => {
     expect(Array.from(seconds.bars.timestamp)).toEqual(expected);
     expect(Array.from(millis.bars.timestamp)).toEqual(expected);
     expect(Array.from(iso.bars.timestamp)).toEqual(expected);
+  });
+
+  it("reads an offset of hours alone (PostgreSQL's timestamptz text, 2024-03-01 10:00:00+00)", () => {
+    expect(parseIsoMs('2024-03-01 10:00:00+00')).toBe(Date.UTC(2024, 2, 1, 10));
+    expect(parseIsoMs('2024-03-01 05:00:00.250-05')).toBe(Date.UTC(2024, 2, 1, 10, 0, 0, 250));
+    expect(parseIsoMs('2024-03-01T15:30+05')).toBe(Date.UTC(2024, 2, 1, 10, 30));
+    // Minutes with or without a colon were read before; a bare date keeps its meaning.
+    expect(parseIsoMs('2024-03-01T10:00:00+0000')).toBe(Date.UTC(2024, 2, 1, 10));
+    expect(parseIsoMs('2024-03-01T10:00:00-05:00')).toBe(Date.UTC(2024, 2, 1, 15));
+    expect(parseIsoMs('2024-03-01')).toBe(Date.UTC(2024, 2, 1));
   });
 
   it('rejects a day past the end of its month instead of rolling it into the next month', () => {

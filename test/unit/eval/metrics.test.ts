@@ -140,6 +140,16 @@ describe('inferBarsPerYear', () => {
     expect(inferBarsPerYear(Float64Array.from(bars))).toBe(252 * 24);
   });
 
+  it('keeps 252 days for daily FX stamped at the New York close, Sunday to Thursday 22:00 UTC', () => {
+    // Oanda's daily candles: a fifth of the bars fall on a UTC Sunday, none on a Saturday.
+    const sundayToThursday = weekdays(60, 1, 0).map((t) => t - 2 * hour);
+    expect(inferBarsPerYear(sundayToThursday)).toBe(252);
+    // Daily bars with a short Sunday candle each week (6 a week, a sixth on Sunday).
+    const withSunday = [...weekdays(40, 1, 0)];
+    for (let week = 0; week < 8; week++) withSunday.push(monday - day + week * 7 * day + 22 * hour);
+    expect(inferBarsPerYear(Float64Array.from(withSunday).sort())).toBe(252);
+  });
+
   it('uses 252 for weekday daily bars and 365.25 / spacing for coarser bars', () => {
     expect(inferBarsPerYear(weekdays(30, 1, 0))).toBe(252);
     expect(inferBarsPerYear(Float64Array.from({ length: 10 }, (_, i) => i * 7 * day))).toBeCloseTo(

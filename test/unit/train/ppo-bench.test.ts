@@ -164,7 +164,7 @@ describe('bench train', () => {
     expect(err.at(-1)).toBe('dev/bench train: --fuse-loss must be on, off or both, got "maybe"');
     expect(await main(['bench', 'train', '--backend', 'cpu', '--episodes', '2', '--steps', '8'])).toBe(1);
     expect(err.at(-1)).toBe(
-      'foxhunt bench train: config: ppo.minibatch: must not exceed rollout.episodes * rollout.steps',
+      'foxhunt bench train: config: ppo.minibatch: must not exceed rollout.episodes * rollout.steps (512 > 2 * 8): lower --ppo.minibatch or raise the rollout',
     );
   });
 
