@@ -94,7 +94,7 @@ export function dataWarnings(bars: Bars, splits: Splits | null, cfg: Pick<Config
     const profit = roundTo2((stop * cfg.env.profitTargetBps) / cfg.env.stopLossBps);
     out.push(
       `the median bar spans ${Math.round(range)} bps from low to high, more than env.stopLossBps (${cfg.env.stopLossBps}): ` +
-        `most positions close at a barrier within a bar or two, buy-and-hold's too (it re-buys the bar after); ` +
+        `most of the agent's positions close at a barrier within a bar or two; ` +
         `for bars this wide set barriers a few bars wide, e.g. --env.stopLossBps ${stop} --env.profitTargetBps ${profit}`,
     );
   }

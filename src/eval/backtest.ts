@@ -8,17 +8,20 @@
  * policy simply decides again at the next bar. No truncation applies. If the account collapses
  * (V <= 1% of V_0, the simulator's `done`) the backtest stops trading and the rest of the curve
  * stays flat at the last value. The curiosity bonus is off; rewards play no part in the metrics.
+ * Buy-and-hold (`buyAndHold`) is no policy: one market buy at the first bar, then held.
  */
 import type { EnvConfig } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
+import { encodeAction, OrderType } from '../env/actions.js';
 import { createStepOut } from '../env/output.js';
 import { type EnvParams, envParams } from '../env/params.js';
-import { buildState, createEnv, EnvF, positionNorm } from '../env/state.js';
+import { executeOrder } from '../env/portfolio.js';
+import { buildState, createEnv, EnvF, portfolioValue, positionNorm } from '../env/state.js';
 import { envStep } from '../env/step.js';
 import { STATE_DIM } from '../nets/layout.js';
 import type { ValidationReport } from './metrics.js';
 import { computeMetrics, type EquityTrace, type Metrics } from './metrics.js';
-import { buyAndHoldPolicy, type Policy, randomPolicy } from './policies.js';
+import { type Policy, randomPolicy } from './policies.js';
 
 export interface BacktestResult {
   metrics: Metrics;
@@ -95,6 +98,68 @@ export function policyRollout(
   return { trace: { equity, exposure, traded }, actions };
 }
 
+/** Exposure index 4 (+1.0), market order, the full gap: buy-and-hold's one order. */
+export const BUY_AND_HOLD_ACTION = encodeAction(4, OrderType.Market, 2);
+
+/**
+ * Buy-and-hold over `split`: a passive benchmark, not a policy. At the split's first decision it
+ * places the simulator's market order of BUY_AND_HOLD_ACTION (executeOrder: fill at the next open
+ * plus half the spread of the decision bar, units = (1 - reservePct) * V_0 / fill, fee
+ * env.feeBps), then holds those units unchanged to the end of the split: no barrier, no
+ * rebalancing, no exit order. The equity is marked at every close (not liquidated at the end, as
+ * a policy's is not). The backtest's collapse rule applies: at V <= 1% of V_0 it stops and the
+ * rest of the curve stays at the last value. The trace has the backtest's shape; its actions are
+ * BUY_AND_HOLD_ACTION at every step (the target it holds; only the first places an order).
+ */
+export function buyAndHold(
+  market: Market,
+  split: SplitRange,
+  envCfg: EnvConfig,
+  barsPerYear: number,
+): BacktestResult {
+  const { trace, actions } = buyAndHoldRollout(market, split, envParams(envCfg));
+  return { metrics: computeMetrics(trace, barsPerYear), trace, actions };
+}
+
+/** buyAndHold's trace and actions with the simulator parameters `base`. */
+export function buyAndHoldRollout(
+  market: Market,
+  split: SplitRange,
+  base: EnvParams,
+): { trace: EquityTrace; actions: Int32Array } {
+  const steps = split.end - split.start - 1;
+  if (steps < 1) {
+    throw new Error(`backtest: split [${split.start}, ${split.end}) has no step (it needs at least 2 bars)`);
+  }
+  // The backtest's slot: flat with V_0 at split.start, the spread and close of that bar.
+  const params = backtestParams(base, steps);
+  const env = createEnv(market, split, params, 1, 0);
+  const out = createStepOut();
+  const equity = new Float64Array(steps + 1);
+  const exposure = new Float64Array(steps);
+  const traded = new Float64Array(steps);
+  const actions = new Int32Array(steps);
+  equity[0] = params.initialCapital;
+  const collapse = Math.fround(params.collapseFraction * env.f[EnvF.InitialCapital]);
+  executeOrder(env, market, params, 0, BUY_AND_HOLD_ACTION, out);
+  traded[0] = Math.abs(out.traded) * out.fillPrice;
+  let k = 0;
+  for (; k < steps; k++) {
+    const close = market.ohlc[(split.start + k + 1) * 4 + 3];
+    env.f[EnvF.LastPrice] = close;
+    const value = portfolioValue(env, 0);
+    actions[k] = BUY_AND_HOLD_ACTION;
+    equity[k + 1] = value;
+    exposure[k] = positionNorm(env.f[EnvF.Units], close, value);
+    if (value <= collapse) {
+      k++;
+      break;
+    }
+  }
+  for (let j = k; j < steps; j++) equity[j + 1] = equity[k];
+  return { trace: { equity, exposure, traded }, actions };
+}
+
 /**
  * Buy-and-hold and the random baseline on a split. Both are fixed for a run (the random one is
  * keyed by the run seed and the bar), so the trainer computes them once.
@@ -107,7 +172,7 @@ export function baselines(
   barsPerYear: number,
 ): Omit<ValidationReport, 'policy'> {
   return {
-    buyHold: backtest(market, split, envCfg, buyAndHoldPolicy, barsPerYear).metrics,
+    buyHold: buyAndHold(market, split, envCfg, barsPerYear).metrics,
     random: backtest(market, split, envCfg, randomPolicy(seed), barsPerYear).metrics,
   };
 }

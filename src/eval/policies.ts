@@ -1,7 +1,8 @@
 /**
- * The policies a validation backtest runs: the trained greedy policy and the two baselines.
- * A policy maps the 54-float state at bar `bar` to one of the 45 actions (SPEC 3); the bar index
- * only feeds the random baseline's counter, so a batched GPU rollout can run the same functions.
+ * The policies a validation backtest runs: the trained greedy policy and the random baseline
+ * (buy-and-hold is no policy: it holds its first order, src/eval/backtest.ts). A policy maps the
+ * 54-float state at bar `bar` to one of the 45 actions (SPEC 3); the bar index only feeds the
+ * random baseline's counter, so a batched GPU rollout can run the same functions.
  */
 import { type C51Support, forwardC51, forwardDueling, forwardIqn, forwardMlp } from '../nets/forward.js';
 import { type NetLayout, NUM_ACTIONS, ppoActorLayout, type QHead } from '../nets/layout.js';
@@ -10,11 +11,6 @@ import { philox4x32, seedToKey, u32ToUnitFloat } from '../rng/philox.js';
 import { Stream } from '../rng/streams.js';
 
 export type Policy = (state: Float32Array, bar: number) => number;
-
-/** Exposure index 4 (+1.0), variant 2 (market order, the full gap): always fully long. */
-export const BUY_AND_HOLD_ACTION = 4 * 9 + 0 * 3 + 2;
-
-export const buyAndHoldPolicy: Policy = () => BUY_AND_HOLD_ACTION;
 
 /** First index of the largest value (ties go to the lower action, as in the kernels). */
 export function argmax(xs: Float32Array, n = xs.length): number {

@@ -6,8 +6,8 @@
 import type { EnvConfig } from '../config.js';
 import type { Market, SplitRange } from '../data/types.js';
 import { EXPOSURES, exposureIndex } from '../env/actions.js';
-import { backtest } from '../eval/backtest.js';
-import { buyAndHoldPolicy, type Policy, randomPolicy } from '../eval/policies.js';
+import { backtest, buyAndHold } from '../eval/backtest.js';
+import { type Policy, randomPolicy } from '../eval/policies.js';
 import type { EpochRecord, RunSummary, ValidationReport } from '../train/runlog.js';
 
 /** One point per finished epoch. */
@@ -135,7 +135,7 @@ export function backtestCurves(
 ): { curves: Curves; report: ValidationReport } {
   const run = (p: Policy) => backtest(market, split, envCfg, p, barsPerYear);
   const mine = run(policy);
-  const buyHold = run(buyAndHoldPolicy);
+  const buyHold = buyAndHold(market, split, envCfg, barsPerYear);
   const random = run(randomPolicy(seed));
   const equity = mine.trace.equity;
   const drawdown = new Float64Array(equity.length);

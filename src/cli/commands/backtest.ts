@@ -22,7 +22,8 @@ const usage = `usage: foxhunt backtest --checkpoint DIR [--data FILE [--drop-inv
                         [--split train|val|test|all] [--json]
 
 Runs the checkpoint's greedy policy over one split as one continuous episode (barriers close
-positions but do not end it), with buy-and-hold and a random policy on the same bars and costs.
+positions but do not end it), with buy-and-hold (one market buy at the first bar, held to the end)
+and a random policy on the same bars and costs.
 
   --checkpoint DIR   a run directory (its best/ checkpoint) or a checkpoint directory (DIR/best,
                      DIR/last)

@@ -147,7 +147,7 @@ describe('data check on degenerate data', () => {
     const w = warnings(r.out).filter((l) => l.includes('env.stopLossBps'));
     expect(w).toHaveLength(1);
     expect(w[0]).toMatch(
-      /^warning {3}the median bar spans 2\d\d bps from low to high, more than env.stopLossBps \(30\): most positions close at a barrier within a bar or two, buy-and-hold's too .*--env.stopLossBps \d+ --env.profitTargetBps \d+$/,
+      /^warning {3}the median bar spans 2\d\d bps from low to high, more than env.stopLossBps \(30\): most of the agent's positions close at a barrier within a bar or two; .*--env.stopLossBps \d+ --env.profitTargetBps \d+$/,
     );
     // The suggestion is about three bar ranges, the profit target at the configured 5:3.
     const [, range, stop, profit] = /spans (\d+) bps.*stopLossBps (\d+) --env.profitTargetBps (\d+)/

@@ -33,8 +33,8 @@ describe('real data: S&P 500 daily, 2000-2020', () => {
     expect(r.out).toMatch(/span\s+2000-01-03T00:00:00.000Z \.\. 2020-04-17T00:00:00.000Z/);
     expect(r.out).toMatch(/splits\s+warm-up 120, .*val \[\d+, \d+\) 711 \| test/);
     expect(r.out.split('\n').filter((l) => l.startsWith('warning'))).toEqual([
-      'warning   the median bar spans 104 bps from low to high, more than env.stopLossBps (30): most positions close at a barrier within a bar or two, ' +
-        "buy-and-hold's too (it re-buys the bar after); for bars this wide set barriers a few bars wide, e.g. --env.stopLossBps 310 --env.profitTargetBps 520",
+      "warning   the median bar spans 104 bps from low to high, more than env.stopLossBps (30): most of the agent's positions close at a barrier " +
+        'within a bar or two; for bars this wide set barriers a few bars wide, e.g. --env.stopLossBps 310 --env.profitTargetBps 520',
     ]);
   });
 

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config.js';
 import { makeSplits } from '../../../src/data/splits.js';
 import { generateSynthetic } from '../../../src/data/synthetic.js';
+import { baselines, buyAndHold } from '../../../src/eval/backtest.js';
 import { randomPolicy } from '../../../src/eval/policies.js';
 import { buildMarket } from '../../../src/features/market.js';
 import { backtestCurves, curveIndices } from '../../../src/report/view.js';
@@ -17,6 +18,17 @@ describe('backtest curves', () => {
     const { curves: c } = curves();
     expect(c.time.length).toBe(val.end - val.start);
     expect(c.policy[0]).toBe(1);
+  });
+
+  it('chart and tabulate the same baselines as training: buy-and-hold held from one buy', () => {
+    const { curves: c, report } = curves();
+    const held = buyAndHold(market, val, cfg.env, 525_600);
+    expect(report.buyHold).toEqual(held.metrics);
+    expect(report.buyHold.trades).toBe(1);
+    expect(c.buyHold).toEqual(Array.from(held.trace.equity, (v) => v / held.trace.equity[0]));
+    expect({ buyHold: report.buyHold, random: report.random }).toEqual(
+      baselines(market, val, cfg.env, 1, 525_600),
+    );
   });
 
   it('thin a long split to its peaks, troughs and deepest drawdown (report.html was 68 MB for 5M bars)', () => {
