@@ -159,8 +159,8 @@ export interface DqnConfig {
   epsilonEnd: number;
   /**
    * Epochs over which epsilon decays linearly. 10, not 50: on the synthetic market's validation
-   * split plain DQN beat both baselines in 37 of 74 epochs at 10 against 2 of 78 at 50
-   * (docs/RESULTS.md, 2026-12-05).
+   * split plain DQN beat both baselines (the earlier, barrier-closed buy-and-hold) in 37 of 74
+   * epochs at 10 against 2 of 78 at 50 (docs/RESULTS.md, 2026-12-05).
    */
   epsilonDecayEpochs: number;
   /** C51 atoms per action. */

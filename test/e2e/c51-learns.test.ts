@@ -26,7 +26,7 @@ const SEEDS = (process.env.FOXHUNT_LEARNS_SEEDS ?? '1').split(',').map((s) => Nu
  * the CPU reference (bit-for-bit reproducible; the GPU runs are in docs/RESULTS.md). The last
  * epoch's greedy policy must beat random and its own untrained net on validation in return and
  * Sharpe, and trade. Seeds 1 and 2 pass; seed 3 fails: at epoch 15 it stands aside (no trade).
- * It does not beat buy-and-hold for every seed. CI runs seed 1.
+ * None beats buy-and-hold on test (docs/RESULTS.md). CI runs seed 1.
  */
 const C51_CONFIG = 'configs/cpu-c51.json';
 
