@@ -129,7 +129,9 @@ export function buyAndHoldRollout(
 ): { trace: EquityTrace; actions: Int32Array } {
   const steps = split.end - split.start - 1;
   if (steps < 1) {
-    throw new Error(`backtest: split [${split.start}, ${split.end}) has no step (it needs at least 2 bars)`);
+    throw new Error(
+      `buy-and-hold: split [${split.start}, ${split.end}) has no step (it needs at least 2 bars)`,
+    );
   }
   // The backtest's slot: flat with V_0 at split.start, the spread and close of that bar.
   const params = backtestParams(base, steps);
@@ -141,6 +143,7 @@ export function buyAndHoldRollout(
   const actions = new Int32Array(steps);
   equity[0] = params.initialCapital;
   const collapse = Math.fround(params.collapseFraction * env.f[EnvF.InitialCapital]);
+  // The order arms the position's barriers too; nothing here checks them.
   executeOrder(env, market, params, 0, BUY_AND_HOLD_ACTION, out);
   traded[0] = Math.abs(out.traded) * out.fillPrice;
   let k = 0;
