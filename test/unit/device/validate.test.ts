@@ -114,17 +114,18 @@ function expectSameTrace(got: BacktestResult, want: BacktestResult, what: string
  * Chunk sizes that cut the backtest under `p` at awkward places: one step a launch and 37 (not a
  * divisor of 299) on the default simulator; under a collapse at step c, chunks of c (the collapse
  * opens the second launch), c + 1 (it closes the first: the second starts stopped), c + 10 (it
- * falls inside the first, whose tail and every later launch stay flat) and one of 3 to 7 steps
- * that puts it inside a later launch.
+ * falls inside the first, whose tail and every later launch stay flat) and, where c > 3, one of 3
+ * to 7 steps that puts it inside a later launch.
  */
 function awkwardChunks(p: EnvParams): number[] {
   if (p === params) return [1, 37];
   const c = collapseStep(p);
-  expect(c, 'the collapse step').toBeGreaterThanOrEqual(8);
+  expect(c, 'the collapse step').toBeGreaterThanOrEqual(1);
   expect(c + 10, 'the collapse step').toBeLessThan(STEPS);
-  // A short chunk that puts the collapse inside a later launch (neither its first nor its last step).
-  const inner = [3, 4, 5, 6, 7].find((k) => c % k !== 0 && c % k !== k - 1) as number;
-  return [c, c + 1, c + 10, inner];
+  // Where the collapse comes late enough: a short chunk that puts it inside a later launch
+  // (neither its first nor its last step).
+  const inner = [3, 4, 5, 6, 7].find((k) => k < c && c % k !== 0 && c % k !== k - 1);
+  return inner === undefined ? [c, c + 1, c + 10] : [c, c + 1, c + 10, inner];
 }
 
 describe('validateChunks', () => {
