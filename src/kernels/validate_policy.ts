@@ -129,8 +129,10 @@ export function validateUniforms(params: EnvParams, split: SplitRange): Record<s
  * Steps of one validation launch at most. One workgroup walks the bars in order, and a GPU
  * without preemption inside a workgroup (many integrated ones) cannot run anything else until the
  * launch ends: Windows resets a device that does not answer for 2 s (TDR), browsers lose it. At
- * ~300 us a bar (C51 on an integrated GPU, the slowest head) 512 steps are ~0.15 s a launch; on
- * an H100 (50 us a bar and more) the extra launches cost a few microseconds each, well under 1%.
+ * ~300 us a bar (C51 on an integrated GPU, the slowest head) 512 steps are ~0.15 s a launch. On
+ * an H100 a launch of 512 steps runs 4 ms or more (8 us a bar and up, docs/BENCHMARKS.md) against
+ * an estimated few microseconds for each extra launch (and, in validate_dqn_cluster, for loading
+ * the net into shared memory again): not measured, expected well under 1%.
  */
 export const VALIDATE_CHUNK_STEPS = 512;
 
