@@ -1,15 +1,15 @@
 // validate_policy: the validation backtest (src/eval/backtest.ts) with PPO's greedy policy, one
 // block a launch, the CUDA twin of src/kernels/validate_policy.ts (bindings, uniforms, chunks and
 // the output sections there). One episode from splitStart, `steps` decisions, steps [stepBegin,
-// stepEnd) of them a launch (the episode resumed from and left in env_f / env_i); per step the block's
-// threads build the state and run the actor (one output each, f32 sums bias first then inputs in
-// order, never fused: src/nets/forward.ts), thread 0 takes the first argmax of the logits and
-// steps the simulator (validate_env.cuh: only a collapse ends the episode, and then the rest of
+// stepEnd) of them a launch (the episode resumed from and left in env_f / env_i); per step the
+// block's threads build the state and run the actor (one output each, f32 sums bias first then
+// inputs in order, never fused: src/nets/forward.ts), thread 0 takes the first argmax of the logits
+// and steps the simulator (validate_env.cuh: only a collapse ends the episode, and then the rest of
 // the curve stays at the last value with action, exposure and traded 0).
 //
-// The actor's weights (29K floats) are copied once a launch into dynamic shared memory, transposed to
-// [in][out], so at every step thread j reads W[k][j] beside its neighbours' (one bank each) rather
-// than a row of its own from global memory (a cache line per thread and load).
+// The actor's weights (29K floats) are copied once a launch into dynamic shared memory, transposed
+// to [in][out], so at every step thread j reads W[k][j] beside its neighbours' (one bank each)
+// rather than a row of its own from global memory (a cache line per thread and load).
 //
 // Numerics: the reference's f32 arithmetic, so actions agree exactly and values bit for bit.
 #define COLLECT_THREADS WG_X

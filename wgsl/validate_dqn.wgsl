@@ -15,7 +15,8 @@
 // plain combination, summed over t in order, then divided by IQN_TAUS); invocation 0 takes the
 // first argmax and steps the simulator (validate_env.wgsl). IQN's taus are the host's fixed
 // quadrature tau_t = f32((t + 0.5) / K) (eval/policies.ts dqnGreedyPolicy), rounded exactly here,
-// and their IQN_TAUS x IQN_EMBED cosine features (iqn_cos.wgsl) fill workgroup memory once a launch.
+// and their IQN_TAUS x IQN_EMBED cosine features (iqn_cos.wgsl) fill workgroup memory once a
+// launch.
 //
 // Numerics: f32 in the reference's order except the parts (the hidden layers' with TRUNK_PARTS > 1,
 // the plain and IQN output layers': a sum of partial sums); the compiler may fuse multiply-adds, WGSL's division
