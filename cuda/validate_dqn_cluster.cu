@@ -1,14 +1,17 @@
 // validate_dqn_cluster: validate_dqn (src/kernels/validate_dqn.ts, the validation backtest of a
 // DQN-family greedy policy) on one sm_90 thread-block cluster of CLUSTER CTAs: the CUDA twin of the
-// TS reference and of wgsl/validate_dqn.wgsl. Same bindings, uniforms and outputs; one launch, one
-// episode from splitStart, `steps` decisions.
+// TS reference and of wgsl/validate_dqn.wgsl. Same bindings, uniforms, chunks and outputs: one
+// episode from splitStart, `steps` decisions, steps [stepBegin, stepEnd) of them a launch (rank 0
+// resumes the episode from env_f / env_i and leaves it there: validate_env.cuh).
 //
 // Why: the online net (600 KB plain, 1.8 MB C51) does not fit one block's shared memory, and one
 // block reading its weights from L2 at every bar waits on load latency (53 us a bar plain, 1.3 ms
 // IQN). Here every CTA keeps a 1/CLUSTER slice of each layer's OUTPUT neurons (rows and biases) in
-// its shared memory, loaded once per launch; per bar a layer's outputs are computed by the CTA that
-// owns them from its full copy of the layer's input, and pushed into every CTA's input buffer for
-// the next layer (st.async into peers' shared memory, counted on the receiver's mbarrier).
+// its shared memory, loaded at the start of every launch (shared memory does not outlive one: at
+// most ~230 KB a CTA from L2, estimated at a few microseconds against a launch's 512 bars of 8 us
+// and more); per bar a layer's outputs are computed by the CTA that owns them from its full copy
+// of the layer's input, and pushed into every CTA's input buffer for the next layer (st.async into
+// peers' shared memory, counted on the receiver's mbarrier).
 //
 // Per bar (ROWS = the act taus K for IQN, else 1):
 //   states   rank 0 builds the state (thread 0: portfolio features and the stop flag; the market
@@ -328,11 +331,8 @@ extern "C" __global__ void validate_dqn_cluster(KERNEL_ARGS) {
   }
   const EnvScalars p = env_scalars(u);
   const Market m = {features, ohlc, spread, entropy};
-  Episode ep;
-  if (rank == 0 && r == 0) {
-    start_episode(ep, m, p, div_window, p.split_start);
-    *stop = 0;
-  }
+  Episode ep{};
+  if (rank == 0 && r == 0) validate_open(ep, m, p, div_window, env_f, env_i, u.stepBegin, stop);
   // Every CTA is running, its slices loaded and its mbarriers initialised, past this barrier.
   cluster_sync();
 
@@ -340,12 +340,13 @@ extern "C" __global__ void validate_dqn_cluster(KERNEL_ARGS) {
   float* mean = smem + SM_MEAN;
   float* q = smem + SM_Q;
   // Rank 0, threads < MARKET_FEATURES: the market feature of the next bar (bar + 1 after every step).
+  const unsigned end = u.stepEnd;
   float next_f = 0.0f;
-  if (rank == 0 && r < MARKET_FEATURES) next_f = features[p.split_start * MARKET_FEATURES + r];
+  if (rank == 0 && r < MARKET_FEATURES) next_f = features[(p.split_start + (int)u.stepBegin) * MARKET_FEATURES + r];
   unsigned parity = 0;
-  unsigned l = 0;
+  unsigned l = u.stepBegin;
   for (;; l++) {
-    if (l >= steps) break;
+    if (l >= end) break;
     block_sync();
     if (r == 0) {
       mbar_expect(mbar + 2 * MB_STATES, 4 * MSG);
@@ -368,9 +369,9 @@ extern "C" __global__ void validate_dqn_cluster(KERNEL_ARGS) {
         const int k = t % (MSG / 4);
         st_async4(smem + SM_X + 4 * k, (unsigned)(t / (MSG / 4)), lds4(msg + 4 * k), mbar + 2 * MB_STATES);
       }
-      // The next bar's features load while this bar's layers run (the last step's next bar is the
-      // split's last bar, inside it).
-      if (r < MARKET_FEATURES && l + 1 < steps) next_f = features[(bar + 1) * MARKET_FEATURES + r];
+      // The next bar's features load while this bar's layers run (the launch's last step's next
+      // bar is inside the split).
+      if (r < MARKET_FEATURES && l + 1 < end) next_f = features[(bar + 1) * MARKET_FEATURES + r];
     }
     mbar_wait(mbar + 2 * MB_STATES, parity);
     if (smem[SM_X + STATE_DIM] != 0.0f) break;
@@ -424,7 +425,7 @@ extern "C" __global__ void validate_dqn_cluster(KERNEL_ARGS) {
     }
     parity ^= 1u;
   }
-  if (rank == 0 && r == 0) validate_flat_tail(ep, l, steps, out_f, out_i);
+  if (rank == 0 && r == 0) validate_close(ep, l, end, steps, *stop, env_f, env_i, out_f, out_i);
   // No CTA leaves while a peer may still write into its shared memory.
   cluster_sync();
 }

@@ -1,14 +1,15 @@
-// validate_policy: the validation backtest (src/train/backtest.ts) with PPO's greedy policy as one
-// launch of one block, the CUDA twin of src/kernels/validate_policy.ts (bindings, uniforms and the
-// output sections there). One episode from splitStart, `steps` decisions; per step the block's
-// threads build the state and run the actor (one output each, f32 sums bias first then inputs in
-// order, never fused: src/nets/forward.ts), thread 0 takes the first argmax of the logits and
-// steps the simulator (validate_env.cuh: only a collapse ends the episode, and then the rest of
+// validate_policy: the validation backtest (src/eval/backtest.ts) with PPO's greedy policy, one
+// block a launch, the CUDA twin of src/kernels/validate_policy.ts (bindings, uniforms, chunks and
+// the output sections there). One episode from splitStart, `steps` decisions, steps [stepBegin,
+// stepEnd) of them a launch (the episode resumed from and left in env_f / env_i); per step the
+// block's threads build the state and run the actor (one output each, f32 sums bias first then
+// inputs in order, never fused: src/nets/forward.ts), thread 0 takes the first argmax of the logits
+// and steps the simulator (validate_env.cuh: only a collapse ends the episode, and then the rest of
 // the curve stays at the last value with action, exposure and traded 0).
 //
-// The actor's weights (29K floats) are copied once into dynamic shared memory, transposed to
-// [in][out], so at every step thread j reads W[k][j] beside its neighbours' (one bank each) rather
-// than a row of its own from global memory (a cache line per thread and load).
+// The actor's weights (29K floats) are copied once a launch into dynamic shared memory, transposed
+// to [in][out], so at every step thread j reads W[k][j] beside its neighbours' (one bank each)
+// rather than a row of its own from global memory (a cache line per thread and load).
 //
 // Numerics: the reference's f32 arithmetic, so actions agree exactly and values bit for bit.
 #define COLLECT_THREADS WG_X
@@ -62,14 +63,11 @@ extern "C" __global__ void validate_policy(KERNEL_ARGS) {
   stage_layer<NET_A_2_W, NET_A_2_B, NET_A_2_IN, NET_A_2_OUT>(nets, smem + SM_L2);
   volatile int* stop = reinterpret_cast<volatile int*>(smem + SM_STOP);
   volatile int* bar_s = reinterpret_cast<volatile int*>(smem + SM_BAR);
-  Episode ep;
-  if (r == 0) {
-    start_episode(ep, m, p, div_window, p.split_start);
-    *stop = 0;
-  }
-  unsigned l = 0;
+  Episode ep{};
+  if (r == 0) validate_open(ep, m, p, div_window, env_f, env_i, u.stepBegin, stop);
+  unsigned l = u.stepBegin;
   for (;; l++) {
-    if (!validate_state(ep, features, x, bar_s, stop, l, steps)) break;
+    if (!validate_state(ep, features, x, bar_s, stop, l, u.stepEnd)) break;
     float y = 0.0f;
     if (r < NET_A_0_OUT) y = fmaxf(dense_out<NET_A_0_IN, NET_A_0_OUT>(smem + SM_L0, r, x), 0.0f);
     block_sync();
@@ -83,5 +81,5 @@ extern "C" __global__ void validate_policy(KERNEL_ARGS) {
     block_sync();
     validate_act(ep, m, p, div_window, logits, stop, l, steps, out_f, out_i);
   }
-  if (r == 0) validate_flat_tail(ep, l, steps, out_f, out_i);
+  if (r == 0) validate_close(ep, l, u.stepEnd, steps, *stop, env_f, env_i, out_f, out_i);
 }

@@ -1,11 +1,12 @@
 /**
  * Dev harness `node dist/dev/bench.js probe-validate`: where validate_dqn's time a bar goes on a
- * backend. Times the shipped kernel over the validation split of the synthetic market (one launch,
- * device time, random plain-head weights, no early stop), then the probes of VALIDATE_PROBES built
+ * backend. Times the shipped kernel over the validation split of the synthetic market (its
+ * launches as training runs them, device time, random plain-head weights, no early stop), then the probes of VALIDATE_PROBES built
  * from its WGSL source at run time (a renamed copy in the source table, so the shipped kernel is
  * untouched), and, for scale, PPO's validate_policy over the same split.
  */
 import { describeChoice } from '../src/backend/index.js';
+import type { Dispatch } from '../src/backend/types.js';
 import { chooseBackendFlag, intFlag, parseFlags } from '../src/cli/args.js';
 import { type Command, UserError } from '../src/cli/main.js';
 import { loadConfig } from '../src/config.js';
@@ -114,24 +115,28 @@ async function run(argv: string[]): Promise<number> {
       actTaus: cfg.dqn.iqnActTau,
       iqnEmbed: cfg.dqn.iqnEmbed,
     });
-    const time = async (name: string, d: ReturnType<DeviceValidator['dispatch']>) => {
-      await backend.time([d], 1);
-      const ms = await backend.time([d], repeats);
+    const time = async (name: string, d: Dispatch[]) => {
+      await backend.time(d, 1);
+      const ms = await backend.time(d, repeats);
       console.log(
         `${name.padEnd(28)} ${ms.toFixed(2).padStart(9)} ms  ${((1000 * ms) / dqn.steps).toFixed(2).padStart(7)} us a bar`,
       );
     };
-    const base = dqn.dispatch();
-    console.log(`${dqn.steps} bars, ${base.kernel.name} on ${backend.kind} (${backend.info.device})`);
-    await time(base.kernel.name, base);
-    if (backend.kind === 'webgpu' && base.kernel.name === 'validate_dqn') {
-      for (const [name, kernel, source] of probeSources(wgslSources.validate_dqn, only)) {
+    const base = dqn.dispatches();
+    const name = base[0].kernel.name;
+    console.log(`${dqn.steps} bars, ${name} on ${backend.kind} (${backend.info.device})`);
+    await time(name, base);
+    if (backend.kind === 'webgpu' && name === 'validate_dqn') {
+      for (const [probe, kernel, source] of probeSources(wgslSources.validate_dqn, only)) {
         (wgslSources as Record<string, string>)[kernel] = source;
-        await time(name, { ...base, kernel: { ...base.kernel, name: kernel } });
+        await time(
+          probe,
+          base.map((d) => ({ ...d, kernel: { ...d.kernel, name: kernel } })),
+        );
       }
     }
     const ppo = new DeviceValidator(backend, shared, params, data.splits.val, { kind: 'ppo' });
-    await time(`${ppo.dispatch().kernel.name} (PPO actor)`, ppo.dispatch());
+    await time(`${ppo.dispatches()[0].kernel.name} (PPO actor)`, ppo.dispatches());
     dqn.destroy();
     ppo.destroy();
     for (const b of shared) backend.destroyBuffer(b);

@@ -1,7 +1,9 @@
-// validate_dqn: the validation backtest (src/eval/backtest.ts) with a DQN-family greedy policy as
-// one launch of one workgroup (descriptor, bindings and uniforms: src/kernels/validate_dqn.ts).
-// One episode from splitStart, `steps` decisions. First the workgroup copies the online net's
-// weights (nets at u.netBase) transposed into out_f past the trace (transpose_net); then per step
+// validate_dqn: the validation backtest (src/eval/backtest.ts) with a DQN-family greedy policy, one
+// workgroup a launch (descriptor, bindings and uniforms: src/kernels/validate_dqn.ts). One episode
+// from splitStart, `steps` decisions, steps [stepBegin, stepEnd) of them a launch (the episode
+// resumed from and left in env_f / env_i: validate_env.wgsl). The first launch copies the online
+// net's weights (nets at u.netBase) transposed into out_f past the trace (transpose_net), which
+// the later launches of the backtest read as they find it; then per step
 // the WG_X (256 or 1024) invocations run the net: the trunk's and both streams' hidden layers
 // (256 outputs a layer) in TRUNK_PARTS = WG_X / 256 parts of their inputs, one invocation each,
 // added in order, and their output layers (f32 sum bias first then inputs in order, LeakyReLU, as
@@ -13,7 +15,8 @@
 // plain combination, summed over t in order, then divided by IQN_TAUS); invocation 0 takes the
 // first argmax and steps the simulator (validate_env.wgsl). IQN's taus are the host's fixed
 // quadrature tau_t = f32((t + 0.5) / K) (eval/policies.ts dqnGreedyPolicy), rounded exactly here,
-// and their IQN_TAUS x IQN_EMBED cosine features (iqn_cos.wgsl) fill workgroup memory once.
+// and their IQN_TAUS x IQN_EMBED cosine features (iqn_cos.wgsl) fill workgroup memory once a
+// launch.
 //
 // Numerics: f32 in the reference's order except the parts (the hidden layers' with TRUNK_PARTS > 1,
 // the plain and IQN output layers': a sum of partial sums); the compiler may fuse multiply-adds, WGSL's division
@@ -79,7 +82,7 @@ fn leaky(a: f32) -> f32 {
 // Float sb of out_f, past the trace, holds the net's weights transposed: a layer's [n_out, n_in]
 // matrix at nets[u.netBase + w] is at out_f[sb + w] as [n_in, n_out], so that the invocations'
 // loads of input k's weights, one output each, are contiguous (the row-major rows are n_in floats
-// apart: every invocation's load was its own cache line). Written once per launch.
+// apart: every invocation's load was its own cache line). Written by the backtest's first launch.
 var<private> sb: u32;
 
 fn transpose_layer(w: u32, n_in: u32, n_out: u32, lid: u32) {
@@ -483,7 +486,7 @@ fn validate_dqn(@builtin(local_invocation_index) lid: u32) {
   let steps = u.steps;
   var ep: Episode;
   if (lid == 0u) {
-    validate_begin(&ep);
+    validate_open(&ep);
   }
   if (HEAD == HEAD_IQN) {
     for (var k = lid; k < COS_LEN; k += WG_X) {
@@ -491,9 +494,11 @@ fn validate_dqn(@builtin(local_invocation_index) lid: u32) {
     }
   }
   sb = OUT_F_STRIDE * steps;
-  transpose_net(lid);
+  if (u.stepBegin == 0u) {
+    transpose_net(lid);
+  }
   storageBarrier();
-  var l = 0u;
+  var l = u.stepBegin;
   loop {
     if (lid == 0u) {
       bar_s = ep.bar;
@@ -503,7 +508,7 @@ fn validate_dqn(@builtin(local_invocation_index) lid: u32) {
       act[MARKET_FEATURES + 2u] = pf.z;
     }
     let bar = workgroupUniformLoad(&bar_s);
-    if (l >= steps || workgroupUniformLoad(&stop_s) != 0) {
+    if (l >= u.stepEnd || workgroupUniformLoad(&stop_s) != 0) {
       break;
     }
     if (lid < MARKET_FEATURES) {
@@ -549,8 +554,8 @@ fn validate_dqn(@builtin(local_invocation_index) lid: u32) {
     }
     l++;
   }
-  // After a collapse: the account stays where it ended.
+  // After a collapse the account stays where it ended; the episode goes back for the next launch.
   if (lid == 0u) {
-    validate_flat_tail(ep, l, steps);
+    validate_close(ep, l, steps);
   }
 }

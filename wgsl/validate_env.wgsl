@@ -1,10 +1,12 @@
 // The simulator side of the validation backtest, shared by validate_policy and validate_dqn (one
-// workgroup, one episode over the split; bindings and outputs: src/kernels/validate_policy.ts).
-// Invocation 0 owns the episode: validate_begin starts it flat at splitStart, validate_record
+// workgroup, one episode over the split, steps [u.stepBegin, u.stepEnd) of it a launch; bindings,
+// chunks and outputs: src/kernels/validate_policy.ts). Invocation 0 owns the episode: validate_open
+// starts it flat at splitStart (the first launch) or resumes it from env_f / env_i, validate_record
 // steps it with the greedy action and writes the step's trace (collect_env.wgsl's order and
 // barrier phases, then the mark to market of env_step; no reward, no diversity window: they do
-// not move the equity), validate_flat_tail fills the steps after a collapse. Barriers close
-// positions without ending the episode; a collapse (V <= collapseFraction * V_0) sets stop_s.
+// not move the equity), validate_close fills the launch's steps after a collapse and leaves the
+// episode and the stop flag for the next launch. Barriers close positions without ending the
+// episode; a collapse (V <= collapseFraction * V_0) sets stop_s.
 //
 // The traded notional is |cash change + fee change| of each phase (the order's, a barrier
 // exit's), which equals the backtest's |units| * price sums up to the f32 rounding of the cash.
@@ -48,10 +50,16 @@ fn validate_step(ep: ptr<function, Episode>, a: i32) -> Traced {
   return r;
 }
 
-// Invocation 0: the episode flat at splitStart, no stop.
-fn validate_begin(ep: ptr<function, Episode>) {
-  start_episode(0u, ep, u.splitStart);
-  stop_s = 0;
+// Invocation 0, at the launch's start: the episode flat at splitStart and no stop in the first
+// launch, else the episode and the stop flag (env_i[ENV_I]) as the previous launch left them.
+fn validate_open(ep: ptr<function, Episode>) {
+  if (u.stepBegin == 0u) {
+    start_episode(0u, ep, u.splitStart);
+    stop_s = 0;
+  } else {
+    *ep = load_episode(0u);
+    stop_s = env_i[ENV_I];
+  }
 }
 
 // Invocation 0: step l of `steps` with action a, its trace written; stop_s = 1 at a collapse.
@@ -66,14 +74,17 @@ fn validate_record(ep: ptr<function, Episode>, a: i32, l: u32, steps: u32) {
   }
 }
 
-// Invocation 0, after the loop stopped at step l: the account stays where it ended (action,
-// exposure and traded 0).
-fn validate_flat_tail(ep: Episode, l: u32, steps: u32) {
+// Invocation 0, after the loop stopped at step l: the launch's steps from l on, after a collapse
+// (none otherwise: l = stepEnd), keep the account where it ended (action, exposure and traded 0);
+// then the episode and the stop flag go back to env_f / env_i for the next launch.
+fn validate_close(ep: Episode, l: u32, steps: u32) {
   let last = portfolio_value(ep);
-  for (var k = l; k < steps; k++) {
+  for (var k = l; k < u.stepEnd; k++) {
     out_f[OUT_F_VALUES * steps + k] = last;
     out_f[OUT_F_EXPOSURE * steps + k] = 0.0;
     out_f[OUT_F_TRADED * steps + k] = 0.0;
     out_i[OUT_I_ACTIONS * steps + k] = 0;
   }
+  store_episode(0u, ep);
+  env_i[ENV_I] = stop_s;
 }

@@ -1,6 +1,7 @@
-// validate_policy: the validation backtest (src/train/backtest.ts) with PPO's greedy policy as one
-// launch of one workgroup (descriptor, bindings and outputs: src/kernels/validate_policy.ts).
-// One episode from splitStart, `steps` decisions; per step the WG_X invocations build the state
+// validate_policy: the validation backtest (src/eval/backtest.ts) with PPO's greedy policy, one
+// workgroup a launch (descriptor, bindings, chunks and outputs: src/kernels/validate_policy.ts).
+// One episode from splitStart, `steps` decisions, steps [stepBegin, stepEnd) of them a launch (the
+// episode resumed from and left in env_f / env_i); per step the WG_X invocations build the state
 // and run the actor (one output each, f32 sum bias first then inputs in order, as
 // src/nets/forward.ts), invocation 0 takes the first argmax of the logits and steps the simulator
 // (validate_env.wgsl: barriers close positions without ending the episode; a collapse stops it and
@@ -31,10 +32,9 @@ fn validate_policy(@builtin(local_invocation_index) lid: u32) {
   let steps = u.steps;
   var ep: Episode;
   if (lid == 0u) {
-    start_episode(0u, &ep, u.splitStart);
-    stop_s = 0;
+    validate_open(&ep);
   }
-  var l = 0u;
+  var l = u.stepBegin;
   loop {
     if (lid == 0u) {
       bar_s = ep.bar;
@@ -44,7 +44,7 @@ fn validate_policy(@builtin(local_invocation_index) lid: u32) {
       x128[MARKET_FEATURES + 2u] = pf.z;
     }
     let bar = workgroupUniformLoad(&bar_s);
-    if (l >= steps || workgroupUniformLoad(&stop_s) != 0) {
+    if (l >= u.stepEnd || workgroupUniformLoad(&stop_s) != 0) {
       break;
     }
     if (lid < MARKET_FEATURES) {
@@ -83,8 +83,8 @@ fn validate_policy(@builtin(local_invocation_index) lid: u32) {
     }
     l++;
   }
-  // After a collapse: the account stays where it ended.
+  // After a collapse the account stays where it ended; the episode goes back for the next launch.
   if (lid == 0u) {
-    validate_flat_tail(ep, l, steps);
+    validate_close(ep, l, steps);
   }
 }

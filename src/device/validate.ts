@@ -1,7 +1,10 @@
 /**
- * The validation backtest on a device, one launch over a split reading the market and the net from
- * buffers already on the device (the training collector's), and only the per-step trace comes
- * back; metrics are computed on the host from that trace with src/eval/metrics.ts, as the host
+ * The validation backtest on a device over a split, reading the market and the net from buffers
+ * already on the device (the training collector's), and only the per-step trace comes back. It
+ * runs as launches of at most VALIDATE_CHUNK_STEPS steps each (one where the split is shorter),
+ * enqueued together, the episode carried from one to the next in the validator's env_f / env_i
+ * (src/kernels/validate_policy.ts), so that no launch runs long enough for a display driver's
+ * watchdog. Metrics are computed on the host from the trace with src/eval/metrics.ts, as the host
  * backtest does. The greedy policy is PPO's actor (validate_policy, src/kernels/validate_policy.ts:
  * actor at float 0 of the nets buffer) or a DQN-family online net (validate_dqn,
  * src/kernels/validate_dqn.ts: plain, C51 or IQN, at float `netBase`).
@@ -10,7 +13,7 @@ import { capsOf } from '../backend/caps.js';
 import type { Backend, DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import type { SplitRange } from '../data/types.js';
 import type { EnvParams } from '../env/params.js';
-import { ENV_F, ENV_I } from '../env/state.js';
+import { ENV_F } from '../env/state.js';
 import type { BacktestResult } from '../eval/backtest.js';
 import { computeMetrics } from '../eval/metrics.js';
 import {
@@ -22,6 +25,8 @@ import {
 } from '../kernels/validate_dqn.js';
 import {
   traceFromOutputs,
+  VALIDATE_ENV_INTS,
+  validateChunks,
   validateOutputBytes,
   validatePolicyDispatch,
   validatePolicySpec,
@@ -40,6 +45,12 @@ export type SharedValidateBuffers = readonly [
   DeviceBuffer,
 ];
 
+/** Test hooks of a DeviceValidator. */
+export interface DeviceValidatorOptions {
+  /** Steps a launch at most (default VALIDATE_CHUNK_STEPS). */
+  chunkSteps?: number;
+}
+
 export class DeviceValidator {
   readonly steps: number;
   private readonly spec: KernelSpec;
@@ -47,6 +58,8 @@ export class DeviceValidator {
   private readonly uniforms: Record<string, number>;
   /** Bytes of the trace at the start of out_f. */
   private readonly outBytes: number;
+  /** The launches of one backtest, in order (the same objects every run). */
+  private readonly launches: Dispatch[];
 
   constructor(
     private readonly backend: Backend,
@@ -54,6 +67,7 @@ export class DeviceValidator {
     params: EnvParams,
     split: SplitRange,
     policy: ValidatedPolicy = { kind: 'ppo' },
+    options: DeviceValidatorOptions = {},
   ) {
     if (policy.kind === 'dqn') {
       this.spec = validateDqnSpecFor(policy, capsOf(backend));
@@ -72,24 +86,28 @@ export class DeviceValidator {
       backend.createBuffer(Math.max(4, bytes), `validate ${label}`);
     this.own = [
       make(ENV_F * 4, 'env_f'),
-      make(ENV_I * 4, 'env_i'),
+      make(VALIDATE_ENV_INTS * 4, 'env_i'),
       make(params.diversityWindow * 4, 'div_window'),
       make(out.f + 4 * scratch, 'out_f'),
       make(out.i, 'out_i'),
     ];
-  }
-
-  /** The backtest's launch (for backend.time). */
-  dispatch(): Dispatch {
     const dispatch = this.spec.name === 'validate_policy' ? validatePolicyDispatch : validateDqnDispatch;
-    return dispatch(this.spec, [...this.shared, ...this.own], this.uniforms);
+    const buffers = [...this.shared, ...this.own];
+    this.launches = validateChunks(this.uniforms, options.chunkSteps).map((u) =>
+      dispatch(this.spec, buffers, u),
+    );
   }
 
-  /** Enqueues the backtest beside later work where the backend can (Backend.runBeside). */
+  /** The backtest's launches in order, all of them one backtest (for backend.time). */
+  dispatches(): Dispatch[] {
+    return this.launches;
+  }
+
+  /** Enqueues the backtest beside later work where the backend can (Backend.runBeside), its launches in order. */
   launch(): void {
     const b = this.backend;
-    if (b.runBeside) b.runBeside([this.dispatch()]);
-    else b.run([this.dispatch()]);
+    if (b.runBeside) b.runBeside(this.launches);
+    else b.run(this.launches);
   }
 
   /** Runs the backtest of the net now in the nets buffer; returns its metrics, trace and actions. */

@@ -1,6 +1,7 @@
 /**
- * validate_dqn: the validation backtest (src/eval/backtest.ts) of a DQN-family greedy policy as
- * one launch (the DQN twin of validate_policy.ts: same bindings, episode, outputs and trace). One
+ * validate_dqn: the validation backtest (src/eval/backtest.ts) of a DQN-family greedy policy as a
+ * sequence of launches of at most VALIDATE_CHUNK_STEPS steps (the DQN twin of validate_policy.ts:
+ * same bindings, episode, chunks, outputs and trace). One
  * workgroup runs the dueling net of `duelingLayout` (src/nets/layout.ts) per step: of 256 threads
  * (what WebGPU guarantees), or 1024 where the device allows them (validateDqnThreads). The trunk
  * 54 -> 256 -> 256 and both streams' hidden layers one output per 256 threads, each output's inputs
@@ -14,21 +15,23 @@
  *          tau_t = f32((t + 0.5) / K) of dqnGreedyPolicy, no random draws) phi = relu(tau_embed(
  *          cos features of tau_t)), h = trunk * phi, the streams on h and the plain combination
  *          Q_t; Q = (sum_t Q_t in order) / K, first argmax (forwardIqn's order). The K x embed
- *          cosine features are computed once per launch into workgroup memory;
+ *          cosine features are computed at the start of every launch into workgroup memory;
  * and thread 0 steps the simulator (wgsl/validate_env.wgsl, cuda/validate_env.cuh).
  *
  * Bindings: collect_ppo's / collect_dqn's (src/kernels/collect_layout.ts); the online net is read
  * from `nets` at float `netBase` (the device DQN engine passes the collector's nets buffer, which
  * holds the online net at 0 after every train epoch: no copy). Own uniforms:
- *   n (1), steps (splitEnd - splitStart - 1), netBase, vMin, vMax (the C51 support, f32),
+ *   n (1), steps (splitEnd - splitStart - 1), stepBegin and stepEnd (the launch's steps, as
+ *   validate_policy's), netBase, vMin, vMax (the C51 support, f32),
  *   head (0 plain, 1 c51, 2 iqn), atoms, actTaus and iqnEmbed: the head as data for the CPU twin
  *   (the GPU twins use the equal constants HEAD, ATOMS, IQN_TAUS, IQN_EMBED),
  * then ENV_UNIFORMS with barrierTerminates 0 and episodeBars = steps (backtestParams).
  * Outputs: VALIDATE_OUTPUT (values, exposure, traded, actions; see validate_policy.ts). validate_dqn
  * also takes out_f past the trace (float OUT_F_STRIDE * steps, validateDqnScratchFloats more) as its
- * scratch: the launch first copies the net's weights there transposed, [n_in, n_out] a layer, so
- * that the invocations' loads of one input's weights, one output each, coalesce (the CPU twin and
- * validate_dqn_cluster leave it alone; the trace is all that is read back).
+ * scratch: the first launch (stepBegin 0) copies the net's weights there transposed, [n_in, n_out]
+ * a layer, so that the invocations' loads of one input's weights, one output each, coalesce; the
+ * later launches of the backtest read that copy (the CPU twin and validate_dqn_cluster leave it
+ * alone; the trace is all that is read back).
  * Limits (validateDqnUnsupported): C51 atoms and IQN's K x embed cosine features must fit the
  * 16 KiB workgroup plan, IQN's K at most 128 (the WGSL twin rounds tau_t in u32 arithmetic).
  * CUDA runs validate_dqn_cluster (validateDqnClusterSpec): the net in one thread-block cluster's
@@ -72,6 +75,8 @@ const WORKGROUP_BYTES = 16384;
 export const VALIDATE_DQN_UNIFORMS = [
   { name: 'n', type: 'u32' },
   { name: 'steps', type: 'u32' },
+  { name: 'stepBegin', type: 'u32' },
+  { name: 'stepEnd', type: 'u32' },
   { name: 'netBase', type: 'u32' },
   { name: 'vMin', type: 'f32' },
   { name: 'vMax', type: 'f32' },
@@ -368,7 +373,10 @@ export interface ValidateDqnNet extends ValidateDqnHead {
   vMax: number;
 }
 
-/** The launch's uniforms for the backtest over `split` with the simulator parameters `params`. */
+/**
+ * The uniforms of the backtest over `split` with the simulator parameters `params`, as one launch
+ * (stepBegin 0, stepEnd steps); validateChunks splits them.
+ */
 export function validateDqnUniforms(
   params: EnvParams,
   split: SplitRange,
@@ -383,6 +391,8 @@ export function validateDqnUniforms(
   return {
     n: 1,
     steps,
+    stepBegin: 0,
+    stepEnd: steps,
     netBase: net.netBase,
     vMin: net.vMin,
     vMax: net.vMax,
@@ -395,7 +405,7 @@ export function validateDqnUniforms(
   };
 }
 
-/** One workgroup (validate_dqn_cluster: one cluster) runs the whole backtest. */
+/** One workgroup (validate_dqn_cluster: one cluster) runs the launch's steps of the backtest. */
 export function validateDqnDispatch(
   spec: KernelSpec,
   buffers: DeviceBuffer[],

@@ -1,27 +1,35 @@
 /**
- * validate_policy: the validation backtest (src/eval/backtest.ts) as one launch. One workgroup
- * runs PPO's greedy policy (the argmax of the actor's logits, src/eval/policies.ts) over the
+ * validate_policy: the validation backtest (src/eval/backtest.ts) as a sequence of launches of at
+ * most VALIDATE_CHUNK_STEPS steps each (validateChunks). One workgroup runs PPO's greedy policy (the argmax of the actor's logits, src/eval/policies.ts) over the
  * split [splitStart, splitEnd) as one episode: it starts flat at splitStart, decides at every bar
  * up to splitEnd - 2, barriers close positions without ending it, no truncation, and a collapse
  * (V <= collapseFraction * V_0) stops trading with the rest of the curve flat. Per step the
  * threads share the actor's layers (one output each, f32 sums in the reference order), then one
  * thread steps the simulator (wgsl/collect_env.wgsl, cuda/collect_env.cuh).
  *
+ * Chunks: a launch runs steps [stepBegin, stepEnd) of the episode. The first (stepBegin 0) starts
+ * the episode; every launch leaves the episode in env_f / env_i (collect_env's layout, slot 0) and
+ * the stop flag (1 after a collapse) at env_i[ENV_I], past the episode's fields, and the next
+ * launch resumes from there, so any chunking gives the one-launch trace bit for bit. A launch whose
+ * episode has stopped (or stops) writes the flat tail of its own steps.
+ *
  * Bindings: those of collect_ppo (src/kernels/collect_layout.ts), so the training collector's
- * market and nets buffers serve as they are (actor at NET_A_BASE = 0). env_f, env_i and div_window
- * are the launch's own one-episode scratch. Outputs, N = 1 and L = steps (section * L + step):
+ * market and nets buffers serve as they are (actor at NET_A_BASE = 0). env_f (ENV_F floats),
+ * env_i (ENV_I + 1 ints: the stop flag last) and div_window are the validation's own one-episode
+ * state. Outputs, N = 1 and L = steps (section * L + step):
  *   values    f32  V after the step (equity[k + 1] of the backtest; equity[0] = V_0)
  *   exposure  f32  position_norm of the step's units at close_{t+1} (the backtest's, in f32)
  *   traded    f32  notional traded in the step: the order's and a barrier exit's (the backtest
  *                  sums |units| * price in f64; CUDA the same products in f32, WGSL |cash change +
  *                  fee change| of each phase: both within f32 rounding of it)
  *   actions   i32  the greedy action (0 after a collapse, as the backtest leaves it)
- * Uniforms: n (1), steps (splitEnd - splitStart - 1), then ENV_UNIFORMS with barrierTerminates 0
- * and episodeBars = steps (backtestParams).
+ * Uniforms: n (1), steps (splitEnd - splitStart - 1), stepBegin and stepEnd (the launch's steps),
+ * then ENV_UNIFORMS with barrierTerminates 0 and episodeBars = steps (backtestParams).
  */
 
 import type { Market, SplitRange } from '../data/types.js';
 import type { EnvParams } from '../env/params.js';
+import { ENV_I } from '../env/state.js';
 import { backtestParams, policyRollout } from '../eval/backtest.js';
 import type { EquityTrace } from '../eval/metrics.js';
 import { type Policy, ppoGreedyPolicy } from '../eval/policies.js';
@@ -50,12 +58,17 @@ export const VALIDATE_OUTPUT = outputLayout([
   { name: 'actions', type: 'i32', width: 1 },
 ]);
 
+/** Ints of the validation's env_i: the episode's ENV_I, then the stop flag (1 after a collapse). */
+export const VALIDATE_ENV_INTS = ENV_I + 1;
+
 /** Threads of the workgroup: at least the widest actor layer (128 outputs). */
 export const VALIDATE_THREADS = 128;
 
 export const VALIDATE_UNIFORMS = [
   { name: 'n', type: 'u32' },
   { name: 'steps', type: 'u32' },
+  { name: 'stepBegin', type: 'u32' },
+  { name: 'stepEnd', type: 'u32' },
   ...ENV_UNIFORMS,
 ] as const satisfies KernelSpec['uniforms'];
 
@@ -96,14 +109,50 @@ export function validateSteps(split: SplitRange): number {
   return steps;
 }
 
-/** The launch's uniforms for the backtest over `split` with the simulator parameters `params`. */
+/**
+ * The uniforms of the backtest over `split` with the simulator parameters `params`, as one launch
+ * (stepBegin 0, stepEnd steps); validateChunks splits them.
+ */
 export function validateUniforms(params: EnvParams, split: SplitRange): Record<string, number> {
   const steps = validateSteps(split);
   // The key only seeds restarts, which the backtest never reaches (it stops at a collapse).
-  return { n: 1, steps, ...envUniforms(backtestParams(params, steps), split, seedToKey(0)) };
+  return {
+    n: 1,
+    steps,
+    stepBegin: 0,
+    stepEnd: steps,
+    ...envUniforms(backtestParams(params, steps), split, seedToKey(0)),
+  };
 }
 
-/** One workgroup runs the whole backtest. */
+/**
+ * Steps of one validation launch at most. One workgroup walks the bars in order, and a GPU
+ * without preemption inside a workgroup (many integrated ones) cannot run anything else until the
+ * launch ends: Windows resets a device that does not answer for 2 s (TDR), browsers lose it. At
+ * ~300 us a bar (C51 on an integrated GPU, the slowest head) 512 steps are ~0.15 s a launch. On
+ * an H100 a launch of 512 steps runs 4 ms or more (8 us a bar and up, docs/BENCHMARKS.md) against
+ * an estimated few microseconds for each extra launch (and, in validate_dqn_cluster, for loading
+ * the net into shared memory again): not measured, expected well under 1%.
+ */
+export const VALIDATE_CHUNK_STEPS = 512;
+
+/**
+ * The launches' uniforms of a backtest whose one-launch uniforms are `u`: steps [0, steps) in
+ * consecutive chunks of `chunkSteps` (the last one shorter), one launch where steps <= chunkSteps.
+ */
+export function validateChunks(
+  u: Record<string, number>,
+  chunkSteps = VALIDATE_CHUNK_STEPS,
+): Record<string, number>[] {
+  if (!Number.isInteger(chunkSteps) || chunkSteps < 1)
+    throw new Error(`validate: chunkSteps ${chunkSteps} must be an integer >= 1`);
+  const chunks: Record<string, number>[] = [];
+  for (let begin = 0; begin < u.steps; begin += chunkSteps)
+    chunks.push({ ...u, stepBegin: begin, stepEnd: Math.min(begin + chunkSteps, u.steps) });
+  return chunks;
+}
+
+/** One workgroup runs the launch's steps of the backtest. */
 export function validatePolicyDispatch(
   spec: KernelSpec,
   buffers: DeviceBuffer[],
@@ -136,13 +185,17 @@ export function traceFromOutputs(
 
 /**
  * The CPU twin of both validation kernels: the host backtest's rollout (policyRollout) with the
- * policy `policyOf` builds from the nets buffer, written out in f32 as the kernels write it.
+ * policy `policyOf` builds from the nets buffer, written out in f32 as the kernels write it. The
+ * whole backtest runs in the first launch (stepBegin 0: the CPU has no launch time limit), the
+ * later launches of a chunked backtest leave the outputs as they are; env_f and env_i are not
+ * written.
  */
 export function validateReference(
   buffers: TypedArray[],
   u: Record<string, number>,
   policyOf: (nets: Float32Array) => Policy,
 ): void {
+  if (u.stepBegin !== 0) return;
   const [features, ohlc, spread, entropy, nets, , , , outF, outI] = buffers;
   const market: Market = marketFromBuffers(
     features as Float32Array,

@@ -3,11 +3,12 @@
  * (src/kernels/validate_dqn.ts): PPO's greedy actor, and the plain, C51 and IQN dueling nets'
  * greedy policies (IQN: the mean over IQN_ACT_TAUS fixed taus (t + 0.5) / K, K not a power of
  * two so that the kernels' rounding of the taus is exercised), over a 550-bar split of the
- * collection cases' random market, as one launch through
- * DeviceValidator, against the host backtest (src/eval/backtest.ts, dqnGreedyPolicy) run directly.
- * Per policy one case with the default simulator (trades, barrier exits that do not end the
- * episode), one whose collapse threshold is close to V_0, so the episode collapses and the rest of
- * the curve must stay flat. The nets are the initial ones with their output layers scaled up, so
+ * collection cases' random market, through DeviceValidator (its launches of VALIDATE_CHUNK_STEPS:
+ * two), against the host backtest (src/eval/backtest.ts, dqnGreedyPolicy) run directly. Per policy
+ * one case with the default simulator (trades, barrier exits that do not end the episode), the
+ * same in launches of 37 steps (15 launches, the episode carried between them), and one whose
+ * collapse threshold is close to V_0, so the episode collapses and the rest of the curve must stay
+ * flat. The nets are the initial ones with their output layers scaled up, so
  * the greedy action varies with the state; the DQN nets sit at a float offset of the nets buffer.
  *
  * What must agree: the actions exactly, and the equity, exposure and traded notional of every
@@ -169,7 +170,12 @@ function outputs(
   };
 }
 
-function validateCase(which: Validated, name: string, adjust: (p: EnvParams) => EnvParams): ParityCase {
+function validateCase(
+  which: Validated,
+  name: string,
+  adjust: (p: EnvParams) => EnvParams,
+  chunkSteps?: number,
+): ParityCase {
   const params = adjust(envParams(cloneDefaults().env));
   const ref = memo(() => reference(which, params));
   const kernel = which === 'ppo' ? 'validate_policy' : 'validate_dqn';
@@ -207,6 +213,7 @@ function validateCase(which: Validated, name: string, adjust: (p: EnvParams) => 
               actTaus: IQN_ACT_TAUS,
               iqnEmbed: IQN_EMBED,
             },
+        { chunkSteps },
       );
       try {
         return outputs(await v.run(252), ref().tie);
@@ -222,6 +229,7 @@ export function validateParityCases(): ParityCase[] {
   const collapse = (p: EnvParams) => ({ ...p, collapseFraction: Math.fround(0.999) });
   return (['ppo', 'plain', 'c51', 'iqn'] as const).flatMap((which) => [
     validateCase(which, 'default simulator', (p) => p),
+    validateCase(which, 'default simulator, launches of 37 steps', (p) => p, 37),
     validateCase(which, 'collapse at 99.9% of V_0', collapse),
   ]);
 }

@@ -8,9 +8,10 @@
  *             collector; wall time as training sees it, plus device time of the same launches
  *             (WebGPU timestamp queries around the pass; CUDA events around eager launches)
  *   validate  the greedy policy backtested on the validation split as training does it: on the
- *             device (validate_policy, DeviceValidator: one launch, the trace read back, metrics on
- *             the host), or where collect_ppo could not run, params read back and the host
- *             backtest; plus the device time of the launch and, once, the host backtest's time
+ *             device (validate_policy, DeviceValidator: its launches of up to 512 steps each, the
+ *             trace read back, metrics on the host), or where collect_ppo could not run, params
+ *             read back and the host backtest; plus the device time of those launches and, once,
+ *             the host backtest's time
  * and, to show where an update's time goes, the device time of each launch of one minibatch step
  * timed alone (backend.time over repeats).
  * The first epoch is a warm-up (kernel compilation, graph capture) and is not counted. FLOPs
@@ -317,7 +318,8 @@ export async function benchPpoTrain(o: BenchTrainOptions): Promise<BenchTrainRes
       );
     }
     const collectDeviceMs = collector ? await backend.time([collector.dispatch()]) : 0;
-    const validateDeviceMs = validator ? await backend.time([validator.dispatch()]) : 0;
+    // Every launch of the backtest, as training enqueues them.
+    const validateDeviceMs = validator ? await backend.time(validator.dispatches()) : 0;
     let validateHostMs = 0;
     if (o.validate !== false) {
       const t0 = now();

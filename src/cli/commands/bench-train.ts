@@ -25,7 +25,7 @@ const usage = `usage: foxhunt bench train [--algo ppo|dqn|c51|iqn] [--backend au
 Times a PPO epoch per phase on the built-in synthetic market, as \`foxhunt train\` runs it: collect
 (collect_ppo on the device), update (every minibatch step of the update in one submission, a CUDA
 graph on CUDA) and validate (the greedy backtest on the validation split, validate_policy on the
-device; also its launch's device time, and the host backtest it replaces, timed once). One warm-up
+device; also the device time of its launches, and the host backtest it replaces, timed once). One warm-up
 epoch, then R measured ones, for each N. Reports milliseconds per phase, the update's FLOPs, its
 achieved FLOP/s as a share of the device's f32 FMA peak and, for tf32, of its TF32 tensor-core peak
 (vendor datasheet figures, named in the output), and training samples/s.

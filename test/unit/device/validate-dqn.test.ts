@@ -20,6 +20,7 @@ import {
   validateDqnUniforms,
   validateDqnUnsupported,
 } from '../../../src/kernels/validate_dqn.js';
+import { VALIDATE_CHUNK_STEPS } from '../../../src/kernels/validate_policy.js';
 import { c51Support } from '../../../src/learn/dqn_update.js';
 import {
   type C51Support,
@@ -90,7 +91,9 @@ function hostRollout(
   const greedy = dqnGreedyPolicy(head, layout, online, support, actTaus);
   const steps = s.end - s.start - 1;
   let tie = steps;
+  let decided = 0;
   const r = policyRollout(m, s, p, (state, bar) => {
+    decided++;
     if (head === 'plain') forwardDueling(layout, online, state, q);
     else if (head === 'iqn') forwardIqn(layout, online, state, taus, q);
     else forwardC51(layout, online, state, probs, q, support);
@@ -98,7 +101,9 @@ function hostRollout(
     if (sorted[0] - sorted[1] < TIE_GAP) tie = Math.min(tie, bar - s.start);
     return greedy(state, bar);
   });
-  return { ...r, tie };
+  // The step of a collapse (the policy's last decision), or steps.
+  const collapse = decided < steps ? decided - 1 : steps;
+  return { ...r, tie, collapse };
 }
 
 function upload(backend: Backend, m: Market, p: EnvParams, nets: Float32Array): SharedValidateBuffers {
@@ -116,7 +121,10 @@ function upload(backend: Backend, m: Market, p: EnvParams, nets: Float32Array): 
   ];
 }
 
-/** validate_dqn on `backend` for the online net at float `base` of `nets`. */
+/**
+ * validate_dqn on `backend` for the online net at float `base` of `nets`, in launches of at most
+ * `chunkSteps` steps (default VALIDATE_CHUNK_STEPS: one launch over the test split).
+ */
 async function deviceRun(
   backend: Backend,
   head: QHead,
@@ -127,16 +135,13 @@ async function deviceRun(
   p: EnvParams,
   support = SUPPORT,
   actTaus = ACT_TAUS,
+  chunkSteps?: number,
 ): Promise<BacktestResult> {
   const shared = upload(backend, m, p, nets);
-  const v = new DeviceValidator(backend, shared, p, s, {
-    kind: 'dqn',
-    head,
-    netBase: base,
-    ...support,
-    actTaus,
-    iqnEmbed: 64,
-  });
+  const policy = { kind: 'dqn', head, netBase: base, ...support, actTaus, iqnEmbed: 64 } as const;
+  const v = new DeviceValidator(backend, shared, p, s, policy, { chunkSteps });
+  const steps = s.end - s.start - 1;
+  expect(v.dispatches().length).toBe(Math.ceil(steps / (chunkSteps ?? VALIDATE_CHUNK_STEPS)));
   try {
     return await v.run(BARS_PER_YEAR);
   } finally {
@@ -186,6 +191,46 @@ function expectSameBacktest(
   }
   if (upTo === steps)
     expectSameMetrics(device.metrics, computeMetrics(host.trace, BARS_PER_YEAR), Math.max(rel, 1e-7));
+}
+
+/** The same trace, bit for bit. */
+function expectSameTrace(got: BacktestResult, want: BacktestResult, what: string): void {
+  expect(Array.from(got.actions), `${what}: actions`).toEqual(Array.from(want.actions));
+  expect(Array.from(got.trace.equity), `${what}: equity`).toEqual(Array.from(want.trace.equity));
+  expect(Array.from(got.trace.exposure), `${what}: exposure`).toEqual(Array.from(want.trace.exposure));
+  expect(Array.from(got.trace.traded), `${what}: traded`).toEqual(Array.from(want.trace.traded));
+}
+
+/**
+ * Chunk sizes that cut the backtest of `host` at awkward places: without a collapse, with `whole`
+ * (the plain head: the others' full runs are slow on the emulator and lavapipe), one step a launch
+ * and 37 (not a divisor of 299); under a collapse at step c, chunks of c (the collapse opens the
+ * second launch, which reads the net the first transposed), c + 1 (it closes the first: the second
+ * starts stopped), c + 10 (it falls inside the first, whose tail and every later launch stay
+ * flat) and, where c > 3, one of 3 to 7 steps that puts it inside a later launch.
+ */
+function awkwardChunks(host: ReturnType<typeof hostRollout>, whole: boolean): number[] {
+  const steps = host.actions.length;
+  if (host.collapse === steps) return whole ? [1, 37] : [];
+  const c = host.collapse;
+  expect(c, 'the collapse step').toBeGreaterThanOrEqual(1);
+  expect(c + 10, 'the collapse step').toBeLessThan(steps);
+  // Where the collapse comes late enough: a short chunk that puts it inside a later launch
+  // (neither its first nor its last step).
+  const inner = [3, 4, 5, 6, 7].find((k) => k < c && c % k !== 0 && c % k !== k - 1);
+  return inner === undefined ? [c, c + 1, c + 10] : [c, c + 1, c + 10, inner];
+}
+
+/**
+ * The backtest of randomNet(head, 8) under `p` on `backend` in launches of awkward sizes gives
+ * `whole`, its one-launch trace, bit for bit.
+ */
+async function expectChunksAgree(backend: Backend, head: QHead, p: EnvParams, whole: BacktestResult) {
+  const nets = randomNet(head, 8);
+  for (const k of awkwardChunks(randomHost(head, p), head === 'plain')) {
+    const chunked = await deviceRun(backend, head, nets, 8, market, split, p, SUPPORT, ACT_TAUS, k);
+    expectSameTrace(chunked, whole, `${head}, chunks of ${k}`);
+  }
 }
 
 const smallConfig = smallDqnConfig;
@@ -493,7 +538,7 @@ describe.skipIf(unavailable !== null)(
         ['default simulator', params],
         ['collapse at 99.9% of V_0', collapsing],
       ] as const) {
-        it(`matches the host rollout (${head}, random weights, ${name})`, async () => {
+        it(`matches the host rollout in one launch and in launches of awkward sizes (${head}, random weights, ${name})`, async () => {
           const device = await deviceRun(emu, head, randomNet(head, 8), 8, market, split, p);
           const host = randomHost(head, p);
           if (p === params) expect(new Set(host.actions).size).toBeGreaterThan(5);
@@ -509,7 +554,10 @@ describe.skipIf(unavailable !== null)(
             expect(e[e.length - 1]).toBe(e[e.length - 100]);
             expect(e[e.length - 1]).toBeLessThanOrEqual(Math.fround(0.999) * p.initialCapital);
           }
-        }, 120_000);
+          // Launches of awkward sizes (the episode and the stop flag carried between them in
+          // env_f / env_i) give the one-launch trace bit for bit.
+          await expectChunksAgree(emu, head, p, device);
+        }, 300_000);
       }
       it(`matches the host rollout (${head}, weights after 10 train steps)`, async () => {
         const t = await trainedNet(head);
@@ -524,14 +572,17 @@ describe('validate_dqn on WebGPU', () => {
   const webgpu = useWebgpu();
 
   for (const head of HEADS) {
-    it(`matches the host rollout (${head}, random weights, collapse included)`, async (ctx) => {
+    it(`matches the host rollout in one launch and in launches of awkward sizes (${head}, random weights, collapse included)`, async (ctx) => {
       const backend = webgpu(ctx);
       const nets = randomNet(head, 8);
       for (const p of [params, collapsing]) {
         const device = await deviceRun(backend, head, nets, 8, market, split, p);
         expectSameBacktest(device, randomHost(head, p), 1e-6);
+        // Launches of awkward sizes give the one-launch trace bit for bit (C51's and IQN's later
+        // launches read the transposed net the first one wrote).
+        await expectChunksAgree(backend, head, p, device);
       }
-    }, 300_000);
+    }, 600_000);
 
     it(`matches the host rollout (${head}, weights after 10 train steps)`, async (ctx) => {
       const backend = webgpu(ctx);
@@ -541,6 +592,31 @@ describe('validate_dqn on WebGPU', () => {
       expectSameBacktest(device, t.host, 1e-6, trainedMinTie(head));
     }, 300_000);
   }
+
+  it('validates the net the nets buffer holds at each run: the first launch transposes it again', async (ctx) => {
+    const backend = webgpu(ctx);
+    const first = randomNet('plain', 8);
+    const second = randomNet('plain', 8, SUPPORT.atoms, 9);
+    const shared = upload(backend, market, params, first);
+    const policy = { kind: 'dqn', head: 'plain', netBase: 8, ...SUPPORT } as const;
+    const v = new DeviceValidator(backend, shared, params, split, policy, { chunkSteps: 100 });
+    try {
+      expect(v.dispatches().map((d) => [d.uniforms.stepBegin, d.uniforms.stepEnd])).toEqual([
+        [0, 100],
+        [100, 200],
+        [200, STEPS],
+      ]);
+      expectSameBacktest(await v.run(BARS_PER_YEAR), randomHost('plain', params), 1e-6);
+      backend.upload(shared[4], second);
+      const online = second.subarray(8, 8 + duelingLayout('plain', SUPPORT.atoms).size);
+      const host = hostRollout('plain', online, market, split, params);
+      expect(Array.from(host.actions)).not.toEqual(Array.from(randomHost('plain', params).actions));
+      expectSameBacktest(await v.run(BARS_PER_YEAR), host, 1e-6);
+    } finally {
+      v.destroy();
+      for (const b of shared) backend.destroyBuffer(b);
+    }
+  }, 300_000);
 
   // IQN at 54 act taus (below) also runs the 256-thread build: its plan is past 16 KiB at 1024.
   it('runs the 256-thread build where the device allows no more (c51, random weights)', async (ctx) => {

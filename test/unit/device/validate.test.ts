@@ -8,13 +8,16 @@ import { cloneDefaults, loadConfig } from '../../../src/config.js';
 import { DeviceValidator, type SharedValidateBuffers } from '../../../src/device/validate.js';
 import { createDevicePpoEngine } from '../../../src/engine/device_ppo.js';
 import { type EnvParams, envParams } from '../../../src/env/params.js';
-import { ENV_F, ENV_I } from '../../../src/env/state.js';
-import { backtest, policyRollout } from '../../../src/eval/backtest.js';
+import { ENV_F } from '../../../src/env/state.js';
+import { type BacktestResult, backtest, policyRollout } from '../../../src/eval/backtest.js';
 import type { Metrics } from '../../../src/eval/metrics.js';
 import { ppoGreedyPolicy } from '../../../src/eval/policies.js';
 import type { TypedArray } from '../../../src/kernels/reference.js';
 import {
   traceFromOutputs,
+  VALIDATE_CHUNK_STEPS,
+  VALIDATE_ENV_INTS,
+  validateChunks,
   validateOutputBytes,
   validatePolicyKernel,
   validatePolicySpec,
@@ -25,6 +28,7 @@ import { NetId, ppoActorLayout } from '../../../src/nets/layout.js';
 import { trainPpo } from '../../../src/train/ppo.js';
 import { prepareData } from '../../../src/train/run.js';
 import { MemoryStorage } from '../../../src/train/storage.js';
+import { CudaEmuBackend } from '../../emu/backend.js';
 import { buildEmu, emuUnavailable, runEmu, writeGenerated } from '../../emu/emu.js';
 import { useWebgpu } from '../../support/webgpu.js';
 import { randomMarket } from '../env/fixtures.js';
@@ -71,6 +75,96 @@ function sharedBuffers(backend: Backend): SharedValidateBuffers {
     make(actor, 'nets'),
   ];
 }
+
+const STEPS = split.end - split.start - 1;
+
+/** The step at which the host rollout under `p` collapses (the policy's last call), or STEPS. */
+function collapseStep(p: EnvParams): number {
+  const greedy = ppoGreedyPolicy(actor);
+  let calls = 0;
+  policyRollout(market, split, p, (state, bar) => {
+    calls++;
+    return greedy(state, bar);
+  });
+  return calls < STEPS ? calls - 1 : STEPS;
+}
+
+/** The backtest on `backend` in launches of at most `chunkSteps` steps. */
+async function chunkedRun(backend: Backend, p: EnvParams, chunkSteps: number): Promise<BacktestResult> {
+  const shared = sharedBuffers(backend);
+  const v = new DeviceValidator(backend, shared, p, split, { kind: 'ppo' }, { chunkSteps });
+  try {
+    expect(v.dispatches().length).toBe(Math.ceil(STEPS / chunkSteps));
+    return await v.run(BARS_PER_YEAR);
+  } finally {
+    v.destroy();
+    for (const b of shared) backend.destroyBuffer(b);
+  }
+}
+
+/** The same trace, bit for bit. */
+function expectSameTrace(got: BacktestResult, want: BacktestResult, what: string): void {
+  expect(Array.from(got.actions), `${what}: actions`).toEqual(Array.from(want.actions));
+  expect(Array.from(got.trace.equity), `${what}: equity`).toEqual(Array.from(want.trace.equity));
+  expect(Array.from(got.trace.exposure), `${what}: exposure`).toEqual(Array.from(want.trace.exposure));
+  expect(Array.from(got.trace.traded), `${what}: traded`).toEqual(Array.from(want.trace.traded));
+}
+
+/**
+ * Chunk sizes that cut the backtest under `p` at awkward places: one step a launch and 37 (not a
+ * divisor of 299) on the default simulator; under a collapse at step c, chunks of c (the collapse
+ * opens the second launch), c + 1 (it closes the first: the second starts stopped), c + 10 (it
+ * falls inside the first, whose tail and every later launch stay flat) and, where c > 3, one of 3
+ * to 7 steps that puts it inside a later launch.
+ */
+function awkwardChunks(p: EnvParams): number[] {
+  if (p === params) return [1, 37];
+  const c = collapseStep(p);
+  expect(c, 'the collapse step').toBeGreaterThanOrEqual(1);
+  expect(c + 10, 'the collapse step').toBeLessThan(STEPS);
+  // Where the collapse comes late enough: a short chunk that puts it inside a later launch
+  // (neither its first nor its last step).
+  const inner = [3, 4, 5, 6, 7].find((k) => k < c && c % k !== 0 && c % k !== k - 1);
+  return inner === undefined ? [c, c + 1, c + 10] : [c, c + 1, c + 10, inner];
+}
+
+describe('validateChunks', () => {
+  it('cuts the steps into consecutive launches of at most chunkSteps (one for a short split)', () => {
+    const u = validateUniforms(params, split);
+    expect([u.stepBegin, u.stepEnd]).toEqual([0, STEPS]);
+    expect(VALIDATE_CHUNK_STEPS).toBe(512);
+    expect(validateChunks(u)).toEqual([u]);
+    expect(validateChunks(u, STEPS)).toEqual([u]);
+    const cuts = (k: number) => validateChunks(u, k).map((c) => [c.stepBegin, c.stepEnd]);
+    expect(cuts(100)).toEqual([
+      [0, 100],
+      [100, 200],
+      [200, STEPS],
+    ]);
+    expect(cuts(1).length).toBe(STEPS);
+    expect(cuts(1).every(([b, e], k) => b === k && e === k + 1)).toBe(true);
+    // Everything else is the one-launch uniforms.
+    for (const c of validateChunks(u, 37)) expect({ ...c, stepBegin: 0, stepEnd: STEPS }).toEqual(u);
+    const long = validateUniforms(params, { start: 0, end: 1300 });
+    expect(validateChunks(long).map((c) => [c.stepBegin, c.stepEnd])).toEqual([
+      [0, 512],
+      [512, 1024],
+      [1024, 1299],
+    ]);
+    for (const bad of [0, -3, 2.5, Number.NaN])
+      expect(() => validateChunks(u, bad)).toThrow(/chunkSteps .* must be an integer >= 1/);
+  });
+
+  it('gives the host backtest on the CPU backend at any chunk size', async () => {
+    const backend = createCpuBackend();
+    const host = policyRollout(market, split, collapsing, ppoGreedyPolicy(actor));
+    for (const k of [1, 37, ...awkwardChunks(collapsing)]) {
+      const device = await chunkedRun(backend, collapsing, k);
+      expect(Array.from(device.trace.equity), `chunks of ${k}`).toEqual(Array.from(host.trace.equity));
+      expect(Array.from(device.actions), `chunks of ${k}`).toEqual(Array.from(host.actions));
+    }
+  });
+});
 
 describe('validate_policy on the CPU backend', () => {
   it('gives the host backtest, metrics and all, for the same actor', async () => {
@@ -187,7 +281,7 @@ function emuLaunch(binary: string, p: EnvParams): { outF: Float32Array; outI: In
     p.entropyTable,
     actor,
     new Float32Array(ENV_F),
-    new Int32Array(ENV_I),
+    new Int32Array(VALIDATE_ENV_INTS),
     new Int32Array(p.diversityWindow),
     new Float32Array(bytes.f / 4),
     new Int32Array(bytes.i / 4),
@@ -206,7 +300,7 @@ function emuLaunch(binary: string, p: EnvParams): { outF: Float32Array; outI: In
     at += x.length;
   }
   const raw = new Uint8Array(runEmu(binary, ['@in', '@out'], input).buffer);
-  const skip = (ENV_F + ENV_I + p.diversityWindow) * 4;
+  const skip = (ENV_F + VALIDATE_ENV_INTS + p.diversityWindow) * 4;
   return {
     outF: new Float32Array(raw.slice(skip, skip + bytes.f).buffer),
     outI: new Int32Array(raw.slice(skip + bytes.f, skip + bytes.f + bytes.i).buffer),
@@ -251,6 +345,20 @@ describe.skipIf(unavailable !== null)(
       });
     }
 
+    for (const [name, p] of [
+      ['default simulator', params],
+      ['collapse at 99.9% of V_0', collapsing],
+    ] as const) {
+      it(`gives the one-launch trace bit for bit in launches of awkward sizes (${name})`, async () => {
+        const emu = new CudaEmuBackend();
+        const whole = await chunkedRun(emu, p, STEPS);
+        const host = policyRollout(market, split, p, ppoGreedyPolicy(actor));
+        expect(Array.from(whole.trace.equity)).toEqual(Array.from(host.trace.equity));
+        for (const k of awkwardChunks(p))
+          expectSameTrace(await chunkedRun(emu, p, k), whole, `chunks of ${k}`);
+      }, 300_000);
+    }
+
     it('has a CPU twin registered under the same name', () => {
       expect(validatePolicyKernel.spec.name).toBe('validate_policy');
     });
@@ -271,4 +379,18 @@ describe('validate_policy on WebGPU', () => {
     v.destroy();
     for (const b of shared) backend.destroyBuffer(b);
   }, 300_000);
+
+  for (const [name, p] of [
+    ['default simulator', params],
+    ['collapse at 99.9% of V_0', collapsing],
+  ] as const) {
+    it(`gives the one-launch trace bit for bit in launches of awkward sizes (${name})`, async (ctx) => {
+      const backend = webgpu(ctx);
+      const whole = await chunkedRun(backend, p, 1000);
+      const host = policyRollout(market, split, p, ppoGreedyPolicy(actor));
+      expect(Array.from(whole.actions)).toEqual(Array.from(host.actions));
+      for (const k of awkwardChunks(p))
+        expectSameTrace(await chunkedRun(backend, p, k), whole, `chunks of ${k}`);
+    }, 300_000);
+  }
 });

@@ -404,7 +404,8 @@ describe('bench train --algo dqn|c51', () => {
     // A device backend that captures graphs: the ring is filled first (256 rows / 64 per
     // collection), then one warm-up epoch per target phase (targetEvery 3, 5 steps: 3) captures
     // each phase's graph, so the measured epochs replay graphs and capture none.
-    // Its validate phase is training's: validate_dqn, one launch per epoch.
+    // Its validate phase is training's: validate_dqn, one launch per epoch (the validation split is
+    // shorter than a launch's VALIDATE_CHUNK_STEPS).
     let captures = 0;
     let validations = 0;
     const device = createCpuBackend();
