@@ -7,19 +7,21 @@
 // the WG_X (256 or 1024) invocations run the net: the trunk's and both streams' hidden layers
 // (256 outputs a layer) in TRUNK_PARTS = WG_X / 256 parts of their inputs, one invocation each,
 // added in order, and their output layers (f32 sum bias first then inputs in order, LeakyReLU, as
-// src/nets/forward.ts; C51's 2,346 outputs one an invocation in rounds; the plain and IQN heads'
-// 46 outputs in OUT_PARTS parts of their inputs, one invocation each, added in order), the mean of the
+// src/nets/forward.ts; C51's 2,346 outputs one an invocation in rounds; the plain head's 46
+// outputs in OUT_PARTS parts of their inputs, one invocation each, added in order), the mean of the
 // advantages over actions per atom, then per action Q (plain: (V + A) - mean; C51: the softmax
-// over atoms of (V + A) - mean and its expectation over the support; IQN (HEAD 2): per act tau
-// t < IQN_TAUS the trunk times relu(tau_embed(cosines of tau_t)) through the streams and the
-// plain combination, summed over t in order, then divided by IQN_TAUS); invocation 0 takes the
-// first argmax and steps the simulator (validate_env.wgsl). IQN's taus are the host's fixed
-// quadrature tau_t = f32((t + 0.5) / K) (eval/policies.ts dqnGreedyPolicy), rounded exactly here,
-// and their IQN_TAUS x IQN_EMBED cosine features (iqn_cos.wgsl) fill workgroup memory once a
-// launch.
+// over atoms of (V + A) - mean and its expectation over the support; IQN (HEAD 2, iqn_q): per act
+// tau t < IQN_TAUS the trunk times phi_t through the streams and the plain combination, summed
+// over t in order, then divided by IQN_TAUS); invocation 0 takes the first argmax and steps the
+// simulator (validate_env.wgsl). IQN's taus are the host's fixed quadrature tau_t =
+// f32((t + 0.5) / K) (eval/policies.ts dqnGreedyPolicy), rounded exactly here; phi_t =
+// relu(tau_embed(cosine features of tau_t)) (iqn_cos.wgsl) is computed by the first launch into
+// the scratch past the transposed net, and the taus go through the streams TAU_GROUP at a time,
+// every output of theirs summed by one invocation over all its inputs in order.
 //
-// Numerics: f32 in the reference's order except the parts (the hidden layers' with TRUNK_PARTS > 1,
-// the plain and IQN output layers': a sum of partial sums); the compiler may fuse multiply-adds, WGSL's division
+// Numerics: f32 in the reference's order except the parts (the trunk's and the plain and C51
+// streams' hidden layers with TRUNK_PARTS > 1, the plain head's output layer: a sum of partial
+// sums); the compiler may fuse multiply-adds, WGSL's division
 // and exp are a few ulp loose, the Cephes cos within about 1e-7, so a Q value can differ in its
 // last bits and an action only where two Q values tie that closely.
 //!include validate_env.wgsl
@@ -53,12 +55,15 @@ const A1_OUT = NET_Q_ADVANTAGE_STREAM_1_OUT;
 // IQN's tau_embed (offsets 0 and never read by the other heads, whose IQN_TAUS = IQN_EMBED = 1).
 const T_W = NET_Q_TAU_EMBED_W;
 const T_B = NET_Q_TAU_EMBED_B;
-const COS_LEN = IQN_TAUS * IQN_EMBED;
+// IQN's taus go through the streams TAU_GROUP at a time, so that a group reads the streams'
+// weights once; TAU_LANES invocations share each hidden output, one every TAU_LANES-th tau.
+const TAU_GROUP = 8u;
+const TAU_LANES = WG_X / 256u;
+const TAUS_PER_LANE = TAU_GROUP / TAU_LANES;
 
 // act: the layer input at 0 (the state, then the trunk's layers in place; the output layers'
 // parts while those run), the streams' hidden layers at HID (value, then advantage at HID +
-// V0_OUT); V [ATOMS] then A [45 * ATOMS] (action-major), the mean of A over actions per atom, Q,
-// IQN's cosine features (tau-major).
+// V0_OUT); V [ATOMS] then A [45 * ATOMS] (action-major), the mean of A over actions per atom, Q.
 // With TRUNK_PARTS > 1, heads (HEADS_LEN >= WG_X floats) also holds the hidden layers' parts,
 // part p of output j at j + 256 p, while no head output is live.
 const HID = 256u;
@@ -66,8 +71,13 @@ var<workgroup> act: array<f32, 512>;
 var<workgroup> heads: array<f32, HEADS_LEN>;
 var<workgroup> mean_a: array<f32, ATOMS>;
 var<workgroup> q: array<f32, 48>;
-var<workgroup> cos_tau: array<f32, COS_LEN>;
+// IQN (1 float elsewhere): a group of TAU_GROUP taus' h = trunk * phi, then their streams' hidden
+// layers (256 floats a tau), and their output layers (HEAD_OUT a tau).
+var<workgroup> hbuf: array<f32, IQN_HBUF>;
+var<workgroup> iqn_out: array<f32, IQN_OUTS>;
 const_assert IQN_TAUS >= 1 && IQN_TAUS <= 128 && IQN_EMBED >= 1;
+const_assert HEAD != HEAD_IQN || (IQN_HBUF == TAU_GROUP * 256 && IQN_OUTS == TAU_GROUP * HEAD_OUT);
+const_assert TAU_GROUP % TAU_LANES == 0;
 const_assert OUT_PARTS >= 1 && (OUT_PARTS == 1 || OUT_PARTS * HEAD_OUT <= WG_X);
 const_assert S0_OUT <= WG_X && S1_OUT <= WG_X && V0_OUT + A0_OUT <= WG_X && STATE_DIM <= 256;
 const_assert WG_X == 256 * TRUNK_PARTS && HEADS_LEN >= HEAD_OUT && (TRUNK_PARTS == 1 || HEADS_LEN >= WG_X);
@@ -98,8 +108,22 @@ fn transpose_net(lid: u32) {
   transpose_layer(A0_W, A0_IN, A0_OUT, lid);
   transpose_layer(V1_W, V1_IN, ATOMS, lid);
   transpose_layer(A1_W, A1_IN, A1_OUT, lid);
-  if (HEAD == HEAD_IQN) {
-    transpose_layer(T_W, IQN_EMBED, S1_OUT, lid);
+}
+
+// IQN: phi_t = relu(tau_embed(cosine features of tau_t)) of every act tau, into out_f at
+// sb + NET_Q_SIZE ([IQN_TAUS, S1_OUT]), by the backtest's first launch (the taus and the net are
+// fixed for the backtest).
+// Output j sums its bias, then its inputs in order (forwardIqn's dense).
+fn iqn_phi(lid: u32) {
+  for (var i = lid; i < IQN_TAUS * S1_OUT; i += WG_X) {
+    let t = i / S1_OUT;
+    let j = i % S1_OUT;
+    let tau = iqn_act_tau(t);
+    var acc = nets[u.netBase + T_B + j];
+    for (var k = 0u; k < IQN_EMBED; k++) {
+      acc = acc + nets[u.netBase + T_W + j * IQN_EMBED + k] * iqn_cos_feature(k, tau);
+    }
+    out_f[sb + NET_Q_SIZE + i] = max(acc, 0.0);
   }
 }
 
@@ -416,17 +440,6 @@ fn iqn_act_tau(t: u32) -> f32 {
   return f32(m) * bitcast<f32>((127u - s) << 23u);
 }
 
-// Output j of tau_embed (ReLU) over the cosine features of tau t (transposed weights, as dense).
-fn tau_embed(t: u32, j: u32) -> f32 {
-  var acc = nets[u.netBase + T_B + j];
-  let col = sb + T_W + j;
-  let c = t * IQN_EMBED;
-  for (var k = 0u; k < IQN_EMBED; k++) {
-    acc = acc + out_f[col + k * S1_OUT] * cos_tau[c + k];
-  }
-  return max(acc, 0.0);
-}
-
 // Both streams on act (hidden layers, output layers, the mean of A per atom): heads and mean_a.
 // The output layers: with OUT_PARTS > 1 (plain, IQN: 46 outputs) invocation t + p HEAD_OUT sums
 // part p of output t into act[t + p HEAD_OUT] (the layer input there was last read before the
@@ -481,6 +494,88 @@ fn streams(lid: u32) {
   workgroupBarrier();
 }
 
+// Output k of the streams' output layers (value_stream.1 for k < ATOMS, then advantage_stream.1)
+// of tau g's hidden layers in hbuf: the bias, then the inputs in order.
+fn iqn_output(g: u32, k: u32) -> f32 {
+  let adv = k >= ATOMS;
+  let n_in = select(u32(V1_IN), u32(A1_IN), adv);
+  let j = select(k, k - ATOMS, adv);
+  let n_out = select(u32(ATOMS), u32(A1_OUT), adv);
+  let col = sb + select(u32(V1_W), u32(A1_W), adv) + j;
+  let x = g * 256u + select(0u, u32(V0_OUT), adv);
+  var acc = nets[u.netBase + select(u32(V1_B), u32(A1_B), adv) + j];
+  for (var i = 0u; i < n_in; i++) {
+    acc = acc + out_f[col + i * n_out] * hbuf[x + i];
+  }
+  return acc;
+}
+
+// IQN's Q into q (forwardIqn's order): per act tau t, h = trunk * phi_t, the streams on h and
+// Q_t = (V + A) - mean A; Q = (sum over t in order of Q_t) / IQN_TAUS. The trunk is in act. The
+// taus go TAU_GROUP at a time: invocation lid computes hidden output lid % 256 of the group's taus
+// lid / 256, lid / 256 + TAU_LANES, ..., each over all its inputs in order, so a weight is loaded
+// once per group and lane (the lanes' loads of it meet in the cache).
+fn iqn_q(lid: u32) {
+  var qsum = 0.0;
+  let j = lid % 256u;
+  let lane = lid / 256u;
+  let adv = j >= V0_OUT;
+  let jj = select(j, j - V0_OUT, adv);
+  let n_out = select(u32(V0_OUT), u32(A0_OUT), adv);
+  let col = sb + select(u32(V0_W), u32(A0_W), adv) + jj;
+  let bias = nets[u.netBase + select(u32(V0_B), u32(A0_B), adv) + jj];
+  for (var t0 = 0u; t0 < IQN_TAUS; t0 += TAU_GROUP) {
+    let gn = min(TAU_GROUP, IQN_TAUS - t0);
+    for (var i = lid; i < gn * S1_OUT; i += WG_X) {
+      let g = i / S1_OUT;
+      let k = i % S1_OUT;
+      hbuf[g * 256u + k] = act[k] * out_f[sb + NET_Q_SIZE + (t0 + g) * S1_OUT + k];
+    }
+    workgroupBarrier();
+    var acc: array<f32, TAUS_PER_LANE>;
+    if (j < V0_OUT + A0_OUT) {
+      for (var m = 0u; m < TAUS_PER_LANE; m++) {
+        acc[m] = bias;
+      }
+      for (var k = 0u; k < S1_OUT; k++) {
+        let w = out_f[col + k * n_out];
+        for (var m = 0u; m < TAUS_PER_LANE; m++) {
+          acc[m] = acc[m] + w * hbuf[(lane + m * TAU_LANES) * 256u + k];
+        }
+      }
+    }
+    workgroupBarrier();
+    if (j < V0_OUT + A0_OUT) {
+      for (var m = 0u; m < TAUS_PER_LANE; m++) {
+        let g = lane + m * TAU_LANES;
+        if (g < gn) {
+          hbuf[g * 256u + j] = leaky(acc[m]);
+        }
+      }
+    }
+    workgroupBarrier();
+    for (var i = lid; i < gn * HEAD_OUT; i += WG_X) {
+      iqn_out[i] = iqn_output(i / HEAD_OUT, i % HEAD_OUT);
+    }
+    workgroupBarrier();
+    if (lid < NUM_ACTIONS) {
+      for (var g = 0u; g < gn; g++) {
+        let o = g * HEAD_OUT;
+        var sum = 0.0;
+        for (var a = 0u; a < NUM_ACTIONS; a++) {
+          sum = sum + iqn_out[o + ATOMS + a];
+        }
+        let mean = sum / f32(NUM_ACTIONS);
+        qsum = qsum + ((iqn_out[o] + iqn_out[o + ATOMS + lid]) - mean);
+      }
+    }
+    workgroupBarrier();
+  }
+  if (lid < NUM_ACTIONS) {
+    q[lid] = qsum / f32(IQN_TAUS);
+  }
+}
+
 @compute @workgroup_size(WG_X, 1, 1)
 fn validate_dqn(@builtin(local_invocation_index) lid: u32) {
   let steps = u.steps;
@@ -488,14 +583,12 @@ fn validate_dqn(@builtin(local_invocation_index) lid: u32) {
   if (lid == 0u) {
     validate_open(&ep);
   }
-  if (HEAD == HEAD_IQN) {
-    for (var k = lid; k < COS_LEN; k += WG_X) {
-      cos_tau[k] = iqn_cos_feature(k % IQN_EMBED, iqn_act_tau(k / IQN_EMBED));
-    }
-  }
   sb = OUT_F_STRIDE * steps;
   if (u.stepBegin == 0u) {
     transpose_net(lid);
+    if (HEAD == HEAD_IQN) {
+      iqn_phi(lid);
+    }
   }
   storageBarrier();
   var l = u.stepBegin;
@@ -516,23 +609,9 @@ fn validate_dqn(@builtin(local_invocation_index) lid: u32) {
     }
     workgroupBarrier();
     trunk_layer(S0_W, S0_B, S0_IN, S0_OUT, lid);
-    let y = trunk_layer(S1_W, S1_B, S1_IN, S1_OUT, lid);
+    trunk_layer(S1_W, S1_B, S1_IN, S1_OUT, lid);
     if (HEAD == HEAD_IQN) {
-      // y holds trunk[lid]; act takes h = trunk * phi per tau (its readers passed the barriers).
-      var qsum = 0.0;
-      for (var t = 0u; t < IQN_TAUS; t++) {
-        if (lid < S1_OUT) {
-          act[lid] = y * tau_embed(t, lid);
-        }
-        workgroupBarrier();
-        streams(lid);
-        if (lid < NUM_ACTIONS) {
-          qsum = qsum + q_of(lid);
-        }
-      }
-      if (lid < NUM_ACTIONS) {
-        q[lid] = qsum / f32(IQN_TAUS);
-      }
+      iqn_q(lid);
     } else if (HEAD == HEAD_C51) {
       streams(lid);
       c51_q(lid);

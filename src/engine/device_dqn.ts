@@ -22,7 +22,7 @@
  *             the online net (float 0) from the collector's buffers; only the trace comes back.
  *             Plain, C51 and IQN (its greedy policy's dqn.iqnActTau fixed taus) validate there;
  *             on CUDA as one thread-block cluster (validate_dqn_cluster). A head the build cannot
- *             hold (WebGPU: C51 past 75 atoms, IQN past its act taus x embed cosine features;
+ *             hold (WebGPU: C51 past 75 atoms, IQN past 128 act taus;
  *             CUDA: below sm_90, or a net past 16 CTAs' shared memory; validateDqnUnsupported)
  *             has no `validate`: the loop then backtests on the host.
  *

@@ -14,8 +14,9 @@
  *   iqn    per act tau t < K (K = dqn.iqnActTau, the host's fixed quadrature
  *          tau_t = f32((t + 0.5) / K) of dqnGreedyPolicy, no random draws) phi = relu(tau_embed(
  *          cos features of tau_t)), h = trunk * phi, the streams on h and the plain combination
- *          Q_t; Q = (sum_t Q_t in order) / K, first argmax (forwardIqn's order). The K x embed
- *          cosine features are computed at the start of every launch into workgroup memory;
+ *          Q_t; Q = (sum_t Q_t in order) / K, first argmax (forwardIqn's order). phi of every
+ *          act tau is computed by the first launch into the scratch past the transposed net, and
+ *          the taus go through the streams eight at a time (one read of the streams' weights a group);
  * and thread 0 steps the simulator (wgsl/validate_env.wgsl, cuda/validate_env.cuh).
  *
  * Bindings: collect_ppo's / collect_dqn's (src/kernels/collect_layout.ts); the online net is read
@@ -29,11 +30,11 @@
  * Outputs: VALIDATE_OUTPUT (values, exposure, traded, actions; see validate_policy.ts). validate_dqn
  * also takes out_f past the trace (float OUT_F_STRIDE * steps, validateDqnScratchFloats more) as its
  * scratch: the first launch (stepBegin 0) copies the net's weights there transposed, [n_in, n_out]
- * a layer, so that the invocations' loads of one input's weights, one output each, coalesce; the
- * later launches of the backtest read that copy (the CPU twin and validate_dqn_cluster leave it
- * alone; the trace is all that is read back).
- * Limits (validateDqnUnsupported): C51 atoms and IQN's K x embed cosine features must fit the
- * 16 KiB workgroup plan, IQN's K at most 128 (the WGSL twin rounds tau_t in u32 arithmetic).
+ * a layer, so that the invocations' loads of one input's weights, one output each, coalesce, and
+ * (IQN) phi of every act tau after them; the later launches of the backtest read those (the CPU
+ * twin and validate_dqn_cluster leave the scratch alone; the trace is all that is read back).
+ * Limits (validateDqnUnsupported): C51 atoms must fit the 16 KiB workgroup plan, IQN's K at most
+ * 128 (the WGSL twin rounds tau_t in u32 arithmetic).
  * CUDA runs validate_dqn_cluster (validateDqnClusterSpec): the net in one thread-block cluster's
  * shared memory, limited by 16 CTAs' 227 KiB instead.
  */
@@ -130,18 +131,31 @@ export function validateOutputParts(headOut: number, threads = VALIDATE_DQN_THRE
 }
 
 /**
+ * IQN's taus per pass through the streams in the WGSL build (its TAU_GROUP): the group's hidden
+ * layers are 256 floats a tau of workgroup memory, and a group reads the streams' weights once.
+ */
+const IQN_TAU_GROUP = 8;
+
+/** Floats of IQN's group buffers in the WGSL plan (hbuf, iqn_out), 1 each for the other heads. */
+function iqnGroupFloats(iqn: boolean, headOut: number): { hbuf: number; outs: number } {
+  return iqn
+    ? { hbuf: IQN_TAU_GROUP * VALIDATE_DQN_THREADS, outs: IQN_TAU_GROUP * headOut }
+    : { hbuf: 1, outs: 1 };
+}
+
+/**
  * Floats of the kernels' workgroup plan at `threads`: layer input (the output layers' parts while
  * those run), streams' hidden, V and A (at least `threads` floats in the wide build: the hidden
- * layers' parts), mean over actions, Q, the IQN cosine features (taus x embed).
+ * layers' parts), mean over actions, Q, and IQN's group buffers.
  */
-function planFloats(atoms: number, cosines: number, threads = VALIDATE_DQN_THREADS): number {
-  return ACT_FLOATS + headsFloats(atoms, threads) + atoms + 48 + cosines;
+function planFloats(atoms: number, iqn: boolean, threads = VALIDATE_DQN_THREADS): number {
+  const g = iqnGroupFloats(iqn, atoms * (NUM_ACTIONS + 1));
+  return ACT_FLOATS + headsFloats(atoms, threads) + atoms + 48 + g.hbuf + g.outs;
 }
 
 /** Workgroup bytes of the build of `o` at `threads`: its plan and 16 for validate_env.wgsl's flags. */
 function planBytes(o: ValidateDqnHead, threads: number): number {
-  const { atoms, taus, embed } = headSizes(o);
-  return 4 * planFloats(atoms, taus * embed, threads) + 16;
+  return 4 * planFloats(headSizes(o).atoms, o.head === 'iqn', threads) + 16;
 }
 
 /** Floats of the kernels' `heads`: V and A, and in the wide build the hidden layers' parts. */
@@ -202,14 +216,11 @@ export function validateDqnUnsupported(o: ValidateDqnHead, target?: ValidateDqnT
       return `validate_dqn: IQN act taus ${taus} must be an integer in 1 .. ${MAX_ACT_TAUS}`;
     if (!Number.isInteger(embed) || embed < 1)
       return `validate_dqn: IQN embedding ${embed} must be an integer >= 1`;
-    const bytes = 4 * planFloats(1, taus * embed) + 16;
-    if (bytes > WORKGROUP_BYTES)
-      return `validate_dqn: IQN's ${taus} act taus x ${embed} cosine features need ${bytes} bytes of workgroup memory (> ${WORKGROUP_BYTES}); at most ${Math.floor((WORKGROUP_BYTES - 16) / 4 - planFloats(1, 0))} features`;
   }
   if (o.head === 'c51') {
     if (!Number.isInteger(o.atoms) || o.atoms < 2)
       return `validate_dqn: C51 atoms ${o.atoms} must be an integer >= 2`;
-    const bytes = 4 * planFloats(o.atoms, 0) + 16;
+    const bytes = 4 * planFloats(o.atoms, false) + 16;
     if (bytes > WORKGROUP_BYTES)
       return `validate_dqn: C51 with ${o.atoms} atoms needs ${bytes} bytes of workgroup memory (> ${WORKGROUP_BYTES}); at most 75 atoms`;
   }
@@ -269,6 +280,8 @@ function dqnValidateSpec(o: ValidateDqnHead, threads = VALIDATE_DQN_THREADS): Ke
       IQN_EMBED: embed,
       HEAD_OUT: atoms * (NUM_ACTIONS + 1),
       HEADS_LEN: headsFloats(atoms, threads),
+      IQN_HBUF: iqnGroupFloats(o.head === 'iqn', atoms * (NUM_ACTIONS + 1)).hbuf,
+      IQN_OUTS: iqnGroupFloats(o.head === 'iqn', atoms * (NUM_ACTIONS + 1)).outs,
       TRUNK_PARTS: threads / W,
       OUT_PARTS: validateOutputParts(atoms * (NUM_ACTIONS + 1), threads),
     },
@@ -359,10 +372,14 @@ export function validateDqnClusterSpec(
   };
 }
 
-/** Floats validate_dqn's out_f holds past the trace: the transposed copy of the net's weights. */
+/**
+ * Floats validate_dqn's out_f holds past the trace: the transposed copy of the net's weights, then
+ * (IQN) phi of every act tau, [taus, trunk width].
+ */
 export function validateDqnScratchFloats(o: ValidateDqnHead): number {
-  const { atoms, embed } = headSizes(o);
-  return duelingLayout(o.head, atoms, embed).size;
+  const { atoms, taus, embed } = headSizes(o);
+  const layout = duelingLayout(o.head, atoms, embed);
+  return layout.size + (o.head === 'iqn' ? taus * layerByName(layout, 'shared_layers.1').out : 0);
 }
 
 /** Where the online net is and the C51 support (ignored by the plain head). */

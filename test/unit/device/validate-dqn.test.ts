@@ -323,16 +323,18 @@ describe('validate_dqn on the CPU backend', () => {
     });
   }
 
-  it('refuses too many atoms, IQN cosine features or act taus, and a split without a step', () => {
+  it('refuses too many atoms or act taus, and a split without a step', () => {
     expect(validateDqnUnsupported({ head: 'iqn', atoms: 51 })).toBeNull();
-    expect(validateDqnUnsupported({ head: 'iqn', atoms: 51, actTaus: 32, iqnEmbed: 64 })).toBeNull();
-    expect(validateDqnUnsupported({ head: 'iqn', atoms: 51, actTaus: 54, iqnEmbed: 64 })).toBeNull();
-    expect(validateDqnUnsupported({ head: 'iqn', atoms: 51, actTaus: 55, iqnEmbed: 64 })).toMatch(
-      /55 act taus x 64 cosine features need \d+ bytes of workgroup memory/,
-    );
-    expect(() => validateDqnSpec({ head: 'iqn', atoms: 51, actTaus: 64, iqnEmbed: 64 })).toThrow(
-      /workgroup memory/,
-    );
+    // IQN's workgroup plan does not grow with the taus or the embedding (phi lives in out_f).
+    for (const [actTaus, iqnEmbed] of [
+      [32, 64],
+      [55, 64],
+      [128, 256],
+    ]) {
+      const iqn = { head: 'iqn' as const, atoms: 51, actTaus, iqnEmbed };
+      expect(validateDqnUnsupported(iqn)).toBeNull();
+      expect(validateDqnSpec(iqn).constants?.IQN_TAUS).toBe(actTaus);
+    }
     expect(validateDqnUnsupported({ head: 'iqn', atoms: 51, actTaus: 129, iqnEmbed: 8 })).toMatch(
       /act taus 129 must be an integer in 1 \.\. 128/,
     );
@@ -364,15 +366,9 @@ describe('validate_dqn on the CPU backend', () => {
       expect(spec.constants?.HEADS_LEN).toBeGreaterThanOrEqual(1024);
       expect(validateDqnSpecFor(head, gpu(256)).constants?.TRUNK_PARTS).toBe(1);
     }
-    // The wide build's parts need 1024 floats of `heads`: past 16 KiB these heads keep 256 threads
-    // (and still validate on the device).
+    // Every head the 256 build runs also fits the wide build's 16 KiB (C51 at 75 atoms, IQN at 128 taus).
     expect(validateDqnThreads({ head: 'c51', atoms: 75 }, gpu(1024))).toBe(1024);
-    expect(validateDqnThreads({ ...iqn, actTaus: 54 }, gpu(1024))).toBe(256);
-    expect(validateDqnThreads({ ...iqn, actTaus: 40 }, gpu(1024))).toBe(256);
-    expect(validateDqnThreads({ ...iqn, actTaus: 38 }, gpu(1024))).toBe(1024);
-    expect(() => validateDqnSpec({ ...iqn, actTaus: 54 }, 1024)).toThrow(
-      /1024-thread build .* workgroup memory/,
-    );
+    expect(validateDqnThreads({ ...iqn, actTaus: 128 }, gpu(1024))).toBe(1024);
     expect(() => validateDqnSpec(iqn, 512)).toThrow(/256 or 1024/);
   });
 
@@ -411,9 +407,7 @@ describe('validate_dqn on the CPU backend', () => {
 
 describe('the device DQN engine validates on the device', () => {
   // C51 past its plan (76 atoms) is refused by the config (dqn.atoms <= 64, dqn_loss's arrays).
-  const beyondPlan = [
-    ['IQN beyond the workgroup plan (64 act taus x 64 features)', 'iqn', { 'dqn.iqnActTau': '64' }, {}],
-  ] as const;
+  const beyondPlan = [['IQN past 128 act taus', 'iqn', { 'dqn.iqnActTau': '129' }, {}]] as const;
   for (const [what, algo, wideFlags, fitsFlags] of beyondPlan) {
     it(`leaves ${what} to the host backtest`, async () => {
       const cfg = smallConfig(algo, wideFlags);
@@ -618,7 +612,6 @@ describe('validate_dqn on WebGPU', () => {
     }
   }, 300_000);
 
-  // IQN at 54 act taus (below) also runs the 256-thread build: its plan is past 16 KiB at 1024.
   it('runs the 256-thread build where the device allows no more (c51, random weights)', async (ctx) => {
     const backend = webgpu(ctx);
     const limits = { ...backend.info.limits, maxComputeInvocationsPerWorkgroup: 256 };
@@ -641,16 +634,22 @@ describe('validate_dqn on WebGPU', () => {
     expectSameBacktest(device, host, 1e-6);
   }, 300_000);
 
-  it('runs IQN at 54 act taus x 64 cosine features, the most its 16 KiB of workgroup memory holds', async (ctx) => {
+  // The taus go through the streams 8 at a time: 13 leaves a partial group; the 256-thread build
+  // sums 8 taus an invocation, the 1024 build 2.
+  it('runs IQN at 13 act taus (a partial group of taus) on both builds', async (ctx) => {
     const backend = webgpu(ctx);
-    expect(validateDqnThreads({ head: 'iqn', atoms: 51, actTaus: 54, iqnEmbed: 64 }, capsOf(backend))).toBe(
-      256,
-    );
+    const limits = { ...backend.info.limits, maxComputeInvocationsPerWorkgroup: 256 };
+    const narrow = Object.create(backend, { info: { value: { ...backend.info, limits } } }) as Backend;
+    const policy = { head: 'iqn' as const, atoms: 51, actTaus: 13, iqnEmbed: 64 };
+    expect(validateDqnThreads(policy, capsOf(backend))).toBe(1024);
+    expect(validateDqnThreads(policy, capsOf(narrow))).toBe(256);
     const nets = randomNet('iqn', 4);
     const online = nets.subarray(4, 4 + duelingLayout('iqn').size);
-    const device = await deviceRun(backend, 'iqn', nets, 4, market, split, params, SUPPORT, 54);
-    const host = hostRollout('iqn', online, market, split, params, SUPPORT, 54);
+    const host = hostRollout('iqn', online, market, split, params, SUPPORT, 13);
     expect(new Set(host.actions).size).toBeGreaterThan(5);
-    expectSameBacktest(device, host, 1e-6);
+    for (const b of [backend, narrow]) {
+      const device = await deviceRun(b, 'iqn', nets, 4, market, split, params, SUPPORT, 13);
+      expectSameBacktest(device, host, 1e-6);
+    }
   }, 300_000);
 });
