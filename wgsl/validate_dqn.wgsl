@@ -72,12 +72,12 @@ var<workgroup> heads: array<f32, HEADS_LEN>;
 var<workgroup> mean_a: array<f32, ATOMS>;
 var<workgroup> q: array<f32, 48>;
 // IQN (1 float elsewhere): a group of TAU_GROUP taus' h = trunk * phi, then their streams' hidden
-// layers (256 floats a tau), and their output layers (HEAD_OUT a tau).
+// layers (256 floats a tau); their output layers (HEAD_OUT a tau), then each tau's mean of A.
 var<workgroup> hbuf: array<f32, IQN_HBUF>;
 var<workgroup> iqn_out: array<f32, IQN_OUTS>;
 const_assert IQN_TAUS >= 1 && IQN_TAUS <= 128 && IQN_EMBED >= 1;
-const_assert HEAD != HEAD_IQN || (IQN_HBUF == TAU_GROUP * 256 && IQN_OUTS == TAU_GROUP * HEAD_OUT);
-const_assert TAU_GROUP % TAU_LANES == 0;
+const_assert HEAD != HEAD_IQN || (IQN_HBUF == TAU_GROUP * 256 && IQN_OUTS == TAU_GROUP * (HEAD_OUT + 1));
+const_assert TAU_GROUP % TAU_LANES == 0 && S1_OUT % 16 == 0;
 const_assert OUT_PARTS >= 1 && (OUT_PARTS == 1 || OUT_PARTS * HEAD_OUT <= WG_X);
 const_assert S0_OUT <= WG_X && S1_OUT <= WG_X && V0_OUT + A0_OUT <= WG_X && STATE_DIM <= 256;
 const_assert WG_X == 256 * TRUNK_PARTS && HEADS_LEN >= HEAD_OUT && (TRUNK_PARTS == 1 || HEADS_LEN >= WG_X);
@@ -504,7 +504,42 @@ fn iqn_output(g: u32, k: u32) -> f32 {
   let col = sb + select(u32(V1_W), u32(A1_W), adv) + j;
   let x = g * 256u + select(0u, u32(V0_OUT), adv);
   var acc = nets[u.netBase + select(u32(V1_B), u32(A1_B), adv) + j];
-  for (var i = 0u; i < n_in; i++) {
+  var i = 0u;
+  for (; i + 16u <= n_in; i += 16u) {
+    let w0 = out_f[col + (i + 0u) * n_out];
+    let w1 = out_f[col + (i + 1u) * n_out];
+    let w2 = out_f[col + (i + 2u) * n_out];
+    let w3 = out_f[col + (i + 3u) * n_out];
+    let w4 = out_f[col + (i + 4u) * n_out];
+    let w5 = out_f[col + (i + 5u) * n_out];
+    let w6 = out_f[col + (i + 6u) * n_out];
+    let w7 = out_f[col + (i + 7u) * n_out];
+    let w8 = out_f[col + (i + 8u) * n_out];
+    let w9 = out_f[col + (i + 9u) * n_out];
+    let w10 = out_f[col + (i + 10u) * n_out];
+    let w11 = out_f[col + (i + 11u) * n_out];
+    let w12 = out_f[col + (i + 12u) * n_out];
+    let w13 = out_f[col + (i + 13u) * n_out];
+    let w14 = out_f[col + (i + 14u) * n_out];
+    let w15 = out_f[col + (i + 15u) * n_out];
+    acc = acc + w0 * hbuf[x + i + 0u];
+    acc = acc + w1 * hbuf[x + i + 1u];
+    acc = acc + w2 * hbuf[x + i + 2u];
+    acc = acc + w3 * hbuf[x + i + 3u];
+    acc = acc + w4 * hbuf[x + i + 4u];
+    acc = acc + w5 * hbuf[x + i + 5u];
+    acc = acc + w6 * hbuf[x + i + 6u];
+    acc = acc + w7 * hbuf[x + i + 7u];
+    acc = acc + w8 * hbuf[x + i + 8u];
+    acc = acc + w9 * hbuf[x + i + 9u];
+    acc = acc + w10 * hbuf[x + i + 10u];
+    acc = acc + w11 * hbuf[x + i + 11u];
+    acc = acc + w12 * hbuf[x + i + 12u];
+    acc = acc + w13 * hbuf[x + i + 13u];
+    acc = acc + w14 * hbuf[x + i + 14u];
+    acc = acc + w15 * hbuf[x + i + 15u];
+  }
+  for (; i < n_in; i++) {
     acc = acc + out_f[col + i * n_out] * hbuf[x + i];
   }
   return acc;
@@ -537,10 +572,44 @@ fn iqn_q(lid: u32) {
       for (var m = 0u; m < TAUS_PER_LANE; m++) {
         acc[m] = bias;
       }
-      for (var k = 0u; k < S1_OUT; k++) {
-        let w = out_f[col + k * n_out];
+      // Sixteen loads in flight before their sums, as in dense_range.
+      for (var k = 0u; k < S1_OUT; k += 16u) {
+        let w0 = out_f[col + (k + 0u) * n_out];
+        let w1 = out_f[col + (k + 1u) * n_out];
+        let w2 = out_f[col + (k + 2u) * n_out];
+        let w3 = out_f[col + (k + 3u) * n_out];
+        let w4 = out_f[col + (k + 4u) * n_out];
+        let w5 = out_f[col + (k + 5u) * n_out];
+        let w6 = out_f[col + (k + 6u) * n_out];
+        let w7 = out_f[col + (k + 7u) * n_out];
+        let w8 = out_f[col + (k + 8u) * n_out];
+        let w9 = out_f[col + (k + 9u) * n_out];
+        let w10 = out_f[col + (k + 10u) * n_out];
+        let w11 = out_f[col + (k + 11u) * n_out];
+        let w12 = out_f[col + (k + 12u) * n_out];
+        let w13 = out_f[col + (k + 13u) * n_out];
+        let w14 = out_f[col + (k + 14u) * n_out];
+        let w15 = out_f[col + (k + 15u) * n_out];
         for (var m = 0u; m < TAUS_PER_LANE; m++) {
-          acc[m] = acc[m] + w * hbuf[(lane + m * TAU_LANES) * 256u + k];
+          let x = (lane + m * TAU_LANES) * 256u + k;
+          var a = acc[m];
+          a = a + w0 * hbuf[x + 0u];
+          a = a + w1 * hbuf[x + 1u];
+          a = a + w2 * hbuf[x + 2u];
+          a = a + w3 * hbuf[x + 3u];
+          a = a + w4 * hbuf[x + 4u];
+          a = a + w5 * hbuf[x + 5u];
+          a = a + w6 * hbuf[x + 6u];
+          a = a + w7 * hbuf[x + 7u];
+          a = a + w8 * hbuf[x + 8u];
+          a = a + w9 * hbuf[x + 9u];
+          a = a + w10 * hbuf[x + 10u];
+          a = a + w11 * hbuf[x + 11u];
+          a = a + w12 * hbuf[x + 12u];
+          a = a + w13 * hbuf[x + 13u];
+          a = a + w14 * hbuf[x + 14u];
+          a = a + w15 * hbuf[x + 15u];
+          acc[m] = a;
         }
       }
     }
@@ -558,15 +627,20 @@ fn iqn_q(lid: u32) {
       iqn_out[i] = iqn_output(i / HEAD_OUT, i % HEAD_OUT);
     }
     workgroupBarrier();
+    // Each tau's mean of A (one invocation a tau), then each action's Q_t added in tau order.
+    if (lid < gn) {
+      let o = lid * HEAD_OUT + ATOMS;
+      var sum = 0.0;
+      for (var a = 0u; a < NUM_ACTIONS; a++) {
+        sum = sum + iqn_out[o + a];
+      }
+      iqn_out[TAU_GROUP * HEAD_OUT + lid] = sum / f32(NUM_ACTIONS);
+    }
+    workgroupBarrier();
     if (lid < NUM_ACTIONS) {
       for (var g = 0u; g < gn; g++) {
         let o = g * HEAD_OUT;
-        var sum = 0.0;
-        for (var a = 0u; a < NUM_ACTIONS; a++) {
-          sum = sum + iqn_out[o + ATOMS + a];
-        }
-        let mean = sum / f32(NUM_ACTIONS);
-        qsum = qsum + ((iqn_out[o] + iqn_out[o + ATOMS + lid]) - mean);
+        qsum = qsum + ((iqn_out[o] + iqn_out[o + ATOMS + lid]) - iqn_out[TAU_GROUP * HEAD_OUT + g]);
       }
     }
     workgroupBarrier();

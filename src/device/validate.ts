@@ -26,6 +26,7 @@ import {
 import {
   traceFromOutputs,
   VALIDATE_ENV_INTS,
+  validateChunkSteps,
   validateChunks,
   validateOutputBytes,
   validatePolicyDispatch,
@@ -47,7 +48,7 @@ export type SharedValidateBuffers = readonly [
 
 /** Test hooks of a DeviceValidator. */
 export interface DeviceValidatorOptions {
-  /** Steps a launch at most (default VALIDATE_CHUNK_STEPS). */
+  /** Steps a launch at most (default validateChunkSteps of the backend's kind). */
   chunkSteps?: number;
 }
 
@@ -93,9 +94,8 @@ export class DeviceValidator {
     ];
     const dispatch = this.spec.name === 'validate_policy' ? validatePolicyDispatch : validateDqnDispatch;
     const buffers = [...this.shared, ...this.own];
-    this.launches = validateChunks(this.uniforms, options.chunkSteps).map((u) =>
-      dispatch(this.spec, buffers, u),
-    );
+    const chunk = options.chunkSteps ?? validateChunkSteps(backend.kind);
+    this.launches = validateChunks(this.uniforms, chunk).map((u) => dispatch(this.spec, buffers, u));
   }
 
   /** The backtest's launches in order, all of them one backtest (for backend.time). */

@@ -136,10 +136,10 @@ export function validateOutputParts(headOut: number, threads = VALIDATE_DQN_THRE
  */
 const IQN_TAU_GROUP = 8;
 
-/** Floats of IQN's group buffers in the WGSL plan (hbuf, iqn_out), 1 each for the other heads. */
+/** Floats of IQN's group buffers in the WGSL plan (hbuf; iqn_out: outputs and means), 1 each for the other heads. */
 function iqnGroupFloats(iqn: boolean, headOut: number): { hbuf: number; outs: number } {
   return iqn
-    ? { hbuf: IQN_TAU_GROUP * VALIDATE_DQN_THREADS, outs: IQN_TAU_GROUP * headOut }
+    ? { hbuf: IQN_TAU_GROUP * VALIDATE_DQN_THREADS, outs: IQN_TAU_GROUP * (headOut + 1) }
     : { hbuf: 1, outs: 1 };
 }
 

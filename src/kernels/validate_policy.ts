@@ -126,15 +126,27 @@ export function validateUniforms(params: EnvParams, split: SplitRange): Record<s
 }
 
 /**
- * Steps of one validation launch at most. One workgroup walks the bars in order, and a GPU
- * without preemption inside a workgroup (many integrated ones) cannot run anything else until the
- * launch ends: Windows resets a device that does not answer for 2 s (TDR), browsers lose it. At
- * ~300 us a bar (C51 on an integrated GPU, the slowest head) 512 steps are ~0.15 s a launch. On
- * an H100 a launch of 512 steps runs 4 ms or more (8 us a bar and up, docs/BENCHMARKS.md) against
- * an estimated few microseconds for each extra launch (and, in validate_dqn_cluster, for loading
- * the net into shared memory again): not measured, expected well under 1%.
+ * Steps of one validation launch at most on WebGPU (and the CPU). One workgroup walks the bars in
+ * order, and a GPU without preemption inside a workgroup (many integrated ones) cannot run
+ * anything else until the launch ends: Windows resets a device that does not answer for 2 s
+ * (TDR), browsers lose it. At ~300 us a bar (C51 on an integrated GPU, the slowest head) 512
+ * steps are ~0.15 s a launch.
  */
 export const VALIDATE_CHUNK_STEPS = 512;
+
+/**
+ * Steps of one validation launch at most on CUDA. There the DQN family's validation runs beside
+ * the next epoch's collection and train phase as a cluster of whole SMs, and every launch waits
+ * for 16 SMs to drain: at 512 steps the C51 epoch on an H100 alternated 123 and 185 ms (the
+ * validation 87 to 151 ms; docs/BENCHMARKS.md). 8,192 steps are two launches for the synthetic
+ * market's split, ~0.1 s each for C51 on an H100.
+ */
+export const VALIDATE_CUDA_CHUNK_STEPS = 8192;
+
+/** The launches' steps at most on a backend of this kind. */
+export function validateChunkSteps(kind: string): number {
+  return kind === 'cuda' ? VALIDATE_CUDA_CHUNK_STEPS : VALIDATE_CHUNK_STEPS;
+}
 
 /**
  * The launches' uniforms of a backtest whose one-launch uniforms are `u`: steps [0, steps) in

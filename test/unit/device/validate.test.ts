@@ -17,6 +17,7 @@ import {
   traceFromOutputs,
   VALIDATE_CHUNK_STEPS,
   VALIDATE_ENV_INTS,
+  validateChunkSteps,
   validateChunks,
   validateOutputBytes,
   validatePolicyKernel,
@@ -153,6 +154,39 @@ describe('validateChunks', () => {
     ]);
     for (const bad of [0, -3, 2.5, Number.NaN])
       expect(() => validateChunks(u, bad)).toThrow(/chunkSteps .* must be an integer >= 1/);
+  });
+
+  it('launches at most 8,192 steps on CUDA (its validation beside the epoch), 512 elsewhere', () => {
+    expect([validateChunkSteps('cuda'), validateChunkSteps('webgpu'), validateChunkSteps('cpu')]).toEqual([
+      8192, 512, 512,
+    ]);
+    const big = randomMarket(9000, 5);
+    const long = { start: 0, end: big.n };
+    const steps = long.end - long.start - 1;
+    const cpu = createCpuBackend();
+    const cuda = Object.create(cpu, { kind: { value: 'cuda' } }) as Backend;
+    for (const [backend, launches] of [
+      [cpu, 18],
+      [cuda, 2],
+    ] as const) {
+      expect(launches, backend.kind).toBe(Math.ceil(steps / validateChunkSteps(backend.kind)));
+      const shared: SharedValidateBuffers = [
+        big.features,
+        big.ohlc,
+        big.spreadBps,
+        params.entropyTable,
+        actor,
+      ].map((data) => {
+        const b = cpu.createBuffer(data.byteLength, 'shared');
+        cpu.upload(b, data);
+        return b;
+      }) as unknown as SharedValidateBuffers;
+      const v = new DeviceValidator(backend, shared, params, long, { kind: 'ppo' });
+      expect(v.dispatches().length, backend.kind).toBe(launches);
+      v.destroy();
+      for (const b of shared) cpu.destroyBuffer(b);
+    }
+    cpu.destroy();
   });
 
   it('gives the host backtest on the CPU backend at any chunk size', async () => {
