@@ -49,5 +49,5 @@ describe('dev/bench.js probe-validate', () => {
       expect(lines.some((l) => l.startsWith(name) && / us a bar$/.test(l))).toBe(true);
     }
     expect(await devMain(['probe-validate', '--bars', '10'])).toBe(1);
-  }, 120_000);
+  }, 300_000);
 });
