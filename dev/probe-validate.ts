@@ -1,9 +1,10 @@
 /**
  * Dev harness `node dist/dev/bench.js probe-validate`: where validate_dqn's time a bar goes on a
  * backend. Times the shipped kernel over the validation split of the synthetic market (its
- * launches as training runs them, device time, random plain-head weights, no early stop), then the probes of VALIDATE_PROBES built
- * from its WGSL source at run time (a renamed copy in the source table, so the shipped kernel is
- * untouched), and, for scale, PPO's validate_policy over the same split.
+ * launches as training runs them, device time, random plain-head weights, no early stop), then the
+ * probes of VALIDATE_PROBES built from its WGSL source at run time (a renamed copy in the source
+ * table, so the shipped kernel is untouched), and, for scale, PPO's validate_policy over the same
+ * split.
  */
 import { describeChoice } from '../src/backend/index.js';
 import type { Dispatch } from '../src/backend/types.js';

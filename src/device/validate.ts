@@ -1,7 +1,8 @@
 /**
  * The validation backtest on a device over a split, reading the market and the net from buffers
  * already on the device (the training collector's), and only the per-step trace comes back. It
- * runs as launches of at most VALIDATE_CHUNK_STEPS steps each (one where the split is shorter),
+ * runs as launches of at most validateChunkSteps steps each (512; CUDA 8,192; one where the split
+ * is shorter),
  * enqueued together, the episode carried from one to the next in the validator's env_f / env_i
  * (src/kernels/validate_policy.ts), so that no launch runs long enough for a display driver's
  * watchdog. Metrics are computed on the host from the trace with src/eval/metrics.ts, as the host

@@ -17,8 +17,8 @@
  *             its `td` into a per-epoch history. The host reads back once at the end: that
  *             history (2 x batch floats per step) and the gradient-norm sum.
  *
- *   validate  validate_dqn (DeviceValidator) over the split in launches of up to 512 steps, enqueued
- *             together (on CUDA all on the side stream, in order), reading the market and
+ *   validate  validate_dqn (DeviceValidator) over the split in launches of up to 512 steps (CUDA:
+ *             8,192), enqueued together (on CUDA on the side stream, in order), reading the market and
  *             the online net (float 0) from the collector's buffers; only the trace comes back.
  *             Plain, C51 and IQN (its greedy policy's dqn.iqnActTau fixed taus) validate there;
  *             on CUDA as one thread-block cluster (validate_dqn_cluster). A head the build cannot

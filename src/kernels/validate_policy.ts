@@ -1,9 +1,10 @@
 /**
  * validate_policy: the validation backtest (src/eval/backtest.ts) as a sequence of launches of at
- * most VALIDATE_CHUNK_STEPS steps each (validateChunks). One workgroup runs PPO's greedy policy (the argmax of the actor's logits, src/eval/policies.ts) over the
- * split [splitStart, splitEnd) as one episode: it starts flat at splitStart, decides at every bar
- * up to splitEnd - 2, barriers close positions without ending it, no truncation, and a collapse
- * (V <= collapseFraction * V_0) stops trading with the rest of the curve flat. Per step the
+ * most validateChunkSteps steps each (validateChunks). One workgroup runs PPO's greedy policy (the
+ * argmax of the actor's logits, src/eval/policies.ts) over the split [splitStart, splitEnd) as one
+ * episode: it starts flat at splitStart, decides at every bar up to splitEnd - 2, barriers close
+ * positions without ending it, no truncation, and a collapse (V <= collapseFraction * V_0) stops
+ * trading with the rest of the curve flat. Per step the
  * threads share the actor's layers (one output each, f32 sums in the reference order), then one
  * thread steps the simulator (wgsl/collect_env.wgsl, cuda/collect_env.cuh).
  *

@@ -8,7 +8,8 @@
  *                 rows than a batch); beta anneals over dqn.betaEpochs epochs of train steps
  *   3. curiosity  one AdamW step of the forward model every env.curiosityEvery rounds (bonus on)
  *   4. validate   the greedy policy over the validation split, next to buy-and-hold and random;
- *                 on a device engine validate_dqn (launches of up to 512 steps), else the host backtest
+ *                 on a device engine validate_dqn (launches of up to 512 steps, CUDA 8,192), else
+ *                 the host backtest
  *   5. checkpoint last/ every train.checkpointEvery epochs and after the last one; best/ when the
  *                 validation score (src/eval/verdict.ts) beats every earlier epoch's
  *   6. log        one JSON line to <outDir>/log.jsonl

@@ -6,7 +6,7 @@
  *   3. curiosity  one AdamW step of the forward model, every env.curiosityEvery rounds
  *   4. validate   the greedy policy over the validation split, next to buy-and-hold and random
  *                 (computed once per run); on a device engine validate_policy (launches of up to
- *                 512 steps)
+ *                 512 steps, CUDA 8,192)
  *   5. checkpoint last/ every train.checkpointEvery epochs and after the last one; best/ when the
  *                 validation score (src/eval/verdict.ts) beats every earlier epoch's
  *   6. log        one JSON line to <outDir>/log.jsonl

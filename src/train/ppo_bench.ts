@@ -8,7 +8,7 @@
  *             collector; wall time as training sees it, plus device time of the same launches
  *             (WebGPU timestamp queries around the pass; CUDA events around eager launches)
  *   validate  the greedy policy backtested on the validation split as training does it: on the
- *             device (validate_policy, DeviceValidator: its launches of up to 512 steps each, the
+ *             device (validate_policy, DeviceValidator: its launches of up to 512 steps (CUDA 8,192), the
  *             trace read back, metrics on the host), or where collect_ppo could not run, params
  *             read back and the host backtest; plus the device time of those launches and, once,
  *             the host backtest's time
