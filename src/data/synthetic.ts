@@ -4,7 +4,7 @@
  *
  * Per bar (1-minute bars by default, trading around the clock):
  * - A regime kind that persists for ~500 bars (switch probability 1/500 per bar):
- *   trend (40%: drift of 0.08-0.2 sigma per bar in one direction), mean reversion (40%: the log
+ *   trend (40%: drift of 0.15-0.35 sigma per bar in one direction), mean reversion (40%: the log
  *   price is pulled toward its level at the regime start at 2-8% per bar) or noise (20%).
  * - A volatility state, independent, persisting ~800 bars: low (4 bps per bar) or high (10 bps).
  * - A U-shaped intraday profile over the UTC day (busy at the day's start and end) that scales
@@ -54,8 +54,8 @@ const P_KIND_SWITCH = 1 / 500;
 const P_VOL_SWITCH = 1 / 800;
 const P_JUMP = 1 / 2000;
 /** Trend drift per bar, in units of the bar's sigma: uniform in [TREND_MIN, TREND_MIN + TREND_RANGE). */
-const TREND_MIN = 0.08;
-const TREND_RANGE = 0.12;
+const TREND_MIN = 0.15;
+const TREND_RANGE = 0.2;
 /** Mean-reversion pull per bar: uniform in [KAPPA_MIN, KAPPA_MIN + KAPPA_RANGE). */
 const KAPPA_MIN = 0.02;
 const KAPPA_RANGE = 0.06;
