@@ -205,6 +205,8 @@ const api: TrainerApi = {
         verdict: [],
         ...extra,
       });
+      // The page's callbacks travel over their own port, so train()'s result can overtake a call
+      // not awaited: an epoch's progress would then land after the run's end and overwrite it.
       await runTraining({
         cfg,
         storage: st,
@@ -218,29 +220,29 @@ const api: TrainerApi = {
           // they wait for the checkpoint's IndexedDB writes, an epoch later.
           await new Promise((r) => setTimeout(r, 0));
           if (paused) {
-            cb.onProgress(progress(epoch, 'paused'));
+            await cb.onProgress(progress(epoch, 'paused'));
             const pausedAt = performance.now();
             await paused.promise;
             pausedMs += performance.now() - pausedAt;
           }
           if (stopRequested) throw new Stopped();
-          cb.onProgress(progress(epoch, phase));
+          await cb.onProgress(progress(epoch, phase));
         },
         onEpoch: async (record) => {
           records.push(record);
           thisRun.epochs = finished = records.length;
           const curves = await checkpointCurves(st, lastDir(out), data, 'last/');
-          cb.onView(
+          await cb.onView(
             view({
               curves,
               tables: [{ caption: `validation split, epoch ${record.epoch}`, report: record.validation }],
             }),
           );
-          cb.onProgress(progress(record.epoch, 'epoch done', record));
+          await cb.onProgress(progress(record.epoch, 'epoch done', record));
         },
       });
       const final = await runViewOf(st, out, runBars);
-      cb.onView({ ...final, title: 'foxhunt in this tab', subtitle: view({}).subtitle });
+      await cb.onView({ ...final, title: 'foxhunt in this tab', subtitle: view({}).subtitle });
       return 'finished';
     } catch (err) {
       if (err instanceof Stopped) return 'stopped';
