@@ -16,7 +16,7 @@ T0=$(date +%s); el(){ echo $(( $(date +%s) - T0 )); }
 : "${OUT:=gpu-out}" "${FOXHUNT:=node bundle/bin/foxhunt.js}" "${DEV:=node bundle/dist/dev/bench.js}" "${BACKEND:=cuda}"
 : "${BENCH:=1}" "${PARITY:=1}" "${LEARN_END:=330}" "${DEADLINE:=570}"
 : "${ARMS:=ppo c51 dqn}" "${SEEDS:=1 2 3}" "${LAUNCH2:=300}" "${WAVE2_AT:=3}" "${RUNS:=$OUT/runs}"
-mkdir -p "$RUNS"
+mkdir -p "$OUT" "$RUNS"
 log(){ echo "[$(el)s] $*" | tee -a "$OUT/log.txt"; }
 log "commit ${FOXHUNT_COMMIT:-$(node -p "require('./bundle/package.json').gitCommit" 2> /dev/null)}"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >> "$OUT/log.txt" 2>&1
