@@ -30,6 +30,7 @@ flags(){ case $1 in
   c51) echo "--algo c51 --epochs 30";; dqn) echo "--algo dqn --epochs 30";;
   c51-n5) echo "--algo c51 --epochs 30 --dqn.nStep 5";;
   c51-g95) echo "--algo c51 --epochs 30 --dqn.gamma 0.95";;
+  c51-v10) echo "--algo c51 --epochs 30 --dqn.vMin -10 --dqn.vMax 10";;
   c51-spe600) echo "--algo c51 --epochs 30 --dqn.stepsPerEpoch 600";;
   iqn) echo "--algo iqn --epochs 30";; iqn-e10) echo "--algo iqn --epochs 10";;
   c51-eps50) echo "--algo c51 --epochs 30 --dqn.epsilonDecayEpochs 50";;
