@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
   applyFlags,
@@ -160,6 +161,12 @@ describe('config', () => {
     expect(defaultsFor('c51').train.algo).toBe('c51');
     expect(defaultsFor('c51').dqn.targetEvery).toBe(300);
     expect(defaultConfig.dqn.targetEvery).toBe(family);
+    // C51 discounts by 0.95, the family by 0.99; a file's gamma wins (configs/cpu-c51.json's 0.98).
+    expect(defaultConfig.dqn.gamma).toBe(0.99);
+    expect(loadConfig(undefined, { 'train.algo': 'c51' }).dqn.gamma).toBe(0.95);
+    expect(loadConfig(undefined, { 'train.algo': 'iqn' }).dqn.gamma).toBe(0.99);
+    const cpu = 'configs/cpu-c51.json';
+    expect(loadConfig({ text: readFileSync(cpu, 'utf8'), path: cpu }).dqn.gamma).toBe(0.98);
   });
 
   it('validates after merging: an impossible flag value fails the load', () => {
