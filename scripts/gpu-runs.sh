@@ -32,11 +32,18 @@ flags(){ case $1 in
   c51-g95) echo "--algo c51 --epochs 30 --dqn.gamma 0.95";;
   c51-v10) echo "--algo c51 --epochs 30 --dqn.vMin -10 --dqn.vMax 10";;
   c51-spe600) echo "--algo c51 --epochs 30 --dqn.stepsPerEpoch 600";;
+  c51-spe1200) echo "--algo c51 --epochs 30 --dqn.stepsPerEpoch 1200";;
+  c51-spe600-lr2e4) echo "--algo c51 --epochs 30 --dqn.stepsPerEpoch 600 --dqn.lr 2e-4";;
+  c51-spe600-tgt600) echo "--algo c51 --epochs 30 --dqn.stepsPerEpoch 600 --dqn.targetEvery 600";;
+  c51-spe600-g90) echo "--algo c51 --epochs 30 --dqn.stepsPerEpoch 600 --dqn.gamma 0.9";;
+  c51-g90) echo "--algo c51 --epochs 30 --dqn.gamma 0.9";;
+  c51-lr2e4) echo "--algo c51 --epochs 30 --dqn.lr 2e-4";;
   iqn) echo "--algo iqn --epochs 30";; iqn-e10) echo "--algo iqn --epochs 10";;
   c51-eps50) echo "--algo c51 --epochs 30 --dqn.epsilonDecayEpochs 50";;
   dqn-eps50) echo "--algo dqn --epochs 30 --dqn.epsilonDecayEpochs 50";;
   *) echo "unknown arm $1" >&2; return 1;; esac; }
 start(){ for a in $1; do for s in $2; do
+  rm -rf "$RUNS/$a-s$s" # a warm host keeps RUNS from the last call; train refuses a used folder
   setsid bash -c "exec $FOXHUNT train --backend $BACKEND --seed $s --out $RUNS/$a-s$s $(flags "$a") $EXTRA \
     > $RUNS/$a-s$s.out 2>&1" < /dev/null &
   PIDS="$PIDS $!"

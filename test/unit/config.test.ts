@@ -167,6 +167,11 @@ describe('config', () => {
     expect(loadConfig(undefined, { 'train.algo': 'iqn' }).dqn.gamma).toBe(0.99);
     const cpu = 'configs/cpu-c51.json';
     expect(loadConfig({ text: readFileSync(cpu, 'utf8'), path: cpu }).dqn.gamma).toBe(0.98);
+    // C51 trains 600 steps an epoch, the family 300; the CPU file's 50 wins.
+    expect(defaultConfig.dqn.stepsPerEpoch).toBe(300);
+    expect(loadConfig(undefined, { 'train.algo': 'c51' }).dqn.stepsPerEpoch).toBe(600);
+    expect(loadConfig(undefined, { 'train.algo': 'dqn' }).dqn.stepsPerEpoch).toBe(300);
+    expect(loadConfig({ text: readFileSync(cpu, 'utf8'), path: cpu }).dqn.stepsPerEpoch).toBe(50);
   });
 
   it('validates after merging: an impossible flag value fails the load', () => {

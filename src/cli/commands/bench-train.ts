@@ -20,7 +20,8 @@ import { type Command, UserError } from '../main.js';
 import { peaksLine } from './bench-collect.js';
 
 const usage = `usage: foxhunt bench train [--algo ppo|dqn|c51|iqn] [--backend auto|cuda|webgpu|cpu] [--episodes N[,N...]]
-                           [--steps L] [--precision auto|exact|tf32] [--repeats R] [--json]
+                           [--steps L] [--train-steps K] [--precision auto|exact|tf32] [--repeats R]
+                           [--json]
 
 Times a PPO epoch per phase on the built-in synthetic market, as \`foxhunt train\` runs it: collect
 (collect_ppo on the device), update (every minibatch step of the update in one submission, a CUDA
@@ -34,13 +35,16 @@ achieved FLOP/s as a share of the device's f32 FMA peak and, for tf32, of its TF
                     then dqn.stepsPerEpoch train steps at dqn.batch, replay and PER on the device
                     in one submission, validate: validate_dqn on the device), the train-step
                     time, and on a device each launch of one train step timed alone; default
-                    N = 128 (cpu: 8), 300 steps (cpu: 10) at batch 512, replay capacity 1M
+                    N = 128 (cpu: 8), the algorithm's train steps (c51 600, dqn and iqn
+                    300; cpu: 10) at batch 512, replay capacity 1M
                     (fewer where the device's largest storage buffer is smaller), the
                     learner's matmuls at --precision
   --backend KIND    auto (default), cuda, webgpu or cpu
   --episodes LIST   comma-separated N (default 128,1024: 64,000 and 512,000 samples at L = 500;
                     cpu: 8)
   --steps L         steps per episode (default 500; cpu: 64)
+  --train-steps K   the DQN family's train steps an epoch (default: what foxhunt train runs,
+                    dqn.stepsPerEpoch of the algorithm; issue 24's epoch is 300)
   --precision P     auto (default: as train.precision auto, tf32 on cuda, exact elsewhere), exact
                     (f32, the parity mode) or tf32 (cuda tensor cores)
   --repeats R       measured epochs per N (default 3)
@@ -100,6 +104,7 @@ async function run(args: string[]): Promise<number> {
       backend: { type: 'string' },
       episodes: { type: 'string' },
       steps: { type: 'string' },
+      'train-steps': { type: 'string' },
       precision: { type: 'string' },
       repeats: { type: 'string' },
       json: { type: 'boolean' },
@@ -110,6 +115,8 @@ async function run(args: string[]): Promise<number> {
   const algo = (values.algo as string | undefined) ?? 'ppo';
   if (!['ppo', 'dqn', 'c51', 'iqn'].includes(algo))
     throw new UserError(`--algo ${algo}: bench train measures ppo, dqn, c51 or iqn`);
+  if (algo === 'ppo' && values['train-steps'] !== undefined)
+    throw new UserError('--train-steps: the DQN family only (--algo dqn, c51 or iqn)');
   const request = (values.backend as string | undefined) ?? 'auto';
   if (!BACKENDS.includes(request)) {
     throw new UserError(`--backend must be one of ${BACKENDS.join(', ')}, got "${request}"`);
@@ -212,6 +219,8 @@ async function dqnBench(
   const episodes = [...new Set(episodesList ?? [cpu ? 8 : 128])];
   const steps = intFlag(values.steps as string | undefined, 'steps', cpu ? 64 : 500, 1);
   const repeats = intFlag(values.repeats as string | undefined, 'repeats', 3, 1);
+  const trainSteps = values['train-steps'] as string | undefined;
+  if (trainSteps !== undefined) intFlag(trainSteps, 'train-steps', 0, 1);
   // The default replay ring (1M rows) unless the device's largest storage buffer holds fewer rows
   // (lavapipe: 128 MiB, about 300,000).
   const lim = backend.info.limits;
@@ -226,7 +235,11 @@ async function dqnBench(
       'rollout.episodes': String(n),
       'rollout.steps': String(steps),
       'train.precision': (values.precision as string | undefined) ?? 'auto',
-      ...(cpu ? { 'dqn.stepsPerEpoch': '10' } : {}),
+      ...(trainSteps !== undefined
+        ? { 'dqn.stepsPerEpoch': trainSteps }
+        : cpu
+          ? { 'dqn.stepsPerEpoch': '10' }
+          : {}),
       ...(rows < 1_000_000 ? { 'dqn.replayCapacity': String(rows) } : {}),
     }),
   );

@@ -168,6 +168,22 @@ describe('bench train', () => {
     );
   });
 
+  it("--train-steps sets the DQN family's train steps an epoch (default: the algorithm's), PPO refuses it", async () => {
+    const err: string[] = [];
+    const out: string[] = [];
+    vi.spyOn(console, 'error').mockImplementation((...a) => void err.push(a.join(' ')));
+    vi.spyOn(console, 'log').mockImplementation((...a) => void out.push(a.join(' ')));
+    expect(await main(['bench', 'train', '--train-steps', '3'])).toBe(1);
+    expect(err.at(-1)).toBe(
+      'foxhunt bench train: --train-steps: the DQN family only (--algo dqn, c51 or iqn)',
+    );
+    const args = ['bench', 'train', '--algo', 'c51', '--backend', 'cpu', '--episodes', '8', '--steps', '64'];
+    expect(await main([...args, '--train-steps', '0'])).toBe(1);
+    expect(err.at(-1)).toBe('foxhunt bench train: --train-steps must be an integer >= 1, got "0"');
+    expect(await main([...args, '--train-steps', '1', '--repeats', '1', '--json'])).toBe(0);
+    expect(JSON.parse(out.join('\n')).results[0]).toMatchObject({ algo: 'c51', trainSteps: 1, batch: 512 });
+  });
+
   it('refuses --precision tf32 off CUDA, and an unknown precision, with one line', async () => {
     const err: string[] = [];
     vi.spyOn(console, 'error').mockImplementation((...a) => void err.push(a.join(' ')));
