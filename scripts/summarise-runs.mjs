@@ -43,7 +43,8 @@ for (const name of readdirSync(dir).sort()) {
 for (const [arm, runs] of arms) {
   const n = runs.reduce((a, r) => a + r.epochs.length, 0);
   const k = runs.reduce((a, r) => a + r.epochs.filter((e) => beats(e.validation)).length, 0);
-  console.log(`${arm}: ${k} of ${n} epochs beat both baselines on validation`);
+  const per = runs.map((r) => r.epochs.filter((e) => beats(e.validation)).length).join(' ');
+  console.log(`${arm}: ${k} of ${n} epochs beat both baselines on validation (per seed: ${per})`);
   for (const r of runs) {
     const b = r.summary?.best;
     if (!b) {
