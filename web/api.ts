@@ -58,6 +58,8 @@ export interface StoredFiles {
   /** best/ or last/ (a run stopped or failed before its first epoch has none). */
   checkpoint: boolean;
   log: boolean;
+  /** The epoch of the run's last/ checkpoint, which Continue trains on from; null without one. */
+  continueFrom: number | null;
 }
 
 export interface TrainerApi {
@@ -66,7 +68,11 @@ export interface TrainerApi {
   loadData(name: string, bytes: Uint8Array): Promise<{ source: string; bars: number }>;
   /** Back to the synthetic market. */
   clearData(): void;
-  train(settings: Settings, callbacks: Callbacks): Promise<'finished' | 'stopped'>;
+  /**
+   * A new run of `settings`, or with `continue` this tab's last run from its last/ checkpoint to
+   * settings.epochs, with the run's own other settings and market.
+   */
+  train(settings: Settings, callbacks: Callbacks, mode?: 'new' | 'continue'): Promise<'finished' | 'stopped'>;
   pause(): void;
   resume(): void;
   stop(): void;

@@ -28,6 +28,7 @@ const buttons = {
   pause: $<HTMLButtonElement>('pause'),
   resume: $<HTMLButtonElement>('resume'),
   stop: $<HTMLButtonElement>('stop'),
+  continue: $<HTMLButtonElement>('continue'),
   checkpoint: $<HTMLButtonElement>('dl-checkpoint'),
   log: $<HTMLButtonElement>('dl-log'),
 };
@@ -36,7 +37,8 @@ let dataOk = true;
 /** Whether the run fields make a config that validateConfig accepts (checkSettings). */
 let settingsOk = false;
 /** What this tab's run has stored (asked of the worker when a run ends): the Download buttons. */
-let stored: StoredFiles = { checkpoint: false, log: false };
+const NOTHING_STORED: StoredFiles = { checkpoint: false, log: false, continueFrom: null };
+let stored: StoredFiles = NOTHING_STORED;
 let running = false;
 type State = 'ready' | 'running' | 'paused' | 'finished' | 'stopped' | 'failed';
 let current: State = 'ready';
@@ -49,13 +51,14 @@ function setState(state: State) {
   buttons.pause.disabled = state !== 'running';
   buttons.resume.disabled = state !== 'paused';
   buttons.stop.disabled = !running;
+  buttons.continue.disabled = running || !device || stored.continueFrom === null;
   buttons.checkpoint.disabled = running || !stored.checkpoint;
   buttons.log.disabled = running || !stored.log;
 }
 
 /** Asks the worker what this tab's run has stored, for the Download buttons; then shows `state`. */
 async function refreshStored(state = current) {
-  stored = await trainer.stored().catch(() => ({ checkpoint: false, log: false }));
+  stored = await trainer.stored().catch(() => NOTHING_STORED);
   setState(state);
 }
 
@@ -119,13 +122,13 @@ function showProgress(p: Progress) {
 }
 
 /** Where a run ended, in place of the phase it was in. */
-function showEnd(outcome: 'finished' | 'stopped' | 'failed', epochs: number) {
+function showEnd(outcome: 'finished' | 'stopped' | 'failed', epochs: number, mode: 'new' | 'continue') {
   const done = last?.done ?? 0;
   $('phase').textContent =
     outcome === 'finished'
       ? 'all epochs done'
       : last === null
-        ? `${outcome} before its first epoch`
+        ? `${outcome} before ${mode === 'new' ? 'its first epoch' : 'continuing'}`
         : `${outcome} in epoch ${done + 1} (${done} of ${epochs} finished)`;
   $('eta').textContent = '-';
 }
@@ -209,24 +212,28 @@ function checkSettings() {
 form.addEventListener('input', checkSettings);
 form.addEventListener('change', checkSettings);
 
-form.addEventListener('submit', async (ev) => {
-  ev.preventDefault();
-  if (running || !settingsOk) return;
+/**
+ * Start (`new`): a run of the form's settings, which replaces this tab's last one in storage (once
+ * it holds the run lock). Continue: this tab's last run, from its last checkpoint to the form's
+ * Epochs, with its own other settings and market; its charts stay until the run sends them again.
+ */
+async function runTrainer(mode: 'new' | 'continue') {
   showError('run-error', null);
   $('info').textContent = '';
-  // The run replaces this tab's last one in storage (once it holds the run lock).
-  stored = { checkpoint: false, log: false };
+  const from = stored.continueFrom ?? 0;
+  if (mode === 'new') stored = NOTHING_STORED;
   setState('running');
   const s = settings();
-  // The last run's progress and charts are not this one's.
+  // The last run's progress is not this one's.
   last = null;
-  $('epoch').textContent = '0';
+  $('epoch').textContent = String(mode === 'new' ? 0 : from);
   $('epochs').textContent = String(s.epochs);
-  $('phase').textContent = 'starting';
+  $('phase').textContent = mode === 'new' ? 'starting' : 'continuing';
   $('rate').textContent = '-';
   $('eta').textContent = '-';
-  $<HTMLProgressElement>('progress-bar').value = 0;
-  drawRun({ ...emptyView, title: 'foxhunt in this tab', subtitle: 'no epoch finished yet' });
+  $<HTMLProgressElement>('progress-bar').value = mode === 'new' ? 0 : from / s.epochs;
+  if (mode === 'new')
+    drawRun({ ...emptyView, title: 'foxhunt in this tab', subtitle: 'no epoch finished yet' });
   let outcome: 'finished' | 'stopped' | 'failed';
   try {
     outcome = await trainer.train(
@@ -236,15 +243,23 @@ form.addEventListener('submit', async (ev) => {
         onProgress: showProgress,
         onView: drawRun,
       }),
+      mode,
     );
   } catch (err) {
     showError('run-error', errorText(err));
     outcome = 'failed';
   }
-  showEnd(outcome, s.epochs);
+  showEnd(outcome, s.epochs, mode);
   // A run stopped or failed after some epochs keeps their checkpoints; one before its first has
   // none. Asked before the state changes, so that the buttons change with it.
   await refreshStored(outcome);
+}
+form.addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  if (!running && settingsOk) runTrainer('new');
+});
+buttons.continue.addEventListener('click', () => {
+  if (!running) runTrainer('continue');
 });
 buttons.pause.addEventListener('click', () => {
   trainer.pause();

@@ -9,19 +9,20 @@
 import * as Comlink from 'comlink';
 import { BackendUnavailableError, DeviceLostError } from '../src/backend/types.js';
 import { adapterName, summarizeAdapter } from '../src/backend/webgpu/gpu.js';
-import { defaultsFor } from '../src/config.js';
+import { type Config, defaultsFor, validateConfig } from '../src/config.js';
 import { barsFromBytes } from '../src/data/bytes.js';
 import { minBars } from '../src/data/splits.js';
 import { verdictSentence } from '../src/eval/verdict.js';
 import { checkpointCurves, runViewOf } from '../src/report/run_view.js';
 import { backtestCurves, epochPoint, type RunView } from '../src/report/view.js';
 import { bestDir, lastDir } from '../src/train/checkpoint.js';
-import { checkpointPolicy } from '../src/train/dqn_checkpoint.js';
+import { checkpointPolicy, type DqnCheckpoint } from '../src/train/dqn_checkpoint.js';
 import { TrainingDivergedError } from '../src/train/ppo.js';
-import { prepareData, runTraining, type SourcedBars, sameData } from '../src/train/run.js';
-import { type EpochRecord, logPath } from '../src/train/runlog.js';
+import type { PpoCheckpoint } from '../src/train/ppo_checkpoint.js';
+import { prepareData, resumeConfig, runTraining, type SourcedBars, sameData } from '../src/train/run.js';
+import { type EpochRecord, logPath, readLog } from '../src/train/runlog.js';
 import { committedDir, joinPath, MemoryStorage, type Storage } from '../src/train/storage.js';
-import type { DeviceReport, Progress, TrainerApi } from './api.js';
+import type { DeviceReport, Progress, Settings, TrainerApi } from './api.js';
 import { IndexedDbStorage } from './idb_storage.js';
 import { configOf } from './run_config.js';
 import { KEEP_RUNS, newRunDir } from './runs.js';
@@ -31,8 +32,8 @@ import { type NamedBytes, readTar, writeTar } from './tar.js';
 class Stopped extends Error {}
 
 let storage: Storage | null = null;
-/** This tab's last run: its directory (runs.ts) and the epochs it finished. */
-let run: { dir: string; epochs: number } | null = null;
+/** This tab's last run: its directory (runs.ts), the epochs it finished and its market (Continue's). */
+let run: { dir: string; epochs: number; bars: SourcedBars | undefined } | null = null;
 /** IndexedDB where the browser allows it (not in every private mode), else memory. */
 async function store(): Promise<Storage> {
   if (!storage) {
@@ -132,6 +133,37 @@ function checkLength(file: string, n: number, episodeBars: number) {
 
 let probed: Promise<DeviceReport> | null = null;
 
+/** This tab's last run's committed last/ (null when there is none, or another tab's run removed it). */
+async function lastOfRun(st: Storage): Promise<string | null> {
+  return run ? committedDir(st, lastDir(run.dir)) : null;
+}
+
+/**
+ * The config and checkpoint that continue this tab's last run from its last/ to the form's
+ * Epochs: the run's own settings (algorithm, sizes, seed, learning rate), as `foxhunt train
+ * --resume`, so the continued run is the run it would have been unbroken.
+ */
+async function continued(
+  st: Storage,
+  s: Settings,
+): Promise<{ cfg: Config; resume: PpoCheckpoint | DqnCheckpoint }> {
+  if (!run?.epochs) throw new Error('no run of this tab has finished an epoch: Start trains a new run');
+  if (!(await lastOfRun(st)))
+    throw new Error(
+      `this tab's run is no longer stored (the page keeps its tabs' last ${KEEP_RUNS} runs): Start trains a new run`,
+    );
+  const had = run.epochs;
+  if (!(s.epochs > had))
+    throw new Error(
+      `this tab's run has finished ${had} epoch${had > 1 ? 's' : ''}: set Epochs above ${had} to continue it`,
+    );
+  const { cfg, checkpoint } = await resumeConfig(st, run.dir, (base) => {
+    base.train.epochs = s.epochs;
+    return validateConfig(base);
+  });
+  return { cfg, resume: checkpoint };
+}
+
 const api: TrainerApi = {
   /** Asked once: a file's check waits for the device's run sizes. */
   probe(): Promise<DeviceReport> {
@@ -150,7 +182,7 @@ const api: TrainerApi = {
     bars = undefined;
   },
 
-  async train(s, cb) {
+  async train(s, cb, mode = 'new') {
     if (running) throw new Error('a run is already in progress');
     running = true;
     // Before the first await: a Stop or Pause the page sends right after Start is for this run.
@@ -164,41 +196,48 @@ const api: TrainerApi = {
       );
     }
     // The market of this run: a file dropped (or cleared) while it trains is for the next run.
-    const runBars = bars;
+    // Continue trains on the market of the run it continues.
+    const runBars = mode === 'continue' ? run?.bars : bars;
     /** Epochs this run finished (each wrote its checkpoint: checkpointEvery 1). */
     let finished = 0;
     try {
-      const cfg = configOf(s, adapterLimits);
       const st = await store();
-      const out = await newRunDir(st, run?.dir ?? null);
-      const thisRun = { dir: out, epochs: 0 };
+      const { cfg, resume } =
+        mode === 'continue' ? await continued(st, s) : { cfg: configOf(s, adapterLimits), resume: null };
+      const out = resume ? run!.dir : await newRunDir(st, run?.dir ?? null);
+      const thisRun = { dir: out, epochs: resume?.state.epoch ?? 0, bars: runBars };
       run = thisRun;
+      finished = thisRun.epochs;
       cfg.train.outDir = out;
       const data = await prepareData(cfg, runBars);
-      const records: EpochRecord[] = [];
-      const stepsPerEpoch = s.episodes * s.steps;
+      // A continued run's chart starts with the epochs it had.
+      const records: EpochRecord[] = resume ? (await readLog(st, out)).slice(0, resume.state.epoch) : [];
+      /** Epochs finished before this call (a continued run's), not in the rate or the ETA. */
+      const before = records.length;
+      const stepsPerEpoch = cfg.rollout.episodes * cfg.rollout.steps;
       const start = performance.now();
       // Time spent paused: not training, so neither in the rate nor in the ETA.
       let pausedMs = 0;
       const progress = (epoch: number, phase: string, last?: EpochRecord): Progress => {
         const elapsedMs = performance.now() - start - pausedMs;
         const done = records.length;
+        const now = done - before;
         return {
           epoch,
           epochs: s.epochs,
           phase,
           done,
-          stepsPerSec: done ? (done * stepsPerEpoch) / (elapsedMs / 1000) : null,
+          stepsPerSec: now ? (now * stepsPerEpoch) / (elapsedMs / 1000) : null,
           collectStepsPerSec: last
             ? last.throughput.envStepsPerSec
             : (records.at(-1)?.throughput.envStepsPerSec ?? null),
           elapsedMs,
-          etaMs: done ? (elapsedMs / done) * (s.epochs - done) : null,
+          etaMs: now ? (elapsedMs / now) * (s.epochs - done) : null,
         };
       };
       const view = (extra: Partial<RunView>): RunView => ({
         title: 'foxhunt in this tab',
-        subtitle: `${s.algo.toUpperCase()} on ${s.backend === 'webgpu' ? 'WebGPU' : 'the CPU reference'}, ${runBars?.source ?? 'synthetic market'} (${data.market.n} bars), ${s.episodes} episodes x ${s.steps} steps per rollout`,
+        subtitle: `${cfg.train.algo.toUpperCase()} on ${cfg.train.backend === 'webgpu' ? 'WebGPU' : 'the CPU reference'}, ${runBars?.source ?? 'synthetic market'} (${data.market.n} bars), ${cfg.rollout.episodes} episodes x ${cfg.rollout.steps} steps per rollout`,
         epochs: records.map(epochPoint),
         curves: null,
         tables: [],
@@ -211,8 +250,8 @@ const api: TrainerApi = {
         cfg,
         storage: st,
         bars: runBars,
-        force: true,
-        resume: null,
+        force: resume === null,
+        resume,
         backendOptions: { gpu: (navigator as Navigator & { gpu?: GPU }).gpu },
         onInfo: (line) => cb.onInfo(line),
         onPhase: async (epoch, phase) => {
@@ -258,9 +297,11 @@ const api: TrainerApi = {
       // is kept and what to do; the backend's own words go to the trainer messages.
       if (err instanceof DeviceLostError) {
         cb.onInfo(err.message);
+        // Continue, not after a divergence: the run's own learning rate would diverge again.
+        const more = finished ? ` Continue trains on from epoch ${finished}.` : '';
         throw new Error(
           `the GPU stopped working in epoch ${finished + 1} (its driver was reset, or the browser took the GPU back). ` +
-            `${kept} Start trains a new run${finished ? ' in their place' : ''}; if it fails as well, reload the page.`,
+            `${kept}${more} Start trains a new run${finished ? ' in their place' : ''}; if it fails as well, reload the page.`,
         );
       }
       // In the page's words: its learning-rate field, not the CLI's --resume and config fields.
@@ -300,9 +341,10 @@ const api: TrainerApi = {
   },
 
   async stored() {
-    if (!run) return { checkpoint: false, log: false };
+    if (!run) return { checkpoint: false, log: false, continueFrom: null };
     const st = await store();
     return {
+      continueFrom: (await lastOfRun(st)) ? run.epochs : null,
       checkpoint:
         (await committedDir(st, bestDir(run.dir))) !== null ||
         (await committedDir(st, lastDir(run.dir))) !== null,

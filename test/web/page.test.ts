@@ -115,6 +115,16 @@ function slowMainThreadTasks(trace: Buffer): { wallMs: number; cpuMs: number }[]
   return slow.map((e) => ({ wallMs: Math.round(e.dur! / 1000), cpuMs: Math.round(e.tdur! / 1000) }));
 }
 
+/** The epoch lines of the log that Download log saves (the summary line left out). */
+async function logLines(page: Page): Promise<{ epoch: number }[]> {
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#dl-log')]);
+  return readFileSync((await download.path())!, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l))
+    .filter((l) => l.summary === undefined);
+}
+
 /** A drop event on the drop zone carrying the file, as a user's drag and drop delivers it. */
 async function dropFile(page: Page, name: string, bytes: Uint8Array) {
   const transfer = await page.evaluateHandle(
@@ -208,7 +218,7 @@ describe('the demo page in headless Chromium', () => {
     await page.close();
   });
 
-  it('pauses at a phase boundary, resumes, and stops', async () => {
+  it('pauses at a phase boundary, resumes, stops, and continues the stopped run to its end', async () => {
     const { page, errors } = await open(cpuBrowser);
     await page.fill('input[name=epochs]', '5');
     await page.fill('input[name=episodes]', '2');
@@ -236,6 +246,31 @@ describe('the demo page in headless Chromium', () => {
     expect(done).toBeLessThan(5);
     expect(await page.textContent('#phase')).toBe(`stopped in epoch ${done + 1} (${done} of 5 finished)`);
     expect(await page.isEnabled('#start')).toBe(true);
+    // Continue trains the stopped run on from its last checkpoint to Epochs, its epochs before
+    // the stop kept in the chart and the log (their lines as they were: a new run would differ,
+    // if only in its timings).
+    const before = await logLines(page);
+    expect(before.map((l) => l.epoch)).toEqual(Array.from({ length: done }, (_, i) => i + 1));
+    expect(await page.isEnabled('#continue')).toBe(true);
+    await page.click('#continue');
+    await page.waitForFunction(() => document.getElementById('status')!.textContent !== 'running');
+    expect(await page.textContent('#run-error')).toBe('');
+    expect([await page.textContent('#status'), await page.textContent('#phase')]).toEqual([
+      'finished',
+      'all epochs done',
+    ]);
+    expect(await page.textContent('#epoch')).toBe('5');
+    expect(await page.getAttribute('[data-chart=reward]', 'data-points')).toBe('5');
+    const after = await logLines(page);
+    expect(after.map((l) => l.epoch)).toEqual([1, 2, 3, 4, 5]);
+    expect(after.slice(0, done)).toEqual(before);
+    // A run that has all its epochs continues only to more of them.
+    await page.click('#continue');
+    await page.waitForFunction(() => document.getElementById('status')!.textContent !== 'running');
+    expect(await page.textContent('#run-error')).toBe(
+      "this tab's run has finished 5 epochs: set Epochs above 5 to continue it",
+    );
+    expect(await page.textContent('#phase')).toBe('failed before continuing');
     // Started again (a longer first epoch), the page shows none of the stopped run's progress,
     // charts or tables.
     await page.fill('input[name=episodes]', '32');
@@ -768,7 +803,7 @@ describe('the demo page in headless Chromium', () => {
     expect(await page.textContent('#phase')).toBe('failed in epoch 2 (1 of 2 finished)');
     expect(await page.textContent('#run-error')).toBe(
       'the GPU stopped working in epoch 2 (its driver was reset, or the browser took the GPU back). ' +
-        "This run's checkpoints of its 1 finished epoch are kept: Download checkpoint saves them. " +
+        "This run's checkpoints of its 1 finished epoch are kept: Download checkpoint saves them. Continue trains on from epoch 1. " +
         'Start trains a new run in their place; if it fails as well, reload the page.',
     );
     // The backend's own words, for a bug report.
@@ -777,17 +812,27 @@ describe('the demo page in headless Chromium', () => {
     const tar = readTar(new Uint8Array(readFileSync((await download.path())!)));
     const state = JSON.parse(new TextDecoder().decode(tar.find((f) => f.name === 'state.json')!.bytes)).state;
     expect([state.epoch, state.backend]).toEqual([1, 'webgpu']);
-    // The page stays usable: a new run gets a new device and collects on it (stopped there, as
-    // the epoch's kernels compile again on the new device: ~30 s on SwiftShader).
-    await page.click('#start');
-    await page.waitForFunction(() => document.getElementById('phase')!.textContent === 'epoch 1: collect');
-    await page.click('#stop');
+    const lost = await logLines(page);
+    expect(lost.map((l) => l.epoch)).toEqual([1]);
+    // The page stays usable: Continue gets a new device and trains the run on from epoch 1 to
+    // its end (the kernels compile again on the new device: ~30 s on SwiftShader).
+    await page.click('#continue');
     await page.waitForFunction(() => document.getElementById('status')!.textContent !== 'running', null, {
-      timeout: 60_000,
+      timeout: 300_000,
     });
-    expect(await page.textContent('#status')).toBe('stopped');
     expect(await page.textContent('#run-error')).toBe('');
+    expect(await page.textContent('#status')).toBe('finished');
     expect(await page.textContent('#info')).toMatch(/^backend webgpu: .*swiftshader/im);
+    const [again] = await Promise.all([page.waitForEvent('download'), page.click('#dl-checkpoint')]);
+    const files = readTar(new Uint8Array(readFileSync((await again.path())!)));
+    const best = JSON.parse(
+      new TextDecoder().decode(files.find((f) => f.name === 'state.json')!.bytes),
+    ).state;
+    expect(best.backend).toBe('webgpu');
+    expect(await page.getAttribute('[data-chart=reward]', 'data-points')).toBe('2');
+    const whole = await logLines(page);
+    expect(whole.map((l) => l.epoch)).toEqual([1, 2]);
+    expect(whole[0]).toEqual(lost[0]);
     // With the adapter gone too (WebGPU disabled after repeated GPU crashes), Start says to reload.
     await worker.evaluate(() => {
       GPU.prototype.requestAdapter = async () => null;
