@@ -151,7 +151,7 @@ export interface DqnConfig {
   polyakTau: number;
   /** Training batch size. */
   batch: number;
-  /** Training steps per epoch. */
+  /** Training steps per epoch (SPEC 9: 300; C51 600, ALGO_DEFAULTS). */
   stepsPerEpoch: number;
   /** Epsilon at the first epoch. */
   epsilonStart: number;
