@@ -16,6 +16,15 @@ import { defaultsFor, validateConfig } from '../../src/config.js';
 import { loadBars, saveBars } from '../../src/data/load.js';
 import { generateSynthetic } from '../../src/data/synthetic.js';
 import { readTar } from '../../web/tar.js';
+import {
+  canvasColours,
+  chartsDrawn,
+  dropFile,
+  logLines,
+  points,
+  slowMainThreadTasks,
+  train,
+} from './page-helpers.js';
 import { pngColours } from './png.js';
 
 const ARTIFACTS = 'runs/web';
@@ -65,106 +74,12 @@ async function open(browser: Browser | BrowserContext): Promise<{ page: Page; er
   return { page, errors };
 }
 
-/** Trains `epochs` epochs of a tiny run; returns the main-thread tasks over 50 ms seen meanwhile. */
-async function train(page: Page, epochs: number, algo = 'ppo'): Promise<number[]> {
-  await page.check(`input[name=algo][value=${algo}]`);
-  await page.fill('input[name=epochs]', String(epochs));
-  await page.fill('input[name=episodes]', '2');
-  await page.fill('input[name=steps]', '16');
-  await page.evaluate(() => {
-    const w = window as unknown as { longTasks: number[] };
-    w.longTasks = [];
-    new PerformanceObserver((list) => {
-      for (const e of list.getEntries()) w.longTasks.push(e.duration);
-    }).observe({ type: 'longtask' });
-  });
-  await page.click('#start');
-  await page.waitForFunction(
-    () => ['finished', 'failed', 'stopped'].includes(document.getElementById('status')!.textContent!),
-    null,
-    { timeout: 600_000 },
-  );
-  expect(await page.textContent('#run-error')).toBe('');
-  expect(await page.textContent('#status')).toBe('finished');
-  expect(await page.textContent('#phase')).toBe('all epochs done');
-  return page.evaluate(() => (window as unknown as { longTasks: number[] }).longTasks);
-}
-
-/**
- * The page's main-thread tasks over 20 ms of wall clock in a Chromium trace (category `toplevel`,
- * its ThreadControllerImpl::RunTask events), each with the CPU time the thread spent in it. The
- * Long Tasks API's 50 ms is not the trace's: a 68 ms long task has shown up as a shorter RunTask,
- * so the trace is read from 20 ms to hold a task for every long task the page saw.
- */
-function slowMainThreadTasks(trace: Buffer): { wallMs: number; cpuMs: number }[] {
-  type Event = { name: string; ph: string; pid: number; tid: number; dur?: number; tdur?: number };
-  const events: Event[] = JSON.parse(trace.toString('utf8')).traceEvents;
-  const main = new Set(
-    events
-      .filter((e) => e.ph === 'M' && e.name === 'thread_name')
-      .filter((e) => (e as Event & { args: { name: string } }).args.name === 'CrRendererMain')
-      .map((e) => `${e.pid}/${e.tid}`),
-  );
-  const tasks = events.filter(
-    (e) => e.ph === 'X' && e.name === 'ThreadControllerImpl::RunTask' && main.has(`${e.pid}/${e.tid}`),
-  );
-  expect(tasks.length).toBeGreaterThan(100);
-  // Every slow task must carry its thread time (a short one may not: one in a loaded run did not).
-  const slow = tasks.filter((e) => e.dur! > 20_000);
-  expect(slow.filter((e) => e.tdur === undefined)).toEqual([]);
-  return slow.map((e) => ({ wallMs: Math.round(e.dur! / 1000), cpuMs: Math.round(e.tdur! / 1000) }));
-}
-
-/** The epoch lines of the log that Download log saves (the summary line left out). */
-async function logLines(page: Page): Promise<{ epoch: number }[]> {
-  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#dl-log')]);
-  return readFileSync((await download.path())!, 'utf8')
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l))
-    .filter((l) => l.summary === undefined);
-}
-
-/** A drop event on the drop zone carrying the file, as a user's drag and drop delivers it. */
-async function dropFile(page: Page, name: string, bytes: Uint8Array) {
-  const transfer = await page.evaluateHandle(
-    ([n, b64]) => {
-      const dt = new DataTransfer();
-      dt.items.add(new File([Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))], n));
-      return dt;
-    },
-    [name, Buffer.from(bytes).toString('base64')],
-  );
-  await page.dispatchEvent('#drop', 'drop', { dataTransfer: transfer });
-}
-
 /** The bytes of a CSV of `bars` synthetic bars, written by saveBars. */
 async function synthCsv(name: string, bars: number): Promise<Uint8Array> {
   const file = join(tmp, name);
   await saveBars(file, generateSynthetic({ bars, seed: 3 }));
   return readFileSync(file);
 }
-
-/** Waits until every chart has drawn its canvas (charts are created one per task). */
-const chartsDrawn = (page: Page) =>
-  page.waitForFunction(() =>
-    [...document.querySelectorAll<HTMLElement>('[data-chart]')].every((e) => e.dataset.drawn === 'true'),
-  );
-
-/** Distinct colours drawn in each chart's canvas (1 = blank). */
-const canvasColours = (page: Page) =>
-  page.$$eval('[data-chart] canvas', (canvases) =>
-    (canvases as HTMLCanvasElement[]).map((c) => {
-      const d = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data;
-      const seen = new Set<number>();
-      for (let i = 0; i < d.length; i += 4 * 7)
-        seen.add((d[i] << 24) | (d[i + 1] << 16) | (d[i + 2] << 8) | d[i + 3]);
-      return seen.size;
-    }),
-  );
-
-const points = (page: Page, chart: string) =>
-  page.$eval(`[data-chart=${chart}]`, (e) => Number((e as HTMLElement).dataset.points));
 
 describe('the demo page in headless Chromium', () => {
   it('trains 2 epochs with WebGPU and draws the run, the main thread responsive', async () => {
@@ -260,7 +175,7 @@ describe('the demo page in headless Chromium', () => {
       'all epochs done',
     ]);
     expect(await page.textContent('#epoch')).toBe('5');
-    expect(await page.getAttribute('[data-chart=reward]', 'data-points')).toBe('5');
+    expect(await points(page, 'reward')).toBe(5);
     const after = await logLines(page);
     expect(after.map((l) => l.epoch)).toEqual([1, 2, 3, 4, 5]);
     expect(after.slice(0, done)).toEqual(before);
@@ -829,7 +744,7 @@ describe('the demo page in headless Chromium', () => {
       new TextDecoder().decode(files.find((f) => f.name === 'state.json')!.bytes),
     ).state;
     expect(best.backend).toBe('webgpu');
-    expect(await page.getAttribute('[data-chart=reward]', 'data-points')).toBe('2');
+    expect(await points(page, 'reward')).toBe(2);
     const whole = await logLines(page);
     expect(whole.map((l) => l.epoch)).toEqual([1, 2]);
     expect(whole[0]).toEqual(lost[0]);
