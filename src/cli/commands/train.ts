@@ -124,7 +124,11 @@ export const trainCommand: Command = {
         onInfo: (line) => console.error(line),
         onPhase: (epoch, phase) => {
           const time = timing(performance.now() - start, done, todo);
-          if (tty) process.stderr.write(`\r\x1b[K${progressLine(epoch, epochs, phase, last, time)}`);
+          const line = progressLine(epoch, epochs, phase, last, time);
+          if (tty) process.stderr.write(`\r\x1b[K${line}`);
+          // Not on a terminal (a log file, a pipe): the first epoch's phases, a line each, so a
+          // slow one (minutes on the CPU at the spec's sizes) shows where the run is.
+          else if (done === 0) console.error(line);
         },
         onEpoch: (record) => {
           last = record;

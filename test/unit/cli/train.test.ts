@@ -49,6 +49,9 @@ describe('foxhunt train / backtest', () => {
     ]);
     expect(r.code).toBe(0);
     expect(r.err).toMatch(/^epoch 1\/2 .* elapsed, ETA \d+s\nepoch 2\/2 .* elapsed, ETA 0s$/m);
+    // Not a terminal: the first epoch's phases, a line each (collect first), none of the second's.
+    expect(r.err).toMatch(/^epoch 1\/2 \[-{20}\] collect +\d+s elapsed$/m);
+    expect(r.err).not.toMatch(/^epoch 2\/2 \[/m);
     expect(r.out).toMatch(/validation split:\n.*\npolicy .*\nbuy-and-hold .*\nrandom /);
     expect(r.out).toMatch(/test split \(best\/, evaluated once, at the end\):\n.*\npolicy /);
     expect(existsSync(join(dir, 'last', 'state.json'))).toBe(true);
