@@ -343,11 +343,10 @@ const api: TrainerApi = {
   async stored() {
     if (!run) return { checkpoint: false, log: false, continueFrom: null };
     const st = await store();
+    const last = await lastOfRun(st);
     return {
-      continueFrom: (await lastOfRun(st)) ? run.epochs : null,
-      checkpoint:
-        (await committedDir(st, bestDir(run.dir))) !== null ||
-        (await committedDir(st, lastDir(run.dir))) !== null,
+      continueFrom: last ? run.epochs : null,
+      checkpoint: last !== null || (await committedDir(st, bestDir(run.dir))) !== null,
       log: await st.exists(logPath(run.dir)),
     };
   },
