@@ -9,6 +9,7 @@ import { type Command, dispatch } from '../src/cli/main.js';
 import { devBenchCollectCommand } from './bench-collect.js';
 import { devBenchTrainCommand } from './bench-train.js';
 import { devProbeDispatchCommand } from './probe-dispatch.js';
+import { devProbeSpeculateCommand } from './probe-speculate.js';
 import { devProbeValidateCommand } from './probe-validate.js';
 
 export const devCommands: Command[] = [
@@ -16,6 +17,7 @@ export const devCommands: Command[] = [
   devBenchTrainCommand,
   devProbeValidateCommand,
   devProbeDispatchCommand,
+  devProbeSpeculateCommand,
 ];
 
 const PROGRAM = 'dev/bench';

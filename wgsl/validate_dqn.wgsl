@@ -19,6 +19,9 @@
 // the scratch past the transposed net, and the taus go through the streams TAU_GROUP at a time,
 // every output of theirs summed by one invocation over all its inputs in order.
 //
+// u.mode 1 and 2 run the backtest as speculative rounds instead (spec_guess, spec_roll below;
+// src/kernels/validate_dqn.ts), with the same net code (greedy) and the same trace.
+//
 // Numerics: f32 in the reference's order except the parts (the trunk's and the plain and C51
 // streams' hidden layers with TRUNK_PARTS > 1, the plain head's output layer: a sum of partial
 // sums); the compiler may fuse multiply-adds, WGSL's division
@@ -650,14 +653,236 @@ fn iqn_q(lid: u32) {
   }
 }
 
-@compute @workgroup_size(WG_X, 1, 1)
-fn validate_dqn(@builtin(local_invocation_index) lid: u32) {
+// The net on the state in act (the trunk, then the head) into q, the whole workgroup; invocation 0
+// returns the first argmax (the others 0).
+fn greedy(lid: u32) -> i32 {
+  trunk_layer(S0_W, S0_B, S0_IN, S0_OUT, lid);
+  trunk_layer(S1_W, S1_B, S1_IN, S1_OUT, lid);
+  if (HEAD == HEAD_IQN) {
+    iqn_q(lid);
+  } else if (HEAD == HEAD_C51) {
+    streams(lid);
+    c51_q(lid);
+  } else {
+    streams(lid);
+    if (lid < NUM_ACTIONS) {
+      q[lid] = q_of(lid);
+    }
+  }
+  workgroupBarrier();
+  var a = 0;
+  if (lid == 0u) {
+    for (var k = 1; k < i32(NUM_ACTIONS); k++) {
+      if (q[k] > q[a]) {
+        a = k;
+      }
+    }
+  }
+  return a;
+}
+
+// Invocation 0: the state of episode ep into act past the market features, and its bar into bar_s;
+// then every invocation loads the bar's market features.
+fn load_state(ep: Episode, lid: u32) {
+  if (lid == 0u) {
+    bar_s = ep.bar;
+    let pf = portfolio_features(ep);
+    act[MARKET_FEATURES] = pf.x;
+    act[MARKET_FEATURES + 1u] = pf.y;
+    act[MARKET_FEATURES + 2u] = pf.z;
+  }
+  let bar = workgroupUniformLoad(&bar_s);
+  if (lid < MARKET_FEATURES) {
+    act[lid] = features[u32(bar) * MARKET_FEATURES + lid];
+  }
+  workgroupBarrier();
+}
+
+// ---- Speculation (u.mode 1 and 2; src/kernels/validate_dqn.ts) ----
+// A round is a `guess` launch (u.window workgroups) then a `roll` launch (one workgroup). The roll
+// walks the simulator over the next u.window steps from the committed episode with guessed
+// actions, keeping the episode before each step (env_f / env_i episode 2 + s: SNAP) and the step's
+// trace (out_f at slot_base(), SLOT_F floats a step); guess runs the net on each kept state (one
+// workgroup a state, the sequential loop's code, so the same action for the same state). The next
+// roll commits the steps whose guessed action the net confirmed, and the first that it did not,
+// from its kept episode (whose state came from confirmed actions, so its action is the net's own):
+// the trace is bit for bit the sequential loop's. Guesses: the net's actions of the last round
+// past the first miss, then the previous backtest's actions still in the trace.
+const MODE_GUESS = 1u;
+const MODE_ROLL = 2u;
+const SNAP = 2u;
+const SLOT_F = 4u;
+// env_i past the stop flag (env_i[ENV_I]): the committed steps, the rolled steps of the window,
+// the windows rolled so far.
+const H_STEPS = ENV_I + 1u;
+const H_COUNT = ENV_I + 2u;
+const H_ROUNDS = ENV_I + 3u;
+const_assert ENV_I >= 4;
+
+var<workgroup> count_s: u32;
+var<workgroup> commit_s: u32;
+var<workgroup> base_s: u32;
+
+// The window's trace past the net's scratch (validateDqnScratchFloats) in out_f.
+fn slot_base() -> u32 {
+  return sb + NET_Q_SIZE + select(0u, IQN_TAUS * S1_OUT, HEAD == HEAD_IQN);
+}
+
+// The guessed actions, then the net's, past the trace in out_i.
+fn guess_at(s: u32) -> u32 {
+  return OUT_I_STRIDE * u.steps + s;
+}
+
+fn acts_at(s: u32) -> u32 {
+  return OUT_I_STRIDE * u.steps + u.window + s;
+}
+
+// Workgroup s: the net's action on the kept state of step s of the window, if one was rolled.
+fn spec_guess(s: u32, lid: u32) {
+  if (lid == 0u) {
+    count_s = u32(env_i[H_COUNT]);
+  }
+  if (s >= workgroupUniformLoad(&count_s)) {
+    return;
+  }
+  var ep: Episode;
+  if (lid == 0u) {
+    ep = load_episode(SNAP + s);
+  }
+  load_state(ep, lid);
+  let a = greedy(lid);
+  if (lid == 0u) {
+    out_i[acts_at(s)] = a;
+  }
+}
+
+// The roll: commit the last window's confirmed steps, then roll the next window (invocation 0;
+// every invocation copies the confirmed steps' trace). u.stepBegin 0: the backtest's first roll
+// (the episode starts flat, the net is transposed, nothing to commit).
+fn spec_roll(lid: u32) {
   let steps = u.steps;
+  let first = u.stepBegin == 0u;
+  if (first) {
+    transpose_net(lid);
+    if (HEAD == HEAD_IQN) {
+      iqn_phi(lid);
+    }
+  }
+  var ep: Episode;
+  var l = 0u;
+  var n = 0u;
+  var miss = 0u;
+  if (lid == 0u) {
+    commit_s = 0u;
+    base_s = 0u;
+    if (first) {
+      start_episode(0u, &ep, u.splitStart);
+      stop_s = 0;
+    } else {
+      stop_s = env_i[ENV_I];
+      l = u32(env_i[H_STEPS]);
+      n = u32(env_i[H_COUNT]);
+      let sf = slot_base();
+      while (miss < n && out_i[acts_at(miss)] == out_i[guess_at(miss)] && out_f[sf + SLOT_F * miss + 3u] == 0.0) {
+        miss++;
+      }
+      base_s = l;
+      if (n == 0u) {
+        ep = load_episode(0u);
+      } else if (miss < n && out_i[acts_at(miss)] == out_i[guess_at(miss)]) {
+        // Confirmed, and the account collapsed in it: the backtest ends there.
+        commit_s = miss + 1u;
+        ep = load_episode(SNAP + miss + 1u);
+        stop_s = 1;
+        l += miss + 1u;
+      } else if (miss < n) {
+        commit_s = miss;
+        ep = load_episode(SNAP + miss);
+        validate_record(&ep, out_i[acts_at(miss)], l + miss, steps);
+        l += miss + 1u;
+      } else {
+        commit_s = n;
+        ep = load_episode(SNAP + n);
+        l += n;
+      }
+    }
+  }
+  let commit = workgroupUniformLoad(&commit_s);
+  let l0 = workgroupUniformLoad(&base_s);
+  let sf = slot_base();
+  for (var s = lid; s < commit; s += WG_X) {
+    out_f[OUT_F_VALUES * steps + l0 + s] = out_f[sf + SLOT_F * s];
+    out_f[OUT_F_EXPOSURE * steps + l0 + s] = out_f[sf + SLOT_F * s + 1u];
+    out_f[OUT_F_TRADED * steps + l0 + s] = out_f[sf + SLOT_F * s + 2u];
+    out_i[OUT_I_ACTIONS * steps + l0 + s] = out_i[guess_at(s)];
+  }
+  storageBarrier();
+  workgroupBarrier();
+  if (lid == 0u) {
+    var count = 0u;
+    if (stop_s == 0 && l < steps) {
+      // Roll the next window. Guess: the net's action of the last window past its first miss, else
+      // the previous backtest's (a valid action: the trace starts zeroed).
+      var e2 = ep;
+      loop {
+        if (count >= u.window || l + count >= steps) {
+          break;
+        }
+        store_episode(SNAP + count, e2);
+        var a = out_i[OUT_I_ACTIONS * steps + l + count];
+        let k = miss + 1u + count;
+        if (k < n) {
+          a = out_i[acts_at(k)];
+        }
+        if (a < 0 || a >= i32(NUM_ACTIONS)) {
+          a = 0;
+        }
+        out_i[guess_at(count)] = a;
+        let r = validate_step(&e2, a);
+        out_f[sf + SLOT_F * count] = r.value;
+        out_f[sf + SLOT_F * count + 1u] = r.exposure;
+        out_f[sf + SLOT_F * count + 2u] = r.traded;
+        out_f[sf + SLOT_F * count + 3u] = select(0.0, 1.0, r.collapsed);
+        count++;
+        if (r.collapsed) {
+          break;
+        }
+      }
+      store_episode(SNAP + count, e2);
+    } else if (stop_s != 0) {
+      // After a collapse the account stays where it ended (validate_close's fill).
+      let last = portfolio_value(ep);
+      for (var k = l; k < steps; k++) {
+        out_f[OUT_F_VALUES * steps + k] = last;
+        out_f[OUT_F_EXPOSURE * steps + k] = 0.0;
+        out_f[OUT_F_TRADED * steps + k] = 0.0;
+        out_i[OUT_I_ACTIONS * steps + k] = 0;
+      }
+    }
+    store_episode(0u, ep);
+    env_i[ENV_I] = stop_s;
+    env_i[H_STEPS] = i32(l);
+    env_i[H_COUNT] = i32(count);
+    env_i[H_ROUNDS] = select(env_i[H_ROUNDS], 0, first) + select(0, 1, count > 0u);
+  }
+}
+
+@compute @workgroup_size(WG_X, 1, 1)
+fn validate_dqn(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+  let steps = u.steps;
+  sb = OUT_F_STRIDE * steps;
+  if (u.mode == MODE_GUESS) {
+    spec_guess(wid.x, lid);
+    return;
+  }
+  if (u.mode == MODE_ROLL) {
+    spec_roll(lid);
+    return;
+  }
   var ep: Episode;
   if (lid == 0u) {
     validate_open(&ep);
   }
-  sb = OUT_F_STRIDE * steps;
   if (u.stepBegin == 0u) {
     transpose_net(lid);
     if (HEAD == HEAD_IQN) {
@@ -667,42 +892,12 @@ fn validate_dqn(@builtin(local_invocation_index) lid: u32) {
   storageBarrier();
   var l = u.stepBegin;
   loop {
-    if (lid == 0u) {
-      bar_s = ep.bar;
-      let pf = portfolio_features(ep);
-      act[MARKET_FEATURES] = pf.x;
-      act[MARKET_FEATURES + 1u] = pf.y;
-      act[MARKET_FEATURES + 2u] = pf.z;
-    }
-    let bar = workgroupUniformLoad(&bar_s);
     if (l >= u.stepEnd || workgroupUniformLoad(&stop_s) != 0) {
       break;
     }
-    if (lid < MARKET_FEATURES) {
-      act[lid] = features[u32(bar) * MARKET_FEATURES + lid];
-    }
-    workgroupBarrier();
-    trunk_layer(S0_W, S0_B, S0_IN, S0_OUT, lid);
-    trunk_layer(S1_W, S1_B, S1_IN, S1_OUT, lid);
-    if (HEAD == HEAD_IQN) {
-      iqn_q(lid);
-    } else if (HEAD == HEAD_C51) {
-      streams(lid);
-      c51_q(lid);
-    } else {
-      streams(lid);
-      if (lid < NUM_ACTIONS) {
-        q[lid] = q_of(lid);
-      }
-    }
-    workgroupBarrier();
+    load_state(ep, lid);
+    let a = greedy(lid);
     if (lid == 0u) {
-      var a = 0;
-      for (var k = 1; k < i32(NUM_ACTIONS); k++) {
-        if (q[k] > q[a]) {
-          a = k;
-        }
-      }
       validate_record(&ep, a, l, steps);
     }
     l++;

@@ -80,10 +80,24 @@ export interface LearnTuning {
   pdlEarlyTrigger: boolean;
 }
 
+export interface ValidateTuning {
+  /**
+   * validate_dqn's speculation window (src/kernels/validate_dqn.ts; 0: the sequential launches).
+   * A round runs the net on `window` states side by side, one workgroup each: a GPU does them in
+   * about one sequential step's time, a software adapter (or the CPU) one after another. CUDA's
+   * cluster kernel has no rounds.
+   */
+  speculateWindow: number;
+}
+
 export interface Tuning {
   collect: CollectTuning;
   learn: LearnTuning;
+  validate: ValidateTuning;
 }
+
+/** validate_dqn's speculation window on a WebGPU GPU (docs/DQN.md). */
+export const SPECULATE_WINDOW = 128;
 
 /** Samples per ppo_gather workgroup on the GPUs: 128 workgroups per 512-sample minibatch. */
 export const GPU_GATHER_ROWS = PPO_GATHER_CUDA_ROWS;
@@ -109,6 +123,7 @@ export const TUNING: Readonly<Record<DeviceClass, Tuning>> = {
       deltaChain: true,
       pdlEarlyTrigger: true,
     },
+    validate: { speculateWindow: 0 },
   },
   webgpu: {
     collect: { workgroups: 128, dynamicSharedTiles: false, quadEngines: true },
@@ -120,6 +135,7 @@ export const TUNING: Readonly<Record<DeviceClass, Tuning>> = {
       deltaChain: false,
       pdlEarlyTrigger: false,
     },
+    validate: { speculateWindow: SPECULATE_WINDOW },
   },
   'webgpu-software': {
     collect: { workgroups: 128, dynamicSharedTiles: false, quadEngines: false },
@@ -131,6 +147,7 @@ export const TUNING: Readonly<Record<DeviceClass, Tuning>> = {
       deltaChain: false,
       pdlEarlyTrigger: false,
     },
+    validate: { speculateWindow: 0 },
   },
   cpu: {
     // The CPU runs the references whatever the engine; it takes WebGPU's shapes (quad engines too),
@@ -144,6 +161,7 @@ export const TUNING: Readonly<Record<DeviceClass, Tuning>> = {
       deltaChain: false,
       pdlEarlyTrigger: false,
     },
+    validate: { speculateWindow: 0 },
   },
 };
 

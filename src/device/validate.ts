@@ -11,13 +11,17 @@
  * src/kernels/validate_dqn.ts: plain, C51 or IQN, at float `netBase`).
  */
 import { capsOf } from '../backend/caps.js';
+import { tuningFor } from '../backend/tuning.js';
 import type { Backend, DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
 import type { SplitRange } from '../data/types.js';
 import type { EnvParams } from '../env/params.js';
-import { ENV_F } from '../env/state.js';
+import { ENV_F, ENV_I } from '../env/state.js';
 import type { BacktestResult } from '../eval/backtest.js';
 import { computeMetrics } from '../eval/metrics.js';
 import {
+  SPECULATE_HEADER,
+  speculateFloats,
+  VALIDATE_MODE,
   type ValidateDqnNet,
   validateDqnDispatch,
   validateDqnScratchFloats,
@@ -51,6 +55,23 @@ export type SharedValidateBuffers = readonly [
 export interface DeviceValidatorOptions {
   /** Steps a launch at most (default validateChunkSteps of the backend's kind). */
   chunkSteps?: number;
+  /**
+   * validate_dqn's speculation window (steps a round; 0: the sequential launches). Default: the
+   * device class's (src/backend/tuning.ts: WebGPU on a GPU, else none).
+   */
+  window?: number;
+}
+
+/** Speculative rounds enqueued between two reads of the header. */
+export const SPECULATE_ROUNDS = 32;
+/**
+ * Steps a round of `window` must commit on average, over a batch of rounds, for the speculation to
+ * go on; below it the rest of the backtest runs as the sequential launches. A round costs about one
+ * step of the sequential loop (the guesses side by side) plus the roll of its window on one
+ * invocation, each rolled step an eighth of a sequential one at most (docs/DQN.md).
+ */
+export function speculateMinSteps(window: number): number {
+  return 1 + window / 8;
 }
 
 export class DeviceValidator {
@@ -62,6 +83,12 @@ export class DeviceValidator {
   private readonly outBytes: number;
   /** The launches of one backtest, in order (the same objects every run). */
   private readonly launches: Dispatch[];
+  /** validate_dqn's speculation: the first batch of rounds and every later one (null: sequential). */
+  private readonly speculation: { first: Dispatch[]; more: Dispatch[] } | null = null;
+  /** The speculation's window (0: none). */
+  readonly window: number;
+  /** The windows the last run() rolled (0: the sequential launches only) and the step it fell back to them at (-1: none). */
+  lastRun = { rounds: 0, fellBackAt: -1 };
 
   constructor(
     private readonly backend: Backend,
@@ -82,21 +109,38 @@ export class DeviceValidator {
     const out = validateOutputBytes(this.steps);
     this.outBytes = out.f;
     // validate_dqn's scratch past the trace (the net transposed; validate_dqn.ts).
-    const scratch =
-      this.spec.name === 'validate_dqn' && policy.kind === 'dqn' ? validateDqnScratchFloats(policy) : 0;
+    const dqn = this.spec.name === 'validate_dqn' && policy.kind === 'dqn';
+    const scratch = dqn ? validateDqnScratchFloats(policy) : 0;
+    const window = dqn ? (options.window ?? tuningFor(backend).validate.speculateWindow) : 0;
+    if (!Number.isInteger(window) || window < 0)
+      throw new Error(`validate: speculation window ${window} must be an integer >= 0`);
+    this.window = window;
+    const spec = window > 0 ? speculateFloats(window) : { episodes: 1, outF: 0, outI: 0 };
     const make = (bytes: number, label: string) =>
       backend.createBuffer(Math.max(4, bytes), `validate ${label}`);
     this.own = [
-      make(ENV_F * 4, 'env_f'),
-      make(VALIDATE_ENV_INTS * 4, 'env_i'),
+      make(spec.episodes * ENV_F * 4, 'env_f'),
+      make(Math.max(VALIDATE_ENV_INTS, spec.episodes * ENV_I) * 4, 'env_i'),
       make(params.diversityWindow * 4, 'div_window'),
-      make(out.f + 4 * scratch, 'out_f'),
-      make(out.i, 'out_i'),
+      make(out.f + 4 * (scratch + spec.outF), 'out_f'),
+      make(out.i + 4 * spec.outI, 'out_i'),
     ];
     const dispatch = this.spec.name === 'validate_policy' ? validatePolicyDispatch : validateDqnDispatch;
     const buffers = [...this.shared, ...this.own];
     const chunk = options.chunkSteps ?? validateChunkSteps(backend.kind);
     this.launches = validateChunks(this.uniforms, chunk).map((u) => dispatch(this.spec, buffers, u));
+    if (window > 0) {
+      const u = { ...this.uniforms, mode: VALIDATE_MODE.roll, window };
+      const roll = dispatch(this.spec, buffers, { ...u, stepBegin: 1 });
+      const guess: Dispatch = {
+        kernel: this.spec,
+        buffers,
+        uniforms: { ...u, mode: VALIDATE_MODE.guess },
+        groups: [window, 1, 1],
+      };
+      const more = Array.from({ length: SPECULATE_ROUNDS }, () => [guess, roll]).flat();
+      this.speculation = { first: [dispatch(this.spec, buffers, u), ...more], more };
+    }
   }
 
   /** The backtest's launches in order, all of them one backtest (for backend.time). */
@@ -111,9 +155,43 @@ export class DeviceValidator {
     else b.run(this.launches);
   }
 
+  /**
+   * validate_dqn's speculative rounds (src/kernels/validate_dqn.ts): batches of SPECULATE_ROUNDS,
+   * the header read after each, until the backtest is done; where a batch commits fewer than
+   * speculateMinSteps a round, the rest runs as the sequential launches.
+   */
+  private async speculate(sp: { first: Dispatch[]; more: Dispatch[] }): Promise<void> {
+    const b = this.backend;
+    let batch = sp.first;
+    let done = 0;
+    this.lastRun = { rounds: 0, fellBackAt: -1 };
+    for (;;) {
+      b.run(batch);
+      const h = new Int32Array(await b.download(this.own[1], 4 * ENV_I, 16));
+      const steps = h[SPECULATE_HEADER.steps - ENV_I];
+      this.lastRun.rounds = h[SPECULATE_HEADER.rounds - ENV_I];
+      if (h[SPECULATE_HEADER.stop - ENV_I] !== 0 || steps >= this.steps) return;
+      if (steps - done < speculateMinSteps(this.window) * SPECULATE_ROUNDS) {
+        // The rest as the sequential launches, the episode resumed where the rounds left it.
+        this.lastRun.fellBackAt = steps;
+        b.run(
+          this.launches
+            .filter((d) => d.uniforms.stepEnd > steps)
+            .map((d) =>
+              d.uniforms.stepBegin >= steps ? d : { ...d, uniforms: { ...d.uniforms, stepBegin: steps } },
+            ),
+        );
+        return;
+      }
+      done = steps;
+      batch = sp.more;
+    }
+  }
+
   /** Runs the backtest of the net now in the nets buffer; returns its metrics, trace and actions. */
   async run(barsPerYear: number): Promise<BacktestResult> {
-    this.launch();
+    if (this.speculation) await this.speculate(this.speculation);
+    else this.launch();
     const [f, i] = await Promise.all([
       this.backend.download(this.own[3], 0, this.outBytes),
       this.backend.download(this.own[4]),

@@ -37,11 +37,27 @@
  * 128 (the WGSL twin rounds tau_t in u32 arithmetic).
  * CUDA runs validate_dqn_cluster (validateDqnClusterSpec): the net in one thread-block cluster's
  * shared memory, limited by 16 CTAs' 227 KiB instead.
+ *
+ * Speculation (uniform `mode`; WebGPU on a GPU, src/backend/tuning.ts): the backtest as rounds of
+ * a guess launch (`window` workgroups) and a roll launch (one workgroup). The roll commits the
+ * steps of the last window whose guessed action the net confirmed, and the first it did not (its
+ * state came from confirmed actions, so the net's action there is the sequential loop's), then
+ * rolls the simulator over the next `window` steps with guessed actions on one invocation, keeping
+ * the episode before each step and the step's trace; guess runs the net on every kept state side
+ * by side, with the sequential loop's code. The trace is the sequential launches' bit for bit; the
+ * rounds pay off because a trained policy's action rarely hangs on the exact account value (a
+ * C51 net 6 epochs into configs/cpu-c51.json: 8,945 steps in 115 rounds of 128). Guesses: the
+ * net's actions of the last window past its first miss, then the previous backtest's actions
+ * still in the trace. State (speculateFloats): env_f / env_i episode 2 + s before step s of the
+ * window, env_i's SPECULATE_HEADER, the window's trace past the scratch in out_f, the guessed and
+ * the net's actions past the trace in out_i. DeviceValidator runs batches of rounds and reads the
+ * header between them; the CPU twin's first roll runs the whole backtest.
  */
 
 import type { BackendCaps } from '../backend/caps.js';
 import type { SplitRange } from '../data/types.js';
 import type { EnvParams } from '../env/params.js';
+import { ENV_I } from '../env/state.js';
 import { backtestParams } from '../eval/backtest.js';
 import { dqnGreedyPolicy } from '../eval/policies.js';
 import { duelingLayout, layerByName, NUM_ACTIONS, type QHead, STATE_DIM } from '../nets/layout.js';
@@ -85,8 +101,34 @@ export const VALIDATE_DQN_UNIFORMS = [
   { name: 'atoms', type: 'u32' },
   { name: 'actTaus', type: 'u32' },
   { name: 'iqnEmbed', type: 'u32' },
+  { name: 'mode', type: 'u32' },
+  { name: 'window', type: 'u32' },
   ...ENV_UNIFORMS,
 ] as const satisfies KernelSpec['uniforms'];
+
+/** The `mode` uniform: the sequential loop, or a speculative round's guess or roll launch. */
+export const VALIDATE_MODE = { sequential: 0, guess: 1, roll: 2 } as const;
+
+/**
+ * Where env_i keeps the speculation's state: the stop flag, the committed steps, the rolled
+ * window's steps, the windows rolled so far.
+ */
+export const SPECULATE_HEADER = {
+  stop: ENV_I,
+  steps: ENV_I + 1,
+  count: ENV_I + 2,
+  rounds: ENV_I + 3,
+} as const;
+
+/**
+ * The buffers speculation adds for a window of `window` steps: episodes in env_f / env_i (the
+ * committed one, the header's, and one before each step of the window and after its last), floats
+ * past the net's scratch in out_f (value, exposure, traded and the collapse flag a step) and ints
+ * past the trace in out_i (the guessed actions, then the net's).
+ */
+export function speculateFloats(window: number): { episodes: number; outF: number; outI: number } {
+  return { episodes: 3 + window, outF: 4 * window, outI: 2 * window };
+}
 
 /** IQN's act taus when a head leaves them out (the config's default dqn.iqnActTau). */
 export const VALIDATE_IQN_ACT_TAUS = 32;
@@ -417,6 +459,8 @@ export function validateDqnUniforms(
     atoms: sizes.atoms,
     actTaus: sizes.taus,
     iqnEmbed: sizes.embed,
+    mode: VALIDATE_MODE.sequential,
+    window: 0,
     // The key only seeds restarts, which the backtest never reaches (it stops at a collapse).
     ...envUniforms(backtestParams(params, steps), split, seedToKey(0)),
   };
@@ -431,8 +475,20 @@ export function validateDqnDispatch(
   return { kernel: spec, buffers, uniforms, groups: [spec.cluster?.[0] ?? 1, 1, 1] };
 }
 
-/** The CPU twin: the host backtest's rollout with dqnGreedyPolicy (validateReference). */
+/**
+ * The CPU twin: the host backtest's rollout with dqnGreedyPolicy (validateReference). Speculation's
+ * first roll runs the whole backtest and leaves the header saying it is done; its other launches
+ * leave the buffers alone.
+ */
 function validateDqnReference(buffers: TypedArray[], u: Record<string, number>): void {
+  if (u.mode === VALIDATE_MODE.guess || (u.mode === VALIDATE_MODE.roll && u.stepBegin !== 0)) return;
+  if (u.mode === VALIDATE_MODE.roll) {
+    const envI = buffers[6] as Int32Array;
+    envI[SPECULATE_HEADER.stop] = 0;
+    envI[SPECULATE_HEADER.steps] = u.steps;
+    envI[SPECULATE_HEADER.count] = 0;
+    envI[SPECULATE_HEADER.rounds] = 1;
+  }
   const head: QHead = u.head === 2 ? 'iqn' : u.head === 1 ? 'c51' : 'plain';
   const layout = duelingLayout(head, u.atoms, u.iqnEmbed);
   const support = { vMin: u.vMin, vMax: u.vMax, atoms: u.atoms };

@@ -1,10 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { capsOf } from '../../../src/backend/caps.js';
 import { createCpuBackend } from '../../../src/backend/cpu/index.js';
+import { TUNING, tuningFor } from '../../../src/backend/tuning.js';
 import type { Backend } from '../../../src/backend/types.js';
 import { cloneDefaults } from '../../../src/config.js';
 import type { Market, SplitRange } from '../../../src/data/types.js';
-import { DeviceValidator, type SharedValidateBuffers } from '../../../src/device/validate.js';
+import {
+  DeviceValidator,
+  type SharedValidateBuffers,
+  SPECULATE_ROUNDS,
+} from '../../../src/device/validate.js';
 import { createCpuDqnEngine } from '../../../src/engine/cpu_dqn.js';
 import { createDeviceDqnEngine } from '../../../src/engine/device_dqn.js';
 import { type EnvParams, envParams } from '../../../src/env/params.js';
@@ -123,7 +128,8 @@ function upload(backend: Backend, m: Market, p: EnvParams, nets: Float32Array): 
 
 /**
  * validate_dqn on `backend` for the online net at float `base` of `nets`, in launches of at most
- * `chunkSteps` steps (default VALIDATE_CHUNK_STEPS: one launch over the test split).
+ * `chunkSteps` steps (default VALIDATE_CHUNK_STEPS: one launch over the test split), or in
+ * speculative rounds of `window` steps (default: the backend's; 0: the sequential launches).
  */
 async function deviceRun(
   backend: Backend,
@@ -136,10 +142,11 @@ async function deviceRun(
   support = SUPPORT,
   actTaus = ACT_TAUS,
   chunkSteps?: number,
+  window?: number,
 ): Promise<BacktestResult> {
   const shared = upload(backend, m, p, nets);
   const policy = { kind: 'dqn', head, netBase: base, ...support, actTaus, iqnEmbed: 64 } as const;
-  const v = new DeviceValidator(backend, shared, p, s, policy, { chunkSteps });
+  const v = new DeviceValidator(backend, shared, p, s, policy, { chunkSteps, window });
   const steps = s.end - s.start - 1;
   expect(v.dispatches().length).toBe(Math.ceil(steps / (chunkSteps ?? VALIDATE_CHUNK_STEPS)));
   try {
@@ -228,7 +235,7 @@ function awkwardChunks(host: ReturnType<typeof hostRollout>, whole: boolean): nu
 async function expectChunksAgree(backend: Backend, head: QHead, p: EnvParams, whole: BacktestResult) {
   const nets = randomNet(head, 8);
   for (const k of awkwardChunks(randomHost(head, p), head === 'plain')) {
-    const chunked = await deviceRun(backend, head, nets, 8, market, split, p, SUPPORT, ACT_TAUS, k);
+    const chunked = await deviceRun(backend, head, nets, 8, market, split, p, SUPPORT, ACT_TAUS, k, 0);
     expectSameTrace(chunked, whole, `${head}, chunks of ${k}`);
   }
 }
@@ -322,6 +329,29 @@ describe('validate_dqn on the CPU backend', () => {
       expectSameMetrics(device.metrics, host.metrics);
     });
   }
+
+  it('speculates only where asked (the reference runs the whole backtest in its first roll)', async () => {
+    const backend = createCpuBackend();
+    const nets = randomNet('c51', 16);
+    const shared = upload(backend, market, params, nets);
+    const policy = { kind: 'dqn', head: 'c51', netBase: 16, ...SUPPORT } as const;
+    const host = randomHost('c51', params);
+    try {
+      for (const window of [undefined, 8]) {
+        const v = new DeviceValidator(backend, shared, params, split, policy, { window });
+        expect(v.window).toBe(window ?? 0);
+        expectSameBacktest(await v.run(BARS_PER_YEAR), host, 0);
+        expect(v.lastRun).toEqual({ rounds: window ? 1 : 0, fellBackAt: -1 });
+        v.destroy();
+      }
+      expect(tuningFor(backend).validate.speculateWindow).toBe(0);
+      expect(TUNING.webgpu.validate.speculateWindow).toBeGreaterThan(0);
+      expect(TUNING['webgpu-software'].validate.speculateWindow).toBe(0);
+      expect(TUNING.cuda.validate.speculateWindow).toBe(0);
+    } finally {
+      for (const b of shared) backend.destroyBuffer(b);
+    }
+  });
 
   it('refuses too many atoms or act taus, and a split without a step', () => {
     expect(validateDqnUnsupported({ head: 'iqn', atoms: 51 })).toBeNull();
@@ -586,6 +616,70 @@ describe('validate_dqn on WebGPU', () => {
       expectSameBacktest(device, t.host, 1e-6, trainedMinTie(head));
     }, 300_000);
   }
+
+  // Speculation (validate_dqn.ts): rounds of a window of guessed steps, each confirmed by the net.
+  // The random plain net changes its action often, so small windows miss often. The rounds are the
+  // same for every head but the net (greedy(), the sequential loop's); lavapipe runs a window's
+  // states one after another, so the slow heads are left to the GPU (probe-speculate's check).
+  it('speculates in rounds: the sequential trace bit for bit at any window, collapse included', async (ctx) => {
+    const backend = webgpu(ctx);
+    for (const head of ['plain'] as const) {
+      const nets = randomNet(head, 8);
+      for (const p of [params, collapsing]) {
+        const sequential = await deviceRun(
+          backend,
+          head,
+          nets,
+          8,
+          market,
+          split,
+          p,
+          SUPPORT,
+          ACT_TAUS,
+          100,
+          0,
+        );
+        expectSameBacktest(sequential, randomHost(head, p), 1e-6);
+        for (const window of [5, 24]) {
+          const shared = upload(backend, market, p, nets);
+          const policy = { kind: 'dqn', head, netBase: 8, ...SUPPORT } as const;
+          const v = new DeviceValidator(backend, shared, p, split, policy, { window });
+          try {
+            const what = `${head}, window ${window}${p === collapsing ? ', collapse' : ''}`;
+            expectSameTrace(await v.run(BARS_PER_YEAR), sequential, what);
+            // Every window rolled, none left to the sequential launches, and (away from a collapse)
+            // misses: more windows than the steps need.
+            expect(v.lastRun.fellBackAt, what).toBe(-1);
+            if (p !== collapsing) expect(v.lastRun.rounds, what).toBeGreaterThan(Math.ceil(STEPS / window));
+            // A second run guesses the previous trace's actions: the same trace, every guess confirmed.
+            expectSameTrace(await v.run(BARS_PER_YEAR), sequential, `${what}, again`);
+            if (p !== collapsing) expect(v.lastRun.rounds, what).toBe(Math.ceil(STEPS / window));
+          } finally {
+            v.destroy();
+            for (const b of shared) backend.destroyBuffer(b);
+          }
+        }
+      }
+    }
+  }, 600_000);
+
+  it('leaves the rest to the sequential launches where rounds commit too few steps', async (ctx) => {
+    const backend = webgpu(ctx);
+    const nets = randomNet('plain', 8);
+    const shared = upload(backend, market, params, nets);
+    const policy = { kind: 'dqn', head: 'plain', netBase: 8, ...SUPPORT } as const;
+    // A window of 1 commits one step a round, below speculateMinSteps: after the first batch (the
+    // first roll, then SPECULATE_ROUNDS rounds) the rest runs sequentially, resumed where the rounds
+    // left the episode.
+    const v = new DeviceValidator(backend, shared, params, split, policy, { window: 1, chunkSteps: 100 });
+    try {
+      expectSameBacktest(await v.run(BARS_PER_YEAR), randomHost('plain', params), 1e-6);
+      expect(v.lastRun).toEqual({ rounds: SPECULATE_ROUNDS + 1, fellBackAt: SPECULATE_ROUNDS });
+    } finally {
+      v.destroy();
+      for (const b of shared) backend.destroyBuffer(b);
+    }
+  }, 300_000);
 
   it('validates the net the nets buffer holds at each run: the first launch transposes it again', async (ctx) => {
     const backend = webgpu(ctx);
