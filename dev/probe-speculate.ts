@@ -2,9 +2,10 @@
  * Dev harness `node dist/dev/bench.js probe-speculate --checkpoint DIR`: validate_dqn's speculative
  * rounds against its sequential launches on a backend, for a DQN-family checkpoint's online net
  * over its run's validation split (the synthetic market of its config, or --data). For each window
- * (0: the sequential launches) the wall time of a backtest (mean of --repeats after one warm-up),
- * the rounds enqueued, where it fell back to the sequential launches, and whether its trace is
- * the sequential one bit for bit.
+ * (0: the sequential launches) the wall time and rounds of a fresh validator's first backtest
+ * (guesses from a zeroed trace) and of its next --repeats (guesses from its own last trace), where
+ * the last fell back to the sequential launches, and whether every run's trace is the sequential
+ * one bit for bit.
  */
 import { describeChoice } from '../src/backend/index.js';
 import { chooseBackendFlag, intFlag, parseFlags } from '../src/cli/args.js';
@@ -78,24 +79,27 @@ async function run(argv: string[]): Promise<number> {
     console.log(
       `${state.algo} epoch ${state.epoch}, ${data.splits.val.end - data.splits.val.start - 1} steps, ${backend.kind} (${backend.info.device})`,
     );
-    console.log('window      ms  rounds  fell back at  same trace');
+    console.log('window  first ms  rounds  again ms  rounds  fell back at  same trace (every run)');
+    const same = (r: { actions: Int32Array; trace: { equity: Float64Array } }) =>
+      reference === null ||
+      (r.actions.every((a, k) => a === reference?.actions[k]) &&
+        r.trace.equity.every((e, k) => e === reference?.values[k]));
     for (const window of windows) {
+      // A fresh validator: the first run guesses from a zeroed trace (an epoch's validation guesses
+      // the previous epoch's), the later ones from their own last trace.
       const v = new DeviceValidator(backend, shared, params, data.splits.val, policy, { window });
       try {
-        let r = await v.run(252);
-        const t0 = performance.now();
-        for (let k = 0; k < repeats; k++) r = await v.run(252);
+        let t0 = performance.now();
+        const first = await v.run(252);
+        const firstMs = performance.now() - t0;
+        const firstRounds = v.lastRun.rounds;
+        let ok = same(first);
+        t0 = performance.now();
+        for (let k = 0; k < repeats; k++) ok = same(await v.run(252)) && ok;
         const ms = (performance.now() - t0) / repeats;
-        const same =
-          reference === null
-            ? '-'
-            : String(
-                r.actions.every((a, k) => a === reference?.actions[k]) &&
-                  r.trace.equity.every((e, k) => e === reference?.values[k]),
-              );
-        reference ??= { actions: r.actions, values: r.trace.equity };
+        reference ??= { actions: first.actions, values: first.trace.equity };
         console.log(
-          `${String(window).padStart(6)} ${ms.toFixed(1).padStart(7)} ${String(v.lastRun.rounds).padStart(7)} ${String(v.lastRun.fellBackAt).padStart(13)}  ${same}`,
+          `${String(window).padStart(6)} ${firstMs.toFixed(1).padStart(9)} ${String(firstRounds).padStart(7)} ${ms.toFixed(1).padStart(9)} ${String(v.lastRun.rounds).padStart(7)} ${String(v.lastRun.fellBackAt).padStart(13)}  ${ok}`,
         );
       } finally {
         v.destroy();

@@ -704,10 +704,11 @@ fn load_state(ep: Episode, lid: u32) {
 // actions, keeping the episode before each step (env_f / env_i episode 2 + s: SNAP) and the step's
 // trace (out_f at slot_base(), SLOT_F floats a step); guess runs the net on each kept state (one
 // workgroup a state, the sequential loop's code, so the same action for the same state). The next
-// roll commits the steps whose guessed action the net confirmed, and the first that it did not,
-// from its kept episode (whose state came from confirmed actions, so its action is the net's own):
-// the trace is bit for bit the sequential loop's. Guesses: the net's actions of the last round
-// past the first miss, then the previous backtest's actions still in the trace.
+// roll commits the steps whose guessed action the net confirmed, up to the first it did not; that
+// step's state came from confirmed actions, so the net's action there is exact and becomes the
+// next window's first guess. Every committed step is stepped by the roll's loop, the trace is the
+// sequential loop's bit for bit. Guesses: the net's actions of the last window from its first miss
+// on, then the previous backtest's actions still in the trace.
 const MODE_GUESS = 1u;
 const MODE_ROLL = 2u;
 const SNAP = 2u;
@@ -795,15 +796,13 @@ fn spec_roll(lid: u32) {
         ep = load_episode(SNAP + miss + 1u);
         stop_s = 1;
         l += miss + 1u;
-      } else if (miss < n) {
+      } else {
+        // Every step before the first miss (all n when none). The miss's state came from confirmed
+        // actions, so the net's action there is exact: it is the next window's first guess, and
+        // the roll steps it with the code that steps every other one.
         commit_s = miss;
         ep = load_episode(SNAP + miss);
-        validate_record(&ep, out_i[acts_at(miss)], l + miss, steps);
-        l += miss + 1u;
-      } else {
-        commit_s = n;
-        ep = load_episode(SNAP + n);
-        l += n;
+        l += miss;
       }
     }
   }
@@ -821,8 +820,8 @@ fn spec_roll(lid: u32) {
   if (lid == 0u) {
     var count = 0u;
     if (stop_s == 0 && l < steps) {
-      // Roll the next window. Guess: the net's action of the last window past its first miss, else
-      // the previous backtest's (a valid action: the trace starts zeroed).
+      // Roll the next window. Guess: the net's action of the last window from its first miss on,
+      // else the previous backtest's (a valid action: the trace starts zeroed).
       var e2 = ep;
       loop {
         if (count >= u.window || l + count >= steps) {
@@ -830,7 +829,7 @@ fn spec_roll(lid: u32) {
         }
         store_episode(SNAP + count, e2);
         var a = out_i[OUT_I_ACTIONS * steps + l + count];
-        let k = miss + 1u + count;
+        let k = miss + count;
         if (k < n) {
           a = out_i[acts_at(k)];
         }
@@ -849,18 +848,15 @@ fn spec_roll(lid: u32) {
         }
       }
       store_episode(SNAP + count, e2);
-    } else if (stop_s != 0) {
-      // After a collapse the account stays where it ended (validate_close's fill).
-      let last = portfolio_value(ep);
-      for (var k = l; k < steps; k++) {
-        out_f[OUT_F_VALUES * steps + k] = last;
-        out_f[OUT_F_EXPOSURE * steps + k] = 0.0;
-        out_f[OUT_F_TRADED * steps + k] = 0.0;
-        out_i[OUT_I_ACTIONS * steps + k] = 0;
-      }
     }
-    store_episode(0u, ep);
-    env_i[ENV_I] = stop_s;
+    // After a collapse the account stays where it ended (the sequential loop's close); else the
+    // episode goes back for the next round.
+    if (stop_s != 0) {
+      validate_close(ep, l, steps);
+    } else {
+      store_episode(0u, ep);
+      env_i[ENV_I] = stop_s;
+    }
     env_i[H_STEPS] = i32(l);
     env_i[H_COUNT] = i32(count);
     env_i[H_ROUNDS] = select(env_i[H_ROUNDS], 0, first) + select(0, 1, count > 0u);

@@ -40,14 +40,15 @@
  *
  * Speculation (uniform `mode`; WebGPU on a GPU, src/backend/tuning.ts): the backtest as rounds of
  * a guess launch (`window` workgroups) and a roll launch (one workgroup). The roll commits the
- * steps of the last window whose guessed action the net confirmed, and the first it did not (its
- * state came from confirmed actions, so the net's action there is the sequential loop's), then
- * rolls the simulator over the next `window` steps with guessed actions on one invocation, keeping
- * the episode before each step and the step's trace; guess runs the net on every kept state side
+ * steps of the last window whose guessed action the net confirmed, up to the first it did not
+ * (whose state came from confirmed actions, so the net's action there is the sequential loop's:
+ * it becomes the next window's first guess), then rolls the simulator over the next `window` steps
+ * with guessed actions on one invocation, keeping the episode before each step and the step's
+ * trace; guess runs the net on every kept state side
  * by side, with the sequential loop's code. The trace is the sequential launches' bit for bit; the
  * rounds pay off because a trained policy's action rarely hangs on the exact account value (a
  * C51 net 6 epochs into configs/cpu-c51.json: 8,945 steps in 115 rounds of 128). Guesses: the
- * net's actions of the last window past its first miss, then the previous backtest's actions
+ * net's actions of the last window from its first miss on, then the previous backtest's actions
  * still in the trace. State (speculateFloats): env_f / env_i episode 2 + s before step s of the
  * window, env_i's SPECULATE_HEADER, the window's trace past the scratch in out_f, the guessed and
  * the net's actions past the trace in out_i. DeviceValidator runs batches of rounds and reads the

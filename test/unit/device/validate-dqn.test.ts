@@ -668,13 +668,15 @@ describe('validate_dqn on WebGPU', () => {
     const nets = randomNet('plain', 8);
     const shared = upload(backend, market, params, nets);
     const policy = { kind: 'dqn', head: 'plain', netBase: 8, ...SUPPORT } as const;
-    // A window of 1 commits one step a round, below speculateMinSteps: after the first batch (the
-    // first roll, then SPECULATE_ROUNDS rounds) the rest runs sequentially, resumed where the rounds
-    // left the episode.
+    // A window of 1 commits at most one step a round, below speculateMinSteps: after the first batch
+    // (the first roll, then SPECULATE_ROUNDS rounds) the rest runs sequentially, resumed where the
+    // rounds left the episode.
     const v = new DeviceValidator(backend, shared, params, split, policy, { window: 1, chunkSteps: 100 });
     try {
       expectSameBacktest(await v.run(BARS_PER_YEAR), randomHost('plain', params), 1e-6);
-      expect(v.lastRun).toEqual({ rounds: SPECULATE_ROUNDS + 1, fellBackAt: SPECULATE_ROUNDS });
+      expect(v.lastRun.rounds).toBe(SPECULATE_ROUNDS + 1);
+      expect(v.lastRun.fellBackAt).toBeGreaterThan(0);
+      expect(v.lastRun.fellBackAt).toBeLessThanOrEqual(SPECULATE_ROUNDS);
     } finally {
       v.destroy();
       for (const b of shared) backend.destroyBuffer(b);
