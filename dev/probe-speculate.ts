@@ -3,9 +3,9 @@
  * rounds against its sequential launches on a backend, for a DQN-family checkpoint's online net
  * over its run's validation split (the synthetic market of its config, or --data). For each window
  * (0: the sequential launches) the wall time and rounds of a fresh validator's first backtest
- * (guesses from a zeroed trace) and of its next --repeats (guesses from its own last trace), where
- * the last fell back to the sequential launches, and whether every run's trace is the sequential
- * one bit for bit.
+ * (guesses from a zeroed trace) and of its next --repeats (guesses from its own last trace), the
+ * steps each left to the sequential launches, and whether every run's trace is the sequential one
+ * bit for bit.
  */
 import { describeChoice } from '../src/backend/index.js';
 import { chooseBackendFlag, intFlag, parseFlags } from '../src/cli/args.js';
@@ -79,7 +79,7 @@ async function run(argv: string[]): Promise<number> {
     console.log(
       `${state.algo} epoch ${state.epoch}, ${data.splits.val.end - data.splits.val.start - 1} steps, ${backend.kind} (${backend.info.device})`,
     );
-    console.log('window  first ms  rounds  again ms  rounds  fell back at  same trace (every run)');
+    console.log('window  first ms  rounds  seq steps  again ms  rounds  seq steps  same trace (every run)');
     const same = (r: { actions: Int32Array; trace: { equity: Float64Array } }) =>
       reference === null ||
       (r.actions.every((a, k) => a === reference?.actions[k]) &&
@@ -92,14 +92,14 @@ async function run(argv: string[]): Promise<number> {
         let t0 = performance.now();
         const first = await v.run(252);
         const firstMs = performance.now() - t0;
-        const firstRounds = v.lastRun.rounds;
+        const firstRun = { ...v.lastRun };
         let ok = same(first);
         t0 = performance.now();
         for (let k = 0; k < repeats; k++) ok = same(await v.run(252)) && ok;
         const ms = (performance.now() - t0) / repeats;
         reference ??= { actions: first.actions, values: first.trace.equity };
         console.log(
-          `${String(window).padStart(6)} ${firstMs.toFixed(1).padStart(9)} ${String(firstRounds).padStart(7)} ${ms.toFixed(1).padStart(9)} ${String(v.lastRun.rounds).padStart(7)} ${String(v.lastRun.fellBackAt).padStart(13)}  ${ok}`,
+          `${String(window).padStart(6)} ${firstMs.toFixed(1).padStart(9)} ${String(firstRun.rounds).padStart(7)} ${String(firstRun.sequentialSteps).padStart(10)} ${ms.toFixed(1).padStart(9)} ${String(v.lastRun.rounds).padStart(7)} ${String(v.lastRun.sequentialSteps).padStart(10)}  ${ok}`,
         );
       } finally {
         v.destroy();

@@ -30,6 +30,7 @@ import {
 } from '../kernels/validate_dqn.js';
 import {
   traceFromOutputs,
+  VALIDATE_CHUNK_STEPS,
   VALIDATE_ENV_INTS,
   validateChunkSteps,
   validateChunks,
@@ -87,8 +88,11 @@ export class DeviceValidator {
   private readonly speculation: { first: Dispatch[]; more: Dispatch[] } | null = null;
   /** The speculation's window (0: none). */
   readonly window: number;
-  /** The windows the last run() rolled (0: the sequential launches only) and the step it fell back to them at (-1: none). */
-  lastRun = { rounds: 0, fellBackAt: -1 };
+  /**
+   * The last run(): the windows it rolled (0: the sequential launches only), the step it first fell
+   * back to the sequential launches at (-1: never) and the steps they ran.
+   */
+  lastRun = { rounds: 0, fellBackAt: -1, sequentialSteps: 0 };
 
   constructor(
     private readonly backend: Backend,
@@ -157,34 +161,47 @@ export class DeviceValidator {
 
   /**
    * validate_dqn's speculative rounds (src/kernels/validate_dqn.ts): batches of SPECULATE_ROUNDS,
-   * the header read after each, until the backtest is done; where a batch commits fewer than
-   * speculateMinSteps a round, the rest runs as the sequential launches.
+   * the header read after each, until the backtest is done. Where a batch commits fewer than
+   * speculateMinSteps a round, the next VALIDATE_CHUNK_STEPS steps run as the sequential launches
+   * (twice as many at each later fallback of the backtest), then the rounds resume from there.
    */
   private async speculate(sp: { first: Dispatch[]; more: Dispatch[] }): Promise<void> {
     const b = this.backend;
     let batch = sp.first;
     let done = 0;
-    this.lastRun = { rounds: 0, fellBackAt: -1 };
+    let span = VALIDATE_CHUNK_STEPS;
+    this.lastRun = { rounds: 0, fellBackAt: -1, sequentialSteps: 0 };
     for (;;) {
       b.run(batch);
       const h = new Int32Array(await b.download(this.own[1], 4 * ENV_I, 16));
       const steps = h[SPECULATE_HEADER.steps - ENV_I];
       this.lastRun.rounds = h[SPECULATE_HEADER.rounds - ENV_I];
       if (h[SPECULATE_HEADER.stop - ENV_I] !== 0 || steps >= this.steps) return;
-      if (steps - done < speculateMinSteps(this.window) * SPECULATE_ROUNDS) {
-        // The rest as the sequential launches, the episode resumed where the rounds left it.
-        this.lastRun.fellBackAt = steps;
-        b.run(
-          this.launches
-            .filter((d) => d.uniforms.stepEnd > steps)
-            .map((d) =>
-              d.uniforms.stepBegin >= steps ? d : { ...d, uniforms: { ...d.uniforms, stepBegin: steps } },
-            ),
-        );
-        return;
-      }
+      const committed = steps - done;
       done = steps;
       batch = sp.more;
+      if (committed >= speculateMinSteps(this.window) * SPECULATE_ROUNDS) continue;
+      // The next `span` steps as the sequential launches, the episode resumed where the rounds
+      // left it; then the header says where the rounds go on (the stop flag as those left it).
+      const end = Math.min(this.steps, steps + span);
+      if (this.lastRun.fellBackAt < 0) this.lastRun.fellBackAt = steps;
+      this.lastRun.sequentialSteps += end - steps;
+      b.run(
+        this.launches
+          .filter((d) => d.uniforms.stepEnd > steps && d.uniforms.stepBegin < end)
+          .map((d) => ({
+            ...d,
+            uniforms: {
+              ...d.uniforms,
+              stepBegin: Math.max(d.uniforms.stepBegin, steps),
+              stepEnd: Math.min(d.uniforms.stepEnd, end),
+            },
+          })),
+      );
+      if (end >= this.steps) return;
+      b.upload(this.own[1], Int32Array.of(end, 0), 4 * SPECULATE_HEADER.steps);
+      done = end;
+      span *= 2;
     }
   }
 

@@ -341,7 +341,7 @@ describe('validate_dqn on the CPU backend', () => {
         const v = new DeviceValidator(backend, shared, params, split, policy, { window });
         expect(v.window).toBe(window ?? 0);
         expectSameBacktest(await v.run(BARS_PER_YEAR), host, 0);
-        expect(v.lastRun).toEqual({ rounds: window ? 1 : 0, fellBackAt: -1 });
+        expect(v.lastRun).toEqual({ rounds: window ? 1 : 0, fellBackAt: -1, sequentialSteps: 0 });
         v.destroy();
       }
       expect(tuningFor(backend).validate.speculateWindow).toBe(0);
@@ -663,22 +663,54 @@ describe('validate_dqn on WebGPU', () => {
     }
   }, 600_000);
 
-  it('leaves the rest to the sequential launches where rounds commit too few steps', async (ctx) => {
+  it('runs the sequential launches where rounds commit too few steps, then speculates again', async (ctx) => {
     const backend = webgpu(ctx);
     const nets = randomNet('plain', 8);
+    const host = randomHost('plain', params);
     const shared = upload(backend, market, params, nets);
     const policy = { kind: 'dqn', head: 'plain', netBase: 8, ...SUPPORT } as const;
-    // A window of 1 commits at most one step a round, below speculateMinSteps: after the first batch
-    // (the first roll, then SPECULATE_ROUNDS rounds) the rest runs sequentially, resumed where the
-    // rounds left the episode.
-    const v = new DeviceValidator(backend, shared, params, split, policy, { window: 1, chunkSteps: 100 });
     try {
-      expectSameBacktest(await v.run(BARS_PER_YEAR), randomHost('plain', params), 1e-6);
-      expect(v.lastRun.rounds).toBe(SPECULATE_ROUNDS + 1);
-      expect(v.lastRun.fellBackAt).toBeGreaterThan(0);
-      expect(v.lastRun.fellBackAt).toBeLessThanOrEqual(SPECULATE_ROUNDS);
+      // A window of 1 commits at most one step a round, below speculateMinSteps: after the first
+      // batch (the first roll, then SPECULATE_ROUNDS rounds) the rest runs sequentially (it is
+      // shorter than VALIDATE_CHUNK_STEPS), resumed where the rounds left the episode.
+      const one = new DeviceValidator(backend, shared, params, split, policy, { window: 1, chunkSteps: 100 });
+      expectSameBacktest(await one.run(BARS_PER_YEAR), host, 1e-6);
+      expect(one.lastRun.rounds).toBe(SPECULATE_ROUNDS + 1);
+      expect(one.lastRun.fellBackAt).toBeGreaterThan(0);
+      expect(one.lastRun.fellBackAt).toBeLessThanOrEqual(SPECULATE_ROUNDS);
+      expect(one.lastRun.sequentialSteps).toBe(STEPS - one.lastRun.fellBackAt);
+      one.destroy();
+      // Over a longer split: VALIDATE_CHUNK_STEPS sequential steps, then rounds again from there,
+      // then twice as many, ...: the trace is the sequential one.
+      const long = { start: 20, end: 390 + VALIDATE_CHUNK_STEPS };
+      const wide = randomMarket(long.end + 10, 5);
+      const sharedLong = upload(backend, wide, params, nets);
+      try {
+        const sequential = await deviceRun(
+          backend,
+          'plain',
+          nets,
+          8,
+          wide,
+          long,
+          params,
+          SUPPORT,
+          ACT_TAUS,
+          100,
+          0,
+        );
+        const v = new DeviceValidator(backend, sharedLong, params, long, policy, {
+          window: 1,
+          chunkSteps: 100,
+        });
+        expectSameTrace(await v.run(BARS_PER_YEAR), sequential, 'window 1 over a long split');
+        expect(v.lastRun.sequentialSteps).toBeGreaterThanOrEqual(VALIDATE_CHUNK_STEPS);
+        expect(v.lastRun.rounds).toBeGreaterThan(2 * SPECULATE_ROUNDS);
+        v.destroy();
+      } finally {
+        for (const b of sharedLong) backend.destroyBuffer(b);
+      }
     } finally {
-      v.destroy();
       for (const b of shared) backend.destroyBuffer(b);
     }
   }, 300_000);
