@@ -10,7 +10,7 @@
 import { describeChoice } from '../src/backend/index.js';
 import { chooseBackendFlag, intFlag, parseFlags } from '../src/cli/args.js';
 import { type Command, UserError } from '../src/cli/main.js';
-import { DeviceValidator, type SharedValidateBuffers } from '../src/device/validate.js';
+import { DeviceValidator, uploadValidateBuffers } from '../src/device/validate.js';
 import { envParams } from '../src/env/params.js';
 import { loadSourcedBars } from '../src/node/data.js';
 import { NodeStorage } from '../src/node/storage.js';
@@ -53,18 +53,7 @@ async function run(argv: string[]): Promise<number> {
   for (const line of describeChoice(choice)) console.error(line);
   try {
     const params = envParams(cfg.env);
-    const make = (a: Float32Array, label: string) => {
-      const b = backend.createBuffer(a.byteLength, `probe ${label}`);
-      backend.upload(b, a);
-      return b;
-    };
-    const shared: SharedValidateBuffers = [
-      make(data.market.features, 'features'),
-      make(data.market.ohlc, 'ohlc'),
-      make(data.market.spreadBps, 'spread'),
-      make(params.entropyTable, 'entropy'),
-      make(snapshot.params.online, 'nets'),
-    ];
+    const shared = uploadValidateBuffers(backend, data.market, params.entropyTable, snapshot.params.online);
     const policy = {
       kind: 'dqn',
       head,

@@ -11,7 +11,7 @@ import type { Dispatch } from '../src/backend/types.js';
 import { chooseBackendFlag, intFlag, parseFlags } from '../src/cli/args.js';
 import { type Command, UserError } from '../src/cli/main.js';
 import { loadConfig } from '../src/config.js';
-import { DeviceValidator, type SharedValidateBuffers } from '../src/device/validate.js';
+import { DeviceValidator, uploadValidateBuffers } from '../src/device/validate.js';
 import { envParams } from '../src/env/params.js';
 import { wgslSources } from '../src/kernels/sources.js';
 import { initParams } from '../src/nets/forward.js';
@@ -94,18 +94,7 @@ async function run(argv: string[]): Promise<number> {
     const actor = ppoActorLayout();
     const nets = new Float32Array(Math.max(layout.size, actor.size));
     nets.set(initParams(layout, NetId.QOnline, 1));
-    const make = (a: Float32Array, label: string) => {
-      const b = backend.createBuffer(a.byteLength, `probe ${label}`);
-      backend.upload(b, a);
-      return b;
-    };
-    const shared: SharedValidateBuffers = [
-      make(data.market.features, 'features'),
-      make(data.market.ohlc, 'ohlc'),
-      make(data.market.spreadBps, 'spread'),
-      make(params.entropyTable, 'entropy'),
-      make(nets, 'nets'),
-    ];
+    const shared = uploadValidateBuffers(backend, data.market, params.entropyTable, nets);
     const dqn = new DeviceValidator(backend, shared, params, data.splits.val, {
       kind: 'dqn',
       head: 'plain',

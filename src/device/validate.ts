@@ -13,7 +13,7 @@
 import { capsOf } from '../backend/caps.js';
 import { tuningFor } from '../backend/tuning.js';
 import type { Backend, DeviceBuffer, Dispatch, KernelSpec } from '../backend/types.js';
-import type { SplitRange } from '../data/types.js';
+import type { Market, SplitRange } from '../data/types.js';
 import type { EnvParams } from '../env/params.js';
 import { ENV_F, ENV_I } from '../env/state.js';
 import type { BacktestResult } from '../eval/backtest.js';
@@ -51,6 +51,27 @@ export type SharedValidateBuffers = readonly [
   DeviceBuffer,
   DeviceBuffer,
 ];
+
+/** The shared bindings uploaded from the host: a market, the simulator's entropy table and a nets buffer (probes, tests). */
+export function uploadValidateBuffers(
+  backend: Backend,
+  market: Market,
+  entropyTable: Float32Array,
+  nets: Float32Array,
+): SharedValidateBuffers {
+  const make = (a: Float32Array, label: string) => {
+    const b = backend.createBuffer(a.byteLength, `validate ${label}`);
+    backend.upload(b, a);
+    return b;
+  };
+  return [
+    make(market.features, 'features'),
+    make(market.ohlc, 'ohlc'),
+    make(market.spreadBps, 'spread'),
+    make(entropyTable, 'entropy'),
+    make(nets, 'nets'),
+  ];
+}
 
 /** Test hooks of a DeviceValidator. */
 export interface DeviceValidatorOptions {

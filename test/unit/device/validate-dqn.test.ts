@@ -9,6 +9,7 @@ import {
   DeviceValidator,
   type SharedValidateBuffers,
   SPECULATE_ROUNDS,
+  uploadValidateBuffers,
 } from '../../../src/device/validate.js';
 import { createCpuDqnEngine } from '../../../src/engine/cpu_dqn.js';
 import { createDeviceDqnEngine } from '../../../src/engine/device_dqn.js';
@@ -112,18 +113,7 @@ function hostRollout(
 }
 
 function upload(backend: Backend, m: Market, p: EnvParams, nets: Float32Array): SharedValidateBuffers {
-  const make = (data: Float32Array, label: string) => {
-    const b = backend.createBuffer(data.byteLength, label);
-    backend.upload(b, data);
-    return b;
-  };
-  return [
-    make(m.features, 'features'),
-    make(m.ohlc, 'ohlc'),
-    make(m.spreadBps, 'spread'),
-    make(p.entropyTable, 'entropy'),
-    make(nets, 'nets'),
-  ];
+  return uploadValidateBuffers(backend, m, p.entropyTable, nets);
 }
 
 /**

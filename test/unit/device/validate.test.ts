@@ -5,7 +5,11 @@ import { cudaPreamble } from '../../../src/backend/cuda/preamble.js';
 import type { Backend } from '../../../src/backend/types.js';
 import { packUniforms, uniformBytes } from '../../../src/backend/uniforms.js';
 import { cloneDefaults, loadConfig } from '../../../src/config.js';
-import { DeviceValidator, type SharedValidateBuffers } from '../../../src/device/validate.js';
+import {
+  DeviceValidator,
+  type SharedValidateBuffers,
+  uploadValidateBuffers,
+} from '../../../src/device/validate.js';
 import { createDevicePpoEngine } from '../../../src/engine/device_ppo.js';
 import { type EnvParams, envParams } from '../../../src/env/params.js';
 import { ENV_F } from '../../../src/env/state.js';
@@ -63,18 +67,7 @@ function expectSameMetrics(device: Metrics, host: Metrics): void {
 }
 
 function sharedBuffers(backend: Backend): SharedValidateBuffers {
-  const make = (data: Float32Array, label: string) => {
-    const b = backend.createBuffer(data.byteLength, label);
-    backend.upload(b, data);
-    return b;
-  };
-  return [
-    make(market.features, 'features'),
-    make(market.ohlc, 'ohlc'),
-    make(market.spreadBps, 'spread'),
-    make(params.entropyTable, 'entropy'),
-    make(actor, 'nets'),
-  ];
+  return uploadValidateBuffers(backend, market, params.entropyTable, actor);
 }
 
 const STEPS = split.end - split.start - 1;
