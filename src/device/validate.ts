@@ -79,7 +79,7 @@ export interface DeviceValidatorOptions {
   chunkSteps?: number;
   /**
    * validate_dqn's speculation window (steps a round; 0: the sequential launches). Default: the
-   * device class's (src/backend/tuning.ts: WebGPU on a GPU, else none).
+   * device class's (src/backend/tuning.ts: WebGPU on a GPU, else none), none beside (runBeside).
    */
   window?: number;
 }
@@ -136,7 +136,11 @@ export class DeviceValidator {
     // validate_dqn's scratch past the trace (the net transposed; validate_dqn.ts).
     const dqn = this.spec.name === 'validate_dqn' && policy.kind === 'dqn';
     const scratch = dqn ? validateDqnScratchFloats(policy) : 0;
-    const window = dqn ? (options.window ?? tuningFor(backend).validate.speculateWindow) : 0;
+    // Rounds read the device between batches: a backend that validates beside later work
+    // (runBeside) keeps the sequential launches, which need no host.
+    const window = dqn
+      ? (options.window ?? (backend.runBeside ? 0 : tuningFor(backend).validate.speculateWindow))
+      : 0;
     if (!Number.isInteger(window) || window < 0)
       throw new Error(`validate: speculation window ${window} must be an integer >= 0`);
     this.window = window;
