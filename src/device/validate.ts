@@ -21,6 +21,7 @@ import { computeMetrics } from '../eval/metrics.js';
 import {
   SPECULATE_HEADER,
   speculateFloats,
+  speculateSpec,
   VALIDATE_MODE,
   type ValidateDqnNet,
   validateDqnDispatch,
@@ -160,15 +161,16 @@ export class DeviceValidator {
     this.launches = validateChunks(this.uniforms, chunk).map((u) => dispatch(this.spec, buffers, u));
     if (window > 0) {
       const u = { ...this.uniforms, mode: VALIDATE_MODE.roll, window };
-      const roll = dispatch(this.spec, buffers, { ...u, stepBegin: 1 });
+      const rounds = speculateSpec(this.spec);
+      const roll = dispatch(rounds, buffers, { ...u, stepBegin: 1 });
       const guess: Dispatch = {
-        kernel: this.spec,
+        kernel: rounds,
         buffers,
         uniforms: { ...u, mode: VALIDATE_MODE.guess },
         groups: [window, 1, 1],
       };
       const more = Array.from({ length: SPECULATE_ROUNDS }, () => [guess, roll]).flat();
-      this.speculation = { first: [dispatch(this.spec, buffers, u), ...more], more };
+      this.speculation = { first: [dispatch(rounds, buffers, u), ...more], more };
     }
   }
 

@@ -327,8 +327,15 @@ function dqnValidateSpec(o: ValidateDqnHead, threads = VALIDATE_DQN_THREADS): Ke
       IQN_OUTS: iqnGroupFloats(o.head === 'iqn', atoms * (NUM_ACTIONS + 1)).outs,
       TRUNK_PARTS: threads / W,
       OUT_PARTS: validateOutputParts(atoms * (NUM_ACTIONS + 1), threads),
+      // The sequential build; speculateSpec's adds the rounds (validate_speculate.wgsl).
+      SPECULATE: 0,
     },
   };
+}
+
+/** The build of `spec` (validate_dqn's WGSL) that also runs the speculative rounds (`mode` 1 and 2). */
+export function speculateSpec(spec: KernelSpec): KernelSpec {
+  return { ...spec, constants: { ...spec.constants, SPECULATE: 1 } };
 }
 
 /** Cluster sizes validate_dqn_cluster tries, smallest first (16 is a non-portable size on sm_90). */
