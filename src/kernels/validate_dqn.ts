@@ -38,7 +38,8 @@
  * CUDA runs validate_dqn_cluster (validateDqnClusterSpec): the net in one thread-block cluster's
  * shared memory, limited by 16 CTAs' 227 KiB instead.
  *
- * Speculation (uniform `mode`; WebGPU on a GPU, src/backend/tuning.ts): the backtest as rounds of
+ * Speculation (uniform `mode`, in the build speculateSpec makes: SPECULATE 1 includes
+ * wgsl/validate_speculate.wgsl; WebGPU on a GPU, src/backend/tuning.ts): the backtest as rounds of
  * a guess launch (`window` workgroups) and a roll launch (one workgroup). The roll commits the
  * steps of the last window whose guessed action the net confirmed, up to the first it did not
  * (whose state came from confirmed actions, so the net's action there is the sequential loop's:
