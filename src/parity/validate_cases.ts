@@ -20,7 +20,7 @@
 import type { Backend } from '../backend/types.js';
 import { cloneDefaults } from '../config.js';
 import type { SplitRange } from '../data/types.js';
-import { DeviceValidator, type SharedValidateBuffers } from '../device/validate.js';
+import { DeviceValidator, uploadValidateBuffers } from '../device/validate.js';
 import { type EnvParams, envParams } from '../env/params.js';
 import { policyRollout } from '../eval/backtest.js';
 import { dqnGreedyPolicy, type Policy, ppoGreedyPolicy } from '../eval/policies.js';
@@ -189,18 +189,7 @@ function validateCase(
     expected: () => outputs(ref(), ref().tie),
     actual: async (backend: Backend) => {
       const m = market();
-      const make = (data: Float32Array, label: string) => {
-        const b = backend.createBuffer(data.byteLength, `validate parity ${label}`);
-        backend.upload(b, data);
-        return b;
-      };
-      const shared: SharedValidateBuffers = [
-        make(m.features, 'features'),
-        make(m.ohlc, 'ohlc'),
-        make(m.spreadBps, 'spread'),
-        make(params.entropyTable, 'entropy'),
-        make(nets[which](), 'nets'),
-      ];
+      const shared = uploadValidateBuffers(backend, m, params.entropyTable, nets[which]());
       const v = new DeviceValidator(
         backend,
         shared,
