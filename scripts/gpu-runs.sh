@@ -38,6 +38,10 @@ flags(){ case $1 in
   c51-spe600-g90) echo "--algo c51 --epochs 30 --dqn.stepsPerEpoch 600 --dqn.gamma 0.9";;
   c51-g90) echo "--algo c51 --epochs 30 --dqn.gamma 0.9";;
   c51-lr2e4) echo "--algo c51 --epochs 30 --dqn.lr 2e-4";;
+  c51-polyak) echo "--algo c51 --epochs 30 --dqn.targetEvery 0 --dqn.polyakTau 0.005";;
+  c51-alpha04) echo "--algo c51 --epochs 30 --dqn.priorityAlpha 0.4";;
+  c51-epsend01) echo "--algo c51 --epochs 30 --dqn.epsilonEnd 0.01";;
+  c51-eps5) echo "--algo c51 --epochs 30 --dqn.epsilonDecayEpochs 5";;
   iqn) echo "--algo iqn --epochs 30";; iqn-e10) echo "--algo iqn --epochs 10";;
   c51-eps50) echo "--algo c51 --epochs 30 --dqn.epsilonDecayEpochs 50";;
   dqn-eps50) echo "--algo dqn --epochs 30 --dqn.epsilonDecayEpochs 50";;
