@@ -22,7 +22,6 @@
  * A non-finite reward, loss or parameter stops the run before anything of that epoch is written.
  */
 import type { Config } from '../config.js';
-import type { Market, Splits } from '../data/types.js';
 import type { DqnEngine } from '../engine/dqn_engine.js';
 import { backtest, baselines } from '../eval/backtest.js';
 import { dqnGreedyPolicy } from '../eval/policies.js';
@@ -31,29 +30,11 @@ import { c51Support, epsilonAt, headOf } from '../learn/dqn_update.js';
 import { duelingLayout } from '../nets/layout.js';
 import { bestDir, lastDir } from './checkpoint.js';
 import { loadDqnCheckpoint, saveDqnCheckpoint } from './dqn_checkpoint.js';
-import { type EpochLoop, EpochTail, endEpoch, type Phase } from './epoch_end.js';
-import { TrainingDivergedError } from './ppo.js';
-import type { DataFingerprint } from './ppo_checkpoint.js';
+import { type EpochLoop, EpochTail, endEpoch } from './epoch_end.js';
+import { TrainingDivergedError, type TrainRun } from './ppo.js';
 import { appendLog, type EpochRecord, type RunSummary } from './runlog.js';
-import type { Storage } from './storage.js';
 
-export interface DqnRun {
-  cfg: Config;
-  market: Market;
-  splits: Splits;
-  engine: DqnEngine;
-  storage: Storage;
-  outDir: string;
-  barsPerYear: number;
-  data: DataFingerprint;
-  firstEpoch: number;
-  /** The score of best/ so far (on resume), or -Infinity. */
-  bestScore: number;
-  onPhase?: (epoch: number, phase: Phase) => void | Promise<void>;
-  onEpoch?: (record: EpochRecord) => void | Promise<void>;
-  /** Stops the run after the epoch in progress (RunStoppedError); --resume continues it. */
-  signal?: AbortSignal;
-}
+export type DqnRun = TrainRun<DqnEngine>;
 
 export async function trainDqn(run: DqnRun): Promise<{ records: EpochRecord[]; summary: RunSummary }> {
   const { cfg, engine, market, splits } = run;

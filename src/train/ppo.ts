@@ -30,11 +30,12 @@ import type { Storage } from './storage.js';
 
 export { type Phase, RunStoppedError } from './epoch_end.js';
 
-export interface PpoRun {
+/** One training run of either family, on its engine (PpoRun, DqnRun). */
+export interface TrainRun<Engine> {
   cfg: Config;
   market: Market;
   splits: Splits;
-  engine: PpoEngine;
+  engine: Engine;
   /** Where the checkpoints and the log go, under outDir. */
   storage: Storage;
   outDir: string;
@@ -52,6 +53,8 @@ export interface PpoRun {
   /** Stops the run after the epoch in progress (a browser's Stop button); see RunStoppedError. */
   signal?: AbortSignal;
 }
+
+export type PpoRun = TrainRun<PpoEngine>;
 
 /** Training produced a NaN or an infinity: the message names the epoch and the quantity. */
 export class TrainingDivergedError extends Error {
