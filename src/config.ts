@@ -145,7 +145,7 @@ export interface DqnConfig {
   lr: number;
   /** Global gradient-norm clip. */
   maxGradNorm: number;
-  /** Hard target sync every this many training steps (0 = use polyakTau). */
+  /** Hard target sync every this many training steps (0 = Polyak after every step, polyakTau; C51's default). */
   targetEvery: number;
   /** Polyak averaging factor when targetEvery is 0. */
   polyakTau: number;
@@ -328,12 +328,13 @@ export function cloneDefaults(): Config {
 
 /**
  * Defaults that differ by algorithm, laid over defaultConfig before the user's file and flags
- * (which still win). Each was chosen on validation (docs/RESULTS.md): C51 updates its target net
- * every 300 train steps, the rest of the DQN family every 1,000; C51 discounts by gamma 0.95, the
- * rest by 0.99; C51 takes 600 train steps an epoch, the rest 300.
+ * (which still win). Each was chosen on validation (docs/RESULTS.md): C51 moves its target net
+ * towards the online net after every train step (Polyak, dqn.polyakTau 0.005), the rest of the
+ * DQN family copies it every 1,000 steps; C51 discounts by gamma 0.95, the rest by 0.99; C51 takes
+ * 600 train steps an epoch, the rest 300.
  */
 export const ALGO_DEFAULTS: Readonly<Partial<Record<Algo, DeepPartial<Config>>>> = Object.freeze({
-  c51: { dqn: { targetEvery: 300, gamma: 0.95, stepsPerEpoch: 600 } },
+  c51: { dqn: { targetEvery: 0, gamma: 0.95, stepsPerEpoch: 600 } },
 });
 
 /** defaultConfig with `algo`'s own defaults (ALGO_DEFAULTS) and train.algo set to it. */

@@ -139,15 +139,15 @@ describe('config', () => {
     expect(defaultConfig.env.feeBps).toBe(1);
   });
 
-  it("lays an algorithm's own defaults under the file and flags: C51 updates its target every 300 steps", () => {
+  it("lays an algorithm's own defaults under the file and flags: C51 moves its target by Polyak steps", () => {
     const family = defaultConfig.dqn.targetEvery;
     expect(family).toBe(1000);
-    expect(loadConfig(undefined, { 'train.algo': 'c51' }).dqn.targetEvery).toBe(300);
+    expect(loadConfig(undefined, { 'train.algo': 'c51' }).dqn.targetEvery).toBe(0);
     expect(loadConfig(undefined, { 'train.algo': 'dqn' }).dqn.targetEvery).toBe(family);
     expect(loadConfig(undefined, { 'train.algo': 'iqn' }).dqn.targetEvery).toBe(family);
     // Selected by the file, or by a flag over the file.
     const file = { text: JSON.stringify({ train: { algo: 'c51' } }), path: 'c.json' };
-    expect(loadConfig(file).dqn.targetEvery).toBe(300);
+    expect(loadConfig(file).dqn.targetEvery).toBe(0);
     expect(loadConfig(file, { 'train.algo': 'dqn' }).dqn.targetEvery).toBe(family);
     // A value the user gives wins, from the file or a flag, even when it equals the family's.
     const pinned = {
@@ -159,7 +159,7 @@ describe('config', () => {
       1000,
     );
     expect(defaultsFor('c51').train.algo).toBe('c51');
-    expect(defaultsFor('c51').dqn.targetEvery).toBe(300);
+    expect(defaultsFor('c51').dqn.targetEvery).toBe(0);
     expect(defaultConfig.dqn.targetEvery).toBe(family);
     // C51 discounts by 0.95, the family by 0.99; a file's gamma wins (configs/cpu-c51.json's 0.98).
     expect(defaultConfig.dqn.gamma).toBe(0.99);
