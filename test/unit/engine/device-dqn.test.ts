@@ -262,8 +262,13 @@ describe('device DQN engine', () => {
     }
   });
 
-  for (const algo of ['dqn', 'iqn']) {
-    it(`${algo}: replays each train epoch as one captured graph once the ring is full, as the direct runs compute`, async () => {
+  for (const [algo, polyak] of [
+    ['dqn', false],
+    ['iqn', false],
+    ['dqn', true],
+  ] as const) {
+    const target = polyak ? "a Polyak target (C51's default)" : 'a target copy every 3rd step';
+    it(`${algo} with ${target}: replays each train epoch as one captured graph once the ring is full, as the direct runs compute`, async () => {
       // A backend with `capture` (as CUDA's): a graph here keeps the dispatches as recorded.
       let captures = 0;
       let replays = 0;
@@ -282,8 +287,9 @@ describe('device DQN engine', () => {
       });
       // 64 samples per epoch fill the 256-row ring by epoch 4; 5 steps per epoch and a target copy
       // every 3rd step give three target phases, so the later epochs replay graphs of earlier ones
-      // (IQN: its taus' Philox step comes from a device word, so replays draw new taus).
-      const cfg = configOf(algo);
+      // (IQN: its taus' Philox step comes from a device word, so replays draw new taus). A Polyak
+      // target moves after every step: one phase, one graph.
+      const cfg = configOf(algo, polyak ? { 'dqn.targetEvery': '0', 'dqn.polyakTau': '0.25' } : {});
       const { market, splits } = await prepareData(cfg);
       const captured = createDeviceDqnEngine(cfg, market, splits.train, capturing);
       const direct = createDeviceDqnEngine(cfg, market, splits.train, cpuBackend());
@@ -293,7 +299,7 @@ describe('device DQN engine', () => {
           const [a, b] = [await captured.train(round), await direct.train(round)];
           expect(a).toEqual(b);
         }
-        expect(captures).toBe(3);
+        expect(captures).toBe(polyak ? 1 : 3);
         expect(replays).toBeGreaterThan(captures);
         const [p, q] = [await captured.snapshot(), await direct.snapshot()];
         expect(p.replay.size).toBe(256);
