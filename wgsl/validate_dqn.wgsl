@@ -19,7 +19,7 @@
 // the scratch past the transposed net, and the taus go through the streams TAU_GROUP at a time,
 // every output of theirs summed by one invocation over all its inputs in order.
 //
-// The build with SPECULATE 1 also runs the backtest as speculative rounds (u.mode 1 and 2:
+// The build with SPECULATE 1 runs the backtest as speculative rounds instead (u.mode 1 and 2:
 // validate_speculate.wgsl; src/kernels/validate_dqn.ts), with the same net code (greedy) and the
 // same trace.
 //
@@ -136,12 +136,15 @@ fn iqn_phi(lid: u32) {
 
 // acc0 plus inputs k0 .. k1 - 1 of output j of a dense layer, in order: act[x_off + k] times the
 // transposed weights at out_f[sb + w] ([n_in, n_out]). Sixty-four loads in flight before their
-// sums, then sixteen, then one at a time (one invocation's loads are all it has to hide the
-// memory's latency with; 64 measured 12% faster than 16 on an H100).
+// sums (the GPU build, LOADS 64), then sixteen, then one at a time (one invocation's loads are all
+// it has to hide the memory's latency with; 64 measured 12% faster than 16 on an H100). The
+// software adapters' build (LOADS 16) leaves the 64-load block out: lavapipe's LLVM took 48 s to
+// compile the plain head's sequential build with it, 7 s without; the sums are the same.
 fn dense_range(w: u32, n_out: u32, j: u32, x_off: u32, k0: u32, k1: u32, acc0: f32) -> f32 {
   var acc = acc0;
   let col = sb + w + j;
   var k = k0;
+//!if LOADS == 64
   for (; k + 64u <= k1; k += 64u) {
     let w0 = out_f[col + (k + 0u) * n_out];
     let w1 = out_f[col + (k + 1u) * n_out];
@@ -272,6 +275,7 @@ fn dense_range(w: u32, n_out: u32, j: u32, x_off: u32, k0: u32, k1: u32, acc0: f
     acc = acc + w62 * act[x_off + k + 62u];
     acc = acc + w63 * act[x_off + k + 63u];
   }
+//!endif
   for (; k + 16u <= k1; k += 16u) {
     let w0 = out_f[col + (k + 0u) * n_out];
     let w1 = out_f[col + (k + 1u) * n_out];
@@ -707,6 +711,9 @@ fn validate_dqn(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id
   let steps = u.steps;
   sb = OUT_F_STRIDE * steps;
 //!if SPECULATE == 1
+  // The rounds' build runs only the rounds: the sequential launches take the build without them,
+  // so that either inlines the net's code once (lavapipe compiled a build with both in 228 s,
+  // the sequential one in 48 s).
   if (u.mode == MODE_GUESS) {
     spec_guess(wid.x, lid);
     return;
@@ -716,6 +723,7 @@ fn validate_dqn(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id
     return;
   }
 //!endif
+//!if SPECULATE == 0
   var ep: Episode;
   if (lid == 0u) {
     validate_open(&ep);
@@ -743,4 +751,5 @@ fn validate_dqn(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id
   if (lid == 0u) {
     validate_close(ep, l, steps);
   }
+//!endif
 }

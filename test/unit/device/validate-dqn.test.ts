@@ -19,6 +19,8 @@ import { computeMetrics, type Metrics } from '../../../src/eval/metrics.js';
 import { dqnGreedyPolicy } from '../../../src/eval/policies.js';
 import {
   clusterPlanFloats,
+  GPU_LOADS,
+  SOFTWARE_LOADS,
   validateDqnKernel,
   validateDqnSpec,
   validateDqnSpecFor,
@@ -390,6 +392,23 @@ describe('validate_dqn on the CPU backend', () => {
     expect(validateDqnThreads({ head: 'c51', atoms: 75 }, gpu(1024))).toBe(1024);
     expect(validateDqnThreads({ ...iqn, actTaus: 128 }, gpu(1024))).toBe(1024);
     expect(() => validateDqnSpec(iqn, 512)).toThrow(/256 or 1024/);
+  });
+
+  it('keeps 64 weight loads in flight on a GPU and 16 on a software adapter (its compiler)', () => {
+    const target = (software: boolean) => ({
+      kind: 'webgpu' as const,
+      software,
+      features: { clusters: false },
+    });
+    for (const head of [
+      { head: 'plain' as const, atoms: 1 },
+      { head: 'c51' as const, atoms: 51 },
+    ]) {
+      expect(validateDqnSpecFor(head, target(false)).constants?.LOADS).toBe(GPU_LOADS);
+      expect(validateDqnSpecFor(head, target(true)).constants?.LOADS).toBe(SOFTWARE_LOADS);
+    }
+    expect([GPU_LOADS, SOFTWARE_LOADS]).toEqual([64, 16]);
+    expect(() => validateDqnSpec({ head: 'plain', atoms: 1 }, 256, 32)).toThrow(/64 or 16/);
   });
 
   it('runs as one thread-block cluster on CUDA: the fewest CTAs whose shared memory holds the net', () => {

@@ -1,6 +1,7 @@
 /**
  * The collection shaders are valid WGSL for every tile shape the collectors choose, not only the
- * small one the parity cases run: Tint (Dawn's front end) checks each generated module. Only the
+ * small one the parity cases run, and so are validate_dqn's GPU builds (lavapipe runs the software
+ * build, without the 64-load block): Tint (Dawn's front end) checks each generated module. Only the
  * front end runs here (no pipeline: lavapipe's LLVM would take minutes per shape); the parity
  * suite runs the kernels.
  */
@@ -10,6 +11,7 @@ import { wgslPreamble } from '../../../src/backend/webgpu/preamble.js';
 import { type CollectDqnOptions, collectDqnSpec } from '../../../src/kernels/collect_dqn.js';
 import { type CollectPpoOptions, collectPpoSpec } from '../../../src/kernels/collect_ppo.js';
 import { wgslSources } from '../../../src/kernels/sources.js';
+import { GPU_LOADS, type ValidateDqnHead, validateDqnSpec } from '../../../src/kernels/validate_dqn.js';
 
 let device: GPUDevice | undefined;
 let gpu: GPU | undefined;
@@ -71,9 +73,16 @@ const shapes: [string, KernelSpec][] = [
       ['ppo seed', { variant: 'seed', tileEpisodes: 64, threads: 64, tj: 64, kt: 4 }],
     ] as [string, CollectPpoOptions][]
   ).map(([name, o]): [string, KernelSpec] => [name, collectPpoSpec(o)]),
+  ...(
+    [
+      ['validate plain, GPU 1024 threads', { head: 'plain', atoms: 1 }, 1024],
+      ['validate c51 at 75 atoms, GPU 256 threads', { head: 'c51', atoms: 75 }, 256],
+      ['validate iqn, GPU 1024 threads', { head: 'iqn', atoms: 1, actTaus: 32, iqnEmbed: 64 }, 1024],
+    ] as [string, ValidateDqnHead, number][]
+  ).map(([name, o, threads]): [string, KernelSpec] => [name, validateDqnSpec(o, threads, GPU_LOADS)]),
 ];
 
-describe('collection WGSL', () => {
+describe('collection and validation WGSL', () => {
   for (const [name, spec] of shapes) {
     it(`${spec.name} compiles: ${name}`, async (ctx) => {
       if (!device)
