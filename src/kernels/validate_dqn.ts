@@ -347,7 +347,7 @@ function dqnValidateSpec(o: ValidateDqnHead, threads = VALIDATE_DQN_THREADS, loa
       TRUNK_PARTS: threads / W,
       OUT_PARTS: validateOutputParts(atoms * (NUM_ACTIONS + 1), threads),
       LOADS: loads,
-      // The sequential build; speculateSpec's adds the rounds (validate_speculate.wgsl).
+      // The sequential build; speculateSpec's runs the rounds instead (validate_speculate.wgsl).
       SPECULATE: 0,
     },
   };
