@@ -401,10 +401,15 @@ export function applyFlags(base: Config, flags: Record<string, string>): Config 
     const sec = Object.hasOwn(base, section)
       ? (base[section as keyof Config] as unknown as Record<string, unknown>)
       : undefined;
-    if (!sec) throw new ConfigError(path, `unknown section (known: ${Object.keys(base).join(', ')})`);
+    if (!sec)
+      throw new ConfigError(
+        path,
+        `unknown section (known: ${Object.keys(base).join(', ')})${didYouMean(fieldsElsewhere(base, section, key))}`,
+      );
     if (!Object.hasOwn(sec, key)) {
       const near = nearestName(key, Object.keys(sec));
-      throw new ConfigError(path, `unknown field${near ? ` (did you mean ${section}.${near}?)` : ''}`);
+      const paths = near ? [`${section}.${near}`] : fieldsElsewhere(base, section, key);
+      throw new ConfigError(path, `unknown field${didYouMean(paths)}`);
     }
     const kind = typeof sec[key];
     let value: unknown = raw;
@@ -413,15 +418,39 @@ export function applyFlags(base: Config, flags: Record<string, string>): Config 
       value = Number(raw);
       if (!Number.isFinite(value)) throw new ConfigError(path, `expected a finite number, got "${raw}"`);
     } else if (kind === 'boolean') {
+      // on / off as the CLI's own switches (--chain on|off) write them.
       const word = raw.trim();
-      if (word !== 'true' && word !== 'false')
-        throw new ConfigError(path, `expected true or false, got "${raw}"`);
-      value = word === 'true';
+      if (!Object.hasOwn(BOOLEAN_WORDS, word))
+        throw new ConfigError(path, `expected true or false (or on, off), got "${raw}"`);
+      value = BOOLEAN_WORDS[word as keyof typeof BOOLEAN_WORDS];
     }
     if (!patch[section]) patch[section] = {};
     patch[section][key] = value;
   }
   return mergeConfig(base, patch as DeepPartial<Config>, 'flags');
+}
+
+const BOOLEAN_WORDS = Object.freeze({ true: true, false: false, on: true, off: false });
+
+const didYouMean = (paths: string[]) =>
+  paths.length ? ` (did you mean ${paths.map((p) => `--${p}`).join(' or ')}?)` : '';
+
+/**
+ * Where a flag `--section.key` that names no field may have been meant, as `section.field` paths:
+ * a field of any section named `section` + `key` (`--checkpoint.replay` -> `dqn.checkpointReplay`),
+ * else a field named `key` in another section (`--train.lr` -> `ppo.lr`, `dqn.lr`). Case-insensitive.
+ */
+export function fieldsElsewhere(base: Config, section: string, key: string): string[] {
+  const find = (name: string, skip?: string) =>
+    Object.entries(base).flatMap(([s, fields]) =>
+      s === skip
+        ? []
+        : Object.keys(fields as object)
+            .filter((f) => f.toLowerCase() === name)
+            .map((f) => `${s}.${f}`),
+    );
+  const joined = find(`${section}${key}`.toLowerCase());
+  return joined.length ? joined : find(key.toLowerCase(), section);
 }
 
 /**

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { chooseBackendFlag, intFlag, parseFlags } from '../../../src/cli/args.js';
 import { main, UserError } from '../../../src/cli/main.js';
-import { applyFlags, cloneDefaults, nearestName } from '../../../src/config.js';
+import { applyFlags, cloneDefaults, fieldsElsewhere, nearestName } from '../../../src/config.js';
 import { duration, progressLine, timing } from '../../../src/train/report.js';
 
 const OPTIONS = {
@@ -112,10 +112,28 @@ describe('flags', () => {
 
   it('an unknown config field names the nearest field of its section', () => {
     expect(() => applyFlags(cloneDefaults(), { 'ppo.lrr': '1' })).toThrow(
-      /ppo\.lrr: unknown field \(did you mean ppo\.lr\?\)/,
+      /ppo\.lrr: unknown field \(did you mean --ppo\.lr\?\)/,
     );
     expect(nearestName('epoch', ['epochs', 'seed'])).toBe('epochs');
     expect(nearestName('xyz', ['epochs', 'seed'])).toBeNull();
+  });
+
+  it('a flag under the wrong section names the field elsewhere; booleans take on and off', () => {
+    // Issue 24 writes the replay switch as --checkpoint.replay off.
+    expect(() => applyFlags(cloneDefaults(), { 'checkpoint.replay': 'off' })).toThrow(
+      /checkpoint\.replay: unknown section \(known: [a-z, ]+\) \(did you mean --dqn\.checkpointReplay\?\)$/,
+    );
+    expect(() => applyFlags(cloneDefaults(), { 'train.lr': '1e-4' })).toThrow(
+      /train\.lr: unknown field \(did you mean --ppo\.lr or --dqn\.lr\?\)$/,
+    );
+    expect(fieldsElsewhere(cloneDefaults(), 'env', 'epochs')).toEqual(['train.epochs']);
+    expect(fieldsElsewhere(cloneDefaults(), 'nope', 'nothing')).toEqual([]);
+    const off = applyFlags(cloneDefaults(), { 'dqn.checkpointReplay': 'off', 'env.barrierTerminates': 'on' });
+    expect(off.dqn.checkpointReplay).toBe(false);
+    expect(off.env.barrierTerminates).toBe(true);
+    expect(() => applyFlags(cloneDefaults(), { 'dqn.checkpointReplay': 'no' })).toThrow(
+      /expected true or false \(or on, off\), got "no"/,
+    );
   });
 });
 
