@@ -8,7 +8,15 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { applyFlags, cloneDefaults, validateConfig } from '../../../src/config.js';
+import { applyFlags, cloneDefaults, defaultsFor, validateConfig } from '../../../src/config.js';
+import { makeSplits } from '../../../src/data/splits.js';
+import { generateSynthetic } from '../../../src/data/synthetic.js';
+import {
+  C51_SUPPORT_SPAN,
+  c51SupportWarning,
+  dataWarnings,
+  rewardNoise,
+} from '../../../src/data/warnings.js';
 import { FEATURE_CLIP, FEATURE_COUNT } from '../../../src/features/features.js';
 import { loadSourcedBars } from '../../../src/node/data.js';
 import { NodeStorage } from '../../../src/node/storage.js';
@@ -90,6 +98,34 @@ describe('real data: S&P 500 daily, 2000-2020', () => {
       ];
       expect(values.length).toBeGreaterThan(10);
       expect(values.filter((x) => !Number.isFinite(x))).toEqual([]);
+    }
+  });
+
+  it('warns for C51 that its default support clips daily rewards, and names a support that does not', async () => {
+    const bars = (await loadSourcedBars(FIXTURE))!.bars;
+    const c51 = defaultsFor('c51');
+    const splits = makeSplits(bars.n, c51);
+    const line = c51SupportWarning(bars, splits.train, c51);
+    expect(line).toMatch(/^C51's support dqn\.vMin -3 \.\. dqn\.vMax 3 spans \+-0\.\d standard deviations/);
+    const wide = Number(/--dqn\.vMax (\d+)$/.exec(line ?? '')?.[1]);
+    expect(wide).toBeGreaterThan(20);
+    const widened = { ...c51, dqn: { ...c51.dqn, vMin: -wide, vMax: wide } };
+    expect(c51SupportWarning(bars, splits.train, widened)).toBeNull();
+    // Only a C51 run hears of it.
+    expect(dataWarnings(bars, splits, c51)).toContain(line);
+    expect(dataWarnings(bars, splits, defaultsFor('ppo')).some((w) => w.startsWith("C51's"))).toBe(false);
+    expect(dataWarnings(bars, splits, defaultsFor('iqn')).some((w) => w.startsWith("C51's"))).toBe(false);
+  });
+
+  it("C51's default support spans about C51_SUPPORT_SPAN reward deviations on the built-in market: no warning", () => {
+    const c51 = defaultsFor('c51');
+    for (const seed of [1, 2, 3]) {
+      const bars = generateSynthetic({ bars: c51.data.synthBars, seed });
+      const { train } = makeSplits(bars.n, c51);
+      expect(c51SupportWarning(bars, train, c51), `seed ${seed}`).toBeNull();
+      // The constant is the built-in market's: its default support spans ~13 deviations a side.
+      expect(3 / rewardNoise(bars, train, c51), `seed ${seed}`).toBeGreaterThan(0.75 * C51_SUPPORT_SPAN);
+      expect(3 / rewardNoise(bars, train, c51), `seed ${seed}`).toBeLessThan(1.25 * C51_SUPPORT_SPAN);
     }
   });
 });
