@@ -12,6 +12,7 @@ import { adapterName, summarizeAdapter } from '../src/backend/webgpu/gpu.js';
 import { type Config, defaultsFor, validateConfig } from '../src/config.js';
 import { barsFromBytes } from '../src/data/bytes.js';
 import { minBars } from '../src/data/splits.js';
+import { trainWarnings } from '../src/data/warnings.js';
 import { verdictSentence } from '../src/eval/verdict.js';
 import { checkpointCurves, runViewOf } from '../src/report/run_view.js';
 import { backtestCurves, epochPoint, type RunView } from '../src/report/view.js';
@@ -210,6 +211,9 @@ const api: TrainerApi = {
       finished = thisRun.epochs;
       cfg.train.outDir = out;
       const data = await prepareData(cfg, runBars);
+      // data check's warnings, as foxhunt train prints them (bars wider than the barriers, ...).
+      if (runBars)
+        for (const w of trainWarnings(runBars.bars, cfg)) cb.onInfo(`warning: ${runBars.source}: ${w}`);
       // A continued run's chart starts with the epochs it had.
       const records: EpochRecord[] = resume ? (await readLog(st, out)).slice(0, resume.state.epoch) : [];
       /** Epochs finished before this call (a continued run's), not in the rate or the ETA. */

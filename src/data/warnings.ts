@@ -5,6 +5,7 @@
  * carry no information, the barriers close every position, or the splits cannot measure anything.
  */
 import type { Config } from '../config.js';
+import { makeSplits, SplitError } from './splits.js';
 import type { Bars, Splits } from './types.js';
 
 /** Flat bars in a row (open = high = low = close = the previous close) worth a warning. */
@@ -179,4 +180,20 @@ export function dataWarnings(
     }
   }
   return out;
+}
+
+/**
+ * data check's warnings on the bars a run trains on, with the run's config (the C51 support's
+ * among them); none when the data cannot be split (training says why). `foxhunt train` prints
+ * them, the demo page shows them in its info lines.
+ */
+export function trainWarnings(bars: Bars, cfg: Config): string[] {
+  let splits: Splits;
+  try {
+    splits = makeSplits(bars.n, cfg);
+  } catch (err) {
+    if (err instanceof SplitError) return [];
+    throw err;
+  }
+  return dataWarnings(bars, splits, cfg);
 }

@@ -498,6 +498,10 @@ describe('the demo page in headless Chromium', () => {
     expect(await page.isHidden('#data-error')).toBe(true);
     await train(page, 1);
     expect(await page.textContent('.run-subtitle')).toMatch(/enough\.csv \(719 bars\)/);
+    // data check's warnings, as foxhunt train prints them.
+    expect(await page.textContent('#info')).toMatch(
+      /^warning: enough\.csv: the val and test splits are shorter than one episode \(env\.episodeBars 250\)/m,
+    );
     expect(errors).toEqual([]);
     await page.close();
   });

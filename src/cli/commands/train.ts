@@ -15,9 +15,7 @@ import {
   selectedAlgo,
   validateConfig,
 } from '../../config.js';
-import { makeSplits, SplitError } from '../../data/splits.js';
-import type { Bars, Splits } from '../../data/types.js';
-import { dataWarnings } from '../../data/warnings.js';
+import { trainWarnings } from '../../data/warnings.js';
 import { loadSourcedBars, repairOptions } from '../../node/data.js';
 import { writeReport } from '../../node/report.js';
 import { NodeStorage } from '../../node/storage.js';
@@ -112,7 +110,7 @@ export const trainCommand: Command = {
       };
       const bars = await loadSourcedBars(values.data as string | undefined, repair.opts);
       if (bars?.repairs) console.error(`data: ${bars.source}: ${bars.repairs}`);
-      if (bars) for (const w of fileWarnings(bars.bars, cfg)) console.error(`warning: ${bars.source}: ${w}`);
+      if (bars) for (const w of trainWarnings(bars.bars, cfg)) console.error(`warning: ${bars.source}: ${w}`);
       process.once('SIGINT', onInterrupt);
       const result = await runTraining({
         signal: stop.signal,
@@ -183,18 +181,6 @@ export function splitConfigFlags(args: string[]): { named: string[]; config: Rec
     else throw new UserError(`--${m[1]} needs a value`);
   }
   return { named, config };
-}
-
-/** data check's warnings on a data file (a jump, flat stretches, no volume, small splits); none when it cannot split (training says why). */
-function fileWarnings(bars: Bars, cfg: Config): string[] {
-  let splits: Splits;
-  try {
-    splits = makeSplits(bars.n, cfg);
-  } catch (err) {
-    if (err instanceof SplitError) return [];
-    throw err;
-  }
-  return dataWarnings(bars, splits, cfg);
 }
 
 /** Errors a user can fix by changing the command, data or config: printed as one line. */
