@@ -117,6 +117,39 @@ describe('real data: S&P 500 daily, 2000-2020', () => {
     expect(dataWarnings(bars, splits, defaultsFor('iqn')).some((w) => w.startsWith("C51's"))).toBe(false);
   });
 
+  it('foxhunt train prints the warnings for the file it trains on, the C51 one among them', async () => {
+    const r = await cli(
+      'train',
+      '--data',
+      FIXTURE,
+      '--algo',
+      'c51',
+      '--backend',
+      'cpu',
+      '--epochs',
+      '1',
+      '--rollout.episodes',
+      '4',
+      '--rollout.steps',
+      '32',
+      '--env.episodeBars',
+      '64',
+      '--dqn.batch',
+      '32',
+      '--dqn.stepsPerEpoch',
+      '2',
+      '--out',
+      join(root, 'c51'),
+    );
+    expect(r.code).toBe(0);
+    const warnings = r.err.split('\n').filter((l) => l.startsWith('warning: '));
+    expect(warnings).toHaveLength(2);
+    expect(warnings[0]).toMatch(/^warning: test\/fixtures\/sp500-daily\.csv: the median bar spans 104 bps/);
+    expect(warnings[1]).toMatch(
+      /^warning: test\/fixtures\/sp500-daily\.csv: C51's support .* --dqn\.vMin -51 --dqn\.vMax 51$/,
+    );
+  });
+
   it("C51's default support spans about C51_SUPPORT_SPAN reward deviations on the built-in market: no warning", () => {
     const c51 = defaultsFor('c51');
     for (const seed of [1, 2, 3]) {
