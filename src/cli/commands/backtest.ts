@@ -18,7 +18,7 @@ import { parseFlags } from '../args.js';
 import { type Command, UserError } from '../main.js';
 import { asUserError } from './train.js';
 
-const usage = `usage: foxhunt backtest --checkpoint DIR [--data FILE [--drop-invalid] [--fill-gaps]]
+const usage = `usage: foxhunt backtest [--checkpoint] DIR [--data FILE [--drop-invalid] [--fill-gaps]]
                         [--split train|val|test|all] [--json]
 
 Runs the checkpoint's greedy policy over one split as one continuous episode (barriers close
@@ -26,7 +26,7 @@ positions but do not end it), with buy-and-hold (one market buy at the first bar
 and a random policy on the same bars and costs.
 
   --checkpoint DIR   a run directory (its best/ checkpoint) or a checkpoint directory (DIR/best,
-                     DIR/last)
+                     DIR/last); the flag may be left out
   --data FILE        market bars; default: the synthetic market the checkpoint trained on
   --drop-invalid     drop FILE's rows that break a rule instead of failing (reports how many)
   --fill-gaps        insert flat zero-volume bars for FILE's missing bars at the modal interval
@@ -53,14 +53,17 @@ export const backtestCommand: Command = {
       },
       usage,
     );
-    if (positionals.length) throw new UserError(`unexpected argument "${positionals[0]}"\n${usage}`);
-    if (values.checkpoint === undefined) throw new UserError(`--checkpoint DIR is required\n${usage}`);
+    // `foxhunt backtest DIR` as `foxhunt report DIR`: one directory, given once.
+    const dirs = [...(values.checkpoint === undefined ? [] : [String(values.checkpoint)]), ...positionals];
+    if (dirs.length > 1)
+      throw new UserError(`give one checkpoint directory, got "${dirs[0]}" and "${dirs[1]}"\n${usage}`);
+    if (dirs.length === 0) throw new UserError(`--checkpoint DIR is required\n${usage}`);
     const repair = repairOptions(values);
     if (repair.error) throw new UserError(repair.error);
     const split = String(values.split) as (typeof SPLITS)[number];
     if (!SPLITS.includes(split))
       throw new UserError(`--split must be one of ${SPLITS.join(', ')}, got "${split}"`);
-    const given = String(values.checkpoint);
+    const given = dirs[0];
     const storage = new NodeStorage();
     // A run directory means its best/; runs from before best/ existed have checkpoint/.
     let dir = given;

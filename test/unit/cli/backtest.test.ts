@@ -54,3 +54,16 @@ describe('backtest --split all', () => {
     );
   });
 });
+
+describe('backtest DIR', () => {
+  it('takes the checkpoint directory without --checkpoint, the same backtest, and refuses two', async () => {
+    const flag = await runCli(['backtest', '--checkpoint', run, '--split', 'val', '--json']);
+    const bare = await runCli(['backtest', run, '--split', 'val', '--json']);
+    expect(bare.code).toBe(0);
+    expect(JSON.parse(bare.out)).toEqual(JSON.parse(flag.out));
+    const two = await runCli(['backtest', '--checkpoint', run, join(root, 'other')]);
+    expect(two.code).toBe(1);
+    expect(two.err).toMatch(/^foxhunt backtest: give one checkpoint directory, got ".*run" and ".*other"/);
+    expect((await runCli(['backtest'])).err).toMatch(/^foxhunt backtest: --checkpoint DIR is required/);
+  });
+});
