@@ -346,6 +346,18 @@ function waveCost(groups: number, rounds: number, budget: number): number {
 }
 
 /**
+ * Relative time of a launch of more workgroups than its budget whose workgroups differ in length:
+ * `a` of `ra` rounds and `b` of `rb`, on budget / 2 slots (as waveCost), each costing its rounds plus
+ * two: the longest workgroup, or the work spread over the slots, whichever is longer. A launch of
+ * alike workgroups costs about what waveCost gives it.
+ */
+function spreadCost(a: number, ra: number, b: number, rb: number, budget: number): number {
+  const slots = Math.max(1, Math.floor(budget / 2));
+  const work = a * (ra + 2) + b * (rb + 2);
+  return Math.max(a > 0 ? ra + 2 : 0, b > 0 ? rb + 2 : 0, work / slots);
+}
+
+/**
  * Slices per dW tile of one backward launch. CUDA (hand-off 'last'): the most (8, 4, 2) that keep
  * the launch within the plan's budget of workgroups and leave every slice a k-tile of rows, else
  * 1 (policy 'most'). Short K loops on many workgroups instead of the whole batch on a few: the
@@ -380,7 +392,10 @@ export interface MatmulShape {
  * The cheapest shape of one matmul launch by waveCost: `kChoices` k-groups a workgroup (default 1
  * or `kSplit`; a workgroup of k groups is k / kSplit of a full one, so kSplit / k of them take its
  * place in a wave), and for a backward launch 1, 2, 4 or 8 batch slices of its dW tiles (each at
- * least one k-tile of rows; the launch stays within `budget` workgroups). `dw`: dW tiles over
+ * least one k-tile of rows; the launch stays within `budget` workgroups). A backward launch past
+ * the budget unsplit is rated by spreadCost instead, over every slice count: its few dW tiles'
+ * K loops over the whole batch (IQN: batch x taus rows, 2,048 k-tiles) would otherwise outlast
+ * its waves of dX tiles several times over. `dw`: dW tiles over
  * K = `batch` rows; `other`: the launch's other tiles (dX, or a forward's output tiles) over
  * K = `otherK`; `sumGroups`: workgroups that finish an earlier launch's split tiles (WGSL
  * hand-off). The DQN family's learner shapes every launch with it; PPO's WebGPU plan its dW slices
@@ -394,14 +409,23 @@ export function matmulShape(
 ): MatmulShape {
   if (s.budget <= 0) return { kSplit: s.kSplit, splits: 1 };
   const kTiles = Math.ceil(s.batch / TILE_K);
+  // Past the budget by its own tiles (not by an earlier launch's sums it finishes).
+  const over = s.dw > 0 && s.dw + s.other > s.budget;
   let best = { kSplit: kChoices[0], splits: 1, cost: Number.POSITIVE_INFINITY };
   for (const k of kChoices) {
+    const budget = (s.budget * s.kSplit) / k;
     for (let n = 1; n <= (s.dw > 0 ? Math.min(MAX_DW_SPLITS, kTiles) : 1); n *= 2) {
       const groups = n * s.dw + s.other + sumGroups;
-      if (n > 1 && groups > s.budget) break;
       const dwRounds = s.dw > 0 ? Math.ceil(Math.ceil(kTiles / n) / k) : 0;
-      const longest = Math.max(dwRounds, s.other > 0 ? rounds(s.otherK, k) : 0);
-      const cost = waveCost(groups, longest, (s.budget * s.kSplit) / k);
+      const otherRounds = s.other > 0 ? rounds(s.otherK, k) : 0;
+      const longest = Math.max(dwRounds, otherRounds);
+      // A backward launch past the budget unsplit (many dX tiles beside a few dW tiles: IQN's streams
+      // on batch x taus rows) runs unlike waves: the dW tiles' long K loops beside waves of short dX
+      // tiles (spreadCost). Within the budget, the launch splits only as far as it stays within it.
+      if (!over && n > 1 && groups > s.budget) break;
+      const cost = over
+        ? spreadCost(n * s.dw, dwRounds, s.other + sumGroups, otherRounds, budget)
+        : waveCost(groups, longest, budget);
       if (cost < best.cost) best = { kSplit: k, splits: n, cost };
     }
   }

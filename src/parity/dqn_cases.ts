@@ -544,6 +544,15 @@ export function dqnStepCases(): ParityCase[] {
       'Huber, two steps, split launches',
     ),
     dqnStepCase('iqn', 'grads', 1, { ...unclipped, iqnTau: 6 }, '6 taus, one step'),
+    // 64 x 48 rows: the streams' backward launches are past the split budget by their dX tiles
+    // alone, and matmulShape splits their dW tiles (spreadCost).
+    dqnStepCase(
+      'iqn',
+      'grads',
+      1,
+      { ...unclipped, batch: 64, iqnTau: 48 },
+      '48 taus, one step, split stream launches',
+    ),
     dqnStepCase(
       'iqn',
       'params',
