@@ -393,7 +393,7 @@ export interface MatmulShape {
  * or `kSplit`; a workgroup of k groups is k / kSplit of a full one, so kSplit / k of them take its
  * place in a wave), and for a backward launch 1, 2, 4 or 8 batch slices of its dW tiles (each at
  * least one k-tile of rows; the launch stays within `budget` workgroups). A backward launch past
- * the budget unsplit is rated by spreadCost instead, over every slice count: its few dW tiles'
+ * the budget by its own tiles is rated by spreadCost instead, over every slice count: its few dW tiles'
  * K loops over the whole batch (IQN: batch x taus rows, 2,048 k-tiles) would otherwise outlast
  * its waves of dX tiles several times over. `dw`: dW tiles over
  * K = `batch` rows; `other`: the launch's other tiles (dX, or a forward's output tiles) over
