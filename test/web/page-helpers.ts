@@ -1,10 +1,16 @@
 /**
- * What test/web/page.test.ts asks of a page of the demo: a tiny run trained, its main thread's slow
- * tasks in a trace, the log Download gives, a dropped file, and its charts' state.
+ * What test/web/page.test.ts asks of a page of the demo: the site served and the browsers launched
+ * (servePage), a fresh page, a tiny run trained, its main thread's slow tasks in a trace, the log
+ * Download gives, a dropped file, and its charts' state.
  */
-import { readFileSync } from 'node:fs';
-import type { Page } from 'playwright';
-import { expect } from 'vitest';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright';
+import { build, type PreviewServer, preview } from 'vite';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { saveBars } from '../../src/data/load.js';
+import { generateSynthetic } from '../../src/data/synthetic.js';
 
 /**
  * The page's main-thread tasks over 20 ms of wall clock in a Chromium trace (category `toplevel`,
@@ -98,4 +104,61 @@ export async function train(page: Page, epochs: number, algo = 'ppo'): Promise<n
   expect(await page.textContent('#status')).toBe('finished');
   expect(await page.textContent('#phase')).toBe('all epochs done');
   return page.evaluate(() => (window as unknown as { longTasks: number[] }).longTasks);
+}
+
+export const ARTIFACTS = 'runs/web';
+const args = [
+  '--no-sandbox',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+export const tmp = mkdtempSync(join(tmpdir(), 'foxhunt-web-'));
+let server: PreviewServer;
+let url: string;
+/** Chromium with WebGPU (SwiftShader) and without an adapter, launched by servePage. */
+export const browsers = {} as { gpu: Browser; cpu: Browser };
+
+/** Builds the site, serves it and launches the browsers before the file's tests; undoes it after. */
+export function servePage(): void {
+  beforeAll(async () => {
+    await build({ configFile: 'vite.config.ts', logLevel: 'warn' });
+    server = await preview({
+      configFile: 'vite.config.ts',
+      preview: { port: 0, host: '127.0.0.1' },
+      logLevel: 'warn',
+    });
+    url = server.resolvedUrls!.local[0];
+    const launch = (extra: string[]) =>
+      chromium.launch({ executablePath: '/usr/bin/chromium', args: [...args, ...extra] });
+    // Without --enable-unsafe-webgpu, Debian's Chromium gives navigator.gpu but no adapter here.
+    [browsers.gpu, browsers.cpu] = await Promise.all([launch(['--enable-unsafe-webgpu']), launch([])]);
+    mkdirSync(ARTIFACTS, { recursive: true });
+  });
+  afterAll(async () => {
+    await Promise.all([browsers.gpu?.close(), browsers.cpu?.close()]);
+    await server?.close();
+    rmSync(tmp, { recursive: true, force: true });
+  });
+}
+
+/** A fresh page of `browser` on the site, its console errors collected, the device probed. */
+export async function open(browser: Browser | BrowserContext): Promise<{ page: Page; errors: string[] }> {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !m.text().includes('favicon')) errors.push(m.text());
+  });
+  await page.goto(url);
+  await page.waitForFunction(() => !(document.getElementById('start') as HTMLButtonElement).disabled);
+  await chartsDrawn(page);
+  return { page, errors };
+}
+
+/** The bytes of a CSV of `bars` synthetic bars, written by saveBars. */
+export async function synthCsv(name: string, bars: number): Promise<Uint8Array> {
+  const file = join(tmp, name);
+  await saveBars(file, generateSynthetic({ bars, seed: 3 }));
+  return readFileSync(file);
 }

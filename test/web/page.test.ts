@@ -4,12 +4,10 @@
  * software adapter), so the runs are tiny: 2 episodes x 16 steps. The screenshot of the trained
  * run is kept in runs/web/ (CI's artifact).
  */
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parquetWriteFile } from 'hyparquet-writer';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright';
-import { build, type PreviewServer, preview } from 'vite';
+import type { Page } from 'playwright';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import { defaultsFor, validateConfig } from '../../src/config.js';
@@ -17,77 +15,31 @@ import { loadBars, saveBars } from '../../src/data/load.js';
 import { generateSynthetic } from '../../src/data/synthetic.js';
 import { readTar } from '../../web/tar.js';
 import {
+  ARTIFACTS,
+  browsers,
   canvasColours,
   chartsDrawn,
   dropFile,
   logLines,
+  open,
   points,
+  servePage,
   slowMainThreadTasks,
+  synthCsv,
+  tmp,
   train,
 } from './page-helpers.js';
 import { pngColours } from './png.js';
 
-const ARTIFACTS = 'runs/web';
-const args = [
-  '--no-sandbox',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-const tmp = mkdtempSync(join(tmpdir(), 'foxhunt-web-'));
-let server: PreviewServer;
-let url: string;
-let gpuBrowser: Browser;
-let cpuBrowser: Browser;
-
-beforeAll(async () => {
-  await build({ configFile: 'vite.config.ts', logLevel: 'warn' });
-  server = await preview({
-    configFile: 'vite.config.ts',
-    preview: { port: 0, host: '127.0.0.1' },
-    logLevel: 'warn',
-  });
-  url = server.resolvedUrls!.local[0];
-  const launch = (extra: string[]) =>
-    chromium.launch({ executablePath: '/usr/bin/chromium', args: [...args, ...extra] });
-  // Without --enable-unsafe-webgpu, Debian's Chromium gives navigator.gpu but no adapter here.
-  [gpuBrowser, cpuBrowser] = await Promise.all([launch(['--enable-unsafe-webgpu']), launch([])]);
-  mkdirSync(ARTIFACTS, { recursive: true });
-});
-afterAll(async () => {
-  await Promise.all([gpuBrowser?.close(), cpuBrowser?.close()]);
-  await server?.close();
-  rmSync(tmp, { recursive: true, force: true });
-});
-
-/** A fresh page of `browser` on the site, its console errors collected, the device probed. */
-async function open(browser: Browser | BrowserContext): Promise<{ page: Page; errors: string[] }> {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  page.on('console', (m) => {
-    if (m.type() === 'error' && !m.text().includes('favicon')) errors.push(m.text());
-  });
-  await page.goto(url);
-  await page.waitForFunction(() => !(document.getElementById('start') as HTMLButtonElement).disabled);
-  await chartsDrawn(page);
-  return { page, errors };
-}
-
-/** The bytes of a CSV of `bars` synthetic bars, written by saveBars. */
-async function synthCsv(name: string, bars: number): Promise<Uint8Array> {
-  const file = join(tmp, name);
-  await saveBars(file, generateSynthetic({ bars, seed: 3 }));
-  return readFileSync(file);
-}
+servePage();
 
 describe('the demo page in headless Chromium', () => {
   it('trains 2 epochs with WebGPU and draws the run, the main thread responsive', async () => {
-    const { page, errors } = await open(gpuBrowser);
+    const { page, errors } = await open(browsers.gpu);
     expect(await page.textContent('#device-name')).toMatch(/^WebGPU: .*swiftshader.*software adapter/i);
-    await gpuBrowser.startTracing(page, { categories: ['toplevel'] });
+    await browsers.gpu.startTracing(page, { categories: ['toplevel'] });
     const longTasks = await train(page, 2);
-    const slow = slowMainThreadTasks(await gpuBrowser.stopTracing());
+    const slow = slowMainThreadTasks(await browsers.gpu.stopTracing());
     expect(await page.textContent('#epoch')).toBe('2');
     await chartsDrawn(page);
     expect(await page.textContent('#rate')).toMatch(/[\d,]+ env steps\/s/);
@@ -113,16 +65,16 @@ describe('the demo page in headless Chromium', () => {
   });
 
   it('falls back to the CPU reference without a WebGPU adapter, with a note, and trains 1 epoch', async () => {
-    const { page, errors } = await open(cpuBrowser);
+    const { page, errors } = await open(browsers.cpu);
     expect(await page.textContent('#device-name')).toMatch(/^CPU: CPU reference/);
     expect(await page.isVisible('#device-note')).toBe(true);
     expect(await page.textContent('#device-note')).toMatch(/no adapter.*CPU reference/);
     // As in the WebGPU run: the bound is on the CPU time of each main-thread task (traced), which
     // other work on the machine inflates far less than wall clock (kept in runs/web/). Alone no task
     // here passes 20 ms of wall time; one full suite on the 2-core machine saw a task of 108 ms CPU.
-    await cpuBrowser.startTracing(page, { categories: ['toplevel'] });
+    await browsers.cpu.startTracing(page, { categories: ['toplevel'] });
     const longTasks = await train(page, 1);
-    const slow = slowMainThreadTasks(await cpuBrowser.stopTracing());
+    const slow = slowMainThreadTasks(await browsers.cpu.stopTracing());
     expect(await page.textContent('#epoch')).toBe('1');
     writeFileSync(join(ARTIFACTS, 'cpu-long-tasks.json'), JSON.stringify({ longTasks, slow }));
     expect(slow.length).toBeGreaterThanOrEqual(longTasks.length);
@@ -134,7 +86,7 @@ describe('the demo page in headless Chromium', () => {
   });
 
   it('pauses at a phase boundary, resumes, stops, and continues the stopped run to its end', async () => {
-    const { page, errors } = await open(cpuBrowser);
+    const { page, errors } = await open(browsers.cpu);
     await page.fill('input[name=epochs]', '5');
     await page.fill('input[name=episodes]', '2');
     await page.fill('input[name=steps]', '16');
@@ -206,7 +158,7 @@ describe('the demo page in headless Chromium', () => {
   });
 
   it("stops at the next phase boundary, even inside the CPU run's first epoch", async () => {
-    const { page, errors } = await open(cpuBrowser);
+    const { page, errors } = await open(browsers.cpu);
     await page.fill('input[name=epochs]', '2');
     await page.fill('input[name=episodes]', '32');
     await page.fill('input[name=steps]', '64');
@@ -236,7 +188,7 @@ describe('the demo page in headless Chromium', () => {
   });
 
   it('keeps a run going when a file is dropped mid-run: the file is for the next run', async () => {
-    const { page, errors } = await open(cpuBrowser);
+    const { page, errors } = await open(browsers.cpu);
     await page.fill('input[name=epochs]', '2');
     await page.fill('input[name=episodes]', '2');
     await page.fill('input[name=steps]', '16');
@@ -256,7 +208,7 @@ describe('the demo page in headless Chromium', () => {
   });
 
   it('disables Download while the run has no checkpoint, and enables it once one is written', async () => {
-    const { page, errors } = await open(cpuBrowser);
+    const { page, errors } = await open(browsers.cpu);
     expect(await page.isDisabled('#dl-checkpoint')).toBe(true);
     await page.fill('input[name=episodes]', '2');
     await page.fill('input[name=steps]', '16');
@@ -279,7 +231,7 @@ describe('the demo page in headless Chromium', () => {
   });
 
   it("refuses run fields the config refuses as they are entered, with the config's message beside the field", async () => {
-    const { page, errors } = await open(cpuBrowser);
+    const { page, errors } = await open(browsers.cpu);
     // The message validateConfig (src/config.ts) gives for each value, as `foxhunt train` prints it.
     const configSays = (algo: 'ppo' | 'dqn', edit: (c: ReturnType<typeof defaultsFor>) => void) => {
       const c = defaultsFor(algo);
@@ -347,7 +299,7 @@ describe('the demo page in headless Chromium', () => {
   });
 
   it("says in the page's words that a run diverged, and keeps its checkpoints downloadable", async () => {
-    const { page, errors } = await open(cpuBrowser);
+    const { page, errors } = await open(browsers.cpu);
     // The config takes any positive learning rate; 1e6 makes PPO's loss NaN in epoch 2.
     await page.fill('input[name=epochs]', '2');
     await page.fill('input[name=episodes]', '2');
@@ -367,7 +319,7 @@ describe('the demo page in headless Chromium', () => {
   });
 
   it('keeps the page when a file is dropped beside the drop zone', async () => {
-    const { page } = await open(cpuBrowser);
+    const { page } = await open(browsers.cpu);
     // The browser opens a file dropped where no handler takes it, in place of the page.
     const prevented = await page.evaluate(() =>
       ['dragover', 'drop'].map((type) => {
@@ -382,7 +334,7 @@ describe('the demo page in headless Chromium', () => {
 
   it('trains in one tab at a time: a second tab of the page says why it does not start', async () => {
     // The tabs of one browser profile share the IndexedDB directory of the run.
-    const ctx = await cpuBrowser.newContext();
+    const ctx = await browsers.cpu.newContext();
     const [a, b] = [await open(ctx), await open(ctx)];
     for (const { page } of [a, b]) {
       await page.fill('input[name=epochs]', '4');
@@ -412,7 +364,7 @@ describe('the demo page in headless Chromium', () => {
   });
 
   it("gives each tab's Download its own run's checkpoint, and keeps one run per tab in storage", async () => {
-    const ctx = await cpuBrowser.newContext();
+    const ctx = await browsers.cpu.newContext();
     const [a, b] = [await open(ctx), await open(ctx)];
     const trainSeed = async (page: Page, seed: number) => {
       await page.bringToFront();
@@ -479,7 +431,7 @@ describe('the demo page in headless Chromium', () => {
   });
 
   it('refuses a file too short to train on when it is dropped, saying why, and trains on one just long enough', async () => {
-    const { page, errors } = await open(cpuBrowser);
+    const { page, errors } = await open(browsers.cpu);
     // The CPU reference's run: episodes of 250 bars, so 3 x 120 warm-up and gap bars and a
     // training split (70%) of 251 bars: 719 bars (minBars).
     await dropFile(page, 'short.csv', await synthCsv('short.csv', 718));
@@ -507,7 +459,7 @@ describe('the demo page in headless Chromium', () => {
   });
 
   it('backtests a checkpoint trained on a file only on that file, saying which to drop', async () => {
-    const { page, errors } = await open(cpuBrowser);
+    const { page, errors } = await open(browsers.cpu);
     await dropFile(page, 'a.csv', await synthCsv('a.csv', 800));
     await page.waitForFunction(
       () => document.getElementById('data-status')!.textContent === 'a.csv: 800 bars, valid',
@@ -543,7 +495,7 @@ describe('the demo page in headless Chromium', () => {
   });
 
   it('reloads a data file chosen again in the file picker', async () => {
-    const { page, errors } = await open(cpuBrowser);
+    const { page, errors } = await open(browsers.cpu);
     const file = join(tmp, 'again.csv');
     writeFileSync(file, await synthCsv('again.csv', 1000));
     const status = (text: string) =>
@@ -577,7 +529,7 @@ describe('the demo page in headless Chromium', () => {
       (e: Error) => e.message,
     );
     expect(cli).toMatch(/data row 2 \(line 3\): high/);
-    const { page } = await open(cpuBrowser);
+    const { page } = await open(browsers.cpu);
     await dropFile(page, 'bad.csv', new TextEncoder().encode(csv));
     await page.waitForSelector('#data-error:not([hidden])');
     expect(await page.textContent('#data-error')).toBe(cli.replace(file, 'bad.csv'));
@@ -614,7 +566,7 @@ describe('the demo page in headless Chromium', () => {
       (e: Error) => e.message,
     );
     expect(cli).toMatch(/data row 3: duplicate timestamp/);
-    const { page, errors } = await open(cpuBrowser);
+    const { page, errors } = await open(browsers.cpu);
     await dropFile(page, 'dup.parquet', readFileSync(bad));
     await page.waitForSelector('#data-error:not([hidden])');
     expect(await page.textContent('#data-error')).toBe(cli.replace(bad, 'dup.parquet'));
@@ -634,7 +586,7 @@ describe('the demo page in headless Chromium', () => {
   });
 
   it("trains 1 epoch of C51 on WebGPU with the device engine; its checkpoint is the CLI's format", async () => {
-    const { page, errors } = await open(gpuBrowser);
+    const { page, errors } = await open(browsers.gpu);
     await page.check('input[name=algo][value=c51]');
     await train(page, 1, 'c51');
     expect(await page.textContent('#epoch')).toBe('1');
@@ -690,7 +642,7 @@ describe('the demo page in headless Chromium', () => {
   });
 
   it('says what to do when the GPU is lost mid-run, keeps the checkpoints written, and trains again', async () => {
-    const { page, errors } = await open(gpuBrowser);
+    const { page, errors } = await open(browsers.gpu);
     await page.fill('input[name=epochs]', '2');
     await page.fill('input[name=episodes]', '2');
     await page.fill('input[name=steps]', '16');
@@ -766,7 +718,7 @@ describe('the demo page in headless Chromium', () => {
   });
 
   it('trains 1 epoch of DQN on WebGPU with the device engine', async () => {
-    const { page, errors } = await open(gpuBrowser);
+    const { page, errors } = await open(browsers.gpu);
     await page.check('input[name=algo][value=dqn]');
     await train(page, 1, 'dqn');
     expect(await page.textContent('#epoch')).toBe('1');
@@ -779,7 +731,7 @@ describe('the demo page in headless Chromium', () => {
   });
 
   it('trains 1 epoch of IQN on WebGPU with the device engine', async () => {
-    const { page, errors } = await open(gpuBrowser);
+    const { page, errors } = await open(browsers.gpu);
     await page.check('input[name=algo][value=iqn]');
     await train(page, 1, 'iqn');
     expect(await page.textContent('#epoch')).toBe('1');
@@ -817,7 +769,7 @@ describe('the demo page in headless Chromium', () => {
       expect(await main(['backtest', '--checkpoint', out, '--json'])).toBe(0);
       const cli = JSON.parse(String(log.mock.calls[0][0]));
       const best = join(out, 'best');
-      const { page, errors } = await open(cpuBrowser);
+      const { page, errors } = await open(browsers.cpu);
       await page.setInputFiles(
         '#ckpt-file',
         readdirSync(best).map((f) => join(best, f)),
@@ -844,7 +796,7 @@ describe('the demo page in headless Chromium', () => {
 
     it('says what a chosen checkpoint lacks, and shows the next good one', async () => {
       const best = join(out, 'best');
-      const { page, errors } = await open(cpuBrowser);
+      const { page, errors } = await open(browsers.cpu);
       const choose = (files: string[]) =>
         page.setInputFiles(
           '#ckpt-file',
@@ -887,7 +839,7 @@ describe('the demo page in headless Chromium', () => {
       const html = readFileSync(report, 'utf8');
       expect(html).not.toMatch(/<script[^>]+src=|<link[^>]+href=/);
       const { page, errors } = await (async () => {
-        const p = await cpuBrowser.newPage({ viewport: { width: 1280, height: 1000 } });
+        const p = await browsers.cpu.newPage({ viewport: { width: 1280, height: 1000 } });
         const e: string[] = [];
         p.on('pageerror', (x) => e.push(x.message));
         p.on('console', (m) => m.type() === 'error' && e.push(m.text()));
