@@ -156,7 +156,7 @@ describe('real data: S&P 500 daily, 2000-2020', () => {
       const bars = generateSynthetic({ bars: c51.data.synthBars, seed });
       const { train } = makeSplits(bars.n, c51);
       expect(c51SupportWarning(bars, train, c51), `seed ${seed}`).toBeNull();
-      // The constant is the built-in market's: its default support spans ~13 deviations a side.
+      // The constant is the built-in market's: its default support spans ~12 deviations a side.
       expect(3 / rewardNoise(bars, train, c51), `seed ${seed}`).toBeGreaterThan(0.75 * C51_SUPPORT_SPAN);
       expect(3 / rewardNoise(bars, train, c51), `seed ${seed}`).toBeLessThan(1.25 * C51_SUPPORT_SPAN);
     }

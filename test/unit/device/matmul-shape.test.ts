@@ -33,7 +33,7 @@ describe('matmulShape', () => {
     expect(out.dw + out.other).toBeGreaterThan(H100.budget);
     expect(matmulShape(out).splits).toBeGreaterThan(1);
     expect(matmulShape(hidden).splits).toBeGreaterThan(1);
-    // A tenth of the rows: still many dX tiles, still split.
+    // An eighth of the rows: still many dX tiles, still split.
     expect(
       matmulShape({ ...out, batch: rows / 8, other: 2 * dxTiles(128, rows / 8, 0) }).splits,
     ).toBeGreaterThan(1);
