@@ -11,8 +11,8 @@
  *   dOut[dOutOff + (b nTau + i) 45 ..]  dL/dZ at the action (w / batch), zero elsewhere
  *   td[b] = L_b (the priority signal), td[batch + b] = w L_b
  * Workgroup: WG_X (64) threads, one sample: a thread per action's target sum at s', per target
- * y_j and per quantile i's gradient; thread 0 the argmax and the loss in the reference's order.
- * Numerics: f32 (the reference sums L_b in f64: tolerance).
+ * y_j and per quantile i's gradient and loss terms; thread 0 the argmax; L_b summed by a tree over
+ * the threads. Numerics: f32 (the reference sums L_b in f64 in (i, j) order: tolerance).
  */
 
 import { iqnSample } from '../learn/dqn_loss.js';
@@ -80,8 +80,8 @@ export interface IqnLossArgs {
 
 export function iqnLossDispatch(a: IqnLossArgs): Dispatch {
   if (!Number.isInteger(a.batch) || a.batch < 1) throw new Error(`iqn_loss: batch ${a.batch} must be >= 1`);
-  if (!Number.isInteger(a.nTau) || a.nTau < 1)
-    throw new Error(`iqn_loss: ${a.nTau} online quantiles, need an integer >= 1`);
+  if (!Number.isInteger(a.nTau) || a.nTau < 1 || a.nTau > IQN_MAX_TAU)
+    throw new Error(`iqn_loss: ${a.nTau} online quantiles, need 1..${IQN_MAX_TAU}`);
   if (!Number.isInteger(a.nTarget) || a.nTarget < 1 || a.nTarget > IQN_MAX_TAU)
     throw new Error(`iqn_loss: ${a.nTarget} target quantiles, need 1..${IQN_MAX_TAU}`);
   if (!(a.kappa > 0)) throw new Error(`iqn_loss: Huber kappa ${a.kappa} must be > 0`);

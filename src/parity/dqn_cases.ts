@@ -507,6 +507,7 @@ export function dqnParityCases(): ParityCase[] {
     dqnLossCase(2, { kind: 'c51', support: { vMin: -2, vMax: 3, atoms: 11 } }, 30),
     iqnLossCase(20, 8, 6, 1, 80),
     iqnLossCase(4, 32, 32, 0.5, 90),
+    iqnLossCase(6, 64, 64, 1, 100),
     targetUpdateCase(2, 0, 5),
     targetUpdateCase(0, 0.005, 3),
     combineCase(false, 70, 1),
