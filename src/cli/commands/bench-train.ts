@@ -10,7 +10,7 @@ import { capsOf } from '../../backend/caps.js';
 import { describeChoice } from '../../backend/index.js';
 import { type DevicePeaks, devicePeaks, tensorPeak } from '../../backend/peaks.js';
 import type { Backend } from '../../backend/types.js';
-import { DECIMAL, loadConfig, resolvePrecision } from '../../config.js';
+import { type Config, DECIMAL, resolvePrecision } from '../../config.js';
 import { REPLAY_F } from '../../learn/replay.js';
 import { type BenchDqnResult, benchDqnTrain, dqnTable } from '../../train/dqn_bench.js';
 import { type BenchTrainResult, benchPpoTrain, stepKernelLines } from '../../train/ppo_bench.js';
@@ -18,10 +18,11 @@ import { prepareData } from '../../train/run.js';
 import { chooseBackendFlag, intFlag, parseFlags } from '../args.js';
 import { type Command, UserError } from '../main.js';
 import { peaksLine } from './bench-collect.js';
+import { configOf, readConfigFile, splitConfigFlags } from './train.js';
 
 const usage = `usage: foxhunt bench train [--algo ppo|dqn|c51|iqn] [--backend auto|cuda|webgpu|cpu] [--episodes N[,N...]]
                            [--steps L] [--train-steps K] [--precision auto|exact|tf32] [--repeats R]
-                           [--json]
+                           [--config FILE] [--section.field value ...] [--json]
 
 Times a PPO epoch per phase on the built-in synthetic market, as \`foxhunt train\` runs it: collect
 (collect_ppo on the device), update (every minibatch step of the update in one submission, a CUDA
@@ -48,6 +49,11 @@ achieved FLOP/s as a share of the device's f32 FMA peak and, for tf32, of its TF
   --precision P     auto (default: as train.precision auto, tf32 on cuda, exact elsewhere), exact
                     (f32, the parity mode) or tf32 (cuda tensor cores)
   --repeats R       measured epochs per N (default 3)
+  --config FILE     time this training configuration (as foxhunt train --config FILE takes it): its
+                    algorithm, sizes, learner settings and market; N, L and K default to its
+                    rollout.episodes, rollout.steps and dqn.stepsPerEpoch
+  --section.field V any config field, as foxhunt train takes it (e.g. --dqn.iqnTau 32); like
+                    --config, makes N, L and K default to the configuration's
   --json            one JSON object on stdout instead of the table
 
 Developers: node dist/dev/bench.js train --help takes the learner's launch-plan knobs.`;
@@ -97,9 +103,11 @@ export function trainTable(results: BenchTrainResult[], peaks: DevicePeaks | und
 }
 
 async function run(args: string[]): Promise<number> {
+  const { named, config: configFlags } = splitConfigFlags(args);
   const { values, positionals } = parseFlags(
-    args,
+    named,
     {
+      config: { type: 'string' },
       algo: { type: 'string' },
       backend: { type: 'string' },
       episodes: { type: 'string' },
@@ -112,7 +120,13 @@ async function run(args: string[]): Promise<number> {
     usage,
   );
   if (positionals.length > 0) throw new UserError(`unexpected argument "${positionals[0]}"\n${usage}`);
-  const algo = (values.algo as string | undefined) ?? 'ppo';
+  // The configuration timed: the defaults, or --config FILE and the --section.field flags over them.
+  const file = await readConfigFile(values.config as string | undefined);
+  const given = file !== null || Object.keys(configFlags).length > 0;
+  if (values.algo !== undefined) configFlags['train.algo'] = String(values.algo);
+  const algo =
+    given || values.algo === undefined ? configOf(file, configFlags).train.algo : String(values.algo);
+  const cfgWith = (bench: Record<string, string>) => configOf(file, { ...configFlags, ...bench });
   if (!['ppo', 'dqn', 'c51', 'iqn'].includes(algo))
     throw new UserError(`--algo ${algo}: bench train measures ppo, dqn, c51 or iqn`);
   if (algo === 'ppo' && values['train-steps'] !== undefined)
@@ -121,7 +135,8 @@ async function run(args: string[]): Promise<number> {
   if (!BACKENDS.includes(request)) {
     throw new UserError(`--backend must be one of ${BACKENDS.join(', ')}, got "${request}"`);
   }
-  const precisionFlag = (values.precision as string | undefined) ?? 'auto';
+  const precisionFlag =
+    (values.precision as string | undefined) ?? (given ? cfgWith({}).train.precision : 'auto');
   if (!['auto', 'exact', 'tf32'].includes(precisionFlag)) {
     throw new UserError(`--precision must be auto, exact or tf32, got "${precisionFlag}"`);
   }
@@ -143,7 +158,14 @@ async function run(args: string[]): Promise<number> {
   for (const line of describeChoice(choice)) log(line);
   if (algo !== 'ppo') {
     try {
-      return await dqnBench(algo, backend, episodesList, values, json, log);
+      return await dqnBench(
+        algo,
+        backend,
+        { episodesList, given, cfgWith, precisionFlag },
+        values,
+        json,
+        log,
+      );
     } finally {
       backend.destroy();
     }
@@ -157,12 +179,20 @@ async function run(args: string[]): Promise<number> {
       );
     }
     const cpu = caps.deviceClass === 'cpu';
-    const episodes = [...new Set(episodesList ?? (cpu ? [8] : [128, 1024]))];
-    const steps = intFlag(values.steps as string | undefined, 'steps', cpu ? 64 : 500, 1);
+    const base = cfgWith({});
+    const episodes = [
+      ...new Set(episodesList ?? (given ? [base.rollout.episodes] : cpu ? [8] : [128, 1024])),
+    ];
+    const steps = intFlag(
+      values.steps as string | undefined,
+      'steps',
+      given ? base.rollout.steps : cpu ? 64 : 500,
+      1,
+    );
     const repeats = intFlag(values.repeats as string | undefined, 'repeats', 3, 1);
     // loadConfig checks the rollout fills a minibatch (config: ppo.minibatch ...), before any work.
     const settings = episodes.map((n) =>
-      loadConfig(undefined, { 'rollout.episodes': String(n), 'rollout.steps': String(steps) }),
+      cfgWith({ 'rollout.episodes': String(n), 'rollout.steps': String(steps) }),
     );
     const data = await prepareData(settings[0]);
     const results: BenchTrainResult[] = [];
@@ -189,7 +219,15 @@ async function run(args: string[]): Promise<number> {
     if (json) {
       console.log(
         JSON.stringify(
-          { command: 'bench train', algo, precision, backend: backend.info, peaks: peaks ?? null, results },
+          {
+            command: 'bench train',
+            algo,
+            precision,
+            backend: backend.info,
+            peaks: peaks ?? null,
+            config: settings[0],
+            results,
+          },
           null,
           2,
         ),
@@ -210,19 +248,32 @@ async function run(args: string[]): Promise<number> {
 async function dqnBench(
   algo: string,
   backend: Backend,
-  episodesList: number[] | undefined,
+  timed: {
+    episodesList: number[] | undefined;
+    /** A --config file or --section.field flags: N, L and K default to the configuration's. */
+    given: boolean;
+    cfgWith: (bench: Record<string, string>) => Config;
+    precisionFlag: string;
+  },
   values: Record<string, unknown>,
   json: boolean,
   log: (line: string) => void,
 ): Promise<number> {
   const cpu = capsOf(backend).deviceClass === 'cpu';
-  const episodes = [...new Set(episodesList ?? [cpu ? 8 : 128])];
-  const steps = intFlag(values.steps as string | undefined, 'steps', cpu ? 64 : 500, 1);
+  const { episodesList, given, cfgWith, precisionFlag } = timed;
+  const base = cfgWith({});
+  const episodes = [...new Set(episodesList ?? [given ? base.rollout.episodes : cpu ? 8 : 128])];
+  const steps = intFlag(
+    values.steps as string | undefined,
+    'steps',
+    given ? base.rollout.steps : cpu ? 64 : 500,
+    1,
+  );
   const repeats = intFlag(values.repeats as string | undefined, 'repeats', 3, 1);
   const trainSteps = values['train-steps'] as string | undefined;
   if (trainSteps !== undefined) intFlag(trainSteps, 'train-steps', 0, 1);
-  // The default replay ring (1M rows) unless the device's largest storage buffer holds fewer rows
-  // (lavapipe: 128 MiB, about 300,000).
+  // The configuration's replay ring (default 1M rows) unless the device's largest storage buffer
+  // holds fewer rows (lavapipe: 128 MiB, about 300,000).
   const lim = backend.info.limits;
   const largest = Math.min(
     Number(lim.maxStorageBufferBindingSize ?? Number.POSITIVE_INFINITY),
@@ -230,24 +281,24 @@ async function dqnBench(
   );
   const rows = Math.floor(largest / (4 * REPLAY_F));
   const settings = episodes.map((n) =>
-    loadConfig(undefined, {
+    cfgWith({
       'train.algo': algo,
       'rollout.episodes': String(n),
       'rollout.steps': String(steps),
-      'train.precision': (values.precision as string | undefined) ?? 'auto',
+      'train.precision': precisionFlag,
       ...(trainSteps !== undefined
         ? { 'dqn.stepsPerEpoch': trainSteps }
-        : cpu
+        : cpu && !given
           ? { 'dqn.stepsPerEpoch': '10' }
           : {}),
-      ...(rows < 1_000_000 ? { 'dqn.replayCapacity': String(rows) } : {}),
+      ...(rows < base.dqn.replayCapacity ? { 'dqn.replayCapacity': String(rows) } : {}),
     }),
   );
   const data = await prepareData(settings[0]);
   const results: BenchDqnResult[] = [];
   for (const cfg of settings) {
     log(
-      `${cfg.rollout.episodes} x ${steps}: ${cfg.dqn.stepsPerEpoch} train steps at batch ${cfg.dqn.batch}, replay capacity ${cfg.dqn.replayCapacity}, learner ${resolvePrecision(cfg.train.precision, backend.kind)}`,
+      `${cfg.rollout.episodes} x ${steps}: ${cfg.dqn.stepsPerEpoch} train steps at batch ${cfg.dqn.batch}${algo === 'iqn' ? ` (${cfg.dqn.iqnTau} x ${cfg.dqn.iqnTau} taus)` : ''}, replay capacity ${cfg.dqn.replayCapacity}, learner ${resolvePrecision(cfg.train.precision, backend.kind)}`,
     );
     try {
       results.push(
@@ -270,7 +321,11 @@ async function dqnBench(
   const precision = resolvePrecision(settings[0].train.precision, backend.kind);
   if (json) {
     console.log(
-      JSON.stringify({ command: 'bench train', algo, precision, backend: backend.info, results }, null, 2),
+      JSON.stringify(
+        { command: 'bench train', algo, precision, backend: backend.info, config: settings[0], results },
+        null,
+        2,
+      ),
     );
     return 0;
   }

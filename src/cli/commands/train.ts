@@ -83,12 +83,11 @@ export const trainCommand: Command = {
     if (values.seed !== undefined) flags['train.seed'] = String(intFlag(String(values.seed), 'seed', 0, 0));
     if (values.out !== undefined) flags['train.outDir'] = String(values.out);
     const file = await readConfigFile(values.config as string | undefined);
-    const override = (base: Config): Config =>
-      validateConfig(applyFlags(file ? mergeConfig(base, file.patch, file.path) : base, flags));
+    const override = (base: Config): Config => overrideConfig(base, file, flags);
 
     return asUserError(async () => {
       const storage = new NodeStorage();
-      let cfg = override(defaultsFor(selectedAlgo(file?.patch, flags)));
+      let cfg = configOf(file, flags);
       let resume = null;
       if (values.resume)
         ({ cfg, checkpoint: resume } = await resumeConfig(storage, cfg.train.outDir, override));
@@ -223,9 +222,23 @@ async function assertDirectoryPath(outDir: string): Promise<void> {
   }
 }
 
-async function readConfigFile(
-  path: string | undefined,
-): Promise<{ patch: DeepPartial<Config>; path: string } | null> {
+/** `base` <- the --config file's sections <- the --section.field flags, validated. */
+function overrideConfig(base: Config, file: ConfigFile | null, flags: Record<string, string>): Config {
+  return validateConfig(applyFlags(file ? mergeConfig(base, file.patch, file.path) : base, flags));
+}
+
+/** The defaults of the algorithm the file or flags select, then the file, then the flags. */
+export function configOf(file: ConfigFile | null, flags: Record<string, string>): Config {
+  return overrideConfig(defaultsFor(selectedAlgo(file?.patch, flags)), file, flags);
+}
+
+export interface ConfigFile {
+  patch: DeepPartial<Config>;
+  path: string;
+}
+
+/** The JSON file of --config (null without one); an unreadable or malformed file is one line. */
+export async function readConfigFile(path: string | undefined): Promise<ConfigFile | null> {
   if (path === undefined) return null;
   let text: string;
   try {

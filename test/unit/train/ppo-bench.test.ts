@@ -3,6 +3,9 @@
  * the CPU backend (every phase timed, launches per step, FLOPs consistent), and the command's
  * one-line errors. Speeds are not asserted here: they come from running the benchmark.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { devMain } from '../../../dev/main.js';
 import { createCpuBackend } from '../../../src/backend/cpu/index.js';
@@ -182,6 +185,71 @@ describe('bench train', () => {
     expect(err.at(-1)).toBe('foxhunt bench train: --train-steps must be an integer >= 1, got "0"');
     expect(await main([...args, '--train-steps', '1', '--repeats', '1', '--json'])).toBe(0);
     expect(JSON.parse(out.join('\n')).results[0]).toMatchObject({ algo: 'c51', trainSteps: 1, batch: 512 });
+  });
+
+  it('times the configuration of --config FILE and --section.field flags (N, L, K and the net as train runs them)', async () => {
+    const err: string[] = [];
+    const out: string[] = [];
+    vi.spyOn(console, 'error').mockImplementation((...a) => void err.push(a.join(' ')));
+    vi.spyOn(console, 'log').mockImplementation((...a) => void out.push(a.join(' ')));
+    const dir = mkdtempSync(join(tmpdir(), 'foxhunt-bench-'));
+    try {
+      const file = join(dir, 'iqn.json');
+      writeFileSync(
+        file,
+        JSON.stringify({
+          train: { algo: 'iqn' },
+          data: { synthBars: 3000 },
+          rollout: { episodes: 4, steps: 16 },
+          dqn: { batch: 16, stepsPerEpoch: 2, iqnTau: 8, replayCapacity: 5000 },
+        }),
+      );
+      // The file's algorithm, sizes and train steps; a flag over the file.
+      expect(
+        await main([
+          'bench',
+          'train',
+          '--backend',
+          'cpu',
+          '--config',
+          file,
+          '--dqn.iqnTau',
+          '4',
+          '--repeats',
+          '1',
+          '--json',
+        ]),
+      ).toBe(0);
+      const run = JSON.parse(out.join('\n'));
+      expect(run.algo).toBe('iqn');
+      expect(run.config.dqn).toMatchObject({ iqnTau: 4, batch: 16, replayCapacity: 5000 });
+      expect(run.results[0]).toMatchObject({ algo: 'iqn', episodes: 4, steps: 16, batch: 16, trainSteps: 2 });
+      // Flags alone: PPO at the configuration's rollout, the bench's --episodes over it.
+      out.length = 0;
+      const ppo = ['bench', 'train', '--backend', 'cpu', '--data.synthBars', '3000', '--rollout.steps', '16'];
+      expect(
+        await main([
+          ...ppo,
+          '--ppo.minibatch',
+          '16',
+          '--ppo.updateEpochs',
+          '1',
+          '--episodes',
+          '2',
+          '--repeats',
+          '1',
+          '--json',
+        ]),
+      ).toBe(0);
+      const p = JSON.parse(out.join('\n'));
+      expect(p.config.ppo).toMatchObject({ minibatch: 16, updateEpochs: 1 });
+      expect(p.results[0]).toMatchObject({ episodes: 2, steps: 16, samples: 32, minibatchSteps: 2 });
+      // A wrong field is one line naming it.
+      expect(await main(['bench', 'train', '--backend', 'cpu', '--dqn.iqnTaus', '4'])).toBe(1);
+      expect(err.at(-1)).toMatch(/^foxhunt bench train: .*dqn\.iqnTaus/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('refuses --precision tf32 off CUDA, and an unknown precision, with one line', async () => {
