@@ -11,10 +11,9 @@
 //   weights: const float*; dOut, td: float*
 //   u: Uniforms { batch, nTau, nTarget, qOff, nextOff, targetOff, dOutOff, tauOff, kappa }
 // Block: WG_X threads, one sample (block b of the flat grid): thread q < 45 sums action q's target
-// quantiles at s', thread j takes y_j, the threads zero the sample's dOut row off the action; thread
-// i takes quantile i's gradient and its loss terms over j, and a tree over the threads sums the
-// loss (the reference sums in f64 in (i, j) order: tolerance); thread 0 takes the argmax.
-// Numerics: f32.
+// quantiles at s', thread j takes y_j, the threads zero the sample's dOut row off the action and
+// write each i's gradient; thread 0 takes the argmax and sums the loss over (i, j) in the
+// reference's order. Numerics: f32.
 #include "grid.cuh"
 #include "learn_common.cuh"
 
@@ -29,7 +28,6 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) iqn_loss(KERNEL
   __shared__ float y[MAX_TAU];
   __shared__ float zs[MAX_TAU];
   __shared__ float ts[MAX_TAU];
-  __shared__ float lsum[WG_X];
   __shared__ unsigned int best_s;
   const unsigned long long bid = flat_block_id();
   if (bid >= u.batch) return;
@@ -70,24 +68,24 @@ extern "C" __global__ void __launch_bounds__(WG_X * WG_Y * WG_Z) iqn_loss(KERNEL
     y[j] = ret + disc * targetNet[u.targetOff + next + j * A + best_s];
   __syncthreads();
   const float nt = (float)u.nTarget;
-  float part = 0.0f;
   for (unsigned int i = tid; i < u.nTau; i += WG_X) {
     float g = 0.0f;
     for (unsigned int j = 0; j < u.nTarget; j++) {
       const float delta = y[j] - zs[i];
       const float wq = fabsf(ts[i] - (delta < 0.0f ? 1.0f : 0.0f));
       g -= wq * (fminf(u.kappa, fmaxf(-u.kappa, delta)) / u.kappa);
-      part += wq * iqn_huber(delta, u.kappa) / u.kappa / nt;
     }
     dOut[u.dOutOff + on + i * A + a] = w * (g / nt) / (float)u.batch;
   }
-  lsum[tid] = part;
-  __syncthreads();
-  for (unsigned int s = WG_X / 2u; s > 0u; s >>= 1) {
-    if (tid < s) lsum[tid] += lsum[tid + s];
-    __syncthreads();
-  }
   if (tid != 0u) return;
-  td[b] = lsum[0];
-  td[u.batch + b] = w * lsum[0];
+  float loss = 0.0f;
+  for (unsigned int i = 0; i < u.nTau; i++) {
+    for (unsigned int j = 0; j < u.nTarget; j++) {
+      const float delta = y[j] - zs[i];
+      const float wq = fabsf(ts[i] - (delta < 0.0f ? 1.0f : 0.0f));
+      loss += wq * iqn_huber(delta, u.kappa) / u.kappa / nt;
+    }
+  }
+  td[b] = loss;
+  td[u.batch + b] = w * loss;
 }

@@ -12,15 +12,13 @@
 //   u: Uniforms { batch, nTau, nTarget, qOff, nextOff, targetOff, dOutOff, tauOff, kappa }
 // Workgroup: WG_X threads, one sample (workgroup b of the flat grid): invocation q < 45 sums action
 // q's target quantiles at s', invocation j takes y_j, the invocations zero the sample's dOut row off
-// the action; invocation i takes quantile i's gradient and its loss terms over j, and a tree over
-// the invocations sums the loss (the reference sums in f64 in (i, j) order: tolerance); invocation
-// 0 takes the argmax. Numerics: f32.
+// the action and write each i's gradient; invocation 0 takes the argmax and sums the loss over
+// (i, j) in the reference's order. Numerics: f32.
 
 var<workgroup> qsum: array<f32, NUM_ACTIONS>;
 var<workgroup> y: array<f32, MAX_TAU>;
 var<workgroup> zs: array<f32, MAX_TAU>;
 var<workgroup> ts: array<f32, MAX_TAU>;
-var<workgroup> lsum: array<f32, WG_X>;
 var<workgroup> best_s: u32;
 
 fn huber(x: f32, kappa: f32) -> f32 {
@@ -75,27 +73,25 @@ fn iqn_loss(
   }
   workgroupBarrier();
   let nt = f32(u.nTarget);
-  var part = 0.0;
   for (var i = tid; i < u.nTau; i += u32(WG_X)) {
     var g = 0.0;
     for (var j = 0u; j < u.nTarget; j++) {
       let delta = y[j] - zs[i];
       let wq = abs(ts[i] - select(0.0, 1.0, delta < 0.0));
       g = g - wq * (clamp(delta, -u.kappa, u.kappa) / u.kappa);
-      part = part + wq * huber(delta, u.kappa) / u.kappa / nt;
     }
     dOut[u.dOutOff + on + i * A + a] = w * (g / nt) / f32(u.batch);
   }
-  lsum[tid] = part;
-  workgroupBarrier();
-  for (var s = u32(WG_X) / 2u; s > 0u; s = s / 2u) {
-    if (tid < s) {
-      lsum[tid] = lsum[tid] + lsum[tid + s];
-    }
-    workgroupBarrier();
-  }
   if (tid == 0u) {
-    td[b] = lsum[0];
-    td[u.batch + b] = w * lsum[0];
+    var loss = 0.0;
+    for (var i = 0u; i < u.nTau; i++) {
+      for (var j = 0u; j < u.nTarget; j++) {
+        let delta = y[j] - zs[i];
+        let wq = abs(ts[i] - select(0.0, 1.0, delta < 0.0));
+        loss = loss + wq * huber(delta, u.kappa) / u.kappa / nt;
+      }
+    }
+    td[b] = loss;
+    td[u.batch + b] = w * loss;
   }
 }

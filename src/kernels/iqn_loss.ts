@@ -11,8 +11,8 @@
  *   dOut[dOutOff + (b nTau + i) 45 ..]  dL/dZ at the action (w / batch), zero elsewhere
  *   td[b] = L_b (the priority signal), td[batch + b] = w L_b
  * Workgroup: WG_X (64) threads, one sample: a thread per action's target sum at s', per target
- * y_j and per quantile i's gradient and loss terms; thread 0 the argmax; L_b summed by a tree over
- * the threads. Numerics: f32 (the reference sums L_b in f64 in (i, j) order: tolerance).
+ * y_j and per quantile i's gradient; thread 0 the argmax and the loss in the reference's order.
+ * Numerics: f32 (the reference sums L_b in f64: tolerance).
  */
 
 import { iqnSample } from '../learn/dqn_loss.js';
