@@ -22,6 +22,7 @@ import { seedToKey } from '../rng/philox.js';
 import { createHostCuriosity } from './dqn_curiosity.js';
 import type { DqnEngine, DqnSnapshot, DqnTrainStats } from './dqn_engine.js';
 import { type CollectStats, summarizeRollout } from './engine.js';
+import { type StepProgress, stepTicker } from './ticker.js';
 
 /** Largest replay a host-side replay allocates (bytes). */
 const MAX_REPLAY_BYTES = 4 * 2 ** 30;
@@ -75,9 +76,10 @@ export function createCpuDqnEngine(cfg: Config, market: Market, train: SplitRang
       return summarizeRollout(rollout.components, rollout.rewards, rollout.dones, rollout.truncateds, count);
     },
 
-    async train(_round: number): Promise<DqnTrainStats> {
+    async train(_round: number, onStep?: StepProgress): Promise<DqnTrainStats> {
       const out: DqnTrainStats = { steps: 0, loss: 0, gradNorm: 0, td: 0, beta: 0, replaySize: replay.size };
       if (replay.size < q.batch) return out;
+      const tick = stepTicker(q.stepsPerEpoch, onStep);
       for (let k = 0; k < q.stepsPerEpoch; k++) {
         out.beta = perBeta(q.betaStart, q.betaEnd, learner.steps, q.betaEpochs * q.stepsPerEpoch);
         const s = dqnTrainStep(learner, replay, per, key, out.beta);
@@ -88,6 +90,7 @@ export function createCpuDqnEngine(cfg: Config, market: Market, train: SplitRang
         // A diverged step wrote non-finite priorities, which the next one cannot sample from: stop
         // here, and the trainer reports the non-finite averages as a divergence.
         if (!Number.isFinite(s.loss + s.gradNorm + s.td)) break;
+        await tick(out.steps);
       }
       out.loss /= out.steps;
       out.gradNorm /= out.steps;

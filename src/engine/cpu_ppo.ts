@@ -20,7 +20,7 @@ import { createEnv } from '../env/state.js';
 import { curiosityTrainStep } from '../learn/curiosity.js';
 import { createMlpCache } from '../learn/mlp.js';
 import { type AdamState, createAdam } from '../learn/optim.js';
-import { createPpoLearner, ppoUpdateReference } from '../learn/ppo_update.js';
+import { createPpoLearner, ppoUpdateSteps } from '../learn/ppo_update.js';
 import { shuffleIndex } from '../learn/shuffle.js';
 import { initParams } from '../nets/forward.js';
 import {
@@ -38,6 +38,7 @@ import {
   summarizeRollout,
   type UpdateStats,
 } from './engine.js';
+import { type StepProgress, stepTicker } from './ticker.js';
 
 export function createCpuPpoEngine(cfg: Config, market: Market, train: SplitRange): PpoEngine {
   const seed = cfg.train.seed;
@@ -92,9 +93,9 @@ export function createCpuPpoEngine(cfg: Config, market: Market, train: SplitRang
       return summarizeRollout(rollout.components, rollout.rewards, rollout.dones, rollout.truncateds, count);
     },
 
-    async update(round: number): Promise<UpdateStats> {
+    async update(round: number, onStep?: StepProgress): Promise<UpdateStats> {
       requireRollout('update');
-      const s = ppoUpdateReference(
+      const steps = ppoUpdateSteps(
         learner,
         {
           states: rollout.states,
@@ -108,6 +109,13 @@ export function createCpuPpoEngine(cfg: Config, market: Market, train: SplitRang
         seed,
         round,
       );
+      const tick = stepTicker(cfg.ppo.updateEpochs * Math.floor(count / cfg.ppo.minibatch), onStep);
+      let next = steps.next();
+      while (!next.done) {
+        await tick(next.value);
+        next = steps.next();
+      }
+      const s = next.value;
       return {
         total: s.total,
         policyLoss: s.policyLoss,

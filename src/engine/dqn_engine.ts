@@ -7,6 +7,7 @@ import type { BackendKind, Dispatch } from '../backend/types.js';
 import type { SplitRange } from '../data/types.js';
 import type { BacktestResult } from '../eval/backtest.js';
 import type { CollectStats } from './engine.js';
+import type { StepProgress } from './ticker.js';
 
 /** Means over an epoch's train steps. */
 export interface DqnTrainStats {
@@ -46,8 +47,12 @@ export interface DqnEngine {
   readonly backend: BackendKind;
   /** One launch of N x L epsilon-greedy steps, folded into the replay. */
   collect(round: number, epsilon: number): Promise<CollectStats>;
-  /** `dqn.stepsPerEpoch` train steps; beta anneals over dqn.betaEpochs * dqn.stepsPerEpoch steps. */
-  train(round: number): Promise<DqnTrainStats>;
+  /**
+   * `dqn.stepsPerEpoch` train steps; beta anneals over dqn.betaEpochs * dqn.stepsPerEpoch steps. A
+   * host engine reports its steps to `onStep` as it goes (src/engine/ticker.ts); a device engine runs
+   * them in one submission.
+   */
+  train(round: number, onStep?: StepProgress): Promise<DqnTrainStats>;
   /** One AdamW step of the curiosity model on the last launch; its MSE before the step. */
   trainCuriosity(round: number): Promise<number>;
   /**

@@ -9,6 +9,7 @@ import type { BackendKind } from '../backend/types.js';
 import type { CollectStats } from '../collect/rollout.js';
 import type { SplitRange } from '../data/types.js';
 import type { BacktestResult } from '../eval/backtest.js';
+import type { StepProgress } from './ticker.js';
 
 // The rollout summary lives beside the rollout it reads (src/collect/rollout.ts).
 export { type CollectStats, summarizeRollout } from '../collect/rollout.js';
@@ -47,8 +48,11 @@ export interface PpoEngine {
   readonly backend: BackendKind;
   /** Runs one rollout of N x L steps (launch `round`), episodes continuing from the last one. */
   collect(round: number): Promise<CollectStats>;
-  /** PPO update on the last rollout; `round` seeds its shuffles. */
-  update(round: number): Promise<UpdateStats>;
+  /**
+   * PPO update on the last rollout; `round` seeds its shuffles. A host engine reports its minibatch
+   * steps to `onStep` as it goes (src/engine/ticker.ts); a device engine runs them in one submission.
+   */
+  update(round: number, onStep?: StepProgress): Promise<UpdateStats>;
   /** One AdamW step of the curiosity model on the last rollout; returns its MSE before the step. */
   trainCuriosity(round: number): Promise<number>;
   /**

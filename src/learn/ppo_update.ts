@@ -77,6 +77,24 @@ export function ppoUpdateReference(
   seed: number,
   update: number,
 ): PpoUpdateStats {
+  const steps = ppoUpdateSteps(learner, rollout, cfg, seed, update);
+  for (;;) {
+    const next = steps.next();
+    if (next.done) return next.value;
+  }
+}
+
+/**
+ * ppoUpdateReference one minibatch step at a time: yields the minibatch steps done after each,
+ * returns the update's statistics (the CPU engine hands the event loop a turn between steps).
+ */
+export function* ppoUpdateSteps(
+  learner: PpoLearner,
+  rollout: PpoRollout,
+  cfg: PpoConfig,
+  seed: number,
+  update: number,
+): Generator<number, PpoUpdateStats> {
   const { actorLayout, criticLayout } = learner;
   const size = cfg.minibatch;
   const perEpoch = Math.floor(rollout.count / size);
@@ -151,6 +169,7 @@ export function ppoUpdateReference(
       sums.clipFrac += parts.clipFrac;
       sums.gradNorm += gradNorm;
       sums.minibatches++;
+      yield sums.minibatches;
     }
   }
   const n = sums.minibatches;

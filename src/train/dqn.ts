@@ -101,7 +101,7 @@ export async function trainDqn(run: DqnRun): Promise<{ records: EpochRecord[]; s
     t0 = performance.now();
     let trained: Awaited<ReturnType<DqnEngine['train']>>;
     try {
-      trained = await engine.train(round);
+      trained = await engine.train(round, run.onStep && ((d, t) => run.onStep?.(epoch, 'update', d, t)));
     } catch (err) {
       await tail.settle();
       throw err;

@@ -91,6 +91,7 @@ export async function runDqnTraining(opts: RunOptions): Promise<RunResult> {
       firstEpoch,
       bestScore,
       onPhase: opts.onPhase,
+      onStep: opts.onStep,
       onEpoch: opts.onEpoch,
       signal: opts.signal,
     });

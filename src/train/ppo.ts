@@ -48,6 +48,8 @@ export interface TrainRun<Engine> {
   bestScore: number;
   /** Awaited: a caller may hold the run at a phase boundary (the page's pause) or throw to stop it. */
   onPhase?: (epoch: number, phase: Phase) => void | Promise<void>;
+  /** A host engine's train steps as they run (the CPU's update phase: minutes at the spec's sizes). */
+  onStep?: (epoch: number, phase: Phase, done: number, total: number) => void | Promise<void>;
   /** Awaited, after the epoch's checkpoints and log line are written. */
   onEpoch?: (record: EpochRecord) => void | Promise<void>;
   /** Stops the run after the epoch in progress (a browser's Stop button); see RunStoppedError. */
@@ -143,7 +145,7 @@ export async function trainPpo(run: PpoRun): Promise<PpoResult> {
     // 2. PPO update on the rollout.
     await run.onPhase?.(epoch, 'update');
     t0 = performance.now();
-    const update = await engine.update(round);
+    const update = await engine.update(round, run.onStep && ((d, t) => run.onStep?.(epoch, 'update', d, t)));
     const updateMs = performance.now() - t0;
     const { samples, ...losses } = update;
     finite('the PPO loss', losses);

@@ -37,6 +37,13 @@ export function metricsTable(v: ValidationReport): string {
 }
 
 /** Wall-clock so far and the estimated time left, for the progress lines. */
+/** A phase's steps so far (the CPU engines' train steps) and the time its rate leaves for the rest. */
+export interface PhaseSteps {
+  done: number;
+  total: number;
+  leftMs: number;
+}
+
 export interface Timing {
   elapsedMs: number;
   /** null until an epoch of this session has finished. */
@@ -90,7 +97,9 @@ export function progressLine(
   phase: string,
   last: EpochRecord | null,
   time?: Timing,
+  steps?: PhaseSteps,
 ): string {
+  if (steps) phase = `${phase} ${steps.done}/${steps.total} (${duration(steps.leftMs)} left)`;
   const width = 20;
   const done = Math.round((width * (epoch - 1)) / epochs);
   const bar = `${'#'.repeat(done)}${'-'.repeat(width - done)}`;

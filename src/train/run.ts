@@ -165,6 +165,8 @@ export interface RunOptions {
   onInfo?: (line: string) => void;
   /** Awaited (see PpoRun): the browser worker pauses here, and stops by throwing. */
   onPhase?: (epoch: number, phase: Phase) => void | Promise<void>;
+  /** The CPU engines' train steps as they run (see PpoRun). */
+  onStep?: (epoch: number, phase: Phase, done: number, total: number) => void | Promise<void>;
   onEpoch?: (record: EpochRecord) => void | Promise<void>;
   /** Stops the run after the epoch in progress with a RunStoppedError (src/train/ppo.ts). */
   signal?: AbortSignal;
@@ -242,6 +244,7 @@ export async function runTraining(opts: RunOptions): Promise<RunResult> {
         firstEpoch,
         bestScore,
         onPhase: opts.onPhase,
+        onStep: opts.onStep,
         onEpoch: opts.onEpoch,
         signal: opts.signal,
       });

@@ -47,6 +47,9 @@ which the run evaluates once on the test split at the end (see docs/TRAINING.md)
   --force              DIR holds an earlier run: delete it and start again (without: refused)
   --section.field V    any config field, e.g. --ppo.lr 1e-4 --rollout.episodes 32`;
 
+/** Off a terminal, the first epoch's train-step progress at most this often. */
+const STEP_LINE_MS = 30_000;
+
 export const trainCommand: Command = {
   name: 'train',
   summary:
@@ -96,6 +99,8 @@ export const trainCommand: Command = {
       const tty = process.stderr.isTTY === true;
       let last: EpochRecord | null = null;
       const start = performance.now();
+      let phaseAt = start;
+      let shownAt = start;
       const todo = epochs - (resume?.state.epoch ?? 0);
       let done = 0;
       // Ctrl-C once: finish the epoch in progress (its checkpoint included), then stop; --resume
@@ -120,12 +125,26 @@ export const trainCommand: Command = {
         force: values.force === true,
         onInfo: (line) => console.error(line),
         onPhase: (epoch, phase) => {
+          phaseAt = shownAt = performance.now();
           const time = timing(performance.now() - start, done, todo);
           const line = progressLine(epoch, epochs, phase, last, time);
           if (tty) process.stderr.write(`\r\x1b[K${line}`);
           // Not on a terminal (a log file, a pipe): the first epoch's phases, a line each, so a
           // slow one (minutes on the CPU at the spec's sizes) shows where the run is.
           else if (done === 0) console.error(line);
+        },
+        // The CPU engines' train steps (a GPU's run in one submission): the phase's steps and the
+        // time left at their rate; off a terminal, a line every 30 s of the first epoch.
+        onStep: (epoch, phase, stepsDone, total) => {
+          const now = performance.now();
+          const leftMs = ((now - phaseAt) / stepsDone) * (total - stepsDone);
+          const time = timing(now - start, done, todo);
+          const line = progressLine(epoch, epochs, phase, last, time, { done: stepsDone, total, leftMs });
+          if (tty) process.stderr.write(`\r\x1b[K${line}`);
+          else if (done === 0 && now - shownAt >= STEP_LINE_MS) {
+            console.error(line);
+            shownAt = now;
+          }
         },
         onEpoch: (record) => {
           last = record;

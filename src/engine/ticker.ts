@@ -1,0 +1,39 @@
+/**
+ * The CPU engines' train phases are long host loops (minutes an epoch at the spec's GPU sizes: C51's
+ * 600 train steps at batch 512 take about 4 minutes on two cores, IQN's 300 about 20). A stepTicker
+ * gives the event loop a turn every TICK_MS between steps, so that Ctrl-C, a page's Pause and Stop
+ * and timers run during them, and reports the steps done there (the CLI's progress line).
+ */
+
+/** `done` of `total` steps of the phase have run. */
+export type StepProgress = (done: number, total: number) => void | Promise<void>;
+
+/** Milliseconds between the ticker's turns. */
+export const TICK_MS = 100;
+
+/** A turn of the event loop: setImmediate where there is one (Node), else a zero timeout. */
+export function nextTurn(): Promise<void> {
+  return new Promise((resolve) => {
+    if (typeof setImmediate === 'function') setImmediate(resolve);
+    else setTimeout(resolve, 0);
+  });
+}
+
+/**
+ * Call after each of `total` steps with the steps done: at least `everyMs` after the last turn it
+ * reports them to `onStep` and yields a turn of the event loop; otherwise it returns at once.
+ */
+export function stepTicker(
+  total: number,
+  onStep?: StepProgress,
+  everyMs = TICK_MS,
+  clock: () => number = () => performance.now(),
+): (done: number) => Promise<void> {
+  let last = clock();
+  return async (done: number) => {
+    if (clock() - last < everyMs) return;
+    await onStep?.(done, total);
+    await nextTurn();
+    last = clock();
+  };
+}
