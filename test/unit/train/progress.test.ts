@@ -87,7 +87,12 @@ function config(algo: string, outDir: string): Config {
 }
 
 /** The epoch's log record without its wall-clock fields. */
-const results = (r: EpochRecord) => ({ losses: r.losses, reward: r.reward, validation: r.validation, score: r.score });
+const results = (r: EpochRecord) => ({
+  losses: r.losses,
+  reward: r.reward,
+  validation: r.validation,
+  score: r.score,
+});
 
 describe('the CPU train phase', () => {
   it.each(['ppo', 'c51'])(
