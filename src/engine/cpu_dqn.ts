@@ -22,7 +22,7 @@ import { seedToKey } from '../rng/philox.js';
 import { createHostCuriosity } from './dqn_curiosity.js';
 import type { DqnEngine, DqnSnapshot, DqnTrainStats } from './dqn_engine.js';
 import { type CollectStats, summarizeRollout } from './engine.js';
-import { type StepProgress, stepTicker } from './ticker.js';
+import { type StepProgress, stepTicker } from '../ticker.js';
 
 /** Largest replay a host-side replay allocates (bytes). */
 const MAX_REPLAY_BYTES = 4 * 2 ** 30;

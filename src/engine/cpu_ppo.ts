@@ -38,7 +38,7 @@ import {
   summarizeRollout,
   type UpdateStats,
 } from './engine.js';
-import { type StepProgress, stepTicker } from './ticker.js';
+import { type StepProgress, stepTicker } from '../ticker.js';
 
 export function createCpuPpoEngine(cfg: Config, market: Market, train: SplitRange): PpoEngine {
   const seed = cfg.train.seed;

@@ -7,7 +7,7 @@ import type { BackendKind, Dispatch } from '../backend/types.js';
 import type { SplitRange } from '../data/types.js';
 import type { BacktestResult } from '../eval/backtest.js';
 import type { CollectStats } from './engine.js';
-import type { StepProgress } from './ticker.js';
+import type { StepProgress } from '../ticker.js';
 
 /** Means over an epoch's train steps. */
 export interface DqnTrainStats {
@@ -49,7 +49,7 @@ export interface DqnEngine {
   collect(round: number, epsilon: number): Promise<CollectStats>;
   /**
    * `dqn.stepsPerEpoch` train steps; beta anneals over dqn.betaEpochs * dqn.stepsPerEpoch steps. A
-   * host engine reports its steps to `onStep` as it goes (src/engine/ticker.ts); a device engine runs
+   * host engine reports its steps to `onStep` as it goes (src/ticker.ts); a device engine runs
    * them in one submission.
    */
   train(round: number, onStep?: StepProgress): Promise<DqnTrainStats>;

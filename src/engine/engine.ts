@@ -9,7 +9,7 @@ import type { BackendKind } from '../backend/types.js';
 import type { CollectStats } from '../collect/rollout.js';
 import type { SplitRange } from '../data/types.js';
 import type { BacktestResult } from '../eval/backtest.js';
-import type { StepProgress } from './ticker.js';
+import type { StepProgress } from '../ticker.js';
 
 // The rollout summary lives beside the rollout it reads (src/collect/rollout.ts).
 export { type CollectStats, summarizeRollout } from '../collect/rollout.js';
@@ -50,7 +50,7 @@ export interface PpoEngine {
   collect(round: number): Promise<CollectStats>;
   /**
    * PPO update on the last rollout; `round` seeds its shuffles. A host engine reports its minibatch
-   * steps to `onStep` as it goes (src/engine/ticker.ts); a device engine runs them in one submission.
+   * steps to `onStep` as it goes (src/ticker.ts); a device engine runs them in one submission.
    */
   update(round: number, onStep?: StepProgress): Promise<UpdateStats>;
   /** One AdamW step of the curiosity model on the last rollout; returns its MSE before the step. */

@@ -23,7 +23,7 @@
  */
 import type { Config } from '../config.js';
 import type { DqnEngine } from '../engine/dqn_engine.js';
-import { backtest, baselines } from '../eval/backtest.js';
+import { backtestAsync, baselines } from '../eval/backtest.js';
 import { dqnGreedyPolicy } from '../eval/policies.js';
 import { validationScore, verdictSentence } from '../eval/verdict.js';
 import { c51Support, epsilonAt, headOf } from '../learn/dqn_update.js';
@@ -139,12 +139,15 @@ export async function trainDqn(run: DqnRun): Promise<{ records: EpochRecord[]; s
       const t1 = performance.now();
       const policy = engine.validate
         ? (await engine.validate(splits.val, run.barsPerYear)).metrics
-        : backtest(
-            market,
-            splits.val,
-            cfg.env,
-            dqnGreedyPolicy(head, layout, params.online, c51Support(cfg.dqn), cfg.dqn.iqnActTau),
-            run.barsPerYear,
+        : (
+            await backtestAsync(
+              market,
+              splits.val,
+              cfg.env,
+              dqnGreedyPolicy(head, layout, params.online, c51Support(cfg.dqn), cfg.dqn.iqnActTau),
+              run.barsPerYear,
+              run.onStep && ((d, t) => run.onStep?.(epoch, 'validate', d, t)),
+            )
           ).metrics;
       const validateMs = paramsMs + performance.now() - t1;
 
@@ -216,7 +219,7 @@ async function summarize(run: DqnRun): Promise<RunSummary> {
     cfg.dqn.iqnActTau,
   );
   const test = {
-    policy: backtest(market, splits.test, cfg.env, policy, run.barsPerYear).metrics,
+    policy: (await backtestAsync(market, splits.test, cfg.env, policy, run.barsPerYear)).metrics,
     ...baselines(market, splits.test, cfg.env, cfg.train.seed, run.barsPerYear),
   };
   const { epoch, validation, score } = best.state.record;

@@ -18,7 +18,7 @@
 import type { Config } from '../config.js';
 import type { Market, Splits } from '../data/types.js';
 import type { PpoEngine, PpoParams } from '../engine/engine.js';
-import { backtest, baselines } from '../eval/backtest.js';
+import { backtestAsync, baselines } from '../eval/backtest.js';
 import { ppoGreedyPolicy } from '../eval/policies.js';
 import { validationScore, verdictSentence } from '../eval/verdict.js';
 import { describeNonFinite, firstNonFinite } from '../features/market.js';
@@ -170,7 +170,16 @@ export async function trainPpo(run: PpoRun): Promise<PpoResult> {
     // On a device the backtest runs there (validate_policy); the CPU engine runs the host one.
     const policy = engine.validate
       ? (await engine.validate(splits.val, run.barsPerYear)).metrics
-      : backtest(market, splits.val, cfg.env, ppoGreedyPolicy(params.actor), run.barsPerYear).metrics;
+      : (
+          await backtestAsync(
+            market,
+            splits.val,
+            cfg.env,
+            ppoGreedyPolicy(params.actor),
+            run.barsPerYear,
+            run.onStep && ((d, t) => run.onStep?.(epoch, 'validate', d, t)),
+          )
+        ).metrics;
     const validateMs = performance.now() - t0;
 
     const record: EpochRecord = {
@@ -230,12 +239,14 @@ async function summarize(run: PpoRun): Promise<RunSummary> {
   const { cfg, market, splits } = run;
   const best = await loadPpoCheckpoint(run.storage, bestDir(run.outDir));
   const test = {
-    policy: backtest(
-      market,
-      splits.test,
-      cfg.env,
-      ppoGreedyPolicy(best.snapshot.params.actor),
-      run.barsPerYear,
+    policy: (
+      await backtestAsync(
+        market,
+        splits.test,
+        cfg.env,
+        ppoGreedyPolicy(best.snapshot.params.actor),
+        run.barsPerYear,
+      )
     ).metrics,
     ...baselines(market, splits.test, cfg.env, cfg.train.seed, run.barsPerYear),
   };

@@ -1,15 +1,20 @@
 /**
  * The CPU engines' train phases (minutes an epoch at the spec's sizes) report their steps and hand
- * the event loop turns between them (src/engine/ticker.ts), so Ctrl-C, the page's Stop and the
+ * the event loop turns between them (src/ticker.ts), so Ctrl-C, the page's Stop and the
  * CLI's progress line run during them; the results are the same as without a listener.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { applyFlags, type Config, defaultsFor, validateConfig } from '../../../src/config.js';
-import { stepTicker } from '../../../src/engine/ticker.js';
+import { applyFlags, type Config, cloneDefaults, defaultsFor, validateConfig } from '../../../src/config.js';
+import { makeSplits } from '../../../src/data/splits.js';
+import { generateSynthetic } from '../../../src/data/synthetic.js';
+import { backtest, backtestAsync } from '../../../src/eval/backtest.js';
+import { randomPolicy } from '../../../src/eval/policies.js';
+import { buildMarket } from '../../../src/features/market.js';
 import { NodeStorage } from '../../../src/node/storage.js';
+import { stepTicker } from '../../../src/ticker.js';
 import { progressLine } from '../../../src/train/report.js';
 import { runTraining } from '../../../src/train/run.js';
 import type { EpochRecord } from '../../../src/train/runlog.js';
@@ -65,6 +70,36 @@ describe('stepTicker', () => {
   });
 });
 
+describe('backtestAsync', () => {
+  it('computes what backtest does, reporting the bars done and turning the event loop on a slow split', async () => {
+    const cfg = cloneDefaults();
+    const market = buildMarket(generateSynthetic({ bars: 6000, seed: 3 }), cfg);
+    const { val } = makeSplits(market.n, cfg);
+    const greedy = randomPolicy(5);
+    // About 0.6 ms a bar: the split's ~800 bars (a yield every 256) take several ticks.
+    const slow = (state: Float32Array, bar: number) => {
+      const until = performance.now() + 0.6;
+      while (performance.now() < until);
+      return greedy(state, bar);
+    };
+    const seen: number[] = [];
+    let turned = 0;
+    const timer = setInterval(() => turned++, 0);
+    try {
+      const got = await backtestAsync(market, val, cfg.env, slow, 525_600, (done, total) => {
+        expect(total).toBe(val.end - val.start - 1);
+        seen.push(done);
+      });
+      expect(got).toEqual(backtest(market, val, cfg.env, randomPolicy(5), 525_600));
+    } finally {
+      clearInterval(timer);
+    }
+    expect(seen.length).toBeGreaterThan(0);
+    expect(seen).toEqual([...seen].sort((a, b) => a - b));
+    expect(turned).toBeGreaterThan(0);
+  });
+});
+
 const SIZES: Record<string, Record<string, string>> = {
   // 128 minibatch steps of 64.
   ppo: { 'rollout.episodes': '8', 'rollout.steps': '256', 'ppo.minibatch': '64', 'ppo.updateEpochs': '4' },
@@ -109,7 +144,10 @@ describe('the CPU train phase', () => {
           phases.push(phase);
         },
         onStep: (epoch, phase, done, total) => {
-          expect([epoch, phase, phases.at(-1)]).toEqual([1, 'update', 'update']);
+          // The update's train steps; a validation long enough to tick reports its bars.
+          expect([epoch, phases.at(-1)]).toEqual([1, phase]);
+          if (phase === 'validate') return;
+          expect(phase).toBe('update');
           // Each report is followed by a turn of the event loop before the next step.
           let ran = false;
           setImmediate(() => {
