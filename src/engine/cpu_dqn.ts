@@ -19,10 +19,10 @@ import { createReplay, insertRollout, REPLAY_ROW_BYTES } from '../learn/replay.j
 import { initParams } from '../nets/forward.js';
 import { duelingLayout, NetId } from '../nets/layout.js';
 import { seedToKey } from '../rng/philox.js';
+import { type StepProgress, stepTicker } from '../ticker.js';
 import { createHostCuriosity } from './dqn_curiosity.js';
 import type { DqnEngine, DqnSnapshot, DqnTrainStats } from './dqn_engine.js';
 import { type CollectStats, summarizeRollout } from './engine.js';
-import { type StepProgress, stepTicker } from '../ticker.js';
 
 /** Largest replay a host-side replay allocates (bytes). */
 const MAX_REPLAY_BYTES = 4 * 2 ** 30;

@@ -31,6 +31,7 @@ import {
   ppoCriticLayout,
   STATE_DIM,
 } from '../nets/layout.js';
+import { type StepProgress, stepTicker } from '../ticker.js';
 import {
   type CollectStats,
   type PpoEngine,
@@ -38,7 +39,6 @@ import {
   summarizeRollout,
   type UpdateStats,
 } from './engine.js';
-import { type StepProgress, stepTicker } from '../ticker.js';
 
 export function createCpuPpoEngine(cfg: Config, market: Market, train: SplitRange): PpoEngine {
   const seed = cfg.train.seed;

@@ -6,8 +6,8 @@
 import type { BackendKind, Dispatch } from '../backend/types.js';
 import type { SplitRange } from '../data/types.js';
 import type { BacktestResult } from '../eval/backtest.js';
-import type { CollectStats } from './engine.js';
 import type { StepProgress } from '../ticker.js';
+import type { CollectStats } from './engine.js';
 
 /** Means over an epoch's train steps. */
 export interface DqnTrainStats {
