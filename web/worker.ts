@@ -259,8 +259,9 @@ const api: TrainerApi = {
         backendOptions: { gpu: (navigator as Navigator & { gpu?: GPU }).gpu },
         onInfo: (line) => cb.onInfo(line),
         onPhase: async (epoch, phase) => {
-          // The CPU phases run without yielding: take the page's Pause or Stop messages now, or
-          // they wait for the checkpoint's IndexedDB writes, an epoch later.
+          // The CPU collection runs without yielding (train steps and backtests yield, src/ticker.ts,
+          // but this hook alone acts on them): take the page's Pause or Stop messages now, or they
+          // wait for the checkpoint's IndexedDB writes, an epoch later.
           await new Promise((r) => setTimeout(r, 0));
           if (paused) {
             await cb.onProgress(progress(epoch, 'paused'));
