@@ -15,30 +15,13 @@ import { createDeviceDqnEngine } from '../engine/device_dqn.js';
 import type { DqnEngine } from '../engine/dqn_engine.js';
 import { trainDqn } from './dqn.js';
 import type { DqnCheckpoint } from './dqn_checkpoint.js';
-import {
-  checkSameData,
-  earlierRun,
-  prepareData,
-  RunError,
-  type RunOptions,
-  type RunResult,
-  startRun,
-} from './run.js';
+import { loopRun, openRun, RunError, type RunOptions, type RunResult, startRun } from './run.js';
 
 export async function runDqnTraining(opts: RunOptions): Promise<RunResult> {
   const { cfg, storage } = opts;
   const { backend } = cfg.train;
   const resume = opts.resume as DqnCheckpoint | null;
-  const outDir = cfg.train.outDir;
-  const earlier = resume ? [] : await earlierRun(storage, outDir);
-  if (earlier.length && !opts.force) {
-    throw new RunError(
-      `${outDir} already holds a run (${earlier.join(', ')}); --resume continues it, --out DIR trains ` +
-        'elsewhere, --force deletes it and starts again',
-    );
-  }
-  const data = await prepareData(cfg, opts.bars);
-  if (resume) checkSameData(resume.state.data, data.fingerprint, outDir);
+  const { outDir, earlier, data } = await openRun(opts);
   // Its BackendUnavailableError is a user error, as on the PPO path; the CPU engine needs no backend.
   const choice = await chooseBackend(backend, opts.backendOptions);
   for (const line of describeChoice(choice)) opts.onInfo?.(line);
@@ -79,22 +62,7 @@ export async function runDqnTraining(opts: RunOptions): Promise<RunResult> {
     );
     const warning = noTrainStepWarning(cfg, firstEpoch, resume !== null);
     if (warning) opts.onInfo?.(warning);
-    const { records, summary } = await trainDqn({
-      cfg,
-      market: data.market,
-      splits: data.splits,
-      engine,
-      storage,
-      outDir,
-      barsPerYear: data.barsPerYear,
-      data: data.fingerprint,
-      firstEpoch,
-      bestScore,
-      onPhase: opts.onPhase,
-      onStep: opts.onStep,
-      onEpoch: opts.onEpoch,
-      signal: opts.signal,
-    });
+    const { records, summary } = await trainDqn(loopRun(opts, data, engine, { firstEpoch, bestScore }));
     return { records, summary, backend: engine.backend, outDir };
   } finally {
     engine.destroy();

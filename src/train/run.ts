@@ -24,7 +24,7 @@ import { assertMarketFinite, buildMarket } from '../features/market.js';
 import { bestDir, CheckpointError, lastDir, STATE_FILE } from './checkpoint.js';
 import { checkpointAlgo, type DqnCheckpoint, loadDqnCheckpoint } from './dqn_checkpoint.js';
 import { runDqnTraining } from './dqn_run.js';
-import { type Phase, trainPpo } from './ppo.js';
+import { type Phase, type TrainRun, trainPpo } from './ppo.js';
 import { type DataFingerprint, loadPpoCheckpoint, type PpoCheckpoint } from './ppo_checkpoint.js';
 import { type EpochRecord, type RunSummary, readSummary, trimLog } from './runlog.js';
 import { committedDir, joinPath, PREVIOUS, readText, type Storage, settleDir } from './storage.js';
@@ -196,17 +196,8 @@ const ppoEngines: Record<
 export async function runTraining(opts: RunOptions): Promise<RunResult> {
   const { cfg } = opts;
   if (cfg.train.algo !== 'ppo') return runDqnTraining(opts);
-  const outDir = cfg.train.outDir;
   const { storage } = opts;
-  const earlier = opts.resume ? [] : await earlierRun(storage, outDir);
-  if (earlier.length && !opts.force) {
-    throw new RunError(
-      `${outDir} already holds a run (${earlier.join(', ')}); --resume continues it, --out DIR trains ` +
-        'elsewhere, --force deletes it and starts again',
-    );
-  }
-  const data = await prepareData(cfg, opts.bars);
-  if (opts.resume) checkSameData(opts.resume.state.data, data.fingerprint, outDir);
+  const { outDir, earlier, data } = await openRun(opts);
 
   const choice = await chooseBackend(cfg.train.backend, opts.backendOptions);
   const backend = choice.backend;
@@ -232,22 +223,7 @@ export async function runTraining(opts: RunOptions): Promise<RunResult> {
       const { firstEpoch, bestScore } = await startRun(storage, outDir, earlier, resume?.state ?? null, () =>
         engine.restore((resume as PpoCheckpoint).snapshot),
       );
-      const { records, summary } = await trainPpo({
-        cfg,
-        market: data.market,
-        splits: data.splits,
-        engine,
-        storage,
-        outDir,
-        barsPerYear: data.barsPerYear,
-        data: data.fingerprint,
-        firstEpoch,
-        bestScore,
-        onPhase: opts.onPhase,
-        onStep: opts.onStep,
-        onEpoch: opts.onEpoch,
-        signal: opts.signal,
-      });
+      const { records, summary } = await trainPpo(loopRun(opts, data, engine, { firstEpoch, bestScore }));
       return { records, summary, backend: backend.kind, outDir };
     } finally {
       engine.destroy();
@@ -255,6 +231,51 @@ export async function runTraining(opts: RunOptions): Promise<RunResult> {
   } finally {
     backend.destroy();
   }
+}
+
+/**
+ * A run's place and data: refuses an outDir that holds a run unless resuming or forced, builds the
+ * market and its splits, and checks that a resume trains on the data its checkpoint saw.
+ */
+export async function openRun(
+  opts: RunOptions,
+): Promise<{ outDir: string; earlier: string[]; data: PreparedData }> {
+  const { cfg, storage } = opts;
+  const outDir = cfg.train.outDir;
+  const earlier = opts.resume ? [] : await earlierRun(storage, outDir);
+  if (earlier.length && !opts.force) {
+    throw new RunError(
+      `${outDir} already holds a run (${earlier.join(', ')}); --resume continues it, --out DIR trains ` +
+        'elsewhere, --force deletes it and starts again',
+    );
+  }
+  const data = await prepareData(cfg, opts.bars);
+  if (opts.resume) checkSameData(opts.resume.state.data, data.fingerprint, outDir);
+  return { outDir, earlier, data };
+}
+
+/** The loop's run (trainPpo, trainDqn): the data, the place, where it starts and the caller's hooks. */
+export function loopRun<Engine>(
+  opts: RunOptions,
+  data: PreparedData,
+  engine: Engine,
+  start: { firstEpoch: number; bestScore: number },
+): TrainRun<Engine> {
+  return {
+    cfg: opts.cfg,
+    market: data.market,
+    splits: data.splits,
+    engine,
+    storage: opts.storage,
+    outDir: opts.cfg.train.outDir,
+    barsPerYear: data.barsPerYear,
+    data: data.fingerprint,
+    ...start,
+    onPhase: opts.onPhase,
+    onStep: opts.onStep,
+    onEpoch: opts.onEpoch,
+    signal: opts.signal,
+  };
 }
 
 /** What a run leaves in its outDir; any of them makes the directory occupied. */
