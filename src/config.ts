@@ -613,6 +613,12 @@ export function validateConfig(c: Config): Config {
   const q = c.dqn;
   check(q.gamma > 0 && q.gamma <= 1, 'dqn.gamma', 'must be in (0, 1]');
   check(isInt(q.nStep) && q.nStep >= 1, 'dqn.nStep', 'must be an integer >= 1');
+  // The batch before the replay that must hold it: a batch past its limit is named as itself.
+  check(
+    isInt(q.batch) && q.batch >= 1 && q.batch <= LIM.batch,
+    'dqn.batch',
+    `must be an integer in [1, ${LIM.batch}]`,
+  );
   check(
     isInt(q.replayCapacity) && q.replayCapacity >= q.batch && q.replayCapacity <= LIM.replayCapacity,
     'dqn.replayCapacity',
@@ -627,11 +633,6 @@ export function validateConfig(c: Config): Config {
   check(q.maxGradNorm > 0, 'dqn.maxGradNorm', 'must be > 0');
   check(isInt(q.targetEvery) && q.targetEvery >= 0, 'dqn.targetEvery', 'must be an integer >= 0');
   check(q.polyakTau > 0 && q.polyakTau <= 1, 'dqn.polyakTau', 'must be in (0, 1]');
-  check(
-    isInt(q.batch) && q.batch >= 1 && q.batch <= LIM.batch,
-    'dqn.batch',
-    `must be an integer in [1, ${LIM.batch}]`,
-  );
   check(isInt(q.stepsPerEpoch) && q.stepsPerEpoch >= 1, 'dqn.stepsPerEpoch', 'must be an integer >= 1');
   check(q.epsilonStart >= 0 && q.epsilonStart <= 1, 'dqn.epsilonStart', 'must be in [0, 1]');
   check(

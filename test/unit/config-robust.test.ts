@@ -117,6 +117,8 @@ describe('size limits', () => {
       ],
       [{ 'dqn.iqnActTau': '257' }, 'dqn.iqnActTau: must be an integer in [1, 256]'],
       [{ 'dqn.batch': '8193', 'dqn.replayCapacity': '10000' }, 'dqn.batch: must be an integer in [1, 8192]'],
+      // Past its limit and past the replay: the batch is the field to change.
+      [{ 'dqn.batch': '100000000' }, 'dqn.batch: must be an integer in [1, 8192]'],
       [{ 'dqn.replayCapacity': '9673350' }, 'dqn.replayCapacity: must be an integer in [dqn.batch, 9673349]'],
       [{ 'ppo.minibatch': '65537' }, 'ppo.minibatch: must be an integer in [1, 65536]'],
       [{ 'env.curiosityBatch': '65537' }, 'env.curiosityBatch: must be an integer in [1, 65536]'],
