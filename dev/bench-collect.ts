@@ -113,7 +113,7 @@ export async function measureCeiling(
 const ALGOS: CollectAlgo[] = ['dqn', 'c51', 'iqn', 'ppo'];
 const BACKENDS = ['auto', 'cuda', 'webgpu', 'cpu'];
 
-/** H200 targets of issue 5 for DQN collection (env-steps/s, CUDA). */
+/** H200 targets for DQN collection (env-steps/s, CUDA; docs/BENCHMARKS.md). */
 const TARGETS =
   'targets (H200, dqn, cuda): >= 50M env-steps/s at large N, >= 10M at N = 128; webgpu >= 50% of cuda';
 

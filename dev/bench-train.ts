@@ -71,7 +71,7 @@ kernels' TS references); pass --episodes, --steps or --large-episodes to overrid
 
 const BACKENDS = ['auto', 'cuda', 'webgpu', 'cpu'];
 
-/** Update-phase targets for a 64,000-sample rollout on one H200 (issue 6). */
+/** Update-phase targets for a 64,000-sample rollout on one H200 (docs/BENCHMARKS.md). */
 const TARGET_S: Record<string, number> = { cuda: 0.15, webgpu: 0.4 };
 
 function table(results: BenchTrainResult[]): string[] {

@@ -45,9 +45,10 @@ achieved FLOP/s as a share of the device's f32 FMA peak and, for tf32, of its TF
                     cpu: 8)
   --steps L         steps per episode (default 500; cpu: 64)
   --train-steps K   the DQN family's train steps an epoch (default: what foxhunt train runs,
-                    dqn.stepsPerEpoch of the algorithm; issue 24's epoch is 300)
-  --precision P     auto (default: as train.precision auto, tf32 on cuda, exact elsewhere), exact
-                    (f32, the parity mode) or tf32 (cuda tensor cores)
+                    dqn.stepsPerEpoch of the algorithm; the DQN-epoch targets of
+                    docs/BENCHMARKS.md take 300)
+  --precision P     auto (tf32 on cuda, exact elsewhere), exact (f32, the parity mode) or tf32
+                    (cuda tensor cores); default: the configuration's train.precision (auto)
   --repeats R       measured epochs per N (default 3)
   --config FILE     time this training configuration (as foxhunt train --config FILE takes it): its
                     algorithm, sizes, learner settings and market; N, L and K default to its
