@@ -210,8 +210,10 @@ describe('the demo page in headless Chromium', () => {
   it('disables Download while the run has no checkpoint, and enables it once one is written', async () => {
     const { page, errors } = await open(browsers.cpu);
     expect(await page.isDisabled('#dl-checkpoint')).toBe(true);
-    await page.fill('input[name=episodes]', '2');
-    await page.fill('input[name=steps]', '16');
+    // A first epoch of seconds (32 x 64 steps on the CPU reference), so that Stop lands inside it
+    // however loaded the machine is (2 x 16 steps could finish the epoch before Stop arrived).
+    await page.fill('input[name=episodes]', '32');
+    await page.fill('input[name=steps]', '64');
     await page.click('#start');
     await page.click('#stop');
     await page.waitForFunction(() => document.getElementById('status')!.textContent === 'stopped');
