@@ -37,3 +37,26 @@ export function stepTicker(
     last = clock();
   };
 }
+
+/** Runs a stepping generator (ppoUpdateSteps, policyRolloutSteps) to its end, without turns. */
+export function finish<R>(steps: Generator<number, R>): R {
+  for (;;) {
+    const next = steps.next();
+    if (next.done) return next.value;
+  }
+}
+
+/** Runs a stepping generator to its end through a stepTicker of `total` steps. */
+export async function finishTicked<R>(
+  steps: Generator<number, R>,
+  total: number,
+  onStep?: StepProgress,
+): Promise<R> {
+  const tick = stepTicker(total, onStep);
+  let next = steps.next();
+  while (!next.done) {
+    await tick(next.value);
+    next = steps.next();
+  }
+  return next.value;
+}

@@ -31,7 +31,7 @@ import {
   ppoCriticLayout,
   STATE_DIM,
 } from '../nets/layout.js';
-import { type StepProgress, stepTicker } from '../ticker.js';
+import { finishTicked, type StepProgress } from '../ticker.js';
 import {
   type CollectStats,
   type PpoEngine,
@@ -109,13 +109,11 @@ export function createCpuPpoEngine(cfg: Config, market: Market, train: SplitRang
         seed,
         round,
       );
-      const tick = stepTicker(cfg.ppo.updateEpochs * Math.floor(count / cfg.ppo.minibatch), onStep);
-      let next = steps.next();
-      while (!next.done) {
-        await tick(next.value);
-        next = steps.next();
-      }
-      const s = next.value;
+      const s = await finishTicked(
+        steps,
+        cfg.ppo.updateEpochs * Math.floor(count / cfg.ppo.minibatch),
+        onStep,
+      );
       return {
         total: s.total,
         policyLoss: s.policyLoss,

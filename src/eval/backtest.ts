@@ -19,7 +19,7 @@ import { executeOrder } from '../env/portfolio.js';
 import { buildState, createEnv, EnvF, portfolioValue, positionNorm } from '../env/state.js';
 import { envStep } from '../env/step.js';
 import { STATE_DIM } from '../nets/layout.js';
-import { type StepProgress, stepTicker } from '../ticker.js';
+import { finish, finishTicked, type StepProgress } from '../ticker.js';
 import type { ValidationReport } from './metrics.js';
 import { computeMetrics, type EquityTrace, type Metrics } from './metrics.js';
 import { type Policy, randomPolicy } from './policies.js';
@@ -55,14 +55,11 @@ export async function backtestAsync(
   barsPerYear: number,
   onStep?: StepProgress,
 ): Promise<BacktestResult> {
-  const steps = policyRolloutSteps(market, split, envParams(envCfg), policy);
-  const tick = stepTicker(split.end - split.start - 1, onStep);
-  let next = steps.next();
-  while (!next.done) {
-    await tick(next.value);
-    next = steps.next();
-  }
-  const { trace, actions } = next.value;
+  const { trace, actions } = await finishTicked(
+    policyRolloutSteps(market, split, envParams(envCfg), policy),
+    split.end - split.start - 1,
+    onStep,
+  );
   return { metrics: computeMetrics(trace, barsPerYear), trace, actions };
 }
 
@@ -81,11 +78,7 @@ export function policyRollout(
   base: EnvParams,
   policy: Policy,
 ): { trace: EquityTrace; actions: Int32Array } {
-  const steps = policyRolloutSteps(market, split, base, policy);
-  for (;;) {
-    const next = steps.next();
-    if (next.done) return next.value;
-  }
+  return finish(policyRolloutSteps(market, split, base, policy));
 }
 
 /** Bars between policyRolloutSteps' yields. */

@@ -7,8 +7,10 @@
  * global gradient-norm clip over the actor and the critic together (as CleanRL clips
  * `agent.parameters()`), then Adam on each network with the shared step count.
  */
+
 import type { PpoConfig } from '../config.js';
 import type { NetLayout } from '../nets/layout.js';
+import { finish } from '../ticker.js';
 import { ctorOf, type Floats } from './mlp.js';
 import { type AdamState, adamStep, clipGradNorm, createAdam } from './optim.js';
 import { createPpoWorkspace, type PpoLossParts, type PpoWorkspace, ppoLossAndGrad } from './ppo_loss.js';
@@ -77,11 +79,7 @@ export function ppoUpdateReference(
   seed: number,
   update: number,
 ): PpoUpdateStats {
-  const steps = ppoUpdateSteps(learner, rollout, cfg, seed, update);
-  for (;;) {
-    const next = steps.next();
-    if (next.done) return next.value;
-  }
+  return finish(ppoUpdateSteps(learner, rollout, cfg, seed, update));
 }
 
 /**
